@@ -1,0 +1,116 @@
+//! `kflame collapse`: any supported input to folded stacks.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use kflame::collapse::{self, Collapse, Engine, Format, Order};
+use kflame::fold::{Meta, Stacks, write::write_folded};
+
+use crate::input::{self, Input};
+use crate::output;
+
+/// Arguments of `kflame collapse`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Examples:
+  perf record -F 99 -a -g -- sleep 10 && perf script | kflame collapse | kflame flamegraph > out.svg
+  kflame collapse --pid --kernel perf.script.txt -o out.folded
+  kflame collapse --format folded a.folded b.folded > merged.folded")]
+pub(crate) struct Args {
+    /// Input files (`-` or none: stdin). Several inputs are merged into one output.
+    #[arg(value_name = "FILE")]
+    files: Vec<String>,
+
+    /// Input format; guessed from the content when absent.
+    #[arg(short = 'F', long, value_name = "FORMAT", value_parser = parse_format)]
+    format: Option<Format>,
+
+    /// Write the folded output here instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+
+    /// Worker threads (default: number of CPUs). Output is identical for any value.
+    #[arg(short = 'j', long, value_name = "N")]
+    threads: Option<usize>,
+
+    /// Keep stacks in input (time) order, merging only identical consecutive stacks:
+    /// input for flame charts (`kflame flamegraph --flamechart`).
+    #[arg(long)]
+    time_order: bool,
+}
+
+fn parse_format(s: &str) -> Result<Format, String> {
+    Format::from_name(s).ok_or_else(|| {
+        let names: Vec<_> = Format::ALL.iter().map(|f| f.name()).collect();
+        format!("unknown format `{s}`; known formats: {}", names.join(", "))
+    })
+}
+
+/// Builds the collapser of `format` configured from the command line.
+fn build(format: Format, _args: &Args) -> Result<Box<dyn Collapse>> {
+    Ok(match format {
+        Format::Folded => Box::new(collapse::folded::Folded::new()),
+    })
+}
+
+pub(crate) fn run(args: Args) -> Result<()> {
+    let engine = Engine {
+        threads: args.threads.unwrap_or_else(|| Engine::default().threads).max(1),
+        order: if args.time_order { Order::Time } else { Order::Sorted },
+        ..Engine::default()
+    };
+    let mut total: Option<Stacks> = None;
+    let mut meta = Meta::default();
+    for path in input::paths_or_stdin(&args.files) {
+        let input = Input::open(&path)?;
+        let name = input.name.clone();
+        let format = match args.format {
+            Some(f) => f,
+            None => detect(&input)?,
+        };
+        let collapser = build(format, &args)?;
+        let out = collapse_one(&engine, collapser, input, &mut meta)?;
+        output::message(out.diag.report(&name).to_string());
+        if out.stacks.is_empty() {
+            output::message(format!("{name}: no stacks found in this {format} input"));
+        }
+        match &mut total {
+            Some(t) => t.append(out.stacks),
+            None => total = Some(out.stacks),
+        }
+    }
+    let stacks = total.unwrap_or_else(|| engine.order.empty_stacks());
+    let mut out = output::open(args.output.as_deref())?;
+    write_folded(&mut out, &stacks, &meta).context("writing folded output")?;
+    out.flush().context("writing folded output")?;
+    Ok(())
+}
+
+fn collapse_one(
+    engine: &Engine,
+    c: Box<dyn Collapse>,
+    input: Input,
+    meta: &mut Meta,
+) -> Result<collapse::Output> {
+    let name = input.name.clone();
+    let out = engine.run(c, input.reader()).with_context(|| format!("reading {name}"))?;
+    meta.merge(&out.meta).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+    Ok(out)
+}
+
+fn detect(input: &Input) -> Result<Format> {
+    if input.head.is_empty() {
+        bail!("{} is empty: nothing to collapse", input.name);
+    }
+    collapse::detect(&input.head).ok_or_else(|| {
+        let list: Vec<String> =
+            Format::ALL.iter().map(|f| format!("  {:<14} {}", f.name(), f.summary())).collect();
+        anyhow::anyhow!(
+            "cannot tell the format of {}: its first lines match none of the known formats; \
+             name one with --format:\n{}",
+            input.name,
+            list.join("\n")
+        )
+    })
+}

@@ -1,0 +1,85 @@
+//! The `kflame` command. Each subcommand lives in `cmd/<name>.rs`; this file parses the
+//! command line, dispatches, and turns errors into exit codes:
+//! 0 ok, 1 failure, 2 usage error. A closed pipe (`kflame ... | head`) is success.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+mod input;
+mod output;
+
+const EXAMPLES: &str = "\
+Examples:
+  # Record the whole system for 10 s with perf, then fold and render:
+  perf record -F 99 -a -g -- sleep 10 && perf script | kflame collapse | kflame flamegraph > out.svg
+
+  # Fold a saved perf script, keeping pids and marking kernel frames with _[k]:
+  kflame collapse --pid --kernel perf.script.txt -o out.folded
+
+  # Merge folded files from several hosts into one:
+  kflame collapse --format folded host1.folded host2.folded > fleet.folded
+
+  # Shell completions:
+  kflame completions bash > /etc/bash_completion.d/kflame";
+
+/// Flame graphs from what the Linux kernel tells you: perf samples, trace events, oopses,
+/// crash dumps.
+#[derive(Parser, Debug)]
+#[command(name = "kflame", version, about, long_about = None, after_help = EXAMPLES)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Fold stacks from perf script, trace, log or folded input into `frame;frame;... weight`.
+    Collapse(cmd::collapse::Args),
+    /// Print shell completions.
+    Completions(cmd::completions::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Collapse(args) => cmd::collapse::run(args),
+        Command::Completions(args) => cmd::completions::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            report_error(&e);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// True when the error comes from writing into a closed pipe.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+#[allow(clippy::print_stderr)]
+fn report_error(e: &anyhow::Error) {
+    let mut msg = format!("kflame: error: {e}");
+    for cause in e.chain().skip(1) {
+        msg.push_str(&format!(": {cause}"));
+    }
+    eprintln!("{msg}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,238 @@
+//! Aggregations of weighted stacks.
+
+use rustc_hash::FxHashMap;
+
+use super::Weight;
+
+/// Stack → summed weight. Memory grows with the number of *distinct* stacks only.
+#[derive(Default, Clone, Debug)]
+pub struct StackCounts {
+    map: FxHashMap<Box<[u8]>, Weight>,
+}
+
+impl StackCounts {
+    /// An empty aggregation.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `weight` to `stack` (frames joined by `;`). Allocates only for a new stack.
+    #[inline]
+    pub fn add(&mut self, stack: &[u8], weight: Weight) {
+        if let Some(w) = self.map.get_mut(stack) {
+            *w += weight;
+        } else {
+            self.map.insert(stack.into(), weight);
+        }
+    }
+
+    /// Moves every stack of `other` into `self`.
+    pub fn merge(&mut self, other: StackCounts) {
+        if self.map.is_empty() {
+            self.map = other.map;
+            return;
+        }
+        for (k, v) in other.map {
+            *self.map.entry(k).or_default() += v;
+        }
+    }
+
+    /// Number of distinct stacks.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// True when no stack was added.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Sum of all weights.
+    pub fn total(&self) -> Weight {
+        self.map.values().copied().sum()
+    }
+
+    /// Weight of one stack.
+    pub fn get(&self, stack: &[u8]) -> Option<Weight> {
+        self.map.get(stack).copied()
+    }
+
+    /// Unordered iteration.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], Weight)> {
+        self.map.iter().map(|(k, v)| (&**k, *v))
+    }
+
+    /// Stacks sorted bytewise (the order of FlameGraph's `sort`ed folded files).
+    pub fn sorted(&self) -> Vec<(&[u8], Weight)> {
+        let mut v: Vec<_> = self.iter().collect();
+        v.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        v
+    }
+
+    /// Consumes the aggregation into sorted owned pairs.
+    pub fn into_sorted(self) -> Vec<(Box<[u8]>, Weight)> {
+        let mut v: Vec<_> = self.map.into_iter().collect();
+        v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+}
+
+/// Stacks in time order; identical consecutive stacks are merged, others never are.
+#[derive(Default, Clone, Debug)]
+pub struct OrderedStacks {
+    items: Vec<(Box<[u8]>, Weight)>,
+}
+
+impl OrderedStacks {
+    /// An empty sequence.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends a stack, merging it into the previous one when identical.
+    pub fn push(&mut self, stack: &[u8], weight: Weight) {
+        match self.items.last_mut() {
+            Some((last, w)) if **last == *stack => *w += weight,
+            _ => self.items.push((stack.into(), weight)),
+        }
+    }
+
+    /// Appends a later sequence (merging at the seam).
+    pub fn append(&mut self, other: OrderedStacks) {
+        for (s, w) in other.items {
+            self.push(&s, w);
+        }
+    }
+
+    /// The stacks in order.
+    pub fn items(&self) -> &[(Box<[u8]>, Weight)] {
+        &self.items
+    }
+
+    /// Number of runs.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Sum of all weights.
+    pub fn total(&self) -> Weight {
+        self.items.iter().map(|(_, w)| *w).sum()
+    }
+}
+
+/// Either aggregation, as chosen by the caller.
+#[derive(Clone, Debug)]
+pub enum Stacks {
+    /// Summed and sorted.
+    Counts(StackCounts),
+    /// Time-ordered runs.
+    Ordered(OrderedStacks),
+}
+
+impl Stacks {
+    /// Adds one stack.
+    #[inline]
+    pub fn add(&mut self, stack: &[u8], weight: Weight) {
+        match self {
+            Stacks::Counts(c) => c.add(stack, weight),
+            Stacks::Ordered(o) => o.push(stack, weight),
+        }
+    }
+
+    /// Appends or merges a later part of the same input.
+    pub fn append(&mut self, other: Stacks) {
+        match (self, other) {
+            (Stacks::Counts(a), Stacks::Counts(b)) => a.merge(b),
+            (Stacks::Ordered(a), Stacks::Ordered(b)) => a.append(b),
+            (Stacks::Counts(a), Stacks::Ordered(b)) => {
+                for (s, w) in b.items {
+                    a.add(&s, w);
+                }
+            }
+            (me @ Stacks::Ordered(_), Stacks::Counts(b)) => {
+                let Stacks::Ordered(a) = std::mem::replace(me, Stacks::Counts(b)) else {
+                    return;
+                };
+                if let Stacks::Counts(c) = me {
+                    for (s, w) in a.items {
+                        c.add(&s, w);
+                    }
+                }
+            }
+        }
+    }
+
+    /// An empty aggregation of the same kind.
+    pub fn empty_like(&self) -> Stacks {
+        match self {
+            Stacks::Counts(_) => Stacks::Counts(StackCounts::new()),
+            Stacks::Ordered(_) => Stacks::Ordered(OrderedStacks::new()),
+        }
+    }
+
+    /// Number of distinct stacks (or runs).
+    pub fn len(&self) -> usize {
+        match self {
+            Stacks::Counts(c) => c.len(),
+            Stacks::Ordered(o) => o.len(),
+        }
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Sum of all weights.
+    pub fn total(&self) -> Weight {
+        match self {
+            Stacks::Counts(c) => c.total(),
+            Stacks::Ordered(o) => o.total(),
+        }
+    }
+
+    /// The stacks in output order: sorted for counts, time order for runs.
+    pub fn in_output_order(&self) -> Vec<(&[u8], Weight)> {
+        match self {
+            Stacks::Counts(c) => c.sorted(),
+            Stacks::Ordered(o) => o.items.iter().map(|(s, w)| (&**s, *w)).collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_merge_and_sort() {
+        let mut a = StackCounts::new();
+        a.add(b"b;c", Weight::from_u64(2));
+        a.add(b"a", Weight::ONE);
+        let mut b = StackCounts::new();
+        b.add(b"b;c", Weight::from_u64(3));
+        a.merge(b);
+        let s = a.sorted();
+        assert_eq!(s, vec![(&b"a"[..], Weight::ONE), (&b"b;c"[..], Weight::from_u64(5))]);
+        assert_eq!(a.total(), Weight::from_u64(6));
+    }
+
+    #[test]
+    fn ordered_merges_only_consecutive() {
+        let mut o = OrderedStacks::new();
+        o.push(b"a", Weight::ONE);
+        o.push(b"a", Weight::ONE);
+        o.push(b"b", Weight::ONE);
+        let mut later = OrderedStacks::new();
+        later.push(b"b", Weight::ONE);
+        later.push(b"a", Weight::ONE);
+        o.append(later);
+        let names: Vec<_> = o.items().iter().map(|(s, w)| (s.to_vec(), w.whole())).collect();
+        assert_eq!(names, vec![(b"a".to_vec(), 2), (b"b".to_vec(), 2), (b"a".to_vec(), 1)]);
+    }
+}

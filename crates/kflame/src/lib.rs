@@ -1,0 +1,21 @@
+//! # kflame
+//!
+//! Turns what the Linux kernel tells you (sampled stacks, trace events, oops logs, crash
+//! dumps) into folded stacks, and folded stacks into flame graphs.
+//!
+//! The library owns mechanism, the `kflame` binary owns policy: nothing here parses command
+//! lines, prints, or exits. Data flows one way:
+//!
+//! ```text
+//! input bytes ──▶ collapse::<format> (via collapse::Engine) ──▶ fold::Stacks + Meta
+//!             ──▶ fold::write (folded text) or a renderer
+//! ```
+//!
+//! - [`fold`]: the folded-stack model (exact [`fold::Weight`]s, aggregation, read/write).
+//! - [`collapse`]: the [`collapse::Collapse`] trait, the parallel engine, the format registry
+//!   and one module per input format.
+//! - [`diag`]: counted, located diagnostics for malformed input.
+
+pub mod collapse;
+pub mod diag;
+pub mod fold;
