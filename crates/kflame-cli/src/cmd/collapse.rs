@@ -38,6 +38,42 @@ pub(crate) struct Args {
     /// input for flame charts (`kflame flamegraph --flamechart`).
     #[arg(long)]
     time_order: bool,
+
+    #[command(flatten)]
+    shared: SharedArgs,
+}
+
+/// Options that several formats understand, each in its own sense (documented per flag).
+/// Format-specific options live in each format's own `clap::Args` struct.
+#[derive(clap::Args, Debug, Default)]
+#[allow(dead_code)] // each field is read by the formats that support it
+pub(crate) struct SharedArgs {
+    /// Include the PID with the process name (`comm-PID` root frame).
+    #[arg(long, help_heading = "Shared options")]
+    pub(crate) pid: bool,
+    /// Include the TID (and PID) with the process name (`comm-PID/TID`).
+    #[arg(long, help_heading = "Shared options")]
+    pub(crate) tid: bool,
+    /// Add the task name (comm) as a root frame (trace formats; perf always has it).
+    #[arg(long, help_heading = "Shared options")]
+    pub(crate) comm: bool,
+    /// Add the CPU as a root frame (`cpu-3`).
+    #[arg(long, help_heading = "Shared options")]
+    pub(crate) cpu: bool,
+    /// Weight by `count` (one per event) or by `bytes` (allocation size) for trace events.
+    #[arg(long, value_name = "count|bytes", help_heading = "Shared options")]
+    pub(crate) weight: Option<String>,
+    /// Synthetic root frames, comma-separated (kernel logs: version,kind,title,cpu,comm,
+    /// hardware,taint; crash dumps: state,comm,cpu).
+    #[arg(long, value_name = "KEYS", help_heading = "Shared options")]
+    pub(crate) group_by: Option<String>,
+    /// Instead of folded stacks, write one JSON object per report (kernel logs, crash dumps).
+    #[arg(long, help_heading = "Shared options")]
+    pub(crate) json: bool,
+    /// Also write one JSON line per event or call (ts, cpu, pid, comm, duration_ns, stack)
+    /// to this file (trace formats).
+    #[arg(long, value_name = "FILE", help_heading = "Shared options")]
+    pub(crate) events_json: Option<PathBuf>,
 }
 
 fn parse_format(s: &str) -> Result<Format, String> {
