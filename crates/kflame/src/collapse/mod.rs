@@ -12,6 +12,7 @@
 
 pub mod engine;
 pub mod folded;
+pub mod perf;
 mod format;
 
 pub use engine::{Engine, Order};
