@@ -1,4 +1,5 @@
 //! One module per subcommand.
 
 pub(crate) mod collapse;
+pub(crate) mod collapse_perf;
 pub(crate) mod completions;

@@ -1,6 +1,6 @@
 //! Helpers shared by the integration tests.
 
-#![allow(dead_code)]
+#![allow(dead_code, unreachable_pub)]
 
 pub mod mutate;
 

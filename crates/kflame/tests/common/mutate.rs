@@ -12,7 +12,7 @@
 //! }
 //! ```
 
-#![allow(dead_code)]
+#![allow(dead_code, unreachable_pub)]
 
 /// A small seeded PRNG (SplitMix64) and mutation operators over byte strings.
 pub struct Mutator {

@@ -39,6 +39,10 @@ pub(crate) struct EventLine<'a> {
 /// any, the first all-digit word is taken (as `stackcollapse-perf.pl` does).
 pub(crate) fn parse(line: &[u8]) -> Option<EventLine<'_>> {
     let line = trim(line);
+    if line.iter().any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+        // perf prints no control characters: this is binary data, not a header.
+        return None;
+    }
     let mut fallback = None;
     let mut pos = word_end(line, 0);
     while pos < line.len() {
@@ -174,6 +178,7 @@ mod tests {
         assert!(parse(b"\tffffffff8103ce3b native_safe_halt ([kernel.kallsyms])").is_none());
         assert!(parse(b"a;b;c 12").is_none());
         assert!(parse(b"").is_none());
+        assert!(parse(b"x\x08y 12 1.0: cycles:").is_none());
     }
 
     #[test]
