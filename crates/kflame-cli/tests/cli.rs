@@ -35,7 +35,10 @@ fn detects_perf_script_and_writes_metadata() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     assert!(stdout.starts_with("# unit=period\n# event=cpu-clock\n"), "{stdout}");
-    assert!(stdout.contains("\ndd;[unknown];read;system_call;sys_read;vfs_read;fsnotify 10101010\n"), "{stdout}");
+    assert!(
+        stdout.contains("\ndd;[unknown];read;system_call;sys_read;vfs_read;fsnotify 10101010\n"),
+        "{stdout}"
+    );
     // Without a period column: counts, no header (byte-compatible with stackcollapse-perf.pl).
     let out = run(&["collapse", "--counts", fixture(DD).to_str().unwrap()]);
     assert!(text(&out.stdout).starts_with("dd;[unknown];[dd] 1\n"), "{}", text(&out.stdout));
@@ -64,7 +67,8 @@ fn undetectable_input_fails_with_a_clear_message() {
 
 #[test]
 fn usage_errors_exit_2() {
-    for args in [&["collapse", "--no-such-flag"][..], &["collapse", "--format", "nope", "x"], &["frobnicate"]] {
+    for args in [&["collapse", "--no-such-flag"][..], &["collapse", "--format", "nope", "x"], &["frobnicate"]]
+    {
         let out = run(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
     }
@@ -80,12 +84,17 @@ fn closed_pipe_is_success() {
     // Enough distinct stacks to overflow a pipe buffer.
     let mut input = String::new();
     for i in 0..20_000 {
-        input.push_str(&format!("proc{i} {i} 1.0: 1 cpu-clock:\n\tffffffff81000000 frame_{i} ([kernel.kallsyms])\n\n"));
+        input.push_str(&format!(
+            "proc{i} {i} 1.0: 1 cpu-clock:\n\tffffffff81000000 frame_{i} ([kernel.kallsyms])\n\n"
+        ));
     }
     let f = tmp("many.script.txt");
     std::fs::write(&f, input).unwrap();
-    let mut child =
-        kflame().args(["collapse", f.to_str().unwrap()]).stdout(Stdio::piped()).spawn().expect("spawn kflame");
+    let mut child = kflame()
+        .args(["collapse", f.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn kflame");
     let mut stdout = child.stdout.take().expect("piped stdout");
     let mut first = [0u8; 64];
     stdout.read_exact(&mut first).expect("some output");

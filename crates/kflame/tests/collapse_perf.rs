@@ -271,8 +271,9 @@ fn dwarf_inlined_frames() {
 /// counts, and every stack perf names the same way (no raw addresses, no argument lists).
 #[test]
 fn agrees_with_perf_report_folded() {
-    let report = String::from_utf8(common::read("perf/captures/perf-sys-cpuclock.report-folded-caller-count.txt"))
-        .expect("UTF-8 report");
+    let report =
+        String::from_utf8(common::read("perf/captures/perf-sys-cpuclock.report-folded-caller-count.txt"))
+            .expect("UTF-8 report");
     let mut by_stack = std::collections::BTreeMap::<String, u64>::new();
     let mut by_comm = std::collections::BTreeMap::<String, u64>::new();
     let mut comm = String::new();
@@ -371,7 +372,9 @@ fn kmalloc_bytes_total() {
     let expected: u64 = text
         .lines()
         .filter(|l| l.contains(" kmem:kmalloc: "))
-        .map(|l| l.split(" bytes_alloc=").nth(1).and_then(|r| r.split(' ').next()).unwrap().parse::<u64>().unwrap())
+        .map(|l| {
+            l.split(" bytes_alloc=").nth(1).and_then(|r| r.split(' ').next()).unwrap().parse::<u64>().unwrap()
+        })
         .sum();
     let out = collapse(&input, &PerfOptions::default(), 2);
     assert!(out.diag.is_empty(), "{}", out.diag.report("kmalloc"));

@@ -12,8 +12,8 @@
 
 pub mod engine;
 pub mod folded;
-pub mod perf;
 mod format;
+pub mod perf;
 
 pub use engine::{Engine, Order};
 pub use format::{Format, detect};

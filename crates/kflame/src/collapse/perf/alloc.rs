@@ -63,7 +63,10 @@ mod tests {
     fn sizes() {
         assert_eq!(bytes(b"page=0x1 pfn=0x1 order=0 migratetype=0"), Ok(4096));
         assert_eq!(bytes(b"page=0x1 pfn=0x1 order=3 migratetype=0"), Ok(32768));
-        assert_eq!(bytes(b"call_site=x+0x1 ptr=0x2 bytes_req=24 bytes_alloc=32 gfp_flags=GFP_KERNEL"), Ok(32));
+        assert_eq!(
+            bytes(b"call_site=x+0x1 ptr=0x2 bytes_req=24 bytes_alloc=32 gfp_flags=GFP_KERNEL"),
+            Ok(32)
+        );
         assert!(bytes(b"prev_comm=a prev_pid=1").is_err());
         assert!(bytes(b"order=x").is_err());
         assert!(bytes(b"xorder=1").is_err());

@@ -46,7 +46,8 @@ mod tests {
 
     #[test]
     fn claims_perf_script() {
-        let s = b"dd 29776 666709.771979:   10101010 cpu-clock: \n\t ffffffff81 sys_read ([kernel.kallsyms])\n\n";
+        let s =
+            b"dd 29776 666709.771979:   10101010 cpu-clock: \n\t ffffffff81 sys_read ([kernel.kallsyms])\n\n";
         assert_eq!(detect(s), 90);
     }
 

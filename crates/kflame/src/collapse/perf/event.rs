@@ -154,14 +154,19 @@ mod tests {
     #[test]
     fn perf_3_to_6_variants() {
         let e = p("java 25607 4794564.109216: cycles:");
-        assert_eq!((e.comm, e.pid, e.tid, e.event), (&b"java"[..], None, &b"25607"[..], Some(&b"cycles"[..])));
+        assert_eq!(
+            (e.comm, e.pid, e.tid, e.event),
+            (&b"java"[..], None, &b"25607"[..], Some(&b"cycles"[..]))
+        );
         let e = p("V8 WorkerThread 24636/25607 [000] 94564.109216: cycles:");
         assert_eq!((e.comm, e.pid, e.tid), (&b"V8 WorkerThread"[..], Some(&b"24636"[..]), &b"25607"[..]));
         let e = p("vote   913    72.176760:     257597 cycles:uppp:");
         assert_eq!((e.period, e.event), (Some(257597), Some(&b"cycles:uppp"[..])));
         let e = p("func_ab 15294 cpu-clock: ");
         assert_eq!((e.period, e.event, e.trailer), (None, Some(&b"cpu-clock"[..]), &b""[..]));
-        let e = p("           false 39654 19115.489713:          1 cycles:u:  ffffffff9b201293 [unknown] ([unknown])");
+        let e = p(
+            "           false 39654 19115.489713:          1 cycles:u:  ffffffff9b201293 [unknown] ([unknown])",
+        );
         assert_eq!(e.trailer, b"ffffffff9b201293 [unknown] ([unknown])");
         let e = p("perf 14446/14446 [001]  2007.580214:          1 kmem:mm_page_alloc: page=0x1 order=0");
         assert_eq!((e.event, e.trailer), (Some(&b"kmem:mm_page_alloc"[..]), &b"page=0x1 order=0"[..]));

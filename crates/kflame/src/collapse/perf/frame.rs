@@ -93,7 +93,14 @@ pub(crate) fn render(sl: &StackLine<'_>, style: FrameStyle, java: bool, out: &mu
     }
 }
 
-fn push_part(sl: &StackLine<'_>, part: &[u8], style: FrameStyle, java: bool, inlined: bool, out: &mut Vec<u8>) {
+fn push_part(
+    sl: &StackLine<'_>,
+    part: &[u8],
+    style: FrameStyle,
+    java: bool,
+    inlined: bool,
+    out: &mut Vec<u8>,
+) {
     let start = out.len();
     push_name(sl, part, style.addrs, out);
     if memchr::memchr3(b';', b'(', b')', &out[start..]).is_some() {
@@ -165,7 +172,10 @@ mod tests {
     #[test]
     fn names_and_annotations() {
         let all = FrameStyle { kernel: true, jit: true, addrs: false, inlined: false };
-        assert_eq!(one("\tffff81 native_safe_halt+0x1 ([kernel.kallsyms])", all, false), "native_safe_halt_[k]");
+        assert_eq!(
+            one("\tffff81 native_safe_halt+0x1 ([kernel.kallsyms])", all, false),
+            "native_safe_halt_[k]"
+        );
         assert_eq!(one("\t7f7 [unknown] (/usr/lib/libc.so)", all, false), "[libc.so]");
         let addrs = FrameStyle { addrs: true, ..Default::default() };
         assert_eq!(one("\t7f7 [unknown] ([unknown])", addrs, false), "[unknown <7f7>]");

@@ -66,7 +66,8 @@ pub(crate) fn tidy_java(buf: &mut Vec<u8>, start: usize) {
 
 /// Kernel code: `[kernel.kallsyms]`, `[nf_conntrack]`, `*.ko`, `vmlinux[-version]`.
 pub(crate) fn is_kernel(module: &[u8]) -> bool {
-    (module.first() == Some(&b'[') || module.ends_with(b".ko") || is_vmlinux(module)) && module != b"[unknown]"
+    (module.first() == Some(&b'[') || module.ends_with(b".ko") || is_vmlinux(module))
+        && module != b"[unknown]"
 }
 
 fn is_vmlinux(module: &[u8]) -> bool {
