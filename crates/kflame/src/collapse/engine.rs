@@ -109,7 +109,6 @@ impl Engine {
             buf.drain(..cut);
             if eof {
                 c.finish(&mut out);
-                c.flush(&mut out);
                 out.meta = c.meta();
                 return Ok(out);
             }
@@ -145,14 +144,10 @@ impl Engine {
                         c.finish(&mut out);
                         match order {
                             Order::Sorted => sorted = out,
-                            Order::Time => {
-                                c.flush(&mut out);
-                                parts.push((chunk.seq, out));
-                            }
+                            Order::Time => parts.push((chunk.seq, out)),
                         }
                     }
                     if order == Order::Sorted {
-                        c.flush(&mut sorted);
                         parts.push((0, sorted));
                     }
                     parts

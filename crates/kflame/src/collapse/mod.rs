@@ -53,11 +53,6 @@ pub trait Collapse: Send {
     /// End of input (or of a parallel chunk): emits any pending record.
     fn finish(&mut self, out: &mut Output);
 
-    /// Emits what the collapser aggregated internally across chunks (e.g. stacks kept as
-    /// interned ids). The engine calls it once after the last [`finish`](Collapse::finish) of
-    /// an instance in sorted order, and after every `finish` in time order. Default: nothing.
-    fn flush(&mut self, _out: &mut Output) {}
-
     /// Metadata of the output (unit, event), known once the input has been seen.
     fn meta(&self) -> Meta {
         Meta::default()

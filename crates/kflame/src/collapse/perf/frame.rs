@@ -8,7 +8,7 @@
 //!     ffffffff81636e0d __kmalloc_cache_node_noprof          (no dso column)
 //! ```
 
-use super::bytes::{all_hex, is_blank, trim, trim_start};
+use super::bytes::{self, all_hex, is_blank, trim, trim_start};
 use super::tidy;
 
 /// The parts of a stack line.
@@ -69,6 +69,12 @@ pub(crate) struct FrameStyle {
 /// Unlike the reference, C++ `(anonymous namespace)::f` frames are kept: the reference's
 /// "process name" rule drops them, and with them whole samples.
 pub(crate) fn render(sl: &StackLine<'_>, style: FrameStyle, java: bool, out: &mut Vec<u8>) -> bool {
+    if let Some(func) = plain_symbol(sl.func) {
+        let start = out.len();
+        out.extend_from_slice(func);
+        finish_part(sl, style, java, false, start, out);
+        return true;
+    }
     let func = tidy::strip_offset(sl.func);
     if func.first() == Some(&b'(') && !func.starts_with(b"(anonymous namespace)") {
         return false;
@@ -93,6 +99,29 @@ pub(crate) fn render(sl: &StackLine<'_>, style: FrameStyle, java: bool, out: &mu
     }
 }
 
+/// The hot path: a symbol that needs no rule but offset stripping (no `(`, `;`, `->`,
+/// `[unknown]` or Rust hash), without its offset; `None` when the full rules must run.
+#[inline]
+fn plain_symbol(func: &[u8]) -> Option<&[u8]> {
+    let mut plus = usize::MAX;
+    for (i, &b) in func.iter().enumerate() {
+        match b {
+            b'+' => plus = i,
+            b'(' | b';' | b'>' | b'[' | b'$' => return None,
+            _ => {}
+        }
+    }
+    let func = if plus == usize::MAX {
+        func
+    } else if func[plus + 1..].starts_with(b"0x") && bytes::all_hex(&func[plus + 3..]) {
+        &func[..plus]
+    } else {
+        return None;
+    };
+    let hash = func.len() >= 17 && func[func.len() - 17] == b'h' && bytes::all_hex(&func[func.len() - 16..]);
+    (!hash).then_some(func)
+}
+
 fn push_part(
     sl: &StackLine<'_>,
     part: &[u8],
@@ -106,6 +135,19 @@ fn push_part(
     if memchr::memchr3(b';', b'(', b')', &out[start..]).is_some() {
         tidy::tidy_generic(out, start);
     }
+    finish_part(sl, style, java, inlined, start, out);
+}
+
+/// Java tidying and the `_[i]`/`_[k]`/`_[j]` annotation of the part written from `start`.
+#[inline]
+fn finish_part(
+    sl: &StackLine<'_>,
+    style: FrameStyle,
+    java: bool,
+    inlined: bool,
+    start: usize,
+    out: &mut Vec<u8>,
+) {
     if java {
         tidy::tidy_java(out, start);
     }

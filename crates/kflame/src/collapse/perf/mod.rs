@@ -34,7 +34,6 @@ mod bytes;
 mod detect;
 mod event;
 mod frame;
-mod intern;
 mod tidy;
 
 pub use alloc::{PAGE_SIZE, is_alloc_event};
@@ -44,9 +43,8 @@ use super::{Collapse, Order, Output, lines};
 use crate::diag::Severity;
 use crate::fold::read::show;
 use crate::fold::{Meta, Unit, Weight};
-use bytes::{is_blank, trim, trim_end, trim_start};
+use bytes::{is_blank, trim_start};
 use frame::FrameStyle;
-use intern::{Interner, NO_FRAME};
 
 /// Kinds of diagnostics of this format.
 pub mod kinds {
@@ -116,7 +114,6 @@ pub struct PerfScript {
     first_has_period: Option<bool>,
     mode: Mode,
     rec: Record,
-    intern: Interner,
 }
 
 /// The sample being read.
@@ -129,10 +126,11 @@ struct Record {
     java: bool,
     weight: Weight,
     root: Vec<u8>,
-    /// `[root id, frame ids leaf first...]` (the root id is set when the sample ends).
-    key: Vec<u32>,
-    /// Scratch for rendering a new frame.
-    text: Vec<u8>,
+    /// Rendered frames, leaf first, one group per stack line.
+    frames: Vec<u8>,
+    starts: Vec<usize>,
+    /// The folded stack being assembled.
+    stack: Vec<u8>,
 }
 
 impl PerfScript {
@@ -154,7 +152,6 @@ impl PerfScript {
             first_has_period: None,
             mode: Mode::Period,
             rec: Record::default(),
-            intern: Interner::default(),
         };
         p.resolve_mode();
         p
@@ -247,7 +244,7 @@ impl PerfScript {
         if self.mode != Mode::Bytes && !ev.trailer.is_empty() {
             // A sample with one frame may carry it on the header line.
             if let Some(sl) = frame::parse(ev.trailer, false).filter(|s| bytes::all_hex(s.pc)) {
-                self.push_frame(&sl, ev.trailer);
+                self.push_frame(&sl);
                 self.end_record(out);
             }
         }
@@ -272,25 +269,8 @@ impl PerfScript {
         if self.rec.skip && indented {
             return;
         }
-        let t = trim_end(trim_start(line));
-        let pc_end = t.iter().position(|&b| is_blank(b)).unwrap_or(t.len());
-        let key = if self.opts.include_addrs { t } else { trim(&t[pc_end..]) };
-        if let Some(k) = self.intern.lookup(self.rec.java, key) {
-            let pc = &t[..pc_end];
-            let pc_ok = if k.bare {
-                indented && bytes::all_hex(pc)
-            } else {
-                pc.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
-            };
-            if pc_ok && !key.is_empty() {
-                if k.id != NO_FRAME {
-                    self.rec.key.push(k.id);
-                }
-                return;
-            }
-        }
         match frame::parse(line, indented) {
-            Some(sl) => self.new_frame(key, &sl),
+            Some(sl) => self.push_frame(&sl),
             None if indented && event::parse(line).is_some_and(|e| e.event.is_some()) => {
                 // perf pads comms on the left: an indented header of a stackless sample.
                 self.end_record(out);
@@ -304,30 +284,11 @@ impl PerfScript {
         }
     }
 
-    /// Parses and tidies a frame line not seen before, and remembers it under `key`.
-    fn new_frame(&mut self, key: &[u8], sl: &frame::StackLine<'_>) {
+    fn push_frame(&mut self, sl: &frame::StackLine<'_>) {
         let rec = &mut self.rec;
-        rec.text.clear();
-        let named = frame::render(sl, self.style, rec.java, &mut rec.text);
-        let text = named.then_some(&rec.text[..]);
-        let k = self.intern.insert(rec.java, key, text, sl.module.is_none());
-        if k.id != NO_FRAME {
-            rec.key.push(k.id);
-        }
-    }
-
-    /// A frame given on the header line of a one-frame sample.
-    fn push_frame(&mut self, sl: &frame::StackLine<'_>, line: &[u8]) {
-        let t = trim(line);
-        let pc_end = t.iter().position(|&b| is_blank(b)).unwrap_or(t.len());
-        let key = if self.opts.include_addrs { t } else { trim(&t[pc_end..]) };
-        match self.intern.lookup(self.rec.java, key) {
-            Some(k) if !k.bare => {
-                if k.id != NO_FRAME {
-                    self.rec.key.push(k.id);
-                }
-            }
-            _ => self.new_frame(key, sl),
+        let start = rec.frames.len();
+        if frame::render(sl, self.style, rec.java, &mut rec.frames) {
+            rec.starts.push(start);
         }
     }
 
@@ -337,17 +298,25 @@ impl PerfScript {
     fn end_record(&mut self, out: &mut Output) {
         let rec = &mut self.rec;
         if rec.active && !rec.skip {
-            if rec.key.is_empty() {
+            if rec.starts.is_empty() {
                 out.diag.add(Severity::Note, kinds::NO_FRAMES, rec.line, 1, || {
                     "a sample without frames was kept as its process name alone".into()
                 });
             }
-            rec.key.insert(0, self.intern.root(&rec.root));
-            self.intern.add(&rec.key, rec.weight, &mut out.stacks);
+            rec.stack.clear();
+            rec.stack.extend_from_slice(&rec.root);
+            let mut end = rec.frames.len();
+            for &s in rec.starts.iter().rev() {
+                rec.stack.push(b';');
+                rec.stack.extend_from_slice(&rec.frames[s..end]);
+                end = s;
+            }
+            out.stacks.add(&rec.stack, rec.weight);
         }
         rec.active = false;
         rec.skip = false;
-        rec.key.clear();
+        rec.frames.clear();
+        rec.starts.clear();
     }
 }
 
@@ -360,10 +329,6 @@ impl Collapse for PerfScript {
 
     fn finish(&mut self, out: &mut Output) {
         self.end_record(out);
-    }
-
-    fn flush(&mut self, out: &mut Output) {
-        self.intern.drain_into(&mut out.stacks);
     }
 
     fn meta(&self) -> Meta {
@@ -420,7 +385,6 @@ impl Collapse for PerfScript {
         self.filter.as_ref()?;
         let mut c = self.clone();
         c.rec = Record::default();
-        c.intern = Interner::default();
         Some(Box::new(c))
     }
 }
