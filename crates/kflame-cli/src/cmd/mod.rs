@@ -2,3 +2,5 @@
 
 pub(crate) mod collapse;
 pub(crate) mod completions;
+pub(crate) mod diff;
+pub(crate) mod flamegraph;
