@@ -20,8 +20,8 @@ pub struct Frame {
     pub x: Weight,
     /// Width, in weight units.
     pub w: Weight,
-    /// Differential input: sum of (after − before) of the stacks through this frame, in raw
-    /// fixed-point units.
+    /// Differential input: sum of (after − before) of the stacks that *end* in this frame
+    /// (its self change, as FlameGraph computes it), in raw fixed-point units.
     pub delta: i128,
     /// Kind of code, for the kernel palette.
     pub category: Category,
@@ -46,7 +46,7 @@ pub const ROOT: u32 = u32::MAX;
 struct Open {
     id: u32,
     x: Weight,
-    delta_at_open: i128,
+    delta: i128,
     category: Category,
 }
 
@@ -55,7 +55,6 @@ struct Flow<'a> {
     min_width: f64,
     open: Vec<Open>,
     x: Weight,
-    delta: i128,
     out: Layout,
 }
 
@@ -63,7 +62,7 @@ struct Flow<'a> {
 /// their descendants) are not drawn.
 pub fn layout(profile: &Profile, min_width: f64) -> Layout {
     let out = Layout { frames: Vec::new(), total: Weight::ZERO, max_depth: 0, max_delta: 0 };
-    let mut flow = Flow { profile, min_width, open: Vec::new(), x: Weight::ZERO, delta: 0, out };
+    let mut flow = Flow { profile, min_width, open: Vec::new(), x: Weight::ZERO, out };
     for s in &profile.stacks {
         let frames = profile.frames(s);
         let same = flow.open.iter().zip(frames).take_while(|(o, id)| o.id == **id).count();
@@ -72,19 +71,13 @@ pub fn layout(profile: &Profile, min_width: f64) -> Layout {
             flow.open_frame(id);
         }
         flow.x += s.weight;
-        flow.delta += s.weight.raw() as i128 - s.before.raw() as i128;
+        if let Some(leaf) = flow.open.last_mut() {
+            leaf.delta += s.weight.raw() as i128 - s.before.raw() as i128;
+        }
     }
     flow.close_to(0);
     let total = flow.x;
-    let root = Frame {
-        name: ROOT,
-        depth: 0,
-        x: Weight::ZERO,
-        w: total,
-        delta: flow.delta,
-        category: Category::Root,
-    };
-    flow.out.max_delta = flow.out.max_delta.max(flow.delta.abs());
+    let root = Frame { name: ROOT, depth: 0, x: Weight::ZERO, w: total, delta: 0, category: Category::Root };
     flow.out.frames.push(root);
     flow.out.total = total;
     flow.out
@@ -95,7 +88,7 @@ impl Flow<'_> {
         let parent = self.open.last().map_or(Category::Root, |o| o.category);
         let depth = self.open.len() + 1;
         let category = Category::classify(self.profile.name(id), depth, parent);
-        self.open.push(Open { id, x: self.x, delta_at_open: self.delta, category });
+        self.open.push(Open { id, x: self.x, delta: 0, category });
     }
 
     fn close_to(&mut self, keep: usize) {
@@ -106,7 +99,7 @@ impl Flow<'_> {
             if w.is_zero() || w.as_f64() < self.min_width {
                 continue;
             }
-            let delta = self.delta - o.delta_at_open;
+            let delta = o.delta;
             self.out.max_depth = self.out.max_depth.max(depth);
             self.out.max_delta = self.out.max_delta.max(delta.abs());
             self.out.frames.push(Frame { name: o.id, depth, x: o.x, w, delta, category: o.category });

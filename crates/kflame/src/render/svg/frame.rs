@@ -104,17 +104,22 @@ fn shapes(ctx: &Context<'_>, f: &Frame, name: &str, color: Rgb, s: &mut String) 
     s.push_str("</text>");
 }
 
-/// `name (1,234 samples, 5.67%)`, `name (…; +1.23%)` for differentials.
+/// `name (1,234 samples, 5.67%)`, `name (…; +1.23%)` for differentials; annotations such as
+/// `_[k]` are shown by colour, not in the text.
 fn title(ctx: &Context<'_>, f: &Frame, name: &str, s: &mut String) {
-    xml(name, s);
+    xml(strip_annotation(name), s);
     let weight = ctx.format.weight(f.w);
     let pct = if f.name == ROOT && (f.w.as_f64() - ctx.timemax).abs() < f64::EPSILON {
         "100".to_string()
+    } else if ctx.opts.factor != 1.0 {
+        // FlameGraph takes the share of the rounded, scaled count.
+        let f64_factor = ctx.opts.factor;
+        text::percent((f.w.as_f64() * f64_factor).round(), ctx.timemax * f64_factor)
     } else {
         text::percent(f.w.as_f64(), ctx.timemax)
     };
     write!(s, " ({}, {pct}%", super::escape::xml_string(&weight)).ok();
-    if ctx.profile.differential {
+    if ctx.profile.differential && f.name != ROOT {
         let d = if ctx.opts.negate { -f.delta } else { f.delta } as f64 / 1e9;
         write!(s, "; {}%", text::signed_percent(d, ctx.timemax)).ok();
     }
