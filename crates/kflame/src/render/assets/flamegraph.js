@@ -14,6 +14,7 @@
   var searchRe = null;
   var searchText = "";
   var ignoreCase = false;
+  var hovered = null;
 
   function init() {
     ["details", "unzoom", "search", "ignorecase", "matched", "frames", "tooltip"].forEach(function (id) {
@@ -104,7 +105,7 @@
 
   function describe(f) {
     var parts = [formatWeight(f.w), pct(f.w, cfg.total) + "% of total"];
-    if (zoomed && zoomed !== root) parts.push(pct(f.w, zoomed.w) + "% of zoomed");
+    if (zoomed && zoomed !== root && f.depth >= zoomed.depth) parts.push(pct(f.w, zoomed.w) + "% of zoomed");
     if (cfg.differential) {
       var d = cfg.negate ? -f.d : f.d;
       var p = 100 * d / cfg.total;
@@ -117,6 +118,13 @@
   function onOver(e) {
     var f = frameOf(e.target);
     if (!f) return;
+    hovered = f;
+    showInfo(f);
+    onMove(e);
+  }
+
+  // Details line and tooltip box for frame f (again after a zoom: percentages change).
+  function showInfo(f) {
     el.details.textContent = cfg.nametype + " " + describe(f);
     var lines = [f.name].concat(describe(f).substring(f.name.length + 2).replace(/\)$/, "").split(", "));
     var text = el.tooltip.getElementsByTagName("text")[0];
@@ -128,12 +136,11 @@
       span.textContent = line;
       text.appendChild(span);
     });
-    var width = 12 + cfg.fontsize * cfg.fontwidth * Math.max.apply(null, lines.map(function (l) { return l.length; }));
-    var rect = el.tooltip.getElementsByTagName("rect")[0];
-    rect.setAttribute("width", Math.min(width, svg.viewBox.baseVal.width - 20));
-    rect.setAttribute("height", cfg.fontsize * 1.25 * lines.length + 8);
     el.tooltip.classList.remove("hide");
-    onMove(e);
+    var box = text.getBBox();
+    var rect = el.tooltip.getElementsByTagName("rect")[0];
+    rect.setAttribute("width", Math.min(box.width + 12, svg.viewBox.baseVal.width - 20));
+    rect.setAttribute("height", box.height + 10);
   }
 
   function onMove(e) {
@@ -154,6 +161,7 @@
 
   function onOut(e) {
     if (frameOf(e.relatedTarget)) return;
+    hovered = null;
     el.details.textContent = " ";
     el.tooltip.classList.add("hide");
   }
@@ -181,6 +189,7 @@
     });
     el.unzoom.classList.remove("hide");
     refreshSearch();
+    if (hovered) showInfo(hovered);
     if (save) saveState();
   }
 
@@ -192,6 +201,7 @@
     });
     el.unzoom.classList.add("hide");
     refreshSearch();
+    if (hovered) showInfo(hovered);
     if (save) saveState();
   }
 

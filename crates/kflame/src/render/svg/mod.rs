@@ -138,9 +138,16 @@ fn header(s: &mut String, opts: &Options, geo: &Geometry) {
     .ok();
 }
 
-/// A font family list safe inside CSS (quotes and backslashes removed).
+/// A font family list safe inside CSS (quotes and backslashes removed), ending in a generic
+/// family so that a missing font (Verdana on Linux) falls back to a sans-serif, not serif.
 fn css_font(f: &str) -> String {
-    f.chars().filter(|c| !matches!(c, '"' | '\\' | ';' | '{' | '}' | '<' | '>')).collect()
+    let mut font: String =
+        f.chars().filter(|c| !matches!(c, '"' | '\\' | ';' | '{' | '}' | '<' | '>')).collect();
+    let generic = ["serif", "sans-serif", "monospace", "cursive", "fantasy", "system-ui"];
+    if !font.split(',').any(|p| generic.contains(&p.trim())) {
+        font.push_str(", sans-serif");
+    }
+    font
 }
 
 fn chrome(s: &mut String, opts: &Options, geo: &Geometry, empty: bool) {
