@@ -52,17 +52,21 @@ struct Open {
 
 struct Flow<'a> {
     profile: &'a Profile,
-    min_width: f64,
+    /// In raw fixed-point units.
+    min_width: u128,
+    classify: bool,
     open: Vec<Open>,
     x: Weight,
     out: Layout,
 }
 
 /// Lays out a finished profile. `min_width` is in weight units: narrower frames (and so
-/// their descendants) are not drawn.
-pub fn layout(profile: &Profile, min_width: f64) -> Layout {
+/// their descendants) are not drawn. `classify` computes each frame's [`Category`] (for the
+/// kernel palette; [`Category::User`] otherwise).
+pub fn layout(profile: &Profile, min_width: f64, classify: bool) -> Layout {
     let out = Layout { frames: Vec::new(), total: Weight::ZERO, max_depth: 0, max_delta: 0 };
-    let mut flow = Flow { profile, min_width, open: Vec::new(), x: Weight::ZERO, out };
+    let min_width = (min_width.max(0.0) * Weight::ONE.raw() as f64) as u128;
+    let mut flow = Flow { profile, min_width, classify, open: Vec::new(), x: Weight::ZERO, out };
     for s in &profile.stacks {
         let frames = profile.frames(s);
         let same = flow.open.iter().zip(frames).take_while(|(o, id)| o.id == **id).count();
@@ -87,7 +91,11 @@ impl Flow<'_> {
     fn open_frame(&mut self, id: u32) {
         let parent = self.open.last().map_or(Category::Root, |o| o.category);
         let depth = self.open.len() + 1;
-        let category = Category::classify(self.profile.name(id), depth, parent);
+        let category = if self.classify {
+            Category::classify(self.profile.name(id), depth, parent)
+        } else {
+            Category::User
+        };
         self.open.push(Open { id, x: self.x, delta: 0, category });
     }
 
@@ -96,7 +104,7 @@ impl Flow<'_> {
             let depth = self.open.len() as u32;
             let Some(o) = self.open.pop() else { return };
             let w = self.x.saturating_sub(o.x);
-            if w.is_zero() || w.as_f64() < self.min_width {
+            if w.is_zero() || w.raw() < self.min_width {
                 continue;
             }
             let delta = o.delta;
@@ -136,7 +144,7 @@ mod tests {
     #[test]
     fn merges_common_prefixes() {
         let p = profile(&[("a;b", 2), ("a;c", 3), ("a", 1), ("d", 4)], false);
-        let l = layout(&p, 0.0);
+        let l = layout(&p, 0.0, true);
         let expect = [("a", 1, 0, 6), ("all", 0, 0, 10), ("b", 2, 1, 2), ("c", 2, 3, 3), ("d", 1, 6, 4)];
         let expect: Vec<_> = expect.iter().map(|(n, d, x, w)| (n.to_string(), *d, *x, *w)).collect();
         assert_eq!(describe(&p, &l), expect);
@@ -146,7 +154,7 @@ mod tests {
     #[test]
     fn flame_chart_keeps_time_order() {
         let p = profile(&[("a;b", 1), ("c", 1), ("a;b", 2)], true);
-        let l = layout(&p, 0.0);
+        let l = layout(&p, 0.0, true);
         let d = describe(&p, &l);
         assert!(d.contains(&("a".into(), 1, 0, 1)) && d.contains(&("a".into(), 1, 2, 2)), "{d:?}");
     }
@@ -154,7 +162,7 @@ mod tests {
     #[test]
     fn prunes_narrow_frames() {
         let p = profile(&[("a;b", 100), ("a;c", 1)], false);
-        let l = layout(&p, 2.0);
+        let l = layout(&p, 2.0, true);
         assert_eq!(describe(&p, &l).len(), 3);
     }
 }

@@ -43,6 +43,54 @@ pub struct Profile {
     time_order: bool,
     reverse: bool,
     scratch: Vec<u32>,
+    prev: PrevStack,
+}
+
+impl PrevStack {
+    /// How many leading frames `stack` shares with this one, and where the first
+    /// unshared frame starts.
+    fn shared_frames(&self, stack: &str) -> (usize, usize) {
+        let (a, b) = (self.text.as_bytes(), stack.as_bytes());
+        let common = common_prefix(a, b);
+        if common == a.len() && common == b.len() {
+            // Identical: all but the last frame, which is re-read (cheap, keeps one path).
+            let k = self.ends.len().saturating_sub(1);
+            return (k, if k == 0 { 0 } else { self.ends[k - 1] + 1 });
+        }
+        // Frame j is shared when the `;` ending it lies inside the common prefix.
+        let k = self.ends.partition_point(|&e| e < common && e < a.len());
+        (k, if k == 0 { 0 } else { self.ends[k - 1] + 1 })
+    }
+}
+
+/// Length of the common prefix, compared eight bytes at a time.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_ne_bytes(a[i..i + 8].try_into().unwrap_or([0; 8]));
+        let y = u64::from_ne_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
+        if x != y {
+            break;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
+/// The previous stack's text and frame ids: consecutive stacks share long prefixes (always,
+/// for sorted folded files), and comparing a frame with the one above is cheaper than
+/// hashing it.
+#[derive(Debug, Default)]
+struct PrevStack {
+    text: String,
+    /// End of each frame in `text`.
+    ends: Vec<usize>,
+    /// Id of each frame, root first.
+    ids: Vec<u32>,
 }
 
 impl Profile {
@@ -94,8 +142,7 @@ impl Profile {
     /// Adds one stack (frames joined by `;`).
     pub fn add(&mut self, stack: &str, weight: Weight, before: Weight) {
         let mut ids = std::mem::take(&mut self.scratch);
-        ids.clear();
-        ids.extend(stack.split(';').map(|f| self.intern(f)));
+        self.frame_ids(stack, &mut ids);
         if self.reverse {
             ids.reverse();
         }
@@ -118,6 +165,28 @@ impl Profile {
         self.arena.extend_from_slice(ids);
         let len = ids.len() as u32;
         self.stacks.push(StackRef { start, len, weight, before });
+    }
+
+    /// The ids of the frames of `stack`, root first, reusing the previous stack's ids for
+    /// the frames it shares (found from the common byte prefix, without splitting them).
+    fn frame_ids(&mut self, stack: &str, ids: &mut Vec<u32>) {
+        let mut prev = std::mem::take(&mut self.prev);
+        let (shared, mut start) = prev.shared_frames(stack);
+        ids.clear();
+        ids.extend_from_slice(&prev.ids[..shared]);
+        prev.ends.truncate(shared);
+        let first = start;
+        let rest = stack.as_bytes()[first..].iter().enumerate().filter(|(_, b)| **b == b';');
+        for end in rest.map(|(i, _)| i + first).chain(std::iter::once(stack.len())) {
+            ids.push(self.intern(&stack[start..end]));
+            prev.ends.push(end);
+            start = end + 1;
+        }
+        prev.text.clear();
+        prev.text.push_str(stack);
+        prev.ids.clear();
+        prev.ids.extend_from_slice(ids);
+        self.prev = prev;
     }
 
     fn intern(&mut self, name: &str) -> u32 {
@@ -234,6 +303,18 @@ mod tests {
         expect.sort();
         assert_eq!(joined(&p), expect);
         assert_eq!(p.stacks[4].weight, Weight::from_u64(2));
+    }
+
+    #[test]
+    fn prefix_reuse_keeps_frames_exact() {
+        let seq = ["a;b;c", "a;b;cd", "a;bx;c", "a;b;c", "a", "a;b", "ab;b", "ab;b", "a;;c", "a;;c;", ";"];
+        let mut p = Profile::new(true, false);
+        for (i, s) in seq.iter().enumerate() {
+            p.add(s, Weight::from_u64(i as u64 + 1), Weight::ZERO);
+        }
+        let mut expect: Vec<&str> = seq.to_vec();
+        expect.dedup();
+        assert_eq!(joined(&p), expect);
     }
 
     #[test]

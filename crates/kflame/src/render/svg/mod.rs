@@ -85,7 +85,8 @@ pub fn write_svg<W: Write + ?Sized>(
     let timemax = opts.total.filter(|t| *t > total).unwrap_or(total).as_f64();
     let area = opts.width.max(100) as f64 - 2.0 * XPAD;
     let min_width = opts.min_width.pixels(area) * timemax / area;
-    let layout = super::layout::layout(profile, min_width);
+    let classify = opts.palette == super::palette::Palette::Kernel;
+    let layout = super::layout::layout(profile, min_width, classify);
     let geo = Geometry::new(opts, layout.max_depth);
     let format = WeightFormat {
         unit: profile.meta.unit.clone(),
