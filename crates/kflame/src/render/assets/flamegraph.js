@@ -209,8 +209,17 @@
     var area = el.frames.width.baseVal.value;
     f.rect.setAttribute("x", xPct.toFixed(4) + "%");
     f.rect.setAttribute("width", wPct.toFixed(4) + "%");
+    var text = label(f.name, wPct * area / 100);
+    if (!f.text) {
+      if (!text) return;
+      // Narrow frames are written without a label; add one now that there is room.
+      f.text = document.createElementNS("http://www.w3.org/2000/svg", "text");
+      var h = cfg.frameheight - 1;
+      f.text.setAttribute("y", (f.y + h / 2 + cfg.fontsize / 3).toFixed(2));
+      f.rect.parentNode.appendChild(f.text);
+    }
     f.text.setAttribute("x", (xPct + 300 / area).toFixed(4) + "%");
-    f.text.textContent = label(f.name, wPct * area / 100);
+    f.text.textContent = text;
   }
 
   function label(name, px) {
@@ -314,12 +323,14 @@
     }
   }
 
-  function restore() {
+  // Applies the URL state; on first load with no state the SVG is drawn as written.
+  function restore(e) {
     var state = {};
     location.hash.replace(/^#/, "").split("&").forEach(function (kv) {
       var i = kv.indexOf("=");
       if (i > 0) state[kv.substring(0, i)] = decodeURIComponent(kv.substring(i + 1));
     });
+    if (!e && !state.zoom && !state.s && !state.i) return;
     ignoreCase = state.i === "1";
     el.ignorecase.classList.toggle("show", ignoreCase);
     var target = null;
@@ -328,8 +339,8 @@
       var xs = state.zoom.substring(0, cut), depth = +state.zoom.substring(cut + 1);
       frames.forEach(function (f) { if (f.xs === xs && f.depth === depth) target = f; });
     }
-    if (state.s) search(state.s); else clearSearch();
-    if (target) zoom(target, false); else unzoom(false);
+    if (state.s) search(state.s); else if (searchRe) clearSearch();
+    if (target) zoom(target, false); else if (zoomed) unzoom(false);
   }
 
   init();

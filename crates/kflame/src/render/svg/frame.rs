@@ -96,12 +96,17 @@ fn shapes(ctx: &Context<'_>, f: &Frame, name: &str, color: Rgb, s: &mut String) 
     if ctx.profile.differential {
         write!(s, "\" kf:d=\"{}", f.delta as f64 / 1e9).ok();
     }
-    let tx = x + 100.0 * 3.0 / geo.area;
-    let ty = y + h / 2.0 + ctx.opts.font_size / 3.0;
-    write!(s, r#""/><text x="{tx:.4}%" y="{ty:.2}">"#).ok();
-    let px = w * geo.area / 100.0;
-    xml(&label(name, px, ctx.opts), s);
-    s.push_str("</text>");
+    s.push_str("\"/>");
+    // Frames too narrow for a label get no text element (most frames of large profiles);
+    // the script adds one when a zoom makes room.
+    let text = label(name, w * geo.area / 100.0, ctx.opts);
+    if !text.is_empty() {
+        let tx = x + 100.0 * 3.0 / geo.area;
+        let ty = y + h / 2.0 + ctx.opts.font_size / 3.0;
+        write!(s, r#"<text x="{tx:.4}%" y="{ty:.2}">"#).ok();
+        xml(&text, s);
+        s.push_str("</text>");
+    }
 }
 
 /// `name (1,234 samples, 5.67%)`, `name (…; +1.23%)` for differentials; annotations such as
