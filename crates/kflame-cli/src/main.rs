@@ -39,6 +39,10 @@ enum Command {
     Collapse(cmd::collapse::Args),
     /// Print shell completions.
     Completions(cmd::completions::Args),
+    /// Draw folded stacks as an interactive SVG flame graph (flamegraph.pl options).
+    Flamegraph(cmd::flamegraph::Args),
+    /// Compare two folded profiles: `stack BEFORE AFTER` lines for a differential graph.
+    Diff(cmd::diff::Args),
 }
 
 fn main() -> ExitCode {
@@ -46,6 +50,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Collapse(args) => cmd::collapse::run(args),
         Command::Completions(args) => cmd::completions::run(args),
+        Command::Flamegraph(args) => cmd::flamegraph::run(args),
+        Command::Diff(args) => cmd::diff::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

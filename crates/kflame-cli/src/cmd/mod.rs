@@ -3,3 +3,5 @@
 pub(crate) mod collapse;
 pub(crate) mod collapse_perf;
 pub(crate) mod completions;
+pub(crate) mod diff;
+pub(crate) mod flamegraph;

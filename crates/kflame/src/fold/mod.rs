@@ -12,6 +12,7 @@
 //!   merged, for flame charts.
 
 mod counts;
+pub mod diff;
 mod meta;
 pub mod read;
 mod weight;

@@ -1,0 +1,66 @@
+//! `kflame diff`: two folded profiles → `stack BEFORE AFTER` lines (FlameGraph's
+//! `difffolded.pl` format), for `kflame flamegraph` to draw in red (grew) and blue (shrank).
+
+use std::io::{BufReader, Write};
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use kflame::diag::Diagnostics;
+use kflame::fold::diff::{self, DiffOptions};
+use kflame::fold::{Meta, StackCounts};
+
+use crate::input::Input;
+use crate::output;
+
+/// Arguments of `kflame diff`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Examples:
+  kflame diff before.folded after.folded | kflame flamegraph > diff.svg
+  kflame diff -n before.folded after.folded | kflame flamegraph --negate > diff.svg")]
+pub(crate) struct Args {
+    /// The earlier profile (folded; `-` for stdin).
+    #[arg(value_name = "BEFORE")]
+    before: String,
+    /// The later profile (folded).
+    #[arg(value_name = "AFTER")]
+    after: String,
+    /// Scale BEFORE so that both profiles have the same total.
+    #[arg(short, long)]
+    normalize: bool,
+    /// Replace hexadecimal addresses by `0x...` before comparing.
+    #[arg(short, long)]
+    strip_hex: bool,
+    /// Write here instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+/// Runs `kflame diff`.
+pub(crate) fn run(args: Args) -> Result<()> {
+    let opts = DiffOptions { normalize: args.normalize, strip_hex: args.strip_hex };
+    let (before, m1) = read(&args.before, opts)?;
+    let (after, m2) = read(&args.after, opts)?;
+    if m1.unit != m2.unit {
+        output::message(format!(
+            "warning: {} is in {} and {} in {}; comparing the numbers as they are",
+            args.before, m1.unit, args.after, m2.unit
+        ));
+    }
+    let lines = diff::diff(&before, &after, opts);
+    let mut out = output::open(args.output.as_deref())?;
+    out.write_all(m2.header().as_bytes())?;
+    diff::write_diff(&mut out, &lines).context("writing the differential stacks")?;
+    out.flush().context("writing the differential stacks")
+}
+
+fn read(path: &str, opts: DiffOptions) -> Result<(StackCounts, Meta)> {
+    let input = Input::open(path)?;
+    let name = input.name.clone();
+    let (mut meta, mut diag) = (Meta::default(), Diagnostics::new());
+    let reader = BufReader::with_capacity(1 << 16, input.reader());
+    let counts =
+        diff::read_profile(reader, opts, &mut meta, &mut diag).with_context(|| format!("reading {name}"))?;
+    output::message(diag.report(&name).to_string());
+    Ok((counts, meta))
+}

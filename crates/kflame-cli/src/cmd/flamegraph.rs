@@ -1,0 +1,269 @@
+//! `kflame flamegraph`: folded stacks to an interactive SVG flame graph, with every option of
+//! FlameGraph's `flamegraph.pl` under the same name and meaning.
+
+use std::fs;
+use std::io::{BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use kflame::diag::Diagnostics;
+use kflame::fold::Weight;
+use kflame::render::{
+    self, Background, MinWidth, NameAttrs, Options, Palette, PaletteMap, Profile, Variation,
+};
+
+use crate::input::{self, Input};
+use crate::output;
+
+/// The consistent palette file of `--cp`, in the working directory (as FlameGraph's).
+const PALETTE_FILE: &str = "palette.map";
+
+/// Arguments of `kflame flamegraph`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Examples:
+  kflame collapse perf.script.txt | kflame flamegraph > cpu.svg
+  kflame flamegraph --colors kernel --title 'CPU, host1' host1.folded -o host1.svg
+  kflame collapse --time-order perf.script.txt | kflame flamegraph --flamechart > chart.svg
+  kflame diff before.folded after.folded | kflame flamegraph > diff.svg")]
+pub(crate) struct Args {
+    /// Folded input files (`-` or none: stdin); several are merged.
+    #[arg(value_name = "FOLDED")]
+    files: Vec<String>,
+
+    /// Write the graph here instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+
+    /// Output format.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    format: Option<OutputFormat>,
+
+    /// Title text (default "Flame Graph", "Icicle Graph" or "Flame Chart").
+    #[arg(long, value_name = "TEXT", help_heading = "Appearance")]
+    title: Option<String>,
+    /// Second title line.
+    #[arg(long, value_name = "TEXT", help_heading = "Appearance")]
+    subtitle: Option<String>,
+    /// Width of the image in pixels.
+    #[arg(long, value_name = "PX", default_value_t = 1200, help_heading = "Appearance")]
+    width: u32,
+    /// Height of each frame in pixels.
+    #[arg(long, value_name = "PX", default_value_t = 16, help_heading = "Appearance")]
+    height: u32,
+    /// Omit frames narrower than this: pixels, or percent of the width with `%`.
+    #[arg(long, value_name = "PX|PCT%", default_value = "0.1", value_parser = parse_min_width, help_heading = "Appearance")]
+    minwidth: MinWidth,
+    /// Font family.
+    #[arg(long, value_name = "FONT", default_value = "Verdana", help_heading = "Appearance")]
+    fonttype: String,
+    /// Font size in pixels.
+    #[arg(long, value_name = "PX", default_value_t = 12.0, help_heading = "Appearance")]
+    fontsize: f64,
+    /// Average glyph width relative to the font size (label truncation).
+    #[arg(long, value_name = "RATIO", default_value_t = 0.59, help_heading = "Appearance")]
+    fontwidth: f64,
+    /// What the counts are ("samples"; by default from the input's `# unit=` header).
+    #[arg(long, value_name = "NAME", help_heading = "Appearance")]
+    countname: Option<String>,
+    /// What the frame names are, shown before the details line.
+    #[arg(long, value_name = "NAME", default_value = "Function:", help_heading = "Appearance")]
+    nametype: String,
+    /// Palette: hot, mem, io, red, green, blue, aqua, yellow, purple, orange, java, js, perl,
+    /// wakeup, chain, or kernel (kernel, user, interrupt, unreliable and category frames apart).
+    #[arg(long, visible_alias = "color", value_name = "PALETTE", default_value = "hot",
+          value_parser = parse_palette, help_heading = "Colors")]
+    colors: Palette,
+    /// Background: yellow, blue, green, grey, or #rrggbb (default: the palette's).
+    #[arg(long, value_name = "COLOR", value_parser = parse_background, help_heading = "Colors")]
+    bgcolors: Option<Background>,
+    /// Colours keyed by function name (the same function has the same colour everywhere).
+    #[arg(long, conflicts_with = "random", help_heading = "Colors")]
+    hash: bool,
+    /// Random colours, different on every run (default: reproducible).
+    #[arg(long, help_heading = "Colors")]
+    random: bool,
+    /// Consistent palette: reuse and extend the colours of ./palette.map.
+    #[arg(long, help_heading = "Colors")]
+    cp: bool,
+
+    /// Reverse every stack (leaf first): a caller-side view of the hottest functions.
+    #[arg(long, help_heading = "Layout")]
+    reverse: bool,
+    /// Icicle graph: root at the top, stacks growing down.
+    #[arg(long, help_heading = "Layout")]
+    inverted: bool,
+    /// Flame chart: x is input (time) order, identical consecutive stacks merged.
+    #[arg(long, help_heading = "Layout")]
+    flamechart: bool,
+    /// Differential input: switch the red and blue hues.
+    #[arg(long, help_heading = "Layout")]
+    negate: bool,
+    /// Notes embedded in the SVG.
+    #[arg(long, value_name = "TEXT", help_heading = "Layout")]
+    notes: Option<String>,
+    /// Multiply displayed counts by this factor.
+    #[arg(long, value_name = "FACTOR", default_value_t = 1.0, help_heading = "Layout")]
+    factor: f64,
+    /// Total weight the full width stands for (when larger than the real total).
+    #[arg(long, value_name = "WEIGHT", value_parser = parse_weight, help_heading = "Layout")]
+    total: Option<Weight>,
+    /// XML encoding declared in the SVG header.
+    #[arg(long, value_name = "ENCODING", help_heading = "Layout")]
+    encoding: Option<String>,
+    /// Extra frame attributes: lines `name<TAB>attr=value<TAB>...` (title, href, class...).
+    #[arg(long, value_name = "FILE", help_heading = "Layout")]
+    nameattr: Option<PathBuf>,
+}
+
+/// What `kflame flamegraph` writes. Each format is one variant and one arm of
+/// [`write_output`].
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OutputFormat {
+    /// Interactive SVG (zoom, search, tooltips).
+    Svg,
+}
+
+impl OutputFormat {
+    /// The format asked for, else the one the output file name implies, else SVG.
+    fn choose(flag: Option<OutputFormat>, output: Option<&Path>) -> OutputFormat {
+        flag.or_else(|| output.and_then(OutputFormat::from_extension)).unwrap_or(OutputFormat::Svg)
+    }
+
+    fn from_extension(path: &Path) -> Option<OutputFormat> {
+        match path.extension()?.to_str()? {
+            "svg" => Some(OutputFormat::Svg),
+            _ => None,
+        }
+    }
+}
+
+/// Runs `kflame flamegraph`.
+pub(crate) fn run(args: Args) -> Result<()> {
+    let profile = read_inputs(&args)?;
+    if profile.is_empty() {
+        output::message("warning: no samples in the input; writing an empty graph");
+    }
+    let opts = options(&args)?;
+    let mut palette_map = if args.cp { Some(read_palette_map()?) } else { None };
+    let format = OutputFormat::choose(args.format, args.output.as_deref());
+    let mut out = output::open(args.output.as_deref())?;
+    write_output(format, &profile, &opts, palette_map.as_mut(), &mut out)?;
+    out.flush().context("writing the graph")?;
+    if let Some(map) = palette_map {
+        fs::write(PALETTE_FILE, map.to_text()).with_context(|| format!("writing {PALETTE_FILE}"))?;
+    }
+    Ok(())
+}
+
+fn write_output(
+    format: OutputFormat,
+    profile: &Profile,
+    opts: &Options,
+    palette_map: Option<&mut PaletteMap>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    match format {
+        OutputFormat::Svg => {
+            render::write_svg(profile, opts, palette_map, out).context("writing the SVG")?;
+        }
+    }
+    Ok(())
+}
+
+fn read_inputs(args: &Args) -> Result<Profile> {
+    let mut profile = Profile::new(args.flamechart, args.reverse);
+    for path in input::paths_or_stdin(&args.files) {
+        let input = Input::open(&path)?;
+        let name = input.name.clone();
+        let mut diag = Diagnostics::new();
+        let reader = BufReader::with_capacity(1 << 16, input.reader());
+        profile.read(reader, &mut diag).with_context(|| format!("reading {name}"))?;
+        output::message(diag.report(&name).to_string());
+    }
+    profile.finish();
+    Ok(profile)
+}
+
+fn options(args: &Args) -> Result<Options> {
+    if !(args.factor.is_finite() && args.factor > 0.0) {
+        bail!("--factor must be a positive number, found {}", args.factor);
+    }
+    let name_attrs = match &args.nameattr {
+        Some(path) => read_name_attrs(path)?,
+        None => NameAttrs::default(),
+    };
+    Ok(Options {
+        title: args.title.clone(),
+        subtitle: args.subtitle.clone(),
+        width: args.width,
+        frame_height: args.height,
+        min_width: args.minwidth,
+        font_type: args.fonttype.clone(),
+        font_size: args.fontsize,
+        font_width: args.fontwidth,
+        count_name: args.countname.clone(),
+        name_type: args.nametype.clone(),
+        palette: args.colors,
+        background: args.bgcolors,
+        variation: variation(args),
+        inverted: args.inverted,
+        flame_chart: args.flamechart,
+        negate: args.negate,
+        notes: args.notes.clone(),
+        factor: args.factor,
+        total: args.total,
+        encoding: args.encoding.clone(),
+        name_attrs,
+    })
+}
+
+fn variation(args: &Args) -> Variation {
+    if args.hash {
+        Variation::NameHash
+    } else if args.random {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        Variation::Seeded(now.as_nanos() as u64 ^ u64::from(std::process::id()))
+    } else {
+        Options::default().variation
+    }
+}
+
+fn read_name_attrs(path: &Path) -> Result<NameAttrs> {
+    let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut diag = Diagnostics::new();
+    let attrs = NameAttrs::parse(&text, &mut diag);
+    output::message(diag.report(&path.display().to_string()).to_string());
+    Ok(attrs)
+}
+
+fn read_palette_map() -> Result<PaletteMap> {
+    let text = match fs::read_to_string(PALETTE_FILE) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("reading {PALETTE_FILE}")),
+    };
+    let mut diag = Diagnostics::new();
+    let map = PaletteMap::parse(&text, &mut diag);
+    output::message(diag.report(PALETTE_FILE).to_string());
+    Ok(map)
+}
+
+fn parse_min_width(s: &str) -> Result<MinWidth, String> {
+    MinWidth::parse(s).ok_or_else(|| format!("expected pixels (0.1) or a percentage (0.5%), found `{s}`"))
+}
+
+fn parse_palette(s: &str) -> Result<Palette, String> {
+    Palette::from_name(s).ok_or_else(|| {
+        format!("unknown palette `{s}`; one of: {}", render::palette::PALETTE_NAMES.join(", "))
+    })
+}
+
+fn parse_background(s: &str) -> Result<Background, String> {
+    Background::from_name(s)
+        .ok_or_else(|| format!("expected yellow, blue, green, grey or #rrggbb, found `{s}`"))
+}
+
+fn parse_weight(s: &str) -> Result<Weight, String> {
+    Weight::parse(s.as_bytes()).map_err(|e| format!("{e}: `{s}`"))
+}

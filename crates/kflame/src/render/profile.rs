@@ -1,0 +1,342 @@
+//! The renderer's input model: folded stacks read from any number of inputs, with frame
+//! names interned and each stack stored as a run of `u32` name ids in one arena.
+//!
+//! This keeps memory proportional to the number of *frames* (4 bytes each) rather than to
+//! the text of the stacks, which matters for profiles with hundreds of thousands of
+//! distinct stacks. Stacks are then ordered the way FlameGraph orders them (bytewise, as if
+//! the frames were joined by `;`), or kept in input order for flame charts.
+
+use std::cmp::Ordering;
+use std::io::BufRead;
+
+use rustc_hash::FxHashMap;
+
+use crate::diag::Diagnostics;
+use crate::fold::read::{self, FoldedLine};
+use crate::fold::{Meta, Weight};
+
+/// Kind of a line skipped because its stack is not valid UTF-8.
+pub const INVALID_UTF8: &str = "invalid UTF-8";
+
+/// One stack: a range of the id arena and its weights.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StackRef {
+    pub(crate) start: u32,
+    pub(crate) len: u32,
+    /// The weight drawn (for differential input, the second column).
+    pub(crate) weight: Weight,
+    /// The first column of differential input (zero otherwise).
+    pub(crate) before: Weight,
+}
+
+/// Folded stacks ready for layout.
+#[derive(Debug, Default)]
+pub struct Profile {
+    names: Vec<Box<str>>,
+    ids: FxHashMap<Box<str>, u32>,
+    arena: Vec<u32>,
+    pub(crate) stacks: Vec<StackRef>,
+    /// Unit and event, from `# unit=` / `# event=` headers.
+    pub meta: Meta,
+    /// True when at least one line had two weight columns.
+    pub differential: bool,
+    time_order: bool,
+    reverse: bool,
+    scratch: Vec<u32>,
+    prev: PrevStack,
+}
+
+impl PrevStack {
+    /// How many leading frames `stack` shares with this one, and where the first
+    /// unshared frame starts.
+    fn shared_frames(&self, stack: &str) -> (usize, usize) {
+        let (a, b) = (self.text.as_bytes(), stack.as_bytes());
+        let common = common_prefix(a, b);
+        if common == a.len() && common == b.len() {
+            // Identical: all but the last frame, which is re-read (cheap, keeps one path).
+            let k = self.ends.len().saturating_sub(1);
+            return (k, if k == 0 { 0 } else { self.ends[k - 1] + 1 });
+        }
+        // Frame j is shared when the `;` ending it lies inside the common prefix.
+        let k = self.ends.partition_point(|&e| e < common && e < a.len());
+        (k, if k == 0 { 0 } else { self.ends[k - 1] + 1 })
+    }
+}
+
+/// Length of the common prefix, compared eight bytes at a time.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_ne_bytes(a[i..i + 8].try_into().unwrap_or([0; 8]));
+        let y = u64::from_ne_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
+        if x != y {
+            break;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
+/// The previous stack's text and frame ids: consecutive stacks share long prefixes (always,
+/// for sorted folded files), and comparing a frame with the one above is cheaper than
+/// hashing it.
+#[derive(Debug, Default)]
+struct PrevStack {
+    text: String,
+    /// End of each frame in `text`.
+    ends: Vec<usize>,
+    /// Id of each frame, root first.
+    ids: Vec<u32>,
+}
+
+impl Profile {
+    /// An empty profile. `time_order` keeps input order (flame charts), merging only
+    /// identical consecutive stacks; `reverse` flips every stack (leaf becomes root).
+    pub fn new(time_order: bool, reverse: bool) -> Profile {
+        Profile { time_order, reverse, ..Profile::default() }
+    }
+
+    /// Reads one folded input. Malformed lines are skipped into `diag`; a unit that
+    /// conflicts with earlier inputs is an error message.
+    pub fn read<R: BufRead>(&mut self, mut input: R, diag: &mut Diagnostics) -> Result<(), ReadError> {
+        let mut meta = Meta::default();
+        let mut buf = Vec::with_capacity(256);
+        let mut lineno = 0u64;
+        loop {
+            buf.clear();
+            if input.read_until(b'\n', &mut buf).map_err(ReadError::Io)? == 0 {
+                break;
+            }
+            lineno += 1;
+            let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+            if line.first() == Some(&b'#') {
+                meta.apply_comment(line.strip_suffix(b"\r").unwrap_or(line));
+                continue;
+            }
+            match read::parse_line(line) {
+                Ok(Some(l)) => self.add_line(l, lineno, diag),
+                Ok(None) => {}
+                Err((kind, msg)) => diag.skip(kind, lineno, || msg),
+            }
+        }
+        self.meta.merge(&meta).map_err(ReadError::Units)
+    }
+
+    fn add_line(&mut self, line: FoldedLine<'_>, lineno: u64, diag: &mut Diagnostics) {
+        let Ok(text) = std::str::from_utf8(line.stack) else {
+            diag.skip(INVALID_UTF8, lineno, || {
+                format!("a UTF-8 stack, found invalid bytes in `{}`", read::show(line.stack))
+            });
+            return;
+        };
+        if line.before.is_some() {
+            self.differential = true;
+        }
+        self.add(text, line.weight, line.before.unwrap_or_default());
+    }
+
+    /// Adds one stack (frames joined by `;`).
+    pub fn add(&mut self, stack: &str, weight: Weight, before: Weight) {
+        let mut ids = std::mem::take(&mut self.scratch);
+        self.frame_ids(stack, &mut ids);
+        if self.reverse {
+            ids.reverse();
+        }
+        self.push_ids(&ids, weight, before);
+        self.scratch = ids;
+    }
+
+    fn push_ids(&mut self, ids: &[u32], weight: Weight, before: Weight) {
+        if self.time_order {
+            if let Some(last) = self.stacks.last_mut() {
+                let s = last.start as usize;
+                if self.arena[s..s + last.len as usize] == *ids {
+                    last.weight += weight;
+                    last.before += before;
+                    return;
+                }
+            }
+        }
+        let start = u32::try_from(self.arena.len()).unwrap_or(u32::MAX);
+        self.arena.extend_from_slice(ids);
+        let len = ids.len() as u32;
+        self.stacks.push(StackRef { start, len, weight, before });
+    }
+
+    /// The ids of the frames of `stack`, root first, reusing the previous stack's ids for
+    /// the frames it shares (found from the common byte prefix, without splitting them).
+    fn frame_ids(&mut self, stack: &str, ids: &mut Vec<u32>) {
+        let mut prev = std::mem::take(&mut self.prev);
+        let (shared, mut start) = prev.shared_frames(stack);
+        ids.clear();
+        ids.extend_from_slice(&prev.ids[..shared]);
+        prev.ends.truncate(shared);
+        let first = start;
+        let rest = stack.as_bytes()[first..].iter().enumerate().filter(|(_, b)| **b == b';');
+        for end in rest.map(|(i, _)| i + first).chain(std::iter::once(stack.len())) {
+            ids.push(self.intern(&stack[start..end]));
+            prev.ends.push(end);
+            start = end + 1;
+        }
+        prev.text.clear();
+        prev.text.push_str(stack);
+        prev.ids.clear();
+        prev.ids.extend_from_slice(ids);
+        self.prev = prev;
+    }
+
+    fn intern(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(name.into());
+        self.ids.insert(name.into(), id);
+        id
+    }
+
+    /// Orders the stacks for layout: bytewise by joined text and with duplicates summed
+    /// (the FlameGraph order), unless the profile keeps time order.
+    pub fn finish(&mut self) {
+        if self.time_order {
+            return;
+        }
+        let mut stacks = std::mem::take(&mut self.stacks);
+        stacks.sort_unstable_by(|a, b| self.compare(a, b));
+        let mut merged: Vec<StackRef> = Vec::with_capacity(stacks.len());
+        for s in stacks {
+            match merged.last_mut() {
+                Some(last) if self.frames(last) == self.frames(&s) => {
+                    last.weight += s.weight;
+                    last.before += s.before;
+                }
+                _ => merged.push(s),
+            }
+        }
+        self.stacks = merged;
+    }
+
+    /// Compares two stacks as their `;`-joined texts would compare.
+    fn compare(&self, a: &StackRef, b: &StackRef) -> Ordering {
+        let (fa, fb) = (self.frames(a), self.frames(b));
+        for (i, (x, y)) in fa.iter().zip(fb).enumerate() {
+            if x == y {
+                continue;
+            }
+            let (na, nb) = (self.name(*x).as_bytes(), self.name(*y).as_bytes());
+            let n = na.len().min(nb.len());
+            return match na[..n].cmp(&nb[..n]) {
+                Ordering::Equal if na.len() < nb.len() => next_byte(fa, i).cmp(&Some(nb[n])),
+                Ordering::Equal => Some(na[n]).cmp(&next_byte(fb, i)),
+                other => other,
+            };
+        }
+        fa.len().cmp(&fb.len())
+    }
+
+    /// The frame ids of one stack, root first.
+    pub(crate) fn frames(&self, s: &StackRef) -> &[u32] {
+        &self.arena[s.start as usize..(s.start + s.len) as usize]
+    }
+
+    /// The name of an interned frame.
+    pub(crate) fn name(&self, id: u32) -> &str {
+        self.names.get(id as usize).map_or("", |s| s)
+    }
+
+    /// Number of stacks (distinct after [`Profile::finish`], runs for time order).
+    pub fn len(&self) -> usize {
+        self.stacks.len()
+    }
+
+    /// True when no stack was read.
+    pub fn is_empty(&self) -> bool {
+        self.stacks.is_empty()
+    }
+
+    /// Sum of the drawn weights.
+    pub fn total(&self) -> Weight {
+        self.stacks.iter().map(|s| s.weight).sum()
+    }
+}
+
+/// The byte following frame `i` in the joined text: `;` when more frames follow, none at
+/// the end (which sorts first).
+fn next_byte(frames: &[u32], i: usize) -> Option<u8> {
+    (i + 1 < frames.len()).then_some(b';')
+}
+
+/// Why an input could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The input could not be read.
+    #[error(transparent)]
+    Io(std::io::Error),
+    /// The input's `# unit=` differs from an earlier input's.
+    #[error("{0}")]
+    Units(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn joined(p: &Profile) -> Vec<String> {
+        p.stacks
+            .iter()
+            .map(|s| p.frames(s).iter().map(|&i| p.name(i)).collect::<Vec<_>>().join(";"))
+            .collect()
+    }
+
+    #[test]
+    fn orders_like_joined_text() {
+        let mut p = Profile::new(false, false);
+        for s in ["a;foo;x", "a;foo-bar", "a;foo", "a;foo;x", "a", "b;c", "a;fo"] {
+            p.add(s, Weight::ONE, Weight::ZERO);
+        }
+        p.finish();
+        let mut expect = vec!["a", "a;fo", "a;foo", "a;foo-bar", "a;foo;x", "b;c"];
+        expect.sort();
+        assert_eq!(joined(&p), expect);
+        assert_eq!(p.stacks[4].weight, Weight::from_u64(2));
+    }
+
+    #[test]
+    fn prefix_reuse_keeps_frames_exact() {
+        let seq = ["a;b;c", "a;b;cd", "a;bx;c", "a;b;c", "a", "a;b", "ab;b", "ab;b", "a;;c", "a;;c;", ";"];
+        let mut p = Profile::new(true, false);
+        for (i, s) in seq.iter().enumerate() {
+            p.add(s, Weight::from_u64(i as u64 + 1), Weight::ZERO);
+        }
+        let mut expect: Vec<&str> = seq.to_vec();
+        expect.dedup();
+        assert_eq!(joined(&p), expect);
+    }
+
+    #[test]
+    fn time_order_merges_only_consecutive() {
+        let mut p = Profile::new(true, false);
+        for s in ["a;b", "a;b", "c", "a;b"] {
+            p.add(s, Weight::ONE, Weight::ZERO);
+        }
+        assert_eq!(joined(&p), ["a;b", "c", "a;b"]);
+        assert_eq!(p.stacks[0].weight, Weight::from_u64(2));
+    }
+
+    #[test]
+    fn skips_bad_lines_and_reverses() {
+        let text = b"# unit=bytes\na;b 3\nno-count\nx;\xff 2\nc;d -1\n\0 1\n 4\n";
+        let mut p = Profile::new(false, true);
+        let mut diag = Diagnostics::new();
+        p.read(&text[..], &mut diag).unwrap();
+        p.finish();
+        assert_eq!(joined(&p), ["b;a"]);
+        assert_eq!(diag.skipped(), 5);
+        assert_eq!(diag.get(INVALID_UTF8).unwrap().first_line, 4);
+        assert_eq!(p.meta.unit, crate::fold::Unit::Bytes);
+    }
+}
