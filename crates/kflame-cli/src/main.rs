@@ -39,6 +39,9 @@ enum Command {
     Collapse(cmd::collapse::Args),
     /// Print shell completions.
     Completions(cmd::completions::Args),
+    /// Folded stacks to a self-contained interactive HTML flame graph.
+    #[command(hide = true)]
+    Html(cmd::html::Args),
 }
 
 fn main() -> ExitCode {
@@ -46,6 +49,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Collapse(args) => cmd::collapse::run(args),
         Command::Completions(args) => cmd::completions::run(args),
+        Command::Html(args) => cmd::html::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

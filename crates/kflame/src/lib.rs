@@ -15,7 +15,9 @@
 //! - [`collapse`]: the [`collapse::Collapse`] trait, the parallel engine, the format registry
 //!   and one module per input format.
 //! - [`diag`]: counted, located diagnostics for malformed input.
+//! - [`render`]: renderers (the self-contained interactive HTML page).
 
 pub mod collapse;
 pub mod diag;
 pub mod fold;
+pub mod render;

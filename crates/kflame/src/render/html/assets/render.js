@@ -1,0 +1,142 @@
+/* kflame viewer, part 3: layout and canvas drawing of one tree.
+ *
+ * Only frames at least MIN_WIDTH pixels wide are drawn and descended into; runs of narrower
+ * siblings are drawn as one gray block, so the cost of a frame is bounded by what can be
+ * seen, not by the size of the profile. Names are drawn with fillText (never parsed as
+ * markup). Exposes globalThis.KFlame.FlameView.
+ */
+(function (K) {
+  'use strict';
+
+  const MIN_WIDTH = 1;
+  const HIGHLIGHT = 'rgb(230,0,230)';
+  const MERGED = 'rgba(150,150,150,0.6)';
+
+  /** Draws a tree on a canvas and answers "which frame is under this point". */
+  class FlameView {
+    constructor(canvas, options) {
+      this.canvas = canvas;
+      this.rowHeight = (options && options.rowHeight) || 17;
+      this.fontSize = (options && options.fontSize) || 12;
+      this.rootLabel = (options && options.rootLabel) || 'all';
+      this.tree = null;
+      this.items = null;
+    }
+
+    /** Sets the tree and its colors (a function node -> CSS color). */
+    setTree(tree, colorOf) {
+      this.tree = tree;
+      this.colorOf = colorOf;
+    }
+
+    /** Height in CSS pixels that the whole tree needs. */
+    height() {
+      return (this.tree.maxDepth + 1) * this.rowHeight + 4;
+    }
+
+    /** Draws with state {zoom, inverted, heavy, mask}; width in CSS pixels. */
+    draw(state, width) {
+      const t0 = performance.now();
+      const tree = this.tree, canvas = this.canvas, dpr = window.devicePixelRatio || 1;
+      const height = this.height();
+      canvas.style.width = width + 'px';
+      canvas.style.height = height + 'px';
+      canvas.width = Math.round(width * dpr);
+      canvas.height = Math.round(height * dpr);
+      const ctx = canvas.getContext('2d');
+      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+      ctx.font = this.fontSize + 'px ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace';
+      ctx.textBaseline = 'middle';
+      this.ctx = ctx;
+      this.charWidth = ctx.measureText('MMMMMMMMMM').width / 10;
+      this.state = state;
+      this.width = width;
+      this.items = { x: [], w: [], node: [], row: [] };
+      const zoom = state.zoom, kids = state.heavy ? tree.heavyKids() : tree.kids;
+      const path = tree.pathTo(zoom);
+      for (const a of path) this.frame(a, 0, width, a !== zoom);
+      if (tree.total[zoom] > 0) this.descend(zoom, 0, width / tree.total[zoom], kids);
+      this.drawnIn = performance.now() - t0;
+      return this.items.node.length;
+    }
+
+    /** Draws the visible descendants of n, whose left edge is at x. */
+    descend(n, x, scale, kids) {
+      const tree = this.tree;
+      let tinyX = -1, tinyW = 0;
+      for (let k = tree.kidOff[n]; k < tree.kidOff[n + 1]; k++) {
+        const c = kids[k], w = tree.total[c] * scale;
+        if (w < MIN_WIDTH) {
+          if (tinyX < 0) tinyX = x;
+          tinyW += w;
+        } else {
+          if (tinyX >= 0) this.merged(tinyX, tinyW, tree.depth[c]);
+          tinyX = -1;
+          tinyW = 0;
+          this.frame(c, x, w, false);
+          this.descend(c, x, scale, kids);
+        }
+        x += w;
+      }
+      if (tinyX >= 0) this.merged(tinyX, tinyW, tree.depth[n] + 1);
+    }
+
+    /** The y of a row (depth) in CSS pixels. */
+    rowY(depth) {
+      return this.state.inverted ? 2 + depth * this.rowHeight : 2 + (this.tree.maxDepth - depth) * this.rowHeight;
+    }
+
+    frame(i, x, w, dim) {
+      const ctx = this.ctx, tree = this.tree, y = this.rowY(tree.depth[i]), h = this.rowHeight - 1;
+      const match = this.state.mask && i > 0 && this.state.mask[tree.name[i]];
+      ctx.globalAlpha = dim ? 0.55 : 1;
+      ctx.fillStyle = match ? HIGHLIGHT : this.colorOf(i);
+      ctx.fillRect(x, y, w > 2 ? w - 1 : w, h);
+      ctx.globalAlpha = 1;
+      const items = this.items;
+      items.x.push(x);
+      items.w.push(w);
+      items.node.push(i);
+      items.row.push(tree.depth[i]);
+      this.label(i === 0 ? this.rootLabel : tree.label(i), x, y + h / 2 + 0.5, w);
+    }
+
+    merged(x, w, depth) {
+      if (w < MIN_WIDTH) return;
+      this.ctx.fillStyle = MERGED;
+      this.ctx.fillRect(x, this.rowY(depth), w, this.rowHeight - 1);
+    }
+
+    label(text, x, y, w) {
+      const fit = Math.floor((w - 6) / this.charWidth);
+      if (fit < 3) return;
+      const s = text.length <= fit ? text : text.slice(0, fit - 2) + '..';
+      this.ctx.fillStyle = 'rgb(20,20,20)';
+      this.ctx.fillText(s, x + 3, y);
+    }
+
+    /** The node drawn at (x, y) in CSS pixels of the canvas, or -1. */
+    hit(x, y) {
+      if (!this.items) return -1;
+      const row = this.state.inverted
+        ? Math.floor((y - 2) / this.rowHeight)
+        : this.tree.maxDepth - Math.floor((y - 2) / this.rowHeight);
+      const it = this.items;
+      for (let k = 0; k < it.node.length; k++) {
+        if (it.row[k] === row && x >= it.x[k] && x < it.x[k] + it.w[k]) return it.node[k];
+      }
+      return -1;
+    }
+
+    /** Where node i was drawn ({x, y, w, h} in CSS pixels of the canvas), or null. */
+    rectOf(i) {
+      const it = this.items;
+      if (!it) return null;
+      const k = it.node.indexOf(i);
+      if (k < 0) return null;
+      return { x: it.x[k], y: this.rowY(it.row[k]), w: it.w[k], h: this.rowHeight - 1 };
+    }
+  }
+
+  K.FlameView = FlameView;
+})((globalThis.KFlame = globalThis.KFlame || {}));

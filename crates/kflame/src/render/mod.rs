@@ -1,0 +1,3 @@
+//! Renderers: folded stacks to pictures.
+
+pub mod html;
