@@ -29,16 +29,21 @@
       this.colorOf = colorOf;
     }
 
-    /** Height in CSS pixels that the whole tree needs. */
-    height() {
-      return (this.tree.maxDepth + 1) * this.rowHeight + 4;
+    /** Deepest depth under node i (the rows a zoom on i needs). */
+    depthUnder(i) {
+      const tree = this.tree;
+      if (i === 0) return tree.maxDepth;
+      let max = 0;
+      for (let k = i; k < tree.end[i]; k++) if (tree.depth[k] > max) max = tree.depth[k];
+      return max;
     }
 
     /** Draws with state {zoom, inverted, heavy, mask}; width in CSS pixels. */
     draw(state, width) {
       const t0 = performance.now();
       const tree = this.tree, canvas = this.canvas, dpr = window.devicePixelRatio || 1;
-      const height = this.height();
+      this.rows = this.depthUnder(state.zoom);
+      const height = (this.rows + 1) * this.rowHeight + 4;
       canvas.style.width = width + 'px';
       canvas.style.height = height + 'px';
       canvas.width = Math.round(width * dpr);
@@ -83,7 +88,7 @@
 
     /** The y of a row (depth) in CSS pixels. */
     rowY(depth) {
-      return this.state.inverted ? 2 + depth * this.rowHeight : 2 + (this.tree.maxDepth - depth) * this.rowHeight;
+      return this.state.inverted ? 2 + depth * this.rowHeight : 2 + (this.rows - depth) * this.rowHeight;
     }
 
     frame(i, x, w, dim) {
@@ -120,7 +125,7 @@
       if (!this.items) return -1;
       const row = this.state.inverted
         ? Math.floor((y - 2) / this.rowHeight)
-        : this.tree.maxDepth - Math.floor((y - 2) / this.rowHeight);
+        : this.rows - Math.floor((y - 2) / this.rowHeight);
       const it = this.items;
       for (let k = 0; k < it.node.length; k++) {
         if (it.row[k] === row && x >= it.x[k] && x < it.x[k] + it.w[k]) return it.node[k];
