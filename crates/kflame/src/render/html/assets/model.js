@@ -222,17 +222,21 @@
     return b.build(nameRank(tree.names));
   }
 
-  /** The functions called from nm, merged over its outermost occurrences. */
+  /** The functions called from nm, merged over its outermost occurrences; the root of the
+   * returned tree stands for nm. */
   function callees(tree, nm) {
-    const mask = new Uint8Array(tree.names.length);
-    mask[nm] = 1;
-    const t = focus(tree, mask);
-    t.ordered = false;
-    return t;
+    const b = new TreeBuilder(tree.names, false), map = new Int32Array(tree.n).fill(-1);
+    for (let i = 1; i < tree.n; i++) {
+      const up = map[tree.parent[i]];
+      if (up >= 0) map[i] = b.child(up, tree.name[i]);
+      else if (tree.name[i] === nm) map[i] = 0;
+      if (map[i] >= 0) b.add(map[i], tree.self[i]);
+    }
+    return b.build(nameRank(tree.names));
   }
 
-  /** The callers of nm: nm at the root, then its callers, merged over all outermost
-   * occurrences (each weighted by its total). */
+  /** The callers of nm, merged over its outermost occurrences (each weighted by its total);
+   * the root of the returned tree stands for nm, its children are the direct callers. */
   function callers(tree, nm) {
     const b = new TreeBuilder(tree.names, false), inside = new Uint8Array(tree.n);
     for (let i = 1; i < tree.n; i++) {
@@ -240,7 +244,7 @@
       inside[i] = inside[p] || (p > 0 && tree.name[p] === nm) ? 1 : 0;
       if (tree.name[i] !== nm || inside[i]) continue;
       let at = 0;
-      for (let a = i; a > 0; a = tree.parent[a]) at = b.child(at, tree.name[a]);
+      for (let a = p; a > 0; a = tree.parent[a]) at = b.child(at, tree.name[a]);
       b.add(at, tree.total[i]);
     }
     return b.build(nameRank(tree.names));

@@ -103,7 +103,12 @@
       items.w.push(w);
       items.node.push(i);
       items.row.push(tree.depth[i]);
-      this.label(i === 0 ? this.rootLabel : tree.label(i), x, y + h / 2 + 0.5, w);
+      this.label(this.labelOf(i), x, y + h / 2 + 0.5, w);
+    }
+
+    /** The text of node i (the root is called rootLabel). */
+    labelOf(i) {
+      return i === 0 ? this.rootLabel : this.tree.label(i);
     }
 
     merged(x, w, depth) {

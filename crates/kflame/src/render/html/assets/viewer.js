@@ -35,11 +35,12 @@
       this.state = { view: 'flame', zoom: 0, inverted: !!meta.inverted, heavy: false, search: '', ci: false,
         fn: -1, selected: -1, topSort: 'self', sandwichZoom: [0, 0] };
       this.mask = null;
+      this.hovered = -1;
       this.timings = {};
       this.buildDom(root);
       this.flame = new K.FlameView(this.dom.canvas);
-      this.callersView = new K.FlameView(this.dom.callersCanvas, { rootLabel: 'callers' });
-      this.calleesView = new K.FlameView(this.dom.calleesCanvas, { rootLabel: 'callees' });
+      this.callersView = new K.FlameView(this.dom.callersCanvas);
+      this.calleesView = new K.FlameView(this.dom.calleesCanvas);
       this.useTree();
       this.restoreHash();
       this.bind();
@@ -186,6 +187,7 @@
       this.callersView.setTree(this.callersTree, K.makeColorer(this.meta.palette, this.callersTree));
       this.calleesView.setTree(this.calleesTree, K.makeColorer(this.meta.palette, this.calleesTree));
       const name = tree.names[nm];
+      this.callersView.rootLabel = this.calleesView.rootLabel = name;
       this.dom.sandwichTitle[0].textContent = 'Callers of ' + name;
       this.dom.sandwichTitle[1].textContent = 'Callees of ' + name;
     }
@@ -306,10 +308,10 @@
 
     // ---- hover ------------------------------------------------------------------------
 
-    /** The tooltip text lines for node i of `tree` zoomed at `zoom`. */
-    describe(tree, i, zoom) {
-      const m = this.meta, w = tree.total[i];
-      const lines = [i === 0 ? 'all' : tree.names[tree.name[i]], K.formatWeight(w, m.unit, m.countname),
+    /** The tooltip text lines for node i of a view zoomed at `zoom`. */
+    describe(view, i, zoom) {
+      const m = this.meta, tree = view.tree, w = tree.total[i];
+      const lines = [view.labelOf(i), K.formatWeight(w, m.unit, m.countname),
         K.formatPercent(w, tree.total[0]) + ' of total'];
       if (zoom > 0) lines.push(K.formatPercent(w, tree.total[zoom]) + ' of zoomed frame');
       if (tree.self[i] > 0) lines.push('self: ' + K.formatWeight(tree.self[i], m.unit, m.countname));
@@ -324,8 +326,8 @@
         this.hovered = -1;
         return;
       }
-      this.hovered = view.tree.name[i];
-      const lines = this.describe(view.tree, i, zoom);
+      this.hovered = i > 0 ? view.tree.name[i] : view === this.flame ? -1 : this.state.fn;
+      const lines = this.describe(view, i, zoom);
       tip.replaceChildren(...lines.map((l, k) => el('div', { class: k === 0 ? 'kf-tip-name' : '', text: l })));
       tip.hidden = false;
       const x = Math.min(ev.clientX + 14, window.innerWidth - tip.offsetWidth - 4);
@@ -335,12 +337,17 @@
       this.dom.details.textContent = lines.join(' · ');
     }
 
+    leave() {
+      this.dom.tooltip.hidden = true;
+      this.hovered = -1;
+    }
+
     // ---- events -----------------------------------------------------------------------
 
     bind() {
       const d = this.dom;
       d.canvas.addEventListener('mousemove', (e) => this.hover(this.flame, this.state.zoom, e));
-      d.canvas.addEventListener('mouseleave', () => { d.tooltip.hidden = true; });
+      d.canvas.addEventListener('mouseleave', () => this.leave());
       d.canvas.addEventListener('click', (e) => this.clickFlame(e));
       this.bindSandwich(0, this.callersView);
       this.bindSandwich(1, this.calleesView);
@@ -367,7 +374,7 @@
     bindSandwich(k, view) {
       const canvas = k === 0 ? this.dom.callersCanvas : this.dom.calleesCanvas;
       canvas.addEventListener('mousemove', (e) => this.hover(view, this.state.sandwichZoom[k], e));
-      canvas.addEventListener('mouseleave', () => { this.dom.tooltip.hidden = true; });
+      canvas.addEventListener('mouseleave', () => this.leave());
       canvas.addEventListener('click', (e) => {
         const r = canvas.getBoundingClientRect(), i = view.hit(e.clientX - r.left, e.clientY - r.top);
         if (i < 0) return;
@@ -427,7 +434,7 @@
         if (e.key === 'z') { e.preventDefault(); this.undo(); }
         return;
       }
-      const target = this.hovered >= 0 && this.hovered !== undefined ? this.hovered : this.state.selected;
+      const target = this.hovered >= 0 ? this.hovered : this.state.selected;
       const map = {
         '/': () => this.dom.search.focus(), c: () => this.search(this.state.search, !this.state.ci),
         i: () => this.act('invert'), l: () => this.act('heavy'), u: () => this.undo(),
