@@ -48,7 +48,13 @@ impl Tree {
             merge_all,
         };
         let mut frames: Vec<&[u8]> = Vec::new();
-        for (stack, weight) in stacks.in_output_order() {
+        // The tree does not depend on the order summed stacks are added in (children are
+        // sorted by name afterwards), so they are not sorted first.
+        let items: Box<dyn Iterator<Item = (&[u8], Weight)>> = match stacks {
+            Stacks::Counts(c) => Box::new(c.iter()),
+            Stacks::Ordered(o) => Box::new(o.items().iter().map(|(s, w)| (&**s, *w))),
+        };
+        for (stack, weight) in items {
             frames.clear();
             frames.extend(stack.split(|&b| b == b';').filter(|f| !f.is_empty()));
             if reverse {
@@ -116,16 +122,29 @@ impl Tree {
             *slot += 1;
         }
         if self.merge_all {
+            let rank = self.name_ranks();
             for i in 0..n {
                 let kids = &mut list[offsets[i] as usize..offsets[i + 1] as usize];
-                kids.sort_unstable_by(|a, b| self.name_of(*a).cmp(self.name_of(*b)));
+                kids.sort_unstable_by_key(|&k| rank[self.nodes[k as usize].name as usize]);
             }
         }
         (offsets, list)
     }
 
+    #[cfg(test)]
     fn name_of(&self, node: u32) -> &[u8] {
         &self.names[self.nodes[node as usize].name as usize]
+    }
+
+    /// Position of each name in bytewise order.
+    fn name_ranks(&self) -> Vec<u32> {
+        let mut order: Vec<u32> = (0..self.names.len() as u32).collect();
+        order.sort_unstable_by(|&a, &b| self.names[a as usize].cmp(&self.names[b as usize]));
+        let mut rank = vec![0u32; order.len()];
+        for (r, &id) in order.iter().enumerate() {
+            rank[id as usize] = r as u32;
+        }
+        rank
     }
 
     /// Sum of all weights.
