@@ -220,6 +220,40 @@ test('icicle toggle and keyboard shortcuts', async () => {
   await page.close();
 });
 
+test('left-heavy puts the heaviest frame first', async () => {
+  const stacks = folded(PERF);
+  const roots = heaviest(stacks, (s) => s.frames[0]);
+  const { page, problems } = await open(perfPage);
+  const xOf = (name) => page.evaluate((n) => kflameViewer.flame.rectOf(kflameViewer.nodeByPath([n])), name);
+  const alphabeticalFirst = roots.map(([n]) => n).sort()[0];
+  assert.ok((await xOf(alphabeticalFirst)).x < 1, 'by default children are in name order');
+  await page.keyboard.press('l');
+  assert.ok((await xOf(roots[0][0])).x < 1, 'left-heavy: ' + roots[0][0] + ' first');
+  assert.ok((await xOf(roots[1][0])).x > (await xOf(roots[0][0])).x);
+  await screenshot(page, 'html-left-heavy');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('a flame chart keeps input order and merges only consecutive stacks', async () => {
+  const input = writeText(dir, 'chart.folded', 'main;read 2\nmain;compute 5\nmain;read 1\nidle 3\n');
+  const html = join(dir, 'chart.html');
+  kflame(['html', '--flamechart', input, '-o', html]);
+  const { page, problems } = await open(html);
+  const drawn = await page.evaluate(() => {
+    const v = kflameViewer, t = v.tree, out = [];
+    for (let i = 1; i < t.n; i++) out.push([t.pathTo(i).slice(1).map((k) => t.label(k)).join(';'), t.total[i], Math.round(v.flame.rectOf(i).x)]);
+    return out.sort((a, b) => a[2] - b[2] || a[0].length - b[0].length);
+  });
+  const w = await page.evaluate(() => kflameViewer.flame.width / kflameViewer.tree.total[0]);
+  assert.deepEqual(drawn.map(([p, t]) => [p, t]),
+    [['main', 8], ['main;read', 2], ['main;compute', 5], ['main;read', 1], ['idle', 3]]);
+  assert.equal(drawn[2][2], Math.round(2 * w));
+  assert.equal(await page.title(), 'Flame Chart');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('a bytes profile shows KiB and MiB', async () => {
   const stacks = folded(BYTES), total = sum(stacks);
   const html = join(dir, 'bytes.html');
