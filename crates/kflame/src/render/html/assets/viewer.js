@@ -77,7 +77,8 @@
       d.transforms = el('div', { class: 'kf-transforms' });
       d.legend = el('div', { class: 'kf-legend' });
       d.canvas = el('canvas', { class: 'kf-canvas' });
-      d.flame = el('div', { class: 'kf-flame kf-scroll' }, d.canvas);
+      d.hoverBox = el('div', { class: 'kf-hover-box', hidden: '' });
+      d.flame = el('div', { class: 'kf-flame kf-scroll' }, d.canvas, d.hoverBox);
       d.empty = el('div', { class: 'kf-empty', text: 'No samples: the profile is empty.' });
       d.sandwichTitle = [el('h2', {}), el('h2', {})];
       d.callersCanvas = el('canvas', { class: 'kf-canvas' });
@@ -231,6 +232,7 @@
       const s = this.state;
       this.flame.draw({ zoom: s.zoom, inverted: s.inverted, heavy: s.heavy, mask: this.mask }, this.width(this.dom.flame));
       this.timings.lastDraw = this.flame.drawnIn;
+      this.dom.hoverBox.hidden = true;
       this.scrollTo(this.dom.flame, this.flame, s.zoom);
     }
 
@@ -312,7 +314,8 @@
     describe(view, i, zoom) {
       const m = this.meta, tree = view.tree, w = tree.total[i];
       const lines = [view.labelOf(i), K.formatWeight(w, m.unit, m.countname),
-        K.formatPercent(w, tree.total[0]) + ' of total'];
+        K.formatPercent(w, this.tree.total[0]) + ' of total'];
+      if (view !== this.flame) lines.push(K.formatPercent(w, tree.total[0]) + ' of ' + view.rootLabel);
       if (zoom > 0) lines.push(K.formatPercent(w, tree.total[zoom]) + ' of zoomed frame');
       if (tree.self[i] > 0) lines.push('self: ' + K.formatWeight(tree.self[i], m.unit, m.countname));
       return lines;
@@ -321,6 +324,7 @@
     hover(view, zoom, ev) {
       const r = view.canvas.getBoundingClientRect(), i = view.hit(ev.clientX - r.left, ev.clientY - r.top);
       const tip = this.dom.tooltip;
+      this.outline(view, i);
       if (i < 0) {
         tip.hidden = true;
         this.hovered = -1;
@@ -339,7 +343,16 @@
 
     leave() {
       this.dom.tooltip.hidden = true;
+      this.dom.hoverBox.hidden = true;
       this.hovered = -1;
+    }
+
+    /** Outlines the hovered frame of the main view. */
+    outline(view, i) {
+      const box = this.dom.hoverBox, r = view === this.flame && i >= 0 ? view.rectOf(i) : null;
+      box.hidden = !r;
+      if (!r) return;
+      Object.assign(box.style, { left: r.x + 'px', top: r.y + 'px', width: Math.max(1, r.w - 1) + 'px', height: r.h + 'px' });
     }
 
     // ---- events -----------------------------------------------------------------------
