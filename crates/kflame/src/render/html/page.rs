@@ -7,10 +7,11 @@ use super::encode::{Encoded, base64};
 use crate::fold::{Meta, Weight};
 
 /// The viewer's scripts, in dependency order.
-const SCRIPTS: [&str; 5] = [
+const SCRIPTS: [&str; 6] = [
     include_str!("assets/model.js"),
     include_str!("assets/palette.js"),
     include_str!("assets/render.js"),
+    include_str!("assets/ui.js"),
     include_str!("assets/viewer.js"),
     include_str!("assets/page.js"),
 ];

@@ -1,4 +1,4 @@
-/* kflame viewer, part 5: boots the viewer on the profile embedded in this page. */
+/* kflame viewer, part 6: boots the viewer on the profile embedded in this page. */
 (function (K) {
   'use strict';
   const t0 = performance.now();

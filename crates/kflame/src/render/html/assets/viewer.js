@@ -1,4 +1,4 @@
-/* kflame viewer, part 4: the interactive viewer (toolbar, search, hide/focus with undo,
+/* kflame viewer, part 5: the interactive viewer (toolbar, search, hide/focus with undo,
  * sandwich, top functions, tooltip, URL state, keyboard).
  *
  * Usage: new KFlame.FlameViewer(element, tree, meta), where tree comes from
@@ -11,19 +11,7 @@
   const HELP = 'click: zoom · Esc: reset zoom · /: search · c: ignore case · i: icicle/flame · ' +
     'l: left-heavy · f: focus selected · h: hide selected · u or Ctrl+Z: undo · s: sandwich · ' +
     't: top functions · g: flame graph';
-  const TOP_ROWS = 300;
-
-  /** A DOM element with attributes and children (strings become text nodes). */
-  function el(tag, attrs, ...children) {
-    const e = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (k === 'class') e.className = v;
-      else if (k === 'text') e.textContent = v;
-      else e.setAttribute(k, v);
-    }
-    for (const c of children) e.append(c);
-    return e;
-  }
+  const el = K.el;
 
   const escapeRegex = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -86,11 +74,8 @@
       d.callersBox = el('div', { class: 'kf-scroll kf-half' }, d.callersCanvas);
       d.calleesBox = el('div', { class: 'kf-scroll kf-half' }, d.calleesCanvas);
       d.sandwich = el('div', { class: 'kf-sandwich' }, d.sandwichTitle[0], d.callersBox, d.sandwichTitle[1], d.calleesBox);
-      d.tbody = el('tbody');
-      d.thead = el('thead', {}, el('tr', {}, el('th', { text: 'Function' }),
-        el('th', { 'data-sort': 'self', text: 'Self' }), el('th', { text: 'Self %' }),
-        el('th', { 'data-sort': 'total', text: 'Total' }), el('th', { text: 'Total %' })));
-      d.top = el('div', { class: 'kf-top' }, el('table', {}, d.thead, d.tbody));
+      this.table = new K.TopTable((nm) => this.pickFunction(nm), (key) => { this.state.topSort = key; this.render(); });
+      d.top = this.table.element;
       d.details = el('div', { class: 'kf-details', text: ' ' });
       d.tooltip = el('div', { class: 'kf-tooltip', hidden: '' });
       d.root = el('div', { class: 'kf-viewer', tabindex: '-1' }, d.title, d.subtitle, d.notes, toolbar, selected,
@@ -293,19 +278,8 @@
     }
 
     renderTop() {
-      const top = this.topTable(), key = this.state.topSort, tree = this.tree, total = tree.total[0];
-      const order = [];
-      for (let nm = 0; nm < tree.names.length; nm++) if (top.total[nm] > 0) order.push(nm);
-      order.sort((a, b) => top[key][b] - top[key][a] || top.total[b] - top.total[a] || a - b);
       const fmt = (v) => K.formatWeight(v, this.meta.unit, this.meta.countname);
-      const rows = order.slice(0, TOP_ROWS).map((nm) => {
-        const tr = el('tr', { 'data-name': String(nm) }, el('td', { class: 'kf-fn', text: tree.names[nm] }),
-          el('td', { text: fmt(top.self[nm]) }), el('td', { text: K.formatPercent(top.self[nm], total) }),
-          el('td', { text: fmt(top.total[nm]) }), el('td', { text: K.formatPercent(top.total[nm], total) }));
-        return tr;
-      });
-      this.dom.tbody.replaceChildren(...rows);
-      for (const th of this.dom.thead.querySelectorAll('th[data-sort]')) th.classList.toggle('kf-sorted', th.dataset.sort === key);
+      this.table.render(this.tree, this.topTable(), this.state.topSort, fmt);
     }
 
     // ---- hover ------------------------------------------------------------------------
@@ -374,11 +348,6 @@
         if (e.key === 'Enter') { clearTimeout(timer); this.search(d.search.value); }
       });
       d.ci.addEventListener('change', () => this.search(d.search.value, d.ci.checked));
-      d.tbody.addEventListener('click', (e) => this.clickRow(e));
-      d.thead.addEventListener('click', (e) => {
-        const th = e.target.closest('th[data-sort]');
-        if (th) { this.state.topSort = th.dataset.sort; this.render(); }
-      });
       document.addEventListener('keydown', (e) => this.key(e));
       window.addEventListener('resize', () => this.render());
       window.addEventListener('hashchange', () => { if (location.hash !== this.lastHash) { this.restoreHash(); this.render(); } });
@@ -408,10 +377,8 @@
       this.act(b.dataset.act);
     }
 
-    clickRow(e) {
-      const tr = e.target.closest('tr[data-name]');
-      if (!tr) return;
-      const nm = Number(tr.dataset.name);
+    /** A function picked in the table: search for it and show its sandwich. */
+    pickFunction(nm) {
       this.state.search = '^' + escapeRegex(this.tree.names[nm]) + '$';
       this.dom.search.value = this.state.search;
       this.updateMask();
@@ -460,58 +427,36 @@
     // ---- URL state --------------------------------------------------------------------
 
     saveHash() {
-      const s = this.state, p = new URLSearchParams();
-      if (s.view !== 'flame') p.set('view', s.view);
-      if (s.zoom > 0) p.set('zoom', String(s.zoom));
-      if (s.search) p.set('search', s.search);
-      if (s.ci) p.set('ci', '1');
-      if (s.inverted !== !!this.meta.inverted) p.set('inverted', s.inverted ? '1' : '0');
-      if (s.heavy) p.set('heavy', '1');
-      if (s.fn >= 0) p.set('fn', this.tree.names[s.fn]);
-      if (this.transforms.length) p.set('tx', JSON.stringify(this.transforms));
-      const hash = p.toString() ? '#' + p.toString() : '';
+      const s = this.state, defaults = { inverted: !!this.meta.inverted };
+      const hash = K.UrlState.encode(s, defaults, s.fn >= 0 ? this.tree.names[s.fn] : null, this.transforms);
       if (hash !== (location.hash || '')) history.replaceState(null, '', hash || location.pathname + location.search);
       this.lastHash = location.hash;
     }
 
     restoreHash() {
-      const p = new URLSearchParams(location.hash.slice(1)), s = this.state;
-      this.replayTransforms(p.get('tx'));
-      s.inverted = p.has('inverted') ? p.get('inverted') === '1' : !!this.meta.inverted;
-      s.heavy = p.get('heavy') === '1';
-      s.ci = p.get('ci') === '1';
-      s.search = p.get('search') || '';
+      const want = K.UrlState.decode(location.hash, { inverted: !!this.meta.inverted }), s = this.state;
+      this.replayTransforms(want.transforms);
+      Object.assign(s, { inverted: want.inverted, heavy: want.heavy, ci: want.ci, search: want.search });
       this.dom.search.value = s.search;
       this.dom.ci.checked = s.ci;
       this.updateMask();
-      const fn = p.has('fn') ? this.tree.names.indexOf(p.get('fn')) : -1;
+      const fn = want.fn === null ? -1 : this.tree.names.indexOf(want.fn);
       if (fn >= 0) { s.fn = fn; this.buildSandwich(); }
-      const view = p.get('view');
-      s.view = view === 'top' || (view === 'sandwich' && fn >= 0) ? view : 'flame';
-      const z = Number(p.get('zoom') || 0);
-      s.zoom = Number.isInteger(z) && z > 0 && z < this.tree.n ? z : 0;
+      s.view = want.view === 'sandwich' && fn < 0 ? 'flame' : want.view;
+      s.zoom = want.zoom < this.tree.n ? want.zoom : 0;
       if (s.zoom > 0) this.select(this.tree.name[s.zoom]);
     }
 
-    replayTransforms(json) {
-      let list = [];
-      try {
-        list = json ? JSON.parse(json) : [];
-      } catch (e) {
-        list = [];
-      }
-      if (!Array.isArray(list)) list = [];
-      const same = JSON.stringify(list) === JSON.stringify(this.transforms);
-      if (same) return;
+    /** Re-applies hide/focus steps unless they are the ones applied already. */
+    replayTransforms(list) {
+      if (JSON.stringify(list) === JSON.stringify(this.transforms)) return;
       this.trees.length = 1;
       this.transforms = [];
       for (const t of list) {
-        if (t && (t.kind === 'hide' || t.kind === 'focus') && typeof t.value === 'string') {
-          const mask = this.maskFor(t);
-          if (!mask) continue;
-          this.trees.push(t.kind === 'hide' ? K.hide(this.tree, mask) : K.focus(this.tree, mask));
-          this.transforms.push({ kind: t.kind, how: t.how === 'name' ? 'name' : 'regex', value: t.value, ci: !!t.ci });
-        }
+        const mask = this.maskFor(t);
+        if (!mask) continue;
+        this.trees.push(t.kind === 'hide' ? K.hide(this.tree, mask) : K.focus(this.tree, mask));
+        this.transforms.push(t);
       }
       this.useTree();
     }
