@@ -254,6 +254,26 @@ test('a flame chart keeps input order and merges only consecutive stacks', async
   await page.close();
 });
 
+test('frames narrower than a pixel are drawn merged, with their weight in the tooltip', async () => {
+  const lines = ['main;big 6000'];
+  for (let i = 0; i < 2000; i++) lines.push(`main;tiny_${String(i).padStart(4, '0')} 1`);
+  const input = writeText(dir, 'tiny.folded', lines.join('\n') + '\n');
+  const html = join(dir, 'tiny.html');
+  kflame(['html', input, '-o', html]);
+  const { page, problems } = await open(html);
+  const drawn = await page.evaluate(() => kflameViewer.flame.items.node.length);
+  assert.equal(drawn, 3, 'all, main and big are drawn; the 2000 tiny frames are not');
+  const big = await page.evaluate(() => kflameViewer.flame.rectOf(kflameViewer.nodeByPath(['main', 'big'])));
+  const box = await page.locator('.kf-flame canvas').boundingBox();
+  // big is drawn first (name order); the merged run of tiny frames follows it.
+  await page.mouse.move(box.x + big.x + big.w + 40, box.y + big.y + big.h / 2);
+  const tip = await page.locator('.kf-tooltip').innerText();
+  assert.match(tip, /^2000 frames too narrow to draw/);
+  assert.ok(tip.includes('2,000 samples') && tip.includes(pct(2000, 8000) + ' of total'), tip);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('a bytes profile shows KiB and MiB', async () => {
   const stacks = folded(BYTES), total = sum(stacks);
   const html = join(dir, 'bytes.html');

@@ -46,10 +46,12 @@
       const height = (this.rows + 1) * this.rowHeight + 4;
       canvas.style.width = width + 'px';
       canvas.style.height = height + 'px';
-      canvas.width = Math.round(width * dpr);
-      canvas.height = Math.round(height * dpr);
+      // Browsers refuse canvases taller than 32767 device pixels: trade sharpness for height.
+      const scale = Math.min(dpr, 32000 / height);
+      canvas.width = Math.round(width * scale);
+      canvas.height = Math.round(height * scale);
       const ctx = canvas.getContext('2d');
-      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+      ctx.setTransform(scale, 0, 0, scale, 0, 0);
       ctx.font = this.fontSize + 'px ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace';
       ctx.textBaseline = 'middle';
       this.ctx = ctx;
@@ -57,6 +59,7 @@
       this.state = state;
       this.width = width;
       this.items = { x: [], w: [], node: [], row: [] };
+      this.merges = { x: [], w: [], row: [], count: [], weight: [] };
       const zoom = state.zoom, kids = state.heavy ? tree.heavyKids() : tree.kids;
       const path = tree.pathTo(zoom);
       for (const a of path) this.frame(a, 0, width, a !== zoom);
@@ -68,22 +71,22 @@
     /** Draws the visible descendants of n, whose left edge is at x. */
     descend(n, x, scale, kids) {
       const tree = this.tree;
-      let tinyX = -1, tinyW = 0;
+      const row = tree.depth[n] + 1, tiny = { x: -1, w: 0, count: 0, weight: 0 };
       for (let k = tree.kidOff[n]; k < tree.kidOff[n + 1]; k++) {
         const c = kids[k], w = tree.total[c] * scale;
         if (w < MIN_WIDTH) {
-          if (tinyX < 0) tinyX = x;
-          tinyW += w;
+          if (tiny.x < 0) tiny.x = x;
+          tiny.w += w;
+          tiny.count++;
+          tiny.weight += tree.total[c];
         } else {
-          if (tinyX >= 0) this.merged(tinyX, tinyW, tree.depth[c]);
-          tinyX = -1;
-          tinyW = 0;
+          this.merged(tiny, row);
           this.frame(c, x, w, false);
           this.descend(c, x, scale, kids);
         }
         x += w;
       }
-      if (tinyX >= 0) this.merged(tinyX, tinyW, tree.depth[n] + 1);
+      this.merged(tiny, row);
     }
 
     /** The y of a row (depth) in CSS pixels. */
@@ -111,10 +114,20 @@
       return i === 0 ? this.rootLabel : this.tree.label(i);
     }
 
-    merged(x, w, depth) {
-      if (w < MIN_WIDTH) return;
-      this.ctx.fillStyle = MERGED;
-      this.ctx.fillRect(x, this.rowY(depth), w, this.rowHeight - 1);
+    /** Draws a run of frames too narrow to draw alone as one block (when it is wide enough
+     * to be seen), then starts a new run. */
+    merged(tiny, row) {
+      if (tiny.x >= 0 && tiny.w >= MIN_WIDTH) {
+        this.ctx.fillStyle = MERGED;
+        this.ctx.fillRect(tiny.x, this.rowY(row), tiny.w, this.rowHeight - 1);
+        const m = this.merges;
+        m.x.push(tiny.x);
+        m.w.push(tiny.w);
+        m.row.push(row);
+        m.count.push(tiny.count);
+        m.weight.push(tiny.weight);
+      }
+      Object.assign(tiny, { x: -1, w: 0, count: 0, weight: 0 });
     }
 
     label(text, x, y, w) {
@@ -125,17 +138,30 @@
       this.ctx.fillText(s, x + 3, y);
     }
 
+    /** The depth drawn at y (CSS pixels of the canvas). */
+    rowAt(y) {
+      const r = Math.floor((y - 2) / this.rowHeight);
+      return this.state.inverted ? r : this.rows - r;
+    }
+
     /** The node drawn at (x, y) in CSS pixels of the canvas, or -1. */
     hit(x, y) {
       if (!this.items) return -1;
-      const row = this.state.inverted
-        ? Math.floor((y - 2) / this.rowHeight)
-        : this.rows - Math.floor((y - 2) / this.rowHeight);
-      const it = this.items;
+      const row = this.rowAt(y), it = this.items;
       for (let k = 0; k < it.node.length; k++) {
         if (it.row[k] === row && x >= it.x[k] && x < it.x[k] + it.w[k]) return it.node[k];
       }
       return -1;
+    }
+
+    /** The merged block at (x, y): {count, weight}, or null. */
+    hitMerged(x, y) {
+      if (!this.merges) return null;
+      const row = this.rowAt(y), m = this.merges;
+      for (let k = 0; k < m.x.length; k++) {
+        if (m.row[k] === row && x >= m.x[k] && x < m.x[k] + m.w[k]) return { count: m.count[k], weight: m.weight[k] };
+      }
+      return null;
     }
 
     /** Where node i was drawn ({x, y, w, h} in CSS pixels of the canvas), or null. */

@@ -296,16 +296,30 @@
     }
 
     hover(view, zoom, ev) {
-      const r = view.canvas.getBoundingClientRect(), i = view.hit(ev.clientX - r.left, ev.clientY - r.top);
-      const tip = this.dom.tooltip;
+      const r = view.canvas.getBoundingClientRect(), x = ev.clientX - r.left, y = ev.clientY - r.top;
+      const i = view.hit(x, y), merged = i < 0 ? view.hitMerged(x, y) : null;
       this.outline(view, i);
-      if (i < 0) {
+      this.hovered = i > 0 ? view.tree.name[i] : i === 0 && view !== this.flame ? this.state.fn : -1;
+      let lines = null;
+      if (i >= 0) lines = this.describe(view, i, zoom);
+      else if (merged) lines = this.describeMerged(view, merged, zoom);
+      this.showTip(lines, ev);
+    }
+
+    /** Tooltip lines for a block of frames each narrower than a pixel. */
+    describeMerged(view, m, zoom) {
+      const meta = this.meta, lines = [m.count + (m.count === 1 ? ' frame' : ' frames') + ' too narrow to draw (zoom in)',
+        K.formatWeight(m.weight, meta.unit, meta.countname), K.formatPercent(m.weight, this.tree.total[0]) + ' of total'];
+      if (zoom > 0) lines.push(K.formatPercent(m.weight, view.tree.total[zoom]) + ' of zoomed frame');
+      return lines;
+    }
+
+    showTip(lines, ev) {
+      const tip = this.dom.tooltip;
+      if (!lines) {
         tip.hidden = true;
-        this.hovered = -1;
         return;
       }
-      this.hovered = i > 0 ? view.tree.name[i] : view === this.flame ? -1 : this.state.fn;
-      const lines = this.describe(view, i, zoom);
       tip.replaceChildren(...lines.map((l, k) => el('div', { class: k === 0 ? 'kf-tip-name' : '', text: l })));
       tip.hidden = false;
       const x = Math.min(ev.clientX + 14, window.innerWidth - tip.offsetWidth - 4);
