@@ -130,6 +130,9 @@ test('focus and hide change the graph and undo restores it', async () => {
     return [...out];
   });
   assert.deepEqual(roots, ['do_syscall_64']);
+  const focusedTip = await hover(page, ['do_syscall_64']);
+  assert.ok(focusedTip.includes(pct(through, total) + ' of total'), focusedTip);
+  assert.ok(focusedTip.includes('100.00% of the focused view'), focusedTip);
   assert.match(await page.locator('.kf-transforms').innerText(), /focus: \/\^do_syscall_64\$\//);
   await screenshot(page, 'html-focus');
   await page.click('button[data-act=undo]');

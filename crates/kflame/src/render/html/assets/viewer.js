@@ -286,12 +286,20 @@
 
     /** The tooltip text lines for node i of a view zoomed at `zoom`. */
     describe(view, i, zoom) {
-      const m = this.meta, tree = view.tree, w = tree.total[i];
-      const lines = [view.labelOf(i), K.formatWeight(w, m.unit, m.countname),
-        K.formatPercent(w, this.tree.total[0]) + ' of total'];
-      if (view !== this.flame) lines.push(K.formatPercent(w, tree.total[0]) + ' of ' + view.rootLabel);
-      if (zoom > 0) lines.push(K.formatPercent(w, tree.total[zoom]) + ' of zoomed frame');
+      const m = this.meta, tree = view.tree;
+      const lines = [view.labelOf(i), ...this.shares(view, tree.total[i], zoom)];
       if (tree.self[i] > 0) lines.push('self: ' + K.formatWeight(tree.self[i], m.unit, m.countname));
+      return lines;
+    }
+
+    /** A weight in its unit and as shares of the whole profile, of the focused view (after a
+     * focus), of the sandwiched function and of the zoomed frame. */
+    shares(view, w, zoom) {
+      const m = this.meta, all = this.trees[0].total[0], shown = this.tree.total[0];
+      const lines = [K.formatWeight(w, m.unit, m.countname), K.formatPercent(w, all) + ' of total'];
+      if (shown !== all) lines.push(K.formatPercent(w, shown) + ' of the focused view');
+      if (view !== this.flame) lines.push(K.formatPercent(w, view.tree.total[0]) + ' of ' + view.rootLabel);
+      if (zoom > 0) lines.push(K.formatPercent(w, view.tree.total[zoom]) + ' of zoomed frame');
       return lines;
     }
 
@@ -308,10 +316,8 @@
 
     /** Tooltip lines for a block of frames each narrower than a pixel. */
     describeMerged(view, m, zoom) {
-      const meta = this.meta, lines = [m.count + (m.count === 1 ? ' frame' : ' frames') + ' too narrow to draw (zoom in)',
-        K.formatWeight(m.weight, meta.unit, meta.countname), K.formatPercent(m.weight, this.tree.total[0]) + ' of total'];
-      if (zoom > 0) lines.push(K.formatPercent(m.weight, view.tree.total[zoom]) + ' of zoomed frame');
-      return lines;
+      const title = m.count + (m.count === 1 ? ' frame' : ' frames') + ' too narrow to draw (zoom in)';
+      return [title, ...this.shares(view, m.weight, zoom)];
     }
 
     showTip(lines, ev) {
