@@ -6,6 +6,23 @@
 //! (`FlameViewer` in `assets/viewer.js`) is a reusable module: a page that fetches profile
 //! data from elsewhere constructs it the same way `assets/page.js` does here.
 //!
+//! ## Embedding the viewer elsewhere
+//!
+//! The assets are plain scripts, loaded in this order: `model.js` (the tree in typed arrays,
+//! decoding, hide/focus/sandwich/top-function computations, unit formatting), `palette.js`,
+//! `render.js` (`FlameView`: canvas layout and hit testing of one tree), `ui.js` (DOM helper,
+//! top-functions table, URL state) and `viewer.js` (`FlameViewer`: the whole UI). Each adds
+//! to `globalThis.KFlame`. A page with data from a server does what `page.js` does:
+//!
+//! ```text
+//! const tree = KFlame.decodeTree(meta, nodesBase64);   // meta: the JSON written here
+//! const viewer = new KFlame.FlameViewer(element, tree, meta);
+//! ```
+//!
+//! or builds the tree itself with `KFlame.TreeBuilder`. `meta` needs `names`, `count`,
+//! `scale`, `unit`, `countname`, `palette`, `inverted`, `flamechart` and optionally `title`,
+//! `subtitle`, `notes`.
+//!
 //! Untrusted text (frame names, titles, notes) reaches the page only inside JSON whose `<`,
 //! `>` and `&` are escaped, so `</script>` in a symbol cannot end the data block; the viewer
 //! draws names on a canvas and puts them in the DOM with `textContent` only.
