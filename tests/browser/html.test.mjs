@@ -180,6 +180,10 @@ test('top functions table by self weight, and a row opens the sandwich view', as
   });
   assert.deepEqual(drawnCallers, [...callers].sort());
   await screenshot(page, 'html-sandwich');
+  await page.reload();
+  await page.waitForFunction(() => globalThis.kflameViewer);
+  assert.equal(await page.evaluate(() => kflameViewer.state.view), 'sandwich');
+  assert.equal(await page.locator('.kf-sandwich h2').first().innerText(), 'Callers of ' + name);
   assert.deepEqual(problems, []);
   await page.close();
 });
