@@ -35,7 +35,9 @@ pub(crate) struct Args {
     /// What a unit of weight is called (default: from the input's `# unit=` header).
     #[arg(long)]
     countname: Option<String>,
-    /// Color palette.
+    /// Color palette: hot, mem, io, red, green, blue, aqua, yellow, purple, orange, java, js,
+    /// perl, wakeup, chain, or kernel (kernel, user, interrupt, unreliable and synthetic
+    /// frames each in their own hue).
     #[arg(long, value_name = "PALETTE", default_value = "hot", value_parser = parse_palette)]
     colors: Palette,
     /// Icicle graph: roots at the top.
