@@ -43,6 +43,9 @@ enum Command {
     Flamegraph(cmd::flamegraph::Args),
     /// Compare two folded profiles: `stack BEFORE AFTER` lines for a differential graph.
     Diff(cmd::diff::Args),
+    /// Folded stacks to a self-contained interactive HTML flame graph.
+    #[command(hide = true)]
+    Html(cmd::html::Args),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +55,7 @@ fn main() -> ExitCode {
         Command::Completions(args) => cmd::completions::run(args),
         Command::Flamegraph(args) => cmd::flamegraph::run(args),
         Command::Diff(args) => cmd::diff::run(args),
+        Command::Html(args) => cmd::html::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

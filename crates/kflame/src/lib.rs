@@ -15,7 +15,8 @@
 //! - [`collapse`]: the [`collapse::Collapse`] trait, the parallel engine, the format registry
 //!   and one module per input format.
 //! - [`diag`]: counted, located diagnostics for malformed input.
-//! - [`render`]: folded stacks to flame graphs (layout, palettes, interactive SVG).
+//! - [`render`]: folded stacks to flame graphs (layout, palettes, interactive SVG, and the
+//!   self-contained HTML viewer in `render::html`).
 
 pub mod collapse;
 pub mod diag;

@@ -5,3 +5,4 @@ pub(crate) mod collapse_perf;
 pub(crate) mod completions;
 pub(crate) mod diff;
 pub(crate) mod flamegraph;
+pub(crate) mod html;

@@ -22,3 +22,5 @@ pub use options::{MinWidth, NameAttrs, Options};
 pub use palette::{Background, Palette, PaletteMap, Variation};
 pub use profile::{Profile, ReadError};
 pub use svg::{Summary, write_svg};
+
+pub mod html;

@@ -1,0 +1,60 @@
+// Shared helpers of the browser tests: the kflame binary, headless Chromium, screenshots.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+/** The workspace root (two levels above this file). */
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+/** The kflame binary under test. */
+export const BIN = process.env.KFLAME_BIN || join(ROOT, 'target/debug/kflame');
+/** Where screenshots go. */
+export const SHOTS = join(ROOT, 'target/browser-screenshots');
+
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+/** Starts headless Chromium (`KFLAME_CHROMIUM` or /usr/bin/chromium) with a fresh profile.
+ * Returns a browser context (`newPage()`, `close()`); closing it removes the profile. */
+export async function launchBrowser() {
+  const userDataDir = mkdtempSync(join(tmpdir(), 'kflame-chromium-'));
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: process.env.KFLAME_CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: CHROMIUM_ARGS,
+    viewport: { width: 1280, height: 900 },
+  });
+  const close = context.close.bind(context);
+  context.close = async () => {
+    await close();
+    rmSync(userDataDir, { recursive: true, force: true });
+  };
+  return context;
+}
+
+/** A scratch directory removed at exit. */
+export function scratch() {
+  const dir = mkdtempSync(join(tmpdir(), 'kflame-browser-'));
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Runs kflame with `args`; returns stderr. */
+export function kflame(args, input) {
+  return execFileSync(BIN, args, { input, stdio: ['pipe', 'pipe', 'pipe'], encoding: 'utf8' });
+}
+
+/** Writes `text` to `dir/name` and returns the path. */
+export function writeText(dir, name, text) {
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+/** Saves a full-page screenshot as target/browser-screenshots/NAME.png. */
+export async function screenshot(page, name) {
+  mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: join(SHOTS, name + '.png'), fullPage: false });
+}
