@@ -41,6 +41,9 @@ pub(crate) struct Args {
 
     #[command(flatten)]
     shared: SharedArgs,
+
+    #[command(flatten)]
+    trace: super::trace_args::TraceArgs,
 }
 
 /// Options that several formats understand, each in its own sense (documented per flag).
@@ -84,9 +87,10 @@ fn parse_format(s: &str) -> Result<Format, String> {
 }
 
 /// Builds the collapser of `format` configured from the command line.
-fn build(format: Format, _args: &Args) -> Result<Box<dyn Collapse>> {
+fn build(format: Format, args: &Args) -> Result<Box<dyn Collapse>> {
     Ok(match format {
         Format::Folded => Box::new(collapse::folded::Folded::new()),
+        Format::Ftrace | Format::TraceCmd => super::trace_args::build_ftrace(&args.shared, &args.trace)?,
     })
 }
 
@@ -120,6 +124,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
     let mut out = output::open(args.output.as_deref())?;
     write_folded(&mut out, &stacks, &meta).context("writing folded output")?;
     out.flush().context("writing folded output")?;
+    super::trace_args::finish_events(args.shared.events_json.as_deref())?;
     Ok(())
 }
 

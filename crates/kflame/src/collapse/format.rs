@@ -7,16 +7,22 @@ use std::fmt;
 pub enum Format {
     /// Already folded stacks (`a;b;c 12`), merged and re-aggregated.
     Folded,
+    /// ftrace `trace` / `trace_pipe` text with `<stack trace>` blocks.
+    Ftrace,
+    /// `trace-cmd report` text with `kernel_stack:` blocks.
+    TraceCmd,
 }
 
 impl Format {
     /// Every format, in detection priority order (earlier wins ties).
-    pub const ALL: &'static [Format] = &[Format::Folded];
+    pub const ALL: &'static [Format] = &[Format::Folded, Format::Ftrace, Format::TraceCmd];
 
     /// The name used by `--format`.
     pub fn name(self) -> &'static str {
         match self {
             Format::Folded => "folded",
+            Format::Ftrace => "ftrace",
+            Format::TraceCmd => "trace-cmd",
         }
     }
 
@@ -24,6 +30,8 @@ impl Format {
     pub fn aliases(self) -> &'static [&'static str] {
         match self {
             Format::Folded => &["collapsed", "stackcollapse"],
+            Format::Ftrace => &["trace_pipe", "tracefs"],
+            Format::TraceCmd => &["tracecmd", "trace-cmd-report"],
         }
     }
 
@@ -31,6 +39,8 @@ impl Format {
     pub fn summary(self) -> &'static str {
         match self {
             Format::Folded => "folded stacks `frame;frame;... count` (FlameGraph)",
+            Format::Ftrace => "ftrace trace/trace_pipe events with `<stack trace>` blocks",
+            Format::TraceCmd => "`trace-cmd report` events with `kernel_stack:` blocks",
         }
     }
 
@@ -38,6 +48,8 @@ impl Format {
     pub fn detect(self, head: &[u8]) -> u8 {
         match self {
             Format::Folded => super::folded::detect(head),
+            Format::Ftrace => super::ftrace::detect_ftrace(head),
+            Format::TraceCmd => super::ftrace::detect_trace_cmd(head),
         }
     }
 

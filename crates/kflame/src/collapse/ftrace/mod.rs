@@ -1,0 +1,488 @@
+//! ftrace `trace` / `trace_pipe` text and `trace-cmd report` output: trace events with their
+//! stacks (`stacktrace` trigger, `options/stacktrace`, `options/userstacktrace`,
+//! `trace-cmd record -T`), collapsed in one of four modes:
+//!
+//! - [`Mode::Alloc`]: memory flame graph; `mm_page_alloc` weighs `4096 << order` bytes,
+//!   `kmalloc*`/`kmem_cache_alloc*` weigh `bytes_alloc` (or 1 each with [`WeightBy::Count`]).
+//! - [`Mode::Syscalls`]: syscall latency from `sys_enter`/`sys_exit` pairs; weight = the
+//!   duration in ns, stack = the stack at entry, root frame `syscall:NAME`.
+//! - [`Mode::OffCpu`]: off-CPU time from `sched_switch`; weight = ns until the task is
+//!   switched back in, stack = its stack when it left, root frame `offcpu:STATE`.
+//! - [`Mode::Events`]: every event counts 1, root frame = the event name.
+//!
+//! Without a mode, the most frequent kind of event in the head of the input decides.
+//! Stacks without their event (the buffer overwrote it, or the trigger fired on a filtered
+//! event) and events without a stack are normal: the first are counted in a note, the second
+//! keep their weight under a `[no stack]` frame so that totals stay true. The tracing
+//! machinery's own frames at the leaf (`trace_event_raw_event_*`, `__traceiter_*`) are
+//! dropped. Pairing lives in [`crate::collapse::pairing`], shared with other trace formats.
+
+mod frames;
+mod line;
+mod memory;
+mod queue;
+
+use std::collections::BTreeSet;
+
+use self::line::{Body, Header, parse_header};
+use self::queue::{Queue, Record, Target};
+use super::events_json::{EventLog, EventRecord};
+use super::pairing::{OffCpuPairer, Span, SyscallPairer, TraceEvent, parse_syscall_edge};
+use super::{Collapse, Output, lines};
+use crate::fold::{Meta, Unit, Weight};
+
+/// What the collapse measures.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Bytes allocated (allocation events only).
+    Alloc,
+    /// Syscall durations.
+    Syscalls,
+    /// Off-CPU durations.
+    OffCpu,
+    /// Event counts (all events).
+    Events,
+}
+
+/// How single events are weighed (alloc and events modes).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum WeightBy {
+    /// One per event.
+    Count,
+    /// Allocation size in bytes (events without a size are skipped).
+    Bytes,
+}
+
+/// Options of the ftrace collapser (all off by default).
+#[derive(Clone, Debug, Default)]
+pub struct FtraceOptions {
+    /// Mode; chosen from the content when `None`.
+    pub mode: Option<Mode>,
+    /// Weighing of single events; default bytes in alloc mode, count in events mode.
+    pub weight: Option<WeightBy>,
+    /// Root frame with the task name.
+    pub comm: bool,
+    /// Root frame `comm-pid` (implies `comm`).
+    pub pid: bool,
+    /// Root frame `cpu-N`.
+    pub cpu: bool,
+    /// Root frame `order-N` for page allocations.
+    pub order: bool,
+    /// Root frames with the migrate type and the GFP flags of allocations.
+    pub page_type: bool,
+}
+
+/// Diagnostic kinds of this format.
+pub mod kinds {
+    /// A line that is neither a comment, a frame, nor an event/stack line.
+    pub const BAD_LINE: &str = "unreadable trace line";
+    /// A stack block whose event is not there (normal at the start of a buffer).
+    pub const ORPHAN_STACK: &str = "stack without event";
+    /// Frame lines with no `<stack trace>` line before them (stream cut mid-stack).
+    pub const HEADLESS_FRAMES: &str = "frames without stack header";
+    /// An allocation event whose size could not be read.
+    pub const NO_SIZE: &str = "allocation without size";
+    /// Events the chosen mode does not use.
+    pub const OTHER_EVENTS: &str = "events not used in this mode";
+    /// Events lost by the kernel (`[LOST N EVENTS]`).
+    pub const LOST: &str = "events lost by the kernel";
+    /// How the mode was chosen.
+    pub const MODE: &str = "mode";
+}
+
+/// The ftrace / trace-cmd collapser (sequential: records depend on each other).
+pub struct Ftrace {
+    opts: FtraceOptions,
+    mode: Mode,
+    mode_note: Option<String>,
+    queue: Queue,
+    target: Target,
+    syscalls: SyscallPairer,
+    offcpu: OffCpuPairer,
+    events: Option<EventLog>,
+    used_events: BTreeSet<String>,
+    stack: Vec<u8>,
+}
+
+impl Ftrace {
+    /// A collapser with `opts`; `events` receives one JSON line per event or call.
+    pub fn new(opts: FtraceOptions, events: Option<EventLog>) -> Ftrace {
+        Ftrace {
+            mode: opts.mode.unwrap_or(Mode::Events),
+            opts,
+            mode_note: None,
+            queue: Queue::default(),
+            target: Target::None,
+            syscalls: SyscallPairer::new(),
+            offcpu: OffCpuPairer::new(),
+            events,
+            used_events: BTreeSet::new(),
+            stack: Vec::new(),
+        }
+    }
+
+    /// The mode in effect (after [`Collapse::prepare`] when it was chosen from content).
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    fn weight_by(&self) -> WeightBy {
+        self.opts.weight.unwrap_or(if self.mode == Mode::Alloc { WeightBy::Bytes } else { WeightBy::Count })
+    }
+
+    fn line(&mut self, n: u64, line: &[u8], out: &mut Output) {
+        if let Some(raw) = frames::frame_text(line) {
+            return self.frame(n, raw, out);
+        }
+        self.target = Target::None;
+        let t = line::trim(line);
+        if t.is_empty() || t[0] == b'#' || is_trace_cmd_preamble(t) {
+            return;
+        }
+        if let Some(lost) = lost_events(t) {
+            out.diag.add(crate::diag::Severity::Note, kinds::LOST, n, lost, || {
+                "the kernel dropped events (ring buffer full): totals are a lower bound".into()
+            });
+            return;
+        }
+        match parse_header(line) {
+            Ok(h) => self.header(n, h, out),
+            Err(why) => out.diag.skip(kinds::BAD_LINE, n, || {
+                format!("`COMM-PID [CPU] FLAGS TIMESTAMP: event: fields` ({why}), found `{}`", show(line))
+            }),
+        }
+    }
+
+    fn frame(&mut self, n: u64, raw: &[u8], out: &mut Output) {
+        match self.target {
+            Target::Record { user, .. } => {
+                if let Some(f) = frames::clean_frame(raw, user) {
+                    self.queue.push_frame(self.target, f);
+                }
+            }
+            Target::Orphan => {}
+            Target::None => {
+                out.diag.note(kinds::HEADLESS_FRAMES, n, || {
+                    "stack frames with no `<stack trace>` line before them (input starts or was cut \
+                     inside a stack): ignored"
+                        .into()
+                });
+                self.target = Target::Orphan;
+            }
+        }
+    }
+
+    fn header(&mut self, n: u64, h: Header<'_>, out: &mut Output) {
+        self.queue.saw_time(h.ts_ns);
+        self.release(out, false);
+        match h.body {
+            Body::Event { name, payload } => self.queue.push(TraceEvent {
+                ts_ns: h.ts_ns,
+                cpu: h.cpu,
+                pid: h.pid,
+                comm: String::from_utf8_lossy(h.comm).into_owned(),
+                name: String::from_utf8_lossy(name).into_owned(),
+                payload: String::from_utf8_lossy(payload).into_owned(),
+                stack: Vec::new(),
+                line: n,
+            }),
+            Body::KernelStack | Body::UserStack => {
+                self.target = self.queue.open_stack(h.cpu, h.pid, h.body == Body::UserStack);
+                if self.target == Target::Orphan {
+                    out.diag.note(kinds::ORPHAN_STACK, n, || {
+                        "stacks whose event line is not in the input (overwritten, filtered out, or \
+                         before the start of the capture): ignored"
+                            .into()
+                    });
+                }
+            }
+        }
+    }
+
+    /// Dispatches the records that can no longer change (all of them with `all`).
+    fn release(&mut self, out: &mut Output, all: bool) {
+        loop {
+            let r = if all { self.queue.pop() } else { self.queue.pop_ready() };
+            let Some(r) = r else { break };
+            self.dispatch(r, out);
+        }
+    }
+
+    fn dispatch(&mut self, r: Record, out: &mut Output) {
+        let ev = assemble(r);
+        match self.mode {
+            Mode::Alloc | Mode::Events => self.single(ev, out),
+            Mode::Syscalls => {
+                if parse_syscall_edge(&ev.name, &ev.payload).is_none() {
+                    return self.other_event(&ev, out);
+                }
+                if let Some(span) = self.syscalls.feed(ev, &mut out.diag) {
+                    self.span(span, out);
+                }
+            }
+            Mode::OffCpu => {
+                if ev.name != "sched_switch" {
+                    return self.other_event(&ev, out);
+                }
+                if let Some(span) = self.offcpu.feed(ev, &mut out.diag) {
+                    self.span(span, out);
+                }
+            }
+        }
+    }
+
+    fn other_event(&self, ev: &TraceEvent, out: &mut Output) {
+        let mode = self.mode;
+        out.diag.note(kinds::OTHER_EVENTS, ev.line, || {
+            format!("`{}` events are not used in {mode:?} mode (choose another with --mode)", ev.name)
+        });
+    }
+
+    /// One event, weighed by count or bytes (alloc and events modes).
+    fn single(&mut self, ev: TraceEvent, out: &mut Output) {
+        let bytes = match memory::alloc_bytes(&ev.name, &ev.payload) {
+            Ok(b) => b,
+            Err(msg) => return out.diag.skip(kinds::NO_SIZE, ev.line, || msg),
+        };
+        if self.mode == Mode::Alloc && bytes.is_none() {
+            return self.other_event(&ev, out);
+        }
+        let weight = match (self.weight_by(), bytes) {
+            (WeightBy::Count, _) => 1,
+            (WeightBy::Bytes, Some(b)) => b,
+            (WeightBy::Bytes, None) => return self.other_event(&ev, out),
+        };
+        let mut roots = Vec::new();
+        if self.mode == Mode::Events {
+            roots.push(ev.name.clone());
+        }
+        self.task_roots(&mut roots, &ev.comm, ev.pid, ev.cpu);
+        if self.opts.order {
+            if let Some(o) = memory::order(&ev.name, &ev.payload) {
+                roots.push(format!("order-{o}"));
+            }
+        }
+        if self.opts.page_type {
+            roots.extend(memory::page_type_frames(&ev.name, &ev.payload));
+        }
+        self.used_events.insert(ev.name.clone());
+        self.emit(&roots, &ev.stack, weight, out);
+        self.log(&ev.comm, ev.ts_ns, ev.cpu, ev.pid, None, &ev.stack, &ev.name, weight);
+    }
+
+    fn span(&mut self, s: Span, out: &mut Output) {
+        let mut roots = vec![s.label.clone()];
+        self.task_roots(&mut roots, &s.comm, s.pid, s.cpu);
+        if s.duration_ns > 0 {
+            self.emit(&roots, &s.stack, s.duration_ns, out);
+        }
+        self.log(&s.comm, s.start_ns, s.cpu, s.pid, Some(s.duration_ns), &s.stack, &s.label, s.duration_ns);
+    }
+
+    fn task_roots(&self, roots: &mut Vec<String>, comm: &str, pid: u32, cpu: u32) {
+        let comm = comm.replace(';', ":");
+        if self.opts.pid {
+            roots.push(format!("{comm}-{pid}"));
+        } else if self.opts.comm {
+            roots.push(comm);
+        }
+        if self.opts.cpu {
+            roots.push(format!("cpu-{cpu}"));
+        }
+    }
+
+    fn emit(&mut self, roots: &[String], stack: &[String], weight: u64, out: &mut Output) {
+        self.stack.clear();
+        let placeholder = [String::from("[no stack]")];
+        let stack = if stack.is_empty() { &placeholder[..] } else { stack };
+        for f in roots.iter().chain(stack) {
+            if !self.stack.is_empty() {
+                self.stack.push(b';');
+            }
+            self.stack.extend_from_slice(f.as_bytes());
+        }
+        out.stacks.add(&self.stack, Weight::from_u64(weight));
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn log(
+        &self,
+        comm: &str,
+        ts_ns: u64,
+        cpu: u32,
+        pid: u32,
+        dur: Option<u64>,
+        stack: &[String],
+        event: &str,
+        weight: u64,
+    ) {
+        if let Some(log) = &self.events {
+            let rec = EventRecord { ts_ns, cpu, pid, comm, duration_ns: dur, stack, event, weight };
+            log.write(&rec);
+        }
+    }
+}
+
+/// The event with its stack root first: user frames, then kernel frames.
+fn assemble(r: Record) -> TraceEvent {
+    let mut ev = r.ev;
+    let mut stack = Vec::new();
+    if let Some(user) = r.user {
+        stack.extend(user.into_iter().rev());
+    }
+    if let Some(mut kernel) = r.kernel {
+        frames::strip_trace_frames(&mut kernel);
+        stack.extend(kernel.into_iter().rev());
+    }
+    ev.stack = stack;
+    ev
+}
+
+impl Collapse for Ftrace {
+    fn collapse(&mut self, chunk: &[u8], first_line: u64, out: &mut Output) {
+        if let Some(note) = self.mode_note.take() {
+            out.diag.note(kinds::MODE, 0, || note);
+        }
+        for (n, line) in lines(chunk, first_line) {
+            self.line(n, line, out);
+        }
+    }
+
+    fn finish(&mut self, out: &mut Output) {
+        self.release(out, true);
+        self.target = Target::None;
+        self.syscalls.finish(&mut out.diag);
+        self.offcpu.finish(&mut out.diag);
+    }
+
+    fn meta(&self) -> Meta {
+        let unit = match (self.mode, self.weight_by()) {
+            (Mode::Syscalls | Mode::OffCpu, _) => Unit::Nanoseconds,
+            (_, WeightBy::Bytes) => Unit::Bytes,
+            (_, WeightBy::Count) => Unit::Events,
+        };
+        let event = match self.mode {
+            Mode::OffCpu => Some("sched_switch".to_string()),
+            Mode::Syscalls => Some("syscalls".to_string()),
+            _ if self.used_events.len() == 1 => self.used_events.first().cloned(),
+            _ => None,
+        };
+        Meta { unit, event }
+    }
+
+    fn prepare(&mut self, head: &[u8]) {
+        if self.opts.mode.is_none() {
+            let (mode, why) = guess_mode(head);
+            self.mode = mode;
+            self.mode_note = Some(format!("{why}; collapsing in {mode:?} mode (set it with --mode)"));
+        }
+    }
+}
+
+/// The mode whose events are most frequent in `head` (ties: alloc, syscalls, off-CPU).
+fn guess_mode(head: &[u8]) -> (Mode, String) {
+    let mut counts = [0usize; 3];
+    for (_, l) in lines(head, 1) {
+        if let Ok(Header { body: Body::Event { name, payload }, .. }) = parse_header(l) {
+            let name = String::from_utf8_lossy(name);
+            if memory::is_alloc_event(&name) {
+                counts[0] += 1;
+            } else if parse_syscall_edge(&name, &String::from_utf8_lossy(payload)).is_some() {
+                counts[1] += 1;
+            } else if name == "sched_switch" {
+                counts[2] += 1;
+            }
+        }
+    }
+    let modes = [(Mode::Alloc, "allocation"), (Mode::Syscalls, "syscall"), (Mode::OffCpu, "sched_switch")];
+    let best = (0..3).fold(0, |b, i| if counts[i] > counts[b] { i } else { b });
+    if counts[best] == 0 {
+        return (Mode::Events, "no allocation, syscall or sched_switch events at the start".into());
+    }
+    (modes[best].0, format!("{} {} events at the start", counts[best], modes[best].1))
+}
+
+/// `cpus=2`, `version = 6` and similar lines at the top of `trace-cmd report`.
+fn is_trace_cmd_preamble(t: &[u8]) -> bool {
+    t.starts_with(b"cpus=")
+        || t.starts_with(b"version =")
+        || t.starts_with(b"CPU ") && t.ends_with(b"is empty")
+}
+
+/// `CPU:1 [LOST 123 EVENTS]` → 123.
+fn lost_events(t: &[u8]) -> Option<u64> {
+    let s = std::str::from_utf8(t).ok()?;
+    let i = s.find("[LOST ")?;
+    let rest = &s[i + 6..];
+    rest.split(' ').next()?.parse().ok()
+}
+
+fn show(line: &[u8]) -> String {
+    crate::fold::read::show(line)
+}
+
+/// Confidence that `head` is ftrace text: event lines with stacks or a `# tracer:` header.
+/// function_graph output (another format) and `funcgraph_*` events are not claimed.
+pub fn detect_ftrace(head: &[u8]) -> u8 {
+    let s = survey(head);
+    if s.funcgraph || s.events + s.stacks == 0 || s.trace_cmd {
+        return 0;
+    }
+    match (s.tracer_header, s.bad * 4 <= s.events + s.stacks) {
+        (true, true) => 90,
+        (false, true) => 70,
+        _ => 0,
+    }
+}
+
+/// Confidence that `head` is `trace-cmd report` text with events and stacks.
+pub fn detect_trace_cmd(head: &[u8]) -> u8 {
+    let s = survey(head);
+    if s.funcgraph || s.events + s.stacks == 0 || !s.trace_cmd || s.bad * 4 > s.events + s.stacks {
+        return 0;
+    }
+    90
+}
+
+#[derive(Default)]
+struct Survey {
+    events: usize,
+    stacks: usize,
+    bad: usize,
+    tracer_header: bool,
+    trace_cmd: bool,
+    funcgraph: bool,
+}
+
+fn survey(head: &[u8]) -> Survey {
+    let mut s = Survey::default();
+    for (n, l) in lines(head, 1).take(400) {
+        let t = line::trim(l);
+        if t.starts_with(b"# tracer:") {
+            s.tracer_header = true;
+            s.funcgraph |= t.ends_with(b"function_graph");
+        }
+        if n == 1 && is_trace_cmd_preamble(t) {
+            s.trace_cmd = true;
+        }
+        if t.is_empty() || t[0] == b'#' || frames::frame_text(l).is_some() || is_trace_cmd_preamble(t) {
+            continue;
+        }
+        match parse_header(l) {
+            Ok(h) => match h.body {
+                Body::Event { name, .. } => {
+                    s.events += 1;
+                    s.funcgraph |= name.starts_with(b"funcgraph_");
+                    s.trace_cmd |= name == b"kernel_stack" || name == b"user_stack";
+                }
+                _ => s.stacks += 1,
+            },
+            Err(_) => s.bad += 1,
+        }
+        s.trace_cmd |= memchr::memmem::find(t, b"kernel_stack:").is_some();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests;
