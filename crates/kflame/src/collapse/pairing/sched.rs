@@ -64,6 +64,8 @@ pub mod kinds {
     pub const BAD_SWITCH: &str = "unreadable sched_switch";
     /// Tasks switched out and not back in before the trace ended.
     pub const STILL_OFF: &str = "task still off-CPU at end";
+    /// A task switched out twice with no switch-in seen in between.
+    pub const NO_SWITCH_IN: &str = "switch-out without switch-in";
 }
 
 /// Pairs switch-outs with switch-ins per task. Feed events in time order.
@@ -96,7 +98,15 @@ impl OffCpuPairer {
             let mut out = ev;
             out.comm = sw.prev_comm;
             out.pid = sw.prev_pid;
-            self.open.insert(sw.prev_pid, (sw.prev_state, out));
+            if let Some((_, lost)) = self.open.insert(sw.prev_pid, (sw.prev_state, out)) {
+                diag.note(kinds::NO_SWITCH_IN, lost.line, || {
+                    format!(
+                        "pid {} was switched out again with no switch-in in between (a filter on \
+                         prev_* only, or lost events): that interval is not counted",
+                        lost.pid
+                    )
+                });
+            }
         }
         span
     }

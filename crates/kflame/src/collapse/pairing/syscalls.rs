@@ -31,11 +31,18 @@ pub fn parse_syscall_edge(name: &str, payload: &str) -> Option<SyscallEdge> {
     }
 }
 
-/// `NR 1 ...` → `write`; unknown numbers become `nr_N`.
+/// The name of an exit whose number was lost (`NR -1`, e.g. after `rt_sigreturn` restored
+/// the registers): it closes whatever syscall the task had open.
+pub const ANY_SYSCALL: &str = "?";
+
+/// `NR 1 ...` → `write`; unknown numbers become `nr_N`, negative ones [`ANY_SYSCALL`].
 fn nr_name(payload: &str) -> Option<String> {
     let rest = payload.trim_start().strip_prefix("NR")?.trim_start();
     let end = rest.find(|c: char| !c.is_ascii_digit() && c != '-').unwrap_or(rest.len());
     let nr: i64 = rest[..end].parse().ok()?;
+    if nr < 0 {
+        return Some(ANY_SYSCALL.to_string());
+    }
     Some(match u32::try_from(nr).ok().and_then(syscall_name_x86_64) {
         Some(n) => n.to_string(),
         None => format!("nr_{nr}"),
@@ -86,7 +93,7 @@ impl SyscallPairer {
             });
             return None;
         };
-        if open_name != name || ev.ts_ns < enter.ts_ns {
+        if (open_name != name && name != ANY_SYSCALL) || ev.ts_ns < enter.ts_ns {
             diag.note(kinds::MISMATCH, ev.line, || {
                 format!("exit from {name} by pid {} while {open_name} was open (lost events?)", ev.pid)
             });
@@ -98,7 +105,7 @@ impl SyscallPairer {
             cpu: enter.cpu,
             pid: enter.pid,
             comm: enter.comm,
-            label: format!("syscall:{name}"),
+            label: format!("syscall:{open_name}"),
             stack: enter.stack,
             line: enter.line,
         })
@@ -158,6 +165,9 @@ mod tests {
         assert_eq!((s.start_ns, s.duration_ns, s.label.as_str()), (10, 15, "syscall:write"));
         assert!(p.feed(ev(30, 2, "sys_exit", "NR 1 = 1"), &mut d).is_none());
         assert!(p.feed(ev(40, 3, "sys_enter", "NR 60 (0)"), &mut d).is_none());
+        assert!(p.feed(ev(50, 4, "sys_enter", "NR 15 (0)"), &mut d).is_none());
+        let s = p.feed(ev(52, 4, "sys_exit", "NR -1 = 0"), &mut d).unwrap();
+        assert_eq!((s.duration_ns, s.label.as_str()), (2, "syscall:rt_sigreturn"));
         p.finish(&mut d);
         assert_eq!(d.get(kinds::EXIT_WITHOUT_ENTRY).unwrap().count, 1);
         assert_eq!(d.get(kinds::MISMATCH).unwrap().count, 1);
