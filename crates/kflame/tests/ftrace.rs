@@ -189,8 +189,10 @@ fn offcpu_durations_match_switch_timestamps() {
         let ts_tok = line.split(": sched_switch:").next().unwrap().split_whitespace().last().unwrap();
         let (s, f) = ts_tok.split_once('.').unwrap();
         let ts = s.parse::<u64>().unwrap() * 1_000_000_000 + format!("{f:0<9}").parse::<u64>().unwrap();
-        let prev: u64 = value_of(line.split(" prev_pid=").nth(1).map(|r| format!("p={r}")).unwrap().as_str(), "p");
-        let next: u64 = value_of(line.split(" next_pid=").nth(1).map(|r| format!("p={r}")).unwrap().as_str(), "p");
+        let prev: u64 =
+            value_of(line.split(" prev_pid=").nth(1).map(|r| format!("p={r}")).unwrap().as_str(), "p");
+        let next: u64 =
+            value_of(line.split(" next_pid=").nth(1).map(|r| format!("p={r}")).unwrap().as_str(), "p");
         if let Some(t0) = out_at.remove(&next) {
             want.push((next, t0, ts - t0));
         }
@@ -210,13 +212,21 @@ fn offcpu_durations_match_switch_timestamps() {
 #[test]
 fn golden_outputs() {
     let cases: &[(&str, FtraceOptions, &str)] = &[
-        ("ftrace-mm_page_alloc-stacktrace.txt", FtraceOptions::default(), "ftrace-mm_page_alloc.alloc.folded"),
+        (
+            "ftrace-mm_page_alloc-stacktrace.txt",
+            FtraceOptions::default(),
+            "ftrace-mm_page_alloc.alloc.folded",
+        ),
         (
             "ftrace-mm_page_alloc-stacktrace.txt",
             FtraceOptions { pid: true, order: true, page_type: true, ..FtraceOptions::default() },
             "ftrace-mm_page_alloc.alloc-pid-order-page_type.folded",
         ),
-        ("trace-cmd-report-mm_page_alloc.txt", FtraceOptions::default(), "trace-cmd-mm_page_alloc.alloc.folded"),
+        (
+            "trace-cmd-report-mm_page_alloc.txt",
+            FtraceOptions::default(),
+            "trace-cmd-mm_page_alloc.alloc.folded",
+        ),
         ("ftrace-kmalloc-options-stacktrace.txt", FtraceOptions::default(), "ftrace-kmalloc.alloc.folded"),
         ("ftrace-sched_switch-stacktrace.txt", mode(Mode::Events), "ftrace-sched_switch.events.folded"),
         ("ftrace-dd-mixed-stacktrace.txt", mode(Mode::Alloc), "ftrace-dd-mixed.alloc.folded"),
@@ -227,8 +237,16 @@ fn golden_outputs() {
             "ftrace-dd-mixed.offcpu-comm.folded",
         ),
         ("ftrace-dd-mixed-stacktrace.txt", mode(Mode::Events), "ftrace-dd-mixed.events.folded"),
-        ("handwritten-old-kernel-mm_page_alloc.txt", FtraceOptions::default(), "handwritten-old-kernel.alloc.folded"),
-        ("handwritten-trace-cmd-sched_switch.txt", FtraceOptions::default(), "handwritten-trace-cmd.offcpu.folded"),
+        (
+            "handwritten-old-kernel-mm_page_alloc.txt",
+            FtraceOptions::default(),
+            "handwritten-old-kernel.alloc.folded",
+        ),
+        (
+            "handwritten-trace-cmd-sched_switch.txt",
+            FtraceOptions::default(),
+            "handwritten-trace-cmd.offcpu.folded",
+        ),
     ];
     for (input, opts, expected) in cases {
         golden(&run(input, opts.clone()), expected);
@@ -239,7 +257,10 @@ fn golden_outputs() {
 /// (see the README) and are checked here in full, not only against golden files.
 #[test]
 fn old_kernel_format_odd_cases() {
-    let out = run("handwritten-old-kernel-mm_page_alloc.txt", FtraceOptions { comm: true, ..FtraceOptions::default() });
+    let out = run(
+        "handwritten-old-kernel-mm_page_alloc.txt",
+        FtraceOptions { comm: true, ..FtraceOptions::default() },
+    );
     let got: Vec<(String, u64)> = out
         .stacks
         .in_output_order()
@@ -247,9 +268,15 @@ fn old_kernel_format_odd_cases() {
         .map(|(s, w)| (String::from_utf8_lossy(s).into_owned(), w.whole()))
         .collect();
     let want = [
-        ("<...>;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_exit_group;do_group_exit;do_exit;[unknown];__get_free_pages;alloc_pages_current;__alloc_pages_nodemask", 8192),
+        (
+            "<...>;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_exit_group;do_group_exit;do_exit;[unknown];__get_free_pages;alloc_pages_current;__alloc_pages_nodemask",
+            8192,
+        ),
         ("bash;[unknown];do_anonymous_page;__alloc_pages_nodemask", 4096),
-        ("kworker/u8:2;ret_from_fork;kthread;worker_thread;process_one_work;xfs_buf_get_map;xfs_buf_allocate_memory;__alloc_pages_nodemask", 4096),
+        (
+            "kworker/u8:2;ret_from_fork;kthread;worker_thread;process_one_work;xfs_buf_get_map;xfs_buf_allocate_memory;__alloc_pages_nodemask",
+            4096,
+        ),
         ("my-app-v2 [x];0x5600aabbccdd;0x7f0a12345678", 32768),
     ];
     let want: Vec<(String, u64)> = want.iter().map(|(s, w)| (s.to_string(), *w)).collect();
@@ -286,7 +313,11 @@ fn trace_cmd_compact_sched_switch_off_cpu() {
         [
             ("offcpu:D;filemap_fault;folio_wait_bit;io_schedule".to_string(), 1_000_000),
             ("offcpu:I;ret_from_fork;kthread;worker_thread;schedule".to_string(), 1_450_000),
-            ("offcpu:S;do_syscall_64;__x64_sys_nanosleep;hrtimer_nanosleep;do_nanosleep;schedule".to_string(), 100_000),
+            (
+                "offcpu:S;do_syscall_64;__x64_sys_nanosleep;hrtimer_nanosleep;do_nanosleep;schedule"
+                    .to_string(),
+                100_000
+            ),
         ]
     );
 }
@@ -331,7 +362,10 @@ fn detection() {
 fn does_not_claim_other_formats() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/captures/text");
     if !dir.is_dir() {
-        println!("note: {} absent, skipping", dir.display());
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!("note: {} absent, skipping", dir.display());
+        }
         return;
     }
     for name in [

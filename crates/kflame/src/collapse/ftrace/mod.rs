@@ -17,10 +17,13 @@
 //! machinery's own frames at the leaf (`trace_event_raw_event_*`, `__traceiter_*`) are
 //! dropped. Pairing lives in [`crate::collapse::pairing`], shared with other trace formats.
 
+mod detect;
 mod frames;
 mod line;
 mod memory;
 mod queue;
+
+pub use detect::{detect_ftrace, detect_trace_cmd};
 
 use std::collections::BTreeSet;
 
@@ -267,7 +270,16 @@ impl Ftrace {
         }
         self.used_events.insert(ev.name.clone());
         self.emit(&roots, &ev.stack, weight, out);
-        self.log(&ev.comm, ev.ts_ns, ev.cpu, ev.pid, None, &ev.stack, &ev.name, weight);
+        self.log(EventRecord {
+            ts_ns: ev.ts_ns,
+            cpu: ev.cpu,
+            pid: ev.pid,
+            comm: &ev.comm,
+            duration_ns: None,
+            stack: &ev.stack,
+            event: &ev.name,
+            weight,
+        });
     }
 
     fn span(&mut self, s: Span, out: &mut Output) {
@@ -276,7 +288,16 @@ impl Ftrace {
         if s.duration_ns > 0 {
             self.emit(&roots, &s.stack, s.duration_ns, out);
         }
-        self.log(&s.comm, s.start_ns, s.cpu, s.pid, Some(s.duration_ns), &s.stack, &s.label, s.duration_ns);
+        self.log(EventRecord {
+            ts_ns: s.start_ns,
+            cpu: s.cpu,
+            pid: s.pid,
+            comm: &s.comm,
+            duration_ns: Some(s.duration_ns),
+            stack: &s.stack,
+            event: &s.label,
+            weight: s.duration_ns,
+        });
     }
 
     fn task_roots(&self, roots: &mut Vec<String>, comm: &str, pid: u32, cpu: u32) {
@@ -304,20 +325,8 @@ impl Ftrace {
         out.stacks.add(&self.stack, Weight::from_u64(weight));
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn log(
-        &self,
-        comm: &str,
-        ts_ns: u64,
-        cpu: u32,
-        pid: u32,
-        dur: Option<u64>,
-        stack: &[String],
-        event: &str,
-        weight: u64,
-    ) {
+    fn log(&self, rec: EventRecord<'_>) {
         if let Some(log) = &self.events {
-            let rec = EventRecord { ts_ns, cpu, pid, comm, duration_ns: dur, stack, event, weight };
             log.write(&rec);
         }
     }
@@ -372,38 +381,15 @@ impl Collapse for Ftrace {
 
     fn prepare(&mut self, head: &[u8]) {
         if self.opts.mode.is_none() {
-            let (mode, why) = guess_mode(head);
+            let (mode, why) = detect::guess_mode(head);
             self.mode = mode;
             self.mode_note = Some(format!("{why}; collapsing in {mode:?} mode (set it with --mode)"));
         }
     }
 }
 
-/// The mode whose events are most frequent in `head` (ties: alloc, syscalls, off-CPU).
-fn guess_mode(head: &[u8]) -> (Mode, String) {
-    let mut counts = [0usize; 3];
-    for (_, l) in lines(head, 1) {
-        if let Ok(Header { body: Body::Event { name, payload }, .. }) = parse_header(l) {
-            let name = String::from_utf8_lossy(name);
-            if memory::is_alloc_event(&name) {
-                counts[0] += 1;
-            } else if parse_syscall_edge(&name, &String::from_utf8_lossy(payload)).is_some() {
-                counts[1] += 1;
-            } else if name == "sched_switch" {
-                counts[2] += 1;
-            }
-        }
-    }
-    let modes = [(Mode::Alloc, "allocation"), (Mode::Syscalls, "syscall"), (Mode::OffCpu, "sched_switch")];
-    let best = (0..3).fold(0, |b, i| if counts[i] > counts[b] { i } else { b });
-    if counts[best] == 0 {
-        return (Mode::Events, "no allocation, syscall or sched_switch events at the start".into());
-    }
-    (modes[best].0, format!("{} {} events at the start", counts[best], modes[best].1))
-}
-
 /// `cpus=2`, `version = 6` and similar lines at the top of `trace-cmd report`.
-fn is_trace_cmd_preamble(t: &[u8]) -> bool {
+pub(crate) fn is_trace_cmd_preamble(t: &[u8]) -> bool {
     t.starts_with(b"cpus=")
         || t.starts_with(b"version =")
         || t.starts_with(b"CPU ") && t.ends_with(b"is empty")
@@ -419,69 +405,6 @@ fn lost_events(t: &[u8]) -> Option<u64> {
 
 fn show(line: &[u8]) -> String {
     crate::fold::read::show(line)
-}
-
-/// Confidence that `head` is ftrace text: event lines with stacks or a `# tracer:` header.
-/// function_graph output (another format) and `funcgraph_*` events are not claimed.
-pub fn detect_ftrace(head: &[u8]) -> u8 {
-    let s = survey(head);
-    if s.funcgraph || s.events + s.stacks == 0 || s.trace_cmd {
-        return 0;
-    }
-    match (s.tracer_header, s.bad * 4 <= s.events + s.stacks) {
-        (true, true) => 90,
-        (false, true) => 70,
-        _ => 0,
-    }
-}
-
-/// Confidence that `head` is `trace-cmd report` text with events and stacks.
-pub fn detect_trace_cmd(head: &[u8]) -> u8 {
-    let s = survey(head);
-    if s.funcgraph || s.events + s.stacks == 0 || !s.trace_cmd || s.bad * 4 > s.events + s.stacks {
-        return 0;
-    }
-    90
-}
-
-#[derive(Default)]
-struct Survey {
-    events: usize,
-    stacks: usize,
-    bad: usize,
-    tracer_header: bool,
-    trace_cmd: bool,
-    funcgraph: bool,
-}
-
-fn survey(head: &[u8]) -> Survey {
-    let mut s = Survey::default();
-    for (n, l) in lines(head, 1).take(400) {
-        let t = line::trim(l);
-        if t.starts_with(b"# tracer:") {
-            s.tracer_header = true;
-            s.funcgraph |= t.ends_with(b"function_graph");
-        }
-        if n == 1 && is_trace_cmd_preamble(t) {
-            s.trace_cmd = true;
-        }
-        if t.is_empty() || t[0] == b'#' || frames::frame_text(l).is_some() || is_trace_cmd_preamble(t) {
-            continue;
-        }
-        match parse_header(l) {
-            Ok(h) => match h.body {
-                Body::Event { name, .. } => {
-                    s.events += 1;
-                    s.funcgraph |= name.starts_with(b"funcgraph_");
-                    s.trace_cmd |= name == b"kernel_stack" || name == b"user_stack";
-                }
-                _ => s.stacks += 1,
-            },
-            Err(_) => s.bad += 1,
-        }
-        s.trace_cmd |= memchr::memmem::find(t, b"kernel_stack:").is_some();
-    }
-    s
 }
 
 #[cfg(test)]
