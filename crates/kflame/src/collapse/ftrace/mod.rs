@@ -47,6 +47,18 @@ pub enum Mode {
     Events,
 }
 
+impl Mode {
+    /// The name used on the command line (`alloc`, `syscalls`, `offcpu`, `events`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Alloc => "alloc",
+            Mode::Syscalls => "syscalls",
+            Mode::OffCpu => "offcpu",
+            Mode::Events => "events",
+        }
+    }
+}
+
 /// How single events are weighed (alloc and events modes).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum WeightBy {
@@ -237,7 +249,7 @@ impl Ftrace {
     fn other_event(&self, ev: &TraceEvent, out: &mut Output) {
         let mode = self.mode;
         out.diag.note(kinds::OTHER_EVENTS, ev.line, || {
-            format!("`{}` events are not used in {mode:?} mode (choose another with --mode)", ev.name)
+            format!("`{}` events are not used in {} mode (choose another with --mode)", ev.name, mode.name())
         });
     }
 
@@ -383,7 +395,7 @@ impl Collapse for Ftrace {
         if self.opts.mode.is_none() {
             let (mode, why) = detect::guess_mode(head);
             self.mode = mode;
-            self.mode_note = Some(format!("{why}; collapsing in {mode:?} mode (set it with --mode)"));
+            self.mode_note = Some(format!("{why}; collapsing in {} mode (set it with --mode)", mode.name()));
         }
     }
 }

@@ -82,7 +82,7 @@ fn chooses_the_mode_from_the_events() {
     assert_eq!(detect::guess_mode(b"  a-1 [000] ..... 1.0: doio_entry: (0x1)\n").0, Mode::Events);
     let out = collapse(sys, FtraceOptions::default());
     assert_eq!(stacks(&out), owned(&[("syscall:read;[no stack]", 500_000_000)]));
-    assert!(out.diag.get(kinds::MODE).unwrap().message.contains("Syscalls"));
+    assert!(out.diag.get(kinds::MODE).unwrap().message.contains("syscalls mode"));
 }
 
 #[test]
