@@ -48,8 +48,14 @@ pub(crate) struct Queue {
 }
 
 impl Queue {
-    /// Advances the trace clock (call before [`pop_ready`](Queue::pop_ready)).
+    /// Advances the trace clock (call before [`pop_ready`](Queue::pop_ready)). A jump back
+    /// by more than the window (concatenated traces, a new capture on one stream) ends the
+    /// earlier segment: all its records are complete.
     pub(crate) fn saw_time(&mut self, ts: u64) {
+        if ts.saturating_add(WINDOW_NS) < self.latest_ts {
+            self.items.iter_mut().for_each(|r| r.complete = true);
+            self.latest_ts = ts;
+        }
         self.latest_ts = self.latest_ts.max(ts);
     }
 

@@ -92,3 +92,12 @@ fn preamble_and_lost_lines() {
     assert_eq!(lost_events(b"CPU:1 [LOST 123 EVENTS]"), Some(123));
     assert_eq!(lost_events(b"bash-1 [000] 1.0: ev: x"), None);
 }
+
+#[test]
+fn concatenated_traces_with_clock_going_back() {
+    let once = collapse(INTERLEAVED, mode(Mode::Alloc));
+    let later_first = INTERLEAVED.replace("1.00000", "9.00000") + INTERLEAVED;
+    let twice = collapse(&later_first, mode(Mode::Alloc));
+    assert_eq!(twice.stacks.total().whole(), 2 * once.stacks.total().whole());
+    assert_eq!(stacks(&twice).len(), stacks(&once).len(), "same stacks, each twice as heavy");
+}
