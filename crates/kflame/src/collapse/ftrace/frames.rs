@@ -20,48 +20,53 @@ pub(crate) fn clean_frame(raw: &[u8], user: bool) -> Option<String> {
     if raw.is_empty() || raw == b"0" || raw == b"0x0" {
         return None;
     }
-    let text = String::from_utf8_lossy(raw);
-    let text = text.as_ref();
-    if let Some(addr) = address(text) {
-        return Some(if user { format!("0x{addr}") } else { "[unknown]".to_string() });
+    if let Some(addr) = address(raw) {
+        return Some(if user { format!("0x{}", String::from_utf8_lossy(addr)) } else { "[unknown]".into() });
     }
-    if text == "??" {
+    if raw == b"??" {
         return Some("[unknown]".to_string());
     }
-    let name = strip_suffixes(text);
-    Some(sanitize(if name.is_empty() { text } else { name }))
+    let name = strip_suffixes(raw);
+    Some(sanitize(if name.is_empty() { raw } else { name }))
 }
 
 /// `ffffffff81000130`, `0xffff...`, `<00007f...>`, `(ffff...)` → the hex digits without
 /// leading zeros.
-fn address(s: &str) -> Option<&str> {
-    let s = s.strip_prefix('<').and_then(|s| s.strip_suffix('>')).unwrap_or(s);
-    let s = s.strip_prefix('(').and_then(|s| s.strip_suffix(')')).unwrap_or(s);
-    let hex = s.strip_prefix("0x").unwrap_or(s);
-    let long = hex.len() >= 8 || s.starts_with("0x");
-    if long && !hex.is_empty() && hex.len() <= 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        let t = hex.trim_start_matches('0');
-        return Some(if t.is_empty() { "0" } else { t });
+fn address(s: &[u8]) -> Option<&[u8]> {
+    let s = s.strip_prefix(b"<").and_then(|s| s.strip_suffix(b">")).unwrap_or(s);
+    let s = s.strip_prefix(b"(").and_then(|s| s.strip_suffix(b")")).unwrap_or(s);
+    let hex = s.strip_prefix(b"0x").unwrap_or(s);
+    let long = hex.len() >= 8 || s.starts_with(b"0x");
+    if long && !hex.is_empty() && hex.len() <= 16 && hex.iter().all(u8::is_ascii_hexdigit) {
+        let zeros = hex.iter().take_while(|b| **b == b'0').count();
+        return Some(if zeros == hex.len() { b"0" } else { &hex[zeros..] });
     }
     None
 }
 
 /// Drops ` <addr>`, ` (addr)`, ` [module]` and `+0xoff/0xsize` suffixes of a symbol (a
 /// user object path `/lib/x.so[+0x1234]` keeps its offset: it is the only location).
-fn strip_suffixes(s: &str) -> &str {
+fn strip_suffixes(s: &[u8]) -> &[u8] {
     let mut name = s;
-    if let Some(i) = name.find([' ', '\t']) {
+    if let Some(i) = name.iter().position(|b| *b == b' ' || *b == b'\t') {
         name = &name[..i];
     }
-    if let Some(i) = name.find("+0x").filter(|_| !name.starts_with('/')) {
-        name = &name[..i];
+    if name.first() != Some(&b'/') {
+        if let Some(i) = memchr::memmem::find(name, b"+0x") {
+            name = &name[..i];
+        }
     }
     name
 }
 
-/// Frames must not contain the folded separator or line breaks.
-fn sanitize(s: &str) -> String {
-    s.replace(';', ":").replace(['\n', '\r'], " ")
+/// The frame as text; it must not contain the folded separator or line breaks.
+fn sanitize(b: &[u8]) -> String {
+    let s = String::from_utf8_lossy(b);
+    if s.contains([';', '\n', '\r']) {
+        s.replace(';', ":").replace(['\n', '\r'], " ")
+    } else {
+        s.into_owned()
+    }
 }
 
 /// Frames the tracing machinery adds at the leaf of every event stack.

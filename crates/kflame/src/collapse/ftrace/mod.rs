@@ -175,7 +175,7 @@ impl Ftrace {
                     self.queue.push_frame(self.target, f);
                 }
             }
-            Target::Orphan => {}
+            Target::Orphan | Target::Ignored => {}
             Target::None => {
                 out.diag.note(kinds::HEADLESS_FRAMES, n, || {
                     "stack frames with no `<stack trace>` line before them (input starts or was cut \
@@ -191,6 +191,10 @@ impl Ftrace {
         self.queue.saw_time(h.ts_ns);
         self.release(out, false);
         match h.body {
+            Body::Event { name, payload } if !self.wants(name, payload) => {
+                self.other_event(&String::from_utf8_lossy(name), n, out);
+                self.queue.push_ignored(h.cpu, h.pid);
+            }
             Body::Event { name, payload } => self.queue.push(TraceEvent {
                 ts_ns: h.ts_ns,
                 cpu: h.cpu,
@@ -228,17 +232,11 @@ impl Ftrace {
         match self.mode {
             Mode::Alloc | Mode::Events => self.single(ev, out),
             Mode::Syscalls => {
-                if parse_syscall_edge(&ev.name, &ev.payload).is_none() {
-                    return self.other_event(&ev, out);
-                }
                 if let Some(span) = self.syscalls.feed(ev, &mut out.diag) {
                     self.span(span, out);
                 }
             }
             Mode::OffCpu => {
-                if ev.name != "sched_switch" {
-                    return self.other_event(&ev, out);
-                }
                 if let Some(span) = self.offcpu.feed(ev, &mut out.diag) {
                     self.span(span, out);
                 }
@@ -246,10 +244,23 @@ impl Ftrace {
         }
     }
 
-    fn other_event(&self, ev: &TraceEvent, out: &mut Output) {
+    /// Whether the mode uses events of this kind (others are skipped early, stacks and all).
+    fn wants(&self, name: &[u8], payload: &[u8]) -> bool {
+        match self.mode {
+            Mode::Alloc => memory::is_alloc_event(&String::from_utf8_lossy(name)),
+            Mode::Syscalls => {
+                let name = String::from_utf8_lossy(name);
+                parse_syscall_edge(&name, &String::from_utf8_lossy(payload)).is_some()
+            }
+            Mode::OffCpu => name == b"sched_switch",
+            Mode::Events => true,
+        }
+    }
+
+    fn other_event(&self, name: &str, line: u64, out: &mut Output) {
         let mode = self.mode;
-        out.diag.note(kinds::OTHER_EVENTS, ev.line, || {
-            format!("`{}` events are not used in {} mode (choose another with --mode)", ev.name, mode.name())
+        out.diag.note(kinds::OTHER_EVENTS, line, || {
+            format!("`{name}` events are not used in {} mode (choose another with --mode)", mode.name())
         });
     }
 
@@ -260,12 +271,12 @@ impl Ftrace {
             Err(msg) => return out.diag.skip(kinds::NO_SIZE, ev.line, || msg),
         };
         if self.mode == Mode::Alloc && bytes.is_none() {
-            return self.other_event(&ev, out);
+            return self.other_event(&ev.name, ev.line, out);
         }
         let weight = match (self.weight_by(), bytes) {
             (WeightBy::Count, _) => 1,
             (WeightBy::Bytes, Some(b)) => b,
-            (WeightBy::Bytes, None) => return self.other_event(&ev, out),
+            (WeightBy::Bytes, None) => return self.other_event(&ev.name, ev.line, out),
         };
         let mut roots = Vec::new();
         if self.mode == Mode::Events {

@@ -34,8 +34,19 @@ pub(crate) enum Target {
     None,
     /// A block whose event is not in the queue (stack without event).
     Orphan,
+    /// A block of an event the mode does not use: its frames are dropped silently.
+    Ignored,
     /// The kernel (`user == false`) or user stack of record `seq`.
     Record { seq: u64, user: bool },
+}
+
+/// The last event line of a CPU.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Open {
+    /// Record `seq` of the queue.
+    Record(u64),
+    /// An ignored event of this pid.
+    Ignored(u32),
 }
 
 /// The reorder queue.
@@ -43,7 +54,7 @@ pub(crate) enum Target {
 pub(crate) struct Queue {
     items: VecDeque<Record>,
     base: u64,
-    open: FxHashMap<u32, u64>,
+    open: FxHashMap<u32, Open>,
     latest_ts: u64,
 }
 
@@ -61,19 +72,35 @@ impl Queue {
 
     /// Adds an event line: the CPU's previous record is complete.
     pub(crate) fn push(&mut self, ev: TraceEvent) {
-        if let Some(prev) = self.open.get(&ev.cpu).copied() {
+        let cpu = ev.cpu;
+        self.close_cpu(cpu);
+        let seq = self.base + self.items.len() as u64;
+        self.open.insert(cpu, Open::Record(seq));
+        self.items.push_back(Record { ev, kernel: None, user: None, complete: false });
+    }
+
+    /// An event line that is not kept: the CPU's previous record is complete, and the stacks
+    /// that follow for `pid` are dropped.
+    pub(crate) fn push_ignored(&mut self, cpu: u32, pid: u32) {
+        self.close_cpu(cpu);
+        self.open.insert(cpu, Open::Ignored(pid));
+    }
+
+    fn close_cpu(&mut self, cpu: u32) {
+        if let Some(Open::Record(prev)) = self.open.get(&cpu).copied() {
             if let Some(r) = self.get_mut(prev) {
                 r.complete = true;
             }
         }
-        let seq = self.base + self.items.len() as u64;
-        self.open.insert(ev.cpu, seq);
-        self.items.push_back(Record { ev, kernel: None, user: None, complete: false });
     }
 
     /// Opens a stack block of `pid` on `cpu`: the target of the frame lines that follow.
     pub(crate) fn open_stack(&mut self, cpu: u32, pid: u32, user: bool) -> Target {
-        let Some(seq) = self.open.get(&cpu).copied() else { return Target::Orphan };
+        let seq = match self.open.get(&cpu).copied() {
+            Some(Open::Record(seq)) => seq,
+            Some(Open::Ignored(p)) if p == pid => return Target::Ignored,
+            _ => return Target::Orphan,
+        };
         let Some(r) = self.get_mut(seq) else { return Target::Orphan };
         let slot = if user { &mut r.user } else { &mut r.kernel };
         if r.ev.pid != pid || slot.is_some() {
@@ -105,7 +132,7 @@ impl Queue {
     /// The next record regardless of completeness (end of input).
     pub(crate) fn pop(&mut self) -> Option<Record> {
         let r = self.items.pop_front()?;
-        if self.open.get(&r.ev.cpu) == Some(&self.base) {
+        if self.open.get(&r.ev.cpu) == Some(&Open::Record(self.base)) {
             self.open.remove(&r.ev.cpu);
         }
         self.base += 1;
@@ -147,5 +174,8 @@ mod tests {
         assert_eq!(q.open_stack(1, 20, true), Target::Orphan, "released records take no stack");
         assert_eq!(q.pop().unwrap().ev.ts_ns, 3);
         assert!(q.pop().is_none());
+        q.push_ignored(0, 10);
+        assert_eq!(q.open_stack(0, 10, false), Target::Ignored);
+        assert_eq!(q.open_stack(0, 11, false), Target::Orphan);
     }
 }

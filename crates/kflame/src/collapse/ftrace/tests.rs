@@ -4,7 +4,8 @@ use super::*;
 use crate::collapse::Engine;
 
 fn collapse(input: &str, opts: FtraceOptions) -> Output {
-    Engine::single_threaded().run(Box::new(Ftrace::new(opts, None)), input.as_bytes()).unwrap()
+    let engine = Engine { block_size: 4096, ..Engine::single_threaded() };
+    engine.run(Box::new(Ftrace::new(opts, None)), input.as_bytes()).unwrap()
 }
 
 fn stacks(out: &Output) -> Vec<(String, u64)> {
