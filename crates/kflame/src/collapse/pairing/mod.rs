@@ -29,7 +29,8 @@ pub struct TraceEvent {
     pub pid: u32,
     /// Task name (comm) of that task.
     pub comm: String,
-    /// Event name without the subsystem (`sys_enter`, `sched_switch`, `mm_page_alloc`).
+    /// Event name (`sys_enter`, `sched_switch`); a subsystem prefix (`raw_syscalls:sys_enter`)
+    /// is accepted and ignored by the pairers.
     pub name: String,
     /// The event's printed fields (everything after `name: `).
     pub payload: String,
@@ -59,6 +60,11 @@ pub struct Span {
     pub stack: Vec<String>,
     /// Input line of the event that opened the interval.
     pub line: u64,
+}
+
+/// `raw_syscalls:sys_enter` → `sys_enter`.
+fn event_name(name: &str) -> &str {
+    name.rsplit(':').next().unwrap_or(name)
 }
 
 /// The value of `key=` in a `key=value key=value` payload (values end at a space).

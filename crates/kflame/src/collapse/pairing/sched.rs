@@ -81,10 +81,10 @@ impl OffCpuPairer {
     }
 
     /// Feeds one event; returns the off-CPU interval it closes, if any. The stack of a
-    /// `sched_switch` event is the stack of the task leaving the CPU. The idle task (pid 0)
-    /// is never tracked. Other events are ignored.
+    /// `sched_switch` event (`sched:sched_switch` accepted too) is the stack of the task
+    /// leaving the CPU. The idle task (pid 0) is never tracked. Other events are ignored.
     pub fn feed(&mut self, ev: TraceEvent, diag: &mut Diagnostics) -> Option<Span> {
-        if ev.name != "sched_switch" {
+        if super::event_name(&ev.name) != "sched_switch" {
             return None;
         }
         let Some(sw) = parse_sched_switch(&ev.payload) else {
@@ -161,7 +161,7 @@ mod tests {
     fn switch(ts: u64, prev: u32, next: u32) -> TraceEvent {
         TraceEvent {
             ts_ns: ts,
-            name: "sched_switch".into(),
+            name: if ts % 2 == 0 { "sched_switch" } else { "sched:sched_switch" }.into(),
             payload: format!(
                 "prev_comm=t{prev} prev_pid={prev} prev_prio=120 prev_state=S ==> \
                  next_comm=t{next} next_pid={next} next_prio=120"
@@ -177,7 +177,7 @@ mod tests {
         let mut p = OffCpuPairer::new();
         let mut d = Diagnostics::new();
         assert!(p.feed(switch(100, 5, 0), &mut d).is_none());
-        assert!(p.feed(switch(150, 6, 7), &mut d).is_none());
+        assert!(p.feed(switch(151, 6, 7), &mut d).is_none());
         let s = p.feed(switch(400, 0, 5), &mut d).unwrap();
         assert_eq!((s.start_ns, s.duration_ns, s.pid), (100, 300, 5));
         assert_eq!(

@@ -16,8 +16,10 @@ pub enum SyscallEdge {
 
 /// Reads a syscall edge from `raw_syscalls` events (`sys_enter: NR 1 (...)`,
 /// `sys_exit: NR 1 = 4096`; the name comes from the x86_64 table) or from `syscalls`
-/// events (`sys_enter_write`, `sys_exit_write`). `None` for other events.
+/// events (`sys_enter_write`, `sys_exit_write`), with or without the subsystem prefix
+/// (`raw_syscalls:sys_enter` as perf prints it). `None` for other events.
 pub fn parse_syscall_edge(name: &str, payload: &str) -> Option<SyscallEdge> {
+    let name = super::event_name(name);
     match name {
         "sys_enter" => nr_name(payload).map(SyscallEdge::Enter),
         "sys_exit" => nr_name(payload).map(SyscallEdge::Exit),
@@ -151,6 +153,14 @@ mod tests {
             Some(SyscallEdge::Enter("openat".into()))
         );
         assert_eq!(parse_syscall_edge("sched_switch", "prev_comm=a"), None);
+        assert_eq!(
+            parse_syscall_edge("raw_syscalls:sys_enter", "NR 1 (3)"),
+            Some(SyscallEdge::Enter("write".into()))
+        );
+        assert_eq!(
+            parse_syscall_edge("syscalls:sys_exit_read", "0x0"),
+            Some(SyscallEdge::Exit("read".into()))
+        );
         assert_eq!(parse_syscall_edge("sys_enter", "garbage"), None);
     }
 
