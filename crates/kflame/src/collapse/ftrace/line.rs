@@ -4,7 +4,8 @@
 //! `-` before the CPU column), `<...>-PID` (comm not recorded), the optional `(TGID)` column,
 //! 4- or 5-character flag fields or none (trace-cmd), a trace-cmd instance prefix
 //! (`inst:   comm-pid`), and bodies `event: payload`, `<stack trace>`, `<user stack trace>`,
-//! trace-cmd's `kernel_stack: <stack trace >` and `user_stack: <user stack trace>`.
+//! trace-cmd's `kernel_stack: <stack trace >` and `user_stack: <user stack trace>`, and the
+//! function tracer's `func <-caller`.
 
 /// What follows the timestamp.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,6 +106,9 @@ fn parse_body(s: &[u8]) -> Option<Body<'_>> {
     if let Some(b) = stack_marker(s) {
         return Some(b);
     }
+    if let Some(b) = function_call(s) {
+        return Some(b);
+    }
     let colon = memchr::memchr(b':', s)?;
     let name = &s[..colon];
     if name.is_empty() || name.iter().any(|b| b.is_ascii_whitespace()) {
@@ -117,6 +121,17 @@ fn parse_body(s: &[u8]) -> Option<Body<'_>> {
         }
     }
     Some(Body::Event { name, payload })
+}
+
+/// The function tracer's `func <-caller` (with `options/func_stack_trace`, stacks follow):
+/// an event named after the function, the caller as payload.
+fn function_call(s: &[u8]) -> Option<Body<'_>> {
+    let arrow = memchr::memmem::find(s, b" <-")?;
+    let name = trim_end(&s[..arrow]);
+    if name.is_empty() || name.iter().any(|b| b.is_ascii_whitespace() || *b == b':') {
+        return None;
+    }
+    Some(Body::Event { name, payload: trim(&s[arrow + 3..]) })
 }
 
 fn stack_marker(s: &[u8]) -> Option<Body<'static>> {
@@ -238,6 +253,12 @@ mod tests {
         assert_eq!((h.body, h.comm, h.pid), (Body::KernelStack, &b"swift-object-se"[..], 18999));
         let h = parse_header(b"  a-1 [0] 1.0: user_stack:   <user stack trace>").unwrap();
         assert_eq!(h.body, Body::UserStack);
+    }
+
+    #[test]
+    fn function_tracer_lines() {
+        let e = event("            bash-1977  [000] .... 17284.993652: sys_close <-system_call_fastpath");
+        assert_eq!((e.4.as_str(), e.5.as_str()), ("sys_close", "system_call_fastpath"));
     }
 
     #[test]

@@ -102,3 +102,19 @@ fn concatenated_traces_with_clock_going_back() {
     assert_eq!(twice.stacks.total().whole(), 2 * once.stacks.total().whole());
     assert_eq!(stacks(&twice).len(), stacks(&once).len(), "same stacks, each twice as heavy");
 }
+
+#[test]
+fn function_tracer_with_func_stack_trace() {
+    let t = "\
+# tracer: function
+            bash-1977  [000] .... 17284.993652: sys_close <-system_call_fastpath
+            bash-1977  [000] .... 17284.993653: <stack trace>
+ => sys_close
+ => system_call_fastpath
+            bash-1977  [000] .... 17284.993660: sys_close <-system_call_fastpath
+";
+    let out = collapse(t, FtraceOptions::default());
+    assert_eq!(out.meta.unit, Unit::Events);
+    let want = [("sys_close;[no stack]", 1), ("sys_close;system_call_fastpath;sys_close", 1)];
+    assert_eq!(stacks(&out), owned(&want));
+}
