@@ -278,6 +278,26 @@ impl Ftrace {
             (WeightBy::Bytes, Some(b)) => b,
             (WeightBy::Bytes, None) => return self.other_event(&ev.name, ev.line, out),
         };
+        let roots = self.event_roots(&ev);
+        if !self.used_events.contains(&ev.name) {
+            self.used_events.insert(ev.name.clone());
+        }
+        self.emit(&roots, &ev.stack, weight, out);
+        self.log(EventRecord {
+            ts_ns: ev.ts_ns,
+            cpu: ev.cpu,
+            pid: ev.pid,
+            comm: &ev.comm,
+            duration_ns: None,
+            stack: &ev.stack,
+            event: &ev.name,
+            weight,
+        });
+    }
+
+    /// Synthetic root frames of a single event: event name (events mode), task, CPU, order,
+    /// page type.
+    fn event_roots(&self, ev: &TraceEvent) -> Vec<String> {
         let mut roots = Vec::new();
         if self.mode == Mode::Events {
             roots.push(ev.name.clone());
@@ -291,18 +311,7 @@ impl Ftrace {
         if self.opts.page_type {
             roots.extend(memory::page_type_frames(&ev.name, &ev.payload));
         }
-        self.used_events.insert(ev.name.clone());
-        self.emit(&roots, &ev.stack, weight, out);
-        self.log(EventRecord {
-            ts_ns: ev.ts_ns,
-            cpu: ev.cpu,
-            pid: ev.pid,
-            comm: &ev.comm,
-            duration_ns: None,
-            stack: &ev.stack,
-            event: &ev.name,
-            weight,
-        });
+        roots
     }
 
     fn span(&mut self, s: Span, out: &mut Output) {
