@@ -44,6 +44,7 @@ pub(crate) struct Args {
 
     #[command(flatten)]
     perf: super::collapse_perf::PerfArgs,
+    trace: super::trace_args::TraceArgs,
 }
 
 /// Options that several formats understand, each in its own sense (documented per flag).
@@ -91,6 +92,7 @@ fn build(format: Format, args: &Args) -> Result<Box<dyn Collapse>> {
     Ok(match format {
         Format::Folded => Box::new(collapse::folded::Folded::new()),
         Format::PerfScript => Box::new(super::collapse_perf::build(&args.perf, &args.shared)?),
+        Format::Ftrace | Format::TraceCmd => super::trace_args::build_ftrace(&args.shared, &args.trace)?,
     })
 }
 
@@ -124,6 +126,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
     let mut out = output::open(args.output.as_deref())?;
     write_folded(&mut out, &stacks, &meta).context("writing folded output")?;
     out.flush().context("writing folded output")?;
+    super::trace_args::finish_events(args.shared.events_json.as_deref())?;
     Ok(())
 }
 

@@ -6,3 +6,4 @@ pub(crate) mod completions;
 pub(crate) mod diff;
 pub(crate) mod flamegraph;
 pub(crate) mod html;
+pub(crate) mod trace_args;

@@ -9,17 +9,28 @@ pub enum Format {
     Folded,
     /// `perf script` text (FlameGraph's `stackcollapse-perf.pl` input).
     PerfScript,
+    /// ftrace `trace` / `trace_pipe` text with `<stack trace>` blocks.
+    Ftrace,
+    /// `trace-cmd report` text with `kernel_stack:` blocks.
+    TraceCmd,
 }
 
 impl Format {
     /// Every format, in detection priority order (earlier wins ties).
-    pub const ALL: &'static [Format] = &[Format::Folded, Format::PerfScript];
+    pub const ALL: &'static [Format] = &[
+        Format::Folded,
+        Format::PerfScript,
+        Format::Ftrace,
+        Format::TraceCmd,
+    ];
 
     /// The name used by `--format`.
     pub fn name(self) -> &'static str {
         match self {
             Format::Folded => "folded",
             Format::PerfScript => "perf-script",
+            Format::Ftrace => "ftrace",
+            Format::TraceCmd => "trace-cmd",
         }
     }
 
@@ -28,6 +39,8 @@ impl Format {
         match self {
             Format::Folded => &["collapsed", "stackcollapse"],
             Format::PerfScript => &["perf"],
+            Format::Ftrace => &["trace_pipe", "tracefs"],
+            Format::TraceCmd => &["tracecmd", "trace-cmd-report"],
         }
     }
 
@@ -36,6 +49,8 @@ impl Format {
         match self {
             Format::Folded => "folded stacks `frame;frame;... count` (FlameGraph)",
             Format::PerfScript => "`perf script` text (samples with call stacks)",
+            Format::Ftrace => "ftrace trace/trace_pipe events with `<stack trace>` blocks",
+            Format::TraceCmd => "`trace-cmd report` events with `kernel_stack:` blocks",
         }
     }
 
@@ -44,6 +59,8 @@ impl Format {
         match self {
             Format::Folded => super::folded::detect(head),
             Format::PerfScript => super::perf::detect(head),
+            Format::Ftrace => super::ftrace::detect_ftrace(head),
+            Format::TraceCmd => super::ftrace::detect_trace_cmd(head),
         }
     }
 

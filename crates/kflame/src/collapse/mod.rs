@@ -11,9 +11,12 @@
 //! detector, a fixture folder under `tests/data/`, a fuzz target.
 
 pub mod engine;
+pub mod events_json;
 pub mod folded;
 mod format;
 pub mod perf;
+pub mod ftrace;
+pub mod pairing;
 
 pub use engine::{Engine, Order};
 pub use format::{Format, detect};

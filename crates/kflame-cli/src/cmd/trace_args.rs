@@ -1,0 +1,89 @@
+//! Options of the trace-event formats (`ftrace`, `trace-cmd`) and their collapser.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use anyhow::{Context, Result, bail};
+use kflame::collapse::Collapse;
+use kflame::collapse::events_json::EventLog;
+use kflame::collapse::ftrace::{Ftrace, FtraceOptions, Mode, WeightBy};
+
+use super::collapse::SharedArgs;
+
+/// What an ftrace / trace-cmd collapse measures.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TraceMode {
+    /// Bytes allocated (mm_page_alloc: 4096 << order; kmalloc/kmem_cache_alloc: bytes_alloc).
+    Alloc,
+    /// Syscall latency from sys_enter/sys_exit pairs (ns, stack at entry).
+    Syscalls,
+    /// Off-CPU time from sched_switch (ns until switched back in, stack at switch-out).
+    Offcpu,
+    /// One per event, under the event name.
+    Events,
+}
+
+/// Options of the trace-event formats.
+#[derive(clap::Args, Debug, Default)]
+pub(crate) struct TraceArgs {
+    /// What to measure (trace formats); chosen from the events in the input when absent.
+    #[arg(long, value_enum, value_name = "MODE", help_heading = "Trace options (ftrace, trace-cmd)")]
+    pub(crate) mode: Option<TraceMode>,
+    /// Add the page allocation order as a root frame (`order-2`).
+    #[arg(long, help_heading = "Trace options (ftrace, trace-cmd)")]
+    pub(crate) order: bool,
+    /// Add the migrate type and GFP flags of allocations as root frames.
+    #[arg(long, help_heading = "Trace options (ftrace, trace-cmd)")]
+    pub(crate) page_type: bool,
+}
+
+/// Builds the ftrace / trace-cmd collapser from the command line.
+pub(crate) fn build_ftrace(shared: &SharedArgs, trace: &TraceArgs) -> Result<Box<dyn Collapse>> {
+    let mode = trace.mode.map(|m| match m {
+        TraceMode::Alloc => Mode::Alloc,
+        TraceMode::Syscalls => Mode::Syscalls,
+        TraceMode::Offcpu => Mode::OffCpu,
+        TraceMode::Events => Mode::Events,
+    });
+    let weight = match shared.weight.as_deref() {
+        None => None,
+        Some("count") => Some(WeightBy::Count),
+        Some("bytes") => Some(WeightBy::Bytes),
+        Some(other) => bail!("--weight {other}: expected `count` or `bytes`"),
+    };
+    if weight.is_some() && matches!(mode, Some(Mode::Syscalls | Mode::OffCpu)) {
+        bail!("--weight applies to single events; syscall and off-CPU modes weigh by duration (ns)");
+    }
+    let opts = FtraceOptions {
+        mode,
+        weight,
+        comm: shared.comm,
+        pid: shared.pid || shared.tid,
+        cpu: shared.cpu,
+        order: trace.order,
+        page_type: trace.page_type,
+    };
+    Ok(Box::new(Ftrace::new(opts, events_log(shared.events_json.as_deref())?)))
+}
+
+static EVENTS: OnceLock<EventLog> = OnceLock::new();
+
+/// The `--events-json` writer, created on first use and shared by all inputs of the run.
+fn events_log(path: Option<&Path>) -> Result<Option<EventLog>> {
+    let Some(path) = path else { return Ok(None) };
+    if let Some(log) = EVENTS.get() {
+        return Ok(Some(log.clone()));
+    }
+    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    Ok(Some(EVENTS.get_or_init(|| EventLog::new(BufWriter::with_capacity(1 << 16, file))).clone()))
+}
+
+/// Flushes the `--events-json` file, if one was written.
+pub(crate) fn finish_events(path: Option<&Path>) -> Result<()> {
+    if let (Some(log), Some(path)) = (EVENTS.get(), path) {
+        log.finish().with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}

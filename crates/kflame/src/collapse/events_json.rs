@@ -1,0 +1,190 @@
+//! Per-event records as JSON lines, a side channel of the trace collapsers.
+//!
+//! Besides folded stacks, a trace collapser can write one JSON object per event or per
+//! paired call (syscall, off-CPU interval), one per line, for latency scatter plots:
+//!
+//! ```text
+//! {"ts":2664.872806000,"cpu":0,"pid":2713,"comm":"burn-fp","duration_ns":5000,"stack":["main","write"],"event":"syscall:write","weight":5000}
+//! ```
+//!
+//! `ts` is in seconds of the trace clock (exact decimal, 9 fraction digits), `duration_ns`
+//! is `null` for single events, `stack` is root first, `weight` is what the event adds to
+//! the folded output (bytes, ns or 1). The writer is shared: the caller keeps a clone of the
+//! [`EventLog`] it gives the collapser and calls [`EventLog::finish`] after the run to
+//! flush and learn about write errors (the collapse itself never fails on them).
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::sync::{Arc, Mutex};
+
+/// One event or call to write.
+#[derive(Clone, Debug)]
+pub struct EventRecord<'a> {
+    /// Start (or event) time, ns.
+    pub ts_ns: u64,
+    /// CPU.
+    pub cpu: u32,
+    /// Task pid.
+    pub pid: u32,
+    /// Task name.
+    pub comm: &'a str,
+    /// Length of the call, ns (`None` for single events).
+    pub duration_ns: Option<u64>,
+    /// Stack, root first.
+    pub stack: &'a [String],
+    /// Event or call name.
+    pub event: &'a str,
+    /// Weight in the folded output.
+    pub weight: u64,
+}
+
+/// A shared JSON-lines writer (cheap to clone; all clones write to the same output).
+#[derive(Clone)]
+pub struct EventLog {
+    inner: Arc<Mutex<Inner>>,
+}
+
+struct Inner {
+    out: Box<dyn Write + Send>,
+    error: Option<io::Error>,
+    written: u64,
+    line: String,
+}
+
+impl std::fmt::Debug for EventLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EventLog")
+    }
+}
+
+impl EventLog {
+    /// A log writing to `out` (wrap files in a `BufWriter`).
+    pub fn new(out: impl Write + Send + 'static) -> EventLog {
+        let inner = Inner { out: Box::new(out), error: None, written: 0, line: String::new() };
+        EventLog { inner: Arc::new(Mutex::new(inner)) }
+    }
+
+    /// Writes one record. After the first write error, later records are dropped and the
+    /// error is returned by [`finish`](EventLog::finish).
+    pub fn write(&self, rec: &EventRecord<'_>) {
+        let Ok(mut guard) = self.inner.lock() else { return };
+        let inner = &mut *guard;
+        if inner.error.is_some() {
+            return;
+        }
+        inner.line.clear();
+        format_record(&mut inner.line, rec);
+        match inner.out.write_all(inner.line.as_bytes()) {
+            Ok(()) => inner.written += 1,
+            Err(e) => inner.error = Some(e),
+        }
+    }
+
+    /// Flushes the output; returns the number of records written or the first error.
+    pub fn finish(&self) -> io::Result<u64> {
+        let Ok(mut inner) = self.inner.lock() else {
+            return Err(io::Error::other("events log poisoned by a panic"));
+        };
+        if let Some(e) = inner.error.take() {
+            return Err(e);
+        }
+        inner.out.flush()?;
+        Ok(inner.written)
+    }
+}
+
+/// Appends one JSON line (with its `\n`) for `rec` to `s`.
+pub fn format_record(s: &mut String, rec: &EventRecord<'_>) {
+    let secs = rec.ts_ns / 1_000_000_000;
+    let frac = rec.ts_ns % 1_000_000_000;
+    let _ = write!(s, "{{\"ts\":{secs}.{frac:09},\"cpu\":{},\"pid\":{},\"comm\":", rec.cpu, rec.pid);
+    json_string(s, rec.comm);
+    match rec.duration_ns {
+        Some(d) => {
+            let _ = write!(s, ",\"duration_ns\":{d}");
+        }
+        None => s.push_str(",\"duration_ns\":null"),
+    }
+    s.push_str(",\"stack\":[");
+    for (i, f) in rec.stack.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        json_string(s, f);
+    }
+    s.push_str("],\"event\":");
+    json_string(s, rec.event);
+    let _ = writeln!(s, ",\"weight\":{}}}", rec.weight);
+}
+
+/// Appends `v` as a JSON string literal.
+fn json_string(s: &mut String, v: &str) {
+    s.push('"');
+    for c in v.chars() {
+        match c {
+            '"' => s.push_str("\\\""),
+            '\\' => s.push_str("\\\\"),
+            '\n' => s.push_str("\\n"),
+            '\r' => s.push_str("\\r"),
+            '\t' => s.push_str("\\t"),
+            c if (c as u32) < 0x20 || c == '\u{2028}' || c == '\u{2029}' => {
+                let _ = write!(s, "\\u{:04x}", c as u32);
+            }
+            c => s.push(c),
+        }
+    }
+    s.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_and_formats() {
+        let stack = vec!["a\"b".to_string(), "c\\d\u{1}".to_string()];
+        let rec = EventRecord {
+            ts_ns: 2_664_872_806_000,
+            cpu: 1,
+            pid: 42,
+            comm: "tmux: server",
+            duration_ns: Some(5),
+            stack: &stack,
+            event: "syscall:write",
+            weight: 5,
+        };
+        let mut s = String::new();
+        format_record(&mut s, &rec);
+        assert_eq!(
+            s,
+            "{\"ts\":2664.872806000,\"cpu\":1,\"pid\":42,\"comm\":\"tmux: server\",\"duration_ns\":5,\
+             \"stack\":[\"a\\\"b\",\"c\\\\d\\u0001\"],\"event\":\"syscall:write\",\"weight\":5}\n"
+        );
+    }
+
+    #[test]
+    fn shared_writer_reports_errors() {
+        struct Broken;
+        impl Write for Broken {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::Error::other("disk full"))
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let log = EventLog::new(Broken);
+        let rec = EventRecord {
+            ts_ns: 0,
+            cpu: 0,
+            pid: 0,
+            comm: "",
+            duration_ns: None,
+            stack: &[],
+            event: "e",
+            weight: 1,
+        };
+        log.clone().write(&rec);
+        assert_eq!(log.finish().unwrap_err().to_string(), "disk full");
+    }
+}

@@ -1,0 +1,443 @@
+//! ftrace `trace` / `trace_pipe` text and `trace-cmd report` output: trace events with their
+//! stacks (`stacktrace` trigger, `options/stacktrace`, `options/userstacktrace`,
+//! `trace-cmd record -T`), collapsed in one of four modes:
+//!
+//! - [`Mode::Alloc`]: memory flame graph; `mm_page_alloc` weighs `4096 << order` bytes,
+//!   `kmalloc*`/`kmem_cache_alloc*` weigh `bytes_alloc` (or 1 each with [`WeightBy::Count`]).
+//! - [`Mode::Syscalls`]: syscall latency from `sys_enter`/`sys_exit` pairs; weight = the
+//!   duration in ns, stack = the stack at entry, root frame `syscall:NAME`.
+//! - [`Mode::OffCpu`]: off-CPU time from `sched_switch`; weight = ns until the task is
+//!   switched back in, stack = its stack when it left, root frame `offcpu:STATE`.
+//! - [`Mode::Events`]: every event counts 1, root frame = the event name.
+//!
+//! Without a mode, the most frequent kind of event in the head of the input decides.
+//! Stacks without their event (the buffer overwrote it, or the trigger fired on a filtered
+//! event) and events without a stack are normal: the first are counted in a note, the second
+//! keep their weight under a `[no stack]` frame so that totals stay true. The tracing
+//! machinery's own frames at the leaf (`trace_event_raw_event_*`, `__traceiter_*`) are
+//! dropped. Pairing lives in [`crate::collapse::pairing`], shared with other trace formats.
+
+mod detect;
+mod frames;
+mod line;
+mod memory;
+mod queue;
+
+pub use detect::{detect_ftrace, detect_trace_cmd};
+
+use std::collections::BTreeSet;
+
+use self::line::{Body, Header, parse_header};
+use self::queue::{Queue, Record, Target};
+use super::events_json::{EventLog, EventRecord};
+use super::pairing::{OffCpuPairer, Span, SyscallPairer, TraceEvent, parse_syscall_edge};
+use super::{Collapse, Output, lines};
+use crate::fold::{Meta, Unit, Weight};
+
+/// What the collapse measures.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Bytes allocated (allocation events only).
+    Alloc,
+    /// Syscall durations.
+    Syscalls,
+    /// Off-CPU durations.
+    OffCpu,
+    /// Event counts (all events).
+    Events,
+}
+
+impl Mode {
+    /// The name used on the command line (`alloc`, `syscalls`, `offcpu`, `events`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Alloc => "alloc",
+            Mode::Syscalls => "syscalls",
+            Mode::OffCpu => "offcpu",
+            Mode::Events => "events",
+        }
+    }
+}
+
+/// How single events are weighed (alloc and events modes).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum WeightBy {
+    /// One per event.
+    Count,
+    /// Allocation size in bytes (events without a size are skipped).
+    Bytes,
+}
+
+/// Options of the ftrace collapser (all off by default).
+#[derive(Clone, Debug, Default)]
+pub struct FtraceOptions {
+    /// Mode; chosen from the content when `None`.
+    pub mode: Option<Mode>,
+    /// Weighing of single events; default bytes in alloc mode, count in events mode.
+    pub weight: Option<WeightBy>,
+    /// Root frame with the task name.
+    pub comm: bool,
+    /// Root frame `comm-pid` (implies `comm`).
+    pub pid: bool,
+    /// Root frame `cpu-N`.
+    pub cpu: bool,
+    /// Root frame `order-N` for page allocations.
+    pub order: bool,
+    /// Root frames with the migrate type and the GFP flags of allocations.
+    pub page_type: bool,
+}
+
+/// Diagnostic kinds of this format.
+pub mod kinds {
+    /// A line that is neither a comment, a frame, nor an event/stack line.
+    pub const BAD_LINE: &str = "unreadable trace line";
+    /// A stack block whose event is not there (normal at the start of a buffer).
+    pub const ORPHAN_STACK: &str = "stack without event";
+    /// Frame lines with no `<stack trace>` line before them (stream cut mid-stack).
+    pub const HEADLESS_FRAMES: &str = "frames without stack header";
+    /// An allocation event whose size could not be read.
+    pub const NO_SIZE: &str = "allocation without size";
+    /// Events the chosen mode does not use.
+    pub const OTHER_EVENTS: &str = "events not used in this mode";
+    /// Events lost by the kernel (`[LOST N EVENTS]`).
+    pub const LOST: &str = "events lost by the kernel";
+    /// How the mode was chosen.
+    pub const MODE: &str = "mode";
+}
+
+/// The ftrace / trace-cmd collapser (sequential: records depend on each other).
+pub struct Ftrace {
+    opts: FtraceOptions,
+    mode: Mode,
+    mode_note: Option<String>,
+    queue: Queue,
+    target: Target,
+    syscalls: SyscallPairer,
+    offcpu: OffCpuPairer,
+    events: Option<EventLog>,
+    used_events: BTreeSet<String>,
+    stack: Vec<u8>,
+}
+
+impl Ftrace {
+    /// A collapser with `opts`; `events` receives one JSON line per event or call.
+    pub fn new(opts: FtraceOptions, events: Option<EventLog>) -> Ftrace {
+        Ftrace {
+            mode: opts.mode.unwrap_or(Mode::Events),
+            opts,
+            mode_note: None,
+            queue: Queue::default(),
+            target: Target::None,
+            syscalls: SyscallPairer::new(),
+            offcpu: OffCpuPairer::new(),
+            events,
+            used_events: BTreeSet::new(),
+            stack: Vec::new(),
+        }
+    }
+
+    /// The mode in effect (after [`Collapse::prepare`] when it was chosen from content).
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    fn weight_by(&self) -> WeightBy {
+        self.opts.weight.unwrap_or(if self.mode == Mode::Alloc { WeightBy::Bytes } else { WeightBy::Count })
+    }
+
+    fn line(&mut self, n: u64, line: &[u8], out: &mut Output) {
+        if let Some(raw) = frames::frame_text(line) {
+            return self.frame(n, raw, out);
+        }
+        self.target = Target::None;
+        let t = line::trim(line);
+        if t.is_empty() || t[0] == b'#' || is_trace_cmd_preamble(t) {
+            return;
+        }
+        if let Some(lost) = lost_events(t) {
+            out.diag.add(crate::diag::Severity::Note, kinds::LOST, n, lost, || {
+                "the kernel dropped events (ring buffer full): totals are a lower bound".into()
+            });
+            return;
+        }
+        match parse_header(line) {
+            Ok(h) => self.header(n, h, out),
+            Err(why) => out.diag.skip(kinds::BAD_LINE, n, || {
+                format!("`COMM-PID [CPU] FLAGS TIMESTAMP: event: fields` ({why}), found `{}`", show(line))
+            }),
+        }
+    }
+
+    fn frame(&mut self, n: u64, raw: &[u8], out: &mut Output) {
+        match self.target {
+            Target::Record { user, .. } => {
+                if let Some(f) = frames::clean_frame(raw, user) {
+                    self.queue.push_frame(self.target, f);
+                }
+            }
+            Target::Orphan | Target::Ignored => {}
+            Target::None => {
+                out.diag.note(kinds::HEADLESS_FRAMES, n, || {
+                    "stack frames with no `<stack trace>` line before them (input starts or was cut \
+                     inside a stack): ignored"
+                        .into()
+                });
+                self.target = Target::Orphan;
+            }
+        }
+    }
+
+    fn header(&mut self, n: u64, h: Header<'_>, out: &mut Output) {
+        self.queue.saw_time(h.ts_ns);
+        self.release(out, false);
+        match h.body {
+            Body::Event { name, payload } if !self.wants(name, payload) => {
+                self.other_event(&String::from_utf8_lossy(name), n, out);
+                self.queue.push_ignored(h.cpu, h.pid);
+            }
+            Body::Event { name, payload } => self.queue.push(TraceEvent {
+                ts_ns: h.ts_ns,
+                cpu: h.cpu,
+                pid: h.pid,
+                comm: String::from_utf8_lossy(h.comm).into_owned(),
+                name: String::from_utf8_lossy(name).into_owned(),
+                payload: String::from_utf8_lossy(payload).into_owned(),
+                stack: Vec::new(),
+                line: n,
+            }),
+            Body::KernelStack | Body::UserStack => {
+                self.target = self.queue.open_stack(h.cpu, h.pid, h.body == Body::UserStack);
+                if self.target == Target::Orphan {
+                    out.diag.note(kinds::ORPHAN_STACK, n, || {
+                        "stacks whose event line is not in the input (overwritten, filtered out, or \
+                         before the start of the capture): ignored"
+                            .into()
+                    });
+                }
+            }
+        }
+    }
+
+    /// Dispatches the records that can no longer change (all of them with `all`).
+    fn release(&mut self, out: &mut Output, all: bool) {
+        loop {
+            let r = if all { self.queue.pop() } else { self.queue.pop_ready() };
+            let Some(r) = r else { break };
+            self.dispatch(r, out);
+        }
+    }
+
+    fn dispatch(&mut self, r: Record, out: &mut Output) {
+        let ev = assemble(r);
+        match self.mode {
+            Mode::Alloc | Mode::Events => self.single(ev, out),
+            Mode::Syscalls => {
+                if let Some(span) = self.syscalls.feed(ev, &mut out.diag) {
+                    self.span(span, out);
+                }
+            }
+            Mode::OffCpu => {
+                if let Some(span) = self.offcpu.feed(ev, &mut out.diag) {
+                    self.span(span, out);
+                }
+            }
+        }
+    }
+
+    /// Whether the mode uses events of this kind (others are skipped early, stacks and all).
+    fn wants(&self, name: &[u8], payload: &[u8]) -> bool {
+        match self.mode {
+            Mode::Alloc => memory::is_alloc_event(&String::from_utf8_lossy(name)),
+            Mode::Syscalls => {
+                let name = String::from_utf8_lossy(name);
+                parse_syscall_edge(&name, &String::from_utf8_lossy(payload)).is_some()
+            }
+            Mode::OffCpu => name == b"sched_switch",
+            Mode::Events => true,
+        }
+    }
+
+    fn other_event(&self, name: &str, line: u64, out: &mut Output) {
+        let mode = self.mode;
+        out.diag.note(kinds::OTHER_EVENTS, line, || {
+            format!("`{name}` events are not used in {} mode (choose another with --mode)", mode.name())
+        });
+    }
+
+    /// One event, weighed by count or bytes (alloc and events modes).
+    fn single(&mut self, ev: TraceEvent, out: &mut Output) {
+        let bytes = match memory::alloc_bytes(&ev.name, &ev.payload) {
+            Ok(b) => b,
+            Err(msg) => return out.diag.skip(kinds::NO_SIZE, ev.line, || msg),
+        };
+        if self.mode == Mode::Alloc && bytes.is_none() {
+            return self.other_event(&ev.name, ev.line, out);
+        }
+        let weight = match (self.weight_by(), bytes) {
+            (WeightBy::Count, _) => 1,
+            (WeightBy::Bytes, Some(b)) => b,
+            (WeightBy::Bytes, None) => return self.other_event(&ev.name, ev.line, out),
+        };
+        let roots = self.event_roots(&ev);
+        if !self.used_events.contains(&ev.name) {
+            self.used_events.insert(ev.name.clone());
+        }
+        self.emit(&roots, &ev.stack, weight, out);
+        self.log(EventRecord {
+            ts_ns: ev.ts_ns,
+            cpu: ev.cpu,
+            pid: ev.pid,
+            comm: &ev.comm,
+            duration_ns: None,
+            stack: &ev.stack,
+            event: &ev.name,
+            weight,
+        });
+    }
+
+    /// Synthetic root frames of a single event: event name (events mode), task, CPU, order,
+    /// page type.
+    fn event_roots(&self, ev: &TraceEvent) -> Vec<String> {
+        let mut roots = Vec::new();
+        if self.mode == Mode::Events {
+            roots.push(ev.name.clone());
+        }
+        self.task_roots(&mut roots, &ev.comm, ev.pid, ev.cpu);
+        if self.opts.order {
+            if let Some(o) = memory::order(&ev.name, &ev.payload) {
+                roots.push(format!("order-{o}"));
+            }
+        }
+        if self.opts.page_type {
+            roots.extend(memory::page_type_frames(&ev.name, &ev.payload));
+        }
+        roots
+    }
+
+    fn span(&mut self, s: Span, out: &mut Output) {
+        let mut roots = vec![s.label.clone()];
+        self.task_roots(&mut roots, &s.comm, s.pid, s.cpu);
+        if s.duration_ns > 0 {
+            self.emit(&roots, &s.stack, s.duration_ns, out);
+        }
+        self.log(EventRecord {
+            ts_ns: s.start_ns,
+            cpu: s.cpu,
+            pid: s.pid,
+            comm: &s.comm,
+            duration_ns: Some(s.duration_ns),
+            stack: &s.stack,
+            event: &s.label,
+            weight: s.duration_ns,
+        });
+    }
+
+    fn task_roots(&self, roots: &mut Vec<String>, comm: &str, pid: u32, cpu: u32) {
+        let comm = comm.replace(';', ":");
+        if self.opts.pid {
+            roots.push(format!("{comm}-{pid}"));
+        } else if self.opts.comm {
+            roots.push(comm);
+        }
+        if self.opts.cpu {
+            roots.push(format!("cpu-{cpu}"));
+        }
+    }
+
+    fn emit(&mut self, roots: &[String], stack: &[String], weight: u64, out: &mut Output) {
+        self.stack.clear();
+        let placeholder = [String::from("[no stack]")];
+        let stack = if stack.is_empty() { &placeholder[..] } else { stack };
+        for f in roots.iter().chain(stack) {
+            if !self.stack.is_empty() {
+                self.stack.push(b';');
+            }
+            self.stack.extend_from_slice(f.as_bytes());
+        }
+        out.stacks.add(&self.stack, Weight::from_u64(weight));
+    }
+
+    fn log(&self, rec: EventRecord<'_>) {
+        if let Some(log) = &self.events {
+            log.write(&rec);
+        }
+    }
+}
+
+/// The event with its stack root first: user frames, then kernel frames.
+fn assemble(r: Record) -> TraceEvent {
+    let mut ev = r.ev;
+    let mut stack = Vec::new();
+    if let Some(user) = r.user {
+        stack.extend(user.into_iter().rev());
+    }
+    if let Some(mut kernel) = r.kernel {
+        frames::strip_trace_frames(&mut kernel);
+        stack.extend(kernel.into_iter().rev());
+    }
+    ev.stack = stack;
+    ev
+}
+
+impl Collapse for Ftrace {
+    fn collapse(&mut self, chunk: &[u8], first_line: u64, out: &mut Output) {
+        if let Some(note) = self.mode_note.take() {
+            out.diag.note(kinds::MODE, 0, || note);
+        }
+        for (n, line) in lines(chunk, first_line) {
+            self.line(n, line, out);
+        }
+    }
+
+    fn finish(&mut self, out: &mut Output) {
+        self.release(out, true);
+        self.target = Target::None;
+        self.syscalls.finish(&mut out.diag);
+        self.offcpu.finish(&mut out.diag);
+    }
+
+    fn meta(&self) -> Meta {
+        let unit = match (self.mode, self.weight_by()) {
+            (Mode::Syscalls | Mode::OffCpu, _) => Unit::Nanoseconds,
+            (_, WeightBy::Bytes) => Unit::Bytes,
+            (_, WeightBy::Count) => Unit::Events,
+        };
+        let event = match self.mode {
+            Mode::OffCpu => Some("sched_switch".to_string()),
+            Mode::Syscalls => Some("syscalls".to_string()),
+            _ if self.used_events.len() == 1 => self.used_events.first().cloned(),
+            _ => None,
+        };
+        Meta { unit, event }
+    }
+
+    fn prepare(&mut self, head: &[u8]) {
+        if self.opts.mode.is_none() {
+            let (mode, why) = detect::guess_mode(head);
+            self.mode = mode;
+            self.mode_note = Some(format!("{why}; collapsing in {} mode (set it with --mode)", mode.name()));
+        }
+    }
+}
+
+/// `cpus=2`, `version = 6` and similar lines at the top of `trace-cmd report`.
+pub(crate) fn is_trace_cmd_preamble(t: &[u8]) -> bool {
+    t.starts_with(b"cpus=")
+        || t.starts_with(b"version =")
+        || t.starts_with(b"CPU ") && t.ends_with(b"is empty")
+}
+
+/// `CPU:1 [LOST 123 EVENTS]` → 123.
+fn lost_events(t: &[u8]) -> Option<u64> {
+    let s = std::str::from_utf8(t).ok()?;
+    let i = s.find("[LOST ")?;
+    let rest = &s[i + 6..];
+    rest.split(' ').next()?.parse().ok()
+}
+
+fn show(line: &[u8]) -> String {
+    crate::fold::read::show(line)
+}
+
+#[cfg(test)]
+mod tests;
