@@ -7,16 +7,19 @@ use std::fmt;
 pub enum Format {
     /// Already folded stacks (`a;b;c 12`), merged and re-aggregated.
     Folded,
+    /// function_graph tracer output (tracefs `trace` or `trace-cmd report`), latency in ns.
+    FunctionGraph,
 }
 
 impl Format {
     /// Every format, in detection priority order (earlier wins ties).
-    pub const ALL: &'static [Format] = &[Format::Folded];
+    pub const ALL: &'static [Format] = &[Format::Folded, Format::FunctionGraph];
 
     /// The name used by `--format`.
     pub fn name(self) -> &'static str {
         match self {
             Format::Folded => "folded",
+            Format::FunctionGraph => "function-graph",
         }
     }
 
@@ -24,6 +27,7 @@ impl Format {
     pub fn aliases(self) -> &'static [&'static str] {
         match self {
             Format::Folded => &["collapsed", "stackcollapse"],
+            Format::FunctionGraph => &["function_graph", "funcgraph", "fgraph"],
         }
     }
 
@@ -31,6 +35,7 @@ impl Format {
     pub fn summary(self) -> &'static str {
         match self {
             Format::Folded => "folded stacks `frame;frame;... count` (FlameGraph)",
+            Format::FunctionGraph => "ftrace function_graph output, raw or `trace-cmd report` (latency, ns)",
         }
     }
 
@@ -38,6 +43,7 @@ impl Format {
     pub fn detect(self, head: &[u8]) -> u8 {
         match self {
             Format::Folded => super::folded::detect(head),
+            Format::FunctionGraph => super::fgraph::detect(head),
         }
     }
 

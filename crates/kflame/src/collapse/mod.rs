@@ -11,8 +11,11 @@
 //! detector, a fixture folder under `tests/data/`, a fuzz target.
 
 pub mod engine;
+pub mod fgraph;
 pub mod folded;
 mod format;
+#[cfg(test)]
+mod testkit;
 
 pub use engine::{Engine, Order};
 pub use format::{Format, detect};

@@ -1,0 +1,72 @@
+//! Test helpers shared by the collapsers of kernel tracing tools: run a collapser on bytes,
+//! read fixtures, and a deterministic mutation check that a parser never panics.
+
+use super::{Collapse, Engine, Order, Output};
+use crate::fold::write::write_folded;
+
+/// Collapses `input` sequentially and returns the output.
+pub(crate) fn run(c: Box<dyn Collapse>, input: &[u8]) -> Output {
+    Engine { threads: 1, order: Order::Sorted, block_size: 4096 }.run(c, input).expect("in-memory input")
+}
+
+/// Collapses `input` in the given order on `threads` threads, with small blocks.
+pub(crate) fn run_with(c: Box<dyn Collapse>, input: &[u8], threads: usize, order: Order) -> Output {
+    Engine { threads, order, block_size: 4096 }.run(c, input).expect("in-memory input")
+}
+
+/// The folded text (with metadata header) of an output.
+pub(crate) fn folded(out: &Output) -> String {
+    let mut v = Vec::new();
+    write_folded(&mut v, &out.stacks, &out.meta).expect("write to memory");
+    String::from_utf8(v).expect("fixtures are UTF-8")
+}
+
+/// A fixture under `tests/data/`.
+pub(crate) fn data(rel: &str) -> Vec<u8> {
+    let p = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/").to_string() + rel;
+    std::fs::read(&p).unwrap_or_else(|e| panic!("reading fixture {p}: {e}"))
+}
+
+/// Feeds deterministic mutations of `seed` (truncations, byte flips, deleted and doubled
+/// lines, non-UTF-8 bytes) to fresh collapsers from `make`; panics propagate.
+pub(crate) fn no_panic_on_mutations(seed: &[u8], make: impl Fn() -> Box<dyn Collapse>) {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let junk: &[&[u8]] = &[b"\xff\xfe", b"\n", b" ", b"|", b"}", b"{", b"(", b")", b";", b"]: ", b"-", b"\0", b"@["];
+    for round in 0..400 {
+        let mut v = seed.to_vec();
+        let edits = 1 + next() % 8;
+        for _ in 0..edits {
+            if v.is_empty() {
+                break;
+            }
+            let at = (next() as usize) % v.len();
+            match next() % 5 {
+                0 => v.truncate(at),
+                1 => v[at] = next() as u8,
+                2 => {
+                    let j = junk[(next() as usize) % junk.len()];
+                    v.splice(at..at, j.iter().copied());
+                }
+                3 => {
+                    let end = (at + (next() as usize) % 200).min(v.len());
+                    v.drain(at..end);
+                }
+                _ => {
+                    let end = (at + (next() as usize) % 200).min(v.len());
+                    let dup = v[at..end].to_vec();
+                    v.splice(at..at, dup);
+                }
+            }
+        }
+        let out = run(make(), &v);
+        let mut text = Vec::new();
+        write_folded(&mut text, &out.stacks, &out.meta).expect("write to memory");
+        assert!(out.diag.iter().all(|(_, e)| !e.message.is_empty()), "round {round}");
+    }
+}
