@@ -41,6 +41,9 @@ pub(crate) struct Args {
 
     #[command(flatten)]
     shared: SharedArgs,
+
+    #[command(flatten)]
+    latency: super::producers::LatencyArgs,
 }
 
 /// Options that several formats understand, each in its own sense (documented per flag).
@@ -84,9 +87,10 @@ fn parse_format(s: &str) -> Result<Format, String> {
 }
 
 /// Builds the collapser of `format` configured from the command line.
-fn build(format: Format, _args: &Args) -> Result<Box<dyn Collapse>> {
+fn build(format: Format, args: &Args) -> Result<Box<dyn Collapse>> {
     Ok(match format {
         Format::Folded => Box::new(collapse::folded::Folded::new()),
+        Format::FunctionGraph => super::producers::function_graph(&args.latency, &args.shared)?,
     })
 }
 

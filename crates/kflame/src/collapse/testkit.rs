@@ -37,7 +37,8 @@ pub(crate) fn no_panic_on_mutations(seed: &[u8], make: impl Fn() -> Box<dyn Coll
         x ^= x << 17;
         x
     };
-    let junk: &[&[u8]] = &[b"\xff\xfe", b"\n", b" ", b"|", b"}", b"{", b"(", b")", b";", b"]: ", b"-", b"\0", b"@["];
+    let junk: &[&[u8]] =
+        &[b"\xff\xfe", b"\n", b" ", b"|", b"}", b"{", b"(", b")", b";", b"]: ", b"-", b"\0", b"@["];
     for round in 0..400 {
         let mut v = seed.to_vec();
         let edits = 1 + next() % 8;

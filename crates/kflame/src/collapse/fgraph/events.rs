@@ -22,7 +22,9 @@ pub(crate) fn write_json(
 ) {
     out.extend_from_slice(b"{\"ts\":");
     match call.start_ns {
-        Some(ns) => out.extend_from_slice(format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000).as_bytes()),
+        Some(ns) => {
+            out.extend_from_slice(format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000).as_bytes())
+        }
         None => out.extend_from_slice(b"null"),
     }
     out.extend_from_slice(format!(",\"cpu\":{cpu},\"pid\":").as_bytes());

@@ -167,9 +167,9 @@ impl FunctionGraph {
             Ok(Line::OtherEvent) => {
                 out.diag.note(kinds::OTHER_EVENT, n, || "events other than funcgraph_* were ignored".into())
             }
-            Err(msg) => out.diag.skip(kinds::BAD_LINE, n, || {
-                format!("{msg}, found `{}`", crate::fold::read::show(text))
-            }),
+            Err(msg) => out
+                .diag
+                .skip(kinds::BAD_LINE, n, || format!("{msg}, found `{}`", crate::fold::read::show(text))),
         }
     }
 

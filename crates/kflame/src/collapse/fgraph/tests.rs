@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::collapse::testkit::{data, folded, no_panic_on_mutations, run, run_with};
-use crate::collapse::{Order, detect as detect_format, Format};
+use crate::collapse::{Format, Order, detect as detect_format};
 use std::sync::{Arc, Mutex};
 
 fn fg(opts: Options) -> Box<dyn Collapse> {
@@ -28,7 +28,11 @@ fn raw_self_time() {
 
 #[test]
 fn raw_total_time() {
-    golden("raw-basic.txt", "raw-basic.total.folded", Options { latency: Latency::Total, ..Options::default() });
+    golden(
+        "raw-basic.txt",
+        "raw-basic.total.folded",
+        Options { latency: Latency::Total, ..Options::default() },
+    );
 }
 
 #[test]
@@ -103,7 +107,10 @@ fn top_n_groups_the_slowest_calls() {
 
 #[test]
 fn top_n_labels_carry_start_time() {
-    let out = run(fg(Options { top: Some(10), ..Options::default() }), &data("function-graph/raw-abstime-proc.txt"));
+    let out = run(
+        fg(Options { top: Some(10), ..Options::default() }),
+        &data("function-graph/raw-abstime-proc.txt"),
+    );
     let text = folded(&out);
     assert!(text.contains("[#01 52.000us @512.100000];sys_sendto;tcp_sendmsg;schedule 40000\n"), "{text}");
     assert!(text.contains("[#02 750ns @512.100003];queue_work 750\n"), "{text}");
@@ -122,7 +129,12 @@ fn time_order_follows_completion() {
 
 #[test]
 fn detection_claims_function_graph_only() {
-    for f in ["raw-basic.txt", "raw-abstime-proc.txt", "trace-cmd-report-irq.txt", "trace-cmd-report-funcgraph-example.txt"] {
+    for f in [
+        "raw-basic.txt",
+        "raw-abstime-proc.txt",
+        "trace-cmd-report-irq.txt",
+        "trace-cmd-report-funcgraph-example.txt",
+    ] {
         assert_eq!(detect_format(&data(&format!("function-graph/{f}"))), Some(Format::FunctionGraph), "{f}");
     }
     assert_eq!(detect(b"a;b 1\nc;d 2\n"), 0);

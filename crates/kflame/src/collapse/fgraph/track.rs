@@ -180,11 +180,6 @@ impl Track {
     pub(crate) fn depth(&self) -> usize {
         self.open.len()
     }
-
-    /// Number of completed calls held for the current top-level call.
-    pub(crate) fn pending(&self) -> usize {
-        self.records.len()
-    }
 }
 
 #[cfg(test)]
