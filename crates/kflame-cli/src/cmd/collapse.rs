@@ -91,6 +91,7 @@ fn build(format: Format, args: &Args) -> Result<Box<dyn Collapse>> {
     Ok(match format {
         Format::Folded => Box::new(collapse::folded::Folded::new()),
         Format::FunctionGraph => super::producers::function_graph(&args.latency, &args.shared)?,
+        Format::ProcStacks => Box::new(collapse::proc_stacks::ProcStacks::new()),
     })
 }
 

@@ -9,17 +9,20 @@ pub enum Format {
     Folded,
     /// function_graph tracer output (tracefs `trace` or `trace-cmd report`), latency in ns.
     FunctionGraph,
+    /// A snapshot of every thread's `/proc/PID/task/TID/stack`, grouped by task state.
+    ProcStacks,
 }
 
 impl Format {
     /// Every format, in detection priority order (earlier wins ties).
-    pub const ALL: &'static [Format] = &[Format::Folded, Format::FunctionGraph];
+    pub const ALL: &'static [Format] = &[Format::Folded, Format::FunctionGraph, Format::ProcStacks];
 
     /// The name used by `--format`.
     pub fn name(self) -> &'static str {
         match self {
             Format::Folded => "folded",
             Format::FunctionGraph => "function-graph",
+            Format::ProcStacks => "proc-stacks",
         }
     }
 
@@ -28,6 +31,7 @@ impl Format {
         match self {
             Format::Folded => &["collapsed", "stackcollapse"],
             Format::FunctionGraph => &["function_graph", "funcgraph", "fgraph"],
+            Format::ProcStacks => &["proc-stack", "procstacks"],
         }
     }
 
@@ -36,6 +40,7 @@ impl Format {
         match self {
             Format::Folded => "folded stacks `frame;frame;... count` (FlameGraph)",
             Format::FunctionGraph => "ftrace function_graph output, raw or `trace-cmd report` (latency, ns)",
+            Format::ProcStacks => "snapshot of /proc/*/task/*/stack (`==> pid= comm= state=` blocks)",
         }
     }
 
@@ -44,6 +49,7 @@ impl Format {
         match self {
             Format::Folded => super::folded::detect(head),
             Format::FunctionGraph => super::fgraph::detect(head),
+            Format::ProcStacks => super::proc_stacks::detect(head),
         }
     }
 

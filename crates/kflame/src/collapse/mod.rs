@@ -14,8 +14,9 @@ pub mod engine;
 pub mod fgraph;
 pub mod folded;
 mod format;
+pub mod proc_stacks;
 #[cfg(test)]
-mod testkit;
+pub(crate) mod testkit;
 
 pub use engine::{Engine, Order};
 pub use format::{Format, detect};
