@@ -44,6 +44,9 @@ pub(crate) struct Args {
 
     #[command(flatten)]
     latency: super::producers::LatencyArgs,
+
+    #[command(flatten)]
+    producers: super::producers::ProducerArgs,
 }
 
 /// Options that several formats understand, each in its own sense (documented per flag).
@@ -92,6 +95,7 @@ fn build(format: Format, args: &Args) -> Result<Box<dyn Collapse>> {
         Format::Folded => Box::new(collapse::folded::Folded::new()),
         Format::FunctionGraph => super::producers::function_graph(&args.latency, &args.shared)?,
         Format::ProcStacks => Box::new(collapse::proc_stacks::ProcStacks::new()),
+        Format::Bpftrace => super::producers::bpftrace(&args.producers),
     })
 }
 

@@ -17,25 +17,49 @@ use super::collapse::SharedArgs;
 pub(crate) struct LatencyArgs {
     /// function_graph weight: `self` time of each call path (default; flame graph widths are
     /// then total times) or `total` time (inclusive duration of each call path).
-    #[arg(long, value_name = "self|total", help_heading = "function_graph options")]
-    pub(crate) latency: Option<String>,
+    #[arg(long, value_enum, value_name = "self|total", help_heading = "function_graph options")]
+    pub(crate) latency: Option<LatencyArg>,
     /// function_graph: keep only the N slowest top-level calls, each under a root frame
     /// `[#rank duration @start]`, to see an outlier alone.
     #[arg(long, value_name = "N", help_heading = "function_graph options")]
-    pub(crate) top: Option<usize>,
+    pub(crate) top: Option<u32>,
+}
+
+/// Values of `--latency`.
+#[derive(clap::ValueEnum, Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum LatencyArg {
+    /// Time in the function itself.
+    #[value(name = "self")]
+    SelfTime,
+    /// Whole duration, children included.
+    Total,
+}
+
+/// bcc, bpftrace and SystemTap options.
+#[derive(clap::Args, Debug, Default)]
+pub(crate) struct ProducerArgs {
+    /// bpftrace: the map to collapse (`@bytes`, `@` for the anonymous map); default: the
+    /// first map keyed by a stack.
+    #[arg(long, value_name = "@NAME", help_heading = "bcc / bpftrace options")]
+    pub(crate) bpftrace_map: Option<String>,
+}
+
+/// Builds the bpftrace collapser.
+pub(crate) fn bpftrace(p: &ProducerArgs) -> Box<dyn Collapse> {
+    Box::new(kflame::collapse::bpftrace::Bpftrace::new(p.bpftrace_map.as_deref()))
 }
 
 /// Builds the function_graph collapser.
 pub(crate) fn function_graph(lat: &LatencyArgs, shared: &SharedArgs) -> Result<Box<dyn Collapse>> {
-    let latency = match lat.latency.as_deref() {
-        None | Some("self") => Latency::SelfTime,
-        Some("total") => Latency::Total,
-        Some(other) => bail!("--latency takes `self` or `total`, not `{other}`"),
+    let latency = match lat.latency {
+        None | Some(LatencyArg::SelfTime) => Latency::SelfTime,
+        Some(LatencyArg::Total) => Latency::Total,
     };
     if lat.top == Some(0) {
         bail!("--top takes a number of calls of at least 1");
     }
-    let opts = Options { latency, top: lat.top, comm: shared.comm, pid: shared.pid, cpu: shared.cpu };
+    let top = lat.top.map(|n| n as usize);
+    let opts = Options { latency, top, comm: shared.comm, pid: shared.pid, cpu: shared.cpu };
     let c = FunctionGraph::new(opts);
     Ok(match &shared.events_json {
         Some(path) => Box::new(c.with_events(Box::new(events_sink(path)?))),

@@ -11,11 +11,14 @@ pub enum Format {
     FunctionGraph,
     /// A snapshot of every thread's `/proc/PID/task/TID/stack`, grouped by task state.
     ProcStacks,
+    /// bpftrace map output with stack keys (`@[kstack]: N`).
+    Bpftrace,
 }
 
 impl Format {
     /// Every format, in detection priority order (earlier wins ties).
-    pub const ALL: &'static [Format] = &[Format::Folded, Format::FunctionGraph, Format::ProcStacks];
+    pub const ALL: &'static [Format] =
+        &[Format::Folded, Format::FunctionGraph, Format::ProcStacks, Format::Bpftrace];
 
     /// The name used by `--format`.
     pub fn name(self) -> &'static str {
@@ -23,6 +26,7 @@ impl Format {
             Format::Folded => "folded",
             Format::FunctionGraph => "function-graph",
             Format::ProcStacks => "proc-stacks",
+            Format::Bpftrace => "bpftrace",
         }
     }
 
@@ -32,6 +36,7 @@ impl Format {
             Format::Folded => &["collapsed", "stackcollapse"],
             Format::FunctionGraph => &["function_graph", "funcgraph", "fgraph"],
             Format::ProcStacks => &["proc-stack", "procstacks"],
+            Format::Bpftrace => &[],
         }
     }
 
@@ -41,6 +46,7 @@ impl Format {
             Format::Folded => "folded stacks `frame;frame;... count` (FlameGraph)",
             Format::FunctionGraph => "ftrace function_graph output, raw or `trace-cmd report` (latency, ns)",
             Format::ProcStacks => "snapshot of /proc/*/task/*/stack (`==> pid= comm= state=` blocks)",
+            Format::Bpftrace => "bpftrace maps keyed by stacks (`@[kstack]: N`, `@x[ustack, comm]: N`)",
         }
     }
 
@@ -50,6 +56,7 @@ impl Format {
             Format::Folded => super::folded::detect(head),
             Format::FunctionGraph => super::fgraph::detect(head),
             Format::ProcStacks => super::proc_stacks::detect(head),
+            Format::Bpftrace => super::bpftrace::detect(head),
         }
     }
 

@@ -71,3 +71,34 @@ pub(crate) fn no_panic_on_mutations(seed: &[u8], make: impl Fn() -> Box<dyn Coll
         assert!(out.diag.iter().all(|(_, e)| !e.message.is_empty()), "round {round}");
     }
 }
+
+/// Compares `got` with the golden file `tests/data/<rel>`; with `KFLAME_BLESS=1` in the
+/// environment, (re)writes the golden file instead (review the diff before committing).
+pub(crate) fn golden_file(rel: &str, got: &str) {
+    let p = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/").to_string() + rel;
+    if std::env::var_os("KFLAME_BLESS").is_some() {
+        std::fs::write(&p, got).unwrap_or_else(|e| panic!("writing {p}: {e}"));
+        return;
+    }
+    let want = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("reading golden {p}: {e}"));
+    assert_eq!(got, want, "output differs from {rel} (KFLAME_BLESS=1 rewrites it)");
+}
+
+/// Sum of the `N` in lines ending with `]: N` (bpftrace map values), computed without the
+/// parser under test.
+pub(crate) fn sum_bpftrace_values(text: &[u8], map_prefix: &str) -> u64 {
+    let text = String::from_utf8_lossy(text);
+    let mut sum = 0;
+    let mut in_map = false;
+    for l in text.lines() {
+        if l.starts_with('@') {
+            in_map = l.starts_with(map_prefix);
+        }
+        if let Some(i) = l.rfind("]: ") {
+            if in_map {
+                sum += l[i + 3..].trim().parse::<u64>().unwrap_or(0);
+            }
+        }
+    }
+    sum
+}
