@@ -96,6 +96,7 @@ fn build(format: Format, args: &Args) -> Result<Box<dyn Collapse>> {
         Format::FunctionGraph => super::producers::function_graph(&args.latency, &args.shared)?,
         Format::ProcStacks => Box::new(collapse::proc_stacks::ProcStacks::new()),
         Format::Bpftrace => super::producers::bpftrace(&args.producers),
+        Format::Bcc => super::producers::bcc(&args.producers, &args.shared),
     })
 }
 

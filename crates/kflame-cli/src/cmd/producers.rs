@@ -42,6 +42,35 @@ pub(crate) struct ProducerArgs {
     /// first map keyed by a stack.
     #[arg(long, value_name = "@NAME", help_heading = "bcc / bpftrace options")]
     pub(crate) bpftrace_map: Option<String>,
+    /// bcc: unit of the counts when there is no header line to tell (folded `-f` output,
+    /// read with `-F bcc`):
+    /// `us` (offcputime and friends; converted to ns), `samples` (profile), `events`
+    /// (stackcount).
+    #[arg(long, value_enum, value_name = "UNIT", help_heading = "bcc / bpftrace options")]
+    pub(crate) bcc_unit: Option<BccUnit>,
+}
+
+/// Values of `--bcc-unit`.
+#[derive(clap::ValueEnum, Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum BccUnit {
+    /// Microseconds, converted to nanoseconds.
+    Us,
+    /// Samples.
+    Samples,
+    /// Event counts.
+    Events,
+}
+
+/// Builds the bcc collapser.
+pub(crate) fn bcc(p: &ProducerArgs, shared: &SharedArgs) -> Box<dyn Collapse> {
+    use kflame::collapse::bcc::{Bcc, Options, Unit};
+    let unit = match p.bcc_unit {
+        None => Unit::Auto,
+        Some(BccUnit::Us) => Unit::Micros,
+        Some(BccUnit::Samples) => Unit::Samples,
+        Some(BccUnit::Events) => Unit::Events,
+    };
+    Box::new(Bcc::new(Options { unit, pid: shared.pid }))
 }
 
 /// Builds the bpftrace collapser.

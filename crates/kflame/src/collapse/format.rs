@@ -13,12 +13,14 @@ pub enum Format {
     ProcStacks,
     /// bpftrace map output with stack keys (`@[kstack]: N`).
     Bpftrace,
+    /// bcc tool output (profile, offcputime, stackcount), multi-line or folded.
+    Bcc,
 }
 
 impl Format {
     /// Every format, in detection priority order (earlier wins ties).
     pub const ALL: &'static [Format] =
-        &[Format::Folded, Format::FunctionGraph, Format::ProcStacks, Format::Bpftrace];
+        &[Format::Folded, Format::FunctionGraph, Format::ProcStacks, Format::Bpftrace, Format::Bcc];
 
     /// The name used by `--format`.
     pub fn name(self) -> &'static str {
@@ -27,6 +29,7 @@ impl Format {
             Format::FunctionGraph => "function-graph",
             Format::ProcStacks => "proc-stacks",
             Format::Bpftrace => "bpftrace",
+            Format::Bcc => "bcc",
         }
     }
 
@@ -37,6 +40,7 @@ impl Format {
             Format::FunctionGraph => &["function_graph", "funcgraph", "fgraph"],
             Format::ProcStacks => &["proc-stack", "procstacks"],
             Format::Bpftrace => &[],
+            Format::Bcc => &["bcc-profile", "bcc-offcputime", "bcc-stackcount"],
         }
     }
 
@@ -47,6 +51,7 @@ impl Format {
             Format::FunctionGraph => "ftrace function_graph output, raw or `trace-cmd report` (latency, ns)",
             Format::ProcStacks => "snapshot of /proc/*/task/*/stack (`==> pid= comm= state=` blocks)",
             Format::Bpftrace => "bpftrace maps keyed by stacks (`@[kstack]: N`, `@x[ustack, comm]: N`)",
+            Format::Bcc => "bcc profile/offcputime/stackcount output, multi-line or folded (`-f`)",
         }
     }
 
@@ -57,6 +62,7 @@ impl Format {
             Format::FunctionGraph => super::fgraph::detect(head),
             Format::ProcStacks => super::proc_stacks::detect(head),
             Format::Bpftrace => super::bpftrace::detect(head),
+            Format::Bcc => super::bcc::detect(head),
         }
     }
 

@@ -10,6 +10,7 @@
 //! Adding a format: a file here implementing [`Collapse`], a variant of [`Format`] with its
 //! detector, a fixture folder under `tests/data/`, a fuzz target.
 
+pub mod bcc;
 pub mod bpftrace;
 pub mod engine;
 pub mod fgraph;

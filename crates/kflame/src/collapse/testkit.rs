@@ -102,3 +102,19 @@ pub(crate) fn sum_bpftrace_values(text: &[u8], map_prefix: &str) -> u64 {
     }
     sum
 }
+
+/// Sum of the indented, digits-only lines (bcc multi-line counts) and of the last field of
+/// unindented lines ending in a number (folded lines), computed without the parser under test.
+pub(crate) fn sum_bcc_counts(text: &[u8]) -> u64 {
+    let text = String::from_utf8_lossy(text);
+    let mut sum = 0;
+    for l in text.lines() {
+        let t = l.trim();
+        if l.starts_with(' ') && !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+            sum += t.parse::<u64>().unwrap_or(0);
+        } else if !l.starts_with(' ') && !l.starts_with('#') {
+            sum += l.rsplit(' ').next().and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
+        }
+    }
+    sum
+}
