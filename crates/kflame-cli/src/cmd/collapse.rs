@@ -97,6 +97,7 @@ fn build(format: Format, args: &Args) -> Result<Box<dyn Collapse>> {
         Format::ProcStacks => Box::new(collapse::proc_stacks::ProcStacks::new()),
         Format::Bpftrace => super::producers::bpftrace(&args.producers),
         Format::Bcc => super::producers::bcc(&args.producers, &args.shared),
+        Format::Stap => Box::new(collapse::stap::Stap::new()),
     })
 }
 

@@ -15,12 +15,20 @@ pub enum Format {
     Bpftrace,
     /// bcc tool output (profile, offcputime, stackcount), multi-line or folded.
     Bcc,
+    /// SystemTap `print_stack()` / `print_backtrace()` output followed by counts.
+    Stap,
 }
 
 impl Format {
     /// Every format, in detection priority order (earlier wins ties).
-    pub const ALL: &'static [Format] =
-        &[Format::Folded, Format::FunctionGraph, Format::ProcStacks, Format::Bpftrace, Format::Bcc];
+    pub const ALL: &'static [Format] = &[
+        Format::Folded,
+        Format::FunctionGraph,
+        Format::ProcStacks,
+        Format::Bpftrace,
+        Format::Bcc,
+        Format::Stap,
+    ];
 
     /// The name used by `--format`.
     pub fn name(self) -> &'static str {
@@ -30,6 +38,7 @@ impl Format {
             Format::ProcStacks => "proc-stacks",
             Format::Bpftrace => "bpftrace",
             Format::Bcc => "bcc",
+            Format::Stap => "stap",
         }
     }
 
@@ -41,6 +50,7 @@ impl Format {
             Format::ProcStacks => &["proc-stack", "procstacks"],
             Format::Bpftrace => &[],
             Format::Bcc => &["bcc-profile", "bcc-offcputime", "bcc-stackcount"],
+            Format::Stap => &["systemtap"],
         }
     }
 
@@ -52,6 +62,7 @@ impl Format {
             Format::ProcStacks => "snapshot of /proc/*/task/*/stack (`==> pid= comm= state=` blocks)",
             Format::Bpftrace => "bpftrace maps keyed by stacks (`@[kstack]: N`, `@x[ustack, comm]: N`)",
             Format::Bcc => "bcc profile/offcputime/stackcount output, multi-line or folded (`-f`)",
+            Format::Stap => "SystemTap print_stack()/print_backtrace() output with counts",
         }
     }
 
@@ -63,6 +74,7 @@ impl Format {
             Format::ProcStacks => super::proc_stacks::detect(head),
             Format::Bpftrace => super::bpftrace::detect(head),
             Format::Bcc => super::bcc::detect(head),
+            Format::Stap => super::stap::detect(head),
         }
     }
 

@@ -17,6 +17,7 @@ pub mod fgraph;
 pub mod folded;
 mod format;
 pub mod proc_stacks;
+pub mod stap;
 #[cfg(test)]
 pub(crate) mod testkit;
 
