@@ -118,3 +118,48 @@ pub(crate) fn sum_bcc_counts(text: &[u8]) -> u64 {
     }
     sum
 }
+
+#[cfg(test)]
+mod detection {
+    use crate::collapse::Format;
+
+    const MINE: &[Format] = &[Format::FunctionGraph, Format::ProcStacks, Format::Bpftrace, Format::Bcc, Format::Stap];
+
+    /// Which of these formats a capture file belongs to, by its name.
+    fn owner(name: &str) -> Option<Format> {
+        match name {
+            n if n.starts_with("bpftrace-") && n != "bpftrace-info.txt" => Some(Format::Bpftrace),
+            n if n.starts_with("bcc-") && n.ends_with(".folded") => Some(Format::Bcc),
+            "bcc-profile-folded.txt" => Some(Format::Bcc),
+            "proc-stacks-snapshot.txt" => Some(Format::ProcStacks),
+            _ => None,
+        }
+    }
+
+    /// The detectors of these formats must not claim the other captures of this machine
+    /// (perf script, ftrace and trace-cmd events, kernel logs), which other collapsers own.
+    #[test]
+    #[allow(clippy::print_stderr)]
+    fn detectors_claim_only_their_own_captures() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/captures/text");
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            eprintln!("note: {dir} absent; detection test on shared captures skipped");
+            return;
+        };
+        let mut checked = 0;
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Ok(head) = std::fs::read(e.path()) else { continue };
+            let head = &head[..head.len().min(64 * 1024)];
+            for &f in MINE {
+                let score = f.detect(head);
+                let own = owner(&name) == Some(f);
+                if !own {
+                    assert!(score < 30, "{f} claims {name} with score {score}");
+                }
+            }
+            checked += 1;
+        }
+        assert!(checked > 20, "only {checked} captures found");
+    }
+}
