@@ -123,7 +123,8 @@ pub(crate) fn sum_bcc_counts(text: &[u8]) -> u64 {
 mod detection {
     use crate::collapse::Format;
 
-    const MINE: &[Format] = &[Format::FunctionGraph, Format::ProcStacks, Format::Bpftrace, Format::Bcc, Format::Stap];
+    const MINE: &[Format] =
+        &[Format::FunctionGraph, Format::ProcStacks, Format::Bpftrace, Format::Bcc, Format::Stap];
 
     /// Which of these formats a capture file belongs to, by its name.
     fn owner(name: &str) -> Option<Format> {
