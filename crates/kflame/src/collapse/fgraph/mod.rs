@@ -71,9 +71,14 @@ pub mod kinds {
     pub const OTHER_EVENT: &str = "other event";
     /// Calls still running when the trace ended.
     pub const OPEN_AT_END: &str = "call still open at end";
+    /// A very long top-level call emitted in parts to bound memory.
+    pub const LONG_CALL: &str = "long call";
     /// The events JSON file could not be written.
     pub const EVENTS_WRITE: &str = "events output failed";
 }
+
+/// Completed calls held per unfinished top-level call before they are emitted early.
+const MAX_PENDING: usize = 1 << 16;
 
 /// Where nesting is tracked: a task (pid > 0) or a CPU.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -160,6 +165,13 @@ impl FunctionGraph {
                 note_fixups(out, n, fix);
                 if let Some(c) = done {
                     self.completed(key, c, out);
+                } else if self.opts.top.is_none() && entry.0.pending() >= MAX_PENDING {
+                    let part = entry.0.drain();
+                    let who = entry.1.clone();
+                    out.diag.note(kinds::LONG_CALL, n, || {
+                        format!("a top-level call with over {MAX_PENDING} nested calls: emitted in parts")
+                    });
+                    self.emit(&who, &part, None, out);
                 }
             }
             Ok(Line::Switch { cpu, from, to }) => self.switch(cpu, from, to),

@@ -169,3 +169,28 @@ fn mutations_never_panic() {
         });
     }
 }
+
+#[test]
+fn very_long_top_level_call_is_emitted_in_parts_with_the_same_result() {
+    let mut text = b" 0)               |  outer() {\n".to_vec();
+    for _ in 0..70_000 {
+        text.extend_from_slice(b" 0)   0.001 us    |    f();\n");
+    }
+    text.extend_from_slice(b" 0) ! 100.000 us  |  }\n");
+    let out = run(fg(Options::default()), &text);
+    assert_eq!(folded(&out), "# unit=ns\n# event=function_graph\nouter 30000\nouter;f 70000\n");
+    assert_eq!(out.diag.get(kinds::LONG_CALL).map(|e| e.count), Some(1));
+}
+
+#[test]
+fn retval_and_args_forms_of_newer_kernels() {
+    let text = b" 1)               |  do_sys_openat2(dfd=-100, filename=0x7f) {\n\
+                 1)   0.250 us    |    getname(); /* = 0xffff888 */\n\
+                 1)   1.000 us    |  } /* do_sys_openat2 = 0x3 */\n";
+    let out = run(fg(Options::default()), text);
+    assert!(out.diag.is_empty(), "{:?}", out.diag);
+    assert_eq!(
+        folded(&out),
+        "# unit=ns\n# event=function_graph\ndo_sys_openat2 750\ndo_sys_openat2;getname 250\n"
+    );
+}

@@ -176,6 +176,31 @@ impl Track {
         Some(self.take(root, None))
     }
 
+    /// Number of completed calls held for the current top-level call.
+    pub(crate) fn pending(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Hands over the completed calls held so far, keeping the open frames (renumbered) so
+    /// that nesting goes on: bounds memory inside very long top-level calls. Placeholder
+    /// frames not yet named stay `[unknown]` in what is handed over.
+    pub(crate) fn drain(&mut self) -> TopCall {
+        let open_names: Vec<Option<Box<[u8]>>> =
+            self.open.iter().map(|f| self.names.get(f.id as usize).cloned().flatten()).collect();
+        let call = TopCall {
+            names: std::mem::replace(&mut self.names, open_names),
+            records: std::mem::take(&mut self.records),
+            root: Vec::new(),
+            duration_ns: None,
+            start_ns: self.start_ns,
+            first_line: self.first_line,
+        };
+        for (i, f) in self.open.iter_mut().enumerate() {
+            f.id = i as u32;
+        }
+        call
+    }
+
     /// Number of frames still open.
     pub(crate) fn depth(&self) -> usize {
         self.open.len()
