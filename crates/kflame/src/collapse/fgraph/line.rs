@@ -34,6 +34,8 @@ pub(crate) enum Line<'a> {
     Ignored,
     /// A `trace-cmd report` line of another event (kept as a note, not an error).
     OtherEvent,
+    /// The tracer lost events here (`CPU:N [LOST M EVENTS]`): nesting may jump.
+    Lost,
 }
 
 /// A task as printed by the tracer: `comm-pid`.
@@ -51,6 +53,9 @@ pub(crate) const MAX_DEPTH: usize = 512;
 /// Parses one line; `Err` says what was expected.
 pub(crate) fn parse(line: &[u8]) -> Result<Line<'_>, String> {
     let t = trim(line);
+    if contains(t, b"[LOST ") && contains(t, b" EVENTS]") {
+        return Ok(Line::Lost);
+    }
     if t.is_empty() || t[0] == b'#' || t.iter().all(|&b| b == b'-') || is_header(t) {
         return Ok(Line::Ignored);
     }
@@ -75,7 +80,7 @@ fn parse_raw(t: &[u8]) -> Result<Option<Line<'_>>, String> {
         None => (None, t),
     };
     let Some((cpu, rest)) = split_cpu(rest) else {
-        return if ts.is_some() { Err("a CPU column `N)` after the time".into()) } else { Ok(None) };
+        return no_cpu_column(ts, rest);
     };
     if let Some(sw) = parse_switch(cpu, rest) {
         return Ok(Some(sw));
@@ -98,6 +103,18 @@ fn parse_raw(t: &[u8]) -> Result<Option<Line<'_>>, String> {
     }
     let line = call_line(cpu, task, ts, dur_col, text)?;
     Ok(Some(line))
+}
+
+/// `duration | function` without a CPU column (`nofuncgraph-cpu`): CPU 0 stands for all.
+fn no_cpu_column(ts: Option<u64>, rest: &[u8]) -> Result<Option<Line<'_>>, String> {
+    let Some(bar) = memchr::memchr(b'|', rest) else {
+        return if ts.is_some() { Err("a CPU column `N)` after the time".into()) } else { Ok(None) };
+    };
+    let dur = trim(&rest[..bar]);
+    if !dur.is_empty() && parse_duration(dur).is_none() {
+        return if ts.is_some() { Err("a CPU column `N)` after the time".into()) } else { Ok(None) };
+    }
+    call_line(0, None, ts, dur, &rest[bar + 1..]).map(Some)
 }
 
 /// `trace-cmd report` form: `comm-pid [cpu] (flags) ts: event: payload`.
@@ -347,6 +364,13 @@ mod tests {
         }
         assert_eq!(parse(b" 0)   ==========> |").unwrap(), Line::Ignored);
         assert_eq!(parse(b" 1)               |  /* my comment */").unwrap(), Line::Ignored);
+    }
+
+    #[test]
+    fn without_cpu_column_and_lost_events() {
+        assert_eq!(call(b"   1.382 us    |      f();"), (0, None, 2, Call::Leaf(b"f", 1382)));
+        assert_eq!(call(b"               |  g() {"), (0, None, 0, Call::Entry(b"g")));
+        assert_eq!(parse(b"CPU:1 [LOST 23 EVENTS]").unwrap(), Line::Lost);
     }
 
     #[test]

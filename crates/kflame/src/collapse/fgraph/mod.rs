@@ -67,6 +67,8 @@ pub mod kinds {
     pub const UNTERMINATED: &str = "call without exit";
     /// Callers entered before the trace began (or whose entries were lost).
     pub const PLACEHOLDER: &str = "caller not in trace";
+    /// `[LOST N EVENTS]` markers.
+    pub const LOST: &str = "lost events";
     /// Other trace-cmd events between the function_graph ones.
     pub const OTHER_EVENT: &str = "other event";
     /// Calls still running when the trace ended.
@@ -179,6 +181,9 @@ impl FunctionGraph {
             Ok(Line::OtherEvent) => {
                 out.diag.note(kinds::OTHER_EVENT, n, || "events other than funcgraph_* were ignored".into())
             }
+            Ok(Line::Lost) => out.diag.note(kinds::LOST, n, || {
+                "the tracer lost events here: calls around it may be cut or misnested".into()
+            }),
             Err(msg) => out
                 .diag
                 .skip(kinds::BAD_LINE, n, || format!("{msg}, found `{}`", crate::fold::read::show(text))),
@@ -373,8 +378,8 @@ pub fn detect(head: &[u8]) -> u8 {
             }
             Ok(Line::Switch { .. }) => calls += 1,
             Ok(Line::Ignored) => {}
-            Ok(Line::OtherEvent) => bad += 1,
-            Err(_) => bad += 1,
+            Ok(Line::OtherEvent) | Err(_) => bad += 1,
+            Ok(Line::Lost) => {}
         }
     }
     match (calls, bad) {
