@@ -55,7 +55,12 @@ pub mod kinds {
     pub const BAD_LINE: &str = "not bcc output";
     /// Frames that never got their count line.
     pub const NO_COUNT: &str = "stack without count";
+    /// A count line with no frames before it (kept under [`super::EMPTY_STACK`]).
+    pub const EMPTY_STACK: &str = "count without stack";
 }
+
+/// The placeholder frame for a count without frames.
+pub const EMPTY_STACK: &str = "[empty stack]";
 
 /// Collapser for bcc output. Sequential when multi-line records may span chunks.
 #[derive(Clone, Default)]
@@ -74,11 +79,8 @@ impl Bcc {
 
     fn line(&mut self, n: u64, line: &[u8], out: &mut Output) {
         let t = line.trim_ascii();
-        if t.is_empty() {
+        if t.is_empty() || is_chatter(t) {
             self.flush_incomplete(out);
-        } else if is_chatter(t) {
-            self.flush_incomplete(out);
-            self.apply_header(t);
         } else if line[0] == b' ' || line[0] == b'\t' {
             self.indented(n, t, out);
         } else {
@@ -88,9 +90,15 @@ impl Bcc {
     }
 
     fn indented(&mut self, n: u64, t: &[u8], out: &mut Output) {
-        if !self.frames.is_empty() && t.iter().all(u8::is_ascii_digit) {
+        if t.iter().all(u8::is_ascii_digit) {
             let frames = std::mem::take(&mut self.frames);
             match Weight::parse(t) {
+                Ok(w) if frames.is_empty() => {
+                    out.diag.note(kinds::EMPTY_STACK, n, || {
+                        format!("a count with no frames: kept as {EMPTY_STACK}")
+                    });
+                    out.stacks.add(EMPTY_STACK.as_bytes(), self.scale(w));
+                }
                 Ok(w) => out.stacks.add(&self.fold(frames), self.scale(w)),
                 Err(e) => out.diag.skip(kinds::BAD_LINE, n, || format!("a count, {e}: `{}`", show(t))),
             }
@@ -211,6 +219,8 @@ impl Collapse for Bcc {
         Meta { unit, event: None }
     }
 
+    /// The unit is decided here, from the header at the top, once: a header further down
+    /// does not change it (the result must not depend on how the input is split).
     fn prepare(&mut self, head: &[u8]) {
         for (_, l) in lines(head, 1).take(50) {
             self.apply_header(l.trim_ascii());

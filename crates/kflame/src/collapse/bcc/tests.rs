@@ -126,3 +126,32 @@ fn mutations_never_panic() {
     no_panic_on_mutations(&data("bcc/profile-example-delimited.txt"), || bcc(Unit::Auto));
     no_panic_on_mutations(&data("bcc/bcc-profile-folded.txt")[..5000], || bcc(Unit::Micros));
 }
+
+/// Found by the fuzz target: a header line far down used to switch the unit in the middle
+/// of a sequential run only, so 1 and 2 threads disagreed. The unit comes from the top.
+#[test]
+fn unit_comes_from_the_head_only() {
+    let mut text = b"    f\n        1\n".repeat(3000);
+    text.extend_from_slice(
+        b"Tracing off-CPU time (us) of all threads by kernel stack...\n    g\n        2\n",
+    );
+    let one = run(bcc(Unit::Auto), &text);
+    let two = run_with(bcc(Unit::Auto), &text, 2, Order::Sorted);
+    assert_eq!(folded(&one), folded(&two));
+    assert_eq!(one.stacks.total().whole(), 3002);
+}
+
+/// A count line always ends a record, even without frames (then kept under
+/// `[empty stack]`), so that any split of the input gives the same stacks.
+#[test]
+fn count_without_frames_is_kept_and_splits_agree() {
+    let mut text = Vec::new();
+    for i in 0..2000 {
+        text.extend_from_slice(format!("\n        {}\n    f{}\n        1\n", i % 7, i % 5).as_bytes());
+    }
+    let one = run(bcc(Unit::Auto), &text);
+    let two = run_with(bcc(Unit::Auto), &text, 2, Order::Sorted);
+    assert_eq!(folded(&one), folded(&two));
+    assert_eq!(one.stacks.total().whole(), 2000 + (0..2000u64).map(|i| i % 7).sum::<u64>());
+    assert!(folded(&one).starts_with("[empty stack] "));
+}
