@@ -22,3 +22,4 @@ pub mod collapse;
 pub mod diag;
 pub mod fold;
 pub mod render;
+pub mod record;

@@ -44,7 +44,15 @@ pub(crate) struct Args {
 
     #[command(flatten)]
     perf: super::collapse_perf::PerfArgs,
+
+    #[command(flatten)]
     trace: super::trace_args::TraceArgs,
+
+    #[command(flatten)]
+    latency: super::producers::LatencyArgs,
+
+    #[command(flatten)]
+    producers: super::producers::ProducerArgs,
 }
 
 /// Options that several formats understand, each in its own sense (documented per flag).
@@ -93,6 +101,11 @@ fn build(format: Format, args: &Args) -> Result<Box<dyn Collapse>> {
         Format::Folded => Box::new(collapse::folded::Folded::new()),
         Format::PerfScript => Box::new(super::collapse_perf::build(&args.perf, &args.shared)?),
         Format::Ftrace | Format::TraceCmd => super::trace_args::build_ftrace(&args.shared, &args.trace)?,
+        Format::FunctionGraph => super::producers::function_graph(&args.latency, &args.shared)?,
+        Format::ProcStacks => Box::new(collapse::proc_stacks::ProcStacks::new()),
+        Format::Bpftrace => super::producers::bpftrace(&args.producers),
+        Format::Bcc => super::producers::bcc(&args.producers, &args.shared),
+        Format::Stap => Box::new(collapse::stap::Stap::new()),
     })
 }
 

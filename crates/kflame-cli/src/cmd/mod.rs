@@ -7,3 +7,4 @@ pub(crate) mod diff;
 pub(crate) mod flamegraph;
 pub(crate) mod html;
 pub(crate) mod trace_args;
+pub(crate) mod producers;

@@ -13,6 +13,16 @@ pub enum Format {
     Ftrace,
     /// `trace-cmd report` text with `kernel_stack:` blocks.
     TraceCmd,
+    /// function_graph tracer output (tracefs `trace` or `trace-cmd report`), latency in ns.
+    FunctionGraph,
+    /// A snapshot of every thread's `/proc/PID/task/TID/stack`, grouped by task state.
+    ProcStacks,
+    /// bpftrace map output with stack keys (`@[kstack]: N`).
+    Bpftrace,
+    /// bcc tool output (profile, offcputime, stackcount), multi-line or folded.
+    Bcc,
+    /// SystemTap `print_stack()` / `print_backtrace()` output followed by counts.
+    Stap,
 }
 
 impl Format {
@@ -22,6 +32,11 @@ impl Format {
         Format::PerfScript,
         Format::Ftrace,
         Format::TraceCmd,
+        Format::FunctionGraph,
+        Format::ProcStacks,
+        Format::Bpftrace,
+        Format::Bcc,
+        Format::Stap,
     ];
 
     /// The name used by `--format`.
@@ -31,6 +46,11 @@ impl Format {
             Format::PerfScript => "perf-script",
             Format::Ftrace => "ftrace",
             Format::TraceCmd => "trace-cmd",
+            Format::FunctionGraph => "function-graph",
+            Format::ProcStacks => "proc-stacks",
+            Format::Bpftrace => "bpftrace",
+            Format::Bcc => "bcc",
+            Format::Stap => "stap",
         }
     }
 
@@ -41,6 +61,11 @@ impl Format {
             Format::PerfScript => &["perf"],
             Format::Ftrace => &["trace_pipe", "tracefs"],
             Format::TraceCmd => &["tracecmd", "trace-cmd-report"],
+            Format::FunctionGraph => &["function_graph", "funcgraph", "fgraph"],
+            Format::ProcStacks => &["proc-stack", "procstacks"],
+            Format::Bpftrace => &[],
+            Format::Bcc => &["bcc-profile", "bcc-offcputime", "bcc-stackcount"],
+            Format::Stap => &["systemtap"],
         }
     }
 
@@ -51,6 +76,11 @@ impl Format {
             Format::PerfScript => "`perf script` text (samples with call stacks)",
             Format::Ftrace => "ftrace trace/trace_pipe events with `<stack trace>` blocks",
             Format::TraceCmd => "`trace-cmd report` events with `kernel_stack:` blocks",
+            Format::FunctionGraph => "ftrace function_graph output, raw or `trace-cmd report` (latency, ns)",
+            Format::ProcStacks => "snapshot of /proc/*/task/*/stack (`==> pid= comm= state=` blocks)",
+            Format::Bpftrace => "bpftrace maps keyed by stacks (`@[kstack]: N`, `@x[ustack, comm]: N`)",
+            Format::Bcc => "bcc profile/offcputime/stackcount output, multi-line or folded (`-f`)",
+            Format::Stap => "SystemTap print_stack()/print_backtrace() output with counts",
         }
     }
 
@@ -61,6 +91,11 @@ impl Format {
             Format::PerfScript => super::perf::detect(head),
             Format::Ftrace => super::ftrace::detect_ftrace(head),
             Format::TraceCmd => super::ftrace::detect_trace_cmd(head),
+            Format::FunctionGraph => super::fgraph::detect(head),
+            Format::ProcStacks => super::proc_stacks::detect(head),
+            Format::Bpftrace => super::bpftrace::detect(head),
+            Format::Bcc => super::bcc::detect(head),
+            Format::Stap => super::stap::detect(head),
         }
     }
 

@@ -10,13 +10,20 @@
 //! Adding a format: a file here implementing [`Collapse`], a variant of [`Format`] with its
 //! detector, a fixture folder under `tests/data/`, a fuzz target.
 
+pub mod bcc;
+pub mod bpftrace;
 pub mod engine;
 pub mod events_json;
 pub mod folded;
 mod format;
-pub mod perf;
+pub mod fgraph;
 pub mod ftrace;
 pub mod pairing;
+pub mod perf;
+pub mod proc_stacks;
+pub mod stap;
+#[cfg(test)]
+pub(crate) mod testkit;
 
 pub use engine::{Engine, Order};
 pub use format::{Format, detect};

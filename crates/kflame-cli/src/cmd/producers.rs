@@ -1,0 +1,120 @@
+//! Options of the latency (function_graph) and "other producers" formats (bcc, bpftrace,
+//! SystemTap, /proc stacks), and the constructors of their collapsers.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use anyhow::{Context, Result, bail};
+use kflame::collapse::Collapse;
+use kflame::collapse::fgraph::{FunctionGraph, Latency, Options};
+
+use super::collapse::SharedArgs;
+
+/// function_graph options.
+#[derive(clap::Args, Debug, Default)]
+pub(crate) struct LatencyArgs {
+    /// function_graph weight: `self` time of each call path (default; flame graph widths are
+    /// then total times) or `total` time (inclusive duration of each call path).
+    #[arg(long, value_enum, value_name = "self|total", help_heading = "function_graph options")]
+    pub(crate) latency: Option<LatencyArg>,
+    /// function_graph: keep only the N slowest top-level calls, each under a root frame
+    /// `[#rank duration @start]`, to see an outlier alone.
+    #[arg(long, value_name = "N", help_heading = "function_graph options")]
+    pub(crate) top: Option<u32>,
+}
+
+/// Values of `--latency`.
+#[derive(clap::ValueEnum, Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum LatencyArg {
+    /// Time in the function itself.
+    #[value(name = "self")]
+    SelfTime,
+    /// Whole duration, children included.
+    Total,
+}
+
+/// bcc, bpftrace and SystemTap options.
+#[derive(clap::Args, Debug, Default)]
+pub(crate) struct ProducerArgs {
+    /// bpftrace: the map to collapse (`@bytes`, `@` for the anonymous map); default: the
+    /// first map keyed by a stack.
+    #[arg(long, value_name = "@NAME", help_heading = "bcc / bpftrace options")]
+    pub(crate) bpftrace_map: Option<String>,
+    /// bcc: unit of the counts when there is no header line to tell (folded `-f` output,
+    /// read with `-F bcc`):
+    /// `us` (offcputime and friends; converted to ns), `samples` (profile), `events`
+    /// (stackcount).
+    #[arg(long, value_enum, value_name = "UNIT", help_heading = "bcc / bpftrace options")]
+    pub(crate) bcc_unit: Option<BccUnit>,
+}
+
+/// Values of `--bcc-unit`.
+#[derive(clap::ValueEnum, Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum BccUnit {
+    /// Microseconds, converted to nanoseconds.
+    Us,
+    /// Samples.
+    Samples,
+    /// Event counts.
+    Events,
+}
+
+/// Builds the bcc collapser.
+pub(crate) fn bcc(p: &ProducerArgs, shared: &SharedArgs) -> Box<dyn Collapse> {
+    use kflame::collapse::bcc::{Bcc, Options, Unit};
+    let unit = match p.bcc_unit {
+        None => Unit::Auto,
+        Some(BccUnit::Us) => Unit::Micros,
+        Some(BccUnit::Samples) => Unit::Samples,
+        Some(BccUnit::Events) => Unit::Events,
+    };
+    Box::new(Bcc::new(Options { unit, pid: shared.pid }))
+}
+
+/// Builds the bpftrace collapser.
+pub(crate) fn bpftrace(p: &ProducerArgs) -> Box<dyn Collapse> {
+    Box::new(kflame::collapse::bpftrace::Bpftrace::new(p.bpftrace_map.as_deref()))
+}
+
+/// Builds the function_graph collapser.
+pub(crate) fn function_graph(lat: &LatencyArgs, shared: &SharedArgs) -> Result<Box<dyn Collapse>> {
+    let latency = match lat.latency {
+        None | Some(LatencyArg::SelfTime) => Latency::SelfTime,
+        Some(LatencyArg::Total) => Latency::Total,
+    };
+    if lat.top == Some(0) {
+        bail!("--top takes a number of calls of at least 1");
+    }
+    let top = lat.top.map(|n| n as usize);
+    let opts = Options { latency, top, comm: shared.comm, pid: shared.pid, cpu: shared.cpu };
+    let c = FunctionGraph::new(opts);
+    Ok(match &shared.events_json {
+        Some(path) => Box::new(c.with_events(Box::new(events_sink(path)?))),
+        None => Box::new(c),
+    })
+}
+
+/// The `--events-json` file, created once per run and shared by every input.
+fn events_sink(path: &Path) -> Result<SharedSink> {
+    static SINK: OnceLock<Arc<Mutex<BufWriter<File>>>> = OnceLock::new();
+    if let Some(s) = SINK.get() {
+        return Ok(SharedSink(Arc::clone(s)));
+    }
+    let f = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let s = SINK.get_or_init(|| Arc::new(Mutex::new(BufWriter::new(f))));
+    Ok(SharedSink(Arc::clone(s)))
+}
+
+/// A writer shared by the collapsers of several inputs.
+struct SharedSink(Arc<Mutex<BufWriter<File>>>);
+
+impl Write for SharedSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().map_err(|_| std::io::Error::other("events writer poisoned"))?.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.lock().map_err(|_| std::io::Error::other("events writer poisoned"))?.flush()
+    }
+}
