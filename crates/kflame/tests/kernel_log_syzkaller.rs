@@ -30,6 +30,10 @@ fn split(data: &[u8]) -> (Expected, &[u8]) {
     let mut rest = data;
     while let Some(nl) = rest.iter().position(|&b| b == b'\n') {
         let line = String::from_utf8_lossy(&rest[..nl]).into_owned();
+        if line.starts_with('#') {
+            rest = &rest[nl + 1..];
+            continue;
+        }
         let key = line.split(':').next().unwrap_or("");
         let is_header = !key.is_empty() && key.bytes().all(|b| b.is_ascii_uppercase() || b == b'_');
         if line.is_empty() || !is_header {
@@ -79,6 +83,7 @@ fn expected_kind(title: &str) -> Kind {
         ("BUG: sleeping function called from invalid context", Kind::AtomicSleep),
         ("BUG: scheduling while atomic", Kind::AtomicSleep),
         ("kernel panic:", Kind::Panic),
+        ("WARNING: possible circular locking dependency", Kind::Lockdep),
         ("WARNING", Kind::Warning),
         ("kernel BUG", Kind::Bug),
         ("BUG:", Kind::Bug),

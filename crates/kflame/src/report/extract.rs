@@ -21,6 +21,7 @@ pub struct ReportExtractor {
     done: VecDeque<Report>,
     banner_kernel: Option<String>,
     tick: u64,
+    split_task: Option<(u64, Option<Vec<u8>>, String)>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -62,7 +63,7 @@ impl ReportExtractor {
         ReportExtractor::default()
     }
 
-    /// Every report of a whole log held in memory.
+    /// Every report of a whole log held in memory, in the order they start.
     pub fn extract_all(log: &[u8]) -> Vec<Report> {
         let mut x = ReportExtractor::new();
         let mut out = Vec::new();
@@ -72,6 +73,7 @@ impl ReportExtractor {
         }
         x.finish();
         out.extend(std::iter::from_fn(|| x.pop()));
+        out.sort_by_key(|r| r.line);
         out
     }
 
@@ -102,6 +104,16 @@ impl ReportExtractor {
             self.banner_kernel = Some(k);
         }
         let idx = self.route(s.caller);
+        if let Some((pn, joined)) = self.join_split_task_line(&text, s.caller) {
+            if let Some(start) = classify(&joined) {
+                self.on_start(idx, start, pn, &joined, s.caller);
+                return;
+            }
+        }
+        if text.trim_start().starts_with("INFO: task ") && classify(&text).is_none() {
+            self.split_task = Some((n, s.caller.map(<[u8]>::to_vec), text.into_owned()));
+            return;
+        }
         if let Some(start) = classify(&text) {
             self.on_start(idx, start, n, &text, s.caller);
             return;
@@ -121,6 +133,13 @@ impl ReportExtractor {
                 self.close(o);
             }
         }
+    }
+
+    /// A task name holding a newline splits `INFO: task NAME:PID blocked` over two lines:
+    /// the previous line joined with this one, if the previous was such a first half.
+    fn join_split_task_line(&mut self, text: &str, caller: Option<&[u8]>) -> Option<(u64, String)> {
+        let (n, c, first) = self.split_task.take()?;
+        (c.as_deref() == caller).then(|| (n, format!("{first}\n{text}")))
     }
 
     /// The open report a line of `caller` belongs to.

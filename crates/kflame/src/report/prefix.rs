@@ -42,13 +42,21 @@ pub fn strip(line: &[u8]) -> Stripped<'_> {
         s.text = priority(s.text);
     }
     s.text = dmesg_level(s.text);
-    if let Some(rest) = timestamp(s.text) {
+    if let Some(rest) = timestamp(s.text).or_else(|| (!s.stamped).then(|| later_timestamp(s.text)).flatten()) {
         s.text = rest;
         s.stamped = true;
     }
     if let Some((rest, caller)) = caller_id(s.text) {
         s.text = rest;
         s.caller = Some(caller);
+    }
+    while let Some(rest) = later_timestamp(s.text) {
+        // Console output interleaved on one line: the last kernel message wins.
+        s.text = rest;
+        if let Some((rest, caller)) = caller_id(s.text) {
+            s.text = rest;
+            s.caller = Some(caller);
+        }
     }
     s
 }
@@ -147,6 +155,12 @@ fn timestamp(s: &[u8]) -> Option<&[u8]> {
     Some(rest.strip_prefix(b" ").unwrap_or(rest))
 }
 
+/// A timestamp after other output on the same console line (`syzkaller login: [ 1.2] BUG:`,
+/// `** 93 printk messages dropped ** [ 1.2] ...`): what follows it.
+fn later_timestamp(s: &[u8]) -> Option<&[u8]> {
+    memchr::memchr_iter(b'[', s).skip_while(|&i| i == 0).find_map(|i| timestamp(&s[i..]))
+}
+
 /// `[  T123] ` / `[    C0] ` (printk caller id).
 fn caller_id(s: &[u8]) -> Option<(&[u8], &[u8])> {
     if s.first() != Some(&b'[') {
@@ -197,6 +211,8 @@ mod tests {
         assert_eq!(text(cases[1]).1.as_deref(), Some("T31"));
         assert_eq!(text(cases[5]).1.as_deref(), Some("T31"));
         assert_eq!(text("[   12.5][    C0]  <IRQ>").0, " <IRQ>");
+        assert_eq!(text("syzkaller login: [   16.305150] INFO: x").0, "INFO: x");
+        assert_eq!(text("bytes[   76.471107][ T1] BUG: y").0, "BUG: y");
     }
 
     #[test]

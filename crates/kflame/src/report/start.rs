@@ -149,7 +149,9 @@ fn faults(t: &str) -> Option<Start> {
     let page = Kind::PageFault;
     let paging = "BUG: unable to handle kernel paging request";
     let null = "BUG: unable to handle kernel NULL pointer dereference";
-    let table: [(&str, Kind, &str, Role); 14] = [
+    let table: [(&str, Kind, &str, Role); 16] = [
+        ("BUG: Unable to handle kernel data access", page, paging, Role::New),
+        ("BUG: Unable to handle kernel instruction fetch", page, paging, Role::New),
         ("BUG: unable to handle kernel paging request", page, paging, Role::New),
         ("BUG: unable to handle page fault", page, paging, Role::New),
         ("BUG: unable to handle kernel NULL pointer dereference", page, null, Role::New),
@@ -171,6 +173,7 @@ fn faults(t: &str) -> Option<Start> {
         }
     }
     let oops = t.strip_prefix("Oops: ").unwrap_or(t);
+    let oops = oops.strip_prefix("segment-related ").unwrap_or(oops);
     if oops.starts_with("general protection fault") {
         return Some(Start::new(Kind::GeneralProtectionFault, "general protection fault"));
     }
@@ -215,9 +218,10 @@ fn lockdep(t: &str) -> Option<Start> {
         ("MAX_", "BUG: lockdep limit too low"),
         ("looking up invalid subclass", "BUG: looking up invalid subclass"),
     ];
+    let anywhere = ["still has locks held", "lock held when returning to user space"];
     table
         .iter()
-        .find(|(pat, _)| body.starts_with(pat))
+        .find(|(pat, _)| body.starts_with(pat) || (anywhere.contains(pat) && body.contains(pat)))
         .map(|(_, title)| Start::new(Kind::Lockdep, *title))
 }
 
@@ -273,6 +277,7 @@ fn bug(t: &str) -> Option<Start> {
 
 fn misc(t: &str) -> Option<Start> {
     let leads = [
+        ("kasan: GPF could be caused by", Kind::GeneralProtectionFault, "general protection fault"),
         ("list_add corruption", Kind::Bug, "BUG: corrupted list"),
         ("list_del corruption", Kind::Bug, "BUG: corrupted list"),
         ("usercopy: Kernel memory", Kind::Bug, "BUG: bad usercopy"),
@@ -283,6 +288,9 @@ fn misc(t: &str) -> Option<Start> {
         if t.starts_with(pat) {
             return Some(Start::new(kind, title).role(Role::Leads));
         }
+    }
+    if t.starts_with("VFS: Close: file count is 0") {
+        return Some(Start::new(Kind::Other, "VFS: Close: file count is zero (use-after-free)"));
     }
     if t.starts_with("unreferenced object 0x") {
         return Some(Start::new(Kind::MemoryLeak, "memory leak"));
