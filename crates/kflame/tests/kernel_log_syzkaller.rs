@@ -1,6 +1,8 @@
 //! The kernel report extractor against syzkaller's corpus of real kernel reports
 //! (`tests/data/kernel-log/syzkaller/report/`, Apache-2.0): detection, kind and the function
-//! named by the expected title, for every file.
+//! named by the expected title, for every file. The function check looks at every stack the
+//! extractor kept for the report (the main call trace and the extra stacks: KASAN's
+//! allocated/freed-by, lockdep's chains, other CPUs), leaf to root.
 //!
 //! Every miss must be listed with its reason in
 //! `tests/data/kernel-log/syzkaller-accepted-misses.txt`, and every listed miss must still
@@ -130,7 +132,8 @@ fn check(exp: &Expected, reports: &[Report]) -> Outcome {
     let funcs: Vec<String> =
         std::iter::once(&exp.title).chain(&exp.alts).flat_map(|t| title_functions(t)).collect();
     if !funcs.is_empty() {
-        let have: Vec<&str> = r.frames.iter().map(|f| base(&f.function)).collect();
+        let extra = r.extra_stacks.iter().flat_map(|e| &e.frames);
+        let have: Vec<&str> = r.frames.iter().chain(extra).map(|f| base(&f.function)).collect();
         o.frame_ok = Some(funcs.iter().any(|f| have.contains(&base(f))));
     }
     o.detail = format!("expected {:?} ({k}), got {:?} ({}) with {} frames", exp.title, r.title, r.kind(), r.frames.len());

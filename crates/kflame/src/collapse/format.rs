@@ -7,16 +7,22 @@ use std::fmt;
 pub enum Format {
     /// Already folded stacks (`a;b;c 12`), merged and re-aggregated.
     Folded,
+    /// Kernel logs (dmesg, /dev/kmsg, journalctl -k, syslog): one stack per report.
+    KernelLog,
+    /// `crash` utility `bt` / `foreach bt` output: one stack per task.
+    Crash,
 }
 
 impl Format {
     /// Every format, in detection priority order (earlier wins ties).
-    pub const ALL: &'static [Format] = &[Format::Folded];
+    pub const ALL: &'static [Format] = &[Format::Folded, Format::KernelLog, Format::Crash];
 
     /// The name used by `--format`.
     pub fn name(self) -> &'static str {
         match self {
             Format::Folded => "folded",
+            Format::KernelLog => "kernel-log",
+            Format::Crash => "crash",
         }
     }
 
@@ -24,6 +30,8 @@ impl Format {
     pub fn aliases(self) -> &'static [&'static str] {
         match self {
             Format::Folded => &["collapsed", "stackcollapse"],
+            Format::KernelLog => &["dmesg", "kmsg", "kern.log", "oops"],
+            Format::Crash => &["crash-bt"],
         }
     }
 
@@ -31,6 +39,8 @@ impl Format {
     pub fn summary(self) -> &'static str {
         match self {
             Format::Folded => "folded stacks `frame;frame;... count` (FlameGraph)",
+            Format::KernelLog => "kernel log with oopses, warnings, hung tasks, lockups... (dmesg, kmsg, syslog)",
+            Format::Crash => "crash utility `bt -a` / `foreach bt` output",
         }
     }
 
@@ -38,6 +48,8 @@ impl Format {
     pub fn detect(self, head: &[u8]) -> u8 {
         match self {
             Format::Folded => super::folded::detect(head),
+            Format::KernelLog => super::kernel_log::detect(head),
+            Format::Crash => super::crash::detect(head),
         }
     }
 

@@ -10,8 +10,10 @@
 //! Adding a format: a file here implementing [`Collapse`], a variant of [`Format`] with its
 //! detector, a fixture folder under `tests/data/`, a fuzz target.
 
+pub mod crash;
 pub mod engine;
 pub mod folded;
+pub mod kernel_log;
 mod format;
 
 pub use engine::{Engine, Order};

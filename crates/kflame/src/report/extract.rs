@@ -10,7 +10,7 @@ use super::title::{guilty, is_machinery};
 use super::{ExtraStack, Frame, Kind, MAX_EXTRA_STACKS, MAX_FRAMES, MAX_OPEN, Report, Section};
 
 /// Unrecognized lines tolerated inside a call trace before it is considered over.
-const TRACE_GAP: u32 = 4;
+const TRACE_GAP: u32 = 16;
 /// Unrecognized lines after which an open report is closed.
 const IDLE_LIMIT: u32 = 120;
 
@@ -52,6 +52,8 @@ struct Open {
     sections: Vec<Section>,
     main_started: bool,
     extra_full: bool,
+    /// The report's lines carry timestamps (so unstamped lines are someone else's).
+    stamped: bool,
     gap: u32,
     idle: u32,
     touched: u64,
@@ -106,7 +108,7 @@ impl ReportExtractor {
         let idx = self.route(s.caller);
         if let Some((pn, joined)) = self.join_split_task_line(&text, s.caller) {
             if let Some(start) = classify(&joined) {
-                self.on_start(idx, start, pn, &joined, s.caller);
+                self.on_start(idx, start, pn, &joined, s.caller, s.stamped);
                 return;
             }
         }
@@ -115,7 +117,7 @@ impl ReportExtractor {
             return;
         }
         if let Some(start) = classify(&text) {
-            self.on_start(idx, start, n, &text, s.caller);
+            self.on_start(idx, start, n, &text, s.caller, s.stamped);
             return;
         }
         let Some(i) = idx else { return };
@@ -125,7 +127,7 @@ impl ReportExtractor {
             return;
         }
         self.open[i].touched = self.tick;
-        if !self.open[i].on_line(&text) {
+        if !self.open[i].on_line(&text, s.stamped) {
             let o = &mut self.open[i];
             o.idle += 1;
             if o.idle > IDLE_LIMIT {
@@ -150,7 +152,7 @@ impl ReportExtractor {
         }
     }
 
-    fn on_start(&mut self, idx: Option<usize>, start: Start, n: u64, text: &str, caller: Option<&[u8]>) {
+    fn on_start(&mut self, idx: Option<usize>, start: Start, n: u64, text: &str, caller: Option<&[u8]>, stamped: bool) {
         if let Some(i) = idx {
             if self.open[i].absorbs(&start) {
                 let o = &mut self.open[i];
@@ -168,7 +170,7 @@ impl ReportExtractor {
             let o = self.open.remove(oldest);
             self.close(o);
         }
-        let o = Open::new(start, n, text, caller, self.tick);
+        let o = Open::new(start, n, text, caller, self.tick, stamped);
         self.open.push(o);
     }
 
@@ -187,7 +189,7 @@ impl ReportExtractor {
 }
 
 impl Open {
-    fn new(start: Start, n: u64, text: &str, caller: Option<&[u8]>, tick: u64) -> Open {
+    fn new(start: Start, n: u64, text: &str, caller: Option<&[u8]>, tick: u64, stamped: bool) -> Open {
         let r = Report {
             kind: Some(start.kind),
             header: text.trim().to_string(),
@@ -209,6 +211,7 @@ impl Open {
             sections: Vec::new(),
             main_started: false,
             extra_full: false,
+            stamped,
             gap: 0,
             idle: 0,
             touched: tick,
@@ -239,8 +242,11 @@ impl Open {
     }
 
     /// Handles a non-start line; false when the line meant nothing to the report.
-    fn on_line(&mut self, text: &str) -> bool {
+    fn on_line(&mut self, text: &str, stamped: bool) -> bool {
         let t = text.trim();
+        if self.stamped && !stamped {
+            return true; // console output of another program between the kernel's lines
+        }
         if let Some(f) = fields::parse_fields(t) {
             self.fill(f);
             return true;
@@ -271,7 +277,8 @@ impl Open {
     fn on_pc(&mut self, pc: &str) {
         let first = pc.split_whitespace().next().unwrap_or(pc);
         let frame = parse_frame(pc.as_bytes()).or_else(|| parse_frame(first.as_bytes()));
-        if self.r.rip.is_none() && self.target == Target::Main {
+        let user_pc_after_trace = frame.is_none() && self.main_started;
+        if self.r.rip.is_none() && self.target == Target::Main && !user_pc_after_trace {
             self.r.rip = Some(frame.as_ref().map_or_else(|| first.to_string(), |f| f.function.clone()));
         }
         let Some(mut f) = frame.filter(|f| !f.function.starts_with("0x")) else { return };
@@ -324,9 +331,11 @@ impl Open {
 
     /// Lines that introduce a secondary stack (or, for kmemleak/KCSAN, the main one).
     fn on_stack_opener(&mut self, t: &str) -> bool {
+        let t = t.strip_prefix("rcu: ").unwrap_or(t);
         let extra = ["Allocated by task", "Freed by task", "Last potentially related work creation",
             "Second to last potentially related work creation", "Uninit was stored to memory at",
-            "Uninit was created at", "allocated by task", "freed by task", "Last call_rcu", "Second to last call_rcu"];
+            "Uninit was created at", "allocated by task", "freed by task", "Last call_rcu", "Second to last call_rcu",
+            "RCU grace-period kthread stack dump", "Stack dump where RCU GP kthread last ran"];
         if extra.iter().any(|p| t.starts_with(p)) || (t.starts_with("-> #") && t.ends_with(':')) {
             self.open_extra(t);
             return true;
@@ -359,6 +368,11 @@ impl Open {
     }
 
     fn on_other(&mut self, t: &str) -> bool {
+        if self.function.is_none() && self.r.kind == Some(Kind::Lockdep) {
+            if let Some((_, at)) = t.split_once("}, at: ") {
+                self.function = lock_site(at);
+            }
+        }
         if let Some(rw) = ["Read of size", "Write of size"].iter().find(|p| t.starts_with(*p)) {
             if self.r.kind == Some(Kind::Kasan) && !self.prefix.ends_with(" Read") && !self.prefix.ends_with(" Write") {
                 self.prefix.push_str(if rw.starts_with("Read") { " Read" } else { " Write" });
@@ -395,6 +409,12 @@ impl Open {
 
     /// A `Call Trace:` header: the main trace if none yet, else an extra stack.
     fn start_trace(&mut self) {
+        let opener_pending = self.state == State::Trace
+            && self.target == Target::Extra
+            && self.r.extra_stacks.last().is_some_and(|e| e.frames.is_empty());
+        if opener_pending {
+            return; // `Call Trace:` right after `Allocated by task 1:` and the like
+        }
         if self.main_started && self.state != State::Trace {
             self.open_extra("Call Trace:");
             return;
@@ -439,6 +459,12 @@ impl Open {
         }
         frames.push(f);
     }
+}
+
+/// `[<ffffffff81234567>] func+0x1/0x2 file.c:12` / `func+0x1/0x2` after lockdep's `at: `.
+fn lock_site(at: &str) -> Option<String> {
+    let f = parse_frame(at.as_bytes()).or_else(|| parse_frame(at.split_whitespace().last()?.as_bytes()))?;
+    Some(f.function)
 }
 
 fn is_end_marker(t: &str) -> bool {

@@ -46,6 +46,12 @@ use serde::Serialize;
 pub use extract::ReportExtractor;
 pub use frame::parse_frame;
 
+/// True when `text` (a log line with its prefixes stripped, see [`prefix::strip`]) is the
+/// first line of a kernel report.
+pub fn is_report_start(text: &[u8]) -> bool {
+    start::classify(&String::from_utf8_lossy(text)).is_some()
+}
+
 /// Most reports open at the same time (one per printk caller); the oldest is closed when
 /// another one starts.
 pub const MAX_OPEN: usize = 32;

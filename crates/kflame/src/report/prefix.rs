@@ -147,7 +147,13 @@ fn timestamp(s: &[u8]) -> Option<&[u8]> {
     let close = memchr::memchr(b']', &s[..s.len().min(40)])?;
     let inner = s[1..close].trim_ascii();
     let numeric = !inner.is_empty() && inner.iter().all(|b| b.is_ascii_digit() || *b == b'.');
-    let dated = inner.len() >= 20 && inner[..3].iter().all(u8::is_ascii_alphabetic) && inner.contains(&b':');
+    // `Sun Nov 22 00:32:10 2026`
+    let dated = inner.len() == 24
+        && inner[..3].iter().all(u8::is_ascii_alphabetic)
+        && inner[3] == b' '
+        && inner[7] == b' '
+        && inner[13] == b':'
+        && inner[16] == b':';
     if !(numeric && inner.contains(&b'.') || dated) {
         return None;
     }
@@ -211,6 +217,7 @@ mod tests {
         assert_eq!(text(cases[1]).1.as_deref(), Some("T31"));
         assert_eq!(text(cases[5]).1.as_deref(), Some("T31"));
         assert_eq!(text("[   12.5][    C0]  <IRQ>").0, " <IRQ>");
+        assert_eq!(text("[ 1.5] BUG: soft lockup - CPU#0 stuck for 135s! [syzkaller670324:3527]").0, "BUG: soft lockup - CPU#0 stuck for 135s! [syzkaller670324:3527]");
         assert_eq!(text("syzkaller login: [   16.305150] INFO: x").0, "INFO: x");
         assert_eq!(text("bytes[   76.471107][ T1] BUG: y").0, "BUG: y");
     }
