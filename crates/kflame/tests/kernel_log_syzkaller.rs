@@ -17,7 +17,8 @@ use std::path::Path;
 use kflame::report::{Kind, Report, ReportExtractor};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/kernel-log/syzkaller/report");
-const ACCEPTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/kernel-log/syzkaller-accepted-misses.txt");
+const ACCEPTED: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/kernel-log/syzkaller-accepted-misses.txt");
 
 /// The header syzkaller's authors wrote above each log.
 #[derive(Default)]
@@ -136,7 +137,13 @@ fn check(exp: &Expected, reports: &[Report]) -> Outcome {
         let have: Vec<&str> = r.frames.iter().chain(extra).map(|f| base(&f.function)).collect();
         o.frame_ok = Some(funcs.iter().any(|f| have.contains(&base(f))));
     }
-    o.detail = format!("expected {:?} ({k}), got {:?} ({}) with {} frames", exp.title, r.title, r.kind(), r.frames.len());
+    o.detail = format!(
+        "expected {:?} ({k}), got {:?} ({}) with {} frames",
+        exp.title,
+        r.title,
+        r.kind(),
+        r.frames.len()
+    );
     o
 }
 
@@ -153,7 +160,8 @@ fn accepted() -> BTreeMap<(String, String), String> {
 
 #[test]
 fn syzkaller_corpus() {
-    let mut names: Vec<_> = fs::read_dir(DIR).expect("corpus folder").map(|e| e.unwrap().file_name()).collect();
+    let mut names: Vec<_> =
+        fs::read_dir(DIR).expect("corpus folder").map(|e| e.unwrap().file_name()).collect();
     names.sort();
     let mut misses: BTreeMap<(String, String), String> = BTreeMap::new();
     let (mut det, mut kinds, mut kind_n, mut frames, mut frame_n) = (0, 0, 0, 0, 0);

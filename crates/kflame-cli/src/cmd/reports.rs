@@ -27,7 +27,8 @@ pub(crate) struct ReportArgs {
 
 /// The kernel-log collapser configured from the command line.
 pub(crate) fn build_kernel_log(shared: &SharedArgs, args: &ReportArgs) -> Result<Box<dyn Collapse>> {
-    let mut opts = kernel_log::Options { offsets: args.offsets, unreliable: args.unreliable, ..Default::default() };
+    let mut opts =
+        kernel_log::Options { offsets: args.offsets, unreliable: args.unreliable, ..Default::default() };
     if let Some(g) = &shared.group_by {
         opts.group_by = kernel_log::parse_group_keys(g).map_err(|e| anyhow!(e))?;
     }

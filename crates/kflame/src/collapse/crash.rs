@@ -185,7 +185,8 @@ fn command(t: &str) -> Option<&str> {
     let (prompt, cmd) = t.split_once("> ")?;
     let is_prompt = !prompt.is_empty() && !prompt.contains(' ');
     let cmd = cmd.trim();
-    (is_prompt && (cmd.starts_with("bt") || cmd.starts_with("foreach") || cmd.starts_with("ps"))).then_some(cmd)
+    (is_prompt && (cmd.starts_with("bt") || cmd.starts_with("foreach") || cmd.starts_with("ps")))
+        .then_some(cmd)
 }
 
 /// The state implied by a command: `foreach UN bt` → UN, `bt -a` → RU (active on a CPU).
@@ -260,7 +261,11 @@ fn stack_marker(t: &str) -> Option<Section> {
 fn exception_rip(t: &str) -> Option<CrashFrame> {
     let inner = t.strip_prefix("[exception RIP: ")?.strip_suffix(']')?;
     let func = inner.split('+').next()?.trim();
-    (!func.is_empty()).then(|| CrashFrame { function: func.to_string(), exception: true, ..CrashFrame::default() })
+    (!func.is_empty()).then(|| CrashFrame {
+        function: func.to_string(),
+        exception: true,
+        ..CrashFrame::default()
+    })
 }
 
 /// `#3 [sp] func at addr [module]`, `[sp] func at addr` (bt -t), `START: func at addr`.
@@ -294,7 +299,9 @@ fn frame(t: &str) -> Option<CrashFrame> {
 /// frame.
 fn is_ignorable(t: &str) -> bool {
     let first = t.split_whitespace().next().unwrap_or("");
-    let reg = first.ends_with(':') && first.len() <= 10 && first[..first.len() - 1].bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    let reg = first.ends_with(':')
+        && first.len() <= 10
+        && first[..first.len() - 1].bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
     let args = t.starts_with('(') && t.ends_with(')');
     let data = t.split_whitespace().all(|w| {
         let w = w.trim_end_matches(':');

@@ -39,7 +39,9 @@ impl Format {
     pub fn summary(self) -> &'static str {
         match self {
             Format::Folded => "folded stacks `frame;frame;... count` (FlameGraph)",
-            Format::KernelLog => "kernel log with oopses, warnings, hung tasks, lockups... (dmesg, kmsg, syslog)",
+            Format::KernelLog => {
+                "kernel log with oopses, warnings, hung tasks, lockups... (dmesg, kmsg, syslog)"
+            }
             Format::Crash => "crash utility `bt -a` / `foreach bt` output",
         }
     }

@@ -69,7 +69,11 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Options {
-        Options { group_by: vec![GroupKey::Version, GroupKey::Kind, GroupKey::Title], offsets: false, unreliable: false }
+        Options {
+            group_by: vec![GroupKey::Version, GroupKey::Kind, GroupKey::Title],
+            offsets: false,
+            unreliable: false,
+        }
     }
 }
 
@@ -106,7 +110,9 @@ impl KernelLog {
 /// The folded stack of one report: root frames, then the call trace root first.
 pub fn stack_of(r: &Report, opts: &Options) -> String {
     let mut parts: Vec<String> = opts.group_by.iter().map(|k| root_frame(r, *k)).collect();
-    parts.extend(r.frames.iter().rev().filter(|f| opts.unreliable || !f.unreliable).map(|f| frame_name(f, opts)));
+    parts.extend(
+        r.frames.iter().rev().filter(|f| opts.unreliable || !f.unreliable).map(|f| frame_name(f, opts)),
+    );
     let sanitized: Vec<String> = parts.iter().map(|p| sanitize(p)).collect();
     sanitized.join(";")
 }
@@ -134,7 +140,18 @@ fn frame_name(f: &Frame, opts: &Options) -> String {
 
 /// Makes a frame safe for the folded format: no `;`, no line breaks, no control bytes.
 fn sanitize(s: &str) -> String {
-    let s: String = s.chars().map(|c| if c == ';' { ':' } else if c.is_control() { ' ' } else { c }).collect();
+    let s: String = s
+        .chars()
+        .map(|c| {
+            if c == ';' {
+                ':'
+            } else if c.is_control() {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect();
     let t = s.trim();
     if t.is_empty() { "[empty]".into() } else { t.to_string() }
 }
@@ -205,7 +222,8 @@ mod tests {
     #[test]
     fn default_and_options() {
         let out = run(Options::default(), LOG);
-        let stacks: Vec<_> = out.stacks.in_output_order().into_iter().map(|(s, w)| (s.to_vec(), w.whole())).collect();
+        let stacks: Vec<_> =
+            out.stacks.in_output_order().into_iter().map(|(s, w)| (s.to_vec(), w.whole())).collect();
         let want = b"6.1.0-test;warning;WARNING in foo_write;ksys_write;vfs_write;foo_write".to_vec();
         assert_eq!(stacks, vec![(want, 1)]);
         let opts = Options {

@@ -13,8 +13,8 @@
 pub mod crash;
 pub mod engine;
 pub mod folded;
-pub mod kernel_log;
 mod format;
+pub mod kernel_log;
 
 pub use engine::{Engine, Order};
 pub use format::{Format, detect};

@@ -152,7 +152,21 @@ impl ReportExtractor {
         }
     }
 
-    fn on_start(&mut self, idx: Option<usize>, start: Start, n: u64, text: &str, caller: Option<&[u8]>, stamped: bool) {
+    fn on_start(
+        &mut self,
+        idx: Option<usize>,
+        start: Start,
+        n: u64,
+        text: &str,
+        caller: Option<&[u8]>,
+        stamped: bool,
+    ) {
+        if start.role == Role::Single {
+            let mut o = Open::new(start, n, text, caller, self.tick, stamped);
+            o.state = State::After;
+            self.close(o);
+            return;
+        }
         if let Some(i) = idx {
             if self.open[i].absorbs(&start) {
                 let o = &mut self.open[i];
@@ -224,11 +238,28 @@ impl Open {
         match s.role {
             Role::Follows => true,
             _ if fresh && self.lead => true,
+            Role::Leads => fresh && self.refinable(s),
+            // `BUG: Dentry ... still in use` followed by the WARN() that prints its stack
+            _ if fresh && self.generic_bug() && matches!(s.kind, Kind::Warning | Kind::Bug) => true,
             _ => fresh && self.r.kind == Some(s.kind) && s.kind == Kind::MemoryLeak,
         }
     }
 
+    /// A generic `WARNING`/`kernel BUG` whose next line names the problem (`refcount_t:
+    /// underflow`, `ODEBUG: free active`, `list_del corruption`).
+    fn refinable(&self, s: &Start) -> bool {
+        matches!(self.prefix.as_str(), "WARNING" | "kernel BUG")
+            && matches!(s.kind, Kind::Warning | Kind::Bug)
+    }
+
+    fn generic_bug(&self) -> bool {
+        self.r.kind == Some(Kind::Bug) && self.prefix.starts_with("BUG: ")
+    }
+
     fn absorb(&mut self, s: Start) {
+        if s.role == Role::Leads && self.refinable(&s) {
+            self.prefix = s.prefix.clone();
+        }
         if self.function.is_none() {
             self.function = s.function;
         }
@@ -332,17 +363,29 @@ impl Open {
     /// Lines that introduce a secondary stack (or, for kmemleak/KCSAN, the main one).
     fn on_stack_opener(&mut self, t: &str) -> bool {
         let t = t.strip_prefix("rcu: ").unwrap_or(t);
-        let extra = ["Allocated by task", "Freed by task", "Last potentially related work creation",
-            "Second to last potentially related work creation", "Uninit was stored to memory at",
-            "Uninit was created at", "allocated by task", "freed by task", "Last call_rcu", "Second to last call_rcu",
-            "RCU grace-period kthread stack dump", "Stack dump where RCU GP kthread last ran"];
+        let extra = [
+            "Allocated by task",
+            "Freed by task",
+            "Last potentially related work creation",
+            "Second to last potentially related work creation",
+            "Uninit was stored to memory at",
+            "Uninit was created at",
+            "allocated by task",
+            "freed by task",
+            "Last call_rcu",
+            "Second to last call_rcu",
+            "RCU grace-period kthread stack dump",
+            "Stack dump where RCU GP kthread last ran",
+        ];
         if extra.iter().any(|p| t.starts_with(p)) || (t.starts_with("-> #") && t.ends_with(':')) {
             self.open_extra(t);
             return true;
         }
-        let main_or_extra = t.starts_with("backtrace:") || t.starts_with("backtrace (crc")
+        let main_or_extra = t.starts_with("backtrace:")
+            || t.starts_with("backtrace (crc")
             || (t.contains(" by task ") && t.contains(" on cpu ") && t.ends_with(':'))
-            || t.starts_with("NMI backtrace for cpu") || t.starts_with("Task dump for CPU")
+            || t.starts_with("NMI backtrace for cpu")
+            || t.starts_with("Task dump for CPU")
             || t.starts_with("stack backtrace:");
         if !main_or_extra {
             return false;
@@ -373,13 +416,26 @@ impl Open {
                 self.function = lock_site(at);
             }
         }
+        if let Some(f) = t.strip_prefix("last function: ") {
+            self.function.get_or_insert_with(|| f.trim().to_string());
+            return true;
+        }
+        if let Some(pc) = t.strip_prefix("--- interrupt: ").and_then(|r| r.split_once(" at ")) {
+            // powerpc: the PC an exception interrupted, mid-trace
+            self.on_pc(pc.1);
+            return true;
+        }
         if let Some(rw) = ["Read of size", "Write of size"].iter().find(|p| t.starts_with(*p)) {
-            if self.r.kind == Some(Kind::Kasan) && !self.prefix.ends_with(" Read") && !self.prefix.ends_with(" Write") {
+            if self.r.kind == Some(Kind::Kasan)
+                && !self.prefix.ends_with(" Read")
+                && !self.prefix.ends_with(" Write")
+            {
                 self.prefix.push_str(if rw.starts_with("Read") { " Read" } else { " Write" });
             }
             return true;
         }
-        let sanitizer = matches!(self.r.kind(), Kind::Kasan | Kind::Kmsan | Kind::Kcsan | Kind::Kfence | Kind::Ubsan);
+        let sanitizer =
+            matches!(self.r.kind(), Kind::Kasan | Kind::Kmsan | Kind::Kcsan | Kind::Kfence | Kind::Ubsan);
         if sanitizer && self.main_started && t.len() >= 20 && t.bytes().all(|b| b == b'=') {
             self.state = State::After;
             self.idle = IDLE_LIMIT; // closes at the next unrecognized line
@@ -450,7 +506,9 @@ impl Open {
             (Target::Extra, Some(e)) if !self.extra_full => &mut e.frames,
             (Target::Extra, _) => return,
         };
-        if frames.last().is_some_and(|l| l.raw.starts_with("RIP: ") && l.function == f.function && !f.raw.starts_with("RIP: ")) {
+        if frames.last().is_some_and(|l| {
+            l.raw.starts_with("RIP: ") && l.function == f.function && !f.raw.starts_with("RIP: ")
+        }) {
             return; // arm64 prints the pc function again as the first frame
         }
         if frames.len() >= MAX_FRAMES {
@@ -469,7 +527,9 @@ fn lock_site(at: &str) -> Option<String> {
 
 fn is_end_marker(t: &str) -> bool {
     let t = t.trim_start();
-    t.starts_with("---[ end trace") || t.starts_with("---[ end Kernel panic") || t.starts_with("Kernel Offset:")
+    t.starts_with("---[ end trace")
+        || t.starts_with("---[ end Kernel panic")
+        || t.starts_with("Kernel Offset:")
         || t.starts_with("Rebooting in ")
 }
 

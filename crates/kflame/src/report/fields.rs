@@ -61,7 +61,8 @@ fn taint_and_release(s: &str, f: &mut Fields) {
         }
         let flags = flags.join(" ");
         let rest = r.trim_start();
-        let rest = rest.split_whitespace().skip(flags.split_whitespace().count()).collect::<Vec<_>>().join(" ");
+        let rest =
+            rest.split_whitespace().skip(flags.split_whitespace().count()).collect::<Vec<_>>().join(" ");
         f.taint = Some(flags);
         f.kernel = rest.split_whitespace().next().filter(|v| !v.starts_with('#')).map(str::to_string);
         return;
@@ -83,7 +84,8 @@ pub(crate) fn banner_release(t: &str) -> Option<String> {
 /// the address columns (`func+0x1/0x2 file.c:1`), or the raw address when unsymbolized.
 pub(crate) fn pc_line(t: &str) -> Option<&str> {
     let t = t.trim();
-    let prefixes = ["RIP: ", "EIP: ", "IP: ", "PC is at ", "EIP is at ", "pc : ", "NIP [", "NIP:  ", "epc : ", "ip: "];
+    let prefixes =
+        ["RIP: ", "EIP: ", "IP: ", "PC is at ", "EIP is at ", "pc : ", "NIP [", "NIP:  ", "epc : ", "ip: "];
     let p = prefixes.iter().find(|p| t.starts_with(*p))?;
     let mut r = &t[p.len()..];
     if *p == "NIP [" {
@@ -111,10 +113,12 @@ mod tests {
 
     #[test]
     fn cpu_lines() {
-        let f = parse_fields("CPU: 0 PID: 2970 Comm: syz-executor.1 Not tainted 5.8.0-rc3-syzkaller #0").unwrap();
+        let f =
+            parse_fields("CPU: 0 PID: 2970 Comm: syz-executor.1 Not tainted 5.8.0-rc3-syzkaller #0").unwrap();
         assert_eq!((f.cpu, f.pid, f.comm.as_deref()), (Some(0), Some(2970), Some("syz-executor.1")));
         assert_eq!((f.taint.as_deref(), f.kernel.as_deref()), (Some(""), Some("5.8.0-rc3-syzkaller")));
-        let f = parse_fields("CPU: 3 UID: 0 PID: 9 Comm: kworker/3:1 Tainted: G        W  O      6.10.0 #2").unwrap();
+        let f = parse_fields("CPU: 3 UID: 0 PID: 9 Comm: kworker/3:1 Tainted: G        W  O      6.10.0 #2")
+            .unwrap();
         assert_eq!((f.comm.as_deref(), f.taint.as_deref()), (Some("kworker/3:1"), Some("G W O")));
         assert_eq!(f.kernel.as_deref(), Some("6.10.0"));
         let f = parse_fields("      Tainted: G             L      syzkaller #0").unwrap();
@@ -125,13 +129,19 @@ mod tests {
 
     #[test]
     fn pc_lines() {
-        assert_eq!(pc_line("RIP: 0010:smp_call_function_single+0x192/0x4f0"), Some("smp_call_function_single+0x192/0x4f0"));
+        assert_eq!(
+            pc_line("RIP: 0010:smp_call_function_single+0x192/0x4f0"),
+            Some("smp_call_function_single+0x192/0x4f0")
+        );
         assert_eq!(pc_line("RIP: 0010:[<ffffffff8188>]  [<ffffffff8188>] foo+0x1/0x2"), Some("foo+0x1/0x2"));
         assert_eq!(pc_line("RIP: 0033:0x7fe41fa81011"), Some("0x7fe41fa81011"));
         assert_eq!(pc_line("pc : foo+0x1/0x2"), Some("foo+0x1/0x2"));
         assert_eq!(pc_line("PC is at foo+0x1/0x2"), Some("foo+0x1/0x2"));
         assert_eq!(pc_line("NIP [c000000000123456] foo+0x1/0x2"), Some("foo+0x1/0x2"));
-        assert_eq!(pc_line("EIP: [<c0123456>] foo+0x1/0x2 SS:ESP 0068:f00"), Some("foo+0x1/0x2 SS:ESP 0068:f00"));
+        assert_eq!(
+            pc_line("EIP: [<c0123456>] foo+0x1/0x2 SS:ESP 0068:f00"),
+            Some("foo+0x1/0x2 SS:ESP 0068:f00")
+        );
         assert_eq!(pc_line("RSP: 0018:ffff"), None);
     }
 }

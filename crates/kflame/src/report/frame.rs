@@ -130,7 +130,8 @@ fn is_symbol(s: &[u8]) -> bool {
 fn is_source(w: &[u8]) -> bool {
     let Some(colon) = memchr::memchr(b':', w) else { return false };
     let path = &w[..colon];
-    let ext = path.ends_with(b".c") || path.ends_with(b".h") || path.ends_with(b".S") || path.ends_with(b".rs");
+    let ext =
+        path.ends_with(b".c") || path.ends_with(b".h") || path.ends_with(b".S") || path.ends_with(b".rs");
     ext && w[colon + 1..].first().is_some_and(u8::is_ascii_digit)
 }
 
@@ -162,7 +163,10 @@ mod tests {
             f("[<c0100000>] (foo) from [<c0100100>] (bar+0x10/0x20)"),
             Some(("foo".into(), None, None, false))
         );
-        assert_eq!(f(" ([<000000000012345a>] foo+0x12/0x34)"), Some(("foo".into(), off.clone(), None, false)));
+        assert_eq!(
+            f(" ([<000000000012345a>] foo+0x12/0x34)"),
+            Some(("foo".into(), off.clone(), None, false))
+        );
         assert_eq!(f(" foo.cold+0x12/0x34"), Some(("foo.cold".into(), off.clone(), None, false)));
         assert_eq!(f(" foo.isra.0+0x12/0x34"), Some(("foo.isra.0".into(), off, None, false)));
         let inl = parse_frame(b" csd_lock_wait kernel/smp.c:108 [inline]").unwrap();

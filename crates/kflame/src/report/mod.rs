@@ -56,7 +56,7 @@ pub fn is_report_start(text: &[u8]) -> bool {
 /// another one starts.
 pub const MAX_OPEN: usize = 32;
 /// Most frames kept per stack; later frames are counted in [`Report::dropped_frames`].
-pub const MAX_FRAMES: usize = 256;
+pub const MAX_FRAMES: usize = 1024;
 /// Most extra stacks (allocated-by, freed-by, lock chains, other CPUs) kept per report.
 pub const MAX_EXTRA_STACKS: usize = 16;
 
@@ -253,7 +253,12 @@ impl Report {
 
     /// Function names of the main trace, root first; `?` frames only if `unreliable`.
     pub fn function_names(&self, unreliable: bool) -> Vec<&str> {
-        self.frames.iter().rev().filter(|f| unreliable || !f.unreliable).map(|f| f.function.as_str()).collect()
+        self.frames
+            .iter()
+            .rev()
+            .filter(|f| unreliable || !f.unreliable)
+            .map(|f| f.function.as_str())
+            .collect()
     }
 
     /// The report as one JSON object (one line), with `frames` root first as plain names

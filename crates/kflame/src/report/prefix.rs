@@ -42,7 +42,8 @@ pub fn strip(line: &[u8]) -> Stripped<'_> {
         s.text = priority(s.text);
     }
     s.text = dmesg_level(s.text);
-    if let Some(rest) = timestamp(s.text).or_else(|| (!s.stamped).then(|| later_timestamp(s.text)).flatten()) {
+    if let Some(rest) = timestamp(s.text).or_else(|| (!s.stamped).then(|| later_timestamp(s.text)).flatten())
+    {
         s.text = rest;
         s.stamped = true;
     }
@@ -174,9 +175,7 @@ fn caller_id(s: &[u8]) -> Option<(&[u8], &[u8])> {
     }
     let close = memchr::memchr(b']', &s[..s.len().min(16)])?;
     let inner = s[1..close].trim_ascii_start();
-    let ok = inner.len() >= 2
-        && matches!(inner[0], b'T' | b'C')
-        && inner[1..].iter().all(u8::is_ascii_digit);
+    let ok = inner.len() >= 2 && matches!(inner[0], b'T' | b'C') && inner[1..].iter().all(u8::is_ascii_digit);
     if !ok {
         return None;
     }
@@ -217,7 +216,10 @@ mod tests {
         assert_eq!(text(cases[1]).1.as_deref(), Some("T31"));
         assert_eq!(text(cases[5]).1.as_deref(), Some("T31"));
         assert_eq!(text("[   12.5][    C0]  <IRQ>").0, " <IRQ>");
-        assert_eq!(text("[ 1.5] BUG: soft lockup - CPU#0 stuck for 135s! [syzkaller670324:3527]").0, "BUG: soft lockup - CPU#0 stuck for 135s! [syzkaller670324:3527]");
+        assert_eq!(
+            text("[ 1.5] BUG: soft lockup - CPU#0 stuck for 135s! [syzkaller670324:3527]").0,
+            "BUG: soft lockup - CPU#0 stuck for 135s! [syzkaller670324:3527]"
+        );
         assert_eq!(text("syzkaller login: [   16.305150] INFO: x").0, "INFO: x");
         assert_eq!(text("bytes[   76.471107][ T1] BUG: y").0, "BUG: y");
     }

@@ -12,6 +12,9 @@ pub(crate) enum Role {
     /// A preamble (`list_add corruption.`, `refcount_t: underflow`): the next report line
     /// printed before any frame is absorbed into it.
     Leads,
+    /// A one-line report (`unregister_netdevice: waiting for ...`): complete by itself; it
+    /// neither closes nor joins an open report.
+    Single,
 }
 
 /// What a start line says.
@@ -32,7 +35,15 @@ pub(crate) struct Start {
 
 impl Start {
     fn new(kind: Kind, prefix: impl Into<String>) -> Start {
-        Start { kind, prefix: prefix.into(), function: None, role: Role::New, comm: None, pid: None, cpu: None }
+        Start {
+            kind,
+            prefix: prefix.into(),
+            function: None,
+            role: Role::New,
+            comm: None,
+            pid: None,
+            cpu: None,
+        }
     }
     fn func(mut self, f: Option<String>) -> Start {
         self.function = f;
@@ -70,7 +81,14 @@ fn strip_subsystem(t: &str) -> &str {
 
 fn panic_line(t: &str) -> Option<Start> {
     let msg = t.strip_prefix("Kernel panic - not syncing: ")?;
-    Some(Start::new(Kind::Panic, format!("kernel panic: {}", clean(msg))).role(Role::Follows))
+    // `stack-protector: Kernel stack is corrupted in: udp4_lib_lookup2+0x1/0x2`
+    let func = msg.split_once(" in: ").map(|(_, f)| header_function(f));
+    let prefix = if msg.starts_with("stack-protector") {
+        "kernel panic: stack is corrupted".to_string()
+    } else {
+        format!("kernel panic: {}", clean(msg))
+    };
+    Some(Start::new(Kind::Panic, prefix).role(Role::Follows).func(func))
 }
 
 fn sanitizer(t: &str) -> Option<Start> {
@@ -130,13 +148,14 @@ fn lockups_and_stalls(t: &str) -> Option<Start> {
         return Some(Start::new(Kind::RcuStall, "INFO: rcu detected stall"));
     }
     let rest = t.strip_prefix("INFO: task ")?;
-    let (task, prefix) = if let Some(i) = rest.find(" blocked for more than").or_else(|| rest.find(" blocked in")) {
-        (&rest[..i], "INFO: task hung")
-    } else if let Some(i) = rest.find(" can't die for more than") {
-        (&rest[..i], "INFO: task can't die")
-    } else {
-        return None;
-    };
+    let (task, prefix) =
+        if let Some(i) = rest.find(" blocked for more than").or_else(|| rest.find(" blocked in")) {
+            (&rest[..i], "INFO: task hung")
+        } else if let Some(i) = rest.find(" can't die for more than") {
+            (&rest[..i], "INFO: task can't die")
+        } else {
+            return None;
+        };
     let mut s = Start::new(Kind::HungTask, prefix);
     if let Some((comm, pid)) = task.rsplit_once(':') {
         s.comm = Some(comm.to_string());
@@ -157,11 +176,21 @@ fn faults(t: &str) -> Option<Start> {
         ("BUG: unable to handle kernel NULL pointer dereference", page, null, Role::New),
         ("BUG: kernel NULL pointer dereference", page, null, Role::New),
         ("BUG: Kernel NULL pointer dereference", page, null, Role::New),
-        ("BUG: unable to handle kernel access to user memory", page, "BUG: unable to handle kernel access to user memory", Role::New),
+        (
+            "BUG: unable to handle kernel access to user memory",
+            page,
+            "BUG: unable to handle kernel access to user memory",
+            Role::New,
+        ),
         ("BUG: unable to handle kernel", page, "BUG: unable to handle kernel", Role::New),
         ("Unable to handle kernel paging request", page, paging, Role::Leads),
         ("Unable to handle kernel NULL pointer dereference", page, null, Role::Leads),
-        ("Unable to handle kernel access to user memory", page, "BUG: unable to handle kernel access to user memory", Role::Leads),
+        (
+            "Unable to handle kernel access to user memory",
+            page,
+            "BUG: unable to handle kernel access to user memory",
+            Role::Leads,
+        ),
         ("Unable to handle kernel", page, paging, Role::Leads),
         ("Unhandled fault", Kind::Oops, "Unhandled fault", Role::New),
         ("PANIC: double fault", Kind::Oops, "PANIC: double fault", Role::New),
@@ -199,7 +228,10 @@ fn exceptions(t: &str, after_oops: bool) -> Option<Start> {
 }
 
 fn lockdep(t: &str) -> Option<Start> {
-    let body = t.strip_prefix("WARNING: ").or_else(|| t.strip_prefix("INFO: ")).or_else(|| t.strip_prefix("BUG: "))?;
+    let body = t
+        .strip_prefix("WARNING: ")
+        .or_else(|| t.strip_prefix("INFO: "))
+        .or_else(|| t.strip_prefix("BUG: "))?;
     let table = [
         ("possible circular locking dependency", "possible deadlock"),
         ("possible recursive locking", "possible deadlock"),
@@ -229,7 +261,8 @@ fn warning(t: &str) -> Option<Start> {
     if let Some(r) = t.strip_prefix("WARNING: CPU: ") {
         let mut s = Start::new(Kind::Warning, "WARNING");
         s.cpu = leading_number(r);
-        s.function = r.split_once(" at ").and_then(|(_, at)| at.split_whitespace().nth(1)).map(header_function);
+        s.function =
+            r.split_once(" at ").and_then(|(_, at)| at.split_whitespace().nth(1)).map(header_function);
         return Some(s);
     }
     if let Some(r) = t.strip_prefix("WARNING: at ") {
@@ -290,7 +323,9 @@ fn misc(t: &str) -> Option<Start> {
         }
     }
     if t.starts_with("VFS: Close: file count is 0") {
-        return Some(Start::new(Kind::Other, "VFS: Close: file count is zero (use-after-free)"));
+        return Some(
+            Start::new(Kind::Other, "VFS: Close: file count is zero (use-after-free)").role(Role::Single),
+        );
     }
     if t.starts_with("unreferenced object 0x") {
         return Some(Start::new(Kind::MemoryLeak, "memory leak"));
@@ -301,7 +336,10 @@ fn misc(t: &str) -> Option<Start> {
         return Some(s);
     }
     if t.starts_with("unregister_netdevice: waiting for") {
-        return Some(Start::new(Kind::Other, "unregister_netdevice: waiting for DEV to become free"));
+        return Some(
+            Start::new(Kind::Other, "unregister_netdevice: waiting for DEV to become free")
+                .role(Role::Single),
+        );
     }
     None
 }
@@ -309,16 +347,16 @@ fn misc(t: &str) -> Option<Start> {
 /// A message made title-sized: cut at the first detail (`:`, `!`, ` at 0x`...), numbers
 /// replaced by `NUM` as syzkaller does.
 fn clean(msg: &str) -> String {
+    let is_addr = |w: &str| w.len() >= 8 && w.bytes().take(8).all(|b| b.is_ascii_hexdigit());
+    let msg = msg.split_whitespace().filter(|w| !is_addr(w)).collect::<Vec<_>>().join(" ");
     let mut end = msg.len();
-    for stop in [" at 0x", ":", "!", ", ", " (", " [", " - ", "  "] {
+    for stop in [" at 0x", ":", "!", ", ", " (", " [", " - ", " pfn"] {
         if let Some(i) = msg.find(stop) {
             end = end.min(i);
         }
     }
-    let words: Vec<String> = msg[..end]
-        .split_whitespace()
-        .map(|w| if w.bytes().all(|b| b.is_ascii_hexdigit()) && w.bytes().any(|b| b.is_ascii_digit()) { "NUM".to_string() } else { w.to_string() })
-        .collect();
+    let number = |w: &str| w.bytes().all(|b| b.is_ascii_hexdigit()) && w.bytes().any(|b| b.is_ascii_digit());
+    let words: Vec<&str> = msg[..end].split_whitespace().map(|w| if number(w) { "NUM" } else { w }).collect();
     let s = words.join(" ");
     let s = s.trim_end_matches(['.', ' ']).to_string();
     if s.is_empty() { msg.trim().chars().take(80).collect() } else { s }
@@ -356,11 +394,27 @@ mod tests {
         let h = classify("INFO: task kworker/0:1:57 blocked for more than 120 seconds.").unwrap();
         assert_eq!((h.kind, h.comm.as_deref(), h.pid), (Kind::HungTask, Some("kworker/0:1"), Some(57)));
         let s = classify("watchdog: BUG: soft lockup - CPU#3 stuck for 22s! [a b:77]").unwrap();
-        assert_eq!((s.kind, s.cpu, s.comm.as_deref(), s.pid), (Kind::SoftLockup, Some(3), Some("a b"), Some(77)));
+        assert_eq!(
+            (s.kind, s.cpu, s.comm.as_deref(), s.pid),
+            (Kind::SoftLockup, Some(3), Some("a b"), Some(77))
+        );
         assert_eq!(k("rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:").unwrap().0, Kind::RcuStall);
-        assert_eq!(k("BUG: Bad page state in process x  pfn:1234").unwrap().1, "BUG: Bad page state in process x");
-        assert_eq!(k("Kernel panic - not syncing: Attempted to kill init! exitcode=0x9").unwrap().1, "kernel panic: Attempted to kill init");
-        assert_eq!(k("general protection fault, probably for non-canonical address").unwrap().0, Kind::GeneralProtectionFault);
+        assert_eq!(
+            k("BUG: Bad page state in process x  pfn:1234").unwrap().1,
+            "BUG: Bad page state in process x"
+        );
+        assert_eq!(
+            k("BUG: Dentry ffff88810e2ca880{i=0,n=.index}  still in use (1)").unwrap().1,
+            "BUG: Dentry still in use"
+        );
+        assert_eq!(
+            k("Kernel panic - not syncing: Attempted to kill init! exitcode=0x9").unwrap().1,
+            "kernel panic: Attempted to kill init"
+        );
+        assert_eq!(
+            k("general protection fault, probably for non-canonical address").unwrap().0,
+            Kind::GeneralProtectionFault
+        );
         assert_eq!(k("Oops: general protection fault, probably").unwrap().0, Kind::GeneralProtectionFault);
     }
 
