@@ -175,9 +175,11 @@ impl Collapse for KernelLog {
 }
 
 /// Confidence (0-100) that `head` is a kernel log: 85 when it holds the first line of a
-/// kernel report, 40 when most lines carry kernel log prefixes (a clean dmesg), else 0.
+/// kernel report, 40 when most lines carry kernel log prefixes (a clean dmesg) or when a
+/// timestamped `Linux version` banner stands among a good share of them (a serial console
+/// with bootloader output), else 0.
 pub fn detect(head: &[u8]) -> u8 {
-    let (mut total, mut stamped) = (0u32, 0u32);
+    let (mut total, mut stamped, mut banner) = (0u32, 0u32, false);
     for (_, line) in lines(head, 1) {
         if line.is_empty() {
             continue;
@@ -185,11 +187,14 @@ pub fn detect(head: &[u8]) -> u8 {
         total += 1;
         let s = prefix::strip(line);
         stamped += (s.stamped && s.kernel && looks_like_kernel_prefix(line)) as u32;
+        banner |= s.stamped && s.text.starts_with(b"Linux version ");
         if s.kernel && crate::report::is_report_start(s.text) {
             return 85;
         }
     }
-    if total > 0 && stamped * 10 >= total * 8 { 40 } else { 0 }
+    let mostly_stamped = total > 0 && stamped * 10 >= total * 8;
+    let booted_here = banner && stamped * 10 >= total * 3;
+    if mostly_stamped || booted_here { 40 } else { 0 }
 }
 
 /// A line that begins with a kernel log prefix (not just somewhere inside it).

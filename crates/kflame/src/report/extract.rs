@@ -193,7 +193,9 @@ impl ReportExtractor {
         if r.kernel.is_none() {
             r.kernel = self.banner_kernel.clone();
         }
-        let function = o.function.filter(|f| !is_machinery(f)).or_else(|| guilty(&r.frames));
+        // Panics name a function only when their message does (`corrupted in: foo`).
+        let from_frames = || if r.kind == Some(Kind::Panic) { None } else { guilty(&r.frames) };
+        let function = o.function.filter(|f| !is_machinery(f)).or_else(from_frames);
         r.title = match function {
             Some(f) => format!("{} in {f}", o.prefix),
             None => o.prefix,

@@ -28,7 +28,7 @@ pub fn parse_frame(text: &[u8]) -> Option<Frame> {
         unreliable = true;
         return finish(parse_symbol(r, had_addr)?, unreliable, raw);
     }
-    if let Some(f) = arm32(s) {
+    if let Some(f) = arm32(s).or_else(|| arm32_new(s)) {
         return finish(f, unreliable, raw);
     }
     let s = match s.strip_suffix(b" (unreliable)") {
@@ -76,6 +76,18 @@ fn arm32(s: &[u8]) -> Option<Frame> {
     Some(Frame { function, offset, ..Frame::default() })
 }
 
+/// `func from caller+0x10/0x20` (arm32 unwinder since 6.1): the frame is `func`.
+fn arm32_new(s: &[u8]) -> Option<Frame> {
+    let mut w = s.split(|&b| b == b' ').filter(|w| !w.is_empty());
+    let (func, from, caller) = (w.next()?, w.next()?, w.next()?);
+    if from != b"from" || w.next().is_some_and(|m| !m.starts_with(b"[")) {
+        return None;
+    }
+    split_offset(caller)?;
+    let (function, offset) = split_offset(func)?;
+    Some(Frame { function, offset, ..Frame::default() })
+}
+
 /// `func[+0x1/0x2][ [module]][ file.c:12][ [inline]]`.
 fn parse_symbol(s: &[u8], had_addr: bool) -> Option<Frame> {
     let mut words = s.split(|&b| b == b' ').filter(|w| !w.is_empty());
@@ -88,6 +100,8 @@ fn parse_symbol(s: &[u8], had_addr: bool) -> Option<Frame> {
     for w in words {
         if w == b"[inline]" {
             f.inline = true;
+        } else if matches!(w, b"(C)" | b"(P)" | b"(L)" | b"(T)") {
+            // arm64 6.13+: frame taken from the PC / LR / task state
         } else if let Some(m) = w.strip_prefix(b"[").and_then(|m| m.strip_suffix(b"]")) {
             f.module = Some(text(m));
         } else if is_source(w) && f.source.is_none() {
@@ -168,7 +182,12 @@ mod tests {
             Some(("foo".into(), off.clone(), None, false))
         );
         assert_eq!(f(" foo.cold+0x12/0x34"), Some(("foo.cold".into(), off.clone(), None, false)));
-        assert_eq!(f(" foo.isra.0+0x12/0x34"), Some(("foo.isra.0".into(), off, None, false)));
+        assert_eq!(f(" foo.isra.0+0x12/0x34"), Some(("foo.isra.0".into(), off.clone(), None, false)));
+        assert_eq!(
+            f(" show_stack from dump_stack_lvl+0x50/0x64"),
+            Some(("show_stack".into(), None, None, false))
+        );
+        assert_eq!(f(" show_stack+0x12/0x34 (C)"), Some(("show_stack".into(), off, None, false)));
         let inl = parse_frame(b" csd_lock_wait kernel/smp.c:108 [inline]").unwrap();
         assert!(inl.inline);
         assert_eq!(inl.source.as_deref(), Some("kernel/smp.c:108"));

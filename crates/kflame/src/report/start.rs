@@ -85,8 +85,10 @@ fn panic_line(t: &str) -> Option<Start> {
     let func = msg.split_once(" in: ").map(|(_, f)| header_function(f));
     let prefix = if msg.starts_with("stack-protector") {
         "kernel panic: stack is corrupted".to_string()
+    } else if msg.starts_with("corrupted stack end") {
+        "kernel panic: corrupted stack end".to_string()
     } else {
-        format!("kernel panic: {}", clean(msg))
+        format!("kernel panic: {}", clean_panic(msg))
     };
     Some(Start::new(Kind::Panic, prefix).role(Role::Follows).func(func))
 }
@@ -360,6 +362,19 @@ fn clean(msg: &str) -> String {
     let s = words.join(" ");
     let s = s.trim_end_matches(['.', ' ']).to_string();
     if s.is_empty() { msg.trim().chars().take(80).collect() } else { s }
+}
+
+/// A panic message made title-sized: panics often say `subsystem: what`, so unlike
+/// [`clean`] it keeps colons.
+fn clean_panic(msg: &str) -> String {
+    let mut end = msg.len();
+    for stop in ["!", ", ", " (", " [", " on \"", " on unknown-block", " - ", " exitcode="] {
+        if let Some(i) = msg.find(stop) {
+            end = end.min(i);
+        }
+    }
+    let s = msg[..end].trim_end_matches(['.', ' ']);
+    if s.is_empty() { msg.trim().chars().take(80).collect() } else { s.to_string() }
 }
 
 fn leading_number(s: &str) -> Option<u32> {
