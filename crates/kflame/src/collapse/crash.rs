@@ -182,6 +182,9 @@ impl CrashParser {
 
 /// `crash> foreach UN bt` (any prompt): the command after the prompt.
 fn command(t: &str) -> Option<&str> {
+    if t.len() > 1 && t.ends_with('>') && !t.contains(' ') {
+        return Some(""); // a bare prompt
+    }
     let (prompt, cmd) = t.split_once("> ")?;
     let is_prompt = !prompt.is_empty() && !prompt.contains(' ');
     let cmd = cmd.trim();
@@ -225,7 +228,8 @@ fn header(t: &str, n: u64) -> Option<CrashTask> {
 fn body_line(task: &mut CrashTask, t: &str, since_marker: &mut usize) -> bool {
     if let Some(section) = stack_marker(t) {
         let n = task.frames.len();
-        for f in &mut task.frames[n - (*since_marker).min(n)..] {
+        // The interrupted PC (`[exception RIP: ...]`) belongs to the stack below the marker.
+        for f in task.frames[n - (*since_marker).min(n)..].iter_mut().filter(|f| !f.exception) {
             f.section = section;
         }
         *since_marker = 0;
