@@ -9,7 +9,7 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let mut p = CrashParser::new();
     for (n, line) in data.split(|&b| b == b'\n').enumerate() {
-        p.push_line(n as u64 + 1, line);
+        p.push_line(n as u64 + 1, line.strip_suffix(b"\r").unwrap_or(line));
     }
     p.finish();
     let tasks = p.take();
