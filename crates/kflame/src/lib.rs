@@ -15,6 +15,8 @@
 //! - [`collapse`]: the [`collapse::Collapse`] trait, the parallel engine, the format registry
 //!   and one module per input format.
 //! - [`diag`]: counted, located diagnostics for malformed input.
+//! - [`report`]: kernel reports (oopses, warnings, hung tasks, lockups, sanitizer reports)
+//!   extracted from logs as structured data, by a streaming extractor.
 
 pub mod collapse;
 pub mod diag;

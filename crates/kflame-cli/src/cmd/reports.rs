@@ -32,15 +32,26 @@ pub(crate) fn build_kernel_log(shared: &SharedArgs, args: &ReportArgs) -> Result
     if let Some(g) = &shared.group_by {
         opts.group_by = kernel_log::parse_group_keys(g).map_err(|e| anyhow!(e))?;
     }
+    // `--comm` / `--cpu` add those root frames when --group-by does not name them.
+    for (on, key) in [(shared.comm, kernel_log::GroupKey::Comm), (shared.cpu, kernel_log::GroupKey::Cpu)] {
+        if on && !opts.group_by.contains(&key) {
+            opts.group_by.push(key);
+        }
+    }
     Ok(Box::new(kernel_log::KernelLog::new(opts)))
 }
 
 /// The crash collapser configured from the command line.
 pub(crate) fn build_crash(shared: &SharedArgs) -> Result<Box<dyn Collapse>> {
-    let keys = match &shared.group_by {
+    let mut keys = match &shared.group_by {
         Some(g) => crash::parse_crash_keys(g).map_err(|e| anyhow!(e))?,
         None => vec![crash::CrashKey::State, crash::CrashKey::Comm],
     };
+    for (on, key) in [(shared.comm, crash::CrashKey::Comm), (shared.cpu, crash::CrashKey::Cpu)] {
+        if on && !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
     Ok(Box::new(crash::Crash::new(keys)))
 }
 

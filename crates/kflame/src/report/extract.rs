@@ -241,6 +241,7 @@ impl Open {
             Role::Follows => true,
             _ if fresh && self.lead => true,
             Role::Leads => fresh && self.refinable(s),
+            _ if fresh && matches!(s.kind, Kind::HardLockup | Kind::SoftLockup) && self.refinable(s) => true,
             // `BUG: Dentry ... still in use` followed by the WARN() that prints its stack
             _ if fresh && self.generic_bug() && matches!(s.kind, Kind::Warning | Kind::Bug) => true,
             _ => fresh && self.r.kind == Some(s.kind) && s.kind == Kind::MemoryLeak,
@@ -259,8 +260,11 @@ impl Open {
     }
 
     fn absorb(&mut self, s: Start) {
-        if s.role == Role::Leads && self.refinable(&s) {
+        if (s.role == Role::Leads || s.kind != Kind::Panic) && self.refinable(&s) && !self.main_started {
             self.prefix = s.prefix.clone();
+            if matches!(s.kind, Kind::HardLockup | Kind::SoftLockup) {
+                self.r.kind = Some(s.kind);
+            }
         }
         if self.function.is_none() {
             self.function = s.function;

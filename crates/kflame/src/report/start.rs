@@ -332,6 +332,11 @@ fn misc(t: &str) -> Option<Start> {
     if t.starts_with("unreferenced object 0x") {
         return Some(Start::new(Kind::MemoryLeak, "memory leak"));
     }
+    if let Some(i) = t.find(": page allocation failure: order:") {
+        let mut s = Start::new(Kind::Other, "page allocation failure");
+        s.comm = Some(t[..i].to_string());
+        return Some(s);
+    }
     if let Some(i) = t.find(" invoked oom-killer: ") {
         let mut s = Start::new(Kind::Oom, "oom-killer invoked");
         s.comm = Some(t[..i].to_string());

@@ -177,8 +177,9 @@ pub(crate) fn guilty(frames: &[Frame]) -> Option<String> {
     Some(base_name(&pick.function).to_string())
 }
 
-/// `foo.cold.12` → `foo`.
+/// `foo.cold.12` → `foo`; `.foo` (ppc64 ELFv1 entry points) → `foo`.
 pub(crate) fn base_name(function: &str) -> &str {
+    let function = function.strip_prefix('.').unwrap_or(function);
     match function.find('.') {
         Some(i) if i > 0 => &function[..i],
         _ => function,
