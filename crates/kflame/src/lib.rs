@@ -17,9 +17,12 @@
 //! - [`diag`]: counted, located diagnostics for malformed input.
 //! - [`render`]: folded stacks to flame graphs (layout, palettes, interactive SVG, and the
 //!   self-contained HTML viewer in `render::html`).
+//! - [`report`]: kernel reports (oopses, warnings, hung tasks, lockups, sanitizer reports)
+//!   extracted from logs as structured data, by a streaming extractor.
 
 pub mod collapse;
 pub mod diag;
 pub mod fold;
 pub mod render;
 pub mod record;
+pub mod report;

@@ -53,6 +53,9 @@ pub(crate) struct Args {
 
     #[command(flatten)]
     producers: super::producers::ProducerArgs,
+
+    #[command(flatten)]
+    report: super::reports::ReportArgs,
 }
 
 /// Options that several formats understand, each in its own sense (documented per flag).
@@ -106,10 +109,15 @@ fn build(format: Format, args: &Args) -> Result<Box<dyn Collapse>> {
         Format::Bpftrace => super::producers::bpftrace(&args.producers),
         Format::Bcc => super::producers::bcc(&args.producers, &args.shared),
         Format::Stap => Box::new(collapse::stap::Stap::new()),
+        Format::KernelLog => super::reports::build_kernel_log(&args.shared, &args.report)?,
+        Format::Crash => super::reports::build_crash(&args.shared)?,
     })
 }
 
 pub(crate) fn run(args: Args) -> Result<()> {
+    if args.shared.json {
+        return super::reports::run_json(&args.files, args.format, args.output.as_deref(), detect);
+    }
     let engine = Engine {
         threads: args.threads.unwrap_or_else(|| Engine::default().threads).max(1),
         order: if args.time_order { Order::Time } else { Order::Sorted },
@@ -128,7 +136,12 @@ pub(crate) fn run(args: Args) -> Result<()> {
         let out = collapse_one(&engine, collapser, input, &mut meta)?;
         output::message(out.diag.report(&name).to_string());
         if out.stacks.is_empty() {
-            output::message(format!("{name}: no stacks found in this {format} input"));
+            let what = match format {
+                Format::KernelLog => "no kernel report",
+                Format::Crash => "no task backtrace",
+                _ => "no stacks",
+            };
+            output::message(format!("{name}: {what} found in this {format} input"));
         }
         match &mut total {
             Some(t) => t.append(out.stacks),

@@ -8,3 +8,4 @@ pub(crate) mod flamegraph;
 pub(crate) mod html;
 pub(crate) mod trace_args;
 pub(crate) mod producers;
+pub(crate) mod reports;

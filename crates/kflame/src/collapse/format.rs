@@ -23,6 +23,10 @@ pub enum Format {
     Bcc,
     /// SystemTap `print_stack()` / `print_backtrace()` output followed by counts.
     Stap,
+    /// Kernel logs (dmesg, /dev/kmsg, journalctl -k, syslog): one stack per report.
+    KernelLog,
+    /// `crash` utility `bt` / `foreach bt` output: one stack per task.
+    Crash,
 }
 
 impl Format {
@@ -37,6 +41,8 @@ impl Format {
         Format::Bpftrace,
         Format::Bcc,
         Format::Stap,
+        Format::KernelLog,
+        Format::Crash,
     ];
 
     /// The name used by `--format`.
@@ -51,6 +57,8 @@ impl Format {
             Format::Bpftrace => "bpftrace",
             Format::Bcc => "bcc",
             Format::Stap => "stap",
+            Format::KernelLog => "kernel-log",
+            Format::Crash => "crash",
         }
     }
 
@@ -66,6 +74,8 @@ impl Format {
             Format::Bpftrace => &[],
             Format::Bcc => &["bcc-profile", "bcc-offcputime", "bcc-stackcount"],
             Format::Stap => &["systemtap"],
+            Format::KernelLog => &["dmesg", "kmsg", "kern.log", "oops"],
+            Format::Crash => &["crash-bt"],
         }
     }
 
@@ -81,6 +91,10 @@ impl Format {
             Format::Bpftrace => "bpftrace maps keyed by stacks (`@[kstack]: N`, `@x[ustack, comm]: N`)",
             Format::Bcc => "bcc profile/offcputime/stackcount output, multi-line or folded (`-f`)",
             Format::Stap => "SystemTap print_stack()/print_backtrace() output with counts",
+            Format::KernelLog => {
+                "kernel log with oopses, warnings, hung tasks, lockups... (dmesg, kmsg, syslog)"
+            }
+            Format::Crash => "crash utility `bt -a` / `foreach bt` output",
         }
     }
 
@@ -96,6 +110,8 @@ impl Format {
             Format::Bpftrace => super::bpftrace::detect(head),
             Format::Bcc => super::bcc::detect(head),
             Format::Stap => super::stap::detect(head),
+            Format::KernelLog => super::kernel_log::detect(head),
+            Format::Crash => super::crash::detect(head),
         }
     }
 

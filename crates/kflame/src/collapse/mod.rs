@@ -12,6 +12,7 @@
 
 pub mod bcc;
 pub mod bpftrace;
+pub mod crash;
 pub mod engine;
 pub mod events_json;
 pub mod folded;
@@ -22,6 +23,7 @@ pub mod pairing;
 pub mod perf;
 pub mod proc_stacks;
 pub mod stap;
+pub mod kernel_log;
 #[cfg(test)]
 pub(crate) mod testkit;
 

@@ -1,0 +1,141 @@
+//! Kernel-log and crash-dump options of `kflame collapse`, and their `--json` output (one
+//! object per report or task instead of folded stacks).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+
+use anyhow::{Context, Result, anyhow};
+use kflame::collapse::{Collapse, Format, crash, kernel_log};
+use kflame::report::ReportExtractor;
+
+use super::collapse::SharedArgs;
+use crate::input::{self, Input};
+use crate::output;
+
+/// Options of the kernel-log format.
+#[derive(clap::Args, Debug, Default)]
+pub(crate) struct ReportArgs {
+    /// Kernel logs: keep `+0x12/0x34` offsets on frames (stripped by default, so that the
+    /// same function merges across kernel builds).
+    #[arg(long, help_heading = "Kernel log options")]
+    pub(crate) offsets: bool,
+    /// Kernel logs: keep the `? ` frames the unwinder could not vouch for, marked `? func`
+    /// (dropped by default).
+    #[arg(long, help_heading = "Kernel log options")]
+    pub(crate) unreliable: bool,
+}
+
+/// The kernel-log collapser configured from the command line.
+pub(crate) fn build_kernel_log(shared: &SharedArgs, args: &ReportArgs) -> Result<Box<dyn Collapse>> {
+    let mut opts =
+        kernel_log::Options { offsets: args.offsets, unreliable: args.unreliable, ..Default::default() };
+    if let Some(g) = &shared.group_by {
+        opts.group_by = kernel_log::parse_group_keys(g).map_err(|e| anyhow!(e))?;
+    }
+    // `--comm` / `--cpu` add those root frames when --group-by does not name them.
+    for (on, key) in [(shared.comm, kernel_log::GroupKey::Comm), (shared.cpu, kernel_log::GroupKey::Cpu)] {
+        if on && !opts.group_by.contains(&key) {
+            opts.group_by.push(key);
+        }
+    }
+    Ok(Box::new(kernel_log::KernelLog::new(opts)))
+}
+
+/// The crash collapser configured from the command line.
+pub(crate) fn build_crash(shared: &SharedArgs) -> Result<Box<dyn Collapse>> {
+    let mut keys = match &shared.group_by {
+        Some(g) => crash::parse_crash_keys(g).map_err(|e| anyhow!(e))?,
+        None => vec![crash::CrashKey::State, crash::CrashKey::Comm],
+    };
+    for (on, key) in [(shared.comm, crash::CrashKey::Comm), (shared.cpu, crash::CrashKey::Cpu)] {
+        if on && !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    Ok(Box::new(crash::Crash::new(keys)))
+}
+
+/// `--json`: one JSON object per kernel report (kernel logs) or per task (crash output),
+/// streamed line by line.
+pub(crate) fn run_json(
+    files: &[String],
+    format: Option<Format>,
+    out_path: Option<&Path>,
+    detect: impl Fn(&Input) -> Result<Format>,
+) -> Result<()> {
+    let mut out = output::open(out_path)?;
+    for path in input::paths_or_stdin(files) {
+        let input = Input::open(&path)?;
+        let name = input.name.clone();
+        let format = match format {
+            Some(f) => f,
+            None => detect(&input)?,
+        };
+        let n = match format {
+            Format::KernelLog => json_reports(input, &mut out),
+            Format::Crash => json_tasks(input, &mut out),
+            other => Err(anyhow!("--json applies to kernel-log and crash inputs; {name} is {other}")),
+        }
+        .with_context(|| format!("reading {name}"))?;
+        if n == 0 {
+            let what = if format == Format::Crash { "task backtrace" } else { "kernel report" };
+            output::message(format!("{name}: no {what} found in this {format} input"));
+        }
+    }
+    out.flush().context("writing JSON output")?;
+    Ok(())
+}
+
+/// Calls `f` with each line (without its newline) and its 1-based number.
+fn for_each_line(input: Input, mut f: impl FnMut(u64, &[u8]) -> Result<()>) -> Result<()> {
+    let mut r = BufReader::with_capacity(1 << 16, input.reader());
+    let mut buf = Vec::new();
+    let mut n = 0;
+    loop {
+        buf.clear();
+        if r.read_until(b'\n', &mut buf)? == 0 {
+            return Ok(());
+        }
+        n += 1;
+        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        f(n, line.strip_suffix(b"\r").unwrap_or(line))?;
+    }
+}
+
+fn json_reports(input: Input, out: &mut dyn Write) -> Result<usize> {
+    let mut x = ReportExtractor::new();
+    let mut count = 0;
+    let mut emit = |x: &mut ReportExtractor, out: &mut dyn Write| -> Result<()> {
+        while let Some(r) = x.pop() {
+            writeln!(out, "{}", r.to_json())?;
+            count += 1;
+        }
+        Ok(())
+    };
+    for_each_line(input, |n, line| {
+        x.push_line(n, line);
+        emit(&mut x, out)
+    })?;
+    x.finish();
+    emit(&mut x, out)?;
+    Ok(count)
+}
+
+fn json_tasks(input: Input, out: &mut dyn Write) -> Result<usize> {
+    let mut p = crash::CrashParser::new();
+    let mut count = 0;
+    for_each_line(input, |n, line| {
+        p.push_line(n, line);
+        for t in p.take() {
+            writeln!(out, "{}", t.to_json())?;
+            count += 1;
+        }
+        Ok(())
+    })?;
+    p.finish();
+    for t in p.take() {
+        writeln!(out, "{}", t.to_json())?;
+        count += 1;
+    }
+    Ok(count)
+}

@@ -1,0 +1,550 @@
+//! The streaming extractor: routes lines to open reports and grows them.
+
+use std::collections::VecDeque;
+
+use super::fields::{self, Fields};
+use super::frame::parse_frame;
+use super::prefix::strip;
+use super::start::{Role, Start, classify};
+use super::title::{guilty, is_machinery};
+use super::{ExtraStack, Frame, Kind, MAX_EXTRA_STACKS, MAX_FRAMES, MAX_OPEN, Report, Section};
+
+/// Unrecognized lines tolerated inside a call trace before it is considered over.
+const TRACE_GAP: u32 = 16;
+/// Unrecognized lines after which an open report is closed.
+const IDLE_LIMIT: u32 = 120;
+
+/// Streaming extractor of kernel reports; see the [module documentation](super).
+#[derive(Debug, Default)]
+pub struct ReportExtractor {
+    open: Vec<Open>,
+    done: VecDeque<Report>,
+    banner_kernel: Option<String>,
+    tick: u64,
+    split_task: Option<(u64, Option<Vec<u8>>, String)>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum State {
+    /// Before any frame.
+    Header,
+    /// Inside a call trace.
+    Trace,
+    /// A trace ended; more stacks may follow.
+    After,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Target {
+    Main,
+    Extra,
+}
+
+#[derive(Debug)]
+struct Open {
+    key: Option<Vec<u8>>,
+    r: Report,
+    prefix: String,
+    function: Option<String>,
+    lead: bool,
+    state: State,
+    target: Target,
+    sections: Vec<Section>,
+    main_started: bool,
+    extra_full: bool,
+    /// The report's lines carry timestamps (so unstamped lines are someone else's).
+    stamped: bool,
+    gap: u32,
+    idle: u32,
+    touched: u64,
+}
+
+impl ReportExtractor {
+    /// A new extractor.
+    pub fn new() -> ReportExtractor {
+        ReportExtractor::default()
+    }
+
+    /// Every report of a whole log held in memory, in the order they start.
+    pub fn extract_all(log: &[u8]) -> Vec<Report> {
+        let mut x = ReportExtractor::new();
+        let mut out = Vec::new();
+        for (n, line) in crate::collapse::lines(log, 1) {
+            x.push_line(n, line);
+            out.extend(std::iter::from_fn(|| x.pop()));
+        }
+        x.finish();
+        out.extend(std::iter::from_fn(|| x.pop()));
+        out.sort_by_key(|r| r.line);
+        out
+    }
+
+    /// The next finished report, in the order reports were completed.
+    pub fn pop(&mut self) -> Option<Report> {
+        self.done.pop_front()
+    }
+
+    /// End of input: closes every open report (marking those cut mid-trace as truncated).
+    pub fn finish(&mut self) {
+        let mut open = std::mem::take(&mut self.open);
+        open.sort_by_key(|o| o.r.line);
+        for mut o in open {
+            o.r.truncated |= o.state != State::After && !matches!(o.r.kind(), Kind::Other | Kind::Panic);
+            self.close(o);
+        }
+    }
+
+    /// Feeds line `n` (1-based) of the log.
+    pub fn push_line(&mut self, n: u64, line: &[u8]) {
+        let s = strip(line);
+        if !s.kernel {
+            return;
+        }
+        let text = String::from_utf8_lossy(s.text);
+        self.tick += 1;
+        if let Some(k) = fields::banner_release(&text) {
+            self.banner_kernel = Some(k);
+        }
+        let idx = self.route(s.caller);
+        if let Some((pn, joined)) = self.join_split_task_line(&text, s.caller) {
+            if let Some(start) = classify(&joined) {
+                self.on_start(idx, start, pn, &joined, s.caller, s.stamped);
+                return;
+            }
+        }
+        if text.trim_start().starts_with("INFO: task ") && classify(&text).is_none() {
+            self.split_task = Some((n, s.caller.map(<[u8]>::to_vec), text.into_owned()));
+            return;
+        }
+        if let Some(start) = classify(&text) {
+            self.on_start(idx, start, n, &text, s.caller, s.stamped);
+            return;
+        }
+        let Some(i) = idx else { return };
+        if is_end_marker(&text) {
+            let o = self.open.remove(i);
+            self.close(o);
+            return;
+        }
+        self.open[i].touched = self.tick;
+        if !self.open[i].on_line(&text, s.stamped) {
+            let o = &mut self.open[i];
+            o.idle += 1;
+            if o.idle > IDLE_LIMIT {
+                let o = self.open.remove(i);
+                self.close(o);
+            }
+        }
+    }
+
+    /// A task name holding a newline splits `INFO: task NAME:PID blocked` over two lines:
+    /// the previous line joined with this one, if the previous was such a first half.
+    fn join_split_task_line(&mut self, text: &str, caller: Option<&[u8]>) -> Option<(u64, String)> {
+        let (n, c, first) = self.split_task.take()?;
+        (c.as_deref() == caller).then(|| (n, format!("{first}\n{text}")))
+    }
+
+    /// The open report a line of `caller` belongs to.
+    fn route(&self, caller: Option<&[u8]>) -> Option<usize> {
+        match caller {
+            Some(c) => self.open.iter().position(|o| o.key.as_deref() == Some(c)),
+            None => (0..self.open.len()).max_by_key(|&i| self.open[i].touched),
+        }
+    }
+
+    fn on_start(
+        &mut self,
+        idx: Option<usize>,
+        start: Start,
+        n: u64,
+        text: &str,
+        caller: Option<&[u8]>,
+        stamped: bool,
+    ) {
+        if start.role == Role::Single {
+            let mut o = Open::new(start, n, text, caller, self.tick, stamped);
+            o.state = State::After;
+            self.close(o);
+            return;
+        }
+        if let Some(i) = idx {
+            if self.open[i].absorbs(&start) {
+                let o = &mut self.open[i];
+                o.touched = self.tick;
+                o.idle = 0;
+                o.lead = false;
+                o.absorb(start);
+                return;
+            }
+            let o = self.open.remove(i);
+            self.close(o);
+        }
+        if self.open.len() >= MAX_OPEN {
+            let oldest = (0..self.open.len()).min_by_key(|&i| self.open[i].touched).unwrap_or(0);
+            let o = self.open.remove(oldest);
+            self.close(o);
+        }
+        let o = Open::new(start, n, text, caller, self.tick, stamped);
+        self.open.push(o);
+    }
+
+    fn close(&mut self, o: Open) {
+        let mut r = o.r;
+        if r.kernel.is_none() {
+            r.kernel = self.banner_kernel.clone();
+        }
+        // Panics name a function only when their message does (`corrupted in: foo`).
+        let from_frames = || if r.kind == Some(Kind::Panic) { None } else { guilty(&r.frames) };
+        let function = o.function.filter(|f| !is_machinery(f)).or_else(from_frames);
+        r.title = match function {
+            Some(f) => format!("{} in {f}", o.prefix),
+            None => o.prefix,
+        };
+        self.done.push_back(r);
+    }
+}
+
+impl Open {
+    fn new(start: Start, n: u64, text: &str, caller: Option<&[u8]>, tick: u64, stamped: bool) -> Open {
+        let r = Report {
+            kind: Some(start.kind),
+            header: text.trim().to_string(),
+            cpu: start.cpu,
+            pid: start.pid,
+            comm: start.comm,
+            line: n,
+            caller: caller.map(|c| String::from_utf8_lossy(c).into_owned()),
+            ..Report::default()
+        };
+        Open {
+            key: caller.map(<[u8]>::to_vec),
+            r,
+            prefix: start.prefix,
+            function: start.function,
+            lead: start.role == Role::Leads,
+            state: State::Header,
+            target: Target::Main,
+            sections: Vec::new(),
+            main_started: false,
+            extra_full: false,
+            stamped,
+            gap: 0,
+            idle: 0,
+            touched: tick,
+        }
+    }
+
+    /// Whether a new start line continues this report rather than starting another.
+    fn absorbs(&self, s: &Start) -> bool {
+        let fresh = !self.main_started;
+        match s.role {
+            Role::Follows => true,
+            _ if fresh && self.lead => true,
+            Role::Leads => fresh && self.refinable(s),
+            _ if fresh && matches!(s.kind, Kind::HardLockup | Kind::SoftLockup) && self.refinable(s) => true,
+            // `BUG: Dentry ... still in use` followed by the WARN() that prints its stack
+            _ if fresh && self.generic_bug() && matches!(s.kind, Kind::Warning | Kind::Bug) => true,
+            _ => fresh && self.r.kind == Some(s.kind) && s.kind == Kind::MemoryLeak,
+        }
+    }
+
+    /// A generic `WARNING`/`kernel BUG` whose next line names the problem (`refcount_t:
+    /// underflow`, `ODEBUG: free active`, `list_del corruption`).
+    fn refinable(&self, s: &Start) -> bool {
+        matches!(self.prefix.as_str(), "WARNING" | "kernel BUG")
+            && matches!(s.kind, Kind::Warning | Kind::Bug)
+    }
+
+    fn generic_bug(&self) -> bool {
+        self.r.kind == Some(Kind::Bug) && self.prefix.starts_with("BUG: ")
+    }
+
+    fn absorb(&mut self, s: Start) {
+        if (s.role == Role::Leads || s.kind != Kind::Panic) && self.refinable(&s) && !self.main_started {
+            self.prefix = s.prefix.clone();
+            if matches!(s.kind, Kind::HardLockup | Kind::SoftLockup) {
+                self.r.kind = Some(s.kind);
+            }
+        }
+        if self.function.is_none() {
+            self.function = s.function;
+        }
+        if self.r.kind == Some(Kind::Panic) && s.kind != Kind::Panic && !self.main_started {
+            self.r.kind = Some(s.kind);
+            self.prefix = s.prefix;
+        }
+        self.r.cpu = self.r.cpu.or(s.cpu);
+        self.r.pid = self.r.pid.or(s.pid);
+        self.r.comm = self.r.comm.take().or(s.comm);
+    }
+
+    /// Handles a non-start line; false when the line meant nothing to the report.
+    fn on_line(&mut self, text: &str, stamped: bool) -> bool {
+        let t = text.trim();
+        if self.stamped && !stamped {
+            return true; // console output of another program between the kernel's lines
+        }
+        if let Some(f) = fields::parse_fields(t) {
+            self.fill(f);
+            return true;
+        }
+        if let Some(pc) = fields::pc_line(t) {
+            self.on_pc(pc);
+            return true;
+        }
+        if self.on_marker(t) || self.on_stack_opener(t) {
+            return true;
+        }
+        if let Some(f) = parse_frame(text.as_bytes()) {
+            return self.on_frame(f);
+        }
+        self.on_other(t)
+    }
+
+    fn fill(&mut self, f: Fields) {
+        let r = &mut self.r;
+        r.cpu = r.cpu.or(f.cpu);
+        r.pid = r.pid.or(f.pid);
+        r.comm = r.comm.take().or(f.comm);
+        r.taint = r.taint.take().or(f.taint);
+        r.kernel = r.kernel.take().or(f.kernel);
+        r.hardware = r.hardware.take().or(f.hardware);
+    }
+
+    fn on_pc(&mut self, pc: &str) {
+        let first = pc.split_whitespace().next().unwrap_or(pc);
+        let frame = parse_frame(pc.as_bytes()).or_else(|| parse_frame(first.as_bytes()));
+        let user_pc_after_trace = frame.is_none() && self.main_started;
+        if self.r.rip.is_none() && self.target == Target::Main && !user_pc_after_trace {
+            self.r.rip = Some(frame.as_ref().map_or_else(|| first.to_string(), |f| f.function.clone()));
+        }
+        let Some(mut f) = frame.filter(|f| !f.function.starts_with("0x")) else { return };
+        f.section = self.section();
+        f.raw = format!("RIP: {}", f.raw);
+        if self.state == State::Trace || !self.main_started || self.target == Target::Extra {
+            self.push(f);
+        }
+    }
+
+    /// `<IRQ>`, `</IRQ>`, `<EOI>`, `<NMI>`, `<TASK>`, `</TASK>`... and trace headers.
+    fn on_marker(&mut self, t: &str) -> bool {
+        let section = match t {
+            "<IRQ>" => Some(Section::Irq),
+            "<NMI>" => Some(Section::Nmi),
+            "<SOFTIRQ>" => Some(Section::Softirq),
+            _ if t.starts_with("<#") && t.ends_with('>') => Some(Section::Exception),
+            _ => None,
+        };
+        if let Some(s) = section {
+            self.enter_trace();
+            self.sections.push(s);
+            return true;
+        }
+        match t {
+            "</IRQ>" | "<EOI>" | "</NMI>" | "</SOFTIRQ>" | "<EOE>" => {
+                self.sections.pop();
+                true
+            }
+            _ if t.starts_with("</#") => {
+                self.sections.pop();
+                true
+            }
+            "<TASK>" => {
+                self.enter_trace();
+                self.sections.clear();
+                true
+            }
+            "</TASK>" => {
+                self.end_trace();
+                true
+            }
+            "Call Trace:" | "Call trace:" | "Call Trace" | "Backtrace:" | "Call Trace: " => {
+                self.start_trace();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Lines that introduce a secondary stack (or, for kmemleak/KCSAN, the main one).
+    fn on_stack_opener(&mut self, t: &str) -> bool {
+        let t = t.strip_prefix("rcu: ").unwrap_or(t);
+        let extra = [
+            "Allocated by task",
+            "Freed by task",
+            "Last potentially related work creation",
+            "Second to last potentially related work creation",
+            "Uninit was stored to memory at",
+            "Uninit was created at",
+            "allocated by task",
+            "freed by task",
+            "Last call_rcu",
+            "Second to last call_rcu",
+            "RCU grace-period kthread stack dump",
+            "Stack dump where RCU GP kthread last ran",
+        ];
+        if extra.iter().any(|p| t.starts_with(p)) || (t.starts_with("-> #") && t.ends_with(':')) {
+            self.open_extra(t);
+            return true;
+        }
+        let main_or_extra = t.starts_with("backtrace:")
+            || t.starts_with("backtrace (crc")
+            || (t.contains(" by task ") && t.contains(" on cpu ") && t.ends_with(':'))
+            || t.starts_with("NMI backtrace for cpu")
+            || t.starts_with("Task dump for CPU")
+            || t.starts_with("stack backtrace:");
+        if !main_or_extra {
+            return false;
+        }
+        if self.main_started {
+            self.open_extra(t);
+        } else if t.starts_with("backtrace") || t.contains(" by task ") {
+            self.start_trace();
+        }
+        true
+    }
+
+    fn on_frame(&mut self, mut f: Frame) -> bool {
+        match self.state {
+            State::Trace => {}
+            State::Header if !self.main_started => self.start_trace(),
+            _ => return false,
+        }
+        self.gap = 0;
+        f.section = self.section();
+        self.push(f);
+        true
+    }
+
+    fn on_other(&mut self, t: &str) -> bool {
+        if self.function.is_none() && self.r.kind == Some(Kind::Lockdep) {
+            if let Some((_, at)) = t.split_once("}, at: ") {
+                self.function = lock_site(at);
+            }
+        }
+        if let Some(f) = t.strip_prefix("last function: ") {
+            self.function.get_or_insert_with(|| f.trim().to_string());
+            return true;
+        }
+        if let Some(pc) = t.strip_prefix("--- interrupt: ").and_then(|r| r.split_once(" at ")) {
+            // powerpc: the PC an exception interrupted, mid-trace
+            self.on_pc(pc.1);
+            return true;
+        }
+        if let Some(rw) = ["Read of size", "Write of size"].iter().find(|p| t.starts_with(*p)) {
+            if self.r.kind == Some(Kind::Kasan)
+                && !self.prefix.ends_with(" Read")
+                && !self.prefix.ends_with(" Write")
+            {
+                self.prefix.push_str(if rw.starts_with("Read") { " Read" } else { " Write" });
+            }
+            return true;
+        }
+        let sanitizer =
+            matches!(self.r.kind(), Kind::Kasan | Kind::Kmsan | Kind::Kcsan | Kind::Kfence | Kind::Ubsan);
+        if sanitizer && self.main_started && t.len() >= 20 && t.bytes().all(|b| b == b'=') {
+            self.state = State::After;
+            self.idle = IDLE_LIMIT; // closes at the next unrecognized line
+            return false;
+        }
+        if is_register_line(t) || t.is_empty() || t.starts_with("Modules linked in") {
+            return true;
+        }
+        if self.state == State::Trace {
+            self.gap += 1;
+            if self.gap > TRACE_GAP {
+                self.end_trace();
+            }
+        }
+        false
+    }
+
+    fn section(&self) -> Section {
+        self.sections.last().copied().unwrap_or_default()
+    }
+
+    fn enter_trace(&mut self) {
+        if self.state != State::Trace {
+            self.start_trace();
+        }
+    }
+
+    /// A `Call Trace:` header: the main trace if none yet, else an extra stack.
+    fn start_trace(&mut self) {
+        let opener_pending = self.state == State::Trace
+            && self.target == Target::Extra
+            && self.r.extra_stacks.last().is_some_and(|e| e.frames.is_empty());
+        if opener_pending {
+            return; // `Call Trace:` right after `Allocated by task 1:` and the like
+        }
+        if self.main_started && self.state != State::Trace {
+            self.open_extra("Call Trace:");
+            return;
+        }
+        self.state = State::Trace;
+        self.gap = 0;
+        if !self.main_started {
+            self.target = Target::Main;
+            self.main_started = true;
+        }
+    }
+
+    fn open_extra(&mut self, label: &str) {
+        self.state = State::Trace;
+        self.gap = 0;
+        self.target = Target::Extra;
+        self.sections.clear();
+        if self.r.extra_stacks.len() < MAX_EXTRA_STACKS {
+            self.r.extra_stacks.push(ExtraStack { label: label.to_string(), frames: Vec::new() });
+        } else {
+            self.extra_full = true;
+        }
+    }
+
+    fn end_trace(&mut self) {
+        self.state = State::After;
+        self.sections.clear();
+    }
+
+    fn push(&mut self, f: Frame) {
+        let frames = match (self.target, self.r.extra_stacks.last_mut()) {
+            (Target::Main, _) => &mut self.r.frames,
+            (Target::Extra, Some(e)) if !self.extra_full => &mut e.frames,
+            (Target::Extra, _) => return,
+        };
+        if frames.last().is_some_and(|l| {
+            l.raw.starts_with("RIP: ") && l.function == f.function && !f.raw.starts_with("RIP: ")
+        }) {
+            return; // arm64 prints the pc function again as the first frame
+        }
+        if frames.len() >= MAX_FRAMES {
+            self.r.dropped_frames = self.r.dropped_frames.saturating_add(1);
+            return;
+        }
+        frames.push(f);
+    }
+}
+
+/// `[<ffffffff81234567>] func+0x1/0x2 file.c:12` / `func+0x1/0x2` after lockdep's `at: `.
+fn lock_site(at: &str) -> Option<String> {
+    let f = parse_frame(at.as_bytes()).or_else(|| parse_frame(at.split_whitespace().last()?.as_bytes()))?;
+    Some(f.function)
+}
+
+fn is_end_marker(t: &str) -> bool {
+    let t = t.trim_start();
+    t.starts_with("---[ end trace")
+        || t.starts_with("---[ end Kernel panic")
+        || t.starts_with("Kernel Offset:")
+        || t.starts_with("Rebooting in ")
+}
+
+/// Register dump lines (`RSP: 0018:...`, `RAX: ...`, `Code: ...`, `x29: ...`, `lr : ...`).
+fn is_register_line(t: &str) -> bool {
+    let Some(colon) = t.find(':') else { return false };
+    let name = t[..colon].trim_end();
+    let short = !name.is_empty() && name.len() <= 8;
+    let regname = name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b' ');
+    let value = t[colon + 1..].trim_start();
+    short && regname && (value.bytes().next().is_some_and(|b| b.is_ascii_hexdigit()) || name == "Code")
+}

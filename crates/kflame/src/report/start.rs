@@ -1,0 +1,454 @@
+//! Recognizing the first line of a report and what it says (kind, title prefix, function).
+
+use super::Kind;
+
+/// How a start line relates to a report already open in the same context.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// Starts a new report (closing an open one that already has frames or another kind).
+    New,
+    /// A consequence of the open report (`Kernel panic`, `Oops:`): absorbed when one is open.
+    Follows,
+    /// A preamble (`list_add corruption.`, `refcount_t: underflow`): the next report line
+    /// printed before any frame is absorbed into it.
+    Leads,
+    /// A one-line report (`unregister_netdevice: waiting for ...`): complete by itself; it
+    /// neither closes nor joins an open report.
+    Single,
+}
+
+/// What a start line says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Start {
+    pub(crate) kind: Kind,
+    /// Title without the ` in function` part (`WARNING`, `KASAN: use-after-free`).
+    pub(crate) prefix: String,
+    /// Function named by the line itself (`WARNING: ... at file:12 func+0x1/0x2`).
+    pub(crate) function: Option<String>,
+    pub(crate) role: Role,
+    /// Task named by the line (`INFO: task sh:9657 blocked`, `[comm:pid]`).
+    pub(crate) comm: Option<String>,
+    pub(crate) pid: Option<u32>,
+    /// CPU named by the line (`CPU#3 stuck`).
+    pub(crate) cpu: Option<u32>,
+}
+
+impl Start {
+    fn new(kind: Kind, prefix: impl Into<String>) -> Start {
+        Start {
+            kind,
+            prefix: prefix.into(),
+            function: None,
+            role: Role::New,
+            comm: None,
+            pid: None,
+            cpu: None,
+        }
+    }
+    fn func(mut self, f: Option<String>) -> Start {
+        self.function = f;
+        self
+    }
+    fn role(mut self, r: Role) -> Start {
+        self.role = r;
+        self
+    }
+}
+
+/// Classifies `text` (prefix stripped) as the first line of a report.
+pub(crate) fn classify(text: &str) -> Option<Start> {
+    let t = text.trim();
+    let t = t.strip_prefix("[ ").and_then(|s| s.strip_suffix(" ]")).unwrap_or(t);
+    let t = strip_subsystem(t);
+    panic_line(t)
+        .or_else(|| sanitizer(t))
+        .or_else(|| lockups_and_stalls(t))
+        .or_else(|| faults(t))
+        .or_else(|| lockdep(t))
+        .or_else(|| warning(t))
+        .or_else(|| bug(t))
+        .or_else(|| misc(t))
+}
+
+fn strip_subsystem(t: &str) -> &str {
+    for p in ["watchdog: ", "NMI watchdog: ", "rcu: ", "kernel: "] {
+        if let Some(r) = t.strip_prefix(p) {
+            return r;
+        }
+    }
+    t
+}
+
+fn panic_line(t: &str) -> Option<Start> {
+    let msg = t.strip_prefix("Kernel panic - not syncing: ")?;
+    // `stack-protector: Kernel stack is corrupted in: udp4_lib_lookup2+0x1/0x2`
+    let func = msg.split_once(" in: ").map(|(_, f)| header_function(f));
+    let prefix = if msg.starts_with("stack-protector") {
+        "kernel panic: stack is corrupted".to_string()
+    } else if msg.starts_with("corrupted stack end") {
+        "kernel panic: corrupted stack end".to_string()
+    } else {
+        format!("kernel panic: {}", clean_panic(msg))
+    };
+    Some(Start::new(Kind::Panic, prefix).role(Role::Follows).func(func))
+}
+
+fn sanitizer(t: &str) -> Option<Start> {
+    let table = [
+        ("BUG: KASAN: ", Kind::Kasan, "KASAN: "),
+        ("BUG: KMSAN: ", Kind::Kmsan, "KMSAN: "),
+        ("BUG: KFENCE: ", Kind::Kfence, "KFENCE: "),
+        ("BUG: KCSAN: ", Kind::Kcsan, "KCSAN: "),
+        ("UBSAN: ", Kind::Ubsan, "UBSAN: "),
+    ];
+    for (pat, kind, title) in table {
+        let Some(rest) = t.strip_prefix(pat) else { continue };
+        let (what, func) = match rest.split_once(" in ") {
+            Some((w, f)) => (w, Some(f)),
+            None => (rest, None),
+        };
+        let what = match what {
+            "double-free or invalid-free" | "double-free" => "invalid-free",
+            "Undefined behaviour" => "undefined-behaviour",
+            w => w,
+        };
+        let func = func.filter(|_| kind != Kind::Ubsan).map(header_function);
+        return Some(Start::new(kind, format!("{title}{what}")).func(func));
+    }
+    if t.starts_with("KASAN: null-ptr-deref in range") || t.starts_with("KASAN: maybe wild-memory-access") {
+        return Some(Start::new(Kind::Kasan, "KASAN: null-ptr-deref").role(Role::Follows));
+    }
+    None
+}
+
+/// `func+0x1/0x2` or `func / func2` → the function part(s).
+fn header_function(f: &str) -> String {
+    let f = f.trim();
+    if f.contains(" / ") {
+        return f.split(" / ").map(header_function).collect::<Vec<_>>().join(" / ");
+    }
+    let end = f.find(['+', ' ', '(']).unwrap_or(f.len());
+    f[..end].to_string()
+}
+
+fn lockups_and_stalls(t: &str) -> Option<Start> {
+    if let Some(rest) = t.strip_prefix("BUG: soft lockup - CPU#") {
+        let mut s = Start::new(Kind::SoftLockup, "BUG: soft lockup");
+        s.cpu = leading_number(rest);
+        if let Some((comm, pid)) = bracket_task(rest) {
+            s.comm = Some(comm);
+            s.pid = Some(pid);
+        }
+        return Some(s);
+    }
+    if let Some(i) = t.find("Watchdog detected hard LOCKUP on cpu") {
+        let mut s = Start::new(Kind::HardLockup, "BUG: hard lockup");
+        s.cpu = leading_number(t[i + 36..].trim_start());
+        return Some(s);
+    }
+    if t.starts_with("INFO: rcu") && t.contains("stall") {
+        return Some(Start::new(Kind::RcuStall, "INFO: rcu detected stall"));
+    }
+    let rest = t.strip_prefix("INFO: task ")?;
+    let (task, prefix) =
+        if let Some(i) = rest.find(" blocked for more than").or_else(|| rest.find(" blocked in")) {
+            (&rest[..i], "INFO: task hung")
+        } else if let Some(i) = rest.find(" can't die for more than") {
+            (&rest[..i], "INFO: task can't die")
+        } else {
+            return None;
+        };
+    let mut s = Start::new(Kind::HungTask, prefix);
+    if let Some((comm, pid)) = task.rsplit_once(':') {
+        s.comm = Some(comm.to_string());
+        s.pid = pid.parse().ok();
+    }
+    Some(s)
+}
+
+fn faults(t: &str) -> Option<Start> {
+    let page = Kind::PageFault;
+    let paging = "BUG: unable to handle kernel paging request";
+    let null = "BUG: unable to handle kernel NULL pointer dereference";
+    let table: [(&str, Kind, &str, Role); 16] = [
+        ("BUG: Unable to handle kernel data access", page, paging, Role::New),
+        ("BUG: Unable to handle kernel instruction fetch", page, paging, Role::New),
+        ("BUG: unable to handle kernel paging request", page, paging, Role::New),
+        ("BUG: unable to handle page fault", page, paging, Role::New),
+        ("BUG: unable to handle kernel NULL pointer dereference", page, null, Role::New),
+        ("BUG: kernel NULL pointer dereference", page, null, Role::New),
+        ("BUG: Kernel NULL pointer dereference", page, null, Role::New),
+        (
+            "BUG: unable to handle kernel access to user memory",
+            page,
+            "BUG: unable to handle kernel access to user memory",
+            Role::New,
+        ),
+        ("BUG: unable to handle kernel", page, "BUG: unable to handle kernel", Role::New),
+        ("Unable to handle kernel paging request", page, paging, Role::Leads),
+        ("Unable to handle kernel NULL pointer dereference", page, null, Role::Leads),
+        (
+            "Unable to handle kernel access to user memory",
+            page,
+            "BUG: unable to handle kernel access to user memory",
+            Role::Leads,
+        ),
+        ("Unable to handle kernel", page, paging, Role::Leads),
+        ("Unhandled fault", Kind::Oops, "Unhandled fault", Role::New),
+        ("PANIC: double fault", Kind::Oops, "PANIC: double fault", Role::New),
+        ("kernel BUG at ", Kind::Bug, "kernel BUG", Role::New),
+    ];
+    for (pat, kind, title, role) in table {
+        if t.starts_with(pat) {
+            return Some(Start::new(kind, title).role(role));
+        }
+    }
+    let oops = t.strip_prefix("Oops: ").unwrap_or(t);
+    let oops = oops.strip_prefix("segment-related ").unwrap_or(oops);
+    if oops.starts_with("general protection fault") {
+        return Some(Start::new(Kind::GeneralProtectionFault, "general protection fault"));
+    }
+    exceptions(oops, oops.len() != t.len())
+}
+
+/// `divide error: 0000 [#1]`, `Oops: stack segment: 0000`, `Internal error: Oops: ...`.
+fn exceptions(t: &str, after_oops: bool) -> Option<Start> {
+    let table = [
+        ("divide error", "divide error"),
+        ("stack segment", "stack segment fault"),
+        ("invalid opcode", "invalid opcode"),
+        ("double fault", "PANIC: double fault"),
+        ("Internal error", "Internal error"),
+    ];
+    for (pat, title) in table {
+        if t.starts_with(pat) && t[pat.len()..].starts_with(':') {
+            return Some(Start::new(Kind::Oops, title).role(Role::Follows));
+        }
+    }
+    let is_oops_count = t.contains("[#") || t.contains("SMP") || t.contains("PREEMPT");
+    (after_oops && is_oops_count).then(|| Start::new(Kind::Oops, "Oops").role(Role::Follows))
+}
+
+fn lockdep(t: &str) -> Option<Start> {
+    let body = t
+        .strip_prefix("WARNING: ")
+        .or_else(|| t.strip_prefix("INFO: "))
+        .or_else(|| t.strip_prefix("BUG: "))?;
+    let table = [
+        ("possible circular locking dependency", "possible deadlock"),
+        ("possible recursive locking", "possible deadlock"),
+        ("possible irq lock inversion", "possible deadlock"),
+        ("HARDIRQ-safe -> HARDIRQ-unsafe", "possible deadlock"),
+        ("SOFTIRQ-safe -> SOFTIRQ-unsafe", "possible deadlock"),
+        ("inconsistent lock state", "inconsistent lock state"),
+        ("suspicious RCU usage", "WARNING: suspicious RCU usage"),
+        ("trying to register non-static key", "INFO: trying to register non-static key"),
+        ("bad unlock balance", "WARNING: bad unlock balance"),
+        ("lock held when returning to user space", "WARNING: lock held when returning to user space"),
+        ("Nested lock was not taken", "WARNING: nested lock was not taken"),
+        ("held lock freed", "BUG: held lock freed"),
+        ("still has locks held", "WARNING: still has locks held"),
+        ("lock held at task exit time", "WARNING: lock held at task exit time"),
+        ("MAX_", "BUG: lockdep limit too low"),
+        ("looking up invalid subclass", "BUG: looking up invalid subclass"),
+    ];
+    let anywhere = ["still has locks held", "lock held when returning to user space"];
+    table
+        .iter()
+        .find(|(pat, _)| body.starts_with(pat) || (anywhere.contains(pat) && body.contains(pat)))
+        .map(|(_, title)| Start::new(Kind::Lockdep, *title))
+}
+
+fn warning(t: &str) -> Option<Start> {
+    if let Some(r) = t.strip_prefix("WARNING: CPU: ") {
+        let mut s = Start::new(Kind::Warning, "WARNING");
+        s.cpu = leading_number(r);
+        s.function =
+            r.split_once(" at ").and_then(|(_, at)| at.split_whitespace().nth(1)).map(header_function);
+        return Some(s);
+    }
+    if let Some(r) = t.strip_prefix("WARNING: at ") {
+        let func = r.split_whitespace().nth(1).map(header_function);
+        return Some(Start::new(Kind::Warning, "WARNING").func(func));
+    }
+    if let Some(r) = t.strip_prefix("WARNING: ") {
+        // 6.17+: `WARNING: kernel/foo.c:12 at func+0x1/0x2, CPU#0: comm/123`
+        let first = r.split_whitespace().next().unwrap_or("");
+        if first.contains(".c:") || first.contains(".h:") || first.contains(".rs:") {
+            let func = r.split_once(" at ").map(|(_, f)| header_function(f.trim_end_matches(',')));
+            return Some(Start::new(Kind::Warning, "WARNING").func(func));
+        }
+        for (pat, title) in [
+            ("kernel stack regs", "WARNING: kernel stack regs has bad value"),
+            ("kernel stack frame pointer", "WARNING: kernel stack frame pointer has bad value"),
+            ("stack recursion", "WARNING: stack recursion"),
+        ] {
+            if r.starts_with(pat) {
+                return Some(Start::new(Kind::Warning, title));
+            }
+        }
+    }
+    None
+}
+
+fn bug(t: &str) -> Option<Start> {
+    let msg = t.strip_prefix("BUG: ")?;
+    let table = [
+        ("sleeping function called from invalid context", Kind::AtomicSleep),
+        ("scheduling while atomic", Kind::AtomicSleep),
+        ("memory leak", Kind::MemoryLeak),
+    ];
+    for (pat, kind) in table {
+        if msg.starts_with(pat) {
+            return Some(Start::new(kind, format!("BUG: {pat}")).role(Role::Leads));
+        }
+    }
+    if msg.starts_with("using ") && msg.contains("preemptible") {
+        let what = msg.split(" in preemptible").next().unwrap_or(msg);
+        return Some(Start::new(Kind::Bug, format!("BUG: {what} in preemptible code")));
+    }
+    Some(Start::new(Kind::Bug, format!("BUG: {}", clean(msg))))
+}
+
+fn misc(t: &str) -> Option<Start> {
+    let leads = [
+        ("kasan: GPF could be caused by", Kind::GeneralProtectionFault, "general protection fault"),
+        ("list_add corruption", Kind::Bug, "BUG: corrupted list"),
+        ("list_del corruption", Kind::Bug, "BUG: corrupted list"),
+        ("usercopy: Kernel memory", Kind::Bug, "BUG: bad usercopy"),
+        ("refcount_t: ", Kind::Warning, "WARNING: refcount bug"),
+        ("ODEBUG: ", Kind::Warning, "WARNING: ODEBUG bug"),
+    ];
+    for (pat, kind, title) in leads {
+        if t.starts_with(pat) {
+            return Some(Start::new(kind, title).role(Role::Leads));
+        }
+    }
+    if t.starts_with("VFS: Close: file count is 0") {
+        return Some(
+            Start::new(Kind::Other, "VFS: Close: file count is zero (use-after-free)").role(Role::Single),
+        );
+    }
+    if t.starts_with("unreferenced object 0x") {
+        return Some(Start::new(Kind::MemoryLeak, "memory leak"));
+    }
+    if let Some(i) = t.find(": page allocation failure: order:") {
+        let mut s = Start::new(Kind::Other, "page allocation failure");
+        s.comm = Some(t[..i].to_string());
+        return Some(s);
+    }
+    if let Some(i) = t.find(" invoked oom-killer: ") {
+        let mut s = Start::new(Kind::Oom, "oom-killer invoked");
+        s.comm = Some(t[..i].to_string());
+        return Some(s);
+    }
+    if t.starts_with("unregister_netdevice: waiting for") {
+        return Some(
+            Start::new(Kind::Other, "unregister_netdevice: waiting for DEV to become free")
+                .role(Role::Single),
+        );
+    }
+    None
+}
+
+/// A message made title-sized: cut at the first detail (`:`, `!`, ` at 0x`...), numbers
+/// replaced by `NUM` as syzkaller does.
+fn clean(msg: &str) -> String {
+    let is_addr = |w: &str| w.len() >= 8 && w.bytes().take(8).all(|b| b.is_ascii_hexdigit());
+    let msg = msg.split_whitespace().filter(|w| !is_addr(w)).collect::<Vec<_>>().join(" ");
+    let mut end = msg.len();
+    for stop in [" at 0x", ":", "!", ", ", " (", " [", " - ", " pfn"] {
+        if let Some(i) = msg.find(stop) {
+            end = end.min(i);
+        }
+    }
+    let number = |w: &str| w.bytes().all(|b| b.is_ascii_hexdigit()) && w.bytes().any(|b| b.is_ascii_digit());
+    let words: Vec<&str> = msg[..end].split_whitespace().map(|w| if number(w) { "NUM" } else { w }).collect();
+    let s = words.join(" ");
+    let s = s.trim_end_matches(['.', ' ']).to_string();
+    if s.is_empty() { msg.trim().chars().take(80).collect() } else { s }
+}
+
+/// A panic message made title-sized: panics often say `subsystem: what`, so unlike
+/// [`clean`] it keeps colons.
+fn clean_panic(msg: &str) -> String {
+    let mut end = msg.len();
+    for stop in ["!", ", ", " (", " [", " on \"", " on unknown-block", " - ", " exitcode="] {
+        if let Some(i) = msg.find(stop) {
+            end = end.min(i);
+        }
+    }
+    let s = msg[..end].trim_end_matches(['.', ' ']);
+    if s.is_empty() { msg.trim().chars().take(80).collect() } else { s.to_string() }
+}
+
+fn leading_number(s: &str) -> Option<u32> {
+    let d: String = s.chars().take_while(char::is_ascii_digit).collect();
+    d.parse().ok()
+}
+
+/// `... [comm:pid]` at the end of a soft lockup line.
+fn bracket_task(s: &str) -> Option<(String, u32)> {
+    let open = s.rfind('[')?;
+    let inner = s[open + 1..].strip_suffix(']')?;
+    let (comm, pid) = inner.rsplit_once(':')?;
+    Some((comm.to_string(), pid.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(t: &str) -> Option<(Kind, String, Option<String>)> {
+        classify(t).map(|s| (s.kind, s.prefix, s.function))
+    }
+
+    #[test]
+    fn start_lines() {
+        let w = k("WARNING: CPU: 0 PID: 1 at kernel/foo.c:12 bar_baz+0x1/0x2").unwrap();
+        assert_eq!(w, (Kind::Warning, "WARNING".into(), Some("bar_baz".into())));
+        let w = k("WARNING: kernel/foo.c:12 at bar_baz+0x1/0x2, CPU#0: sh/1").unwrap();
+        assert_eq!(w.2.as_deref(), Some("bar_baz"));
+        let a = k("BUG: KASAN: use-after-free in foo+0x1/0x2").unwrap();
+        assert_eq!(a, (Kind::Kasan, "KASAN: use-after-free".into(), Some("foo".into())));
+        let h = classify("INFO: task kworker/0:1:57 blocked for more than 120 seconds.").unwrap();
+        assert_eq!((h.kind, h.comm.as_deref(), h.pid), (Kind::HungTask, Some("kworker/0:1"), Some(57)));
+        let s = classify("watchdog: BUG: soft lockup - CPU#3 stuck for 22s! [a b:77]").unwrap();
+        assert_eq!(
+            (s.kind, s.cpu, s.comm.as_deref(), s.pid),
+            (Kind::SoftLockup, Some(3), Some("a b"), Some(77))
+        );
+        assert_eq!(k("rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:").unwrap().0, Kind::RcuStall);
+        assert_eq!(
+            k("BUG: Bad page state in process x  pfn:1234").unwrap().1,
+            "BUG: Bad page state in process x"
+        );
+        assert_eq!(
+            k("BUG: Dentry ffff88810e2ca880{i=0,n=.index}  still in use (1)").unwrap().1,
+            "BUG: Dentry still in use"
+        );
+        assert_eq!(
+            k("Kernel panic - not syncing: Attempted to kill init! exitcode=0x9").unwrap().1,
+            "kernel panic: Attempted to kill init"
+        );
+        assert_eq!(
+            k("general protection fault, probably for non-canonical address").unwrap().0,
+            Kind::GeneralProtectionFault
+        );
+        assert_eq!(k("Oops: general protection fault, probably").unwrap().0, Kind::GeneralProtectionFault);
+    }
+
+    #[test]
+    fn not_reports() {
+        for t in [
+            "WARNING: The mand mount option is being deprecated.",
+            "INFO: lockdep is turned off.",
+            "INFO: NMI handler (perf_event_nmi_handler) took too long to run",
+            "Spectre V2 : WARNING: Unprivileged eBPF",
+            "BUG UNIX (Not tainted): kasan: bad access detected",
+            "Oops, something",
+        ] {
+            assert_eq!(k(t), None, "{t}");
+        }
+    }
+}
