@@ -15,7 +15,11 @@
 //! - [`collapse`]: the [`collapse::Collapse`] trait, the parallel engine, the format registry
 //!   and one module per input format.
 //! - [`diag`]: counted, located diagnostics for malformed input.
+//! - [`symbols`]: kallsyms, ELF symbol tables and address spaces (perf's naming rules).
+//! - [`perf_data`]: perf.data read directly into folded stacks.
 
 pub mod collapse;
 pub mod diag;
 pub mod fold;
+pub mod perf_data;
+pub mod symbols;
