@@ -41,6 +41,9 @@ pub(crate) struct Args {
 
     #[command(flatten)]
     shared: SharedArgs,
+
+    #[command(flatten)]
+    perf_data: super::perf_data::PerfDataArgs,
 }
 
 /// Options that several formats understand, each in its own sense (documented per flag).
@@ -87,6 +90,7 @@ fn parse_format(s: &str) -> Result<Format, String> {
 fn build(format: Format, _args: &Args) -> Result<Box<dyn Collapse>> {
     Ok(match format {
         Format::Folded => Box::new(collapse::folded::Folded::new()),
+        Format::PerfData => bail!("perf.data is binary: it is read by its own reader, not the line engine"),
     })
 }
 
@@ -105,8 +109,12 @@ pub(crate) fn run(args: Args) -> Result<()> {
             Some(f) => f,
             None => detect(&input)?,
         };
-        let collapser = build(format, &args)?;
-        let out = collapse_one(&engine, collapser, input, &mut meta)?;
+        let out = if format == Format::PerfData {
+            super::perf_data::collapse(input, &args.perf_data, &args.shared, engine.order, &mut meta)?
+        } else {
+            let collapser = build(format, &args)?;
+            collapse_one(&engine, collapser, input, &mut meta)?
+        };
         output::message(out.diag.report(&name).to_string());
         if out.stacks.is_empty() {
             output::message(format!("{name}: no stacks found in this {format} input"));

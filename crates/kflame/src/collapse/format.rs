@@ -7,16 +7,19 @@ use std::fmt;
 pub enum Format {
     /// Already folded stacks (`a;b;c 12`), merged and re-aggregated.
     Folded,
+    /// perf.data recorded by `perf record`, read directly (binary; not line-based).
+    PerfData,
 }
 
 impl Format {
     /// Every format, in detection priority order (earlier wins ties).
-    pub const ALL: &'static [Format] = &[Format::Folded];
+    pub const ALL: &'static [Format] = &[Format::Folded, Format::PerfData];
 
     /// The name used by `--format`.
     pub fn name(self) -> &'static str {
         match self {
             Format::Folded => "folded",
+            Format::PerfData => "perf-data",
         }
     }
 
@@ -24,6 +27,7 @@ impl Format {
     pub fn aliases(self) -> &'static [&'static str] {
         match self {
             Format::Folded => &["collapsed", "stackcollapse"],
+            Format::PerfData => &["perf.data", "perfdata"],
         }
     }
 
@@ -31,6 +35,7 @@ impl Format {
     pub fn summary(self) -> &'static str {
         match self {
             Format::Folded => "folded stacks `frame;frame;... count` (FlameGraph)",
+            Format::PerfData => "perf.data from `perf record`, symbolized in-process (no perf needed)",
         }
     }
 
@@ -38,6 +43,13 @@ impl Format {
     pub fn detect(self, head: &[u8]) -> u8 {
         match self {
             Format::Folded => super::folded::detect(head),
+            Format::PerfData => {
+                if crate::perf_data::is_perf_data(head) {
+                    100
+                } else {
+                    0
+                }
+            }
         }
     }
 
@@ -81,5 +93,6 @@ mod tests {
         assert_eq!(detect(b"a;b 1\na;c 2\n"), Some(Format::Folded));
         assert_eq!(detect(b"hello world\nthis is prose\n"), None);
         assert_eq!(detect(b""), None);
+        assert_eq!(detect(b"PERFILE2\x68\0\0\0\0\0\0\0"), Some(Format::PerfData));
     }
 }

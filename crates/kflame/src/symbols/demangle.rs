@@ -20,7 +20,64 @@ pub fn demangle(name: &str) -> Cow<'_, str> {
 fn cpp(name: &str) -> Option<String> {
     let sym = cpp_demangle::Symbol::new(name.as_bytes()).ok()?;
     let opts = cpp_demangle::DemangleOptions::new().no_params().no_return_type();
-    sym.demangle_with_options(&opts).ok()
+    let text = sym.demangle_with_options(&opts).ok()?;
+    Some(like_libiberty(&text))
+}
+
+/// Rewrites the few spots where cpp_demangle's output differs from GNU libiberty's (which
+/// perf uses): integer literals `(unsigned long)8` are `8ul`, `(bool)1` is `true`, and an
+/// empty parameter pack leaves no `, ` behind.
+fn like_libiberty(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('(') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        match literal(rest) {
+            Some((lit, used)) => {
+                out.push_str(&lit);
+                rest = &rest[used..];
+            }
+            None => {
+                out.push('(');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    while out.contains(", >") {
+        out = out.replace(", >", ">");
+    }
+    out.replace("<, ", "<")
+}
+
+/// `(type)digits` at the start of `s`: libiberty's spelling and the bytes consumed.
+fn literal(s: &str) -> Option<(String, usize)> {
+    const SUFFIXES: &[(&str, &str)] = &[
+        ("(int)", ""),
+        ("(unsigned int)", "u"),
+        ("(long)", "l"),
+        ("(unsigned long)", "ul"),
+        ("(long long)", "ll"),
+        ("(unsigned long long)", "ull"),
+        ("(bool)", "bool"),
+    ];
+    let &(ty, suffix) = SUFFIXES.iter().find(|(ty, _)| s.starts_with(ty))?;
+    let num = &s[ty.len()..];
+    let neg = num.starts_with('-');
+    let digits = num[usize::from(neg)..].bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let len = ty.len() + usize::from(neg) + digits;
+    let value = &s[ty.len()..len];
+    let text = match suffix {
+        "bool" if value == "0" => "false".to_string(),
+        "bool" if value == "1" => "true".to_string(),
+        "bool" => return None,
+        _ => format!("{value}{suffix}"),
+    };
+    Some((text, len))
 }
 
 #[cfg(test)]
@@ -36,6 +93,11 @@ mod tests {
         );
         assert_eq!(demangle("_ZN4core3fmt5write17h0123456789abcdefE"), "core::fmt::write");
         assert_eq!(demangle("memcpy"), "memcpy");
+        assert_eq!(
+            demangle("_ZN4llvm11PassManagerINS_8FunctionENS_15AnalysisManagerIS1_JEEEJEE3runERS1_RS3_"),
+            "llvm::PassManager<llvm::Function, llvm::AnalysisManager<llvm::Function>>::run"
+        );
+        assert_eq!(like_libiberty("A<(unsigned long)8, (int)-1, (bool)1, (char)65>"), "A<8ul, -1, true, (char)65>");
         assert_eq!(demangle("_Zgarbage("), "_Zgarbage(");
     }
 }

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use object::elf::{SHF_ALLOC, SHF_EXECINSTR};
-use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionFlags, SymbolKind};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable, SectionFlags, SymbolKind};
 
 use super::table::{Binding, Entry, SymbolTable};
 use super::{MappedFile, Symbol, SymbolError};
@@ -116,7 +116,50 @@ fn read_symbols(syms: &object::File<'_>, runtime: &object::File<'_>, symtab: boo
             entries.push(e);
         }
     }
-    SymbolTable::new(entries)
+    let mut table = SymbolTable::with_names(entries, super::demangle);
+    table.add_sized(plt_symbols(runtime));
+    table
+}
+
+/// perf's synthesized PLT symbols: one `NAME@plt` per `.rela.plt` entry, laid out after the
+/// `.plt` header, `sh_entsize` bytes each, at file offsets.
+fn plt_symbols(file: &object::File<'_>) -> Vec<Entry> {
+    let (Some(rela), Some(plt)) = (file.section_by_name(".rela.plt"), file.section_by_name(".plt")) else {
+        return Vec::new();
+    };
+    let (Ok(data), Some(dynsyms)) = (rela.data(), file.dynamic_symbol_table()) else { return Vec::new() };
+    let entsize =
+        if file.architecture() == object::Architecture::Aarch64 { 16 } else { plt_entsize(file, &plt) };
+    let header = if file.architecture() == object::Architecture::Aarch64 { 32 } else { entsize };
+    let Some((plt_offset, _)) = plt.file_range() else { return Vec::new() };
+    let mut offset = plt_offset + header;
+    let mut out = Vec::new();
+    for rel in data.chunks_exact(24) {
+        let info = u64::from_le_bytes(rel[8..16].try_into().unwrap_or_default());
+        let index = object::SymbolIndex((info >> 32) as usize);
+        let name = dynsyms.symbol_by_index(index).ok().and_then(|s| s.name().ok()).unwrap_or("");
+        let name = format!("{}@plt", super::demangle(name));
+        out.push(Entry { start: offset, end: offset + entsize, binding: Binding::Global, name: name.into() });
+        offset += entsize;
+    }
+    out
+}
+
+/// `sh_entsize` of the `.plt` section (16 on x86_64 when unset).
+fn plt_entsize(file: &object::File<'_>, plt: &object::Section<'_, '_>) -> u64 {
+    use object::read::elf::SectionHeader;
+    let endian = if file.is_little_endian() { object::Endianness::Little } else { object::Endianness::Big };
+    let ent = match file {
+        object::File::Elf64(f) => f.section_by_index(plt.index()).ok().map(|s| s.elf_section_header().sh_entsize(endian)),
+        object::File::Elf32(f) => {
+            f.section_by_index(plt.index()).ok().map(|s| u64::from(s.elf_section_header().sh_entsize(endian)))
+        }
+        _ => None,
+    };
+    match ent {
+        Some(0) | None => 16,
+        Some(n) => n,
+    }
 }
 
 fn entry(file: &object::File<'_>, sym: &object::Symbol<'_, '_>, segments: &[(u64, u64, u64)]) -> Option<Entry> {

@@ -12,6 +12,7 @@ use super::table::{Binding, Entry, SymbolTable};
 #[derive(Clone, Debug, Default)]
 pub struct Kallsyms {
     table: SymbolTable,
+    modules: SymbolTable,
     text: Option<u64>,
     skipped: u64,
 }
@@ -21,6 +22,7 @@ impl Kallsyms {
     /// fatal.
     pub fn parse(data: &[u8]) -> Kallsyms {
         let mut entries = Vec::new();
+        let mut modules = Vec::new();
         let mut text = None;
         let mut skipped = 0;
         for line in data.split(|&b| b == b'\n') {
@@ -32,21 +34,28 @@ impl Kallsyms {
                     if name == "_text" && module.is_none() {
                         text = Some(addr);
                     }
-                    if module.is_some() || !matches!(ty.to_ascii_uppercase(), b'T' | b'W' | b'D' | b'B') {
+                    if !matches!(ty.to_ascii_uppercase(), b'T' | b'W' | b'D' | b'B') {
                         continue;
                     }
-                    entries.push(Entry { start: addr, end: addr, binding: binding(ty), name: name.into() });
+                    let e = Entry { start: addr, end: addr, binding: binding(ty), name: name.into() };
+                    if module.is_some() { modules.push(e) } else { entries.push(e) }
                 }
                 None => skipped += 1,
             }
         }
-        Kallsyms { table: SymbolTable::new(entries), text, skipped }
+        Kallsyms { table: SymbolTable::new(entries), modules: SymbolTable::new(modules), text, skipped }
     }
 
     /// The symbol containing `addr`.
     pub fn lookup(&self, addr: u64) -> Option<Symbol<'_>> {
         let i = self.table.find(addr)?;
         self.table.get(i).map(|e| Symbol { name: &e.name, start: e.start, index: i })
+    }
+
+    /// The module symbol (`name [module]` lines) containing `addr`.
+    pub fn lookup_module(&self, addr: u64) -> Option<Symbol<'_>> {
+        let i = self.modules.find(addr)?;
+        self.modules.get(i).map(|e| Symbol { name: &e.name, start: e.start, index: i })
     }
 
     /// Address of `_text` (the kernel's relocation reference), if listed.
@@ -123,6 +132,8 @@ ffffffff81001000 D some_data
         assert_eq!(k.lookup(0xffffffff81001fff).unwrap().name, "some_data");
         assert!(k.lookup(0xffffffff81002000).is_none());
         assert!(k.lookup(0xffffffff80000000).is_none());
+        assert!(k.lookup(0xffffffffc0001000).is_none());
+        assert_eq!(k.lookup_module(0xffffffffc0001010).unwrap().name, "mod_fn");
     }
 
     #[test]

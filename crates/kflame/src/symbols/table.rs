@@ -35,7 +35,16 @@ impl SymbolTable {
     /// one as perf does (sized over unsized, non-weak over weak, global over local, fewer
     /// leading underscores, longer name, then the first); a symbol without a size ends
     /// where the next one starts (the last one at the end of the next page).
-    pub(crate) fn new(mut entries: Vec<Entry>) -> SymbolTable {
+    pub(crate) fn new(entries: Vec<Entry>) -> SymbolTable {
+        Self::with_names(entries, |n| std::borrow::Cow::Borrowed(n))
+    }
+
+    /// Like [`new`](Self::new), comparing names as `display` shows them (perf compares
+    /// demangled names when it chooses between aliases).
+    pub(crate) fn with_names(
+        mut entries: Vec<Entry>,
+        display: impl Fn(&str) -> std::borrow::Cow<'_, str>,
+    ) -> SymbolTable {
         entries.sort_by_key(|e| e.start); // stable: file order among equal starts
         // perf fixes the ends first, then removes duplicates (so the last unsized symbol of
         // a group at one address, the only one with a length, wins).
@@ -44,7 +53,7 @@ impl SymbolTable {
         for e in entries {
             match out.last_mut() {
                 Some(last) if last.start == e.start => {
-                    if !first_is_better(last, &e) {
+                    if !first_is_better(last, &e, &display) {
                         *last = e;
                     }
                 }
@@ -52,6 +61,16 @@ impl SymbolTable {
             }
         }
         SymbolTable { entries: out }
+    }
+
+    /// Adds symbols after the fixups (perf adds PLT entries this way): they keep their
+    /// sizes and never replace an existing symbol.
+    pub(crate) fn add_sized(&mut self, extra: Vec<Entry>) {
+        if extra.is_empty() {
+            return;
+        }
+        self.entries.extend(extra);
+        self.entries.sort_by_key(|e| e.start);
     }
 
     /// The index of the symbol containing `addr`, if any.
@@ -97,7 +116,7 @@ fn fix_ends(v: &mut [Entry]) {
 }
 
 /// perf's `choose_best_symbol`: true when `a` (earlier in order) wins over `b`.
-fn first_is_better(a: &Entry, b: &Entry) -> bool {
+fn first_is_better(a: &Entry, b: &Entry, display: &impl Fn(&str) -> std::borrow::Cow<'_, str>) -> bool {
     let (la, lb) = (a.end - a.start, b.end - b.start);
     if la > 0 && lb == 0 {
         return true;
@@ -113,11 +132,12 @@ fn first_is_better(a: &Entry, b: &Entry) -> bool {
     if ga != gb {
         return ga;
     }
-    let (ua, ub) = (underscores(&a.name), underscores(&b.name));
+    let (na, nb) = (display(&a.name), display(&b.name));
+    let (ua, ub) = (underscores(&na), underscores(&nb));
     if ua != ub {
         return ua < ub;
     }
-    a.name.len() >= b.name.len()
+    na.len() >= nb.len()
 }
 
 fn underscores(name: &str) -> usize {
