@@ -15,7 +15,6 @@ pub(crate) struct Input {
     /// File name or `<stdin>`, used in every message about this input.
     pub(crate) name: String,
     /// Path of a regular file (None for stdin); binary formats (perf.data) reopen it.
-    #[allow(dead_code)]
     pub(crate) path: Option<PathBuf>,
     /// The first bytes (up to [`HEAD_LEN`]).
     pub(crate) head: Vec<u8>,

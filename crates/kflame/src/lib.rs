@@ -19,6 +19,8 @@
 //!   self-contained HTML viewer in `render::html`).
 //! - [`report`]: kernel reports (oopses, warnings, hung tasks, lockups, sanitizer reports)
 //!   extracted from logs as structured data, by a streaming extractor.
+//! - [`symbols`]: kallsyms, ELF symbol tables and address spaces (perf's naming rules).
+//! - [`perf_data`]: perf.data read directly into folded stacks.
 
 pub mod collapse;
 pub mod diag;
@@ -26,3 +28,5 @@ pub mod fold;
 pub mod render;
 pub mod record;
 pub mod report;
+pub mod perf_data;
+pub mod symbols;

@@ -56,6 +56,9 @@ pub(crate) struct Args {
 
     #[command(flatten)]
     report: super::reports::ReportArgs,
+
+    #[command(flatten)]
+    perf_data: super::perf_data::PerfDataArgs,
 }
 
 /// Options that several formats understand, each in its own sense (documented per flag).
@@ -111,6 +114,7 @@ fn build(format: Format, args: &Args) -> Result<Box<dyn Collapse>> {
         Format::Stap => Box::new(collapse::stap::Stap::new()),
         Format::KernelLog => super::reports::build_kernel_log(&args.shared, &args.report)?,
         Format::Crash => super::reports::build_crash(&args.shared)?,
+        Format::PerfData => bail!("perf.data is binary: it is read by its own reader, not the line engine"),
     })
 }
 
@@ -132,8 +136,12 @@ pub(crate) fn run(args: Args) -> Result<()> {
             Some(f) => f,
             None => detect(&input)?,
         };
-        let collapser = build(format, &args)?;
-        let out = collapse_one(&engine, collapser, input, &mut meta)?;
+        let out = if format == Format::PerfData {
+            super::perf_data::collapse(input, &args.perf_data, &args.shared, engine.order, &mut meta)?
+        } else {
+            let collapser = build(format, &args)?;
+            collapse_one(&engine, collapser, input, &mut meta)?
+        };
         output::message(out.diag.report(&name).to_string());
         if out.stacks.is_empty() {
             let what = match format {

@@ -9,3 +9,4 @@ pub(crate) mod html;
 pub(crate) mod trace_args;
 pub(crate) mod producers;
 pub(crate) mod reports;
+pub(crate) mod perf_data;

@@ -27,6 +27,8 @@ pub enum Format {
     KernelLog,
     /// `crash` utility `bt` / `foreach bt` output: one stack per task.
     Crash,
+    /// perf.data recorded by `perf record`, read directly (binary; not line-based).
+    PerfData,
 }
 
 impl Format {
@@ -43,6 +45,7 @@ impl Format {
         Format::Stap,
         Format::KernelLog,
         Format::Crash,
+        Format::PerfData,
     ];
 
     /// The name used by `--format`.
@@ -59,6 +62,7 @@ impl Format {
             Format::Stap => "stap",
             Format::KernelLog => "kernel-log",
             Format::Crash => "crash",
+            Format::PerfData => "perf-data",
         }
     }
 
@@ -76,6 +80,7 @@ impl Format {
             Format::Stap => &["systemtap"],
             Format::KernelLog => &["dmesg", "kmsg", "kern.log", "oops"],
             Format::Crash => &["crash-bt"],
+            Format::PerfData => &["perf.data", "perfdata"],
         }
     }
 
@@ -95,6 +100,7 @@ impl Format {
                 "kernel log with oopses, warnings, hung tasks, lockups... (dmesg, kmsg, syslog)"
             }
             Format::Crash => "crash utility `bt -a` / `foreach bt` output",
+            Format::PerfData => "perf.data from `perf record`, symbolized in-process (no perf needed)",
         }
     }
 
@@ -112,6 +118,13 @@ impl Format {
             Format::Stap => super::stap::detect(head),
             Format::KernelLog => super::kernel_log::detect(head),
             Format::Crash => super::crash::detect(head),
+            Format::PerfData => {
+                if crate::perf_data::is_perf_data(head) {
+                    100
+                } else {
+                    0
+                }
+            }
         }
     }
 
@@ -155,5 +168,6 @@ mod tests {
         assert_eq!(detect(b"a;b 1\na;c 2\n"), Some(Format::Folded));
         assert_eq!(detect(b"hello world\nthis is prose\n"), None);
         assert_eq!(detect(b""), None);
+        assert_eq!(detect(b"PERFILE2\x68\0\0\0\0\0\0\0"), Some(Format::PerfData));
     }
 }

@@ -1,0 +1,123 @@
+//! The binaries seen in a recording: display names, files to read, lazily loaded symbols.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use crate::symbols::{ElfSymbols, MappedFile};
+
+/// Index of a [`Dso`] in [`Dsos`].
+pub(crate) type DsoId = u32;
+
+/// One mapped object as perf names it.
+pub(crate) struct Dso {
+    /// What perf prints between parentheses (`/usr/lib/x86_64-linux-gnu/libc.so.6`).
+    pub(crate) name: String,
+    /// Build-id recorded in the perf.data header, if any.
+    pub(crate) build_id: Option<Vec<u8>>,
+    symbols: Option<Option<ElfSymbols>>,
+    image: Option<Option<Arc<MappedFile>>>,
+}
+
+/// Why a binary gave no symbols (reported once per binary as a note).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Missing {
+    NotFound,
+    BuildIdMismatch,
+    Unreadable(String),
+}
+
+/// All binaries by name, with the root under which their files are looked up.
+pub(crate) struct Dsos {
+    list: Vec<Dso>,
+    by_name: FxHashMap<String, DsoId>,
+    root: PathBuf,
+    /// Binaries that could not be used, and why.
+    pub(crate) missing: Vec<(String, Missing)>,
+}
+
+impl Dsos {
+    pub(crate) fn new(root: PathBuf) -> Dsos {
+        Dsos { list: Vec::new(), by_name: FxHashMap::default(), root, missing: Vec::new() }
+    }
+
+    /// The id of `name`, registering it on first sight.
+    pub(crate) fn intern(&mut self, name: &str, build_id: Option<&[u8]>) -> DsoId {
+        if let Some(&id) = self.by_name.get(name) {
+            return id;
+        }
+        let id = self.list.len() as DsoId;
+        let build_id = build_id.map(<[u8]>::to_vec);
+        self.list.push(Dso { name: name.to_string(), build_id, symbols: None, image: None });
+        self.by_name.insert(name.to_string(), id);
+        id
+    }
+
+    pub(crate) fn get(&self, id: DsoId) -> &Dso {
+        &self.list[id as usize]
+    }
+
+    /// The symbols of `id`, loaded on first use; `None` when the file is absent, foreign
+    /// (another build-id) or unreadable.
+    pub(crate) fn symbols(&mut self, id: DsoId) -> Option<&ElfSymbols> {
+        let i = id as usize;
+        if self.list[i].symbols.is_none() {
+            let loaded = self.load(i);
+            self.list[i].symbols = Some(loaded);
+        }
+        self.list[i].symbols.as_ref().and_then(Option::as_ref)
+    }
+
+    /// The mapped file of `id` (for unwind tables), if it is the recorded binary.
+    pub(crate) fn image(&mut self, id: DsoId) -> Option<Arc<MappedFile>> {
+        let i = id as usize;
+        if self.list[i].image.is_none() {
+            let image = self.file_path(&self.list[i].name).and_then(|p| MappedFile::open(&p).ok());
+            let image = image.filter(|m| self.build_id_ok(i, m));
+            self.list[i].image = Some(image.map(Arc::new));
+        }
+        self.list[i].image.clone().flatten()
+    }
+
+    fn build_id_ok(&self, i: usize, data: &[u8]) -> bool {
+        match &self.list[i].build_id {
+            Some(want) => crate::symbols::read_build_id(data).is_none_or(|got| &got == want),
+            None => true,
+        }
+    }
+
+    fn load(&mut self, i: usize) -> Option<ElfSymbols> {
+        let name = self.list[i].name.clone();
+        let Some(path) = self.file_path(&name) else {
+            self.missing.push((name, Missing::NotFound));
+            return None;
+        };
+        match ElfSymbols::open(&path, &self.root) {
+            Ok(s) => {
+                let want = self.list[i].build_id.as_deref();
+                if want.is_some_and(|w| s.build_id().is_some_and(|got| got != w)) {
+                    self.missing.push((name, Missing::BuildIdMismatch));
+                    return None;
+                }
+                Some(s)
+            }
+            Err(e) => {
+                self.missing.push((name, Missing::Unreadable(e.to_string())));
+                None
+            }
+        }
+    }
+
+    /// Where the file of a DSO named `name` is: `root/name` for absolute paths.
+    fn file_path(&self, name: &str) -> Option<PathBuf> {
+        let rel = name.strip_prefix('/')?;
+        let p = self.root.join(rel);
+        p.is_file().then_some(p)
+    }
+
+    /// The lookup root (`/` or `--symfs`).
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
+    }
+}

@@ -1,0 +1,80 @@
+//! perf.data read directly into folded stacks, with in-process symbolization and DWARF
+//! unwinding: the output of `perf script | stackcollapse-perf.pl` without running perf.
+//!
+//! ```text
+//! perf.data ─▶ linux-perf-data records (time order) ─▶ Machine (threads, maps, kernel)
+//!           ─▶ per sample: call chain (+ DWARF-unwound user stack) ─▶ frames resolved
+//!              through symbols::{Kallsyms, ElfSymbols} ─▶ naming (stackcollapse rules)
+//!           ─▶ fold::Stacks
+//! ```
+//!
+//! Frames are named from the same `SYMBOL+0xOFF (DSO)` text perf prints, so options and
+//! quirks match the perf script collapser. Kernel symbols come from `--kallsyms`, the build-id
+//! cache (`~/.debug/[kernel.kallsyms]/ID/kallsyms`) or `/proc/kallsyms` when the recording
+//! kernel is the running one; a kallsyms file of another boot is relocated through the
+//! recorded `_text` address (KASLR). User symbols come from the recorded binaries (checked
+//! by build-id), their `/usr/lib/debug/.build-id` files, or `.dynsym`.
+
+mod dso;
+mod header;
+mod machine;
+mod naming;
+mod reader;
+mod resolve;
+mod unwind;
+
+use std::path::PathBuf;
+
+pub use header::is_perf_data;
+pub use reader::{collapse_bytes, collapse_file};
+
+/// How a perf.data file is collapsed.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Root frame `comm-PID` instead of `comm`.
+    pub include_pid: bool,
+    /// Root frame `comm-PID/TID`.
+    pub include_tid: bool,
+    /// `_[k]` after kernel frames.
+    pub annotate_kernel: bool,
+    /// `_[j]` after JIT frames (`/tmp/perf-PID.map`).
+    pub annotate_jit: bool,
+    /// Unknown frames as `[dso <address>]`.
+    pub include_addrs: bool,
+    /// Only samples of this event (as perf script names it, e.g. `cpu-clock:pppH`); default:
+    /// the event of the first sample.
+    pub event_filter: Option<String>,
+    /// Weight 1 per sample instead of the sample period.
+    pub counts: bool,
+    /// Kernel symbols from this kallsyms file.
+    pub kallsyms: Option<PathBuf>,
+    /// Look binaries and debug files up under this directory instead of `/` (like perf's
+    /// `--symfs`).
+    pub symfs: Option<PathBuf>,
+    /// Do not unwind `--call-graph dwarf` user stacks (keep only the kernel call chain and
+    /// the sampled user address).
+    pub no_unwind: bool,
+}
+
+/// Why a perf.data file could not be read at all. Problems with single records are counted
+/// in the output's diagnostics instead.
+#[derive(Debug, thiserror::Error)]
+pub enum PerfDataError {
+    /// The file could not be opened or mapped.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The header is not a perf.data header or is inconsistent with the file.
+    #[error("not a usable perf.data file: {0}")]
+    Header(String),
+    /// The container could not be parsed.
+    #[error("perf.data container: {0}")]
+    Container(#[from] linux_perf_data::Error),
+    /// The `--kallsyms` file could not be read.
+    #[error("kallsyms: {0}")]
+    Kallsyms(#[from] crate::symbols::SymbolError),
+}

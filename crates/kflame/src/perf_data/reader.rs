@@ -1,0 +1,406 @@
+//! The record loop: perf.data records in time order into folded stacks.
+
+use std::io::Cursor;
+use std::path::{Path, PathBuf};
+
+use linux_perf_data::linux_perf_event_reader::{
+    CommOrExecRecord, EventRecord, ForkOrExitRecord, Mmap2FileId, RawEventRecord, SampleRecord,
+};
+use linux_perf_data::{DsoKey, PerfFileReader, PerfFileRecord};
+use rustc_hash::FxHashMap;
+
+use super::dso::Dsos;
+use super::machine::{Machine, user_dso_name};
+use super::naming::NameRules;
+use super::resolve::{KernelSymbols, Mode, Resolver};
+use super::unwind::Unwinders;
+use super::{Options, PerfDataError, header};
+use crate::collapse::{Order, Output};
+use crate::fold::{Meta, Unit, Weight};
+use crate::symbols::{Kallsyms, MappedFile};
+
+/// Reads the perf.data file at `path` into folded stacks.
+pub fn collapse_file(path: &Path, opts: &Options, order: Order) -> Result<Output, PerfDataError> {
+    let data = MappedFile::open(path).map_err(|source| PerfDataError::Io { path: path.to_path_buf(), source })?;
+    collapse_bytes(&data, opts, order)
+}
+
+/// Reads a perf.data image in memory into folded stacks. Damaged records stop the reading
+/// with a diagnostic; what was read before is kept.
+pub fn collapse_bytes(data: &[u8], opts: &Options, order: Order) -> Result<Output, PerfDataError> {
+    header::check(data).map_err(PerfDataError::Header)?;
+    let PerfFileReader { mut perf_file, mut record_iter } = PerfFileReader::parse_file(Cursor::new(data))?;
+    let events: Vec<Event> = perf_file
+        .event_attributes()
+        .iter()
+        .enumerate()
+        .map(|(i, a)| Event {
+            name: a.name().map_or_else(|| format!("event{i}"), str::to_string),
+            has_period: a.attributes().sample_format.contains(SampleFormatBits::PERIOD),
+        })
+        .collect();
+    let build_ids = perf_file.build_ids().unwrap_or_default();
+    let mut st = State::new(opts, &build_ids, order)?;
+    st.events = events;
+    loop {
+        match record_iter.next_record(&mut perf_file) {
+            Ok(Some(PerfFileRecord::EventRecord { attr_index, record })) => st.record(attr_index, &record),
+            Ok(Some(PerfFileRecord::UserRecord(_))) => {}
+            Ok(None) => break,
+            Err(e) => {
+                st.out.diag.skip("damaged record", 0, || {
+                    format!("reading stopped at a damaged record ({e}); the stacks read before it are kept")
+                });
+                break;
+            }
+        }
+    }
+    Ok(st.finish())
+}
+
+use linux_perf_data::linux_perf_event_reader::SampleFormat as SampleFormatBits;
+
+struct Event {
+    name: String,
+    has_period: bool,
+}
+
+/// Everything the loop keeps.
+struct State<'o> {
+    opts: &'o Options,
+    machine: Machine,
+    resolver: Resolver,
+    kernel_loaded: bool,
+    user_build_ids: FxHashMap<Vec<u8>, Vec<u8>>,
+    kernel_build_id: Option<Vec<u8>>,
+    unwinders: Unwinders,
+    events: Vec<Event>,
+    filter: Option<usize>,
+    other_events: u64,
+    lost: u64,
+    no_callchain: u64,
+    out: Output,
+    stack: Vec<u8>,
+    frames: Vec<u32>,
+}
+
+impl<'o> State<'o> {
+    fn new(
+        opts: &'o Options,
+        build_ids: &std::collections::HashMap<DsoKey, linux_perf_data::DsoInfo>,
+        order: Order,
+    ) -> Result<State<'o>, PerfDataError> {
+        let mut user_build_ids = FxHashMap::default();
+        let mut kernel_build_id = None;
+        for (key, info) in build_ids {
+            match key {
+                DsoKey::Kernel => kernel_build_id = Some(info.build_id.clone()),
+                _ => {
+                    user_build_ids.insert(info.path.clone(), info.build_id.clone());
+                }
+            }
+        }
+        let root = opts.symfs.clone().unwrap_or_else(|| PathBuf::from("/"));
+        Ok(State {
+            opts,
+            machine: Machine::default(),
+            resolver: Resolver::new(Dsos::new(root), KernelSymbols { syms: None, delta: 0 }, rules(opts)),
+            kernel_loaded: false,
+            user_build_ids,
+            kernel_build_id,
+            unwinders: Unwinders::default(),
+            events: Vec::new(),
+            filter: None,
+            other_events: 0,
+            lost: 0,
+            no_callchain: 0,
+            out: Output::new(order),
+            stack: Vec::new(),
+            frames: Vec::new(),
+        })
+    }
+
+    fn dsos(&mut self) -> &mut Dsos {
+        &mut self.resolver.dsos
+    }
+
+    fn record(&mut self, attr_index: usize, rec: &RawEventRecord<'_>) {
+        if rec.record_type.0 == KSYMBOL {
+            self.ksymbol(rec);
+            return;
+        }
+        let parsed = match rec.parse() {
+            Ok(p) => p,
+            Err(e) => {
+                self.out.diag.skip("damaged record", 0, || format!("a {:?} record could not be parsed: {e}", rec.record_type));
+                return;
+            }
+        };
+        match parsed {
+            EventRecord::Sample(s) => self.sample(attr_index, &s),
+            EventRecord::Comm(c) => self.comm(&c),
+            EventRecord::Fork(f) => self.fork(&f),
+            EventRecord::Mmap(m) => {
+                let exec = m.is_executable;
+                self.mmap(m.pid, m.address, m.length, m.page_offset, &m.path.as_slice(), exec, None)
+            }
+            EventRecord::Mmap2(m) => {
+                let bid = match &m.file_id {
+                    Mmap2FileId::BuildId(b) => Some(b.clone()),
+                    Mmap2FileId::InodeAndVersion(_) => None,
+                };
+                let exec = m.protection & 4 != 0;
+                self.mmap(m.pid, m.address, m.length, m.page_offset, &m.path.as_slice(), exec, bid)
+            }
+            EventRecord::Lost(l) => self.lost += l.count,
+            _ => {}
+        }
+    }
+
+    fn comm(&mut self, c: &CommOrExecRecord<'_>) {
+        self.machine.set_comm(c.pid, c.tid, &c.name.as_slice());
+    }
+
+    fn fork(&mut self, f: &ForkOrExitRecord) {
+        self.machine.fork(f.pid, f.ppid, f.tid, f.ptid);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn mmap(&mut self, pid: i32, start: u64, len: u64, pgoff: u64, path: &[u8], exec: bool, bid: Option<Vec<u8>>) {
+        if pid == -1 {
+            self.machine.map_kernel(path, start, len, pgoff, &mut self.resolver.dsos);
+            return;
+        }
+        let name = user_dso_name(path, pid, exec);
+        let bid = bid.or_else(|| self.user_build_ids.get(path).cloned());
+        let id = self.dsos().intern(&name, bid.as_deref());
+        self.machine.map(pid, start, len, pgoff, id);
+    }
+
+    fn ksymbol(&mut self, rec: &RawEventRecord<'_>) {
+        let data = rec.data.as_slice();
+        if data.len() < 16 {
+            return;
+        }
+        let addr = u64::from_le_bytes(data[0..8].try_into().unwrap_or_default());
+        let len = u32::from_le_bytes(data[8..12].try_into().unwrap_or_default());
+        let flags = u16::from_le_bytes(data[14..16].try_into().unwrap_or_default());
+        let name_bytes = &data[16..];
+        let name_end = name_bytes.iter().position(|&b| b == 0).unwrap_or(name_bytes.len());
+        let name = String::from_utf8_lossy(&name_bytes[..name_end]).into_owned();
+        if flags & 1 != 0 || name.is_empty() {
+            return; // unregistration: later samples in that range were taken before it
+        }
+        let id = self.dsos().intern(&name, None);
+        self.machine.ksyms.insert(crate::symbols::Mapping {
+            start: addr,
+            end: addr.saturating_add(u64::from(len)),
+            pgoff: 0,
+            object: id,
+        });
+    }
+
+    /// Loads kernel symbols once the kernel map (recorded before any sample) is known.
+    fn ensure_kernel(&mut self) {
+        if !self.kernel_loaded {
+            self.kernel_loaded = true;
+            self.resolver.kernel =
+                load_kernel(self.opts, self.kernel_build_id.as_deref(), self.machine.kernel_text, &mut self.out);
+        }
+    }
+
+    fn sample(&mut self, attr_index: usize, s: &SampleRecord<'_>) {
+        let wanted = *self.filter.get_or_insert_with(|| first_event(self.opts, &self.events, attr_index));
+        if attr_index != wanted {
+            self.other_events += 1;
+            return;
+        }
+        let tid = s.tid.unwrap_or(-1);
+        let pid = s.pid.or_else(|| self.machine.pid_of(tid)).unwrap_or(-1);
+        let comm = self.machine.comm(tid).replace(' ', "_");
+        let java = comm == "java";
+        self.collect_frames(s, pid, java);
+        self.stack.clear();
+        self.stack.extend_from_slice(comm.as_bytes());
+        if self.opts.include_tid {
+            self.stack.extend_from_slice(format!("-{pid}/{tid}").as_bytes());
+        } else if self.opts.include_pid {
+            self.stack.extend_from_slice(format!("-{pid}").as_bytes());
+        }
+        for &f in self.frames.iter().rev() {
+            let text = self.resolver.text(f);
+            if !text.is_empty() {
+                self.stack.push(b';');
+                self.stack.extend_from_slice(text);
+            }
+        }
+        self.add_stack(s, attr_index);
+    }
+
+    fn add_stack(&mut self, s: &SampleRecord<'_>, attr_index: usize) {
+        let has_period = self.events.get(attr_index).is_some_and(|e| e.has_period);
+        let weight = if self.opts.counts || !has_period { 1 } else { s.period.filter(|&p| p > 0).unwrap_or(1) };
+        self.out.stacks.add(&self.stack, Weight::from_u64(weight));
+    }
+
+    /// The frames of a sample, leaf first: the recorded call chain, then (for
+    /// `--call-graph dwarf`) the unwound user stack.
+    fn collect_frames(&mut self, s: &SampleRecord<'_>, pid: i32, java: bool) {
+        self.frames.clear();
+        let Some(chain) = &s.callchain else {
+            self.no_callchain += 1;
+            return;
+        };
+        self.ensure_kernel();
+        let mut mode = Mode::User;
+        let mut n = 0;
+        let mut frames = std::mem::take(&mut self.frames);
+        for i in 0..chain.len() {
+            let Some(ip) = chain.get(i) else { break };
+            if ip >= PERF_CONTEXT_MAX {
+                match ip {
+                    PERF_CONTEXT_KERNEL => mode = Mode::Kernel,
+                    PERF_CONTEXT_USER => mode = Mode::User,
+                    _ => {}
+                }
+                continue;
+            }
+            if n >= MAX_STACK {
+                break;
+            }
+            n += 1;
+            let f = self.resolver.frame(&self.machine, pid, ip, mode, java);
+            frames.push(f);
+        }
+        if !self.opts.no_unwind && s.user_regs.is_some() && s.user_stack.is_some() {
+            self.unwinders.unwind(s, pid, java, &self.machine, &mut self.resolver, &mut frames, MAX_STACK);
+        }
+        self.frames = frames;
+    }
+
+    fn finish(mut self) -> Output {
+        let event = self.filter.and_then(|i| self.events.get(i));
+        let unit = match event {
+            Some(e) if e.has_period && !self.opts.counts => Unit::Period,
+            _ => Unit::Samples,
+        };
+        self.out.meta = Meta { unit, event: event.map(|e| e.name.clone()) };
+        let (other, lost, nocc) = (self.other_events, self.lost, self.no_callchain);
+        let name = event.map(|e| e.name.clone()).unwrap_or_default();
+        if other > 0 {
+            self.out.diag.add(crate::diag::Severity::Note, "other events", 0, other, || {
+                format!("only samples of event `{name}` were kept; choose another with --event-filter")
+            });
+        }
+        if lost > 0 {
+            self.out.diag.add(crate::diag::Severity::Note, "lost samples", 0, lost, || {
+                "the kernel lost samples while recording (LOST records)".into()
+            });
+        }
+        if nocc > 0 {
+            self.out.diag.add(crate::diag::Severity::Note, "no call chain", 0, nocc, || {
+                "samples without a call chain (record with -g or --call-graph): only the process name".into()
+            });
+        }
+        report_missing(&self.resolver.dsos, &mut self.out);
+        self.out
+    }
+}
+
+fn rules(opts: &Options) -> NameRules {
+    NameRules {
+        annotate_kernel: opts.annotate_kernel,
+        annotate_jit: opts.annotate_jit,
+        include_addrs: opts.include_addrs,
+    }
+}
+
+fn report_missing(dsos: &Dsos, out: &mut Output) {
+    use super::dso::Missing;
+    for (name, why) in &dsos.missing {
+        let (kind, msg) = match why {
+            Missing::NotFound => ("binary not found", format!("{name} is not on this machine (under {}): its frames are [unknown]", dsos.root().display())),
+            Missing::BuildIdMismatch => ("build-id mismatch", format!("{name} on this machine is not the recorded binary (build-id differs): its frames are [unknown]")),
+            Missing::Unreadable(e) => ("unreadable binary", format!("{e}: its frames are [unknown]")),
+        };
+        out.diag.note(kind, 0, || msg);
+    }
+}
+
+/// The event to keep: `--event-filter` by name, else the event of the first sample.
+fn first_event(opts: &Options, events: &[Event], first: usize) -> usize {
+    match &opts.event_filter {
+        Some(want) => events.iter().position(|e| &e.name == want).unwrap_or(usize::MAX),
+        None => first,
+    }
+}
+
+/// Kernel symbols: `--kallsyms`, else the build-id cache, else `/proc/kallsyms` of the
+/// running kernel when it is the recorded one.
+fn load_kernel(opts: &Options, build_id: Option<&[u8]>, recorded_text: Option<u64>, out: &mut Output) -> KernelSymbols {
+    let syms = match &opts.kallsyms {
+        Some(path) => match Kallsyms::open(path) {
+            Ok(k) => Some(k),
+            Err(e) => {
+                out.diag.note("kallsyms unreadable", 0, || format!("{e}: kernel frames are [unknown]"));
+                None
+            }
+        },
+        None => default_kallsyms(build_id, out),
+    };
+    let delta = match (&syms, recorded_text) {
+        (Some(k), Some(rec)) => k.text_address().map_or(0, |t| t.wrapping_sub(rec)),
+        _ => 0,
+    };
+    KernelSymbols { syms, delta }
+}
+
+fn default_kallsyms(build_id: Option<&[u8]>, out: &mut Output) -> Option<Kallsyms> {
+    let hex: Option<String> = build_id.map(|b| b.iter().map(|x| format!("{x:02x}")).collect());
+    if let (Some(hex), Some(home)) = (&hex, std::env::var_os("HOME")) {
+        let cached = Path::new(&home).join(".debug/[kernel.kallsyms]").join(hex).join("kallsyms");
+        if let Ok(k) = Kallsyms::open(&cached) {
+            return Some(k);
+        }
+    }
+    let running = std::fs::read("/sys/kernel/notes").ok().and_then(|n| note_build_id(&n));
+    if build_id.is_some() && running.as_deref() == build_id {
+        if let Ok(k) = Kallsyms::open(Path::new("/proc/kallsyms")) {
+            return Some(k);
+        }
+    }
+    out.diag.note("no kernel symbols", 0, || {
+        format!(
+            "no kallsyms for the recorded kernel (build-id {}): kernel frames are [unknown]; pass --kallsyms FILE \
+             (the /proc/kallsyms of the boot that recorded)",
+            hex.as_deref().unwrap_or("not recorded")
+        )
+    });
+    None
+}
+
+/// The GNU build-id in an ELF notes blob (`/sys/kernel/notes`).
+fn note_build_id(mut n: &[u8]) -> Option<Vec<u8>> {
+    let word = |b: &[u8]| u32::from_le_bytes(b.try_into().unwrap_or_default()) as usize;
+    while n.len() >= 12 {
+        let (namesz, descsz, ty) = (word(&n[0..4]), word(&n[4..8]), word(&n[8..12]));
+        let name_end = 12 + namesz.div_ceil(4) * 4;
+        let desc_end = name_end.checked_add(descsz.div_ceil(4) * 4)?;
+        if desc_end > n.len() {
+            return None;
+        }
+        if ty == 3 && n[12..12 + namesz].starts_with(b"GNU") {
+            return Some(n[name_end..name_end + descsz].to_vec());
+        }
+        n = &n[desc_end..];
+    }
+    None
+}
+
+const KSYMBOL: u32 = 17;
+const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
+const PERF_CONTEXT_KERNEL: u64 = -128i64 as u64;
+const PERF_CONTEXT_USER: u64 = -512i64 as u64;
+/// perf script's default `--max-stack`.
+const MAX_STACK: usize = 127;
+

@@ -1,0 +1,149 @@
+//! Addresses to folded frames: which object an address belongs to, which symbol, and the
+//! frame name perf script would lead to (cached per object and address).
+
+use std::fmt::Write as _;
+
+use rustc_hash::FxHashMap;
+
+use super::dso::{DsoId, Dsos};
+use super::machine::Machine;
+use super::naming::{NameRules, fold_frame};
+use crate::symbols::{Kallsyms, demangle};
+
+/// Whether an address was sampled in kernel or user context.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Kernel,
+    User,
+}
+
+/// Where an address lies.
+enum Loc {
+    /// In a user mapping (file offset), or a kernel ksymbol/module range (offset in it).
+    Mapped { dso: DsoId, rel: u64, ksym: bool },
+    /// In the kernel image.
+    Kernel,
+    /// Nowhere known.
+    Unmapped,
+}
+
+const KERNEL_KEY: u32 = u32::MAX - 1;
+const UNMAPPED_KEY: u32 = u32::MAX;
+
+/// Kernel symbols and the relocation from recorded to file addresses.
+pub(crate) struct KernelSymbols {
+    pub(crate) syms: Option<Kallsyms>,
+    /// Added to a recorded address to get the kallsyms address (KASLR of another boot).
+    pub(crate) delta: u64,
+}
+
+/// Resolves and names frames.
+pub(crate) struct Resolver {
+    pub(crate) dsos: Dsos,
+    pub(crate) kernel: KernelSymbols,
+    rules: NameRules,
+    cache: FxHashMap<(u32, u64, bool), u32>,
+    frames: Vec<Box<[u8]>>,
+    text: String,
+}
+
+impl Resolver {
+    pub(crate) fn new(dsos: Dsos, kernel: KernelSymbols, rules: NameRules) -> Resolver {
+        Resolver { dsos, kernel, rules, cache: FxHashMap::default(), frames: Vec::new(), text: String::new() }
+    }
+
+    /// The folded text of frame `id` (may be empty: a skipped frame).
+    pub(crate) fn text(&self, id: u32) -> &[u8] {
+        &self.frames[id as usize]
+    }
+
+    /// The frame id of address `ip` sampled in `mode` in process `pid`.
+    pub(crate) fn frame(&mut self, m: &Machine, pid: i32, ip: u64, mode: Mode, java: bool) -> u32 {
+        let loc = locate(m, pid, ip, mode);
+        let key = match loc {
+            Loc::Mapped { dso, rel, .. } => (dso, rel, java),
+            Loc::Kernel => (KERNEL_KEY, ip, java),
+            Loc::Unmapped => (UNMAPPED_KEY, if self.rules.include_addrs { ip } else { 0 }, java),
+        };
+        if let Some(&id) = self.cache.get(&key) {
+            return id;
+        }
+        let (pc, text) = self.describe(&loc, ip);
+        let mut folded = Vec::new();
+        fold_frame(&mut folded, &text, pc, java, self.rules);
+        let id = self.frames.len() as u32;
+        self.frames.push(folded.into_boxed_slice());
+        self.cache.insert(key, id);
+        id
+    }
+
+    /// perf script's `SYMBOL+0xOFF (DSO)` for a location, and the address it prints.
+    fn describe(&mut self, loc: &Loc, ip: u64) -> (u64, String) {
+        let mut text = std::mem::take(&mut self.text);
+        text.clear();
+        let pc = match *loc {
+            Loc::Mapped { dso, rel, ksym: true } => {
+                let name = &self.dsos.get(dso).name;
+                if name.starts_with('[') {
+                    // A kernel module: its symbols are the `[module]` lines of kallsyms.
+                    let addr = ip.wrapping_add(self.kernel.delta);
+                    match self.kernel.syms.as_ref().and_then(|k| k.lookup_module(addr)) {
+                        Some(sym) => {
+                            let _ = write!(text, "{}+0x{:x} ({name})", sym.name, addr - sym.start);
+                        }
+                        None => {
+                            let _ = write!(text, "[unknown] ({name})");
+                        }
+                    }
+                } else {
+                    // A BPF program or other ksymbol: one symbol spanning the range.
+                    let _ = write!(text, "{name}+0x{rel:x} ({name})");
+                }
+                ip
+            }
+            Loc::Mapped { dso, rel, ksym: false } => {
+                match self.dsos.symbols(dso).and_then(|s| s.lookup(rel)) {
+                    Some(sym) => {
+                        let _ = write!(text, "{}+0x{:x}", demangle(sym.name), rel - sym.start);
+                    }
+                    None => text.push_str("[unknown]"),
+                }
+                let _ = write!(text, " ({})", self.dsos.get(dso).name);
+                rel
+            }
+            Loc::Kernel => {
+                let addr = ip.wrapping_add(self.kernel.delta);
+                match self.kernel.syms.as_ref().and_then(|k| k.lookup(addr)) {
+                    Some(sym) => {
+                        let _ = write!(text, "{}+0x{:x} ([kernel.kallsyms])", sym.name, addr - sym.start);
+                    }
+                    None => text.push_str("[unknown] ([kernel.kallsyms])"),
+                }
+                ip
+            }
+            Loc::Unmapped => {
+                text.push_str("[unknown] ([unknown])");
+                ip
+            }
+        };
+        let out = text.clone();
+        self.text = text;
+        (pc, out)
+    }
+}
+
+fn locate(m: &Machine, pid: i32, ip: u64, mode: Mode) -> Loc {
+    if mode == Mode::User {
+        if let Some(map) = m.space(pid).and_then(|s| s.maps.find(ip)) {
+            return Loc::Mapped { dso: map.object, rel: map.file_offset(ip), ksym: false };
+        }
+    }
+    // Kernel addresses, and user-mode addresses in kernel space (vsyscall), as perf does.
+    if let Some(map) = m.ksyms.find(ip) {
+        return Loc::Mapped { dso: map.object, rel: ip - map.start, ksym: true };
+    }
+    match m.kernel_start {
+        Some(start) if ip >= start => Loc::Kernel,
+        _ => Loc::Unmapped,
+    }
+}

@@ -1,0 +1,103 @@
+//! Symbol demangling as `perf` prints names: C++ without parameter lists, Rust without
+//! hashes.
+
+use std::borrow::Cow;
+
+/// Demangles a C++ (`_Z…`) or Rust (`_ZN…17h…E`, `_R…`) symbol the way `perf script` shows
+/// it (`llvm::Foo::bar`, `<core::fmt::Formatter>::pad`); other names are returned as is.
+pub fn demangle(name: &str) -> Cow<'_, str> {
+    if let Ok(d) = rustc_demangle::try_demangle(name) {
+        return Cow::Owned(format!("{d:#}"));
+    }
+    if name.starts_with("_Z") {
+        if let Some(d) = cpp(name) {
+            return Cow::Owned(d);
+        }
+    }
+    Cow::Borrowed(name)
+}
+
+fn cpp(name: &str) -> Option<String> {
+    let sym = cpp_demangle::Symbol::new(name.as_bytes()).ok()?;
+    let opts = cpp_demangle::DemangleOptions::new().no_params().no_return_type();
+    let text = sym.demangle_with_options(&opts).ok()?;
+    Some(like_libiberty(&text))
+}
+
+/// Rewrites the few spots where cpp_demangle's output differs from GNU libiberty's (which
+/// perf uses): integer literals `(unsigned long)8` are `8ul`, `(bool)1` is `true`, and an
+/// empty parameter pack leaves no `, ` behind.
+fn like_libiberty(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('(') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        match literal(rest) {
+            Some((lit, used)) => {
+                out.push_str(&lit);
+                rest = &rest[used..];
+            }
+            None => {
+                out.push('(');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    while out.contains(", >") {
+        out = out.replace(", >", ">");
+    }
+    out.replace("<, ", "<")
+}
+
+/// `(type)digits` at the start of `s`: libiberty's spelling and the bytes consumed.
+fn literal(s: &str) -> Option<(String, usize)> {
+    const SUFFIXES: &[(&str, &str)] = &[
+        ("(int)", ""),
+        ("(unsigned int)", "u"),
+        ("(long)", "l"),
+        ("(unsigned long)", "ul"),
+        ("(long long)", "ll"),
+        ("(unsigned long long)", "ull"),
+        ("(bool)", "bool"),
+    ];
+    let &(ty, suffix) = SUFFIXES.iter().find(|(ty, _)| s.starts_with(ty))?;
+    let num = &s[ty.len()..];
+    let neg = num.starts_with('-');
+    let digits = num[usize::from(neg)..].bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let len = ty.len() + usize::from(neg) + digits;
+    let value = &s[ty.len()..len];
+    let text = match suffix {
+        "bool" if value == "0" => "false".to_string(),
+        "bool" if value == "1" => "true".to_string(),
+        "bool" => return None,
+        _ => format!("{value}{suffix}"),
+    };
+    Some((text, len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_perf() {
+        assert_eq!(demangle("_ZN4llvm16X86TargetMachineD0Ev"), "llvm::X86TargetMachine::~X86TargetMachine");
+        assert_eq!(
+            demangle("_RNvMs3_NtNtCsdadwybgsbvk_12rustc_middle2ty7contextNtB5_13CtxtInterners9intern_ty"),
+            "<rustc_middle::ty::context::CtxtInterners>::intern_ty"
+        );
+        assert_eq!(demangle("_ZN4core3fmt5write17h0123456789abcdefE"), "core::fmt::write");
+        assert_eq!(demangle("memcpy"), "memcpy");
+        assert_eq!(
+            demangle("_ZN4llvm11PassManagerINS_8FunctionENS_15AnalysisManagerIS1_JEEEJEE3runERS1_RS3_"),
+            "llvm::PassManager<llvm::Function, llvm::AnalysisManager<llvm::Function>>::run"
+        );
+        assert_eq!(like_libiberty("A<(unsigned long)8, (int)-1, (bool)1, (char)65>"), "A<8ul, -1, true, (char)65>");
+        assert_eq!(demangle("_Zgarbage("), "_Zgarbage(");
+    }
+}

@@ -1,0 +1,194 @@
+//! ELF symbol tables of user-space binaries, keyed by file offset as perf does.
+
+use std::path::{Path, PathBuf};
+
+use object::elf::{SHF_ALLOC, SHF_EXECINSTR};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable, SectionFlags, SymbolKind};
+
+use super::table::{Binding, Entry, SymbolTable};
+use super::{MappedFile, Symbol, SymbolError};
+
+/// The function and object symbols of one ELF file.
+///
+/// Addresses are *file offsets* (a symbol's value converted through the program header
+/// that loads it), so that a sampled address `ip` in a mapping `[start, end)` of file
+/// offset `pgoff` is looked up as `ip - start + pgoff`: the address `perf script` prints.
+#[derive(Debug, Default)]
+pub struct ElfSymbols {
+    table: SymbolTable,
+    build_id: Option<Vec<u8>>,
+    symbols_from: Option<PathBuf>,
+}
+
+impl ElfSymbols {
+    /// Reads the symbols of `path`. When the file has no `.symtab` (a stripped binary), its
+    /// separate debug file `<debug_root>/usr/lib/debug/.build-id/xx/yyyy.debug` is used if
+    /// present (pass `/` for the machine's own); otherwise `.dynsym`.
+    pub fn open(path: &Path, debug_root: &Path) -> Result<ElfSymbols, SymbolError> {
+        let io = |source| SymbolError::Io { path: path.to_path_buf(), source };
+        let data = MappedFile::open(path).map_err(io)?;
+        let file = parse(path, &data)?;
+        let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
+        if !has_symtab(&file) {
+            if let Some(debug_path) = build_id.as_deref().map(|b| debug_file_path(debug_root, b)) {
+                if let Ok(debug) = MappedFile::open(&debug_path) {
+                    if let Ok(dfile) = object::File::parse(&*debug) {
+                        if has_symtab(&dfile) {
+                            let table = read_symbols(&dfile, &file, true);
+                            return Ok(ElfSymbols { table, build_id, symbols_from: Some(debug_path) });
+                        }
+                    }
+                }
+            }
+        }
+        let table = read_symbols(&file, &file, has_symtab(&file));
+        Ok(ElfSymbols { table, build_id, symbols_from: Some(path.to_path_buf()) })
+    }
+
+    /// Reads the symbols of an ELF image in memory (`.symtab`, else `.dynsym`).
+    pub fn parse(data: &[u8]) -> Result<ElfSymbols, SymbolError> {
+        let file = parse(Path::new("<memory>"), data)?;
+        let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
+        let table = read_symbols(&file, &file, has_symtab(&file));
+        Ok(ElfSymbols { table, build_id, symbols_from: None })
+    }
+
+    /// The symbol containing file offset `offset`.
+    pub fn lookup(&self, offset: u64) -> Option<Symbol<'_>> {
+        let i = self.table.find(offset)?;
+        self.table.get(i).map(|e| Symbol { name: &e.name, start: e.start, index: i })
+    }
+
+    /// The GNU build-id of the binary, if it has one.
+    pub fn build_id(&self) -> Option<&[u8]> {
+        self.build_id.as_deref()
+    }
+
+    /// The file the symbols were read from (the binary or its debug file).
+    pub fn symbols_from(&self) -> Option<&Path> {
+        self.symbols_from.as_deref()
+    }
+
+    /// Number of symbols.
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// True when the file has no usable symbol.
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+}
+
+/// The GNU build-id note of an ELF image.
+pub fn read_build_id(data: &[u8]) -> Option<Vec<u8>> {
+    object::File::parse(data).ok()?.build_id().ok().flatten().map(<[u8]>::to_vec)
+}
+
+/// `<root>/usr/lib/debug/.build-id/ab/cdef….debug`, where debug packages install symbols.
+pub fn debug_file_path(root: &Path, build_id: &[u8]) -> PathBuf {
+    let hex: String = build_id.iter().map(|b| format!("{b:02x}")).collect();
+    let (dir, rest) = hex.split_at(2.min(hex.len()));
+    root.join("usr/lib/debug/.build-id").join(dir).join(format!("{rest}.debug"))
+}
+
+fn parse<'d>(path: &Path, data: &'d [u8]) -> Result<object::File<'d>, SymbolError> {
+    object::File::parse(data)
+        .map_err(|e| SymbolError::Format { path: path.to_path_buf(), message: format!("not a readable ELF file: {e}") })
+}
+
+fn has_symtab(file: &object::File<'_>) -> bool {
+    file.symbols().next().is_some()
+}
+
+/// Symbols of `syms` (`.symtab` when `symtab`, else `.dynsym`), converted to file offsets
+/// through the loadable segments of `runtime` (the binary actually mapped).
+fn read_symbols(syms: &object::File<'_>, runtime: &object::File<'_>, symtab: bool) -> SymbolTable {
+    let segments: Vec<(u64, u64, u64)> = runtime
+        .segments()
+        .map(|s| (s.address(), s.size(), s.file_range().0))
+        .collect();
+    let iter: Box<dyn Iterator<Item = object::Symbol<'_, '_>>> =
+        if symtab { Box::new(syms.symbols()) } else { Box::new(syms.dynamic_symbols()) };
+    let mut entries = Vec::new();
+    for sym in iter {
+        if let Some(e) = entry(syms, &sym, &segments) {
+            entries.push(e);
+        }
+    }
+    let mut table = SymbolTable::with_names(entries, super::demangle);
+    table.add_sized(plt_symbols(runtime));
+    table
+}
+
+/// perf's synthesized PLT symbols: one `NAME@plt` per `.rela.plt` entry, laid out after the
+/// `.plt` header, `sh_entsize` bytes each, at file offsets.
+fn plt_symbols(file: &object::File<'_>) -> Vec<Entry> {
+    let (Some(rela), Some(plt)) = (file.section_by_name(".rela.plt"), file.section_by_name(".plt")) else {
+        return Vec::new();
+    };
+    let (Ok(data), Some(dynsyms)) = (rela.data(), file.dynamic_symbol_table()) else { return Vec::new() };
+    let entsize =
+        if file.architecture() == object::Architecture::Aarch64 { 16 } else { plt_entsize(file, &plt) };
+    let header = if file.architecture() == object::Architecture::Aarch64 { 32 } else { entsize };
+    let Some((plt_offset, _)) = plt.file_range() else { return Vec::new() };
+    let mut offset = plt_offset + header;
+    let mut out = Vec::new();
+    for rel in data.chunks_exact(24) {
+        let info = u64::from_le_bytes(rel[8..16].try_into().unwrap_or_default());
+        let index = object::SymbolIndex((info >> 32) as usize);
+        let name = dynsyms.symbol_by_index(index).ok().and_then(|s| s.name().ok()).unwrap_or("");
+        let name = format!("{}@plt", super::demangle(name));
+        out.push(Entry { start: offset, end: offset + entsize, binding: Binding::Global, name: name.into() });
+        offset += entsize;
+    }
+    out
+}
+
+/// `sh_entsize` of the `.plt` section (16 on x86_64 when unset).
+fn plt_entsize(file: &object::File<'_>, plt: &object::Section<'_, '_>) -> u64 {
+    use object::read::elf::SectionHeader;
+    let endian = if file.is_little_endian() { object::Endianness::Little } else { object::Endianness::Big };
+    let ent = match file {
+        object::File::Elf64(f) => f.section_by_index(plt.index()).ok().map(|s| s.elf_section_header().sh_entsize(endian)),
+        object::File::Elf32(f) => {
+            f.section_by_index(plt.index()).ok().map(|s| u64::from(s.elf_section_header().sh_entsize(endian)))
+        }
+        _ => None,
+    };
+    match ent {
+        Some(0) | None => 16,
+        Some(n) => n,
+    }
+}
+
+fn entry(file: &object::File<'_>, sym: &object::Symbol<'_, '_>, segments: &[(u64, u64, u64)]) -> Option<Entry> {
+    if sym.is_undefined() {
+        return None;
+    }
+    let name = sym.name_bytes().ok().filter(|n| !n.is_empty())?;
+    let section = sym.section_index().and_then(|i| file.section_by_index(i).ok())?;
+    let flags = match section.flags() {
+        SectionFlags::Elf { sh_flags } => sh_flags,
+        _ => 0,
+    };
+    if flags & u64::from(SHF_ALLOC) == 0 {
+        return None;
+    }
+    match sym.kind() {
+        SymbolKind::Text | SymbolKind::Data => {}
+        SymbolKind::Unknown | SymbolKind::Label if flags & u64::from(SHF_EXECINSTR) != 0 => {}
+        _ => return None,
+    }
+    let value = sym.address();
+    let &(vaddr, _, offset) = segments.iter().find(|&&(a, size, _)| value >= a && value - a < size)?;
+    let start = value - vaddr + offset;
+    let binding = if sym.is_weak() {
+        Binding::Weak
+    } else if sym.is_global() {
+        Binding::Global
+    } else {
+        Binding::Local
+    };
+    Some(Entry { start, end: start + sym.size(), binding, name: String::from_utf8_lossy(name).into() })
+}
