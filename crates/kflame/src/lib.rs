@@ -19,3 +19,4 @@
 pub mod collapse;
 pub mod diag;
 pub mod fold;
+pub mod record;

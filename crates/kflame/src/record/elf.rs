@@ -1,0 +1,139 @@
+//! The function symbols of an ELF64 little-endian file (`.symtab`, else `.dynsym`), read with
+//! positioned reads of just the headers and tables needed, plus its loadable segments to turn
+//! a file offset into a symbol address.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+const SHT_SYMTAB: u32 = 2;
+const SHT_DYNSYM: u32 = 11;
+const PT_LOAD: u32 = 1;
+const STT_FUNC: u8 = 2;
+const STT_GNU_IFUNC: u8 = 10;
+/// Refuse absurd tables (a corrupt header must not make us allocate gigabytes).
+const MAX_TABLE: u64 = 512 << 20;
+
+/// A loadable segment: file bytes `[offset, offset+filesz)` live at `vaddr`.
+#[derive(Clone, Copy, Debug)]
+struct Segment {
+    offset: u64,
+    vaddr: u64,
+    filesz: u64,
+}
+
+/// Function symbols sorted by address.
+#[derive(Debug, Default)]
+pub(crate) struct ElfSymbols {
+    segments: Vec<Segment>,
+    /// (start, size, name)
+    syms: Vec<(u64, u64, Box<str>)>,
+}
+
+impl ElfSymbols {
+    /// Reads `path`; `None` when it is not a readable ELF64 LE file.
+    pub(crate) fn load(path: &Path) -> Option<ElfSymbols> {
+        let f = File::open(path).ok()?;
+        let mut eh = [0u8; 64];
+        f.read_exact_at(&mut eh, 0).ok()?;
+        if &eh[..4] != b"\x7fELF" || eh[4] != 2 || eh[5] != 1 {
+            return None;
+        }
+        let segments = read_segments(&f, &eh)?;
+        let mut syms = read_symbols(&f, &eh, SHT_SYMTAB).unwrap_or_default();
+        if syms.is_empty() {
+            syms = read_symbols(&f, &eh, SHT_DYNSYM).unwrap_or_default();
+        }
+        syms.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        syms.dedup_by_key(|s| s.0);
+        Some(ElfSymbols { segments, syms })
+    }
+
+    /// The symbol covering file offset `offset`.
+    pub(crate) fn by_file_offset(&self, offset: u64) -> Option<&str> {
+        let seg = self.segments.iter().find(|s| offset >= s.offset && offset - s.offset < s.filesz.max(1))?;
+        self.by_vaddr(offset - seg.offset + seg.vaddr)
+    }
+
+    fn by_vaddr(&self, addr: u64) -> Option<&str> {
+        let i = self.syms.partition_point(|s| s.0 <= addr).checked_sub(1)?;
+        let (start, size, name) = &self.syms[i];
+        // Sized symbols must contain the address; unsized ones (hand-written assembly) are
+        // accepted up to the next symbol.
+        (*size == 0 || addr - start < *size).then_some(&**name)
+    }
+}
+
+fn u16_at(b: &[u8], at: usize) -> u64 {
+    b.get(at..at + 2).map_or(0, |v| u16::from_le_bytes([v[0], v[1]]) as u64)
+}
+fn u32_at(b: &[u8], at: usize) -> u64 {
+    b.get(at..at + 4).map_or(0, |v| u32::from_le_bytes([v[0], v[1], v[2], v[3]]) as u64)
+}
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    b.get(at..at + 8).and_then(|v| v.try_into().ok()).map_or(0, u64::from_le_bytes)
+}
+
+fn read_table(f: &File, offset: u64, len: u64) -> Option<Vec<u8>> {
+    if len > MAX_TABLE {
+        return None;
+    }
+    let mut buf = vec![0u8; len as usize];
+    f.read_exact_at(&mut buf, offset).ok()?;
+    Some(buf)
+}
+
+fn read_segments(f: &File, eh: &[u8]) -> Option<Vec<Segment>> {
+    let (phoff, phentsize, phnum) = (u64_at(eh, 32), u16_at(eh, 54), u16_at(eh, 56));
+    let ph = read_table(f, phoff, phentsize * phnum)?;
+    let segs = ph
+        .chunks_exact(phentsize.max(1) as usize)
+        .filter(|p| u32_at(p, 0) == PT_LOAD as u64)
+        .map(|p| Segment { offset: u64_at(p, 8), vaddr: u64_at(p, 16), filesz: u64_at(p, 32) })
+        .collect();
+    Some(segs)
+}
+
+fn read_symbols(f: &File, eh: &[u8], kind: u32) -> Option<Vec<(u64, u64, Box<str>)>> {
+    let (shoff, shentsize, shnum) = (u64_at(eh, 40), u16_at(eh, 58), u16_at(eh, 60));
+    let sh = read_table(f, shoff, shentsize * shnum)?;
+    let sections: Vec<&[u8]> = sh.chunks_exact(shentsize.max(1) as usize).collect();
+    let table = sections.iter().find(|s| u32_at(s, 4) == kind as u64)?;
+    let strtab = sections.get(u32_at(table, 40) as usize)?;
+    let symbols = read_table(f, u64_at(table, 24), u64_at(table, 32))?;
+    let strings = read_table(f, u64_at(strtab, 24), u64_at(strtab, 32))?;
+    let entsize = u64_at(table, 56).max(24) as usize;
+    let out = symbols
+        .chunks_exact(entsize)
+        .filter_map(|s| {
+            let kind = s[4] & 0xf;
+            let value = u64_at(s, 8);
+            if (kind != STT_FUNC && kind != STT_GNU_IFUNC) || value == 0 {
+                return None;
+            }
+            let name = strings.get(u32_at(s, 0) as usize..)?;
+            let name = &name[..name.iter().position(|&b| b == 0)?];
+            Some((value, u64_at(s, 16), String::from_utf8_lossy(name).into()))
+        })
+        .collect();
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_test_binary_has_its_functions() {
+        let exe = std::env::current_exe().unwrap();
+        let syms = ElfSymbols::load(&exe).expect("test binary is ELF");
+        assert!(syms.syms.len() > 100);
+        assert!(syms.syms.iter().any(|s| s.2.contains("own_test_binary_has_its_functions")));
+    }
+
+    #[test]
+    fn non_elf_is_none() {
+        assert!(ElfSymbols::load(Path::new("/proc/self/status")).is_none());
+        assert!(ElfSymbols::load(Path::new("/nonexistent/file")).is_none());
+    }
+}
