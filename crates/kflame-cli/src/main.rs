@@ -39,6 +39,8 @@ enum Command {
     Collapse(cmd::collapse::Args),
     /// Print shell completions.
     Completions(cmd::completions::Args),
+    /// Record live (CPU samples, allocations, off-CPU time, syscalls, blocked tasks); as root.
+    Record(cmd::record::Args),
 }
 
 fn main() -> ExitCode {
@@ -46,6 +48,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Collapse(args) => cmd::collapse::run(args),
         Command::Completions(args) => cmd::completions::run(args),
+        Command::Record(args) => cmd::record::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -2,3 +2,4 @@
 
 pub(crate) mod collapse;
 pub(crate) mod completions;
+pub(crate) mod record;

@@ -6,6 +6,7 @@
 use std::fs;
 
 use super::stacks::Event;
+use super::tasks::numeric_dirs;
 use super::{Config, Recording, Stats};
 use crate::fold::{Meta, StackCounts, Unit, Weight};
 
@@ -66,14 +67,6 @@ pub(super) fn snapshot(config: &Config) -> Recording {
     };
     let meta = Meta { unit: Unit::Other("tasks".into()), event: Some("/proc/*/task/*/stack".into()) };
     Recording { stacks, meta, events, stats, notes, command_status: None }
-}
-
-fn numeric_dirs(path: &str) -> impl Iterator<Item = u32> {
-    fs::read_dir(path)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
 }
 
 fn read_task(pid: u32, tid: u32) -> Option<TaskStack> {

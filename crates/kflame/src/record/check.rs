@@ -90,7 +90,7 @@ fn kprobes() -> Capability {
 }
 
 fn proc_stacks() -> Capability {
-    let ok = std::fs::read_to_string("/proc/1/stack").is_ok();
+    let ok = std::fs::read_to_string("/proc/self/stack").is_ok();
     Capability {
         name: "/proc/PID/task/TID/stack (--blocked)".into(),
         available: ok,

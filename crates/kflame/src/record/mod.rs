@@ -19,6 +19,7 @@ mod blocked;
 mod check;
 mod elf;
 mod handlers;
+pub mod json;
 mod order;
 mod parse;
 mod run;

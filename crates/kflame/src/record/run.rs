@@ -47,6 +47,7 @@ pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Re
         child: None,
         command_status: None,
     };
+    state.tasks.snapshot_comms();
     let started = Instant::now();
     session.set_enabled(true)?;
     if let Target::Command(argv) = &config.target {

@@ -85,9 +85,9 @@ impl Tasks {
     }
 
     fn fork(&mut self, pid: u32, ppid: u32, tid: u32, ptid: u32) {
-        if let Some(c) = self.comms.get(&ptid).cloned() {
-            self.comms.insert(tid, c);
-        }
+        // The parent is most likely still alive: name it now if it was never seen.
+        let c = self.comm(ppid, ptid);
+        self.comms.insert(tid, c);
         if pid != ppid {
             let g = self.bump(pid);
             let parent = self.maps_of(ppid).clone();
@@ -109,6 +109,16 @@ impl Tasks {
         let g = self.generations.entry(pid).or_insert(0);
         *g += 1;
         *g
+    }
+
+    /// Reads the names of every existing task, so that tasks which exit before their first
+    /// sample is interpreted keep their name.
+    pub(crate) fn snapshot_comms(&mut self) {
+        for pid in numeric_dirs("/proc") {
+            for tid in numeric_dirs(&format!("/proc/{pid}/task")) {
+                self.comm(pid, tid);
+            }
+        }
     }
 
     /// The name of task `tid` of process `pid` (read from `/proc` on first sight).
@@ -149,6 +159,15 @@ impl Tasks {
     pub(crate) fn maps_at(&self, pid: u32, generation: u32) -> Option<&ProcMaps> {
         self.maps.get(&(pid, generation))
     }
+}
+
+/// The numeric entries of a `/proc` directory (pids or tids).
+pub(crate) fn numeric_dirs(path: &str) -> impl Iterator<Item = u32> {
+    std::fs::read_dir(path)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
 }
 
 #[cfg(test)]

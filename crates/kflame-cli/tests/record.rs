@@ -1,0 +1,189 @@
+//! Live tests of `kflame record`: they run the built binary as root against this kernel.
+//! Each test prints why it is skipped when the machine cannot run it (not root, no
+//! perf_event_open, no C compiler), and otherwise asserts on what was really recorded.
+
+#![allow(clippy::print_stderr)]
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+#[test]
+fn cpu_profile_of_a_command_is_dominated_by_its_deep_call_chain() {
+    let Some(env) = Env::get("cpu profile") else { return };
+    let out = env.record(&["-F", "499", "--", env.workload_str(), "cpu", "1.5"], "cpu.folded");
+    let stacks = folded(&out);
+    let total: u64 = stacks.iter().map(|s| s.1).sum();
+    let chain = "main;kf_deep_1;kf_deep_2;kf_deep_3;kf_deep_4;kf_deep_5;kf_deep_6";
+    let in_chain: u64 = stacks.iter().filter(|s| s.0.contains(chain)).map(|s| s.1).sum();
+    assert!(total >= 20, "too few samples: {total}\n{out}");
+    assert!(in_chain * 10 >= total * 9, "deep chain has {in_chain} of {total} samples:\n{out}");
+    assert!(stacks.iter().all(|s| s.0.starts_with("kfwork;")), "only the command is recorded:\n{out}");
+    assert!(out.starts_with("# event=cpu-clock\n"));
+}
+
+#[test]
+fn cpu_profile_by_pid_with_pid_in_root_frame() {
+    let Some(env) = Env::get("cpu profile by pid") else { return };
+    let mut child = Command::new(&env.workload).args(["cpu", "3"]).spawn().expect("start workload");
+    let pid = child.id().to_string();
+    let out = env.record(&["-F", "199", "-d", "1", "-p", &pid, "--include-pid"], "pid.folded");
+    let _ = child.kill();
+    let _ = child.wait();
+    let stacks = folded(&out);
+    let root = format!("kfwork-{pid};");
+    assert!(!stacks.is_empty(), "no samples for pid {pid}");
+    assert!(stacks.iter().all(|s| s.0.starts_with(&root)), "other processes recorded:\n{out}");
+    assert!(stacks.iter().any(|s| s.0.ends_with(";kf_deep_6")), "{out}");
+}
+
+#[test]
+fn kernel_only_and_user_only_keep_their_half() {
+    let Some(env) = Env::get("kernel/user only") else { return };
+    let kernel =
+        env.record(&["-F", "499", "--kernel-only", "--", env.workload_str(), "write", "400000"], "k.folded");
+    let user = env.record(&["-F", "499", "--user-only", "--", env.workload_str(), "cpu", "1"], "u.folded");
+    let k = folded(&kernel);
+    assert!(!k.is_empty(), "no kernel samples");
+    assert!(k.iter().all(|s| !s.0.contains("kf_")), "user frames in --kernel-only:\n{kernel}");
+    assert!(k.iter().any(|s| s.0.contains("entry_SYSCALL_64")), "{kernel}");
+    let u = folded(&user);
+    assert!(!u.is_empty(), "no user samples");
+    assert!(u.iter().all(|s| !s.0.contains("entry_SYSCALL_64") && !s.0.contains("asm_sysvec")), "{user}");
+    assert!(u.iter().any(|s| s.0.ends_with("kf_deep_6")), "{user}");
+}
+
+#[test]
+fn json_events_have_one_line_per_sample() {
+    let Some(env) = Env::get("json events") else { return };
+    let out = env.record(&["-F", "299", "--", env.workload_str(), "cpu", "1"], "cpu.json");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines.len() >= 10, "{out}");
+    for l in &lines {
+        assert!(l.starts_with("{\"ts\":") && l.ends_with("]}"), "{l}");
+        assert!(l.contains("\"comm\":\"kfwork\"") && l.contains("\"event\":\"cpu-clock\""), "{l}");
+        assert!(l.contains("\"duration_ns\":") && !l.contains("\"duration_ns\":null"), "{l}");
+    }
+    assert!(lines.iter().any(|l| l.contains("\"kf_deep_5\",\"kf_deep_6\"")), "{out}");
+}
+
+#[test]
+fn mem_counts_at_least_the_pages_the_workload_touches() {
+    let Some(env) = Env::get("--mem") else { return };
+    let pages: u64 = 4096; // 16 MiB
+    let out = env.record(&["--mem", "--", env.workload_str(), "mem", &pages.to_string()], "mem.folded");
+    assert!(out.starts_with("# unit=bytes\n# event=kmem:mm_page_alloc\n"), "{out}");
+    let touched: u64 = folded(&out).iter().filter(|s| s.0.contains("kf_touch_pages")).map(|s| s.1).sum();
+    assert!(
+        touched >= pages * 4096,
+        "kf_touch_pages allocated {touched} bytes, expected >= {}",
+        pages * 4096
+    );
+    assert!(touched <= pages * 4096 * 2, "kf_touch_pages allocated {touched} bytes, far more than touched");
+}
+
+#[test]
+fn off_cpu_measures_the_time_a_workload_sleeps() {
+    let Some(env) = Env::get("--off-cpu") else { return };
+    let out = env.record(&["--off-cpu", "--", env.workload_str(), "nap", "10", "100"], "off.folded");
+    assert!(out.starts_with("# unit=ns\n"), "{out}");
+    let napped: u64 = folded(&out).iter().filter(|s| s.0.contains("kf_nap")).map(|s| s.1).sum();
+    // 10 naps of 100 ms: at least 1 s blocked, and not wildly more on a loaded machine.
+    assert!(napped >= 1_000_000_000, "kf_nap blocked {napped} ns");
+    assert!(napped < 5_000_000_000, "kf_nap blocked {napped} ns");
+    let nap_stack =
+        folded(&out).into_iter().find(|s| s.0.contains("kf_nap")).map(|s| s.0).unwrap_or_default();
+    assert!(nap_stack.contains("nanosleep") && nap_stack.contains("schedule"), "{nap_stack}");
+}
+
+#[test]
+fn syscalls_pairs_every_write_of_the_workload() {
+    let Some(env) = Env::get("--syscalls") else { return };
+    let out = env.record(&["--syscalls", "--", env.workload_str(), "write", "2000"], "sys.json");
+    let writes = out
+        .lines()
+        .filter(|l| l.contains("\"stack\":[\"write\",\"kfwork\"") && l.contains("\"kf_writer\""))
+        .count();
+    assert_eq!(writes, 2000, "paired write calls from kf_writer");
+    let folded_out = env.record(&["--syscalls", "--", env.workload_str(), "write", "100"], "sys.folded");
+    assert!(folded_out.starts_with("# unit=ns\n"), "{folded_out}");
+    assert!(
+        folded(&folded_out).iter().any(|s| s.0.starts_with("write;kfwork;") && s.0.contains("kf_writer"))
+    );
+}
+
+#[test]
+fn blocked_shows_a_task_sleeping_on_a_pipe() {
+    let Some(env) = Env::get("--blocked") else { return };
+    let mut child = Command::new(&env.workload).arg("pipe").stdin(Stdio::piped()).spawn().expect("workload");
+    std::thread::sleep(Duration::from_millis(300));
+    let out = env.record(&["--blocked", "--include-pid"], "blocked.folded");
+    drop(child.stdin.take());
+    let _ = child.wait();
+    let root = format!("S;kfwork-{};", child.id());
+    let mine: Vec<_> = folded(&out).into_iter().filter(|s| s.0.starts_with(&root)).collect();
+    assert_eq!(mine.len(), 1, "{out}");
+    assert!(mine[0].0.contains("pipe_read") && mine[0].0.contains("ksys_read"), "{}", mine[0].0);
+}
+
+#[test]
+fn blocked_lists_a_writer_stuck_on_a_frozen_filesystem_in_d_state_first() {
+    let Some(env) = Env::get("--blocked D state") else { return };
+    let Some(fs) = FrozenFs::new(&env) else { return };
+    let mut writer = Command::new("sh")
+        .args(["-c", &format!("echo data > {}/file", fs.mnt.display())])
+        .spawn()
+        .expect("writer");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while task_state(writer.id()) != Some('D') && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = env.record(&["--blocked", "--include-pid"], "d.folded");
+    fs.thaw();
+    let _ = writer.wait();
+    let root = format!("D;sh-{};", writer.id());
+    let first = out.lines().find(|l| !l.starts_with('#')).unwrap_or_default();
+    assert!(first.starts_with("D;"), "D-state tasks come first:\n{out}");
+    let line = out.lines().find(|l| l.starts_with(&root)).unwrap_or_else(|| panic!("no {root} in\n{out}"));
+    assert!(line.contains("percpu_rwsem_wait") || line.contains("sb_start_write"), "{line}");
+}
+
+#[test]
+fn sigint_mid_recording_leaves_tracing_state_untouched() {
+    let Some(env) = Env::get("teardown on SIGINT") else { return };
+    for (mode, signal) in [("--syscalls", "INT"), ("--mem", "TERM"), ("--off-cpu", "INT"), ("-F997", "INT")] {
+        let before = TracingState::read();
+        let mounts_before = tracefs_mounts();
+        let path = env.dir.join(format!("teardown{mode}.folded"));
+        let mut rec = Command::new(env.kflame)
+            .args(["record", mode, "-o"])
+            .arg(&path)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start kflame");
+        std::thread::sleep(Duration::from_millis(1500));
+        let killed = Command::new("kill").args([&format!("-{signal}"), &rec.id().to_string()]).status();
+        assert!(killed.is_ok_and(|s| s.success()));
+        let status = wait_timeout(&mut rec, Duration::from_secs(30)).expect("kflame stops after a signal");
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut rec.stderr.take().expect("stderr"), &mut err).ok();
+        assert!(status.success(), "{mode} SIG{signal}: {status:?}\n{err}");
+        assert!(err.contains("recorded "), "{err}");
+        let text = std::fs::read_to_string(&path).expect("output written after the signal");
+        assert!(text.lines().filter(|l| !l.starts_with('#')).count() > 0, "{mode}: empty output");
+        assert_eq!(TracingState::read(), before, "{mode}: tracefs state changed");
+        assert_eq!(tracefs_mounts(), mounts_before, "{mode}: a tracefs mount was left behind");
+    }
+}
+
+fn tracefs_mounts() -> Vec<String> {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    mounts
+        .lines()
+        .filter(|l| l.contains("tracefs") && !l.contains("kflame-test-tracefs"))
+        .map(str::to_string)
+        .collect()
+}
