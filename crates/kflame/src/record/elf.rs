@@ -22,12 +22,13 @@ struct Segment {
     filesz: u64,
 }
 
-/// Function symbols sorted by address.
+/// Function symbols sorted by address; names stay in the string table until looked up.
 #[derive(Debug, Default)]
 pub(crate) struct ElfSymbols {
     segments: Vec<Segment>,
-    /// (start, size, name)
-    syms: Vec<(u64, u64, Box<str>)>,
+    /// (start, size, offset of the NUL-terminated name in `strings`)
+    syms: Vec<(u64, u64, u32)>,
+    strings: Vec<u8>,
 }
 
 impl ElfSymbols {
@@ -40,13 +41,13 @@ impl ElfSymbols {
             return None;
         }
         let segments = read_segments(&f, &eh)?;
-        let mut syms = read_symbols(&f, &eh, SHT_SYMTAB).unwrap_or_default();
+        let (mut syms, mut strings) = read_symbols(&f, &eh, SHT_SYMTAB).unwrap_or_default();
         if syms.is_empty() {
-            syms = read_symbols(&f, &eh, SHT_DYNSYM).unwrap_or_default();
+            (syms, strings) = read_symbols(&f, &eh, SHT_DYNSYM).unwrap_or_default();
         }
-        syms.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        syms.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
         syms.dedup_by_key(|s| s.0);
-        Some(ElfSymbols { segments, syms })
+        Some(ElfSymbols { segments, syms, strings })
     }
 
     /// The symbol covering file offset `offset`.
@@ -57,10 +58,20 @@ impl ElfSymbols {
 
     fn by_vaddr(&self, addr: u64) -> Option<&str> {
         let i = self.syms.partition_point(|s| s.0 <= addr).checked_sub(1)?;
-        let (start, size, name) = &self.syms[i];
+        let (start, size, name) = self.syms[i];
         // Sized symbols must contain the address; unsized ones (hand-written assembly) are
         // accepted up to the next symbol.
-        (*size == 0 || addr - start < *size).then_some(&**name)
+        if size != 0 && addr - start >= size {
+            return None;
+        }
+        let name = self.strings.get(name as usize..)?;
+        let name = &name[..name.iter().position(|&b| b == 0)?];
+        std::str::from_utf8(name).ok()
+    }
+
+    #[cfg(test)]
+    fn names(&self) -> impl Iterator<Item = &str> {
+        self.syms.iter().filter_map(|s| self.by_vaddr(s.0))
     }
 }
 
@@ -94,7 +105,10 @@ fn read_segments(f: &File, eh: &[u8]) -> Option<Vec<Segment>> {
     Some(segs)
 }
 
-fn read_symbols(f: &File, eh: &[u8], kind: u32) -> Option<Vec<(u64, u64, Box<str>)>> {
+/// Function symbols of the first section of `kind`, and its string table.
+type Table = (Vec<(u64, u64, u32)>, Vec<u8>);
+
+fn read_symbols(f: &File, eh: &[u8], kind: u32) -> Option<Table> {
     let (shoff, shentsize, shnum) = (u64_at(eh, 40), u16_at(eh, 58), u16_at(eh, 60));
     let sh = read_table(f, shoff, shentsize * shnum)?;
     let sections: Vec<&[u8]> = sh.chunks_exact(shentsize.max(1) as usize).collect();
@@ -111,12 +125,11 @@ fn read_symbols(f: &File, eh: &[u8], kind: u32) -> Option<Vec<(u64, u64, Box<str
             if (kind != STT_FUNC && kind != STT_GNU_IFUNC) || value == 0 {
                 return None;
             }
-            let name = strings.get(u32_at(s, 0) as usize..)?;
-            let name = &name[..name.iter().position(|&b| b == 0)?];
-            Some((value, u64_at(s, 16), String::from_utf8_lossy(name).into()))
+            let name = u32_at(s, 0);
+            ((name as usize) < strings.len()).then_some((value, u64_at(s, 16), name as u32))
         })
         .collect();
-    Some(out)
+    Some((out, strings))
 }
 
 #[cfg(test)]
@@ -128,7 +141,7 @@ mod tests {
         let exe = std::env::current_exe().unwrap();
         let syms = ElfSymbols::load(&exe).expect("test binary is ELF");
         assert!(syms.syms.len() > 100);
-        assert!(syms.syms.iter().any(|s| s.2.contains("own_test_binary_has_its_functions")));
+        assert!(syms.names().any(|s| s.contains("own_test_binary_has_its_functions")));
     }
 
     #[test]

@@ -44,27 +44,31 @@ impl Mapping {
     }
 }
 
-/// Kernel symbols: sorted (address, name).
+/// Kernel symbols: sorted (address, name range in `text`).
 #[derive(Debug, Default)]
 pub(crate) struct Kallsyms {
-    syms: Vec<(u64, Box<str>)>,
+    text: String,
+    syms: Vec<(u64, u32, u32)>,
 }
 
 impl Kallsyms {
     /// Parses `/proc/kallsyms` text (text symbols only; `[module]` suffixes dropped).
-    pub(crate) fn parse(text: &str) -> Kallsyms {
-        let mut syms: Vec<(u64, Box<str>)> = text
+    pub(crate) fn parse(text: String) -> Kallsyms {
+        let base = text.as_ptr() as usize;
+        let mut syms: Vec<(u64, u32, u32)> = text
             .lines()
             .filter_map(|l| {
                 let mut it = l.split_ascii_whitespace();
                 let addr = u64::from_str_radix(it.next()?, 16).ok()?;
                 let kind = it.next()?;
                 let name = it.next()?;
-                (addr != 0 && matches!(kind, "t" | "T" | "w" | "W")).then(|| (addr, name.into()))
+                let start = (name.as_ptr() as usize - base) as u32;
+                let wanted = addr != 0 && matches!(kind, "t" | "T" | "w" | "W");
+                wanted.then_some((addr, start, start + name.len() as u32))
             })
             .collect();
-        syms.sort_by_key(|s| s.0);
-        Kallsyms { syms }
+        syms.sort_unstable_by_key(|s| s.0);
+        Kallsyms { text, syms }
     }
 
     /// True when no usable symbol was found (e.g. addresses hidden by `kptr_restrict`).
@@ -75,7 +79,8 @@ impl Kallsyms {
     /// The function containing `addr`.
     pub(crate) fn lookup(&self, addr: u64) -> Option<&str> {
         let i = self.syms.partition_point(|s| s.0 <= addr).checked_sub(1)?;
-        Some(&self.syms[i].1)
+        let (_, start, end) = self.syms[i];
+        self.text.get(start as usize..end as usize)
     }
 }
 
@@ -90,7 +95,7 @@ impl Symbolizer {
     /// Loads `/proc/kallsyms` (an unreadable file leaves kernel frames `[unknown]`).
     pub(crate) fn new() -> Symbolizer {
         let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
-        Symbolizer { kernel: Kallsyms::parse(&text), files: FxHashMap::default() }
+        Symbolizer { kernel: Kallsyms::parse(text), files: FxHashMap::default() }
     }
 
     /// True when kernel addresses can be named.
@@ -129,13 +134,14 @@ mod tests {
     fn kallsyms_lookup() {
         let k = Kallsyms::parse(
             "ffffffff81000000 T _stext\nffffffff81000100 t do_thing\n0000000000000000 A fixed\n\
-             ffffffff81000200 d data_sym\nffffffff81000300 T mod_fn\t[ext4]\n",
+             ffffffff81000200 d data_sym\nffffffff81000300 T mod_fn\t[ext4]\n"
+                .to_string(),
         );
         assert_eq!(k.lookup(0xffffffff81000150), Some("do_thing"));
         assert_eq!(k.lookup(0xffffffff81000250), Some("do_thing"));
         assert_eq!(k.lookup(0xffffffff81000300), Some("mod_fn"));
         assert_eq!(k.lookup(0x1000), None);
-        assert!(Kallsyms::parse("0000000000000000 T hidden\n").is_empty());
+        assert!(Kallsyms::parse("0000000000000000 T hidden\n".to_string()).is_empty());
     }
 
     #[test]

@@ -7,6 +7,7 @@
  *   kfwork nap COUNT MS    sleep COUNT times MS milliseconds (kf_nap)
  *   kfwork write COUNT     COUNT write(2) calls of 64 bytes to /dev/null (kf_writer)
  *   kfwork pipe            block reading stdin until it closes (kf_wait_input)
+ *   kfwork spin SECONDS    count loop iterations for SECONDS and print the count (benchmarks)
  *
  * Every function is noinline and does work after its call, so no call becomes a jump and the
  * frame-pointer chain names each level. kf_nap and kf_writer make their system calls with an
@@ -99,6 +100,18 @@ NOINLINE void kf_wait_input(void)
 	sink++;
 }
 
+NOINLINE unsigned long kf_spin(double seconds)
+{
+	unsigned long iterations = 0;
+	double end = now() + seconds;
+	while (now() < end) {
+		for (int i = 0; i < 10000; i++)
+			sink += i;
+		iterations++;
+	}
+	return iterations;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && !strcmp(argv[1], "cpu"))
@@ -109,10 +122,12 @@ int main(int argc, char **argv)
 		kf_nap(atoi(argv[2]), atoi(argv[3]));
 	else if (argc >= 3 && !strcmp(argv[1], "write"))
 		kf_writer(atoi(argv[2]));
+	else if (argc >= 3 && !strcmp(argv[1], "spin"))
+		printf("%lu\n", kf_spin(atof(argv[2])));
 	else if (argc >= 2 && !strcmp(argv[1], "pipe"))
 		kf_wait_input();
 	else {
-		fprintf(stderr, "usage: kfwork cpu S | mem PAGES | nap N MS | write N | pipe\n");
+		fprintf(stderr, "usage: kfwork cpu S | mem PAGES | nap N MS | write N | pipe | spin S\n");
 		return 2;
 	}
 	return 0;
