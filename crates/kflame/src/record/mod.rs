@@ -165,7 +165,7 @@ pub struct Progress {
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
     /// `perf_event_open` refused an event.
-    #[error("cannot open perf event {event} on CPU {cpu}: {source}{}", open_hint(source))]
+    #[error("cannot open perf event {event} on CPU {cpu}{}", open_hint(source))]
     Open {
         /// The event.
         event: String,
@@ -175,7 +175,7 @@ pub enum RecordError {
         source: std::io::Error,
     },
     /// tracefs could not be found or mounted.
-    #[error("cannot use tracefs at {}: {source}", path.display())]
+    #[error("cannot use tracefs at {} (reading tracepoint formats needs root)", path.display())]
     Tracefs {
         /// Where it was looked for or mounted.
         path: PathBuf,
@@ -191,7 +191,7 @@ pub enum RecordError {
         message: String,
     },
     /// The command could not be started.
-    #[error("cannot start {command}: {source}")]
+    #[error("cannot start {command}")]
     Spawn {
         /// The program.
         command: String,
@@ -202,7 +202,7 @@ pub enum RecordError {
     #[error("no process with pid {0}")]
     NoSuchProcess(u32),
     /// Another system-call failure.
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Io {
         /// What was being done.
         what: String,

@@ -3,6 +3,7 @@
 //! mapped file (loaded once per file). A shared symbolization layer can replace the
 //! internals of [`Symbolizer`] without touching the recorders.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use rustc_hash::FxHashMap;
@@ -108,14 +109,19 @@ impl Symbolizer {
         self.kernel.lookup(addr)
     }
 
-    /// The function at user address `addr` inside `map` of process `pid`.
-    pub(crate) fn user(&mut self, pid: u32, map: &Mapping, addr: u64) -> Option<&str> {
+    /// The function at user address `addr` inside `map` of process `pid` (Rust symbols
+    /// demangled, without their hash).
+    pub(crate) fn user(&mut self, pid: u32, map: &Mapping, addr: u64) -> Option<Cow<'_, str>> {
         if !map.path.starts_with(b"/") {
             return None; // [vdso], anonymous memory, ...
         }
         let path = PathBuf::from(String::from_utf8_lossy(&map.path).into_owned());
         let syms = self.files.entry(path.clone()).or_insert_with(|| load(pid, &path));
-        syms.as_ref()?.by_file_offset(addr - map.start + map.pgoff)
+        let name = syms.as_ref()?.by_file_offset(addr - map.start + map.pgoff)?;
+        Some(match rustc_demangle::try_demangle(name) {
+            Ok(d) => Cow::Owned(format!("{d:#}")),
+            Err(_) => Cow::Borrowed(name),
+        })
     }
 }
 
@@ -167,6 +173,6 @@ mod tests {
             .expect("mapping of our own code");
         let mut s = Symbolizer::default();
         let name = s.user(std::process::id(), &map, addr).expect("symbol");
-        assert!(name.contains("own_function_is_found_through_own_maps"), "{name}");
+        assert!(name.ends_with("sym::tests::own_function_is_found_through_own_maps"), "{name}");
     }
 }

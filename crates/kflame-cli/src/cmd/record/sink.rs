@@ -37,25 +37,27 @@ impl Kind {
 }
 
 /// `--style`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Style {
     /// Root at the bottom.
+    #[default]
     Flame,
     /// Root at the top.
     Icicle,
 }
 
 /// `--type`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum GraphType {
     /// Stacks merged and sorted alphabetically.
+    #[default]
     Graph,
     /// Stacks in time order (flame chart).
     Chart,
 }
 
 /// Options passed to the renderer.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct GraphOptions {
     pub(crate) style: Style,
     pub(crate) graph_type: GraphType,
@@ -74,14 +76,40 @@ pub(crate) fn write<W: Write>(kind: Kind, r: &Recording, opts: &GraphOptions, ou
     }
 }
 
+/// Refuses, before anything is recorded, an output this build cannot write.
+pub(crate) fn ensure_supported(kind: Kind) -> Result<()> {
+    match kind {
+        Kind::Folded | Kind::Json => Ok(()),
+        Kind::Svg | Kind::Html => {
+            render_graph(kind, &Recording::default(), &GraphOptions::default(), &mut Vec::new())
+        }
+    }
+}
+
 /// THE RENDERER HOOK: the single place where a recording becomes an SVG or HTML graph.
 /// The renderers are developed separately; once merged, call them here with `r.stacks`,
 /// `r.meta` (unit for the tooltips), and `opts` (style, flame chart from `r.events` in time
-/// order, title).
+/// order — recorded when `--type chart` is given —, title).
 fn render_graph<W: Write>(kind: Kind, _r: &Recording, opts: &GraphOptions, _out: &mut W) -> Result<()> {
     let _ = (opts.style, opts.graph_type, &opts.title);
     bail!(
         "{} output is not built in this version; write .folded and render it with `kflame flamegraph`",
         if kind == Kind::Svg { "SVG" } else { "HTML" }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_from_extension() {
+        assert_eq!(Kind::from_path(None).unwrap(), Kind::Folded);
+        assert_eq!(Kind::from_path(Some(Path::new("-"))).unwrap(), Kind::Folded);
+        assert_eq!(Kind::from_path(Some(Path::new("a.FOLDED"))).unwrap(), Kind::Folded);
+        assert_eq!(Kind::from_path(Some(Path::new("a.json"))).unwrap(), Kind::Json);
+        assert_eq!(Kind::from_path(Some(Path::new("a.svg"))).unwrap(), Kind::Svg);
+        assert_eq!(Kind::from_path(Some(Path::new("a.html"))).unwrap(), Kind::Html);
+        assert!(Kind::from_path(Some(Path::new("a.png"))).is_err());
+    }
 }
