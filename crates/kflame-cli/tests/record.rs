@@ -154,28 +154,42 @@ fn blocked_lists_a_writer_stuck_on_a_frozen_filesystem_in_d_state_first() {
 #[test]
 fn sigint_mid_recording_leaves_tracing_state_untouched() {
     let Some(env) = Env::get("teardown on SIGINT") else { return };
-    for (mode, signal) in [("--syscalls", "INT"), ("--mem", "TERM"), ("--off-cpu", "INT"), ("-F997", "INT")] {
+    let w = env.workload_str();
+    // System-wide tracepoint sessions, and commands still running when the signal comes.
+    let runs: [(&[&str], &str); 4] = [
+        (&["--syscalls"], "INT"),
+        (&["--off-cpu", "-a"], "TERM"),
+        (&["--mem", "--", w, "churn", "30"], "INT"),
+        (&["-F", "997", "--", w, "cpu", "30"], "TERM"),
+    ];
+    for (args, signal) in runs {
         let before = TracingState::read();
         let mounts_before = tracefs_mounts();
-        let path = env.dir.join(format!("teardown{mode}.folded"));
+        let path = env.dir.join(format!("teardown-{}.folded", args[0].trim_start_matches('-')));
         let mut rec = Command::new(env.kflame)
-            .args(["record", mode, "-o"])
+            .args(["record", "-o"])
             .arg(&path)
+            .args(args)
             .stderr(Stdio::piped())
             .spawn()
             .expect("start kflame");
         std::thread::sleep(Duration::from_millis(1500));
         let killed = Command::new("kill").args([&format!("-{signal}"), &rec.id().to_string()]).status();
         assert!(killed.is_ok_and(|s| s.success()));
-        let status = wait_timeout(&mut rec, Duration::from_secs(30)).expect("kflame stops after a signal");
+        let status = wait_timeout(&mut rec, Duration::from_secs(60)).expect("kflame stops after a signal");
         let mut err = String::new();
         std::io::Read::read_to_string(&mut rec.stderr.take().expect("stderr"), &mut err).ok();
-        assert!(status.success(), "{mode} SIG{signal}: {status:?}\n{err}");
+        assert!(status.success(), "{args:?} SIG{signal}: {status:?}\n{err}");
         assert!(err.contains("recorded "), "{err}");
         let text = std::fs::read_to_string(&path).expect("output written after the signal");
-        assert!(text.lines().filter(|l| !l.starts_with('#')).count() > 0, "{mode}: empty output");
-        assert_eq!(TracingState::read(), before, "{mode}: tracefs state changed");
-        assert_eq!(tracefs_mounts(), mounts_before, "{mode}: a tracefs mount was left behind");
+        assert!(text.lines().filter(|l| !l.starts_with('#')).count() > 0, "{args:?}: empty output");
+        assert_eq!(TracingState::read(), before, "{args:?}: tracefs state changed");
+        assert_eq!(tracefs_mounts(), mounts_before, "{args:?}: a tracefs mount was left behind");
+        if let Some(at) = args.iter().position(|a| *a == "--") {
+            let command_line = args[at + 1..].join(" ");
+            let children = Command::new("pgrep").args(["-f", &command_line]).output().expect("pgrep");
+            assert!(children.stdout.is_empty(), "{args:?}: the recorded command was left running");
+        }
     }
 }
 
@@ -186,4 +200,46 @@ fn tracefs_mounts() -> Vec<String> {
         .filter(|l| l.contains("tracefs") && !l.contains("kflame-test-tracefs"))
         .map(str::to_string)
         .collect()
+}
+
+#[test]
+fn duty_cycle_records_only_inside_its_windows() {
+    let Some(env) = Env::get("--mem duty cycle") else { return };
+    let args = ["--mem", "--every", "1", "--for", "0.25", "--", env.workload_str(), "churn", "3.3"];
+    let out = env.record(&args, "duty.json");
+    let mut ts: Vec<u64> = out.lines().filter(|l| l.contains("\"kf_churn\"")).filter_map(json_ts).collect();
+    ts.sort_unstable();
+    // Split the allocation events into bursts separated by more than 0.4 s of silence.
+    let mut bursts: Vec<(u64, u64)> = Vec::new();
+    for t in ts {
+        match bursts.last_mut() {
+            Some(b) if t - b.1 < 400_000_000 => b.1 = t,
+            _ => bursts.push((t, t)),
+        }
+    }
+    assert!(bursts.len() >= 3, "expected one burst per period, got {bursts:?}");
+    for b in &bursts {
+        assert!(b.1 - b.0 <= 350_000_000, "a burst lasted {} ns, the window is 0.25 s", b.1 - b.0);
+    }
+    for w in bursts.windows(2) {
+        let period = w[1].0 - w[0].0;
+        assert!((700_000_000..=1_300_000_000).contains(&period), "bursts {period} ns apart, period is 1 s");
+    }
+}
+
+#[test]
+fn check_reports_what_this_kernel_allows() {
+    let Some(env) = Env::get("--check") else { return };
+    let out = Command::new(env.kflame).args(["record", "--check"]).output().expect("run kflame");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(text.lines().any(|l| l.starts_with("yes") && l.contains("cpu-clock")), "{text}");
+    assert!(text.lines().any(|l| l.contains("sched:sched_switch")), "{text}");
+    // Every unavailable line says what to do instead or why.
+    assert!(text.lines().filter(|l| l.starts_with("no")).all(|l| l.split_whitespace().count() > 4), "{text}");
+}
+
+fn json_ts(line: &str) -> Option<u64> {
+    let rest = line.strip_prefix("{\"ts\":")?;
+    rest[..rest.find(',')?].parse().ok()
 }

@@ -17,6 +17,7 @@
 
 mod blocked;
 mod check;
+mod duty;
 mod elf;
 mod handlers;
 pub mod json;

@@ -3,6 +3,7 @@
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+use super::duty::DutyThread;
 use super::handlers::{self, Handler};
 use super::parse::Record;
 use super::session::{Session, online_cpus};
@@ -10,7 +11,7 @@ use super::stacks::Collector;
 use super::sym::Symbolizer;
 use super::sys::{self, StopSignals};
 use super::tasks::Tasks;
-use super::{Config, DutyCycle, Mode, Progress, RecordError, Recording, Target, blocked};
+use super::{Config, Mode, Progress, RecordError, Recording, Target, blocked};
 
 /// Data pages per CPU: 512 KiB for CPU samples, 4 MiB for tracepoints (bursty, every event).
 fn ring_pages(mode: &Mode) -> usize {
@@ -94,21 +95,18 @@ impl Loop {
         started: Instant,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<(), RecordError> {
-        let mut active = true;
+        let duty = match config.duty {
+            Some(d) => Some(DutyThread::start(session.event_fds()?, d, started)),
+            None => None,
+        };
         loop {
             let elapsed = started.elapsed();
             if self.should_stop(config, elapsed) {
                 return Ok(());
             }
-            if let Some(duty) = config.duty {
-                let want = duty_active(duty, elapsed);
-                if want != active {
-                    session.set_enabled(want)?;
-                    active = want;
-                }
-            }
             let records = session.poll(100)?;
             self.handle(records, handler);
+            let active = duty.as_ref().is_none_or(DutyThread::active);
             progress(&Progress { elapsed, samples: handler.added(), lost: session.counters.lost, active });
         }
     }
@@ -176,27 +174,6 @@ impl Loop {
     }
 }
 
-/// True during the first `active` of every `every` period.
-fn duty_active(duty: DutyCycle, elapsed: Duration) -> bool {
-    let every = duty.every.as_nanos().max(1);
-    elapsed.as_nanos() % every < duty.active.as_nanos()
-}
-
 fn process_alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn duty_cycle_windows() {
-        let d = DutyCycle { every: Duration::from_secs(60), active: Duration::from_secs(5) };
-        assert!(duty_active(d, Duration::from_secs(0)));
-        assert!(duty_active(d, Duration::from_millis(4999)));
-        assert!(!duty_active(d, Duration::from_secs(5)));
-        assert!(!duty_active(d, Duration::from_secs(59)));
-        assert!(duty_active(d, Duration::from_secs(61)));
-    }
 }

@@ -116,8 +116,9 @@ impl Collector {
     pub(crate) fn finish(self, tasks: &Tasks, sym: &mut Symbolizer) -> (StackCounts, Vec<Event>) {
         let mut out = StackCounts::new();
         let mut line = Vec::new();
+        let mut namer = Namer::new(sym, tasks, self.naming.annotate_kernel);
         for (raw, weight) in &self.counts {
-            let frames = fold_frames(raw, self.naming, tasks, sym);
+            let frames = fold_frames(raw, self.naming, &mut namer);
             line.clear();
             for (i, f) in frames.iter().enumerate() {
                 if i > 0 {
@@ -128,14 +129,14 @@ impl Collector {
             out.add(&line, crate::fold::Weight::from_u64(*weight));
         }
         let events = self.events.unwrap_or_default();
-        let events = events.into_iter().map(|e| symbolize_event(e, self.naming, tasks, sym)).collect();
+        let events = events.into_iter().map(|e| symbolize_event(e, self.naming, &mut namer)).collect();
         (out, events)
     }
 }
 
-fn symbolize_event(e: RawEvent, naming: Naming, tasks: &Tasks, sym: &mut Symbolizer) -> Event {
+fn symbolize_event(e: RawEvent, naming: Naming, namer: &mut Namer<'_>) -> Event {
     let plain = Naming { pid: false, tid: false, cpu: false, ..naming };
-    let frames = fold_frames(&e.stack, plain, tasks, sym);
+    let frames = fold_frames(&e.stack, plain, namer);
     Event {
         ts: e.ts,
         cpu: e.stack.cpu,
@@ -149,7 +150,7 @@ fn symbolize_event(e: RawEvent, naming: Naming, tasks: &Tasks, sym: &mut Symboli
 }
 
 /// The frames of `raw`, root first.
-fn fold_frames(raw: &RawStack, naming: Naming, tasks: &Tasks, sym: &mut Symbolizer) -> Vec<Vec<u8>> {
+fn fold_frames(raw: &RawStack, naming: Naming, namer: &mut Namer<'_>) -> Vec<Vec<u8>> {
     let mut frames = Vec::with_capacity(raw.chain.len() + 3);
     if let Some(p) = &raw.prefix {
         frames.push(p.to_vec());
@@ -166,8 +167,8 @@ fn fold_frames(raw: &RawStack, naming: Naming, tasks: &Tasks, sym: &mut Symboliz
             continue;
         }
         match ctx {
-            CONTEXT_KERNEL => chain_frames.push(kernel_frame(sym, ip, naming.annotate_kernel)),
-            CONTEXT_USER => chain_frames.push(user_frame(sym, tasks, raw, ip)),
+            CONTEXT_KERNEL => chain_frames.push(namer.kernel(ip).to_vec()),
+            CONTEXT_USER => chain_frames.push(namer.user(raw, ip).to_vec()),
             _ => {} // hypervisor or guest context: not symbolizable here
         }
     }
@@ -184,6 +185,32 @@ fn task_frame(raw: &RawStack, naming: Naming) -> Vec<u8> {
         name.extend_from_slice(format!("-{}", raw.pid).as_bytes());
     }
     name.clone()
+}
+
+/// Frame names by address, each address symbolized once.
+struct Namer<'a> {
+    sym: &'a mut Symbolizer,
+    tasks: &'a Tasks,
+    annotate_kernel: bool,
+    kernel: FxHashMap<u64, Box<[u8]>>,
+    user: FxHashMap<(u32, u32, u64), Box<[u8]>>,
+}
+
+impl<'a> Namer<'a> {
+    fn new(sym: &'a mut Symbolizer, tasks: &'a Tasks, annotate_kernel: bool) -> Namer<'a> {
+        Namer { sym, tasks, annotate_kernel, kernel: FxHashMap::default(), user: FxHashMap::default() }
+    }
+
+    fn kernel(&mut self, ip: u64) -> &[u8] {
+        let (sym, annotate) = (&*self.sym, self.annotate_kernel);
+        self.kernel.entry(ip).or_insert_with(|| kernel_frame(sym, ip, annotate).into())
+    }
+
+    fn user(&mut self, raw: &RawStack, ip: u64) -> &[u8] {
+        let key = (raw.pid, raw.generation, ip);
+        let (sym, tasks) = (&mut *self.sym, self.tasks);
+        self.user.entry(key).or_insert_with(|| user_frame(sym, tasks, raw, ip).into())
+    }
 }
 
 fn kernel_frame(sym: &Symbolizer, ip: u64, annotate: bool) -> Vec<u8> {
@@ -253,7 +280,7 @@ mod tests {
         let chain = [CONTEXT_KERNEL, 0x10, CONTEXT_USER, 0x1500, 0x9999];
         let raw = c.raw(&mut tasks, 7, 7, 0, &chain);
         let mut sym = Symbolizer::default();
-        let frames = fold_frames(&raw, c.naming, &tasks, &mut sym);
+        let frames = fold_frames(&raw, c.naming, &mut Namer::new(&mut sym, &tasks, false));
         let frames: Vec<_> = frames.iter().map(|f| String::from_utf8_lossy(f).into_owned()).collect();
         assert_eq!(frames, ["my_prog-7", "[unknown]", "[libfoo.so]", "[kernel.kallsyms]"]);
     }

@@ -89,7 +89,7 @@ impl Kallsyms {
 #[derive(Default)]
 pub(crate) struct Symbolizer {
     kernel: Kallsyms,
-    files: FxHashMap<PathBuf, Option<ElfSymbols>>,
+    files: FxHashMap<Vec<u8>, Option<ElfSymbols>>,
 }
 
 impl Symbolizer {
@@ -115,9 +115,12 @@ impl Symbolizer {
         if !map.path.starts_with(b"/") {
             return None; // [vdso], anonymous memory, ...
         }
-        let path = PathBuf::from(String::from_utf8_lossy(&map.path).into_owned());
-        let syms = self.files.entry(path.clone()).or_insert_with(|| load(pid, &path));
-        let name = syms.as_ref()?.by_file_offset(addr - map.start + map.pgoff)?;
+        if !self.files.contains_key(&map.path) {
+            let path = PathBuf::from(String::from_utf8_lossy(&map.path).into_owned());
+            self.files.insert(map.path.clone(), load(pid, &path));
+        }
+        let syms = self.files.get(&map.path)?.as_ref()?;
+        let name = syms.by_file_offset(addr - map.start + map.pgoff)?;
         Some(match rustc_demangle::try_demangle(name) {
             Ok(d) => Cow::Owned(format!("{d:#}")),
             Err(_) => Cow::Borrowed(name),

@@ -8,6 +8,7 @@
  *   kfwork write COUNT     COUNT write(2) calls of 64 bytes to /dev/null (kf_writer)
  *   kfwork pipe            block reading stdin until it closes (kf_wait_input)
  *   kfwork spin SECONDS    count loop iterations for SECONDS and print the count (benchmarks)
+ *   kfwork churn SECONDS   map, touch and unmap 64 pages over and over for SECONDS (kf_churn)
  *
  * Every function is noinline and does work after its call, so no call becomes a jump and the
  * frame-pointer chain names each level. kf_nap and kf_writer make their system calls with an
@@ -112,6 +113,14 @@ NOINLINE unsigned long kf_spin(double seconds)
 	return iterations;
 }
 
+NOINLINE void kf_churn(double seconds)
+{
+	double end = now() + seconds;
+	while (now() < end)
+		kf_touch_pages(64);
+	sink++;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && !strcmp(argv[1], "cpu"))
@@ -124,10 +133,12 @@ int main(int argc, char **argv)
 		kf_writer(atoi(argv[2]));
 	else if (argc >= 3 && !strcmp(argv[1], "spin"))
 		printf("%lu\n", kf_spin(atof(argv[2])));
+	else if (argc >= 3 && !strcmp(argv[1], "churn"))
+		kf_churn(atof(argv[2]));
 	else if (argc >= 2 && !strcmp(argv[1], "pipe"))
 		kf_wait_input();
 	else {
-		fprintf(stderr, "usage: kfwork cpu S | mem PAGES | nap N MS | write N | pipe | spin S\n");
+		fprintf(stderr, "usage: kfwork cpu S | mem PAGES | nap N MS | write N | pipe | spin S | churn S\n");
 		return 2;
 	}
 	return 0;
