@@ -243,3 +243,35 @@ fn json_ts(line: &str) -> Option<u64> {
     let rest = line.strip_prefix("{\"ts\":")?;
     rest[..rest.find(',')?].parse().ok()
 }
+
+/// The same workload recorded by `perf record -g` and named by `perf script`: the user
+/// frames of its hottest stack must be the ones kflame finds, in the same order.
+#[test]
+fn user_frames_are_named_like_perf_script_names_them() {
+    let Some(env) = Env::get("comparison with perf") else { return };
+    let data = env.dir.join("cmp.perf.data");
+    let recorded = Command::new("perf")
+        .args(["record", "-q", "-F", "499", "-g", "-o"])
+        .arg(&data)
+        .args(["--", env.workload_str(), "cpu", "1"])
+        .output();
+    let Ok(recorded) = recorded.map(|o| o.status.success()) else {
+        eprintln!("skipping the comparison with perf: perf is not installed");
+        return;
+    };
+    assert!(recorded, "perf record failed");
+    let script =
+        Command::new("perf").args(["script", "-F", "ip,sym", "-i"]).arg(&data).output().expect("perf script");
+    let script = String::from_utf8_lossy(&script.stdout);
+    // The first sample whose chain reaches main: its frames from main's caller to the leaf.
+    let perf_chain: Vec<&str> = script
+        .split("\n\n")
+        .map(|s| s.lines().filter_map(|l| l.split_whitespace().nth(1)).collect::<Vec<_>>())
+        .find(|f| f.first() == Some(&"kf_deep_6") && f.contains(&"main"))
+        .map(|f| f.into_iter().rev().collect())
+        .expect("perf saw the deep chain");
+    let ours = env.record(&["-F", "499", "--", env.workload_str(), "cpu", "1"], "cmp.folded");
+    let (hottest, _) = folded(&ours).into_iter().max_by_key(|s| s.1).expect("samples");
+    let our_chain: Vec<&str> = hottest.split(';').skip(1).collect();
+    assert_eq!(our_chain, perf_chain, "kflame: {hottest}\nperf: {perf_chain:?}");
+}

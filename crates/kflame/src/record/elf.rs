@@ -1,6 +1,8 @@
-//! The function symbols of an ELF64 little-endian file (`.symtab`, else `.dynsym`), read with
-//! positioned reads of just the headers and tables needed, plus its loadable segments to turn
-//! a file offset into a symbol address.
+//! The function symbols of an ELF64 little-endian file, read with positioned reads of just
+//! the headers and tables needed, plus its loadable segments to turn a file offset into a
+//! symbol address. Symbols come from the file's `.symtab`; for stripped files, from the
+//! separate debug file found by build id (`/usr/lib/debug/.build-id/ab/cdef....debug`, as
+//! installed by `-dbg`/`-dbgsym` packages), else from `.dynsym`.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -8,6 +10,9 @@ use std::path::Path;
 
 const SHT_SYMTAB: u32 = 2;
 const SHT_DYNSYM: u32 = 11;
+const SHT_NOTE: u32 = 7;
+const NT_GNU_BUILD_ID: u32 = 3;
+const DEBUG_ROOT: &str = "/usr/lib/debug/.build-id";
 const PT_LOAD: u32 = 1;
 const STT_FUNC: u8 = 2;
 const STT_GNU_IFUNC: u8 = 10;
@@ -42,6 +47,9 @@ impl ElfSymbols {
         }
         let segments = read_segments(&f, &eh)?;
         let (mut syms, mut strings) = read_symbols(&f, &eh, SHT_SYMTAB).unwrap_or_default();
+        if syms.is_empty() {
+            (syms, strings) = debug_file_symbols(&f, &eh).unwrap_or_default();
+        }
         if syms.is_empty() {
             (syms, strings) = read_symbols(&f, &eh, SHT_DYNSYM).unwrap_or_default();
         }
@@ -94,6 +102,46 @@ fn read_table(f: &File, offset: u64, len: u64) -> Option<Vec<u8>> {
     Some(buf)
 }
 
+/// The `.symtab` of the separate debug file of `f`, found by its GNU build id.
+fn debug_file_symbols(f: &File, eh: &[u8]) -> Option<Table> {
+    let id = build_id(f, eh)?;
+    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    let path = Path::new(DEBUG_ROOT).join(&hex[..2]).join(format!("{}.debug", &hex[2..]));
+    let dbg = File::open(path).ok()?;
+    let mut deh = [0u8; 64];
+    dbg.read_exact_at(&mut deh, 0).ok()?;
+    read_symbols(&dbg, &deh, SHT_SYMTAB)
+}
+
+/// The descriptor of the `NT_GNU_BUILD_ID` note (in a `SHT_NOTE` section).
+fn build_id(f: &File, eh: &[u8]) -> Option<Vec<u8>> {
+    let (shoff, shentsize, shnum) = (u64_at(eh, 40), u16_at(eh, 58), u16_at(eh, 60));
+    let sh = read_table(f, shoff, shentsize * shnum)?;
+    for s in sh.chunks_exact(shentsize.max(1) as usize).filter(|s| u32_at(s, 4) == SHT_NOTE as u64) {
+        let notes = read_table(f, u64_at(s, 24), u64_at(s, 32).min(1 << 16))?;
+        if let Some(id) = find_build_id(&notes) {
+            return Some(id);
+        }
+    }
+    None
+}
+
+/// Walks `namesz, descsz, type, name, desc` notes (each part 4-byte aligned).
+fn find_build_id(mut notes: &[u8]) -> Option<Vec<u8>> {
+    let align = |n: u64| (n as usize).checked_add(3).map(|v| v & !3);
+    while notes.len() >= 12 {
+        let (namesz, descsz, kind) = (u32_at(notes, 0), u32_at(notes, 4), u32_at(notes, 8));
+        let name_end = 12usize.checked_add(align(namesz)?)?;
+        let desc_end = name_end.checked_add(align(descsz)?)?;
+        let name = notes.get(12..12 + namesz as usize)?;
+        if kind == NT_GNU_BUILD_ID as u64 && name == b"GNU\0" && descsz > 0 {
+            return notes.get(name_end..name_end + descsz as usize).map(<[u8]>::to_vec);
+        }
+        notes = notes.get(desc_end..)?;
+    }
+    None
+}
+
 fn read_segments(f: &File, eh: &[u8]) -> Option<Vec<Segment>> {
     let (phoff, phentsize, phnum) = (u64_at(eh, 32), u16_at(eh, 54), u16_at(eh, 56));
     let ph = read_table(f, phoff, phentsize * phnum)?;
@@ -142,6 +190,24 @@ mod tests {
         let syms = ElfSymbols::load(&exe).expect("test binary is ELF");
         assert!(syms.syms.len() > 100);
         assert!(syms.names().any(|s| s.contains("own_test_binary_has_its_functions")));
+    }
+
+    #[test]
+    fn build_id_note_is_found() {
+        let mut n = Vec::new();
+        for (name, kind, desc) in
+            [(&b"XYZ\0"[..], 1u32, &[9u8; 5][..]), (b"GNU\0", 3, &[0xab, 0xcd, 0xef, 1])]
+        {
+            n.extend_from_slice(&(name.len() as u32).to_le_bytes());
+            n.extend_from_slice(&(desc.len() as u32).to_le_bytes());
+            n.extend_from_slice(&kind.to_le_bytes());
+            n.extend_from_slice(name);
+            n.extend_from_slice(desc);
+            n.resize(n.len().next_multiple_of(4), 0);
+        }
+        assert_eq!(find_build_id(&n), Some(vec![0xab, 0xcd, 0xef, 1]));
+        assert_eq!(find_build_id(&n[..20]), None);
+        assert_eq!(find_build_id(&[0xff; 12]), None);
     }
 
     #[test]
