@@ -46,6 +46,8 @@ enum Command {
     /// Folded stacks to a self-contained interactive HTML flame graph.
     #[command(hide = true)]
     Html(cmd::html::Args),
+    /// Record live (CPU samples, allocations, off-CPU time, syscalls, blocked tasks); as root.
+    Record(cmd::record::Args),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +58,7 @@ fn main() -> ExitCode {
         Command::Flamegraph(args) => cmd::flamegraph::run(args),
         Command::Diff(args) => cmd::diff::run(args),
         Command::Html(args) => cmd::html::run(args),
+        Command::Record(args) => cmd::record::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -26,7 +26,7 @@ pub mod collapse;
 pub mod diag;
 pub mod fold;
 pub mod render;
-pub mod record;
 pub mod report;
 pub mod perf_data;
+pub mod record;
 pub mod symbols;

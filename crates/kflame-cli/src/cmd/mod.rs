@@ -10,3 +10,4 @@ pub(crate) mod trace_args;
 pub(crate) mod producers;
 pub(crate) mod reports;
 pub(crate) mod perf_data;
+pub(crate) mod record;

@@ -1,3 +1,230 @@
-//! Live capture: the only code that reads tracefs, `/proc` or calls perf_event_open.
+//! Live recording through the kernel's own interfaces: `perf_event_open` for CPU samples
+//! and tracepoints (with callchains), tracefs (read-only) for tracepoint ids and layouts,
+//! `/proc` for task names, mappings, symbols and kernel stacks. This module is the only code
+//! of the crate that touches them; its `sys` submodule holds the only `unsafe` code.
+//!
+//! One entry point, [`record`], runs a [`Config`] and returns a [`Recording`]: folded stacks
+//! with their [`Meta`](crate::fold::Meta), optionally every event, and counters. It never
+//! prints; progress is reported through a callback. Every perf event is closed, and a
+//! private tracefs mount (made only when none is mounted) removed, when it returns, whether
+//! by the end of the duration, SIGINT/SIGTERM, an error or a panic.
+//!
+//! ```text
+//! perf_event_open (per CPU) ─▶ ring buffers ─▶ parse ─▶ order by time ─▶ tasks (comm, maps)
+//!                                                              └─▶ mode handler ─▶ Collector
+//! Collector ─▶ sym (kallsyms, ELF) ─▶ fold::StackCounts + events
+//! ```
 
+mod blocked;
+mod check;
+mod duty;
+mod elf;
+mod handlers;
+pub mod json;
+mod order;
+mod parse;
 pub mod proc_stacks;
+mod run;
+mod session;
+mod stacks;
+mod sym;
+mod sys;
+mod syscall_names;
+mod tasks;
+mod tracefs;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use check::{Capability, check};
+pub use run::record;
+pub use session::Counters;
+pub use stacks::{Event, Naming};
+
+use crate::fold::{Meta, StackCounts};
+
+/// What to record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `cpu-clock` samples at a frequency (Hz).
+    Cpu {
+        /// Samples per second per CPU.
+        frequency: u32,
+    },
+    /// Page allocations (`kmem:mm_page_alloc`, `4096 << order` bytes), and with `kmalloc`
+    /// also `kmem:kmalloc` (`bytes_alloc`).
+    Mem {
+        /// Also record `kmem:kmalloc`.
+        kmalloc: bool,
+    },
+    /// Time blocked off-CPU per stack, from `sched:sched_switch` pairs.
+    OffCpu,
+    /// Latency of each system call, from `raw_syscalls:sys_enter`/`sys_exit` pairs.
+    Syscalls,
+    /// A snapshot of every task's kernel stack from `/proc`, grouped by state.
+    Blocked,
+}
+
+/// Whose activity to record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Every task on every CPU.
+    All,
+    /// These processes (and the children they create while recorded).
+    Pids(Vec<u32>),
+    /// Start this command and record it and its children until it exits.
+    Command(Vec<OsString>),
+}
+
+/// Which parts of each stack to keep.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StackParts {
+    /// Kernel and user frames.
+    #[default]
+    Both,
+    /// Kernel frames only (CPU samples taken in user mode are dropped by the kernel).
+    KernelOnly,
+    /// User frames only (CPU samples taken in kernel mode are dropped by the kernel).
+    UserOnly,
+}
+
+/// Record during `active` at the start of every `every` period (costly events on hot paths).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DutyCycle {
+    /// Period length.
+    pub every: Duration,
+    /// Recording time at the start of each period.
+    pub active: Duration,
+}
+
+/// A recording request.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// What to record.
+    pub mode: Mode,
+    /// Whose activity.
+    pub target: Target,
+    /// Stop after this long (also stops when the command or all target processes exit).
+    pub duration: Option<Duration>,
+    /// Kernel, user or both parts of the stacks.
+    pub parts: StackParts,
+    /// Optional duty cycle.
+    pub duty: Option<DutyCycle>,
+    /// Frame naming.
+    pub naming: Naming,
+    /// Keep every event (for a JSON event stream), not only the aggregated stacks.
+    pub keep_events: bool,
+}
+
+/// Counters of a recording.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Samples or paired events that were added to the stacks.
+    pub samples: u64,
+    /// Ring-buffer counters (records read, lost, malformed).
+    pub ring: Counters,
+    /// Events that could not be paired (an exit without its entry, a task still blocked or
+    /// inside a system call when recording stopped).
+    pub unpaired: u64,
+    /// Tasks whose stack could not be read (`--blocked`: EPERM or exited while reading).
+    pub unreadable_tasks: u64,
+    /// Wall time spent recording.
+    pub elapsed: Duration,
+}
+
+/// The result of [`record`].
+#[derive(Debug, Default)]
+pub struct Recording {
+    /// Folded stacks.
+    pub stacks: StackCounts,
+    /// Unit and event of the weights.
+    pub meta: Meta,
+    /// Every event, when [`Config::keep_events`] was set.
+    pub events: Vec<Event>,
+    /// Counters.
+    pub stats: Stats,
+    /// Remarks for the user (what the kernel refused and what was done instead, ...).
+    pub notes: Vec<String>,
+    /// Exit code of the recorded command, if one was started and exited normally.
+    pub command_status: Option<i32>,
+}
+
+/// What the progress callback receives, about every 100 ms.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Progress {
+    /// Time since recording started.
+    pub elapsed: Duration,
+    /// Samples or events so far.
+    pub samples: u64,
+    /// Records lost so far.
+    pub lost: u64,
+    /// False while a duty cycle pauses recording.
+    pub active: bool,
+}
+
+/// Why recording failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// `perf_event_open` refused an event.
+    #[error("cannot open perf event {event} on CPU {cpu}{}", open_hint(source))]
+    Open {
+        /// The event.
+        event: String,
+        /// The CPU.
+        cpu: u32,
+        /// The kernel's answer.
+        source: std::io::Error,
+    },
+    /// tracefs could not be found or mounted.
+    #[error("cannot use tracefs at {} (reading tracepoint formats needs root)", path.display())]
+    Tracefs {
+        /// Where it was looked for or mounted.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A tracepoint is missing or has an unexpected layout.
+    #[error("tracepoint {name}: {message}")]
+    Tracepoint {
+        /// `group:name`.
+        name: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The command could not be started.
+    #[error("cannot start {command}")]
+    Spawn {
+        /// The program.
+        command: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A target process does not exist.
+    #[error("no process with pid {0}")]
+    NoSuchProcess(u32),
+    /// Another system-call failure.
+    #[error("{what}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The configuration cannot be recorded.
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+fn open_hint(e: &std::io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(libc::EACCES) | Some(libc::EPERM) => {
+            " (needs root, CAP_PERFMON, or kernel.perf_event_paranoid <= 1 for system-wide events)"
+        }
+        Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::EOPNOTSUPP) => {
+            " (this kernel or machine does not provide this event; see `kflame record --check`)"
+        }
+        Some(libc::EMFILE) => " (too many open files: raise `ulimit -n`)",
+        _ => "",
+    }
+}

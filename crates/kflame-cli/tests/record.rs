@@ -1,0 +1,277 @@
+//! Live tests of `kflame record`: they run the built binary as root against this kernel.
+//! Each test prints why it is skipped when the machine cannot run it (not root, no
+//! perf_event_open, no C compiler), and otherwise asserts on what was really recorded.
+
+#![allow(clippy::print_stderr)]
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+#[test]
+fn cpu_profile_of_a_command_is_dominated_by_its_deep_call_chain() {
+    let Some(env) = Env::get("cpu profile") else { return };
+    let out = env.record(&["-F", "499", "--", env.workload_str(), "cpu", "1.5"], "cpu.folded");
+    let stacks = folded(&out);
+    let total: u64 = stacks.iter().map(|s| s.1).sum();
+    let chain = "main;kf_deep_1;kf_deep_2;kf_deep_3;kf_deep_4;kf_deep_5;kf_deep_6";
+    let in_chain: u64 = stacks.iter().filter(|s| s.0.contains(chain)).map(|s| s.1).sum();
+    assert!(total >= 20, "too few samples: {total}\n{out}");
+    assert!(in_chain * 10 >= total * 9, "deep chain has {in_chain} of {total} samples:\n{out}");
+    assert!(stacks.iter().all(|s| s.0.starts_with("kfwork;")), "only the command is recorded:\n{out}");
+    assert!(out.starts_with("# event=cpu-clock\n"));
+}
+
+#[test]
+fn cpu_profile_by_pid_with_pid_in_root_frame() {
+    let Some(env) = Env::get("cpu profile by pid") else { return };
+    let mut child = Command::new(&env.workload).args(["cpu", "3"]).spawn().expect("start workload");
+    let pid = child.id().to_string();
+    let out = env.record(&["-F", "199", "-d", "1", "-p", &pid, "--include-pid"], "pid.folded");
+    let _ = child.kill();
+    let _ = child.wait();
+    let stacks = folded(&out);
+    let root = format!("kfwork-{pid};");
+    assert!(!stacks.is_empty(), "no samples for pid {pid}");
+    assert!(stacks.iter().all(|s| s.0.starts_with(&root)), "other processes recorded:\n{out}");
+    assert!(stacks.iter().any(|s| s.0.ends_with(";kf_deep_6")), "{out}");
+}
+
+#[test]
+fn kernel_only_and_user_only_keep_their_half() {
+    let Some(env) = Env::get("kernel/user only") else { return };
+    let kernel =
+        env.record(&["-F", "499", "--kernel-only", "--", env.workload_str(), "write", "400000"], "k.folded");
+    let user = env.record(&["-F", "499", "--user-only", "--", env.workload_str(), "cpu", "1"], "u.folded");
+    let k = folded(&kernel);
+    assert!(!k.is_empty(), "no kernel samples");
+    assert!(k.iter().all(|s| !s.0.contains("kf_")), "user frames in --kernel-only:\n{kernel}");
+    assert!(k.iter().any(|s| s.0.contains("entry_SYSCALL_64")), "{kernel}");
+    let u = folded(&user);
+    assert!(!u.is_empty(), "no user samples");
+    assert!(u.iter().all(|s| !s.0.contains("entry_SYSCALL_64") && !s.0.contains("asm_sysvec")), "{user}");
+    assert!(u.iter().any(|s| s.0.ends_with("kf_deep_6")), "{user}");
+}
+
+#[test]
+fn json_events_have_one_line_per_sample() {
+    let Some(env) = Env::get("json events") else { return };
+    let out = env.record(&["-F", "299", "--", env.workload_str(), "cpu", "1"], "cpu.json");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines.len() >= 10, "{out}");
+    for l in &lines {
+        assert!(l.starts_with("{\"ts\":") && l.ends_with("]}"), "{l}");
+        assert!(l.contains("\"comm\":\"kfwork\"") && l.contains("\"event\":\"cpu-clock\""), "{l}");
+        assert!(l.contains("\"duration_ns\":") && !l.contains("\"duration_ns\":null"), "{l}");
+    }
+    assert!(lines.iter().any(|l| l.contains("\"kf_deep_5\",\"kf_deep_6\"")), "{out}");
+}
+
+#[test]
+fn mem_counts_at_least_the_pages_the_workload_touches() {
+    let Some(env) = Env::get("--mem") else { return };
+    let pages: u64 = 4096; // 16 MiB
+    let out = env.record(&["--mem", "--", env.workload_str(), "mem", &pages.to_string()], "mem.folded");
+    assert!(out.starts_with("# unit=bytes\n# event=kmem:mm_page_alloc\n"), "{out}");
+    let touched: u64 = folded(&out).iter().filter(|s| s.0.contains("kf_touch_pages")).map(|s| s.1).sum();
+    assert!(
+        touched >= pages * 4096,
+        "kf_touch_pages allocated {touched} bytes, expected >= {}",
+        pages * 4096
+    );
+    assert!(touched <= pages * 4096 * 2, "kf_touch_pages allocated {touched} bytes, far more than touched");
+}
+
+#[test]
+fn off_cpu_measures_the_time_a_workload_sleeps() {
+    let Some(env) = Env::get("--off-cpu") else { return };
+    let out = env.record(&["--off-cpu", "--", env.workload_str(), "nap", "10", "100"], "off.folded");
+    assert!(out.starts_with("# unit=ns\n"), "{out}");
+    let napped: u64 = folded(&out).iter().filter(|s| s.0.contains("kf_nap")).map(|s| s.1).sum();
+    // 10 naps of 100 ms: at least 1 s blocked, and not wildly more on a loaded machine.
+    assert!(napped >= 1_000_000_000, "kf_nap blocked {napped} ns");
+    assert!(napped < 5_000_000_000, "kf_nap blocked {napped} ns");
+    let nap_stack =
+        folded(&out).into_iter().find(|s| s.0.contains("kf_nap")).map(|s| s.0).unwrap_or_default();
+    assert!(nap_stack.contains("nanosleep") && nap_stack.contains("schedule"), "{nap_stack}");
+}
+
+#[test]
+fn syscalls_pairs_every_write_of_the_workload() {
+    let Some(env) = Env::get("--syscalls") else { return };
+    let out = env.record(&["--syscalls", "--", env.workload_str(), "write", "2000"], "sys.json");
+    let writes = out
+        .lines()
+        .filter(|l| l.contains("\"stack\":[\"write\",\"kfwork\"") && l.contains("\"kf_writer\""))
+        .count();
+    assert_eq!(writes, 2000, "paired write calls from kf_writer");
+    let folded_out = env.record(&["--syscalls", "--", env.workload_str(), "write", "100"], "sys.folded");
+    assert!(folded_out.starts_with("# unit=ns\n"), "{folded_out}");
+    assert!(
+        folded(&folded_out).iter().any(|s| s.0.starts_with("write;kfwork;") && s.0.contains("kf_writer"))
+    );
+}
+
+#[test]
+fn blocked_shows_a_task_sleeping_on_a_pipe() {
+    let Some(env) = Env::get("--blocked") else { return };
+    let mut child = Command::new(&env.workload).arg("pipe").stdin(Stdio::piped()).spawn().expect("workload");
+    std::thread::sleep(Duration::from_millis(300));
+    let out = env.record(&["--blocked", "--include-pid"], "blocked.folded");
+    drop(child.stdin.take());
+    let _ = child.wait();
+    let root = format!("S;kfwork-{};", child.id());
+    let mine: Vec<_> = folded(&out).into_iter().filter(|s| s.0.starts_with(&root)).collect();
+    assert_eq!(mine.len(), 1, "{out}");
+    assert!(mine[0].0.contains("pipe_read") && mine[0].0.contains("ksys_read"), "{}", mine[0].0);
+}
+
+#[test]
+fn blocked_lists_a_writer_stuck_on_a_frozen_filesystem_in_d_state_first() {
+    let Some(env) = Env::get("--blocked D state") else { return };
+    let Some(fs) = FrozenFs::new(&env) else { return };
+    let mut writer = Command::new("sh")
+        .args(["-c", &format!("echo data > {}/file", fs.mnt.display())])
+        .spawn()
+        .expect("writer");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while task_state(writer.id()) != Some('D') && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = env.record(&["--blocked", "--include-pid"], "d.folded");
+    fs.thaw();
+    let _ = writer.wait();
+    let root = format!("D;sh-{};", writer.id());
+    let first = out.lines().find(|l| !l.starts_with('#')).unwrap_or_default();
+    assert!(first.starts_with("D;"), "D-state tasks come first:\n{out}");
+    let line = out.lines().find(|l| l.starts_with(&root)).unwrap_or_else(|| panic!("no {root} in\n{out}"));
+    assert!(line.contains("percpu_rwsem_wait") || line.contains("sb_start_write"), "{line}");
+}
+
+#[test]
+fn sigint_mid_recording_leaves_tracing_state_untouched() {
+    let Some(env) = Env::get("teardown on SIGINT") else { return };
+    let w = env.workload_str();
+    // System-wide tracepoint sessions, and commands still running when the signal comes.
+    let runs: [(&[&str], &str); 4] = [
+        (&["--syscalls"], "INT"),
+        (&["--off-cpu", "-a"], "TERM"),
+        (&["--mem", "--", w, "churn", "30"], "INT"),
+        (&["-F", "997", "--", w, "cpu", "30"], "TERM"),
+    ];
+    for (args, signal) in runs {
+        let before = TracingState::read();
+        let mounts_before = tracefs_mounts();
+        let path = env.dir.join(format!("teardown-{}.folded", args[0].trim_start_matches('-')));
+        let mut rec = Command::new(env.kflame)
+            .args(["record", "-o"])
+            .arg(&path)
+            .args(args)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start kflame");
+        std::thread::sleep(Duration::from_millis(1500));
+        let killed = Command::new("kill").args([&format!("-{signal}"), &rec.id().to_string()]).status();
+        assert!(killed.is_ok_and(|s| s.success()));
+        let status = wait_timeout(&mut rec, Duration::from_secs(60)).expect("kflame stops after a signal");
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut rec.stderr.take().expect("stderr"), &mut err).ok();
+        assert!(status.success(), "{args:?} SIG{signal}: {status:?}\n{err}");
+        assert!(err.contains("recorded "), "{err}");
+        let text = std::fs::read_to_string(&path).expect("output written after the signal");
+        assert!(text.lines().filter(|l| !l.starts_with('#')).count() > 0, "{args:?}: empty output");
+        assert_eq!(TracingState::read(), before, "{args:?}: tracefs state changed");
+        assert_eq!(tracefs_mounts(), mounts_before, "{args:?}: a tracefs mount was left behind");
+        if let Some(at) = args.iter().position(|a| *a == "--") {
+            let command_line = args[at + 1..].join(" ");
+            let children = Command::new("pgrep").args(["-f", &command_line]).output().expect("pgrep");
+            assert!(children.stdout.is_empty(), "{args:?}: the recorded command was left running");
+        }
+    }
+}
+
+fn tracefs_mounts() -> Vec<String> {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    mounts
+        .lines()
+        .filter(|l| l.contains("tracefs") && !l.contains("kflame-test-tracefs"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn duty_cycle_records_only_inside_its_windows() {
+    let Some(env) = Env::get("--mem duty cycle") else { return };
+    let args = ["--mem", "--every", "1", "--for", "0.25", "--", env.workload_str(), "churn", "3.3"];
+    let out = env.record(&args, "duty.json");
+    let mut ts: Vec<u64> = out.lines().filter(|l| l.contains("\"kf_churn\"")).filter_map(json_ts).collect();
+    ts.sort_unstable();
+    // Split the allocation events into bursts separated by more than 0.4 s of silence.
+    let mut bursts: Vec<(u64, u64)> = Vec::new();
+    for t in ts {
+        match bursts.last_mut() {
+            Some(b) if t - b.1 < 400_000_000 => b.1 = t,
+            _ => bursts.push((t, t)),
+        }
+    }
+    assert!(bursts.len() >= 3, "expected one burst per period, got {bursts:?}");
+    for b in &bursts {
+        assert!(b.1 - b.0 <= 350_000_000, "a burst lasted {} ns, the window is 0.25 s", b.1 - b.0);
+    }
+    for w in bursts.windows(2) {
+        let period = w[1].0 - w[0].0;
+        assert!((700_000_000..=1_300_000_000).contains(&period), "bursts {period} ns apart, period is 1 s");
+    }
+}
+
+#[test]
+fn check_reports_what_this_kernel_allows() {
+    let Some(env) = Env::get("--check") else { return };
+    let out = Command::new(env.kflame).args(["record", "--check"]).output().expect("run kflame");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(text.lines().any(|l| l.starts_with("yes") && l.contains("cpu-clock")), "{text}");
+    assert!(text.lines().any(|l| l.contains("sched:sched_switch")), "{text}");
+    // Every unavailable line says what to do instead or why.
+    assert!(text.lines().filter(|l| l.starts_with("no")).all(|l| l.split_whitespace().count() > 4), "{text}");
+}
+
+fn json_ts(line: &str) -> Option<u64> {
+    let rest = line.strip_prefix("{\"ts\":")?;
+    rest[..rest.find(',')?].parse().ok()
+}
+
+/// The same workload recorded by `perf record -g` and named by `perf script`: the user
+/// frames of its hottest stack must be the ones kflame finds, in the same order.
+#[test]
+fn user_frames_are_named_like_perf_script_names_them() {
+    let Some(env) = Env::get("comparison with perf") else { return };
+    let data = env.dir.join("cmp.perf.data");
+    let recorded = Command::new("perf")
+        .args(["record", "-q", "-F", "499", "-g", "-o"])
+        .arg(&data)
+        .args(["--", env.workload_str(), "cpu", "1"])
+        .output();
+    let Ok(recorded) = recorded.map(|o| o.status.success()) else {
+        eprintln!("skipping the comparison with perf: perf is not installed");
+        return;
+    };
+    assert!(recorded, "perf record failed");
+    let script =
+        Command::new("perf").args(["script", "-F", "ip,sym", "-i"]).arg(&data).output().expect("perf script");
+    let script = String::from_utf8_lossy(&script.stdout);
+    // The first sample whose chain reaches main: its frames from main's caller to the leaf.
+    let perf_chain: Vec<&str> = script
+        .split("\n\n")
+        .map(|s| s.lines().filter_map(|l| l.split_whitespace().nth(1)).collect::<Vec<_>>())
+        .find(|f| f.first() == Some(&"kf_deep_6") && f.contains(&"main"))
+        .map(|f| f.into_iter().rev().collect())
+        .expect("perf saw the deep chain");
+    let ours = env.record(&["-F", "499", "--", env.workload_str(), "cpu", "1"], "cmp.folded");
+    let (hottest, _) = folded(&ours).into_iter().max_by_key(|s| s.1).expect("samples");
+    let our_chain: Vec<&str> = hottest.split(';').skip(1).collect();
+    assert_eq!(our_chain, perf_chain, "kflame: {hottest}\nperf: {perf_chain:?}");
+}

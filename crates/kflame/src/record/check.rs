@@ -1,0 +1,113 @@
+//! `--check`: what this kernel lets `kflame record` use, probed for real (each event is
+//! opened and closed again), and what to use instead when something is refused.
+
+use super::session::base_attr;
+use super::sys::{self, attr};
+use super::tracefs::Tracefs;
+
+/// One line of the capability table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Capability {
+    /// What was probed.
+    pub name: String,
+    /// Whether it works here.
+    pub available: bool,
+    /// The kernel's answer, and what works instead when unavailable.
+    pub detail: String,
+}
+
+const PERF_TYPE_HARDWARE: u32 = 0;
+
+/// Probes every interface recording may use.
+pub fn check() -> Vec<Capability> {
+    let mut out = vec![
+        probe_perf("cpu-clock sampling (CPU profiles)", attr::TYPE_SOFTWARE, attr::SW_CPU_CLOCK, ""),
+        probe_perf(
+            "hardware cycles",
+            PERF_TYPE_HARDWARE,
+            0,
+            "CPU profiles use cpu-clock instead (the default)",
+        ),
+    ];
+    match Tracefs::open() {
+        Ok(tfs) => {
+            for (tp, used_by) in [
+                ("kmem:mm_page_alloc", "--mem"),
+                ("kmem:kmalloc", "--mem --kmalloc"),
+                ("sched:sched_switch", "--off-cpu"),
+                ("raw_syscalls:sys_enter", "--syscalls"),
+                ("raw_syscalls:sys_exit", "--syscalls"),
+            ] {
+                out.push(probe_tracepoint(&tfs, tp, used_by));
+            }
+        }
+        Err(e) => out.push(Capability { name: "tracefs".into(), available: false, detail: e.to_string() }),
+    }
+    out.push(kprobes());
+    out.push(proc_stacks());
+    out.push(kallsyms());
+    out
+}
+
+fn probe_perf(name: &str, type_: u32, config: u64, instead: &str) -> Capability {
+    let mut a = base_attr(type_, config, 1);
+    a.sample_period_or_freq = 1_000_000;
+    match sys::perf_event_open(&a, -1, 0) {
+        Ok(_) => Capability { name: name.into(), available: true, detail: "perf_event_open works".into() },
+        Err(e) => Capability {
+            name: name.into(),
+            available: false,
+            detail: if instead.is_empty() { e.to_string() } else { format!("{e}; {instead}") },
+        },
+    }
+}
+
+fn probe_tracepoint(tfs: &Tracefs, tp: &str, used_by: &str) -> Capability {
+    let name = format!("tracepoint {tp} ({used_by})");
+    match tfs.tracepoint(tp) {
+        Ok(t) => {
+            let mut c = probe_perf(&name, attr::TYPE_TRACEPOINT, t.id, "");
+            if c.available {
+                c.detail = format!("id {}, with callchains", t.id);
+            }
+            c
+        }
+        Err(e) => Capability { name, available: false, detail: e.to_string() },
+    }
+}
+
+fn kprobes() -> Capability {
+    let present = std::path::Path::new("/sys/bus/event_source/devices/kprobe").exists();
+    Capability {
+        name: "kprobes / function tracer".into(),
+        available: present,
+        detail: if present {
+            "kprobe PMU present (not used by kflame record)".into()
+        } else {
+            "not in this kernel; kflame record uses tracepoints and cpu-clock sampling only".into()
+        },
+    }
+}
+
+fn proc_stacks() -> Capability {
+    let ok = std::fs::read_to_string("/proc/self/stack").is_ok();
+    Capability {
+        name: "/proc/PID/task/TID/stack (--blocked)".into(),
+        available: ok,
+        detail: if ok { "readable".into() } else { "not readable: run as root".into() },
+    }
+}
+
+fn kallsyms() -> Capability {
+    let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+    let visible = text.lines().take(100).any(|l| !l.starts_with("0000000000000000"));
+    Capability {
+        name: "/proc/kallsyms addresses (kernel frame names)".into(),
+        available: visible,
+        detail: if visible {
+            "visible".into()
+        } else {
+            "hidden: run as root or set kernel.kptr_restrict=0".into()
+        },
+    }
+}

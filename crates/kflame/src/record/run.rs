@@ -1,0 +1,179 @@
+//! The recording loop: open, enable, read until the end condition, tear down, symbolize.
+
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use super::duty::DutyThread;
+use super::handlers::{self, Handler};
+use super::parse::Record;
+use super::session::{Session, online_cpus};
+use super::stacks::Collector;
+use super::sym::Symbolizer;
+use super::sys::{self, StopSignals};
+use super::tasks::Tasks;
+use super::{Config, Mode, Progress, RecordError, Recording, Target, blocked};
+
+/// Data pages per CPU: 512 KiB for CPU samples, 4 MiB for tracepoints (bursty, every event).
+fn ring_pages(mode: &Mode) -> usize {
+    match mode {
+        Mode::Cpu { .. } => 128,
+        _ => 1024,
+    }
+}
+
+/// Runs `config` until its duration ends, its command or target processes exit, or SIGINT or
+/// SIGTERM arrives. `progress` is called about every 100 ms.
+pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Recording, RecordError> {
+    if config.mode == Mode::Blocked {
+        return Ok(blocked::snapshot(config));
+    }
+    if let Target::Pids(pids) = &config.target {
+        if let Some(p) = pids.iter().find(|p| !process_alive(**p)) {
+            return Err(RecordError::NoSuchProcess(*p));
+        }
+    }
+    let (specs, mut handler) = handlers::build(config)?;
+    let cpus = online_cpus()?;
+    let mut session = Session::open(&specs, &cpus, ring_pages(&config.mode))?;
+    let signals = StopSignals::install()
+        .map_err(|source| RecordError::Io { what: "installing signal handlers".into(), source })?;
+    let targets = match &config.target {
+        Target::Pids(p) => Some(p.as_slice()),
+        Target::Command(_) => Some(&[][..]),
+        Target::All => None,
+    };
+    let mut state = Loop {
+        tasks: Tasks::new(targets),
+        collector: Collector::new(config.naming, config.keep_events),
+        child: None,
+        command_status: None,
+    };
+    state.tasks.snapshot_comms();
+    let started = Instant::now();
+    session.set_enabled(true)?;
+    if let Target::Command(argv) = &config.target {
+        state.spawn(argv)?;
+    }
+    let result = state.run(config, &mut session, handler.as_mut(), started, progress);
+    let _ = session.set_enabled(false);
+    let rest = session.finish();
+    state.handle(rest, handler.as_mut());
+    let counters = session.counters;
+    drop(session); // every perf event closed before the (slow) symbolization
+    drop(signals);
+    state.reap();
+    result?;
+    Ok(state.finish(handler.as_ref(), counters, started.elapsed()))
+}
+
+struct Loop {
+    tasks: Tasks,
+    collector: Collector,
+    child: Option<Child>,
+    command_status: Option<i32>,
+}
+
+impl Loop {
+    fn spawn(&mut self, argv: &[std::ffi::OsString]) -> Result<(), RecordError> {
+        let (prog, args) = argv
+            .split_first()
+            .ok_or_else(|| RecordError::Unsupported("no command given after `--`".into()))?;
+        let child = Command::new(prog)
+            .args(args)
+            .spawn()
+            .map_err(|source| RecordError::Spawn { command: prog.to_string_lossy().into_owned(), source })?;
+        self.tasks.add_target(child.id());
+        self.child = Some(child);
+        Ok(())
+    }
+
+    fn run(
+        &mut self,
+        config: &Config,
+        session: &mut Session,
+        handler: &mut dyn Handler,
+        started: Instant,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<(), RecordError> {
+        let duty = match config.duty {
+            Some(d) => Some(DutyThread::start(session.event_fds()?, d, started)),
+            None => None,
+        };
+        loop {
+            let elapsed = started.elapsed();
+            if self.should_stop(config, elapsed) {
+                return Ok(());
+            }
+            let records = session.poll(100)?;
+            self.handle(records, handler);
+            let active = duty.as_ref().is_none_or(DutyThread::active);
+            progress(&Progress { elapsed, samples: handler.added(), lost: session.counters.lost, active });
+        }
+    }
+
+    fn should_stop(&mut self, config: &Config, elapsed: Duration) -> bool {
+        if sys::stop_requested() || config.duration.is_some_and(|d| elapsed >= d) {
+            return true;
+        }
+        if let Some(child) = &mut self.child {
+            if let Ok(Some(status)) = child.try_wait() {
+                self.command_status = status.code();
+                self.child = None;
+                return true;
+            }
+        }
+        match &config.target {
+            Target::Pids(pids) => !pids.iter().any(|p| process_alive(*p)),
+            _ => false,
+        }
+    }
+
+    fn handle(&mut self, records: Vec<Record>, handler: &mut dyn Handler) {
+        for r in records {
+            match &r {
+                Record::Sample(s) => handler.sample(s, &mut self.tasks, &mut self.collector),
+                other => self.tasks.apply(other),
+            }
+        }
+    }
+
+    /// Stops a command still running (we were interrupted) and waits for it.
+    fn reap(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            if let Ok(None) = child.try_wait() {
+                sys::kill(child.id(), sys::SIGTERM);
+            }
+            if let Ok(status) = child.wait() {
+                self.command_status = status.code();
+            }
+        }
+    }
+
+    fn finish(self, handler: &dyn Handler, ring: super::Counters, elapsed: Duration) -> Recording {
+        let mut sym = Symbolizer::new();
+        let mut notes = Vec::new();
+        if !sym.has_kernel_symbols() {
+            notes.push(
+                "kernel symbols are hidden (/proc/kallsyms shows zero addresses: run as root or set \
+                 kernel.kptr_restrict=0); kernel frames are shown as [kernel.kallsyms]"
+                    .to_string(),
+            );
+        }
+        if self.collector.is_empty() {
+            notes.push("no samples were recorded for the selected tasks".to_string());
+        }
+        let (stacks, events) = self.collector.finish(&self.tasks, &mut sym);
+        let stats = super::Stats {
+            samples: handler.added(),
+            ring,
+            unpaired: handler.unpaired(),
+            unreadable_tasks: 0,
+            elapsed,
+        };
+        Recording { stacks, meta: handler.meta(), events, stats, notes, command_status: self.command_status }
+    }
+}
+
+fn process_alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}

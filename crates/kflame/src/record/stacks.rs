@@ -1,0 +1,296 @@
+//! Turning raw callchains into folded stacks, with `stackcollapse-perf.pl`'s frame names:
+//! the task name as root frame (spaces become `_`, optionally `-PID` or `-PID/TID`), user
+//! frames then kernel frames from the outermost call to the leaf, `[libc.so.6]` for an
+//! unnamed address in a known file, `[unknown]` otherwise, and optionally `_[k]` after kernel
+//! function names. Stacks are aggregated raw while recording and symbolized once at the end.
+
+use rustc_hash::FxHashMap;
+
+use super::sym::Symbolizer;
+use super::tasks::Tasks;
+use crate::fold::StackCounts;
+
+/// `PERF_CONTEXT_KERNEL`, `PERF_CONTEXT_USER`, and the first marker value (`PERF_CONTEXT_MAX`).
+const CONTEXT_KERNEL: u64 = -128i64 as u64;
+const CONTEXT_USER: u64 = -512i64 as u64;
+const CONTEXT_MAX: u64 = -4095i64 as u64;
+
+/// How frames are named.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Naming {
+    /// Root frame `comm-PID`.
+    pub pid: bool,
+    /// Root frame `comm-PID/TID`.
+    pub tid: bool,
+    /// A `cpu-N` frame above the task name.
+    pub cpu: bool,
+    /// `_[k]` after kernel function names.
+    pub annotate_kernel: bool,
+}
+
+/// A stack before symbolization; the aggregation key while recording.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct RawStack {
+    pub(crate) pid: u32,
+    pub(crate) generation: u32,
+    pub(crate) tid: u32,
+    pub(crate) cpu: u32,
+    pub(crate) comm: Box<[u8]>,
+    /// Frames above the task name (a task state, a syscall name).
+    pub(crate) prefix: Option<Box<[u8]>>,
+    /// Leaf first, with context markers, as in the sample.
+    pub(crate) chain: Box<[u64]>,
+}
+
+/// One recorded event, symbolized (the `.json` output).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// Time stamp, CLOCK_MONOTONIC nanoseconds.
+    pub ts: u64,
+    /// CPU the event happened on.
+    pub cpu: u32,
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Task name.
+    pub comm: String,
+    /// Duration (CPU time of a sample, blocked time, syscall latency), when it has one.
+    pub duration_ns: Option<u64>,
+    /// The weight added to the folded stack.
+    pub weight: u64,
+    /// Frames, root first (as in the folded line).
+    pub stack: Vec<String>,
+}
+
+struct RawEvent {
+    ts: u64,
+    duration_ns: Option<u64>,
+    weight: u64,
+    stack: RawStack,
+}
+
+/// Aggregates raw stacks while recording; optionally keeps every event.
+pub(crate) struct Collector {
+    naming: Naming,
+    counts: FxHashMap<RawStack, u64>,
+    events: Option<Vec<RawEvent>>,
+}
+
+impl Collector {
+    /// A collector; `keep_events` keeps every event for the JSON output.
+    pub(crate) fn new(naming: Naming, keep_events: bool) -> Collector {
+        Collector { naming, counts: FxHashMap::default(), events: keep_events.then(Vec::new) }
+    }
+
+    /// The raw stack of a sample of `pid`/`tid` on `cpu` (reads the task's name and, on first
+    /// sight, its mappings, while the task most likely still exists).
+    pub(crate) fn raw(&self, tasks: &mut Tasks, pid: u32, tid: u32, cpu: u32, chain: &[u64]) -> RawStack {
+        let comm = tasks.comm(pid, tid);
+        tasks.maps_of(pid);
+        RawStack {
+            pid,
+            generation: tasks.generation(pid),
+            tid: if self.naming.tid || self.events.is_some() { tid } else { 0 },
+            cpu: if self.naming.cpu || self.events.is_some() { cpu } else { 0 },
+            comm,
+            prefix: None,
+            chain: chain.into(),
+        }
+    }
+
+    /// Adds `weight` to `stack`; `duration_ns` is reported with the event.
+    pub(crate) fn add(&mut self, ts: u64, stack: RawStack, weight: u64, duration_ns: Option<u64>) {
+        if let Some(ev) = &mut self.events {
+            ev.push(RawEvent { ts, duration_ns, weight, stack: stack.clone() });
+        }
+        *self.counts.entry(stack).or_insert(0) += weight;
+    }
+
+    /// Number of events added.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.counts.is_empty()
+    }
+
+    /// Symbolizes everything: folded stacks and (if kept) events.
+    pub(crate) fn finish(self, tasks: &Tasks, sym: &mut Symbolizer) -> (StackCounts, Vec<Event>) {
+        let mut out = StackCounts::new();
+        let mut line = Vec::new();
+        let mut namer = Namer::new(sym, tasks, self.naming.annotate_kernel);
+        for (raw, weight) in &self.counts {
+            let frames = fold_frames(raw, self.naming, &mut namer);
+            line.clear();
+            for (i, f) in frames.iter().enumerate() {
+                if i > 0 {
+                    line.push(b';');
+                }
+                line.extend_from_slice(f);
+            }
+            out.add(&line, crate::fold::Weight::from_u64(*weight));
+        }
+        let events = self.events.unwrap_or_default();
+        let events = events.into_iter().map(|e| symbolize_event(e, self.naming, &mut namer)).collect();
+        (out, events)
+    }
+}
+
+fn symbolize_event(e: RawEvent, naming: Naming, namer: &mut Namer<'_>) -> Event {
+    let plain = Naming { pid: false, tid: false, cpu: false, ..naming };
+    let frames = fold_frames(&e.stack, plain, namer);
+    Event {
+        ts: e.ts,
+        cpu: e.stack.cpu,
+        pid: e.stack.pid,
+        tid: e.stack.tid,
+        comm: String::from_utf8_lossy(&e.stack.comm).into_owned(),
+        duration_ns: e.duration_ns,
+        weight: e.weight,
+        stack: frames.iter().map(|f| String::from_utf8_lossy(f).into_owned()).collect(),
+    }
+}
+
+/// The frames of `raw`, root first.
+fn fold_frames(raw: &RawStack, naming: Naming, namer: &mut Namer<'_>) -> Vec<Vec<u8>> {
+    let mut frames = Vec::with_capacity(raw.chain.len() + 3);
+    if let Some(p) = &raw.prefix {
+        frames.push(p.to_vec());
+    }
+    if naming.cpu {
+        frames.push(format!("cpu-{}", raw.cpu).into_bytes());
+    }
+    frames.push(task_frame(raw, naming));
+    let mut ctx = CONTEXT_USER;
+    let mut chain_frames = Vec::with_capacity(raw.chain.len());
+    for &ip in raw.chain.iter() {
+        if ip >= CONTEXT_MAX {
+            ctx = ip;
+            continue;
+        }
+        match ctx {
+            CONTEXT_KERNEL => chain_frames.push(namer.kernel(ip).to_vec()),
+            CONTEXT_USER => chain_frames.push(namer.user(raw, ip).to_vec()),
+            _ => {} // hypervisor or guest context: not symbolizable here
+        }
+    }
+    frames.extend(chain_frames.into_iter().rev());
+    frames
+}
+
+fn task_frame(raw: &RawStack, naming: Naming) -> Vec<u8> {
+    let mut name: Vec<u8> = raw.comm.iter().map(|&b| if b == b' ' { b'_' } else { b }).collect();
+    let name = tidy(&mut name);
+    if naming.tid {
+        name.extend_from_slice(format!("-{}/{}", raw.pid, raw.tid).as_bytes());
+    } else if naming.pid {
+        name.extend_from_slice(format!("-{}", raw.pid).as_bytes());
+    }
+    name.clone()
+}
+
+/// Frame names by address, each address symbolized once.
+struct Namer<'a> {
+    sym: &'a mut Symbolizer,
+    tasks: &'a Tasks,
+    annotate_kernel: bool,
+    kernel: FxHashMap<u64, Box<[u8]>>,
+    user: FxHashMap<(u32, u32, u64), Box<[u8]>>,
+}
+
+impl<'a> Namer<'a> {
+    fn new(sym: &'a mut Symbolizer, tasks: &'a Tasks, annotate_kernel: bool) -> Namer<'a> {
+        Namer { sym, tasks, annotate_kernel, kernel: FxHashMap::default(), user: FxHashMap::default() }
+    }
+
+    fn kernel(&mut self, ip: u64) -> &[u8] {
+        let (sym, annotate) = (&*self.sym, self.annotate_kernel);
+        self.kernel.entry(ip).or_insert_with(|| kernel_frame(sym, ip, annotate).into())
+    }
+
+    fn user(&mut self, raw: &RawStack, ip: u64) -> &[u8] {
+        let key = (raw.pid, raw.generation, ip);
+        let (sym, tasks) = (&mut *self.sym, self.tasks);
+        self.user.entry(key).or_insert_with(|| user_frame(sym, tasks, raw, ip).into())
+    }
+}
+
+fn kernel_frame(sym: &Symbolizer, ip: u64, annotate: bool) -> Vec<u8> {
+    match sym.kernel(ip) {
+        Some(name) => {
+            let mut f = name.as_bytes().to_vec();
+            if annotate {
+                f.extend_from_slice(b"_[k]");
+            }
+            f
+        }
+        None => b"[kernel.kallsyms]".to_vec(),
+    }
+}
+
+fn user_frame(sym: &mut Symbolizer, tasks: &Tasks, raw: &RawStack, ip: u64) -> Vec<u8> {
+    let Some(map) = tasks.maps_at(raw.pid, raw.generation).and_then(|m| m.find(ip)) else {
+        return b"[unknown]".to_vec();
+    };
+    match sym.user(raw.pid, map, ip) {
+        Some(name) => {
+            let mut f = name.as_bytes().to_vec();
+            tidy(&mut f).clone()
+        }
+        None => [b"[", map.basename(), b"]"].concat(),
+    }
+}
+
+/// `stackcollapse-perf.pl`'s generic tidying: `;` would split the frame, so it becomes `:`;
+/// argument lists are cut (except Go method names like `pkg.(*T).M`); `<>"'` are dropped.
+fn tidy(f: &mut Vec<u8>) -> &mut Vec<u8> {
+    for b in f.iter_mut() {
+        if *b == b';' {
+            *b = b':';
+        }
+    }
+    let go_method = f.windows(2).any(|w| w == b".(");
+    if !go_method {
+        if let Some(p) = f.iter().position(|&b| b == b'(') {
+            if p > 0 {
+                f.truncate(p);
+            }
+        }
+    }
+    f.retain(|b| !matches!(b, b'<' | b'>' | b'"' | b'\''));
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::parse::Record;
+
+    #[test]
+    fn chain_becomes_root_first_user_then_kernel() {
+        let mut tasks = Tasks::new(None);
+        tasks.apply(&Record::Comm { time: 0, pid: 7, tid: 7, comm: b"my prog".to_vec(), exec: true });
+        tasks.apply(&Record::Mmap {
+            time: 0,
+            pid: 7,
+            start: 0x1000,
+            len: 0x1000,
+            pgoff: 0,
+            path: b"/nonexistent/libfoo.so".to_vec(),
+        });
+        let c = Collector::new(Naming { pid: true, ..Naming::default() }, false);
+        let chain = [CONTEXT_KERNEL, 0x10, CONTEXT_USER, 0x1500, 0x9999];
+        let raw = c.raw(&mut tasks, 7, 7, 0, &chain);
+        let mut sym = Symbolizer::default();
+        let frames = fold_frames(&raw, c.naming, &mut Namer::new(&mut sym, &tasks, false));
+        let frames: Vec<_> = frames.iter().map(|f| String::from_utf8_lossy(f).into_owned()).collect();
+        assert_eq!(frames, ["my_prog-7", "[unknown]", "[libfoo.so]", "[kernel.kallsyms]"]);
+    }
+
+    #[test]
+    fn tidy_like_stackcollapse_perf() {
+        let t = |s: &str| String::from_utf8(tidy(&mut s.as_bytes().to_vec()).clone()).unwrap();
+        assert_eq!(t("foo(int, char)"), "foo");
+        assert_eq!(t("net/http.(*Client).Do"), "net/http.(*Client).Do");
+        assert_eq!(t("a;b<T>"), "a:bT");
+        assert_eq!(t("(anonymous)"), "(anonymous)");
+    }
+}

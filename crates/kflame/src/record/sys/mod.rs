@@ -1,0 +1,176 @@
+//! The system-call surface of recording: the only `unsafe` code of the crate.
+//!
+//! Everything here is a thin wrapper with a safe signature: `perf_event_open`, the event
+//! ioctls, the mmap'ed ring buffer, `poll`, the monotonic clock, signal handlers that only set
+//! a flag, and mounting a private tracefs. Each `unsafe` block carries a SAFETY comment.
+#![allow(unsafe_code)]
+
+pub(crate) mod attr;
+mod ring;
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+pub(crate) use attr::PerfEventAttr;
+pub(crate) use ring::Ring;
+
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
+const IOC_ENABLE: libc::c_ulong = 0x2400;
+const IOC_DISABLE: libc::c_ulong = 0x2401;
+const IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
+
+/// Opens one perf event; `pid` -1 with a `cpu` means every task on that CPU.
+pub(crate) fn perf_event_open(attr: &PerfEventAttr, pid: i32, cpu: i32) -> io::Result<OwnedFd> {
+    // SAFETY: `attr` points to a fully initialised 112-byte struct whose `size` field says so;
+    // the kernel only reads it. The group fd is -1 and the flags are a valid constant.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr as *const PerfEventAttr,
+            pid as libc::pid_t,
+            cpu as libc::c_int,
+            -1 as libc::c_int,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the syscall returned a new file descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+fn ioctl(fd: &OwnedFd, request: libc::c_ulong, arg: libc::c_ulong) -> io::Result<()> {
+    // SAFETY: `fd` is an open perf event; the requests used here take an integer argument.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), request, arg) };
+    if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+}
+
+/// Starts counting/sampling.
+pub(crate) fn enable(fd: &OwnedFd) -> io::Result<()> {
+    ioctl(fd, IOC_ENABLE, 0)
+}
+
+/// Stops counting/sampling (the event stays open).
+pub(crate) fn disable(fd: &OwnedFd) -> io::Result<()> {
+    ioctl(fd, IOC_DISABLE, 0)
+}
+
+/// Sends the records of `fd` into the ring buffer of `target` (same CPU).
+pub(crate) fn set_output(fd: &OwnedFd, target: &OwnedFd) -> io::Result<()> {
+    ioctl(fd, IOC_SET_OUTPUT, target.as_raw_fd() as libc::c_ulong)
+}
+
+/// Waits until one of `fds` is readable or `timeout_ms` passed; an interrupted wait
+/// (a signal arrived) returns normally.
+pub(crate) fn poll_readable(fds: &[RawFd], timeout_ms: i32) -> io::Result<()> {
+    let mut pfds: Vec<libc::pollfd> =
+        fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
+    // SAFETY: `pfds` is a valid array of `pfds.len()` pollfd structs owned by this frame.
+    let rc = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds: the clock the events are stamped with.
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The `clockid` value to put in the attribute (with `USE_CLOCKID`).
+pub(crate) const CLOCK_MONOTONIC: i32 = libc::CLOCK_MONOTONIC;
+
+/// Sends `signal` to process `pid` (used to stop a profiled command on SIGTERM).
+pub(crate) fn kill(pid: u32, signal: i32) {
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    unsafe { libc::kill(pid as libc::pid_t, signal) };
+}
+
+/// `SIGTERM`, for [`kill`].
+pub(crate) const SIGTERM: i32 = libc::SIGTERM;
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// True once SIGINT or SIGTERM arrived while a [`StopSignals`] guard was alive.
+pub(crate) fn stop_requested() -> bool {
+    STOP.load(Ordering::SeqCst)
+}
+
+/// While alive, SIGINT and SIGTERM only set a flag (see [`stop_requested`]) so recording can
+/// stop and tear down cleanly; the previous handlers come back on drop.
+pub(crate) struct StopSignals {
+    previous: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+impl StopSignals {
+    /// Installs the flag-setting handlers.
+    pub(crate) fn install() -> io::Result<StopSignals> {
+        STOP.store(false, Ordering::SeqCst);
+        let mut previous = Vec::new();
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            // SAFETY: a zeroed sigaction is a valid "no flags, empty mask" value.
+            let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+            act.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            // SAFETY: as above; `old` is only written by sigaction.
+            let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+            // SAFETY: both pointers are valid; the handler only stores to an atomic, which is
+            // async-signal-safe.
+            if unsafe { libc::sigaction(sig, &act, &mut old) } < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            previous.push((sig, old));
+        }
+        Ok(StopSignals { previous })
+    }
+}
+
+impl Drop for StopSignals {
+    fn drop(&mut self) {
+        for (sig, old) in &self.previous {
+            // SAFETY: `old` is the action sigaction returned for this signal.
+            unsafe { libc::sigaction(*sig, old, std::ptr::null_mut()) };
+        }
+    }
+}
+
+/// Mounts a tracefs at `dir` (an empty directory this process created).
+pub(crate) fn mount_tracefs(dir: &Path) -> io::Result<()> {
+    let target = CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+    // SAFETY: all strings are NUL-terminated and outlive the call; no mount data is passed.
+    let rc =
+        unsafe { libc::mount(c"nodev".as_ptr(), target.as_ptr(), c"tracefs".as_ptr(), 0, std::ptr::null()) };
+    if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+}
+
+/// Detaches the mount at `dir` (mounted by [`mount_tracefs`]).
+pub(crate) fn unmount(dir: &Path) -> io::Result<()> {
+    let target = CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+    // SAFETY: `target` is NUL-terminated and outlives the call.
+    let rc = unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+    if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+}
+
+/// The system page size.
+pub(crate) fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 { n as usize } else { 4096 }
+}

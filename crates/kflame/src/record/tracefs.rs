@@ -1,0 +1,178 @@
+//! Reading tracepoint ids and record layouts from tracefs. Nothing is ever written there:
+//! events are enabled through `perf_event_open`, so the tracing state is left untouched.
+//!
+//! When tracefs is not mounted, a private mount is made in a fresh temporary directory and
+//! removed again before recording starts (the kernel shares one tracefs between all mounts,
+//! so this changes nothing for other users).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use super::RecordError;
+use super::sys;
+
+/// Where tracefs usually lives.
+const KNOWN_MOUNTS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+
+/// One field of a tracepoint record (`field:TYPE NAME; offset:N; size:N; signed:N;`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Field {
+    pub(crate) offset: usize,
+    pub(crate) size: usize,
+    pub(crate) signed: bool,
+}
+
+/// A tracepoint: its perf id and field layout.
+#[derive(Clone, Debug)]
+pub(crate) struct Tracepoint {
+    pub(crate) name: String,
+    pub(crate) id: u64,
+    fields: HashMap<String, Field>,
+}
+
+impl Tracepoint {
+    /// The layout of `field`, or an error naming what the kernel's format lacks.
+    pub(crate) fn field(&self, field: &str) -> Result<Field, RecordError> {
+        self.fields.get(field).cloned().ok_or_else(|| RecordError::Tracepoint {
+            name: self.name.clone(),
+            message: format!("its format has no field `{field}`"),
+        })
+    }
+}
+
+impl Field {
+    /// Reads the field from raw record data as an integer (sign-extended when signed).
+    pub(crate) fn read(&self, raw: &[u8]) -> Option<i64> {
+        let b = raw.get(self.offset..self.offset + self.size)?;
+        Some(match (self.size, self.signed) {
+            (1, s) => {
+                if s {
+                    b[0] as i8 as i64
+                } else {
+                    b[0] as i64
+                }
+            }
+            (2, s) => {
+                let v = u16::from_le_bytes([b[0], b[1]]);
+                if s { v as i16 as i64 } else { v as i64 }
+            }
+            (4, s) => {
+                let v = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                if s { v as i32 as i64 } else { v as i64 }
+            }
+            (8, _) => i64::from_le_bytes(b.try_into().ok()?),
+            _ => return None,
+        })
+    }
+}
+
+/// Parses a tracepoint `format` file.
+pub(crate) fn parse_format(name: &str, text: &str) -> Result<Tracepoint, RecordError> {
+    let bad = |message: String| RecordError::Tracepoint { name: name.to_string(), message };
+    let mut id = None;
+    let mut fields = HashMap::new();
+    for line in text.lines().map(str::trim) {
+        if let Some(v) = line.strip_prefix("ID:") {
+            id = Some(v.trim().parse::<u64>().map_err(|_| bad(format!("bad ID line `{line}`")))?);
+        } else if line.starts_with("field:") {
+            if let Some((fname, field)) = parse_field(line) {
+                fields.insert(fname, field);
+            }
+        }
+    }
+    let id = id.ok_or_else(|| bad("its format file has no `ID:` line".into()))?;
+    Ok(Tracepoint { name: name.to_string(), id, fields })
+}
+
+/// `field:unsigned int order;\toffset:16;\tsize:4;\tsigned:0;`
+fn parse_field(line: &str) -> Option<(String, Field)> {
+    let mut parts = line.split(';').map(str::trim);
+    let decl = parts.next()?.strip_prefix("field:")?;
+    let name = decl.rsplit(|c: char| c.is_whitespace() || c == '*').next()?;
+    let name = name.split('[').next()?.to_string();
+    let mut get = |key: &str| -> Option<usize> { parts.next()?.strip_prefix(key)?.parse().ok() };
+    let offset = get("offset:")?;
+    let size = get("size:")?;
+    let signed = get("signed:")? != 0;
+    Some((name, Field { offset, size, signed }))
+}
+
+/// Access to tracefs for the duration of setup: a known mount or a private one.
+pub(crate) struct Tracefs {
+    root: PathBuf,
+    private: Option<PathBuf>,
+}
+
+impl Tracefs {
+    /// Finds a mounted tracefs, or mounts a private one.
+    pub(crate) fn open() -> Result<Tracefs, RecordError> {
+        for m in KNOWN_MOUNTS {
+            if Path::new(m).join("events").is_dir() {
+                return Ok(Tracefs { root: m.into(), private: None });
+            }
+        }
+        let dir = std::env::temp_dir().join(format!("kflame-tracefs-{}", std::process::id()));
+        let fail = |source| RecordError::Tracefs { path: dir.clone(), source };
+        std::fs::create_dir(&dir).map_err(fail)?;
+        if let Err(e) = sys::mount_tracefs(&dir) {
+            let _ = std::fs::remove_dir(&dir);
+            return Err(fail(e));
+        }
+        Ok(Tracefs { root: dir.clone(), private: Some(dir) })
+    }
+
+    /// Reads the id and layout of `group:name`.
+    pub(crate) fn tracepoint(&self, full: &str) -> Result<Tracepoint, RecordError> {
+        let (group, name) = full.split_once(':').unwrap_or(("", full));
+        let path = self.root.join("events").join(group).join(name).join("format");
+        let text = std::fs::read_to_string(&path).map_err(|source| RecordError::Tracepoint {
+            name: full.to_string(),
+            message: format!("cannot read its format in tracefs ({source}); this kernel may not have it"),
+        })?;
+        parse_format(full, &text)
+    }
+}
+
+impl Drop for Tracefs {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.private {
+            let _ = sys::unmount(dir);
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MM_PAGE_ALLOC: &str = "name: mm_page_alloc\nID: 653\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+\tfield:unsigned long pfn;\toffset:8;\tsize:8;\tsigned:0;\n\
+\tfield:unsigned int order;\toffset:16;\tsize:4;\tsigned:0;\n\
+\tfield:char prev_comm[16];\toffset:24;\tsize:16;\tsigned:0;\n\
+\tfield:const void * ptr;\toffset:40;\tsize:8;\tsigned:0;\n\
+\tfield:long prev_state;\toffset:48;\tsize:8;\tsigned:1;\n";
+
+    #[test]
+    fn parses_ids_and_fields() {
+        let tp = parse_format("kmem:mm_page_alloc", MM_PAGE_ALLOC).unwrap();
+        assert_eq!(tp.id, 653);
+        assert_eq!(tp.field("order").unwrap(), Field { offset: 16, size: 4, signed: false });
+        assert_eq!(tp.field("prev_comm").unwrap().size, 16);
+        assert_eq!(tp.field("ptr").unwrap().offset, 40);
+        assert!(tp.field("nope").is_err());
+        let mut raw = vec![0u8; 56];
+        raw[16..20].copy_from_slice(&3u32.to_le_bytes());
+        raw[48..56].copy_from_slice(&(-1i64).to_le_bytes());
+        assert_eq!(tp.field("order").unwrap().read(&raw), Some(3));
+        assert_eq!(tp.field("prev_state").unwrap().read(&raw), Some(-1));
+        assert_eq!(tp.field("order").unwrap().read(&raw[..10]), None);
+    }
+
+    #[test]
+    fn format_without_id_is_an_error() {
+        assert!(parse_format("x:y", "format:\n").is_err());
+    }
+}

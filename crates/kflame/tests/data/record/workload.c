@@ -1,0 +1,145 @@
+/*
+ * Test workload for `kflame record` (written for this project, Apache-2.0).
+ * Built by the tests with: cc -O1 -fno-omit-frame-pointer -o kfwork workload.c
+ *
+ *   kfwork cpu SECONDS     spin in kf_deep_6, called through kf_deep_1..kf_deep_5
+ *   kfwork mem PAGES       mmap PAGES anonymous pages and touch each one (kf_touch_pages)
+ *   kfwork nap COUNT MS    sleep COUNT times MS milliseconds (kf_nap)
+ *   kfwork write COUNT     COUNT write(2) calls of 64 bytes to /dev/null (kf_writer)
+ *   kfwork pipe            block reading stdin until it closes (kf_wait_input)
+ *   kfwork spin SECONDS    count loop iterations for SECONDS and print the count (benchmarks)
+ *   kfwork churn SECONDS   map, touch and unmap 64 pages over and over for SECONDS (kf_churn)
+ *
+ * Every function is noinline and does work after its call, so no call becomes a jump and the
+ * frame-pointer chain names each level. kf_nap and kf_writer make their system calls with an
+ * inlined `syscall` instruction: through libc's wrappers (built without frame pointers) a
+ * frame-pointer unwind would skip the function that called the wrapper.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NOINLINE __attribute__((noinline))
+
+static volatile unsigned long sink;
+
+/* x86_64 system call made in the calling function itself. */
+static inline __attribute__((always_inline)) long kf_syscall3(long nr, long a, long b, long c)
+{
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+NOINLINE void kf_deep_6(double end)
+{
+	while (now() < end)
+		for (int i = 0; i < 100000; i++)
+			sink += i * 7;
+}
+NOINLINE void kf_deep_5(double end) { kf_deep_6(end); sink++; }
+NOINLINE void kf_deep_4(double end) { kf_deep_5(end); sink++; }
+NOINLINE void kf_deep_3(double end) { kf_deep_4(end); sink++; }
+NOINLINE void kf_deep_2(double end) { kf_deep_3(end); sink++; }
+NOINLINE void kf_deep_1(double end) { kf_deep_2(end); sink++; }
+
+NOINLINE void kf_touch_pages(long pages)
+{
+	long size = pages * 4096;
+	char *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		exit(1);
+	}
+	madvise(p, size, MADV_NOHUGEPAGE);
+	for (long i = 0; i < size; i += 4096)
+		p[i] = 1;
+	munmap(p, size);
+	sink++;
+}
+
+NOINLINE void kf_nap(int count, int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	for (int i = 0; i < count; i++)
+		kf_syscall3(SYS_nanosleep, (long)&ts, 0, 0);
+	sink++;
+}
+
+NOINLINE void kf_writer(int count)
+{
+	char buf[64];
+	int fd = open("/dev/null", O_WRONLY);
+	memset(buf, 'x', sizeof buf);
+	for (int i = 0; i < count; i++)
+		if (kf_syscall3(SYS_write, fd, (long)buf, sizeof buf) < 0)
+			exit(1);
+	close(fd);
+	sink++;
+}
+
+NOINLINE void kf_wait_input(void)
+{
+	char c;
+	while (read(0, &c, 1) > 0)
+		;
+	sink++;
+}
+
+NOINLINE unsigned long kf_spin(double seconds)
+{
+	unsigned long iterations = 0;
+	double end = now() + seconds;
+	while (now() < end) {
+		for (int i = 0; i < 10000; i++)
+			sink += i;
+		iterations++;
+	}
+	return iterations;
+}
+
+NOINLINE void kf_churn(double seconds)
+{
+	double end = now() + seconds;
+	while (now() < end)
+		kf_touch_pages(64);
+	sink++;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 3 && !strcmp(argv[1], "cpu"))
+		kf_deep_1(now() + atof(argv[2]));
+	else if (argc >= 3 && !strcmp(argv[1], "mem"))
+		kf_touch_pages(atol(argv[2]));
+	else if (argc >= 4 && !strcmp(argv[1], "nap"))
+		kf_nap(atoi(argv[2]), atoi(argv[3]));
+	else if (argc >= 3 && !strcmp(argv[1], "write"))
+		kf_writer(atoi(argv[2]));
+	else if (argc >= 3 && !strcmp(argv[1], "spin"))
+		printf("%lu\n", kf_spin(atof(argv[2])));
+	else if (argc >= 3 && !strcmp(argv[1], "churn"))
+		kf_churn(atof(argv[2]));
+	else if (argc >= 2 && !strcmp(argv[1], "pipe"))
+		kf_wait_input();
+	else {
+		fprintf(stderr, "usage: kfwork cpu S | mem PAGES | nap N MS | write N | pipe | spin S | churn S\n");
+		return 2;
+	}
+	return 0;
+}
