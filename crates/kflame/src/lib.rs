@@ -25,8 +25,8 @@
 pub mod collapse;
 pub mod diag;
 pub mod fold;
-pub mod render;
-pub mod report;
 pub mod perf_data;
 pub mod record;
+pub mod render;
+pub mod report;
 pub mod symbols;

@@ -137,7 +137,14 @@ pub(crate) fn run(args: Args) -> Result<()> {
             None => detect(&input)?,
         };
         let out = if format == Format::PerfData {
-            super::perf_data::collapse(input, &args.perf_data, &args.shared, engine.order, &mut meta)?
+            super::perf_data::collapse(
+                input,
+                &args.perf_data,
+                &args.perf,
+                &args.shared,
+                engine.order,
+                &mut meta,
+            )?
         } else {
             let collapser = build(format, &args)?;
             collapse_one(&engine, collapser, input, &mut meta)?

@@ -10,26 +10,26 @@ use super::collapse::SharedArgs;
 pub(crate) struct PerfArgs {
     /// Suffix kernel frames with `_[k]`.
     #[arg(long, help_heading = "perf script options")]
-    kernel: bool,
+    pub(crate) kernel: bool,
     /// Suffix JIT frames (`/tmp/perf-PID.map`, `jitted-*.so`) with `_[j]`.
     #[arg(long, help_heading = "perf script options")]
-    jit: bool,
+    pub(crate) jit: bool,
     /// Same as `--kernel --jit`.
     #[arg(long, help_heading = "perf script options")]
-    all: bool,
+    pub(crate) all: bool,
     /// Show raw addresses for frames without a symbol (`[libc.so <7f12ab>]`).
     #[arg(long, help_heading = "perf script options")]
-    addrs: bool,
+    pub(crate) addrs: bool,
     /// Suffix DWARF-unwound `(inlined)` frames with `_[i]`.
     #[arg(long, help_heading = "perf script options")]
-    inline: bool,
+    pub(crate) inline: bool,
     /// Fold only samples of this event (default: the first event in the input; the others
     /// are counted in a note). Modifiers do not count: `cycles` also selects `cycles:u`.
     #[arg(long, value_name = "EVENT", help_heading = "perf script options")]
-    event_filter: Option<String>,
+    pub(crate) event_filter: Option<String>,
     /// Count samples instead of summing perf's period column.
     #[arg(long, help_heading = "perf script options")]
-    counts: bool,
+    pub(crate) counts: bool,
 }
 
 /// The perf collapser configured from the command line. Weights: the period column by

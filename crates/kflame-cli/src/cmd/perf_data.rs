@@ -9,9 +9,12 @@ use kflame::fold::Meta;
 use kflame::perf_data::{self, Options};
 
 use super::collapse::SharedArgs;
+use super::collapse_perf::PerfArgs;
 use crate::input::Input;
 
-/// Options of perf.data input (`--pid`/`--tid` come from the shared options).
+/// Options of perf.data input only; `--pid`/`--tid` come from the shared options and
+/// `--kernel --jit --all --addrs --event-filter --counts` from the perf script options,
+/// with the same meaning for both inputs.
 #[derive(clap::Args, Debug, Default)]
 pub(crate) struct PerfDataArgs {
     /// Kernel symbols from this kallsyms file (the /proc/kallsyms of the boot that recorded;
@@ -25,37 +28,18 @@ pub(crate) struct PerfDataArgs {
     /// Do not unwind --call-graph dwarf user stacks.
     #[arg(long, help_heading = "perf.data options")]
     no_unwind: bool,
-    /// Annotate kernel frames with `_[k]` (stackcollapse-perf --kernel).
-    #[arg(long, help_heading = "perf.data options")]
-    kernel: bool,
-    /// Annotate JIT frames (/tmp/perf-PID.map) with `_[j]`.
-    #[arg(long, help_heading = "perf.data options")]
-    jit: bool,
-    /// Both --kernel and --jit.
-    #[arg(long, help_heading = "perf.data options")]
-    all: bool,
-    /// Show addresses of unknown frames: `[dso <addr>]`.
-    #[arg(long, help_heading = "perf.data options")]
-    addrs: bool,
-    /// Keep only samples of this event (as perf script names it, e.g. `cpu-clock:pppH`);
-    /// default: the event of the first sample.
-    #[arg(long, value_name = "EVENT", help_heading = "perf.data options")]
-    event_filter: Option<String>,
-    /// Weight each sample 1 instead of by its period.
-    #[arg(long, help_heading = "perf.data options")]
-    counts: bool,
 }
 
 impl PerfDataArgs {
-    fn options(&self, shared: &SharedArgs) -> Options {
+    fn options(&self, perf: &PerfArgs, shared: &SharedArgs) -> Options {
         Options {
             include_pid: shared.pid,
             include_tid: shared.tid,
-            annotate_kernel: self.kernel || self.all,
-            annotate_jit: self.jit || self.all,
-            include_addrs: self.addrs,
-            event_filter: self.event_filter.clone(),
-            counts: self.counts,
+            annotate_kernel: perf.kernel || perf.all,
+            annotate_jit: perf.jit || perf.all,
+            include_addrs: perf.addrs,
+            event_filter: perf.event_filter.clone(),
+            counts: perf.counts || shared.weight.as_deref() == Some("count"),
             kallsyms: self.kallsyms.clone(),
             symfs: self.symfs.clone(),
             no_unwind: self.no_unwind,
@@ -67,12 +51,13 @@ impl PerfDataArgs {
 pub(crate) fn collapse(
     input: Input,
     args: &PerfDataArgs,
+    perf: &PerfArgs,
     shared: &SharedArgs,
     order: Order,
     meta: &mut Meta,
 ) -> Result<Output> {
     let name = input.name.clone();
-    let opts = args.options(shared);
+    let opts = args.options(perf, shared);
     let out = match input.path.clone() {
         Some(path) => perf_data::collapse_file(&path, &opts, order),
         None => {

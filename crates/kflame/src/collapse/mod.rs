@@ -15,15 +15,15 @@ pub mod bpftrace;
 pub mod crash;
 pub mod engine;
 pub mod events_json;
+pub mod fgraph;
 pub mod folded;
 mod format;
-pub mod fgraph;
 pub mod ftrace;
+pub mod kernel_log;
 pub mod pairing;
 pub mod perf;
 pub mod proc_stacks;
 pub mod stap;
-pub mod kernel_log;
 #[cfg(test)]
 pub(crate) mod testkit;
 

@@ -11,11 +11,15 @@ const HEADER_LEN: usize = 104;
 /// Checks that every section the header points to lies inside the file.
 pub(crate) fn check(data: &[u8]) -> Result<(), String> {
     if data.len() < 8 || !is_perf_data(data) {
-        let got: String = data.iter().take(8).map(|&b| if b.is_ascii_graphic() { b as char } else { '.' }).collect();
+        let got: String =
+            data.iter().take(8).map(|&b| if b.is_ascii_graphic() { b as char } else { '.' }).collect();
         return Err(format!("expected the magic `PERFILE2` at the start, found `{got}`"));
     }
     if data.len() < HEADER_LEN {
-        return Err(format!("file is {} bytes, shorter than the {HEADER_LEN}-byte header (truncated?)", data.len()));
+        return Err(format!(
+            "file is {} bytes, shorter than the {HEADER_LEN}-byte header (truncated?)",
+            data.len()
+        ));
     }
     let big = data.starts_with(b"2ELIFREP");
     let u64_at = |o: usize| {
@@ -34,7 +38,9 @@ pub(crate) fn check(data: &[u8]) -> Result<(), String> {
     let features = (0..4).map(|i| u64_at(72 + 8 * i).count_ones() as u64).sum::<u64>();
     let table_end = feature_table.saturating_add(features * 16);
     if features > 0 && table_end > len {
-        return Err(format!("the feature table ends at byte {table_end}, past the end of the {len}-byte file (truncated?)"));
+        return Err(format!(
+            "the feature table ends at byte {table_end}, past the end of the {len}-byte file (truncated?)"
+        ));
     }
     for i in 0..features {
         let at = (feature_table + i * 16) as usize;

@@ -112,7 +112,8 @@ fn module_name(path: &[u8]) -> String {
 /// The name perf gives a user mapping: executable anonymous memory and `[heap]`/`[stack]`
 /// are named after the JIT map file `/tmp/perf-PID.map`.
 pub(crate) fn user_dso_name(path: &[u8], pid: i32, exec: bool) -> String {
-    let anon = path.starts_with(b"//anon") || path.starts_with(b"/dev/zero") || path.starts_with(b"/anon_hugepage");
+    let anon =
+        path.starts_with(b"//anon") || path.starts_with(b"/dev/zero") || path.starts_with(b"/anon_hugepage");
     let no_dso = path.starts_with(b"[stack") || path.starts_with(b"/SYSV") || path == b"[heap]";
     if exec && (anon || no_dso) {
         return format!("/tmp/perf-{pid}.map");

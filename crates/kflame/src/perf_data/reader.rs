@@ -21,7 +21,8 @@ use crate::symbols::{Kallsyms, MappedFile};
 
 /// Reads the perf.data file at `path` into folded stacks.
 pub fn collapse_file(path: &Path, opts: &Options, order: Order) -> Result<Output, PerfDataError> {
-    let data = MappedFile::open(path).map_err(|source| PerfDataError::Io { path: path.to_path_buf(), source })?;
+    let data =
+        MappedFile::open(path).map_err(|source| PerfDataError::Io { path: path.to_path_buf(), source })?;
     collapse_bytes(&data, opts, order)
 }
 
@@ -132,7 +133,9 @@ impl<'o> State<'o> {
         let parsed = match rec.parse() {
             Ok(p) => p,
             Err(e) => {
-                self.out.diag.skip("damaged record", 0, || format!("a {:?} record could not be parsed: {e}", rec.record_type));
+                self.out.diag.skip("damaged record", 0, || {
+                    format!("a {:?} record could not be parsed: {e}", rec.record_type)
+                });
                 return;
             }
         };
@@ -166,7 +169,16 @@ impl<'o> State<'o> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn mmap(&mut self, pid: i32, start: u64, len: u64, pgoff: u64, path: &[u8], exec: bool, bid: Option<Vec<u8>>) {
+    fn mmap(
+        &mut self,
+        pid: i32,
+        start: u64,
+        len: u64,
+        pgoff: u64,
+        path: &[u8],
+        exec: bool,
+        bid: Option<Vec<u8>>,
+    ) {
         if pid == -1 {
             self.machine.map_kernel(path, start, len, pgoff, &mut self.resolver.dsos);
             return;
@@ -204,8 +216,12 @@ impl<'o> State<'o> {
     fn ensure_kernel(&mut self) {
         if !self.kernel_loaded {
             self.kernel_loaded = true;
-            self.resolver.kernel =
-                load_kernel(self.opts, self.kernel_build_id.as_deref(), self.machine.kernel_text, &mut self.out);
+            self.resolver.kernel = load_kernel(
+                self.opts,
+                self.kernel_build_id.as_deref(),
+                self.machine.kernel_text,
+                &mut self.out,
+            );
         }
     }
 
@@ -239,7 +255,8 @@ impl<'o> State<'o> {
 
     fn add_stack(&mut self, s: &SampleRecord<'_>, attr_index: usize) {
         let has_period = self.events.get(attr_index).is_some_and(|e| e.has_period);
-        let weight = if self.opts.counts || !has_period { 1 } else { s.period.filter(|&p| p > 0).unwrap_or(1) };
+        let weight =
+            if self.opts.counts || !has_period { 1 } else { s.period.filter(|&p| p > 0).unwrap_or(1) };
         self.out.stacks.add(&self.stack, Weight::from_u64(weight));
     }
 
@@ -319,8 +336,19 @@ fn report_missing(dsos: &Dsos, out: &mut Output) {
     use super::dso::Missing;
     for (name, why) in &dsos.missing {
         let (kind, msg) = match why {
-            Missing::NotFound => ("binary not found", format!("{name} is not on this machine (under {}): its frames are [unknown]", dsos.root().display())),
-            Missing::BuildIdMismatch => ("build-id mismatch", format!("{name} on this machine is not the recorded binary (build-id differs): its frames are [unknown]")),
+            Missing::NotFound => (
+                "binary not found",
+                format!(
+                    "{name} is not on this machine (under {}): its frames are [unknown]",
+                    dsos.root().display()
+                ),
+            ),
+            Missing::BuildIdMismatch => (
+                "build-id mismatch",
+                format!(
+                    "{name} on this machine is not the recorded binary (build-id differs): its frames are [unknown]"
+                ),
+            ),
             Missing::Unreadable(e) => ("unreadable binary", format!("{e}: its frames are [unknown]")),
         };
         out.diag.note(kind, 0, || msg);
@@ -337,7 +365,12 @@ fn first_event(opts: &Options, events: &[Event], first: usize) -> usize {
 
 /// Kernel symbols: `--kallsyms`, else the build-id cache, else `/proc/kallsyms` of the
 /// running kernel when it is the recorded one.
-fn load_kernel(opts: &Options, build_id: Option<&[u8]>, recorded_text: Option<u64>, out: &mut Output) -> KernelSymbols {
+fn load_kernel(
+    opts: &Options,
+    build_id: Option<&[u8]>,
+    recorded_text: Option<u64>,
+    out: &mut Output,
+) -> KernelSymbols {
     let syms = match &opts.kallsyms {
         Some(path) => match Kallsyms::open(path) {
             Ok(k) => Some(k),
@@ -403,4 +436,3 @@ const PERF_CONTEXT_KERNEL: u64 = -128i64 as u64;
 const PERF_CONTEXT_USER: u64 = -512i64 as u64;
 /// perf script's default `--max-stack`.
 const MAX_STACK: usize = 127;
-
