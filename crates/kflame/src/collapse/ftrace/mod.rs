@@ -16,6 +16,21 @@
 //! keep their weight under a `[no stack]` frame so that totals stay true. The tracing
 //! machinery's own frames at the leaf (`trace_event_raw_event_*`, `__traceiter_*`) are
 //! dropped. Pairing lives in [`crate::collapse::pairing`], shared with other trace formats.
+//!
+//! Capturing (as root, in a private instance so that nothing else is disturbed):
+//!
+//! ```text
+//! cd /sys/kernel/tracing && mkdir instances/mine && cd instances/mine
+//! echo 1 > events/kmem/mm_page_alloc/enable         # or raw_syscalls, sched/sched_switch
+//! echo 1 > options/stacktrace                       # kernel stack after every event
+//! echo 1 > options/userstacktrace                   # optional: user stack too
+//! sleep 10; echo 0 > tracing_on; cat trace > alloc.txt
+//! cd .. && rmdir mine
+//! kflame collapse alloc.txt --pid --order > alloc.folded     # # unit=bytes
+//! kflame collapse --mode syscalls --events-json calls.jsonl trace.txt > latency.folded
+//! ```
+//!
+//! `trace-cmd record -e kmem:mm_page_alloc -T` followed by `trace-cmd report` works the same.
 
 mod detect;
 mod frames;
