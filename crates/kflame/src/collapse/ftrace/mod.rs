@@ -42,6 +42,8 @@ pub use detect::{detect_ftrace, detect_trace_cmd};
 
 use std::collections::BTreeSet;
 
+use rustc_hash::FxHashMap;
+
 use self::line::{Body, Header, parse_header};
 use self::queue::{Queue, Record, Target};
 use super::events_json::{EventLog, EventRecord};
@@ -132,6 +134,7 @@ pub struct Ftrace {
     events: Option<EventLog>,
     used_events: BTreeSet<String>,
     stack: Vec<u8>,
+    comms: FxHashMap<u32, String>,
 }
 
 impl Ftrace {
@@ -148,6 +151,7 @@ impl Ftrace {
             events,
             used_events: BTreeSet::new(),
             stack: Vec::new(),
+            comms: FxHashMap::default(),
         }
     }
 
@@ -204,6 +208,7 @@ impl Ftrace {
 
     fn header(&mut self, n: u64, h: Header<'_>, out: &mut Output) {
         self.queue.saw_time(h.ts_ns);
+        self.learn_comm(h.pid, h.comm);
         self.release(out, false);
         match h.body {
             Body::Event { name, payload } if !self.wants(name, payload) => {
@@ -233,6 +238,15 @@ impl Ftrace {
         }
     }
 
+    /// Remembers the task name of `pid`, to name lines printed as `<...>-PID` (ftrace's comm
+    /// cache missed them).
+    fn learn_comm(&mut self, pid: u32, comm: &[u8]) {
+        if comm == UNKNOWN_COMM || self.comms.get(&pid).is_some_and(|c| c.as_bytes() == comm) {
+            return;
+        }
+        self.comms.insert(pid, String::from_utf8_lossy(comm).into_owned());
+    }
+
     /// Dispatches the records that can no longer change (all of them with `all`).
     fn release(&mut self, out: &mut Output, all: bool) {
         loop {
@@ -243,7 +257,12 @@ impl Ftrace {
     }
 
     fn dispatch(&mut self, r: Record, out: &mut Output) {
-        let ev = assemble(r);
+        let mut ev = assemble(r);
+        if ev.comm.as_bytes() == UNKNOWN_COMM {
+            if let Some(c) = self.comms.get(&ev.pid) {
+                ev.comm.clone_from(c);
+            }
+        }
         match self.mode {
             Mode::Alloc | Mode::Events => self.single(ev, out),
             Mode::Syscalls => {
@@ -378,6 +397,9 @@ impl Ftrace {
         }
     }
 }
+
+/// How ftrace prints a task whose name it did not record.
+const UNKNOWN_COMM: &[u8] = b"<...>";
 
 /// The event with its stack root first: user frames, then kernel frames.
 fn assemble(r: Record) -> TraceEvent {
