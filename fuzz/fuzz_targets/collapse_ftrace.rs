@@ -18,7 +18,14 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let engine = Engine { threads: 1, block_size: 4096, ..Engine::default() };
-    for mode in [None, Some(Mode::Alloc), Some(Mode::Syscalls), Some(Mode::OffCpu), Some(Mode::Events)] {
+    for mode in [
+        None,
+        Some(Mode::Alloc),
+        Some(Mode::Syscalls),
+        Some(Mode::OffCpu),
+        Some(Mode::Probes),
+        Some(Mode::Events),
+    ] {
         let opts = FtraceOptions {
             mode,
             weight: if mode == Some(Mode::Events) { Some(WeightBy::Bytes) } else { None },

@@ -8,6 +8,9 @@
 //!   duration in ns, stack = the stack at entry, root frame `syscall:NAME`.
 //! - [`Mode::OffCpu`]: off-CPU time from `sched_switch`; weight = ns until the task is
 //!   switched back in, stack = its stack when it left, root frame `offcpu:STATE`.
+//! - [`Mode::Probes`]: function durations from uprobe/kprobe entry + return probe pairs;
+//!   weight = ns from entry to return, stack = the stack at entry, root frame
+//!   `probe:ENTRY_EVENT`.
 //! - [`Mode::Events`]: every event counts 1, root frame = the event name.
 //!
 //! Without a mode, the most frequent kind of event in the head of the input decides.
@@ -47,7 +50,9 @@ use rustc_hash::FxHashMap;
 use self::line::{Body, Header, parse_header};
 use self::queue::{Queue, Record, Target};
 use super::events_json::{EventLog, EventRecord};
-use super::pairing::{OffCpuPairer, Span, SyscallPairer, TraceEvent, parse_syscall_edge};
+use super::pairing::{
+    OffCpuPairer, ProbePairer, Span, SyscallPairer, TraceEvent, parse_probe_edge, parse_syscall_edge,
+};
 use super::{Collapse, Output, lines};
 use crate::fold::{Meta, Unit, Weight};
 
@@ -60,6 +65,8 @@ pub enum Mode {
     Syscalls,
     /// Off-CPU durations.
     OffCpu,
+    /// Function durations from uprobe/kprobe entry and return probes.
+    Probes,
     /// Event counts (all events).
     Events,
 }
@@ -71,6 +78,7 @@ impl Mode {
             Mode::Alloc => "alloc",
             Mode::Syscalls => "syscalls",
             Mode::OffCpu => "offcpu",
+            Mode::Probes => "probes",
             Mode::Events => "events",
         }
     }
@@ -131,6 +139,7 @@ pub struct Ftrace {
     target: Target,
     syscalls: SyscallPairer,
     offcpu: OffCpuPairer,
+    probes: ProbePairer,
     events: Option<EventLog>,
     used_events: BTreeSet<String>,
     stack: Vec<u8>,
@@ -148,6 +157,7 @@ impl Ftrace {
             target: Target::None,
             syscalls: SyscallPairer::new(),
             offcpu: OffCpuPairer::new(),
+            probes: ProbePairer::new(),
             events,
             used_events: BTreeSet::new(),
             stack: Vec::new(),
@@ -275,6 +285,11 @@ impl Ftrace {
                     self.span(span, out);
                 }
             }
+            Mode::Probes => {
+                if let Some(span) = self.probes.feed(ev, &mut out.diag) {
+                    self.span(span, out);
+                }
+            }
         }
     }
 
@@ -287,6 +302,7 @@ impl Ftrace {
                 parse_syscall_edge(&name, &String::from_utf8_lossy(payload)).is_some()
             }
             Mode::OffCpu => name == b"sched_switch",
+            Mode::Probes => parse_probe_edge(&String::from_utf8_lossy(payload)).is_some(),
             Mode::Events => true,
         }
     }
@@ -431,17 +447,19 @@ impl Collapse for Ftrace {
         self.target = Target::None;
         self.syscalls.finish(&mut out.diag);
         self.offcpu.finish(&mut out.diag);
+        self.probes.finish(&mut out.diag);
     }
 
     fn meta(&self) -> Meta {
         let unit = match (self.mode, self.weight_by()) {
-            (Mode::Syscalls | Mode::OffCpu, _) => Unit::Nanoseconds,
+            (Mode::Syscalls | Mode::OffCpu | Mode::Probes, _) => Unit::Nanoseconds,
             (_, WeightBy::Bytes) => Unit::Bytes,
             (_, WeightBy::Count) => Unit::Events,
         };
         let event = match self.mode {
             Mode::OffCpu => Some("sched_switch".to_string()),
             Mode::Syscalls => Some("syscalls".to_string()),
+            Mode::Probes => Some("probes".to_string()),
             _ if self.used_events.len() == 1 => self.used_events.first().cloned(),
             _ => None,
         };
