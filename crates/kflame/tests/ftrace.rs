@@ -416,3 +416,25 @@ fn does_not_claim_other_formats() {
         assert_eq!(Format::TraceCmd.detect(head), 0, "{name}");
     }
 }
+
+/// Time order (flame charts): stacks come out in the order of their events.
+#[test]
+fn time_order_follows_the_events() {
+    let input = read("handwritten-old-kernel-mm_page_alloc.txt");
+    let e = Engine { threads: 2, order: kflame::collapse::Order::Time, ..Engine::default() };
+    let out = e.run(Box::new(Ftrace::new(FtraceOptions::default(), None)), &input[..]).unwrap();
+    let leaves: Vec<String> = out
+        .stacks
+        .in_output_order()
+        .iter()
+        .map(|(s, w)| format!("{}:{}", String::from_utf8_lossy(s).rsplit(';').next().unwrap(), w.whole()))
+        .collect();
+    // Event lines in file order: <...>-503310 (order 1), kworker (order 0), my-app (order 3), bash.
+    let want = [
+        "__alloc_pages_nodemask:8192",
+        "__alloc_pages_nodemask:4096",
+        "0x7f0a12345678:32768",
+        "__alloc_pages_nodemask:4096",
+    ];
+    assert_eq!(leaves, want);
+}
