@@ -209,6 +209,34 @@ fn offcpu_durations_match_switch_timestamps() {
     golden(&out, "ftrace-trace_pipe-sched_switch.offcpu.folded");
 }
 
+/// uprobe entry/return durations against timestamps paired independently here.
+#[test]
+fn probe_durations_match_entry_and_return_timestamps() {
+    let name = "ftrace-uprobe-doio-entry-ret.txt";
+    let text = String::from_utf8(read(name)).unwrap();
+    let mut open: HashMap<String, u64> = HashMap::new();
+    let mut want: Vec<(u64, u64)> = Vec::new();
+    for (task, ts, ev, _) in simple_events(&text) {
+        match ev.as_str() {
+            "doio_entry" => {
+                open.insert(task, ts);
+            }
+            "doio_ret" => {
+                if let Some(start) = open.remove(&task) {
+                    want.push((start, ts - start));
+                }
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(want.len(), 132);
+    let (out, json) = run_with_events(name, FtraceOptions::default());
+    let got: Vec<(u64, u64)> = json.lines().map(|l| (json_ts(l), json_u64(l, "duration_ns"))).collect();
+    assert_eq!(got, want);
+    assert_eq!(out.meta.unit, Unit::Nanoseconds);
+    golden(&out, "ftrace-uprobe-doio.probes.folded");
+}
+
 #[test]
 fn golden_outputs() {
     let cases: &[(&str, FtraceOptions, &str)] = &[
@@ -237,6 +265,7 @@ fn golden_outputs() {
             "ftrace-dd-mixed.offcpu-comm.folded",
         ),
         ("ftrace-dd-mixed-stacktrace.txt", mode(Mode::Events), "ftrace-dd-mixed.events.folded"),
+        ("ftrace-uprobe-doio-entry-ret.txt", mode(Mode::Events), "ftrace-uprobe-doio.events.folded"),
         (
             "handwritten-old-kernel-mm_page_alloc.txt",
             FtraceOptions::default(),
@@ -327,7 +356,7 @@ fn trace_cmd_compact_sched_switch_off_cpu() {
 fn block_size_does_not_change_results() {
     for name in ["ftrace-dd-mixed-stacktrace.txt", "ftrace-raw_syscalls-write-enter-exit-stacktrace.txt"] {
         let input = read(name);
-        for m in [Mode::Alloc, Mode::Syscalls, Mode::OffCpu, Mode::Events] {
+        for m in [Mode::Alloc, Mode::Syscalls, Mode::OffCpu, Mode::Probes, Mode::Events] {
             let big = run_bytes(&input, mode(m), None, 1 << 20);
             let small = run_bytes(&input, mode(m), None, 4096);
             assert_eq!(folded(&big), folded(&small), "{name} {m:?}");
@@ -345,6 +374,7 @@ fn detection() {
         ("ftrace-dd-mixed-stacktrace.txt", Some(Format::Ftrace)),
         ("handwritten-old-kernel-mm_page_alloc.txt", Some(Format::Ftrace)),
         ("trace-cmd-report-mm_page_alloc.txt", Some(Format::TraceCmd)),
+        ("ftrace-uprobe-doio-entry-ret.txt", Some(Format::Ftrace)),
         ("handwritten-trace-cmd-sched_switch.txt", Some(Format::TraceCmd)),
     ];
     for (name, want) in cases {
@@ -385,4 +415,26 @@ fn does_not_claim_other_formats() {
         assert_eq!(Format::Ftrace.detect(head), 0, "{name}");
         assert_eq!(Format::TraceCmd.detect(head), 0, "{name}");
     }
+}
+
+/// Time order (flame charts): stacks come out in the order of their events.
+#[test]
+fn time_order_follows_the_events() {
+    let input = read("handwritten-old-kernel-mm_page_alloc.txt");
+    let e = Engine { threads: 2, order: kflame::collapse::Order::Time, ..Engine::default() };
+    let out = e.run(Box::new(Ftrace::new(FtraceOptions::default(), None)), &input[..]).unwrap();
+    let leaves: Vec<String> = out
+        .stacks
+        .in_output_order()
+        .iter()
+        .map(|(s, w)| format!("{}:{}", String::from_utf8_lossy(s).rsplit(';').next().unwrap(), w.whole()))
+        .collect();
+    // Event lines in file order: <...>-503310 (order 1), kworker (order 0), my-app (order 3), bash.
+    let want = [
+        "__alloc_pages_nodemask:8192",
+        "__alloc_pages_nodemask:4096",
+        "0x7f0a12345678:32768",
+        "__alloc_pages_nodemask:4096",
+    ];
+    assert_eq!(leaves, want);
 }

@@ -27,7 +27,14 @@ fn fixture(name: &str) -> Vec<u8> {
 
 fn collapse_all_modes(input: &[u8]) {
     let engine = Engine { threads: 1, block_size: 4096, ..Engine::default() };
-    for mode in [None, Some(Mode::Alloc), Some(Mode::Syscalls), Some(Mode::OffCpu), Some(Mode::Events)] {
+    for mode in [
+        None,
+        Some(Mode::Alloc),
+        Some(Mode::Syscalls),
+        Some(Mode::OffCpu),
+        Some(Mode::Probes),
+        Some(Mode::Events),
+    ] {
         let opts = FtraceOptions {
             mode,
             weight: if mode == Some(Mode::Events) { Some(WeightBy::Bytes) } else { None },
@@ -66,6 +73,7 @@ fn byte_flips_and_line_edits() {
         seed("trace-cmd-report-mm_page_alloc.txt", 3000),
         fixture("handwritten-trace-cmd-sched_switch.txt"),
         seed("ftrace-raw_syscalls-write-enter-exit-stacktrace.txt", 3000),
+        seed("ftrace-uprobe-doio-entry-ret.txt", 3000),
     ];
     let mut rng = Rng(0x6b66_6c61_6d65);
     let specials = b" -[]():.=>\n\t0123456789<>#\xff\x00;";

@@ -21,6 +21,8 @@ pub(crate) enum TraceMode {
     Syscalls,
     /// Off-CPU time from sched_switch (ns until switched back in, stack at switch-out).
     Offcpu,
+    /// Function durations from uprobe/kprobe entry + return probes (ns, stack at entry).
+    Probes,
     /// One per event, under the event name.
     Events,
 }
@@ -45,6 +47,7 @@ pub(crate) fn build_ftrace(shared: &SharedArgs, trace: &TraceArgs) -> Result<Box
         TraceMode::Alloc => Mode::Alloc,
         TraceMode::Syscalls => Mode::Syscalls,
         TraceMode::Offcpu => Mode::OffCpu,
+        TraceMode::Probes => Mode::Probes,
         TraceMode::Events => Mode::Events,
     });
     let weight = match shared.weight.as_deref() {
@@ -53,8 +56,8 @@ pub(crate) fn build_ftrace(shared: &SharedArgs, trace: &TraceArgs) -> Result<Box
         Some("bytes") => Some(WeightBy::Bytes),
         Some(other) => bail!("--weight {other}: expected `count` or `bytes`"),
     };
-    if weight.is_some() && matches!(mode, Some(Mode::Syscalls | Mode::OffCpu)) {
-        bail!("--weight applies to single events; syscall and off-CPU modes weigh by duration (ns)");
+    if weight.is_some() && matches!(mode, Some(Mode::Syscalls | Mode::OffCpu | Mode::Probes)) {
+        bail!("--weight applies to single events; syscall, off-CPU and probe modes weigh by duration (ns)");
     }
     let opts = FtraceOptions {
         mode,

@@ -3,7 +3,7 @@
 use super::line::{self, Body, Header, parse_header};
 use super::{Mode, frames, is_trace_cmd_preamble, memory};
 use crate::collapse::lines;
-use crate::collapse::pairing::parse_syscall_edge;
+use crate::collapse::pairing::{ProbeEdge, parse_probe_edge, parse_syscall_edge};
 
 /// Confidence that `head` is ftrace text: event lines with stacks or a `# tracer:` header.
 /// function_graph output (another format) and `funcgraph_*` events are not claimed.
@@ -68,9 +68,11 @@ fn survey(head: &[u8]) -> Survey {
     s
 }
 
-/// The mode whose events are most frequent in `head` (ties: alloc, syscalls, off-CPU).
+/// The mode whose events are most frequent in `head` (ties: alloc, syscalls, off-CPU,
+/// probes; probe events are counted by their returns, whose `(site <- function)` payload is
+/// distinctive).
 pub(crate) fn guess_mode(head: &[u8]) -> (Mode, String) {
-    let mut counts = [0usize; 3];
+    let mut counts = [0usize; 4];
     for (_, l) in lines(head, 1) {
         if let Ok(Header { body: Body::Event { name, payload }, .. }) = parse_header(l) {
             let name = String::from_utf8_lossy(name);
@@ -80,13 +82,23 @@ pub(crate) fn guess_mode(head: &[u8]) -> (Mode, String) {
                 counts[1] += 1;
             } else if name == "sched_switch" {
                 counts[2] += 1;
+            } else if let Some(ProbeEdge::Return(_)) = parse_probe_edge(&String::from_utf8_lossy(payload)) {
+                counts[3] += 2;
             }
         }
     }
-    let modes = [(Mode::Alloc, "allocation"), (Mode::Syscalls, "syscall"), (Mode::OffCpu, "sched_switch")];
-    let best = (0..3).fold(0, |b, i| if counts[i] > counts[b] { i } else { b });
+    let modes = [
+        (Mode::Alloc, "allocation"),
+        (Mode::Syscalls, "syscall"),
+        (Mode::OffCpu, "sched_switch"),
+        (Mode::Probes, "probe entry/return"),
+    ];
+    let best = (0..4).fold(0, |b, i| if counts[i] > counts[b] { i } else { b });
     if counts[best] == 0 {
-        return (Mode::Events, "no allocation, syscall or sched_switch events at the start".into());
+        return (
+            Mode::Events,
+            "no allocation, syscall, sched_switch or return-probe events at the start".into(),
+        );
     }
     (modes[best].0, format!("{} {} events at the start", counts[best], modes[best].1))
 }

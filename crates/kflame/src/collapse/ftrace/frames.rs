@@ -82,6 +82,13 @@ const TRACE_FRAME_PREFIXES: &[&str] = &[
     "__ftrace_trace_stack",
     "trace_buffer_unlock_commit",
     "__bpf_trace_",
+    "__uprobe_trace_func",
+    "uprobe_dispatcher",
+    "handler_chain",
+    "__kprobe_trace_func",
+    "kprobe_trace_func",
+    "kprobe_dispatcher",
+    "kretprobe_dispatcher",
 ];
 
 /// Removes the tracing machinery's frames from the leaf end of a leaf-first kernel stack,

@@ -8,6 +8,9 @@
 //!   duration in ns, stack = the stack at entry, root frame `syscall:NAME`.
 //! - [`Mode::OffCpu`]: off-CPU time from `sched_switch`; weight = ns until the task is
 //!   switched back in, stack = its stack when it left, root frame `offcpu:STATE`.
+//! - [`Mode::Probes`]: function durations from uprobe/kprobe entry + return probe pairs;
+//!   weight = ns from entry to return, stack = the stack at entry, root frame
+//!   `probe:ENTRY_EVENT`.
 //! - [`Mode::Events`]: every event counts 1, root frame = the event name.
 //!
 //! Without a mode, the most frequent kind of event in the head of the input decides.
@@ -16,6 +19,21 @@
 //! keep their weight under a `[no stack]` frame so that totals stay true. The tracing
 //! machinery's own frames at the leaf (`trace_event_raw_event_*`, `__traceiter_*`) are
 //! dropped. Pairing lives in [`crate::collapse::pairing`], shared with other trace formats.
+//!
+//! Capturing (as root, in a private instance so that nothing else is disturbed):
+//!
+//! ```text
+//! cd /sys/kernel/tracing && mkdir instances/mine && cd instances/mine
+//! echo 1 > events/kmem/mm_page_alloc/enable         # or raw_syscalls, sched/sched_switch
+//! echo 1 > options/stacktrace                       # kernel stack after every event
+//! echo 1 > options/userstacktrace                   # optional: user stack too
+//! sleep 10; echo 0 > tracing_on; cat trace > alloc.txt
+//! cd .. && rmdir mine
+//! kflame collapse alloc.txt --pid --order > alloc.folded     # # unit=bytes
+//! kflame collapse --mode syscalls --events-json calls.jsonl trace.txt > latency.folded
+//! ```
+//!
+//! `trace-cmd record -e kmem:mm_page_alloc -T` followed by `trace-cmd report` works the same.
 
 mod detect;
 mod frames;
@@ -27,10 +45,14 @@ pub use detect::{detect_ftrace, detect_trace_cmd};
 
 use std::collections::BTreeSet;
 
+use rustc_hash::FxHashMap;
+
 use self::line::{Body, Header, parse_header};
 use self::queue::{Queue, Record, Target};
 use super::events_json::{EventLog, EventRecord};
-use super::pairing::{OffCpuPairer, Span, SyscallPairer, TraceEvent, parse_syscall_edge};
+use super::pairing::{
+    OffCpuPairer, ProbePairer, Span, SyscallPairer, TraceEvent, parse_probe_edge, parse_syscall_edge,
+};
 use super::{Collapse, Output, lines};
 use crate::fold::{Meta, Unit, Weight};
 
@@ -43,6 +65,8 @@ pub enum Mode {
     Syscalls,
     /// Off-CPU durations.
     OffCpu,
+    /// Function durations from uprobe/kprobe entry and return probes.
+    Probes,
     /// Event counts (all events).
     Events,
 }
@@ -54,6 +78,7 @@ impl Mode {
             Mode::Alloc => "alloc",
             Mode::Syscalls => "syscalls",
             Mode::OffCpu => "offcpu",
+            Mode::Probes => "probes",
             Mode::Events => "events",
         }
     }
@@ -114,9 +139,11 @@ pub struct Ftrace {
     target: Target,
     syscalls: SyscallPairer,
     offcpu: OffCpuPairer,
+    probes: ProbePairer,
     events: Option<EventLog>,
     used_events: BTreeSet<String>,
     stack: Vec<u8>,
+    comms: FxHashMap<u32, String>,
 }
 
 impl Ftrace {
@@ -130,9 +157,11 @@ impl Ftrace {
             target: Target::None,
             syscalls: SyscallPairer::new(),
             offcpu: OffCpuPairer::new(),
+            probes: ProbePairer::new(),
             events,
             used_events: BTreeSet::new(),
             stack: Vec::new(),
+            comms: FxHashMap::default(),
         }
     }
 
@@ -189,6 +218,7 @@ impl Ftrace {
 
     fn header(&mut self, n: u64, h: Header<'_>, out: &mut Output) {
         self.queue.saw_time(h.ts_ns);
+        self.learn_comm(h.pid, h.comm);
         self.release(out, false);
         match h.body {
             Body::Event { name, payload } if !self.wants(name, payload) => {
@@ -218,6 +248,15 @@ impl Ftrace {
         }
     }
 
+    /// Remembers the task name of `pid`, to name lines printed as `<...>-PID` (ftrace's comm
+    /// cache missed them).
+    fn learn_comm(&mut self, pid: u32, comm: &[u8]) {
+        if comm == UNKNOWN_COMM || self.comms.get(&pid).is_some_and(|c| c.as_bytes() == comm) {
+            return;
+        }
+        self.comms.insert(pid, String::from_utf8_lossy(comm).into_owned());
+    }
+
     /// Dispatches the records that can no longer change (all of them with `all`).
     fn release(&mut self, out: &mut Output, all: bool) {
         loop {
@@ -228,7 +267,12 @@ impl Ftrace {
     }
 
     fn dispatch(&mut self, r: Record, out: &mut Output) {
-        let ev = assemble(r);
+        let mut ev = assemble(r);
+        if ev.comm.as_bytes() == UNKNOWN_COMM {
+            if let Some(c) = self.comms.get(&ev.pid) {
+                ev.comm.clone_from(c);
+            }
+        }
         match self.mode {
             Mode::Alloc | Mode::Events => self.single(ev, out),
             Mode::Syscalls => {
@@ -238,6 +282,11 @@ impl Ftrace {
             }
             Mode::OffCpu => {
                 if let Some(span) = self.offcpu.feed(ev, &mut out.diag) {
+                    self.span(span, out);
+                }
+            }
+            Mode::Probes => {
+                if let Some(span) = self.probes.feed(ev, &mut out.diag) {
                     self.span(span, out);
                 }
             }
@@ -253,6 +302,7 @@ impl Ftrace {
                 parse_syscall_edge(&name, &String::from_utf8_lossy(payload)).is_some()
             }
             Mode::OffCpu => name == b"sched_switch",
+            Mode::Probes => parse_probe_edge(&String::from_utf8_lossy(payload)).is_some(),
             Mode::Events => true,
         }
     }
@@ -364,6 +414,9 @@ impl Ftrace {
     }
 }
 
+/// How ftrace prints a task whose name it did not record.
+const UNKNOWN_COMM: &[u8] = b"<...>";
+
 /// The event with its stack root first: user frames, then kernel frames.
 fn assemble(r: Record) -> TraceEvent {
     let mut ev = r.ev;
@@ -394,17 +447,19 @@ impl Collapse for Ftrace {
         self.target = Target::None;
         self.syscalls.finish(&mut out.diag);
         self.offcpu.finish(&mut out.diag);
+        self.probes.finish(&mut out.diag);
     }
 
     fn meta(&self) -> Meta {
         let unit = match (self.mode, self.weight_by()) {
-            (Mode::Syscalls | Mode::OffCpu, _) => Unit::Nanoseconds,
+            (Mode::Syscalls | Mode::OffCpu | Mode::Probes, _) => Unit::Nanoseconds,
             (_, WeightBy::Bytes) => Unit::Bytes,
             (_, WeightBy::Count) => Unit::Events,
         };
         let event = match self.mode {
             Mode::OffCpu => Some("sched_switch".to_string()),
             Mode::Syscalls => Some("syscalls".to_string()),
+            Mode::Probes => Some("probes".to_string()),
             _ if self.used_events.len() == 1 => self.used_events.first().cloned(),
             _ => None,
         };

@@ -118,3 +118,15 @@ fn function_tracer_with_func_stack_trace() {
     let want = [("sys_close;[no stack]", 1), ("sys_close;system_call_fastpath;sys_close", 1)];
     assert_eq!(stacks(&out), owned(&want));
 }
+
+#[test]
+fn unknown_comms_are_named_from_other_lines() {
+    let t = "\
+   <...>-7 [000] ..... 1.000: ev: x=1
+   <...>-8 [000] ..... 1.001: ev: x=1
+   dd-7 [001] ..... 1.002: ev: x=1
+";
+    let out = collapse(t, FtraceOptions { pid: true, ..mode(Mode::Events) });
+    let want = [("ev;<...>-8;[no stack]", 1), ("ev;dd-7;[no stack]", 2)];
+    assert_eq!(stacks(&out), owned(&want));
+}

@@ -1,6 +1,7 @@
 //! Pairing of trace events into timed spans, independent of the text format that carried
 //! them: syscall entry/exit (`raw_syscalls:sys_enter`/`sys_exit`, `syscalls:sys_enter_X`/
-//! `sys_exit_X`) gives syscall latency, `sched:sched_switch` out/in gives off-CPU time.
+//! `sys_exit_X`) gives syscall latency, `sched:sched_switch` out/in gives off-CPU time, and
+//! uprobe/kprobe entry + return probes give function durations.
 //!
 //! A front end (the ftrace text parser, later perf script) parses each event into a
 //! [`TraceEvent`] with its stack already attached, and feeds the events **in time order**
@@ -10,10 +11,12 @@
 //! trace-cmd's compact `comm:pid [prio] S ==> comm:pid [prio]` sched_switch form is
 //! understood too.
 
+pub mod probes;
 pub mod sched;
 pub mod syscalls;
 mod syscalls_x86_64;
 
+pub use probes::{ProbeEdge, ProbePairer, parse_probe_edge};
 pub use sched::{OffCpuPairer, SchedSwitch, parse_sched_switch};
 pub use syscalls::{SyscallEdge, SyscallPairer, parse_syscall_edge};
 pub use syscalls_x86_64::syscall_name_x86_64;
