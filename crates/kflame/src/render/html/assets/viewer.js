@@ -240,8 +240,11 @@
     }
 
     /** Scrolls a view's box so that the zoomed frame (the root when not zoomed) shows, with
-     * the frames it calls beyond it. */
+     * the frames it calls beyond it; only when what is drawn changed, not on a search. */
     scrollTo(box, view, zoom) {
+      const key = [zoom, view.state.inverted, view.tree.n, view.tree.total[0], this.trees.length].join('/');
+      if (box.dataset.scrolled === key) return;
+      box.dataset.scrolled = key;
       const y = view.rowY(view.tree.depth[zoom]), rh = view.rowHeight;
       box.scrollTop = view.state.inverted ? Math.max(0, y - 3 * rh) : Math.max(0, y + 4 * rh - box.clientHeight);
     }
