@@ -242,7 +242,7 @@
     /** Scrolls a view's box so that the zoomed frame (the root when not zoomed) shows, with
      * the frames it calls beyond it; only when what is drawn changed, not on a search. */
     scrollTo(box, view, zoom) {
-      const key = [zoom, view.state.inverted, view.tree.n, view.tree.total[0], this.trees.length].join('/');
+      const key = [zoom, view.state.inverted, view.rootLabel, view.tree.n, view.tree.total[0], this.trees.length].join('/');
       if (box.dataset.scrolled === key) return;
       box.dataset.scrolled = key;
       const y = view.rowY(view.tree.depth[zoom]), rh = view.rowHeight;
