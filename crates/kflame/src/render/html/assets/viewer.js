@@ -56,7 +56,7 @@
       this.buildViews(d);
       d.details = el('div', { class: 'kf-details', text: ' ' });
       d.tooltip = el('div', { class: 'kf-tooltip', hidden: '' });
-      d.root = el('div', { class: 'kf-viewer', tabindex: '-1' }, d.title, d.subtitle, d.notes, toolbar, selected,
+      d.root = el('div', { class: 'kf-viewer', tabindex: '-1' }, d.title, d.subtitle, d.notes, d.views, toolbar, selected,
         d.transforms, d.legend, d.empty, d.flame, d.sandwich, d.top, d.details,
         el('div', { class: 'kf-help', text: HELP }), d.tooltip);
       root.replaceChildren(d.root);
@@ -74,8 +74,7 @@
         button('reset', 'Reset zoom'), button('invert', 'Icicle', 'Toggle icicle / flame (i)'),
         button('heavy', 'Left-heavy', 'Sort children by weight (l)'), el('span', { class: 'kf-sep' }),
         d.search, el('label', { class: 'kf-ci-label' }, d.ci, ' Ignore case'), d.matched,
-        button('hide-matches', 'Hide matches'), button('focus-matches', 'Focus matches'), d.undo,
-        el('span', { class: 'kf-sep' }), d.views);
+        button('hide-matches', 'Hide matches'), button('focus-matches', 'Focus matches'), d.undo);
     }
 
     /** The three views: flame graph, sandwich (callers above, callees below), top table. */
