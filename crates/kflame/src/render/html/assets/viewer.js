@@ -259,7 +259,8 @@
         return;
       }
       const tree = this.tree, all = K.matchedWeight(tree, this.mask, 0);
-      let text = 'Matched: ' + K.formatPercent(all, tree.total[0]);
+      const m = this.meta;
+      let text = 'Matched: ' + K.formatPercent(all, tree.total[0]) + ' (' + K.formatWeight(all, m.unit, m.countname) + ')';
       if (this.state.zoom > 0 && this.state.view === 'flame') {
         text += ' (' + K.formatPercent(K.matchedWeight(tree, this.mask, this.state.zoom), tree.total[this.state.zoom]) + ' of zoomed frame)';
       }
