@@ -105,12 +105,13 @@ test('regex search highlights and reports Matched, with the ignore-case toggle',
   const expected = sum(stacks.filter((s) => s.frames.includes('do_syscall_64')));
   assert.ok(expected > 0);
   const { page, problems } = await open(perfPage);
-  assert.equal(await searchFor(page, '^do_syscall_64$'), 'Matched: ' + pct(expected, total));
+  const matched = 'Matched: ' + pct(expected, total) + ' (' + group(expected) + ' samples)';
+  assert.equal(await searchFor(page, '^do_syscall_64$'), matched);
   await screenshot(page, 'html-search');
-  assert.equal(await searchFor(page, '^DO_SYSCALL_64$'), 'Matched: 0.00%');
+  assert.equal(await searchFor(page, '^DO_SYSCALL_64$'), 'Matched: 0.00% (0 samples)');
   await page.check('.kf-ci');
   await page.waitForFunction(() => kflameViewer.state.ci);
-  assert.equal(await page.locator('.kf-matched').innerText(), 'Matched: ' + pct(expected, total));
+  assert.equal(await page.locator('.kf-matched').innerText(), matched);
   assert.match(await searchFor(page, '(['), /^Bad regex/);
   assert.deepEqual(problems, []);
   await page.close();

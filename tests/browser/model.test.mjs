@@ -83,6 +83,8 @@ test('the kernel palette tells kernel, user, interrupt, unreliable and synthetic
     'bash;[unknown];? flush_tlb;yyparse 1',
     'python3;clock_nanosleep;-;schedule 1',
     'java;Interpreter;vfs_read_[k] 1',
+    'cpu-3;bash;[libc.so.6] 1',
+    '[state=D];kworker/0:1;ret_from_fork 1',
   ]);
   const cat = K.kernelCategories(t), C = K.KERNEL_CATEGORY, names = Object.fromEntries(Object.entries(C).map(([k, v]) => [v, k]));
   const of = (path) => names[cat[t.find(path.split(';'))]];
@@ -99,6 +101,10 @@ test('the kernel palette tells kernel, user, interrupt, unreliable and synthetic
   assert.equal(of('python3;clock_nanosleep;-;schedule'), 'kernel');
   assert.equal(of('java;Interpreter'), 'user');
   assert.equal(of('java;Interpreter;vfs_read_[k]'), 'kernel');
+  assert.equal(of('cpu-3'), 'synthetic');
+  assert.equal(of('cpu-3;bash;[libc.so.6]'), 'unreliable');
+  assert.equal(of('[state=D]'), 'synthetic');
+  assert.equal(of('[state=D];kworker/0:1;ret_from_fork'), 'kernel');
   const color = K.makeColorer('kernel', t);
   assert.notEqual(color(t.find(['D', 'sh'])), color(t.find(['D'])));
   assert.equal(color(t.find(['D', 'sh'])), K.makeColorer('kernel', t)(t.find(['D', 'sh'])), 'colors are stable');

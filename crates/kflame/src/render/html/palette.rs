@@ -37,8 +37,10 @@ pub enum Palette {
     Wakeup,
     /// Chained stacks: waker frames (`_[w]`) in aqua, the rest in blue.
     Chain,
-    /// Kernel-aware: kernel, user, interrupt, unreliable (`?`, `[unknown]`) and synthetic
-    /// category frames each in their own hue.
+    /// Kernel-aware: kernel (`_[k]`, or called from a kernel entry point), user, interrupt,
+    /// unreliable (`? sym`, `[unknown]`, perf's `[dso]` placeholders, bare addresses) and
+    /// synthetic category frames (`-` separators, task states, `key=value`, `cpu-N`) each in
+    /// their own hue.
     Kernel,
 }
 

@@ -48,13 +48,9 @@ impl Tree {
             merge_all,
         };
         let mut frames: Vec<&[u8]> = Vec::new();
-        // The tree does not depend on the order summed stacks are added in (children are
-        // sorted by name afterwards), so they are not sorted first.
-        let items: Box<dyn Iterator<Item = (&[u8], Weight)>> = match stacks {
-            Stacks::Counts(c) => Box::new(c.iter()),
-            Stacks::Ordered(o) => Box::new(o.items().iter().map(|(s, w)| (&**s, *w))),
-        };
-        for (stack, weight) in items {
+        // Sorted stacks share prefixes with their predecessor, so most frames are found as the
+        // last child of their parent by a byte comparison, without hashing.
+        for (stack, weight) in stacks.in_output_order() {
             frames.clear();
             frames.extend(stack.split(|&b| b == b';').filter(|f| !f.is_empty()));
             if reverse {
@@ -68,6 +64,11 @@ impl Tree {
     fn add(&mut self, frames: &[&[u8]], weight: Weight) {
         let mut at = 0u32;
         for frame in frames {
+            let last = self.nodes[at as usize].last_child;
+            if last != NONE && *self.names[self.nodes[last as usize].name as usize] == **frame {
+                at = last;
+                continue;
+            }
             let name = self.intern(frame);
             at = self.child(at, name);
         }

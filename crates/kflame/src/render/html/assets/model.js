@@ -27,17 +27,18 @@
     /** parent[] and end[] (exclusive end of each subtree in pre-order). */
     link() {
       const n = this.n, depth = this.depth;
-      const parent = new Int32Array(n), end = new Int32Array(n);
-      const open = [];
+      const parent = new Int32Array(n), end = new Int32Array(n), lastAt = [0];
       let maxDepth = 0;
       parent[0] = -1;
-      for (let i = 0; i < n; i++) {
-        while (open.length && depth[open[open.length - 1]] >= depth[i]) end[open.pop()] = i;
-        if (i > 0) parent[i] = open[open.length - 1];
-        open.push(i);
-        if (depth[i] > maxDepth) maxDepth = depth[i];
+      for (let i = 1; i < n; i++) {
+        const d = depth[i];
+        parent[i] = lastAt[d - 1];
+        lastAt[d] = i;
+        if (d > maxDepth) maxDepth = d;
       }
-      while (open.length) end[open.pop()] = n;
+      end.fill(1);
+      for (let i = n - 1; i > 0; i--) end[parent[i]] += end[i];
+      for (let i = 0; i < n; i++) end[i] += i;
       this.parent = parent;
       this.end = end;
       this.maxDepth = maxDepth;
@@ -171,7 +172,8 @@
     return rank;
   }
 
-  /** Decodes the embedded profile: meta.names and the base64 varint node stream. */
+  /** Decodes the embedded profile: meta.names and the base64 varint node stream (three
+   * varints per node: levels up from the previous node's child, name index, self weight). */
   function decodeTree(meta, b64) {
     const bin = atob(b64.trim()), n = meta.count + 1;
     const name = new Int32Array(n), depth = new Int32Array(n), self = new Float64Array(n);
@@ -179,7 +181,9 @@
     name[0] = -1;
     let p = 0, prev = 0;
     const varint = () => {
-      let x = 0, mul = 1, b;
+      let b = bin.charCodeAt(p++);
+      if (b < 128) return b;
+      let x = b & 127, mul = 128;
       do {
         b = bin.charCodeAt(p++);
         x += (b & 127) * mul;
@@ -191,7 +195,8 @@
       const d = prev + 1 - varint();
       depth[i] = d;
       name[i] = varint();
-      self[i] = varint() / div;
+      const w = varint();
+      self[i] = w === 0 ? 0 : w / div;
       prev = d;
     }
     return new Tree(meta.names, name, depth, self, !!meta.flamechart);

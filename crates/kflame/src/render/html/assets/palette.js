@@ -78,8 +78,12 @@
     ['unreliable', 'gray'], ['synthetic', 'lavender']].map(([label, hue]) => [label, HUES[hue]([0.5, 0.5, 0.5])]);
   const IRQ = /^(asm_)?(__)?(sysvec_|common_interrupt|irq_|handle_irq|handle_(edge|level|fasteoi)_irq|do_softirq|handle_softirqs|__do_softirq|hrtimer_interrupt|__hrtimer_run_queues|run_timer_softirq|net_rx_action|tasklet_action|smp_apic_timer_interrupt|apic_timer_interrupt)/;
   const ENTRY = /^(entry_SYSCALL|entry_INT80|entry_SYSENTER|asm_|ret_from_fork|do_syscall_64|x64_sys_call|__x64_sys_|__ia32_sys_|__arm64_sys_|__se_sys_|el0t?_|el1h?_|secondary_startup_64|common_startup_64|start_kernel|x86_64_start_|cpu_startup_entry|kthread$|worker_thread$|do_idle$|rest_init$)/;
-  const UNRELIABLE = /^(\?|\[unknown\]$|0x[0-9a-fA-F]+$|\[kernel\.kallsyms\]$)/;
-  const SYNTHETIC = /^(-{1,2}|\[[^\]]*\]|[A-Z]|[A-Za-z_]+=.*)$/;
+  // `? sym` (unreliable unwind), `[unknown]`, bare addresses, and perf's `[dso]` placeholders
+  // for symbols it could not resolve (`[libc.so.6]`, `[bash]`, `[kernel.kallsyms]`).
+  const UNRELIABLE = /^(\?|0x[0-9a-fA-F]+$|\[[^\]\s=]*\]$)/;
+  // Frames a collector adds to group stacks: `-`/`--` separators, task states (`D`),
+  // `key=value` and bracketed labels with a space or `=` (`[state=D]`, `[hung task]`), `cpu-3`.
+  const SYNTHETIC = /^(-{1,2}|[A-Z]|[A-Za-z_]+=.*|\[[^\]]*[\s=][^\]]*\]|cpu-\d+)$/;
 
   /** What each kind of name says by itself: 0 nothing, else the category it forces. */
   function nameKind(s) {

@@ -13,6 +13,7 @@
     't: top functions · g: flame graph';
   const el = K.el;
 
+  const button = (act, text, title) => el('button', { 'data-act': act, text, title: title || text, type: 'button' });
   const escapeRegex = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
   class FlameViewer {
@@ -42,28 +43,42 @@
 
     buildDom(root) {
       const d = (this.dom = {});
-      const button = (act, text, title) => el('button', { 'data-act': act, text, title: title || text, type: 'button' });
       d.title = el('h1', { class: 'kf-title', text: this.meta.title || 'Flame Graph' });
       d.subtitle = el('div', { class: 'kf-subtitle', text: this.meta.subtitle || '' });
       d.notes = el('div', { class: 'kf-notes', text: this.meta.notes || '' });
-      d.search = el('input', { type: 'search', class: 'kf-search', placeholder: 'Search (regex)', spellcheck: 'false' });
-      d.ci = el('input', { type: 'checkbox', class: 'kf-ci' });
-      d.matched = el('span', { class: 'kf-matched' });
-      d.undo = button('undo', 'Undo', 'Undo the last hide/focus (u)');
-      d.views = el('span', { class: 'kf-views' }, ...['flame', 'sandwich', 'top'].map((v) =>
-        el('button', { 'data-view': v, type: 'button', text: { flame: 'Flame graph', sandwich: 'Sandwich', top: 'Top functions' }[v] })));
-      const toolbar = el('div', { class: 'kf-toolbar' },
-        button('reset', 'Reset zoom'), button('invert', 'Icicle', 'Toggle icicle / flame (i)'),
-        button('heavy', 'Left-heavy', 'Sort children by weight (l)'), el('span', { class: 'kf-sep' }),
-        d.search, el('label', { class: 'kf-ci-label' }, d.ci, ' Ignore case'), d.matched,
-        button('hide-matches', 'Hide matches'), button('focus-matches', 'Focus matches'), d.undo,
-        el('span', { class: 'kf-sep' }), d.views);
+      const toolbar = this.buildToolbar(d);
       d.selName = el('span', { class: 'kf-sel-name', text: 'none (click a frame)' });
       const selected = el('div', { class: 'kf-selected' }, 'Selected: ', d.selName, ' ',
         button('focus', 'Focus', 'Focus on this function (f)'), button('hide', 'Hide', 'Hide this function (h)'),
         button('sandwich', 'Sandwich', 'Callers and callees (s)'));
       d.transforms = el('div', { class: 'kf-transforms' });
       d.legend = el('div', { class: 'kf-legend' });
+      this.buildViews(d);
+      d.details = el('div', { class: 'kf-details', text: ' ' });
+      d.tooltip = el('div', { class: 'kf-tooltip', hidden: '' });
+      d.root = el('div', { class: 'kf-viewer', tabindex: '-1' }, d.title, d.subtitle, d.notes, d.views, toolbar, selected,
+        d.transforms, d.legend, d.empty, d.flame, d.sandwich, d.top, d.details,
+        el('div', { class: 'kf-help', text: HELP }), d.tooltip);
+      root.replaceChildren(d.root);
+    }
+
+    buildToolbar(d) {
+      d.search = el('input', { type: 'search', class: 'kf-search', placeholder: 'Search (regex)', spellcheck: 'false' });
+      d.ci = el('input', { type: 'checkbox', class: 'kf-ci' });
+      d.matched = el('span', { class: 'kf-matched' });
+      d.undo = button('undo', 'Undo', 'Undo the last hide/focus (u)');
+      const names = { flame: 'Flame graph', sandwich: 'Sandwich', top: 'Top functions' };
+      d.views = el('span', { class: 'kf-views' },
+        ...Object.entries(names).map(([v, text]) => el('button', { 'data-view': v, type: 'button', text })));
+      return el('div', { class: 'kf-toolbar' },
+        button('reset', 'Reset zoom'), button('invert', 'Icicle', 'Toggle icicle / flame (i)'),
+        button('heavy', 'Left-heavy', 'Sort children by weight (l)'), el('span', { class: 'kf-sep' }),
+        d.search, el('label', { class: 'kf-ci-label' }, d.ci, ' Ignore case'), d.matched,
+        button('hide-matches', 'Hide matches'), button('focus-matches', 'Focus matches'), d.undo);
+    }
+
+    /** The three views: flame graph, sandwich (callers above, callees below), top table. */
+    buildViews(d) {
       d.canvas = el('canvas', { class: 'kf-canvas' });
       d.hoverBox = el('div', { class: 'kf-hover-box', hidden: '' });
       d.flame = el('div', { class: 'kf-flame kf-scroll' }, d.canvas, d.hoverBox);
@@ -76,12 +91,6 @@
       d.sandwich = el('div', { class: 'kf-sandwich' }, d.sandwichTitle[0], d.callersBox, d.sandwichTitle[1], d.calleesBox);
       this.table = new K.TopTable((nm) => this.pickFunction(nm), (key) => { this.state.topSort = key; this.render(); });
       d.top = this.table.element;
-      d.details = el('div', { class: 'kf-details', text: ' ' });
-      d.tooltip = el('div', { class: 'kf-tooltip', hidden: '' });
-      d.root = el('div', { class: 'kf-viewer', tabindex: '-1' }, d.title, d.subtitle, d.notes, toolbar, selected,
-        d.transforms, d.legend, d.empty, d.flame, d.sandwich, d.top, d.details,
-        el('div', { class: 'kf-help', text: HELP }), d.tooltip);
-      root.replaceChildren(d.root);
     }
 
     /** Prepares derived data of the current tree (colors, cached tables). */
@@ -230,8 +239,11 @@
     }
 
     /** Scrolls a view's box so that the zoomed frame (the root when not zoomed) shows, with
-     * the frames it calls beyond it. */
+     * the frames it calls beyond it; only when what is drawn changed, not on a search. */
     scrollTo(box, view, zoom) {
+      const key = [zoom, view.state.inverted, view.rootLabel, view.tree.n, view.tree.total[0], this.trees.length].join('/');
+      if (box.dataset.scrolled === key) return;
+      box.dataset.scrolled = key;
       const y = view.rowY(view.tree.depth[zoom]), rh = view.rowHeight;
       box.scrollTop = view.state.inverted ? Math.max(0, y - 3 * rh) : Math.max(0, y + 4 * rh - box.clientHeight);
     }
@@ -247,7 +259,8 @@
         return;
       }
       const tree = this.tree, all = K.matchedWeight(tree, this.mask, 0);
-      let text = 'Matched: ' + K.formatPercent(all, tree.total[0]);
+      const m = this.meta;
+      let text = 'Matched: ' + K.formatPercent(all, tree.total[0]) + ' (' + K.formatWeight(all, m.unit, m.countname) + ')';
       if (this.state.zoom > 0 && this.state.view === 'flame') {
         text += ' (' + K.formatPercent(K.matchedWeight(tree, this.mask, this.state.zoom), tree.total[this.state.zoom]) + ' of zoomed frame)';
       }

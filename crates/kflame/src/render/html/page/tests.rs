@@ -82,3 +82,16 @@ fn flame_chart_options_reach_the_page() {
     // a, b, c, b: the two b runs are not consecutive and stay apart.
     assert!(html.contains("\"count\":4"));
 }
+
+#[test]
+fn invalid_utf8_names_are_shown_lossily() {
+    let mut counts = StackCounts::new();
+    counts.add(b"main;caf\xe9;\xff\xfe", Weight::from_u64(2));
+    let stacks = Stacks::Counts(counts);
+    let mut out = Vec::new();
+    write_html(&mut out, &HtmlProfile::new(&stacks, &Meta::default()), &HtmlOptions::default())
+        .expect("writing to a Vec");
+    let html = String::from_utf8(out).expect("the page is UTF-8 even when symbols are not");
+    assert!(html.contains("\"caf\u{fffd}\""));
+    assert!(html.contains("\"\u{fffd}\u{fffd}\""));
+}
