@@ -20,7 +20,7 @@ for what in "wc -l" "target/release/kflame collapse -F function-graph" \
         printf "%-56s median wall %.2f s, cpu %.2f s, peak RSS %d MiB\n", w, t[k], c[k], m[k]/1024 }'
 done
 # Check: with self times, the total weight equals the summed durations of the top-level calls.
-want=$(awk -F'|' '$3 ~ /^  [^ ]/ && $2 ~ /us/ { d=$2; gsub(/[^0-9.]/, "", d); split(d, p, "."); s += p[1]*1000 + p[2] } END { printf "%d", s }' "$data")
-got=$(target/release/kflame collapse -F function-graph "$data" 2>/dev/null | awk '!/^#/ { s += $NF } END { printf "%d", s }')
+want=$(awk -F'|' '$3 ~ /^  [^ ]/ && $2 ~ /us/ { d=$2; gsub(/[^0-9.]/, "", d); split(d, p, "."); s += p[1]*1000 + p[2] } END { printf "%.0f", s }' "$data")
+got=$(target/release/kflame collapse -F function-graph "$data" 2>/dev/null | awk '!/^#/ { s += $NF } END { printf "%.0f", s }')
 echo "total self time: $got ns; summed top-level durations: $want ns"
 [ "$got" = "$want" ]
