@@ -13,7 +13,8 @@
 //!         1
 //! ```
 //! becomes `dd;__write;-;entry_SYSCALL_64_fastpath;__vfs_write 1`, exactly what the tool
-//! prints with `-f -d`. Folded lines are read as they are; the same stack on several lines
+//! prints with `-f -d`. offwaketime's pairs (`waker:` name and stack, `-   -`, the blocked
+//! stack, `target:` name) become `target;blocked stack;-;waker stack;waker`. Folded lines are read as they are; the same stack on several lines
 //! is summed. `[Missed User Stack]` / `[Missed Kernel Stack]` stay as frames, so totals
 //! stay true.
 //!
@@ -131,8 +132,7 @@ impl Bcc {
             if !stack.is_empty() {
                 stack.push(b';');
             }
-            let f: &[u8] = if f == b"--" { b"-" } else { f };
-            stack.extend(f.iter().map(|&b| if b == b';' { b':' } else { b }));
+            stack.extend(frame_name(f).iter().map(|&b| if b == b';' { b':' } else { b }));
         }
         stack
     }
@@ -177,6 +177,22 @@ fn is_chatter(t: &[u8]) -> bool {
     const PREFIXES: &[&[u8]] =
         &[b"Sampling at ", b"Tracing ", b"^C", b"Detaching", b"WARNING:", b"Hit Ctrl-C", b"# "];
     PREFIXES.iter().any(|p| t.starts_with(p))
+}
+
+/// A frame line as a folded frame: `--` and `-    -` delimiters become `-`, a leading
+/// address (`ffffffff8137897c blk_mq_complete_request`, older bcc and `-v`) is dropped, and
+/// offwaketime's `waker:  name` / `target:  name` keep the name.
+fn frame_name(f: &[u8]) -> &[u8] {
+    if f.len() >= 2 && f.iter().all(|&b| b == b'-' || b == b' ') {
+        return b"-";
+    }
+    if let Some(rest) = f.strip_prefix(b"waker:").or_else(|| f.strip_prefix(b"target:")) {
+        return rest.trim_ascii();
+    }
+    match memchr::memchr(b' ', f) {
+        Some(sp) if sp >= 8 && f[..sp].iter().all(u8::is_ascii_hexdigit) => f[sp + 1..].trim_ascii(),
+        _ => f,
+    }
 }
 
 /// The comm of a process line: `-    comm (pid)` or `comm [pid]`.

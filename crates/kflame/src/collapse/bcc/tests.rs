@@ -72,6 +72,19 @@ fn stackcount_per_process_with_delimiter() {
 }
 
 #[test]
+fn offwaketime_target_and_waker_stacks() {
+    let text = check("offwaketime-example.txt", Unit::Auto, 1000);
+    assert!(text.starts_with("# unit=ns\n"), "{text}");
+    let first = "cksum;link_path_walk;walk_component;__lookup_hash;lookup_real;ext4_lookup;ext4_iget_normal;\
+                 ext4_iget;__ext4_get_inode_loc;submit_bh;submit_bh_wbc;submit_bio;generic_make_request;\
+                 blk_sq_make_request;blk_mq_map_request;__blk_mq_alloc_request;blk_mq_get_tag;bt_get;\
+                 __sched_text_start;schedule_timeout;schedule;-;autoremove_wake_function;__wake_up_common;\
+                 __wake_up;bt_clear_tag;blk_mq_put_tag;__blk_mq_free_request;blk_mq_free_request;\
+                 blk_mq_end_request;__blk_mq_complete_request;blk_mq_complete_request;swapper/0 56529000";
+    assert!(has_line(&text, first), "{text}");
+}
+
+#[test]
 fn captured_profile_sums_repeated_stacks_and_keeps_missed_markers() {
     let text = check("bcc-profile-folded.txt", Unit::Auto, 1);
     let input = String::from_utf8(data("bcc/bcc-profile-folded.txt")).unwrap();

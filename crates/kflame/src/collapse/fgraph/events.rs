@@ -2,12 +2,14 @@
 //!
 //! One object per completed top-level call, on one line:
 //! ```json
-//! {"ts":1718.797855,"cpu":0,"pid":1757,"comm":"sysctl","duration_ns":1789,"stack":["__kmalloc_track_caller"]}
+//! {"ts":1718.797855000,"cpu":0,"pid":1757,"comm":"sysctl","duration_ns":1789,"stack":["__kmalloc_track_caller"],"event":"function_graph","weight":1789}
 //! ```
 //! `ts` is the start time in seconds (`null` when the trace has no time column), `pid` and
 //! `comm` are `null` when the trace does not name the task, `stack` is the path of the
 //! top-level frame (root first: more than one frame only when callers were outside the
-//! trace).
+//! trace), `weight` what the call adds to the folded output (its duration with self
+//! times; more with `--latency total`). The keys are those of the other trace collapsers'
+//! per-event records.
 
 use super::track::TopCall;
 
@@ -19,6 +21,7 @@ pub(crate) fn write_json(
     comm: Option<&[u8]>,
     call: &TopCall,
     duration_ns: u64,
+    weight: u64,
 ) {
     out.extend_from_slice(b"{\"ts\":");
     match call.start_ns {
@@ -44,7 +47,7 @@ pub(crate) fn write_json(
         }
         json_string(out, super::frame_name(call, id));
     }
-    out.extend_from_slice(b"]}\n");
+    out.extend_from_slice(format!("],\"event\":\"function_graph\",\"weight\":{weight}}}\n").as_bytes());
 }
 
 /// Writes `s` as a JSON string (invalid UTF-8 replaced, control characters escaped).

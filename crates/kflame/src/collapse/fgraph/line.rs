@@ -53,7 +53,7 @@ pub(crate) const MAX_DEPTH: usize = 512;
 /// Parses one line; `Err` says what was expected.
 pub(crate) fn parse(line: &[u8]) -> Result<Line<'_>, String> {
     let t = trim(line);
-    if contains(t, b"[LOST ") && contains(t, b" EVENTS]") {
+    if memchr::memchr(b'[', t).is_some() && contains(t, b"[LOST ") && contains(t, b" EVENTS]") {
         return Ok(Line::Lost);
     }
     if t.is_empty() || t[0] == b'#' || t.iter().all(|&b| b == b'-') || is_header(t) {
@@ -82,11 +82,13 @@ fn parse_raw(t: &[u8]) -> Result<Option<Line<'_>>, String> {
     let Some((cpu, rest)) = split_cpu(rest) else {
         return no_cpu_column(ts, rest);
     };
-    if let Some(sw) = parse_switch(cpu, rest) {
-        return Ok(Some(sw));
-    }
-    if contains(rest, b"==========>") || contains(rest, b"<==========") {
-        return Ok(Some(Line::Ignored));
+    if memchr::memchr(b'=', rest).is_some() {
+        if let Some(sw) = parse_switch(cpu, rest) {
+            return Ok(Some(sw));
+        }
+        if contains(rest, b"==========>") || contains(rest, b"<==========") {
+            return Ok(Some(Line::Ignored));
+        }
     }
     let Some(bar) = memchr::memchr(b'|', rest) else {
         return Err("`duration | function` after the CPU column".into());

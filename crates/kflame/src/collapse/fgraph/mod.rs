@@ -231,12 +231,14 @@ impl FunctionGraph {
     }
 
     fn write_event(&mut self, who: &Who, call: &TopCall, out: &mut Output) {
-        let (Some(sink), Some(d)) = (self.events.as_mut(), call.duration_ns) else { return };
-        if self.events_failed {
+        let Some(d) = call.duration_ns else { return };
+        if self.events.is_none() || self.events_failed {
             return;
         }
+        let weight = call.records.iter().map(|r| self.weight_of(r)).fold(0u64, u64::saturating_add);
         let mut buf = Vec::with_capacity(256);
-        events::write_json(&mut buf, who.cpu, who.pid, who.comm.as_deref(), call, d);
+        events::write_json(&mut buf, who.cpu, who.pid, who.comm.as_deref(), call, d, weight);
+        let Some(sink) = self.events.as_mut() else { return };
         if let Err(e) = sink.write_all(&buf) {
             self.events_failed = true;
             out.diag.note(kinds::EVENTS_WRITE, 0, || format!("writing the events JSON failed: {e}"));
@@ -252,10 +254,7 @@ impl FunctionGraph {
         self.root_frames(who, &mut prefix);
         let mut stack = Vec::with_capacity(256);
         for r in &call.records {
-            let ns = match self.opts.latency {
-                Latency::SelfTime => r.self_ns,
-                Latency::Total => r.total_ns,
-            };
+            let ns = self.weight_of(r);
             if ns == 0 {
                 continue;
             }
@@ -265,6 +264,14 @@ impl FunctionGraph {
                 push_frame(&mut stack, frame_name(call, id));
             }
             out.stacks.add(&stack, Weight::from_u64(ns));
+        }
+    }
+
+    /// The weight of one completed call in the folded output.
+    fn weight_of(&self, r: &track::Record) -> u64 {
+        match self.opts.latency {
+            Latency::SelfTime => r.self_ns,
+            Latency::Total => r.total_ns,
         }
     }
 

@@ -194,3 +194,20 @@ fn retval_and_args_forms_of_newer_kernels() {
         "# unit=ns\n# event=function_graph\ndo_sys_openat2 750\ndo_sys_openat2;getname 250\n"
     );
 }
+
+#[test]
+fn events_json_weight_follows_latency_mode_and_unknowns_are_null() {
+    let sink = Shared::default();
+    let opts = Options { latency: Latency::Total, ..Options::default() };
+    let c = FunctionGraph::new(opts).with_events(Box::new(sink.clone()));
+    run(Box::new(c), &data("function-graph/raw-basic.txt"));
+    let got = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+    // vfs_read: 30000 + 25125 + 20000 + 3000 + 1500 + 900 + 250 (every call's total time).
+    let vfs = "{\"ts\":null,\"cpu\":0,\"pid\":null,\"comm\":null,\"duration_ns\":30000,\
+               \"stack\":[\"vfs_read\"],\"event\":\"function_graph\",\"weight\":80775}";
+    assert!(got.lines().any(|l| l == vfs), "{got}");
+    let open = "{\"ts\":null,\"cpu\":0,\"pid\":1001,\"comm\":\"bash\",\"duration_ns\":1500000,\
+                \"stack\":[\"do_sys_open\"],\"event\":\"function_graph\",\"weight\":1505000}";
+    assert!(got.lines().any(|l| l == open), "{got}");
+    assert_eq!(got.lines().count(), 3);
+}
