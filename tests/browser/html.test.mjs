@@ -18,7 +18,7 @@ let browser, dir, perfPage;
 before(async () => {
   dir = scratch();
   perfPage = join(dir, 'perf.html');
-  kflame(['html', '--colors', 'kernel', PERF, '-o', perfPage]);
+  kflame(['flamegraph', '--format', 'html', '--colors', 'kernel', PERF, '-o', perfPage]);
   browser = await launchBrowser();
 });
 
@@ -246,7 +246,7 @@ test('left-heavy puts the heaviest frame first', async () => {
 test('a flame chart keeps input order and merges only consecutive stacks', async () => {
   const input = writeText(dir, 'chart.folded', 'main;read 2\nmain;compute 5\nmain;read 1\nidle 3\n');
   const html = join(dir, 'chart.html');
-  kflame(['html', '--flamechart', input, '-o', html]);
+  kflame(['flamegraph', '--format', 'html', '--flamechart', input, '-o', html]);
   const { page, problems } = await open(html);
   const drawn = await page.evaluate(() => {
     const v = kflameViewer, t = v.tree, out = [];
@@ -267,7 +267,7 @@ test('frames narrower than a pixel are drawn merged, with their weight in the to
   for (let i = 0; i < 2000; i++) lines.push(`main;tiny_${String(i).padStart(4, '0')} 1`);
   const input = writeText(dir, 'tiny.folded', lines.join('\n') + '\n');
   const html = join(dir, 'tiny.html');
-  kflame(['html', input, '-o', html]);
+  kflame(['flamegraph', '--format', 'html', input, '-o', html]);
   const { page, problems } = await open(html);
   const drawn = await page.evaluate(() => kflameViewer.flame.items.node.length);
   assert.equal(drawn, 3, 'all, main and big are drawn; the 2000 tiny frames are not');
@@ -285,7 +285,7 @@ test('frames narrower than a pixel are drawn merged, with their weight in the to
 test('a bytes profile shows KiB and MiB', async () => {
   const stacks = folded(BYTES), total = sum(stacks);
   const html = join(dir, 'bytes.html');
-  kflame(['html', BYTES, '-o', html]);
+  kflame(['flamegraph', '--format', 'html', BYTES, '-o', html]);
   const { page, problems } = await open(html);
   const tip = await hover(page, []);
   assert.ok(tip.includes('MiB (' + group(total) + ' bytes)'), tip);
@@ -302,7 +302,7 @@ test('a bytes profile shows KiB and MiB', async () => {
 test('hostile symbols, title and notes stay text and run no script', async () => {
   const input = writeText(dir, 'hostile.folded', `main;${HOSTILE};leaf 3\nmain;${HOSTILE2} 2\n`);
   const html = join(dir, 'hostile.html');
-  kflame(['html', input, '--title', HOSTILE, '--notes', HOSTILE2, '-o', html]);
+  kflame(['flamegraph', '--format', 'html', input, '--title', HOSTILE, '--notes', HOSTILE2, '-o', html]);
   const { page, problems } = await open(html);
   assert.equal(await page.locator('.kf-title').innerText(), HOSTILE);
   assert.equal(await page.locator('.kf-notes').innerText(), HOSTILE2);
@@ -326,7 +326,7 @@ test('hostile symbols, title and notes stay text and run no script', async () =>
 test('an empty input gives a page that says so', async () => {
   const input = writeText(dir, 'empty.folded', '');
   const html = join(dir, 'empty.html');
-  kflame(['html', input, '-o', html]);
+  kflame(['flamegraph', '--format', 'html', input, '-o', html]);
   const { page, problems } = await open(html);
   assert.match(await page.locator('.kf-empty').innerText(), /No samples/);
   assert.deepEqual(problems, []);

@@ -23,7 +23,7 @@ if (!folded) {
 }
 const html = join(dir, 'large.html');
 let t = performance.now();
-kflame(['html', folded, '-o', html]);
+kflame(['flamegraph', '--format', 'html', folded, '-o', html]);
 console.log(`kflame html: ${(performance.now() - t).toFixed(0)} ms, page ${(statSync(html).size / 1048576).toFixed(1)} MiB`);
 
 const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];

@@ -43,9 +43,6 @@ enum Command {
     Flamegraph(cmd::flamegraph::Args),
     /// Compare two folded profiles: `stack BEFORE AFTER` lines for a differential graph.
     Diff(cmd::diff::Args),
-    /// Folded stacks to a self-contained interactive HTML flame graph.
-    #[command(hide = true)]
-    Html(cmd::html::Args),
     /// Record live (CPU samples, allocations, off-CPU time, syscalls, blocked tasks); as root.
     Record(cmd::record::Args),
 }
@@ -57,7 +54,6 @@ fn main() -> ExitCode {
         Command::Completions(args) => cmd::completions::run(args),
         Command::Flamegraph(args) => cmd::flamegraph::run(args),
         Command::Diff(args) => cmd::diff::run(args),
-        Command::Html(args) => cmd::html::run(args),
         Command::Record(args) => cmd::record::run(args),
     };
     match result {

@@ -1,4 +1,4 @@
-//! `kflame html` end to end: real fixture in, page out, bad lines reported.
+//! `kflame flamegraph --format html` end to end: real fixture in, page out, bad lines reported.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -20,7 +20,7 @@ fn writes_a_page_and_reports_skipped_lines() {
     std::fs::write(&input, format!("{good}not a folded line\nmain;x -3\n")).expect("write input");
     let page = scratch("bad.html");
     let out = Command::new(env!("CARGO_BIN_EXE_kflame"))
-        .arg("html")
+        .args(["flamegraph", "--format", "html"])
         .arg(&input)
         .arg("-o")
         .arg(&page)
@@ -39,7 +39,10 @@ fn writes_a_page_and_reports_skipped_lines() {
 
 #[test]
 fn empty_input_warns_and_succeeds() {
-    let out = Command::new(env!("CARGO_BIN_EXE_kflame")).arg("html").output().expect("kflame runs");
+    let out = Command::new(env!("CARGO_BIN_EXE_kflame"))
+        .args(["flamegraph", "--format", "html"])
+        .output()
+        .expect("kflame runs");
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no samples"));
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("<!DOCTYPE html>"));
@@ -48,9 +51,9 @@ fn empty_input_warns_and_succeeds() {
 #[test]
 fn unknown_palette_is_a_usage_error() {
     let out = Command::new(env!("CARGO_BIN_EXE_kflame"))
-        .args(["html", "--colors", "nope"])
+        .args(["flamegraph", "--format", "html", "--colors", "nope"])
         .output()
         .expect("kflame runs");
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("known palettes: hot, mem, io"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown palette `nope`; one of: hot, mem, io"));
 }

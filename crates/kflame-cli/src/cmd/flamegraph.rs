@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use kflame::diag::Diagnostics;
 use kflame::fold::Weight;
+use kflame::render::html::HtmlOptions;
 use kflame::render::{
     self, Background, MinWidth, NameAttrs, Options, Palette, PaletteMap, Profile, Variation,
 };
@@ -116,12 +117,16 @@ pub(crate) struct Args {
     nameattr: Option<PathBuf>,
 }
 
-/// What `kflame flamegraph` writes. Each format is one variant and one arm of
-/// [`write_output`].
+/// What `kflame flamegraph` writes.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum OutputFormat {
     /// Interactive SVG (zoom, search, tooltips).
     Svg,
+    /// Self-contained HTML page (canvas viewer: search, hide/focus, sandwich view, top
+    /// functions). The SVG layout options (--width --height --minwidth --font* --bgcolors
+    /// --hash --random --cp --negate --factor --total --encoding --nameattr --nametype) do
+    /// not apply to it.
+    Html,
 }
 
 impl OutputFormat {
@@ -133,6 +138,7 @@ impl OutputFormat {
     fn from_extension(path: &Path) -> Option<OutputFormat> {
         match path.extension()?.to_str()? {
             "svg" => Some(OutputFormat::Svg),
+            "html" | "htm" => Some(OutputFormat::Html),
             _ => None,
         }
     }
@@ -140,15 +146,18 @@ impl OutputFormat {
 
 /// Runs `kflame flamegraph`.
 pub(crate) fn run(args: Args) -> Result<()> {
+    let format = OutputFormat::choose(args.format, args.output.as_deref());
+    if format == OutputFormat::Html {
+        return super::html::write_page(&args.files, args.output.as_deref(), html_options(&args)?);
+    }
     let profile = read_inputs(&args)?;
     if profile.is_empty() {
         output::message("warning: no samples in the input; writing an empty graph");
     }
     let opts = options(&args)?;
     let mut palette_map = if args.cp { Some(read_palette_map()?) } else { None };
-    let format = OutputFormat::choose(args.format, args.output.as_deref());
     let mut out = output::open(args.output.as_deref())?;
-    write_output(format, &profile, &opts, palette_map.as_mut(), &mut out)?;
+    render::write_svg(&profile, &opts, palette_map.as_mut(), &mut out).context("writing the SVG")?;
     out.flush().context("writing the graph")?;
     if let Some(map) = palette_map {
         fs::write(PALETTE_FILE, map.to_text()).with_context(|| format!("writing {PALETTE_FILE}"))?;
@@ -156,19 +165,18 @@ pub(crate) fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-fn write_output(
-    format: OutputFormat,
-    profile: &Profile,
-    opts: &Options,
-    palette_map: Option<&mut PaletteMap>,
-    out: &mut dyn Write,
-) -> Result<()> {
-    match format {
-        OutputFormat::Svg => {
-            render::write_svg(profile, opts, palette_map, out).context("writing the SVG")?;
-        }
-    }
-    Ok(())
+/// The options of the HTML page, from the flamegraph.pl-style arguments that apply to it.
+fn html_options(args: &Args) -> Result<HtmlOptions> {
+    Ok(HtmlOptions {
+        title: args.title.clone(),
+        subtitle: args.subtitle.clone(),
+        countname: args.countname.clone(),
+        palette: super::html::palette(args.colors.name())?,
+        inverted: args.inverted,
+        flamechart: args.flamechart,
+        reverse: args.reverse,
+        notes: args.notes.clone(),
+    })
 }
 
 fn read_inputs(args: &Args) -> Result<Profile> {

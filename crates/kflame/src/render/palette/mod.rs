@@ -94,6 +94,11 @@ impl Palette {
         PALETTE_NAMES.iter().position(|n| *n == name).map(|i| all[i])
     }
 
+    /// The `--colors` name of this palette.
+    pub fn name(self) -> &'static str {
+        PALETTE_NAMES[self as usize]
+    }
+
     /// The background gradient FlameGraph pairs with this palette.
     pub fn default_background(self) -> Background {
         match self {
@@ -347,6 +352,13 @@ fn name_hash_rev(name: &[u8]) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn names_round_trip() {
+        for name in super::PALETTE_NAMES {
+            assert_eq!(super::Palette::from_name(name).map(|p| p.name()), Some(*name));
+        }
+    }
+
     use super::*;
 
     #[test]
