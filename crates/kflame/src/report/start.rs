@@ -1,6 +1,19 @@
 //! Recognizing the first line of a report and what it says (kind, title prefix, function).
 
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
+
 use super::Kind;
+
+/// Substrings searched in every line, with their searchers built once.
+static HARD_LOCKUP: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("Watchdog detected hard LOCKUP on cpu"));
+static OOM: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(" invoked oom-killer: "));
+static ALLOC_FAILURE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(": page allocation failure: order:"));
+
+fn find(t: &str, f: &Finder<'_>) -> Option<usize> {
+    f.find(t.as_bytes())
+}
 
 /// How a start line relates to a report already open in the same context.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -141,7 +154,7 @@ fn lockups_and_stalls(t: &str) -> Option<Start> {
         }
         return Some(s);
     }
-    if let Some(i) = t.find("Watchdog detected hard LOCKUP on cpu") {
+    if let Some(i) = find(t, &HARD_LOCKUP) {
         let mut s = Start::new(Kind::HardLockup, "BUG: hard lockup");
         s.cpu = leading_number(t[i + 36..].trim_start());
         return Some(s);
@@ -225,8 +238,8 @@ fn exceptions(t: &str, after_oops: bool) -> Option<Start> {
             return Some(Start::new(Kind::Oops, title).role(Role::Follows));
         }
     }
-    let is_oops_count = t.contains("[#") || t.contains("SMP") || t.contains("PREEMPT");
-    (after_oops && is_oops_count).then(|| Start::new(Kind::Oops, "Oops").role(Role::Follows))
+    let is_oops_count = || t.contains("[#") || t.contains("SMP") || t.contains("PREEMPT");
+    (after_oops && is_oops_count()).then(|| Start::new(Kind::Oops, "Oops").role(Role::Follows))
 }
 
 fn lockdep(t: &str) -> Option<Start> {
@@ -332,12 +345,12 @@ fn misc(t: &str) -> Option<Start> {
     if t.starts_with("unreferenced object 0x") {
         return Some(Start::new(Kind::MemoryLeak, "memory leak"));
     }
-    if let Some(i) = t.find(": page allocation failure: order:") {
+    if let Some(i) = find(t, &ALLOC_FAILURE) {
         let mut s = Start::new(Kind::Other, "page allocation failure");
         s.comm = Some(t[..i].to_string());
         return Some(s);
     }
-    if let Some(i) = t.find(" invoked oom-killer: ") {
+    if let Some(i) = find(t, &OOM) {
         let mut s = Start::new(Kind::Oom, "oom-killer invoked");
         s.comm = Some(t[..i].to_string());
         return Some(s);
