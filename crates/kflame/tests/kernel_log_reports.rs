@@ -246,3 +246,27 @@ fn collapse_is_independent_of_block_size() {
     assert_eq!(reference.iter().map(|(_, w)| w).sum::<u64>(), 10, "one count per report");
     assert_eq!(run(4096), reference);
 }
+
+#[test]
+fn other_formats_are_not_claimed() {
+    // The shared captures of perf script, ftrace, trace-cmd, bcc and folded output, found
+    // relative to the workspace; skipped with a note when absent.
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/captures/text");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        println!("note: {dir} not found, skipping");
+        return;
+    };
+    let mut checked = 0;
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with("dmesg") || name.starts_with("kmsg") {
+            continue;
+        }
+        let data = std::fs::read(e.path()).unwrap();
+        let head = &data[..data.len().min(64 * 1024)];
+        let f = detect(head);
+        assert!(!matches!(f, Some(Format::KernelLog | Format::Crash)), "{name} detected as {f:?}");
+        checked += 1;
+    }
+    assert!(checked > 20, "only {checked} captures checked");
+}
