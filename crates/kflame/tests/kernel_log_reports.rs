@@ -270,3 +270,67 @@ fn other_formats_are_not_claimed() {
     }
     assert!(checked > 20, "only {checked} captures checked");
 }
+
+fn syzkaller_log(name: &str) -> Vec<u8> {
+    // Skip the corpus header (up to the first empty line).
+    let data = read(&format!("syzkaller/report/{name}"));
+    let start = data.windows(2).position(|w| w == b"\n\n").map_or(0, |i| i + 2);
+    data[start..].to_vec()
+}
+
+#[test]
+fn kasan_allocated_and_freed_stacks() {
+    let r = ReportExtractor::extract_all(&syzkaller_log("149"));
+    let k = &r[0];
+    assert_eq!(k.kind(), Kind::Kasan);
+    assert_eq!(k.title, "KASAN: use-after-free Read in work_is_static_object");
+    assert_eq!((k.cpu, k.pid, k.comm.as_deref()), (Some(0), Some(12922), Some("syz-executor2")));
+    assert_eq!(k.kernel.as_deref(), Some("4.15.0-rc5+"));
+    let labels: Vec<&str> = k.extra_stacks.iter().map(|e| e.label.as_str()).collect();
+    assert_eq!(labels, ["Allocated by task 12922:", "Freed by task 12929:"]);
+    let alloc: Vec<&str> = k.extra_stacks[0].frames.iter().map(|f| f.function.as_str()).collect();
+    assert_eq!(
+        alloc,
+        [
+            "save_stack",
+            "kasan_kmalloc",
+            "kasan_slab_alloc",
+            "kmem_cache_alloc",
+            "kcm_ioctl",
+            "sock_do_ioctl",
+            "sock_ioctl",
+            "do_vfs_ioctl",
+            "SyS_ioctl",
+            "entry_SYSCALL_64_fastpath"
+        ]
+    );
+    assert_eq!(k.extra_stacks[1].frames[3].function, "kcm_unattach");
+    assert_eq!(k.frames[0].function, "dump_stack");
+}
+
+#[test]
+fn rcu_stall_takes_the_stalled_cpus_nmi_backtrace() {
+    // The stall is detected on CPU 1 (caller C1), the stalled CPU 0 answers the NMI with its
+    // own caller id (C0): its backtrace is the report's main trace, NMI frames marked.
+    let r = ReportExtractor::extract_all(&syzkaller_log("718"));
+    let s = &r[0];
+    assert_eq!(s.kind(), Kind::RcuStall);
+    assert_eq!(s.caller.as_deref(), Some("C1"));
+    assert_eq!((s.cpu, s.pid, s.comm.as_deref()), (Some(0), Some(5599), Some("syz.0.104")));
+    assert_eq!(s.rip.as_deref(), Some("rb_insert_color"));
+    assert_eq!(s.frames[0].function, "rb_insert_color");
+    let nmi = s.frames.iter().filter(|f| f.section == Section::Nmi).count();
+    assert_eq!(nmi, 13, "the ? frames between <NMI> and </NMI>");
+    assert!(s.frames.iter().all(|f| f.section != Section::Nmi || f.unreliable));
+    let task: Vec<&str> = s
+        .frames
+        .iter()
+        .filter(|f| f.section == Section::Task && !f.unreliable)
+        .map(|f| f.function.as_str())
+        .skip(1)
+        .take(3)
+        .collect();
+    assert_eq!(task, ["timerqueue_add", "enqueue_hrtimer", "hrtimer_start_range_ns"]);
+    assert_eq!(s.extra_stacks[0].label, "RCU grace-period kthread stack dump:");
+    assert_eq!(s.extra_stacks[0].frames[0].function, "__schedule");
+}

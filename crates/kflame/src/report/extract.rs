@@ -54,6 +54,8 @@ struct Open {
     extra_full: bool,
     /// The report's lines carry timestamps (so unstamped lines are someone else's).
     stamped: bool,
+    /// The report asked other CPUs for their backtraces (`Sending NMI from CPU`).
+    awaits_other_cpus: bool,
     gap: u32,
     idle: u32,
     touched: u64,
@@ -105,10 +107,12 @@ impl ReportExtractor {
         if let Some(k) = fields::banner_release(&text) {
             self.banner_kernel = Some(k);
         }
-        let idx = self.route(s.caller);
+        let (idx, borrowed) = self.route(s.caller);
+        // Another CPU's own report never joins the report that asked for its backtrace.
+        let own = if borrowed { None } else { idx };
         if let Some((pn, joined)) = self.join_split_task_line(&text, s.caller) {
             if let Some(start) = classify(&joined) {
-                self.on_start(idx, start, pn, &joined, s.caller, s.stamped);
+                self.on_start(own, start, pn, &joined, s.caller, s.stamped);
                 return;
             }
         }
@@ -117,7 +121,7 @@ impl ReportExtractor {
             return;
         }
         if let Some(start) = classify(&text) {
-            self.on_start(idx, start, n, &text, s.caller, s.stamped);
+            self.on_start(own, start, n, &text, s.caller, s.stamped);
             return;
         }
         let Some(i) = idx else { return };
@@ -145,10 +149,18 @@ impl ReportExtractor {
     }
 
     /// The open report a line of `caller` belongs to.
-    fn route(&self, caller: Option<&[u8]>) -> Option<usize> {
+    /// A line of another CPU goes to a report that asked for other CPUs' backtraces
+    /// (`Sending NMI from CPU 1 to CPUs 0:`), when that CPU has no report of its own.
+    fn route(&self, caller: Option<&[u8]>) -> (Option<usize>, bool) {
+        let recent = |ok: &dyn Fn(&Open) -> bool| {
+            (0..self.open.len()).filter(|&i| ok(&self.open[i])).max_by_key(|&i| self.open[i].touched)
+        };
         match caller {
-            Some(c) => self.open.iter().position(|o| o.key.as_deref() == Some(c)),
-            None => (0..self.open.len()).max_by_key(|&i| self.open[i].touched),
+            Some(c) => match self.open.iter().position(|o| o.key.as_deref() == Some(c)) {
+                Some(i) => (Some(i), false),
+                None => (recent(&|o: &Open| o.awaits_other_cpus), true),
+            },
+            None => (recent(&|_| true), false),
         }
     }
 
@@ -190,6 +202,7 @@ impl ReportExtractor {
 
     fn close(&mut self, o: Open) {
         let mut r = o.r;
+        r.extra_stacks.retain(|e| !e.frames.is_empty());
         if r.kernel.is_none() {
             r.kernel = self.banner_kernel.clone();
         }
@@ -228,6 +241,7 @@ impl Open {
             main_started: false,
             extra_full: false,
             stamped,
+            awaits_other_cpus: false,
             gap: 0,
             idle: 0,
             touched: tick,
@@ -303,6 +317,12 @@ impl Open {
 
     fn fill(&mut self, f: Fields) {
         let r = &mut self.r;
+        if self.target == Target::Extra {
+            // The task of a secondary stack (`task:rcu_preempt ...`) is not the report's.
+            r.kernel = r.kernel.take().or(f.kernel);
+            r.hardware = r.hardware.take().or(f.hardware);
+            return;
+        }
         r.cpu = r.cpu.or(f.cpu);
         r.pid = r.pid.or(f.pid);
         r.comm = r.comm.take().or(f.comm);
@@ -369,6 +389,10 @@ impl Open {
     /// Lines that introduce a secondary stack (or, for kmemleak/KCSAN, the main one).
     fn on_stack_opener(&mut self, t: &str) -> bool {
         let t = t.strip_prefix("rcu: ").unwrap_or(t);
+        if t.starts_with("Sending NMI from CPU") {
+            self.awaits_other_cpus = true;
+            return true;
+        }
         let extra = [
             "Allocated by task",
             "Freed by task",
@@ -400,6 +424,11 @@ impl Open {
             self.open_extra(t);
         } else if t.starts_with("backtrace") || t.contains(" by task ") {
             self.start_trace();
+        } else {
+            // `NMI backtrace for cpu 0` before any main trace: the next trace is the main one.
+            self.state = State::Header;
+            self.target = Target::Main;
+            self.sections.clear();
         }
         true
     }

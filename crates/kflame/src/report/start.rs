@@ -7,9 +7,11 @@ use memchr::memmem::Finder;
 use super::Kind;
 
 /// Substrings searched in every line, with their searchers built once.
-static HARD_LOCKUP: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("Watchdog detected hard LOCKUP on cpu"));
+static HARD_LOCKUP: LazyLock<Finder<'static>> =
+    LazyLock::new(|| Finder::new("Watchdog detected hard LOCKUP on cpu"));
 static OOM: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(" invoked oom-killer: "));
-static ALLOC_FAILURE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(": page allocation failure: order:"));
+static ALLOC_FAILURE: LazyLock<Finder<'static>> =
+    LazyLock::new(|| Finder::new(": page allocation failure: order:"));
 
 fn find(t: &str, f: &Finder<'_>) -> Option<usize> {
     f.find(t.as_bytes())
