@@ -3,6 +3,8 @@
 //! reports of two tasks interleaved line by line (printk caller ids). The expectations
 //! were written by reading each log.
 
+#![allow(clippy::print_stdout)]
+
 use kflame::collapse::kernel_log::{self, KernelLog, Options};
 use kflame::collapse::{Engine, Format, detect};
 use kflame::report::{Kind, Report, ReportExtractor, Section};
