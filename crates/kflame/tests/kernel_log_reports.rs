@@ -170,7 +170,7 @@ fn kernelci_arm64_panic_with_pc_markers() {
     let r = reports("kernelci/linux_boot/linux_boot_008.log");
     assert_eq!(kinds(&r), [Kind::Panic; 2]);
     let p = &r[0];
-    assert_eq!(p.title, "kernel panic: Attempted to kill init");
+    assert_eq!(p.title, "kernel panic: Attempted to kill init!");
     assert_eq!((p.cpu, p.pid, p.comm.as_deref()), (Some(7), Some(1), Some("init")));
     assert_eq!(p.hardware.as_deref(), Some("Google Steelix board (DT)"));
     assert_eq!(

@@ -122,6 +122,7 @@ fn sanitizer(t: &str) -> Option<Start> {
             Some((w, f)) => (w, Some(f)),
             None => (rest, None),
         };
+        let what = what.split(" on address ").next().unwrap_or(what);
         let what = match what {
             "double-free or invalid-free" | "double-free" => "invalid-free",
             "Undefined behaviour" => "undefined-behaviour",
@@ -315,7 +316,8 @@ fn bug(t: &str) -> Option<Start> {
     ];
     for (pat, kind) in table {
         if msg.starts_with(pat) {
-            return Some(Start::new(kind, format!("BUG: {pat}")).role(Role::Leads));
+            let title = if kind == Kind::MemoryLeak { pat.to_string() } else { format!("BUG: {pat}") };
+            return Some(Start::new(kind, title).role(Role::Leads));
         }
     }
     if msg.starts_with("using ") && msg.contains("preemptible") {
@@ -330,7 +332,8 @@ fn misc(t: &str) -> Option<Start> {
         ("kasan: GPF could be caused by", Kind::GeneralProtectionFault, "general protection fault"),
         ("list_add corruption", Kind::Bug, "BUG: corrupted list"),
         ("list_del corruption", Kind::Bug, "BUG: corrupted list"),
-        ("usercopy: Kernel memory", Kind::Bug, "BUG: bad usercopy"),
+        ("usercopy: ", Kind::Bug, "BUG: bad usercopy"),
+        ("DEBUG_LOCKS_WARN_ON(", Kind::Warning, "WARNING: locking bug"),
         ("refcount_t: ", Kind::Warning, "WARNING: refcount bug"),
         ("ODEBUG: ", Kind::Warning, "WARNING: ODEBUG bug"),
     ];
@@ -388,7 +391,7 @@ fn clean(msg: &str) -> String {
 /// [`clean`] it keeps colons.
 fn clean_panic(msg: &str) -> String {
     let mut end = msg.len();
-    for stop in ["!", ", ", " (", " [", " on \"", " on unknown-block", " - ", " exitcode="] {
+    for stop in [", ", " (", " [", " on \"", " on unknown-block", " - ", " exitcode="] {
         if let Some(i) = msg.find(stop) {
             end = end.min(i);
         }
