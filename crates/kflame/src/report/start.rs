@@ -447,7 +447,7 @@ mod tests {
         );
         assert_eq!(
             k("Kernel panic - not syncing: Attempted to kill init! exitcode=0x9").unwrap().1,
-            "kernel panic: Attempted to kill init"
+            "kernel panic: Attempted to kill init!"
         );
         assert_eq!(
             k("general protection fault, probably for non-canonical address").unwrap().0,
