@@ -66,6 +66,7 @@ fn real_hung_task_in_dmesg_and_kmsg_formats() {
         assert_eq!(r.kernel.as_deref(), Some("6.18.44-fc-v669"));
         assert_eq!(r.taint.as_deref(), Some(""));
         assert_eq!(r.line, 1);
+        assert_eq!(r.time.as_deref(), Some("3626.182076"), "{rel}: same time in both formats");
         assert_eq!(r.function_names(false), HUNG_FRAMES);
         assert_eq!(r.frames.len(), 30, "{rel}: every frame, `?` ones included");
         assert_eq!(r.frames.iter().filter(|f| f.unreliable).count(), 19);

@@ -22,6 +22,8 @@ pub struct ReportExtractor {
     banner_kernel: Option<String>,
     tick: u64,
     split_task: Option<(u64, Option<Vec<u8>>, String)>,
+    /// Time of the current line (see [`Report::time`]).
+    time: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -104,6 +106,7 @@ impl ReportExtractor {
         }
         let text = String::from_utf8_lossy(s.text);
         self.tick += 1;
+        self.time = s.time.map(time_text);
         if let Some(k) = fields::banner_release(&text) {
             self.banner_kernel = Some(k);
         }
@@ -175,6 +178,7 @@ impl ReportExtractor {
     ) {
         if start.role == Role::Single {
             let mut o = Open::new(start, n, text, caller, self.tick, stamped);
+            o.r.time = self.time.take();
             o.state = State::After;
             self.close(o);
             return;
@@ -196,7 +200,8 @@ impl ReportExtractor {
             let o = self.open.remove(oldest);
             self.close(o);
         }
-        let o = Open::new(start, n, text, caller, self.tick, stamped);
+        let mut o = Open::new(start, n, text, caller, self.tick, stamped);
+        o.r.time = self.time.take();
         self.open.push(o);
     }
 
@@ -552,6 +557,16 @@ impl Open {
         }
         frames.push(f);
     }
+}
+
+/// A time as the report keeps it: /dev/kmsg microseconds become seconds like dmesg's.
+fn time_text(t: &[u8]) -> String {
+    let t = String::from_utf8_lossy(t);
+    if t.len() > 6 && t.bytes().all(|b| b.is_ascii_digit()) {
+        let (s, us) = t.split_at(t.len() - 6);
+        return format!("{s}.{us}");
+    }
+    t.into_owned()
 }
 
 /// `[<ffffffff81234567>] func+0x1/0x2 file.c:12` / `func+0x1/0x2` after lockdep's `at: `.

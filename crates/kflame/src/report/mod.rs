@@ -241,6 +241,9 @@ pub struct Report {
     pub truncated: bool,
     /// 1-based line of the report's first line in the input.
     pub line: u64,
+    /// Time of the report's first line as the log prints it: dmesg seconds since boot
+    /// (`3626.182076`, /dev/kmsg microseconds converted), `dmesg -T` or syslog date.
+    pub time: Option<String>,
     /// Printk caller id (`T123`, `C0`) of the report's lines, if the log has them.
     pub caller: Option<String>,
 }
@@ -279,6 +282,7 @@ impl Report {
             frame_details: self.frames.iter().rev().collect(),
             extra_stacks: &self.extra_stacks,
             line: self.line,
+            time: self.time.as_deref(),
             caller: self.caller.as_deref(),
             truncated: self.truncated,
             header: &self.header,
@@ -304,6 +308,7 @@ struct JsonReport<'a> {
     frame_details: Vec<&'a Frame>,
     extra_stacks: &'a [ExtraStack],
     line: u64,
+    time: Option<&'a str>,
     caller: Option<&'a str>,
     truncated: bool,
     header: &'a str,
