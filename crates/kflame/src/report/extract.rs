@@ -7,7 +7,12 @@ use super::frame::parse_frame;
 use super::prefix::strip;
 use super::start::{Role, Start, classify};
 use super::title::{guilty, is_machinery};
-use super::{ExtraStack, Frame, Kind, MAX_EXTRA_STACKS, MAX_FRAMES, MAX_OPEN, Report, Section};
+use super::{
+    ExtraStack, Frame, Kind, MAX_EXTRA_FRAMES, MAX_EXTRA_STACKS, MAX_FRAMES, MAX_OPEN, Report, Section,
+};
+
+/// Characters of a report's first line kept in [`Report::header`].
+const MAX_HEADER: usize = 512;
 
 /// Unrecognized lines tolerated inside a call trace before it is considered over.
 const TRACE_GAP: u32 = 16;
@@ -226,7 +231,7 @@ impl Open {
     fn new(start: Start, n: u64, text: &str, caller: Option<&[u8]>, tick: u64, stamped: bool) -> Open {
         let r = Report {
             kind: Some(start.kind),
-            header: text.trim().to_string(),
+            header: text.trim().chars().take(MAX_HEADER).collect(),
             cpu: start.cpu,
             pid: start.pid,
             comm: start.comm,
@@ -551,7 +556,8 @@ impl Open {
         }) {
             return; // arm64 prints the pc function again as the first frame
         }
-        if frames.len() >= MAX_FRAMES {
+        let cap = if self.target == Target::Main { MAX_FRAMES } else { MAX_EXTRA_FRAMES };
+        if frames.len() >= cap {
             self.r.dropped_frames = self.r.dropped_frames.saturating_add(1);
             return;
         }

@@ -5,8 +5,9 @@
 //! order ([`ReportExtractor::push_line`]), collect finished [`Report`]s as they complete
 //! ([`ReportExtractor::pop`]), and call [`ReportExtractor::finish`] at the end. Memory is
 //! bounded by the number of reports open at once (one per printk caller, at most
-//! [`MAX_OPEN`]) and by the per-report caps ([`MAX_FRAMES`], [`MAX_EXTRA_STACKS`]), never by
-//! the size of the log.
+//! [`MAX_OPEN`]) and by the per-report caps ([`MAX_FRAMES`], [`MAX_EXTRA_STACKS`],
+//! [`MAX_EXTRA_FRAMES`], titles and headers of a few hundred characters), never by the size
+//! of the log.
 //!
 //! Accepted line prefixes (stripped before parsing, see [`prefix`]): `dmesg` with or without
 //! `-T`/`-x`, raw `/dev/kmsg` records, `journalctl -k`, syslog (`Mon DD HH:MM:SS host
@@ -59,6 +60,8 @@ pub const MAX_OPEN: usize = 32;
 pub const MAX_FRAMES: usize = 1024;
 /// Most extra stacks (allocated-by, freed-by, lock chains, other CPUs) kept per report.
 pub const MAX_EXTRA_STACKS: usize = 16;
+/// Most frames kept per extra stack.
+pub const MAX_EXTRA_FRAMES: usize = 128;
 
 /// What kind of problem a report describes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

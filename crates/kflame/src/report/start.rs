@@ -13,6 +13,9 @@ static OOM: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(" invoked o
 static ALLOC_FAILURE: LazyLock<Finder<'static>> =
     LazyLock::new(|| Finder::new(": page allocation failure: order:"));
 
+/// Characters kept of a message in a title.
+const MAX_TITLE: usize = 160;
+
 fn find(t: &str, f: &Finder<'_>) -> Option<usize> {
     f.find(t.as_bytes())
 }
@@ -384,7 +387,7 @@ fn clean(msg: &str) -> String {
     let words: Vec<&str> = msg[..end].split_whitespace().map(|w| if number(w) { "NUM" } else { w }).collect();
     let s = words.join(" ");
     let s = s.trim_end_matches(['.', ' ']).to_string();
-    if s.is_empty() { msg.trim().chars().take(80).collect() } else { s }
+    if s.is_empty() { msg.trim().chars().take(80).collect() } else { s.chars().take(MAX_TITLE).collect() }
 }
 
 /// A panic message made title-sized: panics often say `subsystem: what`, so unlike
@@ -397,7 +400,7 @@ fn clean_panic(msg: &str) -> String {
         }
     }
     let s = msg[..end].trim_end_matches(['.', ' ']);
-    if s.is_empty() { msg.trim().chars().take(80).collect() } else { s.to_string() }
+    if s.is_empty() { msg.trim().chars().take(80).collect() } else { s.chars().take(MAX_TITLE).collect() }
 }
 
 fn leading_number(s: &str) -> Option<u32> {
