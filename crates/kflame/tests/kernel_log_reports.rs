@@ -87,6 +87,7 @@ fn kernelci_vfs_panic_arm32_new_unwinder() {
     assert_eq!(
         p.function_names(false),
         [
+            "ret_from_fork",
             "kernel_init",
             "prepare_namespace",
             "mount_root_generic",

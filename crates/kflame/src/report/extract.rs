@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 
 use super::fields::{self, Fields};
-use super::frame::parse_frame;
+use super::frame::{arm32_caller, parse_frame};
 use super::prefix::strip;
 use super::start::{Role, Start, classify};
 use super::title::{guilty, is_machinery};
@@ -63,6 +63,9 @@ struct Open {
     stamped: bool,
     /// The report asked other CPUs for their backtraces (`Sending NMI from CPU`).
     awaits_other_cpus: bool,
+    /// The caller named by the last arm32 `(func) from (caller)` frame, pushed as the
+    /// outermost frame if the trace ends without listing it.
+    arm_caller: Option<Frame>,
     gap: u32,
     idle: u32,
     touched: u64,
@@ -210,7 +213,8 @@ impl ReportExtractor {
         self.open.push(o);
     }
 
-    fn close(&mut self, o: Open) {
+    fn close(&mut self, mut o: Open) {
+        o.flush_arm_caller();
         let mut r = o.r;
         r.extra_stacks.retain(|e| !e.frames.is_empty());
         if r.kernel.is_none() {
@@ -252,6 +256,7 @@ impl Open {
             extra_full: false,
             stamped,
             awaits_other_cpus: false,
+            arm_caller: None,
             gap: 0,
             idle: 0,
             touched: tick,
@@ -529,6 +534,7 @@ impl Open {
     }
 
     fn open_extra(&mut self, label: &str) {
+        self.flush_arm_caller();
         self.state = State::Trace;
         self.gap = 0;
         self.target = Target::Extra;
@@ -541,11 +547,24 @@ impl Open {
     }
 
     fn end_trace(&mut self) {
+        self.flush_arm_caller();
         self.state = State::After;
         self.sections.clear();
     }
 
+    fn flush_arm_caller(&mut self) {
+        if let Some(f) = self.arm_caller.take() {
+            self.push(f);
+            self.arm_caller = None;
+        }
+    }
+
     fn push(&mut self, f: Frame) {
+        self.arm_caller = if f.raw.contains(" from ") {
+            arm32_caller(&f.raw).map(|c| Frame { section: f.section, ..c })
+        } else {
+            None
+        };
         let frames = match (self.target, self.r.extra_stacks.last_mut()) {
             (Target::Main, _) => &mut self.r.frames,
             (Target::Extra, Some(e)) if !self.extra_full => &mut e.frames,
