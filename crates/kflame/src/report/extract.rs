@@ -114,7 +114,6 @@ impl ReportExtractor {
         }
         let text = String::from_utf8_lossy(s.text);
         self.tick += 1;
-        self.time = s.time.map(time_text);
         if let Some(k) = fields::banner_release(&text) {
             self.banner_kernel = Some(k);
         }
@@ -123,6 +122,7 @@ impl ReportExtractor {
         let own = if borrowed { None } else { idx };
         if let Some((pn, joined)) = self.join_split_task_line(&text, s.caller) {
             if let Some(start) = classify(&joined) {
+                self.time = s.time.map(time_text);
                 self.on_start(own, start, pn, &joined, s.caller, s.stamped);
                 return;
             }
@@ -132,6 +132,7 @@ impl ReportExtractor {
             return;
         }
         if let Some(start) = classify(&text) {
+            self.time = s.time.map(time_text); // only report starts keep their time
             self.on_start(own, start, n, &text, s.caller, s.stamped);
             return;
         }
