@@ -54,6 +54,9 @@ pub fn strip(line: &[u8]) -> Stripped<'_> {
         s.text = rest;
         s.stamped = true;
         s.time = Some(time);
+        if let Some(rest) = host_kernel(s.text) {
+            s.text = rest; // journalctl -o short-monotonic: `[ 12.3] host kernel: text`
+        }
     }
     if let Some((rest, caller)) = caller_id(s.text) {
         s.text = rest;
@@ -135,6 +138,14 @@ fn rfc3339_time(s: &[u8]) -> Option<&[u8]> {
     }
     let end = memchr::memchr(b' ', s)?;
     Some(&s[end..])
+}
+
+/// `host kernel: ` after a monotonic timestamp: what follows.
+fn host_kernel(s: &[u8]) -> Option<&[u8]> {
+    let sp = memchr::memchr(b' ', &s[..s.len().min(80)])?;
+    let host = &s[..sp];
+    let plausible = !host.is_empty() && host.iter().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(b));
+    if plausible { s[sp + 1..].strip_prefix(b"kernel: ") } else { None }
 }
 
 /// `kern  :warn  : ` (dmesg -x).
@@ -221,6 +232,8 @@ mod tests {
             "2026-11-22T00:32:10.123456+00:00 myhost kernel: Call Trace:",
             "kern  :warn  : [ 3626.185837] Call Trace:",
             "[Sun Nov 22 00:32:10 2026] Call Trace:",
+            "[ 3626.185837] myhost kernel: Call Trace:",
+            "2026-11-22T00:32:10+0000 myhost kernel: Call Trace:",
             "Call Trace:",
         ];
         for c in cases {
