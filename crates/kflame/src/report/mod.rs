@@ -15,6 +15,28 @@
 //! With caller ids, lines of reports printed concurrently by several CPUs are routed to the
 //! report of their caller.
 //!
+//! How it works (one line at a time):
+//! 1. [`prefix::strip`] removes the logging layers and yields the message, its printk
+//!    caller id and its time. A line interleaved with other console output keeps its last
+//!    kernel message.
+//! 2. The line is routed to the open report of its caller id (without caller ids: the most
+//!    recent report). A caller with no report of its own is lent to a report that sent
+//!    NMIs to other CPUs, so a stall report gets the stalled CPU's backtrace.
+//! 3. A report's first line (`start.rs`) has a role: it starts a new report (closing the
+//!    caller's open one), *follows* an open one (`Kernel panic - not syncing`, `Oops:`,
+//!    `invalid opcode:`), *leads* the next one (`list_del corruption.`, `refcount_t:`), or
+//!    is a complete one-line report (`unregister_netdevice: waiting for ...`).
+//! 4. Other lines fill the report: `CPU: PID: Comm:` / taint / `Hardware name:` fields, PC
+//!    lines (`RIP:`, `pc :`, `NIP`), section markers (`<IRQ>`, `<NMI>`, `</TASK>`), frames,
+//!    and the openers of extra stacks (`Freed by task 7:`, `-> #1 (...)`, `RCU grace-period
+//!    kthread stack dump:`). Up to 16 unrecognized kernel lines are tolerated inside a trace
+//!    (other messages printed meanwhile); untimestamped lines inside a timestamped report
+//!    are console output of other programs and ignored.
+//! 5. A report closes at `---[ end trace`, at the next report of its caller, after 120
+//!    lines that say nothing to it, or at the end of input (then marked truncated if cut
+//!    mid-trace). Its title is then built from the start line and the first frame that is
+//!    not reporting, locking or sanitizer machinery.
+//!
 //! ```
 //! use kflame::report::{Kind, ReportExtractor};
 //! let log = b"[ 1.0] BUG: kernel NULL pointer dereference, address: 0000000000000000\n\
