@@ -99,7 +99,8 @@ fn build(format: Format, args: &Args) -> Result<Box<dyn Collapse>> {
 }
 
 pub(crate) fn run(args: Args) -> Result<()> {
-    if args.shared.json {
+    let report_format = args.format.is_none_or(|f| matches!(f, Format::KernelLog | Format::Crash));
+    if args.shared.json && report_format {
         return super::reports::run_json(&args.files, args.format, args.output.as_deref(), detect);
     }
     let engine = Engine {
