@@ -158,7 +158,7 @@ fn kernelci_many_kinds_in_one_boot() {
         titles,
         [
             "UBSAN: shift-out-of-bounds in __roundup_pow_of_two",
-            "INFO: trying to register non-static key in register_lock_class",
+            "INFO: trying to register non-static key in __wake_up_common_lock",
             "BUG: unable to handle kernel NULL pointer dereference in __wake_up_common",
             "BUG: sleeping function called from invalid context in exit_signals",
             "BUG: workqueue lockup",
@@ -287,7 +287,7 @@ fn kasan_allocated_and_freed_stacks() {
     let r = ReportExtractor::extract_all(&syzkaller_log("149"));
     let k = &r[0];
     assert_eq!(k.kind(), Kind::Kasan);
-    assert_eq!(k.title, "KASAN: use-after-free Read in work_is_static_object");
+    assert_eq!(k.title, "KASAN: use-after-free Read in __queue_work");
     assert_eq!((k.cpu, k.pid, k.comm.as_deref()), (Some(0), Some(12922), Some("syz-executor2")));
     assert_eq!(k.kernel.as_deref(), Some("4.15.0-rc5+"));
     let labels: Vec<&str> = k.extra_stacks.iter().map(|e| e.label.as_str()).collect();
