@@ -111,6 +111,10 @@ fn one_huge_line_and_many_concurrent_callers() {
     huge.extend(std::iter::repeat_n(b'A', 3 << 20));
     huge.push(b'\n');
     assert_eq!(ReportExtractor::extract_all(&huge).len(), 1);
+    let mut huge_bug = b"[ 1.0] BUG: ".to_vec();
+    huge_bug.extend(std::iter::repeat_n(b'x', 3 << 20));
+    let r = ReportExtractor::extract_all(&huge_bug);
+    assert!(r[0].title.len() < 200 && r[0].header.len() <= 512, "titles and headers stay short");
     // 1000 reports open at once on distinct printk callers: all come out, the oldest closed
     // early (bounded memory).
     let mut log = Vec::new();

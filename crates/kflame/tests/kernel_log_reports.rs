@@ -3,6 +3,8 @@
 //! reports of two tasks interleaved line by line (printk caller ids). The expectations
 //! were written by reading each log.
 
+#![allow(clippy::print_stdout)]
+
 use kflame::collapse::kernel_log::{self, KernelLog, Options};
 use kflame::collapse::{Engine, Format, detect};
 use kflame::report::{Kind, Report, ReportExtractor, Section};
@@ -64,6 +66,7 @@ fn real_hung_task_in_dmesg_and_kmsg_formats() {
         assert_eq!(r.kernel.as_deref(), Some("6.18.44-fc-v669"));
         assert_eq!(r.taint.as_deref(), Some(""));
         assert_eq!(r.line, 1);
+        assert_eq!(r.time.as_deref(), Some("3626.182076"), "{rel}: same time in both formats");
         assert_eq!(r.function_names(false), HUNG_FRAMES);
         assert_eq!(r.frames.len(), 30, "{rel}: every frame, `?` ones included");
         assert_eq!(r.frames.iter().filter(|f| f.unreliable).count(), 19);
@@ -84,6 +87,7 @@ fn kernelci_vfs_panic_arm32_new_unwinder() {
     assert_eq!(
         p.function_names(false),
         [
+            "ret_from_fork",
             "kernel_init",
             "prepare_namespace",
             "mount_root_generic",
@@ -154,7 +158,7 @@ fn kernelci_many_kinds_in_one_boot() {
         titles,
         [
             "UBSAN: shift-out-of-bounds in __roundup_pow_of_two",
-            "INFO: trying to register non-static key in register_lock_class",
+            "INFO: trying to register non-static key in __wake_up_common_lock",
             "BUG: unable to handle kernel NULL pointer dereference in __wake_up_common",
             "BUG: sleeping function called from invalid context in exit_signals",
             "BUG: workqueue lockup",
@@ -168,7 +172,7 @@ fn kernelci_arm64_panic_with_pc_markers() {
     let r = reports("kernelci/linux_boot/linux_boot_008.log");
     assert_eq!(kinds(&r), [Kind::Panic; 2]);
     let p = &r[0];
-    assert_eq!(p.title, "kernel panic: Attempted to kill init");
+    assert_eq!(p.title, "kernel panic: Attempted to kill init!");
     assert_eq!((p.cpu, p.pid, p.comm.as_deref()), (Some(7), Some(1), Some("init")));
     assert_eq!(p.hardware.as_deref(), Some("Google Steelix board (DT)"));
     assert_eq!(
@@ -245,4 +249,92 @@ fn collapse_is_independent_of_block_size() {
     let reference = run(1 << 20);
     assert_eq!(reference.iter().map(|(_, w)| w).sum::<u64>(), 10, "one count per report");
     assert_eq!(run(4096), reference);
+}
+
+#[test]
+fn other_formats_are_not_claimed() {
+    // The shared captures of perf script, ftrace, trace-cmd, bcc and folded output, found
+    // relative to the workspace; skipped with a note when absent.
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/captures/text");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        println!("note: {dir} not found, skipping");
+        return;
+    };
+    let mut checked = 0;
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with("dmesg") || name.starts_with("kmsg") {
+            continue;
+        }
+        let data = std::fs::read(e.path()).unwrap();
+        let head = &data[..data.len().min(64 * 1024)];
+        let f = detect(head);
+        assert!(!matches!(f, Some(Format::KernelLog | Format::Crash)), "{name} detected as {f:?}");
+        checked += 1;
+    }
+    assert!(checked > 20, "only {checked} captures checked");
+}
+
+fn syzkaller_log(name: &str) -> Vec<u8> {
+    // Skip the corpus header (up to the first empty line).
+    let data = read(&format!("syzkaller/report/{name}"));
+    let start = data.windows(2).position(|w| w == b"\n\n").map_or(0, |i| i + 2);
+    data[start..].to_vec()
+}
+
+#[test]
+fn kasan_allocated_and_freed_stacks() {
+    let r = ReportExtractor::extract_all(&syzkaller_log("149"));
+    let k = &r[0];
+    assert_eq!(k.kind(), Kind::Kasan);
+    assert_eq!(k.title, "KASAN: use-after-free Read in __queue_work");
+    assert_eq!((k.cpu, k.pid, k.comm.as_deref()), (Some(0), Some(12922), Some("syz-executor2")));
+    assert_eq!(k.kernel.as_deref(), Some("4.15.0-rc5+"));
+    let labels: Vec<&str> = k.extra_stacks.iter().map(|e| e.label.as_str()).collect();
+    assert_eq!(labels, ["Allocated by task 12922:", "Freed by task 12929:"]);
+    let alloc: Vec<&str> = k.extra_stacks[0].frames.iter().map(|f| f.function.as_str()).collect();
+    assert_eq!(
+        alloc,
+        [
+            "save_stack",
+            "kasan_kmalloc",
+            "kasan_slab_alloc",
+            "kmem_cache_alloc",
+            "kcm_ioctl",
+            "sock_do_ioctl",
+            "sock_ioctl",
+            "do_vfs_ioctl",
+            "SyS_ioctl",
+            "entry_SYSCALL_64_fastpath"
+        ]
+    );
+    assert_eq!(k.extra_stacks[1].frames[3].function, "kcm_unattach");
+    assert_eq!(k.frames[0].function, "dump_stack");
+}
+
+#[test]
+fn rcu_stall_takes_the_stalled_cpus_nmi_backtrace() {
+    // The stall is detected on CPU 1 (caller C1), the stalled CPU 0 answers the NMI with its
+    // own caller id (C0): its backtrace is the report's main trace, NMI frames marked.
+    let r = ReportExtractor::extract_all(&syzkaller_log("718"));
+    let s = &r[0];
+    assert_eq!(s.kind(), Kind::RcuStall);
+    assert_eq!(s.caller.as_deref(), Some("C1"));
+    assert_eq!((s.cpu, s.pid, s.comm.as_deref()), (Some(0), Some(5599), Some("syz.0.104")));
+    assert_eq!(s.rip.as_deref(), Some("rb_insert_color"));
+    assert_eq!(s.frames[0].function, "rb_insert_color");
+    let nmi = s.frames.iter().filter(|f| f.section == Section::Nmi).count();
+    assert_eq!(nmi, 13, "the ? frames between <NMI> and </NMI>");
+    assert!(s.frames.iter().all(|f| f.section != Section::Nmi || f.unreliable));
+    let task: Vec<&str> = s
+        .frames
+        .iter()
+        .filter(|f| f.section == Section::Task && !f.unreliable)
+        .map(|f| f.function.as_str())
+        .skip(1)
+        .take(3)
+        .collect();
+    assert_eq!(task, ["timerqueue_add", "enqueue_hrtimer", "hrtimer_start_range_ns"]);
+    assert_eq!(s.extra_stacks[0].label, "RCU grace-period kthread stack dump:");
+    assert_eq!(s.extra_stacks[0].frames[0].function, "__schedule");
 }

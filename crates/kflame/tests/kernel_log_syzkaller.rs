@@ -113,6 +113,8 @@ fn base(f: &str) -> &str {
 }
 
 struct Outcome {
+    /// Our title equals syzkaller's TITLE or one of its ALTs (informative, not asserted).
+    title_same: bool,
     detected_ok: bool,
     kind_ok: Option<bool>,
     frame_ok: Option<bool>,
@@ -123,11 +125,13 @@ fn check(exp: &Expected, reports: &[Report]) -> Outcome {
     let first = reports.first();
     let want = !exp.title.is_empty();
     let detected_ok = want == first.is_some();
-    let mut o = Outcome { detected_ok, kind_ok: None, frame_ok: None, detail: String::new() };
+    let mut o =
+        Outcome { title_same: false, detected_ok, kind_ok: None, frame_ok: None, detail: String::new() };
     let Some(r) = first.filter(|_| want) else {
         o.detail = format!("expected {:?}, got {:?}", exp.title, first.map(|r| &r.title));
         return o;
     };
+    o.title_same = r.title == exp.title || exp.alts.contains(&r.title);
     let k = expected_kind(&exp.title);
     o.kind_ok = Some(r.kind() == k);
     let funcs: Vec<String> =
@@ -165,12 +169,17 @@ fn syzkaller_corpus() {
     names.sort();
     let mut misses: BTreeMap<(String, String), String> = BTreeMap::new();
     let (mut det, mut kinds, mut kind_n, mut frames, mut frame_n) = (0, 0, 0, 0, 0);
+    let (mut titles, mut title_n) = (0, 0);
     for name in &names {
         let name = name.to_string_lossy().into_owned();
         let data = fs::read(Path::new(DIR).join(&name)).unwrap();
         let (exp, log) = split(&data);
         let o = check(&exp, &ReportExtractor::extract_all(log));
         det += o.detected_ok as u32;
+        if !exp.title.is_empty() {
+            title_n += 1;
+            titles += o.title_same as u32;
+        }
         if !o.detected_ok {
             misses.insert((name.clone(), "detection".into()), o.detail.clone());
         }
@@ -194,6 +203,7 @@ fn syzkaller_corpus() {
     println!("detection: {det}/{} = {:.1}%", names.len(), pct(det, names.len() as u32));
     println!("kind:      {kinds}/{kind_n} = {:.1}%", pct(kinds, kind_n));
     println!("frame:     {frames}/{frame_n} = {:.1}%", pct(frames, frame_n));
+    println!("same title as syzkaller (informative): {titles}/{title_n} = {:.1}%", pct(titles, title_n));
     let accepted = accepted();
     let mut unexplained = Vec::new();
     for (key, detail) in &misses {

@@ -16,7 +16,10 @@ use crate::output;
 Examples:
   perf record -F 99 -a -g -- sleep 10 && perf script | kflame collapse | kflame flamegraph > out.svg
   kflame collapse --pid --kernel perf.script.txt -o out.folded
-  kflame collapse --format folded a.folded b.folded > merged.folded")]
+  kflame collapse --format folded a.folded b.folded > merged.folded
+  journalctl -k -b -1 | kflame collapse --format kernel-log --group-by kind,title > oopses.folded
+  kflame collapse --json dmesg.txt            # one JSON object per kernel report
+  kflame collapse --format crash foreach-UN-bt.txt   # crash output, by task state and comm")]
 pub(crate) struct Args {
     /// Input files (`-` or none: stdin). Several inputs are merged into one output.
     #[arg(value_name = "FILE")]
@@ -119,7 +122,8 @@ fn build(format: Format, args: &Args) -> Result<Box<dyn Collapse>> {
 }
 
 pub(crate) fn run(args: Args) -> Result<()> {
-    if args.shared.json {
+    let report_format = args.format.is_none_or(|f| matches!(f, Format::KernelLog | Format::Crash));
+    if args.shared.json && report_format {
         return super::reports::run_json(&args.files, args.format, args.output.as_deref(), detect);
     }
     let engine = Engine {

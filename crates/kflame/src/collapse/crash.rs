@@ -296,6 +296,8 @@ fn frame(t: &str) -> Option<CrashFrame> {
         return None;
     }
     let module = after.get(1).and_then(|m| m.strip_prefix('[')?.strip_suffix(']')).map(str::to_string);
+    // `bt -s` prints `func+46`; the offset is not part of the function.
+    let func = if func.starts_with('(') { func } else { func.split('+').next().unwrap_or(func) };
     Some(CrashFrame { function: func.to_string(), module, ..CrashFrame::default() })
 }
 
@@ -311,7 +313,9 @@ fn is_ignorable(t: &str) -> bool {
         let w = w.trim_end_matches(':');
         w.bytes().all(|b| b.is_ascii_hexdigit()) || (w.starts_with('[') && w.ends_with(']'))
     });
-    reg || args || data || t.contains("EXCEPTION FRAME")
+    // `bt -l`: the source line of the frame above (`/usr/src/.../core.c: 3478`)
+    let source = [".c:", ".h:", ".S:", ".rs:"].iter().any(|e| first.ends_with(e));
+    reg || args || data || source || t.contains("EXCEPTION FRAME")
 }
 
 /// Collapser for crash `bt` output.
@@ -395,5 +399,20 @@ pub fn detect(head: &[u8]) -> u8 {
         (0, _) => 0,
         (_, 0) => 50,
         _ => 90,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bt_s_offsets_and_bt_l_source_lines() {
+        let f = frame("#3 [ffff880035779b38] sleep_on_page+14 at ffffffff81119a4e [ext4]").unwrap();
+        assert_eq!((f.function.as_str(), f.module.as_deref()), ("sleep_on_page", Some("ext4")));
+        assert_eq!(frame("#3 [c5601fec] (nfsd module) at c806e303").unwrap().function, "(nfsd module)");
+        assert!(is_ignorable("/usr/src/debug/kernel-5.14/kernel/sched/core.c: 3478"));
+        assert!(is_ignorable("RIP: 00007f3b2d6e1a37  RSP: 00007ffd4c1e0a28  RFLAGS: 00000246"));
+        assert!(!is_ignorable("this line is not crash output"));
     }
 }

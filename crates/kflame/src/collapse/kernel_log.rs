@@ -94,7 +94,7 @@ impl KernelLog {
         while let Some(r) = self.x.pop() {
             if r.truncated {
                 out.diag.note("truncated report", r.line, || {
-                    format!("report `{}` ends before its call trace does (log cut?)", r.title)
+                    format!("the log ends inside report `{}` (cut before the report was complete?)", r.title)
                 });
             }
             if r.frames.is_empty() {

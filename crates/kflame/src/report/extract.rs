@@ -3,11 +3,16 @@
 use std::collections::VecDeque;
 
 use super::fields::{self, Fields};
-use super::frame::parse_frame;
+use super::frame::{arm32_caller, parse_frame};
 use super::prefix::strip;
 use super::start::{Role, Start, classify};
 use super::title::{guilty, is_machinery};
-use super::{ExtraStack, Frame, Kind, MAX_EXTRA_STACKS, MAX_FRAMES, MAX_OPEN, Report, Section};
+use super::{
+    ExtraStack, Frame, Kind, MAX_EXTRA_FRAMES, MAX_EXTRA_STACKS, MAX_FRAMES, MAX_OPEN, Report, Section,
+};
+
+/// Characters of a report's first line kept in [`Report::header`].
+const MAX_HEADER: usize = 512;
 
 /// Unrecognized lines tolerated inside a call trace before it is considered over.
 const TRACE_GAP: u32 = 16;
@@ -22,6 +27,8 @@ pub struct ReportExtractor {
     banner_kernel: Option<String>,
     tick: u64,
     split_task: Option<(u64, Option<Vec<u8>>, String)>,
+    /// Time of the current line (see [`Report::time`]).
+    time: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -54,6 +61,11 @@ struct Open {
     extra_full: bool,
     /// The report's lines carry timestamps (so unstamped lines are someone else's).
     stamped: bool,
+    /// The report asked other CPUs for their backtraces (`Sending NMI from CPU`).
+    awaits_other_cpus: bool,
+    /// The caller named by the last arm32 `(func) from (caller)` frame, pushed as the
+    /// outermost frame if the trace ends without listing it.
+    arm_caller: Option<Frame>,
     gap: u32,
     idle: u32,
     touched: u64,
@@ -105,10 +117,13 @@ impl ReportExtractor {
         if let Some(k) = fields::banner_release(&text) {
             self.banner_kernel = Some(k);
         }
-        let idx = self.route(s.caller);
+        let (idx, borrowed) = self.route(s.caller);
+        // Another CPU's own report never joins the report that asked for its backtrace.
+        let own = if borrowed { None } else { idx };
         if let Some((pn, joined)) = self.join_split_task_line(&text, s.caller) {
             if let Some(start) = classify(&joined) {
-                self.on_start(idx, start, pn, &joined, s.caller, s.stamped);
+                self.time = s.time.map(time_text);
+                self.on_start(own, start, pn, &joined, s.caller, s.stamped);
                 return;
             }
         }
@@ -117,7 +132,8 @@ impl ReportExtractor {
             return;
         }
         if let Some(start) = classify(&text) {
-            self.on_start(idx, start, n, &text, s.caller, s.stamped);
+            self.time = s.time.map(time_text); // only report starts keep their time
+            self.on_start(own, start, n, &text, s.caller, s.stamped);
             return;
         }
         let Some(i) = idx else { return };
@@ -145,10 +161,18 @@ impl ReportExtractor {
     }
 
     /// The open report a line of `caller` belongs to.
-    fn route(&self, caller: Option<&[u8]>) -> Option<usize> {
+    /// A line of another CPU goes to a report that asked for other CPUs' backtraces
+    /// (`Sending NMI from CPU 1 to CPUs 0:`), when that CPU has no report of its own.
+    fn route(&self, caller: Option<&[u8]>) -> (Option<usize>, bool) {
+        let recent = |ok: &dyn Fn(&Open) -> bool| {
+            (0..self.open.len()).filter(|&i| ok(&self.open[i])).max_by_key(|&i| self.open[i].touched)
+        };
         match caller {
-            Some(c) => self.open.iter().position(|o| o.key.as_deref() == Some(c)),
-            None => (0..self.open.len()).max_by_key(|&i| self.open[i].touched),
+            Some(c) => match self.open.iter().position(|o| o.key.as_deref() == Some(c)) {
+                Some(i) => (Some(i), false),
+                None => (recent(&|o: &Open| o.awaits_other_cpus), true),
+            },
+            None => (recent(&|_| true), false),
         }
     }
 
@@ -163,6 +187,7 @@ impl ReportExtractor {
     ) {
         if start.role == Role::Single {
             let mut o = Open::new(start, n, text, caller, self.tick, stamped);
+            o.r.time = self.time.take();
             o.state = State::After;
             self.close(o);
             return;
@@ -184,12 +209,15 @@ impl ReportExtractor {
             let o = self.open.remove(oldest);
             self.close(o);
         }
-        let o = Open::new(start, n, text, caller, self.tick, stamped);
+        let mut o = Open::new(start, n, text, caller, self.tick, stamped);
+        o.r.time = self.time.take();
         self.open.push(o);
     }
 
-    fn close(&mut self, o: Open) {
+    fn close(&mut self, mut o: Open) {
+        o.flush_arm_caller();
         let mut r = o.r;
+        r.extra_stacks.retain(|e| !e.frames.is_empty());
         if r.kernel.is_none() {
             r.kernel = self.banner_kernel.clone();
         }
@@ -208,7 +236,7 @@ impl Open {
     fn new(start: Start, n: u64, text: &str, caller: Option<&[u8]>, tick: u64, stamped: bool) -> Open {
         let r = Report {
             kind: Some(start.kind),
-            header: text.trim().to_string(),
+            header: text.trim().chars().take(MAX_HEADER).collect(),
             cpu: start.cpu,
             pid: start.pid,
             comm: start.comm,
@@ -228,6 +256,8 @@ impl Open {
             main_started: false,
             extra_full: false,
             stamped,
+            awaits_other_cpus: false,
+            arm_caller: None,
             gap: 0,
             idle: 0,
             touched: tick,
@@ -303,6 +333,12 @@ impl Open {
 
     fn fill(&mut self, f: Fields) {
         let r = &mut self.r;
+        if self.target == Target::Extra {
+            // The task of a secondary stack (`task:rcu_preempt ...`) is not the report's.
+            r.kernel = r.kernel.take().or(f.kernel);
+            r.hardware = r.hardware.take().or(f.hardware);
+            return;
+        }
         r.cpu = r.cpu.or(f.cpu);
         r.pid = r.pid.or(f.pid);
         r.comm = r.comm.take().or(f.comm);
@@ -369,6 +405,10 @@ impl Open {
     /// Lines that introduce a secondary stack (or, for kmemleak/KCSAN, the main one).
     fn on_stack_opener(&mut self, t: &str) -> bool {
         let t = t.strip_prefix("rcu: ").unwrap_or(t);
+        if t.starts_with("Sending NMI from CPU") {
+            self.awaits_other_cpus = true;
+            return true;
+        }
         let extra = [
             "Allocated by task",
             "Freed by task",
@@ -400,6 +440,11 @@ impl Open {
             self.open_extra(t);
         } else if t.starts_with("backtrace") || t.contains(" by task ") {
             self.start_trace();
+        } else {
+            // `NMI backtrace for cpu 0` before any main trace: the next trace is the main one.
+            self.state = State::Header;
+            self.target = Target::Main;
+            self.sections.clear();
         }
         true
     }
@@ -490,6 +535,7 @@ impl Open {
     }
 
     fn open_extra(&mut self, label: &str) {
+        self.flush_arm_caller();
         self.state = State::Trace;
         self.gap = 0;
         self.target = Target::Extra;
@@ -502,11 +548,24 @@ impl Open {
     }
 
     fn end_trace(&mut self) {
+        self.flush_arm_caller();
         self.state = State::After;
         self.sections.clear();
     }
 
+    fn flush_arm_caller(&mut self) {
+        if let Some(f) = self.arm_caller.take() {
+            self.push(f);
+            self.arm_caller = None;
+        }
+    }
+
     fn push(&mut self, f: Frame) {
+        self.arm_caller = if f.raw.contains(" from ") {
+            arm32_caller(&f.raw).map(|c| Frame { section: f.section, ..c })
+        } else {
+            None
+        };
         let frames = match (self.target, self.r.extra_stacks.last_mut()) {
             (Target::Main, _) => &mut self.r.frames,
             (Target::Extra, Some(e)) if !self.extra_full => &mut e.frames,
@@ -517,12 +576,23 @@ impl Open {
         }) {
             return; // arm64 prints the pc function again as the first frame
         }
-        if frames.len() >= MAX_FRAMES {
+        let cap = if self.target == Target::Main { MAX_FRAMES } else { MAX_EXTRA_FRAMES };
+        if frames.len() >= cap {
             self.r.dropped_frames = self.r.dropped_frames.saturating_add(1);
             return;
         }
         frames.push(f);
     }
+}
+
+/// A time as the report keeps it: /dev/kmsg microseconds become seconds like dmesg's.
+fn time_text(t: &[u8]) -> String {
+    let t = String::from_utf8_lossy(t);
+    if t.len() > 6 && t.bytes().all(|b| b.is_ascii_digit()) {
+        let (s, us) = t.split_at(t.len() - 6);
+        return format!("{s}.{us}");
+    }
+    t.into_owned()
 }
 
 /// `[<ffffffff81234567>] func+0x1/0x2 file.c:12` / `func+0x1/0x2` after lockdep's `at: `.

@@ -76,6 +76,17 @@ fn arm32(s: &[u8]) -> Option<Frame> {
     Some(Frame { function, offset, ..Frame::default() })
 }
 
+/// The caller named after ` from ` on an arm32 frame line (`[<c0100000>] (foo) from
+/// [<c0100100>] (bar+0x10/0x20)` or `foo from bar+0x10/0x20`): `bar`. The last line's
+/// caller is printed nowhere else.
+pub(crate) fn arm32_caller(line: &str) -> Option<Frame> {
+    let (_, after) = line.rsplit_once(" from ")?;
+    let (after, _) = skip_addresses(after.trim().as_bytes());
+    let inner = after.strip_prefix(b"(").and_then(|a| a.strip_suffix(b")")).unwrap_or(after);
+    let (function, offset) = split_offset(inner)?;
+    Some(Frame { function, offset, raw: format!("from {}", text(inner)), ..Frame::default() })
+}
+
 /// `func from caller+0x10/0x20` (arm32 unwinder since 6.1): the frame is `func`.
 fn arm32_new(s: &[u8]) -> Option<Frame> {
     let mut w = s.split(|&b| b == b' ').filter(|w| !w.is_empty());
@@ -186,6 +197,13 @@ mod tests {
         assert_eq!(
             f(" show_stack from dump_stack_lvl+0x50/0x64"),
             Some(("show_stack".into(), None, None, false))
+        );
+        let c =
+            arm32_caller("[<8195d3d8>] (dump_backtrace) from [<8195d4d4>] (show_stack+0x18/0x1c)").unwrap();
+        assert_eq!((c.function.as_str(), c.offset.as_deref()), ("show_stack", Some("0x18/0x1c")));
+        assert_eq!(
+            arm32_caller("kernel_init from ret_from_fork+0x14/0x28").unwrap().function,
+            "ret_from_fork"
         );
         assert_eq!(f(" show_stack+0x12/0x34 (C)"), Some(("show_stack".into(), off, None, false)));
         let inl = parse_frame(b" csd_lock_wait kernel/smp.c:108 [inline]").unwrap();

@@ -5,14 +5,37 @@
 //! order ([`ReportExtractor::push_line`]), collect finished [`Report`]s as they complete
 //! ([`ReportExtractor::pop`]), and call [`ReportExtractor::finish`] at the end. Memory is
 //! bounded by the number of reports open at once (one per printk caller, at most
-//! [`MAX_OPEN`]) and by the per-report caps ([`MAX_FRAMES`], [`MAX_EXTRA_STACKS`]), never by
-//! the size of the log.
+//! [`MAX_OPEN`]) and by the per-report caps ([`MAX_FRAMES`], [`MAX_EXTRA_STACKS`],
+//! [`MAX_EXTRA_FRAMES`], titles and headers of a few hundred characters), never by the size
+//! of the log.
 //!
 //! Accepted line prefixes (stripped before parsing, see [`prefix`]): `dmesg` with or without
 //! `-T`/`-x`, raw `/dev/kmsg` records, `journalctl -k`, syslog (`Mon DD HH:MM:SS host
 //! kernel:` and RFC 3339), `<N>` priorities, printk caller ids `[  T123]` / `[    C0]`.
 //! With caller ids, lines of reports printed concurrently by several CPUs are routed to the
 //! report of their caller.
+//!
+//! How it works (one line at a time):
+//! 1. [`prefix::strip`] removes the logging layers and yields the message, its printk
+//!    caller id and its time. A line interleaved with other console output keeps its last
+//!    kernel message.
+//! 2. The line is routed to the open report of its caller id (without caller ids: the most
+//!    recent report). A caller with no report of its own is lent to a report that sent
+//!    NMIs to other CPUs, so a stall report gets the stalled CPU's backtrace.
+//! 3. A report's first line (`start.rs`) has a role: it starts a new report (closing the
+//!    caller's open one), *follows* an open one (`Kernel panic - not syncing`, `Oops:`,
+//!    `invalid opcode:`), *leads* the next one (`list_del corruption.`, `refcount_t:`), or
+//!    is a complete one-line report (`unregister_netdevice: waiting for ...`).
+//! 4. Other lines fill the report: `CPU: PID: Comm:` / taint / `Hardware name:` fields, PC
+//!    lines (`RIP:`, `pc :`, `NIP`), section markers (`<IRQ>`, `<NMI>`, `</TASK>`), frames,
+//!    and the openers of extra stacks (`Freed by task 7:`, `-> #1 (...)`, `RCU grace-period
+//!    kthread stack dump:`). Up to 16 unrecognized kernel lines are tolerated inside a trace
+//!    (other messages printed meanwhile); untimestamped lines inside a timestamped report
+//!    are console output of other programs and ignored.
+//! 5. A report closes at `---[ end trace`, at the next report of its caller, after 120
+//!    lines that say nothing to it, or at the end of input (then marked truncated if cut
+//!    mid-trace). Its title is then built from the start line and the first frame that is
+//!    not reporting, locking or sanitizer machinery.
 //!
 //! ```
 //! use kflame::report::{Kind, ReportExtractor};
@@ -59,6 +82,8 @@ pub const MAX_OPEN: usize = 32;
 pub const MAX_FRAMES: usize = 1024;
 /// Most extra stacks (allocated-by, freed-by, lock chains, other CPUs) kept per report.
 pub const MAX_EXTRA_STACKS: usize = 16;
+/// Most frames kept per extra stack.
+pub const MAX_EXTRA_FRAMES: usize = 128;
 
 /// What kind of problem a report describes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -241,6 +266,9 @@ pub struct Report {
     pub truncated: bool,
     /// 1-based line of the report's first line in the input.
     pub line: u64,
+    /// Time of the report's first line as the log prints it: dmesg seconds since boot
+    /// (`3626.182076`, /dev/kmsg microseconds converted), `dmesg -T` or syslog date.
+    pub time: Option<String>,
     /// Printk caller id (`T123`, `C0`) of the report's lines, if the log has them.
     pub caller: Option<String>,
 }
@@ -279,6 +307,7 @@ impl Report {
             frame_details: self.frames.iter().rev().collect(),
             extra_stacks: &self.extra_stacks,
             line: self.line,
+            time: self.time.as_deref(),
             caller: self.caller.as_deref(),
             truncated: self.truncated,
             header: &self.header,
@@ -304,6 +333,7 @@ struct JsonReport<'a> {
     frame_details: Vec<&'a Frame>,
     extra_stacks: &'a [ExtraStack],
     line: u64,
+    time: Option<&'a str>,
     caller: Option<&'a str>,
     truncated: bool,
     header: &'a str,

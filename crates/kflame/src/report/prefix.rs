@@ -18,20 +18,26 @@ pub struct Stripped<'a> {
     pub kernel: bool,
     /// True when a kernel timestamp or kmsg/syslog header was found.
     pub stamped: bool,
+    /// The time as printed: dmesg seconds (`3626.182076`), `dmesg -T` or syslog date, or
+    /// /dev/kmsg microseconds (all digits).
+    pub time: Option<&'a [u8]>,
 }
 
 /// Strips the known prefixes of `line`.
 pub fn strip(line: &[u8]) -> Stripped<'_> {
-    let mut s = Stripped { text: line, caller: None, kernel: true, stamped: false };
+    let mut s = Stripped { text: line, caller: None, kernel: true, stamped: false, time: None };
     s.text = priority(s.text);
-    if let Some((rest, caller)) = kmsg_record(s.text) {
+    if let Some((rest, caller, usec)) = kmsg_record(s.text) {
         s.text = rest;
         s.caller = caller;
         s.stamped = true;
+        s.time = Some(usec);
         return s;
     }
     if let Some(rest) = syslog_header(s.text) {
         s.stamped = true;
+        let header = s.text[..s.text.len() - rest.len()].trim_ascii();
+        s.time = header.iter().rposition(|&b| b == b' ').map(|i| &header[..i]); // without the host
         match rest.strip_prefix(b"kernel: ") {
             Some(r) => s.text = r,
             None => {
@@ -42,18 +48,24 @@ pub fn strip(line: &[u8]) -> Stripped<'_> {
         s.text = priority(s.text);
     }
     s.text = dmesg_level(s.text);
-    if let Some(rest) = timestamp(s.text).or_else(|| (!s.stamped).then(|| later_timestamp(s.text)).flatten())
+    if let Some((rest, time)) =
+        timestamp(s.text).or_else(|| (!s.stamped).then(|| later_timestamp(s.text)).flatten())
     {
         s.text = rest;
         s.stamped = true;
+        s.time = Some(time);
+        if let Some(rest) = host_kernel(s.text) {
+            s.text = rest; // journalctl -o short-monotonic: `[ 12.3] host kernel: text`
+        }
     }
     if let Some((rest, caller)) = caller_id(s.text) {
         s.text = rest;
         s.caller = Some(caller);
     }
-    while let Some(rest) = later_timestamp(s.text) {
+    while let Some((rest, time)) = later_timestamp(s.text) {
         // Console output interleaved on one line: the last kernel message wins.
         s.text = rest;
+        s.time = Some(time);
         if let Some((rest, caller)) = caller_id(s.text) {
             s.text = rest;
             s.caller = Some(caller);
@@ -71,23 +83,28 @@ fn priority(s: &[u8]) -> &[u8] {
     if digits > 0 && digits <= 3 && s.get(1 + digits) == Some(&b'>') { &s[2 + digits..] } else { s }
 }
 
+/// A raw /dev/kmsg record split up: text, caller id, microseconds.
+type KmsgRecord<'a> = (&'a [u8], Option<&'a [u8]>, &'a [u8]);
+
 /// `prio,seq,usec,flags[,caller=T1];text` (raw /dev/kmsg record).
-fn kmsg_record(s: &[u8]) -> Option<(&[u8], Option<&[u8]>)> {
+fn kmsg_record(s: &[u8]) -> Option<KmsgRecord<'_>> {
     let semi = memchr::memchr(b';', &s[..s.len().min(80)])?;
     let head = &s[..semi];
     let mut fields = head.split(|&b| b == b',');
+    let mut usec: &[u8] = b"";
     for _ in 0..3 {
         let f = fields.next()?;
         if f.is_empty() || !f.iter().all(u8::is_ascii_digit) {
             return None;
         }
+        usec = f;
     }
     let flags = fields.next()?;
     if flags.len() > 1 {
         return None;
     }
     let caller = fields.find_map(|f| f.strip_prefix(b"caller="));
-    Some((&s[semi + 1..], caller))
+    Some((&s[semi + 1..], caller, usec))
 }
 
 /// `Mon DD HH:MM:SS host ` or `YYYY-MM-DDTHH:MM:SS[.frac](Z|+hh:mm) host `: returns what
@@ -123,6 +140,14 @@ fn rfc3339_time(s: &[u8]) -> Option<&[u8]> {
     Some(&s[end..])
 }
 
+/// `host kernel: ` after a monotonic timestamp: what follows.
+fn host_kernel(s: &[u8]) -> Option<&[u8]> {
+    let sp = memchr::memchr(b' ', &s[..s.len().min(80)])?;
+    let host = &s[..sp];
+    let plausible = !host.is_empty() && host.iter().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(b));
+    if plausible { s[sp + 1..].strip_prefix(b"kernel: ") } else { None }
+}
+
 /// `kern  :warn  : ` (dmesg -x).
 fn dmesg_level(s: &[u8]) -> &[u8] {
     const FACILITIES: [&[u8]; 4] = [b"kern", b"user", b"daemon", b"syslog"];
@@ -140,8 +165,8 @@ fn dmesg_level(s: &[u8]) -> &[u8] {
     after.strip_prefix(b" ").unwrap_or(after)
 }
 
-/// `[   12.345678] ` or `[Sun Nov 22 00:32:10 2026] `.
-fn timestamp(s: &[u8]) -> Option<&[u8]> {
+/// `[   12.345678] ` or `[Sun Nov 22 00:32:10 2026] `: the rest and the time.
+fn timestamp(s: &[u8]) -> Option<(&[u8], &[u8])> {
     if s.first() != Some(&b'[') {
         return None;
     }
@@ -159,12 +184,12 @@ fn timestamp(s: &[u8]) -> Option<&[u8]> {
         return None;
     }
     let rest = &s[close + 1..];
-    Some(rest.strip_prefix(b" ").unwrap_or(rest))
+    Some((rest.strip_prefix(b" ").unwrap_or(rest), inner))
 }
 
 /// A timestamp after other output on the same console line (`syzkaller login: [ 1.2] BUG:`,
 /// `** 93 printk messages dropped ** [ 1.2] ...`): what follows it.
-fn later_timestamp(s: &[u8]) -> Option<&[u8]> {
+fn later_timestamp(s: &[u8]) -> Option<(&[u8], &[u8])> {
     memchr::memchr_iter(b'[', s).skip_while(|&i| i == 0).find_map(|i| timestamp(&s[i..]))
 }
 
@@ -207,6 +232,8 @@ mod tests {
             "2026-11-22T00:32:10.123456+00:00 myhost kernel: Call Trace:",
             "kern  :warn  : [ 3626.185837] Call Trace:",
             "[Sun Nov 22 00:32:10 2026] Call Trace:",
+            "[ 3626.185837] myhost kernel: Call Trace:",
+            "2026-11-22T00:32:10+0000 myhost kernel: Call Trace:",
             "Call Trace:",
         ];
         for c in cases {
@@ -214,6 +241,13 @@ mod tests {
             assert!(text(c).2, "{c}");
         }
         assert_eq!(text(cases[1]).1.as_deref(), Some("T31"));
+        let time = |l: &str| strip(l.as_bytes()).time.map(|t| String::from_utf8_lossy(t).into_owned());
+        assert_eq!(time(cases[0]).as_deref(), Some("3626.185837"));
+        assert_eq!(time(cases[4]).as_deref(), Some("3626185837"));
+        assert_eq!(time(cases[6]).as_deref(), Some("Nov 22 00:32:10"));
+        assert_eq!(time(cases[7]).as_deref(), Some("3626.185837"));
+        assert_eq!(time(cases[8]).as_deref(), Some("2026-11-22T00:32:10.123456+00:00"));
+        assert_eq!(time(cases[10]).as_deref(), Some("Sun Nov 22 00:32:10 2026"));
         assert_eq!(text(cases[5]).1.as_deref(), Some("T31"));
         assert_eq!(text("[   12.5][    C0]  <IRQ>").0, " <IRQ>");
         assert_eq!(

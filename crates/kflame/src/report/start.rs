@@ -1,6 +1,24 @@
 //! Recognizing the first line of a report and what it says (kind, title prefix, function).
 
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
+
 use super::Kind;
+
+/// Substrings searched in every line, with their searchers built once.
+static HARD_LOCKUP: LazyLock<Finder<'static>> =
+    LazyLock::new(|| Finder::new("Watchdog detected hard LOCKUP on cpu"));
+static OOM: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(" invoked oom-killer: "));
+static ALLOC_FAILURE: LazyLock<Finder<'static>> =
+    LazyLock::new(|| Finder::new(": page allocation failure: order:"));
+
+/// Characters kept of a message in a title.
+const MAX_TITLE: usize = 160;
+
+fn find(t: &str, f: &Finder<'_>) -> Option<usize> {
+    f.find(t.as_bytes())
+}
 
 /// How a start line relates to a report already open in the same context.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -107,6 +125,7 @@ fn sanitizer(t: &str) -> Option<Start> {
             Some((w, f)) => (w, Some(f)),
             None => (rest, None),
         };
+        let what = what.split(" on address ").next().unwrap_or(what);
         let what = match what {
             "double-free or invalid-free" | "double-free" => "invalid-free",
             "Undefined behaviour" => "undefined-behaviour",
@@ -141,7 +160,7 @@ fn lockups_and_stalls(t: &str) -> Option<Start> {
         }
         return Some(s);
     }
-    if let Some(i) = t.find("Watchdog detected hard LOCKUP on cpu") {
+    if let Some(i) = find(t, &HARD_LOCKUP) {
         let mut s = Start::new(Kind::HardLockup, "BUG: hard lockup");
         s.cpu = leading_number(t[i + 36..].trim_start());
         return Some(s);
@@ -225,8 +244,8 @@ fn exceptions(t: &str, after_oops: bool) -> Option<Start> {
             return Some(Start::new(Kind::Oops, title).role(Role::Follows));
         }
     }
-    let is_oops_count = t.contains("[#") || t.contains("SMP") || t.contains("PREEMPT");
-    (after_oops && is_oops_count).then(|| Start::new(Kind::Oops, "Oops").role(Role::Follows))
+    let is_oops_count = || t.contains("[#") || t.contains("SMP") || t.contains("PREEMPT");
+    (after_oops && is_oops_count()).then(|| Start::new(Kind::Oops, "Oops").role(Role::Follows))
 }
 
 fn lockdep(t: &str) -> Option<Start> {
@@ -300,7 +319,8 @@ fn bug(t: &str) -> Option<Start> {
     ];
     for (pat, kind) in table {
         if msg.starts_with(pat) {
-            return Some(Start::new(kind, format!("BUG: {pat}")).role(Role::Leads));
+            let title = if kind == Kind::MemoryLeak { pat.to_string() } else { format!("BUG: {pat}") };
+            return Some(Start::new(kind, title).role(Role::Leads));
         }
     }
     if msg.starts_with("using ") && msg.contains("preemptible") {
@@ -315,7 +335,8 @@ fn misc(t: &str) -> Option<Start> {
         ("kasan: GPF could be caused by", Kind::GeneralProtectionFault, "general protection fault"),
         ("list_add corruption", Kind::Bug, "BUG: corrupted list"),
         ("list_del corruption", Kind::Bug, "BUG: corrupted list"),
-        ("usercopy: Kernel memory", Kind::Bug, "BUG: bad usercopy"),
+        ("usercopy: ", Kind::Bug, "BUG: bad usercopy"),
+        ("DEBUG_LOCKS_WARN_ON(", Kind::Warning, "WARNING: locking bug"),
         ("refcount_t: ", Kind::Warning, "WARNING: refcount bug"),
         ("ODEBUG: ", Kind::Warning, "WARNING: ODEBUG bug"),
     ];
@@ -332,12 +353,12 @@ fn misc(t: &str) -> Option<Start> {
     if t.starts_with("unreferenced object 0x") {
         return Some(Start::new(Kind::MemoryLeak, "memory leak"));
     }
-    if let Some(i) = t.find(": page allocation failure: order:") {
+    if let Some(i) = find(t, &ALLOC_FAILURE) {
         let mut s = Start::new(Kind::Other, "page allocation failure");
         s.comm = Some(t[..i].to_string());
         return Some(s);
     }
-    if let Some(i) = t.find(" invoked oom-killer: ") {
+    if let Some(i) = find(t, &OOM) {
         let mut s = Start::new(Kind::Oom, "oom-killer invoked");
         s.comm = Some(t[..i].to_string());
         return Some(s);
@@ -366,20 +387,20 @@ fn clean(msg: &str) -> String {
     let words: Vec<&str> = msg[..end].split_whitespace().map(|w| if number(w) { "NUM" } else { w }).collect();
     let s = words.join(" ");
     let s = s.trim_end_matches(['.', ' ']).to_string();
-    if s.is_empty() { msg.trim().chars().take(80).collect() } else { s }
+    if s.is_empty() { msg.trim().chars().take(80).collect() } else { s.chars().take(MAX_TITLE).collect() }
 }
 
 /// A panic message made title-sized: panics often say `subsystem: what`, so unlike
 /// [`clean`] it keeps colons.
 fn clean_panic(msg: &str) -> String {
     let mut end = msg.len();
-    for stop in ["!", ", ", " (", " [", " on \"", " on unknown-block", " - ", " exitcode="] {
+    for stop in [", ", " (", " [", " on \"", " on unknown-block", " - ", " exitcode="] {
         if let Some(i) = msg.find(stop) {
             end = end.min(i);
         }
     }
     let s = msg[..end].trim_end_matches(['.', ' ']);
-    if s.is_empty() { msg.trim().chars().take(80).collect() } else { s.to_string() }
+    if s.is_empty() { msg.trim().chars().take(80).collect() } else { s.chars().take(MAX_TITLE).collect() }
 }
 
 fn leading_number(s: &str) -> Option<u32> {
@@ -429,7 +450,7 @@ mod tests {
         );
         assert_eq!(
             k("Kernel panic - not syncing: Attempted to kill init! exitcode=0x9").unwrap().1,
-            "kernel panic: Attempted to kill init"
+            "kernel panic: Attempted to kill init!"
         );
         assert_eq!(
             k("general protection fault, probably for non-canonical address").unwrap().0,
