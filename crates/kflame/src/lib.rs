@@ -15,6 +15,7 @@
 //! - [`collapse`]: the [`collapse::Collapse`] trait, the parallel engine, the format registry
 //!   and one module per input format.
 //! - [`diag`]: counted, located diagnostics for malformed input.
+//! - [`record`]: live recording through `perf_event_open`, tracefs and `/proc`.
 
 pub mod collapse;
 pub mod diag;

@@ -4,7 +4,7 @@
 //! of the crate that touches them; its `sys` submodule holds the only `unsafe` code.
 //!
 //! One entry point, [`record`], runs a [`Config`] and returns a [`Recording`]: folded stacks
-//! with their [`Meta`](crate::fold::Meta), optionally every event, and counters. It never
+//! with their [`fold::Meta`](crate::fold::Meta), optionally every event, and counters. It never
 //! prints; progress is reported through a callback. Every perf event is closed, and a
 //! private tracefs mount (made only when none is mounted) removed, when it returns, whether
 //! by the end of the duration, SIGINT/SIGTERM, an error or a panic.
