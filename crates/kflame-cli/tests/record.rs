@@ -275,3 +275,17 @@ fn user_frames_are_named_like_perf_script_names_them() {
     let our_chain: Vec<&str> = hottest.split(';').skip(1).collect();
     assert_eq!(our_chain, perf_chain, "kflame: {hottest}\nperf: {perf_chain:?}");
 }
+
+#[test]
+fn all_cpus_with_a_command_records_every_task_until_the_command_exits() {
+    let Some(env) = Env::get("-a -- COMMAND") else { return };
+    let mut spinner = Command::new(&env.workload).args(["cpu", "4"]).spawn().expect("spinner");
+    let out = env.record(&["-a", "-F", "499", "--", "sleep", "0.7"], "all-while.json");
+    let _ = spinner.kill();
+    let _ = spinner.wait();
+    let pid = format!("\"pid\":{},", spinner.id());
+    assert!(out.lines().any(|l| l.contains(&pid) && l.contains("\"kf_deep_6\"")), "other tasks recorded");
+    let ts: Vec<u64> = out.lines().filter_map(json_ts).collect();
+    let span = ts.iter().max().unwrap_or(&0) - ts.iter().min().unwrap_or(&0);
+    assert!((500_000_000..1_500_000_000).contains(&span), "recorded for {span} ns while `sleep 0.7` ran");
+}

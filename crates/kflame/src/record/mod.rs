@@ -72,8 +72,14 @@ pub enum Target {
     All,
     /// These processes (and the children they create while recorded).
     Pids(Vec<u32>),
-    /// Start this command and record it and its children until it exits.
-    Command(Vec<OsString>),
+    /// Start this command and record until it exits: only it and its children, or every
+    /// task when `system_wide` (`perf record -a -- sleep 10`).
+    Command {
+        /// Program and arguments.
+        argv: Vec<OsString>,
+        /// Record every task, not only the command's.
+        system_wide: bool,
+    },
 }
 
 /// Which parts of each stack to keep.

@@ -39,8 +39,8 @@ pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Re
         .map_err(|source| RecordError::Io { what: "installing signal handlers".into(), source })?;
     let targets = match &config.target {
         Target::Pids(p) => Some(p.as_slice()),
-        Target::Command(_) => Some(&[][..]),
-        Target::All => None,
+        Target::Command { system_wide: false, .. } => Some(&[][..]),
+        Target::Command { system_wide: true, .. } | Target::All => None,
     };
     let mut state = Loop {
         tasks: Tasks::new(targets),
@@ -48,11 +48,11 @@ pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Re
         child: None,
         command_status: None,
     };
-    state.tasks.snapshot_comms();
+    state.tasks.snapshot();
     let started = Instant::now();
     session.set_enabled(true)?;
-    if let Target::Command(argv) = &config.target {
-        state.spawn(argv)?;
+    if let Target::Command { argv, system_wide } = &config.target {
+        state.spawn(argv, *system_wide)?;
     }
     let result = state.run(config, &mut session, handler.as_mut(), started, progress);
     let _ = session.set_enabled(false);
@@ -74,7 +74,7 @@ struct Loop {
 }
 
 impl Loop {
-    fn spawn(&mut self, argv: &[std::ffi::OsString]) -> Result<(), RecordError> {
+    fn spawn(&mut self, argv: &[std::ffi::OsString], system_wide: bool) -> Result<(), RecordError> {
         let (prog, args) = argv
             .split_first()
             .ok_or_else(|| RecordError::Unsupported("no command given after `--`".into()))?;
@@ -82,7 +82,9 @@ impl Loop {
             .args(args)
             .spawn()
             .map_err(|source| RecordError::Spawn { command: prog.to_string_lossy().into_owned(), source })?;
-        self.tasks.add_target(child.id());
+        if !system_wide {
+            self.tasks.add_target(child.id());
+        }
         self.child = Some(child);
         Ok(())
     }
