@@ -151,7 +151,7 @@ impl Loop {
         }
     }
 
-    fn finish(self, handler: &dyn Handler, ring: super::Counters, elapsed: Duration) -> Recording {
+    fn finish(mut self, handler: &dyn Handler, ring: super::Counters, elapsed: Duration) -> Recording {
         let mut sym = Symbolizer::new();
         let mut notes = Vec::new();
         if !sym.has_kernel_symbols() {
@@ -164,7 +164,8 @@ impl Loop {
         if self.collector.is_empty() {
             notes.push("no samples were recorded for the selected tasks".to_string());
         }
-        let (stacks, events) = self.collector.finish(&self.tasks, &mut sym);
+        let collector = std::mem::replace(&mut self.collector, Collector::new(Default::default(), false));
+        let (stacks, events) = collector.finish(&self.tasks, &mut sym);
         let stats = super::Stats {
             samples: handler.added(),
             ring,
@@ -173,6 +174,13 @@ impl Loop {
             elapsed,
         };
         Recording { stacks, meta: handler.meta(), events, stats, notes, command_status: self.command_status }
+    }
+}
+
+impl Drop for Loop {
+    /// A command is never left running, even when recording ends by a panic.
+    fn drop(&mut self) {
+        self.reap();
     }
 }
 
