@@ -127,7 +127,7 @@ impl Symbolizer {
             self.files.insert(map.path.clone(), load(pid, &path));
         }
         let syms = self.files.get(&map.path)?.as_ref()?;
-        let name = syms.by_file_offset(addr - map.start + map.pgoff)?;
+        let name = syms.by_file_offset(addr.wrapping_sub(map.start).wrapping_add(map.pgoff))?;
         Some(match rustc_demangle::try_demangle(name) {
             Ok(d) => Cow::Owned(format!("{d:#}")),
             Err(_) => Cow::Borrowed(name),
