@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use super::duty::DutyThread;
 use super::handlers::{self, Handler};
 use super::parse::Record;
-use super::session::{Session, online_cpus};
+use super::session::{Scope, Session, online_cpus};
 use super::stacks::Collector;
 use super::sym::Symbolizer;
 use super::sys::{self, StopSignals};
@@ -34,7 +34,8 @@ pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Re
     }
     let (specs, mut handler) = handlers::build(config)?;
     let cpus = online_cpus()?;
-    let mut session = Session::open(&specs, &cpus, ring_pages(&config.mode))?;
+    let scope = scope(config);
+    let mut session = Session::open(&specs, &cpus, ring_pages(&config.mode), &scope)?;
     let signals = StopSignals::install()
         .map_err(|source| RecordError::Io { what: "installing signal handlers".into(), source })?;
     let targets = match &config.target {
@@ -50,7 +51,9 @@ pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Re
     };
     state.tasks.snapshot();
     let started = Instant::now();
-    session.set_enabled(true)?;
+    if scope != Scope::ChildOnExec {
+        session.set_enabled(true)?; // otherwise the command's execve enables them
+    }
     if let Target::Command { argv, system_wide } = &config.target {
         state.spawn(argv, *system_wide)?;
     }
@@ -64,6 +67,26 @@ pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Re
     state.reap();
     result?;
     Ok(state.finish(handler.as_ref(), counters, started.elapsed()))
+}
+
+/// Per-task events where they see everything the mode needs: a process's events, or a
+/// command's from its `execve` on. Off-CPU pairing needs the switch *into* a task, which is
+/// reported in the context of the task leaving the CPU: always system-wide.
+fn scope(config: &Config) -> Scope {
+    if config.mode == Mode::OffCpu {
+        return Scope::SystemWide;
+    }
+    match &config.target {
+        Target::All | Target::Command { system_wide: true, .. } => Scope::SystemWide,
+        Target::Command { system_wide: false, .. } => Scope::ChildOnExec,
+        Target::Pids(pids) => Scope::Tasks(pids.iter().flat_map(|&p| threads_of(p)).collect()),
+    }
+}
+
+/// The threads of process `pid` (just `pid` when its task list cannot be read).
+fn threads_of(pid: u32) -> Vec<u32> {
+    let tids: Vec<u32> = super::tasks::numeric_dirs(&format!("/proc/{pid}/task")).collect();
+    if tids.is_empty() { vec![pid] } else { tids }
 }
 
 struct Loop {
