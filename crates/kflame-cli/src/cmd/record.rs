@@ -33,6 +33,7 @@ pub(crate) struct Args {
 
     /// Samples per second and per CPU for CPU profiles (any value, e.g. 99 or 997).
     #[arg(short = 'F', long = "freq", value_name = "HZ", default_value_t = 99,
+          conflicts_with_all = ["mem", "off_cpu", "syscalls", "blocked"],
           value_parser = clap::value_parser!(u32).range(1..=100_000))]
     frequency: u32,
 

@@ -59,6 +59,7 @@ pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Re
     }
     let result = state.run(config, &mut session, handler.as_mut(), started, progress);
     let _ = session.set_enabled(false);
+    let recorded_for = started.elapsed();
     let rest = session.finish();
     state.handle(rest, handler.as_mut());
     let counters = session.counters;
@@ -66,7 +67,7 @@ pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Re
     drop(signals);
     state.reap();
     result?;
-    Ok(state.finish(handler.as_ref(), counters, started.elapsed()))
+    Ok(state.finish(handler.as_ref(), counters, recorded_for))
 }
 
 /// Per-task events where they see everything the mode needs: a process's events, or a
