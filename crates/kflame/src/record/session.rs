@@ -64,6 +64,7 @@ impl Session {
         scope: &Scope,
     ) -> Result<Session, RecordError> {
         let raw = specs.iter().any(|s| s.attr.sample_type & sys::attr::sample::RAW != 0);
+        sys::raise_fd_limit();
         let mut per_cpu = Vec::with_capacity(cpus.len());
         for &cpu in cpus {
             per_cpu.push(open_cpu(specs, cpu, pages, scope)?);
