@@ -292,3 +292,24 @@ fn all_cpus_with_a_command_records_every_task_until_the_command_exits() {
     let span = ts.iter().max().unwrap_or(&0) - ts.iter().min().unwrap_or(&0);
     assert!((500_000_000..1_500_000_000).contains(&span), "recorded for {span} ns while `sleep 0.7` ran");
 }
+
+/// Mistakes are refused before anything is recorded, with a message saying what is wrong.
+#[test]
+fn bad_requests_fail_early_with_a_clear_message() {
+    let kflame = env!("CARGO_BIN_EXE_kflame");
+    let cases: [(&[&str], i32, &str); 5] = [
+        (&["record", "-p", "4000000000"], 1, "no process with pid 4000000000"),
+        (&["record", "-o", "x.png"], 1, "unknown output extension `.png`"),
+        (&["record", "-p", "1", "--", "true"], 1, "either -p PID or a command"),
+        (&["record", "--mem", "-F", "99"], 2, "cannot be used with"),
+        (&["record", "--every", "5", "--for", "10"], 1, "--for must not be longer than --every"),
+    ];
+    for (args, code, message) in cases {
+        let started = Instant::now();
+        let out = Command::new(kflame).args(args).output().expect("run kflame");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(message), "{args:?}: {err}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{args:?} recorded before failing");
+    }
+}
