@@ -25,7 +25,7 @@ fn ring_pages(mode: &Mode) -> usize {
 /// SIGTERM arrives. `progress` is called about every 100 ms.
 pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Recording, RecordError> {
     if config.mode == Mode::Blocked {
-        return Ok(blocked::snapshot(config));
+        return blocked::snapshot(config);
     }
     if let Target::Pids(pids) = &config.target {
         if let Some(p) = pids.iter().find(|p| !process_alive(**p)) {
