@@ -21,6 +21,7 @@
 //!   extracted from logs as structured data, by a streaming extractor.
 //! - [`symbols`]: kallsyms, ELF symbol tables and address spaces (perf's naming rules).
 //! - [`perf_data`]: perf.data read directly into folded stacks.
+//! - [`record`]: live recording through `perf_event_open`, tracefs and `/proc`.
 
 pub mod collapse;
 pub mod diag;

@@ -20,6 +20,7 @@ Examples (as root):
   kflame record -F 99 -d 10 -o cpu.folded            # every CPU for 10 s
   kflame record -p 1234 -d 5 -o app.json             # one process, one JSON line per sample
   kflame record -o make.folded -- make -j2           # a command and its children
+  kflame record -a -o all.folded -- sleep 10         # every task, while the command runs
   kflame record --mem --every 60 --for 5 -o mem.folded
   kflame record --off-cpu -d 5 -o offcpu.folded
   kflame record --syscalls -p 1234 -d 5 -o syscalls.folded
@@ -32,10 +33,12 @@ pub(crate) struct Args {
 
     /// Samples per second and per CPU for CPU profiles (any value, e.g. 99 or 997).
     #[arg(short = 'F', long = "freq", value_name = "HZ", default_value_t = 99,
+          conflicts_with_all = ["mem", "off_cpu", "syscalls", "blocked"],
           value_parser = clap::value_parser!(u32).range(1..=100_000))]
     frequency: u32,
 
-    /// Record every CPU (the default when neither -p nor a command is given).
+    /// Record every task on every CPU (the default without -p or a command; with a command,
+    /// record everything until the command exits, like `perf record -a -- sleep 10`).
     #[arg(short = 'a', long = "all-cpus", conflicts_with = "pid")]
     all_cpus: bool,
 
@@ -144,7 +147,7 @@ impl Args {
         };
         let target = match (self.command.is_empty(), self.pid.is_empty()) {
             (false, false) => bail!("give either -p PID or a command, not both"),
-            (false, true) => Target::Command(self.command.clone()),
+            (false, true) => Target::Command { argv: self.command.clone(), system_wide: self.all_cpus },
             (true, false) => Target::Pids(self.pid.clone()),
             (true, true) => Target::All,
         };

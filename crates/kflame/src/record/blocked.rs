@@ -7,7 +7,7 @@ use std::fs;
 
 use super::stacks::Event;
 use super::tasks::numeric_dirs;
-use super::{Config, Recording, Stats};
+use super::{Config, RecordError, Recording, Stats};
 use crate::fold::{Meta, StackCounts, Unit, Weight};
 
 /// One task's snapshot.
@@ -21,8 +21,8 @@ struct TaskStack {
     frames: Vec<String>,
 }
 
-/// Takes the snapshot.
-pub(super) fn snapshot(config: &Config) -> Recording {
+/// Takes the snapshot; fails when no task's stack is readable (not root).
+pub(super) fn snapshot(config: &Config) -> Result<Recording, RecordError> {
     let started = std::time::Instant::now();
     let ts = super::sys::monotonic_ns();
     let own = std::process::id();
@@ -53,6 +53,11 @@ pub(super) fn snapshot(config: &Config) -> Recording {
             });
         }
     }
+    if tasks.is_empty() && unreadable > 0 {
+        return Err(RecordError::Unsupported(
+            "no kernel stack could be read: /proc/PID/task/TID/stack needs root (CAP_SYS_ADMIN)".into(),
+        ));
+    }
     let mut notes = Vec::new();
     if unreadable > 0 {
         notes.push(format!(
@@ -66,7 +71,7 @@ pub(super) fn snapshot(config: &Config) -> Recording {
         ..Stats::default()
     };
     let meta = Meta { unit: Unit::Other("tasks".into()), event: Some("/proc/*/task/*/stack".into()) };
-    Recording { stacks, meta, events, stats, notes, command_status: None }
+    Ok(Recording { stacks, meta, events, stats, notes, command_status: None })
 }
 
 fn read_task(pid: u32, tid: u32) -> Option<TaskStack> {

@@ -61,7 +61,7 @@ impl ElfSymbols {
     /// The symbol covering file offset `offset`.
     pub(crate) fn by_file_offset(&self, offset: u64) -> Option<&str> {
         let seg = self.segments.iter().find(|s| offset >= s.offset && offset - s.offset < s.filesz.max(1))?;
-        self.by_vaddr(offset - seg.offset + seg.vaddr)
+        self.by_vaddr((offset - seg.offset).wrapping_add(seg.vaddr))
     }
 
     fn by_vaddr(&self, addr: u64) -> Option<&str> {
@@ -93,8 +93,11 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     b.get(at..at + 8).and_then(|v| v.try_into().ok()).map_or(0, u64::from_le_bytes)
 }
 
+/// Reads `len` bytes at `offset`, refusing ranges past the end of the file (a corrupt header
+/// must not make us allocate more than the file holds).
 fn read_table(f: &File, offset: u64, len: u64) -> Option<Vec<u8>> {
-    if len > MAX_TABLE {
+    let file_len = f.metadata().ok()?.len();
+    if len > MAX_TABLE || offset.checked_add(len)? > file_len {
         return None;
     }
     let mut buf = vec![0u8; len as usize];
@@ -208,6 +211,34 @@ mod tests {
         assert_eq!(find_build_id(&n), Some(vec![0xab, 0xcd, 0xef, 1]));
         assert_eq!(find_build_id(&n[..20]), None);
         assert_eq!(find_build_id(&[0xff; 12]), None);
+    }
+
+    /// A real ELF file with bytes overwritten all over its headers and tables: loading and
+    /// looking up may find nothing, but never panic or allocate without bound.
+    #[test]
+    fn corrupted_elf_never_panics() {
+        let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        let dir = std::env::temp_dir().join(format!("kflame-elf-fuzz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bad.elf");
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..40 {
+            let mut bytes = exe[..exe.len().min(1 << 20)].to_vec();
+            for _ in 0..64 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let at = if x % 2 == 0 { (x >> 8) as usize % 64 } else { (x >> 8) as usize % bytes.len() };
+                bytes[at] = (x >> 40) as u8;
+            }
+            std::fs::write(&path, &bytes).unwrap();
+            if let Some(syms) = ElfSymbols::load(&path) {
+                for off in [0u64, 0x1000, 0x12345, u64::MAX] {
+                    let _ = syms.by_file_offset(off);
+                }
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! of the crate that touches them; its `sys` submodule holds the only `unsafe` code.
 //!
 //! One entry point, [`record`], runs a [`Config`] and returns a [`Recording`]: folded stacks
-//! with their [`Meta`](crate::fold::Meta), optionally every event, and counters. It never
+//! with their [`fold::Meta`](crate::fold::Meta), optionally every event, and counters. It never
 //! prints; progress is reported through a callback. Every perf event is closed, and a
 //! private tracefs mount (made only when none is mounted) removed, when it returns, whether
 //! by the end of the duration, SIGINT/SIGTERM, an error or a panic.
@@ -73,8 +73,14 @@ pub enum Target {
     All,
     /// These processes (and the children they create while recorded).
     Pids(Vec<u32>),
-    /// Start this command and record it and its children until it exits.
-    Command(Vec<OsString>),
+    /// Start this command and record until it exits: only it and its children, or every
+    /// task when `system_wide` (`perf record -a -- sleep 10`).
+    Command {
+        /// Program and arguments.
+        argv: Vec<OsString>,
+        /// Record every task, not only the command's.
+        system_wide: bool,
+    },
 }
 
 /// Which parts of each stack to keep.

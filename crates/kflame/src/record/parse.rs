@@ -247,6 +247,32 @@ pub(crate) mod tests {
         assert_eq!(out[2], Record::Lost { time: 12, count: 5 });
     }
 
+    /// Random bytes, and valid records with random corruption, never panic the decoder.
+    #[test]
+    fn garbage_never_panics() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let s = Sample { time: 1, pid: 2, tid: 3, cpu: 0, period: 1, chain: vec![5; 6], raw: vec![7; 20] };
+        for round in 0..20_000 {
+            let mut buf: Vec<u8> = if round % 2 == 0 {
+                (0..(next() % 300)).map(|_| next() as u8).collect()
+            } else {
+                sample_bytes(&s, true)
+            };
+            if !buf.is_empty() {
+                let at = (next() as usize) % buf.len();
+                buf[at] = next() as u8;
+            }
+            let (mut out, mut bad) = (Vec::new(), 0);
+            records(&buf, round % 3 == 0, &mut out, &mut bad);
+        }
+    }
+
     #[test]
     fn truncated_record_is_counted_not_panicking() {
         let s = Sample { chain: vec![1; 4], ..Default::default() };

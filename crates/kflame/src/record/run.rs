@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use super::duty::DutyThread;
 use super::handlers::{self, Handler};
 use super::parse::Record;
-use super::session::{Session, online_cpus};
+use super::session::{Scope, Session, online_cpus};
 use super::stacks::Collector;
 use super::sym::Symbolizer;
 use super::sys::{self, StopSignals};
@@ -25,7 +25,7 @@ fn ring_pages(mode: &Mode) -> usize {
 /// SIGTERM arrives. `progress` is called about every 100 ms.
 pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Recording, RecordError> {
     if config.mode == Mode::Blocked {
-        return Ok(blocked::snapshot(config));
+        return blocked::snapshot(config);
     }
     if let Target::Pids(pids) = &config.target {
         if let Some(p) = pids.iter().find(|p| !process_alive(**p)) {
@@ -34,13 +34,14 @@ pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Re
     }
     let (specs, mut handler) = handlers::build(config)?;
     let cpus = online_cpus()?;
-    let mut session = Session::open(&specs, &cpus, ring_pages(&config.mode))?;
+    let scope = scope(config);
+    let mut session = Session::open(&specs, &cpus, ring_pages(&config.mode), &scope)?;
     let signals = StopSignals::install()
         .map_err(|source| RecordError::Io { what: "installing signal handlers".into(), source })?;
     let targets = match &config.target {
         Target::Pids(p) => Some(p.as_slice()),
-        Target::Command(_) => Some(&[][..]),
-        Target::All => None,
+        Target::Command { system_wide: false, .. } => Some(&[][..]),
+        Target::Command { system_wide: true, .. } | Target::All => None,
     };
     let mut state = Loop {
         tasks: Tasks::new(targets),
@@ -48,14 +49,17 @@ pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Re
         child: None,
         command_status: None,
     };
-    state.tasks.snapshot_comms();
+    state.tasks.snapshot();
     let started = Instant::now();
-    session.set_enabled(true)?;
-    if let Target::Command(argv) = &config.target {
-        state.spawn(argv)?;
+    if scope != Scope::ChildOnExec {
+        session.set_enabled(true)?; // otherwise the command's execve enables them
+    }
+    if let Target::Command { argv, system_wide } = &config.target {
+        state.spawn(argv, *system_wide)?;
     }
     let result = state.run(config, &mut session, handler.as_mut(), started, progress);
     let _ = session.set_enabled(false);
+    let recorded_for = started.elapsed();
     let rest = session.finish();
     state.handle(rest, handler.as_mut());
     let counters = session.counters;
@@ -63,7 +67,27 @@ pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Re
     drop(signals);
     state.reap();
     result?;
-    Ok(state.finish(handler.as_ref(), counters, started.elapsed()))
+    Ok(state.finish(handler.as_ref(), counters, recorded_for))
+}
+
+/// Per-task events where they see everything the mode needs: a process's events, or a
+/// command's from its `execve` on. Off-CPU pairing needs the switch *into* a task, which is
+/// reported in the context of the task leaving the CPU: always system-wide.
+fn scope(config: &Config) -> Scope {
+    if config.mode == Mode::OffCpu {
+        return Scope::SystemWide;
+    }
+    match &config.target {
+        Target::All | Target::Command { system_wide: true, .. } => Scope::SystemWide,
+        Target::Command { system_wide: false, .. } => Scope::ChildOnExec,
+        Target::Pids(pids) => Scope::Tasks(pids.iter().flat_map(|&p| threads_of(p)).collect()),
+    }
+}
+
+/// The threads of process `pid` (just `pid` when its task list cannot be read).
+fn threads_of(pid: u32) -> Vec<u32> {
+    let tids: Vec<u32> = super::tasks::numeric_dirs(&format!("/proc/{pid}/task")).collect();
+    if tids.is_empty() { vec![pid] } else { tids }
 }
 
 struct Loop {
@@ -74,7 +98,7 @@ struct Loop {
 }
 
 impl Loop {
-    fn spawn(&mut self, argv: &[std::ffi::OsString]) -> Result<(), RecordError> {
+    fn spawn(&mut self, argv: &[std::ffi::OsString], system_wide: bool) -> Result<(), RecordError> {
         let (prog, args) = argv
             .split_first()
             .ok_or_else(|| RecordError::Unsupported("no command given after `--`".into()))?;
@@ -82,7 +106,9 @@ impl Loop {
             .args(args)
             .spawn()
             .map_err(|source| RecordError::Spawn { command: prog.to_string_lossy().into_owned(), source })?;
-        self.tasks.add_target(child.id());
+        if !system_wide {
+            self.tasks.add_target(child.id());
+        }
         self.child = Some(child);
         Ok(())
     }
@@ -149,7 +175,7 @@ impl Loop {
         }
     }
 
-    fn finish(self, handler: &dyn Handler, ring: super::Counters, elapsed: Duration) -> Recording {
+    fn finish(mut self, handler: &dyn Handler, ring: super::Counters, elapsed: Duration) -> Recording {
         let mut sym = Symbolizer::new();
         let mut notes = Vec::new();
         if !sym.has_kernel_symbols() {
@@ -162,7 +188,8 @@ impl Loop {
         if self.collector.is_empty() {
             notes.push("no samples were recorded for the selected tasks".to_string());
         }
-        let (stacks, events) = self.collector.finish(&self.tasks, &mut sym);
+        let collector = std::mem::replace(&mut self.collector, Collector::new(Default::default(), false));
+        let (stacks, events) = collector.finish(&self.tasks, &mut sym);
         let stats = super::Stats {
             samples: handler.added(),
             ring,
@@ -171,6 +198,13 @@ impl Loop {
             elapsed,
         };
         Recording { stacks, meta: handler.meta(), events, stats, notes, command_status: self.command_status }
+    }
+}
+
+impl Drop for Loop {
+    /// A command is never left running, even when recording ends by a panic.
+    fn drop(&mut self) {
+        self.reap();
     }
 }
 

@@ -8,6 +8,18 @@ use super::order::Reorder;
 use super::parse::{self, Record};
 use super::sys::{self, PerfEventAttr, Ring, attr::flag};
 
+/// Whose activity the events see.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// Every task (`pid = -1` on each CPU).
+    SystemWide,
+    /// These threads and the tasks they create (`inherit`).
+    Tasks(Vec<u32>),
+    /// The command this process is about to start: events on this thread, inherited by the
+    /// child at fork and enabled by its `execve` (`enable_on_exec`), as perf does.
+    ChildOnExec,
+}
+
 /// An event to open on every CPU.
 #[derive(Clone, Debug)]
 pub(crate) struct EventSpec {
@@ -43,13 +55,19 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// Opens every event of `specs` on every CPU in `cpus`, with `pages` data pages per CPU.
-    /// Task and mapping records are requested on the first event only.
-    pub(crate) fn open(specs: &[EventSpec], cpus: &[u32], pages: usize) -> Result<Session, RecordError> {
+    /// Opens every event of `specs` for `scope` on every CPU in `cpus`, with `pages` data
+    /// pages per CPU. Task and mapping records are requested on the first event of each task.
+    pub(crate) fn open(
+        specs: &[EventSpec],
+        cpus: &[u32],
+        pages: usize,
+        scope: &Scope,
+    ) -> Result<Session, RecordError> {
         let raw = specs.iter().any(|s| s.attr.sample_type & sys::attr::sample::RAW != 0);
+        sys::raise_fd_limit();
         let mut per_cpu = Vec::with_capacity(cpus.len());
         for &cpu in cpus {
-            per_cpu.push(open_cpu(specs, cpu, pages)?);
+            per_cpu.push(open_cpu(specs, cpu, pages, scope)?);
         }
         Ok(Session {
             cpus: per_cpu,
@@ -111,21 +129,32 @@ impl Session {
     }
 }
 
-fn open_cpu(specs: &[EventSpec], cpu: u32, pages: usize) -> Result<PerCpu, RecordError> {
-    let mut fds = Vec::with_capacity(specs.len());
-    for (i, spec) in specs.iter().enumerate() {
-        let mut attr = spec.attr;
-        if i == 0 {
-            attr.flags |= flag::MMAP | flag::MMAP2 | flag::COMM | flag::COMM_EXEC | flag::TASK;
+fn open_cpu(specs: &[EventSpec], cpu: u32, pages: usize, scope: &Scope) -> Result<PerCpu, RecordError> {
+    let (pids, extra): (Vec<i32>, u64) = match scope {
+        Scope::SystemWide => (vec![-1], 0),
+        Scope::Tasks(tids) => (tids.iter().map(|&t| t as i32).collect(), flag::INHERIT),
+        Scope::ChildOnExec => (vec![0], flag::INHERIT | flag::ENABLE_ON_EXEC),
+    };
+    let mut fds = Vec::with_capacity(specs.len() * pids.len());
+    for &pid in &pids {
+        for (i, spec) in specs.iter().enumerate() {
+            let mut attr = spec.attr;
+            attr.flags |= extra;
+            if i == 0 {
+                attr.flags |= flag::MMAP | flag::MMAP2 | flag::COMM | flag::COMM_EXEC | flag::TASK;
+            }
+            match sys::perf_event_open(&attr, pid, cpu as i32) {
+                Ok(fd) => fds.push(fd),
+                // A thread that exited since it was listed.
+                Err(e) if pid > 0 && e.raw_os_error() == Some(libc::ESRCH) => break,
+                Err(source) => return Err(RecordError::Open { event: spec.name.clone(), cpu, source }),
+            }
         }
-        let fd = sys::perf_event_open(&attr, -1, cpu as i32).map_err(|source| RecordError::Open {
-            event: spec.name.clone(),
-            cpu,
-            source,
-        })?;
-        fds.push(fd);
     }
-    let ring = Ring::map(&fds[0], pages).map_err(|source| RecordError::Io {
+    let Some(first) = fds.first() else {
+        return Err(RecordError::Unsupported("every target thread exited before recording started".into()));
+    };
+    let ring = Ring::map(first, pages).map_err(|source| RecordError::Io {
         what: format!("mapping the ring buffer of CPU {cpu}"),
         source,
     })?;
@@ -190,7 +219,7 @@ mod tests {
         attr.sample_period_or_freq = 4000;
         let spec = EventSpec { name: "cpu-clock".into(), attr };
         let cpus = online_cpus().unwrap_or_else(|_| vec![0]);
-        let mut session = match Session::open(&[spec], &cpus, 1) {
+        let mut session = match Session::open(&[spec], &cpus, 1, &Scope::SystemWide) {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("skipping: perf_event_open is not available here ({e})");

@@ -226,16 +226,23 @@ fn kernel_frame(sym: &Symbolizer, ip: u64, annotate: bool) -> Vec<u8> {
     }
 }
 
+/// A user frame: the function in the mapped file, else `[file]`; outside any file (JIT code,
+/// anonymous memory), the name from the process's `/tmp/perf-PID.map`, else `[unknown]`;
+/// special mappings keep their own name (`[vdso]`).
 fn user_frame(sym: &mut Symbolizer, tasks: &Tasks, raw: &RawStack, ip: u64) -> Vec<u8> {
-    let Some(map) = tasks.maps_at(raw.pid, raw.generation).and_then(|m| m.find(ip)) else {
-        return b"[unknown]".to_vec();
+    let map = tasks.maps_at(raw.pid, raw.generation).and_then(|m| m.find(ip));
+    let name = match map {
+        Some(m) if !m.path.is_empty() => sym.user(raw.pid, m, ip),
+        _ => sym.jit(raw.pid, ip).map(std::borrow::Cow::Borrowed),
     };
-    match sym.user(raw.pid, map, ip) {
-        Some(name) => {
-            let mut f = name.as_bytes().to_vec();
-            tidy(&mut f).clone()
-        }
-        None => [b"[", map.basename(), b"]"].concat(),
+    if let Some(name) = name {
+        let mut f = name.as_bytes().to_vec();
+        return tidy(&mut f).clone();
+    }
+    match map {
+        Some(m) if m.path.starts_with(b"[") => m.path.clone(),
+        Some(m) if !m.path.is_empty() => [b"[", m.basename(), b"]"].concat(),
+        _ => b"[unknown]".to_vec(),
     }
 }
 
@@ -283,6 +290,25 @@ mod tests {
         let frames = fold_frames(&raw, c.naming, &mut Namer::new(&mut sym, &tasks, false));
         let frames: Vec<_> = frames.iter().map(|f| String::from_utf8_lossy(f).into_owned()).collect();
         assert_eq!(frames, ["my_prog-7", "[unknown]", "[libfoo.so]", "[kernel.kallsyms]"]);
+    }
+
+    #[test]
+    fn kernel_frames_cpu_and_tid_naming() {
+        let mut tasks = Tasks::new(None);
+        tasks.apply(&Record::Comm { time: 0, pid: 5, tid: 6, comm: b"w".to_vec(), exec: false });
+        let naming = Naming { tid: true, cpu: true, annotate_kernel: true, ..Naming::default() };
+        let mut c = Collector::new(naming, false);
+        let raw = c.raw(&mut tasks, 5, 6, 1, &[CONTEXT_KERNEL, 0xffff_0110, 0xffff_0010, 0x1]);
+        c.add(0, raw.clone(), 2, None);
+        c.add(1, raw, 3, None);
+        let mut sym = Symbolizer::with_kallsyms("ffff0000 T outer\nffff0100 t inner\n".into());
+        let (counts, _) = c.finish(&tasks, &mut sym);
+        let lines: Vec<_> =
+            counts.sorted().into_iter().map(|(s, w)| (String::from_utf8_lossy(s).into_owned(), w)).collect();
+        assert_eq!(lines.len(), 1);
+        // 0x1 lies below every kernel symbol: unnamed, like perf's [kernel.kallsyms].
+        assert_eq!(lines[0].0, "cpu-1;w-5/6;[kernel.kallsyms];outer_[k];inner_[k]");
+        assert_eq!(lines[0].1, crate::fold::Weight::from_u64(5));
     }
 
     #[test]

@@ -90,13 +90,20 @@ impl Kallsyms {
 pub(crate) struct Symbolizer {
     kernel: Kallsyms,
     files: FxHashMap<Vec<u8>, Option<ElfSymbols>>,
+    /// `/tmp/perf-PID.map` of each process (JIT compilers write them), sorted.
+    jit: FxHashMap<u32, Vec<(u64, u64, String)>>,
 }
 
 impl Symbolizer {
     /// Loads `/proc/kallsyms` (an unreadable file leaves kernel frames `[unknown]`).
     pub(crate) fn new() -> Symbolizer {
         let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
-        Symbolizer { kernel: Kallsyms::parse(text), files: FxHashMap::default() }
+        Symbolizer::with_kallsyms(text)
+    }
+
+    /// A symbolizer for the given kallsyms text.
+    pub(crate) fn with_kallsyms(text: String) -> Symbolizer {
+        Symbolizer { kernel: Kallsyms::parse(text), ..Symbolizer::default() }
     }
 
     /// True when kernel addresses can be named.
@@ -120,12 +127,40 @@ impl Symbolizer {
             self.files.insert(map.path.clone(), load(pid, &path));
         }
         let syms = self.files.get(&map.path)?.as_ref()?;
-        let name = syms.by_file_offset(addr - map.start + map.pgoff)?;
+        let name = syms.by_file_offset(addr.wrapping_sub(map.start).wrapping_add(map.pgoff))?;
         Some(match rustc_demangle::try_demangle(name) {
             Ok(d) => Cow::Owned(format!("{d:#}")),
             Err(_) => Cow::Borrowed(name),
         })
     }
+}
+
+impl Symbolizer {
+    /// The JIT-compiled function at `addr` of `pid`, from `/tmp/perf-PID.map`.
+    pub(crate) fn jit(&mut self, pid: u32, addr: u64) -> Option<&str> {
+        let table = self.jit.entry(pid).or_insert_with(|| {
+            let text = std::fs::read_to_string(format!("/tmp/perf-{pid}.map")).unwrap_or_default();
+            parse_perf_map(&text)
+        });
+        let i = table.partition_point(|e| e.0 <= addr).checked_sub(1)?;
+        let (start, size, name) = &table[i];
+        (addr - start < *size).then_some(name.as_str())
+    }
+}
+
+/// `START SIZE NAME` lines (hex, `0x` optional), as written for perf by JIT compilers.
+fn parse_perf_map(text: &str) -> Vec<(u64, u64, String)> {
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
+    let mut v: Vec<_> = text
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.splitn(3, ' ');
+            let (start, size, name) = (hex(it.next()?)?, hex(it.next()?)?, it.next()?.trim());
+            (!name.is_empty()).then(|| (start, size, name.to_string()))
+        })
+        .collect();
+    v.sort_by_key(|e| e.0);
+    v
 }
 
 /// The file as the process sees it (its root may differ), else as we see it.
@@ -151,6 +186,19 @@ mod tests {
         assert_eq!(k.lookup(0xffffffff81000300), Some("mod_fn"));
         assert_eq!(k.lookup(0x1000), None);
         assert!(Kallsyms::parse("0000000000000000 T hidden\n".to_string()).is_empty());
+    }
+
+    #[test]
+    fn perf_map_of_a_jit() {
+        let t = parse_perf_map("7f00001000 40 LazyCompile:~main app.js:1\n0x7f00000000 10 stub\nbad line\n");
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[0], (0x7f00000000, 0x10, "stub".to_string()));
+        assert_eq!(t[1].2, "LazyCompile:~main app.js:1");
+        let mut s = Symbolizer::default();
+        s.jit.insert(1, t);
+        assert_eq!(s.jit(1, 0x7f00001020), Some("LazyCompile:~main app.js:1"));
+        assert_eq!(s.jit(1, 0x7f00001040), None);
+        assert_eq!(s.jit(1, 0x10), None);
     }
 
     #[test]

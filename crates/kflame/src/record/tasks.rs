@@ -111,12 +111,16 @@ impl Tasks {
         *g
     }
 
-    /// Reads the names of every existing task, so that tasks which exit before their first
-    /// sample is interpreted keep their name.
-    pub(crate) fn snapshot_comms(&mut self) {
+    /// Reads the names of every existing task and the mappings of every process of
+    /// interest (perf's "synthesized" events), so that tasks which exit before their first
+    /// sample is interpreted keep their names and symbols.
+    pub(crate) fn snapshot(&mut self) {
         for pid in numeric_dirs("/proc") {
             for tid in numeric_dirs(&format!("/proc/{pid}/task")) {
                 self.comm(pid, tid);
+            }
+            if self.wanted(pid) {
+                self.maps_of(pid);
             }
         }
     }

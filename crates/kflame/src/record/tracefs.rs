@@ -43,7 +43,7 @@ impl Tracepoint {
 impl Field {
     /// Reads the field from raw record data as an integer (sign-extended when signed).
     pub(crate) fn read(&self, raw: &[u8]) -> Option<i64> {
-        let b = raw.get(self.offset..self.offset + self.size)?;
+        let b = raw.get(self.offset..self.offset.checked_add(self.size)?)?;
         Some(match (self.size, self.signed) {
             (1, s) => {
                 if s {

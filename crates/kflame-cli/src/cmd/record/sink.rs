@@ -5,7 +5,10 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use kflame::fold::write::write_lines;
+use kflame::fold::{OrderedStacks, Stacks, Weight};
 use kflame::record::{Recording, json};
+use kflame::render::html::{HtmlOptions, HtmlProfile, write_html};
+use kflame::render::{self, Options, Profile};
 
 /// Output kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,26 +79,49 @@ pub(crate) fn write<W: Write>(kind: Kind, r: &Recording, opts: &GraphOptions, ou
     }
 }
 
-/// Refuses, before anything is recorded, an output this build cannot write.
+/// Refuses, before anything is recorded, an output this build cannot write. Every kind of
+/// [`Kind`] is written, so this only exists to keep the check before a long recording.
 pub(crate) fn ensure_supported(kind: Kind) -> Result<()> {
     match kind {
-        Kind::Folded | Kind::Json => Ok(()),
-        Kind::Svg | Kind::Html => {
-            render_graph(kind, &Recording::default(), &GraphOptions::default(), &mut Vec::new())
-        }
+        Kind::Folded | Kind::Json | Kind::Svg | Kind::Html => Ok(()),
     }
 }
 
-/// THE RENDERER HOOK: the single place where a recording becomes an SVG or HTML graph.
-/// The renderers are developed separately; once merged, call them here with `r.stacks`,
-/// `r.meta` (unit for the tooltips), and `opts` (style, flame chart from `r.events` in time
-/// order — recorded when `--type chart` is given —, title).
-fn render_graph<W: Write>(kind: Kind, _r: &Recording, opts: &GraphOptions, _out: &mut W) -> Result<()> {
-    let _ = (opts.style, opts.graph_type, &opts.title);
-    bail!(
-        "{} output is not built in this version; write .folded and render it with `kflame flamegraph`",
-        if kind == Kind::Svg { "SVG" } else { "HTML" }
-    )
+/// The stacks to draw: merged for a flame graph, the recorded events in time order for a
+/// flame chart (identical consecutive stacks merge).
+fn graph_stacks(r: &Recording, opts: &GraphOptions) -> Stacks {
+    if opts.graph_type == GraphType::Chart && !r.events.is_empty() {
+        let mut events: Vec<_> = r.events.iter().collect();
+        events.sort_by_key(|e| e.ts);
+        let mut ordered = OrderedStacks::new();
+        for e in events {
+            ordered.push(e.stack.join(";").as_bytes(), Weight::from_u64(e.weight));
+        }
+        Stacks::Ordered(ordered)
+    } else {
+        Stacks::Counts(r.stacks.clone())
+    }
+}
+
+/// Draws `r` with the renderers of `kflame flamegraph`: the SVG or the HTML viewer page.
+fn render_graph<W: Write>(kind: Kind, r: &Recording, opts: &GraphOptions, out: &mut W) -> Result<()> {
+    let stacks = graph_stacks(r, opts);
+    let chart = matches!(stacks, Stacks::Ordered(_));
+    let inverted = opts.style == Style::Icicle;
+    if kind == Kind::Html {
+        let page =
+            HtmlOptions { title: opts.title.clone(), inverted, flamechart: chart, ..HtmlOptions::default() };
+        return write_html(out, &HtmlProfile::new(&stacks, &r.meta), &page).context("writing the HTML page");
+    }
+    let mut profile = Profile::new(chart, false);
+    for (stack, weight) in stacks.in_output_order() {
+        profile.add(&String::from_utf8_lossy(stack), weight, Weight::ZERO);
+    }
+    profile.meta = r.meta.clone();
+    profile.finish();
+    let svg = Options { title: opts.title.clone(), inverted, flame_chart: chart, ..Options::default() };
+    render::write_svg(&profile, &svg, None, out).context("writing the SVG")?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -3,13 +3,25 @@
 
 use super::{Handler, Sample};
 use crate::fold::{Meta, Unit};
-use crate::record::StackParts;
 use crate::record::session::{EventSpec, base_attr};
 use crate::record::stacks::Collector;
 use crate::record::sys::attr::{SW_CPU_CLOCK, TYPE_SOFTWARE, flag};
 use crate::record::tasks::Tasks;
+use crate::record::{RecordError, StackParts};
 
-pub(super) fn build(frequency: u32, parts: StackParts) -> (Vec<super::EventSpec>, Box<dyn Handler>) {
+/// The kernel's limit on `-F` (`kernel.perf_event_max_sample_rate`).
+const MAX_RATE: &str = "/proc/sys/kernel/perf_event_max_sample_rate";
+
+pub(super) fn build(
+    frequency: u32,
+    parts: StackParts,
+) -> Result<(Vec<super::EventSpec>, Box<dyn Handler>), RecordError> {
+    let max = std::fs::read_to_string(MAX_RATE).ok().and_then(|s| s.trim().parse::<u32>().ok());
+    if let Some(max) = max.filter(|m| frequency > *m) {
+        return Err(RecordError::Unsupported(format!(
+            "-F {frequency} is above this kernel's limit of {max} samples per second ({MAX_RATE})"
+        )));
+    }
     let mut attr = base_attr(TYPE_SOFTWARE, SW_CPU_CLOCK, 64 << 10);
     attr.flags |= flag::FREQ;
     attr.sample_period_or_freq = u64::from(frequency.max(1));
@@ -19,7 +31,7 @@ pub(super) fn build(frequency: u32, parts: StackParts) -> (Vec<super::EventSpec>
         StackParts::UserOnly => flag::EXCLUDE_KERNEL | flag::EXCLUDE_CALLCHAIN_KERNEL,
     };
     let spec = EventSpec { name: "cpu-clock".into(), attr };
-    (vec![spec], Box::new(Cpu { added: 0 }))
+    Ok((vec![spec], Box::new(Cpu { added: 0 })))
 }
 
 struct Cpu {

@@ -31,7 +31,7 @@ pub(crate) trait Handler {
 /// The events to open and the handler of `config.mode`.
 pub(crate) fn build(config: &Config) -> Result<(Vec<EventSpec>, Box<dyn Handler>), RecordError> {
     Ok(match &config.mode {
-        Mode::Cpu { frequency } => cpu::build(*frequency, config.parts),
+        Mode::Cpu { frequency } => cpu::build(*frequency, config.parts)?,
         Mode::Mem { kmalloc } => mem::build(&Tracefs::open()?, *kmalloc, config.parts)?,
         Mode::OffCpu => offcpu::build(&Tracefs::open()?, config.parts)?,
         Mode::Syscalls => syscalls::build(&Tracefs::open()?, config.parts)?,

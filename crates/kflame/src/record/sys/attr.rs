@@ -21,12 +21,14 @@ pub(crate) mod sample {
 /// Bits of the attr flags word (bitfield after `read_format`).
 pub(crate) mod flag {
     pub(crate) const DISABLED: u64 = 1 << 0;
+    pub(crate) const INHERIT: u64 = 1 << 1;
     pub(crate) const EXCLUDE_USER: u64 = 1 << 4;
     pub(crate) const EXCLUDE_KERNEL: u64 = 1 << 5;
     pub(crate) const EXCLUDE_HV: u64 = 1 << 6;
     pub(crate) const MMAP: u64 = 1 << 8;
     pub(crate) const COMM: u64 = 1 << 9;
     pub(crate) const FREQ: u64 = 1 << 10;
+    pub(crate) const ENABLE_ON_EXEC: u64 = 1 << 12;
     pub(crate) const TASK: u64 = 1 << 13;
     pub(crate) const WATERMARK: u64 = 1 << 14;
     pub(crate) const SAMPLE_ID_ALL: u64 = 1 << 18;

@@ -168,6 +168,18 @@ pub(crate) fn unmount(dir: &Path) -> io::Result<()> {
     if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
 }
 
+/// Raises the soft limit of open files to the hard limit (one event per thread, CPU and
+/// event kind adds up quickly with `-p` on a many-threaded process), as perf does.
+pub(crate) fn raise_fd_limit() {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: `lim` is a valid, writable rlimit.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 && lim.rlim_cur < lim.rlim_max {
+        lim.rlim_cur = lim.rlim_max;
+        // SAFETY: `lim` is a valid rlimit; raising the soft limit up to the hard one is allowed.
+        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
+    }
+}
+
 /// The system page size.
 pub(crate) fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.

@@ -21,9 +21,6 @@ pub(crate) struct Ring {
     data_len: usize,
 }
 
-// SAFETY: the mapping is owned by this value and only accessed through `&mut self` or atomics.
-unsafe impl Send for Ring {}
-
 impl Ring {
     /// Maps the ring buffer of `fd` with `data_pages` (a power of two) data pages.
     pub(crate) fn map(fd: &OwnedFd, data_pages: usize) -> io::Result<Ring> {
