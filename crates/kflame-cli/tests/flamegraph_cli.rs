@@ -142,3 +142,106 @@ fn diff_output_renders_as_differential_graph() {
     assert!(svg.contains("<title>__fget_light (12 samples, 15.00%; +15.00%)</title>"), "{svg}");
     assert!(svg.contains("fill=\"rgb(255,0,0)\""), "the largest growth is pure red");
 }
+
+#[test]
+fn appearance_options_take_effect() {
+    let input = data("hostile.folded");
+    let out = kflame(
+        &[
+            "flamegraph",
+            "--subtitle",
+            "sub <1>",
+            "--notes",
+            "n & m",
+            "--encoding",
+            "iso-8859-1",
+            "--width",
+            "600",
+            "--height",
+            "20",
+            "--fonttype",
+            "monospace",
+            "--fontsize",
+            "10",
+            "--bgcolors",
+            "#102030",
+            "--countname",
+            "pages",
+            "--nametype",
+            "Sym:",
+            "--total",
+            "90",
+            "--minwidth",
+            "5%",
+            &input,
+        ],
+        b"",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let svg = text(&out.stdout);
+    assert!(svg.starts_with("<?xml version=\"1.0\" encoding=\"iso-8859-1\" standalone=\"no\"?>"));
+    assert!(svg.contains(">sub &lt;1&gt;</text>") && svg.contains("<desc id=\"notes\">n &amp; m</desc>"));
+    assert!(svg.contains("width=\"600\"") && svg.contains("height=\"19\""));
+    assert!(
+        svg.contains("font-family:monospace; font-size:10px") && svg.contains("stop-color=\"rgb(16,32,48)\"")
+    );
+    assert!(
+        svg.contains("\"nametype\": \"Sym:\"") && svg.contains("(30 pages, 33.33%)"),
+        "--total 90 halves"
+    );
+    // 5% of 580 px is 29 px = 4.5 pages of 90: the 5-page frames stay, nothing narrower.
+    assert!(svg.contains("<title>all (45 pages, 50.00%)</title>"));
+}
+
+#[test]
+fn nameattr_sets_title_link_and_class_but_no_handlers() {
+    let dir = std::env::temp_dir().join(format!("kflame-nameattr-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let attrs = dir.join("attrs.txt");
+    std::fs::write(
+        &attrs,
+        "main\ttitle=the <main>\thref=https://x.invalid/?a=1&b=2\tclass=hot\nswapper\tonclick=alert(1)\n",
+    )
+    .expect("attrs");
+    let out =
+        kflame(&["flamegraph", "--nameattr", attrs.to_str().expect("path"), &data("hostile.folded")], b"");
+    assert!(out.status.success());
+    let svg = text(&out.stdout);
+    assert!(svg.contains("<g class=\"hot\"><title>the &lt;main&gt;</title><a xlink:href=\"https://x.invalid/?a=1&amp;b=2\" target=\"_top\">"));
+    assert!(!svg.contains("onclick"));
+    assert!(
+        text(&out.stderr).contains("attrs.txt:2: skipped 1 line (bad nameattr line)"),
+        "{}",
+        text(&out.stderr)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn consistent_palette_is_reused_and_extended() {
+    let dir = std::env::temp_dir().join(format!("kflame-cp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    std::fs::write(dir.join("palette.map"), "main->rgb(1,2,3)\n").expect("palette");
+    let out = Command::new(env!("CARGO_BIN_EXE_kflame"))
+        .args(["flamegraph", "--cp", &data("hostile.folded")])
+        .current_dir(&dir)
+        .output()
+        .expect("kflame runs");
+    assert!(out.status.success());
+    assert!(text(&out.stdout).contains("fill=\"rgb(1,2,3)\""));
+    let map = std::fs::read_to_string(dir.join("palette.map")).expect("written back");
+    assert!(map.contains("main->rgb(1,2,3)\n") && map.contains("swapper->rgb("), "{map}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn flame_chart_and_reverse_change_the_layout() {
+    let input = b"a;b 1\nc 1\na;b 1\n";
+    let chart = text(&kflame(&["flamegraph", "--flamechart"], input).stdout);
+    assert!(chart.contains(">Flame Chart</text>"));
+    assert_eq!(chart.matches("<title>a (1 samples").count(), 2, "non-consecutive stacks stay apart");
+    let graph = text(&kflame(&["flamegraph"], input).stdout);
+    assert_eq!(graph.matches("<title>a (2 samples").count(), 1);
+    let reversed = text(&kflame(&["flamegraph", "--reverse"], input).stdout);
+    assert!(reversed.contains("<title>b (2 samples") && reversed.contains("kf:x=\"0\" kf:w=\"2\""));
+}

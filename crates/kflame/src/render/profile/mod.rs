@@ -110,17 +110,16 @@ impl Profile {
         }
         let mut stacks = std::mem::take(&mut self.stacks);
         stacks.sort_unstable_by(|a, b| self.compare(a, b));
-        let mut merged: Vec<StackRef> = Vec::with_capacity(stacks.len());
-        for s in stacks {
-            match merged.last_mut() {
-                Some(last) if self.frames(last) == self.frames(&s) => {
-                    last.weight += s.weight;
-                    last.before += s.before;
-                }
-                _ => merged.push(s),
+        // In place: `later` is dropped after being added to `kept`.
+        stacks.dedup_by(|later, kept| {
+            let same = self.frames(later) == self.frames(kept);
+            if same {
+                kept.weight += later.weight;
+                kept.before += later.before;
             }
-        }
-        self.stacks = merged;
+            same
+        });
+        self.stacks = stacks;
     }
 
     /// Compares two stacks as their `;`-joined texts would compare.
