@@ -2,8 +2,10 @@
 // percentages of the total and of the zoomed frame, regex search with "Matched", URL state,
 // and hostile symbols that stay text.
 import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import path from "node:path";
 import { after, before, test } from "node:test";
-import { fixture, launchBrowser, renderTo, screenshotPath, watchedPage } from "./lib.mjs";
+import { fixture, kflame, launchBrowser, outDir, renderTo, screenshotPath, watchedPage } from "./lib.mjs";
 
 let browser;
 before(async () => { browser = await launchBrowser(); });
@@ -149,5 +151,24 @@ test("hostile symbols render as text and run nothing", async () => {
   await page.waitForTimeout(200);
   assert.deepEqual(problems, [], "no alert dialog, no error");
   await shoot(page, "svg-hostile");
+  await page.close();
+});
+
+test("differential graph: red grows, blue shrinks, change in the tooltip", async () => {
+  const diff = kflame(["diff", fixture("render", "diff", "before.txt"), fixture("render", "diff", "after.txt")]).stdout;
+  const file = path.join(outDir("browser-out"), "diff.folded");
+  writeFileSync(file, diff);
+  const url = renderTo("diff.svg", ["--title", "before -> after", file]);
+  const { page, problems } = await watchedPage(browser.context);
+  await page.goto(url);
+  await fitViewport(page);
+  const frames = await readFrames(page);
+  const grew = frames.find((f) => f.name === "__fget_light");
+  const fill = await page.getAttribute(frameSel(grew.index), "fill");
+  assert.equal(fill, "rgb(255,0,0)", "the largest growth is pure red");
+  await page.hover(frameSel(grew.index));
+  assert.match(await page.textContent("#details"), /__fget_light \(12 samples, 15\.00% of total, \+15\.00% change\)/);
+  await shoot(page, "svg-differential");
+  assert.deepEqual(problems, []);
   await page.close();
 });
