@@ -131,6 +131,12 @@ fn is_unreliable(name: &str) -> bool {
 }
 
 fn is_synthetic(name: &str, depth: usize) -> bool {
+    // `cpu-3`: the root `--cpu` adds.
+    if depth <= 2
+        && name.strip_prefix("cpu-").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return true;
+    }
     if name.len() > 2 && name.starts_with('[') && name.ends_with(']') {
         return depth <= 3 && !BRACKET_LOCATIONS.contains(&name) && !name.contains(".so");
     }
@@ -178,5 +184,6 @@ mod tests {
         let c = chain(&["[hung_task]", "kind:oops", "? __schedule", "[unknown]", "foo_[k]"]);
         assert_eq!(c, [Synthetic, Synthetic, Unreliable, Unreliable, Kernel]);
         assert_eq!(chain(&["[vdso]"]), [User]);
+        assert_eq!(chain(&["cpu-1", "cpu-burner", "main"]), [Synthetic, User, User]);
     }
 }
