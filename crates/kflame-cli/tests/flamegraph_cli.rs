@@ -245,3 +245,17 @@ fn flame_chart_and_reverse_change_the_layout() {
     let reversed = text(&kflame(&["flamegraph", "--reverse"], input).stdout);
     assert!(reversed.contains("<title>b (2 samples") && reversed.contains("kf:x=\"0\" kf:w=\"2\""));
 }
+
+#[test]
+fn huge_counts_and_several_inputs() {
+    let out = kflame(&["flamegraph"], b"swapper/0;start_kernel;do_idle 239807672958951499\n");
+    assert!(text(&out.stdout).contains("<title>all (239,807,672,958,951,499 samples, 100%)</title>"));
+    let one = data("perf-sys-cpuclock.folded");
+    let single = text(&kflame(&["flamegraph", &one], b"").stdout);
+    let double = text(&kflame(&["flamegraph", &one, &one], b"").stdout);
+    let total = |svg: &str| {
+        let t = svg.find("<title>all (").expect("root") + "<title>all (".len();
+        svg[t..t + svg[t..].find(' ').expect("count end")].replace(',', "").parse::<u64>().expect("count")
+    };
+    assert_eq!(total(&double), 2 * total(&single));
+}
