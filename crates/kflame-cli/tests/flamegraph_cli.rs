@@ -67,10 +67,13 @@ fn help_lists_every_flamegraph_pl_option() {
 
 #[test]
 fn hostile_symbols_render_as_text() {
-    let out = kflame(&["flamegraph", "--title", "<script>alert(3)</script>", &data("hostile.folded")], b"");
+    let args =
+        ["flamegraph", "--title", "<script>alert(3)</script>", "--fonttype", "x]]></style><script>alert(4)"];
+    let out = kflame(&[&args[..], &[data("hostile.folded").as_str()]].concat(), b"");
     assert!(out.status.success());
     let svg = text(&out.stdout);
     assert_eq!(svg.matches("<script").count(), 1, "only kflame's own script element");
+    assert_eq!(svg.matches("]]>").count(), 2, "only the ends of the style and script sections");
     assert!(!svg.contains("<img"));
     assert!(svg.contains("&lt;/text&gt;&lt;script&gt;alert(1)&lt;/script&gt; (10 samples, 22.22%)"), "{svg}");
     assert!(svg.contains("AT&amp;T &quot;quoted&quot; &#39;x&#39; ]]&gt; (5 samples"));

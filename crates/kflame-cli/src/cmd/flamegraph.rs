@@ -186,8 +186,12 @@ fn read_inputs(args: &Args) -> Result<Profile> {
 }
 
 fn options(args: &Args) -> Result<Options> {
-    if !(args.factor.is_finite() && args.factor > 0.0) {
-        bail!("--factor must be a positive number, found {}", args.factor);
+    for (flag, v) in
+        [("--factor", args.factor), ("--fontsize", args.fontsize), ("--fontwidth", args.fontwidth)]
+    {
+        if !(v.is_finite() && v > 0.0) {
+            bail!("{flag} must be a positive number, found {v}");
+        }
     }
     let name_attrs = match &args.nameattr {
         Some(path) => read_name_attrs(path)?,
