@@ -111,6 +111,11 @@ const BRACKET_LOCATIONS: &[&str] = &["[unknown]", "[vdso]", "[vsyscall]", "[anon
 impl Category {
     /// Classifies frame `name` at `depth` (1 = first frame of a stack) under `parent`.
     pub fn classify(name: &str, depth: usize, parent: Category) -> Category {
+        // bcc and FlameGraph separate the user part of a stack from the kernel part with a
+        // `-` frame (drawn grey): what follows it is kernel code.
+        if name == "-" {
+            return Category::Kernel;
+        }
         if is_unreliable(name) {
             return Category::Unreliable;
         }
@@ -204,5 +209,9 @@ mod tests {
             [Synthetic, Synthetic, User, Unreliable]
         );
         assert_eq!(chain(&["main", "deadbeef", "cafe"]), [User, Unreliable, User]);
+        assert_eq!(
+            chain(&["python3", "__GI___clock_nanosleep", "-", "do_nanosleep"]),
+            [User, User, Kernel, Kernel]
+        );
     }
 }
