@@ -145,6 +145,12 @@ pub(crate) fn run(args: Args) -> Result<()> {
         output::message("warning: no samples in the input; writing an empty graph");
     }
     let opts = options(&args)?;
+    if let Some(t) = opts.total.filter(|t| *t < profile.total()) {
+        output::message(format!(
+            "warning: --total {t} is less than the actual total {}; ignored",
+            profile.total()
+        ));
+    }
     let mut palette_map = if args.cp { Some(read_palette_map()?) } else { None };
     let format = OutputFormat::choose(args.format, args.output.as_deref());
     let mut out = output::open(args.output.as_deref())?;
