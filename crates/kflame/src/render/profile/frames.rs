@@ -39,18 +39,20 @@ impl Profile {
     /// The ids of the frames of `stack`, root first. Fails on a frame that is not UTF-8.
     pub(super) fn frame_ids(&mut self, stack: &[u8], ids: &mut Vec<u32>) -> Result<(), Utf8Error> {
         let mut prev = std::mem::take(&mut self.prev);
-        let (shared, mut start) = prev.shared_frames(stack);
+        let (shared, start) = prev.shared_frames(stack);
         ids.clear();
         ids.extend_from_slice(&prev.ids[..shared]);
         prev.ends.truncate(shared);
         // The unshared frames are validated as UTF-8 in one go (`;` is ASCII, so every
         // frame boundary is a character boundary).
         let result = std::str::from_utf8(&stack[start..]).map(|rest| {
-            for name in rest.split(';') {
-                ids.push(self.intern(name));
-                start += name.len();
-                prev.ends.push(start);
-                start += 1;
+            let mut from = 0;
+            let ends = memchr::memchr_iter(b';', rest.as_bytes()).chain(std::iter::once(rest.len()));
+            for end in ends {
+                // `;` is ASCII: `from` and `end` are character boundaries.
+                ids.push(self.intern(rest.get(from..end).unwrap_or_default()));
+                prev.ends.push(start + end);
+                from = end + 1;
             }
         });
         if result.is_err() {

@@ -105,7 +105,9 @@ fn shapes(ctx: &Context<'_>, f: &Frame, name: &str, color: Rgb, s: &mut String) 
         let ty = y + h / 2.0 + ctx.opts.font_size / 3.0;
         s.push_str("<text x=\"");
         fixed4(tx, s);
-        write!(s, r#"%" y="{ty:.2}">"#).ok();
+        s.push_str("%\" y=\"");
+        fixed2(ty, s);
+        s.push_str("\">");
         xml(&text, s);
         s.push_str("</text>");
     }
@@ -116,6 +118,12 @@ fn shapes(ctx: &Context<'_>, f: &Frame, name: &str, color: Rgb, s: &mut String) 
 fn fixed4(v: f64, s: &mut String) {
     let units = (v.max(0.0) * 10_000.0).round() as u64;
     write!(s, "{}.{:04}", units / 10_000, units % 10_000).ok();
+}
+
+/// Like [`fixed4`] with two decimals.
+fn fixed2(v: f64, s: &mut String) {
+    let units = (v.max(0.0) * 100.0).round() as u64;
+    write!(s, "{}.{:02}", units / 100, units % 100).ok();
 }
 
 /// `name (1,234 samples, 5.67%)`, `name (…; +1.23%)` for differentials; annotations such as
