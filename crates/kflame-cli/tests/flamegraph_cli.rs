@@ -262,3 +262,32 @@ fn huge_counts_and_several_inputs() {
     };
     assert_eq!(total(&double), 2 * total(&single));
 }
+
+/// The fill of the first frame whose title starts with `name (`.
+fn fill_of(svg: &str, name: &str) -> (u8, u8, u8) {
+    let t = svg.find(&format!("<title>{name} (")).unwrap_or_else(|| panic!("{name} drawn"));
+    let f = t + svg[t..].find("fill=\"rgb(").expect("fill") + "fill=\"rgb(".len();
+    let v: Vec<u8> =
+        svg[f..f + svg[f..].find(')').expect("end")].split(',').map(|c| c.parse().expect("u8")).collect();
+    (v[0], v[1], v[2])
+}
+
+#[test]
+fn kernel_palette_tells_code_kinds_apart() {
+    let cpu =
+        text(&kflame(&["flamegraph", "--colors", "kernel", &data("perf-sys-cpuclock.folded")], b"").stdout);
+    let (r, _, b) = fill_of(&cpu, "entry_SYSCALL_64_after_hwframe");
+    assert!(r >= 190 && b == 0, "kernel frames are orange: {r},{b}");
+    let (r, g, b) = fill_of(&cpu, "bash");
+    assert!(b >= 205 && r < 150 && g < 150, "user frames are blue");
+    let (r, g, b) = fill_of(&cpu, "[unknown]");
+    assert!(r == g && g == b, "unreliable frames are grey");
+    let input = b"[hung_task];kind:hung;task;? __schedule;schedule 1\nswapper;asm_sysvec_apic_timer_interrupt;hrtimer_interrupt 1\n";
+    let svg = text(&kflame(&["flamegraph", "--colors", "kernel"], input).stdout);
+    let (r, g, b) = fill_of(&svg, "[hung_task]");
+    assert!(g >= 200 && r < 120 && b < 120, "category frames are green");
+    let (r, g, b) = fill_of(&svg, "hrtimer_interrupt");
+    assert!(r >= 190 && b >= 190 && g < 150, "interrupt context is purple");
+    let (r, g, b) = fill_of(&svg, "? __schedule");
+    assert!(r == g && g == b, "`?` frames are grey");
+}
