@@ -198,3 +198,28 @@ test("differential graph: red grows, blue shrinks, change in the tooltip", async
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test("icicle graph zooms the same way", async () => {
+  const url = renderTo("icicle.svg", ["--inverted", fixture("perf-sys-cpuclock.folded")]);
+  const { page, problems } = await watchedPage();
+  await page.goto(url);
+  await fitViewport(page);
+  const frames = await page.evaluate(() => {
+    const NS = "urn:kflame:flamegraph";
+    const raw = [...document.querySelectorAll("#frames > g")].map((g, index) => {
+      const r = g.querySelector("rect");
+      return { index, x: +r.getAttributeNS(NS, "x"), w: +r.getAttributeNS(NS, "w"), y: +r.getAttribute("y") };
+    });
+    const rootY = Math.min(...raw.map((f) => f.y));
+    raw.forEach((f) => { f.depth = Math.round((f.y - rootY) / 16); });
+    return raw;
+  });
+  const target = frames.filter((f) => f.depth === 2).sort((a, b) => b.w - a.w)[0];
+  const parent = frames.find((f) => f.depth === 1 && f.x <= target.x && f.x + f.w >= target.x + target.w);
+  await page.click(frameSel(target.index));
+  assert.equal(await page.getAttribute(frameSel(target.index), "width"), "100.0000%");
+  assert.equal(await page.getAttribute(`#frames > g:nth-of-type(${parent.index + 1})`, "class"), "parent");
+  await shoot(page, "svg-icicle-zoom");
+  assert.deepEqual(problems, []);
+  await page.close();
+});
