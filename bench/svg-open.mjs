@@ -16,7 +16,7 @@ const browser = await launchBrowser();
 const times = [];
 try {
   for (let i = 0; i < runs; i++) {
-    const page = await browser.context.newPage();
+    const page = await browser.newPage();
     const errors = [];
     page.on("pageerror", (e) => errors.push(e.message));
     const t0 = performance.now();

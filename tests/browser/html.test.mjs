@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ROOT, kflame, launchBrowser, scratch, screenshot, writeText } from './html-lib.mjs';
+import { ROOT, kflame, launchBrowser, scratch, screenshot, writeText } from './lib.mjs';
 
 const FIXTURES = join(ROOT, 'crates/kflame/tests/data/html');
 const PERF = join(FIXTURES, 'perf-script-report-stackcollapse.folded');

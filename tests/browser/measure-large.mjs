@@ -7,7 +7,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import assert from 'node:assert/strict';
-import { ROOT, kflame, launchBrowser, scratch } from './html-lib.mjs';
+import { ROOT, kflame, launchBrowser, scratch } from './lib.mjs';
 
 const RUNS = 3;
 const dir = scratch();

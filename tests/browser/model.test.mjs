@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import vm from 'node:vm';
-import { ROOT } from './html-lib.mjs';
+import { ROOT } from './lib.mjs';
 
 const K = (() => {
   const context = vm.createContext({});

@@ -2,12 +2,43 @@
 // percentages of the total and of the zoomed frame, regex search with "Matched", URL state,
 // and hostile symbols that stay text.
 import assert from "node:assert/strict";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { after, before, test } from "node:test";
-import { fixture, launchBrowser, renderTo, screenshotPath, watchedPage } from "./lib.mjs";
+import { ROOT, kflame, launchBrowser, scratch, screenshot, writeText } from "./lib.mjs";
 
 let browser;
 before(async () => { browser = await launchBrowser(); });
 after(async () => { await browser?.close(); });
+
+const dir = scratch();
+
+/** A fixture of the library's rendering test data. */
+function fixture(...parts) {
+  return join(ROOT, "crates", "kflame", "tests", "data", "render", ...parts);
+}
+
+/** Renders with `kflame flamegraph ARGS` into the scratch directory; returns the file URL. */
+function renderTo(name, args) {
+  const file = join(dir, name);
+  kflame(["flamegraph", ...args, "-o", file]);
+  return pathToFileURL(file).href;
+}
+
+/** A new page that records page errors, console errors and dialogs (none expected, unless
+ * the test sets `page.expectDialog` to answer one). */
+async function watchedPage() {
+  const page = await browser.newPage();
+  const problems = [];
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("console", (m) => m.type() === "error" && problems.push(`console: ${m.text()}`));
+  page.on("dialog", (d) => {
+    if (page.expectDialog) return page.expectDialog(d);
+    problems.push(`unexpected dialog: ${d.type()} ${d.message()}`);
+    return d.dismiss();
+  });
+  return { page, problems };
+}
 
 // Frames as the page holds them: name, exact x/w (weight units), depth from y.
 async function readFrames(page) {
@@ -35,9 +66,7 @@ async function fitViewport(page) {
   await page.setViewportSize(size);
 }
 
-async function shoot(page, name) {
-  await page.screenshot({ path: screenshotPath(name) });
-}
+const shoot = screenshot;
 
 function pct(part, whole) { return (100 * part / whole).toFixed(2); }
 
@@ -55,8 +84,8 @@ function matchedShare(frames, re, lo, hi) {
 const frameSel = (i) => `#frames > g:nth-of-type(${i + 1}) > rect`;
 
 test("zoom, tooltips, search and URL state on a real capture", async () => {
-  const url = renderTo("cpu.svg", ["--colors", "kernel", fixture("render", "perf-sys-cpuclock.folded")]);
-  const { page, problems } = await watchedPage(browser.context);
+  const url = renderTo("cpu.svg", ["--colors", "kernel", fixture("perf-sys-cpuclock.folded")]);
+  const { page, problems } = await watchedPage();
   await page.goto(url);
   await fitViewport(page);
   const frames = await readFrames(page);
@@ -106,7 +135,7 @@ test("zoom, tooltips, search and URL state on a real capture", async () => {
 
   // The URL alone restores zoom and search.
   const saved = page.url();
-  const fresh = await browser.context.newPage();
+  const fresh = await browser.newPage();
   await fresh.goto(saved);
   assert.equal(await fresh.getAttribute(frameSel(target.index), "width"), "100.0000%");
   assert.equal(await fresh.textContent("#matched"), `Matched: ${ci}%`);
@@ -124,8 +153,8 @@ test("zoom, tooltips, search and URL state on a real capture", async () => {
 });
 
 test("weights in bytes are shown as KiB", async () => {
-  const url = renderTo("bytes.svg", [fixture("render", "bad-lines.folded")]);
-  const { page, problems } = await watchedPage(browser.context);
+  const url = renderTo("bytes.svg", [fixture("bad-lines.folded")]);
+  const { page, problems } = await watchedPage();
   await page.goto(url);
   await fitViewport(page);
   const frames = await readFrames(page);
@@ -137,8 +166,8 @@ test("weights in bytes are shown as KiB", async () => {
 });
 
 test("hostile symbols render as text and run nothing", async () => {
-  const url = renderTo("hostile.svg", ["--title", "<script>alert(3)</script>", fixture("render", "hostile.folded")]);
-  const { page, problems } = await watchedPage(browser.context);
+  const url = renderTo("hostile.svg", ["--title", "<script>alert(3)</script>", fixture("hostile.folded")]);
+  const { page, problems } = await watchedPage();
   await page.goto(url);
   await fitViewport(page);
   const frames = await readFrames(page);
@@ -149,5 +178,48 @@ test("hostile symbols render as text and run nothing", async () => {
   await page.waitForTimeout(200);
   assert.deepEqual(problems, [], "no alert dialog, no error");
   await shoot(page, "svg-hostile");
+  await page.close();
+});
+
+test("differential graph: red grows, blue shrinks, change in the tooltip", async () => {
+  const diff = kflame(["diff", fixture("diff", "before.txt"), fixture("diff", "after.txt")]);
+  const file = writeText(dir, "diff.folded", diff);
+  const url = renderTo("diff.svg", ["--title", "before -> after", file]);
+  const { page, problems } = await watchedPage();
+  await page.goto(url);
+  await fitViewport(page);
+  const frames = await readFrames(page);
+  const grew = frames.find((f) => f.name === "__fget_light");
+  const fill = await page.getAttribute(frameSel(grew.index), "fill");
+  assert.equal(fill, "rgb(255,0,0)", "the largest growth is pure red");
+  await page.hover(frameSel(grew.index));
+  assert.match(await page.textContent("#details"), /__fget_light \(12 samples, 15\.00% of total, \+15\.00% change\)/);
+  await shoot(page, "svg-differential");
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test("icicle graph zooms the same way", async () => {
+  const url = renderTo("icicle.svg", ["--inverted", fixture("perf-sys-cpuclock.folded")]);
+  const { page, problems } = await watchedPage();
+  await page.goto(url);
+  await fitViewport(page);
+  const frames = await page.evaluate(() => {
+    const NS = "urn:kflame:flamegraph";
+    const raw = [...document.querySelectorAll("#frames > g")].map((g, index) => {
+      const r = g.querySelector("rect");
+      return { index, x: +r.getAttributeNS(NS, "x"), w: +r.getAttributeNS(NS, "w"), y: +r.getAttribute("y") };
+    });
+    const rootY = Math.min(...raw.map((f) => f.y));
+    raw.forEach((f) => { f.depth = Math.round((f.y - rootY) / 16); });
+    return raw;
+  });
+  const target = frames.filter((f) => f.depth === 2).sort((a, b) => b.w - a.w)[0];
+  const parent = frames.find((f) => f.depth === 1 && f.x <= target.x && f.x + f.w >= target.x + target.w);
+  await page.click(frameSel(target.index));
+  assert.equal(await page.getAttribute(frameSel(target.index), "width"), "100.0000%");
+  assert.equal(await page.getAttribute(`#frames > g:nth-of-type(${parent.index + 1})`, "class"), "parent");
+  await shoot(page, "svg-icicle-zoom");
+  assert.deepEqual(problems, []);
   await page.close();
 });

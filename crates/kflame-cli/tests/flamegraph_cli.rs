@@ -67,10 +67,13 @@ fn help_lists_every_flamegraph_pl_option() {
 
 #[test]
 fn hostile_symbols_render_as_text() {
-    let out = kflame(&["flamegraph", "--title", "<script>alert(3)</script>", &data("hostile.folded")], b"");
+    let args =
+        ["flamegraph", "--title", "<script>alert(3)</script>", "--fonttype", "x]]></style><script>alert(4)"];
+    let out = kflame(&[&args[..], &[data("hostile.folded").as_str()]].concat(), b"");
     assert!(out.status.success());
     let svg = text(&out.stdout);
     assert_eq!(svg.matches("<script").count(), 1, "only kflame's own script element");
+    assert_eq!(svg.matches("]]>").count(), 2, "only the ends of the style and script sections");
     assert!(!svg.contains("<img"));
     assert!(svg.contains("&lt;/text&gt;&lt;script&gt;alert(1)&lt;/script&gt; (10 samples, 22.22%)"), "{svg}");
     assert!(svg.contains("AT&amp;T &quot;quoted&quot; &#39;x&#39; ]]&gt; (5 samples"));
@@ -141,4 +144,150 @@ fn diff_output_renders_as_differential_graph() {
     assert!(svg.contains("\"differential\": true"));
     assert!(svg.contains("<title>__fget_light (12 samples, 15.00%; +15.00%)</title>"), "{svg}");
     assert!(svg.contains("fill=\"rgb(255,0,0)\""), "the largest growth is pure red");
+}
+
+#[test]
+fn appearance_options_take_effect() {
+    let input = data("hostile.folded");
+    let out = kflame(
+        &[
+            "flamegraph",
+            "--subtitle",
+            "sub <1>",
+            "--notes",
+            "n & m",
+            "--encoding",
+            "iso-8859-1",
+            "--width",
+            "600",
+            "--height",
+            "20",
+            "--fonttype",
+            "monospace",
+            "--fontsize",
+            "10",
+            "--bgcolors",
+            "#102030",
+            "--countname",
+            "pages",
+            "--nametype",
+            "Sym:",
+            "--total",
+            "90",
+            "--minwidth",
+            "5%",
+            &input,
+        ],
+        b"",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let svg = text(&out.stdout);
+    assert!(svg.starts_with("<?xml version=\"1.0\" encoding=\"iso-8859-1\" standalone=\"no\"?>"));
+    assert!(svg.contains(">sub &lt;1&gt;</text>") && svg.contains("<desc id=\"notes\">n &amp; m</desc>"));
+    assert!(svg.contains("width=\"600\"") && svg.contains("height=\"19\""));
+    assert!(
+        svg.contains("font-family:monospace; font-size:10px") && svg.contains("stop-color=\"rgb(16,32,48)\"")
+    );
+    assert!(
+        svg.contains("\"nametype\": \"Sym:\"") && svg.contains("(30 pages, 33.33%)"),
+        "--total 90 halves"
+    );
+    // 5% of 580 px is 29 px = 4.5 pages of 90: the 5-page frames stay, nothing narrower.
+    assert!(svg.contains("<title>all (45 pages, 50.00%)</title>"));
+}
+
+#[test]
+fn nameattr_sets_title_link_and_class_but_no_handlers() {
+    let dir = std::env::temp_dir().join(format!("kflame-nameattr-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let attrs = dir.join("attrs.txt");
+    std::fs::write(
+        &attrs,
+        "main\ttitle=the <main>\thref=https://x.invalid/?a=1&b=2\tclass=hot\nswapper\tonclick=alert(1)\n",
+    )
+    .expect("attrs");
+    let out =
+        kflame(&["flamegraph", "--nameattr", attrs.to_str().expect("path"), &data("hostile.folded")], b"");
+    assert!(out.status.success());
+    let svg = text(&out.stdout);
+    assert!(svg.contains("<g class=\"hot\"><title>the &lt;main&gt;</title><a xlink:href=\"https://x.invalid/?a=1&amp;b=2\" target=\"_top\">"));
+    assert!(!svg.contains("onclick"));
+    assert!(
+        text(&out.stderr).contains("attrs.txt:2: skipped 1 line (bad nameattr line)"),
+        "{}",
+        text(&out.stderr)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn consistent_palette_is_reused_and_extended() {
+    let dir = std::env::temp_dir().join(format!("kflame-cp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    std::fs::write(dir.join("palette.map"), "main->rgb(1,2,3)\n").expect("palette");
+    let out = Command::new(env!("CARGO_BIN_EXE_kflame"))
+        .args(["flamegraph", "--cp", &data("hostile.folded")])
+        .current_dir(&dir)
+        .output()
+        .expect("kflame runs");
+    assert!(out.status.success());
+    assert!(text(&out.stdout).contains("fill=\"rgb(1,2,3)\""));
+    let map = std::fs::read_to_string(dir.join("palette.map")).expect("written back");
+    assert!(map.contains("main->rgb(1,2,3)\n") && map.contains("swapper->rgb("), "{map}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn flame_chart_and_reverse_change_the_layout() {
+    let input = b"a;b 1\nc 1\na;b 1\n";
+    let chart = text(&kflame(&["flamegraph", "--flamechart"], input).stdout);
+    assert!(chart.contains(">Flame Chart</text>"));
+    assert_eq!(chart.matches("<title>a (1 samples").count(), 2, "non-consecutive stacks stay apart");
+    let graph = text(&kflame(&["flamegraph"], input).stdout);
+    assert_eq!(graph.matches("<title>a (2 samples").count(), 1);
+    let reversed = text(&kflame(&["flamegraph", "--reverse"], input).stdout);
+    assert!(reversed.contains("<title>b (2 samples") && reversed.contains("kf:x=\"0\" kf:w=\"2\""));
+}
+
+#[test]
+fn huge_counts_and_several_inputs() {
+    let out = kflame(&["flamegraph"], b"swapper/0;start_kernel;do_idle 239807672958951499\n");
+    assert!(text(&out.stdout).contains("<title>all (239,807,672,958,951,499 samples, 100%)</title>"));
+    let one = data("perf-sys-cpuclock.folded");
+    let single = text(&kflame(&["flamegraph", &one], b"").stdout);
+    let double = text(&kflame(&["flamegraph", &one, &one], b"").stdout);
+    let total = |svg: &str| {
+        let t = svg.find("<title>all (").expect("root") + "<title>all (".len();
+        svg[t..t + svg[t..].find(' ').expect("count end")].replace(',', "").parse::<u64>().expect("count")
+    };
+    assert_eq!(total(&double), 2 * total(&single));
+}
+
+/// The fill of the first frame whose title starts with `name (`.
+fn fill_of(svg: &str, name: &str) -> (u8, u8, u8) {
+    let t = svg.find(&format!("<title>{name} (")).unwrap_or_else(|| panic!("{name} drawn"));
+    let f = t + svg[t..].find("fill=\"rgb(").expect("fill") + "fill=\"rgb(".len();
+    let v: Vec<u8> =
+        svg[f..f + svg[f..].find(')').expect("end")].split(',').map(|c| c.parse().expect("u8")).collect();
+    (v[0], v[1], v[2])
+}
+
+#[test]
+fn kernel_palette_tells_code_kinds_apart() {
+    let cpu =
+        text(&kflame(&["flamegraph", "--colors", "kernel", &data("perf-sys-cpuclock.folded")], b"").stdout);
+    let (r, _, b) = fill_of(&cpu, "entry_SYSCALL_64_after_hwframe");
+    assert!(r >= 190 && b == 0, "kernel frames are orange: {r},{b}");
+    let (r, g, b) = fill_of(&cpu, "bash");
+    assert!(b >= 205 && r < 150 && g < 150, "user frames are blue");
+    let (r, g, b) = fill_of(&cpu, "[unknown]");
+    assert!(r == g && g == b, "unreliable frames are grey");
+    let input = b"[hung_task];kind:hung;task;? __schedule;schedule 1\nswapper;asm_sysvec_apic_timer_interrupt;hrtimer_interrupt 1\n";
+    let svg = text(&kflame(&["flamegraph", "--colors", "kernel"], input).stdout);
+    let (r, g, b) = fill_of(&svg, "[hung_task]");
+    assert!(g >= 200 && r < 120 && b < 120, "category frames are green");
+    let (r, g, b) = fill_of(&svg, "hrtimer_interrupt");
+    assert!(r >= 190 && b >= 190 && g < 150, "interrupt context is purple");
+    let (r, g, b) = fill_of(&svg, "? __schedule");
+    assert!(r == g && g == b, "`?` frames are grey");
 }

@@ -155,6 +155,12 @@ pub(crate) fn run(args: Args) -> Result<()> {
         output::message("warning: no samples in the input; writing an empty graph");
     }
     let opts = options(&args)?;
+    if let Some(t) = opts.total.filter(|t| *t < profile.total()) {
+        output::message(format!(
+            "warning: --total {t} is less than the actual total {}; ignored",
+            profile.total()
+        ));
+    }
     let mut palette_map = if args.cp { Some(read_palette_map()?) } else { None };
     let mut out = output::open(args.output.as_deref())?;
     render::write_svg(&profile, &opts, palette_map.as_mut(), &mut out).context("writing the SVG")?;
@@ -194,8 +200,12 @@ fn read_inputs(args: &Args) -> Result<Profile> {
 }
 
 fn options(args: &Args) -> Result<Options> {
-    if !(args.factor.is_finite() && args.factor > 0.0) {
-        bail!("--factor must be a positive number, found {}", args.factor);
+    for (flag, v) in
+        [("--factor", args.factor), ("--fontsize", args.fontsize), ("--fontwidth", args.fontwidth)]
+    {
+        if !(v.is_finite() && v > 0.0) {
+            bail!("{flag} must be a positive number, found {v}");
+        }
     }
     let name_attrs = match &args.nameattr {
         Some(path) => read_name_attrs(path)?,

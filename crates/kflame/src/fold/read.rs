@@ -78,7 +78,7 @@ fn trim_end(s: &[u8]) -> &[u8] {
 }
 
 fn split_last_field(s: &[u8]) -> (&[u8], &[u8]) {
-    match s.iter().rposition(|b| matches!(b, b' ' | b'\t')) {
+    match memchr::memrchr2(b' ', b'\t', s) {
         Some(i) => (&s[..i], &s[i + 1..]),
         None => (&[], s),
     }

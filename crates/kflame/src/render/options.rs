@@ -112,6 +112,25 @@ impl Default for Options {
 }
 
 impl Options {
+    /// A copy whose numbers are usable: a non-finite or non-positive font size, glyph width
+    /// or factor is replaced by its default (they end up in geometry and in the script).
+    pub fn sanitized(&self) -> Options {
+        let d = Options::default();
+        let ok = |v: f64, default: f64| if v.is_finite() && v > 0.0 { v } else { default };
+        let min_width = match self.min_width {
+            MinWidth::Pixels(p) if p.is_finite() => MinWidth::Pixels(p),
+            MinWidth::Percent(p) if p.is_finite() => MinWidth::Percent(p),
+            _ => d.min_width,
+        };
+        Options {
+            font_size: ok(self.font_size, d.font_size),
+            font_width: ok(self.font_width, d.font_width),
+            factor: ok(self.factor, d.factor),
+            min_width,
+            ..self.clone()
+        }
+    }
+
     /// The title to draw.
     pub fn title(&self) -> &str {
         match &self.title {
@@ -198,6 +217,14 @@ mod tests {
         assert_eq!(MinWidth::parse("1%").map(|m| m.pixels(1180.0)), Some(11.8));
         assert_eq!(MinWidth::parse("-1"), None);
         assert_eq!(MinWidth::parse("x%"), None);
+    }
+
+    #[test]
+    fn sanitized_numbers() {
+        let o =
+            Options { font_size: f64::NAN, font_width: -1.0, factor: f64::INFINITY, ..Options::default() };
+        let s = o.sanitized();
+        assert_eq!((s.font_size, s.font_width, s.factor), (12.0, 0.59, 1.0));
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //!
 //! Kernel stacks mix code that a reader wants told apart at a glance: kernel and user code,
 //! interrupt context (hard and soft IRQs, NMIs), frames the unwinder was not sure of
-//! (`? func` in oops traces, `[unknown]`), and the category frames kflame itself adds at the
-//! root (`[hung_task]`, `kind:oops`). A kernel frame's callees are kernel code too (the
+//! (`? func` in oops traces, `[unknown]`, bare addresses), and the category frames kflame's
+//! collapsers add at the root (`[hung_task]`, `kind:oops` or `kind=oops`, `cpu-3`, task
+//! states such as `D`). A kernel frame's callees are kernel code too (the
 //! kernel never calls into user space), and so are an interrupt's; the classification
 //! therefore takes the parent's category.
 
@@ -110,6 +111,11 @@ const BRACKET_LOCATIONS: &[&str] = &["[unknown]", "[vdso]", "[vsyscall]", "[anon
 impl Category {
     /// Classifies frame `name` at `depth` (1 = first frame of a stack) under `parent`.
     pub fn classify(name: &str, depth: usize, parent: Category) -> Category {
+        // bcc and FlameGraph separate the user part of a stack from the kernel part with a
+        // `-` frame (drawn grey): what follows it is kernel code.
+        if name == "-" {
+            return Category::Kernel;
+        }
         if is_unreliable(name) {
             return Category::Unreliable;
         }
@@ -127,15 +133,34 @@ impl Category {
 }
 
 fn is_unreliable(name: &str) -> bool {
-    name.starts_with('?') || name == "[unknown]" || name.ends_with("_[?]")
+    name.starts_with('?') || name == "[unknown]" || name.ends_with("_[?]") || is_bare_address(name)
 }
 
+/// `0xffffffff8a2b3c4d` or `ffffffff8a2b3c4d`: an address no symbol was found for.
+fn is_bare_address(name: &str) -> bool {
+    let hex = name.strip_prefix("0x").unwrap_or(name);
+    hex.len() >= 8 && hex.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Task states (`ps` letters) that snapshot collapsers put at the root.
+const TASK_STATES: &[&str] = &["R", "S", "D", "T", "t", "X", "Z", "P", "I"];
+
 fn is_synthetic(name: &str, depth: usize) -> bool {
+    // `cpu-3`: the root `--cpu` adds.
+    if depth <= 2
+        && name.strip_prefix("cpu-").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return true;
+    }
     if name.len() > 2 && name.starts_with('[') && name.ends_with(']') {
         return depth <= 3 && !BRACKET_LOCATIONS.contains(&name) && !name.contains(".so");
     }
-    match name.split_once(':') {
-        Some((key, value)) => SYNTHETIC_KEYS.contains(&key) && !value.starts_with(':'),
+    if depth == 1 && TASK_STATES.contains(&name) {
+        return true;
+    }
+    // `kind:oops` or `kind=oops`.
+    match name.split_once([':', '=']) {
+        Some((key, value)) => SYNTHETIC_KEYS.contains(&key) && !value.is_empty() && !value.starts_with(':'),
         None => false,
     }
 }
@@ -178,5 +203,15 @@ mod tests {
         let c = chain(&["[hung_task]", "kind:oops", "? __schedule", "[unknown]", "foo_[k]"]);
         assert_eq!(c, [Synthetic, Synthetic, Unreliable, Unreliable, Kernel]);
         assert_eq!(chain(&["[vdso]"]), [User]);
+        assert_eq!(chain(&["cpu-1", "cpu-burner", "main"]), [Synthetic, User, User]);
+        assert_eq!(
+            chain(&["D", "state=D", "sh", "ffffffff8a2b3c4d"]),
+            [Synthetic, Synthetic, User, Unreliable]
+        );
+        assert_eq!(chain(&["main", "deadbeef", "cafe"]), [User, Unreliable, User]);
+        assert_eq!(
+            chain(&["python3", "__GI___clock_nanosleep", "-", "do_nanosleep"]),
+            [User, User, Kernel, Kernel]
+        );
     }
 }

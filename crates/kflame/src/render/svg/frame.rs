@@ -103,10 +103,27 @@ fn shapes(ctx: &Context<'_>, f: &Frame, name: &str, color: Rgb, s: &mut String) 
     if !text.is_empty() {
         let tx = x + 100.0 * 3.0 / geo.area;
         let ty = y + h / 2.0 + ctx.opts.font_size / 3.0;
-        write!(s, r#"<text x="{tx:.4}%" y="{ty:.2}">"#).ok();
+        s.push_str("<text x=\"");
+        fixed4(tx, s);
+        s.push_str("%\" y=\"");
+        fixed2(ty, s);
+        s.push_str("\">");
         xml(&text, s);
         s.push_str("</text>");
     }
+}
+
+/// Writes a non-negative percentage with four decimals (`12.3456`), like `{:.4}` but
+/// without the float formatter's slow path (this runs for every frame).
+fn fixed4(v: f64, s: &mut String) {
+    let units = (v.max(0.0) * 10_000.0).round() as u64;
+    write!(s, "{}.{:04}", units / 10_000, units % 10_000).ok();
+}
+
+/// Like [`fixed4`] with two decimals.
+fn fixed2(v: f64, s: &mut String) {
+    let units = (v.max(0.0) * 100.0).round() as u64;
+    write!(s, "{}.{:02}", units / 100, units % 100).ok();
 }
 
 /// `name (1,234 samples, 5.67%)`, `name (…; +1.23%)` for differentials; annotations such as
@@ -160,6 +177,15 @@ fn strip_annotation(name: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fixed_four_decimals() {
+        for v in [0.0, 8.031_06, 100.0, 0.000_04, 0.000_05, 99.999_96, 12.5] {
+            let mut s = String::new();
+            fixed4(v, &mut s);
+            assert_eq!(s.parse::<f64>().unwrap(), format!("{v:.4}").parse::<f64>().unwrap(), "{v}");
+        }
+    }
 
     #[test]
     fn labels_fit() {

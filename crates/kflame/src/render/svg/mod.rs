@@ -81,6 +81,7 @@ pub fn write_svg<W: Write + ?Sized>(
     palette_map: Option<&mut PaletteMap>,
     out: &mut W,
 ) -> io::Result<Summary> {
+    let opts = &opts.sanitized();
     let total = profile.total();
     let timemax = opts.total.filter(|t| *t > total).unwrap_or(total).as_f64();
     let area = opts.width.max(100) as f64 - 2.0 * XPAD;
@@ -133,13 +134,14 @@ fn header(s: &mut String, opts: &Options, geo: &Geometry) {
         "<defs><linearGradient id=\"background\" y1=\"0\" y2=\"1\" x1=\"0\" x2=\"0\">\
          <stop stop-color=\"{c1}\" offset=\"5%\"/><stop stop-color=\"{c2}\" offset=\"95%\"/>\
          </linearGradient></defs>\n<style type=\"text/css\"><![CDATA[\ntext {{ font-family:{}; font-size:{}px; }}\n{STYLE}]]></style>\n",
-        xml_string(&css_font(&opts.font_type)),
+        css_font(&opts.font_type),
         opts.font_size
     )
     .ok();
 }
 
-/// A font family list safe inside CSS (quotes and backslashes removed), ending in a generic
+/// A font family list safe inside CSS in CDATA (quotes, backslashes, braces, `;`, `<`, `>`
+/// removed, so it cannot end the rule, the CDATA section or the element), ending in a generic
 /// family so that a missing font (Verdana on Linux) falls back to a sans-serif, not serif.
 fn css_font(f: &str) -> String {
     let mut font: String =
@@ -182,7 +184,7 @@ fn script(s: &mut String, opts: &Options, geo: &Geometry, f: &WeightFormat, time
         json_string(&opts.name_type),
         json_string(f.count_name()),
         json_string(&unit),
-        if f.factor.is_finite() { f.factor } else { 1.0 },
+        f.factor,
         timemax,
         opts.font_size,
         opts.font_width,

@@ -6,14 +6,16 @@
 //! distinct stacks. Stacks are then ordered the way FlameGraph orders them (bytewise, as if
 //! the frames were joined by `;`), or kept in input order for flame charts.
 
+mod frames;
+mod read;
+
 use std::cmp::Ordering;
-use std::io::BufRead;
+use std::str::Utf8Error;
 
 use rustc_hash::FxHashMap;
 
-use crate::diag::Diagnostics;
-use crate::fold::read::{self, FoldedLine};
 use crate::fold::{Meta, Weight};
+use frames::PrevStack;
 
 /// Kind of a line skipped because its stack is not valid UTF-8.
 pub const INVALID_UTF8: &str = "invalid UTF-8";
@@ -46,53 +48,6 @@ pub struct Profile {
     prev: PrevStack,
 }
 
-impl PrevStack {
-    /// How many leading frames `stack` shares with this one, and where the first
-    /// unshared frame starts.
-    fn shared_frames(&self, stack: &str) -> (usize, usize) {
-        let (a, b) = (self.text.as_bytes(), stack.as_bytes());
-        let common = common_prefix(a, b);
-        if common == a.len() && common == b.len() {
-            // Identical: all but the last frame, which is re-read (cheap, keeps one path).
-            let k = self.ends.len().saturating_sub(1);
-            return (k, if k == 0 { 0 } else { self.ends[k - 1] + 1 });
-        }
-        // Frame j is shared when the `;` ending it lies inside the common prefix.
-        let k = self.ends.partition_point(|&e| e < common && e < a.len());
-        (k, if k == 0 { 0 } else { self.ends[k - 1] + 1 })
-    }
-}
-
-/// Length of the common prefix, compared eight bytes at a time.
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    let n = a.len().min(b.len());
-    let mut i = 0;
-    while i + 8 <= n {
-        let x = u64::from_ne_bytes(a[i..i + 8].try_into().unwrap_or([0; 8]));
-        let y = u64::from_ne_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
-        if x != y {
-            break;
-        }
-        i += 8;
-    }
-    while i < n && a[i] == b[i] {
-        i += 1;
-    }
-    i
-}
-
-/// The previous stack's text and frame ids: consecutive stacks share long prefixes (always,
-/// for sorted folded files), and comparing a frame with the one above is cheaper than
-/// hashing it.
-#[derive(Debug, Default)]
-struct PrevStack {
-    text: String,
-    /// End of each frame in `text`.
-    ends: Vec<usize>,
-    /// Id of each frame, root first.
-    ids: Vec<u32>,
-}
-
 impl Profile {
     /// An empty profile. `time_order` keeps input order (flame charts), merging only
     /// identical consecutive stacks; `reverse` flips every stack (leaf becomes root).
@@ -100,54 +55,24 @@ impl Profile {
         Profile { time_order, reverse, ..Profile::default() }
     }
 
-    /// Reads one folded input. Malformed lines are skipped into `diag`; a unit that
-    /// conflicts with earlier inputs is an error message.
-    pub fn read<R: BufRead>(&mut self, mut input: R, diag: &mut Diagnostics) -> Result<(), ReadError> {
-        let mut meta = Meta::default();
-        let mut buf = Vec::with_capacity(256);
-        let mut lineno = 0u64;
-        loop {
-            buf.clear();
-            if input.read_until(b'\n', &mut buf).map_err(ReadError::Io)? == 0 {
-                break;
-            }
-            lineno += 1;
-            let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
-            if line.first() == Some(&b'#') {
-                meta.apply_comment(line.strip_suffix(b"\r").unwrap_or(line));
-                continue;
-            }
-            match read::parse_line(line) {
-                Ok(Some(l)) => self.add_line(l, lineno, diag),
-                Ok(None) => {}
-                Err((kind, msg)) => diag.skip(kind, lineno, || msg),
-            }
-        }
-        self.meta.merge(&meta).map_err(ReadError::Units)
-    }
-
-    fn add_line(&mut self, line: FoldedLine<'_>, lineno: u64, diag: &mut Diagnostics) {
-        let Ok(text) = std::str::from_utf8(line.stack) else {
-            diag.skip(INVALID_UTF8, lineno, || {
-                format!("a UTF-8 stack, found invalid bytes in `{}`", read::show(line.stack))
-            });
-            return;
-        };
-        if line.before.is_some() {
-            self.differential = true;
-        }
-        self.add(text, line.weight, line.before.unwrap_or_default());
-    }
-
     /// Adds one stack (frames joined by `;`).
     pub fn add(&mut self, stack: &str, weight: Weight, before: Weight) {
+        // A `&str` is valid UTF-8 throughout.
+        let _ = self.add_bytes(stack.as_bytes(), weight, before);
+    }
+
+    /// Adds one stack given as bytes; fails (adding nothing) when a frame is not UTF-8.
+    fn add_bytes(&mut self, stack: &[u8], weight: Weight, before: Weight) -> Result<(), Utf8Error> {
         let mut ids = std::mem::take(&mut self.scratch);
-        self.frame_ids(stack, &mut ids);
-        if self.reverse {
-            ids.reverse();
+        let result = self.frame_ids(stack, &mut ids);
+        if result.is_ok() {
+            if self.reverse {
+                ids.reverse();
+            }
+            self.push_ids(&ids, weight, before);
         }
-        self.push_ids(&ids, weight, before);
         self.scratch = ids;
+        result
     }
 
     fn push_ids(&mut self, ids: &[u32], weight: Weight, before: Weight) {
@@ -167,29 +92,7 @@ impl Profile {
         self.stacks.push(StackRef { start, len, weight, before });
     }
 
-    /// The ids of the frames of `stack`, root first, reusing the previous stack's ids for
-    /// the frames it shares (found from the common byte prefix, without splitting them).
-    fn frame_ids(&mut self, stack: &str, ids: &mut Vec<u32>) {
-        let mut prev = std::mem::take(&mut self.prev);
-        let (shared, mut start) = prev.shared_frames(stack);
-        ids.clear();
-        ids.extend_from_slice(&prev.ids[..shared]);
-        prev.ends.truncate(shared);
-        let first = start;
-        let rest = stack.as_bytes()[first..].iter().enumerate().filter(|(_, b)| **b == b';');
-        for end in rest.map(|(i, _)| i + first).chain(std::iter::once(stack.len())) {
-            ids.push(self.intern(&stack[start..end]));
-            prev.ends.push(end);
-            start = end + 1;
-        }
-        prev.text.clear();
-        prev.text.push_str(stack);
-        prev.ids.clear();
-        prev.ids.extend_from_slice(ids);
-        self.prev = prev;
-    }
-
-    fn intern(&mut self, name: &str) -> u32 {
+    pub(crate) fn intern(&mut self, name: &str) -> u32 {
         if let Some(&id) = self.ids.get(name) {
             return id;
         }
@@ -207,17 +110,16 @@ impl Profile {
         }
         let mut stacks = std::mem::take(&mut self.stacks);
         stacks.sort_unstable_by(|a, b| self.compare(a, b));
-        let mut merged: Vec<StackRef> = Vec::with_capacity(stacks.len());
-        for s in stacks {
-            match merged.last_mut() {
-                Some(last) if self.frames(last) == self.frames(&s) => {
-                    last.weight += s.weight;
-                    last.before += s.before;
-                }
-                _ => merged.push(s),
+        // In place: `later` is dropped after being added to `kept`.
+        stacks.dedup_by(|later, kept| {
+            let same = self.frames(later) == self.frames(kept);
+            if same {
+                kept.weight += later.weight;
+                kept.before += later.before;
             }
-        }
-        self.stacks = merged;
+            same
+        });
+        self.stacks = stacks;
     }
 
     /// Compares two stacks as their `;`-joined texts would compare.
@@ -284,6 +186,7 @@ pub enum ReadError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diag::Diagnostics;
 
     fn joined(p: &Profile) -> Vec<String> {
         p.stacks
