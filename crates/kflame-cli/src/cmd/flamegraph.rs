@@ -148,7 +148,7 @@ impl OutputFormat {
 pub(crate) fn run(args: Args) -> Result<()> {
     let format = OutputFormat::choose(args.format, args.output.as_deref());
     if format == OutputFormat::Html {
-        return super::html::write_page(&args.files, args.output.as_deref(), html_options(&args)?);
+        return super::html::write_page(&args.files, args.output.as_deref(), html_options(&args));
     }
     let profile = read_inputs(&args)?;
     if profile.is_empty() {
@@ -172,17 +172,17 @@ pub(crate) fn run(args: Args) -> Result<()> {
 }
 
 /// The options of the HTML page, from the flamegraph.pl-style arguments that apply to it.
-fn html_options(args: &Args) -> Result<HtmlOptions> {
-    Ok(HtmlOptions {
+fn html_options(args: &Args) -> HtmlOptions {
+    HtmlOptions {
         title: args.title.clone(),
         subtitle: args.subtitle.clone(),
         countname: args.countname.clone(),
-        palette: super::html::palette(args.colors.name())?,
+        palette: args.colors,
         inverted: args.inverted,
         flamechart: args.flamechart,
         reverse: args.reverse,
         notes: args.notes.clone(),
-    })
+    }
 }
 
 fn read_inputs(args: &Args) -> Result<Profile> {

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use kflame::diag::Diagnostics;
 use kflame::fold::read::read_folded;
 use kflame::fold::{Meta, OrderedStacks, StackCounts, Stacks};
-use kflame::render::html::{HtmlOptions, HtmlProfile, Palette, write_html};
+use kflame::render::html::{HtmlOptions, HtmlProfile, write_html};
 
 use crate::input::{self, Input};
 use crate::output;
@@ -32,14 +32,6 @@ pub(crate) fn write_page(files: &[String], output: Option<&Path>, opts: HtmlOpti
     write_html(&mut out, &HtmlProfile::new(&stacks, &meta), &opts).context("writing the HTML page")?;
     out.flush().context("writing the HTML page")?;
     Ok(())
-}
-
-/// The page's palette for a `--colors` name.
-pub(crate) fn palette(name: &str) -> Result<Palette> {
-    Palette::from_name(name).ok_or_else(|| {
-        let names: Vec<_> = Palette::ALL.iter().map(|p| p.name()).collect();
-        anyhow::anyhow!("unknown palette `{name}`; known palettes: {}", names.join(", "))
-    })
 }
 
 /// Adds the stacks of one folded input, reporting its skipped lines.

@@ -84,21 +84,44 @@ pub const PALETTE_NAMES: &[&str] = &[
 ];
 
 impl Palette {
+    /// Every palette, in the order `--help` lists them (the order of [`PALETTE_NAMES`]).
+    pub const ALL: [Palette; 16] = [
+        Palette::Hot,
+        Palette::Mem,
+        Palette::Io,
+        Palette::Red,
+        Palette::Green,
+        Palette::Blue,
+        Palette::Aqua,
+        Palette::Yellow,
+        Palette::Purple,
+        Palette::Orange,
+        Palette::Java,
+        Palette::Js,
+        Palette::Perl,
+        Palette::Wakeup,
+        Palette::Chain,
+        Palette::Kernel,
+    ];
+
     /// Looks a palette up by its `--colors` name.
     pub fn from_name(name: &str) -> Option<Palette> {
-        use Palette::*;
-        let all = [
-            Hot, Mem, Io, Red, Green, Blue, Aqua, Yellow, Purple, Orange, Java, Js, Perl, Wakeup, Chain,
-            Kernel,
-        ];
-        PALETTE_NAMES.iter().position(|n| *n == name).map(|i| all[i])
+        Palette::ALL.into_iter().find(|p| p.name() == name)
     }
 
     /// The `--colors` name of this palette.
     pub fn name(self) -> &'static str {
         PALETTE_NAMES[self as usize]
     }
+}
 
+impl std::fmt::Display for Palette {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Palette {
     /// The background gradient FlameGraph pairs with this palette.
     pub fn default_background(self) -> Background {
         match self {
