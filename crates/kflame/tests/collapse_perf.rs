@@ -395,3 +395,27 @@ fn sched_switch_tracepoint_counts_samples() {
     // perf's own stderr lines at the top of the capture are reported, not folded.
     assert_eq!(out.diag.get(kinds::WEIRD_EVENT).map(|e| (e.count, e.first_line)), Some((7, 1)));
 }
+
+/// `perf script` of samples without call chains prints one header per line and no blank
+/// lines: the input is still cut (before headers) and runs in parallel with equal results.
+#[test]
+fn stackless_samples_without_blank_lines() {
+    let mut input = String::new();
+    for i in 0..6000 {
+        match i % 3 {
+            0 => input.push_str(&format!(
+                "comm{} {i} 1.{i}: 7 cpu-clock:  ffffffff810{i:05x} f{} ([kernel.kallsyms])\n",
+                i % 5,
+                i % 11
+            )),
+            1 => input.push_str(&format!("comm{} {i}/{i} [001] 2.{i}: 3 cpu-clock: \n", i % 4)),
+            _ => input.push_str(&format!("       comm{} {i} 3.{i}: 5 cpu-clock:\n", i % 2)),
+        }
+    }
+    let one = collapse(input.as_bytes(), &PerfOptions::default(), 1);
+    let three = collapse(input.as_bytes(), &PerfOptions::default(), 3);
+    assert_eq!(folded(&one), folded(&three));
+    assert_eq!(one.diag, three.diag);
+    assert_eq!(one.stacks.total().whole(), 2000 * (7 + 3 + 5));
+    assert_eq!(one.diag.get(kinds::NO_FRAMES).map(|e| e.count), Some(4000));
+}

@@ -367,8 +367,11 @@ impl Collapse for PerfScript {
         if let Some(i) = memchr::memmem::rfind(buf, b"\n\r\n") {
             return Some(i + 3);
         }
+        // Only the last 64 KiB are searched, so that a long input without any boundary
+        // costs linear time while the engine grows its block.
+        let floor = buf.len().saturating_sub(1 << 16);
         let mut end = buf.len().checked_sub(1)?;
-        while let Some(i) = memchr::memrchr(b'\n', &buf[..end]) {
+        while let Some(i) = memchr::memrchr(b'\n', &buf[floor..end]).map(|i| floor + i) {
             let line = &buf[i + 1..end];
             if line.first().is_some_and(|&b| !is_blank(b) && b != b'#')
                 && event::parse(line).is_some_and(|e| e.event.is_some())
