@@ -419,3 +419,21 @@ fn stackless_samples_without_blank_lines() {
     assert_eq!(one.stacks.total().whole(), 2000 * (7 + 3 + 5));
     assert_eq!(one.diag.get(kinds::NO_FRAMES).map(|e| e.count), Some(4000));
 }
+
+/// CRLF line ends (files that went through Windows tools) collapse exactly like LF.
+#[test]
+fn crlf_input_equals_lf_input() {
+    for name in
+        ["perf/flamegraph/test/perf-iperf-stacks-pidtid-01.txt", "perf/captures/perf-kmalloc.script.txt"]
+    {
+        let lf = common::read(name);
+        let crlf: Vec<u8> =
+            lf.iter().flat_map(|&b| if b == b'\n' { vec![b'\r', b'\n'] } else { vec![b] }).collect();
+        let expected = collapse(&lf, &PerfOptions::default(), 1);
+        for threads in [1, 3] {
+            let got = collapse(&crlf, &PerfOptions::default(), threads);
+            assert_eq!(folded(&got), folded(&expected), "{name} on {threads} threads");
+            assert_eq!(got.meta, expected.meta);
+        }
+    }
+}
