@@ -56,7 +56,7 @@ fn parse_general(line: &[u8], bare: bool) -> Option<StackLine<'_>> {
 /// The hot path: perf's own layout `\t%16x symbol (dso)` (address right-aligned in 16
 /// columns). Anything else goes through the general parser.
 #[inline]
-fn parse_aligned(line: &[u8]) -> Option<StackLine<'_>> {
+pub(crate) fn parse_aligned(line: &[u8]) -> Option<StackLine<'_>> {
     if line.len() < 21 || line[0] != b'\t' || line[17] != b' ' || is_blank(line[18]) || line[16] == b' ' {
         return None;
     }

@@ -174,6 +174,15 @@ impl PerfScript {
         if first == b'#' {
             return;
         }
+        if self.rec.active && first == b'\t' {
+            // The hot path: a frame in perf's own layout.
+            if let Some(sl) = frame::parse_aligned(line) {
+                if !self.rec.skip {
+                    self.push_frame(&sl);
+                }
+                return;
+            }
+        }
         let blank = is_blank(first);
         if blank && trim_start(line).iter().all(|&b| b == b'\r') {
             return self.end_record(out);
