@@ -4,6 +4,7 @@
 use kflame::collapse::{Format, detect};
 
 #[test]
+#[allow(clippy::print_stderr)] // the skip note of an absent shared folder
 fn perf_script_detector_claims_only_perf_script() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/captures/text");
     let Ok(entries) = std::fs::read_dir(dir) else {
