@@ -26,6 +26,15 @@
 //! - lines that do not parse are counted per kind with their first line; samples of other
 //!   events are counted in a note. Nothing is printed.
 //!
+//! Deliberate differences from the reference, each of which loses samples there silently:
+//! - C++ `(anonymous namespace)::f` frames are kept (the reference takes every symbol that
+//!   starts with `(` for a process name and drops it, and the sample when it was the only
+//!   frame);
+//! - samples without any frame are kept as their process name alone, with a note (perf
+//!   counts them; the reference drops them);
+//! - headers of exited tasks (`:-1  -1 [001] ...`) are read as comm `:-1`, tid `-1` (the
+//!   reference mistakes the period for the tid and the modifiers for the event, and skips them).
+//!
 //! Parsing works on bytes (symbols and comms need not be UTF-8), allocates nothing per line,
 //! and splits the input at blank lines so the engine runs it on several threads.
 
