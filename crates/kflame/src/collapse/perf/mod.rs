@@ -13,7 +13,7 @@
 //!
 //! becomes `dd;__GI___libc_write;generic_perform_write;copy_folio_from_iter_atomic 10101010`.
 //!
-//! Rules (see the [`event`], [`frame`] and [`tidy`] modules for each):
+//! Rules (the private modules `event`, `frame` and `tidy` hold each one):
 //! - only samples of one event are folded: `--event-filter`, or the first event seen; a note
 //!   counts the samples of other events that were skipped. Modifier suffixes do not make
 //!   another event (`cycles:u` is `cycles`).
