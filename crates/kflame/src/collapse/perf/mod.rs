@@ -221,43 +221,12 @@ impl PerfScript {
         rec.active = true;
         rec.skip = false;
         rec.line = n;
-        if let Some(name) = ev.event {
-            let key = event::event_key(name);
-            match &self.filter {
-                None => {
-                    self.filter = Some(key.to_vec());
-                    self.event_name = Some(String::from_utf8_lossy(name).into_owned());
-                    self.resolve_mode();
-                }
-                Some(f) if f.as_slice() != key => {
-                    rec.skip = true;
-                    let folded = self.event_name.as_deref().unwrap_or("?");
-                    out.diag.add(Severity::Note, kinds::OTHER_EVENT, n, 1, || {
-                        format!(
-                            "samples of events other than `{folded}` were skipped (first: `{}`); \
-                             choose the event with --event-filter",
-                            show(name)
-                        )
-                    });
-                    return;
-                }
-                Some(_) => {}
-            }
-            self.first_has_period.get_or_insert(ev.period.is_some());
-        }
-        let rec = &mut self.rec;
-        rec.weight = match self.mode {
-            Mode::Samples => Weight::ONE,
-            Mode::Period => ev.period.map_or(Weight::ONE, Weight::from_u64),
-            Mode::Bytes => match alloc::bytes(ev.trailer) {
-                Ok(b) => Weight::from_u64(b),
-                Err(msg) => {
-                    rec.skip = true;
-                    out.diag.skip(kinds::NO_SIZE, n, || msg);
-                    return;
-                }
-            },
+        let weight = if self.selected(n, &ev, out) { self.weight(n, &ev, out) } else { None };
+        let Some(weight) = weight else {
+            self.rec.skip = true;
+            return;
         };
+        self.rec.weight = weight;
         self.set_root(&ev);
         if self.mode != Mode::Bytes && !ev.trailer.is_empty() {
             // A sample with one frame may carry it on the header line.
@@ -265,6 +234,49 @@ impl PerfScript {
                 self.push_frame(&sl);
                 self.end_record(out);
             }
+        }
+    }
+
+    /// Whether the sample is of the event being folded (adopting the first event seen when
+    /// none was chosen); samples of other events are counted in a note.
+    fn selected(&mut self, n: u64, ev: &event::EventLine<'_>, out: &mut Output) -> bool {
+        let Some(name) = ev.event else { return true };
+        let key = event::event_key(name);
+        match &self.filter {
+            None => {
+                self.filter = Some(key.to_vec());
+                self.event_name = Some(String::from_utf8_lossy(name).into_owned());
+                self.resolve_mode();
+            }
+            Some(f) if f.as_slice() != key => {
+                let folded = self.event_name.as_deref().unwrap_or("?");
+                out.diag.add(Severity::Note, kinds::OTHER_EVENT, n, 1, || {
+                    format!(
+                        "samples of events other than `{folded}` were skipped (first: `{}`); \
+                         choose the event with --event-filter",
+                        show(name)
+                    )
+                });
+                return false;
+            }
+            Some(_) => {}
+        }
+        self.first_has_period.get_or_insert(ev.period.is_some());
+        true
+    }
+
+    /// The sample's weight, or `None` (reported) when the payload lacks the size.
+    fn weight(&self, n: u64, ev: &event::EventLine<'_>, out: &mut Output) -> Option<Weight> {
+        match self.mode {
+            Mode::Samples => Some(Weight::ONE),
+            Mode::Period => Some(ev.period.map_or(Weight::ONE, Weight::from_u64)),
+            Mode::Bytes => match alloc::bytes(ev.trailer) {
+                Ok(b) => Some(Weight::from_u64(b)),
+                Err(msg) => {
+                    out.diag.skip(kinds::NO_SIZE, n, || msg);
+                    None
+                }
+            },
         }
     }
 
