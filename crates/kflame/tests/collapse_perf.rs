@@ -437,3 +437,35 @@ fn crlf_input_equals_lf_input() {
         }
     }
 }
+
+/// Time order (flame charts): the same sequence of stacks on 1 and 3 threads, and the same
+/// total as the sorted aggregation.
+#[test]
+fn time_order_is_thread_independent() {
+    let input = common::read("perf/captures/perf-burn-fp-fp.script.txt");
+    let run = |threads| {
+        let engine = Engine { threads, order: Order::Time, block_size: 4096 };
+        engine.run(Box::new(PerfScript::new(PerfOptions::default())), &input[..]).expect("in-memory input")
+    };
+    let one = run(1);
+    let three = run(3);
+    assert_eq!(one.stacks.in_output_order(), three.stacks.in_output_order());
+    assert!(matches!(one.stacks, kflame::fold::Stacks::Ordered(_)));
+    assert_eq!(one.stacks.total(), collapse(&input, &PerfOptions::default(), 2).stacks.total());
+    // One busy process: consecutive identical stacks are merged into fewer runs than samples.
+    let (samples, _) = samples_and_periods(&String::from_utf8_lossy(&input));
+    assert!((one.stacks.len() as u64) < samples);
+}
+
+/// `--event-filter` names an event without its modifiers: `cpu-clock` selects the
+/// `cpu-clock:uhH` samples, and an event absent from the input selects nothing.
+#[test]
+fn event_filter_ignores_modifiers() {
+    let input = common::read("perf/inferno/weird-stack-line.txt");
+    let opts = PerfOptions { event_filter: Some("cpu-clock".into()), ..Default::default() };
+    assert_eq!(collapse(&input, &opts, 1).stacks.total().whole(), 2 * 250000);
+    let opts = PerfOptions { event_filter: Some("cycles".into()), ..Default::default() };
+    let out = collapse(&input, &opts, 1);
+    assert!(out.stacks.is_empty());
+    assert_eq!(out.diag.get(kinds::OTHER_EVENT).map(|e| e.count), Some(2));
+}
