@@ -73,22 +73,23 @@ awk -v kw="$kw" -v iw="$iw" -v kr="$kr" -v ir="$ir" \
     'BEGIN{printf "throughput ratio kflame/inferno: %.2fx   peak RSS ratio kflame/inferno: %.2f\n", iw/kw, kr/ir}'
 
 # Same stacks and counts. kflame writes metadata as `# key=value` lines first, and it keeps
-# two things the reference drops: C++ `(anonymous namespace)::f` frames (the reference takes
-# any symbol starting with `(` for a process name) and samples without frames (kept as the
-# process name alone). Applying those two reference rules to kflame's output must give
-# inferno's output exactly.
+# three things the reference drops: C++ `(anonymous namespace)::f` frames (the reference
+# takes any symbol starting with `(` for a process name), samples without frames (kept as
+# the process name alone), and samples of exited tasks, which perf prints as
+# `:-1  -1 [001] ...` (the reference cannot parse the `-1` thread id and skips them).
+# Applying those three reference rules to kflame's output must give inferno's output exactly.
 echo "== comparing outputs"
 grep -v '^#' bench/out/kflame.folded | awk '
     {
         n = split($0, w, " "); count = w[n]; stack = substr($0, 1, length($0) - length(count) - 1)
         k = split(stack, f, ";"); out = f[1]; frames = 0
         for (i = 2; i <= k; i++) if (substr(f[i], 1, 1) != "(") { out = out ";" f[i]; frames++ }
-        if (frames > 0) sum[out] += count
+        if (frames > 0 && f[1] != ":-1") sum[out] += count
     }
     END { for (s in sum) printf "%s %.0f\n", s, sum[s] }' | sort >bench/out/kflame.sorted
 sort bench/out/inferno.folded >bench/out/inferno.sorted
 if cmp -s bench/out/kflame.sorted bench/out/inferno.sorted; then
-    echo "outputs agree: $(wc -l <bench/out/kflame.sorted) stacks after applying the reference's two drop rules"
+    echo "outputs agree: $(wc -l <bench/out/kflame.sorted) stacks after applying the reference's three drop rules"
 else
     total() { awk '{s+=$NF} END {printf "%.0f", s}' "$1"; }
     echo "outputs differ: kflame $(wc -l <bench/out/kflame.sorted) stacks, total $(total bench/out/kflame.sorted);" \

@@ -395,3 +395,77 @@ fn sched_switch_tracepoint_counts_samples() {
     // perf's own stderr lines at the top of the capture are reported, not folded.
     assert_eq!(out.diag.get(kinds::WEIRD_EVENT).map(|e| (e.count, e.first_line)), Some((7, 1)));
 }
+
+/// `perf script` of samples without call chains prints one header per line and no blank
+/// lines: the input is still cut (before headers) and runs in parallel with equal results.
+#[test]
+fn stackless_samples_without_blank_lines() {
+    let mut input = String::new();
+    for i in 0..6000 {
+        match i % 3 {
+            0 => input.push_str(&format!(
+                "comm{} {i} 1.{i}: 7 cpu-clock:  ffffffff810{i:05x} f{} ([kernel.kallsyms])\n",
+                i % 5,
+                i % 11
+            )),
+            1 => input.push_str(&format!("comm{} {i}/{i} [001] 2.{i}: 3 cpu-clock: \n", i % 4)),
+            _ => input.push_str(&format!("       comm{} {i} 3.{i}: 5 cpu-clock:\n", i % 2)),
+        }
+    }
+    let one = collapse(input.as_bytes(), &PerfOptions::default(), 1);
+    let three = collapse(input.as_bytes(), &PerfOptions::default(), 3);
+    assert_eq!(folded(&one), folded(&three));
+    assert_eq!(one.diag, three.diag);
+    assert_eq!(one.stacks.total().whole(), 2000 * (7 + 3 + 5));
+    assert_eq!(one.diag.get(kinds::NO_FRAMES).map(|e| e.count), Some(4000));
+}
+
+/// CRLF line ends (files that went through Windows tools) collapse exactly like LF.
+#[test]
+fn crlf_input_equals_lf_input() {
+    for name in
+        ["perf/flamegraph/test/perf-iperf-stacks-pidtid-01.txt", "perf/captures/perf-kmalloc.script.txt"]
+    {
+        let lf = common::read(name);
+        let crlf: Vec<u8> =
+            lf.iter().flat_map(|&b| if b == b'\n' { vec![b'\r', b'\n'] } else { vec![b] }).collect();
+        let expected = collapse(&lf, &PerfOptions::default(), 1);
+        for threads in [1, 3] {
+            let got = collapse(&crlf, &PerfOptions::default(), threads);
+            assert_eq!(folded(&got), folded(&expected), "{name} on {threads} threads");
+            assert_eq!(got.meta, expected.meta);
+        }
+    }
+}
+
+/// Time order (flame charts): the same sequence of stacks on 1 and 3 threads, and the same
+/// total as the sorted aggregation.
+#[test]
+fn time_order_is_thread_independent() {
+    let input = common::read("perf/captures/perf-burn-fp-fp.script.txt");
+    let run = |threads| {
+        let engine = Engine { threads, order: Order::Time, block_size: 4096 };
+        engine.run(Box::new(PerfScript::new(PerfOptions::default())), &input[..]).expect("in-memory input")
+    };
+    let one = run(1);
+    let three = run(3);
+    assert_eq!(one.stacks.in_output_order(), three.stacks.in_output_order());
+    assert!(matches!(one.stacks, kflame::fold::Stacks::Ordered(_)));
+    assert_eq!(one.stacks.total(), collapse(&input, &PerfOptions::default(), 2).stacks.total());
+    // One busy process: consecutive identical stacks are merged into fewer runs than samples.
+    let (samples, _) = samples_and_periods(&String::from_utf8_lossy(&input));
+    assert!((one.stacks.len() as u64) < samples);
+}
+
+/// `--event-filter` names an event without its modifiers: `cpu-clock` selects the
+/// `cpu-clock:uhH` samples, and an event absent from the input selects nothing.
+#[test]
+fn event_filter_ignores_modifiers() {
+    let input = common::read("perf/inferno/weird-stack-line.txt");
+    let opts = PerfOptions { event_filter: Some("cpu-clock".into()), ..Default::default() };
+    assert_eq!(collapse(&input, &opts, 1).stacks.total().whole(), 2 * 250000);
+    let opts = PerfOptions { event_filter: Some("cycles".into()), ..Default::default() };
+    let out = collapse(&input, &opts, 1);
+    assert!(out.stacks.is_empty());
+    assert_eq!(out.diag.get(kinds::OTHER_EVENT).map(|e| e.count), Some(2));
+}

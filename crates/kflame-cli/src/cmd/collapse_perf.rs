@@ -27,7 +27,8 @@ pub(crate) struct PerfArgs {
     /// are counted in a note). Modifiers do not count: `cycles` also selects `cycles:u`.
     #[arg(long, value_name = "EVENT", help_heading = "perf script options")]
     pub(crate) event_filter: Option<String>,
-    /// Count samples instead of summing perf's period column.
+    /// Count samples instead of summing perf's period column (or, for the kmem allocation
+    /// tracepoints mm_page_alloc, kmalloc, kmem_cache_alloc, instead of allocated bytes).
     #[arg(long, help_heading = "perf script options")]
     pub(crate) counts: bool,
 }

@@ -215,27 +215,15 @@ impl Engine {
     }
 }
 
-/// Reads until `buf` holds `want` bytes or the input ends.
+/// Reads until `buf` holds `want` bytes or the input ends (without zero-filling the buffer
+/// first: `read_to_end` reads into spare capacity).
 fn fill<R: Read>(input: &mut R, buf: &mut Vec<u8>, want: usize) -> io::Result<()> {
-    if buf.capacity() < want {
-        buf.reserve(want - buf.len());
+    if buf.len() >= want {
+        return Ok(());
     }
-    while buf.len() < want {
-        let start = buf.len();
-        buf.resize(want, 0);
-        match input.read(&mut buf[start..]) {
-            Ok(0) => {
-                buf.truncate(start);
-                return Ok(());
-            }
-            Ok(n) => buf.truncate(start + n),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => buf.truncate(start),
-            Err(e) => {
-                buf.truncate(start);
-                return Err(e);
-            }
-        }
-    }
+    buf.reserve(want - buf.len());
+    let limit = (want - buf.len()) as u64;
+    input.by_ref().take(limit).read_to_end(buf)?;
     Ok(())
 }
 

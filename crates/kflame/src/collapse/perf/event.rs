@@ -39,7 +39,8 @@ pub(crate) struct EventLine<'a> {
 /// any, the first all-digit word is taken (as `stackcollapse-perf.pl` does).
 pub(crate) fn parse(line: &[u8]) -> Option<EventLine<'_>> {
     let line = trim(line);
-    if line.iter().any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+    // A fold without early exit, so that it vectorizes.
+    if line.iter().fold(false, |bad, &b| bad | ((b < 0x20 && b != b'\t') || b == 0x7f)) {
         // perf prints no control characters: this is binary data, not a header.
         return None;
     }
@@ -91,9 +92,12 @@ fn fields<'a>(comm: &'a [u8], pid: Option<&'a [u8]>, tid: &'a [u8], rest: &'a [u
     EventLine { comm, pid, tid, period, event, trailer }
 }
 
-/// `TID` or `PID/TID`, all digits.
+/// `TID` or `PID/TID`, decimal; perf prints `-1` for samples of tasks that had exited.
 fn split_ids(word: &[u8]) -> Option<(Option<&[u8]>, &[u8])> {
-    let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
+    let digits = |s: &[u8]| {
+        let s = s.strip_prefix(b"-").unwrap_or(s);
+        !s.is_empty() && s.iter().all(u8::is_ascii_digit)
+    };
     match memchr::memchr(b'/', word) {
         None if digits(word) => Some((None, word)),
         Some(i) if digits(&word[..i]) && digits(&word[i + 1..]) => Some((Some(&word[..i]), &word[i + 1..])),
@@ -170,6 +174,13 @@ mod tests {
         assert_eq!(e.trailer, b"ffffffff9b201293 [unknown] ([unknown])");
         let e = p("perf 14446/14446 [001]  2007.580214:          1 kmem:mm_page_alloc: page=0x1 order=0");
         assert_eq!((e.event, e.trailer), (Some(&b"kmem:mm_page_alloc"[..]), &b"page=0x1 order=0"[..]));
+    }
+
+    #[test]
+    fn exited_task_placeholder() {
+        let e = p(":-1    -1 [001]  2237.924427:    1003009 cpu-clock:pppH: ");
+        assert_eq!((e.comm, e.tid, e.period), (&b":-1"[..], &b"-1"[..], Some(1003009)));
+        assert_eq!(e.event, Some(&b"cpu-clock:pppH"[..]));
     }
 
     #[test]

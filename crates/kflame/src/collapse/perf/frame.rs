@@ -25,6 +25,10 @@ pub(crate) struct StackLine<'a> {
 /// Parses a stack line. Lines without a `(dso)` column are accepted only when `bare` is set
 /// and the address is hexadecimal (perf indents real stack lines; the caller decides).
 pub(crate) fn parse(line: &[u8], bare: bool) -> Option<StackLine<'_>> {
+    parse_aligned(line).or_else(|| parse_general(line, bare))
+}
+
+fn parse_general(line: &[u8], bare: bool) -> Option<StackLine<'_>> {
     let t = trim_start(line);
     let pc_end = t.iter().position(|&b| is_blank(b))?;
     let pc = &t[..pc_end];
@@ -49,6 +53,28 @@ pub(crate) fn parse(line: &[u8], bare: bool) -> Option<StackLine<'_>> {
     None
 }
 
+/// The hot path: perf's own layout `\t%16x symbol (dso)` (address right-aligned in 16
+/// columns). Anything else goes through the general parser.
+#[inline]
+pub(crate) fn parse_aligned(line: &[u8]) -> Option<StackLine<'_>> {
+    if line.len() < 21 || line[0] != b'\t' || line[17] != b' ' || is_blank(line[18]) || line[16] == b' ' {
+        return None;
+    }
+    let field = &line[1..17];
+    let pc_start = field.iter().position(|&b| b != b' ')?;
+    let pc = &field[pc_start..];
+    if !all_hex(pc) || line[line.len() - 1] != b')' {
+        return None;
+    }
+    let rest = &line[18..];
+    let sp = memchr::memrchr(b' ', rest)?;
+    let m = &rest[sp + 1..];
+    if m.len() < 2 || m[0] != b'(' || is_blank(rest[sp.checked_sub(1)?]) {
+        return None;
+    }
+    Some(StackLine { pc, func: &rest[..sp], module: Some(&m[1..m.len() - 1]) })
+}
+
 /// How frames are named and annotated.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct FrameStyle {
@@ -69,6 +95,10 @@ pub(crate) struct FrameStyle {
 /// Unlike the reference, C++ `(anonymous namespace)::f` frames are kept: the reference's
 /// "process name" rule drops them, and with them whole samples.
 pub(crate) fn render(sl: &StackLine<'_>, style: FrameStyle, java: bool, out: &mut Vec<u8>) -> bool {
+    if sl.func == b"[unknown]" {
+        push_part(sl, sl.func, style, java, false, out);
+        return true;
+    }
     if let Some(func) = plain_symbol(sl.func) {
         let start = out.len();
         out.extend_from_slice(func);
@@ -197,6 +227,33 @@ mod tests {
         let mut out = Vec::new();
         assert!(render(&sl, style, java, &mut out));
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn aligned_and_general_parsers_agree() {
+        assert!(parse_aligned(b"\tffffffff8103ce3b native_safe_halt ([kernel.kallsyms])").is_some());
+        assert!(parse_aligned(b"\t            136c leaf_b (/opt/kflame-demo/bin/burn-fp)").is_some());
+        for line in [
+            &b"\tffffffff8103ce3b native_safe_halt ([kernel.kallsyms])"[..],
+            b"\t            136c leaf_b (/opt/kflame-demo/bin/burn-fp)",
+            b"\t            136c a b  (/x)",
+            b"\t            136c (/x)",
+            b"\t            136c  (/x)",
+            b"\t            13zc f (/x)",
+            b"\t            136c f (x",
+            b"\t    ffffffff81000130 entry_SYSCALL_64_after_hwframe+0x76 ([kernel.kallsyms])",
+        ] {
+            let fast = parse_aligned(line);
+            let general = parse_general(line, true).map(|s| (s.pc.to_vec(), s.func.to_vec(), s.module));
+            if let Some(f) = fast {
+                assert_eq!(
+                    Some((f.pc.to_vec(), f.func.to_vec(), f.module)),
+                    general,
+                    "{}",
+                    String::from_utf8_lossy(line)
+                );
+            }
+        }
     }
 
     #[test]

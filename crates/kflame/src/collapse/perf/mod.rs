@@ -13,7 +13,7 @@
 //!
 //! becomes `dd;__GI___libc_write;generic_perform_write;copy_folio_from_iter_atomic 10101010`.
 //!
-//! Rules (see the [`event`], [`frame`] and [`tidy`] modules for each):
+//! Rules (the private modules `event`, `frame` and `tidy` hold each one):
 //! - only samples of one event are folded: `--event-filter`, or the first event seen; a note
 //!   counts the samples of other events that were skipped. Modifier suffixes do not make
 //!   another event (`cycles:u` is `cycles`).
@@ -25,6 +25,15 @@
 //!   (`?` when perf printed only the TID).
 //! - lines that do not parse are counted per kind with their first line; samples of other
 //!   events are counted in a note. Nothing is printed.
+//!
+//! Deliberate differences from the reference, each of which loses samples there silently:
+//! - C++ `(anonymous namespace)::f` frames are kept (the reference takes every symbol that
+//!   starts with `(` for a process name and drops it, and the sample when it was the only
+//!   frame);
+//! - samples without any frame are kept as their process name alone, with a note (perf
+//!   counts them; the reference drops them);
+//! - headers of exited tasks (`:-1  -1 [001] ...`) are read as comm `:-1`, tid `-1` (the
+//!   reference mistakes the period for the tid and the modifiers for the event, and skips them).
 //!
 //! Parsing works on bytes (symbols and comms need not be UTF-8), allocates nothing per line,
 //! and splits the input at blank lines so the engine runs it on several threads.
@@ -174,6 +183,15 @@ impl PerfScript {
         if first == b'#' {
             return;
         }
+        if self.rec.active && first == b'\t' {
+            // The hot path: a frame in perf's own layout.
+            if let Some(sl) = frame::parse_aligned(line) {
+                if !self.rec.skip {
+                    self.push_frame(&sl);
+                }
+                return;
+            }
+        }
         let blank = is_blank(first);
         if blank && trim_start(line).iter().all(|&b| b == b'\r') {
             return self.end_record(out);
@@ -203,43 +221,12 @@ impl PerfScript {
         rec.active = true;
         rec.skip = false;
         rec.line = n;
-        if let Some(name) = ev.event {
-            let key = event::event_key(name);
-            match &self.filter {
-                None => {
-                    self.filter = Some(key.to_vec());
-                    self.event_name = Some(String::from_utf8_lossy(name).into_owned());
-                    self.resolve_mode();
-                }
-                Some(f) if f.as_slice() != key => {
-                    rec.skip = true;
-                    let folded = self.event_name.as_deref().unwrap_or("?");
-                    out.diag.add(Severity::Note, kinds::OTHER_EVENT, n, 1, || {
-                        format!(
-                            "samples of events other than `{folded}` were skipped (first: `{}`); \
-                             choose the event with --event-filter",
-                            show(name)
-                        )
-                    });
-                    return;
-                }
-                Some(_) => {}
-            }
-            self.first_has_period.get_or_insert(ev.period.is_some());
-        }
-        let rec = &mut self.rec;
-        rec.weight = match self.mode {
-            Mode::Samples => Weight::ONE,
-            Mode::Period => ev.period.map_or(Weight::ONE, Weight::from_u64),
-            Mode::Bytes => match alloc::bytes(ev.trailer) {
-                Ok(b) => Weight::from_u64(b),
-                Err(msg) => {
-                    rec.skip = true;
-                    out.diag.skip(kinds::NO_SIZE, n, || msg);
-                    return;
-                }
-            },
+        let weight = if self.selected(n, &ev, out) { self.weight(n, &ev, out) } else { None };
+        let Some(weight) = weight else {
+            self.rec.skip = true;
+            return;
         };
+        self.rec.weight = weight;
         self.set_root(&ev);
         if self.mode != Mode::Bytes && !ev.trailer.is_empty() {
             // A sample with one frame may carry it on the header line.
@@ -247,6 +234,49 @@ impl PerfScript {
                 self.push_frame(&sl);
                 self.end_record(out);
             }
+        }
+    }
+
+    /// Whether the sample is of the event being folded (adopting the first event seen when
+    /// none was chosen); samples of other events are counted in a note.
+    fn selected(&mut self, n: u64, ev: &event::EventLine<'_>, out: &mut Output) -> bool {
+        let Some(name) = ev.event else { return true };
+        let key = event::event_key(name);
+        match &self.filter {
+            None => {
+                self.filter = Some(key.to_vec());
+                self.event_name = Some(String::from_utf8_lossy(name).into_owned());
+                self.resolve_mode();
+            }
+            Some(f) if f.as_slice() != key => {
+                let folded = self.event_name.as_deref().unwrap_or("?");
+                out.diag.add(Severity::Note, kinds::OTHER_EVENT, n, 1, || {
+                    format!(
+                        "samples of events other than `{folded}` were skipped (first: `{}`); \
+                         choose the event with --event-filter",
+                        show(name)
+                    )
+                });
+                return false;
+            }
+            Some(_) => {}
+        }
+        self.first_has_period.get_or_insert(ev.period.is_some());
+        true
+    }
+
+    /// The sample's weight, or `None` (reported) when the payload lacks the size.
+    fn weight(&self, n: u64, ev: &event::EventLine<'_>, out: &mut Output) -> Option<Weight> {
+        match self.mode {
+            Mode::Samples => Some(Weight::ONE),
+            Mode::Period => Some(ev.period.map_or(Weight::ONE, Weight::from_u64)),
+            Mode::Bytes => match alloc::bytes(ev.trailer) {
+                Ok(b) => Some(Weight::from_u64(b)),
+                Err(msg) => {
+                    out.diag.skip(kinds::NO_SIZE, n, || msg);
+                    None
+                }
+            },
         }
     }
 
@@ -367,8 +397,11 @@ impl Collapse for PerfScript {
         if let Some(i) = memchr::memmem::rfind(buf, b"\n\r\n") {
             return Some(i + 3);
         }
+        // Only the last 64 KiB are searched, so that a long input without any boundary
+        // costs linear time while the engine grows its block.
+        let floor = buf.len().saturating_sub(1 << 16);
         let mut end = buf.len().checked_sub(1)?;
-        while let Some(i) = memchr::memrchr(b'\n', &buf[..end]) {
+        while let Some(i) = memchr::memrchr(b'\n', &buf[floor..end]).map(|i| floor + i) {
             let line = &buf[i + 1..end];
             if line.first().is_some_and(|&b| !is_blank(b) && b != b'#')
                 && event::parse(line).is_some_and(|e| e.event.is_some())
