@@ -30,11 +30,12 @@ fn tmp(name: &str) -> PathBuf {
 const DD: &str = "perf/flamegraph/test/perf-dd-stacks-01.txt";
 
 #[test]
-fn detects_perf_script_and_writes_metadata() {
+fn detects_perf_script_and_writes_flamegraph_compatible_output() {
     let out = run(&["collapse", fixture(DD).to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
-    assert!(stdout.starts_with("# unit=period\n# event=cpu-clock\n"), "{stdout}");
+    // Periods are what stackcollapse-perf.pl sums too: no `# unit=` header line.
+    assert!(!stdout.starts_with('#'), "{stdout}");
     assert!(
         stdout.contains("\ndd;[unknown];read;system_call;sys_read;vfs_read;fsnotify 10101010\n"),
         "{stdout}"

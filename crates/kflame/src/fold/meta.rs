@@ -1,8 +1,9 @@
 //! Metadata that travels with folded output: the unit of the weights, the event.
 //!
 //! Folded files stay FlameGraph-compatible: metadata is written as comment lines at the top,
-//! `# key=value`, one per line, and only when it says something (a plain sample count writes
-//! no header at all, so `stackcollapse-perf.pl` output is reproduced byte for byte).
+//! `# key=value`, one per line, and only when the weights are not what FlameGraph's tools
+//! assume (sample counts or perf periods): bytes, nanoseconds, event counts. So the output of
+//! `kflame collapse` on `perf script` text is byte for byte that of `stackcollapse-perf.pl`.
 //! `flamegraph.pl` and inferno skip such lines as unparsable; kflame reads them back:
 //!
 //! ```text
@@ -83,12 +84,19 @@ impl Meta {
         self.unit == Unit::Samples && self.event.is_none()
     }
 
-    /// The header lines, each ending in `\n`; empty for default metadata.
+    /// True when the weights are what FlameGraph's tools assume (samples or perf periods),
+    /// so that no header is written.
+    pub fn is_flamegraph_native(&self) -> bool {
+        matches!(self.unit, Unit::Samples | Unit::Period)
+    }
+
+    /// The header lines, each ending in `\n`; empty when the weights are samples or periods.
     pub fn header(&self) -> String {
         let mut s = String::new();
-        if self.unit != Unit::Samples {
-            s.push_str(&format!("# unit={}\n", self.unit));
+        if self.is_flamegraph_native() {
+            return s;
         }
+        s.push_str(&format!("# unit={}\n", self.unit));
         if let Some(e) = &self.event {
             s.push_str(&format!("# event={}\n", e.replace('\n', " ")));
         }
@@ -147,5 +155,7 @@ mod tests {
         }
         assert_eq!(back, m);
         assert_eq!(Meta::default().header(), "");
+        let period = Meta { unit: Unit::Period, event: Some("cpu-clock".into()) };
+        assert_eq!(period.header(), "", "perf periods stay byte-compatible with FlameGraph");
     }
 }
