@@ -24,6 +24,10 @@ pub(crate) struct EventLine<'a> {
     pub(crate) pid: Option<&'a [u8]>,
     /// Thread id (the only id in perf's default output).
     pub(crate) tid: &'a [u8],
+    /// The CPU between brackets (`001`), when perf printed one.
+    pub(crate) cpu: Option<&'a [u8]>,
+    /// The timestamp without its colon (`2007.580214`), when perf printed one.
+    pub(crate) time: Option<&'a [u8]>,
     /// The sample period, when perf printed one.
     pub(crate) period: Option<u64>,
     /// Event name as printed (`cycles:u`, `kmem:kmalloc`), without the final `:`.
@@ -67,13 +71,16 @@ pub(crate) fn parse(line: &[u8]) -> Option<EventLine<'_>> {
 /// Parses what follows the ids: `[CPU] TIME: PERIOD EVENT: TRAILER`, each part optional.
 fn fields<'a>(comm: &'a [u8], pid: Option<&'a [u8]>, tid: &'a [u8], rest: &'a [u8]) -> EventLine<'a> {
     let mut r = trim_start(rest);
+    let (mut cpu, mut time) = (None, None);
     if r.first() == Some(&b'[') {
         if let Some(close) = memchr::memchr(b']', r) {
+            cpu = Some(trim(&r[1..close]));
             r = trim_start(&r[close + 1..]);
         }
     }
     let tok = first_word(r);
     if tok.len() > 1 && tok.ends_with(b":") && is_time(&tok[..tok.len() - 1]) {
+        time = Some(&tok[..tok.len() - 1]);
         r = trim_start(&r[tok.len()..]);
     }
     let mut period = None;
@@ -88,12 +95,13 @@ fn fields<'a>(comm: &'a [u8], pid: Option<&'a [u8]>, tid: &'a [u8], rest: &'a [u
     } else {
         (None, r)
     };
-    EventLine { comm, pid, tid, period, event, trailer }
+    EventLine { comm, pid, tid, cpu, time, period, event, trailer }
 }
 
-/// `TID` or `PID/TID`, all digits.
+/// `TID` or `PID/TID`, all digits, or `-1` where perf no longer knew the thread (a task
+/// that exited: `:-1  2284/-1    [001] ...`).
 fn split_ids(word: &[u8]) -> Option<(Option<&[u8]>, &[u8])> {
-    let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
+    let digits = |s: &[u8]| s == b"-1" || !s.is_empty() && s.iter().all(u8::is_ascii_digit);
     match memchr::memchr(b'/', word) {
         None if digits(word) => Some((None, word)),
         Some(i) if digits(&word[..i]) && digits(&word[i + 1..]) => Some((Some(&word[..i]), &word[i + 1..])),

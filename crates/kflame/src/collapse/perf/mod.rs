@@ -34,6 +34,7 @@ mod bytes;
 mod detect;
 mod event;
 mod frame;
+pub mod pairs;
 mod tidy;
 
 pub use alloc::{PAGE_SIZE, is_alloc_event};
@@ -113,6 +114,8 @@ pub struct PerfScript {
     /// Whether the first sample of that event carried a period.
     first_has_period: Option<bool>,
     mode: Mode,
+    /// A note for events that measure more when paired (`--mode syscalls|offcpu`).
+    hint: Option<&'static str>,
     rec: Record,
 }
 
@@ -151,6 +154,7 @@ impl PerfScript {
             event_name,
             first_has_period: None,
             mode: Mode::Period,
+            hint: None,
             rec: Record::default(),
         };
         p.resolve_mode();
@@ -159,6 +163,7 @@ impl PerfScript {
 
     fn resolve_mode(&mut self) {
         let alloc = self.filter.as_deref().is_some_and(is_alloc_event);
+        self.hint = self.filter.as_deref().and_then(pairs::pairing_hint);
         self.mode = match self.opts.weight {
             PerfWeight::Samples => Mode::Samples,
             PerfWeight::Bytes => Mode::Bytes,
@@ -226,6 +231,9 @@ impl PerfScript {
                 Some(_) => {}
             }
             self.first_has_period.get_or_insert(ev.period.is_some());
+        }
+        if let Some(hint) = self.hint {
+            out.diag.note(pairs::kinds::HINT, n, || hint.into());
         }
         let rec = &mut self.rec;
         rec.weight = match self.mode {
