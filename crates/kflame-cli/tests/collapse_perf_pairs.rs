@@ -68,6 +68,18 @@ fn off_cpu_time_and_the_default_hint() {
 }
 
 #[test]
+fn probed_function_durations() {
+    let input = capture("perf-uprobe-getcwd.script.txt");
+    let out = kflame(&["collapse", "--mode", "probes", "--pid", input.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.starts_with("# unit=ns\n# event=probes\n"), "{stdout}");
+    let rows: Vec<&str> = stdout.lines().skip(2).collect();
+    assert_eq!(rows.len(), 3, "{stdout}");
+    assert!(rows.iter().all(|l| l.starts_with("probe:probe_libc:getcwd;pwd-")), "{stdout}");
+}
+
+#[test]
 fn options_that_do_not_apply_are_refused() {
     let input = capture("perf-syscalls-dd.script.txt");
     let input = input.to_str().unwrap();

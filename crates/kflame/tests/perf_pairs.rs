@@ -18,6 +18,7 @@ use kflame::fold::Unit;
 
 const SYSCALLS: &str = "perf/captures/perf-syscalls-dd.script.txt";
 const SWITCHES: &str = "perf/captures/perf-sched-switch.script.txt";
+const PROBES: &str = "perf/captures/perf-uprobe-getcwd.script.txt";
 
 /// A cloneable in-memory writer for the events log.
 #[derive(Clone, Default)]
@@ -65,6 +66,15 @@ fn headers(text: &str) -> Vec<(u32, u64, String, String)> {
     let mut v = Vec::new();
     for line in text.lines() {
         if line.is_empty() || line.starts_with(char::is_whitespace) || !line.contains(" [0") {
+            continue;
+        }
+        if let Some(at) = line.find(" probe_libc:") {
+            let toks: Vec<&str> = line[..at].split_whitespace().collect();
+            let rest = &line[at + 1..];
+            let colon = rest.find(": ").unwrap();
+            let ts = ns(toks[toks.len() - 1].trim_end_matches(':'));
+            let tid = toks[toks.len() - 3].parse().unwrap();
+            v.push((tid, ts, rest[..colon].to_string(), rest[colon + 2..].to_string()));
             continue;
         }
         let (head, payload) = match line.find(": ") {
@@ -260,6 +270,37 @@ fn offcpu_durations_match_the_timestamps() {
     // perf's own stderr lines at the top of the capture are reported, not folded.
     let weird = out.diag.get(kflame::collapse::perf::kinds::WEIRD_EVENT).expect("perf's warnings");
     assert_eq!((weird.count, weird.first_line), (7, 1));
+}
+
+#[test]
+fn probe_durations_match_the_timestamps() {
+    let input = common::read(PROBES);
+    // Entry `(FUNC)`, return `(FUNC <- SITE)` as perf prints them: pair per thread by FUNC.
+    let mut open: HashMap<(u32, String), u64> = HashMap::new();
+    let mut want = Vec::new();
+    for (tid, ts, name, payload) in headers(std::str::from_utf8(&input).unwrap()) {
+        let inner = payload.trim_start_matches('(').trim_end_matches(')');
+        match inner.split_once(" <- ") {
+            None => {
+                open.insert((tid, inner.to_string()), ts);
+            }
+            Some((func, _)) => {
+                let start = open.remove(&(tid, func.to_string())).expect("entry before return");
+                want.push((start, tid, ts - start, name.trim_end_matches("__return").to_string()));
+            }
+        }
+    }
+    assert_eq!(want.len(), 3);
+    let (out, log) = run(&input, PerfPairsOptions::new(PairMode::Probes), 1 << 20);
+    let got = json_lines(&log);
+    assert_eq!(got.len(), want.len());
+    for (g, (start, tid, dur, entry)) in got.iter().zip(&want) {
+        assert_eq!((g.ts_ns, g.pid, g.duration), (*start, *tid, *dur), "{g:?}");
+        assert_eq!(g.event, format!("probe:{entry}"));
+        assert_eq!(g.stack.last().map(String::as_str), Some("__GI___getcwd"), "{g:?}");
+    }
+    assert_eq!(out.stacks.total().whole(), want.iter().map(|w| w.2).sum::<u64>());
+    assert!(out.diag.is_empty(), "{:?}", out.diag);
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! `perf script` input with `--mode syscalls|offcpu`: tracepoint records paired into
-//! syscall latency or off-CPU time; without `--mode`, the sample-counting perf collapser.
+//! `perf script` input with `--mode syscalls|offcpu|probes`: tracepoint records paired into
+//! syscall latency, off-CPU time or probed function durations; without `--mode`, the
+//! sample-counting perf collapser.
 
 use anyhow::{Result, bail};
 use kflame::collapse::Collapse;
@@ -13,23 +14,26 @@ use super::trace_args::{TraceArgs, TraceMode, events_log};
 pub(crate) fn build(perf: &PerfArgs, shared: &SharedArgs, trace: &TraceArgs) -> Result<Box<dyn Collapse>> {
     let mode = match trace.mode {
         None if shared.events_json.is_some() => {
-            bail!("--events-json with perf script input needs --mode syscalls or --mode offcpu")
+            bail!("--events-json with perf script input needs --mode syscalls, offcpu or probes")
         }
         None => return Ok(Box::new(super::collapse_perf::build(perf, shared)?)),
         Some(TraceMode::Syscalls) => PairMode::Syscalls,
         Some(TraceMode::Offcpu) => PairMode::OffCpu,
-        Some(TraceMode::Alloc | TraceMode::Probes | TraceMode::Events) => bail!(
-            "perf script input takes --mode syscalls or --mode offcpu; without --mode it counts \
+        Some(TraceMode::Probes) => PairMode::Probes,
+        Some(TraceMode::Alloc | TraceMode::Events) => bail!(
+            "perf script input takes --mode syscalls, offcpu or probes; without --mode it counts \
              samples (allocation tracepoints weigh their bytes)"
         ),
     };
     if shared.weight.is_some() || perf.counts {
         bail!(
-            "--weight and --counts apply to sample counting; --mode syscalls/offcpu weighs by duration (ns)"
+            "--weight and --counts apply to sample counting; --mode syscalls/offcpu/probes weighs by duration (ns)"
         );
     }
     if perf.event_filter.is_some() {
-        bail!("--event-filter chooses the event to count; --mode syscalls/offcpu uses the events it pairs");
+        bail!(
+            "--event-filter chooses the event to count; --mode syscalls/offcpu/probes uses the events it pairs"
+        );
     }
     let opts = PerfPairsOptions {
         mode,

@@ -3,11 +3,12 @@
 //! The default perf collapser counts samples of one event. Tracepoint records can say more
 //! when they are paired: a `raw_syscalls:sys_enter` with the task's next `sys_exit` is a
 //! syscall's duration, a `sched:sched_switch` away with the switch that puts the task back is
-//! its time off-CPU. This front end reads the records with the perf collapser's own line
+//! its time off-CPU, a `perf probe` entry with its `__return` probe is a function's
+//! duration. This front end reads the records with the perf collapser's own line
 //! parsers ([`super::event`], [`super::frame`]), turns each into a [`TraceEvent`] and feeds
 //! the format-independent pairers of [`crate::collapse::pairing`], exactly as the ftrace
-//! front end does; the folded output is the same: weight = ns, root frame `syscall:NAME` or
-//! `offcpu:STATE`, stack = the stack at entry / switch-out.
+//! front end does; the folded output is the same: weight = ns, root frame `syscall:NAME`,
+//! `offcpu:STATE` or `probe:EVENT`, stack = the stack at entry / switch-out.
 //!
 //! ```text
 //! perf record -e raw_syscalls:sys_enter -e raw_syscalls:sys_exit -a -g -- sleep 1
@@ -15,12 +16,17 @@
 //! kflame collapse --mode syscalls --events-json calls.jsonl calls.txt > latency.folded
 //! perf record -e sched:sched_switch -a -g -- sleep 1 && perf script > sw.txt
 //! kflame collapse --mode offcpu sw.txt > offcpu.folded
+//! perf probe -x /usr/lib/x86_64-linux-gnu/libc.so.6 -a getcwd -a 'getcwd%return'
+//! perf record -e probe_libc:getcwd -e probe_libc:getcwd__return -g -- CMD && perf script --ns > p.txt
+//! kflame collapse --mode probes p.txt > getcwd.folded
 //! ```
 //!
 //! Pairs cross records, so this collapser is sequential. Records need their timestamp
 //! (perf prints it by default); the CPU column is optional.
 
 mod time;
+
+use std::borrow::Cow;
 
 use rustc_hash::FxHashMap;
 
@@ -29,7 +35,9 @@ use super::event::{self, EventLine};
 use super::frame::{self, FrameStyle};
 use super::kinds::{WEIRD_EVENT, WEIRD_STACK};
 use crate::collapse::events_json::{EventLog, EventRecord};
-use crate::collapse::pairing::{OffCpuPairer, Span, SyscallPairer, TraceEvent, parse_syscall_edge};
+use crate::collapse::pairing::{
+    OffCpuPairer, ProbePairer, Span, SyscallPairer, TraceEvent, parse_probe_edge, parse_syscall_edge,
+};
 use crate::collapse::{Collapse, Output, lines};
 use crate::fold::read::show;
 use crate::fold::{Meta, Unit, Weight};
@@ -43,6 +51,8 @@ pub enum PairMode {
     Syscalls,
     /// Off-CPU time from `sched_switch` out/in pairs.
     OffCpu,
+    /// Function durations from uprobe/kprobe entry and return probes (`perf probe`).
+    Probes,
 }
 
 /// Options of the pairing collapser.
@@ -117,6 +127,7 @@ pub struct PerfPairs {
     rec: Pending,
     syscalls: SyscallPairer,
     offcpu: OffCpuPairer,
+    probes: ProbePairer,
     events: Option<EventLog>,
     stack: Vec<u8>,
     /// Interned comms (perf repeats a handful of names).
@@ -138,6 +149,7 @@ impl PerfPairs {
             rec: Pending::default(),
             syscalls: SyscallPairer::new(),
             offcpu: OffCpuPairer::new(),
+            probes: ProbePairer::new(),
             events,
             stack: Vec::new(),
             comms: FxHashMap::default(),
@@ -196,7 +208,10 @@ impl PerfPairs {
         rec.wanted = false;
         rec.java = ev.comm == b"java";
         let name = String::from_utf8_lossy(ev.event.unwrap_or_default());
-        let payload = String::from_utf8_lossy(ev.trailer);
+        let mut payload = String::from_utf8_lossy(ev.trailer);
+        if self.opts.mode == PairMode::Probes {
+            payload = ftrace_return_order(payload);
+        }
         if !self.wants(&name, &payload) {
             let mode = self.opts.mode;
             return out.diag.note(kinds::OTHER_EVENTS, n, || {
@@ -246,6 +261,7 @@ impl PerfPairs {
         match self.opts.mode {
             PairMode::Syscalls => parse_syscall_edge(name, payload).is_some(),
             PairMode::OffCpu => name.rsplit(':').next() == Some("sched_switch"),
+            PairMode::Probes => parse_probe_edge(payload).is_some(),
         }
     }
 
@@ -270,6 +286,7 @@ impl PerfPairs {
             let span = match self.opts.mode {
                 PairMode::Syscalls => self.syscalls.feed(ev, &mut out.diag),
                 PairMode::OffCpu => self.offcpu.feed(ev, &mut out.diag),
+                PairMode::Probes => self.probes.feed(ev, &mut out.diag),
             };
             if let Some(s) = span {
                 self.span(s, out);
@@ -334,6 +351,18 @@ fn root_first(frames: &[u8], starts: &[usize]) -> Vec<String> {
     stack
 }
 
+/// perf prints a return probe as `(FUNCTION <- RETURN_SITE)` (the event's print format:
+/// `__probe_func`, then `__probe_ret_ip`); ftrace's own text, which the probe pairer reads,
+/// prints `(RETURN_SITE <- FUNCTION)`. Swaps the two; other payloads are returned as they are.
+fn ftrace_return_order(payload: Cow<'_, str>) -> Cow<'_, str> {
+    let swapped = payload.trim_start().strip_prefix('(').and_then(|inner| {
+        let close = inner.find(')')?;
+        let (func, ret) = inner[..close].split_once(" <- ")?;
+        Some(format!("({ret} <- {func}){}", &inner[close + 1..]))
+    });
+    swapped.map_or(payload, Cow::Owned)
+}
+
 /// A header line with an event name.
 fn header(line: &[u8]) -> Option<EventLine<'_>> {
     event::parse(line).filter(|e| e.event.is_some())
@@ -343,6 +372,7 @@ fn mode_name(mode: PairMode) -> &'static str {
     match mode {
         PairMode::Syscalls => "syscalls",
         PairMode::OffCpu => "offcpu",
+        PairMode::Probes => "probes",
     }
 }
 
@@ -380,12 +410,14 @@ impl Collapse for PerfPairs {
         self.end_record(out);
         self.syscalls.finish(&mut out.diag);
         self.offcpu.finish(&mut out.diag);
+        self.probes.finish(&mut out.diag);
     }
 
     fn meta(&self) -> Meta {
         let event = match self.opts.mode {
             PairMode::Syscalls => "syscalls",
             PairMode::OffCpu => "sched_switch",
+            PairMode::Probes => "probes",
         };
         Meta { unit: Unit::Nanoseconds, event: Some(event.to_string()) }
     }

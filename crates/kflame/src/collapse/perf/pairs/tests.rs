@@ -75,3 +75,12 @@ fn inline_groups_keep_their_order_root_first() {
     let s = root_first(&frames, &[0, 4]);
     assert_eq!(s, ["caller", "inlined", "leaf"]);
 }
+
+#[test]
+fn return_probes_are_read_in_ftrace_order() {
+    let swap = |p: &str| ftrace_return_order(Cow::Borrowed(p)).into_owned();
+    assert_eq!(swap("(7f7f0c598c50 <- 5644b65102ea)"), "(5644b65102ea <- 7f7f0c598c50)");
+    assert_eq!(swap("(7f7f0c598c50 <- 5644b65102ea) arg1=0x1"), "(5644b65102ea <- 7f7f0c598c50) arg1=0x1");
+    assert_eq!(swap("(7f7f0c598c50)"), "(7f7f0c598c50)");
+    assert_eq!(swap("NR 1 (0, 1)"), "NR 1 (0, 1)");
+}
