@@ -108,7 +108,7 @@ fn parse_format(s: &str) -> Result<Format, String> {
 fn build(format: Format, args: &Args) -> Result<Box<dyn Collapse>> {
     Ok(match format {
         Format::Folded => Box::new(collapse::folded::Folded::new()),
-        Format::PerfScript => Box::new(super::collapse_perf::build(&args.perf, &args.shared)?),
+        Format::PerfScript => super::perf_pairs::build(&args.perf, &args.shared, &args.trace)?,
         Format::Ftrace | Format::TraceCmd => super::trace_args::build_ftrace(&args.shared, &args.trace)?,
         Format::FunctionGraph => super::producers::function_graph(&args.latency, &args.shared)?,
         Format::ProcStacks => Box::new(collapse::proc_stacks::ProcStacks::new()),

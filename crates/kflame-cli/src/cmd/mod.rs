@@ -7,6 +7,7 @@ pub(crate) mod diff;
 pub(crate) mod flamegraph;
 pub(crate) mod html;
 pub(crate) mod perf_data;
+pub(crate) mod perf_pairs;
 pub(crate) mod producers;
 pub(crate) mod record;
 pub(crate) mod reports;

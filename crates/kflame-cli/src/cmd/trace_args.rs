@@ -31,6 +31,7 @@ pub(crate) enum TraceMode {
 #[derive(clap::Args, Debug, Default)]
 pub(crate) struct TraceArgs {
     /// What to measure (trace formats); chosen from the events in the input when absent.
+    /// perf script input: `syscalls`, `offcpu` or `probes` pair its tracepoint records.
     #[arg(long, value_enum, value_name = "MODE", help_heading = "Trace options (ftrace, trace-cmd)")]
     pub(crate) mode: Option<TraceMode>,
     /// Add the page allocation order as a root frame (`order-2`).
@@ -74,7 +75,7 @@ pub(crate) fn build_ftrace(shared: &SharedArgs, trace: &TraceArgs) -> Result<Box
 static EVENTS: OnceLock<EventLog> = OnceLock::new();
 
 /// The `--events-json` writer, created on first use and shared by all inputs of the run.
-fn events_log(path: Option<&Path>) -> Result<Option<EventLog>> {
+pub(crate) fn events_log(path: Option<&Path>) -> Result<Option<EventLog>> {
     let Some(path) = path else { return Ok(None) };
     if let Some(log) = EVENTS.get() {
         return Ok(Some(log.clone()));

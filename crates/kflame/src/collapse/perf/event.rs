@@ -24,6 +24,10 @@ pub(crate) struct EventLine<'a> {
     pub(crate) pid: Option<&'a [u8]>,
     /// Thread id (the only id in perf's default output).
     pub(crate) tid: &'a [u8],
+    /// The CPU between brackets (`001`), when perf printed one.
+    pub(crate) cpu: Option<&'a [u8]>,
+    /// The timestamp without its colon (`2007.580214`), when perf printed one.
+    pub(crate) time: Option<&'a [u8]>,
     /// The sample period, when perf printed one.
     pub(crate) period: Option<u64>,
     /// Event name as printed (`cycles:u`, `kmem:kmalloc`), without the final `:`.
@@ -68,13 +72,16 @@ pub(crate) fn parse(line: &[u8]) -> Option<EventLine<'_>> {
 /// Parses what follows the ids: `[CPU] TIME: PERIOD EVENT: TRAILER`, each part optional.
 fn fields<'a>(comm: &'a [u8], pid: Option<&'a [u8]>, tid: &'a [u8], rest: &'a [u8]) -> EventLine<'a> {
     let mut r = trim_start(rest);
+    let (mut cpu, mut time) = (None, None);
     if r.first() == Some(&b'[') {
         if let Some(close) = memchr::memchr(b']', r) {
+            cpu = Some(trim(&r[1..close]));
             r = trim_start(&r[close + 1..]);
         }
     }
     let tok = first_word(r);
     if tok.len() > 1 && tok.ends_with(b":") && is_time(&tok[..tok.len() - 1]) {
+        time = Some(&tok[..tok.len() - 1]);
         r = trim_start(&r[tok.len()..]);
     }
     let mut period = None;
@@ -89,7 +96,7 @@ fn fields<'a>(comm: &'a [u8], pid: Option<&'a [u8]>, tid: &'a [u8], rest: &'a [u
     } else {
         (None, r)
     };
-    EventLine { comm, pid, tid, period, event, trailer }
+    EventLine { comm, pid, tid, cpu, time, period, event, trailer }
 }
 
 /// `TID` or `PID/TID`, decimal; perf prints `-1` for samples of tasks that had exited.

@@ -43,6 +43,7 @@ mod bytes;
 mod detect;
 mod event;
 mod frame;
+pub mod pairs;
 mod tidy;
 
 pub use alloc::{PAGE_SIZE, is_alloc_event};
@@ -122,6 +123,8 @@ pub struct PerfScript {
     /// Whether the first sample of that event carried a period.
     first_has_period: Option<bool>,
     mode: Mode,
+    /// A note for events that measure more when paired (`--mode syscalls|offcpu`).
+    hint: Option<&'static str>,
     rec: Record,
 }
 
@@ -160,6 +163,7 @@ impl PerfScript {
             event_name,
             first_has_period: None,
             mode: Mode::Period,
+            hint: None,
             rec: Record::default(),
         };
         p.resolve_mode();
@@ -168,6 +172,7 @@ impl PerfScript {
 
     fn resolve_mode(&mut self) {
         let alloc = self.filter.as_deref().is_some_and(is_alloc_event);
+        self.hint = self.filter.as_deref().and_then(pairs::pairing_hint);
         self.mode = match self.opts.weight {
             PerfWeight::Samples => Mode::Samples,
             PerfWeight::Bytes => Mode::Bytes,
@@ -222,6 +227,9 @@ impl PerfScript {
         rec.skip = false;
         rec.line = n;
         let weight = if self.selected(n, &ev, out) { self.weight(n, &ev, out) } else { None };
+        if let Some(hint) = self.hint {
+            out.diag.note(pairs::kinds::HINT, n, || hint.into());
+        }
         let Some(weight) = weight else {
             self.rec.skip = true;
             return;
