@@ -43,7 +43,7 @@ pub(crate) struct Args {
     shared: SharedArgs,
 
     #[command(flatten)]
-    perf_data: super::perf_data::PerfDataArgs,
+    perf_data: Box<super::perf_data::PerfDataArgs>,
 }
 
 /// Options that several formats understand, each in its own sense (documented per flag).

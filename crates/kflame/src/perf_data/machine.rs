@@ -29,6 +29,8 @@ pub(crate) struct Machine {
     spaces: FxHashMap<i32, Space>,
     /// Start of the kernel map (`[kernel.kallsyms]_text` mmap), if recorded.
     pub(crate) kernel_start: Option<u64>,
+    /// End of the kernel map (start + recorded length; the whole space when unrecorded).
+    pub(crate) kernel_end: u64,
     /// Address of `_text` when recording (the mmap's page offset): relocation reference.
     pub(crate) kernel_text: Option<u64>,
     /// BPF programs and other ksymbol ranges inside kernel space.
@@ -76,9 +78,8 @@ impl Machine {
     /// A kernel-space mapping (pid -1): the kernel itself or a module.
     pub(crate) fn map_kernel(&mut self, name: &[u8], start: u64, len: u64, pgoff: u64, dsos: &mut Dsos) {
         if name.starts_with(b"[kernel.kallsyms]") {
-            if self.kernel_start.is_none_or(|s| start < s) {
-                self.kernel_start = Some(start);
-            }
+            self.kernel_start = Some(start);
+            self.kernel_end = if len == 0 { u64::MAX } else { start.saturating_add(len) };
             if name.ends_with(b"_text") || name.ends_with(b"_stext") {
                 self.kernel_text = Some(pgoff);
             }
@@ -112,7 +113,8 @@ fn module_name(path: &[u8]) -> String {
 /// The name perf gives a user mapping: executable anonymous memory and `[heap]`/`[stack]`
 /// are named after the JIT map file `/tmp/perf-PID.map`.
 pub(crate) fn user_dso_name(path: &[u8], pid: i32, exec: bool) -> String {
-    let anon = path.starts_with(b"//anon") || path.starts_with(b"/dev/zero") || path.starts_with(b"/anon_hugepage");
+    let anon =
+        path.starts_with(b"//anon") || path.starts_with(b"/dev/zero") || path.starts_with(b"/anon_hugepage");
     let no_dso = path.starts_with(b"[stack") || path.starts_with(b"/SYSV") || path == b"[heap]";
     if exec && (anon || no_dso) {
         return format!("/tmp/perf-{pid}.map");

@@ -69,7 +69,10 @@ fn split_module(text: &str) -> Option<(&str, &str)> {
             break;
         }
         let run_start = i + 2;
-        let run_end = bytes[run_start..].iter().position(|b| b.is_ascii_whitespace()).map_or(bytes.len(), |n| run_start + n);
+        let run_end = bytes[run_start..]
+            .iter()
+            .position(|b| b.is_ascii_whitespace())
+            .map_or(bytes.len(), |n| run_start + n);
         if let Some(close) = text[run_start..run_end].rfind(')') {
             return Some((&text[..i], &text[run_start..run_start + close]));
         }

@@ -21,7 +21,8 @@ use crate::symbols::{Kallsyms, MappedFile};
 
 /// Reads the perf.data file at `path` into folded stacks.
 pub fn collapse_file(path: &Path, opts: &Options, order: Order) -> Result<Output, PerfDataError> {
-    let data = MappedFile::open(path).map_err(|source| PerfDataError::Io { path: path.to_path_buf(), source })?;
+    let data =
+        MappedFile::open(path).map_err(|source| PerfDataError::Io { path: path.to_path_buf(), source })?;
     collapse_bytes(&data, opts, order)
 }
 
@@ -29,19 +30,44 @@ pub fn collapse_file(path: &Path, opts: &Options, order: Order) -> Result<Output
 /// with a diagnostic; what was read before is kept.
 pub fn collapse_bytes(data: &[u8], opts: &Options, order: Order) -> Result<Output, PerfDataError> {
     header::check(data).map_err(PerfDataError::Header)?;
-    let PerfFileReader { mut perf_file, mut record_iter } = PerfFileReader::parse_file(Cursor::new(data))?;
+    match PerfFileReader::parse_file(Cursor::new(data)) {
+        Ok(reader) => read_records(reader, opts, order, None),
+        Err(e) => match header::repair_event_desc(data) {
+            Some((fixed, shift)) => {
+                let reader = PerfFileReader::parse_file(Cursor::new(&fixed[..]))?;
+                read_records(reader, opts, order, Some(shift))
+            }
+            None => Err(e.into()),
+        },
+    }
+}
+
+fn read_records<R: std::io::Read>(
+    reader: PerfFileReader<R>,
+    opts: &Options,
+    order: Order,
+    repaired: Option<i64>,
+) -> Result<Output, PerfDataError> {
+    let PerfFileReader { mut perf_file, mut record_iter } = reader;
     let events: Vec<Event> = perf_file
         .event_attributes()
         .iter()
         .enumerate()
         .map(|(i, a)| Event {
             name: a.name().map_or_else(|| format!("event{i}"), str::to_string),
-            has_period: a.attributes().sample_format.contains(SampleFormatBits::PERIOD),
+            // perf script prints no period for tracepoints: they weigh one per event.
+            has_period: a.attributes().sample_format.contains(SampleFormatBits::PERIOD)
+                && !matches!(a.attributes().type_, PerfEventType::Tracepoint(_)),
         })
         .collect();
     let build_ids = perf_file.build_ids().unwrap_or_default();
     let mut st = State::new(opts, &build_ids, order)?;
     st.events = events;
+    if let Some(shift) = repaired {
+        st.out.diag.note("header repaired", 0, || {
+            format!("the event description section is {shift} bytes off its recorded offset (file edited after recording?); read from there")
+        });
+    }
     loop {
         match record_iter.next_record(&mut perf_file) {
             Ok(Some(PerfFileRecord::EventRecord { attr_index, record })) => st.record(attr_index, &record),
@@ -58,7 +84,7 @@ pub fn collapse_bytes(data: &[u8], opts: &Options, order: Order) -> Result<Outpu
     Ok(st.finish())
 }
 
-use linux_perf_data::linux_perf_event_reader::SampleFormat as SampleFormatBits;
+use linux_perf_data::linux_perf_event_reader::{PerfEventType, SampleFormat as SampleFormatBits};
 
 struct Event {
     name: String,
@@ -79,6 +105,7 @@ struct State<'o> {
     other_events: u64,
     lost: u64,
     no_callchain: u64,
+    bad_chains: u64,
     out: Output,
     stack: Vec<u8>,
     frames: Vec<u32>,
@@ -114,6 +141,7 @@ impl<'o> State<'o> {
             other_events: 0,
             lost: 0,
             no_callchain: 0,
+            bad_chains: 0,
             out: Output::new(order),
             stack: Vec::new(),
             frames: Vec::new(),
@@ -132,7 +160,9 @@ impl<'o> State<'o> {
         let parsed = match rec.parse() {
             Ok(p) => p,
             Err(e) => {
-                self.out.diag.skip("damaged record", 0, || format!("a {:?} record could not be parsed: {e}", rec.record_type));
+                self.out.diag.skip("damaged record", 0, || {
+                    format!("a {:?} record could not be parsed: {e}", rec.record_type)
+                });
                 return;
             }
         };
@@ -166,7 +196,16 @@ impl<'o> State<'o> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn mmap(&mut self, pid: i32, start: u64, len: u64, pgoff: u64, path: &[u8], exec: bool, bid: Option<Vec<u8>>) {
+    fn mmap(
+        &mut self,
+        pid: i32,
+        start: u64,
+        len: u64,
+        pgoff: u64,
+        path: &[u8],
+        exec: bool,
+        bid: Option<Vec<u8>>,
+    ) {
         if pid == -1 {
             self.machine.map_kernel(path, start, len, pgoff, &mut self.resolver.dsos);
             return;
@@ -204,8 +243,12 @@ impl<'o> State<'o> {
     fn ensure_kernel(&mut self) {
         if !self.kernel_loaded {
             self.kernel_loaded = true;
-            self.resolver.kernel =
-                load_kernel(self.opts, self.kernel_build_id.as_deref(), self.machine.kernel_text, &mut self.out);
+            self.resolver.kernel = load_kernel(
+                self.opts,
+                self.kernel_build_id.as_deref(),
+                self.machine.kernel_text,
+                &mut self.out,
+            );
         }
     }
 
@@ -239,7 +282,8 @@ impl<'o> State<'o> {
 
     fn add_stack(&mut self, s: &SampleRecord<'_>, attr_index: usize) {
         let has_period = self.events.get(attr_index).is_some_and(|e| e.has_period);
-        let weight = if self.opts.counts || !has_period { 1 } else { s.period.filter(|&p| p > 0).unwrap_or(1) };
+        let weight =
+            if self.opts.counts || !has_period { 1 } else { s.period.filter(|&p| p > 0).unwrap_or(1) };
         self.out.stacks.add(&self.stack, Weight::from_u64(weight));
     }
 
@@ -261,7 +305,17 @@ impl<'o> State<'o> {
                 match ip {
                     PERF_CONTEXT_KERNEL => mode = Mode::Kernel,
                     PERF_CONTEXT_USER => mode = Mode::User,
-                    _ => {}
+                    PERF_CONTEXT_HV
+                    | PERF_CONTEXT_GUEST
+                    | PERF_CONTEXT_GUEST_KERNEL
+                    | PERF_CONTEXT_GUEST_USER => mode = Mode::Other,
+                    _ => {
+                        // A corrupt chain: perf discards all of it (and does not unwind).
+                        frames.clear();
+                        self.frames = frames;
+                        self.bad_chains += 1;
+                        return;
+                    }
                 }
                 continue;
             }
@@ -286,6 +340,11 @@ impl<'o> State<'o> {
         };
         self.out.meta = Meta { unit, event: event.map(|e| e.name.clone()) };
         let (other, lost, nocc) = (self.other_events, self.lost, self.no_callchain);
+        if self.bad_chains > 0 {
+            self.out.diag.add(crate::diag::Severity::Note, "corrupt call chain", 0, self.bad_chains, || {
+                "call chains with an invalid context marker were dropped (as perf does): only the process name".into()
+            });
+        }
         let name = event.map(|e| e.name.clone()).unwrap_or_default();
         if other > 0 {
             self.out.diag.add(crate::diag::Severity::Note, "other events", 0, other, || {
@@ -319,8 +378,19 @@ fn report_missing(dsos: &Dsos, out: &mut Output) {
     use super::dso::Missing;
     for (name, why) in &dsos.missing {
         let (kind, msg) = match why {
-            Missing::NotFound => ("binary not found", format!("{name} is not on this machine (under {}): its frames are [unknown]", dsos.root().display())),
-            Missing::BuildIdMismatch => ("build-id mismatch", format!("{name} on this machine is not the recorded binary (build-id differs): its frames are [unknown]")),
+            Missing::NotFound => (
+                "binary not found",
+                format!(
+                    "{name} is not on this machine (under {}): its frames are [unknown]",
+                    dsos.root().display()
+                ),
+            ),
+            Missing::BuildIdMismatch => (
+                "build-id mismatch",
+                format!(
+                    "{name} on this machine is not the recorded binary (build-id differs): its frames are [unknown]"
+                ),
+            ),
             Missing::Unreadable(e) => ("unreadable binary", format!("{e}: its frames are [unknown]")),
         };
         out.diag.note(kind, 0, || msg);
@@ -337,7 +407,12 @@ fn first_event(opts: &Options, events: &[Event], first: usize) -> usize {
 
 /// Kernel symbols: `--kallsyms`, else the build-id cache, else `/proc/kallsyms` of the
 /// running kernel when it is the recorded one.
-fn load_kernel(opts: &Options, build_id: Option<&[u8]>, recorded_text: Option<u64>, out: &mut Output) -> KernelSymbols {
+fn load_kernel(
+    opts: &Options,
+    build_id: Option<&[u8]>,
+    recorded_text: Option<u64>,
+    out: &mut Output,
+) -> KernelSymbols {
     let syms = match &opts.kallsyms {
         Some(path) => match Kallsyms::open(path) {
             Ok(k) => Some(k),
@@ -401,6 +476,9 @@ const KSYMBOL: u32 = 17;
 const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
 const PERF_CONTEXT_KERNEL: u64 = -128i64 as u64;
 const PERF_CONTEXT_USER: u64 = -512i64 as u64;
+const PERF_CONTEXT_HV: u64 = -32i64 as u64;
+const PERF_CONTEXT_GUEST_KERNEL: u64 = -2176i64 as u64;
+const PERF_CONTEXT_GUEST: u64 = -2048i64 as u64;
+const PERF_CONTEXT_GUEST_USER: u64 = -2560i64 as u64;
 /// perf script's default `--max-stack`.
 const MAX_STACK: usize = 127;
-

@@ -15,6 +15,8 @@ use crate::symbols::{Kallsyms, demangle};
 pub(crate) enum Mode {
     Kernel,
     User,
+    /// Hypervisor or guest context: never resolved (perf has no maps for it).
+    Other,
 }
 
 /// Where an address lies.
@@ -133,6 +135,9 @@ impl Resolver {
 }
 
 fn locate(m: &Machine, pid: i32, ip: u64, mode: Mode) -> Loc {
+    if mode == Mode::Other {
+        return Loc::Unmapped;
+    }
     if mode == Mode::User {
         if let Some(map) = m.space(pid).and_then(|s| s.maps.find(ip)) {
             return Loc::Mapped { dso: map.object, rel: map.file_offset(ip), ksym: false };
@@ -143,7 +148,7 @@ fn locate(m: &Machine, pid: i32, ip: u64, mode: Mode) -> Loc {
         return Loc::Mapped { dso: map.object, rel: ip - map.start, ksym: true };
     }
     match m.kernel_start {
-        Some(start) if ip >= start => Loc::Kernel,
+        Some(start) if ip >= start && ip < m.kernel_end => Loc::Kernel,
         _ => Loc::Unmapped,
     }
 }

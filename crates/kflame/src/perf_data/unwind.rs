@@ -98,7 +98,8 @@ impl Unwinders {
         let mut unwinder = UnwinderX86_64::new();
         for m in space.maps.mappings() {
             let Some(info) = self.table(m.object, resolver) else { continue };
-            let Some(&(vaddr, off, _)) = info.segments.iter().find(|&&(_, o, sz)| m.pgoff >= o && m.pgoff - o < sz.max(1))
+            let Some(&(vaddr, off, _)) =
+                info.segments.iter().find(|&&(_, o, sz)| m.pgoff >= o && m.pgoff - o < sz.max(1))
             else {
                 continue;
             };

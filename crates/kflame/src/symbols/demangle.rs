@@ -97,7 +97,10 @@ mod tests {
             demangle("_ZN4llvm11PassManagerINS_8FunctionENS_15AnalysisManagerIS1_JEEEJEE3runERS1_RS3_"),
             "llvm::PassManager<llvm::Function, llvm::AnalysisManager<llvm::Function>>::run"
         );
-        assert_eq!(like_libiberty("A<(unsigned long)8, (int)-1, (bool)1, (char)65>"), "A<8ul, -1, true, (char)65>");
+        assert_eq!(
+            like_libiberty("A<(unsigned long)8, (int)-1, (bool)1, (char)65>"),
+            "A<8ul, -1, true, (char)65>"
+        );
         assert_eq!(demangle("_Zgarbage("), "_Zgarbage(");
     }
 }

@@ -3,7 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use object::elf::{SHF_ALLOC, SHF_EXECINSTR};
-use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable, SectionFlags, SymbolKind};
+use object::{
+    Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable, SectionFlags, SymbolKind,
+};
 
 use super::table::{Binding, Entry, SymbolTable};
 use super::{MappedFile, Symbol, SymbolError};
@@ -93,8 +95,10 @@ pub fn debug_file_path(root: &Path, build_id: &[u8]) -> PathBuf {
 }
 
 fn parse<'d>(path: &Path, data: &'d [u8]) -> Result<object::File<'d>, SymbolError> {
-    object::File::parse(data)
-        .map_err(|e| SymbolError::Format { path: path.to_path_buf(), message: format!("not a readable ELF file: {e}") })
+    object::File::parse(data).map_err(|e| SymbolError::Format {
+        path: path.to_path_buf(),
+        message: format!("not a readable ELF file: {e}"),
+    })
 }
 
 fn has_symtab(file: &object::File<'_>) -> bool {
@@ -104,10 +108,8 @@ fn has_symtab(file: &object::File<'_>) -> bool {
 /// Symbols of `syms` (`.symtab` when `symtab`, else `.dynsym`), converted to file offsets
 /// through the loadable segments of `runtime` (the binary actually mapped).
 fn read_symbols(syms: &object::File<'_>, runtime: &object::File<'_>, symtab: bool) -> SymbolTable {
-    let segments: Vec<(u64, u64, u64)> = runtime
-        .segments()
-        .map(|s| (s.address(), s.size(), s.file_range().0))
-        .collect();
+    let segments: Vec<(u64, u64, u64)> =
+        runtime.segments().map(|s| (s.address(), s.size(), s.file_range().0)).collect();
     let iter: Box<dyn Iterator<Item = object::Symbol<'_, '_>>> =
         if symtab { Box::new(syms.symbols()) } else { Box::new(syms.dynamic_symbols()) };
     let mut entries = Vec::new();
@@ -150,7 +152,9 @@ fn plt_entsize(file: &object::File<'_>, plt: &object::Section<'_, '_>) -> u64 {
     use object::read::elf::SectionHeader;
     let endian = if file.is_little_endian() { object::Endianness::Little } else { object::Endianness::Big };
     let ent = match file {
-        object::File::Elf64(f) => f.section_by_index(plt.index()).ok().map(|s| s.elf_section_header().sh_entsize(endian)),
+        object::File::Elf64(f) => {
+            f.section_by_index(plt.index()).ok().map(|s| s.elf_section_header().sh_entsize(endian))
+        }
         object::File::Elf32(f) => {
             f.section_by_index(plt.index()).ok().map(|s| u64::from(s.elf_section_header().sh_entsize(endian)))
         }
@@ -162,7 +166,11 @@ fn plt_entsize(file: &object::File<'_>, plt: &object::Section<'_, '_>) -> u64 {
     }
 }
 
-fn entry(file: &object::File<'_>, sym: &object::Symbol<'_, '_>, segments: &[(u64, u64, u64)]) -> Option<Entry> {
+fn entry(
+    file: &object::File<'_>,
+    sym: &object::Symbol<'_, '_>,
+    segments: &[(u64, u64, u64)],
+) -> Option<Entry> {
     if sym.is_undefined() {
         return None;
     }

@@ -94,7 +94,15 @@ mod tests {
         a.insert(m(0x1000, 0x5000, 0, 1));
         a.insert(m(0x8000, 0x9000, 0, 3));
         a.insert(m(0x2000, 0x3000, 0x100, 2));
-        assert_eq!(a.mappings(), &[m(0x1000, 0x2000, 0, 1), m(0x2000, 0x3000, 0x100, 2), m(0x3000, 0x5000, 0x2000, 1), m(0x8000, 0x9000, 0, 3)]);
+        assert_eq!(
+            a.mappings(),
+            &[
+                m(0x1000, 0x2000, 0, 1),
+                m(0x2000, 0x3000, 0x100, 2),
+                m(0x3000, 0x5000, 0x2000, 1),
+                m(0x8000, 0x9000, 0, 3)
+            ]
+        );
         assert_eq!(a.find(0x3500).unwrap().file_offset(0x3500), 0x2500);
         assert!(a.find(0x6000).is_none());
         a.insert(m(0x0, 0x10000, 0, 4));

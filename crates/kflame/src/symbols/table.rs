@@ -172,7 +172,10 @@ mod tests {
 
     #[test]
     fn nested_symbols_are_found() {
-        let t = SymbolTable::new(vec![e(0x100, 0x100, Binding::Global, "outer"), e(0x120, 0x10, Binding::Local, "in")]);
+        let t = SymbolTable::new(vec![
+            e(0x100, 0x100, Binding::Global, "outer"),
+            e(0x120, 0x10, Binding::Local, "in"),
+        ]);
         assert_eq!(&*t.get(t.find(0x125).unwrap()).unwrap().name, "in");
         assert_eq!(&*t.get(t.find(0x140).unwrap()).unwrap().name, "outer");
     }
