@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# perf.data → folded: `kflame collapse FILE.data` against the perf pipelines it replaces.
+#
+#   1. the 94 MB benchmark capture: kflame vs `perf script | inferno-collapse-perf`
+#      (target: kflame at least 10x faster);
+#   2. a --call-graph dwarf capture recorded here: kflame vs `perf script` alone
+#      (target: at least 10x faster).
+# Prints wall time, peak RSS and ratios, and checks that outputs agree (total weight, top
+# stacks). Needs perf, zstd, gcc, root for recording; the benchmark corpus is read from
+# ../shared/bench relative to the workspace root.
+#
+# Cache: ${KFLAME_BENCH_CACHE:-bench/.cache} (decompressed data, inferno, the dwarf capture).
+# RUNS=N repeats each timing (median reported; default 3).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WS=$(pwd)
+CACHE=${KFLAME_BENCH_CACHE:-$WS/bench/.cache}
+SHARED=$WS/../shared/bench
+RUNS=${RUNS:-3}
+mkdir -p "$CACHE"
+
+need() { command -v "$1" >/dev/null || { echo "perfdata.sh: $1 is required" >&2; exit 2; }; }
+need perf; need zstd; need gcc; need /usr/bin/time
+
+# -- inputs -------------------------------------------------------------------------------
+unpack() { # src.zst dst
+  [ -s "$2" ] && return
+  [ -f "$1" ] || { echo "perfdata.sh: missing $1 (benchmark corpus)" >&2; exit 2; }
+  zstd -dq "$1" -o "$2.tmp.$$" && mv "$2.tmp.$$" "$2"
+}
+unpack "$SHARED/perf-large.data.zst" "$CACHE/perf-large.data"
+unpack "$SHARED/kallsyms-perf-large.txt.zst" "$CACHE/kallsyms-perf-large.txt"
+
+# -- inferno 0.12.8 (another user of the cache may be installing it: wait on its lock) ----
+INFERNO=$CACHE/bin/inferno-collapse-perf
+(
+  flock 9
+  [ -x "$INFERNO" ] || cargo install inferno --version 0.12.8 --locked --root "$CACHE" -q
+) 9>"$CACHE/.inferno.lock"
+while pgrep -f "cargo install inferno .*--root $CACHE" >/dev/null; do sleep 5; done
+
+cargo build --release -q -p kflame-cli
+KFLAME=$WS/target/release/kflame
+
+# -- the dwarf capture ----------------------------------------------------------------------
+DWARF=$CACHE/perf-dwarf.data
+if [ ! -s "$DWARF" ]; then
+  gcc -O2 -fomit-frame-pointer -o "$CACHE/workload-nofp" crates/kflame/tests/data/perf-data/workload.c
+  perf record -q -F 499 -e cpu-clock --call-graph dwarf -o "$DWARF" "$CACHE/workload-nofp" 400000 2>/dev/null
+fi
+
+# -- measuring ------------------------------------------------------------------------------
+# measure NAME CMD...: runs CMD (a shell string) RUNS times; sets WALL (median s) and RSS
+# (peak KiB of the largest process of the median run).
+measure() {
+  local name=$1 cmd=$2 out walls=() rsss=()
+  for _ in $(seq "$RUNS"); do
+    out=$( { /usr/bin/time -f "%e %M" bash -c "$cmd" 2>/dev/null >/dev/null; } 2>&1 | tail -1)
+    walls+=("${out% *}"); rsss+=("${out#* }")
+  done
+  WALL=$(printf '%s\n' "${walls[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  RSS=$(printf '%s\n' "${rsss[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  printf '  %-44s wall %6.2f s   peak RSS %6d MiB\n' "$name" "$WALL" $((RSS / 1024))
+}
+# perf script | inferno: time the pipe as a whole; RSS of the larger of the two.
+pipe_rss() {
+  local a b
+  a=$( { /usr/bin/time -f "%M" bash -c "$1 > /dev/null" 2>/dev/null; } 2>&1 | tail -1)
+  b=$( { /usr/bin/time -f "%M" bash -c "$2 < $3 > /dev/null" 2>/dev/null; } 2>&1 | tail -1)
+  echo $((a > b ? a : b))
+}
+
+# agree FOLDED_A FOLDED_B: total weight and the top 20 stacks of each.
+agree() {
+  python3 - "$1" "$2" <<'PY'
+import sys
+def load(p):
+    d = {}
+    for line in open(p, encoding="utf-8", errors="replace"):
+        if line.startswith("#"): continue
+        s, _, w = line.rstrip("\n").rpartition(" ")
+        d[s] = d.get(s, 0) + int(w)
+    return d
+a, b = load(sys.argv[1]), load(sys.argv[2])
+ta, tb = sum(a.values()), sum(b.values())
+top = lambda d: [s for s, _ in sorted(d.items(), key=lambda kv: (-kv[1], kv[0]))[:20]]
+same = len(set(top(a)) & set(top(b)))
+shared = sum(min(a.get(s, 0), w) for s, w in b.items())
+print(f"  total weight: kflame {ta}, reference {tb} ({'same' if ta == tb else 'DIFFERENT'})")
+print(f"  top 20 stacks in common: {same}/20; weight on identical stacks: {100 * shared / max(tb, 1):.2f}%")
+PY
+}
+
+echo "== perf.data (94 MB, 595k samples, -a -g) → folded"
+LARGE=$CACHE/perf-large.data KALL=$CACHE/kallsyms-perf-large.txt
+measure "kflame collapse --kallsyms" "$KFLAME collapse $LARGE --kallsyms $KALL"
+K_WALL=$WALL K_RSS=$RSS
+measure "perf script | inferno-collapse-perf" "perf script -i $LARGE --kallsyms $KALL 2>/dev/null | $INFERNO"
+P_WALL=$WALL
+perf script -i "$LARGE" --kallsyms "$KALL" 2>/dev/null > "$CACHE/large.script.txt"
+P_RSS=$(pipe_rss "perf script -i $LARGE --kallsyms $KALL" "$INFERNO" "$CACHE/large.script.txt")
+echo "  (pipe peak RSS, larger process: $((P_RSS / 1024)) MiB)"
+awk -v k="$K_WALL" -v p="$P_WALL" 'BEGIN {printf "  ratio: kflame is %.1fx faster (target 10x)\n", p / k}'
+$KFLAME collapse "$LARGE" --kallsyms "$KALL" --counts -o "$CACHE/large.kflame.folded" 2>/dev/null
+$INFERNO < "$CACHE/large.script.txt" > "$CACHE/large.inferno.folded"
+agree "$CACHE/large.kflame.folded" "$CACHE/large.inferno.folded"
+
+echo "== --call-graph dwarf perf.data ($(du -m "$DWARF" | cut -f1) MB) → folded"
+measure "kflame collapse (unwinding in-process)" "$KFLAME collapse $DWARF"
+K_WALL=$WALL
+measure "perf script (alone)" "perf script -i $DWARF"
+P_WALL=$WALL
+awk -v k="$K_WALL" -v p="$P_WALL" 'BEGIN {printf "  ratio: kflame is %.1fx faster than perf script alone (target 10x)\n", p / k}'
+$KFLAME collapse "$DWARF" --counts -o "$CACHE/dwarf.kflame.folded" 2>/dev/null
+perf script -i "$DWARF" 2>/dev/null | $INFERNO > "$CACHE/dwarf.inferno.folded"
+agree "$CACHE/dwarf.kflame.folded" "$CACHE/dwarf.inferno.folded"
