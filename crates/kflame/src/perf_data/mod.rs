@@ -21,6 +21,7 @@ mod machine;
 mod naming;
 mod reader;
 mod resolve;
+mod stacks;
 mod unwind;
 
 use std::path::PathBuf;

@@ -13,10 +13,11 @@ use super::dso::Dsos;
 use super::machine::{Machine, user_dso_name};
 use super::naming::NameRules;
 use super::resolve::{KernelSymbols, Mode, Resolver};
+use super::stacks::StackTable;
 use super::unwind::Unwinders;
 use super::{Options, PerfDataError, header};
 use crate::collapse::{Order, Output};
-use crate::fold::{Meta, Unit, Weight};
+use crate::fold::{Meta, Unit};
 use crate::symbols::{Kallsyms, MappedFile};
 
 /// Reads the perf.data file at `path` into folded stacks.
@@ -107,7 +108,7 @@ struct State<'o> {
     no_callchain: u64,
     bad_chains: u64,
     out: Output,
-    stack: Vec<u8>,
+    stacks: StackTable,
     frames: Vec<u32>,
 }
 
@@ -143,7 +144,7 @@ impl<'o> State<'o> {
             no_callchain: 0,
             bad_chains: 0,
             out: Output::new(order),
-            stack: Vec::new(),
+            stacks: StackTable::new(order),
             frames: Vec::new(),
         })
     }
@@ -260,31 +261,12 @@ impl<'o> State<'o> {
         }
         let tid = s.tid.unwrap_or(-1);
         let pid = s.pid.or_else(|| self.machine.pid_of(tid)).unwrap_or(-1);
-        let comm = self.machine.comm(tid).replace(' ', "_");
-        let java = comm == "java";
-        self.collect_frames(s, pid, java);
-        self.stack.clear();
-        self.stack.extend_from_slice(comm.as_bytes());
-        if self.opts.include_tid {
-            self.stack.extend_from_slice(format!("-{pid}/{tid}").as_bytes());
-        } else if self.opts.include_pid {
-            self.stack.extend_from_slice(format!("-{pid}").as_bytes());
-        }
-        for &f in self.frames.iter().rev() {
-            let text = self.resolver.text(f);
-            if !text.is_empty() {
-                self.stack.push(b';');
-                self.stack.extend_from_slice(text);
-            }
-        }
-        self.add_stack(s, attr_index);
-    }
-
-    fn add_stack(&mut self, s: &SampleRecord<'_>, attr_index: usize) {
+        let root = self.stacks.root(&self.machine, pid, tid, self.opts.include_pid, self.opts.include_tid);
+        self.collect_frames(s, pid, root.java);
         let has_period = self.events.get(attr_index).is_some_and(|e| e.has_period);
         let weight =
             if self.opts.counts || !has_period { 1 } else { s.period.filter(|&p| p > 0).unwrap_or(1) };
-        self.out.stacks.add(&self.stack, Weight::from_u64(weight));
+        self.stacks.add(root, &self.frames, weight, &self.resolver, &mut self.out);
     }
 
     /// The frames of a sample, leaf first: the recorded call chain, then (for
@@ -333,6 +315,7 @@ impl<'o> State<'o> {
     }
 
     fn finish(mut self) -> Output {
+        self.stacks.flush(&self.resolver, &mut self.out);
         let event = self.filter.and_then(|i| self.events.get(i));
         let unit = match event {
             Some(e) if e.has_period && !self.opts.counts => Unit::Period,

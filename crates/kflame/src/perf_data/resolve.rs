@@ -39,6 +39,15 @@ pub(crate) struct KernelSymbols {
     pub(crate) delta: u64,
 }
 
+impl KernelSymbols {
+    /// Where kernel space ends for lookups: the recorded kernel map, extended to the last
+    /// symbol (perf names init-text addresses past the recorded length).
+    fn end(&self, recorded: u64) -> u64 {
+        let syms = self.syms.as_ref().and_then(Kallsyms::end).map(|e| e.wrapping_sub(self.delta));
+        syms.map_or(recorded, |e| e.max(recorded))
+    }
+}
+
 /// Resolves and names frames.
 pub(crate) struct Resolver {
     pub(crate) dsos: Dsos,
@@ -61,7 +70,8 @@ impl Resolver {
 
     /// The frame id of address `ip` sampled in `mode` in process `pid`.
     pub(crate) fn frame(&mut self, m: &Machine, pid: i32, ip: u64, mode: Mode, java: bool) -> u32 {
-        let loc = locate(m, pid, ip, mode);
+        let kernel_end = self.kernel.end(m.kernel_end);
+        let loc = locate(m, pid, ip, mode, kernel_end);
         let key = match loc {
             Loc::Mapped { dso, rel, .. } => (dso, rel, java),
             Loc::Kernel => (KERNEL_KEY, ip, java),
@@ -134,7 +144,7 @@ impl Resolver {
     }
 }
 
-fn locate(m: &Machine, pid: i32, ip: u64, mode: Mode) -> Loc {
+fn locate(m: &Machine, pid: i32, ip: u64, mode: Mode, kernel_end: u64) -> Loc {
     if mode == Mode::Other {
         return Loc::Unmapped;
     }
@@ -148,7 +158,7 @@ fn locate(m: &Machine, pid: i32, ip: u64, mode: Mode) -> Loc {
         return Loc::Mapped { dso: map.object, rel: ip - map.start, ksym: true };
     }
     match m.kernel_start {
-        Some(start) if ip >= start && ip < m.kernel_end => Loc::Kernel,
+        Some(start) if ip >= start && ip < kernel_end => Loc::Kernel,
         _ => Loc::Unmapped,
     }
 }
