@@ -20,6 +20,7 @@ mod header;
 mod machine;
 mod naming;
 mod reader;
+mod records;
 mod resolve;
 mod stacks;
 mod unwind;

@@ -12,6 +12,7 @@ use rustc_hash::FxHashMap;
 use super::dso::Dsos;
 use super::machine::{Machine, user_dso_name};
 use super::naming::NameRules;
+use super::records::Records;
 use super::resolve::{KernelSymbols, Mode, Resolver};
 use super::stacks::StackTable;
 use super::unwind::Unwinders;
@@ -32,11 +33,11 @@ pub fn collapse_file(path: &Path, opts: &Options, order: Order) -> Result<Output
 pub fn collapse_bytes(data: &[u8], opts: &Options, order: Order) -> Result<Output, PerfDataError> {
     header::check(data).map_err(PerfDataError::Header)?;
     match PerfFileReader::parse_file(Cursor::new(data)) {
-        Ok(reader) => read_records(reader, opts, order, None),
+        Ok(reader) => read_records(data, reader, opts, order, None),
         Err(e) => match header::repair_event_desc(data) {
             Some((fixed, shift)) => {
                 let reader = PerfFileReader::parse_file(Cursor::new(&fixed[..]))?;
-                read_records(reader, opts, order, Some(shift))
+                read_records(&fixed, reader, opts, order, Some(shift))
             }
             None => Err(e.into()),
         },
@@ -44,6 +45,7 @@ pub fn collapse_bytes(data: &[u8], opts: &Options, order: Order) -> Result<Outpu
 }
 
 fn read_records<R: std::io::Read>(
+    data: &[u8],
     reader: PerfFileReader<R>,
     opts: &Options,
     order: Order,
@@ -69,16 +71,33 @@ fn read_records<R: std::io::Read>(
             format!("the event description section is {shift} bytes off its recorded offset (file edited after recording?); read from there")
         });
     }
-    loop {
-        match record_iter.next_record(&mut perf_file) {
-            Ok(Some(PerfFileRecord::EventRecord { attr_index, record })) => st.record(attr_index, &record),
-            Ok(Some(PerfFileRecord::UserRecord(_))) => {}
-            Ok(None) => break,
-            Err(e) => {
+    match data_section(data).filter(|_| in_place(&perf_file)) {
+        Some(section) => {
+            let attrs = perf_file.event_attributes();
+            if let Err(d) = Records::new(section, attrs).for_each(|attr, rec| st.record(attr, rec)) {
                 st.out.diag.skip("damaged record", 0, || {
-                    format!("reading stopped at a damaged record ({e}); the stacks read before it are kept")
+                    format!(
+                        "reading stopped at byte {} of the data section: {}; the stacks read before it are kept",
+                        d.offset, d.what
+                    )
                 });
-                break;
+            }
+        }
+        None => {
+            loop {
+                match record_iter.next_record(&mut perf_file) {
+                    Ok(Some(PerfFileRecord::EventRecord { attr_index, record })) => {
+                        st.record(attr_index, &record)
+                    }
+                    Ok(Some(PerfFileRecord::UserRecord(_))) => {}
+                    Ok(None) => break,
+                    Err(e) => {
+                        st.out.diag.skip("damaged record", 0, || {
+                        format!("reading stopped at a damaged record ({e}); the stacks read before it are kept")
+                    });
+                        break;
+                    }
+                }
             }
         }
     }
@@ -86,6 +105,21 @@ fn read_records<R: std::io::Read>(
 }
 
 use linux_perf_data::linux_perf_event_reader::{PerfEventType, SampleFormat as SampleFormatBits};
+
+/// Records are read in place for little-endian files without compressed records; others go
+/// through the container's own (copying) iterator.
+fn in_place(file: &linux_perf_data::PerfFile) -> bool {
+    file.endian() == linux_perf_data::linux_perf_event_reader::Endianness::LittleEndian
+        && !file.features().has_feature(linux_perf_data::Feature::COMPRESSED)
+        && !file.event_attributes().is_empty()
+}
+
+/// The data section of a checked perf.data image.
+fn data_section(data: &[u8]) -> Option<&[u8]> {
+    let word = |o: usize| u64::from_le_bytes(data.get(o..o + 8)?.try_into().ok()?).try_into().ok();
+    let (offset, size): (usize, usize) = (word(40)?, word(48)?);
+    data.get(offset..offset.checked_add(size)?)
+}
 
 struct Event {
     name: String,
