@@ -19,6 +19,7 @@ mod dso;
 mod header;
 mod machine;
 mod naming;
+mod prefetch;
 mod reader;
 mod records;
 mod resolve;

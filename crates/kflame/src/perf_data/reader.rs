@@ -68,10 +68,35 @@ fn read_records<R: std::io::Read>(
     st.events = events;
     if let Some(shift) = repaired {
         st.out.diag.note("header repaired", 0, || {
-            format!("the event description section is {shift} bytes off its recorded offset (file edited after recording?); read from there")
+            format!(
+                "the event description section is {shift} bytes off its recorded offset \
+                 (file edited after recording?); read from there"
+            )
         });
     }
-    match data_section(data).filter(|_| in_place(&perf_file)) {
+    let jobs: Vec<(String, Option<Vec<u8>>)> = build_ids
+        .values()
+        .filter(|i| i.path.starts_with(b"/"))
+        .map(|i| (String::from_utf8_lossy(&i.path).into_owned(), Some(i.build_id.clone())))
+        .collect();
+    let (prefetch, tx) = super::prefetch::Prefetch::new(jobs.iter().map(|(n, _)| n.clone()));
+    st.resolver.dsos.set_prefetch(prefetch);
+    let root = st.resolver.dsos.root().to_path_buf();
+    std::thread::scope(|scope| {
+        scope.spawn(move || super::prefetch::work(root, jobs, tx));
+        read_all(data, &mut perf_file, &mut record_iter, &mut st);
+    });
+    Ok(st.finish())
+}
+
+/// Feeds every record to the state, in place when possible.
+fn read_all<R: std::io::Read>(
+    data: &[u8],
+    perf_file: &mut linux_perf_data::PerfFile,
+    record_iter: &mut linux_perf_data::PerfRecordIter<R>,
+    st: &mut State<'_>,
+) {
+    match data_section(data).filter(|_| in_place(perf_file)) {
         Some(section) => {
             let attrs = perf_file.event_attributes();
             if let Err(d) = Records::new(section, attrs).for_each(|attr, rec| st.record(attr, rec)) {
@@ -85,7 +110,7 @@ fn read_records<R: std::io::Read>(
         }
         None => {
             loop {
-                match record_iter.next_record(&mut perf_file) {
+                match record_iter.next_record(perf_file) {
                     Ok(Some(PerfFileRecord::EventRecord { attr_index, record })) => {
                         st.record(attr_index, &record)
                     }
@@ -101,7 +126,6 @@ fn read_records<R: std::io::Read>(
             }
         }
     }
-    Ok(st.finish())
 }
 
 use linux_perf_data::linux_perf_event_reader::{PerfEventType, SampleFormat as SampleFormatBits};
