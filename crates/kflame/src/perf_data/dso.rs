@@ -103,7 +103,10 @@ impl Dsos {
         match result {
             Ok(s) => Some(s),
             Err(why) => {
-                self.missing.push((name, why));
+                // `//anon` and the like are memory, not files: nothing to report.
+                if !name.starts_with("//") {
+                    self.missing.push((name, why));
+                }
                 None
             }
         }
