@@ -52,6 +52,13 @@ fn read_records<R: std::io::Read>(
     repaired: Option<i64>,
 ) -> Result<Output, PerfDataError> {
     let PerfFileReader { mut perf_file, mut record_iter } = reader;
+    if perf_file.features().has_feature(linux_perf_data::Feature::COMPRESSED) {
+        return Err(PerfDataError::Header(
+            "compressed records (perf record -z) are not supported; write an uncompressed copy with \
+             `perf inject -i IN -o OUT`"
+                .into(),
+        ));
+    }
     let events: Vec<Event> = perf_file
         .event_attributes()
         .iter()
