@@ -61,7 +61,7 @@ pub(crate) struct Args {
     report: super::reports::ReportArgs,
 
     #[command(flatten)]
-    perf_data: super::perf_data::PerfDataArgs,
+    perf_data: Box<super::perf_data::PerfDataArgs>,
 }
 
 /// Options that several formats understand, each in its own sense (documented per flag).

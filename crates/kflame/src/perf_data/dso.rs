@@ -35,11 +35,17 @@ pub(crate) struct Dsos {
     root: PathBuf,
     /// Binaries that could not be used, and why.
     pub(crate) missing: Vec<(String, Missing)>,
+    prefetch: Option<super::prefetch::Prefetch>,
 }
 
 impl Dsos {
     pub(crate) fn new(root: PathBuf) -> Dsos {
-        Dsos { list: Vec::new(), by_name: FxHashMap::default(), root, missing: Vec::new() }
+        Dsos { list: Vec::new(), by_name: FxHashMap::default(), root, missing: Vec::new(), prefetch: None }
+    }
+
+    /// Takes symbol tables from a read-ahead thread when it has them.
+    pub(crate) fn set_prefetch(&mut self, p: super::prefetch::Prefetch) {
+        self.prefetch = Some(p);
     }
 
     /// The id of `name`, registering it on first sight.
@@ -89,21 +95,18 @@ impl Dsos {
 
     fn load(&mut self, i: usize) -> Option<ElfSymbols> {
         let name = self.list[i].name.clone();
-        let Some(path) = self.file_path(&name) else {
-            self.missing.push((name, Missing::NotFound));
-            return None;
+        let prefetched = self.prefetch.as_mut().and_then(|p| p.take(&name));
+        let result = match prefetched {
+            Some(r) => r,
+            None => load_symbols(&self.root, &name, self.list[i].build_id.as_deref()),
         };
-        match ElfSymbols::open(&path, &self.root) {
-            Ok(s) => {
-                let want = self.list[i].build_id.as_deref();
-                if want.is_some_and(|w| s.build_id().is_some_and(|got| got != w)) {
-                    self.missing.push((name, Missing::BuildIdMismatch));
-                    return None;
+        match result {
+            Ok(s) => Some(s),
+            Err(why) => {
+                // `//anon` and the like are memory, not files: nothing to report.
+                if !name.starts_with("//") {
+                    self.missing.push((name, why));
                 }
-                Some(s)
-            }
-            Err(e) => {
-                self.missing.push((name, Missing::Unreadable(e.to_string())));
                 None
             }
         }
@@ -111,13 +114,27 @@ impl Dsos {
 
     /// Where the file of a DSO named `name` is: `root/name` for absolute paths.
     fn file_path(&self, name: &str) -> Option<PathBuf> {
-        let rel = name.strip_prefix('/')?;
-        let p = self.root.join(rel);
-        p.is_file().then_some(p)
+        file_path(&self.root, name)
     }
 
     /// The lookup root (`/` or `--symfs`).
     pub(crate) fn root(&self) -> &Path {
         &self.root
     }
+}
+
+/// Where the file of a DSO named `name` is under `root` (absolute paths only).
+fn file_path(root: &Path, name: &str) -> Option<PathBuf> {
+    let p = root.join(name.strip_prefix('/')?);
+    p.is_file().then_some(p)
+}
+
+/// The symbols of the binary perf calls `name`, if it is there and is the recorded one.
+pub(crate) fn load_symbols(root: &Path, name: &str, build_id: Option<&[u8]>) -> Result<ElfSymbols, Missing> {
+    let path = file_path(root, name).ok_or(Missing::NotFound)?;
+    let s = ElfSymbols::open(&path, root).map_err(|e| Missing::Unreadable(e.to_string()))?;
+    if build_id.is_some_and(|w| s.build_id().is_some_and(|got| got != w)) {
+        return Err(Missing::BuildIdMismatch);
+    }
+    Ok(s)
 }

@@ -58,6 +58,50 @@ fn section(name: &str, offset: u64, size: u64, len: u64) -> Result<(), String> {
     }
 }
 
+/// Bit number of the EVENT_DESC feature (event attributes with their names).
+const EVENT_DESC: u32 = 12;
+
+/// A copy of `data` whose EVENT_DESC table entry points at the section when the recorded
+/// offset is a few bytes off (files whose strings were edited after recording, e.g. paths
+/// rewritten in the command line, shift the sections after it). `None` when the section is
+/// fine, absent, or not found nearby. Returns the shift found.
+pub(crate) fn repair_event_desc(data: &[u8]) -> Option<(Vec<u8>, i64)> {
+    check(data).ok()?;
+    if data.starts_with(b"2ELIFREP") {
+        return None;
+    }
+    let u64_at = |o: usize| -> Option<u64> { Some(u64::from_le_bytes(data.get(o..o + 8)?.try_into().ok()?)) };
+    let flags = |i: u32| u64_at(72 + 8 * (i as usize / 64)).map(|w: u64| w >> (i % 64) & 1 == 1);
+    if !flags(EVENT_DESC)? {
+        return None;
+    }
+    let index = (0..EVENT_DESC).filter(|&i| flags(i).unwrap_or(false)).count();
+    let entry = (u64_at(40)? + u64_at(48)?) as usize + 16 * index;
+    let (offset, size) = (u64_at(entry)? as i64, u64_at(entry + 8)? as usize);
+    if event_desc_parses(data, offset as usize, size) {
+        return None;
+    }
+    let shift = (-8i64..=8).filter(|&s| s != 0).find(|&s| {
+        usize::try_from(offset + s).is_ok_and(|o| o + size <= data.len() && event_desc_parses(data, o, size))
+    })?;
+    let mut fixed = data.to_vec();
+    fixed[entry..entry + 8].copy_from_slice(&((offset + shift) as u64).to_le_bytes());
+    Some((fixed, shift))
+}
+
+fn event_desc_parses(data: &[u8], offset: usize, size: usize) -> bool {
+    let Some(section) = data.get(offset..offset.saturating_add(size)) else { return false };
+    let word = |o: usize| section.get(o..o + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    let (Some(nr), Some(attr_size)) = (word(0), word(4)) else { return false };
+    if nr == 0 || nr > 4096 || !(64..=1024).contains(&attr_size) || word(12) != Some(attr_size) {
+        return false;
+    }
+    linux_perf_data::AttributeDescription::parse_event_desc_section::<_, byteorder::LittleEndian>(
+        std::io::Cursor::new(section),
+    )
+    .is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,6 +12,8 @@ use crate::symbols::{AddressSpace, Mapping};
 pub(crate) struct Thread {
     pub(crate) pid: i32,
     pub(crate) comm: String,
+    /// Changes whenever the name does (for caches of names).
+    pub(crate) version: u64,
 }
 
 /// One process's mappings; `generation` changes with every new mapping (unwinders cache
@@ -29,6 +31,8 @@ pub(crate) struct Machine {
     spaces: FxHashMap<i32, Space>,
     /// Start of the kernel map (`[kernel.kallsyms]_text` mmap), if recorded.
     pub(crate) kernel_start: Option<u64>,
+    /// End of the kernel map (start + recorded length; the whole space when unrecorded).
+    pub(crate) kernel_end: u64,
     /// Address of `_text` when recording (the mmap's page offset): relocation reference.
     pub(crate) kernel_text: Option<u64>,
     /// BPF programs and other ksymbol ranges inside kernel space.
@@ -49,14 +53,21 @@ impl Machine {
 
     pub(crate) fn set_comm(&mut self, pid: i32, tid: i32, name: &[u8]) {
         let comm = String::from_utf8_lossy(name).into_owned();
-        self.threads.insert(tid, Thread { pid, comm });
+        self.generation += 1;
+        self.threads.insert(tid, Thread { pid, comm, version: self.generation });
+    }
+
+    /// A number that changes whenever the name of `tid` changes (0: never named).
+    pub(crate) fn comm_version(&self, tid: i32) -> u64 {
+        self.threads.get(&tid).map_or(0, |t| t.version)
     }
 
     /// A new thread `tid` of process `pid`, forked from `ptid` of `ppid`: it inherits the
     /// parent's name and, when it is a new process, a copy of its mappings.
     pub(crate) fn fork(&mut self, pid: i32, ppid: i32, tid: i32, ptid: i32) {
         let comm = self.comm(ptid).into_owned();
-        self.threads.insert(tid, Thread { pid, comm });
+        self.generation += 1;
+        self.threads.insert(tid, Thread { pid, comm, version: self.generation });
         if pid != ppid {
             let parent = self.spaces.get(&ppid).cloned().unwrap_or_default();
             self.generation += 1;
@@ -76,9 +87,8 @@ impl Machine {
     /// A kernel-space mapping (pid -1): the kernel itself or a module.
     pub(crate) fn map_kernel(&mut self, name: &[u8], start: u64, len: u64, pgoff: u64, dsos: &mut Dsos) {
         if name.starts_with(b"[kernel.kallsyms]") {
-            if self.kernel_start.is_none_or(|s| start < s) {
-                self.kernel_start = Some(start);
-            }
+            self.kernel_start = Some(start);
+            self.kernel_end = if len == 0 { u64::MAX } else { start.saturating_add(len) };
             if name.ends_with(b"_text") || name.ends_with(b"_stext") {
                 self.kernel_text = Some(pgoff);
             }

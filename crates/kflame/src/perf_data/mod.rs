@@ -14,13 +14,30 @@
 //! kernel is the running one; a kallsyms file of another boot is relocated through the
 //! recorded `_text` address (KASLR). User symbols come from the recorded binaries (checked
 //! by build-id), their `/usr/lib/debug/.build-id` files, or `.dynsym`.
+//!
+//! Known differences from `perf script` (6.1) followed by stackcollapse-perf:
+//! - no inline frames: perf asks addr2line for DWARF inline data (binaries with debug info,
+//!   e.g. libc with libc6-dbg, mostly in `--call-graph dwarf` captures) and then shows
+//!   `name (inlined)` frames and DWARF names (`__GI___libc_read` where the symbol table
+//!   says `read`);
+//! - the vDSO is not read from perf's build-id cache and JIT maps (`/tmp/perf-PID.map`) are
+//!   not read: such frames stay `[[vdso]]` / `[perf-PID.map]`;
+//! - compressed files (`perf record -z`) are refused;
+//! - `--pid`/`--tid` use the sample's real pid; stackcollapse-perf writes `?` when
+//!   `perf script` prints only a tid, and reads odd comms such as `:-1` together with the
+//!   CPU and time that follow them;
+//! - C++ names are demangled by cpp_demangle adjusted to libiberty's spelling; rare forms
+//!   (thunks) still differ.
 
 mod dso;
 mod header;
 mod machine;
 mod naming;
+mod prefetch;
 mod reader;
+mod records;
 mod resolve;
+mod stacks;
 mod unwind;
 
 use std::path::PathBuf;

@@ -12,11 +12,13 @@ use rustc_hash::FxHashMap;
 use super::dso::Dsos;
 use super::machine::{Machine, user_dso_name};
 use super::naming::NameRules;
+use super::records::Records;
 use super::resolve::{KernelSymbols, Mode, Resolver};
+use super::stacks::StackTable;
 use super::unwind::Unwinders;
 use super::{Options, PerfDataError, header};
 use crate::collapse::{Order, Output};
-use crate::fold::{Meta, Unit, Weight};
+use crate::fold::{Meta, Unit};
 use crate::symbols::{Kallsyms, MappedFile};
 
 /// Reads the perf.data file at `path` into folded stacks.
@@ -30,36 +32,125 @@ pub fn collapse_file(path: &Path, opts: &Options, order: Order) -> Result<Output
 /// with a diagnostic; what was read before is kept.
 pub fn collapse_bytes(data: &[u8], opts: &Options, order: Order) -> Result<Output, PerfDataError> {
     header::check(data).map_err(PerfDataError::Header)?;
-    let PerfFileReader { mut perf_file, mut record_iter } = PerfFileReader::parse_file(Cursor::new(data))?;
+    match PerfFileReader::parse_file(Cursor::new(data)) {
+        Ok(reader) => read_records(data, reader, opts, order, None),
+        Err(e) => match header::repair_event_desc(data) {
+            Some((fixed, shift)) => {
+                let reader = PerfFileReader::parse_file(Cursor::new(&fixed[..]))?;
+                read_records(&fixed, reader, opts, order, Some(shift))
+            }
+            None => Err(e.into()),
+        },
+    }
+}
+
+fn read_records<R: std::io::Read>(
+    data: &[u8],
+    reader: PerfFileReader<R>,
+    opts: &Options,
+    order: Order,
+    repaired: Option<i64>,
+) -> Result<Output, PerfDataError> {
+    let PerfFileReader { mut perf_file, mut record_iter } = reader;
+    if perf_file.features().has_feature(linux_perf_data::Feature::COMPRESSED) {
+        return Err(PerfDataError::Header(
+            "compressed records (perf record -z) are not supported; write an uncompressed copy with \
+             `perf inject -i IN -o OUT`"
+                .into(),
+        ));
+    }
     let events: Vec<Event> = perf_file
         .event_attributes()
         .iter()
         .enumerate()
         .map(|(i, a)| Event {
             name: a.name().map_or_else(|| format!("event{i}"), str::to_string),
-            has_period: a.attributes().sample_format.contains(SampleFormatBits::PERIOD),
+            // perf script prints no period for tracepoints: they weigh one per event.
+            has_period: a.attributes().sample_format.contains(SampleFormatBits::PERIOD)
+                && !matches!(a.attributes().type_, PerfEventType::Tracepoint(_)),
         })
         .collect();
     let build_ids = perf_file.build_ids().unwrap_or_default();
     let mut st = State::new(opts, &build_ids, order)?;
     st.events = events;
-    loop {
-        match record_iter.next_record(&mut perf_file) {
-            Ok(Some(PerfFileRecord::EventRecord { attr_index, record })) => st.record(attr_index, &record),
-            Ok(Some(PerfFileRecord::UserRecord(_))) => {}
-            Ok(None) => break,
-            Err(e) => {
-                st.out.diag.skip("damaged record", 0, || {
-                    format!("reading stopped at a damaged record ({e}); the stacks read before it are kept")
-                });
-                break;
-            }
-        }
+    if let Some(shift) = repaired {
+        st.out.diag.note("header repaired", 0, || {
+            format!(
+                "the event description section is {shift} bytes off its recorded offset \
+                 (file edited after recording?); read from there"
+            )
+        });
     }
+    let jobs: Vec<(String, Option<Vec<u8>>)> = build_ids
+        .values()
+        .filter(|i| i.path.starts_with(b"/"))
+        .map(|i| (String::from_utf8_lossy(&i.path).into_owned(), Some(i.build_id.clone())))
+        .collect();
+    let (prefetch, tx) = super::prefetch::Prefetch::new(jobs.iter().map(|(n, _)| n.clone()));
+    st.resolver.dsos.set_prefetch(prefetch);
+    let root = st.resolver.dsos.root().to_path_buf();
+    std::thread::scope(|scope| {
+        scope.spawn(move || super::prefetch::work(root, jobs, tx));
+        read_all(data, &mut perf_file, &mut record_iter, &mut st);
+    });
     Ok(st.finish())
 }
 
-use linux_perf_data::linux_perf_event_reader::SampleFormat as SampleFormatBits;
+/// Feeds every record to the state, in place when possible.
+fn read_all<R: std::io::Read>(
+    data: &[u8],
+    perf_file: &mut linux_perf_data::PerfFile,
+    record_iter: &mut linux_perf_data::PerfRecordIter<R>,
+    st: &mut State<'_>,
+) {
+    match data_section(data).filter(|_| in_place(perf_file)) {
+        Some(section) => {
+            let attrs = perf_file.event_attributes();
+            if let Err(d) = Records::new(section, attrs).for_each(|attr, rec| st.record(attr, rec)) {
+                st.out.diag.skip("damaged record", 0, || {
+                    format!(
+                        "reading stopped at byte {} of the data section: {}; the stacks read before it are kept",
+                        d.offset, d.what
+                    )
+                });
+            }
+        }
+        None => {
+            loop {
+                match record_iter.next_record(perf_file) {
+                    Ok(Some(PerfFileRecord::EventRecord { attr_index, record })) => {
+                        st.record(attr_index, &record)
+                    }
+                    Ok(Some(PerfFileRecord::UserRecord(_))) => {}
+                    Ok(None) => break,
+                    Err(e) => {
+                        st.out.diag.skip("damaged record", 0, || {
+                        format!("reading stopped at a damaged record ({e}); the stacks read before it are kept")
+                    });
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+use linux_perf_data::linux_perf_event_reader::{PerfEventType, SampleFormat as SampleFormatBits};
+
+/// Records are read in place for little-endian files without compressed records; others go
+/// through the container's own (copying) iterator.
+fn in_place(file: &linux_perf_data::PerfFile) -> bool {
+    file.endian() == linux_perf_data::linux_perf_event_reader::Endianness::LittleEndian
+        && !file.features().has_feature(linux_perf_data::Feature::COMPRESSED)
+        && !file.event_attributes().is_empty()
+}
+
+/// The data section of a checked perf.data image.
+fn data_section(data: &[u8]) -> Option<&[u8]> {
+    let word = |o: usize| u64::from_le_bytes(data.get(o..o + 8)?.try_into().ok()?).try_into().ok();
+    let (offset, size): (usize, usize) = (word(40)?, word(48)?);
+    data.get(offset..offset.checked_add(size)?)
+}
 
 struct Event {
     name: String,
@@ -80,8 +171,9 @@ struct State<'o> {
     other_events: u64,
     lost: u64,
     no_callchain: u64,
+    bad_chains: u64,
     out: Output,
-    stack: Vec<u8>,
+    stacks: StackTable,
     frames: Vec<u32>,
 }
 
@@ -115,8 +207,9 @@ impl<'o> State<'o> {
             other_events: 0,
             lost: 0,
             no_callchain: 0,
+            bad_chains: 0,
             out: Output::new(order),
-            stack: Vec::new(),
+            stacks: StackTable::new(order),
             frames: Vec::new(),
         })
     }
@@ -233,31 +326,12 @@ impl<'o> State<'o> {
         }
         let tid = s.tid.unwrap_or(-1);
         let pid = s.pid.or_else(|| self.machine.pid_of(tid)).unwrap_or(-1);
-        let comm = self.machine.comm(tid).replace(' ', "_");
-        let java = comm == "java";
-        self.collect_frames(s, pid, java);
-        self.stack.clear();
-        self.stack.extend_from_slice(comm.as_bytes());
-        if self.opts.include_tid {
-            self.stack.extend_from_slice(format!("-{pid}/{tid}").as_bytes());
-        } else if self.opts.include_pid {
-            self.stack.extend_from_slice(format!("-{pid}").as_bytes());
-        }
-        for &f in self.frames.iter().rev() {
-            let text = self.resolver.text(f);
-            if !text.is_empty() {
-                self.stack.push(b';');
-                self.stack.extend_from_slice(text);
-            }
-        }
-        self.add_stack(s, attr_index);
-    }
-
-    fn add_stack(&mut self, s: &SampleRecord<'_>, attr_index: usize) {
+        let root = self.stacks.root(&self.machine, pid, tid, self.opts.include_pid, self.opts.include_tid);
+        self.collect_frames(s, pid, root.java);
         let has_period = self.events.get(attr_index).is_some_and(|e| e.has_period);
         let weight =
             if self.opts.counts || !has_period { 1 } else { s.period.filter(|&p| p > 0).unwrap_or(1) };
-        self.out.stacks.add(&self.stack, Weight::from_u64(weight));
+        self.stacks.add(root, &self.frames, weight, &self.resolver, &mut self.out);
     }
 
     /// The frames of a sample, leaf first: the recorded call chain, then (for
@@ -278,7 +352,17 @@ impl<'o> State<'o> {
                 match ip {
                     PERF_CONTEXT_KERNEL => mode = Mode::Kernel,
                     PERF_CONTEXT_USER => mode = Mode::User,
-                    _ => {}
+                    PERF_CONTEXT_HV
+                    | PERF_CONTEXT_GUEST
+                    | PERF_CONTEXT_GUEST_KERNEL
+                    | PERF_CONTEXT_GUEST_USER => mode = Mode::Other,
+                    _ => {
+                        // A corrupt chain: perf discards all of it (and does not unwind).
+                        frames.clear();
+                        self.frames = frames;
+                        self.bad_chains += 1;
+                        return;
+                    }
                 }
                 continue;
             }
@@ -296,6 +380,7 @@ impl<'o> State<'o> {
     }
 
     fn finish(mut self) -> Output {
+        self.stacks.flush(&self.resolver, &mut self.out);
         let event = self.filter.and_then(|i| self.events.get(i));
         let unit = match event {
             Some(e) if e.has_period && !self.opts.counts => Unit::Period,
@@ -303,6 +388,11 @@ impl<'o> State<'o> {
         };
         self.out.meta = Meta { unit, event: event.map(|e| e.name.clone()) };
         let (other, lost, nocc) = (self.other_events, self.lost, self.no_callchain);
+        if self.bad_chains > 0 {
+            self.out.diag.add(crate::diag::Severity::Note, "corrupt call chain", 0, self.bad_chains, || {
+                "call chains with an invalid context marker were dropped (as perf does): only the process name".into()
+            });
+        }
         let name = event.map(|e| e.name.clone()).unwrap_or_default();
         if other > 0 {
             self.out.diag.add(crate::diag::Severity::Note, "other events", 0, other, || {
@@ -434,5 +524,9 @@ const KSYMBOL: u32 = 17;
 const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
 const PERF_CONTEXT_KERNEL: u64 = -128i64 as u64;
 const PERF_CONTEXT_USER: u64 = -512i64 as u64;
+const PERF_CONTEXT_HV: u64 = -32i64 as u64;
+const PERF_CONTEXT_GUEST_KERNEL: u64 = -2176i64 as u64;
+const PERF_CONTEXT_GUEST: u64 = -2048i64 as u64;
+const PERF_CONTEXT_GUEST_USER: u64 = -2560i64 as u64;
 /// perf script's default `--max-stack`.
 const MAX_STACK: usize = 127;

@@ -15,6 +15,8 @@ use crate::symbols::{Kallsyms, demangle};
 pub(crate) enum Mode {
     Kernel,
     User,
+    /// Hypervisor or guest context: never resolved (perf has no maps for it).
+    Other,
 }
 
 /// Where an address lies.
@@ -37,19 +39,37 @@ pub(crate) struct KernelSymbols {
     pub(crate) delta: u64,
 }
 
+impl KernelSymbols {
+    /// Where kernel space ends for lookups: the recorded kernel map, extended to the last
+    /// symbol (perf names init-text addresses past the recorded length).
+    fn end(&self, recorded: u64) -> u64 {
+        let syms = self.syms.as_ref().and_then(Kallsyms::end).map(|e| e.wrapping_sub(self.delta));
+        syms.map_or(recorded, |e| e.max(recorded))
+    }
+}
+
 /// Resolves and names frames.
 pub(crate) struct Resolver {
     pub(crate) dsos: Dsos,
     pub(crate) kernel: KernelSymbols,
     rules: NameRules,
     cache: FxHashMap<(u32, u64, bool), u32>,
+    by_symbol: FxHashMap<(u32, u64, bool, bool), u32>,
     frames: Vec<Box<[u8]>>,
     text: String,
 }
 
 impl Resolver {
     pub(crate) fn new(dsos: Dsos, kernel: KernelSymbols, rules: NameRules) -> Resolver {
-        Resolver { dsos, kernel, rules, cache: FxHashMap::default(), frames: Vec::new(), text: String::new() }
+        Resolver {
+            dsos,
+            kernel,
+            rules,
+            cache: FxHashMap::default(),
+            by_symbol: FxHashMap::default(),
+            frames: Vec::new(),
+            text: String::new(),
+        }
     }
 
     /// The folded text of frame `id` (may be empty: a skipped frame).
@@ -59,7 +79,8 @@ impl Resolver {
 
     /// The frame id of address `ip` sampled in `mode` in process `pid`.
     pub(crate) fn frame(&mut self, m: &Machine, pid: i32, ip: u64, mode: Mode, java: bool) -> u32 {
-        let loc = locate(m, pid, ip, mode);
+        let kernel_end = self.kernel.end(m.kernel_end);
+        let loc = locate(m, pid, ip, mode, kernel_end);
         let key = match loc {
             Loc::Mapped { dso, rel, .. } => (dso, rel, java),
             Loc::Kernel => (KERNEL_KEY, ip, java),
@@ -68,13 +89,44 @@ impl Resolver {
         if let Some(&id) = self.cache.get(&key) {
             return id;
         }
+        // Many addresses share a symbol: name each symbol once.
+        let sym_key = self.symbol_key(&loc, ip, java);
+        if let Some(&id) = self.by_symbol.get(&sym_key) {
+            self.cache.insert(key, id);
+            return id;
+        }
         let (pc, text) = self.describe(&loc, ip);
         let mut folded = Vec::new();
         fold_frame(&mut folded, &text, pc, java, self.rules);
         let id = self.frames.len() as u32;
         self.frames.push(folded.into_boxed_slice());
         self.cache.insert(key, id);
+        self.by_symbol.insert(sym_key, id);
         id
+    }
+
+    /// What the name of a frame depends on: the object, the symbol (or, when unknown, the
+    /// printed address if addresses are shown), and the Java rule.
+    fn symbol_key(&mut self, loc: &Loc, ip: u64, java: bool) -> (u32, u64, bool, bool) {
+        let unknown = |pc: u64, addrs: bool| if addrs { pc } else { 0 };
+        let addrs = self.rules.include_addrs;
+        match *loc {
+            Loc::Mapped { dso, rel, ksym: false } => match self.dsos.symbols(dso).and_then(|s| s.lookup(rel))
+            {
+                Some(sym) => (dso, sym.index as u64, java, false),
+                None => (dso, unknown(rel, addrs), java, true),
+            },
+            // Module and BPF ranges are few: key them by address.
+            Loc::Mapped { dso, .. } => (dso, ip, java, true),
+            Loc::Kernel => {
+                let addr = ip.wrapping_add(self.kernel.delta);
+                match self.kernel.syms.as_ref().and_then(|k| k.lookup(addr)) {
+                    Some(sym) => (KERNEL_KEY, sym.index as u64, java, false),
+                    None => (KERNEL_KEY, unknown(ip, addrs), java, true),
+                }
+            }
+            Loc::Unmapped => (UNMAPPED_KEY, unknown(ip, addrs), java, true),
+        }
     }
 
     /// perf script's `SYMBOL+0xOFF (DSO)` for a location, and the address it prints.
@@ -132,7 +184,10 @@ impl Resolver {
     }
 }
 
-fn locate(m: &Machine, pid: i32, ip: u64, mode: Mode) -> Loc {
+fn locate(m: &Machine, pid: i32, ip: u64, mode: Mode, kernel_end: u64) -> Loc {
+    if mode == Mode::Other {
+        return Loc::Unmapped;
+    }
     if mode == Mode::User {
         if let Some(map) = m.space(pid).and_then(|s| s.maps.find(ip)) {
             return Loc::Mapped { dso: map.object, rel: map.file_offset(ip), ksym: false };
@@ -143,7 +198,7 @@ fn locate(m: &Machine, pid: i32, ip: u64, mode: Mode) -> Loc {
         return Loc::Mapped { dso: map.object, rel: ip - map.start, ksym: true };
     }
     match m.kernel_start {
-        Some(start) if ip >= start => Loc::Kernel,
+        Some(start) if ip >= start && ip < kernel_end => Loc::Kernel,
         _ => Loc::Unmapped,
     }
 }

@@ -6,7 +6,9 @@ use std::borrow::Cow;
 /// Demangles a C++ (`_Z…`) or Rust (`_ZN…17h…E`, `_R…`) symbol the way `perf script` shows
 /// it (`llvm::Foo::bar`, `<core::fmt::Formatter>::pad`); other names are returned as is.
 pub fn demangle(name: &str) -> Cow<'_, str> {
-    if let Ok(d) = rustc_demangle::try_demangle(name) {
+    // libiberty drops compiler suffixes (`.llvm.123`, `.warm`) of Rust v0 names.
+    let rust = if name.starts_with("_R") { name.split('.').next().unwrap_or(name) } else { name };
+    if let Ok(d) = rustc_demangle::try_demangle(rust) {
         return Cow::Owned(format!("{d:#}"));
     }
     if name.starts_with("_Z") {
@@ -20,7 +22,11 @@ pub fn demangle(name: &str) -> Cow<'_, str> {
 fn cpp(name: &str) -> Option<String> {
     let sym = cpp_demangle::Symbol::new(name.as_bytes()).ok()?;
     let opts = cpp_demangle::DemangleOptions::new().no_params().no_return_type();
-    let text = sym.demangle_with_options(&opts).ok()?;
+    let mut text = sym.demangle_with_options(&opts).ok()?;
+    // Without parameters libiberty prints no method qualifiers either.
+    while let Some(t) = [" const", " volatile", " &&", " &"].iter().find_map(|q| text.strip_suffix(q)) {
+        text.truncate(t.len());
+    }
     Some(like_libiberty(&text))
 }
 
@@ -93,6 +99,11 @@ mod tests {
         );
         assert_eq!(demangle("_ZN4core3fmt5write17h0123456789abcdefE"), "core::fmt::write");
         assert_eq!(demangle("memcpy"), "memcpy");
+        assert_eq!(
+            demangle("_ZNK4llvm10ModulePass27getPotentialPassManagerTypeEv"),
+            "llvm::ModulePass::getPotentialPassManagerType"
+        );
+        assert_eq!(demangle("_RNvCs1234_5crate3foo.llvm.9362712566924669442.warm"), "crate::foo");
         assert_eq!(
             demangle("_ZN4llvm11PassManagerINS_8FunctionENS_15AnalysisManagerIS1_JEEEJEE3runERS1_RS3_"),
             "llvm::PassManager<llvm::Function, llvm::AnalysisManager<llvm::Function>>::run"

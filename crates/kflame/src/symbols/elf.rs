@@ -147,7 +147,7 @@ fn plt_symbols(file: &object::File<'_>) -> Vec<Entry> {
     out
 }
 
-/// `sh_entsize` of the `.plt` section (16 on x86_64 when unset).
+/// `sh_entsize` of the `.plt` section.
 fn plt_entsize(file: &object::File<'_>, plt: &object::Section<'_, '_>) -> u64 {
     use object::read::elf::SectionHeader;
     let endian = if file.is_little_endian() { object::Endianness::Little } else { object::Endianness::Big };
@@ -160,10 +160,8 @@ fn plt_entsize(file: &object::File<'_>, plt: &object::Section<'_, '_>) -> u64 {
         }
         _ => None,
     };
-    match ent {
-        Some(0) | None => 16,
-        Some(n) => n,
-    }
+    // perf uses sh_entsize as is: 0 (lld output) makes every PLT symbol empty.
+    ent.unwrap_or(16)
 }
 
 fn entry(

@@ -58,6 +58,11 @@ impl Kallsyms {
         self.modules.get(i).map(|e| Symbol { name: &e.name, start: e.start, index: i })
     }
 
+    /// One past the last address covered by a (non-module) symbol.
+    pub fn end(&self) -> Option<u64> {
+        self.table.len().checked_sub(1).and_then(|i| self.table.get(i)).map(|e| e.end)
+    }
+
     /// Address of `_text` (the kernel's relocation reference), if listed.
     pub fn text_address(&self) -> Option<u64> {
         self.text

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# perf.data → folded: `kflame collapse FILE.data` against the perf pipelines it replaces.
+#
+#   1. the 94 MB benchmark capture: kflame vs `perf script | inferno-collapse-perf`
+#      (target: kflame at least 10x faster);
+#   2. a --call-graph dwarf capture recorded here: kflame vs `perf script` alone
+#      (target: at least 10x faster).
+# Prints wall time, peak RSS and ratios, and checks that outputs agree (total weight, top
+# stacks). Needs perf, zstd, gcc, root for recording; the benchmark corpus is read from
+# ../shared/bench relative to the workspace root.
+#
+# Cache: ${KFLAME_BENCH_CACHE:-bench/.cache} (decompressed data, inferno, the dwarf capture).
+# RUNS=N repeats each timing (median reported; default 3; perf script on the DWARF capture
+# runs once: it spends minutes in addr2line).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WS=$(pwd)
+CACHE=${KFLAME_BENCH_CACHE:-$WS/bench/.cache}
+SHARED=$WS/../shared/bench
+RUNS=${RUNS:-3}
+mkdir -p "$CACHE"
+
+need() { command -v "$1" >/dev/null || { echo "perfdata.sh: $1 is required" >&2; exit 2; }; }
+need perf; need zstd; need gcc; need /usr/bin/time
+
+# -- inputs -------------------------------------------------------------------------------
+unpack() { # src.zst dst
+  [ -s "$2" ] && return
+  [ -f "$1" ] || { echo "perfdata.sh: missing $1 (benchmark corpus)" >&2; exit 2; }
+  zstd -dq "$1" -o "$2.tmp.$$" && mv "$2.tmp.$$" "$2"
+}
+unpack "$SHARED/perf-large.data.zst" "$CACHE/perf-large.data"
+unpack "$SHARED/kallsyms-perf-large.txt.zst" "$CACHE/kallsyms-perf-large.txt"
+
+# -- inferno 0.12.8 (another user of the cache may be installing it: wait on its lock) ----
+INFERNO=$CACHE/bin/inferno-collapse-perf
+(
+  flock 9
+  [ -x "$INFERNO" ] || cargo install inferno --version 0.12.8 --locked --root "$CACHE" -q
+) 9>"$CACHE/.inferno.lock"
+while pgrep -f "cargo install inferno .*--root $CACHE" >/dev/null; do sleep 5; done
+
+cargo build --release -q -p kflame-cli
+KFLAME=$WS/target/release/kflame
+
+# -- the dwarf capture ----------------------------------------------------------------------
+DWARF=$CACHE/perf-dwarf.data
+# System-wide for 3 s (whatever runs on the machine, plus the test workload).
+if [ ! -s "$DWARF" ]; then
+  gcc -O2 -fomit-frame-pointer -o "$CACHE/workload-nofp" crates/kflame/tests/data/perf-data/workload.c
+  "$CACHE/workload-nofp" 400000 &
+  perf record -q -a -F 199 -e cpu-clock --call-graph dwarf -o "$DWARF" -- sleep 3 2>/dev/null
+  wait
+fi
+
+# -- measuring ------------------------------------------------------------------------------
+# measure NAME CMD: runs the shell command CMD RUNS times; sets WALL and CPU (medians, s;
+# CPU = user + system of all its processes) and RSS (peak of its largest process, KiB).
+# On a shared machine compare CPU as well as wall time.
+measure() {
+  local name=$1 cmd=$2 t walls=() rsss=() cpus=()
+  t=$(mktemp)
+  for _ in $(seq "$RUNS"); do
+    /usr/bin/time -o "$t" -f "%e %M %U %S" bash -c "$cmd > /dev/null 2>&1"
+    read -r w r u k < "$t"
+    walls+=("$w"); rsss+=("$r"); cpus+=("$(awk -v u="$u" -v k="$k" 'BEGIN {print u + k}')")
+  done
+  rm -f "$t"
+  WALL=$(printf '%s\n' "${walls[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  RSS=$(printf '%s\n' "${rsss[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  CPU=$(printf '%s\n' "${cpus[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  printf '  %-44s wall %7.2f s   cpu %7.2f s   peak RSS %6d MiB\n' "$name" "$WALL" "$CPU" $((RSS / 1024))
+}
+
+# agree FOLDED_A FOLDED_B: total weight and the top 20 stacks of each.
+agree() {
+  python3 - "$1" "$2" <<'PY'
+import sys
+def load(p):
+    d = {}
+    for line in open(p, encoding="utf-8", errors="replace"):
+        if line.startswith("#"): continue
+        s, _, w = line.rstrip("\n").rpartition(" ")
+        d[s] = d.get(s, 0) + int(w)
+    return d
+a, b = load(sys.argv[1]), load(sys.argv[2])
+ta, tb = sum(a.values()), sum(b.values())
+# stackcollapse-perf.pl keeps a sample without frames as a bare `comm` stack; inferno drops it.
+bare = sum(w for s, w in a.items() if ";" not in s)
+print(f"  samples without frames (bare comm stacks, dropped by inferno): weight {bare}")
+ta -= bare
+a = {s: w for s, w in a.items() if ";" in s}
+top = lambda d: [s for s, _ in sorted(d.items(), key=lambda kv: (-kv[1], kv[0]))[:20]]
+same = len(set(top(a)) & set(top(b)))
+shared = sum(min(a.get(s, 0), w) for s, w in b.items())
+print(f"  total weight: kflame {ta}, reference {tb} ({'same' if ta == tb else 'DIFFERENT'})")
+print(f"  top 20 stacks in common: {same}/20; weight on identical stacks: {100 * shared / max(tb, 1):.2f}%")
+PY
+}
+
+echo "== perf.data (94 MB, 595k samples, -a -g) → folded"
+LARGE=$CACHE/perf-large.data KALL=$CACHE/kallsyms-perf-large.txt
+measure "kflame collapse --kallsyms" "$KFLAME collapse $LARGE --kallsyms $KALL"
+K_WALL=$WALL K_CPU=$CPU
+measure "perf script | inferno-collapse-perf" "perf script -i $LARGE --kallsyms $KALL | $INFERNO"
+P_WALL=$WALL P_CPU=$CPU
+awk -v k="$K_WALL" -v p="$P_WALL" -v kc="$K_CPU" -v pc="$P_CPU" \
+  'BEGIN {printf "  ratio: kflame is %.1fx faster in wall time, %.1fx in CPU time (target 10x)\n", p / k, pc / kc}'
+# inferno weighs samples by their period, as kflame does by default.
+$KFLAME collapse "$LARGE" --kallsyms "$KALL" -o "$CACHE/large.kflame.folded" 2>/dev/null
+perf script -i "$LARGE" --kallsyms "$KALL" 2>/dev/null | $INFERNO > "$CACHE/large.inferno.folded"
+agree "$CACHE/large.kflame.folded" "$CACHE/large.inferno.folded"
+
+echo "== --call-graph dwarf perf.data ($(du -m "$DWARF" | cut -f1) MB) → folded"
+measure "kflame collapse (unwinding in-process)" "$KFLAME collapse $DWARF"
+K_WALL=$WALL K_CPU=$CPU
+# perf script runs addr2line for inline frames here: minutes; once is enough.
+RUNS=1 measure "perf script (alone)" "perf script -i $DWARF"
+P_WALL=$WALL P_CPU=$CPU
+awk -v k="$K_WALL" -v p="$P_WALL" -v kc="$K_CPU" -v pc="$P_CPU" \
+  'BEGIN {printf "  ratio: kflame is %.1fx faster than perf script alone in wall time, %.1fx in CPU time (target 10x)\n", p / k, pc / kc}'
+$KFLAME collapse "$DWARF" -o "$CACHE/dwarf.kflame.folded" 2>/dev/null
+perf script -i "$DWARF" 2>/dev/null | $INFERNO > "$CACHE/dwarf.inferno.folded"
+agree "$CACHE/dwarf.kflame.folded" "$CACHE/dwarf.inferno.folded"

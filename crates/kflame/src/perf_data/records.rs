@@ -1,0 +1,130 @@
+//! The data section read in place: records sliced straight out of the mapped file (no
+//! copy) and delivered in time order, round by round, as perf orders them: at each
+//! FINISHED_ROUND, the buffered records up to the newest timestamp of the round before are
+//! sorted and delivered.
+
+use linux_perf_data::AttributeDescription;
+use linux_perf_data::linux_perf_event_reader::{
+    AttrFlags, Endianness, RawData, RawEventRecord, RecordIdParseInfo, RecordParseInfo, RecordType,
+    SampleFormat, get_record_id, get_record_identifier, get_record_timestamp,
+};
+use rustc_hash::FxHashMap;
+
+type LE = byteorder::LittleEndian;
+
+const FINISHED_ROUND: u32 = 68;
+const USER_TYPE_START: u32 = 64;
+
+/// How a record's event (attribute index) is found.
+enum Ids {
+    One,
+    Same(RecordIdParseInfo),
+    Identifier(bool),
+}
+
+/// Reads the records of a little-endian data section in time order.
+pub(crate) struct Records<'a> {
+    data: &'a [u8],
+    infos: Vec<RecordParseInfo>,
+    ids: Ids,
+    attr_of_id: FxHashMap<u64, usize>,
+}
+
+/// Why the data section could not be read to its end.
+pub(crate) struct Damaged {
+    pub(crate) offset: usize,
+    pub(crate) what: String,
+}
+
+impl<'a> Records<'a> {
+    /// `data` is the data section; `attrs` the file's event attributes (non-empty).
+    pub(crate) fn new(data: &'a [u8], attrs: &[AttributeDescription]) -> Records<'a> {
+        let infos: Vec<_> =
+            attrs.iter().map(|a| RecordParseInfo::new(&a.attr, Endianness::LittleEndian)).collect();
+        let ids = if infos.len() <= 1 {
+            Ids::One
+        } else if infos.iter().all(|i| i.id_parse_info == infos[0].id_parse_info) {
+            Ids::Same(infos[0].id_parse_info)
+        } else if attrs.iter().all(|a| a.attr.sample_format.contains(SampleFormat::IDENTIFIER)) {
+            Ids::Identifier(attrs[0].attr.flags.contains(AttrFlags::SAMPLE_ID_ALL))
+        } else {
+            Ids::One
+        };
+        let mut attr_of_id = FxHashMap::default();
+        for (i, a) in attrs.iter().enumerate() {
+            for &id in &a.event_ids {
+                attr_of_id.insert(id, i);
+            }
+        }
+        Records { data, infos, ids, attr_of_id }
+    }
+
+    /// Calls `f(attr_index, record)` for every kernel record in time order. Stops at the
+    /// first damaged record header and says where.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(usize, &RawEventRecord<'a>)) -> Result<(), Damaged> {
+        let mut pending: Vec<(u64, usize, usize, usize)> = Vec::new(); // (time, offset, end, attr)
+        let (mut prev_round_max, mut max_seen) = (0u64, 0u64);
+        let mut pos = 0;
+        let result = loop {
+            let Some(header) = self.data.get(pos..pos + 8) else {
+                break if pos == self.data.len() {
+                    Ok(())
+                } else {
+                    Err(self.damaged(pos, "a record header is cut short"))
+                };
+            };
+            let ty = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
+            let size = usize::from(u16::from_le_bytes([header[6], header[7]]));
+            if size < 8 || pos + size > self.data.len() {
+                break Err(self.damaged(pos, &format!("record size {size} is impossible here")));
+            }
+            if ty == FINISHED_ROUND {
+                pending.sort_unstable();
+                let n = pending.partition_point(|p| p.0 <= prev_round_max);
+                for &(_, at, end, attr) in &pending[..n] {
+                    f(attr, &self.record(at, end, attr));
+                }
+                pending.drain(..n);
+                prev_round_max = max_seen;
+            } else if ty < USER_TYPE_START {
+                let (attr, time) = self.locate(ty, &self.data[pos + 8..pos + size]);
+                max_seen = max_seen.max(time);
+                pending.push((time, pos, pos + size, attr));
+            }
+            pos += size;
+        };
+        pending.sort_unstable();
+        for &(_, at, end, attr) in &pending {
+            f(attr, &self.record(at, end, attr));
+        }
+        result
+    }
+
+    fn damaged(&self, offset: usize, what: &str) -> Damaged {
+        Damaged { offset, what: what.to_string() }
+    }
+
+    fn record(&self, at: usize, end: usize, attr: usize) -> RawEventRecord<'a> {
+        let d = self.data;
+        let ty = u32::from_le_bytes([d[at], d[at + 1], d[at + 2], d[at + 3]]);
+        let misc = u16::from_le_bytes([d[at + 4], d[at + 5]]);
+        RawEventRecord::new(RecordType(ty), misc, RawData::from(&d[at + 8..end]), self.infos[attr])
+    }
+
+    /// The attribute index and timestamp of a record body.
+    fn locate(&self, ty: u32, body: &[u8]) -> (usize, u64) {
+        let rt = RecordType(ty);
+        let raw = RawData::from(body);
+        let attr = match &self.ids {
+            Ids::One => Some(0),
+            Ids::Same(info) => {
+                get_record_id::<LE>(rt, raw, info).and_then(|id| self.attr_of_id.get(&id).copied())
+            }
+            Ids::Identifier(all) => {
+                get_record_identifier::<LE>(rt, raw, *all).and_then(|id| self.attr_of_id.get(&id).copied())
+            }
+        };
+        let attr = attr.filter(|&a| a < self.infos.len()).unwrap_or(0);
+        (attr, get_record_timestamp::<LE>(rt, raw, &self.infos[attr]).unwrap_or(0))
+    }
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Regenerates the perf.data fixtures of this folder (see README.md). Needs root, gcc and
+# perf (6.1 was used); the shared captures are read from ../shared relative to the
+# workspace root, and the kallsyms of their boot from the benchmark corpus.
+set -euo pipefail
+cd "$(dirname "$0")"
+ROOT=$(cd ../../../../.. && pwd)
+SHARED="$ROOT/../shared"
+
+# 1. Workloads recorded on this machine, run from /opt/kflame-demo/bin like the shared ones.
+mkdir -p /opt/kflame-demo/bin symfs/opt/kflame-demo/bin
+gcc -O2 -fno-omit-frame-pointer -o /opt/kflame-demo/bin/workload-fp workload.c
+gcc -O2 -fomit-frame-pointer -o /opt/kflame-demo/bin/workload-nofp workload.c
+cp /opt/kflame-demo/bin/workload-fp /opt/kflame-demo/bin/workload-nofp symfs/opt/kflame-demo/bin/
+perf record -N -q -F 499 -e cpu-clock -g -o workload-fp.data /opt/kflame-demo/bin/workload-fp 50000
+perf record -N -q -F 199 -e cpu-clock --call-graph dwarf,4096 -o workload-dwarf.data \
+  /opt/kflame-demo/bin/workload-nofp 30000
+
+# 2. Small shared captures (recorded on another boot of kernel build-id 4a5a9b0a…).
+for f in perf-burn-fp-fp perf-burn-nofp-fp perf-kmalloc perf-sched perf-sys-cpuclock; do
+  cp "$SHARED/captures/perf-data/$f.data" .
+done
+
+# 3. Trimmed kallsyms: only the symbols these files hit (and the ones ending them).
+kaddrs() { for f in "$@"; do perf script -i "$f" --symfs symfs 2>/dev/null; done |
+  awk 'length($1) == 16 && $1 ~ /^ffff/ {print $1}' | sort -u; }
+text_of() { awk '$3 == "_text" {print $1; exit}' "$1"; }
+rec_text() { perf script -i "$1" --show-mmap-events 2>/dev/null |
+  awk '/\[kernel.kallsyms\]_text/ {match($0, /\(0x[0-9a-f]+\) @ 0x[0-9a-f]+/); s=substr($0, RSTART, RLENGTH); sub(/.*@ 0x/, "", s); print s; exit}'; }
+BENCH_KALLSYMS=$(mktemp)
+zstd -dcq "$SHARED/bench/kallsyms-perf-large.txt.zst" > "$BENCH_KALLSYMS"
+d=$(printf '%x' $(( 0x$(text_of "$BENCH_KALLSYMS") - 0x$(rec_text perf-sys-cpuclock.data) )))
+kaddrs perf-burn-fp-fp.data perf-burn-nofp-fp.data perf-kmalloc.data perf-sched.data perf-sys-cpuclock.data |
+  python3 trim_kallsyms.py "$BENCH_KALLSYMS" "$d" > kallsyms-4a5a9b0a.txt
+rm -f "$BENCH_KALLSYMS"
+kaddrs workload-fp.data workload-dwarf.data | python3 trim_kallsyms.py /proc/kallsyms 0 > kallsyms-local.txt
+
+# 4. The perf script text of every file, made with the same symbols.
+for f in perf-burn-fp-fp perf-burn-nofp-fp perf-kmalloc perf-sched perf-sys-cpuclock; do
+  perf script -i "$f.data" --kallsyms kallsyms-4a5a9b0a.txt --symfs symfs > "$f.script.txt" 2>/dev/null
+done
+for f in workload-fp workload-dwarf; do
+  perf script -i "$f.data" --kallsyms kallsyms-local.txt --symfs symfs > "$f.script.txt" 2>/dev/null
+done
