@@ -93,3 +93,11 @@ fn annotations() {
         assert_same(name, &from_data(name, &opts), &script);
     }
 }
+
+#[test]
+fn cpu_clock_periods() {
+    for name in ["perf-burn-fp-fp", "perf-burn-nofp-fp"] {
+        let script = from_script(name, PerfOptions::default());
+        assert_same(name, &from_data(name, &data_options()), &script);
+    }
+}
