@@ -123,7 +123,7 @@ fn blocked_shows_a_task_sleeping_on_a_pipe() {
     let out = env.record(&["--blocked", "--include-pid"], "blocked.folded");
     drop(child.stdin.take());
     let _ = child.wait();
-    let root = format!("S;kfwork-{};", child.id());
+    let root = format!("state:S;kfwork-{};", child.id());
     let mine: Vec<_> = folded(&out).into_iter().filter(|s| s.0.starts_with(&root)).collect();
     assert_eq!(mine.len(), 1, "{out}");
     assert!(mine[0].0.contains("pipe_read") && mine[0].0.contains("ksys_read"), "{}", mine[0].0);
@@ -144,9 +144,9 @@ fn blocked_lists_a_writer_stuck_on_a_frozen_filesystem_in_d_state_first() {
     let out = env.record(&["--blocked", "--include-pid"], "d.folded");
     fs.thaw();
     let _ = writer.wait();
-    let root = format!("D;sh-{};", writer.id());
+    let root = format!("state:D;sh-{};", writer.id());
     let first = out.lines().find(|l| !l.starts_with('#')).unwrap_or_default();
-    assert!(first.starts_with("D;"), "D-state tasks come first:\n{out}");
+    assert!(first.starts_with("state:D;"), "D-state tasks come first:\n{out}");
     let line = out.lines().find(|l| l.starts_with(&root)).unwrap_or_else(|| panic!("no {root} in\n{out}"));
     assert!(line.contains("percpu_rwsem_wait") || line.contains("sb_start_write"), "{line}");
 }
