@@ -63,7 +63,10 @@ fn json_events_have_one_line_per_sample() {
     let lines: Vec<&str> = out.lines().collect();
     assert!(lines.len() >= 10, "{out}");
     for l in &lines {
-        assert!(l.starts_with("{\"ts\":") && l.ends_with("]}"), "{l}");
+        // The schema of every kflame event stream: ts, cpu, pid, comm, duration_ns, stack, event,
+        // weight (one sample each here).
+        assert!(l.starts_with("{\"ts\":") && l.ends_with(",\"weight\":1}"), "{l}");
+        assert!(l.contains(",\"stack\":[\"kfwork\","), "{l}");
         assert!(l.contains("\"comm\":\"kfwork\"") && l.contains("\"event\":\"cpu-clock\""), "{l}");
         assert!(l.contains("\"duration_ns\":") && !l.contains("\"duration_ns\":null"), "{l}");
     }
