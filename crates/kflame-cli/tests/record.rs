@@ -246,9 +246,14 @@ fn check_reports_what_this_kernel_allows() {
     assert!(text.lines().filter(|l| l.starts_with("no")).all(|l| l.split_whitespace().count() > 4), "{text}");
 }
 
+/// The `ts` of a JSON event line (`SECONDS.NANOSECONDS`, 9 digits), in ns.
 fn json_ts(line: &str) -> Option<u64> {
     let rest = line.strip_prefix("{\"ts\":")?;
-    rest[..rest.find(',')?].parse().ok()
+    let (secs, nanos) = rest[..rest.find(',')?].split_once('.')?;
+    if nanos.len() != 9 {
+        return None;
+    }
+    Some(secs.parse::<u64>().ok()? * 1_000_000_000 + nanos.parse::<u64>().ok()?)
 }
 
 /// The same workload recorded by `perf record -g` and named by `perf script`: the user
