@@ -41,7 +41,7 @@ mod tests {
         .unwrap();
         assert_eq!((m.start, m.end, m.pgoff), (0x7f0e1c028000, 0x7f0e1c1bd000, 0x28000));
         assert_eq!(mapped_file_name(&m.object), b"libc.so.6");
-        assert_eq!(mapped_file_name(b"/tmp/x/a.out (deleted)"), b"a.out");
+        assert_eq!(mapped_file_name(b"/opt/app/a.out (deleted)"), b"a.out");
         assert!(parse_proc_maps_line("7f0e1c000000-7f0e1c028000 r--p 00000000 fe:01 1 /x").is_none());
         assert!(parse_proc_maps_line("garbage").is_none());
         let anon = parse_proc_maps_line("7f0e1c000000-7f0e1c028000 r-xp 00000000 00:00 0").unwrap();
