@@ -64,7 +64,10 @@ fn json_events_have_one_line_per_sample() {
     let lines: Vec<&str> = out.lines().collect();
     assert!(lines.len() >= 10, "{out}");
     for l in &lines {
-        assert!(l.starts_with("{\"ts\":") && l.ends_with("]}"), "{l}");
+        // The schema of every kflame event stream: ts, cpu, pid, comm, duration_ns, stack, event,
+        // weight (one sample each here).
+        assert!(l.starts_with("{\"ts\":") && l.ends_with(",\"weight\":1}"), "{l}");
+        assert!(l.contains(",\"stack\":[\"kfwork\","), "{l}");
         assert!(l.contains("\"comm\":\"kfwork\"") && l.contains("\"event\":\"cpu-clock\""), "{l}");
         assert!(l.contains("\"duration_ns\":") && !l.contains("\"duration_ns\":null"), "{l}");
     }
@@ -124,7 +127,7 @@ fn blocked_shows_a_task_sleeping_on_a_pipe() {
     let out = env.record(&["--blocked", "--include-pid"], "blocked.folded");
     drop(child.stdin.take());
     let _ = child.wait();
-    let root = format!("S;kfwork-{};", child.id());
+    let root = format!("state:S;kfwork-{};", child.id());
     let mine: Vec<_> = folded(&out).into_iter().filter(|s| s.0.starts_with(&root)).collect();
     assert_eq!(mine.len(), 1, "{out}");
     assert!(mine[0].0.contains("pipe_read") && mine[0].0.contains("ksys_read"), "{}", mine[0].0);
@@ -145,9 +148,9 @@ fn blocked_lists_a_writer_stuck_on_a_frozen_filesystem_in_d_state_first() {
     let out = env.record(&["--blocked", "--include-pid"], "d.folded");
     fs.thaw();
     let _ = writer.wait();
-    let root = format!("D;sh-{};", writer.id());
+    let root = format!("state:D;sh-{};", writer.id());
     let first = out.lines().find(|l| !l.starts_with('#')).unwrap_or_default();
-    assert!(first.starts_with("D;"), "D-state tasks come first:\n{out}");
+    assert!(first.starts_with("state:D;"), "D-state tasks come first:\n{out}");
     let line = out.lines().find(|l| l.starts_with(&root)).unwrap_or_else(|| panic!("no {root} in\n{out}"));
     assert!(line.contains("percpu_rwsem_wait") || line.contains("sb_start_write"), "{line}");
 }
@@ -244,9 +247,14 @@ fn check_reports_what_this_kernel_allows() {
     assert!(text.lines().filter(|l| l.starts_with("no")).all(|l| l.split_whitespace().count() > 4), "{text}");
 }
 
+/// The `ts` of a JSON event line (`SECONDS.NANOSECONDS`, 9 digits), in ns.
 fn json_ts(line: &str) -> Option<u64> {
     let rest = line.strip_prefix("{\"ts\":")?;
-    rest[..rest.find(',')?].parse().ok()
+    let (secs, nanos) = rest[..rest.find(',')?].split_once('.')?;
+    if nanos.len() != 9 {
+        return None;
+    }
+    Some(secs.parse::<u64>().ok()? * 1_000_000_000 + nanos.parse::<u64>().ok()?)
 }
 
 /// The same workload recorded by `perf record -g` and named by `perf script`: the user

@@ -7,29 +7,26 @@ use kflame::collapse::kernel_log::{KernelLog, Options};
 use kflame::collapse::{Collapse, Engine};
 use kflame::report::{Kind, MAX_FRAMES, MAX_OPEN, ReportExtractor};
 
-const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
+mod common;
 
-fn read(rel: &str) -> Vec<u8> {
-    std::fs::read(format!("{DATA}/{rel}")).unwrap_or_else(|e| panic!("{rel}: {e}"))
-}
+use common::mutate::Mutator;
+use common::read;
 
 fn lines(data: &[u8]) -> Vec<&[u8]> {
     data.split(|&b| b == b'\n').collect()
 }
 
-/// xorshift64*: deterministic pseudo-random numbers without a dependency.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+/// Keywords of kernel reports and crash output, inserted among the mutations.
+const TOKENS: &[&[u8]] = &[
+    b"Call Trace:",
+    b"<IRQ>",
+    b"</TASK>",
+    b"? ",
+    b"+0x",
+    b"RIP: 0010:",
+    b"---[ end trace",
+    b"PID: 1 TASK: ",
+];
 
 const HUNG: &str = "kernel-log/captures/dmesg-hung-task-calltrace.txt";
 
@@ -72,8 +69,8 @@ fn garbage_between_frames_is_skipped() {
 
 #[test]
 fn binary_junk_finds_nothing_and_does_not_stop_a_later_report() {
-    let mut rng = Rng(0x1234_5678_9abc_def1);
-    let junk: Vec<u8> = (0..200_000).map(|_| rng.next() as u8).collect();
+    let mut rng = Mutator::new(0x1234_5678_9abc_def1);
+    let junk: Vec<u8> = (0..200_000).map(|_| rng.next_u64() as u8).collect();
     assert!(ReportExtractor::extract_all(&junk).is_empty());
     let mut mixed = junk.clone();
     mixed.push(b'\n');
@@ -164,51 +161,11 @@ fn deterministic_mutations_never_panic() {
         "crash/bt-a-irq-nmi.txt",
         "crash/foreach-UN-bt.txt",
     ];
-    let mut rng = Rng(42);
+    let mut m = Mutator::new(42).with_tokens(TOKENS);
     for rel in fixtures {
         let data = read(rel);
-        for round in 0..40 {
-            let mut m = data.clone();
-            for _ in 0..1 + round % 8 {
-                mutate(&mut m, &mut rng);
-            }
-            check_invariants(&m);
-        }
-    }
-}
-
-fn mutate(m: &mut Vec<u8>, rng: &mut Rng) {
-    if m.is_empty() {
-        return;
-    }
-    let at = rng.below(m.len());
-    match rng.below(6) {
-        0 => m[at] = rng.next() as u8,
-        1 => m.truncate(at),
-        2 => {
-            let end = (at + rng.below(400)).min(m.len());
-            m.drain(at..end);
-        }
-        3 => {
-            let end = (at + rng.below(400)).min(m.len());
-            let copy = m[at..end].to_vec();
-            let to = rng.below(m.len());
-            m.splice(to..to, copy);
-        }
-        4 => m.insert(at, b'\n'),
-        _ => {
-            let tokens: [&[u8]; 8] = [
-                b"Call Trace:",
-                b"<IRQ>",
-                b"</TASK>",
-                b"? ",
-                b"+0x",
-                b"RIP: 0010:",
-                b"---[ end trace",
-                b"PID: 1 TASK: ",
-            ];
-            let t = tokens[rng.below(tokens.len())];
-            m.splice(at..at, t.iter().copied());
+        for _ in 0..40 {
+            check_invariants(&m.mutate(&data));
         }
     }
 }

@@ -1,12 +1,7 @@
 //! Options of the latency (function_graph) and "other producers" formats (bcc, bpftrace,
 //! SystemTap, /proc stacks), and the constructors of their collapsers.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
-
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use kflame::collapse::Collapse;
 use kflame::collapse::fgraph::{FunctionGraph, Latency, Options};
 
@@ -90,31 +85,8 @@ pub(crate) fn function_graph(lat: &LatencyArgs, shared: &SharedArgs) -> Result<B
     let top = lat.top.map(|n| n as usize);
     let opts = Options { latency, top, comm: shared.comm, pid: shared.pid, cpu: shared.cpu };
     let c = FunctionGraph::new(opts);
-    Ok(match &shared.events_json {
-        Some(path) => Box::new(c.with_events(Box::new(events_sink(path)?))),
+    Ok(match super::trace_args::events_log(shared.events_json.as_deref())? {
+        Some(log) => Box::new(c.with_events(log)),
         None => Box::new(c),
     })
-}
-
-/// The `--events-json` file, created once per run and shared by every input.
-fn events_sink(path: &Path) -> Result<SharedSink> {
-    static SINK: OnceLock<Arc<Mutex<BufWriter<File>>>> = OnceLock::new();
-    if let Some(s) = SINK.get() {
-        return Ok(SharedSink(Arc::clone(s)));
-    }
-    let f = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-    let s = SINK.get_or_init(|| Arc::new(Mutex::new(BufWriter::new(f))));
-    Ok(SharedSink(Arc::clone(s)))
-}
-
-/// A writer shared by the collapsers of several inputs.
-struct SharedSink(Arc<Mutex<BufWriter<File>>>);
-
-impl Write for SharedSink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().map_err(|_| std::io::Error::other("events writer poisoned"))?.write(buf)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.0.lock().map_err(|_| std::io::Error::other("events writer poisoned"))?.flush()
-    }
 }

@@ -74,7 +74,8 @@ pub(crate) fn build_ftrace(shared: &SharedArgs, trace: &TraceArgs) -> Result<Box
 
 static EVENTS: OnceLock<EventLog> = OnceLock::new();
 
-/// The `--events-json` writer, created on first use and shared by all inputs of the run.
+/// The `--events-json` writer, created on first use and shared by all inputs (and formats)
+/// of the run.
 pub(crate) fn events_log(path: Option<&Path>) -> Result<Option<EventLog>> {
     let Some(path) = path else { return Ok(None) };
     if let Some(log) = EVENTS.get() {

@@ -9,29 +9,32 @@
 //!
 //! `ts` is in seconds of the trace clock (exact decimal, 9 fraction digits), `duration_ns`
 //! is `null` for single events, `stack` is root first, `weight` is what the event adds to
-//! the folded output (bytes, ns or 1). The writer is shared: the caller keeps a clone of the
-//! [`EventLog`] it gives the collapser and calls [`EventLog::finish`] after the run to
-//! flush and learn about write errors (the collapse itself never fails on them).
+//! the folded output (bytes, ns or 1); `ts`, `pid` and `comm` are `null` when the input
+//! does not know them. Every JSON event stream of kflame (trace collapsers, function_graph
+//! calls, `kflame record` samples) is written by [`format_record`], with these keys in this
+//! order. The writer is shared: the caller keeps a clone of the [`EventLog`] it gives the
+//! collapser and calls [`EventLog::finish`] after the run to flush and learn about write
+//! errors (the collapse itself never fails on them).
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex};
 
-/// One event or call to write.
+/// One event or call to write; `S` is a frame name (`String`, `&[u8]`, ...).
 #[derive(Clone, Debug)]
-pub struct EventRecord<'a> {
-    /// Start (or event) time, ns.
-    pub ts_ns: u64,
+pub struct EventRecord<'a, S = String> {
+    /// Start (or event) time, ns (`None` when the input has no time).
+    pub ts_ns: Option<u64>,
     /// CPU.
     pub cpu: u32,
-    /// Task pid.
-    pub pid: u32,
-    /// Task name.
-    pub comm: &'a str,
+    /// Task pid (`None` when unknown).
+    pub pid: Option<u32>,
+    /// Task name (`None` when unknown).
+    pub comm: Option<&'a str>,
     /// Length of the call, ns (`None` for single events).
     pub duration_ns: Option<u64>,
-    /// Stack, root first.
-    pub stack: &'a [String],
+    /// Stack, root first (invalid UTF-8 is replaced when written).
+    pub stack: &'a [S],
     /// Event or call name.
     pub event: &'a str,
     /// Weight in the folded output.
@@ -66,7 +69,7 @@ impl EventLog {
 
     /// Writes one record. After the first write error, later records are dropped and the
     /// error is returned by [`finish`](EventLog::finish).
-    pub fn write(&self, rec: &EventRecord<'_>) {
+    pub fn write<S: AsRef<[u8]>>(&self, rec: &EventRecord<'_, S>) {
         let Ok(mut guard) = self.inner.lock() else { return };
         let inner = &mut *guard;
         if inner.error.is_some() {
@@ -94,11 +97,26 @@ impl EventLog {
 }
 
 /// Appends one JSON line (with its `\n`) for `rec` to `s`.
-pub fn format_record(s: &mut String, rec: &EventRecord<'_>) {
-    let secs = rec.ts_ns / 1_000_000_000;
-    let frac = rec.ts_ns % 1_000_000_000;
-    let _ = write!(s, "{{\"ts\":{secs}.{frac:09},\"cpu\":{},\"pid\":{},\"comm\":", rec.cpu, rec.pid);
-    json_string(s, rec.comm);
+pub fn format_record<S: AsRef<[u8]>>(s: &mut String, rec: &EventRecord<'_, S>) {
+    s.push_str("{\"ts\":");
+    match rec.ts_ns {
+        Some(ts) => {
+            let _ = write!(s, "{}.{:09}", ts / 1_000_000_000, ts % 1_000_000_000);
+        }
+        None => s.push_str("null"),
+    }
+    let _ = write!(s, ",\"cpu\":{},\"pid\":", rec.cpu);
+    match rec.pid {
+        Some(pid) => {
+            let _ = write!(s, "{pid}");
+        }
+        None => s.push_str("null"),
+    }
+    s.push_str(",\"comm\":");
+    match rec.comm {
+        Some(comm) => json_string(s, comm.as_bytes()),
+        None => s.push_str("null"),
+    }
     match rec.duration_ns {
         Some(d) => {
             let _ = write!(s, ",\"duration_ns\":{d}");
@@ -110,17 +128,18 @@ pub fn format_record(s: &mut String, rec: &EventRecord<'_>) {
         if i > 0 {
             s.push(',');
         }
-        json_string(s, f);
+        json_string(s, f.as_ref());
     }
     s.push_str("],\"event\":");
-    json_string(s, rec.event);
+    json_string(s, rec.event.as_bytes());
     let _ = writeln!(s, ",\"weight\":{}}}", rec.weight);
 }
 
-/// Appends `v` as a JSON string literal.
-fn json_string(s: &mut String, v: &str) {
+/// Appends `v` as a JSON string literal: invalid UTF-8 replaced, quotes, backslashes and
+/// control characters escaped (and U+2028/U+2029, which break JavaScript parsers).
+pub fn json_string(s: &mut String, v: &[u8]) {
     s.push('"');
-    for c in v.chars() {
+    for c in String::from_utf8_lossy(v).chars() {
         match c {
             '"' => s.push_str("\\\""),
             '\\' => s.push_str("\\\\"),
@@ -144,10 +163,10 @@ mod tests {
     fn escapes_and_formats() {
         let stack = vec!["a\"b".to_string(), "c\\d\u{1}".to_string()];
         let rec = EventRecord {
-            ts_ns: 2_664_872_806_000,
+            ts_ns: Some(2_664_872_806_000),
             cpu: 1,
-            pid: 42,
-            comm: "tmux: server",
+            pid: Some(42),
+            comm: Some("tmux: server"),
             duration_ns: Some(5),
             stack: &stack,
             event: "syscall:write",
@@ -159,6 +178,28 @@ mod tests {
             s,
             "{\"ts\":2664.872806000,\"cpu\":1,\"pid\":42,\"comm\":\"tmux: server\",\"duration_ns\":5,\
              \"stack\":[\"a\\\"b\",\"c\\\\d\\u0001\"],\"event\":\"syscall:write\",\"weight\":5}\n"
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_null_and_bytes_are_escaped() {
+        let stack: [&[u8]; 2] = [b"a\n\xff", b"\xe2\x80\xa8b"];
+        let rec = EventRecord {
+            ts_ns: None,
+            cpu: 3,
+            pid: None,
+            comm: None,
+            duration_ns: None,
+            stack: &stack,
+            event: "function_graph",
+            weight: 1,
+        };
+        let mut s = String::new();
+        format_record(&mut s, &rec);
+        assert_eq!(
+            s,
+            "{\"ts\":null,\"cpu\":3,\"pid\":null,\"comm\":null,\"duration_ns\":null,\
+             \"stack\":[\"a\\n\u{fffd}\",\"\\u2028b\"],\"event\":\"function_graph\",\"weight\":1}\n"
         );
     }
 
@@ -175,12 +216,12 @@ mod tests {
         }
         let log = EventLog::new(Broken);
         let rec = EventRecord {
-            ts_ns: 0,
+            ts_ns: Some(0),
             cpu: 0,
-            pid: 0,
-            comm: "",
+            pid: Some(0),
+            comm: Some(""),
             duration_ns: None,
-            stack: &[],
+            stack: &[] as &[String],
             event: "e",
             weight: 1,
         };

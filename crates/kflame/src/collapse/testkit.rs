@@ -27,45 +27,21 @@ pub(crate) fn data(rel: &str) -> Vec<u8> {
     std::fs::read(&p).unwrap_or_else(|e| panic!("reading fixture {p}: {e}"))
 }
 
-/// Feeds deterministic mutations of `seed` (truncations, byte flips, deleted and doubled
-/// lines, non-UTF-8 bytes) to fresh collapsers from `make`; panics propagate.
+/// The project's one input mutator (shared with the integration tests).
+#[path = "../../tests/common/mutate.rs"]
+mod mutate;
+
+/// Bytes that mean something to one of the trace formats, inserted among the mutations.
+const JUNK: &[&[u8]] =
+    &[b"\xff\xfe", b"\n", b" ", b"|", b"}", b"{", b"(", b")", b";", b"]: ", b"-", b"\0", b"@["];
+
+/// Feeds 400 deterministic mutations of `seed` (truncations, byte flips, deleted and
+/// doubled ranges, non-UTF-8 bytes, format tokens) to fresh collapsers from `make`; panics
+/// propagate.
 pub(crate) fn no_panic_on_mutations(seed: &[u8], make: impl Fn() -> Box<dyn Collapse>) {
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
-    let junk: &[&[u8]] =
-        &[b"\xff\xfe", b"\n", b" ", b"|", b"}", b"{", b"(", b")", b";", b"]: ", b"-", b"\0", b"@["];
+    let mut m = mutate::Mutator::new(0x9e37_79b9_7f4a_7c15).with_tokens(JUNK);
     for round in 0..400 {
-        let mut v = seed.to_vec();
-        let edits = 1 + next() % 8;
-        for _ in 0..edits {
-            if v.is_empty() {
-                break;
-            }
-            let at = (next() as usize) % v.len();
-            match next() % 5 {
-                0 => v.truncate(at),
-                1 => v[at] = next() as u8,
-                2 => {
-                    let j = junk[(next() as usize) % junk.len()];
-                    v.splice(at..at, j.iter().copied());
-                }
-                3 => {
-                    let end = (at + (next() as usize) % 200).min(v.len());
-                    v.drain(at..end);
-                }
-                _ => {
-                    let end = (at + (next() as usize) % 200).min(v.len());
-                    let dup = v[at..end].to_vec();
-                    v.splice(at..at, dup);
-                }
-            }
-        }
-        let out = run(make(), &v);
+        let out = run(make(), &m.mutate(seed));
         let mut text = Vec::new();
         write_folded(&mut text, &out.stacks, &out.meta).expect("write to memory");
         assert!(out.diag.iter().all(|(_, e)| !e.message.is_empty()), "round {round}");

@@ -18,7 +18,6 @@
 mod blocked;
 mod check;
 mod duty;
-mod elf;
 mod handlers;
 pub mod json;
 mod order;

@@ -9,6 +9,7 @@ use rustc_hash::FxHashMap;
 use super::sym::Symbolizer;
 use super::tasks::Tasks;
 use crate::fold::StackCounts;
+use crate::symbols::mapped_file_name;
 
 /// `PERF_CONTEXT_KERNEL`, `PERF_CONTEXT_USER`, and the first marker value (`PERF_CONTEXT_MAX`).
 const CONTEXT_KERNEL: u64 = -128i64 as u64;
@@ -232,7 +233,7 @@ fn kernel_frame(sym: &Symbolizer, ip: u64, annotate: bool) -> Vec<u8> {
 fn user_frame(sym: &mut Symbolizer, tasks: &Tasks, raw: &RawStack, ip: u64) -> Vec<u8> {
     let map = tasks.maps_at(raw.pid, raw.generation).and_then(|m| m.find(ip));
     let name = match map {
-        Some(m) if !m.path.is_empty() => sym.user(raw.pid, m, ip),
+        Some(m) if !m.object.is_empty() => sym.user(raw.pid, m, ip),
         _ => sym.jit(raw.pid, ip).map(std::borrow::Cow::Borrowed),
     };
     if let Some(name) = name {
@@ -240,8 +241,8 @@ fn user_frame(sym: &mut Symbolizer, tasks: &Tasks, raw: &RawStack, ip: u64) -> V
         return tidy(&mut f).clone();
     }
     match map {
-        Some(m) if m.path.starts_with(b"[") => m.path.clone(),
-        Some(m) if !m.path.is_empty() => [b"[", m.basename(), b"]"].concat(),
+        Some(m) if m.object.starts_with(b"[") => m.object.clone(),
+        Some(m) if !m.object.is_empty() => [b"[", mapped_file_name(&m.object), b"]"].concat(),
         _ => b"[unknown]".to_vec(),
     }
 }

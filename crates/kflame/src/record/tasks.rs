@@ -9,18 +9,19 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::parse::Record;
 use super::sym::Mapping;
+use crate::symbols::{AddressSpace, parse_proc_maps_line};
 
-/// Mappings of one process generation.
+/// Mappings of one process generation (a newer mapping replaces what it overlaps).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct ProcMaps {
-    entries: Vec<Mapping>,
+    entries: AddressSpace<Vec<u8>>,
     loaded: bool,
 }
 
 impl ProcMaps {
-    /// The most recent mapping containing `addr`.
+    /// The mapping containing `addr`.
     pub(crate) fn find(&self, addr: u64) -> Option<&Mapping> {
-        self.entries.iter().rev().find(|m| addr >= m.start && addr < m.end)
+        self.entries.find(addr)
     }
 }
 
@@ -63,7 +64,7 @@ impl Tasks {
                 self.comms.insert(*tid, comm.clone().into());
                 if *exec {
                     let g = self.bump(*pid);
-                    self.maps.insert((*pid, g), ProcMaps { entries: Vec::new(), loaded: true });
+                    self.maps.insert((*pid, g), ProcMaps { entries: AddressSpace::new(), loaded: true });
                 }
             }
             Record::Fork { pid, ppid, tid, ptid, .. } => self.fork(*pid, *ppid, *tid, *ptid),
@@ -76,9 +77,9 @@ impl Tasks {
                     start: *start,
                     end: start.saturating_add(*len),
                     pgoff: *pgoff,
-                    path: path.clone(),
+                    object: path.clone(),
                 };
-                self.maps.entry((*pid, g)).or_default().entries.push(m);
+                self.maps.entry((*pid, g)).or_default().entries.insert(m);
             }
             _ => {}
         }
@@ -153,7 +154,9 @@ impl Tasks {
             m.loaded = true;
             if pid != 0 {
                 let text = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
-                m.entries.extend(text.lines().filter_map(Mapping::parse_maps_line));
+                for map in text.lines().filter_map(parse_proc_maps_line) {
+                    m.entries.insert(map);
+                }
             }
         }
         m
@@ -182,7 +185,7 @@ mod tests {
     fn children_of_targets_are_followed_and_exec_starts_new_maps() {
         let mut t = Tasks::new(Some(&[100]));
         t.comms.insert(100, (*b"sh").into());
-        t.maps.insert((100, 0), ProcMaps { entries: vec![], loaded: true });
+        t.maps.insert((100, 0), ProcMaps { entries: AddressSpace::new(), loaded: true });
         t.apply(&Record::Mmap {
             time: 1,
             pid: 100,
@@ -194,10 +197,10 @@ mod tests {
         t.apply(&Record::Fork { time: 2, pid: 101, ppid: 100, tid: 101, ptid: 100 });
         assert!(t.wanted(101) && !t.wanted(5));
         assert_eq!(&*t.comm(101, 101), b"sh");
-        assert_eq!(t.maps_of(101).find(0x1800).unwrap().path, b"/bin/sh");
+        assert_eq!(t.maps_of(101).find(0x1800).unwrap().object, b"/bin/sh");
         t.apply(&Record::Comm { time: 3, pid: 101, tid: 101, comm: b"burn".to_vec(), exec: true });
         assert!(t.maps_of(101).find(0x1800).is_none());
-        assert_eq!(t.maps_at(101, 1).unwrap().find(0x1800).unwrap().path, b"/bin/sh");
+        assert_eq!(t.maps_at(101, 1).unwrap().find(0x1800).unwrap().object, b"/bin/sh");
         assert_eq!(&*t.comm(101, 101), b"burn");
     }
 }

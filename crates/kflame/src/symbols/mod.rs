@@ -7,6 +7,8 @@
 //!   (use [`Mapping::file_offset`]); separate debug files are found by build-id.
 //! - [`AddressSpace`]: which file a user address belongs to.
 //! - [`demangle`]: C++ and Rust names as perf shows them.
+//! - [`PerfMap`]: `/tmp/perf-PID.map` files of JIT compilers; [`parse_proc_maps_line`]:
+//!   `/proc/PID/maps`.
 //!
 //! Everything here is pure over bytes except the `open` functions, which map files.
 
@@ -15,6 +17,8 @@ mod elf;
 mod file;
 mod kallsyms;
 mod maps;
+mod perf_map;
+mod proc_maps;
 mod table;
 
 pub use demangle::demangle;
@@ -22,6 +26,8 @@ pub use elf::{ElfSymbols, debug_file_path, read_build_id};
 pub use file::MappedFile;
 pub use kallsyms::Kallsyms;
 pub use maps::{AddressSpace, Mapping};
+pub use perf_map::PerfMap;
+pub use proc_maps::{mapped_file_name, parse_proc_maps_line};
 
 use std::path::PathBuf;
 

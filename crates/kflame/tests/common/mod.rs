@@ -2,6 +2,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod ftrace;
 pub mod mutate;
 
 use std::path::PathBuf;

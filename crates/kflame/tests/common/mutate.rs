@@ -2,7 +2,9 @@
 //!
 //! `Mutator::new(seed)` yields, for a fixture, variants with flipped, inserted, deleted,
 //! duplicated and truncated bytes, invalid UTF-8, stray newlines and CRs: the kind of damage
-//! real files get. The same seed always gives the same cases, so a failure names its case.
+//! real files get; [`Mutator::with_tokens`] adds the format's own keywords. It is the one
+//! mutation helper of the project: integration tests use it through `mod common`, the
+//! library's unit tests through `collapse::testkit` (which includes this file). The same seed always gives the same cases, so a failure names its case.
 //!
 //! ```ignore
 //! let mut m = Mutator::new(42);
@@ -17,12 +19,21 @@
 /// A small seeded PRNG (SplitMix64) and mutation operators over byte strings.
 pub struct Mutator {
     state: u64,
+    /// Format-specific tokens (`Call Trace:`, `@[`...) also inserted at random places.
+    tokens: &'static [&'static [u8]],
 }
 
 impl Mutator {
     /// A mutator whose sequence depends only on `seed`.
     pub fn new(seed: u64) -> Mutator {
-        Mutator { state: seed }
+        Mutator { state: seed, tokens: &[] }
+    }
+
+    /// Also inserts these tokens of the format under test (with none, the sequence of
+    /// cases for a seed is the same as without this call).
+    pub fn with_tokens(mut self, tokens: &'static [&'static [u8]]) -> Mutator {
+        self.tokens = tokens;
+        self
     }
 
     /// The next pseudo-random number.
@@ -52,7 +63,8 @@ impl Mutator {
     fn mutate_once(&mut self, v: &mut Vec<u8>) {
         const NASTY: &[u8] = b"\n\r\t ;:()[]/->+0x\xff\xfe\xc3\x28\0";
         let at = self.below(v.len() + 1);
-        match self.below(9) {
+        let kinds = if self.tokens.is_empty() { 9 } else { 10 };
+        match self.below(kinds) {
             0 if !v.is_empty() => {
                 let i = at.min(v.len() - 1);
                 v[i] ^= 1 << self.below(8);
@@ -81,6 +93,10 @@ impl Mutator {
             7 => {
                 let n = 1 + self.below(4000);
                 v.splice(at..at, std::iter::repeat_n(b'x', n));
+            }
+            9 => {
+                let t = self.tokens[self.below(self.tokens.len())];
+                v.splice(at..at, t.iter().copied());
             }
             _ => {
                 if let Some(i) = v[at..].iter().position(|&b| b == b'\n') {

@@ -25,8 +25,8 @@ mod line;
 mod track;
 
 use std::collections::{BinaryHeap, HashMap};
-use std::io::Write;
 
+use super::events_json::{EventLog, EventRecord};
 use super::{Collapse, Output, lines};
 use crate::fold::{Meta, Unit, Weight};
 use line::{Line, Task};
@@ -75,8 +75,6 @@ pub mod kinds {
     pub const OPEN_AT_END: &str = "call still open at end";
     /// A very long top-level call emitted in parts to bound memory.
     pub const LONG_CALL: &str = "long call";
-    /// The events JSON file could not be written.
-    pub const EVENTS_WRITE: &str = "events output failed";
 }
 
 /// Completed calls held per unfinished top-level call before they are emitted early.
@@ -131,8 +129,7 @@ pub struct FunctionGraph {
     running: HashMap<u32, (Box<[u8]>, u32)>,
     top: BinaryHeap<Ranked>,
     seq: u64,
-    events: Option<Box<dyn Write + Send>>,
-    events_failed: bool,
+    events: Option<EventLog>,
 }
 
 impl FunctionGraph {
@@ -145,14 +142,14 @@ impl FunctionGraph {
             top: BinaryHeap::new(),
             seq: 0,
             events: None,
-            events_failed: false,
         }
     }
 
-    /// Also writes one JSON line per completed top-level call to `sink`
-    /// (`{"ts","cpu","pid","comm","duration_ns","stack"}`; see [`events`]).
-    pub fn with_events(mut self, sink: Box<dyn Write + Send>) -> FunctionGraph {
-        self.events = Some(sink);
+    /// Also writes one JSON line per completed top-level call to `log` (the schema of
+    /// [`crate::collapse::events_json`]; see [`events`]). Write errors are returned by
+    /// [`EventLog::finish`].
+    pub fn with_events(mut self, log: EventLog) -> FunctionGraph {
+        self.events = Some(log);
         self
     }
 
@@ -216,7 +213,7 @@ impl FunctionGraph {
 
     fn completed(&mut self, key: Key, call: TopCall, out: &mut Output) {
         let Some(who) = self.tracks.get(&key).map(|(_, w)| w.clone()) else { return };
-        self.write_event(&who, &call, out);
+        self.write_event(&who, &call);
         match (self.opts.top, call.duration_ns) {
             (Some(n), Some(duration)) => {
                 self.seq += 1;
@@ -230,19 +227,21 @@ impl FunctionGraph {
         }
     }
 
-    fn write_event(&mut self, who: &Who, call: &TopCall, out: &mut Output) {
-        let Some(d) = call.duration_ns else { return };
-        if self.events.is_none() || self.events_failed {
-            return;
-        }
+    fn write_event(&self, who: &Who, call: &TopCall) {
+        let (Some(d), Some(log)) = (call.duration_ns, &self.events) else { return };
         let weight = call.records.iter().map(|r| self.weight_of(r)).fold(0u64, u64::saturating_add);
-        let mut buf = Vec::with_capacity(256);
-        events::write_json(&mut buf, who.cpu, who.pid, who.comm.as_deref(), call, d, weight);
-        let Some(sink) = self.events.as_mut() else { return };
-        if let Err(e) = sink.write_all(&buf) {
-            self.events_failed = true;
-            out.diag.note(kinds::EVENTS_WRITE, 0, || format!("writing the events JSON failed: {e}"));
-        }
+        let stack: Vec<&[u8]> = call.root.iter().map(|&id| frame_name(call, id)).collect();
+        let comm = who.comm.as_deref().map(String::from_utf8_lossy);
+        log.write(&EventRecord {
+            ts_ns: call.start_ns,
+            cpu: who.cpu,
+            pid: who.pid,
+            comm: comm.as_deref(),
+            duration_ns: Some(d),
+            stack: &stack,
+            event: "function_graph",
+            weight,
+        });
     }
 
     /// Adds the call's records to the output under the root frames.
@@ -359,11 +358,6 @@ impl Collapse for FunctionGraph {
         self.tracks.clear();
         self.running.clear();
         self.emit_top(out);
-        if let Some(sink) = self.events.as_mut() {
-            if let Err(e) = sink.flush() {
-                out.diag.note(kinds::EVENTS_WRITE, 0, || format!("writing the events JSON failed: {e}"));
-            }
-        }
     }
 
     fn meta(&self) -> Meta {

@@ -57,7 +57,7 @@ impl std::io::Write for Shared {
 #[test]
 fn events_json_one_line_per_top_level_call() {
     let sink = Shared::default();
-    let c = FunctionGraph::new(Options::default()).with_events(Box::new(sink.clone()));
+    let c = FunctionGraph::new(Options::default()).with_events(EventLog::new(sink.clone()));
     run(Box::new(c), &data("function-graph/raw-abstime-proc.txt"));
     let got = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
     let want = String::from_utf8(data("function-graph/raw-abstime-proc.events.json")).unwrap();
@@ -199,7 +199,7 @@ fn retval_and_args_forms_of_newer_kernels() {
 fn events_json_weight_follows_latency_mode_and_unknowns_are_null() {
     let sink = Shared::default();
     let opts = Options { latency: Latency::Total, ..Options::default() };
-    let c = FunctionGraph::new(opts).with_events(Box::new(sink.clone()));
+    let c = FunctionGraph::new(opts).with_events(EventLog::new(sink.clone()));
     run(Box::new(c), &data("function-graph/raw-basic.txt"));
     let got = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
     // vfs_read: 30000 + 25125 + 20000 + 3000 + 1500 + 900 + 250 (every call's total time).

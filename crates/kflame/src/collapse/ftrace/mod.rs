@@ -334,10 +334,10 @@ impl Ftrace {
         }
         self.emit(&roots, &ev.stack, weight, out);
         self.log(EventRecord {
-            ts_ns: ev.ts_ns,
+            ts_ns: Some(ev.ts_ns),
             cpu: ev.cpu,
-            pid: ev.pid,
-            comm: &ev.comm,
+            pid: Some(ev.pid),
+            comm: Some(&ev.comm),
             duration_ns: None,
             stack: &ev.stack,
             event: &ev.name,
@@ -371,10 +371,10 @@ impl Ftrace {
             self.emit(&roots, &s.stack, s.duration_ns, out);
         }
         self.log(EventRecord {
-            ts_ns: s.start_ns,
+            ts_ns: Some(s.start_ns),
             cpu: s.cpu,
-            pid: s.pid,
-            comm: &s.comm,
+            pid: Some(s.pid),
+            comm: Some(&s.comm),
             duration_ns: Some(s.duration_ns),
             stack: &s.stack,
             event: &s.label,

@@ -139,10 +139,9 @@ impl ProcStacks {
         self.flush(out);
         match parse_header(line) {
             Some((comm, state)) => {
-                let mut root = b"state:".to_vec();
-                root.push(state);
+                let mut root = state_frame(state);
                 root.push(b';');
-                root.extend(comm.iter().map(|&b| if b == b';' { b':' } else { b }));
+                root.extend(comm_frame(comm));
                 self.current = Some((root, Vec::new()));
             }
             None => out.diag.skip(kinds::BAD_HEADER, n, || {
@@ -150,6 +149,19 @@ impl ProcStacks {
             }),
         }
     }
+}
+
+/// The root frame of a thread in state `state`: `state:D` (so blocked tasks sort first).
+/// Live `record --blocked` and collapsed snapshots both name threads this way.
+pub fn state_frame(state: u8) -> Vec<u8> {
+    let mut f = b"state:".to_vec();
+    f.push(state);
+    f
+}
+
+/// The comm as a frame: spaces kept, `;` (the frame separator) turned into `:`.
+pub fn comm_frame(comm: &[u8]) -> Vec<u8> {
+    comm.iter().map(|&b| if b == b';' { b':' } else { b }).collect()
 }
 
 /// `==> pid=2 tid=2 comm=kthreadd state=S wchan=kthreadd`: comm (may hold spaces) and state.

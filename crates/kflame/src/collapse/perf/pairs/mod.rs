@@ -319,10 +319,10 @@ impl PerfPairs {
         }
         if let Some(log) = &self.events {
             log.write(&EventRecord {
-                ts_ns: s.start_ns,
+                ts_ns: Some(s.start_ns),
                 cpu: s.cpu,
-                pid: s.pid,
-                comm: &s.comm,
+                pid: Some(s.pid),
+                comm: Some(&s.comm),
                 duration_ns: Some(s.duration_ns),
                 stack: &s.stack,
                 event: &s.label,

@@ -1,0 +1,65 @@
+//! ELF symbol tables read through `kflame::symbols` from real binaries: this test binary
+//! itself (found through its own `/proc/self/maps`), a corrupted copy of it, and non-ELF
+//! files.
+
+use std::path::Path;
+
+use kflame::symbols::{ElfSymbols, demangle, parse_proc_maps_line, read_build_id};
+
+fn own_exe() -> std::path::PathBuf {
+    std::env::current_exe().expect("test binary path")
+}
+
+#[test]
+fn own_function_is_named_by_file_offset() {
+    let syms = ElfSymbols::open(&own_exe(), Path::new("/")).expect("test binary is ELF");
+    assert!(syms.len() > 100, "{} symbols", syms.len());
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("own maps");
+    let addr = own_function_is_named_by_file_offset as *const () as usize as u64;
+    let map = maps
+        .lines()
+        .filter_map(parse_proc_maps_line)
+        .find(|m| addr >= m.start && addr < m.end)
+        .expect("executable mapping of our own code");
+    let sym = syms.lookup(map.file_offset(addr)).expect("symbol of own function");
+    let name = demangle(sym.name);
+    assert!(name.ends_with("own_function_is_named_by_file_offset"), "{name}");
+}
+
+#[test]
+fn build_id_of_own_binary_matches_the_table() {
+    let bytes = std::fs::read(own_exe()).expect("read test binary");
+    let syms = ElfSymbols::parse(&bytes).expect("test binary is ELF");
+    assert_eq!(read_build_id(&bytes).as_deref(), syms.build_id());
+    assert_eq!(read_build_id(b"not an elf file"), None);
+}
+
+/// A real ELF image with bytes overwritten all over its headers and tables: parsing and
+/// looking up may find nothing, but never panic or allocate without bound.
+#[test]
+fn corrupted_elf_never_panics() {
+    let exe = std::fs::read(own_exe()).expect("read test binary");
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    for _ in 0..40 {
+        let mut bytes = exe[..exe.len().min(1 << 20)].to_vec();
+        for _ in 0..64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let at = if x % 2 == 0 { (x >> 8) as usize % 64 } else { (x >> 8) as usize % bytes.len() };
+            bytes[at] = (x >> 40) as u8;
+        }
+        if let Ok(syms) = ElfSymbols::parse(&bytes) {
+            for off in [0u64, 0x1000, 0x12345, u64::MAX] {
+                let _ = syms.lookup(off);
+            }
+        }
+    }
+}
+
+#[test]
+fn non_elf_is_an_error() {
+    assert!(ElfSymbols::open(Path::new("/proc/self/status"), Path::new("/")).is_err());
+    assert!(ElfSymbols::open(Path::new("/nonexistent/file"), Path::new("/")).is_err());
+    assert!(ElfSymbols::open(Path::new("/"), Path::new("/")).is_err());
+}
