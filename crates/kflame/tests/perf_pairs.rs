@@ -142,10 +142,10 @@ fn expected_syscalls(text: &str) -> Vec<(u64, u32, u64, String)> {
                 open.insert(tid, (nr(&payload), ts));
             }
             "raw_syscalls:sys_exit" => {
-                if let Some((n, start)) = open.remove(&tid) {
-                    if n == nr(&payload) {
-                        pairs.push((start, tid, ts - start, syscall_name_x86_64(n).unwrap().to_string()));
-                    }
+                if let Some((n, start)) = open.remove(&tid)
+                    && n == nr(&payload)
+                {
+                    pairs.push((start, tid, ts - start, syscall_name_x86_64(n).unwrap().to_string()));
                 }
             }
             _ => {}

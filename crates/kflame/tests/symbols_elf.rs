@@ -46,7 +46,8 @@ fn corrupted_elf_never_panics() {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            let at = if x % 2 == 0 { (x >> 8) as usize % 64 } else { (x >> 8) as usize % bytes.len() };
+            let at =
+                if x.is_multiple_of(2) { (x >> 8) as usize % 64 } else { (x >> 8) as usize % bytes.len() };
             bytes[at] = (x >> 40) as u8;
         }
         if let Ok(syms) = ElfSymbols::parse(&bytes) {

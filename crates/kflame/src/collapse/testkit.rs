@@ -70,10 +70,10 @@ pub(crate) fn sum_bpftrace_values(text: &[u8], map_prefix: &str) -> u64 {
         if l.starts_with('@') {
             in_map = l.starts_with(map_prefix);
         }
-        if let Some(i) = l.rfind("]: ") {
-            if in_map {
-                sum += l[i + 3..].trim().parse::<u64>().unwrap_or(0);
-            }
+        if let Some(i) = l.rfind("]: ")
+            && in_map
+        {
+            sum += l[i + 3..].trim().parse::<u64>().unwrap_or(0);
         }
     }
     sum

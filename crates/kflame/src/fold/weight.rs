@@ -100,7 +100,7 @@ impl Weight {
     /// True when the weight has no fractional part.
     #[inline]
     pub const fn is_integer(self) -> bool {
-        self.0 % Self::SCALE == 0
+        self.0.is_multiple_of(Self::SCALE)
     }
 
     /// The whole part, saturating at `u64::MAX`.
@@ -135,7 +135,7 @@ impl Weight {
         push_u128(out, whole);
         if frac != 0 {
             let mut width = Self::FRACTION_DIGITS as usize;
-            while frac % 10 == 0 {
+            while frac.is_multiple_of(10) {
                 frac /= 10;
                 width -= 1;
             }

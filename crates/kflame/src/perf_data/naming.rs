@@ -36,10 +36,11 @@ pub(crate) fn fold_frame(out: &mut Vec<u8>, text: &str, pc: u64, java: bool, rul
     for part in split_inline(rawfunc) {
         let mut func = unknown_to_module(part, module, pc, rules.include_addrs);
         func = tidy_generic(&func);
-        if java && func.contains('/') {
-            if let Some(rest) = func.strip_prefix('L') {
-                func = rest.to_string();
-            }
+        if java
+            && func.contains('/')
+            && let Some(rest) = func.strip_prefix('L')
+        {
+            func = rest.to_string();
         }
         if !first {
             if !func.contains("_[i]") {
@@ -110,10 +111,10 @@ fn unknown_to_module(func: &str, module: &str, pc: u64, addrs: bool) -> String {
 
 fn tidy_generic(func: &str) -> String {
     let mut f = func.replace(';', ":");
-    if !looks_like_go_method(&f) {
-        if let Some(cut) = first_noise_paren(&f) {
-            f.truncate(cut);
-        }
+    if !looks_like_go_method(&f)
+        && let Some(cut) = first_noise_paren(&f)
+    {
+        f.truncate(cut);
     }
     f.retain(|c| c != '"' && c != '\'');
     f

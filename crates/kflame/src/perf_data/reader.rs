@@ -487,10 +487,11 @@ fn default_kallsyms(build_id: Option<&[u8]>, out: &mut Output) -> Option<Kallsym
         }
     }
     let running = std::fs::read("/sys/kernel/notes").ok().and_then(|n| note_build_id(&n));
-    if build_id.is_some() && running.as_deref() == build_id {
-        if let Ok(k) = Kallsyms::open(Path::new("/proc/kallsyms")) {
-            return Some(k);
-        }
+    if build_id.is_some()
+        && running.as_deref() == build_id
+        && let Ok(k) = Kallsyms::open(Path::new("/proc/kallsyms"))
+    {
+        return Some(k);
     }
     out.diag.note("no kernel symbols", 0, || {
         format!(

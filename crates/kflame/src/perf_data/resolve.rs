@@ -188,10 +188,10 @@ fn locate(m: &Machine, pid: i32, ip: u64, mode: Mode, kernel_end: u64) -> Loc {
     if mode == Mode::Other {
         return Loc::Unmapped;
     }
-    if mode == Mode::User {
-        if let Some(map) = m.space(pid).and_then(|s| s.maps.find(ip)) {
-            return Loc::Mapped { dso: map.object, rel: map.file_offset(ip), ksym: false };
-        }
+    if mode == Mode::User
+        && let Some(map) = m.space(pid).and_then(|s| s.maps.find(ip))
+    {
+        return Loc::Mapped { dso: map.object, rel: map.file_offset(ip), ksym: false };
     }
     // Kernel addresses, and user-mode addresses in kernel space (vsyscall), as perf does.
     if let Some(map) = m.ksyms.find(ip) {

@@ -44,10 +44,10 @@ impl StackTable {
     /// as `_`; recomputed only when the thread's name changes.
     pub(crate) fn root(&mut self, m: &Machine, pid: i32, tid: i32, with_pid: bool, with_tid: bool) -> Root {
         let version = m.comm_version(tid);
-        if let Some(&(v, root)) = self.by_thread.get(&(pid, tid)) {
-            if v == version {
-                return root;
-            }
+        if let Some(&(v, root)) = self.by_thread.get(&(pid, tid))
+            && v == version
+        {
+            return root;
         }
         let comm = m.comm(tid).replace(' ', "_");
         let java = comm == "java";

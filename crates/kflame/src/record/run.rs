@@ -27,10 +27,10 @@ pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Re
     if config.mode == Mode::Blocked {
         return blocked::snapshot(config);
     }
-    if let Target::Pids(pids) = &config.target {
-        if let Some(p) = pids.iter().find(|p| !process_alive(**p)) {
-            return Err(RecordError::NoSuchProcess(*p));
-        }
+    if let Target::Pids(pids) = &config.target
+        && let Some(p) = pids.iter().find(|p| !process_alive(**p))
+    {
+        return Err(RecordError::NoSuchProcess(*p));
     }
     let (specs, mut handler) = handlers::build(config)?;
     let cpus = online_cpus()?;
@@ -141,12 +141,12 @@ impl Loop {
         if sys::stop_requested() || config.duration.is_some_and(|d| elapsed >= d) {
             return true;
         }
-        if let Some(child) = &mut self.child {
-            if let Ok(Some(status)) = child.try_wait() {
-                self.command_status = status.code();
-                self.child = None;
-                return true;
-            }
+        if let Some(child) = &mut self.child
+            && let Ok(Some(status)) = child.try_wait()
+        {
+            self.command_status = status.code();
+            self.child = None;
+            return true;
         }
         match &config.target {
             Target::Pids(pids) => !pids.iter().any(|p| process_alive(*p)),

@@ -256,12 +256,11 @@ fn tidy(f: &mut Vec<u8>) -> &mut Vec<u8> {
         }
     }
     let go_method = f.windows(2).any(|w| w == b".(");
-    if !go_method {
-        if let Some(p) = f.iter().position(|&b| b == b'(') {
-            if p > 0 {
-                f.truncate(p);
-            }
-        }
+    if !go_method
+        && let Some(p) = f.iter().position(|&b| b == b'(')
+        && p > 0
+    {
+        f.truncate(p);
     }
     f.retain(|b| !matches!(b, b'<' | b'>' | b'"' | b'\''));
     f

@@ -93,10 +93,10 @@ impl Tasks {
             let g = self.bump(pid);
             let parent = self.maps_of(ppid).clone();
             self.maps.insert((pid, g), parent);
-            if let Some(f) = &mut self.filter {
-                if f.contains(&ppid) {
-                    f.insert(pid);
-                }
+            if let Some(f) = &mut self.filter
+                && f.contains(&ppid)
+            {
+                f.insert(pid);
             }
         }
     }

@@ -74,10 +74,10 @@ pub(crate) fn parse_format(name: &str, text: &str) -> Result<Tracepoint, RecordE
     for line in text.lines().map(str::trim) {
         if let Some(v) = line.strip_prefix("ID:") {
             id = Some(v.trim().parse::<u64>().map_err(|_| bad(format!("bad ID line `{line}`")))?);
-        } else if line.starts_with("field:") {
-            if let Some((fname, field)) = parse_field(line) {
-                fields.insert(fname, field);
-            }
+        } else if line.starts_with("field:")
+            && let Some((fname, field)) = parse_field(line)
+        {
+            fields.insert(fname, field);
         }
     }
     let id = id.ok_or_else(|| bad("its format file has no `ID:` line".into()))?;

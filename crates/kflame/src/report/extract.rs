@@ -120,12 +120,12 @@ impl ReportExtractor {
         let (idx, borrowed) = self.route(s.caller);
         // Another CPU's own report never joins the report that asked for its backtrace.
         let own = if borrowed { None } else { idx };
-        if let Some((pn, joined)) = self.join_split_task_line(&text, s.caller) {
-            if let Some(start) = classify(&joined) {
-                self.time = s.time.map(time_text);
-                self.on_start(own, start, pn, &joined, s.caller, s.stamped);
-                return;
-            }
+        if let Some((pn, joined)) = self.join_split_task_line(&text, s.caller)
+            && let Some(start) = classify(&joined)
+        {
+            self.time = s.time.map(time_text);
+            self.on_start(own, start, pn, &joined, s.caller, s.stamped);
+            return;
         }
         if text.trim_start().starts_with("INFO: task ") && classify(&text).is_none() {
             self.split_task = Some((n, s.caller.map(<[u8]>::to_vec), text.into_owned()));
@@ -462,10 +462,11 @@ impl Open {
     }
 
     fn on_other(&mut self, t: &str) -> bool {
-        if self.function.is_none() && self.r.kind == Some(Kind::Lockdep) {
-            if let Some((_, at)) = t.split_once("}, at: ") {
-                self.function = lock_site(at);
-            }
+        if self.function.is_none()
+            && self.r.kind == Some(Kind::Lockdep)
+            && let Some((_, at)) = t.split_once("}, at: ")
+        {
+            self.function = lock_site(at);
         }
         if let Some(f) = t.strip_prefix("last function: ") {
             self.function.get_or_insert_with(|| f.trim().to_string());

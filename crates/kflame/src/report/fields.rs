@@ -91,10 +91,11 @@ pub(crate) fn pc_line(t: &str) -> Option<&str> {
     if *p == "NIP [" {
         r = r.split_once("] ")?.1;
     }
-    if let Some((seg, rest)) = r.split_once(':') {
-        if seg.len() == 4 && seg.bytes().all(|b| b.is_ascii_hexdigit()) {
-            r = rest; // `0010:` code segment
-        }
+    if let Some((seg, rest)) = r.split_once(':')
+        && seg.len() == 4
+        && seg.bytes().all(|b| b.is_ascii_hexdigit())
+    {
+        r = rest; // `0010:` code segment
     }
     loop {
         let s = r.trim_start();

@@ -11,10 +11,10 @@ pub fn demangle(name: &str) -> Cow<'_, str> {
     if let Ok(d) = rustc_demangle::try_demangle(rust) {
         return Cow::Owned(format!("{d:#}"));
     }
-    if name.starts_with("_Z") {
-        if let Some(d) = cpp(name) {
-            return Cow::Owned(d);
-        }
+    if name.starts_with("_Z")
+        && let Some(d) = cpp(name)
+    {
+        return Cow::Owned(d);
     }
     Cow::Borrowed(name)
 }

@@ -31,17 +31,14 @@ impl ElfSymbols {
         let data = MappedFile::open(path).map_err(io)?;
         let file = parse(path, &data)?;
         let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
-        if !has_symtab(&file) {
-            if let Some(debug_path) = build_id.as_deref().map(|b| debug_file_path(debug_root, b)) {
-                if let Ok(debug) = MappedFile::open(&debug_path) {
-                    if let Ok(dfile) = object::File::parse(&*debug) {
-                        if has_symtab(&dfile) {
-                            let table = read_symbols(&dfile, &file, true);
-                            return Ok(ElfSymbols { table, build_id, symbols_from: Some(debug_path) });
-                        }
-                    }
-                }
-            }
+        if !has_symtab(&file)
+            && let Some(debug_path) = build_id.as_deref().map(|b| debug_file_path(debug_root, b))
+            && let Ok(debug) = MappedFile::open(&debug_path)
+            && let Ok(dfile) = object::File::parse(&*debug)
+            && has_symtab(&dfile)
+        {
+            let table = read_symbols(&dfile, &file, true);
+            return Ok(ElfSymbols { table, build_id, symbols_from: Some(debug_path) });
         }
         let table = read_symbols(&file, &file, has_symtab(&file));
         Ok(ElfSymbols { table, build_id, symbols_from: Some(path.to_path_buf()) })

@@ -108,10 +108,10 @@ fn fix_ends(v: &mut [Entry]) {
             v[i - 1].end = v[i].start;
         }
     }
-    if let Some(last) = v.last_mut() {
-        if last.end == last.start {
-            last.end = last.start.div_ceil(4096).saturating_mul(4096).saturating_add(4096);
-        }
+    if let Some(last) = v.last_mut()
+        && last.end == last.start
+    {
+        last.end = last.start.div_ceil(4096).saturating_mul(4096).saturating_add(4096);
     }
 }
 

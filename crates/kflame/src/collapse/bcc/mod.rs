@@ -150,10 +150,10 @@ impl Bcc {
     }
 
     fn apply_header(&mut self, t: &[u8]) {
-        if self.opts.unit == Unit::Auto {
-            if let Some(u) = header_unit(t) {
-                self.unit = u;
-            }
+        if self.opts.unit == Unit::Auto
+            && let Some(u) = header_unit(t)
+        {
+            self.unit = u;
         }
     }
 }

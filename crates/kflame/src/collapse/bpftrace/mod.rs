@@ -131,10 +131,10 @@ impl Bpftrace {
             self.finish_entry(n, value, out);
         } else if let Some(rest) = t.strip_prefix(b",") {
             self.key_text(n, rest.trim_ascii(), out);
-        } else if let Some(Part::Stack(frames)) = self.open.as_mut().and_then(|o| o.parts.last_mut()) {
-            if !t.is_empty() {
-                frames.push(frame(t).to_vec());
-            }
+        } else if let Some(Part::Stack(frames)) = self.open.as_mut().and_then(|o| o.parts.last_mut())
+            && !t.is_empty()
+        {
+            frames.push(frame(t).to_vec());
         }
     }
 

@@ -193,10 +193,10 @@ fn tail_name(tail: &[u8]) -> Option<&[u8]> {
 /// `+ 12.345 us`, `12.345 us`, `! 140.417 us`, `@ 119760.2 us` (microseconds) to ns.
 pub(crate) fn parse_duration(col: &[u8]) -> Option<u64> {
     let mut s = trim(col);
-    if let Some((&m, rest)) = s.split_first() {
-        if b"+!#*@$".contains(&m) {
-            s = trim(rest);
-        }
+    if let Some((&m, rest)) = s.split_first()
+        && b"+!#*@$".contains(&m)
+    {
+        s = trim(rest);
     }
     let num = trim(s.strip_suffix(b"us")?);
     decimal_scaled(num, 3)
@@ -273,10 +273,10 @@ fn split_report_prefix(t: &[u8]) -> Option<(Task<'_>, u32, &[u8])> {
 /// Skips an optional flags field and reads `seconds.frac:`.
 fn split_report_ts(rest: &[u8]) -> Option<(u64, &[u8])> {
     for (start, word) in words(rest).take(3) {
-        if let Some(num) = word.strip_suffix(b":") {
-            if let Some(ts) = decimal_scaled(num, 9) {
-                return Some((ts, &rest[start + word.len()..]));
-            }
+        if let Some(num) = word.strip_suffix(b":")
+            && let Some(ts) = decimal_scaled(num, 9)
+        {
+            return Some((ts, &rest[start + word.len()..]));
         }
     }
     None

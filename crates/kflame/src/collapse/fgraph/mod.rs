@@ -199,14 +199,14 @@ impl FunctionGraph {
 
     /// A context switch: the CPU's anonymous track so far belonged to `from`.
     fn switch(&mut self, cpu: u32, from: Option<Task<'_>>, to: Task<'_>) {
-        if let Some(f) = from.filter(|f| f.pid != 0) {
-            if !self.running.contains_key(&cpu) && !self.tracks.contains_key(&Key::Task(f.pid)) {
-                if let Some((t, mut who)) = self.tracks.remove(&Key::Cpu(cpu)) {
-                    who.comm = Some(Box::from(f.comm));
-                    who.pid = Some(f.pid);
-                    self.tracks.insert(Key::Task(f.pid), (t, who));
-                }
-            }
+        if let Some(f) = from.filter(|f| f.pid != 0)
+            && !self.running.contains_key(&cpu)
+            && !self.tracks.contains_key(&Key::Task(f.pid))
+            && let Some((t, mut who)) = self.tracks.remove(&Key::Cpu(cpu))
+        {
+            who.comm = Some(Box::from(f.comm));
+            who.pid = Some(f.pid);
+            self.tracks.insert(Key::Task(f.pid), (t, who));
         }
         self.running.insert(cpu, (Box::from(to.comm), to.pid));
     }
@@ -349,10 +349,10 @@ impl Collapse for FunctionGraph {
                 let msg = || "calls still running when the trace ended: their children are kept".into();
                 out.diag.add(crate::diag::Severity::Note, kinds::OPEN_AT_END, 0, open, msg);
             }
-            if let Some(partial) = t.flush_partial() {
-                if self.opts.top.is_none() {
-                    self.emit(&who, &partial, None, out);
-                }
+            if let Some(partial) = t.flush_partial()
+                && self.opts.top.is_none()
+            {
+                self.emit(&who, &partial, None, out);
             }
         }
         self.tracks.clear();

@@ -51,10 +51,10 @@ fn strip_suffixes(s: &[u8]) -> &[u8] {
     if let Some(i) = name.iter().position(|b| *b == b' ' || *b == b'\t') {
         name = &name[..i];
     }
-    if name.first() != Some(&b'/') {
-        if let Some(i) = memchr::memmem::find(name, b"+0x") {
-            name = &name[..i];
-        }
+    if name.first() != Some(&b'/')
+        && let Some(i) = memchr::memmem::find(name, b"+0x")
+    {
+        name = &name[..i];
     }
     name
 }

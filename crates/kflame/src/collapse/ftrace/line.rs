@@ -115,10 +115,10 @@ fn parse_body(s: &[u8]) -> Option<Body<'_>> {
         return None;
     }
     let payload = trim(&s[colon + 1..]);
-    if name == b"kernel_stack" || name == b"user_stack" {
-        if let Some(b) = stack_marker(payload) {
-            return Some(b);
-        }
+    if (name == b"kernel_stack" || name == b"user_stack")
+        && let Some(b) = stack_marker(payload)
+    {
+        return Some(b);
     }
     Some(Body::Event { name, payload })
 }

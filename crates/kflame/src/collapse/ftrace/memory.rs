@@ -44,15 +44,15 @@ pub(crate) fn alloc_bytes(name: &str, payload: &str) -> Result<Option<u64>, Stri
 /// Synthetic frames for `--page-type`: the migrate type (page allocations) and the GFP flags.
 pub(crate) fn page_type_frames(name: &str, payload: &str) -> Vec<String> {
     let mut v = Vec::new();
-    if name == "mm_page_alloc" {
-        if let Some(m) = field(payload, "migratetype") {
-            v.push(migratetype_name(m));
-        }
+    if name == "mm_page_alloc"
+        && let Some(m) = field(payload, "migratetype")
+    {
+        v.push(migratetype_name(m));
     }
-    if is_alloc_event(name) {
-        if let Some(g) = field(payload, "gfp_flags") {
-            v.push(g.replace(';', ":"));
-        }
+    if is_alloc_event(name)
+        && let Some(g) = field(payload, "gfp_flags")
+    {
+        v.push(g.replace(';', ":"));
     }
     v
 }

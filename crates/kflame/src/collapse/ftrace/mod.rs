@@ -268,10 +268,10 @@ impl Ftrace {
 
     fn dispatch(&mut self, r: Record, out: &mut Output) {
         let mut ev = assemble(r);
-        if ev.comm.as_bytes() == UNKNOWN_COMM {
-            if let Some(c) = self.comms.get(&ev.pid) {
-                ev.comm.clone_from(c);
-            }
+        if ev.comm.as_bytes() == UNKNOWN_COMM
+            && let Some(c) = self.comms.get(&ev.pid)
+        {
+            ev.comm.clone_from(c);
         }
         match self.mode {
             Mode::Alloc | Mode::Events => self.single(ev, out),
@@ -353,10 +353,10 @@ impl Ftrace {
             roots.push(ev.name.clone());
         }
         self.task_roots(&mut roots, &ev.comm, ev.pid, ev.cpu);
-        if self.opts.order {
-            if let Some(o) = memory::order(&ev.name, &ev.payload) {
-                roots.push(format!("order-{o}"));
-            }
+        if self.opts.order
+            && let Some(o) = memory::order(&ev.name, &ev.payload)
+        {
+            roots.push(format!("order-{o}"));
         }
         if self.opts.page_type {
             roots.extend(memory::page_type_frames(&ev.name, &ev.payload));

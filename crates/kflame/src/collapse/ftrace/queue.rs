@@ -87,10 +87,10 @@ impl Queue {
     }
 
     fn close_cpu(&mut self, cpu: u32) {
-        if let Some(Open::Record(prev)) = self.open.get(&cpu).copied() {
-            if let Some(r) = self.get_mut(prev) {
-                r.complete = true;
-            }
+        if let Some(Open::Record(prev)) = self.open.get(&cpu).copied()
+            && let Some(r) = self.get_mut(prev)
+        {
+            r.complete = true;
         }
     }
 
@@ -112,11 +112,11 @@ impl Queue {
 
     /// Appends a frame to the target's stack.
     pub(crate) fn push_frame(&mut self, target: Target, frame: String) {
-        if let Target::Record { seq, user } = target {
-            if let Some(r) = self.get_mut(seq) {
-                let slot = if user { &mut r.user } else { &mut r.kernel };
-                slot.get_or_insert_with(Vec::new).push(frame);
-            }
+        if let Target::Record { seq, user } = target
+            && let Some(r) = self.get_mut(seq)
+        {
+            let slot = if user { &mut r.user } else { &mut r.kernel };
+            slot.get_or_insert_with(Vec::new).push(frame);
         }
     }
 

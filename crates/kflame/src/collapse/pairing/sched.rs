@@ -161,7 +161,7 @@ mod tests {
     fn switch(ts: u64, prev: u32, next: u32) -> TraceEvent {
         TraceEvent {
             ts_ns: ts,
-            name: if ts % 2 == 0 { "sched_switch" } else { "sched:sched_switch" }.into(),
+            name: if ts.is_multiple_of(2) { "sched_switch" } else { "sched:sched_switch" }.into(),
             payload: format!(
                 "prev_comm=t{prev} prev_pid={prev} prev_prio=120 prev_state=S ==> \
                  next_comm=t{next} next_pid={next} next_prio=120"

@@ -73,11 +73,11 @@ pub(crate) fn parse(line: &[u8]) -> Option<EventLine<'_>> {
 fn fields<'a>(comm: &'a [u8], pid: Option<&'a [u8]>, tid: &'a [u8], rest: &'a [u8]) -> EventLine<'a> {
     let mut r = trim_start(rest);
     let (mut cpu, mut time) = (None, None);
-    if r.first() == Some(&b'[') {
-        if let Some(close) = memchr::memchr(b']', r) {
-            cpu = Some(trim(&r[1..close]));
-            r = trim_start(&r[close + 1..]);
-        }
+    if r.first() == Some(&b'[')
+        && let Some(close) = memchr::memchr(b']', r)
+    {
+        cpu = Some(trim(&r[1..close]));
+        r = trim_start(&r[close + 1..]);
     }
     let tok = first_word(r);
     if tok.len() > 1 && tok.ends_with(b":") && is_time(&tok[..tok.len() - 1]) {

@@ -39,12 +39,12 @@ struct OffCpu {
 
 impl Handler for OffCpu {
     fn sample(&mut self, s: &Sample, tasks: &mut Tasks, out: &mut Collector) {
-        if let Some(next) = self.next_pid.read(&s.raw) {
-            if let Some((since, stack)) = self.out_since.remove(&(next as u32)) {
-                let blocked = s.time.saturating_sub(since);
-                out.add(since, stack, blocked, Some(blocked));
-                self.added += 1;
-            }
+        if let Some(next) = self.next_pid.read(&s.raw)
+            && let Some((since, stack)) = self.out_since.remove(&(next as u32))
+        {
+            let blocked = s.time.saturating_sub(since);
+            out.add(since, stack, blocked, Some(blocked));
+            self.added += 1;
         }
         let state = self.prev_state.read(&s.raw).unwrap_or(0);
         if state & 0xff != 0 && s.tid != 0 && tasks.wanted(s.pid) {

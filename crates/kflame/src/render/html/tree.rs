@@ -90,10 +90,10 @@ impl Tree {
         if last != NONE && self.nodes[last as usize].name == name {
             return last;
         }
-        if self.merge_all {
-            if let Some(&c) = self.children.get(&(parent, name)) {
-                return c;
-            }
+        if self.merge_all
+            && let Some(&c) = self.children.get(&(parent, name))
+        {
+            return c;
         }
         let id = self.nodes.len() as u32;
         self.nodes.push(Node { name, self_weight: Weight::ZERO, parent, last_child: NONE });

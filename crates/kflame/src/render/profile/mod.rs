@@ -76,14 +76,14 @@ impl Profile {
     }
 
     fn push_ids(&mut self, ids: &[u32], weight: Weight, before: Weight) {
-        if self.time_order {
-            if let Some(last) = self.stacks.last_mut() {
-                let s = last.start as usize;
-                if self.arena[s..s + last.len as usize] == *ids {
-                    last.weight += weight;
-                    last.before += before;
-                    return;
-                }
+        if self.time_order
+            && let Some(last) = self.stacks.last_mut()
+        {
+            let s = last.start as usize;
+            if self.arena[s..s + last.len as usize] == *ids {
+                last.weight += weight;
+                last.before += before;
+                return;
             }
         }
         let start = u32::try_from(self.arena.len()).unwrap_or(u32::MAX);
