@@ -25,7 +25,10 @@ fn perf_script_detector_claims_only_perf_script() {
             assert_eq!(Format::PerfScript.detect(head), 0, "{name}");
         }
         if name.ends_with(".folded") {
-            assert_eq!(got, Some(Format::Folded), "{name}");
+            // bcc's folded output (a `-` frame between kernel and user stacks) is claimed by
+            // the bcc reader, which reads the same lines and knows bcc's units.
+            let bcc = name.starts_with("bcc-") && got == Some(Format::Bcc);
+            assert!(got == Some(Format::Folded) || bcc, "{name}: {got:?}");
         }
         checked += 1;
     }

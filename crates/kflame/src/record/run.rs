@@ -185,6 +185,7 @@ impl Loop {
                     .to_string(),
             );
         }
+        notes.extend(handler.notes());
         if self.collector.is_empty() {
             notes.push("no samples were recorded for the selected tasks".to_string());
         }

@@ -49,7 +49,7 @@ fn bad_input_is_counted() {
     assert_eq!(out.diag.get(kinds::ORPHAN_FRAME).map(|e| (e.count, e.first_line)), Some((2, 1)));
     assert_eq!(out.diag.get(kinds::BAD_FRAME).map(|e| (e.count, e.first_line)), Some((1, 4)));
     assert_eq!(out.diag.get(kinds::BAD_HEADER).map(|e| e.first_line), Some(5));
-    assert_eq!(folded(&out), "# event=proc-stacks\nstate:S;a b;f 1\n");
+    assert_eq!(folded(&out), "state:S;a b;f 1\n");
 }
 
 #[test]

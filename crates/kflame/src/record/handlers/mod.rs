@@ -26,6 +26,10 @@ pub(crate) trait Handler {
     }
     /// Samples added to the stacks.
     fn added(&self) -> u64;
+    /// Remarks on how the events were interpreted, for the user.
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// The events to open and the handler of `config.mode`.
