@@ -74,19 +74,32 @@ impl Unwinders {
         self.ensure_unwinder(pid, machine, resolver);
         let Some((_, unwinder)) = self.per_pid.get(&pid) else { return };
         let cache = self.cache.get_or_insert_with(|| Box::new(CacheX86_64::new()));
-        let mut read = |addr: u64| read_stack(stack, sp, addr);
+        let outside = std::cell::Cell::new(false);
+        let mut read = |addr: u64| {
+            let (word, inside) = read_stack(stack, sp, addr);
+            outside.set(outside.get() || !inside);
+            Ok(word)
+        };
         let mut iter = unwinder.iter_frames(ip, UnwindRegsX86_64::new(ip, sp, bp), cache, &mut read);
         let mut n = 0;
-        while let Ok(Some(frame)) = iter.next() {
+        loop {
+            let addr = match iter.next() {
+                Ok(Some(FrameAddress::InstructionPointer(ip))) => ip,
+                Ok(Some(FrameAddress::ReturnAddress(ra))) => ra.get() - 1,
+                // A return address outside the copied stack reads as 0, and perf (libdw)
+                // still reports that frame, at address 0 - 1.
+                Err(framehop::Error::ReturnAddressIsNull) => u64::MAX,
+                Ok(None) if outside.get() => u64::MAX,
+                Ok(None) | Err(_) => break,
+            };
             if n >= max {
                 break;
             }
             n += 1;
-            let addr = match frame {
-                FrameAddress::InstructionPointer(ip) => ip,
-                FrameAddress::ReturnAddress(ra) => ra.get() - 1,
-            };
             frames.push(resolver.frame(machine, pid, addr, Mode::User, java));
+            if addr == u64::MAX {
+                break;
+            }
         }
     }
 
@@ -121,10 +134,16 @@ impl Unwinders {
     }
 }
 
-fn read_stack(stack: &[u8], sp: u64, addr: u64) -> Result<u64, ()> {
-    let off = addr.checked_sub(sp).ok_or(())? as usize;
-    let bytes = stack.get(off..off.checked_add(8).ok_or(())?).ok_or(())?;
-    Ok(u64::from_le_bytes(bytes.try_into().map_err(|_| ())?))
+/// A word of the copied user stack and whether it was inside it; outside, 0 (as perf's
+/// libdw callback answers).
+fn read_stack(stack: &[u8], sp: u64, addr: u64) -> (u64, bool) {
+    let word = addr
+        .checked_sub(sp)
+        .and_then(|off| usize::try_from(off).ok())
+        .and_then(|off| stack.get(off..off.checked_add(8)?))
+        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+        .map(u64::from_le_bytes);
+    (word.unwrap_or(0), word.is_some())
 }
 
 fn unwind_info(file: Arc<MappedFile>) -> Option<UnwindInfo> {
