@@ -95,22 +95,9 @@ fn opt_str(s: Option<&str>) -> String {
     s.map_or_else(|| "null".to_string(), json_str)
 }
 
-/// A JSON string literal that cannot close or open markup: `<`, `>`, `&`, controls and the
-/// JavaScript line separators are written as `\uXXXX`.
+/// A JSON string literal that cannot close or open markup (the SVG renderer's escaping).
 pub(crate) fn json_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    crate::render::svg::escape::json_string(s)
 }
 
 /// Text for HTML element content and attribute values.
