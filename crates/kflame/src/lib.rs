@@ -31,3 +31,4 @@ pub mod record;
 pub mod render;
 pub mod report;
 pub mod symbols;
+mod tracefmt;

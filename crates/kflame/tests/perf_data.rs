@@ -52,7 +52,7 @@ struct Rules {
 }
 
 /// A small, independent implementation of stackcollapse-perf.pl's rules over perf script
-/// text, written for this test only.
+/// text (plus kflame's bytes weighting of kmem allocation events), written for this test only.
 fn collapse_script(text: &str, rules: Rules) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
     let mut stack: Vec<String> = Vec::new();
@@ -104,7 +104,19 @@ fn header(line: &str) -> (String, u64, String) {
         Ok(p) => (p, rest[1]),
         Err(_) => (1, rest[0]),
     };
-    (comm, period.max(1), event.trim_end_matches(':').to_string())
+    let event = event.trim_end_matches(':').to_string();
+    let period = alloc_bytes(&event, rest).unwrap_or(period);
+    (comm, period.max(1), event)
+}
+
+/// kflame weighs kmem allocation tracepoints by allocated bytes: `bytes_alloc=N`, or
+/// `order=N` pages of 4096 bytes.
+fn alloc_bytes(event: &str, words: &[&str]) -> Option<u64> {
+    if !event.starts_with("kmem:") || !event.contains("alloc") {
+        return None;
+    }
+    let field = |key: &str| words.iter().find_map(|w| w.strip_prefix(key)?.parse::<u64>().ok());
+    field("bytes_alloc=").or_else(|| field("order=").filter(|&o| o < 48).map(|o| 4096 << o))
 }
 
 fn frame(line: &str, rules: Rules) -> Vec<String> {

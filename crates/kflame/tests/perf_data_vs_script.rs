@@ -8,15 +8,14 @@ use std::path::{Path, PathBuf};
 
 use kflame::collapse::perf::{PerfOptions, PerfScript, PerfWeight};
 use kflame::collapse::{Engine, Order};
+use kflame::fold::Unit;
 use kflame::perf_data::{Options, collapse_file};
 
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/perf-data")
 }
 
-/// Fixtures recorded on the boot whose kallsyms is `kallsyms-4a5a9b0a.txt`. Weights are
-/// compared as sample counts: the text collapser weights `kmem:kmalloc` samples by
-/// `bytes_alloc` from the payload, which the perf.data reader does not decode yet.
+/// Fixtures recorded on the boot whose kallsyms is `kallsyms-4a5a9b0a.txt`.
 const FIXTURES: &[&str] = &["perf-burn-fp-fp", "perf-burn-nofp-fp", "perf-kmalloc"];
 
 type Folded = Vec<(String, String)>;
@@ -100,4 +99,23 @@ fn cpu_clock_periods() {
         let script = from_script(name, PerfOptions::default());
         assert_same(name, &from_data(name, &data_options()), &script);
     }
+}
+
+/// kmem allocation tracepoints weigh allocated bytes by default: the perf.data reader takes
+/// `bytes_alloc` from each sample's raw payload, at the offset given by the format text in
+/// the file's tracing-data section; the text collapser reads `bytes_alloc=` from the line.
+#[test]
+fn kmem_bytes_by_default() {
+    let name = "perf-kmalloc";
+    let text = std::fs::read(data_dir().join(format!("{name}.script.txt"))).expect("script text");
+    let script = Engine::single_threaded()
+        .run(Box::new(PerfScript::new(PerfOptions::default())), &text[..])
+        .expect("collapse");
+    let data = collapse_file(&data_dir().join(format!("{name}.data")), &data_options(), Order::Sorted)
+        .unwrap_or_else(|e| panic!("{name}.data: {e}"));
+    assert_eq!(script.meta.unit, Unit::Bytes);
+    assert_eq!(data.meta.unit, Unit::Bytes);
+    assert_same(name, &folded(&data.stacks), &folded(&script.stacks));
+    let counts = from_data(name, &Options { counts: true, ..data_options() });
+    assert_ne!(counts, folded(&data.stacks), "bytes and sample counts should differ on kmalloc samples");
 }

@@ -38,6 +38,7 @@ mod reader;
 mod records;
 mod resolve;
 mod stacks;
+mod tracing;
 mod unwind;
 
 use std::path::PathBuf;
@@ -61,7 +62,8 @@ pub struct Options {
     /// Only samples of this event (as perf script names it, e.g. `cpu-clock:pppH`); default:
     /// the event of the first sample.
     pub event_filter: Option<String>,
-    /// Weight 1 per sample instead of the sample period.
+    /// Weight 1 per sample instead of the sample period (or, for kmem allocation
+    /// tracepoints, the allocated bytes).
     pub counts: bool,
     /// Kernel symbols from this kallsyms file.
     pub kallsyms: Option<PathBuf>,

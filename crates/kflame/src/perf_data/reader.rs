@@ -15,8 +15,10 @@ use super::naming::NameRules;
 use super::records::Records;
 use super::resolve::{KernelSymbols, Mode, Resolver};
 use super::stacks::StackTable;
+use super::tracing::AllocSize;
 use super::unwind::Unwinders;
 use super::{Options, PerfDataError, header};
+use crate::collapse::perf::is_alloc_event;
 use crate::collapse::{Order, Output};
 use crate::fold::{Meta, Unit};
 use crate::symbols::{Kallsyms, MappedFile};
@@ -59,19 +61,18 @@ fn read_records<R: std::io::Read>(
                 .into(),
         ));
     }
-    let events: Vec<Event> = perf_file
-        .event_attributes()
-        .iter()
-        .enumerate()
-        .map(|(i, a)| Event {
-            name: a.name().map_or_else(|| format!("event{i}"), str::to_string),
-            // perf script prints no period for tracepoints: they weigh one per event.
-            has_period: a.attributes().sample_format.contains(SampleFormatBits::PERIOD)
-                && !matches!(a.attributes().type_, PerfEventType::Tracepoint(_)),
-        })
-        .collect();
+    let events = describe_events(&perf_file);
     let build_ids = perf_file.build_ids().unwrap_or_default();
     let mut st = State::new(opts, &build_ids, order)?;
+    for e in events.iter().filter(|e| e.alloc.is_none() && is_alloc_event(e.name.as_bytes())) {
+        st.out.diag.note("no tracepoint format", 0, || {
+            format!(
+                "the file's tracing data has no usable format for `{}`: its samples weigh 1 each, \
+                 not allocated bytes",
+                e.name
+            )
+        });
+    }
     st.events = events;
     if let Some(shift) = repaired {
         st.out.diag.note("header repaired", 0, || {
@@ -155,6 +156,33 @@ fn data_section(data: &[u8]) -> Option<&[u8]> {
 struct Event {
     name: String,
     has_period: bool,
+    /// For kmem allocation tracepoints: where the payload holds the allocated size.
+    alloc: Option<AllocSize>,
+}
+
+/// Names, period use and allocation-size fields of the recorded events.
+fn describe_events(perf_file: &linux_perf_data::PerfFile) -> Vec<Event> {
+    let formats = perf_file
+        .feature_section_data(linux_perf_data::Feature::TRACING_DATA)
+        .and_then(super::tracing::formats)
+        .unwrap_or_default();
+    let attrs = perf_file.event_attributes();
+    let event = |(i, a): (usize, &linux_perf_data::AttributeDescription)| {
+        let name = a.name().map_or_else(|| format!("event{i}"), str::to_string);
+        let tracepoint = match a.attributes().type_ {
+            PerfEventType::Tracepoint(id) => Some(id),
+            _ => None,
+        };
+        let alloc = tracepoint
+            .filter(|_| is_alloc_event(name.as_bytes()))
+            .and_then(|id| formats.get(&id))
+            .and_then(AllocSize::of);
+        // perf script prints no period for tracepoints: they weigh one per event.
+        let has_period =
+            a.attributes().sample_format.contains(SampleFormatBits::PERIOD) && tracepoint.is_none();
+        Event { name, has_period, alloc }
+    };
+    attrs.iter().enumerate().map(event).collect()
 }
 
 /// Everything the loop keeps.
@@ -328,10 +356,29 @@ impl<'o> State<'o> {
         let pid = s.pid.or_else(|| self.machine.pid_of(tid)).unwrap_or(-1);
         let root = self.stacks.root(&self.machine, pid, tid, self.opts.include_pid, self.opts.include_tid);
         self.collect_frames(s, pid, root.java);
-        let has_period = self.events.get(attr_index).is_some_and(|e| e.has_period);
-        let weight =
-            if self.opts.counts || !has_period { 1 } else { s.period.filter(|&p| p > 0).unwrap_or(1) };
+        let Some(weight) = self.weight(attr_index, s) else { return };
         self.stacks.add(root, &self.frames, weight, &self.resolver, &mut self.out);
+    }
+
+    /// A sample's weight: 1 with `counts`, allocated bytes for kmem allocation tracepoints,
+    /// else the period; `None` (reported) when an allocation payload lacks the size.
+    fn weight(&mut self, attr_index: usize, s: &SampleRecord<'_>) -> Option<u64> {
+        let event = self.events.get(attr_index);
+        if self.opts.counts {
+            return Some(1);
+        }
+        if let Some(alloc) = event.and_then(|e| e.alloc.as_ref()) {
+            let raw = s.raw.as_ref().map(|r| r.as_slice()).unwrap_or_default();
+            return match alloc.bytes(&raw) {
+                Ok(b) => Some(b),
+                Err(msg) => {
+                    self.out.diag.skip("no allocation size", 0, || msg);
+                    None
+                }
+            };
+        }
+        let has_period = event.is_some_and(|e| e.has_period);
+        Some(if has_period { s.period.filter(|&p| p > 0).unwrap_or(1) } else { 1 })
     }
 
     /// The frames of a sample, leaf first: the recorded call chain, then (for
@@ -383,6 +430,7 @@ impl<'o> State<'o> {
         self.stacks.flush(&self.resolver, &mut self.out);
         let event = self.filter.and_then(|i| self.events.get(i));
         let unit = match event {
+            Some(e) if e.alloc.is_some() && !self.opts.counts => Unit::Bytes,
             Some(e) if e.has_period && !self.opts.counts => Unit::Period,
             _ => Unit::Samples,
         };

@@ -10,17 +10,10 @@ use std::path::{Path, PathBuf};
 
 use super::RecordError;
 use super::sys;
+pub(crate) use crate::tracefmt::Field;
 
 /// Where tracefs usually lives.
 const KNOWN_MOUNTS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
-
-/// One field of a tracepoint record (`field:TYPE NAME; offset:N; size:N; signed:N;`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Field {
-    pub(crate) offset: usize,
-    pub(crate) size: usize,
-    pub(crate) signed: bool,
-}
 
 /// A tracepoint: its perf id and field layout.
 #[derive(Clone, Debug)]
@@ -40,61 +33,16 @@ impl Tracepoint {
     }
 }
 
-impl Field {
-    /// Reads the field from raw record data as an integer (sign-extended when signed).
-    pub(crate) fn read(&self, raw: &[u8]) -> Option<i64> {
-        let b = raw.get(self.offset..self.offset.checked_add(self.size)?)?;
-        Some(match (self.size, self.signed) {
-            (1, s) => {
-                if s {
-                    b[0] as i8 as i64
-                } else {
-                    b[0] as i64
-                }
-            }
-            (2, s) => {
-                let v = u16::from_le_bytes([b[0], b[1]]);
-                if s { v as i16 as i64 } else { v as i64 }
-            }
-            (4, s) => {
-                let v = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                if s { v as i32 as i64 } else { v as i64 }
-            }
-            (8, _) => i64::from_le_bytes(b.try_into().ok()?),
-            _ => return None,
-        })
-    }
-}
-
 /// Parses a tracepoint `format` file.
 pub(crate) fn parse_format(name: &str, text: &str) -> Result<Tracepoint, RecordError> {
     let bad = |message: String| RecordError::Tracepoint { name: name.to_string(), message };
-    let mut id = None;
-    let mut fields = HashMap::new();
-    for line in text.lines().map(str::trim) {
-        if let Some(v) = line.strip_prefix("ID:") {
-            id = Some(v.trim().parse::<u64>().map_err(|_| bad(format!("bad ID line `{line}`")))?);
-        } else if line.starts_with("field:")
-            && let Some((fname, field)) = parse_field(line)
-        {
-            fields.insert(fname, field);
-        }
-    }
-    let id = id.ok_or_else(|| bad("its format file has no `ID:` line".into()))?;
-    Ok(Tracepoint { name: name.to_string(), id, fields })
-}
-
-/// `field:unsigned int order;\toffset:16;\tsize:4;\tsigned:0;`
-fn parse_field(line: &str) -> Option<(String, Field)> {
-    let mut parts = line.split(';').map(str::trim);
-    let decl = parts.next()?.strip_prefix("field:")?;
-    let name = decl.rsplit(|c: char| c.is_whitespace() || c == '*').next()?;
-    let name = name.split('[').next()?.to_string();
-    let mut get = |key: &str| -> Option<usize> { parts.next()?.strip_prefix(key)?.parse().ok() };
-    let offset = get("offset:")?;
-    let size = get("size:")?;
-    let signed = get("signed:")? != 0;
-    Some((name, Field { offset, size, signed }))
+    let format = crate::tracefmt::parse(text);
+    let id = match format.id {
+        Some(Ok(id)) => id,
+        Some(Err(line)) => return Err(bad(format!("bad ID line `{line}`"))),
+        None => return Err(bad("its format file has no `ID:` line".into())),
+    };
+    Ok(Tracepoint { name: name.to_string(), id, fields: format.fields })
 }
 
 /// Access to tracefs for the duration of setup: a known mount or a private one.
