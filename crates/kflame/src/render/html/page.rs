@@ -100,20 +100,10 @@ pub(crate) fn json_str(s: &str) -> String {
     crate::render::svg::escape::json_string(s)
 }
 
-/// Text for HTML element content and attribute values.
+/// Text for HTML element content and attribute values (the SVG renderer's XML escaping,
+/// which also replaces characters markup may not contain).
 pub(crate) fn escape_html(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    crate::render::svg::escape::xml_string(s)
 }
 
 #[cfg(test)]
