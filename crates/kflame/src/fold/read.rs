@@ -97,30 +97,66 @@ pub fn show(s: &[u8]) -> String {
 /// Streams a folded file, calling `each` for every valid line; metadata comments update
 /// `meta`, malformed lines go to `diag`. Lines may be arbitrarily long.
 pub fn read_folded<R: BufRead>(
-    mut input: R,
+    input: R,
     meta: &mut Meta,
     diag: &mut Diagnostics,
     mut each: impl FnMut(FoldedLine<'_>),
 ) -> std::io::Result<()> {
-    let mut buf = Vec::with_capacity(256);
+    read_folded_lines(input, meta, diag, |_, line, _| each(line))
+}
+
+/// [`read_folded`] for callers that report their own problems with a line: `each` also gets
+/// the line number and the diagnostics. Whole buffered blocks are scanned for lines, with no
+/// copy except for a line that spans two blocks.
+pub fn read_folded_lines<R: BufRead>(
+    mut input: R,
+    meta: &mut Meta,
+    diag: &mut Diagnostics,
+    mut each: impl FnMut(u64, FoldedLine<'_>, &mut Diagnostics),
+) -> std::io::Result<()> {
     let mut lineno = 0u64;
-    loop {
-        buf.clear();
-        if input.read_until(b'\n', &mut buf)? == 0 {
-            return Ok(());
-        }
+    let mut one_line = |line: &[u8], diag: &mut Diagnostics| {
         lineno += 1;
-        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
         if line.first() == Some(&b'#') {
             meta.apply_comment(line.strip_suffix(b"\r").unwrap_or(line));
-            continue;
+            return;
         }
         match parse_line(line) {
-            Ok(Some(l)) => each(l),
+            Ok(Some(l)) => each(lineno, l, diag),
             Ok(None) => {}
             Err((kind, msg)) => diag.skip(kind, lineno, || msg),
         }
+    };
+    let mut carry: Vec<u8> = Vec::new();
+    loop {
+        let block = match input.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if block.is_empty() {
+            break;
+        }
+        let mut pos = 0;
+        while let Some(nl) = memchr::memchr(b'\n', &block[pos..]) {
+            let line = &block[pos..pos + nl];
+            if carry.is_empty() {
+                one_line(line, diag);
+            } else {
+                carry.extend_from_slice(line);
+                one_line(&carry, diag);
+                carry.clear();
+            }
+            pos += nl + 1;
+        }
+        carry.extend_from_slice(&block[pos..]);
+        let n = block.len();
+        input.consume(n);
     }
+    if !carry.is_empty() {
+        one_line(&carry, diag);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
