@@ -179,7 +179,6 @@ pub(crate) fn run(args: Args) -> Result<()> {
         return print_check();
     }
     let kind = sink::Kind::from_path(args.output.as_deref())?;
-    sink::ensure_supported(kind)?;
     // JSON lines and flame charts (time order) need every event, not only the merged stacks.
     let config = args.config(kind == sink::Kind::Json || args.graph_type == sink::GraphType::Chart)?;
     let mut progress = ProgressLine::new(output::stderr_is_terminal());

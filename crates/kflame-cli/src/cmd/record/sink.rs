@@ -79,14 +79,6 @@ pub(crate) fn write<W: Write>(kind: Kind, r: &Recording, opts: &GraphOptions, ou
     }
 }
 
-/// Refuses, before anything is recorded, an output this build cannot write. Every kind of
-/// [`Kind`] is written, so this only exists to keep the check before a long recording.
-pub(crate) fn ensure_supported(kind: Kind) -> Result<()> {
-    match kind {
-        Kind::Folded | Kind::Json | Kind::Svg | Kind::Html => Ok(()),
-    }
-}
-
 /// The stacks to draw: merged for a flame graph, the recorded events in time order for a
 /// flame chart (identical consecutive stacks merge).
 fn graph_stacks(r: &Recording, opts: &GraphOptions) -> Stacks {

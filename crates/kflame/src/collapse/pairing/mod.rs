@@ -86,6 +86,19 @@ pub fn field<'a>(payload: &'a str, key: &str) -> Option<&'a str> {
     None
 }
 
+/// An event for the pairers' tests: time `ts` (also its line number), process `pid`.
+#[cfg(test)]
+pub(crate) fn test_event(ts: u64, pid: u32, name: &str, payload: &str) -> TraceEvent {
+    TraceEvent {
+        ts_ns: ts,
+        pid,
+        name: name.into(),
+        payload: payload.into(),
+        line: ts,
+        ..TraceEvent::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -136,6 +136,7 @@ fn unreturned(diag: &mut Diagnostics, e: &TraceEvent) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collapse::pairing::test_event as ev;
 
     #[test]
     fn edges() {
@@ -149,17 +150,6 @@ mod tests {
         assert_eq!(parse_probe_edge("NR 1 (3, 4)"), None);
         assert_eq!(parse_probe_edge("(a b c)"), None);
         assert_eq!(parse_probe_edge("(0x)"), None);
-    }
-
-    fn ev(ts: u64, pid: u32, name: &str, payload: &str) -> TraceEvent {
-        TraceEvent {
-            ts_ns: ts,
-            pid,
-            name: name.into(),
-            payload: payload.into(),
-            line: ts,
-            ..TraceEvent::default()
-        }
     }
 
     #[test]

@@ -128,17 +128,7 @@ impl SyscallPairer {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ev(ts: u64, pid: u32, name: &str, payload: &str) -> TraceEvent {
-        TraceEvent {
-            ts_ns: ts,
-            pid,
-            name: name.into(),
-            payload: payload.into(),
-            line: ts,
-            ..TraceEvent::default()
-        }
-    }
+    use crate::collapse::pairing::test_event as ev;
 
     #[test]
     fn edges_from_raw_and_named_events() {
