@@ -28,7 +28,6 @@ mod session;
 mod stacks;
 mod sym;
 mod sys;
-mod syscall_names;
 mod tasks;
 mod tracefs;
 

@@ -1,7 +1,8 @@
 //! x86_64 syscall numbers to names, written from the kernel's
 //! `arch/x86/entry/syscalls/syscall_64.tbl` (the `common` and `64` ABI entries; x32 numbers
 //! from 512 up are not included; 0..=450 were checked against the `asm/unistd_64.h` of Debian
-//! 12, the rest follow newer kernels). Numbers 0..=335 are contiguous, as are 424..=467.
+//! 12, 451..=470 against the table of Linux 6.19). Numbers 0..=335 are contiguous, as are
+//! 424..=470.
 
 /// Names of syscalls 0..=335.
 const LOW: [&str; 336] = [
@@ -343,8 +344,8 @@ const LOW: [&str; 336] = [
     "uretprobe",
 ];
 
-/// Names of syscalls 424..=467 (335..=423 are unused on x86_64).
-const HIGH: [&str; 44] = [
+/// Names of syscalls 424..=470 (336..=423 are unused on x86_64).
+const HIGH: [&str; 47] = [
     "pidfd_send_signal",
     "io_uring_setup",
     "io_uring_enter",
@@ -389,6 +390,9 @@ const HIGH: [&str; 44] = [
     "listxattrat",
     "removexattrat",
     "open_tree_attr",
+    "file_getattr",
+    "file_setattr",
+    "listns",
 ];
 
 /// The name of x86_64 syscall `nr` (`1` → `write`), if it is a known number.
@@ -414,6 +418,8 @@ mod tests {
         assert_eq!(syscall_name_x86_64(334), Some("rseq"));
         assert_eq!(syscall_name_x86_64(435), Some("clone3"));
         assert_eq!(syscall_name_x86_64(462), Some("mseal"));
+        assert_eq!(syscall_name_x86_64(470), Some("listns"));
+        assert_eq!(syscall_name_x86_64(471), None);
         assert_eq!(syscall_name_x86_64(400), None);
         assert_eq!(syscall_name_x86_64(600), None);
     }

@@ -4,10 +4,10 @@
 use rustc_hash::FxHashMap;
 
 use super::{Handler, Sample, common_type, tracepoint_spec};
+use crate::collapse::pairing::syscall_name_x86_64;
 use crate::fold::{Meta, Unit};
 use crate::record::stacks::{Collector, RawStack};
 use crate::record::sys::attr::flag;
-use crate::record::syscall_names;
 use crate::record::tasks::Tasks;
 use crate::record::tracefs::{Field, Tracefs};
 use crate::record::{RecordError, StackParts};
@@ -52,7 +52,10 @@ impl Syscalls {
     fn enter(&mut self, s: &Sample, tasks: &mut Tasks, out: &mut Collector) {
         let Some(nr) = self.enter_nr.read(&s.raw) else { return };
         let mut stack = out.raw(tasks, s.pid, s.tid, s.cpu, &s.chain);
-        let name = syscall_names::name(nr).map_or_else(|| format!("syscall_{nr}"), str::to_string);
+        let name = u32::try_from(nr)
+            .ok()
+            .and_then(syscall_name_x86_64)
+            .map_or_else(|| format!("syscall_{nr}"), str::to_string);
         stack.prefix = Some(name.into_bytes().into());
         if self.inside.insert(s.tid, (nr, s.time, stack)).is_some() {
             self.unpaired += 1; // an entry whose exit we never saw (restart, exec, lost)
