@@ -12,7 +12,7 @@ use crate::fold::Weight;
 /// One frame to draw.
 #[derive(Clone, Copy, Debug)]
 pub struct Frame {
-    /// Interned name id (see [`Layout::name`]); `u32::MAX` for the root.
+    /// Interned name id (a name of the [`Profile`] laid out); `u32::MAX` for the root.
     pub name: u32,
     /// 0 for the root ("all"), 1 for the first frame of a stack.
     pub depth: u32,

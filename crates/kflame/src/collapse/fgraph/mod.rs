@@ -146,7 +146,7 @@ impl FunctionGraph {
     }
 
     /// Also writes one JSON line per completed top-level call to `log` (the schema of
-    /// [`crate::collapse::events_json`]; see [`events`]). Write errors are returned by
+    /// [`crate::collapse::events_json`]; see the `events` module). Write errors are returned by
     /// [`EventLog::finish`].
     pub fn with_events(mut self, log: EventLog) -> FunctionGraph {
         self.events = Some(log);

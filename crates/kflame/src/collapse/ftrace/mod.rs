@@ -122,8 +122,7 @@ pub mod kinds {
     pub const HEADLESS_FRAMES: &str = "frames without stack header";
     /// An allocation event whose size could not be read.
     pub const NO_SIZE: &str = "allocation without size";
-    /// Events the chosen mode does not use.
-    pub const OTHER_EVENTS: &str = "events not used in this mode";
+    pub use crate::collapse::pairing::OTHER_EVENTS;
     /// Events lost by the kernel (`[LOST N EVENTS]`).
     pub const LOST: &str = "events lost by the kernel";
     /// How the mode was chosen.

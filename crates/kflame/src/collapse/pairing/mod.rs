@@ -21,6 +21,10 @@ pub use sched::{OffCpuPairer, SchedSwitch, parse_sched_switch};
 pub use syscalls::{SyscallEdge, SyscallPairer, parse_syscall_edge};
 pub use syscalls_x86_64::syscall_name_x86_64;
 
+/// Diagnostic kind of the front ends for events the chosen pairing mode does not use (a
+/// note: a trace usually carries more events than one mode needs).
+pub const OTHER_EVENTS: &str = "events not used in this mode";
+
 /// One trace event with its stack, as a front end parsed it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TraceEvent {

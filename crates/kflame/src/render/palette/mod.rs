@@ -39,71 +39,63 @@ impl Rgb {
     }
 }
 
-/// A colour scheme (`--colors`).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
-pub enum Palette {
-    /// Reds and yellows (the default).
-    #[default]
-    Hot,
-    /// Greens and blues, for memory.
-    Mem,
-    /// Blues, for I/O.
-    Io,
-    /// Plain hues.
-    Red,
-    /// Plain hues.
-    Green,
-    /// Plain hues.
-    Blue,
-    /// Plain hues.
-    Aqua,
-    /// Plain hues.
-    Yellow,
-    /// Plain hues.
-    Purple,
-    /// Plain hues.
-    Orange,
-    /// Java: JIT/interpreted Java green, inlined aqua, C++ yellow, kernel orange, other red.
-    Java,
-    /// JavaScript: JS green, built-ins aqua, C++ yellow, kernel orange, other red.
-    Js,
-    /// Perl: Perl green, C++ yellow, kernel orange, other red.
-    Perl,
-    /// Wakeup stacks: aqua.
-    Wakeup,
-    /// Off-wake chains: waker frames (`_[w]`) aqua, the rest blue.
-    Chain,
-    /// Kernel, user, interrupt, unreliable and category frames told apart.
-    Kernel,
+/// Declares the palettes once: the enum, their `--colors` names and the list of all of them
+/// come from one table, in the order `--help` lists them.
+macro_rules! palettes {
+    ($($(#[$attr:meta])* $variant:ident = $name:literal,)+) => {
+        /// A colour scheme (`--colors`).
+        #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+        pub enum Palette {
+            $($(#[$attr])* $variant,)+
+        }
+
+        /// Palette names accepted by `--colors`.
+        pub const PALETTE_NAMES: &[&str] = &[$($name),+];
+
+        impl Palette {
+            /// Every palette, in the order of [`PALETTE_NAMES`].
+            pub const ALL: [Palette; PALETTE_NAMES.len()] = [$(Palette::$variant),+];
+        }
+    };
 }
 
-/// Palette names accepted by `--colors`.
-pub const PALETTE_NAMES: &[&str] = &[
-    "hot", "mem", "io", "red", "green", "blue", "aqua", "yellow", "purple", "orange", "java", "js", "perl",
-    "wakeup", "chain", "kernel",
-];
+palettes! {
+    /// Reds and yellows (the default).
+    #[default]
+    Hot = "hot",
+    /// Greens and blues, for memory.
+    Mem = "mem",
+    /// Blues, for I/O.
+    Io = "io",
+    /// Plain hues.
+    Red = "red",
+    /// Plain hues.
+    Green = "green",
+    /// Plain hues.
+    Blue = "blue",
+    /// Plain hues.
+    Aqua = "aqua",
+    /// Plain hues.
+    Yellow = "yellow",
+    /// Plain hues.
+    Purple = "purple",
+    /// Plain hues.
+    Orange = "orange",
+    /// Java: JIT/interpreted Java green, inlined aqua, C++ yellow, kernel orange, other red.
+    Java = "java",
+    /// JavaScript: JS green, built-ins aqua, C++ yellow, kernel orange, other red.
+    Js = "js",
+    /// Perl: Perl green, C++ yellow, kernel orange, other red.
+    Perl = "perl",
+    /// Wakeup stacks: aqua.
+    Wakeup = "wakeup",
+    /// Off-wake chains: waker frames (`_[w]`) aqua, the rest blue.
+    Chain = "chain",
+    /// Kernel, user, interrupt, unreliable and category frames told apart.
+    Kernel = "kernel",
+}
 
 impl Palette {
-    /// Every palette, in the order `--help` lists them (the order of [`PALETTE_NAMES`]).
-    pub const ALL: [Palette; 16] = [
-        Palette::Hot,
-        Palette::Mem,
-        Palette::Io,
-        Palette::Red,
-        Palette::Green,
-        Palette::Blue,
-        Palette::Aqua,
-        Palette::Yellow,
-        Palette::Purple,
-        Palette::Orange,
-        Palette::Java,
-        Palette::Js,
-        Palette::Perl,
-        Palette::Wakeup,
-        Palette::Chain,
-        Palette::Kernel,
-    ];
-
     /// Looks a palette up by its `--colors` name.
     pub fn from_name(name: &str) -> Option<Palette> {
         Palette::ALL.into_iter().find(|p| p.name() == name)

@@ -5,7 +5,7 @@
 //! syscall's duration, a `sched:sched_switch` away with the switch that puts the task back is
 //! its time off-CPU, a `perf probe` entry with its `__return` probe is a function's
 //! duration. This front end reads the records with the perf collapser's own line
-//! parsers ([`super::event`], [`super::frame`]), turns each into a [`TraceEvent`] and feeds
+//! parsers (`super::event`, `super::frame`), turns each into a [`TraceEvent`] and feeds
 //! the format-independent pairers of [`crate::collapse::pairing`], exactly as the ftrace
 //! front end does; the folded output is the same: weight = ns, root frame `syscall:NAME`,
 //! `offcpu:STATE` or `probe:EVENT`, stack = the stack at entry / switch-out.
@@ -100,8 +100,7 @@ pub mod kinds {
     pub const BAD_TID: &str = "unreadable thread id";
     /// Records without a CPU column (CPU 0 is reported for them).
     pub const NO_CPU: &str = "record without CPU";
-    /// Records of events the mode does not use (a note).
-    pub const OTHER_EVENTS: &str = "events not used in this mode";
+    pub use crate::collapse::pairing::OTHER_EVENTS;
     /// Given by the sample-counting collapser for tracepoints that pair (a note).
     pub const HINT: &str = "paired time available";
 }
