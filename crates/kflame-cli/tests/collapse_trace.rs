@@ -70,6 +70,9 @@ fn weight_is_refused_for_latency_modes() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--weight"));
     let out = kflame(&["collapse", "--weight", "pages", input.to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("expected `count` or `bytes`"));
+    let out = kflame(&["collapse", "--mode", "syscalls", "--page-type", input.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--page-type"));
 }
 
 #[test]

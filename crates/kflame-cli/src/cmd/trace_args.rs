@@ -60,6 +60,12 @@ pub(crate) fn build_ftrace(shared: &SharedArgs, trace: &TraceArgs) -> Result<Box
     if weight.is_some() && matches!(mode, Some(Mode::Syscalls | Mode::OffCpu | Mode::Probes)) {
         bail!("--weight applies to single events; syscall, off-CPU and probe modes weigh by duration (ns)");
     }
+    if (trace.order || trace.page_type) && matches!(mode, Some(Mode::Syscalls | Mode::OffCpu | Mode::Probes))
+    {
+        bail!(
+            "--order and --page-type add allocation frames; they do not apply to --mode syscalls, offcpu or probes"
+        );
+    }
     let opts = FtraceOptions {
         mode,
         weight,

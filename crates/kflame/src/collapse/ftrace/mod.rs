@@ -127,6 +127,8 @@ pub mod kinds {
     pub const LOST: &str = "events lost by the kernel";
     /// How the mode was chosen.
     pub const MODE: &str = "mode";
+    /// `--order`/`--page-type` given while the chosen mode measures durations (a note).
+    pub const UNUSED_OPTION: &str = "option not used in this mode";
 }
 
 /// The ftrace / trace-cmd collapser (sequential: records depend on each other).
@@ -134,6 +136,8 @@ pub struct Ftrace {
     opts: FtraceOptions,
     mode: Mode,
     mode_note: Option<String>,
+    /// Options the chosen mode ignores, reported once.
+    option_note: Option<String>,
     queue: Queue,
     target: Target,
     syscalls: SyscallPairer,
@@ -152,6 +156,7 @@ impl Ftrace {
             mode: opts.mode.unwrap_or(Mode::Events),
             opts,
             mode_note: None,
+            option_note: None,
             queue: Queue::default(),
             target: Target::None,
             syscalls: SyscallPairer::new(),
@@ -436,6 +441,9 @@ impl Collapse for Ftrace {
         if let Some(note) = self.mode_note.take() {
             out.diag.note(kinds::MODE, 0, || note);
         }
+        if let Some(note) = self.option_note.take() {
+            out.diag.note(kinds::UNUSED_OPTION, 0, || note);
+        }
         for (n, line) in lines(chunk, first_line) {
             self.line(n, line, out);
         }
@@ -470,6 +478,13 @@ impl Collapse for Ftrace {
             let (mode, why) = detect::guess_mode(head);
             self.mode = mode;
             self.mode_note = Some(format!("{why}; collapsing in {} mode (set it with --mode)", mode.name()));
+        }
+        let span_mode = matches!(self.mode, Mode::Syscalls | Mode::OffCpu | Mode::Probes);
+        if span_mode && (self.opts.order || self.opts.page_type) {
+            self.option_note = Some(format!(
+                "--order and --page-type add allocation frames; {} mode measures durations and ignores them",
+                self.mode.name()
+            ));
         }
     }
 }

@@ -84,6 +84,10 @@ fn chooses_the_mode_from_the_events() {
     let out = collapse(sys, FtraceOptions::default());
     assert_eq!(stacks(&out), owned(&[("syscall:read;[no stack]", 500_000_000)]));
     assert!(out.diag.get(kinds::MODE).unwrap().message.contains("syscalls mode"));
+    assert!(out.diag.get(kinds::UNUSED_OPTION).is_none());
+    let with_order = collapse(sys, FtraceOptions { order: true, ..FtraceOptions::default() });
+    assert_eq!(stacks(&with_order), stacks(&out), "--order adds nothing to a syscall span");
+    assert!(with_order.diag.get(kinds::UNUSED_OPTION).unwrap().message.contains("syscalls mode"));
 }
 
 #[test]
