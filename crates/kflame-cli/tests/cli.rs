@@ -148,3 +148,33 @@ fn diagnostics_name_file_and_line() {
     assert!(err.contains(&want), "{err}");
     assert!(err.contains("THIS_IS_A_WEIRD_LINE"), "{err}");
 }
+
+#[test]
+fn perf_data_input_equals_its_perf_script_text() {
+    let dir = fixture("perf-data");
+    let data = dir.join("workload-fp.data");
+    let (kallsyms, symfs) = (dir.join("kallsyms-local.txt"), dir.join("symfs"));
+    let direct = run(&[
+        "collapse",
+        "--kallsyms",
+        kallsyms.to_str().unwrap(),
+        "--symfs",
+        symfs.to_str().unwrap(),
+        data.to_str().unwrap(),
+    ]);
+    assert!(direct.status.success(), "{}", text(&direct.stderr));
+    let script = run(&["collapse", dir.join("workload-fp.script.txt").to_str().unwrap()]);
+    assert!(script.status.success(), "{}", text(&script.stderr));
+    assert!(text(&direct.stdout).lines().any(|l| l.contains("main;level1")), "{}", text(&direct.stdout));
+    assert_eq!(text(&direct.stdout), text(&script.stdout));
+}
+
+#[test]
+fn perf_data_refuses_options_it_would_ignore() {
+    let data = fixture("perf-data/perf-sched.data");
+    let out = run(&["collapse", "--mode", "offcpu", "--cpu", data.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("--mode, --cpu: not supported for perf.data input"), "{stderr}");
+    assert!(out.stdout.is_empty());
+}

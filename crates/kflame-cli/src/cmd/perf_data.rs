@@ -3,13 +3,14 @@
 use std::io::Read;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use kflame::collapse::{Order, Output};
 use kflame::fold::Meta;
 use kflame::perf_data::{self, Options};
 
 use super::collapse::SharedArgs;
 use super::collapse_perf::PerfArgs;
+use super::trace_args::TraceArgs;
 use crate::input::Input;
 
 /// Options of perf.data input only; `--pid`/`--tid` come from the shared options and
@@ -45,6 +46,31 @@ impl PerfDataArgs {
             no_unwind: self.no_unwind,
         }
     }
+}
+
+/// Refuses the options of other formats that perf.data input does not apply, rather than
+/// ignoring them: the same file as `perf script` text supports them.
+pub(crate) fn check_options(shared: &SharedArgs, trace: &TraceArgs) -> Result<()> {
+    let unused = [
+        (trace.mode.is_some(), "--mode"),
+        (trace.order, "--order"),
+        (trace.page_type, "--page-type"),
+        (shared.comm, "--comm"),
+        (shared.cpu, "--cpu"),
+        (shared.group_by.is_some(), "--group-by"),
+        (shared.json, "--json"),
+        (shared.events_json.is_some(), "--events-json"),
+        (shared.weight.as_deref().is_some_and(|w| w != "count"), "--weight other than count"),
+    ];
+    let given: Vec<&str> = unused.iter().filter(|(on, _)| *on).map(|(_, name)| *name).collect();
+    if !given.is_empty() {
+        bail!(
+            "{}: not supported for perf.data input; `perf script -i FILE | kflame collapse` \
+             with the same options applies them",
+            given.join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// Collapses one perf.data input (a file, or stdin read into memory).
