@@ -57,7 +57,8 @@ pub enum Mode {
         /// Also record `kmem:kmalloc`.
         kmalloc: bool,
     },
-    /// Time blocked off-CPU per stack, from `sched:sched_switch` pairs.
+    /// Time blocked off-CPU per stack: from a task's `sched:sched_switch` sample leaving the
+    /// CPU asleep (the stack) to its context-switch record switching it back in.
     OffCpu,
     /// Latency of each system call, from `raw_syscalls:sys_enter`/`sys_exit` pairs.
     Syscalls,

@@ -71,8 +71,8 @@ pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Re
 }
 
 /// Per-task events where they see everything the mode needs: a process's events, or a
-/// command's from its `execve` on. Off-CPU pairing needs the switch *into* a task, which is
-/// reported in the context of the task leaving the CPU: always system-wide.
+/// command's from its `execve` on. Off-CPU recording is always system-wide: it reads the
+/// CPU-wide context-switch records, and its targets are chosen while pairing.
 fn scope(config: &Config) -> Scope {
     if config.mode == Mode::OffCpu {
         return Scope::SystemWide;
@@ -158,7 +158,10 @@ impl Loop {
         for r in records {
             match &r {
                 Record::Sample(s) => handler.sample(s, &mut self.tasks, &mut self.collector),
-                other => self.tasks.apply(other),
+                other => {
+                    self.tasks.apply(other);
+                    handler.side_band(other, &mut self.collector);
+                }
             }
         }
     }
