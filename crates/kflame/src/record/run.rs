@@ -27,6 +27,13 @@ pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Re
     if config.mode == Mode::Blocked {
         return blocked::snapshot(config);
     }
+    if config.mode == Mode::OffCpu && config.duty.is_some() {
+        return Err(RecordError::Unsupported(
+            "--off-cpu cannot record with a duty cycle: the switch-in of a task asleep when \
+             recording pauses would be missed, and its blocked time would run on to a later one"
+                .into(),
+        ));
+    }
     if let Target::Pids(pids) = &config.target
         && let Some(p) = pids.iter().find(|p| !process_alive(**p))
     {
