@@ -118,9 +118,8 @@ impl Handler for OffCpu {
 
     fn notes(&self) -> Vec<String> {
         vec![format!(
-            "off-CPU: {} blocked intervals ended at the task's switch-in; {} whose switch-in was or \
-             may have been lost (ring buffer full) ended at the next sign that the task ran, which \
-             over-counts them by the time it ran before",
+            "off-CPU: {} blocked intervals ended at the task's switch-in, {} only at a later sign \
+             that it ran (switch-in lost to a full ring buffer: an upper bound)",
             self.intervals.exact, self.intervals.bounded
         )]
     }

@@ -161,7 +161,10 @@ fn a_lost_switch_in_ends_at_the_next_switch_out_and_is_counted() {
     );
     assert_eq!((h.intervals.exact, h.intervals.bounded), (1, 1));
     let note = h.notes().join("\n");
-    assert!(note.contains("1 blocked intervals ended at the task's switch-in; 1 whose switch-in"), "{note}");
+    assert!(
+        note.contains("1 blocked intervals ended at the task's switch-in, 1 only at a later sign"),
+        "{note}"
+    );
 }
 
 /// Records lost while a task sleeps: the switch-in seen next may not be its own (it may have
