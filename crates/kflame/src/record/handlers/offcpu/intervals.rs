@@ -5,7 +5,9 @@
 //! missing ends at the first later sign that the task ran: its next switch out, or its exit.
 //! And once records were lost anywhere, the next switch-in seen for an interval open at that
 //! time may be a later one than its own. Either way the interval is only an upper bound of
-//! the blocked time: such intervals are counted apart.
+//! the blocked time: such intervals are counted apart. (The kernel reports a loss only when
+//! the full buffer has room again, so a switch-in seen on another CPU before that report
+//! arrives still counts as exact.)
 
 use rustc_hash::FxHashMap;
 
