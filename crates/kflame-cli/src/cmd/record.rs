@@ -75,7 +75,8 @@ pub(crate) struct Args {
           requires = "every", help_heading = "Modes")]
     active: Option<Duration>,
 
-    /// Record time blocked off-CPU per stack (sched:sched_switch), in nanoseconds.
+    /// Record time blocked off-CPU per stack, in nanoseconds: from a task leaving the CPU
+    /// asleep (sched:sched_switch, states S, D, I) to its switch back in (context-switch records).
     #[arg(long, help_heading = "Modes", group = "mode")]
     off_cpu: bool,
 

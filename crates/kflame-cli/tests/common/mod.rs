@@ -40,6 +40,11 @@ impl Env {
 
     /// Runs `kflame record -o DIR/NAME ARGS` and returns the output file's text.
     pub(crate) fn record(&self, args: &[&str], name: &str) -> String {
+        self.record_with_stdout(args, name).0
+    }
+
+    /// Like [`Env::record`], also returning what the recorded command printed on stdout.
+    pub(crate) fn record_with_stdout(&self, args: &[&str], name: &str) -> (String, String) {
         let path = self.dir.join(format!("{}-{name}", std::process::id()));
         let out = Command::new(self.kflame)
             .arg("record")
@@ -51,7 +56,8 @@ impl Env {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "kflame record {args:?} failed: {stderr}");
         eprintln!("kflame record {args:?}: {stderr}");
-        std::fs::read_to_string(&path).expect("output file")
+        let text = std::fs::read_to_string(&path).expect("output file");
+        (text, String::from_utf8_lossy(&out.stdout).into_owned())
     }
 }
 

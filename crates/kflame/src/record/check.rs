@@ -29,6 +29,7 @@ pub fn check() -> Vec<Capability> {
             "CPU profiles use cpu-clock instead (the default)",
         ),
     ];
+    out.push(switch_records());
     match Tracefs::open() {
         Ok(tfs) => {
             for (tp, used_by) in [
@@ -58,6 +59,21 @@ fn probe_perf(name: &str, type_: u32, config: u64, instead: &str) -> Capability 
             name: name.into(),
             available: false,
             detail: if instead.is_empty() { e.to_string() } else { format!("{e}; {instead}") },
+        },
+    }
+}
+
+/// `--off-cpu` ends each blocked interval at the task's switch-in record.
+fn switch_records() -> Capability {
+    let name = "context-switch records (--off-cpu switch-in times)".to_string();
+    let mut a = base_attr(attr::TYPE_SOFTWARE, attr::SW_DUMMY, 1);
+    a.flags |= attr::flag::CONTEXT_SWITCH;
+    match sys::perf_event_open(&a, -1, 0) {
+        Ok(_) => Capability { name, available: true, detail: "perf_event_open works".into() },
+        Err(e) => Capability {
+            name,
+            available: false,
+            detail: format!("{e}; they need Linux 4.3 or later, and --off-cpu needs them"),
         },
     }
 }

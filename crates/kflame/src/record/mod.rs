@@ -1,7 +1,8 @@
-//! Live recording through the kernel's own interfaces: `perf_event_open` for CPU samples
-//! and tracepoints (with callchains), tracefs (read-only) for tracepoint ids and layouts,
-//! `/proc` for task names, mappings, symbols and kernel stacks. This module is the only code
-//! of the crate that touches them; its `sys` submodule holds the only `unsafe` code.
+//! Live recording through the kernel's own interfaces: `perf_event_open` for CPU samples,
+//! tracepoints (with callchains) and context-switch records, tracefs (read-only) for
+//! tracepoint ids and layouts, `/proc` for task names, mappings, symbols and kernel stacks.
+//! This module is the only code of the crate that touches them; its `sys` submodule holds the
+//! only `unsafe` code.
 //!
 //! One entry point, [`record`], runs a [`Config`] and returns a [`Recording`]: folded stacks
 //! with their [`fold::Meta`](crate::fold::Meta), optionally every event, and counters. It never
@@ -56,7 +57,8 @@ pub enum Mode {
         /// Also record `kmem:kmalloc`.
         kmalloc: bool,
     },
-    /// Time blocked off-CPU per stack, from `sched:sched_switch` pairs.
+    /// Time blocked off-CPU per stack: from a task's `sched:sched_switch` sample leaving the
+    /// CPU asleep (the stack) to its context-switch record switching it back in.
     OffCpu,
     /// Latency of each system call, from `raw_syscalls:sys_enter`/`sys_exit` pairs.
     Syscalls,

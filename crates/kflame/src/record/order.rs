@@ -1,9 +1,12 @@
 //! Putting records of all CPUs back in time order before they are interpreted.
 //!
-//! Each CPU has its own ring buffer, so a task's `sys_enter` and `sys_exit`, or a `FORK` and
-//! the child's first sample, can sit in different buffers. Records are held until every
-//! buffer has been read past their time stamp (minus a margin for records being written while
-//! we read), then released sorted. This is perf's "ordered events" scheme.
+//! Each CPU has its own ring buffer, so a task's `sys_enter` and `sys_exit`, a `FORK` and the
+//! child's first sample, or the `sched_switch` sample of a task going to sleep and the
+//! context-switch record of its wake-up, can sit in different buffers. Samples and side-band
+//! records are one stream: records are held until every buffer has been read past their time
+//! stamp (minus a margin for records being written while we read), then released sorted
+//! (a stable sort: records of one buffer with equal time stamps keep the kernel's order).
+//! This is perf's "ordered events" scheme.
 
 use super::parse::Record;
 

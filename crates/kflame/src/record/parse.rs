@@ -15,7 +15,10 @@ const RECORD_COMM: u32 = 3;
 const RECORD_EXIT: u32 = 4;
 const RECORD_FORK: u32 = 7;
 const RECORD_SAMPLE: u32 = 9;
+const RECORD_SWITCH_CPU_WIDE: u32 = 15;
 const MISC_COMM_EXEC: u16 = 1 << 13;
+const MISC_SWITCH_OUT: u16 = 1 << 13;
+const MISC_SWITCH_OUT_PREEMPT: u16 = 1 << 14;
 /// Size of the `sample_id_all` trailer for our sample type: (pid, tid), time, (cpu, res).
 const ID_TRAILER: usize = 24;
 
@@ -33,6 +36,24 @@ pub(crate) struct Sample {
     pub(crate) raw: Vec<u8>,
 }
 
+/// A context switch seen from one side (`PERF_RECORD_SWITCH_CPU_WIDE`): written in the
+/// context of the task switched out (`out`) or in, naming the task on the other side.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Switch {
+    pub(crate) time: u64,
+    /// The task this record is about (the one leaving the CPU when `out`, else entering it).
+    pub(crate) pid: u32,
+    pub(crate) tid: u32,
+    pub(crate) cpu: u32,
+    /// Switched out (`PERF_RECORD_MISC_SWITCH_OUT`), else switched in.
+    pub(crate) out: bool,
+    /// Switched out while still runnable (`PERF_RECORD_MISC_SWITCH_OUT_PREEMPT`).
+    pub(crate) preempt: bool,
+    /// The next task (switch out) or the previous one (switch in).
+    pub(crate) other_pid: u32,
+    pub(crate) other_tid: u32,
+}
+
 /// The records a session acts on; others are counted as ignored.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Record {
@@ -44,6 +65,8 @@ pub(crate) enum Record {
     Fork { time: u64, pid: u32, ppid: u32, tid: u32, ptid: u32 },
     /// A task exited.
     Exit { time: u64, pid: u32, tid: u32 },
+    /// A context switch (only from events opened with `context_switch`).
+    Switch(Switch),
     /// An executable mapping was created.
     Mmap { time: u64, pid: u32, start: u64, len: u64, pgoff: u64, path: Vec<u8> },
     /// The kernel dropped `count` records because the ring buffer was full.
@@ -57,6 +80,7 @@ impl Record {
     pub(crate) fn time(&self) -> u64 {
         match self {
             Record::Sample(s) => s.time,
+            Record::Switch(s) => s.time,
             Record::Comm { time, .. }
             | Record::Fork { time, .. }
             | Record::Exit { time, .. }
@@ -136,6 +160,7 @@ fn decode(kind: u32, misc: u16, body: &[u8], raw: bool) -> Option<Record> {
             Record::Exit { time, pid, tid }
         }
         RECORD_MMAP2 => decode_mmap2(&mut c, body, time)?,
+        RECORD_SWITCH_CPU_WIDE => decode_switch(&mut c, body, misc, time)?,
         RECORD_LOST => {
             let _id = c.u64()?;
             Record::Lost { time, count: c.u64()? }
@@ -148,6 +173,32 @@ fn decode(kind: u32, misc: u16, body: &[u8], raw: bool) -> Option<Record> {
 fn trailer_time(body: &[u8]) -> Option<u64> {
     let at = body.len().checked_sub(ID_TRAILER)? + 8;
     Some(u64::from_le_bytes(body.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// The pid, tid and CPU of the `sample_id_all` trailer.
+fn trailer_task(body: &[u8]) -> Option<(u32, u32, u32)> {
+    let at = body.len().checked_sub(ID_TRAILER)?;
+    let mut c = Cursor { b: body, at };
+    let (pid, tid, _time, cpu) = (c.u32()?, c.u32()?, c.u64()?, c.u32()?);
+    Some((pid, tid, cpu))
+}
+
+fn decode_switch(c: &mut Cursor<'_>, body: &[u8], misc: u16, time: u64) -> Option<Record> {
+    let (other_pid, other_tid) = (c.u32()?, c.u32()?);
+    if body.len() != c.at + ID_TRAILER {
+        return None;
+    }
+    let (pid, tid, cpu) = trailer_task(body)?;
+    Some(Record::Switch(Switch {
+        time,
+        pid,
+        tid,
+        cpu,
+        out: misc & MISC_SWITCH_OUT != 0,
+        preempt: misc & MISC_SWITCH_OUT_PREEMPT != 0,
+        other_pid,
+        other_tid,
+    }))
 }
 
 fn decode_mmap2(c: &mut Cursor<'_>, body: &[u8], time: u64) -> Option<Record> {
@@ -210,6 +261,20 @@ pub(crate) mod tests {
         with_header(RECORD_SAMPLE, 0, b)
     }
 
+    /// Builds a `PERF_RECORD_SWITCH_CPU_WIDE` record as the kernel lays it out.
+    pub(crate) fn switch_bytes(s: &Switch) -> Vec<u8> {
+        let mut b = s.other_pid.to_le_bytes().to_vec();
+        b.extend_from_slice(&s.other_tid.to_le_bytes());
+        b.extend_from_slice(&s.pid.to_le_bytes());
+        b.extend_from_slice(&s.tid.to_le_bytes());
+        b.extend_from_slice(&s.time.to_le_bytes());
+        b.extend_from_slice(&s.cpu.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        let misc =
+            if s.out { MISC_SWITCH_OUT } else { 0 } | if s.preempt { MISC_SWITCH_OUT_PREEMPT } else { 0 };
+        with_header(RECORD_SWITCH_CPU_WIDE, misc, b)
+    }
+
     fn with_header(kind: u32, misc: u16, body: Vec<u8>) -> Vec<u8> {
         let mut r = kind.to_le_bytes().to_vec();
         r.extend_from_slice(&misc.to_le_bytes());
@@ -245,6 +310,36 @@ pub(crate) mod tests {
         assert_eq!(out[0], Record::Sample(s));
         assert_eq!(out[1], Record::Comm { time: 9, pid: 10, tid: 11, comm: b"burn".to_vec(), exec: true });
         assert_eq!(out[2], Record::Lost { time: 12, count: 5 });
+    }
+
+    #[test]
+    fn decodes_switch_records_of_both_directions() {
+        let out = Switch {
+            time: 100,
+            pid: 7,
+            tid: 8,
+            cpu: 1,
+            out: true,
+            preempt: true,
+            other_pid: 0,
+            other_tid: 0,
+        };
+        let inn =
+            Switch { time: 200, out: false, preempt: false, other_pid: 9, other_tid: 10, ..out.clone() };
+        let mut buf = switch_bytes(&out);
+        buf.extend(switch_bytes(&inn));
+        let (mut recs, mut bad) = (Vec::new(), 0);
+        records(&buf, false, &mut recs, &mut bad);
+        assert_eq!(bad, 0);
+        assert_eq!(recs, vec![Record::Switch(out), Record::Switch(inn.clone())]);
+        assert_eq!(recs[1].time(), 200);
+        // A switch record whose body is not 8 bytes plus the trailer is malformed.
+        let mut long = switch_bytes(&inn);
+        long.extend_from_slice(&[0; 8]);
+        long[6] += 8;
+        let (mut recs, mut bad) = (Vec::new(), 0);
+        records(&long, false, &mut recs, &mut bad);
+        assert_eq!((recs.len(), bad), (0, 1));
     }
 
     /// Random bytes, and valid records with random corruption, never panic the decoder.

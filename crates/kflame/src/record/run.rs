@@ -27,6 +27,13 @@ pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Re
     if config.mode == Mode::Blocked {
         return blocked::snapshot(config);
     }
+    if config.mode == Mode::OffCpu && config.duty.is_some() {
+        return Err(RecordError::Unsupported(
+            "--off-cpu cannot record with a duty cycle: the switch-in of a task asleep when \
+             recording pauses would be missed, and its blocked time would run on to a later one"
+                .into(),
+        ));
+    }
     if let Target::Pids(pids) = &config.target
         && let Some(p) = pids.iter().find(|p| !process_alive(**p))
     {
@@ -71,8 +78,8 @@ pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Re
 }
 
 /// Per-task events where they see everything the mode needs: a process's events, or a
-/// command's from its `execve` on. Off-CPU pairing needs the switch *into* a task, which is
-/// reported in the context of the task leaving the CPU: always system-wide.
+/// command's from its `execve` on. Off-CPU recording is always system-wide: it reads the
+/// CPU-wide context-switch records, and its targets are chosen while pairing.
 fn scope(config: &Config) -> Scope {
     if config.mode == Mode::OffCpu {
         return Scope::SystemWide;
@@ -158,7 +165,10 @@ impl Loop {
         for r in records {
             match &r {
                 Record::Sample(s) => handler.sample(s, &mut self.tasks, &mut self.collector),
-                other => self.tasks.apply(other),
+                other => {
+                    self.tasks.apply(other);
+                    handler.side_band(other, &mut self.collector);
+                }
             }
         }
     }

@@ -5,7 +5,7 @@ mod mem;
 mod offcpu;
 mod syscalls;
 
-use super::parse::Sample;
+use super::parse::{Record, Sample};
 use super::session::{EventSpec, base_attr};
 use super::stacks::Collector;
 use super::sys::attr::{TYPE_TRACEPOINT, flag, sample};
@@ -18,6 +18,9 @@ use crate::fold::Meta;
 pub(crate) trait Handler {
     /// Handles one sample (already in time order).
     fn sample(&mut self, s: &Sample, tasks: &mut Tasks, out: &mut Collector);
+    /// Handles any other record (context switch, exit, ...), in the same time order as the
+    /// samples, after `tasks` has applied it.
+    fn side_band(&mut self, _r: &Record, _out: &mut Collector) {}
     /// Unit and event of the weights.
     fn meta(&self) -> Meta;
     /// Events left unpaired when recording stopped (or that could not be paired).

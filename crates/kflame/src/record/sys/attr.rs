@@ -6,6 +6,8 @@ pub(crate) const TYPE_SOFTWARE: u32 = 1;
 pub(crate) const TYPE_TRACEPOINT: u32 = 2;
 /// `PERF_COUNT_SW_CPU_CLOCK`.
 pub(crate) const SW_CPU_CLOCK: u64 = 0;
+/// `PERF_COUNT_SW_DUMMY`: counts and samples nothing; carries side-band records.
+pub(crate) const SW_DUMMY: u64 = 9;
 
 /// `PERF_SAMPLE_*` bits.
 pub(crate) mod sample {
@@ -37,6 +39,8 @@ pub(crate) mod flag {
     pub(crate) const MMAP2: u64 = 1 << 23;
     pub(crate) const COMM_EXEC: u64 = 1 << 24;
     pub(crate) const USE_CLOCKID: u64 = 1 << 25;
+    /// `context_switch`: `PERF_RECORD_SWITCH(_CPU_WIDE)` records at every switch in and out.
+    pub(crate) const CONTEXT_SWITCH: u64 = 1 << 26;
 }
 
 /// The attribute structure, `PERF_ATTR_SIZE_VER5` (112 bytes), field for field.

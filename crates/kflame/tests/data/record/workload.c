@@ -5,15 +5,18 @@
  *   kfwork cpu SECONDS     spin in kf_deep_6, called through kf_deep_1..kf_deep_5
  *   kfwork mem PAGES       mmap PAGES anonymous pages and touch each one (kf_touch_pages)
  *   kfwork nap COUNT MS    sleep COUNT times MS milliseconds (kf_nap)
+ *   kfwork naptimed COUNT MS SPIN_MS
+ *                          the same in kf_nap_timed, spinning SPIN_MS on the CPU after each
+ *                          nap, and printing each nap's start and end (CLOCK_MONOTONIC ns)
  *   kfwork write COUNT     COUNT write(2) calls of 64 bytes to /dev/null (kf_writer)
  *   kfwork pipe            block reading stdin until it closes (kf_wait_input)
  *   kfwork spin SECONDS    count loop iterations for SECONDS and print the count (benchmarks)
  *   kfwork churn SECONDS   map, touch and unmap 64 pages over and over for SECONDS (kf_churn)
  *
  * Every function is noinline and does work after its call, so no call becomes a jump and the
- * frame-pointer chain names each level. kf_nap and kf_writer make their system calls with an
- * inlined `syscall` instruction: through libc's wrappers (built without frame pointers) a
- * frame-pointer unwind would skip the function that called the wrapper.
+ * frame-pointer chain names each level. kf_nap, kf_nap_timed and kf_writer make their system
+ * calls with an inlined `syscall` instruction: through libc's wrappers (built without frame
+ * pointers) a frame-pointer unwind would skip the function that called the wrapper.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -81,6 +84,27 @@ NOINLINE void kf_nap(int count, int ms)
 	sink++;
 }
 
+static long long now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+NOINLINE void kf_nap_timed(int count, int ms, int spin_ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	for (int i = 0; i < count; i++) {
+		long long start = now_ns();
+		kf_syscall3(SYS_nanosleep, (long)&ts, 0, 0);
+		long long end = now_ns();
+		printf("%lld %lld\n", start, end);
+		while (now_ns() < end + spin_ms * 1000000LL)
+			sink++;
+	}
+	sink++;
+}
+
 NOINLINE void kf_writer(int count)
 {
 	char buf[64];
@@ -129,6 +153,8 @@ int main(int argc, char **argv)
 		kf_touch_pages(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "nap"))
 		kf_nap(atoi(argv[2]), atoi(argv[3]));
+	else if (argc >= 5 && !strcmp(argv[1], "naptimed"))
+		kf_nap_timed(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
 	else if (argc >= 3 && !strcmp(argv[1], "write"))
 		kf_writer(atoi(argv[2]));
 	else if (argc >= 3 && !strcmp(argv[1], "spin"))
@@ -138,7 +164,8 @@ int main(int argc, char **argv)
 	else if (argc >= 2 && !strcmp(argv[1], "pipe"))
 		kf_wait_input();
 	else {
-		fprintf(stderr, "usage: kfwork cpu S | mem PAGES | nap N MS | write N | pipe | spin S | churn S\n");
+		fprintf(stderr, "usage: kfwork cpu S | mem PAGES | nap N MS | naptimed N MS SPIN_MS | write N | "
+				"pipe | spin S | churn S\n");
 		return 2;
 	}
 	return 0;
