@@ -367,12 +367,17 @@ fn all_cpus_with_a_command_records_every_task_until_the_command_exits() {
 #[test]
 fn bad_requests_fail_early_with_a_clear_message() {
     let kflame = env!("CARGO_BIN_EXE_kflame");
-    let cases: [(&[&str], i32, &str); 6] = [
+    let cases: [(&[&str], i32, &str); 7] = [
         (&["record", "-p", "4000000000"], 1, "no process with pid 4000000000"),
         (
             &["record", "--off-cpu", "--every", "2", "--for", "1"],
             1,
             "--off-cpu cannot record with a duty cycle",
+        ),
+        (
+            &["record", "--syscalls", "--every", "2", "--for", "1"],
+            1,
+            "--syscalls cannot record with a duty cycle",
         ),
         (&["record", "-o", "x.png"], 1, "unknown output extension `.png`"),
         (&["record", "-p", "1", "--", "true"], 1, "either -p PID or a command"),

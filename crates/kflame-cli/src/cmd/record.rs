@@ -66,7 +66,8 @@ pub(crate) struct Args {
     #[arg(long, help_heading = "Modes", requires = "mem")]
     kmalloc: bool,
 
-    /// Duty cycle period in seconds: record `--for` seconds at the start of each period.
+    /// Duty cycle period in seconds: record `--for` seconds at the start of each period (CPU
+    /// and --mem; the paired modes --off-cpu and --syscalls refuse it).
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, requires = "active", help_heading = "Modes")]
     every: Option<Duration>,
 

@@ -27,12 +27,8 @@ pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Re
     if config.mode == Mode::Blocked {
         return blocked::snapshot(config);
     }
-    if config.mode == Mode::OffCpu && config.duty.is_some() {
-        return Err(RecordError::Unsupported(
-            "--off-cpu cannot record with a duty cycle: the switch-in of a task asleep when \
-             recording pauses would be missed, and its blocked time would run on to a later one"
-                .into(),
-        ));
+    if let Some(why) = duty_refused(config) {
+        return Err(RecordError::Unsupported(why.into()));
     }
     if let Target::Pids(pids) = &config.target
         && let Some(p) = pids.iter().find(|p| !process_alive(**p))
@@ -75,6 +71,23 @@ pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Re
     state.reap();
     result?;
     Ok(state.finish(handler.as_ref(), counters, recorded_for))
+}
+
+/// Why the mode cannot record with a duty cycle, if it has one: paired modes would join an
+/// event before a pause with an unrelated one after it.
+fn duty_refused(config: &Config) -> Option<&'static str> {
+    config.duty.as_ref()?;
+    match config.mode {
+        Mode::OffCpu => Some(
+            "--off-cpu cannot record with a duty cycle: the switch-in of a task asleep when \
+             recording pauses would be missed, and its blocked time would run on to a later one",
+        ),
+        Mode::Syscalls => Some(
+            "--syscalls cannot record with a duty cycle: a call entered before a pause would \
+             pair with the exit of a later call of the same number after it (a loop of reads)",
+        ),
+        _ => None,
+    }
 }
 
 /// Per-task events where they see everything the mode needs: a process's events, or a
