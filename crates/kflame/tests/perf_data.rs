@@ -23,6 +23,8 @@ const FIXTURES: &[(&str, &str)] = &[
     ("perf-sys-cpuclock", "kallsyms-4a5a9b0a.txt"),
     ("workload-fp", "kallsyms-local.txt"),
     ("workload-dwarf", "kallsyms-local.txt"),
+    ("inline-fp", "kallsyms-local.txt"),
+    ("inline-dwarf", "kallsyms-local.txt"),
 ];
 
 fn options(kallsyms: &str) -> Options {

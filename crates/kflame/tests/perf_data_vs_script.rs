@@ -119,3 +119,40 @@ fn kmem_bytes_by_default() {
     let counts = from_data(name, &Options { counts: true, ..data_options() });
     assert_ne!(counts, folded(&data.stacks), "bytes and sample counts should differ on kmalloc samples");
 }
+
+fn local_options() -> Options {
+    Options { kallsyms: Some(data_dir().join("kallsyms-local.txt")), ..data_options() }
+}
+
+/// A `gcc -O2 -g` binary unwound from `--call-graph dwarf` samples: perf asks the DWARF
+/// for the inline chain of every unwound frame and prints `mix (inlined)`,
+/// `churn (inlined)`, `hot_path (DSO)`, and the clone `scaled.constprop.0` under its DWARF
+/// name `scaled`. The reader finds the same frames in-process; `--inline` marks them `_[i]`
+/// on both sides, and `--no-inline` matches `perf script --no-inline`.
+#[test]
+fn dwarf_inline_frames() {
+    let name = "inline-dwarf";
+    let script = from_script(name, PerfOptions::default());
+    let data = from_data(name, &local_options());
+    assert_same(name, &data, &script);
+    assert!(data.iter().any(|(s, _)| s.contains(";driver;hot_path;churn;mix")), "{data:#?}");
+    assert!(data.iter().any(|(s, _)| s.contains(";driver;scaled;churn")), "{data:#?}");
+
+    let marked = PerfOptions { mark_inlined: true, ..PerfOptions::default() };
+    let data = from_data(name, &Options { mark_inlined: true, ..local_options() });
+    assert_same(name, &data, &from_script(name, marked));
+    assert!(data.iter().any(|(s, _)| s.contains(";driver;hot_path;churn_[i];mix_[i]")), "{data:#?}");
+
+    let plain = from_data(name, &Options { no_inline: true, ..local_options() });
+    assert_same(name, &plain, &from_script("inline-dwarf.noinline", PerfOptions::default()));
+    assert!(plain.iter().all(|(s, _)| !s.contains("churn")), "{plain:#?}");
+}
+
+/// Frame-pointer call chains of the same binary get no inline frames from perf 6.1.
+#[test]
+fn frame_pointer_chains_have_no_inline_frames() {
+    let name = "inline-fp";
+    let data = from_data(name, &local_options());
+    assert_same(name, &data, &from_script(name, PerfOptions::default()));
+    assert!(data.iter().all(|(s, _)| !s.contains("churn")), "{data:#?}");
+}

@@ -28,6 +28,10 @@ pub(crate) struct PerfDataArgs {
     /// Do not unwind --call-graph dwarf user stacks.
     #[arg(long, help_heading = "perf.data options")]
     no_unwind: bool,
+    /// Do not add the DWARF inline frames of unwound user frames (like perf script
+    /// --no-inline).
+    #[arg(long, help_heading = "perf.data options")]
+    no_inline: bool,
 }
 
 impl PerfDataArgs {
@@ -43,6 +47,8 @@ impl PerfDataArgs {
             kallsyms: self.kallsyms.clone(),
             symfs: self.symfs.clone(),
             no_unwind: self.no_unwind,
+            no_inline: self.no_inline,
+            mark_inlined: perf.inline,
         }
     }
 }

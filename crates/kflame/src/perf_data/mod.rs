@@ -31,6 +31,7 @@
 
 mod dso;
 mod header;
+mod inline;
 mod machine;
 mod naming;
 mod prefetch;
@@ -73,6 +74,11 @@ pub struct Options {
     /// Do not unwind `--call-graph dwarf` user stacks (keep only the kernel call chain and
     /// the sampled user address).
     pub no_unwind: bool,
+    /// Do not show the DWARF inline frames of unwound user frames (perf script's
+    /// `--no-inline`): frames are named from symbol tables only.
+    pub no_inline: bool,
+    /// `_[i]` after inline frames (the perf script collapser's `--inline`).
+    pub mark_inlined: bool,
 }
 
 /// Why a perf.data file could not be read at all. Problems with single records are counted

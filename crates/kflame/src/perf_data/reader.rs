@@ -467,6 +467,8 @@ fn rules(opts: &Options) -> NameRules {
         annotate_kernel: opts.annotate_kernel,
         annotate_jit: opts.annotate_jit,
         include_addrs: opts.include_addrs,
+        inline: !opts.no_inline,
+        mark_inlined: opts.mark_inlined,
     }
 }
 

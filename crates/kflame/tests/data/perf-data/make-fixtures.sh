@@ -15,6 +15,14 @@ cp /opt/kflame-demo/bin/workload-fp /opt/kflame-demo/bin/workload-nofp symfs/opt
 perf record -N -q -F 499 -e cpu-clock -g -o workload-fp.data /opt/kflame-demo/bin/workload-fp 50000
 perf record -N -q -F 199 -e cpu-clock --call-graph dwarf,4096 -o workload-dwarf.data \
   /opt/kflame-demo/bin/workload-nofp 30000
+# A -g build with inlining (no absolute build path in its DWARF).
+DBG="-O2 -g -fdebug-prefix-map=$(pwd)=."
+gcc $DBG -fno-omit-frame-pointer -o /opt/kflame-demo/bin/inline-fp inline.c
+gcc $DBG -fomit-frame-pointer -o /opt/kflame-demo/bin/inline-nofp inline.c
+cp /opt/kflame-demo/bin/inline-fp /opt/kflame-demo/bin/inline-nofp symfs/opt/kflame-demo/bin/
+perf record -N -q -F 199 -e cpu-clock -g -o inline-fp.data /opt/kflame-demo/bin/inline-fp 1500000 >/dev/null
+perf record -N -q -F 199 -e cpu-clock --call-graph dwarf,2048 -o inline-dwarf.data \
+  /opt/kflame-demo/bin/inline-nofp 1500000 >/dev/null
 
 # 2. Small shared captures (recorded on another boot of kernel build-id 4a5a9b0a…).
 for f in perf-burn-fp-fp perf-burn-nofp-fp perf-kmalloc perf-sched perf-sys-cpuclock; do
@@ -33,12 +41,14 @@ d=$(printf '%x' $(( 0x$(text_of "$BENCH_KALLSYMS") - 0x$(rec_text perf-sys-cpucl
 kaddrs perf-burn-fp-fp.data perf-burn-nofp-fp.data perf-kmalloc.data perf-sched.data perf-sys-cpuclock.data |
   python3 trim_kallsyms.py "$BENCH_KALLSYMS" "$d" > kallsyms-4a5a9b0a.txt
 rm -f "$BENCH_KALLSYMS"
-kaddrs workload-fp.data workload-dwarf.data | python3 trim_kallsyms.py /proc/kallsyms 0 > kallsyms-local.txt
+kaddrs workload-fp.data workload-dwarf.data inline-fp.data inline-dwarf.data | python3 trim_kallsyms.py /proc/kallsyms 0 > kallsyms-local.txt
 
 # 4. The perf script text of every file, made with the same symbols.
 for f in perf-burn-fp-fp perf-burn-nofp-fp perf-kmalloc perf-sched perf-sys-cpuclock; do
   perf script -i "$f.data" --kallsyms kallsyms-4a5a9b0a.txt --symfs symfs > "$f.script.txt" 2>/dev/null
 done
-for f in workload-fp workload-dwarf; do
+for f in workload-fp workload-dwarf inline-fp inline-dwarf; do
   perf script -i "$f.data" --kallsyms kallsyms-local.txt --symfs symfs > "$f.script.txt" 2>/dev/null
 done
+perf script --no-inline -i inline-dwarf.data --kallsyms kallsyms-local.txt --symfs symfs \
+  > inline-dwarf.noinline.script.txt 2>/dev/null
