@@ -25,12 +25,15 @@ const FIXTURES: &[(&str, &str)] = &[
     ("workload-dwarf", "kallsyms-local.txt"),
     ("inline-fp", "kallsyms-local.txt"),
     ("inline-dwarf", "kallsyms-local.txt"),
+    ("jit-node", "kallsyms-local.txt"),
+    ("vdso-fp", "kallsyms-local.txt"),
 ];
 
 fn options(kallsyms: &str) -> Options {
     Options {
         kallsyms: Some(data_dir().join(kallsyms)),
         symfs: Some(data_dir().join("symfs")),
+        perf_map_dir: Some(data_dir().join("perf-maps")),
         ..Options::default()
     }
 }

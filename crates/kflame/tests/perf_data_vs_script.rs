@@ -156,3 +156,75 @@ fn frame_pointer_chains_have_no_inline_frames() {
     assert_same(name, &data, &from_script(name, PerfOptions::default()));
     assert!(data.iter().all(|(s, _)| !s.contains("churn")), "{data:#?}");
 }
+
+/// `node --perf-basic-prof` wrote `/tmp/perf-PID.map` while recording (a copy is in
+/// `perf-maps/`): its JIT frames are named from it, `_[j]` with `--jit`.
+#[test]
+fn jit_frames_from_the_perf_map() {
+    let name = "jit-node";
+    let opts = Options { perf_map_dir: Some(data_dir().join("perf-maps")), ..local_options() };
+    let data = from_data(name, &opts);
+    assert_same(name, &data, &from_script(name, PerfOptions::default()));
+    assert!(data.iter().any(|(s, _)| s.ends_with(";JS:*leaf /opt/kflame-demo/jit.js:3:14")), "{data:#?}");
+    let jit = PerfOptions { annotate_jit: true, ..PerfOptions::default() };
+    let marked = from_data(name, &Options { annotate_jit: true, ..opts });
+    assert_same(name, &marked, &from_script(name, jit));
+    assert!(marked.iter().any(|(s, _)| s.contains("JS:*leaf /opt/kflame-demo/jit.js:3:14_[j]")));
+
+    // Without the map file the frames keep the map's name, and the reader says why.
+    let opts = Options { perf_map_dir: Some(data_dir().join("symfs")), ..local_options() };
+    let out = collapse_file(&data_dir().join("jit-node.data"), &opts, Order::Sorted).unwrap();
+    let bare = folded(&out.stacks);
+    assert!(bare.iter().all(|(s, _)| !s.contains("JS:")));
+    assert!(bare.iter().any(|(s, _)| s.contains("[perf-")), "{bare:#?}");
+    let note = out.diag.get("unreadable binary").expect("a note names the missing map");
+    assert!(note.message.contains("perf-") && note.message.contains(".map"), "{}", note.message);
+}
+
+/// The build-id of the `[vdso]` recorded in vdso-fp.data (`perf buildid-list`).
+const RECORDED_VDSO: &str = "a599807156a2a62fe956a82e388aeeabc874119c";
+
+/// vDSO frames (`clock_gettime` in a loop) are named from perf's build-id cache, which
+/// is `SYMFS/.debug` under `--symfs` (the fixture's copy of the recorded vDSO).
+#[test]
+fn vdso_frames_from_the_build_id_cache() {
+    let name = "vdso-fp";
+    let data = from_data(name, &local_options());
+    assert_same(name, &data, &from_script(name, PerfOptions::default()));
+    assert!(data.iter().any(|(s, _)| s.ends_with(";main;__vdso_clock_gettime")), "{data:#?}");
+}
+
+/// Without a cached copy, the vDSO of the running kernel is used when it is the recorded
+/// one; otherwise the frames stay `[[vdso]]` and a note says why.
+#[test]
+#[allow(clippy::print_stderr)]
+fn vdso_frames_from_the_running_kernel() {
+    let opts = Options { symfs: Some(data_dir().join("symfs/opt")), ..local_options() };
+    let out = collapse_file(&data_dir().join("vdso-fp.data"), &opts, Order::Sorted).unwrap();
+    let stacks = folded(&out.stacks);
+    let named = stacks.iter().any(|(s, _)| s.ends_with(";__vdso_clock_gettime"));
+    let unnamed = stacks.iter().any(|(s, _)| s.ends_with(";[[vdso]]"));
+    if own_vdso_build_id().as_deref() == Some(RECORDED_VDSO) {
+        assert!(named && !unnamed, "the running kernel's vDSO is the recorded one: {stacks:#?}");
+    } else {
+        eprintln!("this kernel's vDSO is not the recorded one: checking the fallback only");
+        assert!(unnamed && !named, "{stacks:#?}");
+        let note = out.diag.get("unreadable binary").expect("a note says the vDSO is missing");
+        assert!(note.message.contains(RECORDED_VDSO), "{}", note.message);
+    }
+}
+
+/// The build-id of this process's `[vdso]`, read independently of the reader.
+fn own_vdso_build_id() -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
+    let (start, end) = line.split_whitespace().next()?.split_once('-')?;
+    let (start, end) = (u64::from_str_radix(start, 16).ok()?, u64::from_str_radix(end, 16).ok()?);
+    let mut mem = std::fs::File::open("/proc/self/mem").ok()?;
+    mem.seek(SeekFrom::Start(start)).ok()?;
+    let mut image = vec![0; (end - start) as usize];
+    mem.read_exact(&mut image).ok()?;
+    let id = kflame::symbols::read_build_id(&image)?;
+    Some(id.iter().map(|b| format!("{b:02x}")).collect())
+}

@@ -32,6 +32,10 @@ pub(crate) struct PerfDataArgs {
     /// --no-inline).
     #[arg(long, help_heading = "perf.data options")]
     no_inline: bool,
+    /// Read JIT symbols from DIR/perf-PID.map instead of /tmp/perf-PID.map (the map files
+    /// JIT compilers such as node --perf-basic-prof write, copied with the recording).
+    #[arg(long, value_name = "DIR", help_heading = "perf.data options")]
+    perf_map_dir: Option<PathBuf>,
 }
 
 impl PerfDataArgs {
@@ -49,6 +53,7 @@ impl PerfDataArgs {
             no_unwind: self.no_unwind,
             no_inline: self.no_inline,
             mark_inlined: perf.inline,
+            perf_map_dir: self.perf_map_dir.clone(),
         }
     }
 }

@@ -36,11 +36,25 @@ pub(crate) struct Dsos {
     /// Binaries that could not be used, and why.
     pub(crate) missing: Vec<(String, Missing)>,
     prefetch: Option<super::prefetch::Prefetch>,
+    /// Where `perf-PID.map` files are read (`None`: `/tmp`, like perf).
+    perf_maps: Option<PathBuf>,
 }
 
 impl Dsos {
     pub(crate) fn new(root: PathBuf) -> Dsos {
-        Dsos { list: Vec::new(), by_name: FxHashMap::default(), root, missing: Vec::new(), prefetch: None }
+        Dsos {
+            list: Vec::new(),
+            by_name: FxHashMap::default(),
+            root,
+            missing: Vec::new(),
+            prefetch: None,
+            perf_maps: None,
+        }
+    }
+
+    /// Reads JIT symbols from `DIR/perf-PID.map` instead of `/tmp/perf-PID.map`.
+    pub(crate) fn set_perf_map_dir(&mut self, dir: Option<PathBuf>) {
+        self.perf_maps = dir;
     }
 
     /// Takes symbol tables from a read-ahead thread when it has them.
@@ -95,7 +109,9 @@ impl Dsos {
 
     fn load(&mut self, i: usize) -> Option<ElfSymbols> {
         let name = self.list[i].name.clone();
-        let prefetched = self.prefetch.as_mut().and_then(|p| p.take(&name));
+        let places = super::special::Places { root: self.root.clone(), perf_maps: self.perf_maps.clone() };
+        let special = super::special::load(&places, &name, self.list[i].build_id.as_deref());
+        let prefetched = special.or_else(|| self.prefetch.as_mut().and_then(|p| p.take(&name)));
         let result = match prefetched {
             Some(r) => r,
             None => load_symbols(&self.root, &name, self.list[i].build_id.as_deref()),

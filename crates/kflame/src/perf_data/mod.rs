@@ -38,6 +38,7 @@ mod prefetch;
 mod reader;
 mod records;
 mod resolve;
+mod special;
 mod stacks;
 mod tracing;
 mod unwind;
@@ -79,6 +80,9 @@ pub struct Options {
     pub no_inline: bool,
     /// `_[i]` after inline frames (the perf script collapser's `--inline`).
     pub mark_inlined: bool,
+    /// Read the symbols of JIT code from `DIR/perf-PID.map` instead of `/tmp/perf-PID.map`
+    /// (map files copied along with the recording).
+    pub perf_map_dir: Option<PathBuf>,
 }
 
 /// Why a perf.data file could not be read at all. Problems with single records are counted

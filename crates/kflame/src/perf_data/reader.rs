@@ -222,10 +222,12 @@ impl<'o> State<'o> {
             }
         }
         let root = opts.symfs.clone().unwrap_or_else(|| PathBuf::from("/"));
+        let mut dsos = Dsos::new(root);
+        dsos.set_perf_map_dir(opts.perf_map_dir.clone());
         Ok(State {
             opts,
             machine: Machine::default(),
-            resolver: Resolver::new(Dsos::new(root), KernelSymbols { syms: None, delta: 0 }, rules(opts)),
+            resolver: Resolver::new(dsos, KernelSymbols { syms: None, delta: 0 }, rules(opts)),
             kernel_loaded: false,
             user_build_ids,
             kernel_build_id,
@@ -307,6 +309,7 @@ impl<'o> State<'o> {
         let name = user_dso_name(path, pid, exec);
         let bid = bid.or_else(|| self.user_build_ids.get(path).cloned());
         let id = self.dsos().intern(&name, bid.as_deref());
+        let pgoff = super::special::map_pgoff(&name, start, pgoff);
         self.machine.map(pid, start, len, pgoff, id);
     }
 
