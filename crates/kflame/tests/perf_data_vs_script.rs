@@ -192,6 +192,11 @@ fn vdso_frames_from_the_build_id_cache() {
     let data = from_data(name, &local_options());
     assert_same(name, &data, &from_script(name, PerfOptions::default()));
     assert!(data.iter().any(|(s, _)| s.ends_with(";main;__vdso_clock_gettime")), "{data:#?}");
+    // `--call-graph dwarf`: unwound through the vDSO's own unwind tables into libc.
+    let name = "vdso-dwarf";
+    let data = from_data(name, &local_options());
+    assert_same(name, &data, &from_script(name, PerfOptions::default()));
+    assert!(data.iter().any(|(s, _)| s.ends_with(";[libc.so.6];__vdso_clock_gettime")), "{data:#?}");
 }
 
 /// Without a cached copy, the vDSO of the running kernel is used when it is the recorded

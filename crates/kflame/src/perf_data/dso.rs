@@ -94,10 +94,21 @@ impl Dsos {
         let i = id as usize;
         if self.list[i].image.is_none() {
             let image = self.file_path(&self.list[i].name).and_then(|p| MappedFile::open(&p).ok());
+            let image = image.or_else(|| self.special_image(i));
             let image = image.filter(|m| self.build_id_ok(i, m));
             self.list[i].image = Some(image.map(Arc::new));
         }
         self.list[i].image.clone().flatten()
+    }
+
+    fn places(&self) -> super::special::Places {
+        super::special::Places { root: self.root.clone(), perf_maps: self.perf_maps.clone() }
+    }
+
+    /// The in-memory image of a special mapping (the vDSO).
+    fn special_image(&self, i: usize) -> Option<MappedFile> {
+        let dso = &self.list[i];
+        super::special::image(&self.places(), &dso.name, dso.build_id.as_deref()).map(MappedFile::from_bytes)
     }
 
     fn build_id_ok(&self, i: usize, data: &[u8]) -> bool {
@@ -109,8 +120,7 @@ impl Dsos {
 
     fn load(&mut self, i: usize) -> Option<ElfSymbols> {
         let name = self.list[i].name.clone();
-        let places = super::special::Places { root: self.root.clone(), perf_maps: self.perf_maps.clone() };
-        let special = super::special::load(&places, &name, self.list[i].build_id.as_deref());
+        let special = super::special::load(&self.places(), &name, self.list[i].build_id.as_deref());
         let prefetched = special.or_else(|| self.prefetch.as_mut().and_then(|p| p.take(&name)));
         let result = match prefetched {
             Some(r) => r,

@@ -13,15 +13,18 @@
 //! cache (`~/.debug/[kernel.kallsyms]/ID/kallsyms`) or `/proc/kallsyms` when the recording
 //! kernel is the running one; a kallsyms file of another boot is relocated through the
 //! recorded `_text` address (KASLR). User symbols come from the recorded binaries (checked
-//! by build-id), their `/usr/lib/debug/.build-id` files, or `.dynsym`.
+//! by build-id), their `/usr/lib/debug/.build-id` files, or `.dynsym`. Frames unwound from
+//! `--call-graph dwarf` samples get the DWARF inline chain of their binary, as perf asks
+//! addr2line for it (`inline.rs`; `--no-inline` as in perf script). JIT code is named from
+//! the `/tmp/perf-PID.map` its JIT wrote (or `--perf-map-dir`), the vDSO from perf's
+//! build-id cache or the running kernel's own image, whose unwind tables also serve DWARF
+//! unwinding (`special.rs`).
 //!
 //! Known differences from `perf script` (6.1) followed by stackcollapse-perf:
-//! - no inline frames: perf asks addr2line for DWARF inline data (binaries with debug info,
-//!   e.g. libc with libc6-dbg, mostly in `--call-graph dwarf` captures) and then shows
-//!   `name (inlined)` frames and DWARF names (`__GI___libc_read` where the symbol table
-//!   says `read`);
-//! - the vDSO is not read from perf's build-id cache and JIT maps (`/tmp/perf-PID.map`) are
-//!   not read: such frames stay `[[vdso]]` / `[perf-PID.map]`;
+//! - inline chains come from the `addr2line` crate, not binutils' addr2line: the same
+//!   frames on the binaries tried (gcc C with `-g`, glibc with libc6-dbg, Rust), though
+//!   binutils falls back to the symbol table for functions DWARF names only by
+//!   `DW_AT_name` in C++ and Rust, which gimli does not;
 //! - compressed files (`perf record -z`) are refused;
 //! - `--pid`/`--tid` use the sample's real pid; stackcollapse-perf writes `?` when
 //!   `perf script` prints only a tid, and reads odd comms such as `:-1` together with the

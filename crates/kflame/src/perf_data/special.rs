@@ -73,6 +73,18 @@ fn perf_map(places: &Places, name: &str) -> Result<ElfSymbols, Missing> {
 }
 
 fn vdso(places: &Places, build_id: Option<&[u8]>) -> Result<ElfSymbols, Missing> {
+    let image = vdso_image(places, build_id)?;
+    ElfSymbols::parse(&image).map_err(|e| Missing::Unreadable(e.to_string()))
+}
+
+/// The image of a special mapping for unwind tables: the recorded vDSO (`None` for other
+/// names or when it cannot be found).
+pub(crate) fn image(places: &Places, name: &str, build_id: Option<&[u8]>) -> Option<Vec<u8>> {
+    (name == VDSO).then(|| vdso_image(places, build_id).ok()).flatten()
+}
+
+/// The recorded vDSO: perf's cached copy, else the running one if it is the same.
+fn vdso_image(places: &Places, build_id: Option<&[u8]>) -> Result<Vec<u8>, Missing> {
     let Some(want) = build_id else {
         return Err(Missing::Unreadable("the [vdso] has no recorded build-id".into()));
     };
@@ -81,10 +93,10 @@ fn vdso(places: &Places, build_id: Option<&[u8]>) -> Result<ElfSymbols, Missing>
         && let Ok(data) = std::fs::read(path)
         && read_build_id(&data).as_deref() == Some(want)
     {
-        return ElfSymbols::parse(&data).map_err(|e| Missing::Unreadable(e.to_string()));
+        return Ok(data);
     }
     if let Some(image) = own_vdso().filter(|img| read_build_id(img).as_deref() == Some(want)) {
-        return ElfSymbols::parse(&image).map_err(|e| Missing::Unreadable(e.to_string()));
+        return Ok(image);
     }
     let hex: String = want.iter().map(|b| format!("{b:02x}")).collect();
     Err(Missing::Unreadable(format!(

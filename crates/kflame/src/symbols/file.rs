@@ -6,9 +6,15 @@ use std::io;
 use std::ops::Deref;
 use std::path::Path;
 
-/// A file mapped read-only into memory.
+/// A file mapped read-only into memory (or an image already in memory, such as a vDSO
+/// read from a process).
 pub struct MappedFile {
-    map: memmap2::Mmap,
+    map: Bytes,
+}
+
+enum Bytes {
+    Mapped(memmap2::Mmap),
+    Owned(Vec<u8>),
 }
 
 impl MappedFile {
@@ -24,19 +30,27 @@ impl MappedFile {
         // same holds for every profiler reading binaries (perf, samply), and the parsers
         // treat every byte as untrusted anyway.
         let map = unsafe { memmap2::Mmap::map(&file)? };
-        Ok(MappedFile { map })
+        Ok(MappedFile { map: Bytes::Mapped(map) })
+    }
+
+    /// An image already in memory, used like a mapped file.
+    pub fn from_bytes(data: Vec<u8>) -> MappedFile {
+        MappedFile { map: Bytes::Owned(data) }
     }
 }
 
 impl Deref for MappedFile {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        &self.map
+        match &self.map {
+            Bytes::Mapped(m) => m,
+            Bytes::Owned(v) => v,
+        }
     }
 }
 
 impl std::fmt::Debug for MappedFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "MappedFile({} bytes)", self.map.len())
+        write!(f, "MappedFile({} bytes)", self.len())
     }
 }

@@ -33,6 +33,10 @@ cp "/tmp/perf-$JIT_PID.map" perf-maps/
 gcc -O2 -fno-omit-frame-pointer -o /opt/kflame-demo/bin/vdso-fp vdso.c
 cp /opt/kflame-demo/bin/vdso-fp symfs/opt/kflame-demo/bin/
 perf record -N -q -F 499 -e cpu-clock -g -o vdso-fp.data /opt/kflame-demo/bin/vdso-fp 10000000 >/dev/null
+gcc -O2 -fomit-frame-pointer -o /opt/kflame-demo/bin/vdso-nofp vdso.c
+cp /opt/kflame-demo/bin/vdso-nofp symfs/opt/kflame-demo/bin/
+perf record -N -q -F 199 -e cpu-clock --call-graph dwarf,1024 -o vdso-dwarf.data \
+  /opt/kflame-demo/bin/vdso-nofp 10000000 >/dev/null
 VDSO_ID=$(perf buildid-list -i vdso-fp.data | awk '$2 == "[vdso]" {print $1}')
 rm -rf symfs/.debug && mkdir -p "symfs/.debug/.build-id/${VDSO_ID:0:2}/${VDSO_ID:2}"
 cp "$HOME/.debug/.build-id/${VDSO_ID:0:2}/${VDSO_ID:2}/vdso" "symfs/.debug/.build-id/${VDSO_ID:0:2}/${VDSO_ID:2}/"
@@ -54,13 +58,13 @@ d=$(printf '%x' $(( 0x$(text_of "$BENCH_KALLSYMS") - 0x$(rec_text perf-sys-cpucl
 kaddrs perf-burn-fp-fp.data perf-burn-nofp-fp.data perf-kmalloc.data perf-sched.data perf-sys-cpuclock.data |
   python3 trim_kallsyms.py "$BENCH_KALLSYMS" "$d" > kallsyms-4a5a9b0a.txt
 rm -f "$BENCH_KALLSYMS"
-kaddrs workload-fp.data workload-dwarf.data inline-fp.data inline-dwarf.data jit-node.data vdso-fp.data | python3 trim_kallsyms.py /proc/kallsyms 0 > kallsyms-local.txt
+kaddrs workload-fp.data workload-dwarf.data inline-fp.data inline-dwarf.data jit-node.data vdso-fp.data vdso-dwarf.data | python3 trim_kallsyms.py /proc/kallsyms 0 > kallsyms-local.txt
 
 # 4. The perf script text of every file, made with the same symbols.
 for f in perf-burn-fp-fp perf-burn-nofp-fp perf-kmalloc perf-sched perf-sys-cpuclock; do
   perf script -i "$f.data" --kallsyms kallsyms-4a5a9b0a.txt --symfs symfs > "$f.script.txt" 2>/dev/null
 done
-for f in workload-fp workload-dwarf inline-fp inline-dwarf jit-node vdso-fp; do
+for f in workload-fp workload-dwarf inline-fp inline-dwarf jit-node vdso-fp vdso-dwarf; do
   perf script -i "$f.data" --kallsyms kallsyms-local.txt --symfs symfs > "$f.script.txt" 2>/dev/null
 done
 perf script --no-inline -i inline-dwarf.data --kallsyms kallsyms-local.txt --symfs symfs \
