@@ -35,7 +35,8 @@ impl DwarfNames {
         }
         let endian = if file.is_little_endian() { RunTimeEndian::Little } else { RunTimeEndian::Big };
         let load = |id: gimli::SectionId| -> Result<Reader, String> {
-            let bytes = match file.section_by_name(id.name()) {
+            let section = if needed(id) { file.section_by_name(id.name()) } else { None };
+            let bytes = match section {
                 Some(s) => s.uncompressed_data().map_err(|e| format!("section {}: {e}", id.name()))?,
                 None => std::borrow::Cow::Borrowed(&[][..]),
             };
@@ -61,6 +62,26 @@ impl DwarfNames {
         }
         names
     }
+}
+
+/// The sections function names and inline chains are read from; the others (location
+/// lists, macros, type units, indexes: most of the debug information of optimized code)
+/// are neither copied nor decompressed.
+fn needed(id: gimli::SectionId) -> bool {
+    use gimli::SectionId as S;
+    matches!(
+        id,
+        S::DebugAbbrev
+            | S::DebugAddr
+            | S::DebugAranges
+            | S::DebugInfo
+            | S::DebugLine
+            | S::DebugLineStr
+            | S::DebugRanges
+            | S::DebugRngLists
+            | S::DebugStr
+            | S::DebugStrOffsets
+    )
 }
 
 impl std::fmt::Debug for DwarfNames {
