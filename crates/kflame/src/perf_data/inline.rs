@@ -60,6 +60,10 @@ impl Inlines {
         rules: NameRules,
         frames: &mut Vec<Box<[u8]>>,
     ) -> Option<u32> {
+        // Binaries without DWARF (most, in distributions) cost one lookup per frame.
+        if self.dwarf.entry(dso).or_insert_with(|| load(dsos, dso)).is_none() {
+            return None;
+        }
         if let Some(&hit) = self.cache.get(&(dso, rel, java)) {
             return hit;
         }
@@ -76,7 +80,7 @@ impl Inlines {
         java: bool,
         rules: NameRules,
     ) -> Option<Vec<u8>> {
-        let dwarf = self.dwarf.entry(dso).or_insert_with(|| load(dsos, dso)).as_ref()?;
+        let dwarf = self.dwarf.get(&dso)?.as_ref()?;
         let functions = dwarf.functions_at(rel)?;
         let sym = dsos.symbols(dso)?.lookup(rel)?;
         let (sym_name, off) = (demangle(sym.name).into_owned(), rel - sym.start);
