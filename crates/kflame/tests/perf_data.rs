@@ -25,6 +25,7 @@ const FIXTURES: &[(&str, &str)] = &[
     ("workload-dwarf", "kallsyms-local.txt"),
     ("inline-fp", "kallsyms-local.txt"),
     ("inline-dwarf", "kallsyms-local.txt"),
+    ("inline-cxx", "kallsyms-local.txt"),
     ("jit-node", "kallsyms-local.txt"),
     ("vdso-fp", "kallsyms-local.txt"),
     ("vdso-dwarf", "kallsyms-local.txt"),

@@ -148,6 +148,24 @@ fn dwarf_inline_frames() {
     assert!(plain.iter().all(|(s, _)| !s.contains("churn")), "{plain:#?}");
 }
 
+/// C++ built by gcc: the function in an anonymous namespace has no linkage name in DWARF.
+/// addr2line names it after the symbol table the first time it is the innermost function
+/// (so perf shows the symbol, not an inline frame), and keeps that name afterwards, also
+/// as the caller of inlined code; before that first time it is the plain `work (inlined)`.
+#[test]
+fn cxx_functions_without_linkage_names() {
+    let name = "inline-cxx";
+    let data = from_data(name, &local_options());
+    assert_same(name, &data, &from_script(name, PerfOptions::default()));
+    let has = |tail: &str| data.iter().any(|(s, _)| s.ends_with(tail));
+    assert!(has(";app::Runner::run;work;app::Acc<unsigned int>::add"), "{data:#?}");
+    assert!(has(";app::Runner::run;app::(anonymous namespace)::work"), "{data:#?}");
+    assert!(
+        has(";app::Runner::run;app::(anonymous namespace)::work;app::Acc<unsigned int>::add"),
+        "{data:#?}"
+    );
+}
+
 /// Frame-pointer call chains of the same binary get no inline frames from perf 6.1.
 #[test]
 fn frame_pointer_chains_have_no_inline_frames() {

@@ -29,6 +29,9 @@ struct DsoDwarf {
     names: DwarfNames,
     /// PT_LOAD segments of the recorded binary: (vaddr, file offset, file size).
     segments: Vec<(u64, u64, u64)>,
+    /// Functions without a linkage name already looked up as the innermost function: the
+    /// symbol name binutils gave them for good, or `None` (their plain name stays).
+    renamed: FxHashMap<(u64, u64), Option<String>>,
 }
 
 impl DsoDwarf {
@@ -80,10 +83,11 @@ impl Inlines {
         java: bool,
         rules: NameRules,
     ) -> Option<Vec<u8>> {
-        let dwarf = self.dwarf.get(&dso)?.as_ref()?;
-        let functions = dwarf.functions_at(rel)?;
         let sym = dsos.symbols(dso)?.lookup(rel)?;
-        let (sym_name, off) = (demangle(sym.name).into_owned(), rel - sym.start);
+        let (raw_sym, off) = (sym.name.to_string(), rel - sym.start);
+        let dwarf = self.dwarf.get_mut(&dso)?.as_mut()?;
+        let functions = dwarf.functions_at(rel, &raw_sym, sym.start)?;
+        let sym_name = demangle(&raw_sym).into_owned();
         let dso_name = &dsos.get(dso).name;
         // perf's lines, innermost first; stackcollapse puts the outermost first.
         let mut parts: Vec<Vec<u8>> = Vec::with_capacity(functions.len());
@@ -127,10 +131,34 @@ impl Inlines {
 }
 
 impl DsoDwarf {
-    /// The DWARF function names at file offset `rel`, innermost first; `None` when DWARF
-    /// does not cover it.
-    fn functions_at(&self, rel: u64) -> Option<Vec<String>> {
-        let names = self.names.functions(self.vaddr(rel)?);
+    /// The raw function names addr2line prints at file offset `rel`, innermost first, for
+    /// an address in symbol `sym` (raw name) starting at file offset `sym_start`; `None`
+    /// when DWARF does not cover it.
+    ///
+    /// binutils names a function that has only a plain `DW_AT_name` in C++ or Rust (no
+    /// linkage name: gcc's internal-linkage functions) after the symbol table when it is
+    /// the innermost function of a lookup, and from then on keeps that symbol name if the
+    /// symbol starts where the function does, else the plain name, also where it appears
+    /// as the caller of inlined code. perf sends its lookups in sample order, as they are
+    /// made here, so the same state gives the same names.
+    fn functions_at(&mut self, rel: u64, sym: &str, sym_start: u64) -> Option<Vec<String>> {
+        let frames = self.names.frames(self.vaddr(rel)?);
+        let sym_vaddr = self.vaddr(sym_start);
+        let mut names = Vec::with_capacity(frames.len());
+        for (i, f) in frames.into_iter().enumerate() {
+            let name = match self.renamed.get(&f.id) {
+                _ if f.linkage => f.name,
+                Some(Some(symbol)) => symbol.clone(),
+                Some(None) => f.name,
+                None if i > 0 => f.name,
+                None => {
+                    let keep = (f.entry.is_some() && f.entry == sym_vaddr).then(|| sym.to_string());
+                    self.renamed.insert(f.id, keep);
+                    sym.to_string()
+                }
+            };
+            names.push(name);
+        }
         (!names.is_empty()).then_some(names)
     }
 }
@@ -143,5 +171,5 @@ fn load(dsos: &mut Dsos, dso: DsoId) -> Option<DsoDwarf> {
     let file = object::File::parse(&**image).ok()?;
     let segments = file.segments().map(|s| (s.address(), s.file_range().0, s.file_range().1)).collect();
     let names = crate::symbols::DwarfNames::open(&from).ok().flatten()?;
-    Some(DsoDwarf { names, segments })
+    Some(DsoDwarf { names, segments, renamed: FxHashMap::default() })
 }

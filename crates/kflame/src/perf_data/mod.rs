@@ -21,10 +21,11 @@
 //! unwinding (`special.rs`).
 //!
 //! Known differences from `perf script` (6.1) followed by stackcollapse-perf:
-//! - inline chains come from the `addr2line` crate, not binutils' addr2line: the same
-//!   frames on the binaries tried (gcc C with `-g`, glibc with libc6-dbg, Rust), though
-//!   binutils falls back to the symbol table for functions DWARF names only by
-//!   `DW_AT_name` in C++ and Rust, which gimli does not;
+//! - inline chains come from the `addr2line` crate, not binutils' addr2line (whose
+//!   symbol-table naming of C++/Rust functions without a DWARF linkage name is emulated):
+//!   the same frames on gcc C and C++ with `-g` and glibc with libc6-dbg; where binutils
+//!   picks another alias of a symbol, or nests overlapping DWARF ranges differently,
+//!   names may differ;
 //! - compressed files (`perf record -z`) are refused;
 //! - `--pid`/`--tid` use the sample's real pid; stackcollapse-perf writes `?` when
 //!   `perf script` prints only a tid, and reads odd comms such as `:-1` together with the

@@ -51,17 +51,73 @@ impl DwarfNames {
     /// innermost inlined function first and the function containing it last. Empty when
     /// no function's DWARF covers `addr` or the information is damaged.
     pub fn functions(&self, addr: u64) -> Vec<String> {
-        let mut names = Vec::new();
-        let Ok(mut frames) = self.ctx.find_frames(addr).skip_all_loads() else { return names };
-        while let Ok(Some(frame)) = frames.next() {
-            match frame.function.as_ref().map(|f| f.raw_name()) {
-                Some(Ok(name)) => names.push(name.into_owned()),
-                // A frame without a usable name: the chain cannot be named faithfully.
-                _ => return Vec::new(),
-            }
-        }
-        names
+        self.frames(addr).into_iter().map(|f| f.name).collect()
     }
+
+    /// The functions at virtual address `addr` with what symbolizers that fall back on
+    /// the symbol table need to know about them (see [`DwarfFrame`]), innermost first.
+    pub fn frames(&self, addr: u64) -> Vec<DwarfFrame> {
+        let unit = self.ctx.find_dwarf_and_unit(addr).skip_all_loads();
+        let mut out = Vec::new();
+        let Ok(mut frames) = self.ctx.find_frames(addr).skip_all_loads() else { return out };
+        while let Ok(Some(frame)) = frames.next() {
+            let Some(Ok(name)) = frame.function.as_ref().map(|f| f.raw_name()) else {
+                // A frame without a usable name: the chain cannot be named faithfully.
+                return Vec::new();
+            };
+            let name = name.into_owned();
+            let language = frame.function.as_ref().and_then(|f| f.language);
+            let die = frame.dw_die_offset.zip(unit.as_ref());
+            let entry = die.and_then(|(off, unit)| first_address(unit, off));
+            let unit_offset = unit.as_ref().map(|u| u.header.offset().0);
+            let id = (unit_offset.unwrap_or(0) as u64, frame.dw_die_offset.map_or(u64::MAX, |o| o.0 as u64));
+            let linkage = is_linkage_name(&name, language);
+            out.push(DwarfFrame { name, linkage, entry, id });
+        }
+        out
+    }
+}
+
+/// One function (or inlined instance) at an address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DwarfFrame {
+    /// `DW_AT_linkage_name`, else `DW_AT_name` (following abstract origins).
+    pub name: String,
+    /// Whether `name` is the symbol-level name: a mangled linkage name, or any name in a
+    /// language without mangling (C). A plain `DW_AT_name` of C++ or Rust is not: binutils
+    /// then names the function after the symbol table.
+    pub linkage: bool,
+    /// The first address of the DIE's first range (its `low_pc`).
+    pub entry: Option<u64>,
+    /// Identifies the DIE within the file (unit offset, DIE offset in the unit).
+    pub id: (u64, u64),
+}
+
+/// binutils' rule: names of languages with a mangling scheme count as linkage names only
+/// when mangled.
+fn is_linkage_name(name: &str, language: Option<gimli::DwLang>) -> bool {
+    use gimli::constants as c;
+    let mangled_language = matches!(
+        language,
+        Some(
+            c::DW_LANG_C_plus_plus
+                | c::DW_LANG_C_plus_plus_03
+                | c::DW_LANG_C_plus_plus_11
+                | c::DW_LANG_C_plus_plus_14
+                | c::DW_LANG_Rust
+                | c::DW_LANG_D
+                | c::DW_LANG_ObjC_plus_plus
+                | c::DW_LANG_Java
+        )
+    );
+    !mangled_language || name.starts_with("_Z") || name.starts_with("_R")
+}
+
+/// The start of the first address range of the DIE at `offset`.
+fn first_address(unit: &gimli::UnitRef<'_, Reader>, offset: gimli::UnitOffset) -> Option<u64> {
+    let entry = unit.entry(offset).ok()?;
+    let mut ranges = unit.die_ranges(&entry).ok()?;
+    ranges.next().ok().flatten().map(|r| r.begin)
 }
 
 /// The sections function names and inline chains are read from; the others (location

@@ -24,7 +24,7 @@ mod proc_maps;
 mod table;
 
 pub use demangle::demangle;
-pub use dwarf::DwarfNames;
+pub use dwarf::{DwarfFrame, DwarfNames};
 pub use elf::{ElfSymbols, debug_file_path, read_build_id};
 pub use file::MappedFile;
 pub use kallsyms::Kallsyms;

@@ -20,6 +20,12 @@ DBG="-O2 -g -fdebug-prefix-map=$(pwd)=."
 gcc $DBG -fno-omit-frame-pointer -o /opt/kflame-demo/bin/inline-fp inline.c
 gcc $DBG -fomit-frame-pointer -o /opt/kflame-demo/bin/inline-nofp inline.c
 cp /opt/kflame-demo/bin/inline-fp /opt/kflame-demo/bin/inline-nofp symfs/opt/kflame-demo/bin/
+g++ $DBG -fomit-frame-pointer -o /opt/kflame-demo/bin/inline-cxx inline-cxx.cc
+cp /opt/kflame-demo/bin/inline-cxx symfs/opt/kflame-demo/bin/
+# Until at least one sample lands in `work` itself (outside the inlined loop).
+until perf record -N -q -F 499 -e cpu-clock --call-graph dwarf,1024 -o inline-cxx.data \
+    /opt/kflame-demo/bin/inline-cxx 60000 >/dev/null &&
+  perf script -i inline-cxx.data --symfs symfs 2>/dev/null | grep -q 'namespace)::work'; do :; done
 perf record -N -q -F 199 -e cpu-clock -g -o inline-fp.data /opt/kflame-demo/bin/inline-fp 1500000 >/dev/null
 perf record -N -q -F 199 -e cpu-clock --call-graph dwarf,2048 -o inline-dwarf.data \
   /opt/kflame-demo/bin/inline-nofp 1500000 >/dev/null
@@ -58,13 +64,13 @@ d=$(printf '%x' $(( 0x$(text_of "$BENCH_KALLSYMS") - 0x$(rec_text perf-sys-cpucl
 kaddrs perf-burn-fp-fp.data perf-burn-nofp-fp.data perf-kmalloc.data perf-sched.data perf-sys-cpuclock.data |
   python3 trim_kallsyms.py "$BENCH_KALLSYMS" "$d" > kallsyms-4a5a9b0a.txt
 rm -f "$BENCH_KALLSYMS"
-kaddrs workload-fp.data workload-dwarf.data inline-fp.data inline-dwarf.data jit-node.data vdso-fp.data vdso-dwarf.data | python3 trim_kallsyms.py /proc/kallsyms 0 > kallsyms-local.txt
+kaddrs workload-fp.data workload-dwarf.data inline-fp.data inline-dwarf.data inline-cxx.data jit-node.data vdso-fp.data vdso-dwarf.data | python3 trim_kallsyms.py /proc/kallsyms 0 > kallsyms-local.txt
 
 # 4. The perf script text of every file, made with the same symbols.
 for f in perf-burn-fp-fp perf-burn-nofp-fp perf-kmalloc perf-sched perf-sys-cpuclock; do
   perf script -i "$f.data" --kallsyms kallsyms-4a5a9b0a.txt --symfs symfs > "$f.script.txt" 2>/dev/null
 done
-for f in workload-fp workload-dwarf inline-fp inline-dwarf jit-node vdso-fp vdso-dwarf; do
+for f in workload-fp workload-dwarf inline-fp inline-dwarf inline-cxx jit-node vdso-fp vdso-dwarf; do
   perf script -i "$f.data" --kallsyms kallsyms-local.txt --symfs symfs > "$f.script.txt" 2>/dev/null
 done
 perf script --no-inline -i inline-dwarf.data --kallsyms kallsyms-local.txt --symfs symfs \
