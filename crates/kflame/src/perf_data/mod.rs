@@ -25,7 +25,8 @@
 //!   symbol-table naming of C++/Rust functions without a DWARF linkage name is emulated):
 //!   the same frames on gcc C and C++ with `-g` and glibc with libc6-dbg; where binutils
 //!   picks another alias of a symbol, or nests overlapping DWARF ranges differently,
-//!   names may differ;
+//!   names may differ; DWARF moved to a dwz supplementary file (`.gnu_debugaltlink`) or to
+//!   split `.dwo` files is not followed, so such binaries show no inline frames;
 //! - compressed files (`perf record -z`) are refused;
 //! - `--pid`/`--tid` use the sample's real pid; stackcollapse-perf writes `?` when
 //!   `perf script` prints only a tid, and reads odd comms such as `:-1` together with the
