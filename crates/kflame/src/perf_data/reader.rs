@@ -64,6 +64,7 @@ fn read_records<R: std::io::Read>(
     let events = describe_events(&perf_file);
     let build_ids = perf_file.build_ids().unwrap_or_default();
     let mut st = State::new(opts, &build_ids, order)?;
+    st.resolver.dsos.set_perf_map_dir(opts.perf_map_dir.clone());
     for e in events.iter().filter(|e| e.alloc.is_none() && is_alloc_event(e.name.as_bytes())) {
         st.out.diag.note("no tracepoint format", 0, || {
             format!(
@@ -222,12 +223,10 @@ impl<'o> State<'o> {
             }
         }
         let root = opts.symfs.clone().unwrap_or_else(|| PathBuf::from("/"));
-        let mut dsos = Dsos::new(root);
-        dsos.set_perf_map_dir(opts.perf_map_dir.clone());
         Ok(State {
             opts,
             machine: Machine::default(),
-            resolver: Resolver::new(dsos, KernelSymbols { syms: None, delta: 0 }, rules(opts)),
+            resolver: Resolver::new(Dsos::new(root), KernelSymbols { syms: None, delta: 0 }, rules(opts)),
             kernel_loaded: false,
             user_build_ids,
             kernel_build_id,
@@ -307,9 +306,9 @@ impl<'o> State<'o> {
             return;
         }
         let name = user_dso_name(path, pid, exec);
+        let pgoff = super::special::map_pgoff(&name, start, pgoff);
         let bid = bid.or_else(|| self.user_build_ids.get(path).cloned());
         let id = self.dsos().intern(&name, bid.as_deref());
-        let pgoff = super::special::map_pgoff(&name, start, pgoff);
         self.machine.map(pid, start, len, pgoff, id);
     }
 

@@ -53,12 +53,12 @@ pub(crate) struct Resolver {
     pub(crate) dsos: Dsos,
     pub(crate) kernel: KernelSymbols,
     rules: NameRules,
+    /// DWARF inline frames of unwound user frames (`None`: `--no-inline`).
+    inline: Option<super::inline::Inlines>,
     cache: FxHashMap<(u32, u64, bool), u32>,
     by_symbol: FxHashMap<(u32, u64, bool, bool), u32>,
     frames: Vec<Box<[u8]>>,
     text: String,
-    /// DWARF inline frames of unwound user frames (`None`: `--no-inline`).
-    inline: Option<super::inline::Inlines>,
 }
 
 impl Resolver {
@@ -67,11 +67,11 @@ impl Resolver {
             dsos,
             kernel,
             rules,
+            inline: rules.inline.then(super::inline::Inlines::default),
             cache: FxHashMap::default(),
             by_symbol: FxHashMap::default(),
             frames: Vec::new(),
             text: String::new(),
-            inline: rules.inline.then(super::inline::Inlines::default),
         }
     }
 
