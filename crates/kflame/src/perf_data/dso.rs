@@ -108,7 +108,8 @@ impl Dsos {
     /// The in-memory image of a special mapping (the vDSO).
     fn special_image(&self, i: usize) -> Option<MappedFile> {
         let dso = &self.list[i];
-        super::special::image(&self.places(), &dso.name, dso.build_id.as_deref()).map(MappedFile::from_bytes)
+        let image = super::special::image(&self.places(), &dso.name, dso.build_id.as_deref())?;
+        MappedFile::from_bytes(&image).ok()
     }
 
     fn build_id_ok(&self, i: usize, data: &[u8]) -> bool {

@@ -6,15 +6,9 @@ use std::io;
 use std::ops::Deref;
 use std::path::Path;
 
-/// A file mapped read-only into memory (or an image already in memory, such as a vDSO
-/// read from a process).
+/// A file mapped read-only into memory.
 pub struct MappedFile {
-    map: Bytes,
-}
-
-enum Bytes {
-    Mapped(memmap2::Mmap),
-    Owned(Vec<u8>),
+    map: memmap2::Mmap,
 }
 
 impl MappedFile {
@@ -30,27 +24,32 @@ impl MappedFile {
         // same holds for every profiler reading binaries (perf, samply), and the parsers
         // treat every byte as untrusted anyway.
         let map = unsafe { memmap2::Mmap::map(&file)? };
-        Ok(MappedFile { map: Bytes::Mapped(map) })
+        Ok(MappedFile { map })
     }
 
-    /// An image already in memory, used like a mapped file.
-    pub fn from_bytes(data: Vec<u8>) -> MappedFile {
-        MappedFile { map: Bytes::Owned(data) }
+    /// An image already in memory (a vDSO read from a process), copied into read-only
+    /// anonymous memory so that it is used like a mapped file. Its pages are not backed by
+    /// a file: they must never be discarded.
+    pub fn from_bytes(data: &[u8]) -> io::Result<MappedFile> {
+        if data.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty image"));
+        }
+        let mut map = memmap2::MmapMut::map_anon(data.len())?;
+        map.copy_from_slice(data);
+        let map = map.make_read_only()?;
+        Ok(MappedFile { map })
     }
 }
 
 impl Deref for MappedFile {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        match &self.map {
-            Bytes::Mapped(m) => m,
-            Bytes::Owned(v) => v,
-        }
+        &self.map
     }
 }
 
 impl std::fmt::Debug for MappedFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "MappedFile({} bytes)", self.len())
+        write!(f, "MappedFile({} bytes)", self.map.len())
     }
 }
