@@ -27,8 +27,6 @@ const FIXTURES: &[(&str, &str)] = &[
     ("inline-dwarf", "kallsyms-local.txt"),
     ("inline-cxx", "kallsyms-local.txt"),
     ("jit-node", "kallsyms-local.txt"),
-    ("vdso-fp", "kallsyms-local.txt"),
-    ("vdso-dwarf", "kallsyms-local.txt"),
 ];
 
 fn options(kallsyms: &str) -> Options {

@@ -88,11 +88,7 @@ fn vdso_image(places: &Places, build_id: Option<&[u8]>) -> Result<Vec<u8>, Missi
     let Some(want) = build_id else {
         return Err(Missing::Unreadable("the [vdso] has no recorded build-id".into()));
     };
-    let cached = build_id_cache(&places.root).map(|dir| cached_vdso(&dir, want));
-    if let Some(path) = cached.iter().flatten().find(|p| p.is_file())
-        && let Ok(data) = std::fs::read(path)
-        && read_build_id(&data).as_deref() == Some(want)
-    {
+    if let Some(data) = from_cache(places, want) {
         return Ok(data);
     }
     if let Some(image) = own_vdso().filter(|img| read_build_id(img).as_deref() == Some(want)) {
@@ -103,6 +99,14 @@ fn vdso_image(places: &Places, build_id: Option<&[u8]>) -> Result<Vec<u8>, Missi
         "no copy of the recorded [vdso] (build-id {hex}) in perf's build-id cache, and the running kernel's \
          is another"
     )))
+}
+
+/// The vDSO of build-id `want` from perf's build-id cache.
+fn from_cache(places: &Places, want: &[u8]) -> Option<Vec<u8>> {
+    let cached = build_id_cache(&places.root).map(|dir| cached_vdso(&dir, want));
+    let path = cached.iter().flatten().find(|p| p.is_file())?;
+    let data = std::fs::read(path).ok()?;
+    (read_build_id(&data).as_deref() == Some(want)).then_some(data)
 }
 
 /// perf's build-id cache: `SYMFS/.debug` under `--symfs`, else `~/.debug`.
@@ -163,6 +167,22 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(load(&places, "/usr/bin/true", None).is_none());
+    }
+
+    /// A vDSO in the build-id cache under `--symfs` is found by its build-id (this
+    /// process's own image stands in for a recorded one).
+    #[test]
+    fn vdso_from_the_build_id_cache() {
+        let Some(image) = own_vdso() else { return };
+        let id = read_build_id(&image).unwrap();
+        let root = std::env::temp_dir().join(format!("kflame-vdso-cache-{}", std::process::id()));
+        let [link, _] = cached_vdso(&root.join(".debug"), &id);
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::fs::write(&link, &image).unwrap();
+        let places = Places { root: root.clone(), perf_maps: None };
+        assert_eq!(from_cache(&places, &id).as_deref(), Some(&image[..]));
+        assert!(from_cache(&places, &[1, 2, 3]).is_none());
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     /// This process's own vDSO is an ELF image with a build-id and the vDSO's symbols.

@@ -44,6 +44,8 @@ cp /opt/kflame-demo/bin/vdso-nofp symfs/opt/kflame-demo/bin/
 perf record -N -q -F 199 -e cpu-clock --call-graph dwarf,1024 -o vdso-dwarf.data \
   /opt/kflame-demo/bin/vdso-nofp 10000000 >/dev/null
 VDSO_ID=$(perf buildid-list -i vdso-fp.data | awk '$2 == "[vdso]" {print $1}')
+# perf finds the vDSO in its build-id cache, SYMFS/.debug under --symfs: there while the
+# script texts are made (step 4), not committed (kernel code).
 rm -rf symfs/.debug && mkdir -p "symfs/.debug/.build-id/${VDSO_ID:0:2}/${VDSO_ID:2}"
 cp "$HOME/.debug/.build-id/${VDSO_ID:0:2}/${VDSO_ID:2}/vdso" "symfs/.debug/.build-id/${VDSO_ID:0:2}/${VDSO_ID:2}/"
 
@@ -75,3 +77,4 @@ for f in workload-fp workload-dwarf inline-fp inline-dwarf inline-cxx jit-node v
 done
 perf script --no-inline -i inline-dwarf.data --kallsyms kallsyms-local.txt --symfs symfs \
   > inline-dwarf.noinline.script.txt 2>/dev/null
+rm -rf symfs/.debug
