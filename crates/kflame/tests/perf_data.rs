@@ -23,12 +23,17 @@ const FIXTURES: &[(&str, &str)] = &[
     ("perf-sys-cpuclock", "kallsyms-4a5a9b0a.txt"),
     ("workload-fp", "kallsyms-local.txt"),
     ("workload-dwarf", "kallsyms-local.txt"),
+    ("inline-fp", "kallsyms-local.txt"),
+    ("inline-dwarf", "kallsyms-local.txt"),
+    ("inline-cxx", "kallsyms-local.txt"),
+    ("jit-node", "kallsyms-local.txt"),
 ];
 
 fn options(kallsyms: &str) -> Options {
     Options {
         kallsyms: Some(data_dir().join(kallsyms)),
         symfs: Some(data_dir().join("symfs")),
+        perf_map_dir: Some(data_dir().join("perf-maps")),
         ..Options::default()
     }
 }

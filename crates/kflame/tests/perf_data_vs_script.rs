@@ -119,3 +119,159 @@ fn kmem_bytes_by_default() {
     let counts = from_data(name, &Options { counts: true, ..data_options() });
     assert_ne!(counts, folded(&data.stacks), "bytes and sample counts should differ on kmalloc samples");
 }
+
+fn local_options() -> Options {
+    Options { kallsyms: Some(data_dir().join("kallsyms-local.txt")), ..data_options() }
+}
+
+/// A `gcc -O2 -g` binary unwound from `--call-graph dwarf` samples: perf asks the DWARF
+/// for the inline chain of every unwound frame and prints `mix (inlined)`,
+/// `churn (inlined)`, `hot_path (DSO)`, and the clone `scaled.constprop.0` under its DWARF
+/// name `scaled`. The reader finds the same frames in-process; `--inline` marks them `_[i]`
+/// on both sides, and `--no-inline` matches `perf script --no-inline`.
+#[test]
+fn dwarf_inline_frames() {
+    let name = "inline-dwarf";
+    let script = from_script(name, PerfOptions::default());
+    let data = from_data(name, &local_options());
+    assert_same(name, &data, &script);
+    assert!(data.iter().any(|(s, _)| s.contains(";driver;hot_path;churn;mix")), "{data:#?}");
+    assert!(data.iter().any(|(s, _)| s.contains(";driver;scaled;churn")), "{data:#?}");
+
+    let marked = PerfOptions { mark_inlined: true, ..PerfOptions::default() };
+    let data = from_data(name, &Options { mark_inlined: true, ..local_options() });
+    assert_same(name, &data, &from_script(name, marked));
+    assert!(data.iter().any(|(s, _)| s.contains(";driver;hot_path;churn_[i];mix_[i]")), "{data:#?}");
+
+    let plain = from_data(name, &Options { no_inline: true, ..local_options() });
+    assert_same(name, &plain, &from_script("inline-dwarf.noinline", PerfOptions::default()));
+    assert!(plain.iter().all(|(s, _)| !s.contains("churn")), "{plain:#?}");
+}
+
+/// C++ built by gcc: the function in an anonymous namespace has no linkage name in DWARF.
+/// addr2line names it after the symbol table the first time it is the innermost function
+/// (so perf shows the symbol, not an inline frame), and keeps that name afterwards, also
+/// as the caller of inlined code; before that first time it is the plain `work (inlined)`.
+#[test]
+fn cxx_functions_without_linkage_names() {
+    let name = "inline-cxx";
+    let data = from_data(name, &local_options());
+    assert_same(name, &data, &from_script(name, PerfOptions::default()));
+    let has = |tail: &str| data.iter().any(|(s, _)| s.ends_with(tail));
+    assert!(has(";app::Runner::run;work;app::Acc<unsigned int>::add"), "{data:#?}");
+    assert!(has(";app::Runner::run;app::(anonymous namespace)::work"), "{data:#?}");
+    assert!(
+        has(";app::Runner::run;app::(anonymous namespace)::work;app::Acc<unsigned int>::add"),
+        "{data:#?}"
+    );
+}
+
+/// Frame-pointer call chains of the same binary get no inline frames from perf 6.1.
+#[test]
+fn frame_pointer_chains_have_no_inline_frames() {
+    let name = "inline-fp";
+    let data = from_data(name, &local_options());
+    assert_same(name, &data, &from_script(name, PerfOptions::default()));
+    assert!(data.iter().all(|(s, _)| !s.contains("churn")), "{data:#?}");
+}
+
+/// `node --perf-basic-prof` wrote `/tmp/perf-PID.map` while recording (a copy is in
+/// `perf-maps/`): its JIT frames are named from it, `_[j]` with `--jit`.
+#[test]
+fn jit_frames_from_the_perf_map() {
+    let name = "jit-node";
+    let opts = Options { perf_map_dir: Some(data_dir().join("perf-maps")), ..local_options() };
+    let data = from_data(name, &opts);
+    assert_same(name, &data, &from_script(name, PerfOptions::default()));
+    assert!(data.iter().any(|(s, _)| s.ends_with(";JS:*leaf /opt/kflame-demo/jit.js:3:14")), "{data:#?}");
+    let jit = PerfOptions { annotate_jit: true, ..PerfOptions::default() };
+    let marked = from_data(name, &Options { annotate_jit: true, ..opts });
+    assert_same(name, &marked, &from_script(name, jit));
+    assert!(marked.iter().any(|(s, _)| s.contains("JS:*leaf /opt/kflame-demo/jit.js:3:14_[j]")));
+
+    // Without the map file the frames keep the map's name, and the reader says why.
+    let opts = Options { perf_map_dir: Some(data_dir().join("symfs")), ..local_options() };
+    let out = collapse_file(&data_dir().join("jit-node.data"), &opts, Order::Sorted).unwrap();
+    let bare = folded(&out.stacks);
+    assert!(bare.iter().all(|(s, _)| !s.contains("JS:")));
+    assert!(bare.iter().any(|(s, _)| s.contains("[perf-")), "{bare:#?}");
+    let note = out.diag.get("unreadable binary").expect("a note names the missing map");
+    assert!(note.message.contains("perf-") && note.message.contains(".map"), "{}", note.message);
+}
+
+/// The build-id of the `[vdso]` recorded in vdso-fp.data and vdso-dwarf.data
+/// (`perf buildid-list`).
+const RECORDED_VDSO: &str = "a599807156a2a62fe956a82e388aeeabc874119c";
+
+/// vDSO frames (`clock_gettime` in a loop) are named from perf's build-id cache, which
+/// is `SYMFS/.debug` under `--symfs`. The kernel's vDSO is kernel code and not committed:
+/// the cache is rebuilt here from this process's own vDSO when the running kernel is the
+/// recording one, else the test is skipped.
+#[test]
+#[allow(clippy::print_stderr)]
+fn vdso_frames_from_the_build_id_cache() {
+    let Some(symfs) = symfs_with_cached_vdso("cache") else {
+        eprintln!("this kernel's vDSO is not the one recorded in vdso-*.data: skipped");
+        return;
+    };
+    let opts = Options { symfs: Some(symfs), ..local_options() };
+    let name = "vdso-fp";
+    let data = from_data(name, &opts);
+    assert_same(name, &data, &from_script(name, PerfOptions::default()));
+    assert!(data.iter().any(|(s, _)| s.ends_with(";main;__vdso_clock_gettime")), "{data:#?}");
+    // `--call-graph dwarf`: unwound through the vDSO's own unwind tables into libc.
+    let name = "vdso-dwarf";
+    let data = from_data(name, &opts);
+    assert_same(name, &data, &from_script(name, PerfOptions::default()));
+    assert!(data.iter().any(|(s, _)| s.ends_with(";[libc.so.6];__vdso_clock_gettime")), "{data:#?}");
+}
+
+/// Without a cached copy, the vDSO of the running kernel is used when it is the recorded
+/// one; otherwise the frames stay `[[vdso]]` and a note says why.
+#[test]
+#[allow(clippy::print_stderr)]
+fn vdso_frames_from_the_running_kernel() {
+    let out = collapse_file(&data_dir().join("vdso-fp.data"), &local_options(), Order::Sorted).unwrap();
+    let stacks = folded(&out.stacks);
+    let named = stacks.iter().any(|(s, _)| s.ends_with(";__vdso_clock_gettime"));
+    let unnamed = stacks.iter().any(|(s, _)| s.ends_with(";[[vdso]]"));
+    if own_vdso().is_some_and(|(_, id)| id == RECORDED_VDSO) {
+        assert!(named && !unnamed, "the running kernel's vDSO is the recorded one: {stacks:#?}");
+        assert_same("vdso-fp", &stacks, &from_script("vdso-fp", PerfOptions::default()));
+    } else {
+        eprintln!("this kernel's vDSO is not the recorded one: checking the fallback only");
+        assert!(unnamed && !named, "{stacks:#?}");
+        let note = out.diag.get("unreadable binary").expect("a note says the vDSO is missing");
+        assert!(note.message.contains(RECORDED_VDSO), "{}", note.message);
+    }
+}
+
+/// A symfs of the fixture binaries plus a build-id cache holding this process's vDSO,
+/// when it is the recorded one.
+fn symfs_with_cached_vdso(tag: &str) -> Option<PathBuf> {
+    let (image, id) = own_vdso().filter(|(_, id)| id == RECORDED_VDSO)?;
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("vdso-symfs-{tag}"));
+    let cache = dir.join(".debug/.build-id").join(&id[..2]).join(&id[2..]);
+    std::fs::create_dir_all(&cache).unwrap();
+    std::fs::write(cache.join("vdso"), image).unwrap();
+    let opt = dir.join("opt");
+    if !opt.exists() {
+        std::os::unix::fs::symlink(data_dir().join("symfs/opt"), opt).unwrap();
+    }
+    Some(dir)
+}
+
+/// This process's `[vdso]` image and its build-id, read independently of the reader.
+fn own_vdso() -> Option<(Vec<u8>, String)> {
+    use std::io::{Read, Seek, SeekFrom};
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
+    let (start, end) = line.split_whitespace().next()?.split_once('-')?;
+    let (start, end) = (u64::from_str_radix(start, 16).ok()?, u64::from_str_radix(end, 16).ok()?);
+    let mut mem = std::fs::File::open("/proc/self/mem").ok()?;
+    mem.seek(SeekFrom::Start(start)).ok()?;
+    let mut image = vec![0; (end - start) as usize];
+    mem.read_exact(&mut image).ok()?;
+    let id = kflame::symbols::read_build_id(&image)?;
+    Some((image, id.iter().map(|b| format!("{b:02x}")).collect()))
+}

@@ -64,3 +64,52 @@ fn non_elf_is_an_error() {
     assert!(ElfSymbols::open(Path::new("/nonexistent/file"), Path::new("/")).is_err());
     assert!(ElfSymbols::open(Path::new("/"), Path::new("/")).is_err());
 }
+
+/// DWARF function names with their inline chain, from the `gcc -O2 -g` fixture binary of
+/// tests/data/perf-data (its text segment has equal file offsets and addresses).
+#[test]
+fn dwarf_names_give_the_inline_chain() {
+    use kflame::symbols::DwarfNames;
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/perf-data/symfs/opt/kflame-demo/bin");
+    let dwarf = DwarfNames::open(&bin.join("inline-nofp")).unwrap().expect("built with -g");
+    let syms = ElfSymbols::open(&bin.join("inline-nofp"), Path::new("/nonexistent")).unwrap();
+    let start = (0..0x4000u64).find(|&a| syms.lookup(a).is_some_and(|s| s.name == "hot_path")).unwrap();
+    let chains: Vec<Vec<String>> = (start..start + 0x40).map(|a| dwarf.functions(a)).collect();
+    assert!(chains.iter().all(|c| c.last().map(String::as_str) == Some("hot_path")), "{chains:?}");
+    assert!(chains.contains(&vec!["mix".into(), "churn".into(), "hot_path".into()]), "{chains:?}");
+    assert!(dwarf.functions(0xdead_0000).is_empty());
+    // Without debug information: nothing, not an error; not ELF: an error.
+    assert!(DwarfNames::open(&bin.join("workload-nofp")).unwrap().is_none());
+    assert!(DwarfNames::parse(b"not an ELF file").is_err());
+}
+
+/// Bytes flipped in the debug sections of the `-g` fixture binary: lookups may find less,
+/// never panic.
+#[test]
+fn damaged_dwarf_never_panics() {
+    use kflame::symbols::DwarfNames;
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/perf-data/symfs/opt/kflame-demo/bin/inline-nofp");
+    let good = std::fs::read(bin).unwrap();
+    // Damage past the ELF and program headers (code, unwind tables, DWARF, section headers).
+    let debug_start = good.len() / 6;
+    let mut parsed = 0;
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..300 {
+        let mut bytes = good.clone();
+        for _ in 0..16 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let at = debug_start + (x >> 8) as usize % (bytes.len() - debug_start);
+            bytes[at] = (x >> 40) as u8;
+        }
+        if let Ok(Some(dwarf)) = DwarfNames::parse(&bytes) {
+            parsed += 1;
+            for addr in (0x1000..0x1400).step_by(7) {
+                let _ = dwarf.functions(addr);
+            }
+        }
+    }
+    assert!(parsed > 30, "only {parsed} damaged copies parsed: the lookups were hardly exercised");
+}

@@ -29,6 +29,14 @@ pub(crate) struct PerfDataArgs {
     /// Do not unwind --call-graph dwarf user stacks.
     #[arg(long, help_heading = "perf.data options")]
     no_unwind: bool,
+    /// Do not add the DWARF inline frames of unwound user frames (like perf script
+    /// --no-inline).
+    #[arg(long, help_heading = "perf.data options")]
+    no_inline: bool,
+    /// Read JIT symbols from DIR/perf-PID.map instead of /tmp/perf-PID.map (the map files
+    /// JIT compilers such as node --perf-basic-prof write, copied with the recording).
+    #[arg(long, value_name = "DIR", help_heading = "perf.data options")]
+    perf_map_dir: Option<PathBuf>,
 }
 
 impl PerfDataArgs {
@@ -44,6 +52,9 @@ impl PerfDataArgs {
             kallsyms: self.kallsyms.clone(),
             symfs: self.symfs.clone(),
             no_unwind: self.no_unwind,
+            no_inline: self.no_inline,
+            mark_inlined: perf.inline,
+            perf_map_dir: self.perf_map_dir.clone(),
         }
     }
 }

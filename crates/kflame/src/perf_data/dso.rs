@@ -36,11 +36,25 @@ pub(crate) struct Dsos {
     /// Binaries that could not be used, and why.
     pub(crate) missing: Vec<(String, Missing)>,
     prefetch: Option<super::prefetch::Prefetch>,
+    /// Where `perf-PID.map` files are read (`None`: `/tmp`, like perf).
+    perf_maps: Option<PathBuf>,
 }
 
 impl Dsos {
     pub(crate) fn new(root: PathBuf) -> Dsos {
-        Dsos { list: Vec::new(), by_name: FxHashMap::default(), root, missing: Vec::new(), prefetch: None }
+        Dsos {
+            list: Vec::new(),
+            by_name: FxHashMap::default(),
+            root,
+            missing: Vec::new(),
+            prefetch: None,
+            perf_maps: None,
+        }
+    }
+
+    /// Reads JIT symbols from `DIR/perf-PID.map` instead of `/tmp/perf-PID.map`.
+    pub(crate) fn set_perf_map_dir(&mut self, dir: Option<PathBuf>) {
+        self.perf_maps = dir;
     }
 
     /// Takes symbol tables from a read-ahead thread when it has them.
@@ -80,10 +94,22 @@ impl Dsos {
         let i = id as usize;
         if self.list[i].image.is_none() {
             let image = self.file_path(&self.list[i].name).and_then(|p| MappedFile::open(&p).ok());
+            let image = image.or_else(|| self.special_image(i));
             let image = image.filter(|m| self.build_id_ok(i, m));
             self.list[i].image = Some(image.map(Arc::new));
         }
         self.list[i].image.clone().flatten()
+    }
+
+    fn places(&self) -> super::special::Places {
+        super::special::Places { root: self.root.clone(), perf_maps: self.perf_maps.clone() }
+    }
+
+    /// The in-memory image of a special mapping (the vDSO).
+    fn special_image(&self, i: usize) -> Option<MappedFile> {
+        let dso = &self.list[i];
+        let image = super::special::image(&self.places(), &dso.name, dso.build_id.as_deref())?;
+        MappedFile::from_bytes(&image).ok()
     }
 
     fn build_id_ok(&self, i: usize, data: &[u8]) -> bool {
@@ -95,7 +121,8 @@ impl Dsos {
 
     fn load(&mut self, i: usize) -> Option<ElfSymbols> {
         let name = self.list[i].name.clone();
-        let prefetched = self.prefetch.as_mut().and_then(|p| p.take(&name));
+        let special = super::special::load(&self.places(), &name, self.list[i].build_id.as_deref());
+        let prefetched = special.or_else(|| self.prefetch.as_mut().and_then(|p| p.take(&name)));
         let result = match prefetched {
             Some(r) => r,
             None => load_symbols(&self.root, &name, self.list[i].build_id.as_deref()),

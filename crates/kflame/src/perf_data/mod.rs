@@ -13,15 +13,20 @@
 //! cache (`~/.debug/[kernel.kallsyms]/ID/kallsyms`) or `/proc/kallsyms` when the recording
 //! kernel is the running one; a kallsyms file of another boot is relocated through the
 //! recorded `_text` address (KASLR). User symbols come from the recorded binaries (checked
-//! by build-id), their `/usr/lib/debug/.build-id` files, or `.dynsym`.
+//! by build-id), their `/usr/lib/debug/.build-id` files, or `.dynsym`. Frames unwound from
+//! `--call-graph dwarf` samples get the DWARF inline chain of their binary, as perf asks
+//! addr2line for it (`inline.rs`; `--no-inline` as in perf script). JIT code is named from
+//! the `/tmp/perf-PID.map` its JIT wrote (or `--perf-map-dir`), the vDSO from perf's
+//! build-id cache or the running kernel's own image, whose unwind tables also serve DWARF
+//! unwinding (`special.rs`).
 //!
 //! Known differences from `perf script` (6.1) followed by stackcollapse-perf:
-//! - no inline frames: perf asks addr2line for DWARF inline data (binaries with debug info,
-//!   e.g. libc with libc6-dbg, mostly in `--call-graph dwarf` captures) and then shows
-//!   `name (inlined)` frames and DWARF names (`__GI___libc_read` where the symbol table
-//!   says `read`);
-//! - the vDSO is not read from perf's build-id cache and JIT maps (`/tmp/perf-PID.map`) are
-//!   not read: such frames stay `[[vdso]]` / `[perf-PID.map]`;
+//! - inline chains come from the `addr2line` crate, not binutils' addr2line (whose
+//!   symbol-table naming of C++/Rust functions without a DWARF linkage name is emulated):
+//!   the same frames on gcc C and C++ with `-g` and glibc with libc6-dbg; where binutils
+//!   picks another alias of a symbol, or nests overlapping DWARF ranges differently,
+//!   names may differ; DWARF moved to a dwz supplementary file (`.gnu_debugaltlink`) or to
+//!   split `.dwo` files is not followed, so such binaries show no inline frames;
 //! - compressed files (`perf record -z`) are refused;
 //! - `--pid`/`--tid` use the sample's real pid; stackcollapse-perf writes `?` when
 //!   `perf script` prints only a tid, and reads odd comms such as `:-1` together with the
@@ -31,12 +36,14 @@
 
 mod dso;
 mod header;
+mod inline;
 mod machine;
 mod naming;
 mod prefetch;
 mod reader;
 mod records;
 mod resolve;
+mod special;
 mod stacks;
 mod tracing;
 mod unwind;
@@ -73,6 +80,14 @@ pub struct Options {
     /// Do not unwind `--call-graph dwarf` user stacks (keep only the kernel call chain and
     /// the sampled user address).
     pub no_unwind: bool,
+    /// Do not show the DWARF inline frames of unwound user frames (perf script's
+    /// `--no-inline`): frames are named from symbol tables only.
+    pub no_inline: bool,
+    /// `_[i]` after inline frames (the perf script collapser's `--inline`).
+    pub mark_inlined: bool,
+    /// Read the symbols of JIT code from `DIR/perf-PID.map` instead of `/tmp/perf-PID.map`
+    /// (map files copied along with the recording).
+    pub perf_map_dir: Option<PathBuf>,
 }
 
 /// Why a perf.data file could not be read at all. Problems with single records are counted

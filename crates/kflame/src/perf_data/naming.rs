@@ -19,6 +19,10 @@ pub(crate) struct NameRules {
     pub(crate) annotate_jit: bool,
     /// Write unknown frames as `[dso <pc>]`.
     pub(crate) include_addrs: bool,
+    /// Show DWARF inline frames of unwound user frames (perf's default; `--no-inline`).
+    pub(crate) inline: bool,
+    /// Append `_[i]` to inline frames.
+    pub(crate) mark_inlined: bool,
 }
 
 /// Appends the folded frame(s) for one perf frame to `out` (several joined by `;` for an
@@ -168,7 +172,12 @@ mod tests {
         assert_eq!(fold("a;b\"c'+0x1 (/bin/x)", d), "a:bc");
         assert_eq!(fold("f->g+0x1 (/bin/x)", d), "f;g_[i]");
         assert_eq!(fold("Foo::operator->+0x1 (/bin/x)", d), "Foo::operator");
-        let k = NameRules { annotate_kernel: true, annotate_jit: true, include_addrs: true };
+        let k = NameRules {
+            annotate_kernel: true,
+            annotate_jit: true,
+            include_addrs: true,
+            ..NameRules::default()
+        };
         assert_eq!(fold("schedule+0x1 ([kernel.kallsyms])", k), "schedule_[k]");
         assert_eq!(fold("[unknown] ([kernel.kallsyms])", k), "[[kernel.kallsyms] <1234>]_[k]");
         assert_eq!(fold("[unknown] (/tmp/perf-42.map)", k), "[perf-42.map <1234>]_[j]");

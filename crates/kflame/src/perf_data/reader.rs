@@ -64,6 +64,7 @@ fn read_records<R: std::io::Read>(
     let events = describe_events(&perf_file);
     let build_ids = perf_file.build_ids().unwrap_or_default();
     let mut st = State::new(opts, &build_ids, order)?;
+    st.resolver.dsos.set_perf_map_dir(opts.perf_map_dir.clone());
     for e in events.iter().filter(|e| e.alloc.is_none() && is_alloc_event(e.name.as_bytes())) {
         st.out.diag.note("no tracepoint format", 0, || {
             format!(
@@ -305,6 +306,7 @@ impl<'o> State<'o> {
             return;
         }
         let name = user_dso_name(path, pid, exec);
+        let pgoff = super::special::map_pgoff(&name, start, pgoff);
         let bid = bid.or_else(|| self.user_build_ids.get(path).cloned());
         let id = self.dsos().intern(&name, bid.as_deref());
         self.machine.map(pid, start, len, pgoff, id);
@@ -467,6 +469,8 @@ fn rules(opts: &Options) -> NameRules {
         annotate_kernel: opts.annotate_kernel,
         annotate_jit: opts.annotate_jit,
         include_addrs: opts.include_addrs,
+        inline: !opts.no_inline,
+        mark_inlined: opts.mark_inlined,
     }
 }
 

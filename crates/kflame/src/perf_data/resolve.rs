@@ -53,6 +53,8 @@ pub(crate) struct Resolver {
     pub(crate) dsos: Dsos,
     pub(crate) kernel: KernelSymbols,
     rules: NameRules,
+    /// DWARF inline frames of unwound user frames (`None`: `--no-inline`).
+    inline: Option<super::inline::Inlines>,
     cache: FxHashMap<(u32, u64, bool), u32>,
     by_symbol: FxHashMap<(u32, u64, bool, bool), u32>,
     frames: Vec<Box<[u8]>>,
@@ -65,6 +67,7 @@ impl Resolver {
             dsos,
             kernel,
             rules,
+            inline: rules.inline.then(super::inline::Inlines::default),
             cache: FxHashMap::default(),
             by_symbol: FxHashMap::default(),
             frames: Vec::new(),
@@ -103,6 +106,25 @@ impl Resolver {
         self.cache.insert(key, id);
         self.by_symbol.insert(sym_key, id);
         id
+    }
+
+    /// The frame id of a user address found by DWARF unwinding: with the inline chain of
+    /// its binary's DWARF when there is one (perf shows inline frames only there).
+    pub(crate) fn unwound_frame(&mut self, m: &Machine, pid: i32, ip: u64, java: bool) -> u32 {
+        if let Some(inline) = self.inline.as_mut()
+            && let Some(map) = m.space(pid).and_then(|s| s.maps.find(ip))
+            && let Some(id) = inline.frame(
+                &mut self.dsos,
+                map.object,
+                map.file_offset(ip),
+                java,
+                self.rules,
+                &mut self.frames,
+            )
+        {
+            return id;
+        }
+        self.frame(m, pid, ip, Mode::User, java)
     }
 
     /// What the name of a frame depends on: the object, the symbol (or, when unknown, the

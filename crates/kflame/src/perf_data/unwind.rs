@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap;
 
 use super::dso::DsoId;
 use super::machine::Machine;
-use super::resolve::{Mode, Resolver};
+use super::resolve::Resolver;
 use crate::symbols::MappedFile;
 
 /// A section of a mapped binary, owned (framehop keeps it).
@@ -96,7 +96,7 @@ impl Unwinders {
                 break;
             }
             n += 1;
-            frames.push(resolver.frame(machine, pid, addr, Mode::User, java));
+            frames.push(resolver.unwound_frame(machine, pid, addr, java));
             if addr == u64::MAX {
                 break;
             }

@@ -52,6 +52,23 @@ impl ElfSymbols {
         Ok(ElfSymbols { table, build_id, symbols_from: None })
     }
 
+    /// Symbols given as `(start, size, name)`, kept as they are: no size is fixed and no
+    /// duplicate removed (perf's rules for JIT perf map files).
+    pub(crate) fn from_sized(entries: impl IntoIterator<Item = (u64, u64, Box<str>)>) -> ElfSymbols {
+        let entries = entries
+            .into_iter()
+            .map(|(start, size, name)| Entry {
+                start,
+                end: start.saturating_add(size),
+                binding: Binding::Global,
+                name,
+            })
+            .collect();
+        let mut table = SymbolTable::default();
+        table.add_sized(entries);
+        ElfSymbols { table, build_id: None, symbols_from: None }
+    }
+
     /// The symbol containing file offset `offset`.
     pub fn lookup(&self, offset: u64) -> Option<Symbol<'_>> {
         let i = self.table.find(offset)?;

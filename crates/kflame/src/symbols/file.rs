@@ -26,6 +26,19 @@ impl MappedFile {
         let map = unsafe { memmap2::Mmap::map(&file)? };
         Ok(MappedFile { map })
     }
+
+    /// An image already in memory (a vDSO read from a process), copied into read-only
+    /// anonymous memory so that it is used like a mapped file. Its pages are not backed by
+    /// a file: they must never be discarded.
+    pub fn from_bytes(data: &[u8]) -> io::Result<MappedFile> {
+        if data.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty image"));
+        }
+        let mut map = memmap2::MmapMut::map_anon(data.len())?;
+        map.copy_from_slice(data);
+        let map = map.make_read_only()?;
+        Ok(MappedFile { map })
+    }
 }
 
 impl Deref for MappedFile {

@@ -7,12 +7,14 @@
 //!   (use [`Mapping::file_offset`]); separate debug files are found by build-id.
 //! - [`AddressSpace`]: which file a user address belongs to.
 //! - [`demangle`]: C++ and Rust names as perf shows them.
+//! - [`DwarfNames`]: DWARF function names of an address, inline chain included.
 //! - [`PerfMap`]: `/tmp/perf-PID.map` files of JIT compilers; [`parse_proc_maps_line`]:
 //!   `/proc/PID/maps`.
 //!
 //! Everything here is pure over bytes except the `open` functions, which map files.
 
 mod demangle;
+mod dwarf;
 mod elf;
 mod file;
 mod kallsyms;
@@ -22,6 +24,7 @@ mod proc_maps;
 mod table;
 
 pub use demangle::demangle;
+pub use dwarf::{DwarfFrame, DwarfNames};
 pub use elf::{ElfSymbols, debug_file_path, read_build_id};
 pub use file::MappedFile;
 pub use kallsyms::Kallsyms;

@@ -42,6 +42,12 @@ impl PerfMap {
         (addr - start < *size).then_some(&**name)
     }
 
+    /// The entries as a symbol table keyed by address, looked up as perf does (an entry
+    /// covers `[start, start + size)`, an empty one its start address only).
+    pub fn to_symbols(&self) -> super::ElfSymbols {
+        super::ElfSymbols::from_sized(self.entries.iter().cloned())
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -66,5 +72,14 @@ mod tests {
         assert_eq!(m.lookup(0x7f00001040), None);
         assert_eq!(m.lookup(0x10), None);
         assert!(PerfMap::open(Path::new("/nonexistent/perf-1.map")).is_err());
+        let syms = m.to_symbols();
+        assert_eq!(
+            syms.lookup(0x7f00001020).map(|s| (s.name, s.start)),
+            Some(("LazyCompile:~main app.js:1", 0x7f00001000))
+        );
+        assert_eq!(syms.lookup(0x7f00001040), None);
+        let empty = PerfMap::parse("1000 0 zero\n").to_symbols();
+        assert_eq!(empty.lookup(0x1000).map(|s| s.name), Some("zero"));
+        assert_eq!(empty.lookup(0x1001), None);
     }
 }

@@ -15,6 +15,39 @@ cp /opt/kflame-demo/bin/workload-fp /opt/kflame-demo/bin/workload-nofp symfs/opt
 perf record -N -q -F 499 -e cpu-clock -g -o workload-fp.data /opt/kflame-demo/bin/workload-fp 50000
 perf record -N -q -F 199 -e cpu-clock --call-graph dwarf,4096 -o workload-dwarf.data \
   /opt/kflame-demo/bin/workload-nofp 30000
+# A -g build with inlining (no absolute build path in its DWARF).
+DBG="-O2 -g -fdebug-prefix-map=$(pwd)=."
+gcc $DBG -fno-omit-frame-pointer -o /opt/kflame-demo/bin/inline-fp inline.c
+gcc $DBG -fomit-frame-pointer -o /opt/kflame-demo/bin/inline-nofp inline.c
+cp /opt/kflame-demo/bin/inline-fp /opt/kflame-demo/bin/inline-nofp symfs/opt/kflame-demo/bin/
+g++ $DBG -fomit-frame-pointer -o /opt/kflame-demo/bin/inline-cxx inline-cxx.cc
+cp /opt/kflame-demo/bin/inline-cxx symfs/opt/kflame-demo/bin/
+# Until at least one sample lands in `work` itself (outside the inlined loop).
+until perf record -N -q -F 499 -e cpu-clock --call-graph dwarf,1024 -o inline-cxx.data \
+    /opt/kflame-demo/bin/inline-cxx 60000 >/dev/null &&
+  perf script -i inline-cxx.data --symfs symfs 2>/dev/null | grep -q 'namespace)::work'; do :; done
+perf record -N -q -F 199 -e cpu-clock -g -o inline-fp.data /opt/kflame-demo/bin/inline-fp 1500000 >/dev/null
+perf record -N -q -F 199 -e cpu-clock --call-graph dwarf,2048 -o inline-dwarf.data \
+  /opt/kflame-demo/bin/inline-nofp 1500000 >/dev/null
+# JIT code named from the map node writes to /tmp, and a program spending its time in the vDSO.
+cp jit.js /opt/kflame-demo/jit.js
+perf record -N -q -F 199 -e cpu-clock -g -o jit-node.data node --perf-basic-prof /opt/kflame-demo/jit.js 3000 >/dev/null
+rm -f isolate-*.log
+rm -rf perf-maps && mkdir perf-maps
+JIT_PID=$(perf script -i jit-node.data -F pid 2>/dev/null | awk 'NR == 1 {print $1}')
+cp "/tmp/perf-$JIT_PID.map" perf-maps/
+gcc -O2 -fno-omit-frame-pointer -o /opt/kflame-demo/bin/vdso-fp vdso.c
+cp /opt/kflame-demo/bin/vdso-fp symfs/opt/kflame-demo/bin/
+perf record -N -q -F 499 -e cpu-clock -g -o vdso-fp.data /opt/kflame-demo/bin/vdso-fp 10000000 >/dev/null
+gcc -O2 -fomit-frame-pointer -o /opt/kflame-demo/bin/vdso-nofp vdso.c
+cp /opt/kflame-demo/bin/vdso-nofp symfs/opt/kflame-demo/bin/
+perf record -N -q -F 199 -e cpu-clock --call-graph dwarf,1024 -o vdso-dwarf.data \
+  /opt/kflame-demo/bin/vdso-nofp 10000000 >/dev/null
+VDSO_ID=$(perf buildid-list -i vdso-fp.data | awk '$2 == "[vdso]" {print $1}')
+# perf finds the vDSO in its build-id cache, SYMFS/.debug under --symfs: there while the
+# script texts are made (step 4), not committed (kernel code).
+rm -rf symfs/.debug && mkdir -p "symfs/.debug/.build-id/${VDSO_ID:0:2}/${VDSO_ID:2}"
+cp "$HOME/.debug/.build-id/${VDSO_ID:0:2}/${VDSO_ID:2}/vdso" "symfs/.debug/.build-id/${VDSO_ID:0:2}/${VDSO_ID:2}/"
 
 # 2. Small shared captures (recorded on another boot of kernel build-id 4a5a9b0a…).
 for f in perf-burn-fp-fp perf-burn-nofp-fp perf-kmalloc perf-sched perf-sys-cpuclock; do
@@ -33,12 +66,15 @@ d=$(printf '%x' $(( 0x$(text_of "$BENCH_KALLSYMS") - 0x$(rec_text perf-sys-cpucl
 kaddrs perf-burn-fp-fp.data perf-burn-nofp-fp.data perf-kmalloc.data perf-sched.data perf-sys-cpuclock.data |
   python3 trim_kallsyms.py "$BENCH_KALLSYMS" "$d" > kallsyms-4a5a9b0a.txt
 rm -f "$BENCH_KALLSYMS"
-kaddrs workload-fp.data workload-dwarf.data | python3 trim_kallsyms.py /proc/kallsyms 0 > kallsyms-local.txt
+kaddrs workload-fp.data workload-dwarf.data inline-fp.data inline-dwarf.data inline-cxx.data jit-node.data vdso-fp.data vdso-dwarf.data | python3 trim_kallsyms.py /proc/kallsyms 0 > kallsyms-local.txt
 
 # 4. The perf script text of every file, made with the same symbols.
 for f in perf-burn-fp-fp perf-burn-nofp-fp perf-kmalloc perf-sched perf-sys-cpuclock; do
   perf script -i "$f.data" --kallsyms kallsyms-4a5a9b0a.txt --symfs symfs > "$f.script.txt" 2>/dev/null
 done
-for f in workload-fp workload-dwarf; do
+for f in workload-fp workload-dwarf inline-fp inline-dwarf inline-cxx jit-node vdso-fp vdso-dwarf; do
   perf script -i "$f.data" --kallsyms kallsyms-local.txt --symfs symfs > "$f.script.txt" 2>/dev/null
 done
+perf script --no-inline -i inline-dwarf.data --kallsyms kallsyms-local.txt --symfs symfs \
+  > inline-dwarf.noinline.script.txt 2>/dev/null
+rm -rf symfs/.debug
