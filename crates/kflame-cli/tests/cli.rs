@@ -172,9 +172,12 @@ fn perf_data_input_equals_its_perf_script_text() {
 #[test]
 fn perf_data_refuses_options_it_would_ignore() {
     let data = fixture("perf-data/perf-sched.data");
-    let out = run(&["collapse", "--mode", "offcpu", "--cpu", data.to_str().unwrap()]);
+    let out = run(&["collapse", "--group-by", "pid", "--cpu", data.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("--mode, --cpu: not supported for perf.data input"), "{stderr}");
+    assert!(
+        stderr.contains("--cpu without --mode, --group-by: not supported for perf.data input"),
+        "{stderr}"
+    );
     assert!(out.stdout.is_empty());
 }

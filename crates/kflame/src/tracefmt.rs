@@ -21,6 +21,8 @@ pub(crate) struct Format {
     pub(crate) id: Option<Result<u64, String>>,
     /// Fields by name.
     pub(crate) fields: HashMap<String, Field>,
+    /// The `print fmt:` line (after the colon): how the kernel prints the event.
+    pub(crate) print_fmt: Option<String>,
 }
 
 impl Field {
@@ -58,6 +60,8 @@ pub(crate) fn parse(text: &str) -> Format {
             f.name = Some(v.trim().to_string());
         } else if let Some(v) = line.strip_prefix("ID:") {
             f.id = Some(v.trim().parse::<u64>().map_err(|_| line.to_string()));
+        } else if let Some(v) = line.strip_prefix("print fmt:") {
+            f.print_fmt = Some(v.trim().to_string());
         } else if line.starts_with("field:")
             && let Some((fname, field)) = parse_field(line)
         {

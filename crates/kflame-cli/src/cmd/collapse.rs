@@ -147,6 +147,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
                 &args.perf_data,
                 &args.perf,
                 &args.shared,
+                &args.trace,
                 engine.order,
                 &mut meta,
             )?

@@ -4,13 +4,14 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
+use kflame::collapse::perf::pairs::PairMode;
 use kflame::collapse::{Order, Output};
 use kflame::fold::Meta;
-use kflame::perf_data::{self, Options};
+use kflame::perf_data::{self, Options, Pairing};
 
 use super::collapse::SharedArgs;
 use super::collapse_perf::PerfArgs;
-use super::trace_args::TraceArgs;
+use super::trace_args::{TraceArgs, TraceMode, events_log};
 use crate::input::Input;
 
 /// Options of perf.data input only; `--pid`/`--tid` come from the shared options and
@@ -40,8 +41,8 @@ pub(crate) struct PerfDataArgs {
 }
 
 impl PerfDataArgs {
-    fn options(&self, perf: &PerfArgs, shared: &SharedArgs) -> Options {
-        Options {
+    fn options(&self, perf: &PerfArgs, shared: &SharedArgs, trace: &TraceArgs) -> Result<Options> {
+        Ok(Options {
             include_pid: shared.pid,
             include_tid: shared.tid,
             annotate_kernel: perf.kernel || perf.all,
@@ -55,22 +56,51 @@ impl PerfDataArgs {
             no_inline: self.no_inline,
             mark_inlined: perf.inline,
             perf_map_dir: self.perf_map_dir.clone(),
-        }
+            pairing: pairing(perf, shared, trace)?,
+        })
     }
 }
 
+/// `--mode syscalls|offcpu|probes`: the pairing options, refusing the sample-counting ones
+/// as perf script input does.
+fn pairing(perf: &PerfArgs, shared: &SharedArgs, trace: &TraceArgs) -> Result<Option<Pairing>> {
+    let mode = match trace.mode {
+        None => return Ok(None),
+        Some(TraceMode::Syscalls) => PairMode::Syscalls,
+        Some(TraceMode::Offcpu) => PairMode::OffCpu,
+        Some(TraceMode::Probes) => PairMode::Probes,
+        Some(TraceMode::Alloc | TraceMode::Events) => bail!(
+            "perf.data input takes --mode syscalls, offcpu or probes; without --mode it counts \
+             samples (allocation tracepoints weigh their bytes)"
+        ),
+    };
+    if shared.weight.is_some() || perf.counts {
+        bail!(
+            "--weight and --counts apply to sample counting; --mode syscalls/offcpu/probes weighs by duration (ns)"
+        );
+    }
+    if perf.event_filter.is_some() {
+        bail!(
+            "--event-filter chooses the event to count; --mode syscalls/offcpu/probes uses the events it pairs"
+        );
+    }
+    let events = events_log(shared.events_json.as_deref())?;
+    Ok(Some(Pairing { mode, comm: shared.comm, cpu: shared.cpu, events }))
+}
+
 /// Refuses the options of other formats that perf.data input does not apply, rather than
-/// ignoring them: the same file as `perf script` text supports them.
+/// ignoring them: the same file as `perf script` text supports them. `--comm`, `--cpu` and
+/// `--events-json` apply with `--mode`.
 pub(crate) fn check_options(shared: &SharedArgs, trace: &TraceArgs) -> Result<()> {
+    let paired = trace.mode.is_some();
     let unused = [
-        (trace.mode.is_some(), "--mode"),
         (trace.order, "--order"),
         (trace.page_type, "--page-type"),
-        (shared.comm, "--comm"),
-        (shared.cpu, "--cpu"),
+        (shared.comm && !paired, "--comm without --mode"),
+        (shared.cpu && !paired, "--cpu without --mode"),
         (shared.group_by.is_some(), "--group-by"),
         (shared.json, "--json"),
-        (shared.events_json.is_some(), "--events-json"),
+        (shared.events_json.is_some() && !paired, "--events-json without --mode"),
         (shared.weight.as_deref().is_some_and(|w| w != "count"), "--weight other than count"),
     ];
     let given: Vec<&str> = unused.iter().filter(|(on, _)| *on).map(|(_, name)| *name).collect();
@@ -90,11 +120,12 @@ pub(crate) fn collapse(
     args: &PerfDataArgs,
     perf: &PerfArgs,
     shared: &SharedArgs,
+    trace: &TraceArgs,
     order: Order,
     meta: &mut Meta,
 ) -> Result<Output> {
     let name = input.name.clone();
-    let opts = args.options(perf, shared);
+    let opts = args.options(perf, shared, trace)?;
     let out = match input.path.clone() {
         Some(path) => perf_data::collapse_file(&path, &opts, order),
         None => {

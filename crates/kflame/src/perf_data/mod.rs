@@ -39,6 +39,7 @@ mod header;
 mod inline;
 mod machine;
 mod naming;
+mod pairs;
 mod prefetch;
 mod reader;
 mod records;
@@ -51,6 +52,7 @@ mod unwind;
 use std::path::PathBuf;
 
 pub use header::is_perf_data;
+pub use pairs::Pairing;
 pub use reader::{collapse_bytes, collapse_file};
 
 /// How a perf.data file is collapsed.
@@ -88,6 +90,9 @@ pub struct Options {
     /// Read the symbols of JIT code from `DIR/perf-PID.map` instead of `/tmp/perf-PID.map`
     /// (map files copied along with the recording).
     pub perf_map_dir: Option<PathBuf>,
+    /// `--mode syscalls|offcpu|probes`: pair tracepoint samples into durations (ns) as the
+    /// perf script text front end does, instead of counting samples.
+    pub pairing: Option<Pairing>,
 }
 
 /// Why a perf.data file could not be read at all. Problems with single records are counted

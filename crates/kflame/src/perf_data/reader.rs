@@ -64,6 +64,7 @@ fn read_records<R: std::io::Read>(
     let events = describe_events(&perf_file);
     let build_ids = perf_file.build_ids().unwrap_or_default();
     let mut st = State::new(opts, &build_ids, order)?;
+    st.pairs = opts.pairing.as_ref().map(|p| super::pairs::Pairs::new(p, opts, &perf_file));
     st.resolver.dsos.set_perf_map_dir(opts.perf_map_dir.clone());
     for e in events.iter().filter(|e| e.alloc.is_none() && is_alloc_event(e.name.as_bytes())) {
         st.out.diag.note("no tracepoint format", 0, || {
@@ -204,6 +205,8 @@ struct State<'o> {
     out: Output,
     stacks: StackTable,
     frames: Vec<u32>,
+    /// `--mode`: samples paired into durations instead of counted.
+    pairs: Option<super::pairs::Pairs>,
 }
 
 impl<'o> State<'o> {
@@ -240,6 +243,7 @@ impl<'o> State<'o> {
             out: Output::new(order),
             stacks: StackTable::new(order),
             frames: Vec::new(),
+            pairs: None,
         })
     }
 
@@ -349,6 +353,9 @@ impl<'o> State<'o> {
     }
 
     fn sample(&mut self, attr_index: usize, s: &SampleRecord<'_>) {
+        if self.pairs.is_some() {
+            return self.paired_sample(attr_index, s);
+        }
         let wanted = *self.filter.get_or_insert_with(|| first_event(self.opts, &self.events, attr_index));
         if attr_index != wanted {
             self.other_events += 1;
@@ -360,6 +367,17 @@ impl<'o> State<'o> {
         self.collect_frames(s, pid, root.java);
         let Some(weight) = self.weight(attr_index, s) else { return };
         self.stacks.add(root, &self.frames, weight, &self.resolver, &mut self.out);
+    }
+
+    /// `--mode`: the sample as a trace event fed to the pairing (`pairs/`).
+    fn paired_sample(&mut self, attr_index: usize, s: &SampleRecord<'_>) {
+        let Some(mut pairs) = self.pairs.take() else { return };
+        if let Some(ev) = pairs.event(attr_index, s, &self.machine, &mut self.out) {
+            let pid = s.pid.or_else(|| self.machine.pid_of(s.tid.unwrap_or(-1))).unwrap_or(-1);
+            self.collect_frames(s, pid, ev.comm.replace(' ', "_") == "java");
+            pairs.feed(ev, self.frames.iter().map(|&f| self.resolver.text(f)), &mut self.out);
+        }
+        self.pairs = Some(pairs);
     }
 
     /// A sample's weight: 1 with `counts`, allocated bytes for kmem allocation tracepoints,
@@ -437,6 +455,9 @@ impl<'o> State<'o> {
             _ => Unit::Samples,
         };
         self.out.meta = Meta { unit, event: event.map(|e| e.name.clone()) };
+        if let Some(pairs) = self.pairs.take() {
+            pairs.finish(&mut self.out);
+        }
         let (other, lost, nocc) = (self.other_events, self.lost, self.no_callchain);
         if self.bad_chains > 0 {
             self.out.diag.add(crate::diag::Severity::Note, "corrupt call chain", 0, self.bad_chains, || {

@@ -78,3 +78,24 @@ done
 perf script --no-inline -i inline-dwarf.data --kallsyms kallsyms-local.txt --symfs symfs \
   > inline-dwarf.noinline.script.txt 2>/dev/null
 rm -rf symfs/.debug
+
+# 5. Paired tracepoint captures (--mode syscalls|offcpu|probes), with their --ns texts.
+gcc -O2 -fno-omit-frame-pointer -o /opt/kflame-demo/bin/sleeper sleeper.c
+cp /opt/kflame-demo/bin/sleeper symfs/opt/kflame-demo/bin/
+perf record -N -q -e raw_syscalls:sys_enter -e raw_syscalls:sys_exit -g -o pairs-syscalls.data -- \
+  dd if=/dev/zero of=/dev/null bs=1k count=50
+X=""
+for c in read write openat; do X="$X -e syscalls:sys_enter_$c -e syscalls:sys_exit_$c"; done
+perf record -N -q $X -g -o pairs-syscalls-x.data -- dd if=/dev/zero of=/dev/null bs=1k count=20
+perf record -N -q -e sched:sched_switch -a -g -o pairs-offcpu.data -- /opt/kflame-demo/bin/sleeper 20
+perf probe -q -x /opt/kflame-demo/bin/sleeper -a nap -a 'nap%return'
+perf record -N -q -e probe_sleeper:nap -e probe_sleeper:nap__return -g -o pairs-probes.data -- \
+  /opt/kflame-demo/bin/sleeper 20
+perf probe -q -d 'probe_sleeper:*'
+P="pairs-syscalls pairs-syscalls-x pairs-offcpu pairs-probes"
+for f in $P; do perf script -i "$f.data" --symfs symfs 2>/dev/null; done |
+  awk 'length($1) == 16 && $1 ~ /^ffff/ {print $1}' | sort -u | python3 trim_kallsyms.py /proc/kallsyms 0 > kallsyms-pairs.txt
+for f in $P; do
+  chmod 644 "$f.data"
+  perf script --ns -i "$f.data" --kallsyms kallsyms-pairs.txt --symfs symfs > "$f.ns.script.txt" 2>/dev/null
+done

@@ -282,17 +282,36 @@ impl PerfPairs {
         if used {
             let mut ev = std::mem::take(&mut rec.ev);
             ev.stack = root_first(&rec.frames, &rec.starts);
-            let span = match self.opts.mode {
-                PairMode::Syscalls => self.syscalls.feed(ev, &mut out.diag),
-                PairMode::OffCpu => self.offcpu.feed(ev, &mut out.diag),
-                PairMode::Probes => self.probes.feed(ev, &mut out.diag),
-            };
-            if let Some(s) = span {
-                self.span(s, out);
-            }
+            self.pair(ev, out);
         }
         self.rec.frames.clear();
         self.rec.starts.clear();
+    }
+
+    fn pair(&mut self, ev: TraceEvent, out: &mut Output) {
+        let span = match self.opts.mode {
+            PairMode::Syscalls => self.syscalls.feed(ev, &mut out.diag),
+            PairMode::OffCpu => self.offcpu.feed(ev, &mut out.diag),
+            PairMode::Probes => self.probes.feed(ev, &mut out.diag),
+        };
+        if let Some(s) = span {
+            self.span(s, out);
+        }
+    }
+
+    /// Feeds one event another front end read (a perf.data sample), its payload printed as
+    /// perf script prints it and its stack attached; the closed interval, if any, goes to
+    /// `out` exactly as from the text. Returns `false` (nothing done) for an event this mode
+    /// does not use.
+    pub(crate) fn feed_event(&mut self, mut ev: TraceEvent, out: &mut Output) -> bool {
+        if self.opts.mode == PairMode::Probes {
+            ev.payload = ftrace_return_order(Cow::Owned(ev.payload)).into_owned();
+        }
+        if !self.wants(&ev.name, &ev.payload) {
+            return false;
+        }
+        self.pair(ev, out);
+        true
     }
 
     fn span(&mut self, s: Span, out: &mut Output) {
