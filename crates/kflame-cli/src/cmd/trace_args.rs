@@ -31,7 +31,8 @@ pub(crate) enum TraceMode {
 #[derive(clap::Args, Debug, Default)]
 pub(crate) struct TraceArgs {
     /// What to measure (trace formats); chosen from the events in the input when absent.
-    /// perf script input: `syscalls`, `offcpu` or `probes` pair its tracepoint records.
+    /// perf script and perf.data input: `syscalls`, `offcpu` or `probes` pair its tracepoint
+    /// records.
     #[arg(long, value_enum, value_name = "MODE", help_heading = "Trace options (ftrace, trace-cmd)")]
     pub(crate) mode: Option<TraceMode>,
     /// Add the page allocation order as a root frame (`order-2`).

@@ -8,6 +8,10 @@
 //!           ─▶ fold::Stacks
 //! ```
 //!
+//! With [`Options::pairing`] (`--mode syscalls|offcpu|probes`) the samples of paired
+//! tracepoints are not counted but paired into durations, as the perf script text front end
+//! pairs them (`pairs/`).
+//!
 //! Frames are named from the same `SYMBOL+0xOFF (DSO)` text perf prints, so options and
 //! quirks match the perf script collapser. Kernel symbols come from `--kallsyms`, the build-id
 //! cache (`~/.debug/[kernel.kallsyms]/ID/kallsyms`) or `/proc/kallsyms` when the recording

@@ -21,6 +21,9 @@
 //! kflame collapse --mode probes p.txt > getcwd.folded
 //! ```
 //!
+//! The perf.data reader feeds its samples to the same pairing (`PerfPairs::feed_event`), so
+//! `kflame collapse --mode M perf.data` gives this output without perf script.
+//!
 //! Pairs cross records, so this collapser is sequential. Records need their timestamp
 //! (perf prints it by default); the CPU column is optional.
 
