@@ -57,6 +57,10 @@ struct Roots {
 }
 
 fn from_data(name: &str, mode: PairMode, r: Roots, events: Option<EventLog>) -> Output {
+    from_data_in(name, mode, r, events, Order::Sorted)
+}
+
+fn from_data_in(name: &str, mode: PairMode, r: Roots, events: Option<EventLog>, order: Order) -> Output {
     let opts = Options {
         kallsyms: Some(data_dir().join("kallsyms-pairs.txt")),
         symfs: Some(data_dir().join("symfs")),
@@ -64,14 +68,18 @@ fn from_data(name: &str, mode: PairMode, r: Roots, events: Option<EventLog>) -> 
         pairing: Some(Pairing { mode, comm: r.comm, cpu: r.cpu, events }),
         ..Options::default()
     };
-    collapse_file(&data_dir().join(format!("{name}.data")), &opts, Order::Sorted)
+    collapse_file(&data_dir().join(format!("{name}.data")), &opts, order)
         .unwrap_or_else(|e| panic!("{name}.data: {e}"))
 }
 
 fn from_script(name: &str, mode: PairMode, r: Roots, events: Option<EventLog>) -> Output {
+    from_script_in(name, mode, r, events, Engine::single_threaded())
+}
+
+fn from_script_in(name: &str, mode: PairMode, r: Roots, events: Option<EventLog>, engine: Engine) -> Output {
     let text = std::fs::read(data_dir().join(format!("{name}.ns.script.txt"))).expect("script text");
     let opts = PerfPairsOptions { comm: r.comm, pid: r.pid, cpu: r.cpu, ..PerfPairsOptions::new(mode) };
-    Engine::single_threaded().run(Box::new(PerfPairs::new(opts, events)), &text[..]).expect("collapse")
+    engine.run(Box::new(PerfPairs::new(opts, events)), &text[..]).expect("collapse")
 }
 
 fn assert_same(name: &str, data: &Output, script: &Output) {
@@ -93,6 +101,19 @@ fn paired_durations_equal_the_script_text() {
     for &(name, mode) in FIXTURES {
         let data = from_data(name, mode, plain, None);
         assert_same(name, &data, &from_script(name, mode, plain, None));
+    }
+}
+
+/// `--time-order`: intervals in the order they close, consecutive equal stacks merged.
+#[test]
+fn time_order_equals_the_script_text() {
+    let plain = Roots { comm: false, pid: false, cpu: false };
+    for &(name, mode) in FIXTURES {
+        let data = from_data_in(name, mode, plain, None, Order::Time);
+        let engine = Engine { order: Order::Time, ..Engine::single_threaded() };
+        let script = from_script_in(name, mode, plain, None, engine);
+        assert!(!folded(&script).is_empty(), "{name}");
+        assert_eq!(folded(&data), folded(&script), "{name}");
     }
 }
 
