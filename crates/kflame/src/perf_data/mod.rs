@@ -30,7 +30,9 @@
 //!   (thunks) still differ.
 
 mod dso;
+mod frame_cache;
 mod header;
+mod kernel;
 mod machine;
 mod naming;
 mod prefetch;

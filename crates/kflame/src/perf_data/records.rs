@@ -79,7 +79,10 @@ impl<'a> Records<'a> {
                 break Err(self.damaged(pos, &format!("record size {size} is impossible here")));
             }
             if ty == FINISHED_ROUND {
-                pending.sort_unstable();
+                // A round is one run of records per CPU buffer, each already in time order:
+                // the stable sort merges those runs in about linear time. Keys are unique
+                // (offsets differ), so the order is the same as a full sort.
+                pending.sort_by_key(|p| (p.0, p.1));
                 let n = pending.partition_point(|p| p.0 <= prev_round_max);
                 for &(_, at, end, attr) in &pending[..n] {
                     f(attr, &self.record(at, end, attr));
@@ -93,7 +96,7 @@ impl<'a> Records<'a> {
             }
             pos += size;
         };
-        pending.sort_unstable();
+        pending.sort_by_key(|p| (p.0, p.1));
         for &(_, at, end, attr) in &pending {
             f(attr, &self.record(at, end, attr));
         }
