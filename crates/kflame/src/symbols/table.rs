@@ -1,5 +1,10 @@
 //! A sorted symbol table with perf's rules for duplicates, missing sizes and lookups.
 
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use rustc_hash::FxHashMap;
+
 /// How a symbol is bound (ELF binding, or derived from the kallsyms type letter).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Binding {
@@ -24,10 +29,45 @@ pub(crate) struct Entry {
     pub(crate) name: Box<str>,
 }
 
+/// How a name is shown (perf compares demangled names when it chooses between aliases).
+pub(crate) type Display = fn(&str) -> Cow<'_, str>;
+
 /// Symbols sorted by start address, without duplicates, each with an end.
-#[derive(Clone, Debug, Default)]
+///
+/// Choosing between aliases at one address may need their demangled names (C++
+/// constructors and destructors come in pairs of equal size): such a choice is made on the
+/// first lookup of that address rather than for every alias of a large library up front.
+#[derive(Clone, Debug)]
 pub(crate) struct SymbolTable {
     entries: Vec<Entry>,
+    /// Same-address aliases of equal size whose choice depends on the names, by address;
+    /// `entries` holds a nameless stand-in with the right start and end.
+    undecided: FxHashMap<u64, Aliases>,
+    display: Display,
+}
+
+/// Aliases at one address and, once looked up, the one perf would show.
+#[derive(Clone, Debug)]
+struct Aliases {
+    candidates: Vec<Entry>,
+    chosen: OnceLock<usize>,
+}
+
+impl Aliases {
+    fn chosen(&self, display: Display) -> &Entry {
+        let i = *self.chosen.get_or_init(|| best(&self.candidates, display));
+        &self.candidates[i]
+    }
+}
+
+impl Default for SymbolTable {
+    fn default() -> Self {
+        SymbolTable { entries: Vec::new(), undecided: FxHashMap::default(), display: as_is }
+    }
+}
+
+fn as_is(name: &str) -> Cow<'_, str> {
+    Cow::Borrowed(name)
 }
 
 impl SymbolTable {
@@ -36,31 +76,50 @@ impl SymbolTable {
     /// leading underscores, longer name, then the first); a symbol without a size ends
     /// where the next one starts (the last one at the end of the next page).
     pub(crate) fn new(entries: Vec<Entry>) -> SymbolTable {
-        Self::with_names(entries, |n| std::borrow::Cow::Borrowed(n))
+        Self::with_names(entries, as_is)
     }
 
     /// Like [`new`](Self::new), comparing names as `display` shows them (perf compares
     /// demangled names when it chooses between aliases).
-    pub(crate) fn with_names(
-        mut entries: Vec<Entry>,
-        display: impl Fn(&str) -> std::borrow::Cow<'_, str>,
-    ) -> SymbolTable {
+    pub(crate) fn with_names(mut entries: Vec<Entry>, display: Display) -> SymbolTable {
         entries.sort_by_key(|e| e.start); // stable: file order among equal starts
         // perf fixes the ends first, then removes duplicates (so the last unsized symbol of
         // a group at one address, the only one with a length, wins).
         fix_ends(&mut entries);
-        let mut out: Vec<Entry> = Vec::with_capacity(entries.len());
+        let mut table = SymbolTable {
+            entries: Vec::with_capacity(entries.len()),
+            undecided: FxHashMap::default(),
+            display,
+        };
+        let mut group: Vec<Entry> = Vec::new();
         for e in entries {
-            match out.last_mut() {
-                Some(last) if last.start == e.start => {
-                    if !first_is_better(last, &e, &display) {
-                        *last = e;
-                    }
-                }
-                _ => out.push(e),
+            if group.last().is_some_and(|g| g.start != e.start) {
+                table.push_group(&mut group);
             }
+            group.push(e);
         }
-        SymbolTable { entries: out }
+        table.push_group(&mut group);
+        table
+    }
+
+    /// Reduces the aliases of one address to one entry (or a stand-in, when the choice
+    /// needs names and cannot change the extent).
+    fn push_group(&mut self, group: &mut Vec<Entry>) {
+        if group.len() <= 1 {
+            self.entries.extend(group.pop());
+            return;
+        }
+        let same_extent = group.iter().all(|e| e.end == group[0].end);
+        if same_extent && needs_names(group) {
+            let (start, end, binding) = (group[0].start, group[0].end, group[0].binding);
+            let candidates = std::mem::take(group);
+            self.undecided.insert(start, Aliases { candidates, chosen: OnceLock::new() });
+            self.entries.push(Entry { start, end, binding, name: Box::default() });
+        } else {
+            let i = best(group, self.display);
+            self.entries.push(group.swap_remove(i));
+            group.clear();
+        }
     }
 
     /// Adds symbols after the fixups (perf adds PLT entries this way): they keep their
@@ -68,6 +127,13 @@ impl SymbolTable {
     pub(crate) fn add_sized(&mut self, extra: Vec<Entry>) {
         if extra.is_empty() {
             return;
+        }
+        // Stand-ins are found by address: settle those an extra symbol would share.
+        for e in &extra {
+            if let Some(aliases) = self.undecided.remove(&e.start) {
+                let i = self.entries.partition_point(|x| x.start < e.start);
+                self.entries[i] = aliases.chosen(self.display).clone();
+            }
         }
         self.entries.extend(extra);
         self.entries.sort_by_key(|e| e.start);
@@ -82,7 +148,11 @@ impl SymbolTable {
 
     /// The symbol at `index` (from [`find`](Self::find)).
     pub(crate) fn get(&self, index: usize) -> Option<&Entry> {
-        self.entries.get(index)
+        let e = self.entries.get(index)?;
+        if self.undecided.is_empty() {
+            return Some(e);
+        }
+        Some(self.undecided.get(&e.start).map_or(e, |a| a.chosen(self.display)))
     }
 
     /// Number of symbols.
@@ -94,6 +164,31 @@ impl SymbolTable {
     pub(crate) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+}
+
+/// The alias perf keeps among `group` (same address, file order): a fold of
+/// [`first_is_better`].
+fn best(group: &[Entry], display: Display) -> usize {
+    let mut w = 0;
+    for i in 1..group.len() {
+        if !first_is_better(&group[w], &group[i], &display) {
+            w = i;
+        }
+    }
+    w
+}
+
+/// Whether choosing among `group` reaches the comparison of names.
+fn needs_names(group: &[Entry]) -> bool {
+    let mut w = 0;
+    for i in 1..group.len() {
+        match by_kind(&group[w], &group[i]) {
+            Some(true) => {}
+            Some(false) => w = i,
+            None => return true,
+        }
+    }
+    false
 }
 
 fn contains(e: &Entry, addr: u64) -> bool {
@@ -116,21 +211,9 @@ fn fix_ends(v: &mut [Entry]) {
 }
 
 /// perf's `choose_best_symbol`: true when `a` (earlier in order) wins over `b`.
-fn first_is_better(a: &Entry, b: &Entry, display: &impl Fn(&str) -> std::borrow::Cow<'_, str>) -> bool {
-    let (la, lb) = (a.end - a.start, b.end - b.start);
-    if la > 0 && lb == 0 {
-        return true;
-    }
-    if la == 0 && lb > 0 {
-        return false;
-    }
-    let (wa, wb) = (a.binding == Binding::Weak, b.binding == Binding::Weak);
-    if wa != wb {
-        return wb;
-    }
-    let (ga, gb) = (a.binding == Binding::Global, b.binding == Binding::Global);
-    if ga != gb {
-        return ga;
+fn first_is_better(a: &Entry, b: &Entry, display: &impl Fn(&str) -> Cow<'_, str>) -> bool {
+    if let Some(first) = by_kind(a, b) {
+        return first;
     }
     let (na, nb) = (display(&a.name), display(&b.name));
     let (ua, ub) = (underscores(&na), underscores(&nb));
@@ -138,6 +221,27 @@ fn first_is_better(a: &Entry, b: &Entry, display: &impl Fn(&str) -> std::borrow:
         return ua < ub;
     }
     na.len() >= nb.len()
+}
+
+/// The rules of `choose_best_symbol` before names: size, then weak, then global; `None`
+/// when they tie.
+fn by_kind(a: &Entry, b: &Entry) -> Option<bool> {
+    let (la, lb) = (a.end - a.start, b.end - b.start);
+    if la > 0 && lb == 0 {
+        return Some(true);
+    }
+    if la == 0 && lb > 0 {
+        return Some(false);
+    }
+    let (wa, wb) = (a.binding == Binding::Weak, b.binding == Binding::Weak);
+    if wa != wb {
+        return Some(wb);
+    }
+    let (ga, gb) = (a.binding == Binding::Global, b.binding == Binding::Global);
+    if ga != gb {
+        return Some(ga);
+    }
+    None
 }
 
 fn underscores(name: &str) -> usize {
@@ -178,5 +282,27 @@ mod tests {
         ]);
         assert_eq!(&*t.get(t.find(0x125).unwrap()).unwrap().name, "in");
         assert_eq!(&*t.get(t.find(0x140).unwrap()).unwrap().name, "outer");
+    }
+
+    #[test]
+    fn aliases_are_chosen_by_demangled_name_on_lookup() {
+        // Raw names would pick `c` (no leading underscore); demangled, `a::b` ties on
+        // underscores and wins by length, as perf chooses.
+        let entries = || {
+            vec![
+                e(0x100, 0x10, Binding::Global, "_ZN1a1bEv"),
+                e(0x100, 0x10, Binding::Global, "c"),
+                e(0x200, 0x10, Binding::Global, "d"),
+            ]
+        };
+        let t = SymbolTable::with_names(entries(), crate::symbols::demangle);
+        assert_eq!(&*t.get(t.find(0x105).unwrap()).unwrap().name, "_ZN1a1bEv");
+        assert_eq!(t.find(0x110), None);
+        assert_eq!(&*SymbolTable::new(entries()).get(0).unwrap().name, "c");
+        // A PLT-like symbol added at the same address settles the choice first.
+        let mut t = SymbolTable::with_names(entries(), crate::symbols::demangle);
+        t.add_sized(vec![e(0x100, 0x10, Binding::Global, "p@plt")]);
+        let names: Vec<&str> = (0..t.len()).map(|i| &*t.get(i).unwrap().name).collect();
+        assert_eq!(names, ["_ZN1a1bEv", "p@plt", "d"]);
     }
 }
