@@ -28,19 +28,30 @@ use crate::symbols::MappedFile;
 pub fn collapse_file(path: &Path, opts: &Options, order: Order) -> Result<Output, PerfDataError> {
     let data =
         MappedFile::open(path).map_err(|source| PerfDataError::Io { path: path.to_path_buf(), source })?;
-    collapse_bytes(&data, opts, order)
+    collapse_image(&data, Some(&data), opts, order)
 }
 
 /// Reads a perf.data image in memory into folded stacks. Damaged records stop the reading
 /// with a diagnostic; what was read before is kept.
 pub fn collapse_bytes(data: &[u8], opts: &Options, order: Order) -> Result<Output, PerfDataError> {
+    collapse_image(data, None, opts, order)
+}
+
+/// `data`, mapped from `mapped` when it is a file (whose pages are then released as the
+/// records are consumed).
+fn collapse_image(
+    data: &[u8],
+    mapped: Option<&MappedFile>,
+    opts: &Options,
+    order: Order,
+) -> Result<Output, PerfDataError> {
     header::check(data).map_err(PerfDataError::Header)?;
     match PerfFileReader::parse_file(Cursor::new(data)) {
-        Ok(reader) => read_records(data, reader, opts, order, None),
+        Ok(reader) => read_records(data, mapped, reader, opts, order, None),
         Err(e) => match header::repair_event_desc(data) {
             Some((fixed, shift)) => {
                 let reader = PerfFileReader::parse_file(Cursor::new(&fixed[..]))?;
-                read_records(&fixed, reader, opts, order, Some(shift))
+                read_records(&fixed, None, reader, opts, order, Some(shift))
             }
             None => Err(e.into()),
         },
@@ -49,6 +60,7 @@ pub fn collapse_bytes(data: &[u8], opts: &Options, order: Order) -> Result<Outpu
 
 fn read_records<R: std::io::Read>(
     data: &[u8],
+    mapped: Option<&MappedFile>,
     reader: PerfFileReader<R>,
     opts: &Options,
     order: Order,
@@ -88,7 +100,7 @@ fn read_records<R: std::io::Read>(
         prefetch.schedule(&String::from_utf8_lossy(&info.path), Some(&info.build_id));
     }
     st.resolver.dsos.set_prefetch(prefetch);
-    read_all(data, &mut perf_file, &mut record_iter, &mut st);
+    read_all(data, mapped, &mut perf_file, &mut record_iter, &mut st);
     st.resolver.dsos.end_prefetch();
     Ok(st.finish())
 }
@@ -96,6 +108,7 @@ fn read_records<R: std::io::Read>(
 /// Feeds every record to the state, in place when possible.
 fn read_all<R: std::io::Read>(
     data: &[u8],
+    mapped: Option<&MappedFile>,
     perf_file: &mut linux_perf_data::PerfFile,
     record_iter: &mut linux_perf_data::PerfRecordIter<R>,
     st: &mut State<'_>,
@@ -103,7 +116,16 @@ fn read_all<R: std::io::Read>(
     match data_section(data).filter(|_| in_place(perf_file)) {
         Some(section) => {
             let attrs = perf_file.event_attributes();
-            if let Err(d) = Records::new(section, attrs).for_each(|attr, rec| st.record(attr, rec)) {
+            // Pages of records already delivered leave the process's memory.
+            let base = section.as_ptr() as usize - data.as_ptr() as usize;
+            let mut released = base;
+            let consumed = |n: usize| {
+                if let Some(file) = mapped {
+                    released = file.release(released..base + n);
+                }
+            };
+            if let Err(d) = Records::new(section, attrs).for_each(consumed, |attr, rec| st.record(attr, rec))
+            {
                 st.out.diag.skip("damaged record", 0, || {
                     format!(
                         "reading stopped at byte {} of the data section: {}; the stacks read before it are kept",

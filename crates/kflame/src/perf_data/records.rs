@@ -59,9 +59,14 @@ impl<'a> Records<'a> {
         Records { data, infos, ids, attr_of_id }
     }
 
-    /// Calls `f(attr_index, record)` for every kernel record in time order. Stops at the
-    /// first damaged record header and says where.
-    pub(crate) fn for_each(&self, mut f: impl FnMut(usize, &RawEventRecord<'a>)) -> Result<(), Damaged> {
+    /// Calls `f(attr_index, record)` for every kernel record in time order, and
+    /// `consumed(n)` after each round once the first `n` bytes will not be read again.
+    /// Stops at the first damaged record header and says where.
+    pub(crate) fn for_each(
+        &self,
+        mut consumed: impl FnMut(usize),
+        mut f: impl FnMut(usize, &RawEventRecord<'a>),
+    ) -> Result<(), Damaged> {
         let mut pending: Vec<(u64, usize, usize, usize)> = Vec::new(); // (time, offset, end, attr)
         let (mut prev_round_max, mut max_seen) = (0u64, 0u64);
         let mut pos = 0;
@@ -89,6 +94,7 @@ impl<'a> Records<'a> {
                 }
                 pending.drain(..n);
                 prev_round_max = max_seen;
+                consumed(pending.iter().map(|p| p.1).min().unwrap_or(pos));
             } else if ty < USER_TYPE_START {
                 let (attr, time) = self.locate(ty, &self.data[pos + 8..pos + size]);
                 max_seen = max_seen.max(time);
