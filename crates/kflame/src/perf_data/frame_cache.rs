@@ -10,8 +10,8 @@
 
 use super::resolve::Mode;
 
-/// log2 of the number of entries (64Ki entries of 24 bytes: 1.5 MiB).
-const BITS: u32 = 16;
+/// log2 of the number of entries (256Ki entries of 24 bytes: 6 MiB).
+const BITS: u32 = 18;
 /// The tag of an empty slot (no real tag reaches it: generations are far below 2^61).
 const EMPTY: u64 = u64::MAX;
 

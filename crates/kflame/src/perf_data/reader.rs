@@ -473,10 +473,6 @@ impl<'o> State<'o> {
             });
         }
         report_missing(&self.resolver.dsos, &mut self.out);
-        // Symbol tables hold millions of small allocations: free them on another core while
-        // the caller writes the output (if no thread can be started, they are freed here).
-        let resolver = self.resolver;
-        let _ = std::thread::Builder::new().name("kflame-free".into()).spawn(move || drop(resolver));
         self.out
     }
 }

@@ -25,8 +25,37 @@ pub(crate) struct Entry {
     pub(crate) end: u64,
     /// Binding, used to choose between symbols at the same address.
     pub(crate) binding: Binding,
-    /// The raw (mangled) name.
-    pub(crate) name: Box<str>,
+    /// The raw (mangled) name, in the table's [`Names`].
+    pub(crate) name: NameRef,
+}
+
+/// Where a name lies in a [`Names`].
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct NameRef {
+    start: usize,
+    end: usize,
+}
+
+/// The names of one table end to end in one buffer: a large binary has hundreds of
+/// thousands of symbols, and one allocation per name made loading and freeing its table
+/// cost as much as reading it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Names {
+    text: String,
+}
+
+impl Names {
+    /// Stores `name`.
+    pub(crate) fn push(&mut self, name: &str) -> NameRef {
+        let start = self.text.len();
+        self.text.push_str(name);
+        NameRef { start, end: self.text.len() }
+    }
+
+    /// The name stored at `r`.
+    pub(crate) fn get(&self, r: NameRef) -> &str {
+        self.text.get(r.start..r.end).unwrap_or_default()
+    }
 }
 
 /// How a name is shown (perf compares demangled names when it chooses between aliases).
@@ -40,6 +69,7 @@ pub(crate) type Display = fn(&str) -> Cow<'_, str>;
 #[derive(Clone, Debug)]
 pub(crate) struct SymbolTable {
     entries: Vec<Entry>,
+    names: Names,
     /// Same-address aliases of equal size whose choice depends on the names, by address;
     /// `entries` holds a nameless stand-in with the right start and end.
     undecided: FxHashMap<u64, Aliases>,
@@ -54,15 +84,20 @@ struct Aliases {
 }
 
 impl Aliases {
-    fn chosen(&self, display: Display) -> &Entry {
-        let i = *self.chosen.get_or_init(|| best(&self.candidates, display));
+    fn chosen(&self, names: &Names, display: Display) -> &Entry {
+        let i = *self.chosen.get_or_init(|| best(&self.candidates, names, display));
         &self.candidates[i]
     }
 }
 
 impl Default for SymbolTable {
     fn default() -> Self {
-        SymbolTable { entries: Vec::new(), undecided: FxHashMap::default(), display: as_is }
+        SymbolTable {
+            entries: Vec::new(),
+            names: Names::default(),
+            undecided: FxHashMap::default(),
+            display: as_is,
+        }
     }
 }
 
@@ -75,19 +110,20 @@ impl SymbolTable {
     /// one as perf does (sized over unsized, non-weak over weak, global over local, fewer
     /// leading underscores, longer name, then the first); a symbol without a size ends
     /// where the next one starts (the last one at the end of the next page).
-    pub(crate) fn new(entries: Vec<Entry>) -> SymbolTable {
-        Self::with_names(entries, as_is)
+    pub(crate) fn new(entries: Vec<Entry>, names: Names) -> SymbolTable {
+        Self::with_names(entries, names, as_is)
     }
 
     /// Like [`new`](Self::new), comparing names as `display` shows them (perf compares
     /// demangled names when it chooses between aliases).
-    pub(crate) fn with_names(mut entries: Vec<Entry>, display: Display) -> SymbolTable {
+    pub(crate) fn with_names(mut entries: Vec<Entry>, names: Names, display: Display) -> SymbolTable {
         entries.sort_by_key(|e| e.start); // stable: file order among equal starts
         // perf fixes the ends first, then removes duplicates (so the last unsized symbol of
         // a group at one address, the only one with a length, wins).
         fix_ends(&mut entries);
         let mut table = SymbolTable {
             entries: Vec::with_capacity(entries.len()),
+            names,
             undecided: FxHashMap::default(),
             display,
         };
@@ -114,16 +150,17 @@ impl SymbolTable {
             let (start, end, binding) = (group[0].start, group[0].end, group[0].binding);
             let candidates = std::mem::take(group);
             self.undecided.insert(start, Aliases { candidates, chosen: OnceLock::new() });
-            self.entries.push(Entry { start, end, binding, name: Box::default() });
+            self.entries.push(Entry { start, end, binding, name: NameRef::default() });
         } else {
-            let i = best(group, self.display);
+            let i = best(group, &self.names, self.display);
             self.entries.push(group.swap_remove(i));
             group.clear();
         }
     }
 
     /// Adds symbols after the fixups (perf adds PLT entries this way): they keep their
-    /// sizes and never replace an existing symbol.
+    /// sizes and never replace an existing symbol. Their names must be in the table's
+    /// [`Names`] (see [`names_mut`](Self::names_mut)).
     pub(crate) fn add_sized(&mut self, extra: Vec<Entry>) {
         if extra.is_empty() {
             return;
@@ -132,11 +169,16 @@ impl SymbolTable {
         for e in &extra {
             if let Some(aliases) = self.undecided.remove(&e.start) {
                 let i = self.entries.partition_point(|x| x.start < e.start);
-                self.entries[i] = aliases.chosen(self.display).clone();
+                self.entries[i] = aliases.chosen(&self.names, self.display).clone();
             }
         }
         self.entries.extend(extra);
         self.entries.sort_by_key(|e| e.start);
+    }
+
+    /// Where names of symbols for [`add_sized`](Self::add_sized) are stored.
+    pub(crate) fn names_mut(&mut self) -> &mut Names {
+        &mut self.names
     }
 
     /// The index of the symbol containing `addr`, if any.
@@ -152,7 +194,12 @@ impl SymbolTable {
         if self.undecided.is_empty() {
             return Some(e);
         }
-        Some(self.undecided.get(&e.start).map_or(e, |a| a.chosen(self.display)))
+        Some(self.undecided.get(&e.start).map_or(e, |a| a.chosen(&self.names, self.display)))
+    }
+
+    /// The (raw) name of an entry of this table.
+    pub(crate) fn name(&self, e: &Entry) -> &str {
+        self.names.get(e.name)
     }
 
     /// Number of symbols.
@@ -168,10 +215,10 @@ impl SymbolTable {
 
 /// The alias perf keeps among `group` (same address, file order): a fold of
 /// [`first_is_better`].
-fn best(group: &[Entry], display: Display) -> usize {
+fn best(group: &[Entry], names: &Names, display: Display) -> usize {
     let mut w = 0;
     for i in 1..group.len() {
-        if !first_is_better(&group[w], &group[i], &display) {
+        if !first_is_better(&group[w], &group[i], names, display) {
             w = i;
         }
     }
@@ -211,11 +258,11 @@ fn fix_ends(v: &mut [Entry]) {
 }
 
 /// perf's `choose_best_symbol`: true when `a` (earlier in order) wins over `b`.
-fn first_is_better(a: &Entry, b: &Entry, display: &impl Fn(&str) -> Cow<'_, str>) -> bool {
+fn first_is_better(a: &Entry, b: &Entry, names: &Names, display: Display) -> bool {
     if let Some(first) = by_kind(a, b) {
         return first;
     }
-    let (na, nb) = (display(&a.name), display(&b.name));
+    let (na, nb) = (display(names.get(a.name)), display(names.get(b.name)));
     let (ua, ub) = (underscores(&na), underscores(&nb));
     if ua != ub {
         return ua < ub;
@@ -252,57 +299,77 @@ fn underscores(name: &str) -> usize {
 mod tests {
     use super::*;
 
-    fn e(start: u64, size: u64, binding: Binding, name: &str) -> Entry {
-        Entry { start, end: start + size, binding, name: name.into() }
+    type Sym<'a> = (u64, u64, Binding, &'a str);
+
+    /// Entries (start, size, binding, name) and their names.
+    fn entries(list: &[Sym<'_>]) -> (Vec<Entry>, Names) {
+        let mut names = Names::default();
+        let v = list
+            .iter()
+            .map(|&(start, size, binding, name)| Entry {
+                start,
+                end: start + size,
+                binding,
+                name: names.push(name),
+            })
+            .collect();
+        (v, names)
+    }
+
+    fn table(list: &[Sym<'_>]) -> SymbolTable {
+        let (v, names) = entries(list);
+        SymbolTable::new(v, names)
+    }
+
+    fn name_at(t: &SymbolTable, addr: u64) -> &str {
+        t.name(t.get(t.find(addr).unwrap()).unwrap())
     }
 
     #[test]
     fn duplicates_and_ends_follow_perf() {
-        let t = SymbolTable::new(vec![
-            e(0x2000, 0, Binding::Global, "b"),
-            e(0x1000, 0, Binding::Global, "_stext"),
-            e(0x1000, 0, Binding::Global, "srso_alias"),
-            e(0x1000, 0, Binding::Weak, "weakling"),
-            e(0x1000, 0, Binding::Local, "last_wins"),
-            e(0x3000, 0x10, Binding::Local, "sized"),
+        let t = table(&[
+            (0x2000, 0, Binding::Global, "b"),
+            (0x1000, 0, Binding::Global, "_stext"),
+            (0x1000, 0, Binding::Global, "srso_alias"),
+            (0x1000, 0, Binding::Weak, "weakling"),
+            (0x1000, 0, Binding::Local, "last_wins"),
+            (0x3000, 0x10, Binding::Local, "sized"),
         ]);
         assert_eq!(t.len(), 3);
-        assert_eq!(&*t.get(t.find(0x1fff).unwrap()).unwrap().name, "last_wins");
-        assert_eq!(&*t.get(t.find(0x2fff).unwrap()).unwrap().name, "b");
-        assert_eq!(&*t.get(t.find(0x300f).unwrap()).unwrap().name, "sized");
+        assert_eq!(name_at(&t, 0x1fff), "last_wins");
+        assert_eq!(name_at(&t, 0x2fff), "b");
+        assert_eq!(name_at(&t, 0x300f), "sized");
         assert_eq!(t.find(0x3010), None);
         assert_eq!(t.find(0xfff), None);
     }
 
     #[test]
     fn nested_symbols_are_found() {
-        let t = SymbolTable::new(vec![
-            e(0x100, 0x100, Binding::Global, "outer"),
-            e(0x120, 0x10, Binding::Local, "in"),
-        ]);
-        assert_eq!(&*t.get(t.find(0x125).unwrap()).unwrap().name, "in");
-        assert_eq!(&*t.get(t.find(0x140).unwrap()).unwrap().name, "outer");
+        let t = table(&[(0x100, 0x100, Binding::Global, "outer"), (0x120, 0x10, Binding::Local, "in")]);
+        assert_eq!(name_at(&t, 0x125), "in");
+        assert_eq!(name_at(&t, 0x140), "outer");
     }
 
     #[test]
     fn aliases_are_chosen_by_demangled_name_on_lookup() {
         // Raw names would pick `c` (no leading underscore); demangled, `a::b` ties on
         // underscores and wins by length, as perf chooses.
-        let entries = || {
-            vec![
-                e(0x100, 0x10, Binding::Global, "_ZN1a1bEv"),
-                e(0x100, 0x10, Binding::Global, "c"),
-                e(0x200, 0x10, Binding::Global, "d"),
-            ]
-        };
-        let t = SymbolTable::with_names(entries(), crate::symbols::demangle);
-        assert_eq!(&*t.get(t.find(0x105).unwrap()).unwrap().name, "_ZN1a1bEv");
+        let list = [
+            (0x100, 0x10, Binding::Global, "_ZN1a1bEv"),
+            (0x100, 0x10, Binding::Global, "c"),
+            (0x200, 0x10, Binding::Global, "d"),
+        ];
+        let (v, names) = entries(&list);
+        let t = SymbolTable::with_names(v, names, crate::symbols::demangle);
+        assert_eq!(name_at(&t, 0x105), "_ZN1a1bEv");
         assert_eq!(t.find(0x110), None);
-        assert_eq!(&*SymbolTable::new(entries()).get(0).unwrap().name, "c");
+        assert_eq!(name_at(&table(&list), 0x105), "c");
         // A PLT-like symbol added at the same address settles the choice first.
-        let mut t = SymbolTable::with_names(entries(), crate::symbols::demangle);
-        t.add_sized(vec![e(0x100, 0x10, Binding::Global, "p@plt")]);
-        let names: Vec<&str> = (0..t.len()).map(|i| &*t.get(i).unwrap().name).collect();
-        assert_eq!(names, ["_ZN1a1bEv", "p@plt", "d"]);
+        let (v, names) = entries(&list);
+        let mut t = SymbolTable::with_names(v, names, crate::symbols::demangle);
+        let name = t.names_mut().push("p@plt");
+        t.add_sized(vec![Entry { start: 0x100, end: 0x110, binding: Binding::Global, name }]);
+        let all: Vec<&str> = (0..t.len()).map(|i| t.name(t.get(i).unwrap())).collect();
+        assert_eq!(all, ["_ZN1a1bEv", "p@plt", "d"]);
     }
 }
