@@ -62,6 +62,24 @@ impl Dsos {
         self.prefetch = Some(p);
     }
 
+    /// Asks the read-ahead thread for the symbols of `id` (a file mapped executable), unless
+    /// they are loaded already or it is not a file.
+    pub(crate) fn prefetch(&mut self, id: DsoId) {
+        let dso = &self.list[id as usize];
+        if let Some(p) = self.prefetch.as_mut()
+            && dso.symbols.is_none()
+            && dso.name.starts_with('/')
+        {
+            p.schedule(&dso.name, dso.build_id.as_deref());
+        }
+    }
+
+    /// Stops the read-ahead thread (after the last record): tables still being read are
+    /// not waited for.
+    pub(crate) fn end_prefetch(&mut self) {
+        self.prefetch = None;
+    }
+
     /// The id of `name`, registering it on first sight.
     pub(crate) fn intern(&mut self, name: &str, build_id: Option<&[u8]>) -> DsoId {
         if let Some(&id) = self.by_name.get(name) {

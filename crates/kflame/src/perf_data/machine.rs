@@ -37,6 +37,8 @@ pub(crate) struct Machine {
     pub(crate) kernel_text: Option<u64>,
     /// BPF programs and other ksymbol ranges inside kernel space.
     pub(crate) ksyms: AddressSpace<DsoId>,
+    /// Changes whenever the kernel-side layout (kernel map, modules, ksymbols) does.
+    pub(crate) kernel_generation: u64,
     generation: u64,
 }
 
@@ -86,6 +88,7 @@ impl Machine {
 
     /// A kernel-space mapping (pid -1): the kernel itself or a module.
     pub(crate) fn map_kernel(&mut self, name: &[u8], start: u64, len: u64, pgoff: u64, dsos: &mut Dsos) {
+        self.kernel_generation += 1;
         if name.starts_with(b"[kernel.kallsyms]") {
             self.kernel_start = Some(start);
             self.kernel_end = if len == 0 { u64::MAX } else { start.saturating_add(len) };
@@ -96,6 +99,18 @@ impl Machine {
             let id = dsos.intern(&module_name(name), None);
             self.ksyms.insert(Mapping { start, end: start.saturating_add(len), pgoff: 0, object: id });
         }
+    }
+
+    /// A BPF program or other ksymbol range in kernel space.
+    pub(crate) fn add_ksym(&mut self, m: Mapping<DsoId>) {
+        self.kernel_generation += 1;
+        self.ksyms.insert(m);
+    }
+
+    /// The generation of `pid`'s mappings (0: it has none): equal generations mean equal
+    /// mappings.
+    pub(crate) fn space_generation(&self, pid: i32) -> u64 {
+        self.spaces.get(&pid).map_or(0, |s| s.generation)
     }
 
     pub(crate) fn space(&self, pid: i32) -> Option<&Space> {

@@ -39,8 +39,10 @@
 //!   (thunks) still differ.
 
 mod dso;
+mod frame_cache;
 mod header;
 mod inline;
+mod kernel;
 mod machine;
 mod naming;
 mod pairs;

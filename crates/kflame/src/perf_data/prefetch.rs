@@ -1,7 +1,12 @@
-//! Symbol tables read ahead on a second thread: the binaries named in the perf.data header
-//! (those with samples) are loaded while the records are being read, so that the two cores
-//! of a small machine share the work. Results are taken in any order; a table not yet
-//! ready is waited for, one never scheduled is loaded on the spot.
+//! Symbol tables read ahead on a second thread, so that the two cores of a small machine
+//! share the work: the binaries named in the perf.data header (those with samples) are
+//! scheduled first, then every executable file mapping as its MMAP record is read. Results
+//! are taken in any order; a table not yet ready is waited for, one never scheduled is
+//! loaded on the spot.
+//!
+//! The worker is a detached thread owning all it uses: when the reading ends, dropping the
+//! [`Prefetch`] closes both channels and the worker stops after its current table instead
+//! of making the caller wait for tables nobody needs.
 
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender};
@@ -14,20 +19,36 @@ use crate::symbols::ElfSymbols;
 /// One loaded (or failed) table.
 pub(crate) type Loaded = (String, Result<ElfSymbols, Missing>);
 
-/// The receiving end, owned by the binaries registry.
+/// A table to load: the binary's name and its recorded build-id.
+type Job = (String, Option<Vec<u8>>);
+
+/// The scheduling and receiving end, owned by the binaries registry.
 pub(crate) struct Prefetch {
+    jobs: Sender<Job>,
     rx: Receiver<Loaded>,
     pending: FxHashSet<String>,
     ready: FxHashMap<String, Result<ElfSymbols, Missing>>,
 }
 
 impl Prefetch {
-    /// Schedules `jobs` (name, build-id); the caller runs [`work`] with the returned sender
-    /// on another thread.
-    pub(crate) fn new(names: impl IntoIterator<Item = String>) -> (Prefetch, Sender<Loaded>) {
+    /// Starts the worker, looking files up under `root`.
+    pub(crate) fn start(root: PathBuf) -> Prefetch {
+        let (jobs, job_rx) = std::sync::mpsc::channel();
         let (tx, rx) = std::sync::mpsc::channel();
-        let pending = names.into_iter().collect();
-        (Prefetch { rx, pending, ready: FxHashMap::default() }, tx)
+        // Without a thread (spawn refused), every table is loaded on the spot instead.
+        let _ =
+            std::thread::Builder::new().name("kflame-symbols".into()).spawn(move || work(root, job_rx, tx));
+        Prefetch { jobs, rx, pending: FxHashSet::default(), ready: FxHashMap::default() }
+    }
+
+    /// Asks for the table of `name` (once per name).
+    pub(crate) fn schedule(&mut self, name: &str, build_id: Option<&[u8]>) {
+        if self.pending.contains(name) || self.ready.contains_key(name) {
+            return;
+        }
+        if self.jobs.send((name.to_string(), build_id.map(<[u8]>::to_vec))).is_ok() {
+            self.pending.insert(name.to_string());
+        }
     }
 
     /// The table of `name` if it was scheduled (waiting for it if needed).
@@ -50,8 +71,8 @@ impl Prefetch {
     }
 }
 
-/// Loads every job and sends the results; stops early when the receiver is gone.
-pub(crate) fn work(root: PathBuf, jobs: Vec<(String, Option<Vec<u8>>)>, tx: Sender<Loaded>) {
+/// Loads every job and sends the results; stops when either end is gone.
+fn work(root: PathBuf, jobs: Receiver<Job>, tx: Sender<Loaded>) {
     for (name, build_id) in jobs {
         let r = load_symbols(&root, &name, build_id.as_deref());
         if tx.send((name, r)).is_err() {

@@ -10,6 +10,7 @@ use linux_perf_data::{DsoKey, PerfFileReader, PerfFileRecord};
 use rustc_hash::FxHashMap;
 
 use super::dso::Dsos;
+use super::kernel::KernelLoad;
 use super::machine::{Machine, user_dso_name};
 use super::naming::NameRules;
 use super::records::Records;
@@ -21,25 +22,36 @@ use super::{Options, PerfDataError, header};
 use crate::collapse::perf::is_alloc_event;
 use crate::collapse::{Order, Output};
 use crate::fold::{Meta, Unit};
-use crate::symbols::{Kallsyms, MappedFile};
+use crate::symbols::MappedFile;
 
 /// Reads the perf.data file at `path` into folded stacks.
 pub fn collapse_file(path: &Path, opts: &Options, order: Order) -> Result<Output, PerfDataError> {
     let data =
         MappedFile::open(path).map_err(|source| PerfDataError::Io { path: path.to_path_buf(), source })?;
-    collapse_bytes(&data, opts, order)
+    collapse_image(&data, Some(&data), opts, order)
 }
 
 /// Reads a perf.data image in memory into folded stacks. Damaged records stop the reading
 /// with a diagnostic; what was read before is kept.
 pub fn collapse_bytes(data: &[u8], opts: &Options, order: Order) -> Result<Output, PerfDataError> {
+    collapse_image(data, None, opts, order)
+}
+
+/// `data`, mapped from `mapped` when it is a file (whose pages are then released as the
+/// records are consumed).
+fn collapse_image(
+    data: &[u8],
+    mapped: Option<&MappedFile>,
+    opts: &Options,
+    order: Order,
+) -> Result<Output, PerfDataError> {
     header::check(data).map_err(PerfDataError::Header)?;
     match PerfFileReader::parse_file(Cursor::new(data)) {
-        Ok(reader) => read_records(data, reader, opts, order, None),
+        Ok(reader) => read_records(data, mapped, reader, opts, order, None),
         Err(e) => match header::repair_event_desc(data) {
             Some((fixed, shift)) => {
                 let reader = PerfFileReader::parse_file(Cursor::new(&fixed[..]))?;
-                read_records(&fixed, reader, opts, order, Some(shift))
+                read_records(&fixed, None, reader, opts, order, Some(shift))
             }
             None => Err(e.into()),
         },
@@ -48,6 +60,7 @@ pub fn collapse_bytes(data: &[u8], opts: &Options, order: Order) -> Result<Outpu
 
 fn read_records<R: std::io::Read>(
     data: &[u8],
+    mapped: Option<&MappedFile>,
     reader: PerfFileReader<R>,
     opts: &Options,
     order: Order,
@@ -84,24 +97,20 @@ fn read_records<R: std::io::Read>(
             )
         });
     }
-    let jobs: Vec<(String, Option<Vec<u8>>)> = build_ids
-        .values()
-        .filter(|i| i.path.starts_with(b"/"))
-        .map(|i| (String::from_utf8_lossy(&i.path).into_owned(), Some(i.build_id.clone())))
-        .collect();
-    let (prefetch, tx) = super::prefetch::Prefetch::new(jobs.iter().map(|(n, _)| n.clone()));
+    let mut prefetch = super::prefetch::Prefetch::start(st.resolver.dsos.root().to_path_buf());
+    for info in build_ids.values().filter(|i| i.path.starts_with(b"/")) {
+        prefetch.schedule(&String::from_utf8_lossy(&info.path), Some(&info.build_id));
+    }
     st.resolver.dsos.set_prefetch(prefetch);
-    let root = st.resolver.dsos.root().to_path_buf();
-    std::thread::scope(|scope| {
-        scope.spawn(move || super::prefetch::work(root, jobs, tx));
-        read_all(data, &mut perf_file, &mut record_iter, &mut st);
-    });
+    read_all(data, mapped, &mut perf_file, &mut record_iter, &mut st);
+    st.resolver.dsos.end_prefetch();
     Ok(st.finish())
 }
 
 /// Feeds every record to the state, in place when possible.
 fn read_all<R: std::io::Read>(
     data: &[u8],
+    mapped: Option<&MappedFile>,
     perf_file: &mut linux_perf_data::PerfFile,
     record_iter: &mut linux_perf_data::PerfRecordIter<R>,
     st: &mut State<'_>,
@@ -109,7 +118,16 @@ fn read_all<R: std::io::Read>(
     match data_section(data).filter(|_| in_place(perf_file)) {
         Some(section) => {
             let attrs = perf_file.event_attributes();
-            if let Err(d) = Records::new(section, attrs).for_each(|attr, rec| st.record(attr, rec)) {
+            // Pages of records already delivered leave the process's memory.
+            let base = section.as_ptr() as usize - data.as_ptr() as usize;
+            let mut released = base;
+            let consumed = |n: usize| {
+                if let Some(file) = mapped {
+                    released = file.release(released..base + n);
+                }
+            };
+            if let Err(d) = Records::new(section, attrs).for_each(consumed, |attr, rec| st.record(attr, rec))
+            {
                 st.out.diag.skip("damaged record", 0, || {
                     format!(
                         "reading stopped at byte {} of the data section: {}; the stacks read before it are kept",
@@ -192,9 +210,8 @@ struct State<'o> {
     opts: &'o Options,
     machine: Machine,
     resolver: Resolver,
-    kernel_loaded: bool,
+    kernel: Option<KernelLoad>,
     user_build_ids: FxHashMap<Vec<u8>, Vec<u8>>,
-    kernel_build_id: Option<Vec<u8>>,
     unwinders: Unwinders,
     events: Vec<Event>,
     filter: Option<usize>,
@@ -230,9 +247,8 @@ impl<'o> State<'o> {
             opts,
             machine: Machine::default(),
             resolver: Resolver::new(Dsos::new(root), KernelSymbols { syms: None, delta: 0 }, rules(opts)),
-            kernel_loaded: false,
+            kernel: Some(KernelLoad::start(opts, kernel_build_id)),
             user_build_ids,
-            kernel_build_id,
             unwinders: Unwinders::default(),
             events: Vec::new(),
             filter: None,
@@ -313,6 +329,9 @@ impl<'o> State<'o> {
         let pgoff = super::special::map_pgoff(&name, start, pgoff);
         let bid = bid.or_else(|| self.user_build_ids.get(path).cloned());
         let id = self.dsos().intern(&name, bid.as_deref());
+        if exec {
+            self.dsos().prefetch(id);
+        }
         self.machine.map(pid, start, len, pgoff, id);
     }
 
@@ -331,7 +350,7 @@ impl<'o> State<'o> {
             return; // unregistration: later samples in that range were taken before it
         }
         let id = self.dsos().intern(&name, None);
-        self.machine.ksyms.insert(crate::symbols::Mapping {
+        self.machine.add_ksym(crate::symbols::Mapping {
             start: addr,
             end: addr.saturating_add(u64::from(len)),
             pgoff: 0,
@@ -339,16 +358,10 @@ impl<'o> State<'o> {
         });
     }
 
-    /// Loads kernel symbols once the kernel map (recorded before any sample) is known.
+    /// Takes the kernel symbols once the kernel map (recorded before any sample) is known.
     fn ensure_kernel(&mut self) {
-        if !self.kernel_loaded {
-            self.kernel_loaded = true;
-            self.resolver.kernel = load_kernel(
-                self.opts,
-                self.kernel_build_id.as_deref(),
-                self.machine.kernel_text,
-                &mut self.out,
-            );
+        if let Some(load) = self.kernel.take() {
+            self.resolver.kernel = load.finish(self.machine.kernel_text, &mut self.out);
         }
     }
 
@@ -413,6 +426,8 @@ impl<'o> State<'o> {
         let mut mode = Mode::User;
         let mut n = 0;
         let mut frames = std::mem::take(&mut self.frames);
+        self.resolver.check_kernel(&self.machine);
+        let space = self.machine.space_generation(pid);
         for i in 0..chain.len() {
             let Some(ip) = chain.get(i) else { break };
             if ip >= PERF_CONTEXT_MAX {
@@ -437,7 +452,7 @@ impl<'o> State<'o> {
                 break;
             }
             n += 1;
-            let f = self.resolver.frame(&self.machine, pid, ip, mode, java);
+            let f = self.resolver.frame_cached(&self.machine, pid, space, ip, mode, java);
             frames.push(f);
         }
         if !self.opts.no_unwind && s.user_regs.is_some() && s.user_stack.is_some() {
@@ -524,74 +539,6 @@ fn first_event(opts: &Options, events: &[Event], first: usize) -> usize {
         Some(want) => events.iter().position(|e| &e.name == want).unwrap_or(usize::MAX),
         None => first,
     }
-}
-
-/// Kernel symbols: `--kallsyms`, else the build-id cache, else `/proc/kallsyms` of the
-/// running kernel when it is the recorded one.
-fn load_kernel(
-    opts: &Options,
-    build_id: Option<&[u8]>,
-    recorded_text: Option<u64>,
-    out: &mut Output,
-) -> KernelSymbols {
-    let syms = match &opts.kallsyms {
-        Some(path) => match Kallsyms::open(path) {
-            Ok(k) => Some(k),
-            Err(e) => {
-                out.diag.note("kallsyms unreadable", 0, || format!("{e}: kernel frames are [unknown]"));
-                None
-            }
-        },
-        None => default_kallsyms(build_id, out),
-    };
-    let delta = match (&syms, recorded_text) {
-        (Some(k), Some(rec)) => k.text_address().map_or(0, |t| t.wrapping_sub(rec)),
-        _ => 0,
-    };
-    KernelSymbols { syms, delta }
-}
-
-fn default_kallsyms(build_id: Option<&[u8]>, out: &mut Output) -> Option<Kallsyms> {
-    let hex: Option<String> = build_id.map(|b| b.iter().map(|x| format!("{x:02x}")).collect());
-    if let (Some(hex), Some(home)) = (&hex, std::env::var_os("HOME")) {
-        let cached = Path::new(&home).join(".debug/[kernel.kallsyms]").join(hex).join("kallsyms");
-        if let Ok(k) = Kallsyms::open(&cached) {
-            return Some(k);
-        }
-    }
-    let running = std::fs::read("/sys/kernel/notes").ok().and_then(|n| note_build_id(&n));
-    if build_id.is_some()
-        && running.as_deref() == build_id
-        && let Ok(k) = Kallsyms::open(Path::new("/proc/kallsyms"))
-    {
-        return Some(k);
-    }
-    out.diag.note("no kernel symbols", 0, || {
-        format!(
-            "no kallsyms for the recorded kernel (build-id {}): kernel frames are [unknown]; pass --kallsyms FILE \
-             (the /proc/kallsyms of the boot that recorded)",
-            hex.as_deref().unwrap_or("not recorded")
-        )
-    });
-    None
-}
-
-/// The GNU build-id in an ELF notes blob (`/sys/kernel/notes`).
-fn note_build_id(mut n: &[u8]) -> Option<Vec<u8>> {
-    let word = |b: &[u8]| u32::from_le_bytes(b.try_into().unwrap_or_default()) as usize;
-    while n.len() >= 12 {
-        let (namesz, descsz, ty) = (word(&n[0..4]), word(&n[4..8]), word(&n[8..12]));
-        let name_end = 12 + namesz.div_ceil(4) * 4;
-        let desc_end = name_end.checked_add(descsz.div_ceil(4) * 4)?;
-        if desc_end > n.len() {
-            return None;
-        }
-        if ty == 3 && n[12..12 + namesz].starts_with(b"GNU") {
-            return Some(n[name_end..name_end + descsz].to_vec());
-        }
-        n = &n[desc_end..];
-    }
-    None
 }
 
 const KSYMBOL: u32 = 17;

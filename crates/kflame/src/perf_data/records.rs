@@ -59,9 +59,14 @@ impl<'a> Records<'a> {
         Records { data, infos, ids, attr_of_id }
     }
 
-    /// Calls `f(attr_index, record)` for every kernel record in time order. Stops at the
-    /// first damaged record header and says where.
-    pub(crate) fn for_each(&self, mut f: impl FnMut(usize, &RawEventRecord<'a>)) -> Result<(), Damaged> {
+    /// Calls `f(attr_index, record)` for every kernel record in time order, and
+    /// `consumed(n)` after each round once the first `n` bytes will not be read again.
+    /// Stops at the first damaged record header and says where.
+    pub(crate) fn for_each(
+        &self,
+        mut consumed: impl FnMut(usize),
+        mut f: impl FnMut(usize, &RawEventRecord<'a>),
+    ) -> Result<(), Damaged> {
         let mut pending: Vec<(u64, usize, usize, usize)> = Vec::new(); // (time, offset, end, attr)
         let (mut prev_round_max, mut max_seen) = (0u64, 0u64);
         let mut pos = 0;
@@ -79,13 +84,17 @@ impl<'a> Records<'a> {
                 break Err(self.damaged(pos, &format!("record size {size} is impossible here")));
             }
             if ty == FINISHED_ROUND {
-                pending.sort_unstable();
+                // A round is one run of records per CPU buffer, each already in time order:
+                // the stable sort merges those runs in about linear time. Keys are unique
+                // (offsets differ), so the order is the same as a full sort.
+                pending.sort_by_key(|p| (p.0, p.1));
                 let n = pending.partition_point(|p| p.0 <= prev_round_max);
                 for &(_, at, end, attr) in &pending[..n] {
                     f(attr, &self.record(at, end, attr));
                 }
                 pending.drain(..n);
                 prev_round_max = max_seen;
+                consumed(pending.iter().map(|p| p.1).min().unwrap_or(pos));
             } else if ty < USER_TYPE_START {
                 let (attr, time) = self.locate(ty, &self.data[pos + 8..pos + size]);
                 max_seen = max_seen.max(time);
@@ -93,7 +102,7 @@ impl<'a> Records<'a> {
             }
             pos += size;
         };
-        pending.sort_unstable();
+        pending.sort_by_key(|p| (p.0, p.1));
         for &(_, at, end, attr) in &pending {
             f(attr, &self.record(at, end, attr));
         }

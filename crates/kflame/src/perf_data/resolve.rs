@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use rustc_hash::FxHashMap;
 
 use super::dso::{DsoId, Dsos};
+use super::frame_cache::FrameCache;
 use super::machine::Machine;
 use super::naming::{NameRules, fold_frame};
 use crate::symbols::{Kallsyms, demangle};
@@ -59,6 +60,7 @@ pub(crate) struct Resolver {
     by_symbol: FxHashMap<(u32, u64, bool, bool), u32>,
     frames: Vec<Box<[u8]>>,
     text: String,
+    recent: FrameCache,
 }
 
 impl Resolver {
@@ -72,7 +74,34 @@ impl Resolver {
             by_symbol: FxHashMap::default(),
             frames: Vec::new(),
             text: String::new(),
+            recent: FrameCache::new(),
         }
+    }
+
+    /// Empties the frame cache when the kernel layout changed (call before each sample).
+    pub(crate) fn check_kernel(&mut self, m: &Machine) {
+        self.recent.check_kernel(m.kernel_generation);
+    }
+
+    /// [`frame`](Self::frame) through a cache of recent addresses; `space_generation` is
+    /// [`Machine::space_generation`] of `pid`.
+    #[inline]
+    pub(crate) fn frame_cached(
+        &mut self,
+        m: &Machine,
+        pid: i32,
+        space_generation: u64,
+        ip: u64,
+        mode: Mode,
+        java: bool,
+    ) -> u32 {
+        let tag = FrameCache::tag(space_generation, mode, java);
+        if let Some(id) = self.recent.get(ip, tag) {
+            return id;
+        }
+        let id = self.frame(m, pid, ip, mode, java);
+        self.recent.put(ip, tag, id);
+        id
     }
 
     /// The folded text of frame `id` (may be empty: a skipped frame).

@@ -7,7 +7,7 @@ use object::{
     Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable, SectionFlags, SymbolKind,
 };
 
-use super::table::{Binding, Entry, SymbolTable};
+use super::table::{Binding, Entry, Names, SymbolTable};
 use super::{MappedFile, Symbol, SymbolError};
 
 /// The function and object symbols of one ELF file.
@@ -55,16 +55,17 @@ impl ElfSymbols {
     /// Symbols given as `(start, size, name)`, kept as they are: no size is fixed and no
     /// duplicate removed (perf's rules for JIT perf map files).
     pub(crate) fn from_sized(entries: impl IntoIterator<Item = (u64, u64, Box<str>)>) -> ElfSymbols {
+        let mut table = SymbolTable::default();
+        let names = table.names_mut();
         let entries = entries
             .into_iter()
             .map(|(start, size, name)| Entry {
                 start,
                 end: start.saturating_add(size),
                 binding: Binding::Global,
-                name,
+                name: names.push(&name),
             })
             .collect();
-        let mut table = SymbolTable::default();
         table.add_sized(entries);
         ElfSymbols { table, build_id: None, symbols_from: None }
     }
@@ -72,7 +73,7 @@ impl ElfSymbols {
     /// The symbol containing file offset `offset`.
     pub fn lookup(&self, offset: u64) -> Option<Symbol<'_>> {
         let i = self.table.find(offset)?;
-        self.table.get(i).map(|e| Symbol { name: &e.name, start: e.start, index: i })
+        self.table.get(i).map(|e| Symbol { name: self.table.name(e), start: e.start, index: i })
     }
 
     /// The GNU build-id of the binary, if it has one.
@@ -127,19 +128,21 @@ fn read_symbols(syms: &object::File<'_>, runtime: &object::File<'_>, symtab: boo
     let iter: Box<dyn Iterator<Item = object::Symbol<'_, '_>>> =
         if symtab { Box::new(syms.symbols()) } else { Box::new(syms.dynamic_symbols()) };
     let mut entries = Vec::new();
+    let mut names = Names::default();
     for sym in iter {
-        if let Some(e) = entry(syms, &sym, &segments) {
+        if let Some(e) = entry(syms, &sym, &segments, &mut names) {
             entries.push(e);
         }
     }
-    let mut table = SymbolTable::with_names(entries, super::demangle);
-    table.add_sized(plt_symbols(runtime));
+    let mut table = SymbolTable::with_names(entries, names, super::demangle);
+    let plt = plt_symbols(runtime, table.names_mut());
+    table.add_sized(plt);
     table
 }
 
 /// perf's synthesized PLT symbols: one `NAME@plt` per `.rela.plt` entry, laid out after the
 /// `.plt` header, `sh_entsize` bytes each, at file offsets.
-fn plt_symbols(file: &object::File<'_>) -> Vec<Entry> {
+fn plt_symbols(file: &object::File<'_>, names: &mut Names) -> Vec<Entry> {
     let (Some(rela), Some(plt)) = (file.section_by_name(".rela.plt"), file.section_by_name(".plt")) else {
         return Vec::new();
     };
@@ -155,7 +158,8 @@ fn plt_symbols(file: &object::File<'_>) -> Vec<Entry> {
         let index = object::SymbolIndex((info >> 32) as usize);
         let name = dynsyms.symbol_by_index(index).ok().and_then(|s| s.name().ok()).unwrap_or("");
         let name = format!("{}@plt", super::demangle(name));
-        out.push(Entry { start: offset, end: offset + entsize, binding: Binding::Global, name: name.into() });
+        let name = names.push(&name);
+        out.push(Entry { start: offset, end: offset + entsize, binding: Binding::Global, name });
         offset += entsize;
     }
     out
@@ -182,6 +186,7 @@ fn entry(
     file: &object::File<'_>,
     sym: &object::Symbol<'_, '_>,
     segments: &[(u64, u64, u64)],
+    names: &mut Names,
 ) -> Option<Entry> {
     if sym.is_undefined() {
         return None;
@@ -210,5 +215,6 @@ fn entry(
     } else {
         Binding::Local
     };
-    Some(Entry { start, end: start + sym.size(), binding, name: String::from_utf8_lossy(name).into() })
+    let name = names.push(&String::from_utf8_lossy(name));
+    Some(Entry { start, end: start + sym.size(), binding, name })
 }

@@ -41,6 +41,39 @@ impl MappedFile {
     }
 }
 
+impl MappedFile {
+    /// Drops the whole pages inside `range` from this process's memory, for files read once
+    /// front to back (a 100 MB perf.data need not stay resident once its records are
+    /// consumed). The bytes stay readable: touching them again reads them back from the
+    /// page cache or the file. Returns where the released part ends (`range.start` when
+    /// no whole page was inside), to continue from there.
+    #[cfg(unix)]
+    #[allow(unsafe_code)]
+    pub fn release(&self, range: std::ops::Range<usize>) -> usize {
+        const PAGE: usize = 4096;
+        let start = range.start.div_ceil(PAGE) * PAGE;
+        let end = range.end.min(self.map.len()) / PAGE * PAGE;
+        if end <= start {
+            return range.start;
+        }
+        // SAFETY: the mapping is private and never written, so MADV_DONTNEED only unmaps
+        // clean copies of file pages: a later read faults the same bytes back in from the
+        // file (the caveat of `open` about files changed on disk is unchanged). No
+        // reference sees different contents, so Rust's aliasing rules hold. Failure (an
+        // old kernel) only means the pages stay resident.
+        let _ = unsafe {
+            self.map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+        };
+        end
+    }
+
+    /// Without `madvise`, pages stay resident.
+    #[cfg(not(unix))]
+    pub fn release(&self, range: std::ops::Range<usize>) -> usize {
+        range.start
+    }
+}
+
 impl Deref for MappedFile {
     type Target = [u8];
     fn deref(&self) -> &[u8] {

@@ -1,7 +1,7 @@
 //! `/proc/kallsyms`: kernel symbols, read the way `perf` reads them.
 
 use super::Symbol;
-use super::table::{Binding, Entry, SymbolTable};
+use super::table::{Binding, Entry, Names, SymbolTable};
 
 /// Kernel symbols from a kallsyms file (`ADDRESS TYPE NAME [MODULE]` per line).
 ///
@@ -23,6 +23,7 @@ impl Kallsyms {
     pub fn parse(data: &[u8]) -> Kallsyms {
         let mut entries = Vec::new();
         let mut modules = Vec::new();
+        let (mut names, mut module_names) = (Names::default(), Names::default());
         let mut text = None;
         let mut skipped = 0;
         for line in data.split(|&b| b == b'\n') {
@@ -37,25 +38,34 @@ impl Kallsyms {
                     if !matches!(ty.to_ascii_uppercase(), b'T' | b'W' | b'D' | b'B') {
                         continue;
                     }
-                    let e = Entry { start: addr, end: addr, binding: binding(ty), name: name.into() };
-                    if module.is_some() { modules.push(e) } else { entries.push(e) }
+                    let (list, arena) = if module.is_some() {
+                        (&mut modules, &mut module_names)
+                    } else {
+                        (&mut entries, &mut names)
+                    };
+                    list.push(Entry { start: addr, end: addr, binding: binding(ty), name: arena.push(name) });
                 }
                 None => skipped += 1,
             }
         }
-        Kallsyms { table: SymbolTable::new(entries), modules: SymbolTable::new(modules), text, skipped }
+        Kallsyms {
+            table: SymbolTable::new(entries, names),
+            modules: SymbolTable::new(modules, module_names),
+            text,
+            skipped,
+        }
     }
 
     /// The symbol containing `addr`.
     pub fn lookup(&self, addr: u64) -> Option<Symbol<'_>> {
         let i = self.table.find(addr)?;
-        self.table.get(i).map(|e| Symbol { name: &e.name, start: e.start, index: i })
+        self.table.get(i).map(|e| Symbol { name: self.table.name(e), start: e.start, index: i })
     }
 
     /// The module symbol (`name [module]` lines) containing `addr`.
     pub fn lookup_module(&self, addr: u64) -> Option<Symbol<'_>> {
         let i = self.modules.find(addr)?;
-        self.modules.get(i).map(|e| Symbol { name: &e.name, start: e.start, index: i })
+        self.modules.get(i).map(|e| Symbol { name: self.modules.name(e), start: e.start, index: i })
     }
 
     /// One past the last address covered by a (non-module) symbol.

@@ -1,5 +1,10 @@
 //! A sorted symbol table with perf's rules for duplicates, missing sizes and lookups.
 
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use rustc_hash::FxHashMap;
+
 /// How a symbol is bound (ELF binding, or derived from the kallsyms type letter).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Binding {
@@ -20,14 +25,84 @@ pub(crate) struct Entry {
     pub(crate) end: u64,
     /// Binding, used to choose between symbols at the same address.
     pub(crate) binding: Binding,
-    /// The raw (mangled) name.
-    pub(crate) name: Box<str>,
+    /// The raw (mangled) name, in the table's [`Names`].
+    pub(crate) name: NameRef,
 }
 
-/// Symbols sorted by start address, without duplicates, each with an end.
+/// Where a name lies in a [`Names`].
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct NameRef {
+    start: usize,
+    end: usize,
+}
+
+/// The names of one table end to end in one buffer: a large binary has hundreds of
+/// thousands of symbols, and one allocation per name made loading and freeing its table
+/// cost as much as reading it.
 #[derive(Clone, Debug, Default)]
+pub(crate) struct Names {
+    text: String,
+}
+
+impl Names {
+    /// Stores `name`.
+    pub(crate) fn push(&mut self, name: &str) -> NameRef {
+        let start = self.text.len();
+        self.text.push_str(name);
+        NameRef { start, end: self.text.len() }
+    }
+
+    /// The name stored at `r`.
+    pub(crate) fn get(&self, r: NameRef) -> &str {
+        self.text.get(r.start..r.end).unwrap_or_default()
+    }
+}
+
+/// How a name is shown (perf compares demangled names when it chooses between aliases).
+pub(crate) type Display = fn(&str) -> Cow<'_, str>;
+
+/// Symbols sorted by start address, without duplicates, each with an end.
+///
+/// Choosing between aliases at one address may need their demangled names (C++
+/// constructors and destructors come in pairs of equal size): such a choice is made on the
+/// first lookup of that address rather than for every alias of a large library up front.
+#[derive(Clone, Debug)]
 pub(crate) struct SymbolTable {
     entries: Vec<Entry>,
+    names: Names,
+    /// Same-address aliases of equal size whose choice depends on the names, by address;
+    /// `entries` holds a nameless stand-in with the right start and end.
+    undecided: FxHashMap<u64, Aliases>,
+    display: Display,
+}
+
+/// Aliases at one address and, once looked up, the one perf would show.
+#[derive(Clone, Debug)]
+struct Aliases {
+    candidates: Vec<Entry>,
+    chosen: OnceLock<usize>,
+}
+
+impl Aliases {
+    fn chosen(&self, names: &Names, display: Display) -> &Entry {
+        let i = *self.chosen.get_or_init(|| best(&self.candidates, names, display));
+        &self.candidates[i]
+    }
+}
+
+impl Default for SymbolTable {
+    fn default() -> Self {
+        SymbolTable {
+            entries: Vec::new(),
+            names: Names::default(),
+            undecided: FxHashMap::default(),
+            display: as_is,
+        }
+    }
+}
+
+fn as_is(name: &str) -> Cow<'_, str> {
+    Cow::Borrowed(name)
 }
 
 impl SymbolTable {
@@ -35,42 +110,75 @@ impl SymbolTable {
     /// one as perf does (sized over unsized, non-weak over weak, global over local, fewer
     /// leading underscores, longer name, then the first); a symbol without a size ends
     /// where the next one starts (the last one at the end of the next page).
-    pub(crate) fn new(entries: Vec<Entry>) -> SymbolTable {
-        Self::with_names(entries, |n| std::borrow::Cow::Borrowed(n))
+    pub(crate) fn new(entries: Vec<Entry>, names: Names) -> SymbolTable {
+        Self::with_names(entries, names, as_is)
     }
 
     /// Like [`new`](Self::new), comparing names as `display` shows them (perf compares
     /// demangled names when it chooses between aliases).
-    pub(crate) fn with_names(
-        mut entries: Vec<Entry>,
-        display: impl Fn(&str) -> std::borrow::Cow<'_, str>,
-    ) -> SymbolTable {
+    pub(crate) fn with_names(mut entries: Vec<Entry>, names: Names, display: Display) -> SymbolTable {
         entries.sort_by_key(|e| e.start); // stable: file order among equal starts
         // perf fixes the ends first, then removes duplicates (so the last unsized symbol of
         // a group at one address, the only one with a length, wins).
         fix_ends(&mut entries);
-        let mut out: Vec<Entry> = Vec::with_capacity(entries.len());
+        let mut table = SymbolTable {
+            entries: Vec::with_capacity(entries.len()),
+            names,
+            undecided: FxHashMap::default(),
+            display,
+        };
+        let mut group: Vec<Entry> = Vec::new();
         for e in entries {
-            match out.last_mut() {
-                Some(last) if last.start == e.start => {
-                    if !first_is_better(last, &e, &display) {
-                        *last = e;
-                    }
-                }
-                _ => out.push(e),
+            if group.last().is_some_and(|g| g.start != e.start) {
+                table.push_group(&mut group);
             }
+            group.push(e);
         }
-        SymbolTable { entries: out }
+        table.push_group(&mut group);
+        table
+    }
+
+    /// Reduces the aliases of one address to one entry (or a stand-in, when the choice
+    /// needs names and cannot change the extent).
+    fn push_group(&mut self, group: &mut Vec<Entry>) {
+        if group.len() <= 1 {
+            self.entries.extend(group.pop());
+            return;
+        }
+        let same_extent = group.iter().all(|e| e.end == group[0].end);
+        if same_extent && needs_names(group) {
+            let (start, end, binding) = (group[0].start, group[0].end, group[0].binding);
+            let candidates = std::mem::take(group);
+            self.undecided.insert(start, Aliases { candidates, chosen: OnceLock::new() });
+            self.entries.push(Entry { start, end, binding, name: NameRef::default() });
+        } else {
+            let i = best(group, &self.names, self.display);
+            self.entries.push(group.swap_remove(i));
+            group.clear();
+        }
     }
 
     /// Adds symbols after the fixups (perf adds PLT entries this way): they keep their
-    /// sizes and never replace an existing symbol.
+    /// sizes and never replace an existing symbol. Their names must be in the table's
+    /// [`Names`] (see [`names_mut`](Self::names_mut)).
     pub(crate) fn add_sized(&mut self, extra: Vec<Entry>) {
         if extra.is_empty() {
             return;
         }
+        // Stand-ins are found by address: settle those an extra symbol would share.
+        for e in &extra {
+            if let Some(aliases) = self.undecided.remove(&e.start) {
+                let i = self.entries.partition_point(|x| x.start < e.start);
+                self.entries[i] = aliases.chosen(&self.names, self.display).clone();
+            }
+        }
         self.entries.extend(extra);
         self.entries.sort_by_key(|e| e.start);
+    }
+
+    /// Where names of symbols for [`add_sized`](Self::add_sized) are stored.
+    pub(crate) fn names_mut(&mut self) -> &mut Names {
+        &mut self.names
     }
 
     /// The index of the symbol containing `addr`, if any.
@@ -82,7 +190,16 @@ impl SymbolTable {
 
     /// The symbol at `index` (from [`find`](Self::find)).
     pub(crate) fn get(&self, index: usize) -> Option<&Entry> {
-        self.entries.get(index)
+        let e = self.entries.get(index)?;
+        if self.undecided.is_empty() {
+            return Some(e);
+        }
+        Some(self.undecided.get(&e.start).map_or(e, |a| a.chosen(&self.names, self.display)))
+    }
+
+    /// The (raw) name of an entry of this table.
+    pub(crate) fn name(&self, e: &Entry) -> &str {
+        self.names.get(e.name)
     }
 
     /// Number of symbols.
@@ -94,6 +211,31 @@ impl SymbolTable {
     pub(crate) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+}
+
+/// The alias perf keeps among `group` (same address, file order): a fold of
+/// [`first_is_better`].
+fn best(group: &[Entry], names: &Names, display: Display) -> usize {
+    let mut w = 0;
+    for i in 1..group.len() {
+        if !first_is_better(&group[w], &group[i], names, display) {
+            w = i;
+        }
+    }
+    w
+}
+
+/// Whether choosing among `group` reaches the comparison of names.
+fn needs_names(group: &[Entry]) -> bool {
+    let mut w = 0;
+    for i in 1..group.len() {
+        match by_kind(&group[w], &group[i]) {
+            Some(true) => {}
+            Some(false) => w = i,
+            None => return true,
+        }
+    }
+    false
 }
 
 fn contains(e: &Entry, addr: u64) -> bool {
@@ -116,28 +258,37 @@ fn fix_ends(v: &mut [Entry]) {
 }
 
 /// perf's `choose_best_symbol`: true when `a` (earlier in order) wins over `b`.
-fn first_is_better(a: &Entry, b: &Entry, display: &impl Fn(&str) -> std::borrow::Cow<'_, str>) -> bool {
-    let (la, lb) = (a.end - a.start, b.end - b.start);
-    if la > 0 && lb == 0 {
-        return true;
+fn first_is_better(a: &Entry, b: &Entry, names: &Names, display: Display) -> bool {
+    if let Some(first) = by_kind(a, b) {
+        return first;
     }
-    if la == 0 && lb > 0 {
-        return false;
-    }
-    let (wa, wb) = (a.binding == Binding::Weak, b.binding == Binding::Weak);
-    if wa != wb {
-        return wb;
-    }
-    let (ga, gb) = (a.binding == Binding::Global, b.binding == Binding::Global);
-    if ga != gb {
-        return ga;
-    }
-    let (na, nb) = (display(&a.name), display(&b.name));
+    let (na, nb) = (display(names.get(a.name)), display(names.get(b.name)));
     let (ua, ub) = (underscores(&na), underscores(&nb));
     if ua != ub {
         return ua < ub;
     }
     na.len() >= nb.len()
+}
+
+/// The rules of `choose_best_symbol` before names: size, then weak, then global; `None`
+/// when they tie.
+fn by_kind(a: &Entry, b: &Entry) -> Option<bool> {
+    let (la, lb) = (a.end - a.start, b.end - b.start);
+    if la > 0 && lb == 0 {
+        return Some(true);
+    }
+    if la == 0 && lb > 0 {
+        return Some(false);
+    }
+    let (wa, wb) = (a.binding == Binding::Weak, b.binding == Binding::Weak);
+    if wa != wb {
+        return Some(wb);
+    }
+    let (ga, gb) = (a.binding == Binding::Global, b.binding == Binding::Global);
+    if ga != gb {
+        return Some(ga);
+    }
+    None
 }
 
 fn underscores(name: &str) -> usize {
@@ -148,35 +299,77 @@ fn underscores(name: &str) -> usize {
 mod tests {
     use super::*;
 
-    fn e(start: u64, size: u64, binding: Binding, name: &str) -> Entry {
-        Entry { start, end: start + size, binding, name: name.into() }
+    type Sym<'a> = (u64, u64, Binding, &'a str);
+
+    /// Entries (start, size, binding, name) and their names.
+    fn entries(list: &[Sym<'_>]) -> (Vec<Entry>, Names) {
+        let mut names = Names::default();
+        let v = list
+            .iter()
+            .map(|&(start, size, binding, name)| Entry {
+                start,
+                end: start + size,
+                binding,
+                name: names.push(name),
+            })
+            .collect();
+        (v, names)
+    }
+
+    fn table(list: &[Sym<'_>]) -> SymbolTable {
+        let (v, names) = entries(list);
+        SymbolTable::new(v, names)
+    }
+
+    fn name_at(t: &SymbolTable, addr: u64) -> &str {
+        t.name(t.get(t.find(addr).unwrap()).unwrap())
     }
 
     #[test]
     fn duplicates_and_ends_follow_perf() {
-        let t = SymbolTable::new(vec![
-            e(0x2000, 0, Binding::Global, "b"),
-            e(0x1000, 0, Binding::Global, "_stext"),
-            e(0x1000, 0, Binding::Global, "srso_alias"),
-            e(0x1000, 0, Binding::Weak, "weakling"),
-            e(0x1000, 0, Binding::Local, "last_wins"),
-            e(0x3000, 0x10, Binding::Local, "sized"),
+        let t = table(&[
+            (0x2000, 0, Binding::Global, "b"),
+            (0x1000, 0, Binding::Global, "_stext"),
+            (0x1000, 0, Binding::Global, "srso_alias"),
+            (0x1000, 0, Binding::Weak, "weakling"),
+            (0x1000, 0, Binding::Local, "last_wins"),
+            (0x3000, 0x10, Binding::Local, "sized"),
         ]);
         assert_eq!(t.len(), 3);
-        assert_eq!(&*t.get(t.find(0x1fff).unwrap()).unwrap().name, "last_wins");
-        assert_eq!(&*t.get(t.find(0x2fff).unwrap()).unwrap().name, "b");
-        assert_eq!(&*t.get(t.find(0x300f).unwrap()).unwrap().name, "sized");
+        assert_eq!(name_at(&t, 0x1fff), "last_wins");
+        assert_eq!(name_at(&t, 0x2fff), "b");
+        assert_eq!(name_at(&t, 0x300f), "sized");
         assert_eq!(t.find(0x3010), None);
         assert_eq!(t.find(0xfff), None);
     }
 
     #[test]
     fn nested_symbols_are_found() {
-        let t = SymbolTable::new(vec![
-            e(0x100, 0x100, Binding::Global, "outer"),
-            e(0x120, 0x10, Binding::Local, "in"),
-        ]);
-        assert_eq!(&*t.get(t.find(0x125).unwrap()).unwrap().name, "in");
-        assert_eq!(&*t.get(t.find(0x140).unwrap()).unwrap().name, "outer");
+        let t = table(&[(0x100, 0x100, Binding::Global, "outer"), (0x120, 0x10, Binding::Local, "in")]);
+        assert_eq!(name_at(&t, 0x125), "in");
+        assert_eq!(name_at(&t, 0x140), "outer");
+    }
+
+    #[test]
+    fn aliases_are_chosen_by_demangled_name_on_lookup() {
+        // Raw names would pick `c` (no leading underscore); demangled, `a::b` ties on
+        // underscores and wins by length, as perf chooses.
+        let list = [
+            (0x100, 0x10, Binding::Global, "_ZN1a1bEv"),
+            (0x100, 0x10, Binding::Global, "c"),
+            (0x200, 0x10, Binding::Global, "d"),
+        ];
+        let (v, names) = entries(&list);
+        let t = SymbolTable::with_names(v, names, crate::symbols::demangle);
+        assert_eq!(name_at(&t, 0x105), "_ZN1a1bEv");
+        assert_eq!(t.find(0x110), None);
+        assert_eq!(name_at(&table(&list), 0x105), "c");
+        // A PLT-like symbol added at the same address settles the choice first.
+        let (v, names) = entries(&list);
+        let mut t = SymbolTable::with_names(v, names, crate::symbols::demangle);
+        let name = t.names_mut().push("p@plt");
+        t.add_sized(vec![Entry { start: 0x100, end: 0x110, binding: Binding::Global, name }]);
+        let all: Vec<&str> = (0..t.len()).map(|i| t.name(t.get(i).unwrap())).collect();
+        assert_eq!(all, ["_ZN1a1bEv", "p@plt", "d"]);
     }
 }
