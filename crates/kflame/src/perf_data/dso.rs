@@ -96,6 +96,13 @@ impl Dsos {
         &self.list[id as usize]
     }
 
+    /// Whether [`symbols`](Self::symbols) of `id` would return without waiting for the
+    /// read-ahead thread.
+    pub(crate) fn symbols_ready(&mut self, id: DsoId) -> bool {
+        let dso = &self.list[id as usize];
+        dso.symbols.is_some() || self.prefetch.as_mut().is_none_or(|p| p.is_ready(&dso.name))
+    }
+
     /// The symbols of `id`, loaded on first use; `None` when the file is absent, foreign
     /// (another build-id) or unreadable.
     pub(crate) fn symbols(&mut self, id: DsoId) -> Option<&ElfSymbols> {

@@ -9,7 +9,7 @@
 //! of making the caller wait for tables nobody needs.
 
 use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, Sender};
+use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -51,6 +51,21 @@ impl Prefetch {
         }
     }
 
+    /// Whether [`take`](Self::take) would return at once for `name`: its table is read, or
+    /// it was never scheduled (or the worker is gone), so it is loaded on the spot.
+    pub(crate) fn is_ready(&mut self, name: &str) -> bool {
+        loop {
+            match self.rx.try_recv() {
+                Ok((n, r)) => {
+                    self.pending.remove(&n);
+                    self.ready.insert(n, r);
+                }
+                Err(TryRecvError::Empty) => return !self.pending.contains(name),
+                Err(TryRecvError::Disconnected) => return true,
+            }
+        }
+    }
+
     /// The table of `name` if it was scheduled (waiting for it if needed).
     pub(crate) fn take(&mut self, name: &str) -> Option<Result<ElfSymbols, Missing>> {
         if let Some(r) = self.ready.remove(name) {
@@ -68,6 +83,17 @@ impl Prefetch {
         }
         self.pending.remove(name);
         None
+    }
+}
+
+#[cfg(test)]
+impl Prefetch {
+    /// A prefetch whose tables for `names` arrive only when the test sends them.
+    pub(crate) fn by_hand(names: &[&str]) -> (Prefetch, Sender<Loaded>) {
+        let (jobs, _) = std::sync::mpsc::channel();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let pending = names.iter().map(|n| n.to_string()).collect();
+        (Prefetch { jobs, rx, pending, ready: FxHashMap::default() }, tx)
     }
 }
 

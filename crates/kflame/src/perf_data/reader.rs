@@ -78,6 +78,8 @@ fn read_records<R: std::io::Read>(
     let build_ids = perf_file.build_ids().unwrap_or_default();
     let mut st = State::new(opts, &build_ids, order)?;
     st.pairs = opts.pairing.as_ref().map(|p| super::pairs::Pairs::new(p, opts, &perf_file));
+    // Sorted stacks are named at the end; time-ordered ones and pairs need names at once.
+    st.resolver.set_deferred_naming(order == Order::Sorted && st.pairs.is_none());
     st.resolver.dsos.set_perf_map_dir(opts.perf_map_dir.clone());
     for e in events.iter().filter(|e| e.alloc.is_none() && is_alloc_event(e.name.as_bytes())) {
         st.out.diag.note("no tracepoint format", 0, || {
@@ -103,6 +105,7 @@ fn read_records<R: std::io::Read>(
     }
     st.resolver.dsos.set_prefetch(prefetch);
     read_all(data, mapped, &mut perf_file, &mut record_iter, &mut st);
+    st.resolver.name_pending();
     st.resolver.dsos.end_prefetch();
     Ok(st.finish())
 }

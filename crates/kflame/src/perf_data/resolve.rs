@@ -61,6 +61,10 @@ pub(crate) struct Resolver {
     frames: Vec<Box<[u8]>>,
     text: String,
     recent: FrameCache,
+    /// Name frames whose symbol table is still being read later, instead of waiting.
+    defer: bool,
+    /// Frames named later: (id, object, offset in it, address, Java rule).
+    pending: Vec<(u32, DsoId, u64, u64, bool)>,
 }
 
 impl Resolver {
@@ -75,6 +79,8 @@ impl Resolver {
             frames: Vec::new(),
             text: String::new(),
             recent: FrameCache::new(),
+            defer: false,
+            pending: Vec::new(),
         }
     }
 
@@ -121,6 +127,16 @@ impl Resolver {
         if let Some(&id) = self.cache.get(&key) {
             return id;
         }
+        if let Loc::Mapped { dso, rel, ksym: false } = loc
+            && self.defer
+            && !self.dsos.symbols_ready(dso)
+        {
+            let id = self.frames.len() as u32;
+            self.frames.push(Box::default());
+            self.pending.push((id, dso, rel, ip, java));
+            self.cache.insert(key, id);
+            return id;
+        }
         // Many addresses share a symbol: name each symbol once.
         let sym_key = self.symbol_key(&loc, ip, java);
         if let Some(&id) = self.by_symbol.get(&sym_key) {
@@ -135,6 +151,33 @@ impl Resolver {
         self.cache.insert(key, id);
         self.by_symbol.insert(sym_key, id);
         id
+    }
+
+    /// Lets [`frame`](Self::frame) name a frame later when its binary's symbol table is
+    /// still being read, so that reading records never waits for it. Only for callers that
+    /// read frame texts after [`name_pending`](Self::name_pending), not during the reading.
+    pub(crate) fn set_deferred_naming(&mut self, on: bool) {
+        self.defer = on;
+    }
+
+    /// Names the frames left for later (waiting for their symbol tables now). A frame of a
+    /// symbol named meanwhile gets the same text, so folded stacks merge as before.
+    pub(crate) fn name_pending(&mut self) {
+        for (id, dso, rel, ip, java) in std::mem::take(&mut self.pending) {
+            let loc = Loc::Mapped { dso, rel, ksym: false };
+            let sym_key = self.symbol_key(&loc, ip, java);
+            let text = match self.by_symbol.get(&sym_key) {
+                Some(&named) => self.frames[named as usize].clone(),
+                None => {
+                    let (pc, text) = self.describe(&loc, ip);
+                    let mut folded = Vec::new();
+                    fold_frame(&mut folded, &text, pc, java, self.rules);
+                    self.by_symbol.insert(sym_key, id);
+                    folded.into_boxed_slice()
+                }
+            };
+            self.frames[id as usize] = text;
+        }
     }
 
     /// The frame id of a user address found by DWARF unwinding: with the inline chain of
@@ -251,5 +294,57 @@ fn locate(m: &Machine, pid: i32, ip: u64, mode: Mode, kernel_end: u64) -> Loc {
     match m.kernel_start {
         Some(start) if ip >= start && ip < kernel_end => Loc::Kernel,
         _ => Loc::Unmapped,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::perf_data::dso::load_symbols;
+    use crate::perf_data::prefetch::Prefetch;
+
+    const BIN: &str = "/opt/kflame-demo/bin/workload-fp";
+    const START: u64 = 0x5555_0000_0000;
+
+    fn symfs() -> PathBuf {
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/perf-data/symfs"))
+    }
+
+    fn resolver(prefetch: Option<Prefetch>) -> (Resolver, Machine) {
+        let mut dsos = Dsos::new(symfs());
+        let dso = dsos.intern(BIN, None);
+        if let Some(p) = prefetch {
+            dsos.set_prefetch(p);
+        }
+        let mut m = Machine::default();
+        m.map(7, START, 0x10000, 0, dso);
+        let kernel = KernelSymbols { syms: None, delta: 0 };
+        (Resolver::new(dsos, kernel, NameRules::default()), m)
+    }
+
+    /// A frame whose symbol table is still being read is named at the end, with the text
+    /// it gets without waiting (`spin+0x2b` and `spin+0x10` are one function).
+    #[test]
+    fn deferred_frames_are_named_as_if_waited_for() {
+        let (mut direct, m) = resolver(None);
+        let expected = direct.frame(&m, 7, START + 0x12ab, Mode::User, false);
+        let expected = direct.text(expected).to_vec();
+        assert_eq!(expected, b"spin");
+
+        let (prefetch, tx) = Prefetch::by_hand(&[BIN]);
+        let (mut r, m) = resolver(Some(prefetch));
+        r.set_deferred_naming(true);
+        let early = r.frame(&m, 7, START + 0x12ab, Mode::User, false);
+        assert!(r.text(early).is_empty(), "not named while the table is being read");
+        assert_eq!(r.frame(&m, 7, START + 0x12ab, Mode::User, false), early, "cached");
+        let other = r.frame(&m, 7, START + 0x12f9, Mode::User, false);
+        tx.send((BIN.to_string(), load_symbols(&symfs(), BIN, None))).unwrap();
+        let later = r.frame(&m, 7, START + 0x1290, Mode::User, false);
+        assert_eq!(r.text(later), &expected[..], "named at once when the table is there");
+        r.name_pending();
+        assert_eq!(r.text(early), &expected[..]);
+        assert_eq!(r.text(other), b"level1", "a symbol first named at the end");
     }
 }
