@@ -97,8 +97,9 @@ impl Dsos {
     }
 
     /// Whether [`symbols`](Self::symbols) of `id` would return without waiting for the
-    /// read-ahead thread.
+    /// read-ahead thread; asks it for the table first if nobody did.
     pub(crate) fn symbols_ready(&mut self, id: DsoId) -> bool {
+        self.prefetch(id);
         let dso = &self.list[id as usize];
         dso.symbols.is_some() || self.prefetch.as_mut().is_none_or(|p| p.is_ready(&dso.name))
     }

@@ -1,8 +1,10 @@
-//! Symbol tables read ahead on a second thread, so that the two cores of a small machine
-//! share the work: the binaries named in the perf.data header (those with samples) are
-//! scheduled first, then every executable file mapping as its MMAP record is read. Results
-//! are taken in any order; a table not yet ready is waited for, one never scheduled is
-//! loaded on the spot.
+//! Symbol tables read on a second thread, so that the two cores of a small machine share
+//! the work: the binaries named in the perf.data header (those with samples) are scheduled
+//! first, then each binary when a sample first lands in it (sorted output: the reader names
+//! such frames after the last record instead of waiting, see `Resolver::name_pending`), or
+//! every executable file mapping as its MMAP record is read (time-ordered output and pairing,
+//! which need names at once). Results are taken in any order; a table not yet ready is
+//! waited for, one never scheduled is loaded on the spot.
 //!
 //! The worker is a detached thread owning all it uses: when the reading ends, dropping the
 //! [`Prefetch`] closes both channels and the worker stops after its current table instead

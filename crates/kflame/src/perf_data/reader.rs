@@ -332,7 +332,7 @@ impl<'o> State<'o> {
         let pgoff = super::special::map_pgoff(&name, start, pgoff);
         let bid = bid.or_else(|| self.user_build_ids.get(path).cloned());
         let id = self.dsos().intern(&name, bid.as_deref());
-        if exec {
+        if exec && !self.resolver.defers_naming() {
             self.dsos().prefetch(id);
         }
         self.machine.map(pid, start, len, pgoff, id);

@@ -160,6 +160,12 @@ impl Resolver {
         self.defer = on;
     }
 
+    /// Whether frames may be named later (then symbol tables are read when first needed,
+    /// not for every executable mapping ahead).
+    pub(crate) fn defers_naming(&self) -> bool {
+        self.defer
+    }
+
     /// Names the frames left for later (waiting for their symbol tables now). A frame of a
     /// symbol named meanwhile gets the same text, so folded stacks merge as before.
     pub(crate) fn name_pending(&mut self) {
