@@ -4,14 +4,13 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use kflame::collapse::perf::pairs::PairMode;
 use kflame::collapse::{Order, Output};
 use kflame::fold::Meta;
 use kflame::perf_data::{self, Options, Pairing};
 
 use super::collapse::SharedArgs;
 use super::collapse_perf::PerfArgs;
-use super::trace_args::{TraceArgs, TraceMode, events_log};
+use super::trace_args::{TraceArgs, events_log};
 use crate::input::Input;
 
 /// Options of perf.data input only; `--pid`/`--tid` come from the shared options and
@@ -64,26 +63,9 @@ impl PerfDataArgs {
 /// `--mode syscalls|offcpu|probes`: the pairing options, refusing the sample-counting ones
 /// as perf script input does.
 fn pairing(perf: &PerfArgs, shared: &SharedArgs, trace: &TraceArgs) -> Result<Option<Pairing>> {
-    let mode = match trace.mode {
-        None => return Ok(None),
-        Some(TraceMode::Syscalls) => PairMode::Syscalls,
-        Some(TraceMode::Offcpu) => PairMode::OffCpu,
-        Some(TraceMode::Probes) => PairMode::Probes,
-        Some(TraceMode::Alloc | TraceMode::Events) => bail!(
-            "perf.data input takes --mode syscalls, offcpu or probes; without --mode it counts \
-             samples (allocation tracepoints weigh their bytes)"
-        ),
+    let Some(mode) = super::perf_pairs::pair_mode(perf, shared, trace, "perf.data")? else {
+        return Ok(None);
     };
-    if shared.weight.is_some() || perf.counts {
-        bail!(
-            "--weight and --counts apply to sample counting; --mode syscalls/offcpu/probes weighs by duration (ns)"
-        );
-    }
-    if perf.event_filter.is_some() {
-        bail!(
-            "--event-filter chooses the event to count; --mode syscalls/offcpu/probes uses the events it pairs"
-        );
-    }
     let events = events_log(shared.events_json.as_deref())?;
     Ok(Some(Pairing { mode, comm: shared.comm, cpu: shared.cpu, events }))
 }

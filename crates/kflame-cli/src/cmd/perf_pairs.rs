@@ -12,16 +12,40 @@ use super::trace_args::{TraceArgs, TraceMode, events_log};
 
 /// The perf script collapser for these options: pairing when `--mode` asks for it.
 pub(crate) fn build(perf: &PerfArgs, shared: &SharedArgs, trace: &TraceArgs) -> Result<Box<dyn Collapse>> {
+    if trace.mode.is_none() && shared.events_json.is_some() {
+        bail!("--events-json with perf script input needs --mode syscalls, offcpu or probes");
+    }
+    let Some(mode) = pair_mode(perf, shared, trace, "perf script")? else {
+        return Ok(Box::new(super::collapse_perf::build(perf, shared)?));
+    };
+    let opts = PerfPairsOptions {
+        mode,
+        comm: shared.comm,
+        pid: shared.pid || shared.tid,
+        cpu: shared.cpu,
+        annotate_kernel: perf.kernel || perf.all,
+        annotate_jit: perf.jit || perf.all,
+        include_addrs: perf.addrs,
+        mark_inlined: perf.inline,
+    };
+    Ok(Box::new(PerfPairs::new(opts, events_log(shared.events_json.as_deref())?)))
+}
+
+/// The pairing `--mode` of perf input (`input` names it in messages), refusing the options
+/// of sample counting; `None` without `--mode`.
+pub(crate) fn pair_mode(
+    perf: &PerfArgs,
+    shared: &SharedArgs,
+    trace: &TraceArgs,
+    input: &str,
+) -> Result<Option<PairMode>> {
     let mode = match trace.mode {
-        None if shared.events_json.is_some() => {
-            bail!("--events-json with perf script input needs --mode syscalls, offcpu or probes")
-        }
-        None => return Ok(Box::new(super::collapse_perf::build(perf, shared)?)),
+        None => return Ok(None),
         Some(TraceMode::Syscalls) => PairMode::Syscalls,
         Some(TraceMode::Offcpu) => PairMode::OffCpu,
         Some(TraceMode::Probes) => PairMode::Probes,
         Some(TraceMode::Alloc | TraceMode::Events) => bail!(
-            "perf script input takes --mode syscalls, offcpu or probes; without --mode it counts \
+            "{input} input takes --mode syscalls, offcpu or probes; without --mode it counts \
              samples (allocation tracepoints weigh their bytes)"
         ),
     };
@@ -35,15 +59,5 @@ pub(crate) fn build(perf: &PerfArgs, shared: &SharedArgs, trace: &TraceArgs) -> 
             "--event-filter chooses the event to count; --mode syscalls/offcpu/probes uses the events it pairs"
         );
     }
-    let opts = PerfPairsOptions {
-        mode,
-        comm: shared.comm,
-        pid: shared.pid || shared.tid,
-        cpu: shared.cpu,
-        annotate_kernel: perf.kernel || perf.all,
-        annotate_jit: perf.jit || perf.all,
-        include_addrs: perf.addrs,
-        mark_inlined: perf.inline,
-    };
-    Ok(Box::new(PerfPairs::new(opts, events_log(shared.events_json.as_deref())?)))
+    Ok(Some(mode))
 }
