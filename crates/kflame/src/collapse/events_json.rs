@@ -41,6 +41,23 @@ pub struct EventRecord<'a, S = String> {
     pub weight: u64,
 }
 
+impl<'a> EventRecord<'a> {
+    /// The record of a paired span (syscall, off-CPU interval, probed call): weighed by its
+    /// duration, named by its label.
+    pub fn span(s: &'a crate::collapse::pairing::Span) -> EventRecord<'a> {
+        EventRecord {
+            ts_ns: Some(s.start_ns),
+            cpu: s.cpu,
+            pid: Some(s.pid),
+            comm: Some(&s.comm),
+            duration_ns: Some(s.duration_ns),
+            stack: &s.stack,
+            event: &s.label,
+            weight: s.duration_ns,
+        }
+    }
+}
+
 /// A shared JSON-lines writer (cheap to clone; all clones write to the same output).
 #[derive(Clone)]
 pub struct EventLog {

@@ -374,16 +374,7 @@ impl Ftrace {
         if s.duration_ns > 0 {
             self.emit(&roots, &s.stack, s.duration_ns, out);
         }
-        self.log(EventRecord {
-            ts_ns: Some(s.start_ns),
-            cpu: s.cpu,
-            pid: Some(s.pid),
-            comm: Some(&s.comm),
-            duration_ns: Some(s.duration_ns),
-            stack: &s.stack,
-            event: &s.label,
-            weight: s.duration_ns,
-        });
+        self.log(EventRecord::span(&s));
     }
 
     fn task_roots(&self, roots: &mut Vec<String>, comm: &str, pid: u32, cpu: u32) {

@@ -339,16 +339,7 @@ impl PerfPairs {
             out.stacks.add(&self.stack, Weight::from_u64(s.duration_ns));
         }
         if let Some(log) = &self.events {
-            log.write(&EventRecord {
-                ts_ns: Some(s.start_ns),
-                cpu: s.cpu,
-                pid: Some(s.pid),
-                comm: Some(&s.comm),
-                duration_ns: Some(s.duration_ns),
-                stack: &s.stack,
-                event: &s.label,
-                weight: s.duration_ns,
-            });
+            log.write(&EventRecord::span(&s));
         }
     }
 
