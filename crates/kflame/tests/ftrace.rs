@@ -4,11 +4,12 @@
 //! Golden files: `tests/data/ftrace/expected/*.folded`; regenerate with `KFLAME_BLESS=1
 //! cargo test -p kflame --test ftrace` and review the diff.
 
-use std::collections::HashMap;
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+mod common;
 
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use common::SharedBuf;
 use kflame::collapse::events_json::EventLog;
 use kflame::collapse::ftrace::{Ftrace, FtraceOptions, Mode, WeightBy};
 use kflame::collapse::{Engine, Format, Output, detect};
@@ -35,25 +36,12 @@ fn mode(m: Mode) -> FtraceOptions {
     FtraceOptions { mode: Some(m), ..FtraceOptions::default() }
 }
 
-/// A cloneable in-memory writer for the events log.
-#[derive(Clone, Default)]
-struct Shared(Arc<Mutex<Vec<u8>>>);
-impl Write for Shared {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 fn run_with_events(name: &str, opts: FtraceOptions) -> (Output, String) {
-    let buf = Shared::default();
+    let buf = SharedBuf::default();
     let log = EventLog::new(buf.clone());
     let out = run_bytes(&read(name), opts, Some(log.clone()), 1 << 20);
     log.finish().unwrap();
-    let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+    let text = buf.text();
     (out, text)
 }
 

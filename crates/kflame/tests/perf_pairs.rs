@@ -5,9 +5,8 @@
 mod common;
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 
+use common::SharedBuf;
 use common::mutate::Mutator;
 use kflame::collapse::events_json::EventLog;
 use kflame::collapse::pairing::syscall_name_x86_64;
@@ -20,26 +19,13 @@ const SYSCALLS: &str = "perf/captures/perf-syscalls-dd.script.txt";
 const SWITCHES: &str = "perf/captures/perf-sched-switch.script.txt";
 const PROBES: &str = "perf/captures/perf-uprobe-getcwd.script.txt";
 
-/// A cloneable in-memory writer for the events log.
-#[derive(Clone, Default)]
-struct Shared(Arc<Mutex<Vec<u8>>>);
-impl Write for Shared {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 fn run(input: &[u8], opts: PerfPairsOptions, block_size: usize) -> (Output, String) {
-    let buf = Shared::default();
+    let buf = SharedBuf::default();
     let log = EventLog::new(buf.clone());
     let e = Engine { threads: 2, block_size, ..Engine::default() };
     let out = e.run(Box::new(PerfPairs::new(opts, Some(log.clone()))), input).expect("in-memory input");
     log.finish().unwrap();
-    let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+    let text = buf.text();
     (out, text)
 }
 
