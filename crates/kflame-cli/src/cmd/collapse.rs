@@ -141,7 +141,6 @@ pub(crate) fn run(args: Args) -> Result<()> {
             None => detect(&input)?,
         };
         let out = if format == Format::PerfData {
-            super::perf_data::check_options(&args.shared, &args.trace)?;
             super::perf_data::collapse(
                 input,
                 &args.perf_data,

@@ -73,7 +73,7 @@ fn pairing(perf: &PerfArgs, shared: &SharedArgs, trace: &TraceArgs) -> Result<Op
 /// Refuses the options of other formats that perf.data input does not apply, rather than
 /// ignoring them: the same file as `perf script` text supports them. `--comm`, `--cpu` and
 /// `--events-json` apply with `--mode`.
-pub(crate) fn check_options(shared: &SharedArgs, trace: &TraceArgs) -> Result<()> {
+fn check_options(shared: &SharedArgs, trace: &TraceArgs) -> Result<()> {
     let paired = trace.mode.is_some();
     let unused = [
         (trace.order, "--order"),
@@ -106,6 +106,7 @@ pub(crate) fn collapse(
     order: Order,
     meta: &mut Meta,
 ) -> Result<Output> {
+    check_options(shared, trace)?;
     let name = input.name.clone();
     let opts = args.options(perf, shared, trace)?;
     let out = match input.path.clone() {
