@@ -7,18 +7,23 @@
 //! new mapping and every fork), kernel addresses with none; the whole cache is emptied when
 //! the kernel-side layout (modules, BPF programs) changes. A stale entry can therefore never
 //! answer: it simply misses.
+//!
+//! Size: 64Ki slots of 16 bytes (1 MiB) stay in a core's L2 cache. On the 94 MB benchmark
+//! capture (5 million frames, 690 thousand distinct process-address pairs, most seen in
+//! one short-lived process only) that hits 85.5% of lookups against 86.1% for 256Ki slots,
+//! which no longer fit and made every lookup a trip to L3.
 
 use super::resolve::Mode;
 
-/// log2 of the number of entries (256Ki entries of 24 bytes: 6 MiB).
-const BITS: u32 = 18;
-/// The tag of an empty slot (no real tag reaches it: generations are far below 2^61).
-const EMPTY: u64 = u64::MAX;
+/// log2 of the number of slots.
+const BITS: u32 = 16;
+/// The tag of an empty slot (no tag reaches it: see [`FrameCache::tag`]).
+const EMPTY: u32 = u32::MAX;
 
 #[derive(Copy, Clone)]
 struct Slot {
     ip: u64,
-    tag: u64,
+    tag: u32,
     id: u32,
 }
 
@@ -44,31 +49,33 @@ impl FrameCache {
     }
 
     /// The tag of an address resolved in `mode` with the Java rule `java`, in an address
-    /// space at `space_generation` (0: the process has no mappings). Kernel addresses do
-    /// not depend on the process.
-    pub(crate) fn tag(space_generation: u64, mode: Mode, java: bool) -> u64 {
+    /// space at `space_generation` (0: the process has no mappings); `None` (not cached)
+    /// for generations past 2^29 - 2, which a tag of 32 bits cannot tell apart. Kernel
+    /// addresses do not depend on the process.
+    pub(crate) fn tag(space_generation: u64, mode: Mode, java: bool) -> Option<u32> {
         let (generation, mode) = match mode {
             Mode::Kernel => (0, 0),
             Mode::User => (space_generation, 1),
             Mode::Other => (0, 2),
         };
-        (generation << 3) | (mode << 1) | u64::from(java)
+        let generation = u32::try_from(generation).ok().filter(|&g| g < (1 << 29) - 1)?;
+        Some((generation << 3) | (mode << 1) | u32::from(java))
     }
 
-    fn index(ip: u64, tag: u64) -> usize {
-        let h = (ip ^ tag.rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    fn index(ip: u64, tag: u32) -> usize {
+        let h = (ip ^ u64::from(tag).rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         (h >> (64 - BITS)) as usize
     }
 
     /// The cached frame id of `ip` under `tag`.
     #[inline]
-    pub(crate) fn get(&self, ip: u64, tag: u64) -> Option<u32> {
+    pub(crate) fn get(&self, ip: u64, tag: u32) -> Option<u32> {
         let s = &self.slots[Self::index(ip, tag)];
         (s.ip == ip && s.tag == tag).then_some(s.id)
     }
 
     /// Remembers the frame id of `ip` under `tag` (replacing whatever shared its slot).
-    pub(crate) fn put(&mut self, ip: u64, tag: u64, id: u32) {
+    pub(crate) fn put(&mut self, ip: u64, tag: u32, id: u32) {
         self.slots[Self::index(ip, tag)] = Slot { ip, tag, id };
     }
 }
@@ -80,16 +87,24 @@ mod tests {
     #[test]
     fn entries_answer_only_their_own_tag() {
         let mut c = FrameCache::new();
-        let user = FrameCache::tag(7, Mode::User, false);
+        let user = FrameCache::tag(7, Mode::User, false).unwrap();
         c.put(0x1234, user, 5);
         assert_eq!(c.get(0x1234, user), Some(5));
-        assert_eq!(c.get(0x1234, FrameCache::tag(8, Mode::User, false)), None);
-        assert_eq!(c.get(0x1234, FrameCache::tag(7, Mode::User, true)), None);
-        assert_eq!(c.get(0x1234, FrameCache::tag(7, Mode::Kernel, false)), None);
+        assert_eq!(c.get(0x1234, FrameCache::tag(8, Mode::User, false).unwrap()), None);
+        assert_eq!(c.get(0x1234, FrameCache::tag(7, Mode::User, true).unwrap()), None);
+        assert_eq!(c.get(0x1234, FrameCache::tag(7, Mode::Kernel, false).unwrap()), None);
         assert_eq!(c.get(0x1235, user), None);
         c.check_kernel(0);
         assert_eq!(c.get(0x1234, user), Some(5));
         c.check_kernel(1);
         assert_eq!(c.get(0x1234, user), None);
+    }
+
+    #[test]
+    fn generations_past_the_tag_width_are_not_cached() {
+        assert!(FrameCache::tag((1 << 29) - 2, Mode::User, true).is_some_and(|t| t != EMPTY));
+        assert_eq!(FrameCache::tag((1 << 29) - 1, Mode::User, false), None);
+        assert_eq!(FrameCache::tag(1 << 40, Mode::User, false), None);
+        assert!(FrameCache::tag(1 << 40, Mode::Kernel, false).is_some(), "kernel tags ignore it");
     }
 }

@@ -101,7 +101,9 @@ impl Resolver {
         mode: Mode,
         java: bool,
     ) -> u32 {
-        let tag = FrameCache::tag(space_generation, mode, java);
+        let Some(tag) = FrameCache::tag(space_generation, mode, java) else {
+            return self.frame(m, pid, ip, mode, java);
+        };
         if let Some(id) = self.recent.get(ip, tag) {
             return id;
         }
