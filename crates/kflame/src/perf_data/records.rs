@@ -30,6 +30,17 @@ pub(crate) struct Records<'a> {
     attr_of_id: FxHashMap<u64, usize>,
 }
 
+/// What the walk hands over: a record (its byte range and event), or the mark that the
+/// bytes before an offset will not be read again.
+enum Delivery {
+    Record { at: usize, end: usize, attr: usize },
+    Consumed(usize),
+}
+
+/// Records per batch handed from the walking thread, and batches it may run ahead.
+const BATCH: usize = 4096;
+const BATCHES_AHEAD: usize = 8;
+
 /// Why the data section could not be read to its end.
 pub(crate) struct Damaged {
     pub(crate) offset: usize,
@@ -62,11 +73,47 @@ impl<'a> Records<'a> {
     /// Calls `f(attr_index, record)` for every kernel record in time order, and
     /// `consumed(n)` after each round once the first `n` bytes will not be read again.
     /// Stops at the first damaged record header and says where.
+    ///
+    /// The walk (record boundaries, events, timestamps, the ordering of rounds) runs on a
+    /// helper thread that hands positions over in batches, so that on two cores it overlaps
+    /// with `f`; it runs on the caller's thread when no thread can be started.
     pub(crate) fn for_each(
         &self,
         mut consumed: impl FnMut(usize),
         mut f: impl FnMut(usize, &RawEventRecord<'a>),
     ) -> Result<(), Damaged> {
+        let mut deliver = |d: Delivery| match d {
+            Delivery::Record { at, end, attr } => f(attr, &self.record(at, end, attr)),
+            Delivery::Consumed(n) => consumed(n),
+        };
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Delivery>>(BATCHES_AHEAD);
+            let (back, spare) = std::sync::mpsc::channel::<Vec<Delivery>>();
+            let walker =
+                std::thread::Builder::new().name("kflame-records".into()).spawn_scoped(scope, move || {
+                    let mut batch = Vec::with_capacity(BATCH);
+                    let result = self.walk(|d| {
+                        batch.push(d);
+                        if batch.len() == BATCH {
+                            let next = spare.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
+                            // The receiver is gone only if the caller panicked: stop quietly.
+                            let _ = tx.send(std::mem::replace(&mut batch, next));
+                        }
+                    });
+                    let _ = tx.send(batch);
+                    result
+                });
+            let Ok(walker) = walker else { return self.walk(&mut deliver) };
+            for mut batch in rx {
+                batch.drain(..).for_each(&mut deliver);
+                let _ = back.send(batch);
+            }
+            walker.join().unwrap_or_else(|_| Err(self.damaged(0, "the record reader failed")))
+        })
+    }
+
+    /// Walks the records, handing them (and the consumed marks) to `emit` in delivery order.
+    fn walk(&self, mut emit: impl FnMut(Delivery)) -> Result<(), Damaged> {
         let mut pending: Vec<(u64, usize, usize, usize)> = Vec::new(); // (time, offset, end, attr)
         let (mut prev_round_max, mut max_seen) = (0u64, 0u64);
         let mut pos = 0;
@@ -90,11 +137,11 @@ impl<'a> Records<'a> {
                 pending.sort_by_key(|p| (p.0, p.1));
                 let n = pending.partition_point(|p| p.0 <= prev_round_max);
                 for &(_, at, end, attr) in &pending[..n] {
-                    f(attr, &self.record(at, end, attr));
+                    emit(Delivery::Record { at, end, attr });
                 }
                 pending.drain(..n);
                 prev_round_max = max_seen;
-                consumed(pending.iter().map(|p| p.1).min().unwrap_or(pos));
+                emit(Delivery::Consumed(pending.iter().map(|p| p.1).min().unwrap_or(pos)));
             } else if ty < USER_TYPE_START {
                 let (attr, time) = self.locate(ty, &self.data[pos + 8..pos + size]);
                 max_seen = max_seen.max(time);
@@ -104,7 +151,7 @@ impl<'a> Records<'a> {
         };
         pending.sort_by_key(|p| (p.0, p.1));
         for &(_, at, end, attr) in &pending {
-            f(attr, &self.record(at, end, attr));
+            emit(Delivery::Record { at, end, attr });
         }
         result
     }
