@@ -26,6 +26,7 @@
 pub mod collapse;
 pub mod diag;
 pub mod fold;
+mod par;
 pub mod perf_data;
 pub mod record;
 pub mod render;

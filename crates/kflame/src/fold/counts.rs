@@ -26,6 +26,11 @@ impl StackCounts {
         }
     }
 
+    /// Makes room for `additional` more distinct stacks.
+    pub fn reserve(&mut self, additional: usize) {
+        self.map.reserve(additional);
+    }
+
     /// Moves every stack of `other` into `self`.
     pub fn merge(&mut self, other: StackCounts) {
         if self.map.is_empty() {
@@ -65,7 +70,7 @@ impl StackCounts {
     /// Stacks sorted bytewise (the order of FlameGraph's `sort`ed folded files).
     pub fn sorted(&self) -> Vec<(&[u8], Weight)> {
         let mut v: Vec<_> = self.iter().collect();
-        v.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        crate::par::sort_by(&mut v, |a, b| a.0.cmp(b.0));
         v
     }
 

@@ -115,6 +115,11 @@ impl Dsos {
         self.list[i].symbols.as_ref().and_then(Option::as_ref)
     }
 
+    /// The symbols of `id` if [`symbols`](Self::symbols) loaded them already.
+    pub(crate) fn loaded_symbols(&self, id: DsoId) -> Option<&ElfSymbols> {
+        self.list[id as usize].symbols.as_ref().and_then(Option::as_ref)
+    }
+
     /// The mapped file of `id` (for unwind tables), if it is the recorded binary.
     pub(crate) fn image(&mut self, id: DsoId) -> Option<Arc<MappedFile>> {
         let i = id as usize;

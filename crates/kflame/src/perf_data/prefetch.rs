@@ -12,6 +12,7 @@
 
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
+use std::sync::{Mutex, PoisonError};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -27,7 +28,9 @@ type Job = (String, Option<Vec<u8>>);
 /// The scheduling and receiving end, owned by the binaries registry.
 pub(crate) struct Prefetch {
     jobs: Sender<Job>,
-    rx: Receiver<Loaded>,
+    /// Only used through `&mut self`; the mutex makes the registry shareable by reference
+    /// across the threads that name frames at the end (a bare receiver is not `Sync`).
+    rx: Mutex<Receiver<Loaded>>,
     pending: FxHashSet<String>,
     ready: FxHashMap<String, Result<ElfSymbols, Missing>>,
 }
@@ -40,7 +43,7 @@ impl Prefetch {
         // Without a thread (spawn refused), every table is loaded on the spot instead.
         let _ =
             std::thread::Builder::new().name("kflame-symbols".into()).spawn(move || work(root, job_rx, tx));
-        Prefetch { jobs, rx, pending: FxHashSet::default(), ready: FxHashMap::default() }
+        Prefetch { jobs, rx: Mutex::new(rx), pending: FxHashSet::default(), ready: FxHashMap::default() }
     }
 
     /// Asks for the table of `name` (once per name).
@@ -57,7 +60,7 @@ impl Prefetch {
     /// it was never scheduled (or the worker is gone), so it is loaded on the spot.
     pub(crate) fn is_ready(&mut self, name: &str) -> bool {
         loop {
-            match self.rx.try_recv() {
+            match self.receiver().try_recv() {
                 Ok((n, r)) => {
                     self.pending.remove(&n);
                     self.ready.insert(n, r);
@@ -68,6 +71,10 @@ impl Prefetch {
         }
     }
 
+    fn receiver(&mut self) -> &Receiver<Loaded> {
+        self.rx.get_mut().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The table of `name` if it was scheduled (waiting for it if needed).
     pub(crate) fn take(&mut self, name: &str) -> Option<Result<ElfSymbols, Missing>> {
         if let Some(r) = self.ready.remove(name) {
@@ -76,7 +83,7 @@ impl Prefetch {
         if !self.pending.contains(name) {
             return None;
         }
-        while let Ok((n, r)) = self.rx.recv() {
+        while let Ok((n, r)) = self.receiver().recv() {
             self.pending.remove(&n);
             if n == name {
                 return Some(r);
@@ -95,7 +102,7 @@ impl Prefetch {
         let (jobs, _) = std::sync::mpsc::channel();
         let (tx, rx) = std::sync::mpsc::channel();
         let pending = names.iter().map(|n| n.to_string()).collect();
-        (Prefetch { jobs, rx, pending, ready: FxHashMap::default() }, tx)
+        (Prefetch { jobs, rx: Mutex::new(rx), pending, ready: FxHashMap::default() }, tx)
     }
 }
 

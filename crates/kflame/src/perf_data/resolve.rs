@@ -57,7 +57,7 @@ pub(crate) struct Resolver {
     /// DWARF inline frames of unwound user frames (`None`: `--no-inline`).
     inline: Option<super::inline::Inlines>,
     cache: FxHashMap<(u32, u64, bool), u32>,
-    by_symbol: FxHashMap<(u32, u64, bool, bool), u32>,
+    by_symbol: FxHashMap<SymbolKey, u32>,
     frames: Vec<Box<[u8]>>,
     text: String,
     recent: FrameCache,
@@ -117,6 +117,11 @@ impl Resolver {
         &self.frames[id as usize]
     }
 
+    /// The folded texts of all frames, by id.
+    pub(crate) fn texts(&self) -> &[Box<[u8]>] {
+        &self.frames
+    }
+
     /// The frame id of address `ip` sampled in `mode` in process `pid`.
     pub(crate) fn frame(&mut self, m: &Machine, pid: i32, ip: u64, mode: Mode, java: bool) -> u32 {
         let kernel_end = self.kernel.end(m.kernel_end);
@@ -145,11 +150,9 @@ impl Resolver {
             self.cache.insert(key, id);
             return id;
         }
-        let (pc, text) = self.describe(&loc, ip);
-        let mut folded = Vec::new();
-        fold_frame(&mut folded, &text, pc, java, self.rules);
+        let folded = self.folded(&loc, ip, java);
         let id = self.frames.len() as u32;
-        self.frames.push(folded.into_boxed_slice());
+        self.frames.push(folded);
         self.cache.insert(key, id);
         self.by_symbol.insert(sym_key, id);
         id
@@ -171,20 +174,34 @@ impl Resolver {
     /// Names the frames left for later (waiting for their symbol tables now). A frame of a
     /// symbol named meanwhile gets the same text, so folded stacks merge as before.
     pub(crate) fn name_pending(&mut self) {
-        for (id, dso, rel, ip, java) in std::mem::take(&mut self.pending) {
-            let loc = Loc::Mapped { dso, rel, ksym: false };
-            let sym_key = self.symbol_key(&loc, ip, java);
-            let text = match self.by_symbol.get(&sym_key) {
-                Some(&named) => self.frames[named as usize].clone(),
-                None => {
-                    let (pc, text) = self.describe(&loc, ip);
-                    let mut folded = Vec::new();
-                    fold_frame(&mut folded, &text, pc, java, self.rules);
-                    self.by_symbol.insert(sym_key, id);
-                    folded.into_boxed_slice()
-                }
-            };
-            self.frames[id as usize] = text;
+        let pending = std::mem::take(&mut self.pending);
+        for &(_, dso, ..) in &pending {
+            let _ = self.dsos.symbols(dso);
+        }
+        // Each thread names its share once per symbol; frames of one symbol get one text
+        // whichever thread names them, so the shares need no coordination.
+        let namer = self.namer();
+        let shares = crate::par::map_chunks(&pending, |share| {
+            let mut text = String::new();
+            let mut by_symbol: FxHashMap<SymbolKey, usize> = FxHashMap::default();
+            let mut named: Vec<(u32, SymbolKey, Box<[u8]>)> = Vec::with_capacity(share.len());
+            for &(id, dso, rel, ip, java) in share {
+                let loc = Loc::Mapped { dso, rel, ksym: false };
+                let key = namer.symbol_key(&loc, ip, java);
+                let folded = match by_symbol.get(&key) {
+                    Some(&i) => named[i].2.clone(),
+                    None => {
+                        by_symbol.insert(key, named.len());
+                        namer.folded(&loc, ip, java, &mut text)
+                    }
+                };
+                named.push((id, key, folded));
+            }
+            named
+        });
+        for (id, key, folded) in shares.into_iter().flatten() {
+            self.by_symbol.entry(key).or_insert(id);
+            self.frames[id as usize] = folded;
         }
     }
 
@@ -207,17 +224,58 @@ impl Resolver {
         self.frame(m, pid, ip, Mode::User, java)
     }
 
+    /// What the name of a frame depends on (see [`Namer::symbol_key`]), loading the
+    /// symbol table of its binary if needed.
+    fn symbol_key(&mut self, loc: &Loc, ip: u64, java: bool) -> SymbolKey {
+        self.load_symbols(loc);
+        self.namer().symbol_key(loc, ip, java)
+    }
+
+    /// The folded text of the frame at `loc`, loading the symbol table of its binary if needed.
+    fn folded(&mut self, loc: &Loc, ip: u64, java: bool) -> Box<[u8]> {
+        self.load_symbols(loc);
+        let mut text = std::mem::take(&mut self.text);
+        let folded = self.namer().folded(loc, ip, java, &mut text);
+        self.text = text;
+        folded
+    }
+
+    fn load_symbols(&mut self, loc: &Loc) {
+        if let Loc::Mapped { dso, ksym: false, .. } = *loc {
+            let _ = self.dsos.symbols(dso);
+        }
+    }
+
+    fn namer(&self) -> Namer<'_> {
+        Namer { dsos: &self.dsos, kernel: &self.kernel, rules: self.rules }
+    }
+}
+
+/// What a frame's name depends on: the object, the symbol (or, when unknown, the printed
+/// address if addresses are shown), the Java rule, and whether the symbol is unknown.
+type SymbolKey = (u32, u64, bool, bool);
+
+/// Naming with the symbol tables already loaded: read-only, so that the frames left for
+/// later are named on several threads at once.
+struct Namer<'r> {
+    dsos: &'r Dsos,
+    kernel: &'r KernelSymbols,
+    rules: NameRules,
+}
+
+impl Namer<'_> {
     /// What the name of a frame depends on: the object, the symbol (or, when unknown, the
     /// printed address if addresses are shown), and the Java rule.
-    fn symbol_key(&mut self, loc: &Loc, ip: u64, java: bool) -> (u32, u64, bool, bool) {
+    fn symbol_key(&self, loc: &Loc, ip: u64, java: bool) -> SymbolKey {
         let unknown = |pc: u64, addrs: bool| if addrs { pc } else { 0 };
         let addrs = self.rules.include_addrs;
         match *loc {
-            Loc::Mapped { dso, rel, ksym: false } => match self.dsos.symbols(dso).and_then(|s| s.lookup(rel))
-            {
-                Some(sym) => (dso, sym.index as u64, java, false),
-                None => (dso, unknown(rel, addrs), java, true),
-            },
+            Loc::Mapped { dso, rel, ksym: false } => {
+                match self.dsos.loaded_symbols(dso).and_then(|s| s.lookup(rel)) {
+                    Some(sym) => (dso, sym.index as u64, java, false),
+                    None => (dso, unknown(rel, addrs), java, true),
+                }
+            }
             // Module and BPF ranges are few: key them by address.
             Loc::Mapped { dso, .. } => (dso, ip, java, true),
             Loc::Kernel => {
@@ -231,11 +289,19 @@ impl Resolver {
         }
     }
 
-    /// perf script's `SYMBOL+0xOFF (DSO)` for a location, and the address it prints.
-    fn describe(&mut self, loc: &Loc, ip: u64) -> (u64, String) {
-        let mut text = std::mem::take(&mut self.text);
+    /// The folded frame text of a location (`text`: scratch space).
+    fn folded(&self, loc: &Loc, ip: u64, java: bool, text: &mut String) -> Box<[u8]> {
+        let pc = self.describe(loc, ip, text);
+        let mut folded = Vec::new();
+        fold_frame(&mut folded, text, pc, java, self.rules);
+        folded.into_boxed_slice()
+    }
+
+    /// perf script's `SYMBOL+0xOFF (DSO)` for a location into `text`; returns the address
+    /// it prints.
+    fn describe(&self, loc: &Loc, ip: u64, text: &mut String) -> u64 {
         text.clear();
-        let pc = match *loc {
+        match *loc {
             Loc::Mapped { dso, rel, ksym: true } => {
                 let name = &self.dsos.get(dso).name;
                 if name.starts_with('[') {
@@ -256,7 +322,7 @@ impl Resolver {
                 ip
             }
             Loc::Mapped { dso, rel, ksym: false } => {
-                match self.dsos.symbols(dso).and_then(|s| s.lookup(rel)) {
+                match self.dsos.loaded_symbols(dso).and_then(|s| s.lookup(rel)) {
                     Some(sym) => {
                         let _ = write!(text, "{}+0x{:x}", demangle(sym.name), rel - sym.start);
                     }
@@ -279,10 +345,7 @@ impl Resolver {
                 text.push_str("[unknown] ([unknown])");
                 ip
             }
-        };
-        let out = text.clone();
-        self.text = text;
-        (pc, out)
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use rustc_hash::FxHashMap;
 use super::machine::Machine;
 use super::resolve::Resolver;
 use crate::collapse::{Order, Output};
-use crate::fold::Weight;
+use crate::fold::{Stacks, Weight};
 
 /// The root frame of a sample and whether it belongs to `java` (stackcollapse's Java rule).
 #[derive(Copy, Clone)]
@@ -75,7 +75,8 @@ impl StackTable {
     /// Adds one sample: `frames` leaf first.
     pub(crate) fn add(&mut self, root: Root, frames: &[u32], weight: u64, r: &Resolver, out: &mut Output) {
         if self.order == Order::Time {
-            self.build_text(root.id, frames.iter().rev().copied(), r);
+            let root = &self.roots[root.id as usize];
+            build_text(&mut self.text, root, frames.iter().rev().copied(), r.texts());
             out.stacks.add(&self.text, Weight::from_u64(weight));
             return;
         }
@@ -90,24 +91,40 @@ impl StackTable {
         }
     }
 
-    /// Writes the summed stacks (sorted order) into `out`.
+    /// Writes the summed stacks (sorted order) into `out`: their texts are built on as
+    /// many threads as there are cores, each into its own aggregation, merged at the end.
     pub(crate) fn flush(&mut self, r: &Resolver, out: &mut Output) {
-        let counts = std::mem::take(&mut self.counts);
-        for (key, weight) in counts {
-            self.build_text(key[0], key[1..].iter().copied(), r);
-            out.stacks.add(&self.text, Weight::from_u64(weight));
-        }
-    }
-
-    fn build_text(&mut self, root: u32, frames: impl Iterator<Item = u32>, r: &Resolver) {
-        self.text.clear();
-        self.text.extend_from_slice(self.roots[root as usize].as_bytes());
-        for f in frames {
-            let t = r.text(f);
-            if !t.is_empty() {
-                self.text.push(b';');
-                self.text.extend_from_slice(t);
+        let counts: Vec<(Box<[u32]>, u64)> = std::mem::take(&mut self.counts).into_iter().collect();
+        let (roots, texts) = (&self.roots, r.texts());
+        let parts = crate::par::map_chunks(&counts, |share| {
+            let mut part = out.stacks.empty_like();
+            if let Stacks::Counts(c) = &mut part {
+                c.reserve(share.len());
             }
+            let mut text = Vec::new();
+            for (key, weight) in share {
+                build_text(&mut text, &roots[key[0] as usize], key[1..].iter().copied(), texts);
+                part.add(&text, Weight::from_u64(*weight));
+            }
+            part
+        });
+        for part in parts {
+            out.stacks.append(part);
+        }
+        // Freeing 100 thousand small keys takes tens of milliseconds: not on this thread.
+        let _ = std::thread::Builder::new().name("kflame-free".into()).spawn(move || drop(counts));
+    }
+}
+
+/// `root;frame;...` from frame ids (frames with an empty text are skipped).
+fn build_text(text: &mut Vec<u8>, root: &str, frames: impl Iterator<Item = u32>, texts: &[Box<[u8]>]) {
+    text.clear();
+    text.extend_from_slice(root.as_bytes());
+    for f in frames {
+        let t = &texts[f as usize];
+        if !t.is_empty() {
+            text.push(b';');
+            text.extend_from_slice(t);
         }
     }
 }
