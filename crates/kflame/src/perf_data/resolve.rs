@@ -21,6 +21,7 @@ pub(crate) enum Mode {
 }
 
 /// Where an address lies.
+#[derive(Copy, Clone)]
 enum Loc {
     /// In a user mapping (file offset), or a kernel ksymbol/module range (offset in it).
     Mapped { dso: DsoId, rel: u64, ksym: bool },
@@ -63,8 +64,8 @@ pub(crate) struct Resolver {
     recent: FrameCache,
     /// Name frames whose symbol table is still being read later, instead of waiting.
     defer: bool,
-    /// Frames named later: (id, object, offset in it, address, Java rule).
-    pending: Vec<(u32, DsoId, u64, u64, bool)>,
+    /// Frames named later.
+    pending: Vec<Pending>,
 }
 
 impl Resolver {
@@ -134,13 +135,11 @@ impl Resolver {
         if let Some(&id) = self.cache.get(&key) {
             return id;
         }
-        if let Loc::Mapped { dso, rel, ksym: false } = loc
+        if let Loc::Mapped { dso, ksym: false, .. } = loc
             && self.defer
             && !self.dsos.symbols_ready(dso)
         {
-            let id = self.frames.len() as u32;
-            self.frames.push(Box::default());
-            self.pending.push((id, dso, rel, ip, java));
+            let id = self.later(loc, ip, java, None);
             self.cache.insert(key, id);
             return id;
         }
@@ -150,17 +149,31 @@ impl Resolver {
             self.cache.insert(key, id);
             return id;
         }
-        let folded = self.folded(&loc, ip, java);
-        let id = self.frames.len() as u32;
-        self.frames.push(folded);
+        let id = if self.defer {
+            self.later(loc, ip, java, Some(sym_key))
+        } else {
+            let folded = self.folded(&loc, ip, java);
+            self.frames.push(folded);
+            self.frames.len() as u32 - 1
+        };
         self.cache.insert(key, id);
         self.by_symbol.insert(sym_key, id);
         id
     }
 
-    /// Lets [`frame`](Self::frame) name a frame later when its binary's symbol table is
-    /// still being read, so that reading records never waits for it. Only for callers that
-    /// read frame texts after [`name_pending`](Self::name_pending), not during the reading.
+    /// A new frame id whose text [`name_pending`](Self::name_pending) writes.
+    fn later(&mut self, loc: Loc, ip: u64, java: bool, key: Option<SymbolKey>) -> u32 {
+        let id = self.frames.len() as u32;
+        self.frames.push(Box::default());
+        self.pending.push(Pending { id, loc, ip, java, key });
+        id
+    }
+
+    /// Lets [`frame`](Self::frame) name frames later, at the end and on all cores: when its
+    /// binary's symbol table is still being read, so that reading records never waits for
+    /// it, and otherwise too (naming, demangling above all, costs more than finding the
+    /// symbol). Only for callers that read frame texts after
+    /// [`name_pending`](Self::name_pending), not during the reading.
     pub(crate) fn set_deferred_naming(&mut self, on: bool) {
         self.defer = on;
     }
@@ -175,8 +188,8 @@ impl Resolver {
     /// symbol named meanwhile gets the same text, so folded stacks merge as before.
     pub(crate) fn name_pending(&mut self) {
         let pending = std::mem::take(&mut self.pending);
-        for &(_, dso, ..) in &pending {
-            let _ = self.dsos.symbols(dso);
+        for p in &pending {
+            self.load_symbols(&p.loc);
         }
         // Each thread names its share once per symbol; frames of one symbol get one text
         // whichever thread names them, so the shares need no coordination.
@@ -185,9 +198,8 @@ impl Resolver {
             let mut text = String::new();
             let mut by_symbol: FxHashMap<SymbolKey, usize> = FxHashMap::default();
             let mut named: Vec<(u32, SymbolKey, Box<[u8]>)> = Vec::with_capacity(share.len());
-            for &(id, dso, rel, ip, java) in share {
-                let loc = Loc::Mapped { dso, rel, ksym: false };
-                let key = namer.symbol_key(&loc, ip, java);
+            for &Pending { id, loc, ip, java, key } in share {
+                let key = key.unwrap_or_else(|| namer.symbol_key(&loc, ip, java));
                 let folded = match by_symbol.get(&key) {
                     Some(&i) => named[i].2.clone(),
                     None => {
@@ -249,6 +261,16 @@ impl Resolver {
     fn namer(&self) -> Namer<'_> {
         Namer { dsos: &self.dsos, kernel: &self.kernel, rules: self.rules }
     }
+}
+
+/// A frame to name later: its id, where its address lies, the address, the Java rule,
+/// and its symbol key when its symbol table was there to find it.
+struct Pending {
+    id: u32,
+    loc: Loc,
+    ip: u64,
+    java: bool,
+    key: Option<SymbolKey>,
 }
 
 /// What a frame's name depends on: the object, the symbol (or, when unknown, the printed
@@ -395,8 +417,9 @@ mod tests {
         (Resolver::new(dsos, kernel, NameRules::default()), m)
     }
 
-    /// A frame whose symbol table is still being read is named at the end, with the text
-    /// it gets without waiting (`spin+0x2b` and `spin+0x10` are one function).
+    /// In deferred mode frames are named at the end, with the text they get without
+    /// waiting, whether their symbol table was still being read (one id per address) or
+    /// already there (one id per symbol); `spin+0x2b` and `spin+0x10` are one function.
     #[test]
     fn deferred_frames_are_named_as_if_waited_for() {
         let (mut direct, m) = resolver(None);
@@ -413,9 +436,11 @@ mod tests {
         let other = r.frame(&m, 7, START + 0x12f9, Mode::User, false);
         tx.send((BIN.to_string(), load_symbols(&symfs(), BIN, None))).unwrap();
         let later = r.frame(&m, 7, START + 0x1290, Mode::User, false);
-        assert_eq!(r.text(later), &expected[..], "named at once when the table is there");
+        assert!(r.text(later).is_empty(), "named at the end even when the table is there");
+        assert_eq!(r.frame(&m, 7, START + 0x12a0, Mode::User, false), later, "same symbol, same id");
         r.name_pending();
         assert_eq!(r.text(early), &expected[..]);
+        assert_eq!(r.text(later), &expected[..]);
         assert_eq!(r.text(other), b"level1", "a symbol first named at the end");
     }
 }
