@@ -1,6 +1,9 @@
 //! Stack aggregation by frame ids: a sample's stack is a short list of numbers (root name,
 //! then frames), so summing samples hashes a few words instead of a long string; the
 //! folded text is built once per distinct stack at the end.
+//!
+//! Summing runs on a thread of its own ([`Summer`]): the reading thread only appends each
+//! sample's words to a buffer, handed over every few thousand samples.
 
 use rustc_hash::FxHashMap;
 
@@ -22,9 +25,112 @@ pub(crate) struct StackTable {
     roots: Vec<String>,
     root_ids: FxHashMap<String, u32>,
     by_thread: FxHashMap<(i32, i32), (u64, Root)>,
-    counts: FxHashMap<Box<[u32]>, u64>,
-    key: Vec<u32>,
+    /// Sorted order: where samples are summed.
+    summer: Summer,
     text: Vec<u8>,
+}
+
+/// Summed weights by stack key (root id, then frame ids root first).
+type Counts = FxHashMap<Box<[u32]>, u64>;
+
+/// Samples are appended to a batch as `[frames, weight low, weight high, root, frames...]`:
+/// a header of three words, then the key.
+const HEADER: usize = 3;
+/// Words per batch handed to the summing thread.
+const BATCH_WORDS: usize = 1 << 16;
+
+/// Sums samples into [`Counts`], on a thread of its own when one can be started.
+enum Summer {
+    Here(Counts),
+    Thread {
+        batch: Vec<u32>,
+        tx: std::sync::mpsc::SyncSender<Vec<u32>>,
+        spare: std::sync::mpsc::Receiver<Vec<u32>>,
+        done: std::thread::JoinHandle<Counts>,
+    },
+}
+
+impl Summer {
+    fn start() -> Summer {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u32>>(4);
+        let (back, spare) = std::sync::mpsc::channel::<Vec<u32>>();
+        let spawned = std::thread::Builder::new().name("kflame-sum".into()).spawn(move || {
+            let mut counts = Counts::default();
+            for mut batch in rx {
+                sum_batch(&mut counts, &batch);
+                batch.clear();
+                let _ = back.send(batch);
+            }
+            counts
+        });
+        match spawned {
+            Ok(done) => Summer::Thread { batch: Vec::with_capacity(BATCH_WORDS), tx, spare, done },
+            Err(_) => Summer::Here(Counts::default()),
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, root: u32, frames: &[u32], weight: u64) {
+        match self {
+            Summer::Here(counts) => {
+                let mut one = Vec::with_capacity(HEADER + 1 + frames.len());
+                push_sample(&mut one, root, frames, weight);
+                sum_batch(counts, &one);
+            }
+            Summer::Thread { batch, tx, spare, .. } => {
+                push_sample(batch, root, frames, weight);
+                if batch.len() >= BATCH_WORDS - 256 {
+                    let next = spare.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH_WORDS));
+                    if let Err(e) = tx.send(std::mem::replace(batch, next)) {
+                        // The summing thread is gone (it panicked): sum here from now on.
+                        let mut counts = Counts::default();
+                        sum_batch(&mut counts, &e.0);
+                        *self = Summer::Here(counts);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Everything summed.
+    fn finish(self) -> Counts {
+        match self {
+            Summer::Here(counts) => counts,
+            Summer::Thread { batch, tx, done, .. } => {
+                let last = tx.send(batch);
+                drop(tx);
+                let mut counts = done.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+                if let Err(e) = last {
+                    sum_batch(&mut counts, &e.0);
+                }
+                counts
+            }
+        }
+    }
+}
+
+/// Appends one sample to a batch: `frames` leaf first, stored root first.
+#[inline]
+fn push_sample(batch: &mut Vec<u32>, root: u32, frames: &[u32], weight: u64) {
+    batch.extend_from_slice(&[frames.len() as u32, weight as u32, (weight >> 32) as u32, root]);
+    batch.extend(frames.iter().rev());
+}
+
+/// Sums the samples of a batch.
+fn sum_batch(counts: &mut Counts, batch: &[u32]) {
+    let mut at = 0;
+    while at + HEADER <= batch.len() {
+        let n = batch[at] as usize;
+        let weight = u64::from(batch[at + 1]) | (u64::from(batch[at + 2]) << 32);
+        let Some(key) = batch.get(at + HEADER..at + HEADER + 1 + n) else { break };
+        match counts.get_mut(key) {
+            Some(w) => *w += weight,
+            None => {
+                counts.insert(key.into(), weight);
+            }
+        }
+        at += HEADER + 1 + n;
+    }
 }
 
 impl StackTable {
@@ -34,8 +140,7 @@ impl StackTable {
             roots: Vec::new(),
             root_ids: FxHashMap::default(),
             by_thread: FxHashMap::default(),
-            counts: FxHashMap::default(),
-            key: Vec::new(),
+            summer: if order == Order::Sorted { Summer::start() } else { Summer::Here(Counts::default()) },
             text: Vec::new(),
         }
     }
@@ -80,21 +185,14 @@ impl StackTable {
             out.stacks.add(&self.text, Weight::from_u64(weight));
             return;
         }
-        self.key.clear();
-        self.key.push(root.id);
-        self.key.extend(frames.iter().rev());
-        match self.counts.get_mut(&self.key[..]) {
-            Some(w) => *w += weight,
-            None => {
-                self.counts.insert(self.key.clone().into_boxed_slice(), weight);
-            }
-        }
+        self.summer.add(root.id, frames, weight);
     }
 
     /// Writes the summed stacks (sorted order) into `out`: their texts are built on as
     /// many threads as there are cores, each into its own aggregation, merged at the end.
     pub(crate) fn flush(&mut self, r: &Resolver, out: &mut Output) {
-        let counts: Vec<(Box<[u32]>, u64)> = std::mem::take(&mut self.counts).into_iter().collect();
+        let summer = std::mem::replace(&mut self.summer, Summer::Here(Counts::default()));
+        let counts: Vec<(Box<[u32]>, u64)> = summer.finish().into_iter().collect();
         let (roots, texts) = (&self.roots, r.texts());
         let parts = crate::par::map_chunks(&counts, |share| {
             let mut part = out.stacks.empty_like();
@@ -126,5 +224,32 @@ fn build_text(text: &mut Vec<u8>, root: &str, frames: impl Iterator<Item = u32>,
             text.push(b';');
             text.extend_from_slice(t);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The summing thread and summing in place agree, across batch boundaries and for
+    /// weights beyond 32 bits.
+    #[test]
+    fn summing_on_a_thread_equals_summing_here() {
+        let (mut here, mut thread) = (Summer::Here(Counts::default()), Summer::start());
+        assert!(matches!(thread, Summer::Thread { .. }));
+        let mut expected: FxHashMap<Vec<u32>, u64> = FxHashMap::default();
+        for i in 0..40_000u32 {
+            let frames: Vec<u32> = (0..(i % 7)).map(|f| f * 3 + i % 5).collect();
+            let weight = if i % 1000 == 0 { 5 << 32 } else { u64::from(i % 3) + 1 };
+            let root = i % 4;
+            here.add(root, &frames, weight);
+            thread.add(root, &frames, weight);
+            let key: Vec<u32> = std::iter::once(root).chain(frames.iter().rev().copied()).collect();
+            *expected.entry(key).or_default() += weight;
+        }
+        let expected: FxHashMap<Box<[u32]>, u64> =
+            expected.into_iter().map(|(k, w)| (k.into_boxed_slice(), w)).collect();
+        assert_eq!(here.finish(), expected);
+        assert_eq!(thread.finish(), expected);
     }
 }
