@@ -50,6 +50,7 @@ mod prefetch;
 mod reader;
 mod records;
 mod resolve;
+mod sample;
 mod special;
 mod stacks;
 mod tracing;

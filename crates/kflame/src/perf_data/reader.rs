@@ -4,7 +4,7 @@ use std::io::Cursor;
 use std::path::{Path, PathBuf};
 
 use linux_perf_data::linux_perf_event_reader::{
-    CommOrExecRecord, EventRecord, ForkOrExitRecord, Mmap2FileId, RawEventRecord, SampleRecord,
+    CommOrExecRecord, EventRecord, ForkOrExitRecord, Mmap2FileId, RawData, RawEventRecord, SampleRecord,
 };
 use linux_perf_data::{DsoKey, PerfFileReader, PerfFileRecord};
 use rustc_hash::FxHashMap;
@@ -179,6 +179,9 @@ fn data_section(data: &[u8]) -> Option<&[u8]> {
 struct Event {
     name: String,
     has_period: bool,
+    /// The sample format when its samples are counted from their head alone (see
+    /// `sample.rs`): little-endian, no allocation payload, no DWARF stack.
+    head_format: Option<SampleFormatBits>,
     /// For kmem allocation tracepoints: where the payload holds the allocated size.
     alloc: Option<AllocSize>,
 }
@@ -190,6 +193,8 @@ fn describe_events(perf_file: &linux_perf_data::PerfFile) -> Vec<Event> {
         .and_then(super::tracing::formats)
         .unwrap_or_default();
     let attrs = perf_file.event_attributes();
+    let little_endian =
+        perf_file.endian() == linux_perf_data::linux_perf_event_reader::Endianness::LittleEndian;
     let event = |(i, a): (usize, &linux_perf_data::AttributeDescription)| {
         let name = a.name().map_or_else(|| format!("event{i}"), str::to_string);
         let tracepoint = match a.attributes().type_ {
@@ -203,7 +208,10 @@ fn describe_events(perf_file: &linux_perf_data::PerfFile) -> Vec<Event> {
         // perf script prints no period for tracepoints: they weigh one per event.
         let has_period =
             a.attributes().sample_format.contains(SampleFormatBits::PERIOD) && tracepoint.is_none();
-        Event { name, has_period, alloc }
+        let format = a.attributes().sample_format;
+        let head_format =
+            (little_endian && alloc.is_none() && super::sample::reads(format)).then_some(format);
+        Event { name, has_period, alloc, head_format }
     };
     attrs.iter().enumerate().map(event).collect()
 }
@@ -273,6 +281,12 @@ impl<'o> State<'o> {
     fn record(&mut self, attr_index: usize, rec: &RawEventRecord<'_>) {
         if rec.record_type.0 == KSYMBOL {
             self.ksymbol(rec);
+            return;
+        }
+        if rec.record_type.0 == SAMPLE
+            && let RawData::Single(body) = rec.data
+            && self.sample_head(attr_index, body)
+        {
             return;
         }
         let parsed = match rec.parse() {
@@ -368,13 +382,40 @@ impl<'o> State<'o> {
         }
     }
 
+    /// A sample read by its head only (see `sample.rs`); false when it needs the general
+    /// parser.
+    fn sample_head(&mut self, attr_index: usize, body: &[u8]) -> bool {
+        let Some(format) = self.events.get(attr_index).and_then(|e| e.head_format) else { return false };
+        if self.pairs.is_some() {
+            return false;
+        }
+        let Some(h) = super::sample::head(body, format) else { return false };
+        if !self.wanted(attr_index) {
+            return true;
+        }
+        let tid = h.tid.unwrap_or(-1);
+        let pid = h.pid.or_else(|| self.machine.pid_of(tid)).unwrap_or(-1);
+        let root = self.stacks.root(&self.machine, pid, tid, self.opts.include_pid, self.opts.include_tid);
+        self.chain_frames(h.chain.map(super::sample::chain_words), pid, root.java);
+        let weight = self.plain_weight(attr_index, h.period);
+        self.stacks.add(root, &self.frames, weight, &self.resolver, &mut self.out);
+        true
+    }
+
+    /// Whether samples of this event are counted (the others are counted as left out).
+    fn wanted(&mut self, attr_index: usize) -> bool {
+        let wanted = *self.filter.get_or_insert_with(|| first_event(self.opts, &self.events, attr_index));
+        if attr_index != wanted {
+            self.other_events += 1;
+        }
+        attr_index == wanted
+    }
+
     fn sample(&mut self, attr_index: usize, s: &SampleRecord<'_>) {
         if self.pairs.is_some() {
             return self.paired_sample(attr_index, s);
         }
-        let wanted = *self.filter.get_or_insert_with(|| first_event(self.opts, &self.events, attr_index));
-        if attr_index != wanted {
-            self.other_events += 1;
+        if !self.wanted(attr_index) {
             return;
         }
         let tid = s.tid.unwrap_or(-1);
@@ -413,17 +454,37 @@ impl<'o> State<'o> {
                 }
             };
         }
-        let has_period = event.is_some_and(|e| e.has_period);
-        Some(if has_period { s.period.filter(|&p| p > 0).unwrap_or(1) } else { 1 })
+        Some(self.plain_weight(attr_index, s.period))
+    }
+
+    /// The weight of a sample of an event that is not an allocation tracepoint.
+    fn plain_weight(&self, attr_index: usize, period: Option<u64>) -> u64 {
+        let has_period = !self.opts.counts && self.events.get(attr_index).is_some_and(|e| e.has_period);
+        if has_period { period.filter(|&p| p > 0).unwrap_or(1) } else { 1 }
     }
 
     /// The frames of a sample, leaf first: the recorded call chain, then (for
     /// `--call-graph dwarf`) the unwound user stack.
     fn collect_frames(&mut self, s: &SampleRecord<'_>, pid: i32, java: bool) {
+        let chain = s.callchain.map(|c| (0..c.len()).map_while(move |i| c.get(i)));
+        if self.chain_frames(chain, pid, java)
+            && !self.opts.no_unwind
+            && s.user_regs.is_some()
+            && s.user_stack.is_some()
+        {
+            let mut frames = std::mem::take(&mut self.frames);
+            self.unwinders.unwind(s, pid, java, &self.machine, &mut self.resolver, &mut frames, MAX_STACK);
+            self.frames = frames;
+        }
+    }
+
+    /// The frames of a recorded call chain (addresses and context markers, leaf first)
+    /// into `self.frames`; false (and no frames) when there is no chain or it is corrupt.
+    fn chain_frames(&mut self, chain: Option<impl Iterator<Item = u64>>, pid: i32, java: bool) -> bool {
         self.frames.clear();
-        let Some(chain) = &s.callchain else {
+        let Some(chain) = chain else {
             self.no_callchain += 1;
-            return;
+            return false;
         };
         self.ensure_kernel();
         let mut mode = Mode::User;
@@ -431,8 +492,7 @@ impl<'o> State<'o> {
         let mut frames = std::mem::take(&mut self.frames);
         self.resolver.check_kernel(&self.machine);
         let space = self.machine.space_generation(pid);
-        for i in 0..chain.len() {
-            let Some(ip) = chain.get(i) else { break };
+        for ip in chain {
             if ip >= PERF_CONTEXT_MAX {
                 match ip {
                     PERF_CONTEXT_KERNEL => mode = Mode::Kernel,
@@ -446,7 +506,7 @@ impl<'o> State<'o> {
                         frames.clear();
                         self.frames = frames;
                         self.bad_chains += 1;
-                        return;
+                        return false;
                     }
                 }
                 continue;
@@ -458,10 +518,8 @@ impl<'o> State<'o> {
             let f = self.resolver.frame_cached(&self.machine, pid, space, ip, mode, java);
             frames.push(f);
         }
-        if !self.opts.no_unwind && s.user_regs.is_some() && s.user_stack.is_some() {
-            self.unwinders.unwind(s, pid, java, &self.machine, &mut self.resolver, &mut frames, MAX_STACK);
-        }
         self.frames = frames;
+        true
     }
 
     fn finish(mut self) -> Output {
@@ -544,6 +602,7 @@ fn first_event(opts: &Options, events: &[Event], first: usize) -> usize {
     }
 }
 
+const SAMPLE: u32 = 9;
 const KSYMBOL: u32 = 17;
 const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
 const PERF_CONTEXT_KERNEL: u64 = -128i64 as u64;
