@@ -191,29 +191,42 @@ impl Resolver {
         for p in &pending {
             self.load_symbols(&p.loc);
         }
-        // Each thread names its share once per symbol; frames of one symbol get one text
-        // whichever thread names them, so the shares need no coordination.
         let namer = self.namer();
-        let shares = crate::par::map_chunks(&pending, |share| {
+        // Symbols first, on all cores (lookups in large tables)...
+        let keys: Vec<SymbolKey> = crate::par::map_chunks(&pending, |share| {
+            share
+                .iter()
+                .map(|p| p.key.unwrap_or_else(|| namer.symbol_key(&p.loc, p.ip, p.java)))
+                .collect::<Vec<_>>()
+        })
+        .concat();
+        // ...then each symbol's text once (demangling is most of the cost), on all cores.
+        let mut first: FxHashMap<SymbolKey, u32> = FxHashMap::default();
+        let mut unique: Vec<usize> = Vec::new();
+        let which: Vec<u32> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, key)| {
+                *first.entry(*key).or_insert_with(|| {
+                    unique.push(i);
+                    unique.len() as u32 - 1
+                })
+            })
+            .collect();
+        let texts: Vec<Box<[u8]>> = crate::par::map_chunks(&unique, |share| {
             let mut text = String::new();
-            let mut by_symbol: FxHashMap<SymbolKey, usize> = FxHashMap::default();
-            let mut named: Vec<(u32, SymbolKey, Box<[u8]>)> = Vec::with_capacity(share.len());
-            for &Pending { id, loc, ip, java, key } in share {
-                let key = key.unwrap_or_else(|| namer.symbol_key(&loc, ip, java));
-                let folded = match by_symbol.get(&key) {
-                    Some(&i) => named[i].2.clone(),
-                    None => {
-                        by_symbol.insert(key, named.len());
-                        namer.folded(&loc, ip, java, &mut text)
-                    }
-                };
-                named.push((id, key, folded));
-            }
-            named
-        });
-        for (id, key, folded) in shares.into_iter().flatten() {
-            self.by_symbol.entry(key).or_insert(id);
-            self.frames[id as usize] = folded;
+            share
+                .iter()
+                .map(|&i| {
+                    let p = &pending[i];
+                    namer.folded(&p.loc, p.ip, p.java, &mut text)
+                })
+                .collect::<Vec<_>>()
+        })
+        .concat();
+        for ((p, key), u) in pending.iter().zip(keys).zip(which) {
+            self.by_symbol.entry(key).or_insert(p.id);
+            self.frames[p.id as usize] = texts[u as usize].clone();
         }
     }
 
@@ -293,8 +306,8 @@ impl Namer<'_> {
         let addrs = self.rules.include_addrs;
         match *loc {
             Loc::Mapped { dso, rel, ksym: false } => {
-                match self.dsos.loaded_symbols(dso).and_then(|s| s.lookup(rel)) {
-                    Some(sym) => (dso, sym.index as u64, java, false),
+                match self.dsos.loaded_symbols(dso).and_then(|s| s.symbol_index(rel)) {
+                    Some(index) => (dso, index as u64, java, false),
                     None => (dso, unknown(rel, addrs), java, true),
                 }
             }
@@ -302,8 +315,8 @@ impl Namer<'_> {
             Loc::Mapped { dso, .. } => (dso, ip, java, true),
             Loc::Kernel => {
                 let addr = ip.wrapping_add(self.kernel.delta);
-                match self.kernel.syms.as_ref().and_then(|k| k.lookup(addr)) {
-                    Some(sym) => (KERNEL_KEY, sym.index as u64, java, false),
+                match self.kernel.syms.as_ref().and_then(|k| k.symbol_index(addr)) {
+                    Some(index) => (KERNEL_KEY, index as u64, java, false),
                     None => (KERNEL_KEY, unknown(ip, addrs), java, true),
                 }
             }

@@ -76,6 +76,12 @@ impl ElfSymbols {
         self.table.get(i).map(|e| Symbol { name: self.table.name(e), start: e.start, index: i })
     }
 
+    /// The index of the symbol containing file offset `offset` (what [`lookup`](Self::lookup)
+    /// returns as [`Symbol::index`], without choosing among aliases by name).
+    pub fn symbol_index(&self, offset: u64) -> Option<usize> {
+        self.table.find(offset)
+    }
+
     /// The GNU build-id of the binary, if it has one.
     pub fn build_id(&self) -> Option<&[u8]> {
         self.build_id.as_deref()

@@ -62,6 +62,12 @@ impl Kallsyms {
         self.table.get(i).map(|e| Symbol { name: self.table.name(e), start: e.start, index: i })
     }
 
+    /// The index of the (non-module) symbol containing `addr` (what [`lookup`](Self::lookup)
+    /// returns as [`Symbol::index`]).
+    pub fn symbol_index(&self, addr: u64) -> Option<usize> {
+        self.table.find(addr)
+    }
+
     /// The module symbol (`name [module]` lines) containing `addr`.
     pub fn lookup_module(&self, addr: u64) -> Option<Symbol<'_>> {
         let i = self.modules.find(addr)?;

@@ -69,6 +69,9 @@ pub(crate) type Display = fn(&str) -> Cow<'_, str>;
 #[derive(Clone, Debug)]
 pub(crate) struct SymbolTable {
     entries: Vec<Entry>,
+    /// The start of each entry: the binary search of [`find`](Self::find) runs over these
+    /// (8 bytes each rather than a whole entry, so fewer cache misses on a large table).
+    starts: Vec<u64>,
     names: Names,
     /// Same-address aliases of equal size whose choice depends on the names, by address;
     /// `entries` holds a nameless stand-in with the right start and end.
@@ -94,6 +97,7 @@ impl Default for SymbolTable {
     fn default() -> Self {
         SymbolTable {
             entries: Vec::new(),
+            starts: Vec::new(),
             names: Names::default(),
             undecided: FxHashMap::default(),
             display: as_is,
@@ -123,6 +127,7 @@ impl SymbolTable {
         fix_ends(&mut entries);
         let mut table = SymbolTable {
             entries: Vec::with_capacity(entries.len()),
+            starts: Vec::new(),
             names,
             undecided: FxHashMap::default(),
             display,
@@ -135,7 +140,12 @@ impl SymbolTable {
             group.push(e);
         }
         table.push_group(&mut group);
+        table.index_starts();
         table
+    }
+
+    fn index_starts(&mut self) {
+        self.starts = self.entries.iter().map(|e| e.start).collect();
     }
 
     /// Reduces the aliases of one address to one entry (or a stand-in, when the choice
@@ -174,6 +184,7 @@ impl SymbolTable {
         }
         self.entries.extend(extra);
         self.entries.sort_by_key(|e| e.start);
+        self.index_starts();
     }
 
     /// Where names of symbols for [`add_sized`](Self::add_sized) are stored.
@@ -183,7 +194,7 @@ impl SymbolTable {
 
     /// The index of the symbol containing `addr`, if any.
     pub(crate) fn find(&self, addr: u64) -> Option<usize> {
-        let i = self.entries.partition_point(|e| e.start <= addr).checked_sub(1)?;
+        let i = self.starts.partition_point(|&start| start <= addr).checked_sub(1)?;
         // Symbols may nest (a sized symbol inside a larger one): look back a little.
         (i.saturating_sub(8)..=i).rev().find(|&j| contains(&self.entries[j], addr))
     }
