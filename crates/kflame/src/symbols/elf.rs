@@ -221,6 +221,10 @@ fn entry(
     } else {
         Binding::Local
     };
-    let name = names.push(&String::from_utf8_lossy(name));
+    // Names are nearly always UTF-8 (checked much faster than `from_utf8_lossy` does).
+    let name = match std::str::from_utf8(name) {
+        Ok(name) => names.push(name),
+        Err(_) => names.push(&String::from_utf8_lossy(name)),
+    };
     Some(Entry { start, end: start + sym.size(), binding, name })
 }
