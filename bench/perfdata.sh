@@ -11,7 +11,10 @@
 #
 # Cache: ${KFLAME_BENCH_CACHE:-bench/.cache} (decompressed data, inferno, the dwarf capture).
 # RUNS=N repeats each timing (median reported; default 3; perf script on the DWARF capture
-# runs once: it spends minutes in addr2line).
+# runs once: it spends minutes in addr2line). On the large capture kflame and the pipe run
+# in alternation (ABBA order), so each ratio compares runs made moments apart on this noisy
+# machine; the median of those ratios is the figure. DWARF_PART=skip leaves out the DWARF part
+# (its perf script runs take about a quarter of an hour each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WS=$(pwd)
@@ -98,19 +101,47 @@ print(f"  top 20 stacks in common: {same}/20; weight on identical stacks: {100 *
 PY
 }
 
+# pairs NAME_A CMD_A NAME_B CMD_B: RUNS pairs in ABBA order; prints each side's median wall
+# and CPU time and peak RSS, and the ratios B/A of each pair (min, median, max).
+pairs() {
+  local t i first second
+  t=$(mktemp)
+  : > "$t.a"; : > "$t.b"
+  for i in $(seq "$RUNS"); do
+    if [ $((i % 2)) = 1 ]; then first=a; second=b; else first=b; second=a; fi
+    for side in $first $second; do
+      local cmd=$2
+      [ "$side" = b ] && cmd=$4
+      /usr/bin/time -o "$t" -f "%e %M %U %S" bash -c "$cmd > /dev/null 2>&1"
+      echo "$i $(cat "$t")" >> "$t.$side"
+    done
+  done
+  python3 - "$1" "$t.a" "$3" "$t.b" <<'PY'
+import statistics as st, sys
+def rows(p): return {int(r[0]): [float(x) for x in r[1:]] for r in (l.split() for l in open(p))}
+a, b = rows(sys.argv[2]), rows(sys.argv[4])
+for name, d in ((sys.argv[1], a), (sys.argv[3], b)):
+    wall = st.median(r[0] for r in d.values()); cpu = st.median(r[2] + r[3] for r in d.values())
+    rss = st.median(r[1] for r in d.values()) / 1024
+    print(f"  {name:<44} wall {wall:7.2f} s   cpu {cpu:7.2f} s   peak RSS {rss:6.0f} MiB")
+for what, f in (("wall", lambda r: r[0]), ("CPU", lambda r: r[2] + r[3])):
+    ratios = sorted(f(b[i]) / f(a[i]) for i in a)
+    print(f"  ratio per pair ({what}): min {ratios[0]:.1f}x, median {st.median(ratios):.1f}x, max {ratios[-1]:.1f}x"
+          f" over {len(ratios)} pairs (target 10x)")
+PY
+  rm -f "$t" "$t.a" "$t.b"
+}
+
 echo "== perf.data (94 MB, 595k samples, -a -g) → folded"
 LARGE=$CACHE/perf-large.data KALL=$CACHE/kallsyms-perf-large.txt
-measure "kflame collapse --kallsyms" "$KFLAME collapse $LARGE --kallsyms $KALL"
-K_WALL=$WALL K_CPU=$CPU
-measure "perf script | inferno-collapse-perf" "perf script -i $LARGE --kallsyms $KALL | $INFERNO"
-P_WALL=$WALL P_CPU=$CPU
-awk -v k="$K_WALL" -v p="$P_WALL" -v kc="$K_CPU" -v pc="$P_CPU" \
-  'BEGIN {printf "  ratio: kflame is %.1fx faster in wall time, %.1fx in CPU time (target 10x)\n", p / k, pc / kc}'
+pairs "kflame collapse --kallsyms" "$KFLAME collapse $LARGE --kallsyms $KALL" \
+  "perf script | inferno-collapse-perf" "perf script -i $LARGE --kallsyms $KALL | $INFERNO"
 # inferno weighs samples by their period, as kflame does by default.
 $KFLAME collapse "$LARGE" --kallsyms "$KALL" -o "$CACHE/large.kflame.folded" 2>/dev/null
 perf script -i "$LARGE" --kallsyms "$KALL" 2>/dev/null | $INFERNO > "$CACHE/large.inferno.folded"
 agree "$CACHE/large.kflame.folded" "$CACHE/large.inferno.folded"
 
+[ "${DWARF_PART:-}" = skip ] && exit 0
 echo "== --call-graph dwarf perf.data ($(du -m "$DWARF" | cut -f1) MB) → folded"
 measure "kflame collapse (unwinding in-process)" "$KFLAME collapse $DWARF"
 K_WALL=$WALL K_CPU=$CPU
