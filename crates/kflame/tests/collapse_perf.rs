@@ -420,6 +420,27 @@ fn stackless_samples_without_blank_lines() {
     assert_eq!(one.diag.get(kinds::NO_FRAMES).map(|e| e.count), Some(4000));
 }
 
+/// Real `perf script` text of a capture without call chains (`perf-data/pairs-syscalls-nocc`):
+/// perf pads each comm on the left, so every header is indented like a frame, and the comm
+/// `dd` reads as a hex address. Each line is still a sample of its own, on one thread or
+/// several.
+#[test]
+fn padded_headers_with_a_hex_comm_are_samples_not_frames() {
+    let text = common::read("perf-data/pairs-syscalls-nocc.ns.script.txt");
+    let lines = String::from_utf8_lossy(&text);
+    assert!(
+        lines.lines().all(|l| l.starts_with("              dd ")),
+        "the capture is all padded `dd` headers"
+    );
+    // The first event (sys_exit) is kept; each of its samples weighs 1 (tracepoints).
+    let exits = lines.lines().filter(|l| l.contains(" raw_syscalls:sys_exit: ")).count();
+    let one = collapse(&text, &PerfOptions::default(), 1);
+    assert_eq!(folded(&one), format!("dd {exits}\n"));
+    assert_eq!(folded(&collapse(&text, &PerfOptions::default(), 2)), folded(&one));
+    assert_eq!(one.diag.get(kinds::NO_FRAMES).map(|e| e.count), Some(exits as u64));
+    assert!(one.diag.get(kinds::WEIRD_STACK).is_none());
+}
+
 /// CRLF line ends (files that went through Windows tools) collapse exactly like LF.
 #[test]
 fn crlf_input_equals_lf_input() {

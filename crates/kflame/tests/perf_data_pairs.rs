@@ -20,6 +20,7 @@ fn data_dir() -> PathBuf {
 const FIXTURES: &[(&str, PairMode)] = &[
     ("pairs-syscalls", PairMode::Syscalls),
     ("pairs-syscalls-x", PairMode::Syscalls),
+    ("pairs-syscalls-nocc", PairMode::Syscalls),
     ("pairs-offcpu", PairMode::OffCpu),
     ("pairs-probes", PairMode::Probes),
 ];
@@ -146,6 +147,22 @@ fn events_json_equals_the_script_text() {
 
 /// Every `sched_switch` state the off-CPU capture holds is read from the raw `prev_state`
 /// bits: the labels are those of the text.
+/// A recording without `-g`: every interval sits under a `[no stack]` frame (as the script
+/// text front end writes it), and the note says so.
+#[test]
+fn intervals_without_call_chains_keep_a_placeholder_frame() {
+    let plain = Roots { comm: false, pid: false, cpu: false };
+    let out = from_data("pairs-syscalls-nocc", PairMode::Syscalls, plain, None);
+    let stacks = folded(&out);
+    assert!(stacks.len() > 5, "{stacks:?}");
+    assert!(
+        stacks.iter().all(|(s, _)| s.starts_with("syscall:") && s.ends_with(";[no stack]")),
+        "{stacks:?}"
+    );
+    let note = out.diag.get("no call chain").expect("a note for the samples without call chains");
+    assert!(note.message.contains("kept under a `[no stack]` frame"), "{}", note.message);
+}
+
 #[test]
 fn offcpu_states_come_from_the_raw_bits() {
     let plain = Roots { comm: false, pid: false, cpu: false };

@@ -531,13 +531,19 @@ impl<'o> State<'o> {
             _ => Unit::Samples,
         };
         self.out.meta = Meta { unit, event: event.map(|e| e.name.clone()) };
-        if let Some(pairs) = self.pairs.take() {
-            pairs.finish(&mut self.out);
-        }
+        // What a sample without frames becomes: its process name alone when counting, a
+        // `[no stack]` frame under the interval's labels when pairing.
+        let stackless = match self.pairs.take() {
+            Some(pairs) => {
+                pairs.finish(&mut self.out);
+                "their intervals are kept under a `[no stack]` frame"
+            }
+            None => "only the process name",
+        };
         let (other, lost, nocc) = (self.other_events, self.lost, self.no_callchain);
         if self.bad_chains > 0 {
             self.out.diag.add(crate::diag::Severity::Note, "corrupt call chain", 0, self.bad_chains, || {
-                "call chains with an invalid context marker were dropped (as perf does): only the process name".into()
+                format!("call chains with an invalid context marker were dropped (as perf does): {stackless}")
             });
         }
         let name = event.map(|e| e.name.clone()).unwrap_or_default();
@@ -553,7 +559,7 @@ impl<'o> State<'o> {
         }
         if nocc > 0 {
             self.out.diag.add(crate::diag::Severity::Note, "no call chain", 0, nocc, || {
-                "samples without a call chain (record with -g or --call-graph): only the process name".into()
+                format!("samples without a call chain (record with -g or --call-graph): {stackless}")
             });
         }
         report_missing(&self.resolver.dsos, &mut self.out);

@@ -69,6 +69,18 @@ pub(crate) fn parse(line: &[u8]) -> Option<EventLine<'_>> {
     fallback
 }
 
+/// A sample header where a frame could also be: perf pads the comm of a header on the left
+/// with spaces (samples recorded without call chains come one line each, all indented)
+/// and indents its frames with a tab. A space-indented line that reads as a header with an
+/// event is one, even when it would also read as a frame (`dd 23154 [000] ...`: a hex
+/// "address" `dd`).
+pub(crate) fn padded_header(line: &[u8]) -> Option<EventLine<'_>> {
+    if line.first() != Some(&b' ') {
+        return None;
+    }
+    parse(line).filter(|e| e.event.is_some())
+}
+
 /// Parses what follows the ids: `[CPU] TIME: PERIOD EVENT: TRAILER`, each part optional.
 fn fields<'a>(comm: &'a [u8], pid: Option<&'a [u8]>, tid: &'a [u8], rest: &'a [u8]) -> EventLine<'a> {
     let mut r = trim_start(rest);

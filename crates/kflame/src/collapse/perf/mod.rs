@@ -304,6 +304,10 @@ impl PerfScript {
     }
 
     fn stack_line(&mut self, n: u64, line: &[u8], indented: bool, out: &mut Output) {
+        if let Some(ev) = event::padded_header(line) {
+            self.end_record(out);
+            return self.event_line(n, ev, out);
+        }
         if self.rec.skip && indented {
             return;
         }
@@ -397,7 +401,7 @@ impl Collapse for PerfScript {
     }
 
     /// After the last blank line; without one (samples without stacks), before the last
-    /// header line.
+    /// header line (perf pads those with spaces on the left).
     fn split_point(&self, buf: &[u8]) -> Option<usize> {
         if let Some(i) = memchr::memmem::rfind(buf, b"\n\n") {
             return Some(i + 2);
@@ -411,9 +415,13 @@ impl Collapse for PerfScript {
         let mut end = buf.len().checked_sub(1)?;
         while let Some(i) = memchr::memrchr(b'\n', &buf[floor..end]).map(|i| floor + i) {
             let line = &buf[i + 1..end];
-            if line.first().is_some_and(|&b| !is_blank(b) && b != b'#')
-                && event::parse(line).is_some_and(|e| e.event.is_some())
-            {
+            let header = match line.first() {
+                Some(&b) if !is_blank(b) && b != b'#' => {
+                    event::parse(line).is_some_and(|e| e.event.is_some())
+                }
+                _ => event::padded_header(line).is_some(),
+            };
+            if header {
                 return Some(i + 1);
             }
             end = i;

@@ -87,12 +87,14 @@ perf record -N -q -e raw_syscalls:sys_enter -e raw_syscalls:sys_exit -g -o pairs
 X=""
 for c in read write openat; do X="$X -e syscalls:sys_enter_$c -e syscalls:sys_exit_$c"; done
 perf record -N -q $X -g -o pairs-syscalls-x.data -- dd if=/dev/zero of=/dev/null bs=1k count=20
+perf record -N -q -e raw_syscalls:sys_enter -e raw_syscalls:sys_exit -o pairs-syscalls-nocc.data -- \
+  dd if=/dev/zero of=/dev/null bs=1k count=20
 perf record -N -q -e sched:sched_switch -a -g -o pairs-offcpu.data -- /opt/kflame-demo/bin/sleeper 20
 perf probe -q -x /opt/kflame-demo/bin/sleeper -a nap -a 'nap%return'
 perf record -N -q -e probe_sleeper:nap -e probe_sleeper:nap__return -g -o pairs-probes.data -- \
   /opt/kflame-demo/bin/sleeper 20
 perf probe -q -d 'probe_sleeper:*'
-P="pairs-syscalls pairs-syscalls-x pairs-offcpu pairs-probes"
+P="pairs-syscalls pairs-syscalls-x pairs-syscalls-nocc pairs-offcpu pairs-probes"
 for f in $P; do perf script -i "$f.data" --symfs symfs 2>/dev/null; done |
   awk 'length($1) == 16 && $1 ~ /^ffff/ {print $1}' | sort -u | python3 trim_kallsyms.py /proc/kallsyms 0 > kallsyms-pairs.txt
 for f in $P; do

@@ -182,8 +182,9 @@ impl PerfPairs {
                 }),
             };
         }
-        // Unindented lines (perf 3.x frames, records without stacks) may be the next header.
-        let next = if blank { None } else { header(line) };
+        // Unindented lines (perf 3.x frames, records without stacks) and space-indented ones
+        // (records without stacks, comm padded) may be the next header.
+        let next = if blank { event::padded_header(line) } else { header(line) };
         match next.is_none().then(|| frame::parse(line, blank)).flatten() {
             Some(_) if !self.rec.wanted => {}
             Some(sl) => {

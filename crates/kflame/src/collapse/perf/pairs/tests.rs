@@ -35,6 +35,17 @@ fn unindented_frames_and_records_without_blank_lines() {
     assert!(out.diag.is_empty(), "{:?}", out.diag);
 }
 
+/// perf pads the comm of records without stacks on the left; `dd` would also read as a
+/// frame at hex address `dd`.
+#[test]
+fn padded_headers_of_records_without_stacks() {
+    let text = "              dd 23154 [000] 21279.070546675: raw_syscalls:sys_enter: NR 12 (0, 7fffb9cda7ac, 0, 37f, 0, 0)\n\
+                \x20             dd 23154 [000] 21279.070548191:  raw_syscalls:sys_exit: NR 12 = 93868705304576\n";
+    let out = run(PairMode::Syscalls, text);
+    assert_eq!(folded(&out), vec![("syscall:brk;[no stack]".to_string(), 1516)]);
+    assert!(out.diag.is_empty(), "{:?}", out.diag);
+}
+
 #[test]
 fn indented_header_after_an_unused_record() {
     let text = "perf 5 [000] 1.0: cycles: \n\
