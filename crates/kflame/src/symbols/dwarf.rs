@@ -1,15 +1,43 @@
 //! DWARF function names of an address, inline chain included (what `addr2line -i -f`
 //! prints), read in-process with the `addr2line` crate (gimli).
 
+use std::ops::{Deref, Range};
 use std::path::Path;
 use std::sync::Arc;
 
-use gimli::{EndianArcSlice, RunTimeEndian};
-use object::{Object, ObjectSection};
+use gimli::RunTimeEndian;
+use object::{CompressionFormat, Object, ObjectSection};
 
 use super::{MappedFile, SymbolError};
 
-type Reader = EndianArcSlice<RunTimeEndian>;
+type Reader = gimli::EndianReader<RunTimeEndian, Bytes>;
+
+/// The bytes of one DWARF section: a range of the mapped file when it is stored
+/// uncompressed (the usual case: no copy of debug files that run to hundreds of MB), else
+/// decompressed (or copied) into memory of its own.
+#[derive(Clone, Debug)]
+enum Bytes {
+    Mapped(Arc<MappedFile>, Range<usize>),
+    Owned(Arc<[u8]>),
+}
+
+impl Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Mapped(file, range) => file.get(range.clone()).unwrap_or_default(),
+            Bytes::Owned(bytes) => bytes,
+        }
+    }
+}
+
+// SAFETY: the bytes a `Bytes` derefs to live in a memory map or a shared buffer that its
+// `Arc` keeps alive and that never moves: moving or cloning the `Bytes` value leaves the
+// address of the bytes unchanged, which is what these marker traits promise to gimli.
+#[allow(unsafe_code)]
+unsafe impl gimli::StableDeref for Bytes {}
+#[allow(unsafe_code)]
+unsafe impl gimli::CloneStableDeref for Bytes {}
 
 /// The DWARF debug information of one ELF file (a binary built with `-g`, or its separate
 /// debug file), parsed lazily: units are read on first lookup in their range.
@@ -23,24 +51,47 @@ impl DwarfNames {
     pub fn open(path: &Path) -> Result<Option<DwarfNames>, SymbolError> {
         let data =
             MappedFile::open(path).map_err(|source| SymbolError::Io { path: path.to_path_buf(), source })?;
-        DwarfNames::parse(&data).map_err(|message| SymbolError::Format { path: path.to_path_buf(), message })
+        let data = Arc::new(data);
+        DwarfNames::load(&data, Some(&data))
+            .map_err(|message| SymbolError::Format { path: path.to_path_buf(), message })
     }
 
     /// Reads the DWARF sections of an ELF image in memory (compressed sections are
     /// decompressed; the sections are copied, the image need not outlive the result).
     pub fn parse(data: &[u8]) -> Result<Option<DwarfNames>, String> {
+        DwarfNames::load(data, None)
+    }
+
+    /// The DWARF of `data`; its uncompressed sections are read in place when `data` is
+    /// the mapped file `mapped`.
+    fn load(data: &[u8], mapped: Option<&Arc<MappedFile>>) -> Result<Option<DwarfNames>, String> {
         let file = object::File::parse(data).map_err(|e| format!("not a readable ELF file: {e}"))?;
         if file.section_by_name(".debug_info").is_none_or(|s| s.size() == 0) {
             return Ok(None);
         }
         let endian = if file.is_little_endian() { RunTimeEndian::Little } else { RunTimeEndian::Big };
         let load = |id: gimli::SectionId| -> Result<Reader, String> {
-            let section = if needed(id) { file.section_by_name(id.name()) } else { None };
-            let bytes = match section {
-                Some(s) => s.uncompressed_data().map_err(|e| format!("section {}: {e}", id.name()))?,
-                None => std::borrow::Cow::Borrowed(&[][..]),
+            let Some(section) = file.section_by_name(id.name()).filter(|_| needed(id)) else {
+                return Ok(Reader::new(Bytes::Owned(Arc::from(&[][..])), endian));
             };
-            Ok(EndianArcSlice::new(Arc::from(&*bytes), endian))
+            let in_place =
+                section.compressed_file_range().ok().filter(|r| r.format == CompressionFormat::None);
+            let bytes = match (mapped, in_place) {
+                (Some(map), Some(r)) => {
+                    let start = usize::try_from(r.offset).map_err(|e| e.to_string())?;
+                    let end = usize::try_from(r.offset + r.uncompressed_size).map_err(|e| e.to_string())?;
+                    if end > map.len() {
+                        return Err(format!("section {} runs past the end of the file", id.name()));
+                    }
+                    Bytes::Mapped(Arc::clone(map), start..end)
+                }
+                _ => {
+                    let data =
+                        section.uncompressed_data().map_err(|e| format!("section {}: {e}", id.name()))?;
+                    Bytes::Owned(Arc::from(&*data))
+                }
+            };
+            Ok(Reader::new(bytes, endian))
         };
         let dwarf = gimli::Dwarf::load(load)?;
         let ctx = addr2line::Context::from_dwarf(dwarf).map_err(|e| format!("DWARF: {e}"))?;
