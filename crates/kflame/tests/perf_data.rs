@@ -257,6 +257,32 @@ fn time_order_keeps_the_total() {
     assert!(timed.stacks.len() >= sorted.stacks.len());
 }
 
+/// A sample whose call chain runs past its record is skipped, and the note says where it
+/// is in the file; the other samples are kept.
+#[test]
+fn a_damaged_sample_is_skipped_and_located() {
+    let good = std::fs::read(data_dir().join("perf-burn-fp-fp.data")).unwrap();
+    let word = |at: usize| u64::from_le_bytes(good[at..at + 8].try_into().unwrap()) as usize;
+    // The first sample record (type 9) of the data section.
+    let (start, size) = (word(40), word(48));
+    let mut at = start;
+    while u32::from_le_bytes(good[at..at + 4].try_into().unwrap()) != 9 {
+        at += u16::from_le_bytes([good[at + 6], good[at + 7]]) as usize;
+        assert!(at < start + size, "no sample in the fixture");
+    }
+    // IP|TID|TIME|CALLCHAIN|PERIOD: the chain's length follows four words of the body.
+    let period = word(at + 8 + 24);
+    let mut bad = good.clone();
+    bad[at + 8 + 32..at + 8 + 40].copy_from_slice(&1000u64.to_le_bytes());
+    let opts = options("kallsyms-4a5a9b0a.txt");
+    let full = collapse_bytes(&good, &opts, Order::Sorted).unwrap();
+    let out = collapse_bytes(&bad, &opts, Order::Sorted).unwrap();
+    let note = out.diag.get("damaged record").expect("the damaged sample is reported");
+    assert_eq!(note.count, 1);
+    assert!(note.message.contains(&format!("at byte {at} of the file")), "{}", note.message);
+    assert_eq!(out.stacks.total().whole() + period as u64, full.stacks.total().whole());
+}
+
 #[test]
 fn bad_input_is_an_error_not_a_panic() {
     let good = std::fs::read(data_dir().join("perf-burn-fp-fp.data")).unwrap();

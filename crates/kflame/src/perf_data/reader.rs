@@ -129,8 +129,11 @@ fn read_all<R: std::io::Read>(
                     released = file.release(released..base + n);
                 }
             };
-            if let Err(d) = Records::new(section, attrs).for_each(consumed, |attr, rec| st.record(attr, rec))
-            {
+            let record = |attr, at: usize, rec: &RawEventRecord<'_>| {
+                st.at = Some((base + at) as u64);
+                st.record(attr, rec);
+            };
+            if let Err(d) = Records::new(section, attrs).for_each(consumed, record) {
                 st.out.diag.skip("damaged record", 0, || {
                     format!(
                         "reading stopped at byte {} of the data section: {}; the stacks read before it are kept",
@@ -235,6 +238,8 @@ struct State<'o> {
     frames: Vec<u32>,
     /// `--mode`: samples paired into durations instead of counted.
     pairs: Option<super::pairs::Pairs>,
+    /// Where the record being read starts in the file (records read in place only).
+    at: Option<u64>,
 }
 
 impl<'o> State<'o> {
@@ -271,6 +276,7 @@ impl<'o> State<'o> {
             stacks: StackTable::new(order),
             frames: Vec::new(),
             pairs: None,
+            at: None,
         })
     }
 
@@ -292,8 +298,9 @@ impl<'o> State<'o> {
         let parsed = match rec.parse() {
             Ok(p) => p,
             Err(e) => {
+                let at = at_byte(self.at);
                 self.out.diag.skip("damaged record", 0, || {
-                    format!("a {:?} record could not be parsed: {e}", rec.record_type)
+                    format!("a {:?} record{at} could not be parsed: {e}", rec.record_type)
                 });
                 return;
             }
@@ -429,7 +436,7 @@ impl<'o> State<'o> {
     /// `--mode`: the sample as a trace event fed to the pairing (`pairs/`).
     fn paired_sample(&mut self, attr_index: usize, s: &SampleRecord<'_>) {
         let Some(mut pairs) = self.pairs.take() else { return };
-        if let Some(ev) = pairs.event(attr_index, s, &self.machine, &mut self.out) {
+        if let Some(ev) = pairs.event(attr_index, s, &self.machine, self.at, &mut self.out) {
             let pid = s.pid.or_else(|| self.machine.pid_of(s.tid.unwrap_or(-1))).unwrap_or(-1);
             self.collect_frames(s, pid, ev.comm.replace(' ', "_") == "java");
             pairs.feed(ev, self.frames.iter().map(|&f| self.resolver.text(f)), &mut self.out);
@@ -449,7 +456,8 @@ impl<'o> State<'o> {
             return match alloc.bytes(&raw) {
                 Ok(b) => Some(b),
                 Err(msg) => {
-                    self.out.diag.skip("no allocation size", 0, || msg);
+                    let at = at_byte(self.at);
+                    self.out.diag.skip("no allocation size", 0, || format!("{msg} (the sample{at})"));
                     None
                 }
             };
@@ -598,6 +606,12 @@ fn report_missing(dsos: &Dsos, out: &mut Output) {
         };
         out.diag.note(kind, 0, || msg);
     }
+}
+
+/// ` at byte N of the file` for a message about one record (nothing when not known: a
+/// big-endian or repaired file, read through the container's iterator).
+pub(super) fn at_byte(at: Option<u64>) -> String {
+    at.map(|n| format!(" at byte {n} of the file")).unwrap_or_default()
 }
 
 /// The event to keep: `--event-filter` by name, else the event of the first sample.

@@ -70,7 +70,8 @@ impl<'a> Records<'a> {
         Records { data, infos, ids, attr_of_id }
     }
 
-    /// Calls `f(attr_index, record)` for every kernel record in time order, and
+    /// Calls `f(attr_index, offset, record)` for every kernel record in time order (`offset`:
+    /// where the record starts in the data section), and
     /// `consumed(n)` after each round once the first `n` bytes will not be read again.
     /// Stops at the first damaged record header and says where.
     ///
@@ -80,10 +81,10 @@ impl<'a> Records<'a> {
     pub(crate) fn for_each(
         &self,
         mut consumed: impl FnMut(usize),
-        mut f: impl FnMut(usize, &RawEventRecord<'a>),
+        mut f: impl FnMut(usize, usize, &RawEventRecord<'a>),
     ) -> Result<(), Damaged> {
         let mut deliver = |d: Delivery| match d {
-            Delivery::Record { at, end, attr } => f(attr, &self.record(at, end, attr)),
+            Delivery::Record { at, end, attr } => f(attr, at, &self.record(at, end, attr)),
             Delivery::Consumed(n) => consumed(n),
         };
         std::thread::scope(|scope| {

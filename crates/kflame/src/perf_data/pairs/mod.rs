@@ -99,8 +99,10 @@ impl Pairs {
         attr: usize,
         s: &SampleRecord<'_>,
         m: &Machine,
+        at: Option<u64>,
         out: &mut Output,
     ) -> Option<TraceEvent> {
+        let at = || super::reader::at_byte(at);
         let (name, kind) = self.events.get(attr)?;
         if !kind.used_by(self.mode) {
             out.diag.note(OTHER_EVENTS, 0, || {
@@ -112,13 +114,17 @@ impl Pairs {
         let payload = match kind.print(&raw) {
             Ok(p) => p,
             Err(msg) => {
-                out.diag.skip("unreadable tracepoint payload", 0, || format!("`{name}`: {msg}"));
+                out.diag
+                    .skip("unreadable tracepoint payload", 0, || format!("`{name}` sample{}: {msg}", at()));
                 return None;
             }
         };
         let Some(ts_ns) = s.timestamp else {
             out.diag.skip(kinds::NO_TIME, 0, || {
-                format!("`{name}` samples without a time (record them with perf record -T or a tracepoint)")
+                format!(
+                    "`{name}` samples without a time, the first{} (record them with perf record -T or a tracepoint)",
+                    at()
+                )
             });
             return None;
         };
@@ -127,7 +133,7 @@ impl Pairs {
             // A thread perf could not name: sched_switch names its tasks itself.
             _ if self.mode == PairMode::OffCpu => 0,
             _ => {
-                out.diag.skip(kinds::BAD_TID, 0, || format!("a `{name}` sample without a thread id"));
+                out.diag.skip(kinds::BAD_TID, 0, || format!("a `{name}` sample without a thread id{}", at()));
                 return None;
             }
         };
