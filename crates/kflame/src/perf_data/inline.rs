@@ -101,11 +101,9 @@ impl Inlines {
             } else {
                 let _ = write!(line, "{sym_name}+0x{off:x} ({dso_name})");
             }
+            // `--inline` marks the `(inlined)` lines `_[i]`, as the perf script collapser does.
             let mut part = Vec::new();
             fold_frame(&mut part, &line, rel, java, rules);
-            if inlined && rules.mark_inlined && !part.is_empty() {
-                part.extend_from_slice(b"_[i]");
-            }
             parts.push(part);
         }
         let mut text = Vec::new();

@@ -42,7 +42,7 @@ mod alloc;
 mod bytes;
 mod detect;
 mod event;
-mod frame;
+pub(crate) mod frame;
 pub mod pairs;
 mod tidy;
 
