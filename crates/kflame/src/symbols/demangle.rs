@@ -11,12 +11,48 @@ pub fn demangle(name: &str) -> Cow<'_, str> {
     if let Ok(d) = rustc_demangle::try_demangle(rust) {
         return Cow::Owned(format!("{d:#}"));
     }
+    if let Some((label, target)) = thunk(name)
+        && let Some(d) = cpp(&target)
+    {
+        return Cow::Owned(format!("{label}{d}"));
+    }
     if name.starts_with("_Z")
         && let Some(d) = cpp(name)
     {
         return Cow::Owned(d);
     }
     Cow::Borrowed(name)
+}
+
+/// A C++ thunk (`_ZTh…`, `_ZTv…`, `_ZTc…`): libiberty's words for it and the mangled name
+/// of its target (cpp_demangle spells thunks `{virtual override thunk(...)}`).
+fn thunk(name: &str) -> Option<(&'static str, String)> {
+    let rest = name.strip_prefix("_ZT")?;
+    let (label, target) = match rest.as_bytes().first()? {
+        b'h' | b'v' => ("non-virtual thunk to ", call_offset(rest)?),
+        b'c' => ("covariant return thunk to ", call_offset(call_offset(&rest[1..])?)?),
+        _ => return None,
+    };
+    let label = if rest.starts_with('v') { "virtual thunk to " } else { label };
+    Some((label, format!("_Z{target}")))
+}
+
+/// What follows a `<call-offset>` at the start of `s`: `h <number> _` or
+/// `v <number> _ <number> _` (a number may start with `n`, negative).
+fn call_offset(s: &str) -> Option<&str> {
+    fn number(s: &str) -> Option<&str> {
+        let s = s.strip_prefix('n').unwrap_or(s);
+        let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        s[digits..].strip_prefix('_')
+    }
+    match s.as_bytes().first()? {
+        b'h' => number(&s[1..]),
+        b'v' => number(number(&s[1..])?),
+        _ => None,
+    }
 }
 
 fn cpp(name: &str) -> Option<String> {
@@ -113,5 +149,22 @@ mod tests {
             "A<8ul, -1, true, (char)65>"
         );
         assert_eq!(demangle("_Zgarbage("), "_Zgarbage(");
+    }
+
+    /// Expected spellings are those of binutils 2.40's `c++filt -p` (libiberty, what perf
+    /// uses), without the parameter lists perf leaves out of thunk targets too.
+    #[test]
+    fn thunks_as_libiberty_spells_them() {
+        assert_eq!(demangle("_ZThn8_N1C1fEv"), "non-virtual thunk to C::f");
+        assert_eq!(demangle("_ZTv0_n24_N1C1fEv"), "virtual thunk to C::f");
+        assert_eq!(demangle("_ZTch0_h16_N1C1fEv"), "covariant return thunk to C::f");
+        assert_eq!(
+            demangle("_ZThn96_N4llvm13VPInstructionD1Ev"),
+            "non-virtual thunk to llvm::VPInstruction::~VPInstruction"
+        );
+        assert!(!demangle("_ZTVN1C1fE").contains("thunk"), "a vtable is not a thunk");
+        assert_eq!(demangle("_ZNSt8functionIFviEEC2Ev"), "std::function<void (int)>::function");
+        assert_eq!(demangle("_ZN3FooclEv"), "Foo::operator()");
+        assert_eq!(demangle("_ZZ4mainENKUliE_clEi"), "main::{lambda(int)#1}::operator()");
     }
 }
