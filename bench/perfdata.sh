@@ -87,12 +87,23 @@ def load(p):
         d[s] = d.get(s, 0) + int(w)
     return d
 a, b = load(sys.argv[1]), load(sys.argv[2])
+# kflame keeps three things the reference drops (see collapse.sh): frames starting with `(`
+# (C++ anonymous namespaces, taken for process names), samples without frames, and samples
+# of exited tasks (comm `:-1`). Applied to kflame's side, the totals must be equal.
+def reference_rules(d):
+    out = {}
+    for s, w in d.items():
+        f = s.split(";")
+        kept = [x for x in f[1:] if not x.startswith("(")]
+        if kept and f[0] != ":-1":
+            k = ";".join([f[0]] + kept)
+            out[k] = out.get(k, 0) + w
+    return out
+dropped = sum(a.values())
+a = reference_rules(a)
+dropped -= sum(a.values())
 ta, tb = sum(a.values()), sum(b.values())
-# stackcollapse-perf.pl keeps a sample without frames as a bare `comm` stack; inferno drops it.
-bare = sum(w for s, w in a.items() if ";" not in s)
-print(f"  samples without frames (bare comm stacks, dropped by inferno): weight {bare}")
-ta -= bare
-a = {s: w for s, w in a.items() if ";" in s}
+print(f"  kflame's weight the reference's drop rules remove: {dropped}")
 top = lambda d: [s for s, _ in sorted(d.items(), key=lambda kv: (-kv[1], kv[0]))[:20]]
 same = len(set(top(a)) & set(top(b)))
 shared = sum(min(a.get(s, 0), w) for s, w in b.items())
@@ -140,6 +151,24 @@ pairs "kflame collapse --kallsyms" "$KFLAME collapse $LARGE --kallsyms $KALL" \
 $KFLAME collapse "$LARGE" --kallsyms "$KALL" -o "$CACHE/large.kflame.folded" 2>/dev/null
 perf script -i "$LARGE" --kallsyms "$KALL" 2>/dev/null | $INFERNO > "$CACHE/large.inferno.folded"
 agree "$CACHE/large.kflame.folded" "$CACHE/large.inferno.folded"
+# The perf.data reader's own target: the output of perf script | kflame collapse.
+perf script -i "$LARGE" --kallsyms "$KALL" 2>/dev/null | $KFLAME collapse 2>/dev/null > "$CACHE/large.script.folded"
+python3 - "$CACHE/large.kflame.folded" "$CACHE/large.script.folded" <<'PY'
+import sys
+def load(p):
+    d = {}
+    for line in open(p, encoding="utf-8", errors="replace"):
+        if line.startswith("#"): continue
+        s, _, w = line.rstrip("\n").rpartition(" ")
+        d[s] = d.get(s, 0) + int(w)
+    return d
+a, b = load(sys.argv[1]), load(sys.argv[2])
+shared = sum(min(a.get(s, 0), w) for s, w in b.items())
+differ = sum(1 for s in set(a) | set(b) if a.get(s) != b.get(s))
+print(f"  vs perf script | kflame collapse: {len(a)} and {len(b)} stacks, total weight "
+      f"{'same' if sum(a.values()) == sum(b.values()) else 'DIFFERENT'}, "
+      f"{100 * shared / max(sum(b.values()), 1):.3f}% of it on identical stacks ({differ} stacks differ)")
+PY
 
 [ "${DWARF_PART:-}" = skip ] && exit 0
 echo "== --call-graph dwarf perf.data ($(du -m "$DWARF" | cut -f1) MB) → folded"

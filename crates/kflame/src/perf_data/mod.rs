@@ -24,7 +24,9 @@
 //! build-id cache or the running kernel's own image, whose unwind tables also serve DWARF
 //! unwinding (`special.rs`).
 //!
-//! Known differences from `perf script` (6.1) followed by stackcollapse-perf:
+//! Known differences from `perf script` (6.1) followed by the perf script collapser (on the
+//! 94 MB benchmark capture of a Rust and LLVM build, 99.975% of the weight lies on stacks
+//! both name identically):
 //! - inline chains come from the `addr2line` crate, not binutils' addr2line (whose
 //!   symbol-table naming of C++/Rust functions without a DWARF linkage name is emulated):
 //!   the same frames on gcc C and C++ with `-g` and glibc with libc6-dbg; where binutils
@@ -35,8 +37,11 @@
 //! - `--pid`/`--tid` use the sample's real pid; stackcollapse-perf writes `?` when
 //!   `perf script` prints only a tid, and reads odd comms such as `:-1` together with the
 //!   CPU and time that follow them;
-//! - C++ names are demangled by cpp_demangle adjusted to libiberty's spelling; rare forms
-//!   (thunks) still differ.
+//! - C++ names are demangled by cpp_demangle adjusted to libiberty's spelling (literals,
+//!   thunks); a function type whose return type ends with template arguments is still
+//!   written `B<int>(int)` where libiberty writes `B<int> (int)`;
+//! - where identical code folding left several same-size symbols at one address, perf
+//!   sometimes shows another of them.
 
 mod dso;
 mod frame_cache;
