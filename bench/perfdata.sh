@@ -75,42 +75,8 @@ measure() {
   printf '  %-44s wall %7.2f s   cpu %7.2f s   peak RSS %6d MiB\n' "$name" "$WALL" "$CPU" $((RSS / 1024))
 }
 
-# agree FOLDED_A FOLDED_B: total weight and the top 20 stacks of each.
-agree() {
-  python3 - "$1" "$2" <<'PY'
-import sys
-def load(p):
-    d = {}
-    for line in open(p, encoding="utf-8", errors="replace"):
-        if line.startswith("#"): continue
-        s, _, w = line.rstrip("\n").rpartition(" ")
-        d[s] = d.get(s, 0) + int(w)
-    return d
-a, b = load(sys.argv[1]), load(sys.argv[2])
-# kflame keeps three things the reference drops (see collapse.sh): frames starting with `(`
-# (C++ anonymous namespaces, taken for process names), samples without frames, and samples
-# of exited tasks (comm `:-1`). Applied to kflame's side, the totals must be equal.
-def reference_rules(d):
-    out = {}
-    for s, w in d.items():
-        f = s.split(";")
-        kept = [x for x in f[1:] if not x.startswith("(")]
-        if kept and f[0] != ":-1":
-            k = ";".join([f[0]] + kept)
-            out[k] = out.get(k, 0) + w
-    return out
-dropped = sum(a.values())
-a = reference_rules(a)
-dropped -= sum(a.values())
-ta, tb = sum(a.values()), sum(b.values())
-print(f"  kflame's weight the reference's drop rules remove: {dropped}")
-top = lambda d: [s for s, _ in sorted(d.items(), key=lambda kv: (-kv[1], kv[0]))[:20]]
-same = len(set(top(a)) & set(top(b)))
-shared = sum(min(a.get(s, 0), w) for s, w in b.items())
-print(f"  total weight: kflame {ta}, reference {tb} ({'same' if ta == tb else 'DIFFERENT'})")
-print(f"  top 20 stacks in common: {same}/20; weight on identical stacks: {100 * shared / max(tb, 1):.2f}%")
-PY
-}
+# agree KFLAME_FOLDED REFERENCE_FOLDED: total weight and top stacks (compare_folded.py).
+agree() { python3 bench/compare_folded.py reference "$1" "$2"; }
 
 # pairs NAME_A CMD_A NAME_B CMD_B: RUNS pairs in ABBA order; prints each side's median wall
 # and CPU time and peak RSS, and the ratios B/A of each pair (min, median, max).
@@ -153,22 +119,8 @@ perf script -i "$LARGE" --kallsyms "$KALL" 2>/dev/null | $INFERNO > "$CACHE/larg
 agree "$CACHE/large.kflame.folded" "$CACHE/large.inferno.folded"
 # The perf.data reader's own target: the output of perf script | kflame collapse.
 perf script -i "$LARGE" --kallsyms "$KALL" 2>/dev/null | $KFLAME collapse 2>/dev/null > "$CACHE/large.script.folded"
-python3 - "$CACHE/large.kflame.folded" "$CACHE/large.script.folded" <<'PY'
-import sys
-def load(p):
-    d = {}
-    for line in open(p, encoding="utf-8", errors="replace"):
-        if line.startswith("#"): continue
-        s, _, w = line.rstrip("\n").rpartition(" ")
-        d[s] = d.get(s, 0) + int(w)
-    return d
-a, b = load(sys.argv[1]), load(sys.argv[2])
-shared = sum(min(a.get(s, 0), w) for s, w in b.items())
-differ = sum(1 for s in set(a) | set(b) if a.get(s) != b.get(s))
-print(f"  vs perf script | kflame collapse: {len(a)} and {len(b)} stacks, total weight "
-      f"{'same' if sum(a.values()) == sum(b.values()) else 'DIFFERENT'}, "
-      f"{100 * shared / max(sum(b.values()), 1):.3f}% of it on identical stacks ({differ} stacks differ)")
-PY
+echo "  vs perf script | kflame collapse:"
+python3 bench/compare_folded.py same "$CACHE/large.kflame.folded" "$CACHE/large.script.folded"
 
 [ "${DWARF_PART:-}" = skip ] && exit 0
 echo "== --call-graph dwarf perf.data ($(du -m "$DWARF" | cut -f1) MB) → folded"
