@@ -6,7 +6,7 @@
 //! - [`ElfSymbols::open`] / [`ElfSymbols::lookup`]: user addresses, keyed by *file offset*
 //!   (use [`Mapping::file_offset`]); separate debug files are found by build-id.
 //! - [`AddressSpace`]: which file a user address belongs to.
-//! - [`demangle`]: C++ and Rust names as perf shows them.
+//! - [`demangle()`]: C++ and Rust names as perf shows them.
 //! - [`DwarfNames`]: DWARF function names of an address, inline chain included.
 //! - [`PerfMap`]: `/tmp/perf-PID.map` files of JIT compilers; [`parse_proc_maps_line`]:
 //!   `/proc/PID/maps`.
