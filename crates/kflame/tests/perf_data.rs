@@ -26,6 +26,7 @@ const FIXTURES: &[(&str, &str)] = &[
     ("inline-fp", "kallsyms-local.txt"),
     ("inline-dwarf", "kallsyms-local.txt"),
     ("inline-cxx", "kallsyms-local.txt"),
+    ("inline-dwz", "kallsyms-local.txt"),
     ("jit-node", "kallsyms-local.txt"),
 ];
 

@@ -32,7 +32,9 @@
 //!   the same frames on gcc C and C++ with `-g` and glibc with libc6-dbg; where binutils
 //!   picks another alias of a symbol, or nests overlapping DWARF ranges differently,
 //!   names may differ; DWARF moved to a dwz supplementary file (`.gnu_debugaltlink`) or to
-//!   split `.dwo` files is not followed, so such binaries show no inline frames;
+//!   split `.dwo` files is not followed, so such binaries show no inline frames (for dwz
+//!   that is also what perf 6.1 shows: binutils 2.40's addr2line cannot read the
+//!   supplementary file either; fixture `inline-dwz`);
 //! - compressed files (`perf record -z`) are refused;
 //! - `--pid`/`--tid` use the sample's real pid; stackcollapse-perf writes `?` when
 //!   `perf script` prints only a tid, and reads odd comms such as `:-1` together with the

@@ -29,6 +29,17 @@ until perf record -N -q -F 499 -e cpu-clock --call-graph dwarf,1024 -o inline-cx
 perf record -N -q -F 199 -e cpu-clock -g -o inline-fp.data /opt/kflame-demo/bin/inline-fp 1500000 >/dev/null
 perf record -N -q -F 199 -e cpu-clock --call-graph dwarf,2048 -o inline-dwarf.data \
   /opt/kflame-demo/bin/inline-nofp 1500000 >/dev/null
+# The same workload with its DWARF compressed by dwz into a supplementary file (Debian: dwz),
+# which binutils' addr2line (2.40) cannot follow: perf shows no inline frames for it.
+gcc $DBG -fomit-frame-pointer -o /opt/kflame-demo/bin/inline-dwz inline.c
+gcc $DBG -fno-omit-frame-pointer -o /tmp/inline-dwz2 inline.c
+mkdir -p /opt/kflame-demo/lib symfs/opt/kflame-demo/lib
+dwz -m /opt/kflame-demo/lib/inline.dwz -M /opt/kflame-demo/lib/inline.dwz /opt/kflame-demo/bin/inline-dwz /tmp/inline-dwz2
+rm -f /tmp/inline-dwz2
+cp /opt/kflame-demo/bin/inline-dwz symfs/opt/kflame-demo/bin/
+cp /opt/kflame-demo/lib/inline.dwz symfs/opt/kflame-demo/lib/
+perf record -N -q -F 199 -e cpu-clock --call-graph dwarf,2048 -o inline-dwz.data \
+  /opt/kflame-demo/bin/inline-dwz 1500000 >/dev/null
 # JIT code named from the map node writes to /tmp, and a program spending its time in the vDSO.
 cp jit.js /opt/kflame-demo/jit.js
 perf record -N -q -F 199 -e cpu-clock -g -o jit-node.data node --perf-basic-prof /opt/kflame-demo/jit.js 3000 >/dev/null
@@ -66,13 +77,13 @@ d=$(printf '%x' $(( 0x$(text_of "$BENCH_KALLSYMS") - 0x$(rec_text perf-sys-cpucl
 kaddrs perf-burn-fp-fp.data perf-burn-nofp-fp.data perf-kmalloc.data perf-sched.data perf-sys-cpuclock.data |
   python3 trim_kallsyms.py "$BENCH_KALLSYMS" "$d" > kallsyms-4a5a9b0a.txt
 rm -f "$BENCH_KALLSYMS"
-kaddrs workload-fp.data workload-dwarf.data inline-fp.data inline-dwarf.data inline-cxx.data jit-node.data vdso-fp.data vdso-dwarf.data | python3 trim_kallsyms.py /proc/kallsyms 0 > kallsyms-local.txt
+kaddrs workload-fp.data workload-dwarf.data inline-fp.data inline-dwarf.data inline-cxx.data inline-dwz.data jit-node.data vdso-fp.data vdso-dwarf.data | python3 trim_kallsyms.py /proc/kallsyms 0 > kallsyms-local.txt
 
 # 4. The perf script text of every file, made with the same symbols.
 for f in perf-burn-fp-fp perf-burn-nofp-fp perf-kmalloc perf-sched perf-sys-cpuclock; do
   perf script -i "$f.data" --kallsyms kallsyms-4a5a9b0a.txt --symfs symfs > "$f.script.txt" 2>/dev/null
 done
-for f in workload-fp workload-dwarf inline-fp inline-dwarf inline-cxx jit-node vdso-fp vdso-dwarf; do
+for f in workload-fp workload-dwarf inline-fp inline-dwarf inline-cxx inline-dwz jit-node vdso-fp vdso-dwarf; do
   perf script -i "$f.data" --kallsyms kallsyms-local.txt --symfs symfs > "$f.script.txt" 2>/dev/null
 done
 perf script --no-inline -i inline-dwarf.data --kallsyms kallsyms-local.txt --symfs symfs \
