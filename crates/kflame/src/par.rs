@@ -57,7 +57,7 @@ pub(crate) fn sort_by<T: Send + Sync + Copy>(
         return;
     }
     let size = v.len().div_ceil(threads);
-    std::thread::scope(|scope| {
+    let all_started = std::thread::scope(|scope| {
         let cmp = &cmp;
         let mut chunks = v.chunks_mut(size);
         let mine = chunks.next();
@@ -67,14 +67,18 @@ pub(crate) fn sort_by<T: Send + Sync + Copy>(
         if let Some(c) = mine {
             c.sort_unstable_by(cmp);
         }
+        let all_started = handles.iter().all(Option::is_some);
         for h in handles.into_iter().flatten() {
             h.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
         }
+        all_started
     });
-    // A chunk whose thread could not start is still unsorted: sort it here.
-    for c in v.chunks_mut(size) {
-        if !c.is_sorted_by(|a, b| cmp(a, b) != std::cmp::Ordering::Greater) {
-            c.sort_unstable_by(&cmp);
+    if !all_started {
+        // A chunk whose thread could not start is still unsorted: sort it here.
+        for c in v.chunks_mut(size) {
+            if !c.is_sorted_by(|a, b| cmp(a, b) != std::cmp::Ordering::Greater) {
+                c.sort_unstable_by(&cmp);
+            }
         }
     }
     *v = merge_runs(v, size, &cmp);
