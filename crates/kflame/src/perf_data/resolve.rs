@@ -62,7 +62,7 @@ pub(crate) struct Resolver {
     frames: Vec<Box<[u8]>>,
     text: String,
     recent: FrameCache,
-    /// Name frames whose symbol table is still being read later, instead of waiting.
+    /// Name every frame at the end (`name_pending`) instead of when it is first seen.
     defer: bool,
     /// Frames named later.
     pending: Vec<Pending>,

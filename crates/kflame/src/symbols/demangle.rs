@@ -29,11 +29,11 @@ pub fn demangle(name: &str) -> Cow<'_, str> {
 fn thunk(name: &str) -> Option<(&'static str, String)> {
     let rest = name.strip_prefix("_ZT")?;
     let (label, target) = match rest.as_bytes().first()? {
-        b'h' | b'v' => ("non-virtual thunk to ", call_offset(rest)?),
+        b'h' => ("non-virtual thunk to ", call_offset(rest)?),
+        b'v' => ("virtual thunk to ", call_offset(rest)?),
         b'c' => ("covariant return thunk to ", call_offset(call_offset(&rest[1..])?)?),
         _ => return None,
     };
-    let label = if rest.starts_with('v') { "virtual thunk to " } else { label };
     Some((label, format!("_Z{target}")))
 }
 

@@ -314,7 +314,8 @@ impl PerfScript {
         match frame::parse(line, indented) {
             Some(sl) => self.push_frame(&sl),
             None if indented && event::parse(line).is_some_and(|e| e.event.is_some()) => {
-                // perf pads comms on the left: an indented header of a stackless sample.
+                // A tab-indented header (space-indented ones, perf's padded comms, are
+                // taken above even when they also read as frames).
                 self.end_record(out);
                 if let Some(ev) = event::parse(line) {
                     self.event_line(n, ev, out);
