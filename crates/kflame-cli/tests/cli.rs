@@ -156,6 +156,7 @@ fn perf_data_input_equals_its_perf_script_text() {
     let (kallsyms, symfs) = (dir.join("kallsyms-local.txt"), dir.join("symfs"));
     let direct = run(&[
         "collapse",
+        "--no-host-lookups",
         "--kallsyms",
         kallsyms.to_str().unwrap(),
         "--symfs",
@@ -172,7 +173,7 @@ fn perf_data_input_equals_its_perf_script_text() {
 #[test]
 fn perf_data_refuses_options_it_would_ignore() {
     let data = fixture("perf-data/perf-sched.data");
-    let out = run(&["collapse", "--group-by", "pid", "--cpu", data.to_str().unwrap()]);
+    let out = run(&["collapse", "--no-host-lookups", "--group-by", "pid", "--cpu", data.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
     assert!(

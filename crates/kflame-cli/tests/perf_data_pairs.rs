@@ -22,7 +22,7 @@ fn both(name: &str, args: &[&str], events: Option<(&Path, &Path)>) -> (String, S
     let (kallsyms, symfs) = (fixture("kallsyms-pairs.txt"), fixture("symfs"));
     let data = fixture(&format!("{name}.data"));
     let script = fixture(&format!("{name}.ns.script.txt"));
-    let mut d: Vec<&str> = vec!["collapse", "--kallsyms", kallsyms.to_str().unwrap()];
+    let mut d: Vec<&str> = vec!["collapse", "--no-host-lookups", "--kallsyms", kallsyms.to_str().unwrap()];
     d.extend(["--symfs", symfs.to_str().unwrap()]);
     d.extend(args);
     let mut s: Vec<&str> = vec!["collapse"];
@@ -76,7 +76,7 @@ fn options_that_do_not_apply_are_refused() {
         (&["--mode", "offcpu", "--group-by", "comm"][..], "--group-by: not supported for perf.data input"),
         (&["--comm"][..], "--comm without --mode: not supported for perf.data input"),
     ] {
-        let mut a = vec!["collapse"];
+        let mut a = vec!["collapse", "--no-host-lookups"];
         a.extend(args);
         a.push(data);
         let out = kflame(&a);

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use kflame::collapse::Order;
 use kflame::fold::Unit;
-use kflame::perf_data::{Options, collapse_bytes, collapse_file};
+use kflame::perf_data::{Host, Options, collapse_bytes, collapse_file};
 
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/perf-data")
@@ -35,6 +35,7 @@ fn options(kallsyms: &str) -> Options {
         kallsyms: Some(data_dir().join(kallsyms)),
         symfs: Some(data_dir().join("symfs")),
         perf_map_dir: Some(data_dir().join("perf-maps")),
+        host: Host::Isolated,
         ..Options::default()
     }
 }
@@ -240,7 +241,7 @@ fn metadata_event_filter_and_notes() {
     assert_ne!(event, "sched:sched_switch");
     assert!(switched.stacks.total().whole() > 0);
     // Without kernel symbols, kernel frames are named after the kernel image, and it is said.
-    let bare = Options { symfs: Some(dir.join("symfs")), ..Options::default() };
+    let bare = Options { symfs: Some(dir.join("symfs")), host: Host::Isolated, ..Options::default() };
     let out = collapse_file(&dir.join("perf-kmalloc.data"), &bare, Order::Sorted).unwrap();
     let note = out.diag.get("no kernel symbols").expect("missing kernel symbols are reported");
     assert!(note.message.contains("4a5a9b0a"), "{}", note.message);

@@ -11,7 +11,7 @@ use kflame::collapse::events_json::EventLog;
 use kflame::collapse::perf::pairs::{PairMode, PerfPairs, PerfPairsOptions};
 use kflame::collapse::{Engine, Order, Output};
 use kflame::fold::Unit;
-use kflame::perf_data::{Options, Pairing, collapse_file};
+use kflame::perf_data::{Host, Options, Pairing, collapse_file};
 
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/perf-data")
@@ -67,6 +67,7 @@ fn from_data_in(name: &str, mode: PairMode, r: Roots, events: Option<EventLog>, 
         symfs: Some(data_dir().join("symfs")),
         include_pid: r.pid,
         pairing: Some(Pairing { mode, comm: r.comm, cpu: r.cpu, events }),
+        host: Host::Isolated,
         ..Options::default()
     };
     collapse_file(&data_dir().join(format!("{name}.data")), &opts, order)

@@ -37,6 +37,12 @@ pub(crate) struct PerfDataArgs {
     /// JIT compilers such as node --perf-basic-prof write, copied with the recording).
     #[arg(long, value_name = "DIR", help_heading = "perf.data options")]
     perf_map_dir: Option<PathBuf>,
+    /// Read nothing of this machine: no /proc/kallsyms, no own [vdso], no ~/.debug build-id
+    /// cache, no /tmp perf maps, no binaries outside --symfs; only the files given with
+    /// --kallsyms, --symfs and --perf-map-dir. For a recording made elsewhere, the output
+    /// then never depends on the machine that reads it.
+    #[arg(long, help_heading = "perf.data options")]
+    no_host_lookups: bool,
 }
 
 impl PerfDataArgs {
@@ -56,6 +62,7 @@ impl PerfDataArgs {
             mark_inlined: perf.inline,
             perf_map_dir: self.perf_map_dir.clone(),
             pairing: pairing(perf, shared, trace)?,
+            host: if self.no_host_lookups { perf_data::Host::Isolated } else { perf_data::Host::Running },
         })
     }
 }

@@ -62,7 +62,7 @@ impl Env {
 }
 
 fn setup() -> Result<(PathBuf, PathBuf), String> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default(); // live: setup of live tests
     if !status.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0")) {
         return Err("needs root (perf_event_open system-wide, tracefs, /proc stacks)".into());
     }
@@ -99,7 +99,7 @@ pub(crate) fn folded(text: &str) -> Vec<(String, u64)> {
 
 /// The state letter of a process (`/proc/PID/stat`).
 pub(crate) fn task_state(pid: u32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?; // live: a workload's state
     stat[stat.rfind(')')? + 1..].trim_start().chars().next()
 }
 
@@ -152,9 +152,9 @@ const EVENTS: &[&str] = &[
 impl TracingState {
     /// Reads the state through the mounted tracefs, or a private mount made for the test.
     pub(crate) fn read() -> TracingState {
-        let mounted = Path::new("/sys/kernel/tracing/events").is_dir();
+        let mounted = Path::new("/sys/kernel/tracing/events").is_dir(); // live: tracing state
         let root = if mounted {
-            PathBuf::from("/sys/kernel/tracing")
+            PathBuf::from("/sys/kernel/tracing") // live: tracing state
         } else {
             let d = std::env::temp_dir().join(format!("kflame-test-tracefs-{}", std::process::id()));
             std::fs::create_dir_all(&d).expect("mount point");

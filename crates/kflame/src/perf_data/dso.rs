@@ -32,7 +32,10 @@ pub(crate) enum Missing {
 pub(crate) struct Dsos {
     list: Vec<Dso>,
     by_name: FxHashMap<String, DsoId>,
-    root: PathBuf,
+    /// `/` or `--symfs`; `None` when binaries may not be read (host lookups off, no symfs).
+    root: Option<PathBuf>,
+    /// Whether the running machine may be read (see [`super::Host`]).
+    host: bool,
     /// Binaries that could not be used, and why.
     pub(crate) missing: Vec<(String, Missing)>,
     prefetch: Option<super::prefetch::Prefetch>,
@@ -41,11 +44,12 @@ pub(crate) struct Dsos {
 }
 
 impl Dsos {
-    pub(crate) fn new(root: PathBuf) -> Dsos {
+    pub(crate) fn new(root: Option<PathBuf>, host: bool) -> Dsos {
         Dsos {
             list: Vec::new(),
             by_name: FxHashMap::default(),
             root,
+            host,
             missing: Vec::new(),
             prefetch: None,
             perf_maps: None,
@@ -133,7 +137,7 @@ impl Dsos {
     }
 
     fn places(&self) -> super::special::Places {
-        super::special::Places { root: self.root.clone(), perf_maps: self.perf_maps.clone() }
+        super::special::Places { root: self.root.clone(), perf_maps: self.perf_maps.clone(), host: self.host }
     }
 
     /// The in-memory image of a special mapping (the vDSO).
@@ -156,7 +160,10 @@ impl Dsos {
         let prefetched = special.or_else(|| self.prefetch.as_mut().and_then(|p| p.take(&name)));
         let result = match prefetched {
             Some(r) => r,
-            None => load_symbols(&self.root, &name, self.list[i].build_id.as_deref()),
+            None => match &self.root {
+                Some(root) => load_symbols(root, &name, self.list[i].build_id.as_deref()),
+                None => Err(Missing::NotFound),
+            },
         };
         match result {
             Ok(s) => Some(s),
@@ -172,12 +179,12 @@ impl Dsos {
 
     /// Where the file of a DSO named `name` is: `root/name` for absolute paths.
     fn file_path(&self, name: &str) -> Option<PathBuf> {
-        file_path(&self.root, name)
+        file_path(self.root.as_deref()?, name)
     }
 
-    /// The lookup root (`/` or `--symfs`).
-    pub(crate) fn root(&self) -> &Path {
-        &self.root
+    /// The lookup root (`/` or `--symfs`), `None` when binaries are not read.
+    pub(crate) fn root(&self) -> Option<&Path> {
+        self.root.as_deref()
     }
 }
 

@@ -28,7 +28,8 @@ impl KernelLoad {
     /// Starts looking for the kernel symbols of the recorded kernel (`build_id`).
     pub(crate) fn start(opts: &Options, build_id: Option<Vec<u8>>) -> KernelLoad {
         let kallsyms = opts.kallsyms.clone();
-        let job = move || find(kallsyms, build_id.as_deref());
+        let host = opts.host.allowed();
+        let job = move || find(kallsyms, build_id.as_deref(), host);
         match std::thread::Builder::new().name("kflame-kallsyms".into()).spawn(job.clone()) {
             Ok(h) => KernelLoad { pending: Some(h), ready: None },
             Err(_) => KernelLoad { pending: None, ready: Some(job()) },
@@ -60,7 +61,7 @@ impl KernelLoad {
     }
 }
 
-fn find(kallsyms: Option<PathBuf>, build_id: Option<&[u8]>) -> Found {
+fn find(kallsyms: Option<PathBuf>, build_id: Option<&[u8]>, host: bool) -> Found {
     match kallsyms {
         Some(path) => match Kallsyms::open(&path) {
             Ok(k) => Found { syms: Some(k), note: None },
@@ -69,12 +70,20 @@ fn find(kallsyms: Option<PathBuf>, build_id: Option<&[u8]>) -> Found {
                 note: Some(("kallsyms unreadable", format!("{e}: kernel frames are [unknown]"))),
             },
         },
-        None => default_kallsyms(build_id),
+        None => default_kallsyms(build_id, host),
     }
 }
 
-fn default_kallsyms(build_id: Option<&[u8]>) -> Found {
+fn default_kallsyms(build_id: Option<&[u8]>, host: bool) -> Found {
     let hex: Option<String> = build_id.map(|b| b.iter().map(|x| format!("{x:02x}")).collect());
+    if !host {
+        let msg = format!(
+            "no kallsyms for the recorded kernel (build-id {}): kernel frames are [unknown]; host lookups are \
+             off, pass --kallsyms FILE (the /proc/kallsyms of the boot that recorded)",
+            hex.as_deref().unwrap_or("not recorded")
+        );
+        return Found { syms: None, note: Some(("no kernel symbols", msg)) };
+    }
     if let (Some(hex), Some(home)) = (&hex, std::env::var_os("HOME")) {
         let cached = Path::new(&home).join(".debug/[kernel.kallsyms]").join(hex).join("kallsyms");
         if let Ok(k) = Kallsyms::open(&cached) {

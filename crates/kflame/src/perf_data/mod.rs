@@ -22,7 +22,9 @@
 //! addr2line for it (`inline.rs`; `--no-inline` as in perf script). JIT code is named from
 //! the `/tmp/perf-PID.map` its JIT wrote (or `--perf-map-dir`), the vDSO from perf's
 //! build-id cache or the running kernel's own image, whose unwind tables also serve DWARF
-//! unwinding (`special.rs`).
+//! unwinding (`special.rs`). With [`Host::Isolated`] none of the running machine is read
+//! (no `/proc/kallsyms`, own vDSO, `~/.debug`, `/tmp` maps or binaries outside `symfs`):
+//! the output depends on the file and the options alone.
 //!
 //! Known differences from `perf script` (6.1) followed by the perf script collapser (on the
 //! 94 MB benchmark capture of a Rust and LLVM build, 99.975% of the weight lies on stacks
@@ -107,6 +109,33 @@ pub struct Options {
     /// `--mode syscalls|offcpu|probes`: pair tracepoint samples into durations (ns) as the
     /// perf script text front end does, instead of counting samples.
     pub pairing: Option<Pairing>,
+    /// What may be read of the machine running the reader besides the files named above.
+    pub host: Host,
+}
+
+/// What the perf.data reader may look up on the machine it runs on, besides the files its
+/// options name (`kallsyms`, `symfs`, `perf_map_dir`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Host {
+    /// As perf does when it reports on the machine that recorded: `/proc/kallsyms` (and
+    /// `/sys/kernel/notes` for its build-id) when the running kernel is the recorded one,
+    /// this process's own `[vdso]` when it is the recorded one, perf's build-id cache in
+    /// `$HOME/.debug`, JIT maps in `/tmp`, and binaries under `/` when there is no `symfs`.
+    #[default]
+    Running,
+    /// Nothing of the running machine: kernel symbols only from `kallsyms`, binaries and
+    /// perf's build-id cache only under `symfs` (`SYMFS/.debug`; no binaries without it), JIT
+    /// maps only from `perf_map_dir`. The result depends on the file and the options alone,
+    /// whatever the machine, kernel or user that runs it (fixture tests; reports made for
+    /// another machine).
+    Isolated,
+}
+
+impl Host {
+    /// Whether the running machine may be read.
+    pub(crate) fn allowed(self) -> bool {
+        self == Host::Running
+    }
 }
 
 /// Why a perf.data file could not be read at all. Problems with single records are counted

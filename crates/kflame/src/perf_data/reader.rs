@@ -99,11 +99,13 @@ fn read_records<R: std::io::Read>(
             )
         });
     }
-    let mut prefetch = super::prefetch::Prefetch::start(st.resolver.dsos.root().to_path_buf());
-    for info in build_ids.values().filter(|i| i.path.starts_with(b"/")) {
-        prefetch.schedule(&String::from_utf8_lossy(&info.path), Some(&info.build_id));
+    if let Some(root) = st.resolver.dsos.root() {
+        let mut prefetch = super::prefetch::Prefetch::start(root.to_path_buf());
+        for info in build_ids.values().filter(|i| i.path.starts_with(b"/")) {
+            prefetch.schedule(&String::from_utf8_lossy(&info.path), Some(&info.build_id));
+        }
+        st.resolver.dsos.set_prefetch(prefetch);
     }
-    st.resolver.dsos.set_prefetch(prefetch);
     read_all(data, mapped, &mut perf_file, &mut record_iter, &mut st);
     st.resolver.name_pending();
     st.resolver.dsos.end_prefetch();
@@ -258,11 +260,16 @@ impl<'o> State<'o> {
                 }
             }
         }
-        let root = opts.symfs.clone().unwrap_or_else(|| PathBuf::from("/"));
+        let host = opts.host.allowed();
+        let root = opts.symfs.clone().or_else(|| host.then(|| PathBuf::from("/")));
         Ok(State {
             opts,
             machine: Machine::default(),
-            resolver: Resolver::new(Dsos::new(root), KernelSymbols { syms: None, delta: 0 }, rules(opts)),
+            resolver: Resolver::new(
+                Dsos::new(root, host),
+                KernelSymbols { syms: None, delta: 0 },
+                rules(opts),
+            ),
             kernel: Some(KernelLoad::start(opts, kernel_build_id)),
             user_build_ids,
             unwinders: Unwinders::default(),
@@ -591,10 +598,17 @@ fn report_missing(dsos: &Dsos, out: &mut Output) {
         let (kind, msg) = match why {
             Missing::NotFound => (
                 "binary not found",
-                format!(
-                    "{name} is not on this machine (under {}): its frames are [unknown]",
-                    dsos.root().display()
-                ),
+                match dsos.root() {
+                    Some(root) => {
+                        format!(
+                            "{name} is not on this machine (under {}): its frames are [unknown]",
+                            root.display()
+                        )
+                    }
+                    None => format!(
+                        "{name} is not read (host lookups are off and no symfs was given): its frames are [unknown]"
+                    ),
+                },
             ),
             Missing::BuildIdMismatch => (
                 "build-id mismatch",

@@ -419,7 +419,7 @@ mod tests {
     }
 
     fn resolver(prefetch: Option<Prefetch>) -> (Resolver, Machine) {
-        let mut dsos = Dsos::new(symfs());
+        let mut dsos = Dsos::new(Some(symfs()), false);
         let dso = dsos.intern(BIN, None);
         if let Some(p) = prefetch {
             dsos.set_prefetch(p);

@@ -43,10 +43,13 @@ pub(crate) fn map_pgoff(name: &str, start: u64, pgoff: u64) -> u64 {
 /// Where perf maps and perf's build-id cache are.
 #[derive(Clone, Debug)]
 pub(crate) struct Places {
-    /// `--symfs` root (`/` without it).
-    pub(crate) root: PathBuf,
+    /// `--symfs` root (`/` without it; `None` when the host may not be read and there is no
+    /// `--symfs`).
+    pub(crate) root: Option<PathBuf>,
     /// Directory of `perf-PID.map` files (`/tmp` by default).
     pub(crate) perf_maps: Option<PathBuf>,
+    /// Whether the running machine may be read (`/tmp`, `~/.debug`, the own vDSO).
+    pub(crate) host: bool,
 }
 
 /// The symbols of a special mapping, or `None` when `name` is an ordinary file.
@@ -64,7 +67,12 @@ pub(crate) fn load(
 fn perf_map(places: &Places, name: &str) -> Result<ElfSymbols, Missing> {
     let path = match &places.perf_maps {
         Some(dir) => dir.join(name.rsplit('/').next().unwrap_or(name)),
-        None => PathBuf::from(name),
+        None if places.host => PathBuf::from(name),
+        None => {
+            return Err(Missing::Unreadable(format!(
+                "JIT symbols: {name} is not read (host lookups are off and no perf map directory was given)"
+            )));
+        }
     };
     match PerfMap::open(&path) {
         Ok(map) => Ok(map.to_symbols()),
@@ -91,10 +99,16 @@ fn vdso_image(places: &Places, build_id: Option<&[u8]>) -> Result<Vec<u8>, Missi
     if let Some(data) = from_cache(places, want) {
         return Ok(data);
     }
+    let hex: String = want.iter().map(|b| format!("{b:02x}")).collect();
+    if !places.host {
+        return Err(Missing::Unreadable(format!(
+            "no copy of the recorded [vdso] (build-id {hex}) in perf's build-id cache under the symfs \
+             (host lookups are off)"
+        )));
+    }
     if let Some(image) = own_vdso().filter(|img| read_build_id(img).as_deref() == Some(want)) {
         return Ok(image);
     }
-    let hex: String = want.iter().map(|b| format!("{b:02x}")).collect();
     Err(Missing::Unreadable(format!(
         "no copy of the recorded [vdso] (build-id {hex}) in perf's build-id cache, and the running kernel's \
          is another"
@@ -103,18 +117,20 @@ fn vdso_image(places: &Places, build_id: Option<&[u8]>) -> Result<Vec<u8>, Missi
 
 /// The vDSO of build-id `want` from perf's build-id cache.
 fn from_cache(places: &Places, want: &[u8]) -> Option<Vec<u8>> {
-    let cached = build_id_cache(&places.root).map(|dir| cached_vdso(&dir, want));
+    let cached = build_id_cache(places).map(|dir| cached_vdso(&dir, want));
     let path = cached.iter().flatten().find(|p| p.is_file())?;
     let data = std::fs::read(path).ok()?;
     (read_build_id(&data).as_deref() == Some(want)).then_some(data)
 }
 
-/// perf's build-id cache: `SYMFS/.debug` under `--symfs`, else `~/.debug`.
-fn build_id_cache(root: &Path) -> Option<PathBuf> {
-    if root != Path::new("/") {
-        return Some(root.join(".debug"));
+/// perf's build-id cache: `SYMFS/.debug` under `--symfs`, else `~/.debug` (when the host
+/// may be read).
+fn build_id_cache(places: &Places) -> Option<PathBuf> {
+    match &places.root {
+        Some(root) if root != Path::new("/") => Some(root.join(".debug")),
+        _ if places.host => std::env::var_os("HOME").map(|h| Path::new(&h).join(".debug")),
+        _ => None,
     }
-    std::env::var_os("HOME").map(|h| Path::new(&h).join(".debug"))
 }
 
 /// The two paths of a cached vDSO: through the `.build-id` link and directly.
@@ -155,8 +171,11 @@ mod tests {
 
     #[test]
     fn missing_vdso_and_map_are_explained() {
-        let places =
-            Places { root: PathBuf::from("/nonexistent-root"), perf_maps: Some("/nonexistent".into()) };
+        let places = Places {
+            root: Some(PathBuf::from("/nonexistent-root")),
+            perf_maps: Some("/nonexistent".into()),
+            host: false,
+        };
         match vdso(&places, Some(&[1, 2, 3])) {
             Err(Missing::Unreadable(m)) => assert!(m.contains("build-id 010203"), "{m}"),
             other => panic!("{other:?}"),
@@ -169,26 +188,29 @@ mod tests {
         assert!(load(&places, "/usr/bin/true", None).is_none());
     }
 
-    /// A vDSO in the build-id cache under `--symfs` is found by its build-id (this
-    /// process's own image stands in for a recorded one).
+    /// A vDSO in the build-id cache under `--symfs` is found by its build-id (the fixtures'
+    /// stand-in image, see tests/data/perf-data/make-vdso-standin.sh).
     #[test]
     fn vdso_from_the_build_id_cache() {
-        let Some(image) = own_vdso() else { return };
+        let image =
+            std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/perf-data/vdso-standin.so"))
+                .unwrap();
         let id = read_build_id(&image).unwrap();
         let root = std::env::temp_dir().join(format!("kflame-vdso-cache-{}", std::process::id()));
         let [link, _] = cached_vdso(&root.join(".debug"), &id);
         std::fs::create_dir_all(link.parent().unwrap()).unwrap();
         std::fs::write(&link, &image).unwrap();
-        let places = Places { root: root.clone(), perf_maps: None };
+        let places = Places { root: Some(root.clone()), perf_maps: None, host: false };
         assert_eq!(from_cache(&places, &id).as_deref(), Some(&image[..]));
         assert!(from_cache(&places, &[1, 2, 3]).is_none());
         std::fs::remove_dir_all(&root).unwrap();
     }
 
-    /// This process's own vDSO is an ELF image with a build-id and the vDSO's symbols.
+    /// Live test (reads this process's memory): its own vDSO is an ELF image with a build-id
+    /// and the vDSO's symbols.
     #[test]
     #[allow(clippy::print_stderr)]
-    fn own_vdso_is_readable() {
+    fn live_own_vdso_is_readable() {
         let Some(image) = own_vdso() else {
             eprintln!("no [vdso] mapping here: skipped");
             return;

@@ -127,10 +127,11 @@ mod tests {
         assert_eq!(s.jit(u32::MAX, 0x10), None);
     }
 
+    /// Live test: reads this process's own memory map.
     #[test]
-    fn own_function_is_found_through_own_maps() {
+    fn live_own_function_is_found_through_own_maps() {
         let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-        let addr = own_function_is_found_through_own_maps as *const () as usize as u64;
+        let addr = live_own_function_is_found_through_own_maps as *const () as usize as u64;
         let map = maps
             .lines()
             .filter_map(symbols::parse_proc_maps_line)
@@ -138,6 +139,6 @@ mod tests {
             .expect("mapping of our own code");
         let mut s = Symbolizer::default();
         let name = s.user(std::process::id(), &map, addr).expect("symbol");
-        assert!(name.ends_with("sym::tests::own_function_is_found_through_own_maps"), "{name}");
+        assert!(name.ends_with("sym::tests::live_own_function_is_found_through_own_maps"), "{name}");
     }
 }
