@@ -25,6 +25,9 @@ impl ProcMaps {
     }
 }
 
+/// The pid or tid the kernel writes for a task it can no longer name: -1 as a `u32`.
+pub(crate) const UNKNOWN_TASK: u32 = u32::MAX;
+
 /// Task bookkeeping for one recording.
 #[derive(Default)]
 pub(crate) struct Tasks {
@@ -126,13 +129,17 @@ impl Tasks {
         }
     }
 
-    /// The name of task `tid` of process `pid` (read from `/proc` on first sight).
+    /// The name of task `tid` of process `pid` (read from `/proc` on first sight). A task
+    /// without a name is `:TID`, as perf names it; the kernel reports the tid of a task that
+    /// already left its pid behind (samples in `do_task_dead`) as -1, so perf's `:-1`.
     pub(crate) fn comm(&mut self, pid: u32, tid: u32) -> Box<[u8]> {
         if let Some(c) = self.comms.get(&tid) {
             return c.clone();
         }
         let c: Box<[u8]> = if tid == 0 {
             (*b"swapper").into()
+        } else if tid == UNKNOWN_TASK {
+            (*b":-1").into()
         } else {
             match std::fs::read(format!("/proc/{pid}/task/{tid}/comm")) {
                 Ok(mut v) => {
