@@ -22,8 +22,8 @@ fn cpu_profile_of_a_command_is_dominated_by_its_deep_call_chain() {
     assert!(total >= 20, "too few samples: {total}\n{out}");
     assert!(in_chain * 10 >= total * 9, "deep chain has {in_chain} of {total} samples:\n{out}");
     assert!(stacks.iter().all(|s| s.0.starts_with("kfwork;")), "only the command is recorded:\n{out}");
-    // Sample counts need no header: the folded text is what flamegraph.pl expects.
-    assert!(out.starts_with("kfwork;"), "{out}");
+    // The unit is said even for sample counts (flamegraph.pl skips the lines).
+    assert!(out.starts_with("# unit=samples\n# event=cpu-clock\nkfwork;"), "{out}");
 }
 
 #[test]
@@ -367,7 +367,7 @@ fn all_cpus_with_a_command_records_every_task_until_the_command_exits() {
 #[test]
 fn bad_requests_fail_early_with_a_clear_message() {
     let kflame = env!("CARGO_BIN_EXE_kflame");
-    let cases: [(&[&str], i32, &str); 7] = [
+    let cases: [(&[&str], i32, &str); 10] = [
         (&["record", "-p", "4000000000"], 1, "no process with pid 4000000000"),
         (
             &["record", "--off-cpu", "--every", "2", "--for", "1"],
@@ -380,6 +380,10 @@ fn bad_requests_fail_early_with_a_clear_message() {
             "--syscalls cannot record with a duty cycle",
         ),
         (&["record", "-o", "x.png"], 1, "unknown output extension `.png`"),
+        (&["record", "-o", "x.txt"], 1, "unknown output extension `.txt`: use one of .folded, .json"),
+        // The output is created before recording: a bad path fails at once, not in 10 minutes.
+        (&["record", "-d", "600", "-o", "/nonexistent/x.svg"], 1, "cannot write /nonexistent/x.svg"),
+        (&["record", "--format", "svg", "-d", "600", "-o", "/nonexistent/x.txt"], 1, "cannot write"),
         (&["record", "-p", "1", "--", "true"], 1, "either -p PID or a command"),
         (&["record", "--mem", "-F", "99"], 2, "cannot be used with"),
         (&["record", "--every", "5", "--for", "10"], 1, "--for must not be longer than --every"),
@@ -392,4 +396,28 @@ fn bad_requests_fail_early_with_a_clear_message() {
         assert!(err.contains(message), "{args:?}: {err}");
         assert!(started.elapsed() < Duration::from_secs(5), "{args:?} recorded before failing");
     }
+}
+
+/// The output is opened before recording; when recording then fails, a file created for it
+/// is removed again and an existing file keeps its content (no root needed: the pid does
+/// not exist).
+#[test]
+fn a_failed_recording_leaves_no_empty_file_and_keeps_an_existing_one() {
+    let kflame = env!("CARGO_BIN_EXE_kflame");
+    let dir = std::env::temp_dir().join(format!("kflame-record-out-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let new = dir.join("new.svg");
+    let old = dir.join("old.folded");
+    std::fs::write(&old, "a;b 1\n").expect("write");
+    for path in [&new, &old] {
+        let out = Command::new(kflame)
+            .args(["record", "-p", "4000000000", "-o"])
+            .arg(path)
+            .output()
+            .expect("run kflame");
+        assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert!(!new.exists(), "an empty output was left behind");
+    assert_eq!(std::fs::read_to_string(&old).expect("kept"), "a;b 1\n");
+    let _ = std::fs::remove_dir_all(&dir);
 }

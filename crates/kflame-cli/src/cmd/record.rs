@@ -93,9 +93,15 @@ pub(crate) struct Args {
     #[arg(long, help_heading = "Modes", group = "mode")]
     check: bool,
 
-    /// Output: `.folded` (default, also stdout), `.json` (one line per event), `.svg`, `.html`.
+    /// Output file, created before recording starts; its extension says the format:
+    /// `.folded` (also without extension, and on stdout), `.json` (one line per event),
+    /// `.svg`, `.html`. Other extensions are refused unless --format says which.
     #[arg(short, long, value_name = "FILE", help_heading = "Output")]
     output: Option<PathBuf>,
+
+    /// Output format, whatever the file name: folded, json, svg or html.
+    #[arg(long, value_enum, value_name = "FORMAT", help_heading = "Output")]
+    format: Option<sink::Kind>,
 
     /// Graph style (`.svg`/`.html`): `flame` or `icicle` (root at the top).
     #[arg(long, value_name = "STYLE", default_value = "flame", help_heading = "Output")]
@@ -180,9 +186,11 @@ pub(crate) fn run(args: Args) -> Result<()> {
     if args.check {
         return print_check();
     }
-    let kind = sink::Kind::from_path(args.output.as_deref())?;
+    let kind = sink::Kind::choose(args.format, args.output.as_deref())?;
     // JSON lines and flame charts (time order) need every event, not only the merged stacks.
     let config = args.config(kind == sink::Kind::Json || args.graph_type == sink::GraphType::Chart)?;
+    // Opened now: a path that cannot be written fails before recording, not after it.
+    let out = sink::Output::open(args.output.as_deref())?;
     let mut progress = ProgressLine::new(output::stderr_is_terminal());
     if progress.enabled
         && config.duration.is_none()
@@ -196,10 +204,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
     report(&recording, &config);
     let opts =
         sink::GraphOptions { style: args.style, graph_type: args.graph_type, title: args.title.clone() };
-    let mut out = output::open(args.output.as_deref())?;
-    sink::write(kind, &recording, &opts, &mut out)?;
-    out.flush().context("writing the output")?;
-    Ok(())
+    out.write(kind, &recording, &opts)
 }
 
 fn report(r: &Recording, config: &Config) {
