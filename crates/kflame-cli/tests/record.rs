@@ -421,3 +421,32 @@ fn a_failed_recording_leaves_no_empty_file_and_keeps_an_existing_one() {
     assert_eq!(std::fs::read_to_string(&old).expect("kept"), "a;b 1\n");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// As `perf record -- false; echo $?` prints 1: the recording is written, the failure said,
+/// and the command's status returned (128 + the signal when one killed it). A command still
+/// running when `-d` ends is stopped by the recorder: that is no failure.
+#[test]
+fn a_failed_command_fails_the_recording_with_its_status() {
+    let Some(env) = Env::get("command exit status") else { return };
+    let cases: [(&[&str], i32, &str); 4] = [
+        (&["--", "false"], 1, "the recorded command failed: exit status 1"),
+        (&["--", "sh", "-c", "exit 3"], 3, "exit status 3"),
+        (&["--", "sh", "-c", "kill -SEGV $$"], 139, "killed by signal 11 (SIGSEGV)"),
+        (&["-d", "0.3", "--", "sleep", "5"], 0, "still running when recording stopped"),
+    ];
+    for (args, code, message) in cases {
+        let path = env.dir.join("status.folded");
+        let _ = std::fs::remove_file(&path);
+        let out = Command::new(env.kflame)
+            .args(["record", "-o"])
+            .arg(&path)
+            .args(args)
+            .output()
+            .expect("run kflame");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(message), "{args:?}: {err}");
+        let text = std::fs::read_to_string(&path).expect("the recording is written all the same");
+        assert!(text.starts_with("# unit=samples\n"), "{args:?}: {text}");
+    }
+}

@@ -7,8 +7,11 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use kflame::record::{self, Config, DutyCycle, Mode, Naming, Progress, Recording, StackParts, Target};
+use kflame::record::{
+    self, CommandEnd, Config, DutyCycle, Mode, Naming, Progress, Recording, StackParts, Target,
+};
 
+use crate::cmd::Exit;
 use crate::output;
 
 mod sink;
@@ -204,7 +207,41 @@ pub(crate) fn run(args: Args) -> Result<()> {
     report(&recording, &config);
     let opts =
         sink::GraphOptions { style: args.style, graph_type: args.graph_type, title: args.title.clone() };
-    out.write(kind, &recording, &opts)
+    out.write(kind, &recording, &opts)?;
+    command_result(recording.command)
+}
+
+/// The exit status of a recorded command that failed, as `perf record` returns it: its own
+/// exit status, or 128 + the signal that killed it (what a shell reports).
+fn command_result(end: Option<CommandEnd>) -> Result<()> {
+    let code = match end {
+        None | Some(CommandEnd::Exited(0)) => return Ok(()),
+        Some(CommandEnd::Stopped) => {
+            output::message("the recorded command was still running when recording stopped: sent it SIGTERM");
+            return Ok(());
+        }
+        Some(CommandEnd::Exited(code)) => {
+            output::message(format!("the recorded command failed: exit status {code}"));
+            code
+        }
+        Some(CommandEnd::Killed(sig)) => {
+            output::message(format!("the recorded command was killed by signal {sig}{}", signal_name(sig)));
+            128 + sig
+        }
+    };
+    Err(Exit(u8::try_from(code).unwrap_or(1)).into())
+}
+
+/// ` (SIGSEGV)` for the usual signals.
+fn signal_name(sig: i32) -> String {
+    const NAMES: [&str; 16] = [
+        "", "SIGHUP", "SIGINT", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE", "SIGKILL",
+        "SIGUSR1", "SIGSEGV", "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM",
+    ];
+    match usize::try_from(sig).ok().and_then(|i| NAMES.get(i)) {
+        Some(n) if !n.is_empty() => format!(" ({n})"),
+        _ => String::new(),
+    }
 }
 
 fn report(r: &Recording, config: &Config) {
@@ -237,9 +274,6 @@ fn report(r: &Recording, config: &Config) {
             "{} events could not be paired (still open when recording stopped, or failed)",
             s.unpaired
         ));
-    }
-    if let Some(code) = r.command_status.filter(|c| *c != 0) {
-        output::message(format!("the recorded command exited with status {code}"));
     }
 }
 

@@ -50,7 +50,7 @@ pub(super) fn snapshot(config: &Config) -> Result<Recording, RecordError> {
         ..Stats::default()
     };
     let meta = Meta { unit: Unit::Other("tasks".into()), event: Some("/proc/*/task/*/stack".into()) };
-    Ok(Recording { stacks, meta, events, stats, notes, command_status: None })
+    Ok(Recording { stacks, meta, events, stats, notes, command: None })
 }
 
 /// The folded frames of one thread, root first, and the number of unreadable stack lines.

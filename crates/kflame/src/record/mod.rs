@@ -152,8 +152,21 @@ pub struct Recording {
     pub stats: Stats,
     /// Remarks for the user (what the kernel refused and what was done instead, ...).
     pub notes: Vec<String>,
-    /// Exit code of the recorded command, if one was started and exited normally.
-    pub command_status: Option<i32>,
+    /// How the recorded command ended, if one was started.
+    pub command: Option<CommandEnd>,
+}
+
+/// How a recorded command ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommandEnd {
+    /// It exited by itself with this status.
+    Exited(i32),
+    /// This signal killed it (not the recorder).
+    Killed(i32),
+    /// It was still running when recording stopped (duration over, SIGINT or SIGTERM): the
+    /// recorder stopped it with SIGTERM. A command killed by SIGINT or SIGTERM while the
+    /// recorder itself was told to stop (Ctrl-C reaches both) counts as stopped too.
+    Stopped,
 }
 
 /// What the progress callback receives, about every 100 ms.

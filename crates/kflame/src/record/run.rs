@@ -1,6 +1,7 @@
 //! The recording loop: open, enable, read until the end condition, tear down, symbolize.
 
-use std::process::{Child, Command};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use super::duty::DutyThread;
@@ -11,7 +12,7 @@ use super::stacks::Collector;
 use super::sym::Symbolizer;
 use super::sys::{self, StopSignals};
 use super::tasks::Tasks;
-use super::{Config, Mode, Progress, RecordError, Recording, Target, blocked};
+use super::{CommandEnd, Config, Mode, Progress, RecordError, Recording, Target, blocked};
 
 /// Data pages per CPU: 512 KiB for CPU samples, 4 MiB for tracepoints (bursty, every event).
 fn ring_pages(mode: &Mode) -> usize {
@@ -50,7 +51,7 @@ pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Re
         tasks: Tasks::new(targets),
         collector: Collector::new(config.naming, config.keep_events),
         child: None,
-        command_status: None,
+        command: None,
     };
     state.tasks.snapshot();
     let started = Instant::now();
@@ -114,7 +115,18 @@ struct Loop {
     tasks: Tasks,
     collector: Collector,
     child: Option<Child>,
-    command_status: Option<i32>,
+    command: Option<CommandEnd>,
+}
+
+/// How a command that ended ended; `stopping`: the recorder was told to stop (a signal)
+/// meanwhile, so a SIGINT or SIGTERM that killed the command was meant for both.
+fn command_end(status: ExitStatus, stopping: bool) -> CommandEnd {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => CommandEnd::Exited(code),
+        (None, Some(sig)) if stopping && (sig == libc::SIGINT || sig == libc::SIGTERM) => CommandEnd::Stopped,
+        (None, Some(sig)) => CommandEnd::Killed(sig),
+        (None, None) => CommandEnd::Stopped,
+    }
 }
 
 impl Loop {
@@ -158,14 +170,14 @@ impl Loop {
     }
 
     fn should_stop(&mut self, config: &Config, elapsed: Duration) -> bool {
-        if sys::stop_requested() || config.duration.is_some_and(|d| elapsed >= d) {
-            return true;
-        }
         if let Some(child) = &mut self.child
             && let Ok(Some(status)) = child.try_wait()
         {
-            self.command_status = status.code();
+            self.command = Some(command_end(status, sys::stop_requested()));
             self.child = None;
+            return true;
+        }
+        if sys::stop_requested() || config.duration.is_some_and(|d| elapsed >= d) {
             return true;
         }
         match &config.target {
@@ -186,15 +198,21 @@ impl Loop {
         }
     }
 
-    /// Stops a command still running (we were interrupted) and waits for it.
+    /// Stops a command still running (recording stopped first) and waits for it.
     fn reap(&mut self) {
         if let Some(mut child) = self.child.take() {
-            if let Ok(None) = child.try_wait() {
-                sys::kill(child.id(), sys::SIGTERM);
-            }
-            if let Ok(status) = child.wait() {
-                self.command_status = status.code();
-            }
+            let stopped = match child.try_wait() {
+                Ok(None) => {
+                    sys::kill(child.id(), sys::SIGTERM);
+                    true
+                }
+                _ => false,
+            };
+            let status = child.wait();
+            self.command = Some(match status {
+                Ok(s) if !stopped => command_end(s, sys::stop_requested()),
+                _ => CommandEnd::Stopped,
+            });
         }
     }
 
@@ -221,7 +239,7 @@ impl Loop {
             unreadable_tasks: 0,
             elapsed,
         };
-        Recording { stacks, meta: handler.meta(), events, stats, notes, command_status: self.command_status }
+        Recording { stacks, meta: handler.meta(), events, stats, notes, command: self.command }
     }
 }
 
@@ -234,4 +252,21 @@ impl Drop for Loop {
 
 fn process_alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn how_a_command_ended() {
+        let st = ExitStatus::from_raw;
+        assert_eq!(command_end(st(0), false), CommandEnd::Exited(0));
+        assert_eq!(command_end(st(3 << 8), true), CommandEnd::Exited(3));
+        assert_eq!(command_end(st(libc::SIGSEGV), false), CommandEnd::Killed(libc::SIGSEGV));
+        assert_eq!(command_end(st(libc::SIGSEGV), true), CommandEnd::Killed(libc::SIGSEGV));
+        // Ctrl-C reaches the recorder and the command alike: the command did not fail.
+        assert_eq!(command_end(st(libc::SIGINT), true), CommandEnd::Stopped);
+        assert_eq!(command_end(st(libc::SIGINT), false), CommandEnd::Killed(libc::SIGINT));
+    }
 }
