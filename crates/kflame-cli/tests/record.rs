@@ -41,6 +41,41 @@ fn cpu_profile_by_pid_with_pid_in_root_frame() {
     assert!(stacks.iter().any(|s| s.0.ends_with(";kf_deep_6")), "{out}");
 }
 
+/// `-p TID` records the whole process of the thread, as `perf record -p TID` does (perf 6.1
+/// reads `/proc/TID/task`: every thread of the process); `-t TID` records that thread alone,
+/// as `perf record -t TID`.
+#[test]
+fn pid_of_a_thread_records_its_process_and_tid_records_the_thread_alone() {
+    let Some(env) = Env::get("-p TID / -t TID") else { return };
+    let mut child =
+        Command::new(&env.workload).args(["threads", "6"]).stdout(Stdio::piped()).spawn().expect("workload");
+    let mut line = String::new();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    std::io::BufRead::read_line(&mut stdout, &mut line).expect("the second thread's tid");
+    let (pid, tid) = (child.id().to_string(), line.trim().to_string());
+    assert_ne!(pid, tid);
+    let by_pid = Command::new(env.kflame)
+        .args(["record", "-F", "499", "-d", "1", "--include-tid", "-p", &tid])
+        .output()
+        .expect("run kflame");
+    let by_tid = env.record(&["-F", "499", "-d", "1", "--include-tid", "-t", &tid], "tid.folded");
+    let _ = child.kill();
+    let _ = child.wait();
+    let err = String::from_utf8_lossy(&by_pid.stderr);
+    assert!(by_pid.status.success(), "{err}");
+    assert!(err.contains(&format!("{tid} is a thread of process {pid}")), "{err}");
+    let text = String::from_utf8_lossy(&by_pid.stdout);
+    let stacks = folded(&text);
+    let (main, thread) = (format!("kfwork-{pid}/{pid};"), format!("kfwork-{pid}/{tid};"));
+    assert!(stacks.iter().all(|s| s.0.starts_with(&main) || s.0.starts_with(&thread)), "{text}");
+    assert!(stacks.iter().any(|s| s.0.starts_with(&main) && s.0.ends_with(";kf_deep_6")), "{text}");
+    assert!(stacks.iter().any(|s| s.0.starts_with(&thread) && s.0.contains(";kf_thread_spin")), "{text}");
+    let stacks = folded(&by_tid);
+    assert!(!stacks.is_empty(), "nothing recorded for -t {tid}");
+    assert!(stacks.iter().all(|s| s.0.starts_with(&thread)), "other threads recorded with -t:\n{by_tid}");
+    assert!(stacks.iter().any(|s| s.0.contains(";kf_thread_spin")), "{by_tid}");
+}
+
 #[test]
 fn kernel_only_and_user_only_keep_their_half() {
     let Some(env) = Env::get("kernel/user only") else { return };
@@ -367,8 +402,9 @@ fn all_cpus_with_a_command_records_every_task_until_the_command_exits() {
 #[test]
 fn bad_requests_fail_early_with_a_clear_message() {
     let kflame = env!("CARGO_BIN_EXE_kflame");
-    let cases: [(&[&str], i32, &str); 10] = [
+    let cases: [(&[&str], i32, &str); 11] = [
         (&["record", "-p", "4000000000"], 1, "no process with pid 4000000000"),
+        (&["record", "-t", "4000000000"], 1, "no thread with tid 4000000000"),
         (
             &["record", "--off-cpu", "--every", "2", "--for", "1"],
             1,

@@ -22,6 +22,7 @@ mod sink;
 Examples (as root):
   kflame record -F 99 -d 10 -o cpu.folded            # every CPU for 10 s
   kflame record -p 1234 -d 5 -o app.json             # one process, one JSON line per sample
+  kflame record -t 1240 -d 5 -o thread.folded        # one thread of it
   kflame record -o make.folded -- make -j2           # a command and its children
   kflame record -a -o all.folded -- sleep 10         # every task, while the command runs
   kflame record --mem --every 60 --for 5 -o mem.folded
@@ -45,9 +46,16 @@ pub(crate) struct Args {
     #[arg(short = 'a', long = "all-cpus", conflicts_with = "pid")]
     all_cpus: bool,
 
-    /// Record these processes (and the children they start); repeat or separate by commas.
+    /// Record these processes (every thread, and the threads and children they start);
+    /// repeat or separate by commas. A thread id stands for its process, as with perf.
     #[arg(short = 'p', long = "pid", value_name = "PID", value_delimiter = ',')]
     pid: Vec<u32>,
+
+    /// Record these threads only (not the threads or children they start), as `perf record
+    /// -t`; repeat or separate by commas.
+    #[arg(short = 't', long = "tid", value_name = "TID", value_delimiter = ',',
+          conflicts_with_all = ["pid", "all_cpus"])]
+    tid: Vec<u32>,
 
     /// Stop after this many seconds (default: until Ctrl-C, or until the command exits).
     #[arg(short = 'd', long = "duration", value_name = "SECONDS", value_parser = parse_seconds)]
@@ -156,14 +164,16 @@ impl Args {
         } else {
             Mode::Cpu { frequency: self.frequency }
         };
-        let target = match (self.command.is_empty(), self.pid.is_empty()) {
-            (false, false) => bail!("give either -p PID or a command, not both"),
-            (false, true) => Target::Command { argv: self.command.clone(), system_wide: self.all_cpus },
-            (true, false) => Target::Pids(self.pid.clone()),
-            (true, true) => Target::All,
+        let target = match (self.command.is_empty(), self.pid.is_empty(), self.tid.is_empty()) {
+            (false, false, _) => bail!("give either -p PID or a command, not both"),
+            (false, _, false) => bail!("give either -t TID or a command, not both"),
+            (false, true, true) => Target::Command { argv: self.command.clone(), system_wide: self.all_cpus },
+            (true, false, _) => Target::Pids(self.pid.clone()),
+            (true, true, false) => Target::Threads(self.tid.clone()),
+            (true, true, true) => Target::All,
         };
         if mode == Mode::Blocked && target != Target::All {
-            bail!("--blocked takes a snapshot of every task; it cannot be limited to -p or a command");
+            bail!("--blocked takes a snapshot of every task; it cannot be limited to -p, -t or a command");
         }
         let parts = match (self.kernel_only, self.user_only) {
             (true, _) => StackParts::KernelOnly,

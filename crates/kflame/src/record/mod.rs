@@ -71,8 +71,11 @@ pub enum Mode {
 pub enum Target {
     /// Every task on every CPU.
     All,
-    /// These processes (and the children they create while recorded).
+    /// These processes (and the threads and children they create while recorded). A thread
+    /// id stands for its whole process, as with `perf record -p`.
     Pids(Vec<u32>),
+    /// These threads only (not the threads or processes they create), as `perf record -t`.
+    Threads(Vec<u32>),
     /// Start this command and record until it exits: only it and its children, or every
     /// task when `system_wide` (`perf record -a -- sleep 10`).
     Command {
@@ -222,6 +225,9 @@ pub enum RecordError {
     /// A target process does not exist.
     #[error("no process with pid {0}")]
     NoSuchProcess(u32),
+    /// A target thread does not exist.
+    #[error("no thread with tid {0}")]
+    NoSuchThread(u32),
     /// Another system-call failure.
     #[error("{what}")]
     Io {

@@ -31,24 +31,30 @@ pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Re
     if let Some(why) = duty_refused(config) {
         return Err(RecordError::Unsupported(why.into()));
     }
-    if let Target::Pids(pids) = &config.target
-        && let Some(p) = pids.iter().find(|p| !process_alive(**p))
-    {
-        return Err(RecordError::NoSuchProcess(*p));
-    }
+    let (target, target_notes) = resolve(&config.target)?;
+    let config = &Config { target, ..config.clone() };
     let (specs, mut handler) = handlers::build(config)?;
     let cpus = online_cpus()?;
     let scope = scope(config);
     let mut session = Session::open(&specs, &cpus, ring_pages(&config.mode), &scope)?;
     let signals = StopSignals::install()
         .map_err(|source| RecordError::Io { what: "installing signal handlers".into(), source })?;
+    let thread_pids: Vec<u32>;
     let targets = match &config.target {
         Target::Pids(p) => Some(p.as_slice()),
+        Target::Threads(tids) => {
+            thread_pids = tids.iter().filter_map(|&t| tgid_of(t)).collect();
+            Some(thread_pids.as_slice())
+        }
         Target::Command { system_wide: false, .. } => Some(&[][..]),
         Target::Command { system_wide: true, .. } | Target::All => None,
     };
+    let mut tasks = Tasks::new(targets);
+    if let Target::Threads(tids) = &config.target {
+        tasks.only_threads(tids);
+    }
     let mut state = Loop {
-        tasks: Tasks::new(targets),
+        tasks,
         collector: Collector::new(config.naming, config.keep_events),
         child: None,
         command: None,
@@ -71,7 +77,49 @@ pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Re
     drop(signals);
     state.reap();
     result?;
-    Ok(state.finish(handler.as_ref(), counters, recorded_for))
+    let mut recording = state.finish(handler.as_ref(), counters, recorded_for);
+    recording.notes.splice(0..0, target_notes);
+    Ok(recording)
+}
+
+/// The target with every id checked: a thread id given as a process (`-p TID`) stands for
+/// its process, as with `perf record -p` (whose thread list is `/proc/TID/task`: all the
+/// threads of the process); `-t` takes thread ids as they are. Also returns notes on ids
+/// that were taken for their process.
+fn resolve(target: &Target) -> Result<(Target, Vec<String>), RecordError> {
+    match target {
+        Target::Pids(ids) => {
+            let (mut pids, mut notes) = (Vec::new(), Vec::new());
+            for &id in ids {
+                let pid = tgid_of(id).ok_or(RecordError::NoSuchProcess(id))?;
+                if pid != id {
+                    notes.push(format!(
+                        "-p {id}: {id} is a thread of process {pid}; recording the whole process, as \
+                         perf record -p does (-t {id} records that thread alone)"
+                    ));
+                }
+                if !pids.contains(&pid) {
+                    pids.push(pid);
+                }
+            }
+            Ok((Target::Pids(pids), notes))
+        }
+        Target::Threads(tids) => match tids.iter().find(|&&t| tgid_of(t).is_none()) {
+            Some(&t) => Err(RecordError::NoSuchThread(t)),
+            None => Ok((target.clone(), Vec::new())),
+        },
+        Target::All | Target::Command { .. } => Ok((target.clone(), Vec::new())),
+    }
+}
+
+/// The process (thread group) of task `id`, from `/proc/ID/status`; `None` when there is no
+/// such task.
+fn tgid_of(id: u32) -> Option<u32> {
+    if id == 0 {
+        return None; // the idle tasks have no /proc entry
+    }
+    let status = std::fs::read_to_string(format!("/proc/{id}/status")).ok()?;
+    status.lines().find_map(|l| l.strip_prefix("Tgid:"))?.trim().parse().ok()
 }
 
 /// Why the mode cannot record with a duty cycle, if it has one: paired modes would join an
@@ -102,6 +150,7 @@ fn scope(config: &Config) -> Scope {
         Target::All | Target::Command { system_wide: true, .. } => Scope::SystemWide,
         Target::Command { system_wide: false, .. } => Scope::ChildOnExec,
         Target::Pids(pids) => Scope::Tasks(pids.iter().flat_map(|&p| threads_of(p)).collect()),
+        Target::Threads(tids) => Scope::Threads(tids.clone()),
     }
 }
 
@@ -181,7 +230,7 @@ impl Loop {
             return true;
         }
         match &config.target {
-            Target::Pids(pids) => !pids.iter().any(|p| process_alive(*p)),
+            Target::Pids(ids) | Target::Threads(ids) => !ids.iter().any(|p| process_alive(*p)),
             _ => false,
         }
     }
@@ -250,6 +299,7 @@ impl Drop for Loop {
     }
 }
 
+/// True while process or thread `pid` exists.
 fn process_alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }

@@ -15,6 +15,8 @@ pub(crate) enum Scope {
     SystemWide,
     /// These threads and the tasks they create (`inherit`).
     Tasks(Vec<u32>),
+    /// These threads only (no `inherit`).
+    Threads(Vec<u32>),
     /// The command this process is about to start: events on this thread, inherited by the
     /// child at fork and enabled by its `execve` (`enable_on_exec`), as perf does.
     ChildOnExec,
@@ -133,6 +135,7 @@ fn open_cpu(specs: &[EventSpec], cpu: u32, pages: usize, scope: &Scope) -> Resul
     let (pids, extra): (Vec<i32>, u64) = match scope {
         Scope::SystemWide => (vec![-1], 0),
         Scope::Tasks(tids) => (tids.iter().map(|&t| t as i32).collect(), flag::INHERIT),
+        Scope::Threads(tids) => (tids.iter().map(|&t| t as i32).collect(), 0),
         Scope::ChildOnExec => (vec![0], flag::INHERIT | flag::ENABLE_ON_EXEC),
     };
     let mut fds = Vec::with_capacity(specs.len() * pids.len());
