@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use kflame::fold::write::write_lines;
 use kflame::fold::{Meta, OrderedStacks, Stacks, Weight};
-use kflame::record::{Recording, json};
+use kflame::record::{Mode, Recording, json};
 use kflame::render::html::{HtmlOptions, HtmlProfile, write_html};
 use kflame::render::{self, Options, Profile};
 
@@ -51,6 +51,32 @@ impl Kind {
             ),
         })
     }
+}
+
+impl Kind {
+    /// The extension of this kind.
+    fn ext(self) -> &'static str {
+        match self {
+            Kind::Folded => "folded",
+            Kind::Json => "json",
+            Kind::Svg => "svg",
+            Kind::Html => "html",
+        }
+    }
+}
+
+/// Where each mode's recording goes: `-o` itself for one mode; for several, one file per mode
+/// next to it, the mode's name before the extension (`stall.html` → `stall.cpu.html`,
+/// `stall.mem.html`; a name without extension takes the kind's: `stall` → `stall.cpu.folded`).
+/// `None`: stdout.
+pub(crate) fn paths(output: Option<&Path>, modes: &[Mode], kind: Kind) -> Vec<Option<PathBuf>> {
+    let output = output.filter(|p| *p != Path::new("-"));
+    let Some(path) = output.filter(|_| modes.len() > 1) else {
+        return modes.iter().map(|_| output.map(Path::to_path_buf)).collect();
+    };
+    let ext = path.extension().map_or_else(|| kind.ext().into(), |e| e.to_string_lossy().into_owned());
+    let stem = path.file_stem().map_or_else(|| "kflame".into(), |s| s.to_string_lossy().into_owned());
+    modes.iter().map(|m| Some(path.with_file_name(format!("{stem}.{}.{ext}", m.name())))).collect()
 }
 
 /// An output opened before recording: a file (created now, removed again unless written),
@@ -240,6 +266,34 @@ mod tests {
     }
 
     #[test]
+    fn one_output_per_mode() {
+        let cpu = Mode::Cpu { frequency: 99 };
+        let modes = [cpu.clone(), Mode::Mem { kmalloc: false }, Mode::Blocked { every: None }];
+        let p = |o: Option<&str>, m: &[Mode], k| -> Vec<Option<String>> {
+            paths(o.map(Path::new), m, k).into_iter().map(|p| p.map(|p| p.display().to_string())).collect()
+        };
+        assert_eq!(
+            p(Some("out/stall.html"), &modes, Kind::Html),
+            [
+                Some("out/stall.cpu.html".to_string()),
+                Some("out/stall.mem.html".into()),
+                Some("out/stall.blocked.html".into())
+            ]
+        );
+        assert_eq!(
+            p(Some("stall"), &modes[..2], Kind::Folded),
+            [Some("stall.cpu.folded".to_string()), Some("stall.mem.folded".into())]
+        );
+        assert_eq!(
+            p(Some("x.txt"), &modes[..2], Kind::Json),
+            [Some("x.cpu.txt".to_string()), Some("x.mem.txt".into())]
+        );
+        assert_eq!(p(Some("cpu.svg"), &modes[..1], Kind::Svg), [Some("cpu.svg".to_string())]);
+        assert_eq!(p(Some("-"), &modes[..1], Kind::Folded), [None]);
+        assert_eq!(p(None, &modes[..1], Kind::Folded), [None]);
+    }
+
+    #[test]
     fn header_says_the_unit_of_sample_counts_too() {
         use kflame::fold::Unit;
         let cpu = Meta { unit: Unit::Samples, event: Some("cpu-clock".into()) };
@@ -269,7 +323,7 @@ mod tests {
         let e = Output::open(Some(&missing)).err().expect("an error").to_string();
         assert!(e.contains("no/such/dir/x.svg"), "{e}");
         // Written: the old content is replaced.
-        let r = Recording::default();
+        let r = Recording::new(Mode::Cpu { frequency: 99 }, Meta::default());
         Output::open(Some(&old)).unwrap().write(Kind::Folded, &r, &GraphOptions::default()).unwrap();
         assert_eq!(std::fs::read_to_string(&old).unwrap(), "# unit=samples\n");
         std::fs::remove_dir_all(&dir).unwrap();
