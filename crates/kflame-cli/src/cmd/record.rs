@@ -352,7 +352,9 @@ fn command_result(end: Option<CommandEnd>) -> Result<()> {
     let code = match end {
         None | Some(CommandEnd::Exited(0)) => return Ok(()),
         Some(CommandEnd::Stopped) => {
-            output::message("the recorded command was still running when recording stopped: sent it SIGTERM");
+            output::message(
+                "the recorded command was still running when recording stopped, and was stopped too",
+            );
             return Ok(());
         }
         Some(CommandEnd::Exited(code)) => {
