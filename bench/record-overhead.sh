@@ -23,7 +23,7 @@ cargo build --release -p kflame-cli >&2
 KFLAME=$PWD/target/release/kflame
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cc -O1 -fno-omit-frame-pointer -o "$tmp/kfwork" crates/kflame/tests/data/record/workload.c
+cc -O1 -fno-omit-frame-pointer -pthread -o "$tmp/kfwork" crates/kflame/tests/data/record/workload.c
 
 # Total iterations of NCPU spinners running DUR seconds.
 spin() {

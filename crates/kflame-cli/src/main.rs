@@ -1,6 +1,7 @@
 //! The `kflame` command. Each subcommand lives in `cmd/<name>.rs`; this file parses the
 //! command line, dispatches, and turns errors into exit codes:
-//! 0 ok, 1 failure, 2 usage error. A closed pipe (`kflame ... | head`) is success.
+//! 0 ok, 1 failure, 2 usage error. A closed pipe (`kflame ... | head`) is success. `record`
+//! exits with the status of the command it recorded when that failed.
 
 use std::process::ExitCode;
 
@@ -59,6 +60,9 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if e.downcast_ref::<cmd::Exit>().is_some() => {
+            ExitCode::from(e.downcast_ref::<cmd::Exit>().map_or(1, |x| x.0))
+        }
         Err(e) => {
             report_error(&e);
             ExitCode::FAILURE

@@ -22,8 +22,8 @@ fn cpu_profile_of_a_command_is_dominated_by_its_deep_call_chain() {
     assert!(total >= 20, "too few samples: {total}\n{out}");
     assert!(in_chain * 10 >= total * 9, "deep chain has {in_chain} of {total} samples:\n{out}");
     assert!(stacks.iter().all(|s| s.0.starts_with("kfwork;")), "only the command is recorded:\n{out}");
-    // Sample counts need no header: the folded text is what flamegraph.pl expects.
-    assert!(out.starts_with("kfwork;"), "{out}");
+    // The unit is said even for sample counts (flamegraph.pl skips the lines).
+    assert!(out.starts_with("# unit=samples\n# event=cpu-clock\nkfwork;"), "{out}");
 }
 
 #[test]
@@ -39,6 +39,41 @@ fn cpu_profile_by_pid_with_pid_in_root_frame() {
     assert!(!stacks.is_empty(), "no samples for pid {pid}");
     assert!(stacks.iter().all(|s| s.0.starts_with(&root)), "other processes recorded:\n{out}");
     assert!(stacks.iter().any(|s| s.0.ends_with(";kf_deep_6")), "{out}");
+}
+
+/// `-p TID` records the whole process of the thread, as `perf record -p TID` does (perf 6.1
+/// reads `/proc/TID/task`: every thread of the process); `-t TID` records that thread alone,
+/// as `perf record -t TID`.
+#[test]
+fn pid_of_a_thread_records_its_process_and_tid_records_the_thread_alone() {
+    let Some(env) = Env::get("-p TID / -t TID") else { return };
+    let mut child =
+        Command::new(&env.workload).args(["threads", "6"]).stdout(Stdio::piped()).spawn().expect("workload");
+    let mut line = String::new();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    std::io::BufRead::read_line(&mut stdout, &mut line).expect("the second thread's tid");
+    let (pid, tid) = (child.id().to_string(), line.trim().to_string());
+    assert_ne!(pid, tid);
+    let by_pid = Command::new(env.kflame)
+        .args(["record", "-F", "499", "-d", "1", "--include-tid", "-p", &tid])
+        .output()
+        .expect("run kflame");
+    let by_tid = env.record(&["-F", "499", "-d", "1", "--include-tid", "-t", &tid], "tid.folded");
+    let _ = child.kill();
+    let _ = child.wait();
+    let err = String::from_utf8_lossy(&by_pid.stderr);
+    assert!(by_pid.status.success(), "{err}");
+    assert!(err.contains(&format!("{tid} is a thread of process {pid}")), "{err}");
+    let text = String::from_utf8_lossy(&by_pid.stdout);
+    let stacks = folded(&text);
+    let (main, thread) = (format!("kfwork-{pid}/{pid};"), format!("kfwork-{pid}/{tid};"));
+    assert!(stacks.iter().all(|s| s.0.starts_with(&main) || s.0.starts_with(&thread)), "{text}");
+    assert!(stacks.iter().any(|s| s.0.starts_with(&main) && s.0.ends_with(";kf_deep_6")), "{text}");
+    assert!(stacks.iter().any(|s| s.0.starts_with(&thread) && s.0.contains(";kf_thread_spin")), "{text}");
+    let stacks = folded(&by_tid);
+    assert!(!stacks.is_empty(), "nothing recorded for -t {tid}");
+    assert!(stacks.iter().all(|s| s.0.starts_with(&thread)), "other threads recorded with -t:\n{by_tid}");
+    assert!(stacks.iter().any(|s| s.0.contains(";kf_thread_spin")), "{by_tid}");
 }
 
 #[test]
@@ -216,14 +251,21 @@ fn blocked_lists_a_writer_stuck_on_a_frozen_filesystem_in_d_state_first() {
 fn sigint_mid_recording_leaves_tracing_state_untouched() {
     let Some(env) = Env::get("teardown on SIGINT") else { return };
     let w = env.workload_str();
-    // System-wide tracepoint sessions, and commands still running when the signal comes.
-    let runs: [(&[&str], &str); 4] = [
-        (&["--syscalls"], "INT"),
-        (&["--off-cpu", "-a"], "TERM"),
-        (&["--mem", "--", w, "churn", "30"], "INT"),
-        (&["-F", "997", "--", w, "cpu", "30"], "TERM"),
+    // System-wide tracepoint sessions, commands still running when the signal comes, and
+    // every mode at once (one file each).
+    let every_mode = ["cpu", "mem", "offcpu", "syscalls", "blocked"];
+    let runs: [(&[&str], &str, &[&str]); 5] = [
+        (&["--syscalls"], "INT", &[""]),
+        (&["--off-cpu", "-a"], "TERM", &[""]),
+        (&["--mem", "--", w, "churn", "30"], "INT", &[""]),
+        (&["-F", "997", "--", w, "cpu", "30"], "TERM", &[""]),
+        (
+            &["--cpu", "--mem", "--off-cpu", "--syscalls", "--blocked", "-a", "--", w, "churn", "31"],
+            "INT",
+            &every_mode,
+        ),
     ];
-    for (args, signal) in runs {
+    for (args, signal, outputs) in runs {
         let before = TracingState::read();
         let mounts_before = tracefs_mounts();
         let path = env.dir.join(format!("teardown-{}.folded", args[0].trim_start_matches('-')));
@@ -242,8 +284,17 @@ fn sigint_mid_recording_leaves_tracing_state_untouched() {
         std::io::Read::read_to_string(&mut rec.stderr.take().expect("stderr"), &mut err).ok();
         assert!(status.success(), "{args:?} SIG{signal}: {status:?}\n{err}");
         assert!(err.contains("recorded "), "{err}");
-        let text = std::fs::read_to_string(&path).expect("output written after the signal");
-        assert!(text.lines().filter(|l| !l.starts_with('#')).count() > 0, "{args:?}: empty output");
+        for mode in outputs {
+            let path = match *mode {
+                "" => path.clone(),
+                m => path.with_extension(format!("{m}.folded")),
+            };
+            let text = std::fs::read_to_string(&path).expect("output written after the signal");
+            assert!(
+                text.lines().filter(|l| !l.starts_with('#')).count() > 0,
+                "{args:?} {mode}: empty output"
+            );
+        }
         assert_eq!(TracingState::read(), before, "{args:?}: tracefs state changed");
         assert_eq!(tracefs_mounts(), mounts_before, "{args:?}: a tracefs mount was left behind");
         if let Some(at) = args.iter().position(|a| *a == "--") {
@@ -290,6 +341,131 @@ fn duty_cycle_records_only_inside_its_windows() {
         let off = apart.abs_diff(periods * 1_000_000_000);
         assert!(periods >= 1 && off <= 300_000_000, "bursts {apart} ns apart, the period is 1 s");
     }
+}
+
+/// CPU samples, page allocations, off-CPU time and system calls of one command, recorded in
+/// one run into one file per mode, each as right as when recorded alone: the deep call chain
+/// on the CPU, at least the bytes the workload touched, one blocked interval inside each nap,
+/// every write paired.
+#[test]
+fn cpu_mem_off_cpu_and_syscalls_in_one_run_one_file_each() {
+    let Some(env) = Env::get("several modes at once") else { return };
+    let pages: u64 = 2048;
+    let w = env.workload_str();
+    let script = format!("{w} cpu 0.5 && {w} mem {pages} && {w} naptimed 10 20 5 && {w} write 500");
+    let base = env.dir.join("all.json");
+    let out = Command::new(env.kflame)
+        .args(["record", "--cpu", "--mem", "--off-cpu", "--syscalls", "-F", "499", "-o"])
+        .arg(&base)
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .expect("run kflame");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let read = |mode: &str| {
+        let path = env.dir.join(format!("all.{mode}.json"));
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}\n{err}", path.display()))
+    };
+    for mode in ["cpu", "mem", "offcpu", "syscalls"] {
+        assert!(err.contains(&format!("{mode}: recorded ")), "{err}");
+    }
+
+    let cpu = read("cpu");
+    assert!(cpu.lines().all(|l| l.contains("\"event\":\"cpu-clock\"")), "{cpu}");
+    assert!(cpu.lines().filter(|l| l.contains("\"kf_deep_5\",\"kf_deep_6\"")).count() >= 20, "{cpu}");
+
+    let mem = read("mem");
+    let touched: u64 =
+        mem.lines().filter(|l| l.contains("\"kf_touch_pages\"")).filter_map(|l| json_u64(l, "weight")).sum();
+    assert!(
+        touched >= pages * 4096 && touched <= pages * 4096 * 2,
+        "kf_touch_pages allocated {touched} bytes"
+    );
+    assert!(mem.lines().all(|l| l.contains("\"event\":\"kmem:mm_page_alloc\"")));
+
+    let naps = nap_brackets(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(naps.len(), 10);
+    let off = read("offcpu");
+    let mut blocked: Vec<(u64, u64)> = off
+        .lines()
+        .filter(|l| l.contains("\"kf_nap_timed\""))
+        .map(|l| (json_ts(l).expect("ts"), json_u64(l, "duration_ns").expect("duration_ns")))
+        .collect();
+    blocked.sort_unstable();
+    assert_eq!(blocked.len(), 10, "one blocked interval per nap:\n{off}");
+    for (&(start, end), &(ts, ns)) in naps.iter().zip(&blocked) {
+        assert!(start <= ts && ts + ns <= end, "blocked {ts}+{ns} ns outside the nap {start}..{end}");
+    }
+
+    let sys = read("syscalls");
+    let writes = sys
+        .lines()
+        .filter(|l| l.contains("\"stack\":[\"write\",\"kfwork\"") && l.contains("\"kf_writer\""))
+        .count();
+    assert_eq!(writes, 500, "paired write calls from kf_writer");
+}
+
+/// `--blocked --every`: a snapshot every 0.2 s for a second, aggregated. A task asleep on a
+/// pipe the whole time is in every snapshot, so its stack weighs the number of snapshots.
+#[test]
+fn blocked_every_aggregates_repeated_snapshots() {
+    let Some(env) = Env::get("--blocked --every") else { return };
+    let mut child = Command::new(&env.workload).arg("pipe").stdin(Stdio::piped()).spawn().expect("workload");
+    std::thread::sleep(Duration::from_millis(300));
+    let out =
+        env.record(&["--blocked", "--every", "0.2", "-d", "1", "--include-pid"], "blocked-every.folded");
+    let json =
+        env.record(&["--blocked", "--every", "0.2", "-d", "0.5", "--include-pid"], "blocked-every.json");
+    drop(child.stdin.take());
+    let _ = child.wait();
+    assert!(out.starts_with("# unit=task-snapshots\n"), "{out}");
+    let root = format!("state:S;kfwork-{};", child.id());
+    let mine: Vec<_> = folded(&out).into_iter().filter(|s| s.0.starts_with(&root)).collect();
+    assert_eq!(mine.len(), 1, "{out}");
+    assert!(mine[0].0.contains("pipe_read"), "{}", mine[0].0);
+    // Snapshots at 0, 0.2, ... 0.8 s, maybe one at 1.0 s before the loop sees the end; one
+    // fewer if a loaded machine delayed one past the next (missed periods are skipped).
+    assert!((4..=6).contains(&mine[0].1), "in {} snapshots", mine[0].1);
+    let pid = format!("\"pid\":{},", child.id());
+    let mut times: Vec<u64> = json.lines().filter(|l| l.contains(&pid)).filter_map(json_ts).collect();
+    times.dedup();
+    assert!((2..=4).contains(&times.len()), "snapshot times {times:?}");
+    // One period apart (or several, if one was skipped).
+    for w in times.windows(2) {
+        let apart = w[1] - w[0];
+        let periods = (apart + 100_000_000) / 200_000_000;
+        let off = apart.abs_diff(periods * 200_000_000);
+        assert!(periods >= 1 && off <= 100_000_000, "snapshots {apart} ns apart, every 0.2 s asked");
+    }
+}
+
+/// `--blocked` with another mode: one snapshot of every task when recording stops, next to
+/// the other mode's output.
+#[test]
+fn blocked_with_another_mode_takes_its_snapshot_at_the_end() {
+    let Some(env) = Env::get("--blocked with --off-cpu") else { return };
+    let mut child = Command::new(&env.workload).arg("pipe").stdin(Stdio::piped()).spawn().expect("workload");
+    std::thread::sleep(Duration::from_millis(300));
+    let base = env.dir.join("combined.folded");
+    let started = Instant::now();
+    let out = Command::new(env.kflame)
+        .args(["record", "--off-cpu", "--blocked", "-d", "1", "--include-pid", "-o"])
+        .arg(&base)
+        .output()
+        .expect("run kflame");
+    let err = String::from_utf8_lossy(&out.stderr);
+    drop(child.stdin.take());
+    let _ = child.wait();
+    assert!(out.status.success(), "{err}");
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    let blocked = std::fs::read_to_string(env.dir.join("combined.blocked.folded")).expect("blocked output");
+    let off = std::fs::read_to_string(env.dir.join("combined.offcpu.folded")).expect("off-CPU output");
+    assert!(blocked.starts_with("# unit=tasks\n"), "{blocked}");
+    assert!(off.starts_with("# unit=ns\n"), "{off}");
+    let root = format!("state:S;kfwork-{};", child.id());
+    let mine: Vec<_> = folded(&blocked).into_iter().filter(|s| s.0.starts_with(&root)).collect();
+    assert_eq!(mine.len(), 1, "{blocked}");
+    assert_eq!(mine[0].1, 1, "one snapshot");
 }
 
 #[test]
@@ -367,8 +543,9 @@ fn all_cpus_with_a_command_records_every_task_until_the_command_exits() {
 #[test]
 fn bad_requests_fail_early_with_a_clear_message() {
     let kflame = env!("CARGO_BIN_EXE_kflame");
-    let cases: [(&[&str], i32, &str); 7] = [
+    let cases: [(&[&str], i32, &str); 17] = [
         (&["record", "-p", "4000000000"], 1, "no process with pid 4000000000"),
+        (&["record", "-t", "4000000000"], 1, "no thread with tid 4000000000"),
         (
             &["record", "--off-cpu", "--every", "2", "--for", "1"],
             1,
@@ -380,9 +557,28 @@ fn bad_requests_fail_early_with_a_clear_message() {
             "--syscalls cannot record with a duty cycle",
         ),
         (&["record", "-o", "x.png"], 1, "unknown output extension `.png`"),
+        (&["record", "-o", "x.txt"], 1, "unknown output extension `.txt`: use one of .folded, .json"),
+        // The output is created before recording: a bad path fails at once, not in 10 minutes.
+        (&["record", "-d", "600", "-o", "/nonexistent/x.svg"], 1, "cannot write /nonexistent/x.svg"),
+        (&["record", "--format", "svg", "-d", "600", "-o", "/nonexistent/x.txt"], 1, "cannot write"),
         (&["record", "-p", "1", "--", "true"], 1, "either -p PID or a command"),
         (&["record", "--mem", "-F", "99"], 2, "cannot be used with"),
         (&["record", "--every", "5", "--for", "10"], 1, "--for must not be longer than --every"),
+        (&["record", "--every", "5"], 2, "--every needs --for"),
+        (
+            &["record", "--mem", "--off-cpu", "-d", "600"],
+            2,
+            "several modes (mem, offcpu) write one file each",
+        ),
+        (
+            &["record", "--mem", "--off-cpu", "--every", "2", "--for", "1", "-o", "x.folded"],
+            1,
+            "--off-cpu cannot record with a duty cycle",
+        ),
+        // -d or --for with --blocked alone would be ignored: refused with what to do instead.
+        (&["record", "--blocked", "-d", "600"], 1, "add --every SECONDS"),
+        (&["record", "--blocked", "--every", "2", "--for", "1"], 1, "--for has no meaning"),
+        (&["record", "--blocked", "-p", "1"], 1, "cannot be limited to -p or -t"),
     ];
     for (args, code, message) in cases {
         let started = Instant::now();
@@ -391,5 +587,58 @@ fn bad_requests_fail_early_with_a_clear_message() {
         assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
         assert!(err.contains(message), "{args:?}: {err}");
         assert!(started.elapsed() < Duration::from_secs(5), "{args:?} recorded before failing");
+    }
+}
+
+/// The output is opened before recording; when recording then fails, a file created for it
+/// is removed again and an existing file keeps its content (no root needed: the pid does
+/// not exist).
+#[test]
+fn a_failed_recording_leaves_no_empty_file_and_keeps_an_existing_one() {
+    let kflame = env!("CARGO_BIN_EXE_kflame");
+    let dir = std::env::temp_dir().join(format!("kflame-record-out-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let new = dir.join("new.svg");
+    let old = dir.join("old.folded");
+    std::fs::write(&old, "a;b 1\n").expect("write");
+    for path in [&new, &old] {
+        let out = Command::new(kflame)
+            .args(["record", "-p", "4000000000", "-o"])
+            .arg(path)
+            .output()
+            .expect("run kflame");
+        assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert!(!new.exists(), "an empty output was left behind");
+    assert_eq!(std::fs::read_to_string(&old).expect("kept"), "a;b 1\n");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// As `perf record -- false; echo $?` prints 1: the recording is written, the failure said,
+/// and the command's status returned (128 + the signal when one killed it). A command still
+/// running when `-d` ends is stopped by the recorder: that is no failure.
+#[test]
+fn a_failed_command_fails_the_recording_with_its_status() {
+    let Some(env) = Env::get("command exit status") else { return };
+    let cases: [(&[&str], i32, &str); 4] = [
+        (&["--", "false"], 1, "the recorded command failed: exit status 1"),
+        (&["--", "sh", "-c", "exit 3"], 3, "exit status 3"),
+        (&["--", "sh", "-c", "kill -SEGV $$"], 139, "killed by signal 11 (SIGSEGV)"),
+        (&["-d", "0.3", "--", "sleep", "5"], 0, "still running when recording stopped"),
+    ];
+    for (args, code, message) in cases {
+        let path = env.dir.join("status.folded");
+        let _ = std::fs::remove_file(&path);
+        let out = Command::new(env.kflame)
+            .args(["record", "-o"])
+            .arg(&path)
+            .args(args)
+            .output()
+            .expect("run kflame");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(message), "{args:?}: {err}");
+        let text = std::fs::read_to_string(&path).expect("the recording is written all the same");
+        assert!(text.starts_with("# unit=samples\n"), "{args:?}: {text}");
     }
 }

@@ -12,3 +12,16 @@ pub(crate) mod producers;
 pub(crate) mod record;
 pub(crate) mod reports;
 pub(crate) mod trace_args;
+
+/// Ends the program with this exit status, its reason already said on stderr (`kflame record
+/// -- false` exits as the command did, as `perf record` does).
+#[derive(Debug)]
+pub(crate) struct Exit(pub(crate) u8);
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit status {}", self.0)
+    }
+}
+
+impl std::error::Error for Exit {}

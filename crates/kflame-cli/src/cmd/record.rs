@@ -3,12 +3,15 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use kflame::record::{self, Config, DutyCycle, Mode, Naming, Progress, Recording, StackParts, Target};
+use kflame::record::{
+    self, CommandEnd, Config, DutyCycle, Mode, Naming, Progress, Recordings, StackParts, Target,
+};
 
+use crate::cmd::Exit;
 use crate::output;
 
 mod sink;
@@ -19,32 +22,43 @@ mod sink;
 Examples (as root):
   kflame record -F 99 -d 10 -o cpu.folded            # every CPU for 10 s
   kflame record -p 1234 -d 5 -o app.json             # one process, one JSON line per sample
+  kflame record -t 1240 -d 5 -o thread.folded        # one thread of it
   kflame record -o make.folded -- make -j2           # a command and its children
   kflame record -a -o all.folded -- sleep 10         # every task, while the command runs
   kflame record --mem --every 60 --for 5 -o mem.folded
   kflame record --off-cpu -d 5 -o offcpu.folded
   kflame record --syscalls -p 1234 -d 5 -o syscalls.folded
   kflame record --blocked -o blocked.folded          # every task's kernel stack, D state first
+  kflame record --blocked --every 0.5 -d 30 -o b.svg # a snapshot every 0.5 s, aggregated
+  kflame record --cpu --mem --off-cpu -d 10 -o stall.html
+                                 # one session, one file per mode: stall.cpu.html, stall.mem.html,
+                                 # stall.offcpu.html
   kflame record --check                              # what this kernel allows")]
 pub(crate) struct Args {
     /// Command to start and record with its children until it exits (after `--`).
     #[arg(value_name = "COMMAND", last = true)]
     command: Vec<OsString>,
 
-    /// Samples per second and per CPU for CPU profiles (any value, e.g. 99 or 997).
-    #[arg(short = 'F', long = "freq", value_name = "HZ", default_value_t = 99,
-          conflicts_with_all = ["mem", "off_cpu", "syscalls", "blocked"],
+    /// Samples per second and per CPU for CPU profiles (any value, e.g. 99 or 997) [default: 99].
+    #[arg(short = 'F', long = "freq", value_name = "HZ",
           value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    frequency: u32,
+    frequency: Option<u32>,
 
     /// Record every task on every CPU (the default without -p or a command; with a command,
     /// record everything until the command exits, like `perf record -a -- sleep 10`).
     #[arg(short = 'a', long = "all-cpus", conflicts_with = "pid")]
     all_cpus: bool,
 
-    /// Record these processes (and the children they start); repeat or separate by commas.
+    /// Record these processes (every thread, and the threads and children they start);
+    /// repeat or separate by commas. A thread id stands for its process, as with perf.
     #[arg(short = 'p', long = "pid", value_name = "PID", value_delimiter = ',')]
     pid: Vec<u32>,
+
+    /// Record these threads only (not the threads or children they start), as `perf record
+    /// -t`; repeat or separate by commas.
+    #[arg(short = 't', long = "tid", value_name = "TID", value_delimiter = ',',
+          conflicts_with_all = ["pid", "all_cpus"])]
+    tid: Vec<u32>,
 
     /// Stop after this many seconds (default: until Ctrl-C, or until the command exits).
     #[arg(short = 'd', long = "duration", value_name = "SECONDS", value_parser = parse_seconds)]
@@ -58,17 +72,24 @@ pub(crate) struct Args {
     #[arg(long)]
     user_only: bool,
 
+    /// Record CPU samples (cpu-clock at -F Hz): the default when no other mode is given; name
+    /// it to record it together with others. Several modes record in one session, each into
+    /// its own output (-o NAME.EXT gives NAME.cpu.EXT, NAME.mem.EXT, NAME.offcpu.EXT, ...).
+    #[arg(long, help_heading = "Modes")]
+    cpu: bool,
+
     /// Record page allocations (kmem:mm_page_alloc), weighted by bytes.
-    #[arg(long, help_heading = "Modes", group = "mode")]
+    #[arg(long, help_heading = "Modes")]
     mem: bool,
 
     /// With --mem: also record kmalloc (kmem:kmalloc, bytes_alloc).
     #[arg(long, help_heading = "Modes", requires = "mem")]
     kmalloc: bool,
 
-    /// Duty cycle period in seconds: record `--for` seconds at the start of each period (CPU
-    /// and --mem; the paired modes --off-cpu and --syscalls refuse it).
-    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, requires = "active", help_heading = "Modes")]
+    /// With --for, a duty cycle: record `--for` seconds at the start of each period of this
+    /// many seconds (CPU and --mem; the paired modes --off-cpu and --syscalls refuse it).
+    /// With --blocked: a snapshot every this many seconds (at the start of each period).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, help_heading = "Modes")]
     every: Option<Duration>,
 
     /// Duty cycle: seconds recorded at the start of each `--every` period.
@@ -78,24 +99,35 @@ pub(crate) struct Args {
 
     /// Record time blocked off-CPU per stack, in nanoseconds: from a task leaving the CPU
     /// asleep (sched:sched_switch, states S, D, I) to its switch back in (context-switch records).
-    #[arg(long, help_heading = "Modes", group = "mode")]
+    #[arg(long, help_heading = "Modes")]
     off_cpu: bool,
 
     /// Record system call latency (raw_syscalls enter/exit) per call and stack, in ns.
-    #[arg(long, help_heading = "Modes", group = "mode")]
+    #[arg(long, help_heading = "Modes")]
     syscalls: bool,
 
-    /// Snapshot every task's kernel stack from /proc, grouped by state (D first).
-    #[arg(long, help_heading = "Modes", group = "mode")]
+    /// Snapshot every task's kernel stack from /proc, grouped by state (D first). Alone: one
+    /// snapshot at once, or one every --every seconds until -d, Ctrl-C or the command's end,
+    /// aggregated. With other modes: one when recording stops, or one every --every seconds;
+    /// always of every task.
+    #[arg(long, help_heading = "Modes")]
     blocked: bool,
 
     /// Print what this kernel allows (events, tracepoints, /proc) and exit.
-    #[arg(long, help_heading = "Modes", group = "mode")]
+    #[arg(long, help_heading = "Modes",
+          conflicts_with_all = ["cpu", "mem", "off_cpu", "syscalls", "blocked"])]
     check: bool,
 
-    /// Output: `.folded` (default, also stdout), `.json` (one line per event), `.svg`, `.html`.
+    /// Output file, created before recording starts; its extension says the format:
+    /// `.folded` (also without extension, and on stdout), `.json` (one line per event),
+    /// `.svg`, `.html`. Other extensions are refused unless --format says which. With several
+    /// modes, one file per mode: NAME.EXT gives NAME.cpu.EXT, NAME.mem.EXT, ...
     #[arg(short, long, value_name = "FILE", help_heading = "Output")]
     output: Option<PathBuf>,
+
+    /// Output format, whatever the file name: folded, json, svg or html.
+    #[arg(long, value_enum, value_name = "FORMAT", help_heading = "Output")]
+    format: Option<sink::Kind>,
 
     /// Graph style (`.svg`/`.html`): `flame` or `icicle` (root at the top).
     #[arg(long, value_name = "STYLE", default_value = "flame", help_heading = "Output")]
@@ -135,27 +167,81 @@ fn parse_seconds(s: &str) -> Result<Duration, String> {
 }
 
 impl Args {
-    fn config(&self, keep_events: bool) -> Result<Config> {
-        let mode = if self.mem {
-            Mode::Mem { kmalloc: self.kmalloc }
-        } else if self.off_cpu {
-            Mode::OffCpu
-        } else if self.syscalls {
-            Mode::Syscalls
-        } else if self.blocked {
-            Mode::Blocked
-        } else {
-            Mode::Cpu { frequency: self.frequency }
-        };
-        let target = match (self.command.is_empty(), self.pid.is_empty()) {
-            (false, false) => bail!("give either -p PID or a command, not both"),
-            (false, true) => Target::Command { argv: self.command.clone(), system_wide: self.all_cpus },
-            (true, false) => Target::Pids(self.pid.clone()),
-            (true, true) => Target::All,
-        };
-        if mode == Mode::Blocked && target != Target::All {
-            bail!("--blocked takes a snapshot of every task; it cannot be limited to -p or a command");
+    /// The modes asked for, in the order of their outputs: CPU when no other is given.
+    fn modes(&self) -> Vec<Mode> {
+        let mut modes = Vec::new();
+        let others = self.mem || self.off_cpu || self.syscalls || self.blocked;
+        if self.cpu || !others {
+            modes.push(Mode::Cpu { frequency: self.frequency.unwrap_or(99) });
         }
+        if self.mem {
+            modes.push(Mode::Mem { kmalloc: self.kmalloc });
+        }
+        if self.off_cpu {
+            modes.push(Mode::OffCpu);
+        }
+        if self.syscalls {
+            modes.push(Mode::Syscalls);
+        }
+        if self.blocked {
+            modes.push(Mode::Blocked { every: self.every });
+        }
+        modes
+    }
+
+    /// Usage errors clap cannot express (they depend on which modes are given), exit 2.
+    fn check_usage(&self, modes: &[Mode]) {
+        let usage = |kind, msg: String| -> ! {
+            let mut cli = <crate::Cli as clap::CommandFactory>::command();
+            let record = cli.find_subcommand_mut("record").map(std::mem::take).unwrap_or_default();
+            record.bin_name("kflame record").error(kind, msg).exit()
+        };
+        let first_other = [
+            (self.mem, "--mem"),
+            (self.off_cpu, "--off-cpu"),
+            (self.syscalls, "--syscalls"),
+            (self.blocked, "--blocked"),
+        ]
+        .into_iter()
+        .find_map(|(on, name)| on.then_some(name));
+        if let (Some(other), Some(_), false) = (first_other, self.frequency, self.cpu) {
+            usage(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!(
+                    "the argument '--freq <HZ>' cannot be used with '{other}' (add --cpu to record CPU samples as well)"
+                ),
+            );
+        }
+        if self.every.is_some() && self.active.is_none() && !self.blocked {
+            usage(
+                clap::error::ErrorKind::MissingRequiredArgument,
+                "--every needs --for (a duty cycle: record --for seconds of every --every), or \
+                 --blocked (a snapshot every --every seconds)"
+                    .into(),
+            );
+        }
+        if modes.len() > 1 && self.output.as_deref().is_none_or(|p| p == Path::new("-")) {
+            let names: Vec<&str> = modes.iter().map(Mode::name).collect();
+            usage(
+                clap::error::ErrorKind::MissingRequiredArgument,
+                format!(
+                    "several modes ({}) write one file each: give -o NAME.EXT (written as NAME.{}.EXT, ...)",
+                    names.join(", "),
+                    names[0]
+                ),
+            );
+        }
+    }
+
+    fn config(&self, modes: Vec<Mode>, keep_events: bool) -> Result<Config> {
+        let target = match (self.command.is_empty(), self.pid.is_empty(), self.tid.is_empty()) {
+            (false, false, _) => bail!("give either -p PID or a command, not both"),
+            (false, _, false) => bail!("give either -t TID or a command, not both"),
+            (false, true, true) => Target::Command { argv: self.command.clone(), system_wide: self.all_cpus },
+            (true, false, _) => Target::Pids(self.pid.clone()),
+            (true, true, false) => Target::Threads(self.tid.clone()),
+            (true, true, true) => Target::All,
+        };
         let parts = match (self.kernel_only, self.user_only) {
             (true, _) => StackParts::KernelOnly,
             (_, true) => StackParts::UserOnly,
@@ -172,7 +258,7 @@ impl Args {
             cpu: self.include_cpu,
             annotate_kernel: self.annotate_kernel,
         };
-        Ok(Config { mode, target, duration: self.duration, parts, duty, naming, keep_events })
+        Ok(Config { modes, target, duration: self.duration, parts, duty, naming, keep_events })
     }
 }
 
@@ -180,61 +266,118 @@ pub(crate) fn run(args: Args) -> Result<()> {
     if args.check {
         return print_check();
     }
-    let kind = sink::Kind::from_path(args.output.as_deref())?;
+    let modes = args.modes();
+    args.check_usage(&modes);
+    let kind = sink::Kind::choose(args.format, args.output.as_deref())?;
     // JSON lines and flame charts (time order) need every event, not only the merged stacks.
-    let config = args.config(kind == sink::Kind::Json || args.graph_type == sink::GraphType::Chart)?;
-    let mut progress = ProgressLine::new(output::stderr_is_terminal());
-    if progress.enabled
-        && config.duration.is_none()
-        && config.target == Target::All
-        && config.mode != Mode::Blocked
-    {
-        output::message("recording every CPU until Ctrl-C (use -d SECONDS to stop by itself)");
+    let keep_events = kind == sink::Kind::Json || args.graph_type == sink::GraphType::Chart;
+    let config = args.config(modes, keep_events)?;
+    // Opened now: a path that cannot be written fails before recording, not after it.
+    let paths = sink::paths(args.output.as_deref(), &config.modes, kind);
+    let mut outputs = Vec::with_capacity(paths.len());
+    for p in &paths {
+        outputs.push(sink::Output::open(p.as_deref())?);
     }
-    let recording = record::record(&config, &mut |p| progress.update(p)).context("recording")?;
+    let mut progress = ProgressLine::new(output::stderr_is_terminal());
+    let one_snapshot = config.modes == [Mode::Blocked { every: None }];
+    if progress.enabled && config.duration.is_none() && config.target == Target::All && !one_snapshot {
+        let what = match config.modes.as_slice() {
+            [Mode::Blocked { .. }] => "taking snapshots",
+            _ => "recording every CPU",
+        };
+        output::message(format!("{what} until Ctrl-C (use -d SECONDS to stop by itself)"));
+    }
+    let recordings = record::record(&config, &mut |p| progress.update(p)).context("recording")?;
     progress.clear();
-    report(&recording, &config);
+    report(&recordings, &paths);
     let opts =
         sink::GraphOptions { style: args.style, graph_type: args.graph_type, title: args.title.clone() };
-    let mut out = output::open(args.output.as_deref())?;
-    sink::write(kind, &recording, &opts, &mut out)?;
-    out.flush().context("writing the output")?;
-    Ok(())
+    for (out, r) in outputs.into_iter().zip(&recordings.kinds) {
+        out.write(kind, r, &opts)?;
+    }
+    command_result(recordings.command)
 }
 
-fn report(r: &Recording, config: &Config) {
+fn report(r: &Recordings, paths: &[Option<PathBuf>]) {
     for n in &r.notes {
         output::message(n);
     }
-    let s = &r.stats;
-    let what = if config.mode == Mode::Blocked { "tasks" } else { "samples" };
-    output::message(format!(
-        "recorded {} {what} in {:.1} s ({} distinct stacks, unit {})",
-        s.samples,
-        s.elapsed.as_secs_f64(),
-        r.stacks.len(),
-        r.meta.unit
-    ));
-    if s.ring.lost > 0 {
+    let several = r.kinds.len() > 1;
+    for (k, path) in r.kinds.iter().zip(paths) {
+        let prefix = if several { format!("{}: ", k.mode.name()) } else { String::new() };
+        for n in &k.notes {
+            output::message(format!("{prefix}{n}"));
+        }
+        let s = &k.stats;
+        let what = match k.mode {
+            Mode::Blocked { every: Some(_) } => format!("tasks ({} snapshots)", s.snapshots),
+            Mode::Blocked { every: None } => "tasks".into(),
+            _ => "samples".into(),
+        };
+        let into = match path {
+            Some(p) if several => format!(", into {}", p.display()),
+            _ => String::new(),
+        };
+        output::message(format!(
+            "{prefix}recorded {} {what} in {:.1} s ({} distinct stacks, unit {}){into}",
+            s.samples,
+            r.elapsed.as_secs_f64(),
+            k.stacks.len(),
+            k.meta.unit
+        ));
+        if s.unpaired > 0 {
+            output::message(format!(
+                "{prefix}{} events could not be paired (still open when recording stopped, or failed)",
+                s.unpaired
+            ));
+        }
+    }
+    if r.ring.lost > 0 {
         output::message(format!(
             "warning: the kernel dropped {} records (ring buffer full); lower -F or record fewer events",
-            s.ring.lost
+            r.ring.lost
         ));
     }
-    if s.ring.malformed > 0 {
+    if r.ring.malformed > 0 {
         output::message(format!(
             "warning: {} records could not be decoded and were skipped",
-            s.ring.malformed
+            r.ring.malformed
         ));
     }
-    if s.unpaired > 0 {
-        output::message(format!(
-            "{} events could not be paired (still open when recording stopped, or failed)",
-            s.unpaired
-        ));
-    }
-    if let Some(code) = r.command_status.filter(|c| *c != 0) {
-        output::message(format!("the recorded command exited with status {code}"));
+}
+
+/// The exit status of a recorded command that failed, as `perf record` returns it: its own
+/// exit status, or 128 + the signal that killed it (what a shell reports).
+fn command_result(end: Option<CommandEnd>) -> Result<()> {
+    let code = match end {
+        None | Some(CommandEnd::Exited(0)) => return Ok(()),
+        Some(CommandEnd::Stopped) => {
+            output::message(
+                "the recorded command was still running when recording stopped, and was stopped too",
+            );
+            return Ok(());
+        }
+        Some(CommandEnd::Exited(code)) => {
+            output::message(format!("the recorded command failed: exit status {code}"));
+            code
+        }
+        Some(CommandEnd::Killed(sig)) => {
+            output::message(format!("the recorded command was killed by signal {sig}{}", signal_name(sig)));
+            128 + sig
+        }
+    };
+    Err(Exit(u8::try_from(code).unwrap_or(1)).into())
+}
+
+/// ` (SIGSEGV)` for the usual signals.
+fn signal_name(sig: i32) -> String {
+    const NAMES: [&str; 16] = [
+        "", "SIGHUP", "SIGINT", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE", "SIGKILL",
+        "SIGUSR1", "SIGSEGV", "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM",
+    ];
+    match usize::try_from(sig).ok().and_then(|i| NAMES.get(i)) {
+        Some(n) if !n.is_empty() => format!(" ({n})"),
+        _ => String::new(),
     }
 }
 

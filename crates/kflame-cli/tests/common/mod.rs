@@ -75,7 +75,7 @@ fn setup() -> Result<(PathBuf, PathBuf), String> {
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let exe = dir.join("kfwork");
     let cc = Command::new("cc")
-        .args(["-O1", "-fno-omit-frame-pointer", "-o"])
+        .args(["-O1", "-fno-omit-frame-pointer", "-pthread", "-o"])
         .arg(&exe)
         .arg(WORKLOAD_C)
         .status()

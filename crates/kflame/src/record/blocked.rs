@@ -3,54 +3,130 @@
 //! [`crate::collapse::proc_stacks`] (root frame `state:D`, so uninterruptible tasks sort
 //! first): the live equivalent of crash's `foreach UN bt`. Threads whose stack cannot be
 //! read (EPERM for a few kernel threads, or exited meanwhile) are counted and skipped.
+//!
+//! One snapshot, or one every `every`, aggregated: a task seen in the same stack in 40
+//! snapshots weighs 40 (unit `task-snapshots`), so a wait that comes and goes shows in
+//! proportion to how often it was caught.
 
 use std::path::Path;
+use std::time::Duration;
 
 use super::stacks::Event;
-use super::{Config, Naming, RecordError, Recording, Stats};
+use super::{Config, Mode, Naming, RecordError, Recording};
 use crate::collapse::proc_stacks::{Thread, comm_frame, parse_proc_stack, state_frame};
-use crate::fold::{Meta, StackCounts, Unit, Weight};
+use crate::fold::{Meta, Unit, Weight};
 
-/// Takes the snapshot; fails when no task's stack is readable (not root).
-pub(super) fn snapshot(config: &Config) -> Result<Recording, RecordError> {
-    let started = std::time::Instant::now();
-    let ts = super::sys::monotonic_ns();
-    let own = std::process::id();
-    let snap = super::proc_stacks::snapshot(Path::new("/proc"))
-        .map_err(|e| RecordError::Unsupported(format!("cannot list /proc: {e}")))?;
-    let unreadable = snap.denied + snap.vanished;
-    let threads: Vec<&Thread> = snap.threads.iter().filter(|t| t.pid != own).collect();
-    if threads.is_empty() && unreadable > 0 {
-        return Err(RecordError::Unsupported(
-            "no kernel stack could be read: /proc/PID/task/TID/stack needs root (CAP_SYS_ADMIN)".into(),
-        ));
-    }
-    let (mut stacks, mut events, mut bad_lines) = (StackCounts::new(), Vec::new(), 0);
-    for t in &threads {
-        let (frames, bad) = fold(t, config.naming);
-        bad_lines += bad;
-        stacks.add(&frames.join(&b";"[..]), Weight::from_u64(1));
-        if config.keep_events {
-            events.push(event(t, ts, &frames));
+/// Snapshots taken so far, aggregated into one recording.
+pub(super) struct Snapshots {
+    every: Option<Duration>,
+    naming: Naming,
+    keep_events: bool,
+    /// When the next periodic snapshot is due, since recording started.
+    next: Duration,
+    bad_lines: u64,
+    recording: Recording,
+}
+
+impl Snapshots {
+    /// No snapshot yet; `every`: the interval of periodic ones (`None`: one, when asked).
+    pub(super) fn new(every: Option<Duration>, config: &Config) -> Snapshots {
+        let repeated = every.is_some();
+        let unit = if repeated { "task-snapshots" } else { "tasks" };
+        let meta = Meta { unit: Unit::Other(unit.into()), event: Some("/proc/*/task/*/stack".into()) };
+        Snapshots {
+            every,
+            naming: config.naming,
+            keep_events: config.keep_events,
+            next: Duration::ZERO,
+            bad_lines: 0,
+            recording: Recording::new(Mode::Blocked { every }, meta),
         }
     }
-    let mut notes = Vec::new();
-    if unreadable > 0 {
-        notes.push(format!(
-            "{unreadable} threads skipped: their kernel stack could not be read (EPERM or exited)"
-        ));
+
+    /// Fails unless kernel stacks can be read (root), before anything is recorded.
+    pub(super) fn probe() -> Result<(), RecordError> {
+        match std::fs::read("/proc/self/stack") {
+            Ok(_) => Ok(()),
+            Err(e) => Err(unreadable(&e.to_string())),
+        }
     }
-    if bad_lines > 0 {
-        notes.push(format!("{bad_lines} stack lines skipped: not `[<addr>] symbol+off/size`"));
+
+    /// Tasks counted so far (one per task and snapshot).
+    pub(super) fn tasks(&self) -> u64 {
+        self.recording.stats.samples
     }
-    let stats = Stats {
-        samples: threads.len() as u64,
-        unreadable_tasks: unreadable,
-        elapsed: started.elapsed(),
-        ..Stats::default()
-    };
-    let meta = Meta { unit: Unit::Other("tasks".into()), event: Some("/proc/*/task/*/stack".into()) };
-    Ok(Recording { stacks, meta, events, stats, notes, command_status: None })
+
+    /// The time from `elapsed` to the next periodic snapshot (`None`: no periodic ones).
+    pub(super) fn until_next(&self, elapsed: Duration) -> Option<Duration> {
+        self.every.map(|_| self.next.saturating_sub(elapsed))
+    }
+
+    /// Takes the periodic snapshot due at `elapsed`, if one is (missed periods are skipped:
+    /// a slow snapshot does not make the next ones come in a burst).
+    pub(super) fn tick(&mut self, elapsed: Duration) -> Result<(), RecordError> {
+        let Some(every) = self.every.filter(|_| elapsed >= self.next) else { return Ok(()) };
+        self.take()?;
+        while self.next <= elapsed {
+            self.next += every;
+        }
+        Ok(())
+    }
+
+    /// Takes a snapshot now; the first one fails when no task's stack is readable (not root).
+    pub(super) fn take(&mut self) -> Result<(), RecordError> {
+        let ts = super::sys::monotonic_ns();
+        let own = std::process::id();
+        let snap = super::proc_stacks::snapshot(Path::new("/proc"))
+            .map_err(|e| RecordError::Unsupported(format!("cannot list /proc: {e}")))?;
+        let unreadable_now = snap.denied + snap.vanished;
+        let threads: Vec<&Thread> = snap.threads.iter().filter(|t| t.pid != own).collect();
+        let r = &mut self.recording;
+        if threads.is_empty() && unreadable_now > 0 && r.stats.snapshots == 0 {
+            return Err(unreadable("permission denied"));
+        }
+        for t in &threads {
+            let (frames, bad) = fold(t, self.naming);
+            self.bad_lines += bad;
+            r.stacks.add(&frames.join(&b";"[..]), Weight::from_u64(1));
+            if self.keep_events {
+                r.events.push(event(t, ts, &frames));
+            }
+        }
+        r.stats.samples += threads.len() as u64;
+        r.stats.unreadable_tasks += unreadable_now;
+        r.stats.snapshots += 1;
+        Ok(())
+    }
+
+    /// The recording, with notes on what was skipped.
+    pub(super) fn finish(mut self) -> Recording {
+        let r = &mut self.recording;
+        if let Some(every) = self.every {
+            r.notes.push(format!(
+                "{} snapshots of every task's kernel stack, one every {} s; a weight counts a task \
+                 once per snapshot it was seen in",
+                r.stats.snapshots,
+                every.as_secs_f64()
+            ));
+        }
+        if r.stats.unreadable_tasks > 0 {
+            let each = if r.stats.snapshots > 1 { " (all snapshots together)" } else { "" };
+            r.notes.push(format!(
+                "{} threads skipped{each}: their kernel stack could not be read (EPERM or exited)",
+                r.stats.unreadable_tasks
+            ));
+        }
+        if self.bad_lines > 0 {
+            r.notes.push(format!("{} stack lines skipped: not `[<addr>] symbol+off/size`", self.bad_lines));
+        }
+        self.recording
+    }
+}
+
+fn unreadable(why: &str) -> RecordError {
+    RecordError::Unsupported(format!(
+        "no kernel stack could be read ({why}): /proc/PID/task/TID/stack needs root (CAP_SYS_ADMIN)"
+    ))
 }
 
 /// The folded frames of one thread, root first, and the number of unreadable stack lines.

@@ -23,7 +23,8 @@ pub fn write_events<W: Write>(out: &mut W, events: &[Event], meta: &Meta) -> io:
         let rec = EventRecord {
             ts_ns: Some(e.ts),
             cpu: e.cpu,
-            pid: Some(e.pid),
+            // -1: a task the kernel could no longer name (unknown, as for any other stream).
+            pid: (e.pid != super::tasks::UNKNOWN_TASK).then_some(e.pid),
             comm: Some(&e.comm),
             duration_ns: e.duration_ns,
             stack: &e.stack,
@@ -40,6 +41,26 @@ pub fn write_events<W: Write>(out: &mut W, events: &[Event], meta: &Meta) -> io:
 mod tests {
     use super::*;
     use crate::fold::Unit;
+
+    /// pid -1 (a task the kernel could no longer name) is an unknown pid, as in every other
+    /// event stream, not 4294967295.
+    #[test]
+    fn unknown_pid_is_null() {
+        let e = Event {
+            ts: 1,
+            cpu: 0,
+            pid: u32::MAX,
+            tid: u32::MAX,
+            comm: ":-1".into(),
+            duration_ns: None,
+            weight: 1,
+            stack: vec![":-1".into()],
+        };
+        let mut out = Vec::new();
+        write_events(&mut out, &[e], &Meta::default()).unwrap();
+        let line = String::from_utf8(out).unwrap();
+        assert!(line.contains(",\"pid\":null,\"comm\":\":-1\","), "{line}");
+    }
 
     #[test]
     fn escapes_untrusted_names() {

@@ -4,16 +4,21 @@
 //! This module is the only code of the crate that touches them; its `sys` submodule holds the
 //! only `unsafe` code.
 //!
-//! One entry point, [`record`], runs a [`Config`] and returns a [`Recording`]: folded stacks
-//! with their [`fold::Meta`](crate::fold::Meta), optionally every event, and counters. It never
-//! prints; progress is reported through a callback. Every perf event is closed, and a
-//! private tracefs mount (made only when none is mounted) removed, when it returns, whether
-//! by the end of the duration, SIGINT/SIGTERM, an error or a panic.
+//! One entry point, [`record`], runs a [`Config`] of one or several modes and returns
+//! [`Recordings`]: per mode a [`Recording`] (folded stacks with their
+//! [`fold::Meta`](crate::fold::Meta), optionally every event, counters, notes), and what
+//! concerns them all (ring-buffer counters, how a recorded command ended). The perf-based
+//! modes share one session: their events are opened together, read from the same ring
+//! buffers in one time order, and each sample is handed to the handler of its mode; `/proc`
+//! snapshots are taken from the same loop. It never prints; progress is reported through a
+//! callback. Every perf event is closed, and a private tracefs mount (made only when none is
+//! mounted) removed, when it returns, whether by the end of the duration, SIGINT/SIGTERM, an
+//! error or a panic.
 //!
 //! ```text
 //! perf_event_open (per CPU) ─▶ ring buffers ─▶ parse ─▶ order by time ─▶ tasks (comm, maps)
-//!                                                              └─▶ mode handler ─▶ Collector
-//! Collector ─▶ sym (kallsyms, ELF) ─▶ fold::StackCounts + events
+//!                                   └─▶ Dispatch ─▶ one handler per mode ─▶ its Collector
+//! Collector ─▶ sym (kallsyms, ELF) ─▶ fold::StackCounts + events     (blocked: /proc snapshots)
 //! ```
 
 mod blocked;
@@ -62,8 +67,27 @@ pub enum Mode {
     OffCpu,
     /// Latency of each system call, from `raw_syscalls:sys_enter`/`sys_exit` pairs.
     Syscalls,
-    /// A snapshot of every task's kernel stack from `/proc`, grouped by state.
-    Blocked,
+    /// Snapshots of every task's kernel stack from `/proc`, grouped by state: one every
+    /// `every`, from the start; without `every`, one snapshot: at once when it is the only
+    /// mode, else when recording stops (so a Ctrl-C during a stall catches the stall).
+    Blocked {
+        /// Interval between snapshots.
+        every: Option<Duration>,
+    },
+}
+
+impl Mode {
+    /// A short name (`cpu`, `mem`, `offcpu`, `syscalls`, `blocked`): for messages and the
+    /// names of one output per mode.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Mode::Cpu { .. } => "cpu",
+            Mode::Mem { .. } => "mem",
+            Mode::OffCpu => "offcpu",
+            Mode::Syscalls => "syscalls",
+            Mode::Blocked { .. } => "blocked",
+        }
+    }
 }
 
 /// Whose activity to record.
@@ -71,8 +95,11 @@ pub enum Mode {
 pub enum Target {
     /// Every task on every CPU.
     All,
-    /// These processes (and the children they create while recorded).
+    /// These processes (and the threads and children they create while recorded). A thread
+    /// id stands for its whole process, as with `perf record -p`.
     Pids(Vec<u32>),
+    /// These threads only (not the threads or processes they create), as `perf record -t`.
+    Threads(Vec<u32>),
     /// Start this command and record until it exits: only it and its children, or every
     /// task when `system_wide` (`perf record -a -- sleep 10`).
     Command {
@@ -107,8 +134,10 @@ pub struct DutyCycle {
 /// A recording request.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// What to record.
-    pub mode: Mode,
+    /// What to record: one or several modes, each giving its own [`Recording`]. The
+    /// perf-based ones share one session (one set of events per CPU and one ring buffer each,
+    /// one time order), so their recordings cover the same interval; at most one of each.
+    pub modes: Vec<Mode>,
     /// Whose activity.
     pub target: Target,
     /// Stop after this long (also stops when the command or all target processes exit).
@@ -123,25 +152,43 @@ pub struct Config {
     pub keep_events: bool,
 }
 
-/// Counters of a recording.
+/// Counters of one mode's recording.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
-    /// Samples or paired events that were added to the stacks.
+    /// Samples or paired events that were added to the stacks (tasks for `Blocked`, one per
+    /// task and snapshot).
     pub samples: u64,
-    /// Ring-buffer counters (records read, lost, malformed).
-    pub ring: Counters,
     /// Events that could not be paired (an exit without its entry, a task still blocked or
     /// inside a system call when recording stopped).
     pub unpaired: u64,
-    /// Tasks whose stack could not be read (`--blocked`: EPERM or exited while reading).
+    /// Tasks whose stack could not be read (`Blocked`: EPERM or exited while reading).
     pub unreadable_tasks: u64,
-    /// Wall time spent recording.
-    pub elapsed: Duration,
+    /// Snapshots taken (`Blocked`).
+    pub snapshots: u64,
 }
 
-/// The result of [`record`].
+/// The result of [`record`]: one [`Recording`] per mode, and what concerns them all.
 #[derive(Debug, Default)]
+pub struct Recordings {
+    /// One per mode of [`Config::modes`], in the same order.
+    pub kinds: Vec<Recording>,
+    /// Ring-buffer counters (records read, lost, malformed) of the session the perf-based
+    /// modes shared.
+    pub ring: Counters,
+    /// Wall time spent recording.
+    pub elapsed: Duration,
+    /// Remarks on the whole recording (hidden kernel symbols, a thread id taken for its
+    /// process, ...); each recording has its own too.
+    pub notes: Vec<String>,
+    /// How the recorded command ended, if one was started.
+    pub command: Option<CommandEnd>,
+}
+
+/// What one mode recorded.
+#[derive(Debug)]
 pub struct Recording {
+    /// The mode.
+    pub mode: Mode,
     /// Folded stacks.
     pub stacks: StackCounts,
     /// Unit and event of the weights.
@@ -150,10 +197,35 @@ pub struct Recording {
     pub events: Vec<Event>,
     /// Counters.
     pub stats: Stats,
-    /// Remarks for the user (what the kernel refused and what was done instead, ...).
+    /// Remarks for the user on this mode's events (how they were paired, ...).
     pub notes: Vec<String>,
-    /// Exit code of the recorded command, if one was started and exited normally.
-    pub command_status: Option<i32>,
+}
+
+impl Recording {
+    /// An empty recording of `mode`.
+    pub fn new(mode: Mode, meta: Meta) -> Recording {
+        Recording {
+            mode,
+            stacks: StackCounts::new(),
+            meta,
+            events: Vec::new(),
+            stats: Stats::default(),
+            notes: Vec::new(),
+        }
+    }
+}
+
+/// How a recorded command ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommandEnd {
+    /// It exited by itself with this status.
+    Exited(i32),
+    /// This signal killed it (not the recorder).
+    Killed(i32),
+    /// It was still running when recording stopped (duration over, SIGINT or SIGTERM): the
+    /// recorder stopped it with SIGTERM. A command killed by SIGINT or SIGTERM while the
+    /// recorder itself was told to stop (Ctrl-C reaches both) counts as stopped too.
+    Stopped,
 }
 
 /// What the progress callback receives, about every 100 ms.
@@ -209,6 +281,9 @@ pub enum RecordError {
     /// A target process does not exist.
     #[error("no process with pid {0}")]
     NoSuchProcess(u32),
+    /// A target thread does not exist.
+    #[error("no thread with tid {0}")]
+    NoSuchThread(u32),
     /// Another system-call failure.
     #[error("{what}")]
     Io {

@@ -15,6 +15,8 @@ pub(crate) enum Scope {
     SystemWide,
     /// These threads and the tasks they create (`inherit`).
     Tasks(Vec<u32>),
+    /// These threads only (no `inherit`).
+    Threads(Vec<u32>),
     /// The command this process is about to start: events on this thread, inherited by the
     /// child at fork and enabled by its `execve` (`enable_on_exec`), as perf does.
     ChildOnExec,
@@ -63,11 +65,19 @@ impl Session {
         pages: usize,
         scope: &Scope,
     ) -> Result<Session, RecordError> {
+        // Every record of a ring must have the same layout: with tracepoints (raw data), the
+        // other events (cpu-clock) carry an empty raw field too (4 zero bytes).
         let raw = specs.iter().any(|s| s.attr.sample_type & sys::attr::sample::RAW != 0);
+        let mut specs = specs.to_vec();
+        if raw {
+            for s in &mut specs {
+                s.attr.sample_type |= sys::attr::sample::RAW;
+            }
+        }
         sys::raise_fd_limit();
         let mut per_cpu = Vec::with_capacity(cpus.len());
         for &cpu in cpus {
-            per_cpu.push(open_cpu(specs, cpu, pages, scope)?);
+            per_cpu.push(open_cpu(&specs, cpu, pages, scope)?);
         }
         Ok(Session {
             cpus: per_cpu,
@@ -133,6 +143,7 @@ fn open_cpu(specs: &[EventSpec], cpu: u32, pages: usize, scope: &Scope) -> Resul
     let (pids, extra): (Vec<i32>, u64) = match scope {
         Scope::SystemWide => (vec![-1], 0),
         Scope::Tasks(tids) => (tids.iter().map(|&t| t as i32).collect(), flag::INHERIT),
+        Scope::Threads(tids) => (tids.iter().map(|&t| t as i32).collect(), 0),
         Scope::ChildOnExec => (vec![0], flag::INHERIT | flag::ENABLE_ON_EXEC),
     };
     let mut fds = Vec::with_capacity(specs.len() * pids.len());
@@ -251,6 +262,72 @@ mod tests {
         // One 4 KiB page holds about 20 samples with callchains: thousands of samples mean
         // the buffer wrapped many times.
         assert!(samples > 500, "{samples} samples, {:?}", session.counters);
+    }
+
+    /// Live: a cpu-clock event and a tracepoint in one session (the modes of one recording
+    /// share it). Every record must decode with the one layout of the ring: the cpu-clock
+    /// samples carry the empty raw field (4 zero bytes), the tracepoint's its data.
+    #[test]
+    #[allow(clippy::print_stderr)]
+    fn live_cpu_clock_and_a_tracepoint_share_a_session() {
+        use crate::record::sys::attr::{SW_CPU_CLOCK, TYPE_SOFTWARE, TYPE_TRACEPOINT, sample};
+        use crate::record::tracefs::Tracefs;
+        let tp = match Tracefs::open().and_then(|t| t.tracepoint("raw_syscalls:sys_enter")) {
+            Ok(tp) => tp,
+            Err(e) => {
+                eprintln!("skipping: no tracepoint here ({e})");
+                return;
+            }
+        };
+        let mut cpu = base_attr(TYPE_SOFTWARE, SW_CPU_CLOCK, 1024);
+        cpu.flags |= flag::FREQ;
+        cpu.sample_period_or_freq = 997;
+        let mut sys_enter = base_attr(TYPE_TRACEPOINT, tp.id, 1024);
+        sys_enter.sample_type |= sample::RAW;
+        sys_enter.sample_period_or_freq = 1;
+        let specs = [
+            EventSpec { name: "cpu-clock".into(), attr: cpu },
+            EventSpec { name: "raw_syscalls:sys_enter".into(), attr: sys_enter },
+        ];
+        let scope = Scope::Threads(vec![own_tid()]);
+        let mut session = match Session::open(&specs, &online_cpus().unwrap_or_else(|_| vec![0]), 16, &scope)
+        {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("skipping: perf_event_open is not available here ({e})");
+                return;
+            }
+        };
+        session.set_enabled(true).expect("enable");
+        let (mut cpu_samples, mut tp_samples, mut spin) = (0, 0, 0u64);
+        let end = std::time::Instant::now() + std::time::Duration::from_millis(600);
+        while std::time::Instant::now() < end {
+            for i in 0..100_000u64 {
+                spin = spin.wrapping_add(i * i);
+            }
+            let _ = std::fs::metadata("/"); // a system call
+            for r in session.poll(0).expect("poll") {
+                let Record::Sample(s) = r else { continue };
+                match s.raw.get(..2).map(|t| u64::from(u16::from_le_bytes([t[0], t[1]]))) {
+                    Some(t) if t == tp.id => tp_samples += 1,
+                    _ if s.raw == [0, 0, 0, 0] => cpu_samples += 1,
+                    _ => panic!("a sample of neither event: {s:?}"),
+                }
+            }
+        }
+        assert!(spin > 0);
+        assert_eq!(session.counters.malformed, 0);
+        assert!(
+            cpu_samples > 20 && tp_samples > 20,
+            "{cpu_samples} cpu-clock, {tp_samples} sys_enter samples"
+        );
+    }
+
+    fn own_tid() -> u32 {
+        std::fs::read_link("/proc/thread-self")
+            .ok()
+            .and_then(|p| p.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse().ok()))
+            .unwrap_or_else(std::process::id)
     }
 
     #[test]

@@ -177,13 +177,16 @@ fn fold_frames(raw: &RawStack, naming: Naming, namer: &mut Namer<'_>) -> Vec<Vec
     frames
 }
 
+/// The root frame: the task name, with `-PID` or `-PID/TID`. Ids are signed, as perf prints
+/// them: a task the kernel could no longer name is `:-1` (pid or tid -1), not `:4294967295`.
 fn task_frame(raw: &RawStack, naming: Naming) -> Vec<u8> {
     let mut name: Vec<u8> = raw.comm.iter().map(|&b| if b == b' ' { b'_' } else { b }).collect();
     let name = tidy(&mut name);
+    let (pid, tid) = (raw.pid as i32, raw.tid as i32);
     if naming.tid {
-        name.extend_from_slice(format!("-{}/{}", raw.pid, raw.tid).as_bytes());
+        name.extend_from_slice(format!("-{pid}/{tid}").as_bytes());
     } else if naming.pid {
-        name.extend_from_slice(format!("-{}", raw.pid).as_bytes());
+        name.extend_from_slice(format!("-{pid}").as_bytes());
     }
     name.clone()
 }
@@ -309,6 +312,42 @@ mod tests {
         // 0x1 lies below every kernel symbol: unnamed, like perf's [kernel.kallsyms].
         assert_eq!(lines[0].0, "cpu-1;w-5/6;[kernel.kallsyms];outer_[k];inner_[k]");
         assert_eq!(lines[0].1, crate::fold::Weight::from_u64(5));
+    }
+
+    /// A sample of a task that already left its pid behind (tid -1, taken in `do_task_dead`)
+    /// is named as the perf script route names the same sample in a real capture: `:-1`,
+    /// `:-1-2284`, `:-1-2284/-1`, never `:4294967295`.
+    #[test]
+    fn unknown_task_is_named_as_perf_script_names_it() {
+        use crate::collapse::perf::{PerfOptions, PerfScript};
+        use crate::collapse::testkit::{data, run};
+        use crate::record::tasks::UNKNOWN_TASK;
+        let text = data("perf/captures/perf-sched-switch.script.txt");
+        let text = String::from_utf8_lossy(&text);
+        let record = text.split("\n\n").find(|r| r.starts_with(":-1 ")).expect("the fixture's :-1 record");
+        // The name comes from `Tasks` (no /proc read for tid -1); the stack is built by hand
+        // so that nothing of this machine's /proc is read.
+        let comm = Tasks::new(None).comm(2284, UNKNOWN_TASK);
+        let raw = |pid, tid| RawStack {
+            pid,
+            generation: 0,
+            tid,
+            cpu: 1,
+            comm: comm.clone(),
+            prefix: None,
+            chain: [].into(),
+        };
+        for (pid, tid) in [(false, false), (true, false), (false, true)] {
+            let opts = PerfOptions { include_pid: pid, include_tid: tid, ..PerfOptions::default() };
+            let out = run(Box::new(PerfScript::new(opts)), format!("{record}\n\n").as_bytes());
+            let stacks = out.stacks.in_output_order();
+            let perf_root = stacks[0].0.split(|&b| b == b';').next().expect("a root frame");
+            let ours = task_frame(&raw(2284, UNKNOWN_TASK), Naming { pid, tid, ..Naming::default() });
+            assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(perf_root));
+        }
+        // The same with the pid unknown too.
+        let naming = Naming { tid: true, ..Naming::default() };
+        assert_eq!(task_frame(&raw(UNKNOWN_TASK, UNKNOWN_TASK), naming), b":-1--1/-1");
     }
 
     #[test]

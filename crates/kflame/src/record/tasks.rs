@@ -25,6 +25,9 @@ impl ProcMaps {
     }
 }
 
+/// The pid or tid the kernel writes for a task it can no longer name: -1 as a `u32`.
+pub(crate) const UNKNOWN_TASK: u32 = u32::MAX;
+
 /// Task bookkeeping for one recording.
 #[derive(Default)]
 pub(crate) struct Tasks {
@@ -33,6 +36,9 @@ pub(crate) struct Tasks {
     maps: FxHashMap<(u32, u32), ProcMaps>,
     /// Processes of interest (`None`: all). Children of these join on `FORK`.
     filter: Option<FxHashSet<u32>>,
+    /// Threads of interest (`-t`), when only these threads of those processes are wanted:
+    /// neither their new threads nor their children join.
+    threads: Option<FxHashSet<u32>>,
     /// Never profiled: the recorder itself.
     own_pid: u32,
 }
@@ -52,8 +58,18 @@ impl Tasks {
         self.filter.get_or_insert_with(FxHashSet::default).insert(pid);
     }
 
-    /// True when samples of process `pid` are wanted.
-    pub(crate) fn wanted(&self, pid: u32) -> bool {
+    /// Only these threads (of the target processes) are wanted.
+    pub(crate) fn only_threads(&mut self, tids: &[u32]) {
+        self.threads = Some(tids.iter().copied().collect());
+    }
+
+    /// True when samples of thread `tid` of process `pid` are wanted.
+    pub(crate) fn wanted(&self, pid: u32, tid: u32) -> bool {
+        self.process_wanted(pid) && self.threads.as_ref().is_none_or(|t| t.contains(&tid))
+    }
+
+    /// True when process `pid` is recorded (all its threads, or some).
+    fn process_wanted(&self, pid: u32) -> bool {
         pid != self.own_pid && self.filter.as_ref().is_none_or(|f| f.contains(&pid))
     }
 
@@ -120,19 +136,23 @@ impl Tasks {
             for tid in numeric_dirs(&format!("/proc/{pid}/task")) {
                 self.comm(pid, tid);
             }
-            if self.wanted(pid) {
+            if self.process_wanted(pid) {
                 self.maps_of(pid);
             }
         }
     }
 
-    /// The name of task `tid` of process `pid` (read from `/proc` on first sight).
+    /// The name of task `tid` of process `pid` (read from `/proc` on first sight). A task
+    /// without a name is `:TID`, as perf names it; the kernel reports the tid of a task that
+    /// already left its pid behind (samples in `do_task_dead`) as -1, so perf's `:-1`.
     pub(crate) fn comm(&mut self, pid: u32, tid: u32) -> Box<[u8]> {
         if let Some(c) = self.comms.get(&tid) {
             return c.clone();
         }
         let c: Box<[u8]> = if tid == 0 {
             (*b"swapper").into()
+        } else if tid == UNKNOWN_TASK {
+            (*b":-1").into()
         } else {
             match std::fs::read(format!("/proc/{pid}/task/{tid}/comm")) {
                 Ok(mut v) => {
@@ -195,12 +215,24 @@ mod tests {
             path: b"/bin/sh".to_vec(),
         });
         t.apply(&Record::Fork { time: 2, pid: 101, ppid: 100, tid: 101, ptid: 100 });
-        assert!(t.wanted(101) && !t.wanted(5));
+        assert!(t.wanted(101, 101) && t.wanted(101, 102) && !t.wanted(5, 5));
         assert_eq!(&*t.comm(101, 101), b"sh");
         assert_eq!(t.maps_of(101).find(0x1800).unwrap().object, b"/bin/sh");
         t.apply(&Record::Comm { time: 3, pid: 101, tid: 101, comm: b"burn".to_vec(), exec: true });
         assert!(t.maps_of(101).find(0x1800).is_none());
         assert_eq!(t.maps_at(101, 1).unwrap().find(0x1800).unwrap().object, b"/bin/sh");
         assert_eq!(&*t.comm(101, 101), b"burn");
+    }
+
+    #[test]
+    fn only_the_given_threads_and_none_they_create() {
+        let mut t = Tasks::new(Some(&[100]));
+        t.only_threads(&[102]);
+        t.comms.insert(102, (*b"worker").into());
+        t.maps.insert((100, 0), ProcMaps { entries: AddressSpace::new(), loaded: true });
+        t.apply(&Record::Fork { time: 1, pid: 100, ppid: 100, tid: 103, ptid: 102 });
+        t.apply(&Record::Fork { time: 2, pid: 104, ppid: 100, tid: 104, ptid: 102 });
+        assert!(t.wanted(100, 102));
+        assert!(!t.wanted(100, 100) && !t.wanted(100, 103) && !t.wanted(104, 104));
     }
 }

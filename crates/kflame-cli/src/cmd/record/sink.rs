@@ -1,41 +1,149 @@
-//! Where a recording goes: chosen by the extension of `-o`.
+//! Where a recording goes: the output kind (from `--format` or the extension of `-o`), the
+//! output file (opened before recording starts, so that a path that cannot be written fails
+//! at once instead of after the recording), and the writers of each kind.
 
-use std::io::Write;
-use std::path::Path;
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use kflame::fold::write::write_lines;
-use kflame::fold::{OrderedStacks, Stacks, Weight};
-use kflame::record::{Recording, json};
+use kflame::fold::{Meta, OrderedStacks, Stacks, Weight};
+use kflame::record::{Mode, Recording, json};
 use kflame::render::html::{HtmlOptions, HtmlProfile, write_html};
 use kflame::render::{self, Options, Profile};
 
-/// Output kinds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Output kinds (`--format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Kind {
-    /// Folded stacks with a `# unit=` header.
+    /// Folded stacks with `# unit=` and `# event=` header lines.
     Folded,
     /// One JSON line per event.
     Json,
-    /// A flame graph.
+    /// An interactive SVG flame graph.
     Svg,
-    /// An interactive HTML flame graph.
+    /// A self-contained HTML flame graph viewer.
     Html,
 }
 
+/// The extensions `-o` understands, for messages.
+const KNOWN: &str = ".folded, .json (.jsonl), .svg, .html (.htm)";
+
 impl Kind {
-    /// From the output file name (no name or `-`: folded on stdout).
-    pub(crate) fn from_path(path: Option<&Path>) -> Result<Kind> {
-        let Some(ext) = path.and_then(|p| p.extension()).and_then(|e| e.to_str()) else {
+    /// The kind asked for with `--format`, else the one the output file name says: no name,
+    /// `-` or no extension is folded text; an extension kflame does not know is refused
+    /// (`.txt` could be anything) rather than guessed.
+    pub(crate) fn choose(format: Option<Kind>, path: Option<&Path>) -> Result<Kind> {
+        if let Some(k) = format {
+            return Ok(k);
+        }
+        let Some(ext) = path.and_then(|p| p.extension()) else {
             return Ok(Kind::Folded);
         };
-        Ok(match ext.to_ascii_lowercase().as_str() {
-            "folded" | "txt" | "stacks" => Kind::Folded,
+        Ok(match ext.to_string_lossy().to_ascii_lowercase().as_str() {
+            "folded" => Kind::Folded,
             "json" | "jsonl" => Kind::Json,
             "svg" => Kind::Svg,
             "html" | "htm" => Kind::Html,
-            other => bail!("unknown output extension `.{other}`; use .folded, .json, .svg or .html"),
+            other => bail!(
+                "unknown output extension `.{other}`: use one of {KNOWN}, or say which with \
+                 --format folded|json|svg|html"
+            ),
         })
+    }
+}
+
+impl Kind {
+    /// The extension of this kind.
+    fn ext(self) -> &'static str {
+        match self {
+            Kind::Folded => "folded",
+            Kind::Json => "json",
+            Kind::Svg => "svg",
+            Kind::Html => "html",
+        }
+    }
+}
+
+/// Where each mode's recording goes: `-o` itself for one mode; for several, one file per mode
+/// next to it, the mode's name before the extension (`stall.html` → `stall.cpu.html`,
+/// `stall.mem.html`; a name without extension takes the kind's: `stall` → `stall.cpu.folded`).
+/// `None`: stdout.
+pub(crate) fn paths(output: Option<&Path>, modes: &[Mode], kind: Kind) -> Vec<Option<PathBuf>> {
+    let output = output.filter(|p| *p != Path::new("-"));
+    let Some(path) = output.filter(|_| modes.len() > 1) else {
+        return modes.iter().map(|_| output.map(Path::to_path_buf)).collect();
+    };
+    let ext = path.extension().map_or_else(|| kind.ext().into(), |e| e.to_string_lossy().into_owned());
+    let stem = path.file_stem().map_or_else(|| "kflame".into(), |s| s.to_string_lossy().into_owned());
+    modes.iter().map(|m| Some(path.with_file_name(format!("{stem}.{}.{ext}", m.name())))).collect()
+}
+
+/// An output opened before recording: a file (created now, removed again unless written),
+/// or stdout.
+pub(crate) struct Output {
+    target: Target,
+}
+
+enum Target {
+    Stdout,
+    File {
+        path: PathBuf,
+        file: Option<File>,
+        /// Created by us: removed when nothing is written into it (recording failed).
+        created: bool,
+    },
+}
+
+impl Output {
+    /// Opens `-o PATH` (stdout when absent or `-`). An existing file is opened for writing
+    /// without being truncated, so it is kept as it is if recording fails; a new one is
+    /// created now and removed if nothing gets written.
+    pub(crate) fn open(path: Option<&Path>) -> Result<Output> {
+        let path = match path {
+            Some(p) if p != Path::new("-") => p,
+            _ => return Ok(Output { target: Target::Stdout }),
+        };
+        let cannot = || format!("cannot write {} (checked before recording)", path.display());
+        let (file, created) = match OpenOptions::new().write(true).create_new(true).open(path) {
+            Ok(f) => (f, true),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                (OpenOptions::new().write(true).open(path).with_context(cannot)?, false)
+            }
+            Err(e) => return Err(e).with_context(cannot),
+        };
+        Ok(Output { target: Target::File { path: path.to_path_buf(), file: Some(file), created } })
+    }
+
+    /// Writes `r` as `kind` (replacing what an existing file held).
+    pub(crate) fn write(mut self, kind: Kind, r: &Recording, opts: &GraphOptions) -> Result<()> {
+        match &mut self.target {
+            Target::Stdout => {
+                let mut out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+                write(kind, r, opts, &mut out)?;
+                out.flush().context("writing the output")
+            }
+            Target::File { path, file, created } => {
+                let f = file.take().context("output written twice")?;
+                *created = false; // from here on the file is ours to fill, even partly
+                let what = || format!("writing {}", path.display());
+                if f.metadata().is_ok_and(|m| m.is_file()) {
+                    f.set_len(0).with_context(what)?;
+                }
+                let mut out = BufWriter::with_capacity(1 << 16, f);
+                write(kind, r, opts, &mut out).with_context(what)?;
+                out.flush().with_context(what)
+            }
+        }
+    }
+}
+
+impl Drop for Output {
+    /// A file created for a recording that failed is removed: no empty file is left behind.
+    fn drop(&mut self) {
+        if let Target::File { path, created: true, .. } = &self.target {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
@@ -68,15 +176,31 @@ pub(crate) struct GraphOptions {
 }
 
 /// Writes `r` as `kind`.
-pub(crate) fn write<W: Write>(kind: Kind, r: &Recording, opts: &GraphOptions, out: &mut W) -> Result<()> {
+fn write<W: Write>(kind: Kind, r: &Recording, opts: &GraphOptions, out: &mut W) -> Result<()> {
     match kind {
         Kind::Folded => {
-            out.write_all(r.meta.header().as_bytes()).context("writing folded stacks")?;
+            out.write_all(header(&r.meta).as_bytes()).context("writing folded stacks")?;
             write_lines(out, r.stacks.sorted().into_iter()).context("writing folded stacks")
         }
         Kind::Json => json::write_events(out, &r.events, &r.meta).context("writing JSON events"),
         Kind::Svg | Kind::Html => render_graph(kind, r, opts, out),
     }
+}
+
+/// The header lines of a recording: always its unit and event. The library writes none for
+/// sample counts (what flamegraph.pl assumes, so that collapsed perf script text stays byte
+/// for byte that of stackcollapse-perf.pl); a recording says what it measured whatever it is,
+/// so that kflame refuses to merge it with bytes or nanoseconds. flamegraph.pl skips the lines.
+fn header(meta: &Meta) -> String {
+    let library = meta.header();
+    if !library.is_empty() {
+        return library;
+    }
+    let mut h = format!("# unit={}\n", meta.unit);
+    if let Some(e) = &meta.event {
+        h.push_str(&format!("# event={}\n", e.replace('\n', " ")));
+    }
+    h
 }
 
 /// The stacks to draw: merged for a flame graph, the recorded events in time order for a
@@ -121,13 +245,87 @@ mod tests {
     use super::*;
 
     #[test]
-    fn kind_from_extension() {
-        assert_eq!(Kind::from_path(None).unwrap(), Kind::Folded);
-        assert_eq!(Kind::from_path(Some(Path::new("-"))).unwrap(), Kind::Folded);
-        assert_eq!(Kind::from_path(Some(Path::new("a.FOLDED"))).unwrap(), Kind::Folded);
-        assert_eq!(Kind::from_path(Some(Path::new("a.json"))).unwrap(), Kind::Json);
-        assert_eq!(Kind::from_path(Some(Path::new("a.svg"))).unwrap(), Kind::Svg);
-        assert_eq!(Kind::from_path(Some(Path::new("a.html"))).unwrap(), Kind::Html);
-        assert!(Kind::from_path(Some(Path::new("a.png"))).is_err());
+    fn kind_from_format_or_extension() {
+        let k = |p: &str| Kind::choose(None, Some(Path::new(p)));
+        assert_eq!(Kind::choose(None, None).unwrap(), Kind::Folded);
+        assert_eq!(k("-").unwrap(), Kind::Folded);
+        assert_eq!(k("cpu").unwrap(), Kind::Folded);
+        assert_eq!(k("a.FOLDED").unwrap(), Kind::Folded);
+        assert_eq!(k("a.json").unwrap(), Kind::Json);
+        assert_eq!(k("a.svg").unwrap(), Kind::Svg);
+        assert_eq!(k("a.html").unwrap(), Kind::Html);
+        for unknown in ["a.png", "a.txt", "a.stacks"] {
+            let e = k(unknown).unwrap_err().to_string();
+            assert!(
+                e.contains("unknown output extension") && e.contains(".folded") && e.contains("--format"),
+                "{e}"
+            );
+        }
+        assert_eq!(Kind::choose(Some(Kind::Folded), Some(Path::new("a.txt"))).unwrap(), Kind::Folded);
+        assert_eq!(Kind::choose(Some(Kind::Html), None).unwrap(), Kind::Html);
+    }
+
+    #[test]
+    fn one_output_per_mode() {
+        let cpu = Mode::Cpu { frequency: 99 };
+        let modes = [cpu.clone(), Mode::Mem { kmalloc: false }, Mode::Blocked { every: None }];
+        let p = |o: Option<&str>, m: &[Mode], k| -> Vec<Option<String>> {
+            paths(o.map(Path::new), m, k).into_iter().map(|p| p.map(|p| p.display().to_string())).collect()
+        };
+        assert_eq!(
+            p(Some("out/stall.html"), &modes, Kind::Html),
+            [
+                Some("out/stall.cpu.html".to_string()),
+                Some("out/stall.mem.html".into()),
+                Some("out/stall.blocked.html".into())
+            ]
+        );
+        assert_eq!(
+            p(Some("stall"), &modes[..2], Kind::Folded),
+            [Some("stall.cpu.folded".to_string()), Some("stall.mem.folded".into())]
+        );
+        assert_eq!(
+            p(Some("x.txt"), &modes[..2], Kind::Json),
+            [Some("x.cpu.txt".to_string()), Some("x.mem.txt".into())]
+        );
+        assert_eq!(p(Some("cpu.svg"), &modes[..1], Kind::Svg), [Some("cpu.svg".to_string())]);
+        assert_eq!(p(Some("-"), &modes[..1], Kind::Folded), [None]);
+        assert_eq!(p(None, &modes[..1], Kind::Folded), [None]);
+    }
+
+    #[test]
+    fn header_says_the_unit_of_sample_counts_too() {
+        use kflame::fold::Unit;
+        let cpu = Meta { unit: Unit::Samples, event: Some("cpu-clock".into()) };
+        assert_eq!(header(&cpu), "# unit=samples\n# event=cpu-clock\n");
+        let mem = Meta { unit: Unit::Bytes, event: Some("kmem:mm_page_alloc".into()) };
+        assert_eq!(header(&mem), mem.header());
+        // Read back as it was written.
+        let mut back = Meta::default();
+        for l in header(&cpu).lines() {
+            assert!(back.apply_comment(l.as_bytes()));
+        }
+        assert_eq!(back, cpu);
+    }
+
+    #[test]
+    fn a_file_created_for_a_recording_that_fails_is_removed_and_an_existing_one_kept() {
+        let dir = std::env::temp_dir().join(format!("kflame-sink-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let new = dir.join("new.svg");
+        drop(Output::open(Some(&new)).unwrap());
+        assert!(!new.exists(), "an empty file was left behind");
+        let old = dir.join("old.folded");
+        std::fs::write(&old, "a;b 1\n").unwrap();
+        drop(Output::open(Some(&old)).unwrap());
+        assert_eq!(std::fs::read_to_string(&old).unwrap(), "a;b 1\n");
+        let missing = dir.join("no/such/dir/x.svg");
+        let e = Output::open(Some(&missing)).err().expect("an error").to_string();
+        assert!(e.contains("no/such/dir/x.svg"), "{e}");
+        // Written: the old content is replaced.
+        let r = Recording::new(Mode::Cpu { frequency: 99 }, Meta::default());
+        Output::open(Some(&old)).unwrap().write(Kind::Folded, &r, &GraphOptions::default()).unwrap();
+        assert_eq!(std::fs::read_to_string(&old).unwrap(), "# unit=samples\n");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -40,7 +40,7 @@ struct Cpu {
 
 impl Handler for Cpu {
     fn sample(&mut self, s: &Sample, tasks: &mut Tasks, out: &mut Collector) {
-        if !tasks.wanted(s.pid) {
+        if !tasks.wanted(s.pid, s.tid) {
             return;
         }
         let raw = out.raw(tasks, s.pid, s.tid, s.cpu, &s.chain);

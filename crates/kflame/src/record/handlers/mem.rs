@@ -67,7 +67,7 @@ impl Mem {
 
 impl Handler for Mem {
     fn sample(&mut self, s: &Sample, tasks: &mut Tasks, out: &mut Collector) {
-        if !tasks.wanted(s.pid) {
+        if !tasks.wanted(s.pid, s.tid) {
             return;
         }
         let Some((bytes, event)) = self.bytes(&s.raw) else { return };

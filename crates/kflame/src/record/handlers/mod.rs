@@ -1,9 +1,12 @@
-//! One handler per recording mode: which events to open, and what a sample means.
+//! One handler per recording mode: which events to open, and what a sample means; and the
+//! dispatch of one session's records to the handlers of the modes recorded together.
 
 mod cpu;
 mod mem;
 mod offcpu;
 mod syscalls;
+
+use rustc_hash::FxHashMap;
 
 use super::parse::{Record, Sample};
 use super::session::{EventSpec, base_attr};
@@ -35,15 +38,91 @@ pub(crate) trait Handler {
     }
 }
 
-/// The events to open and the handler of `config.mode`.
-pub(crate) fn build(config: &Config) -> Result<(Vec<EventSpec>, Box<dyn Handler>), RecordError> {
-    Ok(match &config.mode {
-        Mode::Cpu { frequency } => cpu::build(*frequency, config.parts)?,
-        Mode::Mem { kmalloc } => mem::build(&Tracefs::open()?, *kmalloc, config.parts)?,
-        Mode::OffCpu => offcpu::build(&Tracefs::open()?, config.parts)?,
-        Mode::Syscalls => syscalls::build(&Tracefs::open()?, config.parts)?,
-        Mode::Blocked => return Err(RecordError::Unsupported("--blocked takes no perf events".into())),
+/// The events to open and the handler of one perf-based mode (`tfs` opened on first use).
+fn build_one(
+    mode: &Mode,
+    config: &Config,
+    tfs: &mut Option<Tracefs>,
+) -> Result<(Vec<EventSpec>, Box<dyn Handler>), RecordError> {
+    let tracefs = match mode {
+        Mode::Mem { .. } | Mode::OffCpu | Mode::Syscalls => match tfs {
+            Some(t) => Some(&*t),
+            None => Some(&*tfs.insert(Tracefs::open()?)),
+        },
+        Mode::Cpu { .. } | Mode::Blocked { .. } => None,
+    };
+    Ok(match (mode, tracefs) {
+        (Mode::Cpu { frequency }, _) => cpu::build(*frequency, config.parts)?,
+        (Mode::Mem { kmalloc }, Some(t)) => mem::build(t, *kmalloc, config.parts)?,
+        (Mode::OffCpu, Some(t)) => offcpu::build(t, config.parts)?,
+        (Mode::Syscalls, Some(t)) => syscalls::build(t, config.parts)?,
+        _ => return Err(RecordError::Unsupported(format!("{} takes no perf events", mode.name()))),
     })
+}
+
+/// A perf-based mode of a session: its handler and what it collected.
+pub(crate) struct PerfKind {
+    pub(crate) mode: Mode,
+    pub(crate) handler: Box<dyn Handler>,
+    pub(crate) collector: Collector,
+}
+
+/// The handlers of the perf-based modes recorded together, and which samples go to which:
+/// a tracepoint sample to the mode that opened that tracepoint (its `common_type`), any other
+/// sample (`cpu-clock`) to the CPU profile. Side-band records go to every mode.
+pub(crate) struct Dispatch {
+    pub(crate) kinds: Vec<PerfKind>,
+    by_tracepoint: FxHashMap<u64, usize>,
+    untyped: Option<usize>,
+}
+
+impl Dispatch {
+    /// Hands one sample to the mode it belongs to. Samples without raw data, or with the
+    /// empty raw field of a session that has tracepoints (type 0: no tracepoint has it), are
+    /// `cpu-clock` samples.
+    pub(crate) fn sample(&mut self, s: &Sample, tasks: &mut Tasks) {
+        let to = match common_type(&s.raw) {
+            None | Some(0) => self.untyped,
+            Some(t) => self.by_tracepoint.get(&t).copied(),
+        };
+        let Some(i) = to else { return };
+        let k = &mut self.kinds[i];
+        k.handler.sample(s, tasks, &mut k.collector);
+    }
+
+    /// Hands a side-band record to every mode.
+    pub(crate) fn side_band(&mut self, r: &Record) {
+        for k in &mut self.kinds {
+            k.handler.side_band(r, &mut k.collector);
+        }
+    }
+
+    /// Samples added so far, all modes together.
+    pub(crate) fn added(&self) -> u64 {
+        self.kinds.iter().map(|k| k.handler.added()).sum()
+    }
+}
+
+/// The events to open for every perf-based mode of `config`, and their dispatch.
+pub(crate) fn build(config: &Config) -> Result<(Vec<EventSpec>, Dispatch), RecordError> {
+    let mut tfs = None;
+    let mut specs = Vec::new();
+    let mut d = Dispatch { kinds: Vec::new(), by_tracepoint: FxHashMap::default(), untyped: None };
+    for mode in config.modes.iter().filter(|m| !matches!(m, Mode::Blocked { .. })) {
+        let (mine, handler) = build_one(mode, config, &mut tfs)?;
+        let i = d.kinds.len();
+        for spec in &mine {
+            if spec.attr.type_ == TYPE_TRACEPOINT {
+                d.by_tracepoint.insert(spec.attr.config, i);
+            } else if spec.attr.sample_period_or_freq != 0 {
+                d.untyped = Some(i);
+            }
+        }
+        specs.extend(mine);
+        let collector = Collector::new(config.naming, config.keep_events);
+        d.kinds.push(PerfKind { mode: mode.clone(), handler, collector });
+    }
+    Ok((specs, d))
 }
 
 /// A tracepoint event sampled on every occurrence, with callchains and raw data.
@@ -62,4 +141,52 @@ fn tracepoint_spec(id: u64, name: &str, parts: StackParts) -> EventSpec {
 /// The `common_type` of raw tracepoint data: which tracepoint fired.
 fn common_type(raw: &[u8]) -> Option<u64> {
     Some(u16::from_le_bytes([*raw.first()?, *raw.get(1)?]) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fold::Unit;
+    use crate::record::Naming;
+
+    struct Count(u64);
+
+    impl Handler for Count {
+        fn sample(&mut self, _s: &Sample, _tasks: &mut Tasks, _out: &mut Collector) {
+            self.0 += 1;
+        }
+        fn meta(&self) -> Meta {
+            Meta::with_unit(Unit::Samples)
+        }
+        fn added(&self) -> u64 {
+            self.0
+        }
+    }
+
+    /// Tracepoint samples go to the mode that opened the tracepoint, cpu-clock samples (no raw
+    /// data, or the empty raw field of a mixed session) to the CPU profile, others nowhere.
+    #[test]
+    fn samples_go_to_the_mode_of_their_event() {
+        let kind = |mode| PerfKind {
+            mode,
+            handler: Box::new(Count(0)),
+            collector: Collector::new(Naming::default(), false),
+        };
+        let mut d = Dispatch {
+            kinds: vec![
+                kind(Mode::Syscalls),
+                kind(Mode::Cpu { frequency: 99 }),
+                kind(Mode::Mem { kmalloc: false }),
+            ],
+            by_tracepoint: [(21, 0), (22, 0), (40, 2)].into_iter().collect(),
+            untyped: Some(1),
+        };
+        let mut tasks = Tasks::new(None);
+        for raw in [&[21u8, 0, 1, 2][..], &[22, 0], &[0, 0, 0, 0], &[], &[40, 0, 9], &[41, 0]] {
+            d.sample(&Sample { raw: raw.to_vec(), ..Sample::default() }, &mut tasks);
+        }
+        let added: Vec<u64> = d.kinds.iter().map(|k| k.handler.added()).collect();
+        assert_eq!(added, [2, 2, 1]);
+        assert_eq!(d.added(), 5);
+    }
 }

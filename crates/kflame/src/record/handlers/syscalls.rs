@@ -77,7 +77,7 @@ impl Syscalls {
 
 impl Handler for Syscalls {
     fn sample(&mut self, s: &Sample, tasks: &mut Tasks, out: &mut Collector) {
-        if !tasks.wanted(s.pid) {
+        if !tasks.wanted(s.pid, s.tid) {
             return;
         }
         match common_type(&s.raw) {

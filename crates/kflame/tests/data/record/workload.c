@@ -1,6 +1,6 @@
 /*
  * Test workload for `kflame record` (written for this project, Apache-2.0).
- * Built by the tests with: cc -O1 -fno-omit-frame-pointer -o kfwork workload.c
+ * Built by the tests with: cc -O1 -fno-omit-frame-pointer -pthread -o kfwork workload.c
  *
  *   kfwork cpu SECONDS     spin in kf_deep_6, called through kf_deep_1..kf_deep_5
  *   kfwork mem PAGES       mmap PAGES anonymous pages and touch each one (kf_touch_pages)
@@ -12,6 +12,8 @@
  *   kfwork pipe            block reading stdin until it closes (kf_wait_input)
  *   kfwork spin SECONDS    count loop iterations for SECONDS and print the count (benchmarks)
  *   kfwork churn SECONDS   map, touch and unmap 64 pages over and over for SECONDS (kf_churn)
+ *   kfwork threads SECONDS spin in kf_deep_6 (main thread) and in kf_thread_spin (a second
+ *                          thread, whose tid is printed first) for SECONDS
  *
  * Every function is noinline and does work after its call, so no call becomes a jump and the
  * frame-pointer chain names each level. kf_nap, kf_nap_timed and kf_writer make their system
@@ -19,6 +21,7 @@
  * pointers) a frame-pointer unwind would skip the function that called the wrapper.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +148,35 @@ NOINLINE void kf_churn(double seconds)
 	sink++;
 }
 
+NOINLINE void kf_thread_spin(double end)
+{
+	while (now() < end)
+		for (int i = 0; i < 100000; i++)
+			sink += i * 3;
+}
+
+static void *kf_thread_main(void *arg)
+{
+	printf("%ld\n", (long)syscall(SYS_gettid));
+	fflush(stdout);
+	kf_thread_spin(*(double *)arg);
+	sink++;
+	return NULL;
+}
+
+NOINLINE void kf_two_threads(double seconds)
+{
+	double end = now() + seconds;
+	pthread_t t;
+	if (pthread_create(&t, NULL, kf_thread_main, &end)) {
+		perror("pthread_create");
+		exit(1);
+	}
+	kf_deep_1(end);
+	pthread_join(t, NULL);
+	sink++;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && !strcmp(argv[1], "cpu"))
@@ -161,11 +193,13 @@ int main(int argc, char **argv)
 		printf("%lu\n", kf_spin(atof(argv[2])));
 	else if (argc >= 3 && !strcmp(argv[1], "churn"))
 		kf_churn(atof(argv[2]));
+	else if (argc >= 3 && !strcmp(argv[1], "threads"))
+		kf_two_threads(atof(argv[2]));
 	else if (argc >= 2 && !strcmp(argv[1], "pipe"))
 		kf_wait_input();
 	else {
 		fprintf(stderr, "usage: kfwork cpu S | mem PAGES | nap N MS | naptimed N MS SPIN_MS | write N | "
-				"pipe | spin S | churn S\n");
+				"pipe | spin S | churn S | threads S\n");
 		return 2;
 	}
 	return 0;

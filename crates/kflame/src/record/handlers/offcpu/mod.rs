@@ -81,7 +81,7 @@ impl Handler for OffCpu {
             return; // the idle task
         }
         let state = self.prev_state.read(&s.raw).unwrap_or(0);
-        let closed = if state & SLEEPING != 0 && tasks.wanted(s.pid) {
+        let closed = if state & SLEEPING != 0 && tasks.wanted(s.pid, s.tid) {
             let stack = out.raw(tasks, s.pid, s.tid, s.cpu, &s.chain);
             self.intervals.blocked(s.tid, s.cpu, s.time, stack)
         } else {
