@@ -324,7 +324,7 @@ mod tests {
     }
 
     fn own_tid() -> u32 {
-        std::fs::read_link("/proc/thread-self")
+        std::fs::read_link("/proc/thread-self") // live: helper of the live tests above
             .ok()
             .and_then(|p| p.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse().ok()))
             .unwrap_or_else(std::process::id)
