@@ -19,7 +19,7 @@ Examples:
   kflame collapse --format folded a.folded b.folded > merged.folded
   journalctl -k -b -1 | kflame collapse --format kernel-log --group-by kind,title > oopses.folded
   kflame collapse --json dmesg.txt            # one JSON object per kernel report
-  kflame collapse --format crash foreach-UN-bt.txt   # crash output, by task state and comm")]
+  kflame collapse --format crash foreach-UN-bt.txt   # crash output: tasks by state and stack")]
 pub(crate) struct Args {
     /// Input files (`-` or none: stdin). Several inputs are merged into one output.
     #[arg(value_name = "FILE")]
@@ -85,7 +85,7 @@ pub(crate) struct SharedArgs {
     #[arg(long, value_name = "count|bytes", help_heading = "Shared options")]
     pub(crate) weight: Option<String>,
     /// Synthetic root frames, comma-separated (kernel logs: version,kind,title,cpu,comm,
-    /// hardware,taint; crash dumps: state,comm,cpu).
+    /// hardware,taint; crash dumps: state,comm,cpu, default state: tasks merge by stack).
     #[arg(long, value_name = "KEYS", help_heading = "Shared options")]
     pub(crate) group_by: Option<String>,
     /// Instead of folded stacks, write one JSON object per report (kernel logs, crash dumps).

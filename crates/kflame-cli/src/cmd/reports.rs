@@ -45,7 +45,7 @@ pub(crate) fn build_kernel_log(shared: &SharedArgs, args: &ReportArgs) -> Result
 pub(crate) fn build_crash(shared: &SharedArgs) -> Result<Box<dyn Collapse>> {
     let mut keys = match &shared.group_by {
         Some(g) => crash::parse_crash_keys(g).map_err(|e| anyhow!(e))?,
-        None => vec![crash::CrashKey::State, crash::CrashKey::Comm],
+        None => crash::DEFAULT_KEYS.to_vec(),
     };
     for (on, key) in [(shared.comm, crash::CrashKey::Comm), (shared.cpu, crash::CrashKey::Cpu)] {
         if on && !keys.contains(&key) {
