@@ -307,6 +307,82 @@ fn old_kernel_format_odd_cases() {
     assert!(bad.message.contains("800755.73"), "{}", bad.message);
 }
 
+/// kprobe events weigh the size their fetched arguments give (`order=` first, else
+/// `bytes=`/`size=`/`request=`); results worked out by hand (see the README).
+#[test]
+fn kprobe_allocations_weigh_their_fetched_size() {
+    let out = run("handwritten-kprobe-alloc.txt", FtraceOptions { comm: true, ..FtraceOptions::default() });
+    let got: Vec<(String, u64)> = out
+        .stacks
+        .in_output_order()
+        .into_iter()
+        .map(|(s, w)| (String::from_utf8_lossy(s).into_owned(), w.whole()))
+        .collect();
+    let write = "entry_SYSCALL_64_after_hwframe;do_syscall_64;ksys_write;vfs_write";
+    let begin = "ext4_buffered_write_iter;generic_perform_write;ext4_write_begin";
+    let want = [
+        (
+            "dd;entry_SYSCALL_64_after_hwframe;do_syscall_64;__do_sys_clone;kernel_clone;copy_process;dup_fd;\
+             alloc_fdtable"
+                .to_string(),
+            2048,
+        ),
+        (format!("dd;{write};{begin};__filemap_get_folio;filemap_alloc_folio;folio_alloc;alloc_pages_mpol"), 4096),
+        (
+            format!(
+                "dd;{write};{begin};ext4_map_blocks;ext4_ext_map_blocks;ext4_ext_find_extent;__kmalloc;\
+                 ___slab_alloc;new_slab;alloc_pages_mpol"
+            ),
+            16384,
+        ),
+        (format!("dd;{write};pipe_write;alloc_pages_mpol;__alloc_pages"), 8192),
+        (
+            "kworker/0:2;ret_from_fork_asm;ret_from_fork;kthread;worker_thread;process_one_work;kvmalloc_node;\
+             __kmalloc;__kmalloc_large_node;alloc_pages_mpol"
+                .to_string(),
+            4096 << 10,
+        ),
+        (
+            "mount;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_mount;path_mount;vfs_get_tree;\
+             get_tree_bdev;ext4_fill_super;ext4_kvmalloc;__vmalloc_node"
+                .to_string(),
+            65536,
+        ),
+    ];
+    assert_eq!(got, want, "sorted output");
+    assert_eq!(out.meta.unit, Unit::Bytes);
+    let chosen = out.diag.get("mode").expect("the mode is chosen from the content");
+    assert!(chosen.message.contains("6 allocation events"), "{}", chosen.message);
+    let other =
+        out.diag.get("events not used in this mode").expect("the return probe and the sizeless kprobe");
+    assert_eq!((other.count, other.first_line), (2, 62));
+    assert_eq!(out.diag.skipped(), 0);
+
+    let orders = run("handwritten-kprobe-alloc.txt", FtraceOptions { order: true, ..mode(Mode::Alloc) });
+    let roots: Vec<(String, u64)> = orders
+        .stacks
+        .in_output_order()
+        .into_iter()
+        .map(|(s, w)| {
+            (String::from_utf8_lossy(s.split(|&b| b == b';').next().unwrap()).into_owned(), w.whole())
+        })
+        .collect();
+    let roots: Vec<(&str, u64)> = roots.iter().map(|(r, w)| (r.as_str(), *w)).collect();
+    let size_probes = "entry_SYSCALL_64_after_hwframe";
+    assert_eq!(
+        roots,
+        [
+            (size_probes, 2048),
+            (size_probes, 65536),
+            ("order-0", 4096),
+            ("order-10", 4096 << 10),
+            ("order-1", 8192),
+            ("order-2", 16384)
+        ],
+        "probes that fetched no order have no order frame"
+    );
+}
+
 #[test]
 fn events_without_stacks_keep_their_weight() {
     let out = run("bboymimi-ftrace-mm_page_alloc-new-format-snippets.txt", FtraceOptions::default());
@@ -364,6 +440,7 @@ fn detection() {
         ("trace-cmd-report-mm_page_alloc.txt", Some(Format::TraceCmd)),
         ("ftrace-uprobe-doio-entry-ret.txt", Some(Format::Ftrace)),
         ("handwritten-trace-cmd-sched_switch.txt", Some(Format::TraceCmd)),
+        ("handwritten-kprobe-alloc.txt", Some(Format::Ftrace)),
     ];
     for (name, want) in cases {
         assert_eq!(detect(&read(name)), want, "{name}");

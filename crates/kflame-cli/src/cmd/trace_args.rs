@@ -15,7 +15,9 @@ use super::collapse::SharedArgs;
 /// What an ftrace / trace-cmd collapse measures.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum TraceMode {
-    /// Bytes allocated (mm_page_alloc: 4096 << order; kmalloc/kmem_cache_alloc: bytes_alloc).
+    /// Bytes allocated (mm_page_alloc: 4096 << order; kmalloc/kmem_cache_alloc: bytes_alloc;
+    /// kprobe/uprobe events: `order=` gives 4096 << order, else `bytes=`, `size=` or
+    /// `request=` the bytes).
     Alloc,
     /// Syscall latency from sys_enter/sys_exit pairs (ns, stack at entry).
     Syscalls,

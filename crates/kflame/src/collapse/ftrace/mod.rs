@@ -3,7 +3,9 @@
 //! `trace-cmd record -T`), collapsed in one of four modes:
 //!
 //! - [`Mode::Alloc`]: memory flame graph; `mm_page_alloc` weighs `4096 << order` bytes,
-//!   `kmalloc*`/`kmem_cache_alloc*` weigh `bytes_alloc` (or 1 each with [`WeightBy::Count`]).
+//!   `kmalloc*`/`kmem_cache_alloc*` weigh `bytes_alloc`, kprobe/uprobe events weigh the size
+//!   their fetched arguments give (`order=`, else `bytes=`, `size=` or `request=`; see
+//!   `memory.rs`), or 1 each with [`WeightBy::Count`].
 //! - [`Mode::Syscalls`]: syscall latency from `sys_enter`/`sys_exit` pairs; weight = the
 //!   duration in ns, stack = the stack at entry, root frame `syscall:NAME`.
 //! - [`Mode::OffCpu`]: off-CPU time from `sched_switch`; weight = ns until the task is
@@ -300,7 +302,9 @@ impl Ftrace {
     /// Whether the mode uses events of this kind (others are skipped early, stacks and all).
     fn wants(&self, name: &[u8], payload: &[u8]) -> bool {
         match self.mode {
-            Mode::Alloc => memory::is_alloc_event(&String::from_utf8_lossy(name)),
+            Mode::Alloc => {
+                memory::is_alloc_event(&String::from_utf8_lossy(name), &String::from_utf8_lossy(payload))
+            }
             Mode::Syscalls => {
                 let name = String::from_utf8_lossy(name);
                 parse_syscall_edge(&name, &String::from_utf8_lossy(payload)).is_some()
