@@ -503,3 +503,38 @@ fn time_order_follows_the_events() {
     ];
     assert_eq!(leaves, want);
 }
+
+/// `top`: the N longest syscalls, off-CPU intervals and probed calls, each its own tower
+/// under its rank frame; every span still goes to the events log.
+#[test]
+fn top_keeps_the_longest_spans_each_as_its_own_tower() {
+    use common::outliers::{assert_top_spans, logged_spans};
+    use kflame::collapse::outliers::OutlierLog;
+    let cases = [
+        ("ftrace-raw_syscalls-write-enter-exit-stacktrace.txt", Mode::Syscalls),
+        ("ftrace-trace_pipe-sched_switch-2s.txt", Mode::OffCpu),
+        ("ftrace-uprobe-doio-entry-ret.txt", Mode::Probes),
+        ("ftrace-dd-mixed-stacktrace.txt", Mode::Syscalls),
+    ];
+    for (name, m) in cases {
+        let (_, all_json) = run_with_events(name, mode(m));
+        let all = logged_spans(&all_json);
+        assert!(all.len() > 20, "{name}");
+        for n in [1, 5, all.len() + 3] {
+            let log = OutlierLog::new();
+            let buf = SharedBuf::default();
+            let events = EventLog::new(buf.clone());
+            let opts = FtraceOptions { top: Some(n), ..mode(m) };
+            let collapser = Ftrace::new(opts, Some(events.clone())).with_outliers(log.clone());
+            let out = Engine::single_threaded().run(Box::new(collapser), &read(name)[..]).unwrap();
+            events.finish().unwrap();
+            assert_eq!(buf.text(), all_json, "{name}: the events log still has every span");
+            let kept = log.take();
+            assert_top_spans(&all, &out, n, Some(&kept));
+            if n > all.len() {
+                let total: u64 = all.iter().map(|s| s.duration_ns).sum();
+                assert_eq!(out.stacks.total().whole(), total, "{name}: every span kept");
+            }
+        }
+    }
+}

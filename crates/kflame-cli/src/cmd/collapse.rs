@@ -23,45 +23,45 @@ Examples:
 pub(crate) struct Args {
     /// Input files (`-` or none: stdin). Several inputs are merged into one output.
     #[arg(value_name = "FILE")]
-    files: Vec<String>,
+    pub(crate) files: Vec<String>,
 
     /// Input format; guessed from the content when absent.
     #[arg(short = 'F', long, value_name = "FORMAT", value_parser = parse_format)]
-    format: Option<Format>,
+    pub(crate) format: Option<Format>,
 
     /// Write the folded output here instead of stdout.
     #[arg(short, long, value_name = "FILE")]
-    output: Option<PathBuf>,
+    pub(crate) output: Option<PathBuf>,
 
     /// Worker threads (default: number of CPUs). Output is identical for any value.
     #[arg(short = 'j', long, value_name = "N")]
-    threads: Option<usize>,
+    pub(crate) threads: Option<usize>,
 
     /// Keep stacks in input (time) order, merging only identical consecutive stacks:
     /// input for flame charts (`kflame flamegraph --flamechart`).
     #[arg(long)]
-    time_order: bool,
+    pub(crate) time_order: bool,
 
     #[command(flatten)]
-    shared: SharedArgs,
+    pub(crate) shared: SharedArgs,
 
     #[command(flatten)]
-    perf: super::collapse_perf::PerfArgs,
+    pub(crate) perf: super::collapse_perf::PerfArgs,
 
     #[command(flatten)]
-    trace: super::trace_args::TraceArgs,
+    pub(crate) trace: super::trace_args::TraceArgs,
 
     #[command(flatten)]
-    latency: super::producers::LatencyArgs,
+    pub(crate) latency: super::producers::LatencyArgs,
 
     #[command(flatten)]
-    producers: super::producers::ProducerArgs,
+    pub(crate) producers: super::producers::ProducerArgs,
 
     #[command(flatten)]
-    report: super::reports::ReportArgs,
+    pub(crate) report: super::reports::ReportArgs,
 
     #[command(flatten)]
-    perf_data: Box<super::perf_data::PerfDataArgs>,
+    pub(crate) perf_data: Box<super::perf_data::PerfDataArgs>,
 }
 
 /// Options that several formats understand, each in its own sense (documented per flag).
@@ -108,8 +108,10 @@ fn parse_format(s: &str) -> Result<Format, String> {
 fn build(format: Format, args: &Args) -> Result<Box<dyn Collapse>> {
     Ok(match format {
         Format::Folded => Box::new(collapse::folded::Folded::new()),
-        Format::PerfScript => super::perf_pairs::build(&args.perf, &args.shared, &args.trace)?,
-        Format::Ftrace | Format::TraceCmd => super::trace_args::build_ftrace(&args.shared, &args.trace)?,
+        Format::PerfScript => super::perf_pairs::build(&args.perf, &args.shared, &args.trace, &args.latency)?,
+        Format::Ftrace | Format::TraceCmd => {
+            super::trace_args::build_ftrace(&args.shared, &args.trace, &args.latency)?
+        }
         Format::FunctionGraph => super::producers::function_graph(&args.latency, &args.shared)?,
         Format::ProcStacks => Box::new(collapse::proc_stacks::ProcStacks::new()),
         Format::Bpftrace => super::producers::bpftrace(&args.producers),
@@ -131,6 +133,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
         order: if args.time_order { Order::Time } else { Order::Sorted },
         ..Engine::default()
     };
+    super::outliers::prepare(&args.latency)?;
     let mut total: Option<Stacks> = None;
     let mut meta = Meta::default();
     for path in input::paths_or_stdin(&args.files) {
@@ -141,19 +144,12 @@ pub(crate) fn run(args: Args) -> Result<()> {
             None => detect(&input)?,
         };
         let out = if format == Format::PerfData {
-            super::perf_data::collapse(
-                input,
-                &args.perf_data,
-                &args.perf,
-                &args.shared,
-                &args.trace,
-                engine.order,
-                &mut meta,
-            )?
+            super::perf_data::collapse(input, &args, engine.order, &mut meta)?
         } else {
             let collapser = build(format, &args)?;
             collapse_one(&engine, collapser, input, &mut meta)?
         };
+        super::outliers::collect(&name);
         output::message(out.diag.report(&name).to_string());
         if out.stacks.is_empty() {
             let what = match format {
@@ -173,6 +169,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
     write_folded(&mut out, &stacks, &meta).context("writing folded output")?;
     out.flush().context("writing folded output")?;
     super::trace_args::finish_events(args.shared.events_json.as_deref())?;
+    super::outliers::finish(&args.latency)?;
     // The process ends here: freeing a hundred thousand stacks one by one would only delay
     // the exit (by tens of milliseconds on a large recording).
     std::mem::forget(stacks);

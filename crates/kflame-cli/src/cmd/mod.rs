@@ -6,6 +6,7 @@ pub(crate) mod completions;
 pub(crate) mod diff;
 pub(crate) mod flamegraph;
 pub(crate) mod html;
+pub(crate) mod outliers;
 pub(crate) mod perf_data;
 pub(crate) mod perf_pairs;
 pub(crate) mod producers;

@@ -10,6 +10,7 @@ use kflame::perf_data::{self, Options, Pairing};
 
 use super::collapse::SharedArgs;
 use super::collapse_perf::PerfArgs;
+use super::producers::LatencyArgs;
 use super::trace_args::{TraceArgs, events_log};
 use crate::input::Input;
 
@@ -40,7 +41,13 @@ pub(crate) struct PerfDataArgs {
 }
 
 impl PerfDataArgs {
-    fn options(&self, perf: &PerfArgs, shared: &SharedArgs, trace: &TraceArgs) -> Result<Options> {
+    fn options(
+        &self,
+        perf: &PerfArgs,
+        shared: &SharedArgs,
+        trace: &TraceArgs,
+        lat: &LatencyArgs,
+    ) -> Result<Options> {
         Ok(Options {
             include_pid: shared.pid,
             include_tid: shared.tid,
@@ -55,19 +62,31 @@ impl PerfDataArgs {
             no_inline: self.no_inline,
             mark_inlined: perf.inline,
             perf_map_dir: self.perf_map_dir.clone(),
-            pairing: pairing(perf, shared, trace)?,
+            pairing: pairing(perf, shared, trace, lat)?,
         })
     }
 }
 
 /// `--mode syscalls|offcpu|probes`: the pairing options, refusing the sample-counting ones
 /// as perf script input does.
-fn pairing(perf: &PerfArgs, shared: &SharedArgs, trace: &TraceArgs) -> Result<Option<Pairing>> {
+fn pairing(
+    perf: &PerfArgs,
+    shared: &SharedArgs,
+    trace: &TraceArgs,
+    lat: &LatencyArgs,
+) -> Result<Option<Pairing>> {
     let Some(mode) = super::perf_pairs::pair_mode(perf, shared, trace, "perf.data")? else {
         return Ok(None);
     };
     let events = events_log(shared.events_json.as_deref())?;
-    Ok(Some(Pairing { mode, comm: shared.comm, cpu: shared.cpu, events }))
+    Ok(Some(Pairing {
+        comm: shared.comm,
+        cpu: shared.cpu,
+        events,
+        top: lat.top()?,
+        outliers: super::outliers::log(lat),
+        ..Pairing::new(mode)
+    }))
 }
 
 /// Refuses the options of other formats that perf.data input does not apply, rather than
@@ -99,16 +118,13 @@ fn check_options(shared: &SharedArgs, trace: &TraceArgs) -> Result<()> {
 /// Collapses one perf.data input (a file, or stdin read into memory).
 pub(crate) fn collapse(
     input: Input,
-    args: &PerfDataArgs,
-    perf: &PerfArgs,
-    shared: &SharedArgs,
-    trace: &TraceArgs,
+    args: &super::collapse::Args,
     order: Order,
     meta: &mut Meta,
 ) -> Result<Output> {
-    check_options(shared, trace)?;
+    check_options(&args.shared, &args.trace)?;
     let name = input.name.clone();
-    let opts = args.options(perf, shared, trace)?;
+    let opts = args.perf_data.options(&args.perf, &args.shared, &args.trace, &args.latency)?;
     let out = match input.path.clone() {
         Some(path) => perf_data::collapse_file(&path, &opts, order),
         None => {

@@ -8,10 +8,16 @@ use kflame::collapse::perf::pairs::{PairMode, PerfPairs, PerfPairsOptions};
 
 use super::collapse::SharedArgs;
 use super::collapse_perf::PerfArgs;
+use super::producers::LatencyArgs;
 use super::trace_args::{TraceArgs, TraceMode, events_log};
 
 /// The perf script collapser for these options: pairing when `--mode` asks for it.
-pub(crate) fn build(perf: &PerfArgs, shared: &SharedArgs, trace: &TraceArgs) -> Result<Box<dyn Collapse>> {
+pub(crate) fn build(
+    perf: &PerfArgs,
+    shared: &SharedArgs,
+    trace: &TraceArgs,
+    lat: &LatencyArgs,
+) -> Result<Box<dyn Collapse>> {
     if trace.mode.is_none() && shared.events_json.is_some() {
         bail!("--events-json with perf script input needs --mode syscalls, offcpu or probes");
     }
@@ -27,8 +33,13 @@ pub(crate) fn build(perf: &PerfArgs, shared: &SharedArgs, trace: &TraceArgs) -> 
         annotate_jit: perf.jit || perf.all,
         include_addrs: perf.addrs,
         mark_inlined: perf.inline,
+        top: lat.top()?,
     };
-    Ok(Box::new(PerfPairs::new(opts, events_log(shared.events_json.as_deref())?)))
+    let mut c = PerfPairs::new(opts, events_log(shared.events_json.as_deref())?);
+    if let Some(log) = super::outliers::log(lat) {
+        c = c.with_outliers(log);
+    }
+    Ok(Box::new(c))
 }
 
 /// The pairing `--mode` of perf input (`input` names it in messages), refusing the options

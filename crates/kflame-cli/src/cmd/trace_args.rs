@@ -11,6 +11,7 @@ use kflame::collapse::events_json::EventLog;
 use kflame::collapse::ftrace::{Ftrace, FtraceOptions, Mode, WeightBy};
 
 use super::collapse::SharedArgs;
+use super::producers::LatencyArgs;
 
 /// What an ftrace / trace-cmd collapse measures.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +47,11 @@ pub(crate) struct TraceArgs {
 }
 
 /// Builds the ftrace / trace-cmd collapser from the command line.
-pub(crate) fn build_ftrace(shared: &SharedArgs, trace: &TraceArgs) -> Result<Box<dyn Collapse>> {
+pub(crate) fn build_ftrace(
+    shared: &SharedArgs,
+    trace: &TraceArgs,
+    lat: &LatencyArgs,
+) -> Result<Box<dyn Collapse>> {
     let mode = trace.mode.map(|m| match m {
         TraceMode::Alloc => Mode::Alloc,
         TraceMode::Syscalls => Mode::Syscalls,
@@ -77,8 +82,13 @@ pub(crate) fn build_ftrace(shared: &SharedArgs, trace: &TraceArgs) -> Result<Box
         cpu: shared.cpu,
         order: trace.order,
         page_type: trace.page_type,
+        top: lat.top()?,
     };
-    Ok(Box::new(Ftrace::new(opts, events_log(shared.events_json.as_deref())?)))
+    let mut c = Ftrace::new(opts, events_log(shared.events_json.as_deref())?);
+    if let Some(log) = super::outliers::log(lat) {
+        c = c.with_outliers(log);
+    }
+    Ok(Box::new(c))
 }
 
 static EVENTS: OnceLock<EventLog> = OnceLock::new();

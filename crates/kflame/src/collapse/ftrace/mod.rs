@@ -52,8 +52,10 @@ use rustc_hash::FxHashMap;
 use self::line::{Body, Header, parse_header};
 use self::queue::{Queue, Record, Target};
 use super::events_json::{EventLog, EventRecord};
+use super::outliers::OutlierLog;
 use super::pairing::{
-    OffCpuPairer, ProbePairer, Span, SyscallPairer, TraceEvent, parse_probe_edge, parse_syscall_edge,
+    OffCpuPairer, ProbePairer, SpanOutput, SyscallPairer, TaskFrames, TraceEvent, parse_probe_edge,
+    parse_syscall_edge,
 };
 use super::{Collapse, Output, lines};
 use crate::fold::{Meta, Unit, Weight};
@@ -112,6 +114,10 @@ pub struct FtraceOptions {
     pub order: bool,
     /// Root frames with the migrate type and the GFP flags of allocations.
     pub page_type: bool,
+    /// Syscalls, off-CPU and probes modes: keep only the N longest spans, each under its
+    /// rank frame `[#01 2.345ms @512.100000]` ([`crate::collapse::outliers`]). Other modes
+    /// ignore it.
+    pub top: Option<usize>,
 }
 
 /// Diagnostic kinds of this format.
@@ -145,6 +151,7 @@ pub struct Ftrace {
     syscalls: SyscallPairer,
     offcpu: OffCpuPairer,
     probes: ProbePairer,
+    spans: SpanOutput,
     events: Option<EventLog>,
     used_events: BTreeSet<String>,
     stack: Vec<u8>,
@@ -154,7 +161,9 @@ pub struct Ftrace {
 impl Ftrace {
     /// A collapser with `opts`; `events` receives one JSON line per event or call.
     pub fn new(opts: FtraceOptions, events: Option<EventLog>) -> Ftrace {
+        let task = TaskFrames { comm: opts.comm, pid: opts.pid, cpu: opts.cpu };
         Ftrace {
+            spans: SpanOutput::new(task, opts.top, events.clone()),
             mode: opts.mode.unwrap_or(Mode::Events),
             opts,
             mode_note: None,
@@ -169,6 +178,12 @@ impl Ftrace {
             stack: Vec::new(),
             comms: FxHashMap::default(),
         }
+    }
+
+    /// With [`FtraceOptions::top`], also hands each kept span to `log`.
+    pub fn with_outliers(mut self, log: OutlierLog) -> Ftrace {
+        self.spans.set_outliers(log);
+        self
     }
 
     /// The mode in effect (after [`Collapse::prepare`] when it was chosen from content).
@@ -283,17 +298,17 @@ impl Ftrace {
             Mode::Alloc | Mode::Events => self.single(ev, out),
             Mode::Syscalls => {
                 if let Some(span) = self.syscalls.feed(ev, &mut out.diag) {
-                    self.span(span, out);
+                    self.spans.span(span, out);
                 }
             }
             Mode::OffCpu => {
                 if let Some(span) = self.offcpu.feed(ev, &mut out.diag) {
-                    self.span(span, out);
+                    self.spans.span(span, out);
                 }
             }
             Mode::Probes => {
                 if let Some(span) = self.probes.feed(ev, &mut out.diag) {
-                    self.span(span, out);
+                    self.spans.span(span, out);
                 }
             }
         }
@@ -372,25 +387,9 @@ impl Ftrace {
         roots
     }
 
-    fn span(&mut self, s: Span, out: &mut Output) {
-        let mut roots = vec![s.label.clone()];
-        self.task_roots(&mut roots, &s.comm, s.pid, s.cpu);
-        if s.duration_ns > 0 {
-            self.emit(&roots, &s.stack, s.duration_ns, out);
-        }
-        self.log(EventRecord::span(&s));
-    }
-
     fn task_roots(&self, roots: &mut Vec<String>, comm: &str, pid: u32, cpu: u32) {
-        let comm = comm.replace(';', ":");
-        if self.opts.pid {
-            roots.push(format!("{comm}-{pid}"));
-        } else if self.opts.comm {
-            roots.push(comm);
-        }
-        if self.opts.cpu {
-            roots.push(format!("cpu-{cpu}"));
-        }
+        let task = TaskFrames { comm: self.opts.comm, pid: self.opts.pid, cpu: self.opts.cpu };
+        roots.extend(task.names(comm, pid, cpu));
     }
 
     fn emit(&mut self, roots: &[String], stack: &[String], weight: u64, out: &mut Output) {
@@ -450,6 +449,7 @@ impl Collapse for Ftrace {
         self.syscalls.finish(&mut out.diag);
         self.offcpu.finish(&mut out.diag);
         self.probes.finish(&mut out.diag);
+        self.spans.finish(out);
     }
 
     fn meta(&self) -> Meta {
