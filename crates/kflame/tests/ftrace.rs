@@ -53,6 +53,12 @@ fn folded(out: &Output) -> String {
     s
 }
 
+/// The output's stacks and whole weights, in output order.
+fn stack_weights(out: &Output) -> Vec<(String, u64)> {
+    let v = out.stacks.in_output_order();
+    v.into_iter().map(|(s, w)| (String::from_utf8_lossy(s).into_owned(), w.whole())).collect()
+}
+
 fn golden(out: &Output, expected: &str) {
     let path = data("expected").join(expected);
     let got = folded(out);
@@ -278,12 +284,7 @@ fn old_kernel_format_odd_cases() {
         "handwritten-old-kernel-mm_page_alloc.txt",
         FtraceOptions { comm: true, ..FtraceOptions::default() },
     );
-    let got: Vec<(String, u64)> = out
-        .stacks
-        .in_output_order()
-        .into_iter()
-        .map(|(s, w)| (String::from_utf8_lossy(s).into_owned(), w.whole()))
-        .collect();
+    let got = stack_weights(&out);
     let want = [
         (
             "<...>;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_exit_group;do_group_exit;do_exit;[unknown];__get_free_pages;alloc_pages_current;__alloc_pages_nodemask",
@@ -312,12 +313,7 @@ fn old_kernel_format_odd_cases() {
 #[test]
 fn kprobe_allocations_weigh_their_fetched_size() {
     let out = run("handwritten-kprobe-alloc.txt", FtraceOptions { comm: true, ..FtraceOptions::default() });
-    let got: Vec<(String, u64)> = out
-        .stacks
-        .in_output_order()
-        .into_iter()
-        .map(|(s, w)| (String::from_utf8_lossy(s).into_owned(), w.whole()))
-        .collect();
+    let got = stack_weights(&out);
     let write = "entry_SYSCALL_64_after_hwframe;do_syscall_64;ksys_write;vfs_write";
     let begin = "ext4_buffered_write_iter;generic_perform_write;ext4_write_begin";
     let want = [
@@ -359,13 +355,9 @@ fn kprobe_allocations_weigh_their_fetched_size() {
     assert_eq!(out.diag.skipped(), 0);
 
     let orders = run("handwritten-kprobe-alloc.txt", FtraceOptions { order: true, ..mode(Mode::Alloc) });
-    let roots: Vec<(String, u64)> = orders
-        .stacks
-        .in_output_order()
+    let roots: Vec<(String, u64)> = stack_weights(&orders)
         .into_iter()
-        .map(|(s, w)| {
-            (String::from_utf8_lossy(s.split(|&b| b == b';').next().unwrap()).into_owned(), w.whole())
-        })
+        .map(|(s, w)| (s.split(';').next().unwrap().to_string(), w))
         .collect();
     let roots: Vec<(&str, u64)> = roots.iter().map(|(r, w)| (r.as_str(), *w)).collect();
     let size_probes = "entry_SYSCALL_64_after_hwframe";
@@ -395,12 +387,7 @@ fn events_without_stacks_keep_their_weight() {
 fn trace_cmd_compact_sched_switch_off_cpu() {
     let out = run("handwritten-trace-cmd-sched_switch.txt", FtraceOptions::default());
     assert_eq!(out.meta.unit, Unit::Nanoseconds);
-    let got: Vec<(String, u64)> = out
-        .stacks
-        .in_output_order()
-        .into_iter()
-        .map(|(s, w)| (String::from_utf8_lossy(s).into_owned(), w.whole()))
-        .collect();
+    let got = stack_weights(&out);
     assert_eq!(
         got,
         [

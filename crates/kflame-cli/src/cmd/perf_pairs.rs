@@ -18,10 +18,7 @@ pub(crate) fn build(
     trace: &TraceArgs,
     lat: &LatencyArgs,
 ) -> Result<Box<dyn Collapse>> {
-    if trace.mode.is_none() && shared.events_json.is_some() {
-        bail!("--events-json with perf script input needs --mode syscalls, offcpu or probes");
-    }
-    let Some(mode) = pair_mode(perf, shared, trace, "perf script")? else {
+    let Some(mode) = pair_mode(trace, "perf script")? else {
         return Ok(Box::new(super::collapse_perf::build(perf, shared)?));
     };
     let opts = PerfPairsOptions {
@@ -42,14 +39,10 @@ pub(crate) fn build(
     Ok(Box::new(c))
 }
 
-/// The pairing `--mode` of perf input (`input` names it in messages), refusing the options
-/// of sample counting; `None` without `--mode`.
-pub(crate) fn pair_mode(
-    perf: &PerfArgs,
-    shared: &SharedArgs,
-    trace: &TraceArgs,
-    input: &str,
-) -> Result<Option<PairMode>> {
+/// The pairing `--mode` of perf input (`input` names it in messages); `None` without
+/// `--mode`. The options of sample counting were refused with it by the option check
+/// (`collapse_options.rs`).
+pub(crate) fn pair_mode(trace: &TraceArgs, input: &str) -> Result<Option<PairMode>> {
     let mode = match trace.mode {
         None => return Ok(None),
         Some(TraceMode::Syscalls) => PairMode::Syscalls,
@@ -60,15 +53,5 @@ pub(crate) fn pair_mode(
              samples (allocation tracepoints weigh their bytes)"
         ),
     };
-    if shared.weight.is_some() || perf.counts {
-        bail!(
-            "--weight and --counts apply to sample counting; --mode syscalls/offcpu/probes weighs by duration (ns)"
-        );
-    }
-    if perf.event_filter.is_some() {
-        bail!(
-            "--event-filter chooses the event to count; --mode syscalls/offcpu/probes uses the events it pairs"
-        );
-    }
     Ok(Some(mode))
 }

@@ -56,8 +56,8 @@ pub(crate) struct ProducerArgs {
     /// first map keyed by a stack.
     #[arg(long, value_name = "@NAME", help_heading = "bcc / bpftrace options")]
     pub(crate) bpftrace_map: Option<String>,
-    /// bcc: unit of the counts when there is no header line to tell (folded `-f` output,
-    /// read with `-F bcc`):
+    /// bcc: unit of the counts, for input without a header line that tells it (folded `-f`
+    /// output, read with `-F bcc`; given, it overrides a header):
     /// `us` (offcputime and friends; converted to ns), `samples` (profile), `events`
     /// (stackcount).
     #[arg(long, value_enum, value_name = "UNIT", help_heading = "bcc / bpftrace options")]
@@ -99,7 +99,8 @@ pub(crate) fn function_graph(lat: &LatencyArgs, shared: &SharedArgs) -> Result<B
         Some(LatencyArg::Total) => Latency::Total,
     };
     let top = lat.top()?;
-    let opts = Options { latency, top, comm: shared.comm, pid: shared.pid, cpu: shared.cpu };
+    // function_graph names tasks by their kernel pid, the thread id: --tid is --pid here.
+    let opts = Options { latency, top, comm: shared.comm, pid: shared.pid || shared.tid, cpu: shared.cpu };
     let mut c = FunctionGraph::new(opts);
     if let Some(log) = super::trace_args::events_log(shared.events_json.as_deref())? {
         c = c.with_events(log);

@@ -5,12 +5,13 @@ use std::io::BufWriter;
 use std::path::Path;
 use std::sync::OnceLock;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use kflame::collapse::Collapse;
 use kflame::collapse::events_json::EventLog;
 use kflame::collapse::ftrace::{Ftrace, FtraceOptions, Mode, WeightBy};
 
-use super::collapse::SharedArgs;
+use super::collapse::{SharedArgs, WeightArg};
+use super::collapse_options::Target;
 use super::producers::LatencyArgs;
 
 /// What an ftrace / trace-cmd collapse measures.
@@ -38,44 +39,37 @@ pub(crate) struct TraceArgs {
     /// records.
     #[arg(long, value_enum, value_name = "MODE", help_heading = "Trace options (ftrace, trace-cmd)")]
     pub(crate) mode: Option<TraceMode>,
-    /// Add the page allocation order as a root frame (`order-2`).
+    /// Add the page allocation order as a root frame (`order-2`), in alloc and events modes.
     #[arg(long, help_heading = "Trace options (ftrace, trace-cmd)")]
     pub(crate) order: bool,
-    /// Add the migrate type and GFP flags of allocations as root frames.
+    /// Add the migrate type and GFP flags of allocations as root frames, in alloc and events
+    /// modes.
     #[arg(long, help_heading = "Trace options (ftrace, trace-cmd)")]
     pub(crate) page_type: bool,
 }
 
-/// Builds the ftrace / trace-cmd collapser from the command line.
+/// Builds the ftrace / trace-cmd collapser of `target` (its mode given or guessed, its
+/// options checked) from the command line.
 pub(crate) fn build_ftrace(
+    target: &Target,
     shared: &SharedArgs,
     trace: &TraceArgs,
     lat: &LatencyArgs,
 ) -> Result<Box<dyn Collapse>> {
-    let mode = trace.mode.map(|m| match m {
+    let mode = target.mode.map(|m| match m {
         TraceMode::Alloc => Mode::Alloc,
         TraceMode::Syscalls => Mode::Syscalls,
         TraceMode::Offcpu => Mode::OffCpu,
         TraceMode::Probes => Mode::Probes,
         TraceMode::Events => Mode::Events,
     });
-    let weight = match shared.weight.as_deref() {
-        None => None,
-        Some("count") => Some(WeightBy::Count),
-        Some("bytes") => Some(WeightBy::Bytes),
-        Some(other) => bail!("--weight {other}: expected `count` or `bytes`"),
-    };
-    if weight.is_some() && matches!(mode, Some(Mode::Syscalls | Mode::OffCpu | Mode::Probes)) {
-        bail!("--weight applies to single events; syscall, off-CPU and probe modes weigh by duration (ns)");
-    }
-    if (trace.order || trace.page_type) && matches!(mode, Some(Mode::Syscalls | Mode::OffCpu | Mode::Probes))
-    {
-        bail!(
-            "--order and --page-type add allocation frames; they do not apply to --mode syscalls, offcpu or probes"
-        );
-    }
+    let weight = shared.weight.map(|w| match w {
+        WeightArg::Count => WeightBy::Count,
+        WeightArg::Bytes => WeightBy::Bytes,
+    });
     let opts = FtraceOptions {
         mode,
+        mode_reason: target.guessed.clone(),
         weight,
         comm: shared.comm,
         pid: shared.pid || shared.tid,

@@ -68,10 +68,17 @@ fn survey(head: &[u8]) -> Survey {
     s
 }
 
+/// Bytes of the input's head that [`guess_mode`] reads.
+pub const GUESS_WINDOW: usize = 64 * 1024;
+
 /// The mode whose events are most frequent in `head` (ties: alloc, syscalls, off-CPU,
 /// probes; probe events are counted by their returns, whose `(site <- function)` payload is
 /// distinctive, and probe entries that fetched a size count as allocations).
-pub(crate) fn guess_mode(head: &[u8]) -> (Mode, String) {
+///
+/// Only the first [`GUESS_WINDOW`] bytes are read, so that a caller holding that much of the
+/// input (a format detector) guesses what the collapser would.
+pub fn guess_mode(head: &[u8]) -> (Mode, String) {
+    let head = &head[..head.len().min(GUESS_WINDOW)];
     let mut counts = [0usize; 4];
     for (_, l) in lines(head, 1) {
         if let Ok(Header { body: Body::Event { name, payload }, .. }) = parse_header(l) {

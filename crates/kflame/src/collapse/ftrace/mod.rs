@@ -15,7 +15,8 @@
 //!   `probe:ENTRY_EVENT`.
 //! - [`Mode::Events`]: every event counts 1, root frame = the event name.
 //!
-//! Without a mode, the most frequent kind of event in the head of the input decides.
+//! Without a mode, the most frequent kind of event in the head of the input decides
+//! ([`guess_mode`]).
 //! Stacks without their event (the buffer overwrote it, or the trigger fired on a filtered
 //! event) and events without a stack are normal: the first are counted in a note, the second
 //! keep their weight under a `[no stack]` frame so that totals stay true. The tracing
@@ -43,7 +44,7 @@ mod line;
 mod memory;
 mod queue;
 
-pub use detect::{detect_ftrace, detect_trace_cmd};
+pub use detect::{GUESS_WINDOW, detect_ftrace, detect_trace_cmd, guess_mode};
 
 use std::collections::BTreeSet;
 
@@ -102,6 +103,10 @@ pub enum WeightBy {
 pub struct FtraceOptions {
     /// Mode; chosen from the content when `None`.
     pub mode: Option<Mode>,
+    /// Why `mode` was chosen, when the caller chose it from the content with [`guess_mode`]
+    /// (to check its options against it first): reported in the same note as the
+    /// collapser's own guess.
+    pub mode_reason: Option<String>,
     /// Weighing of single events; default bytes in alloc mode, count in events mode.
     pub weight: Option<WeightBy>,
     /// Root frame with the task name.
@@ -469,10 +474,17 @@ impl Collapse for Ftrace {
     }
 
     fn prepare(&mut self, head: &[u8]) {
-        if self.opts.mode.is_none() {
-            let (mode, why) = detect::guess_mode(head);
-            self.mode = mode;
-            self.mode_note = Some(format!("{why}; collapsing in {} mode (set it with --mode)", mode.name()));
+        let why = match (&self.opts.mode, &self.opts.mode_reason) {
+            (None, _) => {
+                let (mode, why) = guess_mode(head);
+                self.mode = mode;
+                Some(why)
+            }
+            (Some(_), why) => why.clone(),
+        };
+        if let Some(why) = why {
+            self.mode_note =
+                Some(format!("{why}; collapsing in {} mode (set it with --mode)", self.mode.name()));
         }
         let span_mode = matches!(self.mode, Mode::Syscalls | Mode::OffCpu | Mode::Probes);
         if span_mode && (self.opts.order || self.opts.page_type) {
