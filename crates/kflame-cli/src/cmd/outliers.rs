@@ -166,7 +166,7 @@ fn write_svg(path: &Path, o: &Outlier, input: &str) -> Result<()> {
         (Some(c), None) => format!(" {c}"),
         _ => String::new(),
     };
-    let when = o.start_ns.map_or_else(|| format!(" line {}", o.line), |ns| format!(" @{}", seconds(ns)));
+    let when = o.start_ns.map_or_else(|| format!(" at line {}", o.line), |ns| format!(" @{}", seconds(ns)));
     let opts = Options {
         title: Some(format!("{} {}{task}", o.what, format_duration(o.duration_ns))),
         subtitle: Some(format!("outlier #{} of {input}, started{when} on CPU {}", o.rank, o.cpu)),
