@@ -177,8 +177,11 @@ fn perf_data_refuses_options_it_would_ignore() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("--cpu without --mode, --group-by: not supported for perf.data input"),
+        stderr.contains("perf-sched.data is perf-data input without --mode (sample counting)"),
         "{stderr}"
     );
+    assert!(stderr.contains("\n  --cpu: taken by ftrace, trace-cmd, function-graph, kernel-log, crash, and perf-script and perf-data with --mode syscalls|offcpu|probes\n"), "{stderr}");
+    assert!(stderr.contains("\n  --group-by: taken by kernel-log and crash"), "{stderr}");
+    assert!(!stderr.contains("perf script"), "the perf script route does not apply them either: {stderr}");
     assert!(out.stdout.is_empty());
 }

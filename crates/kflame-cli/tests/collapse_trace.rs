@@ -69,7 +69,8 @@ fn weight_is_refused_for_latency_modes() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--weight"));
     let out = kflame(&["collapse", "--weight", "pages", input.to_str().unwrap()]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("expected `count` or `bytes`"));
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("[possible values: count, bytes]"));
     let out = kflame(&["collapse", "--mode", "syscalls", "--page-type", input.to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--page-type"));

@@ -85,14 +85,26 @@ fn json_reports_and_tasks() {
 }
 
 #[test]
-fn crash_default_groups_by_state_and_comm() {
-    let c = format!("{DATA}/crash/foreach-UN-bt.txt");
-    let out = kflame(&["collapse", &c]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+fn crash_default_groups_by_stack_and_comm_on_request() {
+    let c = format!("{DATA}/crash/foreach-UN-bt-many-comms.txt");
+    let towers = |args: &[&str]| {
+        let out = kflame(&[&["collapse"], args, &[c.as_str()]].concat());
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let folded = text(&out.stdout);
+        folded.lines().filter(|l| !l.starts_with('#')).map(str::to_string).collect::<Vec<_>>()
+    };
+    // 21 tasks of 13 commands in two waits: two towers under their state.
+    let by_stack = towers(&[]);
+    assert_eq!(by_stack.len(), 2, "{by_stack:#?}");
+    assert!(by_stack[0].starts_with("UN;entry_SYSCALL_64_after_hwframe;") && by_stack[0].ends_with(" 17"));
+    assert!(by_stack[1].starts_with("UN;ret_from_fork;") && by_stack[1].ends_with(" 4"));
+    // The command on request, by --group-by or --comm.
+    let by_comm = towers(&["--group-by", "state,comm"]);
+    assert_eq!(by_comm.len(), 13, "{by_comm:#?}");
     assert!(
-        text(&out.stdout).contains("\nUN;postgres;entry_SYSCALL_64_after_hwframe;"),
-        "{}",
-        text(&out.stdout)
+        by_comm
+            .iter()
+            .any(|l| l.starts_with("UN;postgres;entry_SYSCALL_64_after_hwframe;") && l.ends_with(" 5"))
     );
-    assert!(text(&out.stdout).contains(";wait_transaction_locked;schedule;__schedule 2\n"));
+    assert_eq!(towers(&["--comm"]), by_comm);
 }

@@ -70,11 +70,20 @@ fn options_that_do_not_apply_are_refused() {
     let data = fixture("pairs-offcpu.data");
     let data = data.to_str().unwrap();
     for (args, msg) in [
-        (&["--mode", "alloc"][..], "takes --mode syscalls, offcpu or probes"),
-        (&["--mode", "offcpu", "--counts"][..], "--weight and --counts apply to sample counting"),
-        (&["--mode", "offcpu", "--event-filter", "sched:sched_switch"][..], "--event-filter chooses"),
-        (&["--mode", "offcpu", "--group-by", "comm"][..], "--group-by: not supported for perf.data input"),
-        (&["--comm"][..], "--comm without --mode: not supported for perf.data input"),
+        (
+            &["--mode", "alloc"][..],
+            "with --mode alloc; this option does not apply to it:\n  --mode alloc|events: taken by ftrace and trace-cmd",
+        ),
+        (
+            &["--mode", "offcpu", "--counts"][..],
+            "--counts: taken by perf-script and perf-data without --mode",
+        ),
+        (
+            &["--mode", "offcpu", "--event-filter", "sched:sched_switch"][..],
+            "--event-filter: taken by perf-script and perf-data without --mode",
+        ),
+        (&["--mode", "offcpu", "--group-by", "comm"][..], "--group-by: taken by kernel-log and crash"),
+        (&["--order"][..], "--order: taken by ftrace and trace-cmd in alloc and events modes"),
     ] {
         let mut a = vec!["collapse", "--no-host-lookups"];
         a.extend(args);

@@ -23,13 +23,38 @@ fn folded(out: &Output) -> Vec<String> {
         .collect()
 }
 
-fn default_keys() -> Vec<CrashKey> {
+fn state_and_comm() -> Vec<CrashKey> {
     vec![CrashKey::State, CrashKey::Comm]
+}
+
+/// 21 `foreach UN bt` tasks of 13 commands blocked in two waits: by default they condense
+/// into those two stacks under their state; split by command on request.
+#[test]
+fn default_groups_tasks_by_stack_and_comm_splits_on_request() {
+    let input = read("foreach-UN-bt-many-comms.txt");
+    let out = Engine::single_threaded().run(Box::new(Crash::default()), &input[..]).unwrap();
+    let journal = "UN;entry_SYSCALL_64_after_hwframe;do_syscall_64;ksys_write;vfs_write;ext4_buffered_write_iter;\
+                   file_update_time;__mark_inode_dirty;ext4_dirty_inode;__ext4_journal_start_sb;jbd2__journal_start;\
+                   start_this_handle;add_transaction_credits;wait_transaction_locked;schedule;__schedule";
+    let writeback = "UN;ret_from_fork;kthread;worker_thread;process_one_work;wb_workfn;__writeback_single_inode;\
+                     do_writepages;write_cache_pages;folio_wait_bit_common;io_schedule;schedule;__schedule";
+    assert_eq!(folded(&out), [format!("{journal} 17"), format!("{writeback} 4")]);
+    assert!(out.diag.is_empty(), "{:?}", out.diag);
+
+    let by_comm = run("foreach-UN-bt-many-comms.txt", state_and_comm());
+    let stacks = folded(&by_comm);
+    assert_eq!(stacks.len(), 13, "{stacks:#?}");
+    assert!(stacks.contains(&"UN;postgres;entry_SYSCALL_64_after_hwframe;do_syscall_64;ksys_write;vfs_write;\
+         ext4_buffered_write_iter;file_update_time;__mark_inode_dirty;ext4_dirty_inode;__ext4_journal_start_sb;\
+         jbd2__journal_start;start_this_handle;add_transaction_credits;wait_transaction_locked;schedule;__schedule 5"
+        .to_string()));
+    assert_eq!(stacks.iter().filter(|s| s.starts_with("UN;kworker/u8:")).count(), 4);
+    assert_eq!(by_comm.stacks.total(), out.stacks.total());
 }
 
 #[test]
 fn foreach_un_bt_groups_blocked_tasks_by_wait() {
-    let out = run("foreach-UN-bt.txt", default_keys());
+    let out = run("foreach-UN-bt.txt", state_and_comm());
     assert_eq!(
         folded(&out),
         [
@@ -47,7 +72,7 @@ fn foreach_un_bt_groups_blocked_tasks_by_wait() {
 
 #[test]
 fn bt_a_with_nmi_and_irq_stacks_and_exception_rip() {
-    let out = run("bt-a-irq-nmi.txt", default_keys());
+    let out = run("bt-a-irq-nmi.txt", state_and_comm());
     assert_eq!(
         folded(&out),
         [
@@ -106,7 +131,7 @@ fn states_from_ps_output_and_group_keys() {
 
 #[test]
 fn bt_t_module_placeholders_stack_data_and_a_foreign_line() {
-    let out = run("bt-t-and-args.txt", default_keys());
+    let out = run("bt-t-and-args.txt", state_and_comm());
     assert_eq!(
         folded(&out),
         [
@@ -121,7 +146,7 @@ fn bt_t_module_placeholders_stack_data_and_a_foreign_line() {
 
 #[test]
 fn gavin_guo_bt_a_sample() {
-    let out = run("gavinguo-crash-bt-a.txt", default_keys());
+    let out = run("gavinguo-crash-bt-a.txt", state_and_comm());
     let stacks = folded(&out);
     assert_eq!(stacks.len(), 2);
     assert_eq!(

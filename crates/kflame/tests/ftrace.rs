@@ -53,6 +53,12 @@ fn folded(out: &Output) -> String {
     s
 }
 
+/// The output's stacks and whole weights, in output order.
+fn stack_weights(out: &Output) -> Vec<(String, u64)> {
+    let v = out.stacks.in_output_order();
+    v.into_iter().map(|(s, w)| (String::from_utf8_lossy(s).into_owned(), w.whole())).collect()
+}
+
 fn golden(out: &Output, expected: &str) {
     let path = data("expected").join(expected);
     let got = folded(out);
@@ -278,12 +284,7 @@ fn old_kernel_format_odd_cases() {
         "handwritten-old-kernel-mm_page_alloc.txt",
         FtraceOptions { comm: true, ..FtraceOptions::default() },
     );
-    let got: Vec<(String, u64)> = out
-        .stacks
-        .in_output_order()
-        .into_iter()
-        .map(|(s, w)| (String::from_utf8_lossy(s).into_owned(), w.whole()))
-        .collect();
+    let got = stack_weights(&out);
     let want = [
         (
             "<...>;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_exit_group;do_group_exit;do_exit;[unknown];__get_free_pages;alloc_pages_current;__alloc_pages_nodemask",
@@ -307,6 +308,73 @@ fn old_kernel_format_odd_cases() {
     assert!(bad.message.contains("800755.73"), "{}", bad.message);
 }
 
+/// kprobe events weigh the size their fetched arguments give (`order=` first, else
+/// `bytes=`/`size=`/`request=`); results worked out by hand (see the README).
+#[test]
+fn kprobe_allocations_weigh_their_fetched_size() {
+    let out = run("handwritten-kprobe-alloc.txt", FtraceOptions { comm: true, ..FtraceOptions::default() });
+    let got = stack_weights(&out);
+    let write = "entry_SYSCALL_64_after_hwframe;do_syscall_64;ksys_write;vfs_write";
+    let begin = "ext4_buffered_write_iter;generic_perform_write;ext4_write_begin";
+    let want = [
+        (
+            "dd;entry_SYSCALL_64_after_hwframe;do_syscall_64;__do_sys_clone;kernel_clone;copy_process;dup_fd;\
+             alloc_fdtable"
+                .to_string(),
+            2048,
+        ),
+        (format!("dd;{write};{begin};__filemap_get_folio;filemap_alloc_folio;folio_alloc;alloc_pages_mpol"), 4096),
+        (
+            format!(
+                "dd;{write};{begin};ext4_map_blocks;ext4_ext_map_blocks;ext4_ext_find_extent;__kmalloc;\
+                 ___slab_alloc;new_slab;alloc_pages_mpol"
+            ),
+            16384,
+        ),
+        (format!("dd;{write};pipe_write;alloc_pages_mpol;__alloc_pages"), 8192),
+        (
+            "kworker/0:2;ret_from_fork_asm;ret_from_fork;kthread;worker_thread;process_one_work;kvmalloc_node;\
+             __kmalloc;__kmalloc_large_node;alloc_pages_mpol"
+                .to_string(),
+            4096 << 10,
+        ),
+        (
+            "mount;entry_SYSCALL_64_after_hwframe;do_syscall_64;__x64_sys_mount;path_mount;vfs_get_tree;\
+             get_tree_bdev;ext4_fill_super;ext4_kvmalloc;__vmalloc_node"
+                .to_string(),
+            65536,
+        ),
+    ];
+    assert_eq!(got, want, "sorted output");
+    assert_eq!(out.meta.unit, Unit::Bytes);
+    let chosen = out.diag.get("mode").expect("the mode is chosen from the content");
+    assert!(chosen.message.contains("6 allocation events"), "{}", chosen.message);
+    let other =
+        out.diag.get("events not used in this mode").expect("the return probe and the sizeless kprobe");
+    assert_eq!((other.count, other.first_line), (2, 62));
+    assert_eq!(out.diag.skipped(), 0);
+
+    let orders = run("handwritten-kprobe-alloc.txt", FtraceOptions { order: true, ..mode(Mode::Alloc) });
+    let roots: Vec<(String, u64)> = stack_weights(&orders)
+        .into_iter()
+        .map(|(s, w)| (s.split(';').next().unwrap().to_string(), w))
+        .collect();
+    let roots: Vec<(&str, u64)> = roots.iter().map(|(r, w)| (r.as_str(), *w)).collect();
+    let size_probes = "entry_SYSCALL_64_after_hwframe";
+    assert_eq!(
+        roots,
+        [
+            (size_probes, 2048),
+            (size_probes, 65536),
+            ("order-0", 4096),
+            ("order-10", 4096 << 10),
+            ("order-1", 8192),
+            ("order-2", 16384)
+        ],
+        "probes that fetched no order have no order frame"
+    );
+}
+
 #[test]
 fn events_without_stacks_keep_their_weight() {
     let out = run("bboymimi-ftrace-mm_page_alloc-new-format-snippets.txt", FtraceOptions::default());
@@ -319,12 +387,7 @@ fn events_without_stacks_keep_their_weight() {
 fn trace_cmd_compact_sched_switch_off_cpu() {
     let out = run("handwritten-trace-cmd-sched_switch.txt", FtraceOptions::default());
     assert_eq!(out.meta.unit, Unit::Nanoseconds);
-    let got: Vec<(String, u64)> = out
-        .stacks
-        .in_output_order()
-        .into_iter()
-        .map(|(s, w)| (String::from_utf8_lossy(s).into_owned(), w.whole()))
-        .collect();
+    let got = stack_weights(&out);
     assert_eq!(
         got,
         [
@@ -364,6 +427,7 @@ fn detection() {
         ("trace-cmd-report-mm_page_alloc.txt", Some(Format::TraceCmd)),
         ("ftrace-uprobe-doio-entry-ret.txt", Some(Format::Ftrace)),
         ("handwritten-trace-cmd-sched_switch.txt", Some(Format::TraceCmd)),
+        ("handwritten-kprobe-alloc.txt", Some(Format::Ftrace)),
     ];
     for (name, want) in cases {
         assert_eq!(detect(&read(name)), want, "{name}");
@@ -425,4 +489,39 @@ fn time_order_follows_the_events() {
         "__alloc_pages_nodemask:4096",
     ];
     assert_eq!(leaves, want);
+}
+
+/// `top`: the N longest syscalls, off-CPU intervals and probed calls, each its own tower
+/// under its rank frame; every span still goes to the events log.
+#[test]
+fn top_keeps_the_longest_spans_each_as_its_own_tower() {
+    use common::outliers::{assert_top_spans, logged_spans};
+    use kflame::collapse::outliers::OutlierLog;
+    let cases = [
+        ("ftrace-raw_syscalls-write-enter-exit-stacktrace.txt", Mode::Syscalls),
+        ("ftrace-trace_pipe-sched_switch-2s.txt", Mode::OffCpu),
+        ("ftrace-uprobe-doio-entry-ret.txt", Mode::Probes),
+        ("ftrace-dd-mixed-stacktrace.txt", Mode::Syscalls),
+    ];
+    for (name, m) in cases {
+        let (_, all_json) = run_with_events(name, mode(m));
+        let all = logged_spans(&all_json);
+        assert!(all.len() > 20, "{name}");
+        for n in [1, 5, all.len() + 3] {
+            let log = OutlierLog::new();
+            let buf = SharedBuf::default();
+            let events = EventLog::new(buf.clone());
+            let opts = FtraceOptions { top: Some(n), ..mode(m) };
+            let collapser = Ftrace::new(opts, Some(events.clone())).with_outliers(log.clone());
+            let out = Engine::single_threaded().run(Box::new(collapser), &read(name)[..]).unwrap();
+            events.finish().unwrap();
+            assert_eq!(buf.text(), all_json, "{name}: the events log still has every span");
+            let kept = log.take();
+            assert_top_spans(&all, &out, n, Some(&kept));
+            if n > all.len() {
+                let total: u64 = all.iter().map(|s| s.duration_ns).sum();
+                assert_eq!(out.stacks.total().whole(), total, "{name}: every span kept");
+            }
+        }
+    }
 }

@@ -66,7 +66,7 @@ fn from_data_in(name: &str, mode: PairMode, r: Roots, events: Option<EventLog>, 
         kallsyms: Some(data_dir().join("kallsyms-pairs.txt")),
         symfs: Some(data_dir().join("symfs")),
         include_pid: r.pid,
-        pairing: Some(Pairing { mode, comm: r.comm, cpu: r.cpu, events }),
+        pairing: Some(Pairing { comm: r.comm, cpu: r.cpu, events, ..Pairing::new(mode) }),
         host: Host::Isolated,
         ..Options::default()
     };
@@ -171,4 +171,39 @@ fn offcpu_states_come_from_the_raw_bits() {
     let mut states: Vec<&str> = data.iter().filter_map(|(s, _)| s.split(';').next()).collect();
     states.dedup();
     assert!(states.len() >= 3, "expected several off-CPU states, found {states:?}");
+}
+
+/// `--top N`: the same N longest intervals, under the same rank frames and handed to the
+/// outlier log alike, from perf.data as from its script text.
+#[test]
+fn top_intervals_equal_the_script_text() {
+    use kflame::collapse::outliers::OutlierLog;
+    for &(name, mode) in FIXTURES {
+        for n in [1, 4] {
+            let (dlog, slog) = (OutlierLog::new(), OutlierLog::new());
+            let opts = Options {
+                kallsyms: Some(data_dir().join("kallsyms-pairs.txt")),
+                symfs: Some(data_dir().join("symfs")),
+                pairing: Some(Pairing { top: Some(n), outliers: Some(dlog.clone()), ..Pairing::new(mode) }),
+                host: Host::Isolated,
+                ..Options::default()
+            };
+            let data = collapse_file(&data_dir().join(format!("{name}.data")), &opts, Order::Sorted)
+                .unwrap_or_else(|e| panic!("{name}.data: {e}"));
+            let text = std::fs::read(data_dir().join(format!("{name}.ns.script.txt"))).expect("script text");
+            let sopts = PerfPairsOptions { top: Some(n), ..PerfPairsOptions::new(mode) };
+            let collapser = PerfPairs::new(sopts, None).with_outliers(slog.clone());
+            let script = Engine::single_threaded().run(Box::new(collapser), &text[..]).expect("collapse");
+            let towers = folded(&script);
+            assert_eq!(folded(&data), towers, "{name} --top {n}");
+            assert!(!towers.is_empty() && towers.len() <= n, "{name}: {towers:?}");
+            assert!(towers.iter().all(|(s, _)| s.starts_with("[#")), "{name}: {towers:?}");
+            let (d, mut s) = (dlog.take(), slog.take());
+            // perf.data has no input lines (0); the text's are where each interval began.
+            assert!(d.iter().all(|o| o.line == 0) && s.iter().all(|o| o.line > 0), "{name}");
+            s.iter_mut().for_each(|o| o.line = 0);
+            assert_eq!(d, s, "{name}");
+            assert_eq!(d.len(), towers.len(), "{name}");
+        }
+    }
 }

@@ -369,3 +369,28 @@ fn mutated_captures_never_panic() {
         }
     }
 }
+
+/// `top`: the N longest intervals of each capture, each its own tower under its rank frame,
+/// checked against every interval of the events log (whose durations the tests above check
+/// against the raw text).
+#[test]
+fn top_keeps_the_longest_intervals() {
+    use common::outliers::{assert_top_spans, logged_spans};
+    use kflame::collapse::outliers::OutlierLog;
+    for (rel, mode) in
+        [(SYSCALLS, PairMode::Syscalls), (SWITCHES, PairMode::OffCpu), (PROBES, PairMode::Probes)]
+    {
+        let input = common::read(rel);
+        let (_, json) = run(&input, PerfPairsOptions::new(mode), 1 << 20);
+        let all = logged_spans(&json);
+        assert!(all.len() >= 3, "{rel}: {}", all.len());
+        for n in [1, 2, all.len() + 1] {
+            let log = OutlierLog::new();
+            let opts = PerfPairsOptions { top: Some(n), ..PerfPairsOptions::new(mode) };
+            let collapser = PerfPairs::new(opts, None).with_outliers(log.clone());
+            let out =
+                Engine::single_threaded().run(Box::new(collapser), &input[..]).expect("in-memory input");
+            assert_top_spans(&all, &out, n, Some(&log.take()));
+        }
+    }
+}

@@ -7,6 +7,7 @@ use anyhow::{Context, Result, bail};
 use kflame::collapse::{self, Collapse, Engine, Format, Order};
 use kflame::fold::{Meta, Stacks, write::write_folded};
 
+use super::collapse_options::{Target, check};
 use crate::input::{self, Input};
 use crate::output;
 
@@ -19,82 +20,100 @@ Examples:
   kflame collapse --format folded a.folded b.folded > merged.folded
   journalctl -k -b -1 | kflame collapse --format kernel-log --group-by kind,title > oopses.folded
   kflame collapse --json dmesg.txt            # one JSON object per kernel report
-  kflame collapse --format crash foreach-UN-bt.txt   # crash output, by task state and comm")]
+  kflame collapse --format crash foreach-UN-bt.txt   # crash output: tasks by state and stack
+  kflame collapse --mode syscalls --top 10 --split-outliers slow/ trace.txt   # the 10 slowest
+
+An option that an input does not take is refused (exit 1), naming the formats that take it.")]
 pub(crate) struct Args {
     /// Input files (`-` or none: stdin). Several inputs are merged into one output.
     #[arg(value_name = "FILE")]
-    files: Vec<String>,
+    pub(crate) files: Vec<String>,
 
     /// Input format; guessed from the content when absent.
     #[arg(short = 'F', long, value_name = "FORMAT", value_parser = parse_format)]
-    format: Option<Format>,
+    pub(crate) format: Option<Format>,
 
     /// Write the folded output here instead of stdout.
     #[arg(short, long, value_name = "FILE")]
-    output: Option<PathBuf>,
+    pub(crate) output: Option<PathBuf>,
 
     /// Worker threads (default: number of CPUs). Output is identical for any value.
     #[arg(short = 'j', long, value_name = "N")]
-    threads: Option<usize>,
+    pub(crate) threads: Option<usize>,
 
     /// Keep stacks in input (time) order, merging only identical consecutive stacks:
     /// input for flame charts (`kflame flamegraph --flamechart`).
     #[arg(long)]
-    time_order: bool,
+    pub(crate) time_order: bool,
 
     #[command(flatten)]
-    shared: SharedArgs,
+    pub(crate) shared: SharedArgs,
 
     #[command(flatten)]
-    perf: super::collapse_perf::PerfArgs,
+    pub(crate) perf: super::collapse_perf::PerfArgs,
 
     #[command(flatten)]
-    trace: super::trace_args::TraceArgs,
+    pub(crate) trace: super::trace_args::TraceArgs,
 
     #[command(flatten)]
-    latency: super::producers::LatencyArgs,
+    pub(crate) latency: super::producers::LatencyArgs,
 
     #[command(flatten)]
-    producers: super::producers::ProducerArgs,
+    pub(crate) producers: super::producers::ProducerArgs,
 
     #[command(flatten)]
-    report: super::reports::ReportArgs,
+    pub(crate) report: super::reports::ReportArgs,
 
     #[command(flatten)]
-    perf_data: Box<super::perf_data::PerfDataArgs>,
+    pub(crate) perf_data: Box<super::perf_data::PerfDataArgs>,
 }
 
 /// Options that several formats understand, each in its own sense (documented per flag).
-/// Format-specific options live in each format's own `clap::Args` struct.
+/// Format-specific options live in each format's own `clap::Args` struct. Which inputs take
+/// which option is decided in one table (`collapse_options.rs`).
 #[derive(clap::Args, Debug, Default)]
 #[allow(dead_code)] // each field is read by the formats that support it
 pub(crate) struct SharedArgs {
-    /// Include the PID with the process name (`comm-PID` root frame).
+    /// Include the PID with the process name (`comm-PID` root frame): perf script, perf.data,
+    /// ftrace, trace-cmd, function-graph, bcc.
     #[arg(long, help_heading = "Shared options")]
     pub(crate) pid: bool,
-    /// Include the TID (and PID) with the process name (`comm-PID/TID`).
+    /// Include the TID (and PID) with the process name (`comm-PID/TID`): perf script,
+    /// perf.data; ftrace, trace-cmd and function-graph name threads by their TID, as --pid.
     #[arg(long, help_heading = "Shared options")]
     pub(crate) tid: bool,
-    /// Add the task name (comm) as a root frame (trace formats; perf always has it).
+    /// Add the task name (comm) as a root frame: ftrace, trace-cmd, function-graph, kernel
+    /// logs, crash dumps, perf with --mode (perf samples and /proc stacks always have it).
     #[arg(long, help_heading = "Shared options")]
     pub(crate) comm: bool,
-    /// Add the CPU as a root frame (`cpu-3`).
+    /// Add the CPU as a root frame (`cpu-3`): ftrace, trace-cmd, function-graph, kernel logs,
+    /// crash dumps, perf script and perf.data with --mode.
     #[arg(long, help_heading = "Shared options")]
     pub(crate) cpu: bool,
-    /// Weight by `count` (one per event) or by `bytes` (allocation size) for trace events.
-    #[arg(long, value_name = "count|bytes", help_heading = "Shared options")]
-    pub(crate) weight: Option<String>,
+    /// Weight by `count` (one per event or sample) or by `bytes` (allocation size): perf
+    /// samples without --mode, ftrace / trace-cmd events in alloc and events modes.
+    #[arg(long, value_enum, value_name = "count|bytes", help_heading = "Shared options")]
+    pub(crate) weight: Option<WeightArg>,
     /// Synthetic root frames, comma-separated (kernel logs: version,kind,title,cpu,comm,
-    /// hardware,taint; crash dumps: state,comm,cpu).
+    /// hardware,taint; crash dumps: state,comm,cpu, default state: tasks merge by stack).
     #[arg(long, value_name = "KEYS", help_heading = "Shared options")]
     pub(crate) group_by: Option<String>,
     /// Instead of folded stacks, write one JSON object per report (kernel logs, crash dumps).
     #[arg(long, help_heading = "Shared options")]
     pub(crate) json: bool,
     /// Also write one JSON line per event or call (ts, cpu, pid, comm, duration_ns, stack)
-    /// to this file (trace formats).
+    /// to this file: ftrace, trace-cmd, function-graph, perf script and perf.data with --mode.
     #[arg(long, value_name = "FILE", help_heading = "Shared options")]
     pub(crate) events_json: Option<PathBuf>,
+}
+
+/// Values of `--weight`.
+#[derive(clap::ValueEnum, Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum WeightArg {
+    /// One per event or sample.
+    Count,
+    /// Allocated bytes.
+    Bytes,
 }
 
 fn parse_format(s: &str) -> Result<Format, String> {
@@ -104,12 +123,14 @@ fn parse_format(s: &str) -> Result<Format, String> {
     })
 }
 
-/// Builds the collapser of `format` configured from the command line.
-fn build(format: Format, args: &Args) -> Result<Box<dyn Collapse>> {
-    Ok(match format {
+/// Builds the collapser of `target` configured from the command line.
+fn build(target: &Target, args: &Args) -> Result<Box<dyn Collapse>> {
+    Ok(match target.format {
         Format::Folded => Box::new(collapse::folded::Folded::new()),
-        Format::PerfScript => super::perf_pairs::build(&args.perf, &args.shared, &args.trace)?,
-        Format::Ftrace | Format::TraceCmd => super::trace_args::build_ftrace(&args.shared, &args.trace)?,
+        Format::PerfScript => super::perf_pairs::build(&args.perf, &args.shared, &args.trace, &args.latency)?,
+        Format::Ftrace | Format::TraceCmd => {
+            super::trace_args::build_ftrace(target, &args.shared, &args.trace, &args.latency)?
+        }
         Format::FunctionGraph => super::producers::function_graph(&args.latency, &args.shared)?,
         Format::ProcStacks => Box::new(collapse::proc_stacks::ProcStacks::new()),
         Format::Bpftrace => super::producers::bpftrace(&args.producers),
@@ -124,7 +145,16 @@ fn build(format: Format, args: &Args) -> Result<Box<dyn Collapse>> {
 pub(crate) fn run(args: Args) -> Result<()> {
     let report_format = args.format.is_none_or(|f| matches!(f, Format::KernelLog | Format::Crash));
     if args.shared.json && report_format {
-        return super::reports::run_json(&args.files, args.format, args.output.as_deref(), detect);
+        let resolve = |input: &Input| -> Result<Format> {
+            let format = match args.format {
+                Some(f) => f,
+                None => detect(input)?,
+            };
+            let target = Target { format, mode: None, guessed: None, json: true };
+            check(&args, &target, &input.name)?;
+            Ok(format)
+        };
+        return super::reports::run_json(&args.files, args.output.as_deref(), resolve);
     }
     let engine = Engine {
         threads: args.threads.unwrap_or_else(|| Engine::default().threads).max(1),
@@ -133,27 +163,25 @@ pub(crate) fn run(args: Args) -> Result<()> {
     };
     let mut total: Option<Stacks> = None;
     let mut meta = Meta::default();
-    for path in input::paths_or_stdin(&args.files) {
-        let input = Input::open(&path)?;
+    for (i, path) in input::paths_or_stdin(&args.files).iter().enumerate() {
+        let input = Input::open(path)?;
         let name = input.name.clone();
         let format = match args.format {
             Some(f) => f,
             None => detect(&input)?,
         };
+        let target = Target::of(format, &args, &input);
+        check(&args, &target, &name)?;
+        if i == 0 {
+            super::outliers::prepare(&args.latency)?;
+        }
         let out = if format == Format::PerfData {
-            super::perf_data::collapse(
-                input,
-                &args.perf_data,
-                &args.perf,
-                &args.shared,
-                &args.trace,
-                engine.order,
-                &mut meta,
-            )?
+            super::perf_data::collapse(input, &args, engine.order, &mut meta)?
         } else {
-            let collapser = build(format, &args)?;
+            let collapser = build(&target, &args)?;
             collapse_one(&engine, collapser, input, &mut meta)?
         };
+        super::outliers::collect(&name);
         output::message(out.diag.report(&name).to_string());
         if out.stacks.is_empty() {
             let what = match format {
@@ -173,6 +201,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
     write_folded(&mut out, &stacks, &meta).context("writing folded output")?;
     out.flush().context("writing folded output")?;
     super::trace_args::finish_events(args.shared.events_json.as_deref())?;
+    super::outliers::finish(&args.latency)?;
     // The process ends here: freeing a hundred thousand stacks one by one would only delay
     // the exit (by tens of milliseconds on a large recording).
     std::mem::forget(stacks);

@@ -8,14 +8,17 @@ use kflame::collapse::perf::pairs::{PairMode, PerfPairs, PerfPairsOptions};
 
 use super::collapse::SharedArgs;
 use super::collapse_perf::PerfArgs;
+use super::producers::LatencyArgs;
 use super::trace_args::{TraceArgs, TraceMode, events_log};
 
 /// The perf script collapser for these options: pairing when `--mode` asks for it.
-pub(crate) fn build(perf: &PerfArgs, shared: &SharedArgs, trace: &TraceArgs) -> Result<Box<dyn Collapse>> {
-    if trace.mode.is_none() && shared.events_json.is_some() {
-        bail!("--events-json with perf script input needs --mode syscalls, offcpu or probes");
-    }
-    let Some(mode) = pair_mode(perf, shared, trace, "perf script")? else {
+pub(crate) fn build(
+    perf: &PerfArgs,
+    shared: &SharedArgs,
+    trace: &TraceArgs,
+    lat: &LatencyArgs,
+) -> Result<Box<dyn Collapse>> {
+    let Some(mode) = pair_mode(trace, "perf script")? else {
         return Ok(Box::new(super::collapse_perf::build(perf, shared)?));
     };
     let opts = PerfPairsOptions {
@@ -27,18 +30,19 @@ pub(crate) fn build(perf: &PerfArgs, shared: &SharedArgs, trace: &TraceArgs) -> 
         annotate_jit: perf.jit || perf.all,
         include_addrs: perf.addrs,
         mark_inlined: perf.inline,
+        top: lat.top()?,
     };
-    Ok(Box::new(PerfPairs::new(opts, events_log(shared.events_json.as_deref())?)))
+    let mut c = PerfPairs::new(opts, events_log(shared.events_json.as_deref())?);
+    if let Some(log) = super::outliers::log(lat) {
+        c = c.with_outliers(log);
+    }
+    Ok(Box::new(c))
 }
 
-/// The pairing `--mode` of perf input (`input` names it in messages), refusing the options
-/// of sample counting; `None` without `--mode`.
-pub(crate) fn pair_mode(
-    perf: &PerfArgs,
-    shared: &SharedArgs,
-    trace: &TraceArgs,
-    input: &str,
-) -> Result<Option<PairMode>> {
+/// The pairing `--mode` of perf input (`input` names it in messages); `None` without
+/// `--mode`. The options of sample counting were refused with it by the option check
+/// (`collapse_options.rs`).
+pub(crate) fn pair_mode(trace: &TraceArgs, input: &str) -> Result<Option<PairMode>> {
     let mode = match trace.mode {
         None => return Ok(None),
         Some(TraceMode::Syscalls) => PairMode::Syscalls,
@@ -49,15 +53,5 @@ pub(crate) fn pair_mode(
              samples (allocation tracepoints weigh their bytes)"
         ),
     };
-    if shared.weight.is_some() || perf.counts {
-        bail!(
-            "--weight and --counts apply to sample counting; --mode syscalls/offcpu/probes weighs by duration (ns)"
-        );
-    }
-    if perf.event_filter.is_some() {
-        bail!(
-            "--event-filter chooses the event to count; --mode syscalls/offcpu/probes uses the events it pairs"
-        );
-    }
     Ok(Some(mode))
 }

@@ -45,7 +45,7 @@ pub(crate) fn build_kernel_log(shared: &SharedArgs, args: &ReportArgs) -> Result
 pub(crate) fn build_crash(shared: &SharedArgs) -> Result<Box<dyn Collapse>> {
     let mut keys = match &shared.group_by {
         Some(g) => crash::parse_crash_keys(g).map_err(|e| anyhow!(e))?,
-        None => vec![crash::CrashKey::State, crash::CrashKey::Comm],
+        None => crash::DEFAULT_KEYS.to_vec(),
     };
     for (on, key) in [(shared.comm, crash::CrashKey::Comm), (shared.cpu, crash::CrashKey::Cpu)] {
         if on && !keys.contains(&key) {
@@ -56,21 +56,18 @@ pub(crate) fn build_crash(shared: &SharedArgs) -> Result<Box<dyn Collapse>> {
 }
 
 /// `--json`: one JSON object per kernel report (kernel logs) or per task (crash output),
-/// streamed line by line.
+/// streamed line by line. `resolve` gives each input's format (and refuses the options it
+/// does not take).
 pub(crate) fn run_json(
     files: &[String],
-    format: Option<Format>,
     out_path: Option<&Path>,
-    detect: impl Fn(&Input) -> Result<Format>,
+    resolve: impl Fn(&Input) -> Result<Format>,
 ) -> Result<()> {
     let mut out = output::open(out_path)?;
     for path in input::paths_or_stdin(files) {
         let input = Input::open(&path)?;
         let name = input.name.clone();
-        let format = match format {
-            Some(f) => f,
-            None => detect(&input)?,
-        };
+        let format = resolve(&input)?;
         let n = match format {
             Format::KernelLog => json_reports(input, &mut out),
             Format::Crash => json_tasks(input, &mut out),

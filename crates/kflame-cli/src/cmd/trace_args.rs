@@ -5,17 +5,21 @@ use std::io::BufWriter;
 use std::path::Path;
 use std::sync::OnceLock;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use kflame::collapse::Collapse;
 use kflame::collapse::events_json::EventLog;
 use kflame::collapse::ftrace::{Ftrace, FtraceOptions, Mode, WeightBy};
 
-use super::collapse::SharedArgs;
+use super::collapse::{SharedArgs, WeightArg};
+use super::collapse_options::Target;
+use super::producers::LatencyArgs;
 
 /// What an ftrace / trace-cmd collapse measures.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum TraceMode {
-    /// Bytes allocated (mm_page_alloc: 4096 << order; kmalloc/kmem_cache_alloc: bytes_alloc).
+    /// Bytes allocated (mm_page_alloc: 4096 << order; kmalloc/kmem_cache_alloc: bytes_alloc;
+    /// kprobe/uprobe events: `order=` gives 4096 << order, else `bytes=`, `size=` or
+    /// `request=` the bytes).
     Alloc,
     /// Syscall latency from sys_enter/sys_exit pairs (ns, stack at entry).
     Syscalls,
@@ -35,48 +39,50 @@ pub(crate) struct TraceArgs {
     /// records.
     #[arg(long, value_enum, value_name = "MODE", help_heading = "Trace options (ftrace, trace-cmd)")]
     pub(crate) mode: Option<TraceMode>,
-    /// Add the page allocation order as a root frame (`order-2`).
+    /// Add the page allocation order as a root frame (`order-2`), in alloc and events modes.
     #[arg(long, help_heading = "Trace options (ftrace, trace-cmd)")]
     pub(crate) order: bool,
-    /// Add the migrate type and GFP flags of allocations as root frames.
+    /// Add the migrate type and GFP flags of allocations as root frames, in alloc and events
+    /// modes.
     #[arg(long, help_heading = "Trace options (ftrace, trace-cmd)")]
     pub(crate) page_type: bool,
 }
 
-/// Builds the ftrace / trace-cmd collapser from the command line.
-pub(crate) fn build_ftrace(shared: &SharedArgs, trace: &TraceArgs) -> Result<Box<dyn Collapse>> {
-    let mode = trace.mode.map(|m| match m {
+/// Builds the ftrace / trace-cmd collapser of `target` (its mode given or guessed, its
+/// options checked) from the command line.
+pub(crate) fn build_ftrace(
+    target: &Target,
+    shared: &SharedArgs,
+    trace: &TraceArgs,
+    lat: &LatencyArgs,
+) -> Result<Box<dyn Collapse>> {
+    let mode = target.mode.map(|m| match m {
         TraceMode::Alloc => Mode::Alloc,
         TraceMode::Syscalls => Mode::Syscalls,
         TraceMode::Offcpu => Mode::OffCpu,
         TraceMode::Probes => Mode::Probes,
         TraceMode::Events => Mode::Events,
     });
-    let weight = match shared.weight.as_deref() {
-        None => None,
-        Some("count") => Some(WeightBy::Count),
-        Some("bytes") => Some(WeightBy::Bytes),
-        Some(other) => bail!("--weight {other}: expected `count` or `bytes`"),
-    };
-    if weight.is_some() && matches!(mode, Some(Mode::Syscalls | Mode::OffCpu | Mode::Probes)) {
-        bail!("--weight applies to single events; syscall, off-CPU and probe modes weigh by duration (ns)");
-    }
-    if (trace.order || trace.page_type) && matches!(mode, Some(Mode::Syscalls | Mode::OffCpu | Mode::Probes))
-    {
-        bail!(
-            "--order and --page-type add allocation frames; they do not apply to --mode syscalls, offcpu or probes"
-        );
-    }
+    let weight = shared.weight.map(|w| match w {
+        WeightArg::Count => WeightBy::Count,
+        WeightArg::Bytes => WeightBy::Bytes,
+    });
     let opts = FtraceOptions {
         mode,
+        mode_reason: target.guessed.clone(),
         weight,
         comm: shared.comm,
         pid: shared.pid || shared.tid,
         cpu: shared.cpu,
         order: trace.order,
         page_type: trace.page_type,
+        top: lat.top()?,
     };
-    Ok(Box::new(Ftrace::new(opts, events_log(shared.events_json.as_deref())?)))
+    let mut c = Ftrace::new(opts, events_log(shared.events_json.as_deref())?);
+    if let Some(log) = super::outliers::log(lat) {
+        c = c.with_outliers(log);
+    }
+    Ok(Box::new(c))
 }
 
 static EVENTS: OnceLock<EventLog> = OnceLock::new();

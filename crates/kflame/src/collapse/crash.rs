@@ -1,7 +1,9 @@
 //! Output of the `crash` utility's `bt` family (`bt`, `bt -a`, `bt -t`, `foreach bt`,
 //! `foreach UN bt`) to folded stacks: one count per task, under root frames chosen by
-//! [`CrashKey`]s (default: task state and command), so that hundreds of blocked tasks
-//! condense into their few distinct waits.
+//! [`CrashKey`]s. The default is the task state alone, so that tasks merge by their stack:
+//! hundreds of blocked tasks of dozens of commands condense into their few distinct waits.
+//! The command (`comm`) and CPU are root frames on request (`state,comm` splits each wait
+//! by command).
 //!
 //! Recognized lines:
 //! - task headers `PID: 428  TASK: ffff880036b6c560  CPU: 1  COMMAND: "jbd2/dm-1-8"`;
@@ -28,6 +30,9 @@ use crate::report::Section;
 const MAX_PS_ROWS: usize = 1 << 20;
 /// Most frames kept per task.
 const MAX_FRAMES: usize = 512;
+
+/// The default root frames: the task state only, so that tasks merge by their stack.
+pub const DEFAULT_KEYS: [CrashKey; 1] = [CrashKey::State];
 
 /// A root frame of a task's stack.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -326,7 +331,7 @@ pub struct Crash {
 }
 
 impl Crash {
-    /// A collapser grouping by `keys` (default `state,comm`).
+    /// A collapser grouping by `keys` (default: `state`, tasks merged by stack).
     pub fn new(keys: Vec<CrashKey>) -> Crash {
         Crash { keys, p: CrashParser::new() }
     }
@@ -340,7 +345,7 @@ impl Crash {
 
 impl Default for Crash {
     fn default() -> Crash {
-        Crash::new(vec![CrashKey::State, CrashKey::Comm])
+        Crash::new(DEFAULT_KEYS.to_vec())
     }
 }
 

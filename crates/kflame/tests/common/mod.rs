@@ -4,6 +4,7 @@
 
 pub mod ftrace;
 pub mod mutate;
+pub mod outliers;
 
 use std::io::Write;
 use std::path::PathBuf;

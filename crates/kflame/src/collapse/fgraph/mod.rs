@@ -18,15 +18,17 @@
 //!
 //! `top`: only the N slowest top-level calls, each under a synthetic root frame
 //! `[#01 2.345ms @123.456789]` (rank, duration, start time; `line N` when the trace has no
-//! time column), so that an outlier can be seen alone.
+//! time column), so that an outlier can be seen alone; ranked as the paired spans of the
+//! trace formats are (see [`crate::collapse::outliers`]).
 
 mod events;
 mod line;
 mod track;
 
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 
 use super::events_json::{EventLog, EventRecord};
+use super::outliers::{Outlier, OutlierLog, TopN, rank_frame};
 use super::{Collapse, Output, lines};
 use crate::fold::{Meta, Unit, Weight};
 use line::{Line, Task};
@@ -95,53 +97,27 @@ struct Who {
     pid: Option<u32>,
 }
 
-/// A completed top-level call kept for `--top`, ordered by duration then earliness.
-struct Ranked {
-    duration: u64,
-    seq: u64,
-    who: Who,
-    call: TopCall,
-}
-
-impl PartialEq for Ranked {
-    fn eq(&self, o: &Self) -> bool {
-        (self.duration, self.seq) == (o.duration, o.seq)
-    }
-}
-impl Eq for Ranked {}
-impl PartialOrd for Ranked {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Ranked {
-    /// Smaller = better rank (longer, then earlier), so the heap's max is the worst kept.
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        o.duration.cmp(&self.duration).then(self.seq.cmp(&o.seq))
-    }
-}
-
 /// Collapser for function_graph output. Sequential (nesting spans the whole input).
 pub struct FunctionGraph {
     opts: Options,
     tracks: HashMap<Key, (Track, Who)>,
     /// Task currently running on each CPU, learnt from context-switch lines.
     running: HashMap<u32, (Box<[u8]>, u32)>,
-    top: BinaryHeap<Ranked>,
-    seq: u64,
+    top: Option<TopN<(Who, TopCall)>>,
     events: Option<EventLog>,
+    outliers: Option<OutlierLog>,
 }
 
 impl FunctionGraph {
     /// A collapser with these options.
     pub fn new(opts: Options) -> FunctionGraph {
         FunctionGraph {
+            top: opts.top.map(TopN::new),
             opts,
             tracks: HashMap::new(),
             running: HashMap::new(),
-            top: BinaryHeap::new(),
-            seq: 0,
             events: None,
+            outliers: None,
         }
     }
 
@@ -150,6 +126,13 @@ impl FunctionGraph {
     /// [`EventLog::finish`].
     pub fn with_events(mut self, log: EventLog) -> FunctionGraph {
         self.events = Some(log);
+        self
+    }
+
+    /// With `top`, also hands each kept call to `log` (its stacks, task and time), to be
+    /// written on its own.
+    pub fn with_outliers(mut self, log: OutlierLog) -> FunctionGraph {
+        self.outliers = Some(log);
         self
     }
 
@@ -214,14 +197,8 @@ impl FunctionGraph {
     fn completed(&mut self, key: Key, call: TopCall, out: &mut Output) {
         let Some(who) = self.tracks.get(&key).map(|(_, w)| w.clone()) else { return };
         self.write_event(&who, &call);
-        match (self.opts.top, call.duration_ns) {
-            (Some(n), Some(duration)) => {
-                self.seq += 1;
-                self.top.push(Ranked { duration, seq: self.seq, who, call });
-                if self.top.len() > n {
-                    self.top.pop();
-                }
-            }
+        match (&mut self.top, call.duration_ns) {
+            (Some(top), Some(duration)) => top.offer(duration, (who, call)),
             (Some(_), None) => {}
             (None, _) => self.emit(&who, &call, None, out),
         }
@@ -246,6 +223,11 @@ impl FunctionGraph {
 
     /// Adds the call's records to the output under the root frames.
     fn emit(&self, who: &Who, call: &TopCall, group: Option<&[u8]>, out: &mut Output) {
+        self.stacks_of(who, call, group, |stack, w| out.stacks.add(stack, w));
+    }
+
+    /// The folded stacks of the call's records under the root frames.
+    fn stacks_of(&self, who: &Who, call: &TopCall, group: Option<&[u8]>, mut add: impl FnMut(&[u8], Weight)) {
         let mut prefix = Vec::new();
         if let Some(g) = group {
             push_frame(&mut prefix, g);
@@ -262,7 +244,7 @@ impl FunctionGraph {
             for &id in &r.path {
                 push_frame(&mut stack, frame_name(call, id));
             }
-            out.stacks.add(&stack, Weight::from_u64(ns));
+            add(&stack, Weight::from_u64(ns));
         }
     }
 
@@ -290,17 +272,33 @@ impl FunctionGraph {
         }
     }
 
-    /// Emits the kept slowest calls, ranked, each under its own root frame.
+    /// Emits the kept slowest calls, ranked, each under its own root frame (and hands them
+    /// to the outlier log).
     fn emit_top(&mut self, out: &mut Output) {
-        let kept = std::mem::take(&mut self.top).into_sorted_vec();
-        let width = self.opts.top.unwrap_or(1).to_string().len();
-        for (i, r) in kept.iter().enumerate() {
-            let when = match r.call.start_ns {
-                Some(ns) => format!("@{}.{:06}", ns / 1_000_000_000, ns % 1_000_000_000 / 1000),
-                None => format!("line {}", r.call.first_line),
-            };
-            let label = format!("[#{:0width$} {} {when}]", i + 1, format_duration(r.duration));
-            self.emit(&r.who, &r.call, Some(label.as_bytes()), out);
+        let Some(top) = &mut self.top else { return };
+        let n = top.n();
+        let kept = top.take_ranked();
+        for (i, (duration, (who, call))) in kept.iter().enumerate() {
+            let label = rank_frame(i + 1, n, *duration, call.start_ns, call.first_line);
+            let mut stacks = Vec::new();
+            self.stacks_of(who, call, Some(label.as_bytes()), |s, w| {
+                out.stacks.add(s, w);
+                stacks.push((s.to_vec(), w));
+            });
+            if let Some(log) = &self.outliers {
+                let what = call.root.last().map_or(&b"[unknown]"[..], |&id| frame_name(call, id));
+                log.push(Outlier {
+                    rank: i + 1,
+                    duration_ns: *duration,
+                    start_ns: call.start_ns,
+                    line: call.first_line,
+                    cpu: who.cpu,
+                    pid: who.pid,
+                    comm: who.comm.as_deref().map(|c| String::from_utf8_lossy(c).into_owned()),
+                    what: String::from_utf8_lossy(what).into_owned(),
+                    stacks,
+                });
+            }
         }
     }
 }

@@ -68,21 +68,29 @@ fn survey(head: &[u8]) -> Survey {
     s
 }
 
+/// Bytes of the input's head that [`guess_mode`] reads.
+pub const GUESS_WINDOW: usize = 64 * 1024;
+
 /// The mode whose events are most frequent in `head` (ties: alloc, syscalls, off-CPU,
 /// probes; probe events are counted by their returns, whose `(site <- function)` payload is
-/// distinctive).
-pub(crate) fn guess_mode(head: &[u8]) -> (Mode, String) {
+/// distinctive, and probe entries that fetched a size count as allocations).
+///
+/// Only the first [`GUESS_WINDOW`] bytes are read, so that a caller holding that much of the
+/// input (a format detector) guesses what the collapser would.
+pub fn guess_mode(head: &[u8]) -> (Mode, String) {
+    let head = &head[..head.len().min(GUESS_WINDOW)];
     let mut counts = [0usize; 4];
     for (_, l) in lines(head, 1) {
         if let Ok(Header { body: Body::Event { name, payload }, .. }) = parse_header(l) {
             let name = String::from_utf8_lossy(name);
-            if memory::is_alloc_event(&name) {
+            let payload = String::from_utf8_lossy(payload);
+            if memory::is_alloc_event(&name, &payload) {
                 counts[0] += 1;
-            } else if parse_syscall_edge(&name, &String::from_utf8_lossy(payload)).is_some() {
+            } else if parse_syscall_edge(&name, &payload).is_some() {
                 counts[1] += 1;
             } else if name == "sched_switch" {
                 counts[2] += 1;
-            } else if let Some(ProbeEdge::Return(_)) = parse_probe_edge(&String::from_utf8_lossy(payload)) {
+            } else if let Some(ProbeEdge::Return(_)) = parse_probe_edge(&payload) {
                 counts[3] += 2;
             }
         }

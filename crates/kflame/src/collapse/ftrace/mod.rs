@@ -3,7 +3,9 @@
 //! `trace-cmd record -T`), collapsed in one of four modes:
 //!
 //! - [`Mode::Alloc`]: memory flame graph; `mm_page_alloc` weighs `4096 << order` bytes,
-//!   `kmalloc*`/`kmem_cache_alloc*` weigh `bytes_alloc` (or 1 each with [`WeightBy::Count`]).
+//!   `kmalloc*`/`kmem_cache_alloc*` weigh `bytes_alloc`, kprobe/uprobe events weigh the size
+//!   their fetched arguments give (`order=`, else `bytes=`, `size=` or `request=`; see
+//!   `memory.rs`), or 1 each with [`WeightBy::Count`].
 //! - [`Mode::Syscalls`]: syscall latency from `sys_enter`/`sys_exit` pairs; weight = the
 //!   duration in ns, stack = the stack at entry, root frame `syscall:NAME`.
 //! - [`Mode::OffCpu`]: off-CPU time from `sched_switch`; weight = ns until the task is
@@ -13,7 +15,8 @@
 //!   `probe:ENTRY_EVENT`.
 //! - [`Mode::Events`]: every event counts 1, root frame = the event name.
 //!
-//! Without a mode, the most frequent kind of event in the head of the input decides.
+//! Without a mode, the most frequent kind of event in the head of the input decides
+//! ([`guess_mode`]).
 //! Stacks without their event (the buffer overwrote it, or the trigger fired on a filtered
 //! event) and events without a stack are normal: the first are counted in a note, the second
 //! keep their weight under a `[no stack]` frame so that totals stay true. The tracing
@@ -41,7 +44,7 @@ mod line;
 mod memory;
 mod queue;
 
-pub use detect::{detect_ftrace, detect_trace_cmd};
+pub use detect::{GUESS_WINDOW, detect_ftrace, detect_trace_cmd, guess_mode};
 
 use std::collections::BTreeSet;
 
@@ -50,8 +53,10 @@ use rustc_hash::FxHashMap;
 use self::line::{Body, Header, parse_header};
 use self::queue::{Queue, Record, Target};
 use super::events_json::{EventLog, EventRecord};
+use super::outliers::OutlierLog;
 use super::pairing::{
-    OffCpuPairer, ProbePairer, Span, SyscallPairer, TraceEvent, parse_probe_edge, parse_syscall_edge,
+    OffCpuPairer, ProbePairer, SpanOutput, SyscallPairer, TaskFrames, TraceEvent, parse_probe_edge,
+    parse_syscall_edge,
 };
 use super::{Collapse, Output, lines};
 use crate::fold::{Meta, Unit, Weight};
@@ -98,6 +103,10 @@ pub enum WeightBy {
 pub struct FtraceOptions {
     /// Mode; chosen from the content when `None`.
     pub mode: Option<Mode>,
+    /// Why `mode` was chosen, when the caller chose it from the content with [`guess_mode`]
+    /// (to check its options against it first): reported in the same note as the
+    /// collapser's own guess.
+    pub mode_reason: Option<String>,
     /// Weighing of single events; default bytes in alloc mode, count in events mode.
     pub weight: Option<WeightBy>,
     /// Root frame with the task name.
@@ -110,6 +119,10 @@ pub struct FtraceOptions {
     pub order: bool,
     /// Root frames with the migrate type and the GFP flags of allocations.
     pub page_type: bool,
+    /// Syscalls, off-CPU and probes modes: keep only the N longest spans, each under its
+    /// rank frame `[#01 2.345ms @512.100000]` ([`crate::collapse::outliers`]). Other modes
+    /// ignore it.
+    pub top: Option<usize>,
 }
 
 /// Diagnostic kinds of this format.
@@ -143,6 +156,7 @@ pub struct Ftrace {
     syscalls: SyscallPairer,
     offcpu: OffCpuPairer,
     probes: ProbePairer,
+    spans: SpanOutput,
     events: Option<EventLog>,
     used_events: BTreeSet<String>,
     stack: Vec<u8>,
@@ -152,7 +166,9 @@ pub struct Ftrace {
 impl Ftrace {
     /// A collapser with `opts`; `events` receives one JSON line per event or call.
     pub fn new(opts: FtraceOptions, events: Option<EventLog>) -> Ftrace {
+        let task = TaskFrames { comm: opts.comm, pid: opts.pid, cpu: opts.cpu };
         Ftrace {
+            spans: SpanOutput::new(task, opts.top, events.clone()),
             mode: opts.mode.unwrap_or(Mode::Events),
             opts,
             mode_note: None,
@@ -167,6 +183,12 @@ impl Ftrace {
             stack: Vec::new(),
             comms: FxHashMap::default(),
         }
+    }
+
+    /// With [`FtraceOptions::top`], also hands each kept span to `log`.
+    pub fn with_outliers(mut self, log: OutlierLog) -> Ftrace {
+        self.spans.set_outliers(log);
+        self
     }
 
     /// The mode in effect (after [`Collapse::prepare`] when it was chosen from content).
@@ -281,17 +303,17 @@ impl Ftrace {
             Mode::Alloc | Mode::Events => self.single(ev, out),
             Mode::Syscalls => {
                 if let Some(span) = self.syscalls.feed(ev, &mut out.diag) {
-                    self.span(span, out);
+                    self.spans.span(span, out);
                 }
             }
             Mode::OffCpu => {
                 if let Some(span) = self.offcpu.feed(ev, &mut out.diag) {
-                    self.span(span, out);
+                    self.spans.span(span, out);
                 }
             }
             Mode::Probes => {
                 if let Some(span) = self.probes.feed(ev, &mut out.diag) {
-                    self.span(span, out);
+                    self.spans.span(span, out);
                 }
             }
         }
@@ -300,7 +322,9 @@ impl Ftrace {
     /// Whether the mode uses events of this kind (others are skipped early, stacks and all).
     fn wants(&self, name: &[u8], payload: &[u8]) -> bool {
         match self.mode {
-            Mode::Alloc => memory::is_alloc_event(&String::from_utf8_lossy(name)),
+            Mode::Alloc => {
+                memory::is_alloc_event(&String::from_utf8_lossy(name), &String::from_utf8_lossy(payload))
+            }
             Mode::Syscalls => {
                 let name = String::from_utf8_lossy(name);
                 parse_syscall_edge(&name, &String::from_utf8_lossy(payload)).is_some()
@@ -368,25 +392,9 @@ impl Ftrace {
         roots
     }
 
-    fn span(&mut self, s: Span, out: &mut Output) {
-        let mut roots = vec![s.label.clone()];
-        self.task_roots(&mut roots, &s.comm, s.pid, s.cpu);
-        if s.duration_ns > 0 {
-            self.emit(&roots, &s.stack, s.duration_ns, out);
-        }
-        self.log(EventRecord::span(&s));
-    }
-
     fn task_roots(&self, roots: &mut Vec<String>, comm: &str, pid: u32, cpu: u32) {
-        let comm = comm.replace(';', ":");
-        if self.opts.pid {
-            roots.push(format!("{comm}-{pid}"));
-        } else if self.opts.comm {
-            roots.push(comm);
-        }
-        if self.opts.cpu {
-            roots.push(format!("cpu-{cpu}"));
-        }
+        let task = TaskFrames { comm: self.opts.comm, pid: self.opts.pid, cpu: self.opts.cpu };
+        roots.extend(task.names(comm, pid, cpu));
     }
 
     fn emit(&mut self, roots: &[String], stack: &[String], weight: u64, out: &mut Output) {
@@ -446,6 +454,7 @@ impl Collapse for Ftrace {
         self.syscalls.finish(&mut out.diag);
         self.offcpu.finish(&mut out.diag);
         self.probes.finish(&mut out.diag);
+        self.spans.finish(out);
     }
 
     fn meta(&self) -> Meta {
@@ -465,10 +474,17 @@ impl Collapse for Ftrace {
     }
 
     fn prepare(&mut self, head: &[u8]) {
-        if self.opts.mode.is_none() {
-            let (mode, why) = detect::guess_mode(head);
-            self.mode = mode;
-            self.mode_note = Some(format!("{why}; collapsing in {} mode (set it with --mode)", mode.name()));
+        let why = match (&self.opts.mode, &self.opts.mode_reason) {
+            (None, _) => {
+                let (mode, why) = guess_mode(head);
+                self.mode = mode;
+                Some(why)
+            }
+            (Some(_), why) => why.clone(),
+        };
+        if let Some(why) = why {
+            self.mode_note =
+                Some(format!("{why}; collapsing in {} mode (set it with --mode)", self.mode.name()));
         }
         let span_mode = matches!(self.mode, Mode::Syscalls | Mode::OffCpu | Mode::Probes);
         if span_mode && (self.opts.order || self.opts.page_type) {

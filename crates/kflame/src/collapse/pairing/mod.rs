@@ -9,13 +9,17 @@
 //! closes. The payload text is the event's own print format, which ftrace, trace-cmd and
 //! perf script all print the same way (`NR 1 (3, ...)`, `prev_comm=... ==> next_comm=...`);
 //! trace-cmd's compact `comm:pid [prio] S ==> comm:pid [prio]` sched_switch form is
-//! understood too.
+//! understood too. [`TaskFrames`] and the span output (`output.rs`) turn closed spans into
+//! folded stacks alike for every front end, all of them or the `--top` N longest.
 
+mod output;
 pub mod probes;
 pub mod sched;
 pub mod syscalls;
 mod syscalls_x86_64;
 
+pub(crate) use output::SpanOutput;
+pub use output::TaskFrames;
 pub use probes::{ProbeEdge, ProbePairer, parse_probe_edge};
 pub use sched::{OffCpuPairer, SchedSwitch, parse_sched_switch};
 pub use syscalls::{SyscallEdge, SyscallPairer, parse_syscall_edge};

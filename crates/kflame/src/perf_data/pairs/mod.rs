@@ -20,6 +20,7 @@ use linux_perf_data::linux_perf_event_reader::{PerfEventType, SampleRecord};
 use self::payload::Kind;
 use super::machine::Machine;
 use crate::collapse::events_json::EventLog;
+use crate::collapse::outliers::OutlierLog;
 use crate::collapse::pairing::{OTHER_EVENTS, TraceEvent};
 use crate::collapse::perf::pairs::{PairMode, PerfPairs, PerfPairsOptions, kinds};
 use crate::collapse::{Collapse, Output};
@@ -36,6 +37,17 @@ pub struct Pairing {
     pub cpu: bool,
     /// Receives one JSON line per paired interval.
     pub events: Option<EventLog>,
+    /// Keep only the N longest intervals (`--top N`), each as its own tower.
+    pub top: Option<usize>,
+    /// With `top`, receives each kept interval on its own.
+    pub outliers: Option<OutlierLog>,
+}
+
+impl Pairing {
+    /// Pairing in `mode` with every option off.
+    pub fn new(mode: PairMode) -> Pairing {
+        Pairing { mode, comm: false, cpu: false, events: None, top: None, outliers: None }
+    }
 }
 
 impl fmt::Debug for Pairing {
@@ -45,6 +57,8 @@ impl fmt::Debug for Pairing {
             .field("comm", &self.comm)
             .field("cpu", &self.cpu)
             .field("events", &self.events.is_some())
+            .field("top", &self.top)
+            .field("outliers", &self.outliers.is_some())
             .finish()
     }
 }
@@ -88,8 +102,13 @@ impl Pairs {
             annotate_jit: opts.annotate_jit,
             include_addrs: opts.include_addrs,
             mark_inlined: opts.mark_inlined,
+            top: p.top,
         };
-        Pairs { mode: p.mode, collapser: PerfPairs::new(collapser_opts, p.events.clone()), events }
+        let mut collapser = PerfPairs::new(collapser_opts, p.events.clone());
+        if let Some(log) = &p.outliers {
+            collapser = collapser.with_outliers(log.clone());
+        }
+        Pairs { mode: p.mode, collapser, events }
     }
 
     /// The event of sample `s` of event `attr` without its stack, or `None` (reported) when

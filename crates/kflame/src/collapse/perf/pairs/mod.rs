@@ -37,13 +37,15 @@ use super::bytes::{is_blank, trim_start};
 use super::event::{self, EventLine};
 use super::frame::{self, FrameStyle};
 use super::kinds::{WEIRD_EVENT, WEIRD_STACK};
-use crate::collapse::events_json::{EventLog, EventRecord};
+use crate::collapse::events_json::EventLog;
+use crate::collapse::outliers::OutlierLog;
 use crate::collapse::pairing::{
-    OffCpuPairer, ProbePairer, Span, SyscallPairer, TraceEvent, parse_probe_edge, parse_syscall_edge,
+    OffCpuPairer, ProbePairer, SpanOutput, SyscallPairer, TaskFrames, TraceEvent, parse_probe_edge,
+    parse_syscall_edge,
 };
 use crate::collapse::{Collapse, Output, lines};
 use crate::fold::read::show;
-use crate::fold::{Meta, Unit, Weight};
+use crate::fold::{Meta, Unit};
 
 pub use time::parse_time_ns;
 
@@ -77,6 +79,9 @@ pub struct PerfPairsOptions {
     pub include_addrs: bool,
     /// Suffix DWARF `(inlined)` frames with `_[i]`.
     pub mark_inlined: bool,
+    /// Keep only the N longest intervals, each under its rank frame `[#01 2.345ms
+    /// @512.100000]` ([`crate::collapse::outliers`]).
+    pub top: Option<usize>,
 }
 
 impl PerfPairsOptions {
@@ -91,6 +96,7 @@ impl PerfPairsOptions {
             annotate_jit: false,
             include_addrs: false,
             mark_inlined: false,
+            top: None,
         }
     }
 }
@@ -130,8 +136,7 @@ pub struct PerfPairs {
     syscalls: SyscallPairer,
     offcpu: OffCpuPairer,
     probes: ProbePairer,
-    events: Option<EventLog>,
-    stack: Vec<u8>,
+    spans: SpanOutput,
     /// Interned comms (perf repeats a handful of names).
     comms: FxHashMap<Vec<u8>, String>,
 }
@@ -145,15 +150,15 @@ impl PerfPairs {
             addrs: opts.include_addrs,
             inlined: opts.mark_inlined,
         };
+        let task = TaskFrames { comm: opts.comm, pid: opts.pid, cpu: opts.cpu };
         PerfPairs {
+            spans: SpanOutput::new(task, opts.top, events),
             opts,
             style,
             rec: Pending::default(),
             syscalls: SyscallPairer::new(),
             offcpu: OffCpuPairer::new(),
             probes: ProbePairer::new(),
-            events,
-            stack: Vec::new(),
             comms: FxHashMap::default(),
         }
     }
@@ -299,8 +304,14 @@ impl PerfPairs {
             PairMode::Probes => self.probes.feed(ev, &mut out.diag),
         };
         if let Some(s) = span {
-            self.span(s, out);
+            self.spans.span(s, out);
         }
+    }
+
+    /// With [`PerfPairsOptions::top`], also hands each kept interval to `log`.
+    pub fn with_outliers(mut self, log: OutlierLog) -> PerfPairs {
+        self.spans.set_outliers(log);
+        self
     }
 
     /// Feeds one event another front end read (a perf.data sample), its payload printed as
@@ -316,37 +327,6 @@ impl PerfPairs {
         }
         self.pair(ev, out);
         true
-    }
-
-    fn span(&mut self, s: Span, out: &mut Output) {
-        self.stack.clear();
-        self.stack.extend_from_slice(s.label.as_bytes());
-        let comm = s.comm.replace(';', ":");
-        if self.opts.pid {
-            self.push_frame(&format!("{comm}-{}", s.pid));
-        } else if self.opts.comm {
-            self.push_frame(&comm);
-        }
-        if self.opts.cpu {
-            self.push_frame(&format!("cpu-{}", s.cpu));
-        }
-        if s.stack.is_empty() {
-            self.push_frame("[no stack]");
-        }
-        for f in &s.stack {
-            self.push_frame(f);
-        }
-        if s.duration_ns > 0 {
-            out.stacks.add(&self.stack, Weight::from_u64(s.duration_ns));
-        }
-        if let Some(log) = &self.events {
-            log.write(&EventRecord::span(&s));
-        }
-    }
-
-    fn push_frame(&mut self, f: &str) {
-        self.stack.push(b';');
-        self.stack.extend_from_slice(f.as_bytes());
     }
 }
 
@@ -424,6 +404,7 @@ impl Collapse for PerfPairs {
         self.syscalls.finish(&mut out.diag);
         self.offcpu.finish(&mut out.diag);
         self.probes.finish(&mut out.diag);
+        self.spans.finish(out);
     }
 
     fn meta(&self) -> Meta {
