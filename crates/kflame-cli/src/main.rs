@@ -1,7 +1,9 @@
 //! The `kflame` command. Each subcommand lives in `cmd/<name>.rs`; this file parses the
 //! command line, dispatches, and turns errors into exit codes:
-//! 0 ok, 1 failure, 2 usage error. A closed pipe (`kflame ... | head`) is success.
+//! 0 ok, 1 failure (a failed write too, `--help` and completions included), 2 usage error.
+//! A closed pipe (`kflame ... | head`) is success.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -48,7 +50,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(&e),
+    };
     let result = match cli.command {
         Command::Collapse(args) => cmd::collapse::run(args),
         Command::Completions(args) => cmd::completions::run(args),
@@ -61,6 +66,26 @@ fn main() -> ExitCode {
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             report_error(&e);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// What clap's own `exit()` does (usage errors on stderr, exit 2; `--help` and `--version`
+/// on stdout, exit 0), except that failing to write the help or version text is an error.
+fn clap_exit(e: &clap::Error) -> ExitCode {
+    let printed = e.print().and_then(|()| std::io::stdout().flush());
+    if e.use_stderr() {
+        // A usage error, already reported as well as stderr allows.
+        return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+    }
+    match printed {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(io) if io.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(io) => {
+            let what =
+                if e.kind() == clap::error::ErrorKind::DisplayVersion { "version" } else { "help text" };
+            report_error(&anyhow::Error::new(io).context(format!("cannot write the {what} to stdout")));
             ExitCode::FAILURE
         }
     }
