@@ -64,6 +64,10 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if e.downcast_ref::<Usage>().is_some() => {
+            report_error(&e);
+            ExitCode::from(2)
+        }
         Err(e) => {
             report_error(&e);
             ExitCode::FAILURE
@@ -90,6 +94,18 @@ fn clap_exit(e: &clap::Error) -> ExitCode {
         }
     }
 }
+
+/// A usage error found after parsing (options that contradict each other): exit 2.
+#[derive(Debug)]
+pub(crate) struct Usage(pub(crate) String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
 
 /// True when the error comes from writing into a closed pipe.
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
