@@ -25,7 +25,9 @@ pub(crate) struct Args {
     /// The later profile (folded).
     #[arg(value_name = "AFTER")]
     after: String,
-    /// Scale BEFORE so that both profiles have the same total.
+    /// Scale BEFORE so that both profiles have the same total: exactly, with up to 9
+    /// decimals, the scaled weights adding up to AFTER's total (difffolded.pl and inferno
+    /// round each one down to a whole number instead).
     #[arg(short, long)]
     normalize: bool,
     /// Replace hexadecimal addresses by `0x...` before comparing.
@@ -49,7 +51,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
     }
     let lines = diff::diff(&before, &after, opts);
     let mut out = output::open(args.output.as_deref())?;
-    out.write_all(m2.header().as_bytes())?;
+    out.write_all(m2.header().as_bytes()).context("writing the differential stacks")?;
     diff::write_diff(&mut out, &lines).context("writing the differential stacks")?;
     out.flush().context("writing the differential stacks")
 }
