@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use kflame::collapse::{self, Collapse, Engine, Format, Order};
-use kflame::fold::{Meta, Stacks, write::write_folded};
+use kflame::fold::{Stacks, write::write_folded};
 
 use crate::input::{self, Input};
 use crate::output;
@@ -41,6 +41,9 @@ pub(crate) struct Args {
     /// input for flame charts (`kflame flamegraph --flamechart`).
     #[arg(long)]
     time_order: bool,
+
+    #[command(flatten)]
+    units: crate::units::MixedUnits,
 
     #[command(flatten)]
     shared: SharedArgs,
@@ -132,7 +135,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
         ..Engine::default()
     };
     let mut total: Option<Stacks> = None;
-    let mut meta = Meta::default();
+    let mut units = args.units.merger();
     for path in input::paths_or_stdin(&args.files) {
         let input = Input::open(&path)?;
         let name = input.name.clone();
@@ -148,12 +151,12 @@ pub(crate) fn run(args: Args) -> Result<()> {
                 &args.shared,
                 &args.trace,
                 engine.order,
-                &mut meta,
             )?
         } else {
             let collapser = build(format, &args)?;
-            collapse_one(&engine, collapser, input, &mut meta)?
+            collapse_one(&engine, collapser, input)?
         };
+        crate::units::add(&mut units, &name, &out.meta, !out.stacks.is_empty())?;
         output::message(out.diag.report(&name).to_string());
         if out.stacks.is_empty() {
             let what = match format {
@@ -170,7 +173,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
     }
     let stacks = total.unwrap_or_else(|| engine.order.empty_stacks());
     let mut out = output::open(args.output.as_deref())?;
-    write_folded(&mut out, &stacks, &meta).context("writing folded output")?;
+    write_folded(&mut out, &stacks, units.meta()).context("writing folded output")?;
     out.flush().context("writing folded output")?;
     super::trace_args::finish_events(args.shared.events_json.as_deref())?;
     // The process ends here: freeing a hundred thousand stacks one by one would only delay
@@ -179,16 +182,9 @@ pub(crate) fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-fn collapse_one(
-    engine: &Engine,
-    c: Box<dyn Collapse>,
-    input: Input,
-    meta: &mut Meta,
-) -> Result<collapse::Output> {
+fn collapse_one(engine: &Engine, c: Box<dyn Collapse>, input: Input) -> Result<collapse::Output> {
     let name = input.name.clone();
-    let out = engine.run(c, input.reader()).with_context(|| format!("reading {name}"))?;
-    meta.merge(&out.meta).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-    Ok(out)
+    engine.run(c, input.reader()).with_context(|| format!("reading {name}"))
 }
 
 fn detect(input: &Input) -> Result<Format> {

@@ -40,6 +40,9 @@ pub(crate) struct Args {
     #[arg(long, value_enum, value_name = "FORMAT")]
     format: Option<OutputFormat>,
 
+    #[command(flatten)]
+    units: crate::units::MixedUnits,
+
     /// Title text (default "Flame Graph", "Icicle Graph" or "Flame Chart").
     #[arg(long, value_name = "TEXT", help_heading = "Appearance")]
     title: Option<String>,
@@ -150,7 +153,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
     let format = OutputFormat::choose(args.format, args.output.as_deref());
     check_options(&args)?;
     if format == OutputFormat::Html {
-        return super::html::write_page(&args.files, args.output.as_deref(), html_options(&args));
+        return super::html::write_page(&args.files, args.output.as_deref(), html_options(&args), args.units);
     }
     let profile = read_inputs(&args)?;
     if profile.is_empty() {
@@ -189,14 +192,18 @@ fn html_options(args: &Args) -> HtmlOptions {
 
 fn read_inputs(args: &Args) -> Result<Profile> {
     let mut profile = Profile::new(args.flamechart, args.reverse);
+    let mut units = args.units.merger();
     for path in input::paths_or_stdin(&args.files) {
         let input = Input::open(&path)?;
         let name = input.name.clone();
         let mut diag = Diagnostics::new();
         let reader = BufReader::with_capacity(1 << 16, input.reader());
-        profile.read(reader, &mut diag).with_context(|| format!("reading {name}"))?;
+        let (meta, added) =
+            profile.read_stacks(reader, &mut diag).with_context(|| format!("reading {name}"))?;
         output::message(diag.report(&name).to_string());
+        crate::units::add(&mut units, &name, &meta, added)?;
     }
+    profile.meta = units.into_meta();
     profile.finish();
     Ok(profile)
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use kflame::diag::Diagnostics;
 use kflame::fold::read::read_folded;
-use kflame::fold::{Meta, OrderedStacks, StackCounts, Stacks};
+use kflame::fold::{Meta, MetaMerge, OrderedStacks, StackCounts, Stacks};
 use kflame::render::html::{HtmlOptions, HtmlProfile, write_html};
 
 use crate::input::{self, Input};
@@ -15,13 +15,18 @@ use crate::output;
 
 /// Writes the page for `files` (folded, merged; `-` or none: stdin) to `output` or stdout.
 /// Time order is kept when `opts.flamechart` is set.
-pub(crate) fn write_page(files: &[String], output: Option<&Path>, opts: HtmlOptions) -> Result<()> {
+pub(crate) fn write_page(
+    files: &[String],
+    output: Option<&Path>,
+    opts: HtmlOptions,
+    units: crate::units::MixedUnits,
+) -> Result<()> {
     let mut stacks = if opts.flamechart {
         Stacks::Ordered(OrderedStacks::new())
     } else {
         Stacks::Counts(StackCounts::new())
     };
-    let mut meta = Meta::default();
+    let mut meta = units.merger();
     for path in input::paths_or_stdin(files) {
         read_one(&path, &mut stacks, &mut meta)?;
     }
@@ -29,18 +34,22 @@ pub(crate) fn write_page(files: &[String], output: Option<&Path>, opts: HtmlOpti
         output::message("warning: no samples in the input; writing an empty page");
     }
     let mut out = output::open(output)?;
-    write_html(&mut out, &HtmlProfile::new(&stacks, &meta), &opts).context("writing the HTML page")?;
+    write_html(&mut out, &HtmlProfile::new(&stacks, meta.meta()), &opts).context("writing the HTML page")?;
     out.flush().context("writing the HTML page")?;
     Ok(())
 }
 
 /// Adds the stacks of one folded input, reporting its skipped lines.
-fn read_one(path: &str, stacks: &mut Stacks, meta: &mut Meta) -> Result<()> {
+fn read_one(path: &str, stacks: &mut Stacks, meta: &mut MetaMerge) -> Result<()> {
     let input = Input::open(path)?;
     let name = input.name.clone();
     let (mut file_meta, mut diag) = (Meta::default(), Diagnostics::new());
-    read_folded(BufReader::new(input.reader()), &mut file_meta, &mut diag, |l| stacks.add(l.stack, l.weight))
-        .with_context(|| format!("reading {name}"))?;
+    let mut added = false;
+    read_folded(BufReader::new(input.reader()), &mut file_meta, &mut diag, |l| {
+        stacks.add(l.stack, l.weight);
+        added = true;
+    })
+    .with_context(|| format!("reading {name}"))?;
     output::message(diag.report(&name).to_string());
-    meta.merge(&file_meta).map_err(|e| anyhow::anyhow!("{name}: {e}"))
+    crate::units::add(meta, &name, &file_meta, added)
 }

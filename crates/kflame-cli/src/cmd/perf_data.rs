@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use kflame::collapse::{Order, Output};
-use kflame::fold::Meta;
 use kflame::perf_data::{self, Options, Pairing};
 
 use super::collapse::SharedArgs;
@@ -104,7 +103,6 @@ pub(crate) fn collapse(
     shared: &SharedArgs,
     trace: &TraceArgs,
     order: Order,
-    meta: &mut Meta,
 ) -> Result<Output> {
     check_options(shared, trace)?;
     let name = input.name.clone();
@@ -118,6 +116,5 @@ pub(crate) fn collapse(
         }
     }
     .with_context(|| format!("reading perf.data {name}"))?;
-    meta.merge(&out.meta).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
     Ok(out)
 }
