@@ -68,25 +68,39 @@
       return this.items.node.length;
     }
 
-    /** Draws the visible descendants of n, whose left edge is at x. */
+    /** Draws the visible descendants of n, whose left edge is at x, in pre-order. The walk
+     * keeps its own stack (one entry per level: the node, its next child, that child's x and
+     * the run of narrow children so far), so that stacks tens of thousands of frames deep do
+     * not exhaust the JavaScript call stack. */
     descend(n, x, scale, kids) {
-      const tree = this.tree;
-      const row = tree.depth[n] + 1, tiny = { x: -1, w: 0, count: 0, weight: 0 };
-      for (let k = tree.kidOff[n]; k < tree.kidOff[n + 1]; k++) {
-        const c = kids[k], w = tree.total[c] * scale;
-        if (w < MIN_WIDTH) {
-          if (tiny.x < 0) tiny.x = x;
-          tiny.w += w;
-          tiny.count++;
-          tiny.weight += tree.total[c];
-        } else {
-          this.merged(tiny, row);
-          this.frame(c, x, w, false);
-          this.descend(c, x, scale, kids);
+      const tree = this.tree, kidOff = tree.kidOff, total = tree.total;
+      const level = (node, left) => ({ node, next: kidOff[node], x: left, tiny: { x: -1, w: 0, count: 0, weight: 0 } });
+      const open = [level(n, x)];
+      while (open.length) {
+        const top = open[open.length - 1], end = kidOff[top.node + 1], row = tree.depth[top.node] + 1;
+        let child = -1;
+        while (top.next < end) {
+          const c = kids[top.next++], w = total[c] * scale, left = top.x;
+          top.x += w;
+          if (w < MIN_WIDTH) {
+            const tiny = top.tiny;
+            if (tiny.x < 0) tiny.x = left;
+            tiny.w += w;
+            tiny.count++;
+            tiny.weight += total[c];
+          } else {
+            this.merged(top.tiny, row);
+            this.frame(c, left, w, false);
+            child = c;
+            open.push(level(c, left));
+            break;
+          }
         }
-        x += w;
+        if (child < 0) {
+          this.merged(top.tiny, row);
+          open.pop();
+        }
       }
-      this.merged(tiny, row);
     }
 
     /** The y of a row (depth) in CSS pixels. */
