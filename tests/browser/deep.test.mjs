@@ -79,6 +79,24 @@ for (const depth of [10000, 50000]) {
     const frames = nodeCount(stacks);
     assert.equal(shape.drawn, frames, 'every frame of the merged stacks, and the root');
 
+    // Sharp at any depth: the canvas covers the rows in view at full resolution, and
+    // scrolling paints the rows that come into view.
+    const band = () => page.evaluate(() => {
+      const box = document.querySelector('.kf-flame'), c = box.querySelector('canvas'), v = kflameViewer.flame;
+      return { canvas: c.height, css: parseFloat(c.style.height), dpr: devicePixelRatio, view: box.clientHeight,
+        scroll: box.scrollHeight, full: v.height, top: box.scrollTop, painted: v.painted.top };
+    });
+    let b = await band();
+    assert.equal(b.scroll, b.full, 'the box scrolls over the whole graph');
+    assert.equal(b.canvas, Math.round(b.css * b.dpr), 'no downscaled canvas');
+    assert.ok(b.css <= b.view, 'only the rows in view are painted');
+    assert.equal(b.painted, b.top);
+    await page.evaluate(() => { document.querySelector('.kf-flame').scrollTop = 0; });
+    await page.waitForFunction(() => kflameViewer.flame.painted.top === 0);
+    b = await band();
+    assert.equal(b.canvas, Math.round(b.css * b.dpr));
+    await screenshot(page, `html-deep-${depth}-top`);
+
     // Tooltip of the deepest frame, after zooming to it (the view scrolls there).
     const leafPath = stacks[0].frames;
     const leaf = await page.evaluate((p) => kflameViewer.nodeByPath(p), leafPath);

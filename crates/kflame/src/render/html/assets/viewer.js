@@ -228,6 +228,7 @@
       this.timings.lastDraw = this.flame.drawnIn;
       this.dom.hoverBox.hidden = true;
       this.scrollTo(this.dom.flame, this.flame, s.zoom);
+      this.showBand(this.dom.flame, this.flame);
     }
 
     drawSandwich() {
@@ -236,6 +237,26 @@
       this.calleesView.draw({ zoom: s.sandwichZoom[1], inverted: true, heavy: s.heavy, mask: this.mask }, w);
       this.scrollTo(this.dom.callersBox, this.callersView, s.sandwichZoom[0]);
       this.scrollTo(this.dom.calleesBox, this.calleesView, s.sandwichZoom[1]);
+      this.showBand(this.dom.callersBox, this.callersView);
+      this.showBand(this.dom.calleesBox, this.calleesView);
+    }
+
+    /** Paints the rows of a view that its scroll box shows. */
+    showBand(box, view) {
+      if (box.clientHeight > 0 && view.items) view.show(box.scrollTop, box.clientHeight);
+    }
+
+    /** Repaints a view when its box scrolls, once per animation frame. */
+    follow(box, view) {
+      let queued = false;
+      box.addEventListener('scroll', () => {
+        if (queued) return;
+        queued = true;
+        requestAnimationFrame(() => {
+          queued = false;
+          this.showBand(box, view);
+        });
+      }, { passive: true });
     }
 
     /** Scrolls a view's box so that the zoomed frame (the root when not zoomed) shows, with
@@ -317,7 +338,7 @@
     }
 
     hover(view, zoom, ev) {
-      const r = view.canvas.getBoundingClientRect(), x = ev.clientX - r.left, y = ev.clientY - r.top;
+      const { x, y } = view.pointer(ev);
       const i = view.hit(x, y), merged = i < 0 ? view.hitMerged(x, y) : null;
       this.outline(view, i);
       this.hovered = i > 0 ? view.tree.name[i] : i === 0 && view !== this.flame ? this.state.fn : -1;
@@ -369,6 +390,9 @@
       d.canvas.addEventListener('mousemove', (e) => this.hover(this.flame, this.state.zoom, e));
       d.canvas.addEventListener('mouseleave', () => this.leave());
       d.canvas.addEventListener('click', (e) => this.clickFlame(e));
+      this.follow(d.flame, this.flame);
+      this.follow(d.callersBox, this.callersView);
+      this.follow(d.calleesBox, this.calleesView);
       this.bindSandwich(0, this.callersView);
       this.bindSandwich(1, this.calleesView);
       d.root.addEventListener('click', (e) => this.clickButton(e));
@@ -391,7 +415,7 @@
       canvas.addEventListener('mousemove', (e) => this.hover(view, this.state.sandwichZoom[k], e));
       canvas.addEventListener('mouseleave', () => this.leave());
       canvas.addEventListener('click', (e) => {
-        const r = canvas.getBoundingClientRect(), i = view.hit(e.clientX - r.left, e.clientY - r.top);
+        const p = view.pointer(e), i = view.hit(p.x, p.y);
         if (i < 0) return;
         this.state.sandwichZoom[k] = i;
         this.render();
@@ -399,7 +423,7 @@
     }
 
     clickFlame(e) {
-      const r = this.dom.canvas.getBoundingClientRect(), i = this.flame.hit(e.clientX - r.left, e.clientY - r.top);
+      const p = this.flame.pointer(e), i = this.flame.hit(p.x, p.y);
       if (i >= 0) this.zoom(i);
     }
 
@@ -518,8 +542,7 @@
     pointOf(i) {
       const r = this.flame.rectOf(i);
       if (!r) return null;
-      const c = this.dom.canvas.getBoundingClientRect();
-      return { x: c.left + r.x + Math.min(r.w / 2, 40), y: c.top + r.y + r.h / 2 };
+      return this.flame.toClient(r.x + Math.min(r.w / 2, 40), r.y + r.h / 2);
     }
   }
 
