@@ -127,9 +127,9 @@ pub(crate) enum OutputFormat {
     /// Interactive SVG (zoom, search, tooltips).
     Svg,
     /// Self-contained HTML page (canvas viewer: search, hide/focus, sandwich view, top
-    /// functions). The SVG layout options (--width --height --minwidth --font* --bgcolors
-    /// --hash --random --cp --negate --factor --total --encoding --nameattr --nametype) do
-    /// not apply to it.
+    /// functions; differential input in red and blue). The SVG layout options (--width
+    /// --height --minwidth --font* --bgcolors --hash --random --cp --factor --total
+    /// --encoding --nameattr --nametype) do not apply to it.
     Html,
 }
 
@@ -187,6 +187,7 @@ fn html_options(args: &Args) -> HtmlOptions {
         flamechart: args.flamechart,
         reverse: args.reverse,
         notes: args.notes.clone(),
+        negate: args.negate,
     }
 }
 

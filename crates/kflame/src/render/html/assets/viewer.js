@@ -59,6 +59,7 @@
       d.root = el('div', { class: 'kf-viewer', tabindex: '-1' }, d.title, d.subtitle, d.notes, d.views, toolbar, selected,
         d.transforms, d.legend, d.empty, d.flame, d.sandwich, d.top, d.details,
         el('div', { class: 'kf-help', text: HELP }), d.tooltip);
+      if (this.meta.differential) d.root.classList.add('kf-diff');
       root.replaceChildren(d.root);
     }
 
@@ -95,7 +96,7 @@
 
     /** Prepares derived data of the current tree (colors, cached tables). */
     useTree() {
-      this.colorOf = K.makeColorer(this.meta.palette, this.tree);
+      this.colorOf = K.makeColorer(this.meta.palette, this.tree, this.meta);
       this.flame.setTree(this.tree, this.colorOf);
       this.topCache = null;
       this.updateMask();
@@ -179,8 +180,8 @@
       const nm = this.state.fn, tree = this.tree;
       this.callersTree = K.callers(tree, nm);
       this.calleesTree = K.callees(tree, nm);
-      this.callersView.setTree(this.callersTree, K.makeColorer(this.meta.palette, this.callersTree));
-      this.calleesView.setTree(this.calleesTree, K.makeColorer(this.meta.palette, this.calleesTree));
+      this.callersView.setTree(this.callersTree, K.makeColorer(this.meta.palette, this.callersTree, this.meta));
+      this.calleesView.setTree(this.calleesTree, K.makeColorer(this.meta.palette, this.calleesTree, this.meta));
       const name = tree.names[nm];
       this.callersView.rootLabel = this.calleesView.rootLabel = name;
       this.dom.sandwichTitle[0].textContent = 'Callers of ' + name;
@@ -295,14 +296,25 @@
       this.dom.transforms.hidden = items.length === 0;
     }
 
+    /** True for differential input (BEFORE and AFTER weights), drawn red and blue. */
+    differential() {
+      return !!(this.meta.differential && this.trees[0].before);
+    }
+
     renderLegend() {
-      const d = this.dom.legend;
-      d.hidden = this.meta.palette !== 'kernel';
+      const d = this.dom.legend, diff = this.differential();
+      d.hidden = !diff && this.meta.palette !== 'kernel';
       if (d.hidden || d.childElementCount) return;
-      for (const [label, color] of K.KERNEL_LEGEND) {
+      for (const [label, color] of diff ? K.DIFF_LEGEND : K.KERNEL_LEGEND) {
         const swatch = el('span', { class: 'kf-swatch' });
         swatch.style.background = color;
         d.append(el('span', { class: 'kf-legend-item' }, swatch, label));
+      }
+      if (diff) {
+        const text = this.meta.negate
+          ? 'Differential graph (negated): widths are the second column (before); each frame is red where its own weight grows in the first column (after), blue where it shrinks.'
+          : 'Differential graph: widths are the second column (after); each frame is red where its own weight grew since the first column (before), blue where it shrank.';
+        d.append(el('span', { class: 'kf-legend-note', text }));
       }
     }
 
@@ -323,6 +335,25 @@
       const m = this.meta, tree = view.tree;
       const lines = [view.labelOf(i), ...this.shares(view, tree.total[i], zoom)];
       if (tree.self[i] > 0) lines.push('self: ' + K.formatWeight(tree.self[i], m.unit, m.countname));
+      if (tree.before && this.differential()) lines.push(...this.changes(tree, i));
+      return lines;
+    }
+
+    /** Tooltip lines of a differential frame: its weight before and after, the change, and
+     * the change of its own weight (what its color shows), as a share of the total. With
+     * --negate the drawn (second) column is the earlier profile. */
+    changes(tree, i) {
+      const m = this.meta, fmt = (v) => K.formatWeight(v, m.unit, m.countname);
+      const change = (v) => K.formatChange(v, m.unit, m.countname);
+      const swap = !!m.negate, all = this.trees[0].total[0];
+      const [before, after] = swap ? [tree.total[i], tree.totalBefore[i]] : [tree.totalBefore[i], tree.total[i]];
+      const [selfBefore, selfAfter] = swap ? [tree.self[i], tree.before[i]] : [tree.before[i], tree.self[i]];
+      const d = after - before, ds = selfAfter - selfBefore;
+      const rel = before > 0 ? ' (' + (d > 0 ? '+' : '') + K.formatPercent(d, before) + ')' : after > 0 ? ' (new)' : '';
+      const lines = ['before: ' + fmt(before) + ' → after: ' + fmt(after), 'change: ' + change(d) + rel];
+      if (selfBefore > 0 || selfAfter > 0) {
+        lines.push('self change: ' + change(ds) + ', ' + (ds > 0 ? '+' : '') + K.formatPercent(ds, all) + ' of total');
+      }
       return lines;
     }
 
