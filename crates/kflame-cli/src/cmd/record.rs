@@ -242,7 +242,7 @@ fn report(r: &Recording, config: &Config) {
 fn print_check() -> Result<()> {
     let caps = record::check();
     let width = caps.iter().map(|c| c.name.len()).max().unwrap_or(0);
-    let mut out = std::io::stdout().lock();
+    let mut out = output::stdout();
     for c in caps {
         let mark = if c.available { "yes" } else { "no " };
         writeln!(out, "{mark}  {:width$}  {}", c.name, c.detail)?;
