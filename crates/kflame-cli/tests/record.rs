@@ -22,8 +22,7 @@ fn cpu_profile_of_a_command_is_dominated_by_its_deep_call_chain() {
     assert!(total >= 20, "too few samples: {total}\n{out}");
     assert!(in_chain * 10 >= total * 9, "deep chain has {in_chain} of {total} samples:\n{out}");
     assert!(stacks.iter().all(|s| s.0.starts_with("kfwork;")), "only the command is recorded:\n{out}");
-    // The unit is declared, so that the profile cannot be merged with bytes or nanoseconds
-    // by mistake; flamegraph.pl skips the comment lines.
+    // The unit is said even for sample counts (flamegraph.pl skips the lines).
     assert!(out.starts_with("# unit=samples\n# event=cpu-clock\nkfwork;"), "{out}");
 }
 
