@@ -10,10 +10,10 @@ use crate::output;
 /// `--mixed-units`, shared by the commands that merge inputs.
 #[derive(clap::Args, Debug, Default, Clone, Copy)]
 pub(crate) struct MixedUnits {
-    /// Add up inputs whose `# unit=` headers differ (samples and bytes, bytes and ns...),
-    /// as plain numbers; an input without a header is counted in the other's unit. Without
-    /// it such inputs are refused. Files without a header (FlameGraph's tools write none)
-    /// merge with samples and periods.
+    /// Add up (or for diff, compare) inputs whose `# unit=` headers differ (samples and
+    /// bytes, bytes and ns...), as plain numbers; an input without a header is counted in the
+    /// other's unit. Without it such inputs are refused. Files without a header (FlameGraph's
+    /// tools write none) go with samples and periods anyway.
     #[arg(long)]
     pub(crate) mixed_units: bool,
 }
