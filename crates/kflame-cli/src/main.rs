@@ -1,8 +1,10 @@
 //! The `kflame` command. Each subcommand lives in `cmd/<name>.rs`; this file parses the
 //! command line, dispatches, and turns errors into exit codes:
-//! 0 ok, 1 failure, 2 usage error. A closed pipe (`kflame ... | head`) is success. `record`
-//! exits with the status of the command it recorded when that failed.
+//! 0 ok, 1 failure (a failed write too, `--help` and completions included), 2 usage error.
+//! A closed pipe (`kflame ... | head`) is success. `record` exits with the status of the
+//! command it recorded when that failed.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -10,6 +12,7 @@ use clap::{Parser, Subcommand};
 mod cmd;
 mod input;
 mod output;
+mod units;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -49,7 +52,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(&e),
+    };
     let result = match cli.command {
         Command::Collapse(args) => cmd::collapse::run(args),
         Command::Completions(args) => cmd::completions::run(args),
@@ -63,12 +69,48 @@ fn main() -> ExitCode {
         Err(e) if e.downcast_ref::<cmd::Exit>().is_some() => {
             ExitCode::from(e.downcast_ref::<cmd::Exit>().map_or(1, |x| x.0))
         }
+        Err(e) if e.downcast_ref::<Usage>().is_some() => {
+            report_error(&e);
+            ExitCode::from(2)
+        }
         Err(e) => {
             report_error(&e);
             ExitCode::FAILURE
         }
     }
 }
+
+/// What clap's own `exit()` does (usage errors on stderr, exit 2; `--help` and `--version`
+/// on stdout, exit 0), except that failing to write the help or version text is an error.
+fn clap_exit(e: &clap::Error) -> ExitCode {
+    let printed = e.print().and_then(|()| std::io::stdout().flush());
+    if e.use_stderr() {
+        // A usage error, already reported as well as stderr allows.
+        return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+    }
+    match printed {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(io) if io.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(io) => {
+            let what =
+                if e.kind() == clap::error::ErrorKind::DisplayVersion { "version" } else { "help text" };
+            report_error(&anyhow::Error::new(io).context(format!("cannot write the {what} to stdout")));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A usage error found after parsing (options that contradict each other): exit 2.
+#[derive(Debug)]
+pub(crate) struct Usage(pub(crate) String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
 
 /// True when the error comes from writing into a closed pipe.
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

@@ -290,7 +290,7 @@ fn spec_covers_every_input_and_option() {
     let help = stdout_of(&help);
     let given: Vec<String> =
         spec("/tmp").into_iter().flat_map(|(o, _)| o.into_iter().filter(|w| w.starts_with("--"))).collect();
-    let generic = ["--format", "--output", "--threads", "--help"];
+    let generic = ["--format", "--output", "--threads", "--mixed-units", "--help"];
     for line in help.lines() {
         let t = line.trim_start();
         // Option lines are indented by 2 (`-o, --output`) or 6 (`--pid`); descriptions deeper.

@@ -126,7 +126,7 @@ fn sorted_lines(s: &str) -> Vec<String> {
 #[test]
 fn diff_matches_inferno_diff_folded() {
     let (before, after) = (data("diff/before.txt"), data("diff/after.txt"));
-    for (flags, result) in [(vec![], "default"), (vec!["-n"], "normalize"), (vec!["-s"], "strip_hex")] {
+    for (flags, result) in [(vec![], "default"), (vec!["-s"], "strip_hex")] {
         let mut args = vec!["diff"];
         args.extend(flags);
         args.extend([before.as_str(), after.as_str()]);
@@ -135,6 +135,50 @@ fn diff_matches_inferno_diff_folded() {
         let expected = std::fs::read_to_string(data(&format!("diff/results/{result}.txt"))).expect("golden");
         assert_eq!(sorted_lines(&text(&out.stdout)), sorted_lines(&expected), "{result}");
     }
+}
+
+/// `stack before after` lines as (stack, before in 1e-9 units, after in 1e-9 units).
+fn diff_columns(s: &str) -> Vec<(String, u128, u128)> {
+    let nano = |w: &str| {
+        let (int, frac) = w.split_once('.').unwrap_or((w, ""));
+        let frac = format!("{frac:0<9}");
+        int.parse::<u128>().expect("integer part") * 1_000_000_000 + frac.parse::<u128>().expect("fraction")
+    };
+    let mut v: Vec<_> = s
+        .lines()
+        .map(|l| {
+            let mut f = l.rsplitn(3, ' ');
+            let (a, b) = (f.next().expect("after"), f.next().expect("before"));
+            (f.next().expect("stack").to_string(), nano(b), nano(a))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// `-n` differs from inferno's (and difffolded.pl's) on purpose: they round every scaled
+/// weight down to a whole number, kflame keeps 9 decimals and the exact total. Everything
+/// else matches inferno's result: the stacks, the AFTER column, and the whole part of BEFORE.
+#[test]
+fn diff_normalize_is_exact_where_inferno_rounds_down() {
+    let (before, after) = (data("diff/before.txt"), data("diff/after.txt"));
+    let out = kflame(&["diff", "-n", &before, &after], b"");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ours = diff_columns(&text(&out.stdout));
+    let inferno = diff_columns(&std::fs::read_to_string(data("diff/results/normalize.txt")).expect("golden"));
+    let plain = diff_columns(&text(&kflame(&["diff", &before, &after], b"").stdout));
+    assert_eq!(ours.len(), inferno.len());
+    let (t1, t2): (u128, u128) = (plain.iter().map(|l| l.1).sum(), plain.iter().map(|l| l.2).sum());
+    assert_ne!(t1, t2, "the fixture needs scaling");
+    for ((o, i), p) in ours.iter().zip(&inferno).zip(&plain) {
+        assert_eq!((&o.0, o.2), (&i.0, i.2), "same stack and AFTER as inferno");
+        assert_eq!(o.1 / 1_000_000_000 * 1_000_000_000, i.1, "whole part of BEFORE as inferno: {}", o.0);
+        // The exact quotient, to the last of 9 decimals: rounded down or up.
+        let exact_floor = p.1 * t2 / t1;
+        assert!(o.1 == exact_floor || o.1 == exact_floor + 1, "{}: {} vs {exact_floor}", o.0, o.1);
+    }
+    assert_eq!(ours.iter().map(|l| l.1).sum::<u128>(), t2, "BEFORE now adds up to AFTER's total");
+    assert!(inferno.iter().map(|l| l.1).sum::<u128>() < t2, "inferno's rounding loses weight");
 }
 
 #[test]

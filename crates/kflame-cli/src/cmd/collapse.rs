@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use kflame::collapse::{self, Collapse, Engine, Format, Order};
-use kflame::fold::{Meta, Stacks, write::write_folded};
+use kflame::fold::{Stacks, write::write_folded};
 
 use super::collapse_options::{Target, check};
 use crate::input::{self, Input};
@@ -45,6 +45,9 @@ pub(crate) struct Args {
     /// input for flame charts (`kflame flamegraph --flamechart`).
     #[arg(long)]
     pub(crate) time_order: bool,
+
+    #[command(flatten)]
+    pub(crate) units: crate::units::MixedUnits,
 
     #[command(flatten)]
     pub(crate) shared: SharedArgs,
@@ -162,7 +165,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
         ..Engine::default()
     };
     let mut total: Option<Stacks> = None;
-    let mut meta = Meta::default();
+    let mut units = args.units.merger();
     for (i, path) in input::paths_or_stdin(&args.files).iter().enumerate() {
         let input = Input::open(path)?;
         let name = input.name.clone();
@@ -176,12 +179,13 @@ pub(crate) fn run(args: Args) -> Result<()> {
             super::outliers::prepare(&args.latency)?;
         }
         let out = if format == Format::PerfData {
-            super::perf_data::collapse(input, &args, engine.order, &mut meta)?
+            super::perf_data::collapse(input, &args, engine.order)?
         } else {
             let collapser = build(&target, &args)?;
-            collapse_one(&engine, collapser, input, &mut meta)?
+            collapse_one(&engine, collapser, input)?
         };
         super::outliers::collect(&name);
+        crate::units::add(&mut units, &name, &out.meta, !out.stacks.is_empty())?;
         output::message(out.diag.report(&name).to_string());
         if out.stacks.is_empty() {
             let what = match format {
@@ -198,7 +202,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
     }
     let stacks = total.unwrap_or_else(|| engine.order.empty_stacks());
     let mut out = output::open(args.output.as_deref())?;
-    write_folded(&mut out, &stacks, &meta).context("writing folded output")?;
+    write_folded(&mut out, &stacks, units.meta()).context("writing folded output")?;
     out.flush().context("writing folded output")?;
     super::trace_args::finish_events(args.shared.events_json.as_deref())?;
     super::outliers::finish(&args.latency)?;
@@ -208,16 +212,9 @@ pub(crate) fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-fn collapse_one(
-    engine: &Engine,
-    c: Box<dyn Collapse>,
-    input: Input,
-    meta: &mut Meta,
-) -> Result<collapse::Output> {
+fn collapse_one(engine: &Engine, c: Box<dyn Collapse>, input: Input) -> Result<collapse::Output> {
     let name = input.name.clone();
-    let out = engine.run(c, input.reader()).with_context(|| format!("reading {name}"))?;
-    meta.merge(&out.meta).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-    Ok(out)
+    engine.run(c, input.reader()).with_context(|| format!("reading {name}"))
 }
 
 fn detect(input: &Input) -> Result<Format> {

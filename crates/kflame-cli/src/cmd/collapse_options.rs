@@ -355,9 +355,10 @@ pub(crate) const RULES: &[Rule] = &[
 ];
 
 /// The options every input takes: inputs, `--format`, `--output`, `--threads` (output is
-/// the same for any number of threads), and clap's own.
+/// the same for any number of threads), `--mixed-units` (how inputs are merged), and clap's
+/// own.
 #[cfg(test)]
-pub(crate) const GENERIC: &[&str] = &["files", "format", "output", "threads", "help"];
+pub(crate) const GENERIC: &[&str] = &["files", "format", "output", "threads", "mixed_units", "help"];
 
 /// Refuses the options given in `args` that `target` does not apply, all of them in one
 /// message naming the input (`name`) and, for each, the inputs that take it.

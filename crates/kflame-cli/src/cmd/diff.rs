@@ -25,7 +25,9 @@ pub(crate) struct Args {
     /// The later profile (folded).
     #[arg(value_name = "AFTER")]
     after: String,
-    /// Scale BEFORE so that both profiles have the same total.
+    /// Scale BEFORE so that both profiles have the same total: exactly, with up to 9
+    /// decimals, the scaled weights adding up to AFTER's total (difffolded.pl and inferno
+    /// round each one down to a whole number instead).
     #[arg(short, long)]
     normalize: bool,
     /// Replace hexadecimal addresses by `0x...` before comparing.
@@ -34,6 +36,8 @@ pub(crate) struct Args {
     /// Write here instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
+    #[command(flatten)]
+    units: crate::units::MixedUnits,
 }
 
 /// Runs `kflame diff`.
@@ -41,15 +45,13 @@ pub(crate) fn run(args: Args) -> Result<()> {
     let opts = DiffOptions { normalize: args.normalize, strip_hex: args.strip_hex };
     let (before, m1) = read(&args.before, opts)?;
     let (after, m2) = read(&args.after, opts)?;
-    if m1.unit != m2.unit {
-        output::message(format!(
-            "warning: {} is in {} and {} in {}; comparing the numbers as they are",
-            args.before, m1.unit, args.after, m2.unit
-        ));
-    }
+    let mut units = args.units.merger();
+    let shown = |p: &str| if p == "-" { "<stdin>".to_string() } else { p.to_string() };
+    crate::units::compare(&mut units, &shown(&args.before), &m1, !before.is_empty())?;
+    crate::units::compare(&mut units, &shown(&args.after), &m2, !after.is_empty())?;
     let lines = diff::diff(&before, &after, opts);
     let mut out = output::open(args.output.as_deref())?;
-    out.write_all(m2.header().as_bytes())?;
+    out.write_all(units.meta().header().as_bytes()).context("writing the differential stacks")?;
     diff::write_diff(&mut out, &lines).context("writing the differential stacks")?;
     out.flush().context("writing the differential stacks")
 }

@@ -5,7 +5,7 @@ use std::fs;
 use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use kflame::diag::Diagnostics;
 use kflame::fold::Weight;
 use kflame::render::html::HtmlOptions;
@@ -40,29 +40,32 @@ pub(crate) struct Args {
     #[arg(long, value_enum, value_name = "FORMAT")]
     format: Option<OutputFormat>,
 
+    #[command(flatten)]
+    units: crate::units::MixedUnits,
+
     /// Title text (default "Flame Graph", "Icicle Graph" or "Flame Chart").
     #[arg(long, value_name = "TEXT", help_heading = "Appearance")]
     title: Option<String>,
     /// Second title line.
     #[arg(long, value_name = "TEXT", help_heading = "Appearance")]
     subtitle: Option<String>,
-    /// Width of the image in pixels.
-    #[arg(long, value_name = "PX", default_value_t = 1200, help_heading = "Appearance")]
+    /// Width of the image in pixels (at least 100).
+    #[arg(long, value_name = "PX", default_value_t = 1200, value_parser = parse_width, help_heading = "Appearance")]
     width: u32,
-    /// Height of each frame in pixels.
-    #[arg(long, value_name = "PX", default_value_t = 16, help_heading = "Appearance")]
+    /// Height of each frame in pixels (at least 1).
+    #[arg(long, value_name = "PX", default_value_t = 16, value_parser = parse_height, help_heading = "Appearance")]
     height: u32,
     /// Omit frames narrower than this: pixels, or percent of the width with `%`.
     #[arg(long, value_name = "PX|PCT%", default_value = "0.1", value_parser = parse_min_width, help_heading = "Appearance")]
     minwidth: MinWidth,
-    /// Font family.
-    #[arg(long, value_name = "FONT", default_value = "Verdana", help_heading = "Appearance")]
+    /// Font family, or a comma-separated list of families.
+    #[arg(long, value_name = "FONT", default_value = "Verdana", value_parser = parse_font_family, help_heading = "Appearance")]
     fonttype: String,
     /// Font size in pixels.
-    #[arg(long, value_name = "PX", default_value_t = 12.0, help_heading = "Appearance")]
+    #[arg(long, value_name = "PX", default_value_t = 12.0, value_parser = parse_positive, help_heading = "Appearance")]
     fontsize: f64,
     /// Average glyph width relative to the font size (label truncation).
-    #[arg(long, value_name = "RATIO", default_value_t = 0.59, help_heading = "Appearance")]
+    #[arg(long, value_name = "RATIO", default_value_t = 0.59, value_parser = parse_positive, help_heading = "Appearance")]
     fontwidth: f64,
     /// What the counts are ("samples"; by default from the input's `# unit=` header).
     #[arg(long, value_name = "NAME", help_heading = "Appearance")]
@@ -104,13 +107,14 @@ pub(crate) struct Args {
     #[arg(long, value_name = "TEXT", help_heading = "Layout")]
     notes: Option<String>,
     /// Multiply displayed counts by this factor.
-    #[arg(long, value_name = "FACTOR", default_value_t = 1.0, help_heading = "Layout")]
+    #[arg(long, value_name = "FACTOR", default_value_t = 1.0, value_parser = parse_positive, help_heading = "Layout")]
     factor: f64,
     /// Total weight the full width stands for (when larger than the real total).
     #[arg(long, value_name = "WEIGHT", value_parser = parse_weight, help_heading = "Layout")]
     total: Option<Weight>,
-    /// XML encoding declared in the SVG header.
-    #[arg(long, value_name = "ENCODING", help_heading = "Layout")]
+    /// XML encoding declared in the SVG header (an encoding name such as UTF-8; the SVG itself
+    /// is always written in UTF-8).
+    #[arg(long, value_name = "ENCODING", value_parser = parse_encoding, help_heading = "Layout")]
     encoding: Option<String>,
     /// Extra frame attributes: lines `name<TAB>attr=value<TAB>...` (title, href, class...).
     #[arg(long, value_name = "FILE", help_heading = "Layout")]
@@ -123,9 +127,9 @@ pub(crate) enum OutputFormat {
     /// Interactive SVG (zoom, search, tooltips).
     Svg,
     /// Self-contained HTML page (canvas viewer: search, hide/focus, sandwich view, top
-    /// functions). The SVG layout options (--width --height --minwidth --font* --bgcolors
-    /// --hash --random --cp --negate --factor --total --encoding --nameattr --nametype) do
-    /// not apply to it.
+    /// functions; differential input in red and blue). The SVG layout options (--width
+    /// --height --minwidth --font* --bgcolors --hash --random --cp --factor --total
+    /// --encoding --nameattr --nametype) do not apply to it.
     Html,
 }
 
@@ -147,8 +151,9 @@ impl OutputFormat {
 /// Runs `kflame flamegraph`.
 pub(crate) fn run(args: Args) -> Result<()> {
     let format = OutputFormat::choose(args.format, args.output.as_deref());
+    check_options(&args)?;
     if format == OutputFormat::Html {
-        return super::html::write_page(&args.files, args.output.as_deref(), html_options(&args));
+        return super::html::write_page(&args.files, args.output.as_deref(), html_options(&args), args.units);
     }
     let profile = read_inputs(&args)?;
     if profile.is_empty() {
@@ -182,31 +187,51 @@ fn html_options(args: &Args) -> HtmlOptions {
         flamechart: args.flamechart,
         reverse: args.reverse,
         notes: args.notes.clone(),
+        negate: args.negate,
     }
 }
 
 fn read_inputs(args: &Args) -> Result<Profile> {
     let mut profile = Profile::new(args.flamechart, args.reverse);
+    let mut units = args.units.merger();
     for path in input::paths_or_stdin(&args.files) {
         let input = Input::open(&path)?;
         let name = input.name.clone();
         let mut diag = Diagnostics::new();
         let reader = BufReader::with_capacity(1 << 16, input.reader());
-        profile.read(reader, &mut diag).with_context(|| format!("reading {name}"))?;
+        let (meta, added) =
+            profile.read_stacks(reader, &mut diag).with_context(|| format!("reading {name}"))?;
         output::message(diag.report(&name).to_string());
+        crate::units::add(&mut units, &name, &meta, added)?;
     }
+    profile.meta = units.into_meta();
     profile.finish();
     Ok(profile)
 }
 
-fn options(args: &Args) -> Result<Options> {
-    for (flag, v) in
-        [("--factor", args.factor), ("--fontsize", args.fontsize), ("--fontwidth", args.fontwidth)]
+/// Checks the options that make sense only together (each value alone is checked by its
+/// parser), and warns about an encoding the SVG is not written in.
+fn check_options(args: &Args) -> Result<()> {
+    let area = f64::from(args.width) - 2.0 * render::svg::XPAD;
+    if let MinWidth::Pixels(px) = args.minwidth
+        && px > area
     {
-        if !(v.is_finite() && v > 0.0) {
-            bail!("{flag} must be a positive number, found {v}");
-        }
+        return Err(crate::Usage(format!(
+            "--minwidth {px} is wider than the frame area of a {} px image ({area} px): every frame \
+             would be omitted",
+            args.width
+        ))
+        .into());
     }
+    if let Some(e) = args.encoding.as_deref().filter(|e| !is_utf8_label(e)) {
+        output::message(format!(
+            "warning: the SVG is written in UTF-8; declaring it {e} garbles frame names beyond ASCII"
+        ));
+    }
+    Ok(())
+}
+
+fn options(args: &Args) -> Result<Options> {
     let name_attrs = match &args.nameattr {
         Some(path) => read_name_attrs(path)?,
         None => NameAttrs::default(),
@@ -268,7 +293,68 @@ fn read_palette_map() -> Result<PaletteMap> {
 }
 
 fn parse_min_width(s: &str) -> Result<MinWidth, String> {
-    MinWidth::parse(s).ok_or_else(|| format!("expected pixels (0.1) or a percentage (0.5%), found `{s}`"))
+    match MinWidth::parse(s) {
+        Some(MinWidth::Percent(p)) if p > 100.0 => {
+            Err(format!("a percentage of the width is at most 100%, found `{s}`"))
+        }
+        Some(m) => Ok(m),
+        None => Err(format!("expected pixels (0.1) or a percentage (0.5%), found `{s}`")),
+    }
+}
+
+fn parse_width(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(w) if w >= 100 => Ok(w),
+        Ok(w) => Err(format!(
+            "at least 100 pixels (room for the title, the frames and the details line), found {w}"
+        )),
+        Err(_) => Err(format!("expected a whole number of pixels, found `{s}`")),
+    }
+}
+
+fn parse_height(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(h) if h >= 1 => Ok(h),
+        Ok(_) => Err("at least 1 pixel; frames 0 pixels high would not be seen".to_string()),
+        Err(_) => Err(format!("expected a whole number of pixels, found `{s}`")),
+    }
+}
+
+fn parse_positive(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("expected a positive number, found `{s}`")),
+    }
+}
+
+/// A font family list: names separated by commas, none empty. Characters that could end the
+/// CSS rule or the style element are dropped by the SVG writer (as are the quotes some users
+/// put around a name with spaces); control characters are refused.
+fn parse_font_family(s: &str) -> Result<String, String> {
+    if s.split(',').any(|f| f.trim().trim_matches(['"', '\'']).trim().is_empty()) {
+        return Err(format!("expected font family names separated by commas, found `{s}`"));
+    }
+    if let Some(c) = s.chars().find(|c| c.is_control()) {
+        return Err(format!("a font family name cannot contain {c:?}, found `{}`", s.escape_debug()));
+    }
+    Ok(s.to_string())
+}
+
+/// An XML encoding name (`EncName`: a letter, then letters, digits, `.`, `_` or `-`).
+fn parse_encoding(s: &str) -> Result<String, String> {
+    let mut chars = s.chars();
+    let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if valid {
+        Ok(s.to_string())
+    } else {
+        Err(format!("expected an encoding name such as UTF-8 (letters, digits, `.`, `_`, `-`), found `{s}`"))
+    }
+}
+
+/// True for the names browsers take for UTF-8.
+fn is_utf8_label(s: &str) -> bool {
+    matches!(s.to_ascii_lowercase().as_str(), "utf-8" | "utf8" | "unicode-1-1-utf-8")
 }
 
 fn parse_palette(s: &str) -> Result<Palette, String> {

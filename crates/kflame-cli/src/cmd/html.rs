@@ -7,40 +7,73 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use kflame::diag::Diagnostics;
 use kflame::fold::read::read_folded;
-use kflame::fold::{Meta, OrderedStacks, StackCounts, Stacks};
+use kflame::fold::{Meta, MetaMerge, OrderedStacks, StackCounts, Stacks};
 use kflame::render::html::{HtmlOptions, HtmlProfile, write_html};
 
 use crate::input::{self, Input};
 use crate::output;
 
 /// Writes the page for `files` (folded, merged; `-` or none: stdin) to `output` or stdout.
-/// Time order is kept when `opts.flamechart` is set.
-pub(crate) fn write_page(files: &[String], output: Option<&Path>, opts: HtmlOptions) -> Result<()> {
-    let mut stacks = if opts.flamechart {
-        Stacks::Ordered(OrderedStacks::new())
-    } else {
-        Stacks::Counts(StackCounts::new())
+/// Time order is kept when `opts.flamechart` is set. Differential input (`stack BEFORE
+/// AFTER` lines, from `kflame diff`) is drawn red and blue, as in the SVG.
+pub(crate) fn write_page(
+    files: &[String],
+    output: Option<&Path>,
+    opts: HtmlOptions,
+    units: crate::units::MixedUnits,
+) -> Result<()> {
+    let empty = || {
+        if opts.flamechart {
+            Stacks::Ordered(OrderedStacks::new())
+        } else {
+            Stacks::Counts(StackCounts::new())
+        }
     };
-    let mut meta = Meta::default();
+    let mut read = Read { after: empty(), before: empty(), differential: false, flamechart: opts.flamechart };
+    let mut meta = units.merger();
     for path in input::paths_or_stdin(files) {
-        read_one(&path, &mut stacks, &mut meta)?;
+        read_one(&path, &mut read, &mut meta)?;
     }
-    if stacks.is_empty() {
+    if read.after.is_empty() {
         output::message("warning: no samples in the input; writing an empty page");
     }
+    let profile = if read.differential {
+        HtmlProfile::differential(&read.after, &read.before, meta.meta())
+    } else {
+        HtmlProfile::new(&read.after, meta.meta())
+    };
     let mut out = output::open(output)?;
-    write_html(&mut out, &HtmlProfile::new(&stacks, &meta), &opts).context("writing the HTML page")?;
+    write_html(&mut out, &profile, &opts).context("writing the HTML page")?;
     out.flush().context("writing the HTML page")?;
     Ok(())
 }
 
+/// The stacks read so far: AFTER weights (the only column of plain input) and the BEFORE
+/// weights of differential lines. For flame charts both get every line, so that their runs
+/// pair up; summed stacks keep BEFORE weights only for differential lines (looked up by
+/// stack, 0 when absent).
+struct Read {
+    after: Stacks,
+    before: Stacks,
+    differential: bool,
+    flamechart: bool,
+}
+
 /// Adds the stacks of one folded input, reporting its skipped lines.
-fn read_one(path: &str, stacks: &mut Stacks, meta: &mut Meta) -> Result<()> {
+fn read_one(path: &str, read: &mut Read, meta: &mut MetaMerge) -> Result<()> {
     let input = Input::open(path)?;
     let name = input.name.clone();
     let (mut file_meta, mut diag) = (Meta::default(), Diagnostics::new());
-    read_folded(BufReader::new(input.reader()), &mut file_meta, &mut diag, |l| stacks.add(l.stack, l.weight))
-        .with_context(|| format!("reading {name}"))?;
+    let mut added = false;
+    read_folded(BufReader::new(input.reader()), &mut file_meta, &mut diag, |l| {
+        read.after.add(l.stack, l.weight);
+        read.differential |= l.before.is_some();
+        if read.flamechart || l.before.is_some() {
+            read.before.add(l.stack, l.before.unwrap_or_default());
+        }
+        added = true;
+    })
+    .with_context(|| format!("reading {name}"))?;
     output::message(diag.report(&name).to_string());
-    meta.merge(&file_meta).map_err(|e| anyhow::anyhow!("{name}: {e}"))
+    crate::units::add(meta, &name, &file_meta, added)
 }

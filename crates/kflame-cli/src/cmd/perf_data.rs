@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use kflame::collapse::{Order, Output};
-use kflame::fold::Meta;
 use kflame::perf_data::{self, Options, Pairing};
 
 use super::collapse::{SharedArgs, WeightArg};
@@ -92,12 +91,7 @@ fn pairing(shared: &SharedArgs, trace: &TraceArgs, lat: &LatencyArgs) -> Result<
 }
 
 /// Collapses one perf.data input (a file, or stdin read into memory).
-pub(crate) fn collapse(
-    input: Input,
-    args: &super::collapse::Args,
-    order: Order,
-    meta: &mut Meta,
-) -> Result<Output> {
+pub(crate) fn collapse(input: Input, args: &super::collapse::Args, order: Order) -> Result<Output> {
     let name = input.name.clone();
     let opts = args.perf_data.options(&args.perf, &args.shared, &args.trace, &args.latency)?;
     let out = match input.path.clone() {
@@ -109,6 +103,5 @@ pub(crate) fn collapse(
         }
     }
     .with_context(|| format!("reading perf.data {name}"))?;
-    meta.merge(&out.meta).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
     Ok(out)
 }

@@ -385,7 +385,7 @@ fn signal_name(sig: i32) -> String {
 fn print_check() -> Result<()> {
     let caps = record::check();
     let width = caps.iter().map(|c| c.name.len()).max().unwrap_or(0);
-    let mut out = std::io::stdout().lock();
+    let mut out = output::stdout();
     for c in caps {
         let mark = if c.available { "yes" } else { "no " };
         writeln!(out, "{mark}  {:width$}  {}", c.name, c.detail)?;

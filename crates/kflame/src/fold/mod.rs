@@ -19,5 +19,5 @@ mod weight;
 pub mod write;
 
 pub use counts::{OrderedStacks, StackCounts, Stacks};
-pub use meta::{Meta, Unit};
+pub use meta::{Meta, MetaMerge, Unit, UnitConflict};
 pub use weight::{Weight, WeightError};

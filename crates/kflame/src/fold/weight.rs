@@ -128,6 +128,11 @@ impl Weight {
         self.0
     }
 
+    /// The weight of `raw` fixed-point units (1e-9 of a unit): the inverse of [`Weight::raw`].
+    pub const fn from_raw(raw: u128) -> Weight {
+        Weight(raw)
+    }
+
     /// Writes the weight in folded-file form into `out` without allocating.
     pub fn write_to(self, out: &mut Vec<u8>) {
         let whole = self.0 / Self::SCALE;

@@ -543,7 +543,8 @@ impl<'o> State<'o> {
         let unit = match event {
             Some(e) if e.alloc.is_some() && !self.opts.counts => Unit::Bytes,
             Some(e) if e.has_period && !self.opts.counts => Unit::Period,
-            _ => Unit::Samples,
+            // Sample counts: no header, as `perf script | kflame collapse` writes them.
+            _ => Unit::Unspecified,
         };
         self.out.meta = Meta { unit, event: event.map(|e| e.name.clone()) };
         // What a sample without frames becomes: its process name alone when counting, a

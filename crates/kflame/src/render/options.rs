@@ -146,10 +146,14 @@ impl Options {
 pub const BAD_NAMEATTR_LINE: &str = "bad nameattr line";
 /// Kind of an attribute repeated for the same function.
 pub const DUPLICATE_ATTRIBUTE: &str = "duplicate attribute";
+/// Kind of a link that could run code (`javascript:`, `vbscript:`, `data:`...).
+pub const UNSAFE_URL: &str = "unsafe link";
 
 /// Attributes per function name, from a `--nameattr` file: `name<TAB>attr=value<TAB>...`.
 /// `title` replaces the frame's tooltip, `href`/`target` make the frame a link, anything
-/// else is set on the frame's group. Event-handler attributes (`on...`) are refused.
+/// else is set on the frame's group. Event-handler attributes (`on...`) are refused, and so
+/// are links other than `http:`, `https:`, `mailto:` or relative ones (`javascript:`,
+/// `vbscript:`, `data:`... in any disguise, see [`super::svg::escape::is_safe_url`]).
 #[derive(Clone, Debug, Default)]
 pub struct NameAttrs {
     map: HashMap<String, Vec<(String, String)>>,
@@ -200,6 +204,16 @@ fn parse_attr(field: &str, lineno: u64, attrs: &mut Vec<(String, String)>, diag:
         });
         return;
     };
+    if super::svg::escape::is_url_attr(k) && !super::svg::escape::is_safe_url(v) {
+        diag.skip(UNSAFE_URL, lineno, || {
+            format!(
+                "`{k}` must be an http(s), mailto or relative URL (it would run code when \
+                 clicked), found `{}`; attribute left out",
+                crate::fold::read::show(v.as_bytes())
+            )
+        });
+        return;
+    }
     if attrs.iter().any(|(name, _)| name == k) {
         diag.note(DUPLICATE_ATTRIBUTE, lineno, || format!("attribute `{k}` given twice; the first is kept"));
         return;
@@ -236,5 +250,22 @@ mod tests {
         assert!(a.get("x").is_none());
         assert_eq!(diag.get(BAD_NAMEATTR_LINE).unwrap().first_line, 2);
         assert_eq!(diag.get(DUPLICATE_ATTRIBUTE).unwrap().first_line, 3);
+    }
+
+    #[test]
+    fn nameattr_links_that_run_code_are_refused() {
+        let mut diag = Diagnostics::new();
+        let text = "a\thref=https://example.com/a\ttarget=_blank\n\
+                    b\thref=javascript:alert(1)\tclass=kept\n\
+                    c\txlink:href=JaVa&#x53;cript:alert(1)\n\
+                    d\thref=data:text/html,x\n\
+                    e\thref=mailto:mm@example.com\n";
+        let a = NameAttrs::parse(text, &mut diag);
+        assert_eq!(a.get("a").unwrap().len(), 2);
+        assert_eq!(a.get("b").unwrap(), &[("class".to_string(), "kept".to_string())]);
+        assert!(a.get("c").is_none() && a.get("d").is_none());
+        assert_eq!(a.get("e").unwrap()[0].1, "mailto:mm@example.com");
+        let refused = diag.get(UNSAFE_URL).unwrap();
+        assert_eq!((refused.first_line, refused.count), (2, 3));
     }
 }

@@ -230,7 +230,8 @@ impl Collapse for Bcc {
         let unit = match self.unit {
             Unit::Micros => FoldUnit::Nanoseconds,
             Unit::Events => FoldUnit::Events,
-            Unit::Auto | Unit::Samples => FoldUnit::Samples,
+            // Sample counts: no header, as FlameGraph's tools write them.
+            Unit::Auto | Unit::Samples => FoldUnit::Unspecified,
         };
         Meta { unit, event: None }
     }

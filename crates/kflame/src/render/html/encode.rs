@@ -5,7 +5,8 @@
 //! - `nodes`: every node but the root, in pre-order, as three unsigned LEB128 varints:
 //!   `up` (how many levels above the previous node's child this node sits: its depth is
 //!   `previous depth + 1 - up`), `name` (index into `names`) and `self` (the weight of stacks
-//!   ending here, in units of `10^-scale`). The byte string is embedded as base64.
+//!   ending here, in units of `10^-scale`), and for differential input a fourth, `before`
+//!   (their BEFORE weight, same units). The byte string is embedded as base64.
 //!
 //! Totals are not stored: the page sums self weights bottom-up.
 
@@ -25,10 +26,13 @@ pub(crate) struct Encoded {
     pub(crate) scale: u32,
     /// Deepest depth (stack roots are at depth 1).
     pub(crate) max_depth: usize,
+    /// True when every node carries a BEFORE weight.
+    pub(crate) differential: bool,
 }
 
-/// Encodes `tree` in pre-order with children in drawing order.
-pub(crate) fn encode(tree: &Tree) -> Encoded {
+/// Encodes `tree` in pre-order with children in drawing order; with `differential`, each
+/// node's BEFORE weight too.
+pub(crate) fn encode(tree: &Tree, differential: bool) -> Encoded {
     let remap = name_order(tree);
     let scale = weight_scale(tree);
     let divisor = 10u128.pow(Weight::FRACTION_DIGITS - scale);
@@ -42,6 +46,10 @@ pub(crate) fn encode(tree: &Tree) -> Encoded {
         push_varint(&mut nodes, remap[node.name as usize] as u64);
         let value = node.self_weight.raw() / divisor;
         push_varint(&mut nodes, u64::try_from(value).unwrap_or(u64::MAX));
+        if differential {
+            let before = node.self_before.raw() / divisor;
+            push_varint(&mut nodes, u64::try_from(before).unwrap_or(u64::MAX));
+        }
         prev_depth = depth;
         max_depth = max_depth.max(depth);
         count += 1;
@@ -51,7 +59,7 @@ pub(crate) fn encode(tree: &Tree) -> Encoded {
     for (old, name) in tree.names.iter().enumerate() {
         names[remap[old] as usize] = String::from_utf8_lossy(name).into_owned();
     }
-    Encoded { names, nodes, count, scale, max_depth }
+    Encoded { names, nodes, count, scale, max_depth, differential }
 }
 
 fn children_rev<'a>(offsets: &[u32], list: &'a [u32], id: u32) -> impl Iterator<Item = u32> + 'a {
@@ -78,16 +86,20 @@ fn name_order(tree: &Tree) -> Vec<u32> {
     remap
 }
 
-/// The fewest decimal digits that represent every self weight exactly.
+/// The fewest decimal digits that represent every self weight (and BEFORE weight)
+/// exactly.
 fn weight_scale(tree: &Tree) -> u32 {
-    tree.nodes.iter().fold(0, |scale, node| {
-        let mut raw = node.self_weight.raw();
+    let digits_of = |scale: u32, mut raw: u128| {
         let mut digits = Weight::FRACTION_DIGITS;
-        while digits > scale && raw % 10 == 0 {
+        while digits > scale && raw.is_multiple_of(10) {
             raw /= 10;
             digits -= 1;
         }
         digits
+    };
+    tree.nodes.iter().fold(0, |scale, node| {
+        let scale = digits_of(scale, node.self_weight.raw());
+        digits_of(scale, node.self_before.raw())
     })
 }
 

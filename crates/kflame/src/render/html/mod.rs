@@ -21,7 +21,7 @@
 //!
 //! or builds the tree itself with `KFlame.TreeBuilder`. `meta` needs `names`, `count`,
 //! `scale`, `unit`, `countname`, `palette`, `inverted`, `flamechart` and optionally `title`,
-//! `subtitle`, `notes`.
+//! `subtitle`, `notes`, and `differential` (each node has a BEFORE weight), `negate`.
 //!
 //! Untrusted text (frame names, titles, notes) reaches the page only inside JSON whose `<`,
 //! `>` and `&` are escaped, so `</script>` in a symbol cannot end the data block; the viewer
@@ -54,16 +54,27 @@ pub use palette::Palette;
 /// What to draw: stacks and their metadata (the unit decides how weights are shown).
 #[derive(Clone, Copy, Debug)]
 pub struct HtmlProfile<'a> {
-    /// The stacks: summed ([`Stacks::Counts`]) or in time order ([`Stacks::Ordered`]).
+    /// The stacks: summed ([`Stacks::Counts`]) or in time order ([`Stacks::Ordered`]). For
+    /// differential input, the AFTER weights (the second column), which set the widths.
     pub stacks: &'a Stacks,
     /// Unit and event of the weights.
     pub meta: &'a Meta,
+    /// Differential input (`stack BEFORE AFTER`, from `kflame diff` or `difffolded.pl`): the
+    /// BEFORE weights. Summed stacks are looked up by stack (a missing stack was 0 before);
+    /// time-ordered stacks must be the same runs in the same order as `stacks`. Frames are
+    /// then drawn red where their own weight grew, blue where it shrank, as in the SVG.
+    pub before: Option<&'a Stacks>,
 }
 
 impl<'a> HtmlProfile<'a> {
     /// A profile of `stacks` whose weights are in `meta.unit`.
     pub fn new(stacks: &'a Stacks, meta: &'a Meta) -> Self {
-        HtmlProfile { stacks, meta }
+        HtmlProfile { stacks, meta, before: None }
+    }
+
+    /// A differential profile: `after` sets the widths, `before` the comparison.
+    pub fn differential(after: &'a Stacks, before: &'a Stacks, meta: &'a Meta) -> Self {
+        HtmlProfile { stacks: after, meta, before: Some(before) }
     }
 }
 
@@ -86,6 +97,8 @@ pub struct HtmlOptions {
     pub reverse: bool,
     /// Free text shown under the graph title.
     pub notes: Option<String>,
+    /// Differential input: red for shrinking and blue for growing frames instead.
+    pub negate: bool,
 }
 
 impl HtmlOptions {
@@ -111,7 +124,8 @@ impl HtmlOptions {
 /// Writes one self-contained HTML page showing `profile`. The output depends only on the
 /// profile and the options (no time stamps, no randomness).
 pub fn write_html(out: &mut dyn Write, profile: &HtmlProfile<'_>, opts: &HtmlOptions) -> io::Result<()> {
-    let tree = tree::Tree::build(profile.stacks, opts.reverse, !opts.flamechart);
-    let encoded = encode::encode(&tree);
-    page::write_page(out, &encoded, &tree.total(), profile.meta, opts)
+    let tree = tree::Tree::build(profile.stacks, profile.before, opts.reverse, !opts.flamechart);
+    let encoded = encode::encode(&tree, profile.before.is_some());
+    let totals = page::Totals { after: tree.total(), before: tree.total_before() };
+    page::write_page(out, &encoded, &totals, profile.meta, opts)
 }

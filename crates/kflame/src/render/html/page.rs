@@ -20,11 +20,17 @@ const STYLE: &str = include_str!("assets/viewer.css");
 /// No network at all: the page only runs its own inline code and styles.
 const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:";
 
+/// The totals of the profile: AFTER (what the widths show) and BEFORE (differential input).
+pub(crate) struct Totals {
+    pub(crate) after: Weight,
+    pub(crate) before: Weight,
+}
+
 /// Writes the whole page.
 pub(crate) fn write_page(
     out: &mut dyn Write,
     enc: &Encoded,
-    total: &Weight,
+    totals: &Totals,
     meta: &Meta,
     opts: &HtmlOptions,
 ) -> io::Result<()> {
@@ -39,7 +45,7 @@ pub(crate) fn write_page(
         escape_html(title)
     )?;
     out.write_all(b"<script type=\"application/json\" id=\"kflame-profile\">")?;
-    out.write_all(profile_json(enc, total, meta, opts).as_bytes())?;
+    out.write_all(profile_json(enc, totals, meta, opts).as_bytes())?;
     out.write_all(b"</script>\n<script type=\"application/octet-stream\" id=\"kflame-nodes\">")?;
     out.write_all(base64(&enc.nodes).as_bytes())?;
     out.write_all(b"</script>\n<script>\n")?;
@@ -51,7 +57,7 @@ pub(crate) fn write_page(
 }
 
 /// The profile description and string table, as JSON safe inside a `<script>` element.
-pub(crate) fn profile_json(enc: &Encoded, total: &Weight, meta: &Meta, opts: &HtmlOptions) -> String {
+pub(crate) fn profile_json(enc: &Encoded, totals: &Totals, meta: &Meta, opts: &HtmlOptions) -> String {
     let mut j = String::with_capacity(enc.names.iter().map(|n| n.len() + 3).sum::<usize>() + 512);
     j.push('{');
     field(&mut j, "version", "1");
@@ -64,7 +70,12 @@ pub(crate) fn profile_json(enc: &Encoded, total: &Weight, meta: &Meta, opts: &Ht
     field(&mut j, "palette", &json_str(opts.palette.name()));
     field(&mut j, "inverted", bool_str(opts.inverted));
     field(&mut j, "flamechart", bool_str(opts.flamechart));
-    field(&mut j, "total", &json_str(&total.to_string()));
+    field(&mut j, "total", &json_str(&totals.after.to_string()));
+    if enc.differential {
+        field(&mut j, "differential", "true");
+        field(&mut j, "totalBefore", &json_str(&totals.before.to_string()));
+        field(&mut j, "negate", bool_str(opts.negate));
+    }
     field(&mut j, "scale", &enc.scale.to_string());
     field(&mut j, "count", &enc.count.to_string());
     field(&mut j, "maxDepth", &enc.max_depth.to_string());

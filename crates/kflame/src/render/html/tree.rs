@@ -19,6 +19,8 @@ pub(crate) struct Node {
     pub(crate) name: u32,
     /// Weight of stacks ending exactly here.
     pub(crate) self_weight: Weight,
+    /// For differential input: their weight before (the first column).
+    pub(crate) self_before: Weight,
     parent: u32,
     last_child: u32,
 }
@@ -37,9 +39,16 @@ pub(crate) struct Tree {
 
 impl Tree {
     /// Builds the tree of `stacks` (in their output order); `reverse` turns each stack
-    /// leaf-first; `merge_all` is false for flame charts.
-    pub(crate) fn build(stacks: &Stacks, reverse: bool, merge_all: bool) -> Tree {
-        let root = Node { name: NONE, self_weight: Weight::ZERO, parent: NONE, last_child: NONE };
+    /// leaf-first; `merge_all` is false for flame charts. `before` holds the BEFORE weights
+    /// of differential input (see [`super::HtmlProfile::before`]).
+    pub(crate) fn build(stacks: &Stacks, before: Option<&Stacks>, reverse: bool, merge_all: bool) -> Tree {
+        let root = Node {
+            name: NONE,
+            self_weight: Weight::ZERO,
+            self_before: Weight::ZERO,
+            parent: NONE,
+            last_child: NONE,
+        };
         let mut tree = Tree {
             names: Vec::new(),
             nodes: vec![root],
@@ -50,18 +59,29 @@ impl Tree {
         let mut frames: Vec<&[u8]> = Vec::new();
         // Sorted stacks share prefixes with their predecessor, so most frames are found as the
         // last child of their parent by a byte comparison, without hashing.
-        for (stack, weight) in stacks.in_output_order() {
+        let ordered_before = match before {
+            Some(Stacks::Ordered(o)) => o.items(),
+            _ => &[],
+        };
+        for (i, (stack, weight)) in stacks.in_output_order().into_iter().enumerate() {
             frames.clear();
             frames.extend(stack.split(|&b| b == b';').filter(|f| !f.is_empty()));
             if reverse {
                 frames.reverse();
             }
-            tree.add(&frames, weight);
+            let was = match before {
+                Some(Stacks::Counts(c)) => c.get(stack).unwrap_or_default(),
+                Some(Stacks::Ordered(_)) => {
+                    ordered_before.get(i).filter(|(s, _)| **s == *stack).map_or(Weight::ZERO, |(_, w)| *w)
+                }
+                None => Weight::ZERO,
+            };
+            tree.add(&frames, weight, was);
         }
         tree
     }
 
-    fn add(&mut self, frames: &[&[u8]], weight: Weight) {
+    fn add(&mut self, frames: &[&[u8]], weight: Weight, before: Weight) {
         let mut at = 0u32;
         for frame in frames {
             let last = self.nodes[at as usize].last_child;
@@ -73,6 +93,7 @@ impl Tree {
             at = self.child(at, name);
         }
         self.nodes[at as usize].self_weight += weight;
+        self.nodes[at as usize].self_before += before;
     }
 
     fn intern(&mut self, frame: &[u8]) -> u32 {
@@ -96,7 +117,13 @@ impl Tree {
             return c;
         }
         let id = self.nodes.len() as u32;
-        self.nodes.push(Node { name, self_weight: Weight::ZERO, parent, last_child: NONE });
+        self.nodes.push(Node {
+            name,
+            self_weight: Weight::ZERO,
+            self_before: Weight::ZERO,
+            parent,
+            last_child: NONE,
+        });
         self.nodes[parent as usize].last_child = id;
         if self.merge_all {
             self.children.insert((parent, name), id);
@@ -152,6 +179,11 @@ impl Tree {
     pub(crate) fn total(&self) -> Weight {
         self.nodes.iter().map(|n| n.self_weight).sum()
     }
+
+    /// Sum of all BEFORE weights (differential input).
+    pub(crate) fn total_before(&self) -> Weight {
+        self.nodes.iter().map(|n| n.self_before).sum()
+    }
 }
 
 #[cfg(test)]
@@ -170,7 +202,7 @@ mod tests {
     #[test]
     fn merges_prefixes_even_when_bytewise_sort_separates_them() {
         // "a;b!" sorts between "a;b" and "a;b;c": the two "b" must still be one node.
-        let t = Tree::build(&counts(&[("a;b", 1), ("a;b!", 2), ("a;b;c", 3)]), false, true);
+        let t = Tree::build(&counts(&[("a;b", 1), ("a;b!", 2), ("a;b;c", 3)]), None, false, true);
         assert_eq!(t.nodes.len(), 1 + 4); // a, b, b!, c
         assert_eq!(t.total(), Weight::from_u64(6));
     }
@@ -181,7 +213,7 @@ mod tests {
         o.push(b"a;b", Weight::ONE);
         o.push(b"a;c", Weight::ONE);
         o.push(b"a;b", Weight::ONE);
-        let t = Tree::build(&Stacks::Ordered(o), false, false);
+        let t = Tree::build(&Stacks::Ordered(o), None, false, false);
         // a is shared by consecutive stacks; b appears twice (not consecutive).
         assert_eq!(t.nodes.len(), 1 + 4);
         let (off, list) = t.children_lists();
@@ -191,7 +223,7 @@ mod tests {
 
     #[test]
     fn reverse_puts_leaf_first() {
-        let t = Tree::build(&counts(&[("a;b;c", 1)]), true, true);
+        let t = Tree::build(&counts(&[("a;b;c", 1)]), None, true, true);
         assert_eq!(t.name_of(1), b"c");
     }
 }

@@ -44,6 +44,8 @@ pub struct Profile {
     pub differential: bool,
     time_order: bool,
     reverse: bool,
+    /// Inputs read by [`Profile::read`] (the first one sets the unit).
+    inputs: u32,
     scratch: Vec<u32>,
     prev: PrevStack,
 }
@@ -228,6 +230,20 @@ mod tests {
         }
         assert_eq!(joined(&p), ["a;b", "c", "a;b"]);
         assert_eq!(p.stacks[0].weight, Weight::from_u64(2));
+    }
+
+    #[test]
+    fn units_of_several_inputs() {
+        let mut diag = Diagnostics::new();
+        let mut p = Profile::new(false, false);
+        p.read(&b"a 1\n"[..], &mut diag).unwrap();
+        p.read(&b"# unit=samples\nb 1\n"[..], &mut diag).unwrap();
+        assert_eq!(p.meta.unit, crate::fold::Unit::Samples);
+        let e = p.read(&b"# unit=bytes\nc 1\n"[..], &mut diag).unwrap_err();
+        assert!(e.to_string().contains("unit samples and unit bytes"), "{e}");
+        let mut p = Profile::new(false, false);
+        p.read(&b"a 1\n"[..], &mut diag).unwrap();
+        assert!(p.read(&b"# unit=ns\nc 1\n"[..], &mut diag).is_err(), "no header, then ns");
     }
 
     #[test]

@@ -22,7 +22,8 @@ const SCRIPT: &str = include_str!("../assets/flamegraph.js");
 const STYLE: &str = include_str!("../assets/flamegraph.css");
 /// The namespace of kflame's frame attributes.
 pub const NAMESPACE: &str = "urn:kflame:flamegraph";
-const XPAD: f64 = 10.0;
+/// The left and right margin around the frames, in pixels (FlameGraph's `xpad`).
+pub const XPAD: f64 = 10.0;
 
 /// Pixel geometry of one graph.
 pub(crate) struct Geometry {

@@ -4,18 +4,21 @@
  * Everything the viewer shows (zoom, search, hide/focus, sandwich, top functions) is
  * computed from these arrays; derived trees are built with a TreeBuilder.
  * Exposes globalThis.KFlame.{Tree, TreeBuilder, decodeTree, hide, focus, callers, callees,
- * topFunctions, matchNames, matchedWeight, formatWeight, formatPercent}.
+ * topFunctions, matchNames, matchedWeight, formatWeight, formatChange, formatPercent}.
  */
 (function (K) {
   'use strict';
 
-  /** A frame tree in pre-order: names[name[i]] is node i's frame, depth[i] its depth. */
+  /** A frame tree in pre-order: names[name[i]] is node i's frame, depth[i] its depth,
+   * self[i] the weight of stacks ending there; for differential input before[i] is their
+   * BEFORE weight (null otherwise). */
   class Tree {
-    constructor(names, name, depth, self, ordered) {
+    constructor(names, name, depth, self, ordered, before) {
       this.names = names;
       this.name = name;
       this.depth = depth;
       this.self = self;
+      this.before = before || null;
       this.ordered = ordered;
       this.n = name.length;
       this.link();
@@ -44,11 +47,17 @@
       this.maxDepth = maxDepth;
     }
 
-    /** total[] = self plus all descendants. */
+    /** total[] = self plus all descendants (totalBefore[] likewise for BEFORE weights). */
     sum() {
       const total = Float64Array.from(this.self);
       for (let i = this.n - 1; i > 0; i--) total[this.parent[i]] += total[i];
       this.total = total;
+      this.totalBefore = null;
+      if (this.before) {
+        const tb = Float64Array.from(this.before);
+        for (let i = this.n - 1; i > 0; i--) tb[this.parent[i]] += tb[i];
+        this.totalBefore = tb;
+      }
     }
 
     /** Children in pre-order (drawing) order, as offsets kidOff[i]..kidOff[i+1] in kids. */
@@ -102,14 +111,17 @@
     }
   }
 
-  /** Builds a tree node by node (any order), then lays it out in pre-order. */
+  /** Builds a tree node by node (any order), then lays it out in pre-order. With
+   * `differential`, nodes also sum BEFORE weights. */
   class TreeBuilder {
-    constructor(names, ordered) {
+    constructor(names, ordered, differential) {
       this.names = names;
       this.ordered = ordered;
+      this.differential = !!differential;
       this.nameOf = [-1];
       this.parentOf = [-1];
       this.selfOf = [0];
+      this.beforeOf = [0];
       this.last = [-1];
       this.index = new Map();
     }
@@ -127,15 +139,17 @@
       this.nameOf.push(nm);
       this.parentOf.push(p);
       this.selfOf.push(0);
+      this.beforeOf.push(0);
       this.last.push(-1);
       this.last[p] = id;
       if (!this.ordered) this.index.set(key, id);
       return id;
     }
 
-    /** Adds weight to node id's self weight. */
-    add(id, w) {
+    /** Adds weight to node id's self weight (and b to its BEFORE weight). */
+    add(id, w, b) {
       this.selfOf[id] += w;
+      if (b) this.beforeOf[id] += b;
     }
 
     /** The finished tree; children ordered by name rank (or creation order for charts). */
@@ -144,6 +158,7 @@
       for (let i = 1; i < n; i++) kids[this.parentOf[i]].push(i);
       if (!this.ordered) for (const k of kids) if (k.length > 1) k.sort((a, b) => rank[this.nameOf[a]] - rank[this.nameOf[b]]);
       const name = new Int32Array(n), depth = new Int32Array(n), self = new Float64Array(n);
+      const before = this.differential ? new Float64Array(n) : null;
       const stack = [0], depthOf = new Int32Array(n);
       let at = 0;
       while (stack.length) {
@@ -151,6 +166,7 @@
         name[at] = this.nameOf[id];
         depth[at] = depthOf[id];
         self[at] = this.selfOf[id];
+        if (before) before[at] = this.beforeOf[id];
         at++;
         const k = kids[id];
         for (let j = k.length - 1; j >= 0; j--) {
@@ -158,7 +174,7 @@
           stack.push(k[j]);
         }
       }
-      return new Tree(this.names, name, depth, self, this.ordered);
+      return new Tree(this.names, name, depth, self, this.ordered, before);
     }
   }
 
@@ -173,10 +189,12 @@
   }
 
   /** Decodes the embedded profile: meta.names and the base64 varint node stream (three
-   * varints per node: levels up from the previous node's child, name index, self weight). */
+   * varints per node: levels up from the previous node's child, name index, self weight;
+   * a fourth, the BEFORE weight, when meta.differential). */
   function decodeTree(meta, b64) {
     const bin = atob(b64.trim()), n = meta.count + 1;
     const name = new Int32Array(n), depth = new Int32Array(n), self = new Float64Array(n);
+    const before = meta.differential ? new Float64Array(n) : null;
     const div = Math.pow(10, meta.scale);
     name[0] = -1;
     let p = 0, prev = 0;
@@ -197,18 +215,22 @@
       name[i] = varint();
       const w = varint();
       self[i] = w === 0 ? 0 : w / div;
+      if (before) {
+        const b = varint();
+        before[i] = b === 0 ? 0 : b / div;
+      }
       prev = d;
     }
-    return new Tree(meta.names, name, depth, self, !!meta.flamechart);
+    return new Tree(meta.names, name, depth, self, !!meta.flamechart, before);
   }
 
   /** Removes frames whose name is in mask: their children and self weight move to the caller. */
   function hide(tree, mask) {
-    const b = new TreeBuilder(tree.names, tree.ordered), map = new Int32Array(tree.n);
+    const b = new TreeBuilder(tree.names, tree.ordered, tree.before), map = new Int32Array(tree.n);
     for (let i = 1; i < tree.n; i++) {
       const up = map[tree.parent[i]];
       map[i] = mask[tree.name[i]] ? up : b.child(up, tree.name[i]);
-      b.add(map[i], tree.self[i]);
+      b.add(map[i], tree.self[i], selfBefore(tree, i));
     }
     return b.build(nameRank(tree.names));
   }
@@ -216,13 +238,13 @@
   /** Keeps only stacks through a frame in mask, re-rooted at the outermost such frame
    * (all its occurrences merged). */
   function focus(tree, mask) {
-    const b = new TreeBuilder(tree.names, tree.ordered), map = new Int32Array(tree.n);
+    const b = new TreeBuilder(tree.names, tree.ordered, tree.before), map = new Int32Array(tree.n);
     map[0] = -1;
     for (let i = 1; i < tree.n; i++) {
       const up = map[tree.parent[i]];
       if (up >= 0) map[i] = b.child(up, tree.name[i]);
       else map[i] = mask[tree.name[i]] ? b.child(0, tree.name[i]) : -1;
-      if (map[i] >= 0) b.add(map[i], tree.self[i]);
+      if (map[i] >= 0) b.add(map[i], tree.self[i], selfBefore(tree, i));
     }
     return b.build(nameRank(tree.names));
   }
@@ -230,12 +252,12 @@
   /** The functions called from nm, merged over its outermost occurrences; the root of the
    * returned tree stands for nm. */
   function callees(tree, nm) {
-    const b = new TreeBuilder(tree.names, false), map = new Int32Array(tree.n).fill(-1);
+    const b = new TreeBuilder(tree.names, false, tree.before), map = new Int32Array(tree.n).fill(-1);
     for (let i = 1; i < tree.n; i++) {
       const up = map[tree.parent[i]];
       if (up >= 0) map[i] = b.child(up, tree.name[i]);
       else if (tree.name[i] === nm) map[i] = 0;
-      if (map[i] >= 0) b.add(map[i], tree.self[i]);
+      if (map[i] >= 0) b.add(map[i], tree.self[i], selfBefore(tree, i));
     }
     return b.build(nameRank(tree.names));
   }
@@ -243,16 +265,21 @@
   /** The callers of nm, merged over its outermost occurrences (each weighted by its total);
    * the root of the returned tree stands for nm, its children are the direct callers. */
   function callers(tree, nm) {
-    const b = new TreeBuilder(tree.names, false), inside = new Uint8Array(tree.n);
+    const b = new TreeBuilder(tree.names, false, tree.before), inside = new Uint8Array(tree.n);
     for (let i = 1; i < tree.n; i++) {
       const p = tree.parent[i];
       inside[i] = inside[p] || (p > 0 && tree.name[p] === nm) ? 1 : 0;
       if (tree.name[i] !== nm || inside[i]) continue;
       let at = 0;
       for (let a = p; a > 0; a = tree.parent[a]) at = b.child(at, tree.name[a]);
-      b.add(at, tree.total[i]);
+      b.add(at, tree.total[i], tree.totalBefore ? tree.totalBefore[i] : 0);
     }
     return b.build(nameRank(tree.names));
+  }
+
+  /** Node i's own BEFORE weight (0 when the tree is not differential). */
+  function selfBefore(tree, i) {
+    return tree.before ? tree.before[i] : 0;
   }
 
   /** Self and total weight per function; total counts only outermost occurrences, so
@@ -317,6 +344,12 @@
     return group(v, 3) + ' ' + countname;
   }
 
+  /** A signed change in its unit: `+1.50 KiB`, `-3 samples`, `0 samples`. */
+  function formatChange(v, unit, countname) {
+    const s = formatWeight(Math.abs(v), unit, countname);
+    return v > 0 ? '+' + s : v < 0 ? '-' + s : s;
+  }
+
   /** part / whole as a percentage with two decimals. */
   function formatPercent(part, whole) {
     return (whole > 0 ? (100 * part) / whole : 0).toFixed(2) + '%';
@@ -324,6 +357,6 @@
 
   Object.assign(K, {
     Tree, TreeBuilder, decodeTree, nameRank, hide, focus, callers, callees, topFunctions,
-    matchNames, matchedWeight, formatWeight, formatPercent,
+    matchNames, matchedWeight, formatWeight, formatChange, formatPercent,
   });
 })((globalThis.KFlame = globalThis.KFlame || {}));

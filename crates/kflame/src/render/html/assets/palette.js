@@ -3,7 +3,9 @@
  * Every color is derived from a hash of the frame name, so a frame keeps its color across
  * reloads, zooms and pages. The kernel-aware palette also looks at where a frame sits: what
  * a kernel entry point calls is kernel code, what an interrupt entry calls is interrupt work.
- * Exposes globalThis.KFlame.{PALETTES, makeColorer, kernelCategories, KERNEL_LEGEND}.
+ * Differential trees are colored red (grew) and blue (shrank) instead.
+ * Exposes globalThis.KFlame.{PALETTES, makeColorer, kernelCategories, KERNEL_LEGEND,
+ * DIFF_LEGEND}.
  */
 (function (K) {
   'use strict';
@@ -128,8 +130,37 @@
     return cat;
   }
 
-  /** A function node -> CSS color for `palette` on `tree`, cached per name and category. */
-  function makeColorer(palette, tree) {
+  /** The red/blue scale of differential graphs, as the SVG and flamegraph.pl draw it: each
+   * frame by the change of its own weight (self AFTER - self BEFORE), red where it grew,
+   * blue where it shrank, white when unchanged, full intensity for the largest change of the
+   * tree. `negate` swaps red and blue. */
+  function differentialColorer(tree, negate) {
+    const delta = new Float64Array(tree.n);
+    let max = 0;
+    for (let i = 1; i < tree.n; i++) {
+      const d = (tree.self[i] - tree.before[i]) * (negate ? -1 : 1);
+      delta[i] = d;
+      if (Math.abs(d) > max) max = Math.abs(d);
+    }
+    const fn = (i) => {
+      if (i === 0) return 'rgb(220,220,225)';
+      const d = delta[i];
+      if (max === 0 || d === 0) return 'rgb(255,255,255)';
+      const fade = Math.floor(210 * (1 - Math.abs(d) / max));
+      return d > 0 ? 'rgb(255,' + fade + ',' + fade + ')' : 'rgb(' + fade + ',' + fade + ',255)';
+    };
+    fn.delta = delta;
+    return fn;
+  }
+
+  /** Colors of the differential legend. */
+  const DIFF_LEGEND = [['grew', 'rgb(255,0,0)'], ['shrank', 'rgb(0,0,255)'], ['unchanged', 'rgb(255,255,255)']];
+
+  /** A function node -> CSS color for `palette` on `tree`, cached per name and category.
+   * A differential tree (with BEFORE weights, when meta.differential) is colored by change
+   * whatever the palette, as in the SVG. */
+  function makeColorer(palette, tree, meta) {
+    if (tree.before && meta && meta.differential) return differentialColorer(tree, !!meta.negate);
     const cache = new Map();
     let hueOf;
     if (palette === 'kernel') {
@@ -156,5 +187,5 @@
     };
   }
 
-  Object.assign(K, { PALETTES, makeColorer, kernelCategories, KERNEL_LEGEND, KERNEL_CATEGORY: CAT });
+  Object.assign(K, { PALETTES, makeColorer, kernelCategories, KERNEL_LEGEND, KERNEL_CATEGORY: CAT, DIFF_LEGEND });
 })((globalThis.KFlame = globalThis.KFlame || {}));

@@ -59,6 +59,7 @@
       d.root = el('div', { class: 'kf-viewer', tabindex: '-1' }, d.title, d.subtitle, d.notes, d.views, toolbar, selected,
         d.transforms, d.legend, d.empty, d.flame, d.sandwich, d.top, d.details,
         el('div', { class: 'kf-help', text: HELP }), d.tooltip);
+      if (this.meta.differential) d.root.classList.add('kf-diff');
       root.replaceChildren(d.root);
     }
 
@@ -95,7 +96,7 @@
 
     /** Prepares derived data of the current tree (colors, cached tables). */
     useTree() {
-      this.colorOf = K.makeColorer(this.meta.palette, this.tree);
+      this.colorOf = K.makeColorer(this.meta.palette, this.tree, this.meta);
       this.flame.setTree(this.tree, this.colorOf);
       this.topCache = null;
       this.updateMask();
@@ -179,8 +180,8 @@
       const nm = this.state.fn, tree = this.tree;
       this.callersTree = K.callers(tree, nm);
       this.calleesTree = K.callees(tree, nm);
-      this.callersView.setTree(this.callersTree, K.makeColorer(this.meta.palette, this.callersTree));
-      this.calleesView.setTree(this.calleesTree, K.makeColorer(this.meta.palette, this.calleesTree));
+      this.callersView.setTree(this.callersTree, K.makeColorer(this.meta.palette, this.callersTree, this.meta));
+      this.calleesView.setTree(this.calleesTree, K.makeColorer(this.meta.palette, this.calleesTree, this.meta));
       const name = tree.names[nm];
       this.callersView.rootLabel = this.calleesView.rootLabel = name;
       this.dom.sandwichTitle[0].textContent = 'Callers of ' + name;
@@ -228,6 +229,7 @@
       this.timings.lastDraw = this.flame.drawnIn;
       this.dom.hoverBox.hidden = true;
       this.scrollTo(this.dom.flame, this.flame, s.zoom);
+      this.showBand(this.dom.flame, this.flame);
     }
 
     drawSandwich() {
@@ -236,6 +238,26 @@
       this.calleesView.draw({ zoom: s.sandwichZoom[1], inverted: true, heavy: s.heavy, mask: this.mask }, w);
       this.scrollTo(this.dom.callersBox, this.callersView, s.sandwichZoom[0]);
       this.scrollTo(this.dom.calleesBox, this.calleesView, s.sandwichZoom[1]);
+      this.showBand(this.dom.callersBox, this.callersView);
+      this.showBand(this.dom.calleesBox, this.calleesView);
+    }
+
+    /** Paints the rows of a view that its scroll box shows. */
+    showBand(box, view) {
+      if (box.clientHeight > 0 && view.items) view.show(box.scrollTop, box.clientHeight);
+    }
+
+    /** Repaints a view when its box scrolls, once per animation frame. */
+    follow(box, view) {
+      let queued = false;
+      box.addEventListener('scroll', () => {
+        if (queued) return;
+        queued = true;
+        requestAnimationFrame(() => {
+          queued = false;
+          this.showBand(box, view);
+        });
+      }, { passive: true });
     }
 
     /** Scrolls a view's box so that the zoomed frame (the root when not zoomed) shows, with
@@ -274,14 +296,25 @@
       this.dom.transforms.hidden = items.length === 0;
     }
 
+    /** True for differential input (BEFORE and AFTER weights), drawn red and blue. */
+    differential() {
+      return !!(this.meta.differential && this.trees[0].before);
+    }
+
     renderLegend() {
-      const d = this.dom.legend;
-      d.hidden = this.meta.palette !== 'kernel';
+      const d = this.dom.legend, diff = this.differential();
+      d.hidden = !diff && this.meta.palette !== 'kernel';
       if (d.hidden || d.childElementCount) return;
-      for (const [label, color] of K.KERNEL_LEGEND) {
+      for (const [label, color] of diff ? K.DIFF_LEGEND : K.KERNEL_LEGEND) {
         const swatch = el('span', { class: 'kf-swatch' });
         swatch.style.background = color;
         d.append(el('span', { class: 'kf-legend-item' }, swatch, label));
+      }
+      if (diff) {
+        const text = this.meta.negate
+          ? 'Differential graph (negated): widths are the second column (before); each frame is red where its own weight grows in the first column (after), blue where it shrinks.'
+          : 'Differential graph: widths are the second column (after); each frame is red where its own weight grew since the first column (before), blue where it shrank.';
+        d.append(el('span', { class: 'kf-legend-note', text }));
       }
     }
 
@@ -302,6 +335,25 @@
       const m = this.meta, tree = view.tree;
       const lines = [view.labelOf(i), ...this.shares(view, tree.total[i], zoom)];
       if (tree.self[i] > 0) lines.push('self: ' + K.formatWeight(tree.self[i], m.unit, m.countname));
+      if (tree.before && this.differential()) lines.push(...this.changes(tree, i));
+      return lines;
+    }
+
+    /** Tooltip lines of a differential frame: its weight before and after, the change, and
+     * the change of its own weight (what its color shows), as a share of the total. With
+     * --negate the drawn (second) column is the earlier profile. */
+    changes(tree, i) {
+      const m = this.meta, fmt = (v) => K.formatWeight(v, m.unit, m.countname);
+      const change = (v) => K.formatChange(v, m.unit, m.countname);
+      const swap = !!m.negate, all = this.trees[0].total[0];
+      const [before, after] = swap ? [tree.total[i], tree.totalBefore[i]] : [tree.totalBefore[i], tree.total[i]];
+      const [selfBefore, selfAfter] = swap ? [tree.self[i], tree.before[i]] : [tree.before[i], tree.self[i]];
+      const d = after - before, ds = selfAfter - selfBefore;
+      const rel = before > 0 ? ' (' + (d > 0 ? '+' : '') + K.formatPercent(d, before) + ')' : after > 0 ? ' (new)' : '';
+      const lines = ['before: ' + fmt(before) + ' → after: ' + fmt(after), 'change: ' + change(d) + rel];
+      if (selfBefore > 0 || selfAfter > 0) {
+        lines.push('self change: ' + change(ds) + ', ' + (ds > 0 ? '+' : '') + K.formatPercent(ds, all) + ' of total');
+      }
       return lines;
     }
 
@@ -317,7 +369,7 @@
     }
 
     hover(view, zoom, ev) {
-      const r = view.canvas.getBoundingClientRect(), x = ev.clientX - r.left, y = ev.clientY - r.top;
+      const { x, y } = view.pointer(ev);
       const i = view.hit(x, y), merged = i < 0 ? view.hitMerged(x, y) : null;
       this.outline(view, i);
       this.hovered = i > 0 ? view.tree.name[i] : i === 0 && view !== this.flame ? this.state.fn : -1;
@@ -369,6 +421,9 @@
       d.canvas.addEventListener('mousemove', (e) => this.hover(this.flame, this.state.zoom, e));
       d.canvas.addEventListener('mouseleave', () => this.leave());
       d.canvas.addEventListener('click', (e) => this.clickFlame(e));
+      this.follow(d.flame, this.flame);
+      this.follow(d.callersBox, this.callersView);
+      this.follow(d.calleesBox, this.calleesView);
       this.bindSandwich(0, this.callersView);
       this.bindSandwich(1, this.calleesView);
       d.root.addEventListener('click', (e) => this.clickButton(e));
@@ -391,7 +446,7 @@
       canvas.addEventListener('mousemove', (e) => this.hover(view, this.state.sandwichZoom[k], e));
       canvas.addEventListener('mouseleave', () => this.leave());
       canvas.addEventListener('click', (e) => {
-        const r = canvas.getBoundingClientRect(), i = view.hit(e.clientX - r.left, e.clientY - r.top);
+        const p = view.pointer(e), i = view.hit(p.x, p.y);
         if (i < 0) return;
         this.state.sandwichZoom[k] = i;
         this.render();
@@ -399,7 +454,7 @@
     }
 
     clickFlame(e) {
-      const r = this.dom.canvas.getBoundingClientRect(), i = this.flame.hit(e.clientX - r.left, e.clientY - r.top);
+      const p = this.flame.pointer(e), i = this.flame.hit(p.x, p.y);
       if (i >= 0) this.zoom(i);
     }
 
@@ -518,8 +573,7 @@
     pointOf(i) {
       const r = this.flame.rectOf(i);
       if (!r) return null;
-      const c = this.dom.canvas.getBoundingClientRect();
-      return { x: c.left + r.x + Math.min(r.w / 2, 40), y: c.top + r.y + r.h / 2 };
+      return this.flame.toClient(r.x + Math.min(r.w / 2, 40), r.y + r.h / 2);
     }
   }
 
