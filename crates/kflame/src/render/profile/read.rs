@@ -48,4 +48,20 @@ mod tests {
         assert_eq!(diag.get(read::kinds::NO_COUNT).unwrap().first_line, 3);
         assert_eq!(p.meta.unit, crate::fold::Unit::Nanoseconds);
     }
+
+    #[test]
+    fn an_over_long_line_is_skipped_and_the_rest_read() {
+        let mut text = b"a;b 1\n".to_vec();
+        text.resize(text.len() + crate::text::MAX_LINE + 1, b'x');
+        text.extend_from_slice(b" 5\nc 2\n");
+        let mut p = Profile::new(false, false);
+        let mut diag = Diagnostics::new();
+        p.read(BufReader::new(&text[..]), &mut diag).unwrap();
+        p.finish();
+        assert_eq!(p.len(), 2);
+        assert_eq!(p.total(), crate::fold::Weight::from_u64(3));
+        let long = diag.get(crate::text::LINE_TOO_LONG).expect("reported");
+        assert_eq!((long.count, long.first_line), (1, 2));
+        assert_eq!(diag.skipped(), 1);
+    }
 }
