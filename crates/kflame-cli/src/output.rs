@@ -1,8 +1,8 @@
 //! The output policy: data to stdout or `-o FILE`, messages to stderr.
 
-use std::fs::File;
+use std::fs::{self, File};
 use std::io::{self, BufWriter, IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
@@ -14,6 +14,83 @@ pub(crate) fn open(path: Option<&Path>) -> Result<Box<dyn Write>> {
             Ok(Box::new(BufWriter::with_capacity(1 << 16, f)))
         }
         _ => Ok(Box::new(BufWriter::with_capacity(1 << 16, io::stdout().lock()))),
+    }
+}
+
+/// The data output of a command that reads all its input first: `-o FILE` is written to a
+/// temporary file beside it and renamed over it by [`Sink::finish`], so that a run that
+/// fails (bad input, a write error) leaves an existing file as it was and no partial one.
+/// stdout, and a `-o` naming something other than a regular file (`/dev/null`, a pipe), are
+/// written directly.
+pub(crate) struct Sink {
+    out: BufWriter<Box<dyn Write>>,
+    /// The temporary file and the file it becomes.
+    rename: Option<(PathBuf, PathBuf)>,
+}
+
+/// Opens the data output as a [`Sink`]: `-o FILE`, or stdout when absent or `-`.
+pub(crate) fn create(path: Option<&Path>) -> Result<Sink> {
+    let Some(dest) = path.filter(|p| *p != Path::new("-")) else {
+        return Ok(Sink {
+            out: BufWriter::with_capacity(1 << 16, Box::new(io::stdout().lock())),
+            rename: None,
+        });
+    };
+    let cannot = || format!("cannot create {}", dest.display());
+    // A symbolic link stays one: the file it points to is replaced.
+    let target = match fs::symlink_metadata(dest) {
+        Ok(m) if m.file_type().is_symlink() => fs::canonicalize(dest).unwrap_or_else(|_| dest.to_path_buf()),
+        _ => dest.to_path_buf(),
+    };
+    let existing = fs::metadata(&target).ok();
+    if existing.as_ref().is_some_and(|m| !m.is_file()) {
+        let f = File::create(&target).with_context(cannot)?;
+        return Ok(Sink { out: BufWriter::with_capacity(1 << 16, Box::new(f)), rename: None });
+    }
+    let file_name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temp = target.with_file_name(format!(".{file_name}.kflame-{}.tmp", std::process::id()));
+    let f = File::create(&temp).with_context(cannot)?;
+    if let Some(m) = existing {
+        // The replaced file keeps its mode.
+        let _ = f.set_permissions(m.permissions());
+    }
+    Ok(Sink { out: BufWriter::with_capacity(1 << 16, Box::new(f)), rename: Some((temp, target)) })
+}
+
+impl Sink {
+    /// Completes the output: flushes it and puts the file in place.
+    pub(crate) fn finish(mut self) -> Result<()> {
+        self.out.flush()?;
+        if let Some((temp, target)) = self.rename.take()
+            && let Err(e) = fs::rename(&temp, &target)
+        {
+            let _ = fs::remove_file(&temp);
+            return Err(e).with_context(|| format!("cannot write {}", target.display()));
+        }
+        Ok(())
+    }
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.out.write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.out.write_all(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        // Not finished: the run failed; the temporary file goes, the target stays as it was.
+        if let Some((temp, _)) = self.rename.take() {
+            let _ = fs::remove_file(temp);
+        }
     }
 }
 

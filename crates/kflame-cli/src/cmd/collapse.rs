@@ -1,13 +1,12 @@
 //! `kflame collapse`: any supported input to folded stacks.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use kflame::collapse::{self, Collapse, Engine, Format, Order};
 use kflame::fold::{Meta, Stacks, write::write_folded};
 
-use crate::input::{self, Input};
+use crate::input::{self, Input, ReadAs};
 use crate::output;
 
 /// Arguments of `kflame collapse`.
@@ -25,7 +24,8 @@ pub(crate) struct Args {
     #[arg(value_name = "FILE")]
     files: Vec<String>,
 
-    /// Input format; guessed from the content when absent.
+    /// Input format; guessed from the content when absent. gzip, zstd and xz input is
+    /// decompressed first, whatever the format.
     #[arg(short = 'F', long, value_name = "FORMAT", value_parser = parse_format)]
     format: Option<Format>,
 
@@ -131,15 +131,37 @@ pub(crate) fn run(args: Args) -> Result<()> {
         order: if args.time_order { Order::Time } else { Order::Sorted },
         ..Engine::default()
     };
+    let paths = input::paths_or_stdin(&args.files)?;
     let mut total: Option<Stacks> = None;
     let mut meta = Meta::default();
-    for path in input::paths_or_stdin(&args.files) {
-        let input = Input::open(&path)?;
-        let name = input.name.clone();
-        let format = match args.format {
-            Some(f) => f,
-            None => detect(&input)?,
+    // Every input is read, and every one that fails is reported, before the run fails.
+    let mut failures = Failures::default();
+    let mut nonempty = false;
+    for path in &paths {
+        let input = match Input::open(path) {
+            Ok(input) => input,
+            Err(e) => {
+                failures.add(format!("{e:#}"));
+                continue;
+            }
         };
+        let name = input.name.clone();
+        if input.is_empty() {
+            output::message(format!("warning: {name} is empty"));
+            continue;
+        }
+        nonempty = true;
+        let (format, read_as) = match args.format {
+            Some(f) => (f, ReadAs::Forced(f)),
+            None => match input.detect() {
+                Some(f) => (f, ReadAs::Detected(f)),
+                None => {
+                    failures.unknown_format(&input);
+                    continue;
+                }
+            },
+        };
+        let sample = input.sample();
         let out = if format == Format::PerfData {
             super::perf_data::collapse(
                 input,
@@ -149,10 +171,18 @@ pub(crate) fn run(args: Args) -> Result<()> {
                 &args.trace,
                 engine.order,
                 &mut meta,
-            )?
+            )
         } else {
+            // An option that does not fit the format ends the run at once.
             let collapser = build(format, &args)?;
-            collapse_one(&engine, collapser, input, &mut meta)?
+            collapse_one(&engine, collapser, input, &mut meta)
+        };
+        let out = match out {
+            Ok(out) => out,
+            Err(e) => {
+                failures.add(format!("{e:#}"));
+                continue;
+            }
         };
         output::message(out.diag.report(&name).to_string());
         if out.stacks.is_empty() {
@@ -161,6 +191,19 @@ pub(crate) fn run(args: Args) -> Result<()> {
                 Format::Crash => "no task backtrace",
                 _ => "no stacks",
             };
+            let hint = sample.hint(read_as);
+            let skipped = out.diag.skipped();
+            if skipped > 0 || !hint.is_empty() {
+                // Nothing but malformed lines, or not what it was read as: an error. A valid
+                // input with nothing to report (a clean kernel log) is not.
+                let only = match skipped {
+                    0 => String::new(),
+                    1 => ", only 1 malformed line".to_string(),
+                    n => format!(", only {n} malformed lines"),
+                };
+                failures.add(format!("{name}: {what} found in this {format} input{only}{hint}"));
+                continue;
+            }
             output::message(format!("{name}: {what} found in this {format} input"));
         }
         match &mut total {
@@ -168,10 +211,15 @@ pub(crate) fn run(args: Args) -> Result<()> {
             None => total = Some(out.stacks),
         }
     }
+    failures.check(paths.len())?;
+    if !nonempty {
+        let what = if paths.len() == 1 { "the input is" } else { "every input is" };
+        bail!("nothing to collapse: {what} empty");
+    }
     let stacks = total.unwrap_or_else(|| engine.order.empty_stacks());
-    let mut out = output::open(args.output.as_deref())?;
+    let mut out = output::create(args.output.as_deref())?;
     write_folded(&mut out, &stacks, &meta).context("writing folded output")?;
-    out.flush().context("writing folded output")?;
+    out.finish().context("writing folded output")?;
     super::trace_args::finish_events(args.shared.events_json.as_deref())?;
     // The process ends here: freeing a hundred thousand stacks one by one would only delay
     // the exit (by tens of milliseconds on a large recording).
@@ -191,18 +239,61 @@ fn collapse_one(
     Ok(out)
 }
 
+/// The inputs that could not be read, reported together at the end of the run.
+#[derive(Default)]
+struct Failures {
+    messages: Vec<String>,
+    unknown_format: bool,
+}
+
+impl Failures {
+    fn add(&mut self, message: String) {
+        self.messages.push(message);
+    }
+
+    fn unknown_format(&mut self, input: &Input) {
+        // Folded or not does not matter here: no text format was detected, the hint can
+        // only name a binary kind, for which naming a format would not help.
+        let hint = input.sample().hint(ReadAs::Folded);
+        let why = if hint.is_empty() {
+            self.unknown_format = true;
+            "its first lines match none of the known formats".to_string()
+        } else {
+            hint.trim_start_matches("; ").to_string()
+        };
+        self.add(format!("cannot tell the format of {}: {why}", input.name));
+    }
+
+    /// Fails the run when an input failed: with that input's message when it was the only
+    /// input, else after printing each; the format list comes once.
+    fn check(self, inputs: usize) -> Result<()> {
+        if self.messages.is_empty() {
+            return Ok(());
+        }
+        let formats = if self.unknown_format {
+            let list: Vec<String> =
+                Format::ALL.iter().map(|f| format!("  {:<14} {}", f.name(), f.summary())).collect();
+            format!("\nname one with --format:\n{}", list.join("\n"))
+        } else {
+            String::new()
+        };
+        if inputs == 1 && self.messages.len() == 1 {
+            bail!("{}{formats}", self.messages[0]);
+        }
+        for m in &self.messages {
+            output::message(format!("error: {m}"));
+        }
+        bail!("{} of {inputs} inputs could not be read; nothing written{formats}", self.messages.len())
+    }
+}
+
 fn detect(input: &Input) -> Result<Format> {
-    if input.head.is_empty() {
+    if input.is_empty() {
         bail!("{} is empty: nothing to collapse", input.name);
     }
-    collapse::detect(&input.head).ok_or_else(|| {
-        let list: Vec<String> =
-            Format::ALL.iter().map(|f| format!("  {:<14} {}", f.name(), f.summary())).collect();
-        anyhow::anyhow!(
-            "cannot tell the format of {}: its first lines match none of the known formats; \
-             name one with --format:\n{}",
-            input.name,
-            list.join("\n")
-        )
+    input.detect().ok_or_else(|| {
+        let mut failures = Failures::default();
+        failures.unknown_format(input);
+        failures.check(1).err().unwrap_or_else(|| anyhow::anyhow!("cannot tell the format of {}", input.name))
     })
 }

@@ -4,12 +4,12 @@
 use std::io::{BufReader, Write};
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use kflame::diag::Diagnostics;
 use kflame::fold::diff::{self, DiffOptions};
 use kflame::fold::{Meta, StackCounts};
 
-use crate::input::Input;
+use crate::input;
 use crate::output;
 
 /// Arguments of `kflame diff`.
@@ -39,6 +39,9 @@ pub(crate) struct Args {
 /// Runs `kflame diff`.
 pub(crate) fn run(args: Args) -> Result<()> {
     let opts = DiffOptions { normalize: args.normalize, strip_hex: args.strip_hex };
+    if args.before == "-" && args.after == "-" {
+        bail!("BEFORE and AFTER are both stdin (`-`): it can be read only once; save one to a file");
+    }
     let (before, m1) = read(&args.before, opts)?;
     let (after, m2) = read(&args.after, opts)?;
     if m1.unit != m2.unit {
@@ -48,19 +51,24 @@ pub(crate) fn run(args: Args) -> Result<()> {
         ));
     }
     let lines = diff::diff(&before, &after, opts);
-    let mut out = output::open(args.output.as_deref())?;
+    let mut out = output::create(args.output.as_deref())?;
     out.write_all(m2.header().as_bytes())?;
     diff::write_diff(&mut out, &lines).context("writing the differential stacks")?;
-    out.flush().context("writing the differential stacks")
+    out.finish().context("writing the differential stacks")
 }
 
+/// Reads one profile. An empty one is a warning (every stack of the other is new or gone);
+/// one that holds only malformed lines is an error.
 fn read(path: &str, opts: DiffOptions) -> Result<(StackCounts, Meta)> {
-    let input = Input::open(path)?;
+    let Some((input, sample)) = input::open_folded(path)? else {
+        return Ok((StackCounts::new(), Meta::default()));
+    };
     let name = input.name.clone();
     let (mut meta, mut diag) = (Meta::default(), Diagnostics::new());
     let reader = BufReader::with_capacity(1 << 16, input.reader());
     let counts =
         diff::read_profile(reader, opts, &mut meta, &mut diag).with_context(|| format!("reading {name}"))?;
     output::message(diag.report(&name).to_string());
+    input::check_folded(&sample, counts.len() as u64, &diag)?;
     Ok((counts, meta))
 }

@@ -188,6 +188,25 @@ pub enum Content {
 /// tab, newline, carriage return, form feed and escape (kernel logs carry colour escapes, and
 /// may hold some NUL bytes after an unclean shutdown without being binary).
 pub fn content(head: &[u8]) -> Content {
+    if head.is_empty() {
+        Content::Empty
+    } else if let Some(c) = magic(head) {
+        c
+    } else if control_heavy(head) {
+        Content::Binary
+    } else {
+        Content::Text(detect(head))
+    }
+}
+
+/// True when `head` is not text: [`content`] would say it is compressed, perf.data, a
+/// trace-cmd .dat file or binary. Cheaper than [`content`] (no format detection).
+pub fn looks_binary(head: &[u8]) -> bool {
+    magic(head).is_some() || control_heavy(head)
+}
+
+/// The binary kinds recognised by their first bytes.
+fn magic(head: &[u8]) -> Option<Content> {
     const MAGIC: &[(&[u8], Content)] = &[
         (b"\x1f\x8b", Content::Gzip),
         (b"\x28\xb5\x2f\xfd", Content::Zstd),
@@ -195,27 +214,26 @@ pub fn content(head: &[u8]) -> Content {
         (b"PERFFILE", Content::PerfData),
         (b"\x17\x08\x44tracing", Content::TraceCmdDat),
     ];
-    if head.is_empty() {
-        return Content::Empty;
-    }
     if let Some((_, c)) = MAGIC.iter().find(|(m, _)| head.starts_with(m)) {
-        return *c;
+        return Some(*c);
     }
     if crate::perf_data::is_perf_data(head) {
-        return Content::PerfData;
+        return Some(Content::PerfData);
     }
     if head.len() >= 4 && head.starts_with(b"BZh") && (b'1'..=b'9').contains(&head[3]) {
-        return Content::Bzip2;
+        return Some(Content::Bzip2);
     }
+    None
+}
+
+/// At least a tenth of the first 64 KiB are control bytes other than text's.
+fn control_heavy(head: &[u8]) -> bool {
     let sample = &head[..head.len().min(64 * 1024)];
     let control = sample
         .iter()
         .filter(|&&b| (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c | 0x1b)) || b == 0x7f)
         .count();
-    if control * 10 >= sample.len() {
-        return Content::Binary;
-    }
-    Content::Text(detect(head))
+    !sample.is_empty() && control * 10 >= sample.len()
 }
 
 #[cfg(test)]

@@ -9,25 +9,30 @@ use crate::fold::Meta;
 use crate::fold::read::{self, FoldedLine};
 
 impl Profile {
-    /// Reads one folded input. Malformed lines are skipped into `diag`; a unit that
-    /// conflicts with earlier inputs is an error.
-    pub fn read<R: BufRead>(&mut self, input: R, diag: &mut Diagnostics) -> Result<(), ReadError> {
+    /// Reads one folded input and returns how many of its lines were stacks. Malformed
+    /// lines are skipped into `diag`; a unit that conflicts with earlier inputs is an error.
+    pub fn read<R: BufRead>(&mut self, input: R, diag: &mut Diagnostics) -> Result<u64, ReadError> {
         let mut meta = Meta::default();
+        let mut stacks = 0;
         read::read_folded_lines(input, &mut meta, diag, |lineno, line, diag| {
-            self.add_line(lineno, line, diag)
+            stacks += u64::from(self.add_line(lineno, line, diag))
         })
         .map_err(ReadError::Io)?;
-        self.meta.merge(&meta).map_err(ReadError::Units)
+        self.meta.merge(&meta).map_err(ReadError::Units)?;
+        Ok(stacks)
     }
 
-    fn add_line(&mut self, lineno: u64, line: FoldedLine<'_>, diag: &mut Diagnostics) {
+    /// Adds one line; false when it was skipped.
+    fn add_line(&mut self, lineno: u64, line: FoldedLine<'_>, diag: &mut Diagnostics) -> bool {
         let before = line.before.unwrap_or_default();
         if self.add_bytes(line.stack, line.weight, before).is_ok() {
             self.differential |= line.before.is_some();
+            true
         } else {
             diag.skip(INVALID_UTF8, lineno, || {
                 format!("a UTF-8 stack, found invalid bytes in `{}`", read::show(line.stack))
             });
+            false
         }
     }
 }
@@ -42,7 +47,7 @@ mod tests {
         let text = b"# unit=ns\na;b;c 1\nbad\na;b 2\r\nlast;line 3";
         let mut p = Profile::new(true, false);
         let mut diag = Diagnostics::new();
-        p.read(BufReader::with_capacity(3, &text[..]), &mut diag).unwrap();
+        assert_eq!(p.read(BufReader::with_capacity(3, &text[..]), &mut diag).unwrap(), 3);
         assert_eq!(p.len(), 3);
         assert_eq!(p.total(), crate::fold::Weight::from_u64(6));
         assert_eq!(diag.get(read::kinds::NO_COUNT).unwrap().first_line, 3);
