@@ -279,3 +279,19 @@ fn detection_reads_whole_records() {
         assert!(!detected.stdout.is_empty());
     }
 }
+
+#[test]
+fn format_values_are_listed_and_completed() {
+    let help = text(&kflame(&["collapse", "--help"], b"").stdout);
+    assert!(help.contains("Possible values:"), "{help}");
+    for f in ["folded", "perf-script", "kernel-log", "perf-data"] {
+        assert!(help.contains(&format!("- {f}:")), "{f} in: {help}");
+    }
+    let bash = text(&kflame(&["completions", "bash"], b"").stdout);
+    assert!(bash.contains("compgen -W \"folded perf-script ftrace"), "format names completed after -F");
+    let out = kflame(&["collapse", "--format", "nope", "x"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("unknown format `nope`"));
+    // Aliases still work.
+    assert!(kflame(&["collapse", "--format", "collapsed", &data(FOLDED)], b"").status.success());
+}

@@ -26,7 +26,7 @@ pub(crate) struct Args {
 
     /// Input format; guessed from the content when absent. gzip, zstd and xz input is
     /// decompressed first, whatever the format.
-    #[arg(short = 'F', long, value_name = "FORMAT", value_parser = parse_format)]
+    #[arg(short = 'F', long, value_name = "FORMAT", value_parser = FormatParser)]
     format: Option<Format>,
 
     /// Write the folded output here instead of stdout.
@@ -97,11 +97,33 @@ pub(crate) struct SharedArgs {
     pub(crate) events_json: Option<PathBuf>,
 }
 
-fn parse_format(s: &str) -> Result<Format, String> {
-    Format::from_name(s).ok_or_else(|| {
-        let names: Vec<_> = Format::ALL.iter().map(|f| f.name()).collect();
-        format!("unknown format `{s}`; known formats: {}", names.join(", "))
-    })
+/// `--format`: a format name or alias, with every format listed in `--help` and offered by
+/// shell completion.
+#[derive(Clone)]
+struct FormatParser;
+
+impl clap::builder::TypedValueParser for FormatParser {
+    type Value = Format;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Format, clap::Error> {
+        let s = value.to_string_lossy();
+        Format::from_name(&s).ok_or_else(|| {
+            let names: Vec<_> = Format::ALL.iter().map(|f| f.name()).collect();
+            let msg = format!("unknown format `{s}`; known formats: {}\n", names.join(", "));
+            clap::Error::raw(clap::error::ErrorKind::InvalidValue, msg).with_cmd(cmd)
+        })
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(Format::ALL.iter().map(|f| {
+            clap::builder::PossibleValue::new(f.name()).aliases(f.aliases().iter().copied()).help(f.summary())
+        })))
+    }
 }
 
 /// Builds the collapser of `format` configured from the command line.
