@@ -182,6 +182,12 @@ fn compressed_and_empty_logs_merge_like_plain_ones() {
     };
     assert_eq!(count(&out.stdout), 4 * count(&one.stdout), "four copies of the report");
 
+    // --json reads them alike.
+    let out = kflame(&["collapse", "--json", empty.to_str().unwrap(), &gz], b"");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).lines().count(), 1);
+    assert!(text(&out.stdout).contains("\"kind\":\"hung_task\""));
+
     // stdin is decompressed too.
     let out = kflame(&["collapse"], &fs::read(&gz).unwrap());
     assert_eq!(out.stdout, one.stdout);

@@ -67,6 +67,11 @@ pub(crate) fn run_json(
     for path in input::paths_or_stdin(files)? {
         let input = Input::open(&path)?;
         let name = input.name.clone();
+        if input.is_empty() && files.len() > 1 {
+            // One empty log among several (a fresh kern.log): the others still count.
+            output::message(format!("warning: {name} is empty"));
+            continue;
+        }
         let format = match format {
             Some(f) => f,
             None => detect(&input)?,
