@@ -43,7 +43,8 @@ pub(crate) fn create(path: Option<&Path>) -> Result<Sink> {
         _ => dest.to_path_buf(),
     };
     let existing = fs::metadata(&target).ok();
-    if existing.as_ref().is_some_and(|m| !m.is_file()) {
+    let special = [dest, target.as_path()].iter().any(|p| p.starts_with("/dev") || p.starts_with("/proc"));
+    if special || existing.as_ref().is_some_and(|m| !m.is_file()) {
         let f = File::create(&target).with_context(cannot)?;
         return Ok(Sink { out: BufWriter::with_capacity(1 << 16, Box::new(f)), rename: None });
     }
@@ -111,4 +112,70 @@ pub(crate) fn message(text: impl AsRef<str>) {
 #[allow(dead_code)]
 pub(crate) fn stderr_is_terminal() -> bool {
     io::stderr().is_terminal()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("kflame-sink-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn entries(d: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn an_unfinished_output_leaves_the_file_as_it_was() {
+        let d = dir("unfinished");
+        let f = d.join("keep.svg");
+        fs::write(&f, "old").unwrap();
+        let mut sink = create(Some(&f)).unwrap();
+        sink.write_all(b"half a graph").unwrap();
+        drop(sink);
+        assert_eq!(fs::read_to_string(&f).unwrap(), "old");
+        assert_eq!(entries(&d), ["keep.svg"], "no temporary file left");
+        let mut sink = create(Some(&d.join("new.svg"))).unwrap();
+        sink.write_all(b"x").unwrap();
+        drop(sink);
+        assert_eq!(entries(&d), ["keep.svg"], "no empty file created");
+    }
+
+    #[test]
+    fn a_finished_output_replaces_the_file_keeping_its_mode_and_links() {
+        let d = dir("finished");
+        let f = d.join("out.folded");
+        fs::write(&f, "old").unwrap();
+        fs::set_permissions(&f, fs::Permissions::from_mode(0o640)).unwrap();
+        let link = d.join("link.folded");
+        std::os::unix::fs::symlink(&f, &link).unwrap();
+        let mut sink = create(Some(&link)).unwrap();
+        sink.write_all(b"new").unwrap();
+        sink.finish().unwrap();
+        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link stays a link");
+        assert_eq!(fs::read_to_string(&f).unwrap(), "new");
+        assert_eq!(fs::metadata(&f).unwrap().permissions().mode() & 0o777, 0o640);
+        assert_eq!(entries(&d), ["link.folded", "out.folded"]);
+    }
+
+    #[test]
+    fn devices_are_written_directly() {
+        let mut sink = create(Some(Path::new("/dev/null"))).unwrap();
+        assert!(sink.rename.is_none());
+        sink.write_all(b"gone").unwrap();
+        sink.finish().unwrap();
+        use std::os::unix::fs::FileTypeExt;
+        assert!(fs::metadata("/dev/null").unwrap().file_type().is_char_device(), "still a device");
+    }
 }
