@@ -224,7 +224,7 @@ fn binary_kinds_get_their_hint_and_the_format_list_comes_once() {
             "it is a binary trace-cmd .dat file: turn it into text first, `trace-cmd report -i ",
             "notes1.txt: its first lines match none of the known formats",
             "notes2.txt: its first lines match none of the known formats",
-            "4 of 5 inputs could not be read; nothing written",
+            "4 of 5 inputs failed (see above); nothing written",
         ],
     );
     assert_eq!(

@@ -305,7 +305,7 @@ impl Failures {
         for m in &self.messages {
             output::message(format!("error: {m}"));
         }
-        bail!("{} of {inputs} inputs could not be read; nothing written{formats}", self.messages.len())
+        bail!("{} of {inputs} inputs failed (see above); nothing written{formats}", self.messages.len())
     }
 }
 

@@ -186,7 +186,8 @@ pub enum Content {
 ///
 /// Binary means that at least a tenth of the bytes are NUL or control characters other than
 /// tab, newline, carriage return, form feed and escape (kernel logs carry colour escapes, and
-/// may hold some NUL bytes after an unclean shutdown without being binary).
+/// may hold some NUL bytes after an unclean shutdown without being binary), or that at least
+/// a quarter are not valid UTF-8.
 pub fn content(head: &[u8]) -> Content {
     if head.is_empty() {
         Content::Empty
@@ -226,14 +227,17 @@ fn magic(head: &[u8]) -> Option<Content> {
     None
 }
 
-/// At least a tenth of the first 64 KiB are control bytes other than text's.
+/// In the first 64 KiB, at least a tenth of the bytes are control bytes other than text's,
+/// or at least a quarter are not valid UTF-8 (text in a legacy 8-bit encoding has far fewer;
+/// compressed or random bytes about half).
 fn control_heavy(head: &[u8]) -> bool {
     let sample = &head[..head.len().min(64 * 1024)];
     let control = sample
         .iter()
         .filter(|&&b| (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c | 0x1b)) || b == 0x7f)
         .count();
-    !sample.is_empty() && control * 10 >= sample.len()
+    let invalid: usize = sample.utf8_chunks().map(|c| c.invalid().len()).sum();
+    !sample.is_empty() && (control * 10 >= sample.len() || invalid * 4 >= sample.len())
 }
 
 #[cfg(test)]
@@ -262,6 +266,11 @@ mod tests {
         assert_eq!(content(b"\x17\x08\x44tracing6\0"), Content::TraceCmdDat);
         assert_eq!(content(b"BZh91AY&SY"), Content::Bzip2);
         assert_eq!(content(&[0u8; 4096]), Content::Binary);
+        // High bytes that are no UTF-8, without control bytes: binary too.
+        let high: Vec<u8> = (0..4096u32).map(|i| 0x80 + (i * 7 % 0x7f) as u8).collect();
+        assert_eq!(content(&high), Content::Binary);
+        // Latin-1 text with a few accented letters is text.
+        assert!(matches!(content(b"caf\xe9 na\xefve;r\xe9sum\xe9 1\n"), Content::Text(_)));
         assert_eq!(content(b"a;b 1\n"), Content::Text(Some(Format::Folded)));
         assert_eq!(content(b"hello\n"), Content::Text(None));
         // A kernel log with a run of NUL bytes and colour escapes is still text.
