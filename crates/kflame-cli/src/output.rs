@@ -3,9 +3,9 @@
 //! A failed write is an error naming where the data was going (exit 1); only a closed pipe
 //! (`kflame ... | head`) ends the run quietly (exit 0, see `main.rs`).
 
-use std::fs::File;
+use std::fs::{self, File};
 use std::io::{self, BufWriter, IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
@@ -50,6 +50,83 @@ impl<W: Write> Write for Named<W> {
     }
 }
 
+/// The data output of a command that reads all its input first: `-o FILE` is written to a
+/// temporary file beside it and renamed over it by [`Sink::finish`], so that a run that
+/// fails (bad input, a write error) leaves an existing file as it was and no partial one.
+/// stdout, and a `-o` naming something other than a regular file (`/dev/null`, a pipe), are
+/// written directly.
+pub(crate) struct Sink {
+    out: BufWriter<Box<dyn Write>>,
+    /// The temporary file and the file it becomes.
+    rename: Option<(PathBuf, PathBuf)>,
+}
+
+/// Opens the data output as a [`Sink`]: `-o FILE`, or stdout when absent or `-`.
+pub(crate) fn create(path: Option<&Path>) -> Result<Sink> {
+    let Some(dest) = path.filter(|p| *p != Path::new("-")) else {
+        return Ok(Sink { out: BufWriter::with_capacity(1 << 16, Box::new(stdout())), rename: None });
+    };
+    let cannot = || format!("cannot create {}", dest.display());
+    // A symbolic link stays one: the file it points to is replaced.
+    let target = match fs::symlink_metadata(dest) {
+        Ok(m) if m.file_type().is_symlink() => fs::canonicalize(dest).unwrap_or_else(|_| dest.to_path_buf()),
+        _ => dest.to_path_buf(),
+    };
+    let existing = fs::metadata(&target).ok();
+    let special = [dest, target.as_path()].iter().any(|p| p.starts_with("/dev") || p.starts_with("/proc"));
+    if special || existing.as_ref().is_some_and(|m| !m.is_file()) {
+        let f = File::create(&target).with_context(cannot)?;
+        let named = Named { inner: f, dest: dest.display().to_string() };
+        return Ok(Sink { out: BufWriter::with_capacity(1 << 16, Box::new(named)), rename: None });
+    }
+    let file_name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temp = target.with_file_name(format!(".{file_name}.kflame-{}.tmp", std::process::id()));
+    let f = File::create(&temp).with_context(cannot)?;
+    if let Some(m) = existing {
+        // The replaced file keeps its mode.
+        let _ = f.set_permissions(m.permissions());
+    }
+    let named = Named { inner: f, dest: dest.display().to_string() };
+    Ok(Sink { out: BufWriter::with_capacity(1 << 16, Box::new(named)), rename: Some((temp, target)) })
+}
+
+impl Sink {
+    /// Completes the output: flushes it and puts the file in place.
+    pub(crate) fn finish(mut self) -> Result<()> {
+        self.out.flush()?;
+        if let Some((temp, target)) = self.rename.take()
+            && let Err(e) = fs::rename(&temp, &target)
+        {
+            let _ = fs::remove_file(&temp);
+            return Err(e).with_context(|| format!("cannot write {}", target.display()));
+        }
+        Ok(())
+    }
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.out.write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.out.write_all(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        // Not finished: the run failed; the temporary file goes, the target stays as it was.
+        if let Some((temp, _)) = self.rename.take() {
+            let _ = fs::remove_file(temp);
+        }
+    }
+}
+
 /// Writes a message line to stderr (diagnostics, notes, warnings).
 #[allow(clippy::print_stderr)]
 pub(crate) fn message(text: impl AsRef<str>) {
@@ -67,4 +144,70 @@ pub(crate) fn message(text: impl AsRef<str>) {
 #[allow(dead_code)]
 pub(crate) fn stderr_is_terminal() -> bool {
     io::stderr().is_terminal()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("kflame-sink-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn entries(d: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn an_unfinished_output_leaves_the_file_as_it_was() {
+        let d = dir("unfinished");
+        let f = d.join("keep.svg");
+        fs::write(&f, "old").unwrap();
+        let mut sink = create(Some(&f)).unwrap();
+        sink.write_all(b"half a graph").unwrap();
+        drop(sink);
+        assert_eq!(fs::read_to_string(&f).unwrap(), "old");
+        assert_eq!(entries(&d), ["keep.svg"], "no temporary file left");
+        let mut sink = create(Some(&d.join("new.svg"))).unwrap();
+        sink.write_all(b"x").unwrap();
+        drop(sink);
+        assert_eq!(entries(&d), ["keep.svg"], "no empty file created");
+    }
+
+    #[test]
+    fn a_finished_output_replaces_the_file_keeping_its_mode_and_links() {
+        let d = dir("finished");
+        let f = d.join("out.folded");
+        fs::write(&f, "old").unwrap();
+        fs::set_permissions(&f, fs::Permissions::from_mode(0o640)).unwrap();
+        let link = d.join("link.folded");
+        std::os::unix::fs::symlink(&f, &link).unwrap();
+        let mut sink = create(Some(&link)).unwrap();
+        sink.write_all(b"new").unwrap();
+        sink.finish().unwrap();
+        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link stays a link");
+        assert_eq!(fs::read_to_string(&f).unwrap(), "new");
+        assert_eq!(fs::metadata(&f).unwrap().permissions().mode() & 0o777, 0o640);
+        assert_eq!(entries(&d), ["link.folded", "out.folded"]);
+    }
+
+    #[test]
+    fn devices_are_written_directly() {
+        let mut sink = create(Some(Path::new("/dev/null"))).unwrap();
+        assert!(sink.rename.is_none());
+        sink.write_all(b"gone").unwrap();
+        sink.finish().unwrap();
+        use std::os::unix::fs::FileTypeExt;
+        assert!(fs::metadata("/dev/null").unwrap().file_type().is_char_device(), "still a device");
+    }
 }

@@ -15,6 +15,7 @@
 //! - [`collapse`]: the [`collapse::Collapse`] trait, the parallel engine, the format registry
 //!   and one module per input format.
 //! - [`diag`]: counted, located diagnostics for malformed input.
+//! - [`text`]: the line length cap every text reader keeps to, and a capped line reader.
 //! - [`render`]: folded stacks to flame graphs (layout, palettes, interactive SVG, and the
 //!   self-contained HTML viewer in `render::html`).
 //! - [`report`]: kernel reports (oopses, warnings, hung tasks, lockups, sanitizer reports)
@@ -32,4 +33,5 @@ pub mod record;
 pub mod render;
 pub mod report;
 pub mod symbols;
+pub mod text;
 mod tracefmt;

@@ -1,6 +1,5 @@
 //! `kflame collapse`: any supported input to folded stacks.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
@@ -8,7 +7,7 @@ use kflame::collapse::{self, Collapse, Engine, Format, Order};
 use kflame::fold::{Stacks, write::write_folded};
 
 use super::collapse_options::{Target, check};
-use crate::input::{self, Input};
+use crate::input::{self, Input, ReadAs};
 use crate::output;
 
 /// Arguments of `kflame collapse`.
@@ -29,8 +28,9 @@ pub(crate) struct Args {
     #[arg(value_name = "FILE")]
     pub(crate) files: Vec<String>,
 
-    /// Input format; guessed from the content when absent.
-    #[arg(short = 'F', long, value_name = "FORMAT", value_parser = parse_format)]
+    /// Input format; guessed from the content when absent. gzip, zstd and xz input is
+    /// decompressed first, whatever the format.
+    #[arg(short = 'F', long, value_name = "FORMAT", value_parser = FormatParser)]
     pub(crate) format: Option<Format>,
 
     /// Write the folded output here instead of stdout.
@@ -119,11 +119,33 @@ pub(crate) enum WeightArg {
     Bytes,
 }
 
-fn parse_format(s: &str) -> Result<Format, String> {
-    Format::from_name(s).ok_or_else(|| {
-        let names: Vec<_> = Format::ALL.iter().map(|f| f.name()).collect();
-        format!("unknown format `{s}`; known formats: {}", names.join(", "))
-    })
+/// `--format`: a format name or alias, with every format listed in `--help` and offered by
+/// shell completion.
+#[derive(Clone)]
+struct FormatParser;
+
+impl clap::builder::TypedValueParser for FormatParser {
+    type Value = Format;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Format, clap::Error> {
+        let s = value.to_string_lossy();
+        Format::from_name(&s).ok_or_else(|| {
+            let names: Vec<_> = Format::ALL.iter().map(|f| f.name()).collect();
+            let msg = format!("unknown format `{s}`; known formats: {}\n", names.join(", "));
+            clap::Error::raw(clap::error::ErrorKind::InvalidValue, msg).with_cmd(cmd)
+        })
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(Format::ALL.iter().map(|f| {
+            clap::builder::PossibleValue::new(f.name()).aliases(f.aliases().iter().copied()).help(f.summary())
+        })))
+    }
 }
 
 /// Builds the collapser of `target` configured from the command line.
@@ -164,25 +186,55 @@ pub(crate) fn run(args: Args) -> Result<()> {
         order: if args.time_order { Order::Time } else { Order::Sorted },
         ..Engine::default()
     };
+    let paths = input::paths_or_stdin(&args.files)?;
     let mut total: Option<Stacks> = None;
     let mut units = args.units.merger();
-    for (i, path) in input::paths_or_stdin(&args.files).iter().enumerate() {
-        let input = Input::open(path)?;
-        let name = input.name.clone();
-        let format = match args.format {
-            Some(f) => f,
-            None => detect(&input)?,
+    // Every input is read, and every one that fails is reported, before the run fails.
+    let mut failures = Failures::default();
+    let mut nonempty = false;
+    for (i, path) in paths.iter().enumerate() {
+        let input = match Input::open(path) {
+            Ok(input) => input,
+            Err(e) => {
+                failures.add(format!("{e:#}"));
+                continue;
+            }
         };
+        let name = input.name.clone();
+        if input.is_empty() {
+            output::message(format!("warning: {name} is empty"));
+            continue;
+        }
+        nonempty = true;
+        let (format, read_as) = match args.format {
+            Some(f) => (f, ReadAs::Forced(f)),
+            None => match input.detect() {
+                Some(f) => (f, ReadAs::Detected(f)),
+                None => {
+                    failures.unknown_format(&input);
+                    continue;
+                }
+            },
+        };
+        // An option that the input does not take ends the run at once.
         let target = Target::of(format, &args, &input);
         check(&args, &target, &name)?;
         if i == 0 {
             super::outliers::prepare(&args.latency)?;
         }
+        let sample = input.sample();
         let out = if format == Format::PerfData {
-            super::perf_data::collapse(input, &args, engine.order)?
+            super::perf_data::collapse(input, &args, engine.order)
         } else {
             let collapser = build(&target, &args)?;
-            collapse_one(&engine, collapser, input)?
+            collapse_one(&engine, collapser, input)
+        };
+        let out = match out {
+            Ok(out) => out,
+            Err(e) => {
+                failures.add(format!("{e:#}"));
+                continue;
+            }
         };
         super::outliers::collect(&name);
         crate::units::add(&mut units, &name, &out.meta, !out.stacks.is_empty())?;
@@ -193,6 +245,19 @@ pub(crate) fn run(args: Args) -> Result<()> {
                 Format::Crash => "no task backtrace",
                 _ => "no stacks",
             };
+            let hint = sample.hint(read_as);
+            let skipped = out.diag.skipped();
+            if skipped > 0 || !hint.is_empty() {
+                // Nothing but malformed lines, or not what it was read as: an error. A valid
+                // input with nothing to report (a clean kernel log) is not.
+                let only = match skipped {
+                    0 => String::new(),
+                    1 => ", only 1 malformed line".to_string(),
+                    n => format!(", only {n} malformed lines"),
+                };
+                failures.add(format!("{name}: {what} found in this {format} input{only}{hint}"));
+                continue;
+            }
             output::message(format!("{name}: {what} found in this {format} input"));
         }
         match &mut total {
@@ -200,10 +265,15 @@ pub(crate) fn run(args: Args) -> Result<()> {
             None => total = Some(out.stacks),
         }
     }
+    failures.check(paths.len())?;
+    if !nonempty {
+        let what = if paths.len() == 1 { "the input is" } else { "every input is" };
+        bail!("nothing to collapse: {what} empty");
+    }
     let stacks = total.unwrap_or_else(|| engine.order.empty_stacks());
-    let mut out = output::open(args.output.as_deref())?;
+    let mut out = output::create(args.output.as_deref())?;
     write_folded(&mut out, &stacks, units.meta()).context("writing folded output")?;
-    out.flush().context("writing folded output")?;
+    out.finish().context("writing folded output")?;
     super::trace_args::finish_events(args.shared.events_json.as_deref())?;
     super::outliers::finish(&args.latency)?;
     // The process ends here: freeing a hundred thousand stacks one by one would only delay
@@ -217,18 +287,61 @@ fn collapse_one(engine: &Engine, c: Box<dyn Collapse>, input: Input) -> Result<c
     engine.run(c, input.reader()).with_context(|| format!("reading {name}"))
 }
 
+/// The inputs that could not be read, reported together at the end of the run.
+#[derive(Default)]
+struct Failures {
+    messages: Vec<String>,
+    unknown_format: bool,
+}
+
+impl Failures {
+    fn add(&mut self, message: String) {
+        self.messages.push(message);
+    }
+
+    fn unknown_format(&mut self, input: &Input) {
+        // Folded or not does not matter here: no text format was detected, the hint can
+        // only name a binary kind, for which naming a format would not help.
+        let hint = input.sample().hint(ReadAs::Folded);
+        let why = if hint.is_empty() {
+            self.unknown_format = true;
+            "its first lines match none of the known formats".to_string()
+        } else {
+            hint.trim_start_matches("; ").to_string()
+        };
+        self.add(format!("cannot tell the format of {}: {why}", input.name));
+    }
+
+    /// Fails the run when an input failed: with that input's message when it was the only
+    /// input, else after printing each; the format list comes once.
+    fn check(self, inputs: usize) -> Result<()> {
+        if self.messages.is_empty() {
+            return Ok(());
+        }
+        let formats = if self.unknown_format {
+            let list: Vec<String> =
+                Format::ALL.iter().map(|f| format!("  {:<14} {}", f.name(), f.summary())).collect();
+            format!("\nname one with --format:\n{}", list.join("\n"))
+        } else {
+            String::new()
+        };
+        if inputs == 1 && self.messages.len() == 1 {
+            bail!("{}{formats}", self.messages[0]);
+        }
+        for m in &self.messages {
+            output::message(format!("error: {m}"));
+        }
+        bail!("{} of {inputs} inputs failed (see above); nothing written{formats}", self.messages.len())
+    }
+}
+
 fn detect(input: &Input) -> Result<Format> {
-    if input.head.is_empty() {
+    if input.is_empty() {
         bail!("{} is empty: nothing to collapse", input.name);
     }
-    collapse::detect(&input.head).ok_or_else(|| {
-        let list: Vec<String> =
-            Format::ALL.iter().map(|f| format!("  {:<14} {}", f.name(), f.summary())).collect();
-        anyhow::anyhow!(
-            "cannot tell the format of {}: its first lines match none of the known formats; \
-             name one with --format:\n{}",
-            input.name,
-            list.join("\n")
-        )
+    input.detect().ok_or_else(|| {
+        let mut failures = Failures::default();
+        failures.unknown_format(input);
+        failures.check(1).err().unwrap_or_else(|| anyhow::anyhow!("cannot tell the format of {}", input.name))
     })
 }

@@ -4,12 +4,12 @@
 use std::io::{BufReader, Write};
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use kflame::diag::Diagnostics;
 use kflame::fold::diff::{self, DiffOptions};
 use kflame::fold::{Meta, StackCounts};
 
-use crate::input::Input;
+use crate::input;
 use crate::output;
 
 /// Arguments of `kflame diff`.
@@ -43,6 +43,9 @@ pub(crate) struct Args {
 /// Runs `kflame diff`.
 pub(crate) fn run(args: Args) -> Result<()> {
     let opts = DiffOptions { normalize: args.normalize, strip_hex: args.strip_hex };
+    if args.before == "-" && args.after == "-" {
+        bail!("BEFORE and AFTER are both stdin (`-`): it can be read only once; save one to a file");
+    }
     let (before, m1) = read(&args.before, opts)?;
     let (after, m2) = read(&args.after, opts)?;
     let mut units = args.units.merger();
@@ -50,19 +53,24 @@ pub(crate) fn run(args: Args) -> Result<()> {
     crate::units::compare(&mut units, &shown(&args.before), &m1, !before.is_empty())?;
     crate::units::compare(&mut units, &shown(&args.after), &m2, !after.is_empty())?;
     let lines = diff::diff(&before, &after, opts);
-    let mut out = output::open(args.output.as_deref())?;
+    let mut out = output::create(args.output.as_deref())?;
     out.write_all(units.meta().header().as_bytes()).context("writing the differential stacks")?;
     diff::write_diff(&mut out, &lines).context("writing the differential stacks")?;
-    out.flush().context("writing the differential stacks")
+    out.finish().context("writing the differential stacks")
 }
 
+/// Reads one profile. An empty one is a warning (every stack of the other is new or gone);
+/// one that holds only malformed lines is an error.
 fn read(path: &str, opts: DiffOptions) -> Result<(StackCounts, Meta)> {
-    let input = Input::open(path)?;
+    let Some((input, sample)) = input::open_folded(path)? else {
+        return Ok((StackCounts::new(), Meta::default()));
+    };
     let name = input.name.clone();
     let (mut meta, mut diag) = (Meta::default(), Diagnostics::new());
     let reader = BufReader::with_capacity(1 << 16, input.reader());
     let counts =
         diff::read_profile(reader, opts, &mut meta, &mut diag).with_context(|| format!("reading {name}"))?;
     output::message(diag.report(&name).to_string());
+    input::check_folded(&sample, counts.len() as u64, &diag)?;
     Ok((counts, meta))
 }

@@ -2,7 +2,7 @@
 //! FlameGraph's `flamegraph.pl` under the same name and meaning.
 
 use std::fs;
-use std::io::{BufReader, Write};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -13,7 +13,7 @@ use kflame::render::{
     self, Background, MinWidth, NameAttrs, Options, Palette, PaletteMap, Profile, Variation,
 };
 
-use crate::input::{self, Input};
+use crate::input;
 use crate::output;
 
 /// The consistent palette file of `--cp`, in the working directory (as FlameGraph's).
@@ -167,9 +167,9 @@ pub(crate) fn run(args: Args) -> Result<()> {
         ));
     }
     let mut palette_map = if args.cp { Some(read_palette_map()?) } else { None };
-    let mut out = output::open(args.output.as_deref())?;
+    let mut out = output::create(args.output.as_deref())?;
     render::write_svg(&profile, &opts, palette_map.as_mut(), &mut out).context("writing the SVG")?;
-    out.flush().context("writing the graph")?;
+    out.finish().context("writing the graph")?;
     if let Some(map) = palette_map {
         fs::write(PALETTE_FILE, map.to_text()).with_context(|| format!("writing {PALETTE_FILE}"))?;
     }
@@ -194,15 +194,16 @@ fn html_options(args: &Args) -> HtmlOptions {
 fn read_inputs(args: &Args) -> Result<Profile> {
     let mut profile = Profile::new(args.flamechart, args.reverse);
     let mut units = args.units.merger();
-    for path in input::paths_or_stdin(&args.files) {
-        let input = Input::open(&path)?;
+    for path in input::paths_or_stdin(&args.files)? {
+        let Some((input, sample)) = input::open_folded(&path)? else { continue };
         let name = input.name.clone();
         let mut diag = Diagnostics::new();
         let reader = BufReader::with_capacity(1 << 16, input.reader());
-        let (meta, added) =
+        let (meta, stacks) =
             profile.read_stacks(reader, &mut diag).with_context(|| format!("reading {name}"))?;
         output::message(diag.report(&name).to_string());
-        crate::units::add(&mut units, &name, &meta, added)?;
+        input::check_folded(&sample, stacks, &diag)?;
+        crate::units::add(&mut units, &name, &meta, stacks > 0)?;
     }
     profile.meta = units.into_meta();
     profile.finish();

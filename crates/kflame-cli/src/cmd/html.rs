@@ -1,7 +1,7 @@
 //! `kflame flamegraph --format html`: folded stacks to the self-contained interactive HTML
 //! page (the canvas viewer of `kflame::render::html`).
 
-use std::io::{BufReader, Write};
+use std::io::BufReader;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -10,7 +10,7 @@ use kflame::fold::read::read_folded;
 use kflame::fold::{Meta, MetaMerge, OrderedStacks, StackCounts, Stacks};
 use kflame::render::html::{HtmlOptions, HtmlProfile, write_html};
 
-use crate::input::{self, Input};
+use crate::input;
 use crate::output;
 
 /// Writes the page for `files` (folded, merged; `-` or none: stdin) to `output` or stdout.
@@ -31,7 +31,7 @@ pub(crate) fn write_page(
     };
     let mut read = Read { after: empty(), before: empty(), differential: false, flamechart: opts.flamechart };
     let mut meta = units.merger();
-    for path in input::paths_or_stdin(files) {
+    for path in input::paths_or_stdin(files)? {
         read_one(&path, &mut read, &mut meta)?;
     }
     if read.after.is_empty() {
@@ -42,9 +42,9 @@ pub(crate) fn write_page(
     } else {
         HtmlProfile::new(&read.after, meta.meta())
     };
-    let mut out = output::open(output)?;
+    let mut out = output::create(output)?;
     write_html(&mut out, &profile, &opts).context("writing the HTML page")?;
-    out.flush().context("writing the HTML page")?;
+    out.finish().context("writing the HTML page")?;
     Ok(())
 }
 
@@ -61,19 +61,20 @@ struct Read {
 
 /// Adds the stacks of one folded input, reporting its skipped lines.
 fn read_one(path: &str, read: &mut Read, meta: &mut MetaMerge) -> Result<()> {
-    let input = Input::open(path)?;
+    let Some((input, sample)) = input::open_folded(path)? else { return Ok(()) };
     let name = input.name.clone();
     let (mut file_meta, mut diag) = (Meta::default(), Diagnostics::new());
-    let mut added = false;
+    let mut stacks = 0;
     read_folded(BufReader::new(input.reader()), &mut file_meta, &mut diag, |l| {
         read.after.add(l.stack, l.weight);
         read.differential |= l.before.is_some();
         if read.flamechart || l.before.is_some() {
             read.before.add(l.stack, l.before.unwrap_or_default());
         }
-        added = true;
+        stacks += 1;
     })
     .with_context(|| format!("reading {name}"))?;
     output::message(diag.report(&name).to_string());
-    crate::units::add(meta, &name, &file_meta, added)
+    input::check_folded(&sample, stacks, &diag)?;
+    crate::units::add(meta, &name, &file_meta, stacks > 0)
 }

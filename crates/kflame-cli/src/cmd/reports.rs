@@ -1,7 +1,7 @@
 //! Kernel-log and crash-dump options of `kflame collapse`, and their `--json` output (one
 //! object per report or task instead of folded stacks).
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result, anyhow};
@@ -63,10 +63,15 @@ pub(crate) fn run_json(
     out_path: Option<&Path>,
     resolve: impl Fn(&Input) -> Result<Format>,
 ) -> Result<()> {
-    let mut out = output::open(out_path)?;
-    for path in input::paths_or_stdin(files) {
+    let mut out = output::create(out_path)?;
+    for path in input::paths_or_stdin(files)? {
         let input = Input::open(&path)?;
         let name = input.name.clone();
+        if input.is_empty() && files.len() > 1 {
+            // One empty log among several (a fresh kern.log): the others still count.
+            output::message(format!("warning: {name} is empty"));
+            continue;
+        }
         let format = resolve(&input)?;
         let n = match format {
             Format::KernelLog => json_reports(input, &mut out),
@@ -79,24 +84,23 @@ pub(crate) fn run_json(
             output::message(format!("{name}: no {what} found in this {format} input"));
         }
     }
-    out.flush().context("writing JSON output")?;
+    out.finish().context("writing JSON output")?;
     Ok(())
 }
 
-/// Calls `f` with each line (without its newline) and its 1-based number.
+/// Calls `f` with each line (without its newline) and its 1-based number. A line longer than
+/// the cap is not passed on; it is reported once the input is read.
 fn for_each_line(input: Input, mut f: impl FnMut(u64, &[u8]) -> Result<()>) -> Result<()> {
-    let mut r = BufReader::with_capacity(1 << 16, input.reader());
-    let mut buf = Vec::new();
-    let mut n = 0;
-    loop {
-        buf.clear();
-        if r.read_until(b'\n', &mut buf)? == 0 {
-            return Ok(());
-        }
-        n += 1;
-        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
-        f(n, line.strip_suffix(b"\r").unwrap_or(line))?;
-    }
+    let name = input.name.clone();
+    let r = BufReader::with_capacity(1 << 16, input.reader());
+    let mut diag = kflame::diag::Diagnostics::new();
+    kflame::text::read_lines(
+        r,
+        |n, line| f(n, line.strip_suffix(b"\r").unwrap_or(line)),
+        |n, len| diag.skip(kflame::text::LINE_TOO_LONG, n, || kflame::text::line_too_long_message(len)),
+    )?;
+    output::message(diag.report(&name).to_string());
+    Ok(())
 }
 
 fn json_reports(input: Input, out: &mut dyn Write) -> Result<usize> {

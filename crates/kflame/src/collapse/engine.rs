@@ -7,13 +7,22 @@
 //! collapsers, one Output each) ──▶ merge (counts: sum, commutative; ordered: by chunk seq)
 //! ```
 //! Memory is bounded by `block_size × (2 × threads + 2)` plus the distinct stacks, never
-//! by the input size. A record longer than a block grows the block until it fits.
+//! by the input size. A record longer than a block grows the block until it fits, up to
+//! [`MAX_LINE`]: a longer line is skipped (counted under [`LINE_TOO_LONG`] and seen by the
+//! format as a blank line, in either mode), and in parallel mode whole lines without a record
+//! boundary are cut at a line once they exceed the cap (noted under [`RECORD_TOO_LONG`]).
 
 use std::io::{self, Read};
 use std::sync::mpsc;
 
 use super::{Collapse, Output};
+use crate::diag::Diagnostics;
 use crate::fold::{OrderedStacks, StackCounts, Stacks};
+use crate::text::{LINE_TOO_LONG, MAX_LINE, line_too_long_message};
+
+/// Diagnostic kind (a note) of a parallel input cut at a line that is not a record boundary,
+/// because no boundary came within [`MAX_LINE`] bytes.
+pub const RECORD_TOO_LONG: &str = "record too long";
 
 /// How stacks are aggregated.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -72,7 +81,7 @@ impl Engine {
     /// Collapses `input` with `collapser`. Only I/O errors of `input` fail; malformed
     /// input is counted in the returned diagnostics.
     pub fn run<R: Read + Send>(&self, mut collapser: Box<dyn Collapse>, mut input: R) -> io::Result<Output> {
-        let block = self.block_size.max(4096);
+        let block = self.block();
         let mut head = Vec::with_capacity(block);
         fill(&mut input, &mut head, block)?;
         collapser.prepare(&head);
@@ -84,6 +93,12 @@ impl Engine {
         }
     }
 
+    /// Bytes read at a time: the configured block, at least 4 KiB and at most [`MAX_LINE`]
+    /// (so that the head handed to [`Collapse::prepare`] holds no over-long line).
+    fn block(&self) -> usize {
+        self.block_size.clamp(4096, MAX_LINE)
+    }
+
     fn run_sequential<R: Read>(
         &self,
         mut c: Box<dyn Collapse>,
@@ -91,22 +106,25 @@ impl Engine {
         mut input: R,
     ) -> io::Result<Output> {
         let mut out = Output::new(self.order);
-        let block = self.block_size.max(4096);
+        let block = self.block();
+        let mut cap = LineCap::new();
         let mut line = 1u64;
         let mut want = block;
         loop {
             fill(&mut input, &mut buf, want)?;
             let eof = buf.len() < want;
+            cap.check(&mut buf, &mut input, &mut out.diag)?;
             let cut = if eof { buf.len() } else { memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1) };
             if cut == 0 && !eof {
-                // One line longer than the block: read more.
-                want = buf.len() + block;
+                // One line longer than the block (and within the cap): read more.
+                want = grow(buf.len(), block);
                 continue;
             }
             want = block;
             c.collapse(&buf[..cut], line, &mut out);
             line += count_lines(&buf[..cut]);
             buf.drain(..cut);
+            cap.consumed(cut);
             if eof {
                 c.finish(&mut out);
                 out.meta = c.meta();
@@ -161,9 +179,10 @@ impl Engine {
                     Err(panic) => std::panic::resume_unwind(panic),
                 }
             }
-            read_result?;
+            let fed = read_result?;
             parts.sort_by_key(|(seq, _)| *seq);
             let mut total = Output::new(order);
+            total.diag.merge(fed);
             for (_, p) in parts {
                 total.stacks.append(p.stacks);
                 total.diag.merge(p.diag);
@@ -173,45 +192,142 @@ impl Engine {
         })
     }
 
-    /// Reads the input and sends chunks cut at the collapser's split points.
+    /// Reads the input and sends chunks cut at the collapser's split points. Returns what it
+    /// noted about the input (over-long lines and records).
     fn feed<R: Read>(
         &self,
         c: &dyn Collapse,
         mut buf: Vec<u8>,
         mut input: R,
         tx: mpsc::SyncSender<Chunk>,
-    ) -> io::Result<()> {
-        let block = self.block_size.max(4096);
+    ) -> io::Result<Diagnostics> {
+        let mut diag = Diagnostics::new();
+        let block = self.block();
+        let mut cap = LineCap::new();
         let mut seq = 0;
         let mut line = 1u64;
         let mut want = block;
         loop {
             fill(&mut input, &mut buf, want)?;
             let eof = buf.len() < want;
+            cap.check(&mut buf, &mut input, &mut diag)?;
             let cut = if eof {
                 buf.len()
             } else {
                 let whole = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
-                c.split_point(&buf[..whole]).unwrap_or(0)
+                match c.split_point(&buf[..whole]) {
+                    Some(cut) => cut,
+                    None if whole > MAX_LINE => {
+                        // No record boundary in the cap's worth of whole lines: cut at a line.
+                        let at = line + count_lines(&buf[..whole]);
+                        diag.note(RECORD_TOO_LONG, at, || {
+                            format!(
+                                "a record boundary within {} MiB, found none: the input was cut \
+                                 before this line, and a record spanning the cut may be split",
+                                MAX_LINE >> 20
+                            )
+                        });
+                        whole
+                    }
+                    None => 0,
+                }
             };
             if cut == 0 && !eof {
                 // No record boundary in this block: grow it.
-                want = buf.len() + block;
+                want = grow(buf.len(), block);
                 continue;
             }
             want = block;
             let rest = buf.split_off(cut);
             let data = std::mem::replace(&mut buf, rest);
+            cap.consumed(cut);
             let lines = count_lines(&data);
             if !data.is_empty() && tx.send(Chunk { seq, first_line: line, data }).is_err() {
-                return Ok(());
+                return Ok(diag);
             }
             seq += 1;
             line += lines;
             if eof {
-                return Ok(());
+                return Ok(diag);
             }
         }
+    }
+}
+
+/// Keeps lines longer than [`MAX_LINE`] out of the engine's buffer: each is replaced by a
+/// blank line (so that line numbers stay right and a format sees a record end there) and
+/// counted under [`LINE_TOO_LONG`]. It tracks the line being read across buffer fills; the
+/// engine tells it what it cut off the front of the buffer.
+struct LineCap {
+    /// Offset in the buffer where the current (not yet ended) line starts.
+    start: usize,
+    /// Offset up to which the buffer was searched for newlines.
+    scanned: usize,
+    /// Number of the current line.
+    line: u64,
+}
+
+impl LineCap {
+    fn new() -> LineCap {
+        LineCap { start: 0, scanned: 0, line: 1 }
+    }
+
+    /// Checks what was added to `buf` since the last call. A current line that is already
+    /// longer than the cap without its newline is read through to its end from `input`
+    /// without being kept.
+    fn check<R: Read>(&mut self, buf: &mut Vec<u8>, input: &mut R, diag: &mut Diagnostics) -> io::Result<()> {
+        loop {
+            match memchr::memchr(b'\n', &buf[self.scanned..]) {
+                Some(i) => {
+                    let newline = self.scanned + i;
+                    if newline - self.start > MAX_LINE {
+                        let len = (newline - self.start) as u64;
+                        buf.drain(self.start..newline);
+                        diag.skip(LINE_TOO_LONG, self.line, || line_too_long_message(len));
+                        self.scanned = self.start + 1;
+                    } else {
+                        self.scanned = newline + 1;
+                    }
+                    self.start = self.scanned;
+                    self.line += 1;
+                }
+                None if buf.len() - self.start > MAX_LINE => {
+                    let mut len = (buf.len() - self.start) as u64;
+                    buf.truncate(self.start);
+                    let mut scratch = vec![0u8; 1 << 16];
+                    let rest = loop {
+                        let n = match input.read(&mut scratch) {
+                            Ok(0) => break &scratch[..0],
+                            Ok(n) => n,
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                            Err(e) => return Err(e),
+                        };
+                        if let Some(i) = memchr::memchr(b'\n', &scratch[..n]) {
+                            len += i as u64;
+                            break &scratch[i + 1..n];
+                        }
+                        len += n as u64;
+                    };
+                    buf.push(b'\n');
+                    buf.extend_from_slice(rest);
+                    diag.skip(LINE_TOO_LONG, self.line, || line_too_long_message(len));
+                    self.scanned = self.start + 1;
+                    self.start = self.scanned;
+                    self.line += 1;
+                }
+                None => {
+                    self.scanned = buf.len();
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// The engine removed `n` bytes from the front of the buffer: whole lines, or all of it
+    /// at the end of the input.
+    fn consumed(&mut self, n: usize) {
+        self.start = self.start.saturating_sub(n);
+        self.scanned = self.scanned.saturating_sub(n);
     }
 }
 
@@ -225,6 +341,14 @@ fn fill<R: Read>(input: &mut R, buf: &mut Vec<u8>, want: usize) -> io::Result<()
     let limit = (want - buf.len()) as u64;
     input.by_ref().take(limit).read_to_end(buf)?;
     Ok(())
+}
+
+/// The next size of a buffer that holds no place to cut: doubled (so that the searches for a
+/// cut over the whole buffer cost linear time in all), at least one block more; past the
+/// cap, one block more at a time (the buffer then holds at most a cap's worth of whole lines
+/// and a last line within the cap).
+fn grow(len: usize, block: usize) -> usize {
+    (len + block).max(len.saturating_mul(2).min(MAX_LINE + block))
 }
 
 fn count_lines(data: &[u8]) -> u64 {
@@ -293,6 +417,58 @@ mod tests {
         assert_eq!(reference.diag.get("no count").unwrap().count, 26);
         let total: Weight = reference.stacks.total();
         assert_eq!(total.whole(), (0..20_000u64).map(|i| i % 5).sum::<u64>());
+    }
+
+    #[test]
+    fn an_over_long_line_is_skipped_alike_on_one_or_more_threads() {
+        let mut data = b"a;b 1\n".to_vec();
+        data.resize(data.len() + MAX_LINE + 100, 0);
+        data.extend_from_slice(b"\nc 2\nd 3\n");
+        data.resize(data.len() + MAX_LINE + 1, b'x');
+        let mut reference = None;
+        for threads in [1, 2] {
+            for block_size in [4096, 1 << 20] {
+                let e = Engine { threads, order: Order::Sorted, block_size };
+                let out = e.run(Box::new(Toy), &data[..]).unwrap();
+                assert_eq!(out.stacks.total().whole(), 6, "threads {threads} block {block_size}");
+                assert_eq!(out.stacks.len(), 3);
+                let long = out.diag.get(LINE_TOO_LONG).expect("over-long lines reported");
+                assert_eq!((long.count, long.first_line), (2, 2));
+                assert!(long.message.contains(&format!("{} bytes", MAX_LINE + 100)), "{}", long.message);
+                assert_eq!(out.diag.skipped(), 2, "nothing else skipped");
+                let reference = reference.get_or_insert_with(|| out.diag.clone());
+                assert_eq!(&out.diag, reference, "threads {threads} block {block_size}");
+            }
+        }
+    }
+
+    /// A format whose records never end (no split point): the parallel engine cuts at a line
+    /// once the cap is reached, and says so.
+    #[test]
+    fn records_without_boundary_are_cut_at_the_cap() {
+        struct Endless;
+        impl Collapse for Endless {
+            fn collapse(&mut self, chunk: &[u8], first: u64, out: &mut Output) {
+                Toy.collapse(chunk, first, out)
+            }
+            fn finish(&mut self, _: &mut Output) {}
+            fn split_point(&self, _: &[u8]) -> Option<usize> {
+                None
+            }
+            fn fork(&self) -> Option<Box<dyn Collapse>> {
+                Some(Box::new(Endless))
+            }
+        }
+        let mut line = "frame;".repeat(700).into_bytes();
+        line.extend_from_slice(b"leaf 1\n");
+        let n = (2 * MAX_LINE + MAX_LINE / 2) / line.len();
+        let data = line.repeat(n);
+        let e = Engine { threads: 2, order: Order::Sorted, block_size: 1 << 20 };
+        let out = e.run(Box::new(Endless), &data[..]).unwrap();
+        assert_eq!(out.stacks.total().whole(), n as u64, "every line still read");
+        let cut = out.diag.get(RECORD_TOO_LONG).expect("the cuts are noted");
+        assert_eq!(cut.count, 2);
+        assert_eq!(out.diag.skipped(), 0);
     }
 
     #[test]

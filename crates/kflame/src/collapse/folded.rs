@@ -53,13 +53,19 @@ impl Collapse for Folded {
     }
 }
 
-/// Confidence (0-100) that `head` is folded stacks: most non-comment lines end in a count
-/// after a space and contain no tab-indented frame lines.
+/// Confidence (0-100) that `head` (whole lines) is folded stacks: most of its records (lines
+/// other than comments and blank lines, up to 200) are `stack count`, and none is an indented
+/// frame line. One bad record among stacks of several frames is allowed, so that a short file
+/// with one malformed line is still recognised; a file of `# unit=`/`# event=` headers alone
+/// (an empty profile written by kflame) is recognised with a low score.
 pub fn detect(head: &[u8]) -> u8 {
-    let mut good = 0;
-    let mut bad = 0;
+    let (mut good, mut bad, mut framed, mut header) = (0u32, 0u32, 0u32, false);
     for (_, line) in lines(head, 1).take(200) {
-        if line.is_empty() || line[0] == b'#' {
+        if line.is_empty() {
+            continue;
+        }
+        if line[0] == b'#' {
+            header |= Meta::default().apply_comment(line);
             continue;
         }
         if line[0] == b' ' || line[0] == b'\t' {
@@ -67,14 +73,37 @@ pub fn detect(head: &[u8]) -> u8 {
             continue;
         }
         match parse_line(line) {
-            Ok(Some(_)) => good += 1,
-            _ => bad += 1,
+            Ok(Some(l)) => {
+                good += 1;
+                framed += u32::from(memchr::memchr(b';', l.stack).is_some());
+            }
+            Ok(None) => {}
+            Err(_) => bad += 1,
         }
     }
     match (good, bad) {
+        (0, 0) if header => 30,
         (0, _) => 0,
         (_, 0) => 60,
         (g, b) if g >= 4 * b => 40,
+        (_, 1) if framed >= 1 => 40,
         _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detection_counts_records_and_allows_one_bad_one() {
+        assert_eq!(detect(b"a;b 1\na;c 2\n"), 60);
+        assert_eq!(detect(b"a;b 1\nnot a stack\na;c 2\n"), 40, "one bad record among three");
+        assert_eq!(detect(b"not a stack\na;b 1\n"), 40);
+        assert_eq!(detect(b"one 1\nnot a stack\n"), 0, "one single-frame line is not enough");
+        assert_eq!(detect(b"a;b 1\nbad\nworse\n"), 0);
+        assert_eq!(detect(b"# unit=bytes\n# event=kmem:mm_page_alloc\n"), 30);
+        assert_eq!(detect(b"# just a comment\n"), 0);
+        assert_eq!(detect(b"hello world\nthis is prose\n"), 0);
     }
 }

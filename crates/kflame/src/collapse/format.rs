@@ -141,6 +141,11 @@ impl fmt::Display for Format {
 }
 
 /// The most likely format of `head`, if any format is at least fairly confident (score ≥ 30).
+///
+/// `head` is the start of the input cut at a line boundary (or the whole input): detectors
+/// judge whole records, so a last line cut short by the end of a byte window would count
+/// against the format. The CLI reads at least 64 KiB and at least a few whole lines, however
+/// long they are (up to [`crate::text::MAX_LINE`]).
 pub fn detect(head: &[u8]) -> Option<Format> {
     let mut best: Option<(u8, Format)> = None;
     for &f in Format::ALL {
@@ -150,6 +155,89 @@ pub fn detect(head: &[u8]) -> Option<Format> {
         }
     }
     best.map(|(_, f)| f)
+}
+
+/// What an input is, by its first bytes, beyond the formats kflame collapses: what to tell a
+/// user whose input gave no stacks. See [`content`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Content {
+    /// No bytes at all.
+    Empty,
+    /// gzip-compressed (`1f 8b`).
+    Gzip,
+    /// zstd-compressed (`28 b5 2f fd`).
+    Zstd,
+    /// xz-compressed (`fd 37 7a 58 5a 00`).
+    Xz,
+    /// bzip2-compressed (`BZh` and a block size digit).
+    Bzip2,
+    /// perf.data from `perf record` (`PERFILE2`, either byte order, or the older `PERFFILE`).
+    PerfData,
+    /// trace-cmd's binary `trace.dat` (`17 08 44 tracing`), read with `trace-cmd report`.
+    TraceCmdDat,
+    /// Not text: many NUL or other control bytes.
+    Binary,
+    /// Text, in the given format if one is detected.
+    Text(Option<Format>),
+}
+
+/// Identifies `head` (the first bytes of an input, whole lines for text) by magic numbers,
+/// then as binary or text; text is run through [`detect`].
+///
+/// Binary means that at least a tenth of the bytes are NUL or control characters other than
+/// tab, newline, carriage return, form feed and escape (kernel logs carry colour escapes, and
+/// may hold some NUL bytes after an unclean shutdown without being binary), or that at least
+/// a quarter are not valid UTF-8.
+pub fn content(head: &[u8]) -> Content {
+    if head.is_empty() {
+        Content::Empty
+    } else if let Some(c) = magic(head) {
+        c
+    } else if control_heavy(head) {
+        Content::Binary
+    } else {
+        Content::Text(detect(head))
+    }
+}
+
+/// True when `head` is not text: [`content`] would say it is compressed, perf.data, a
+/// trace-cmd .dat file or binary. Cheaper than [`content`] (no format detection).
+pub fn looks_binary(head: &[u8]) -> bool {
+    magic(head).is_some() || control_heavy(head)
+}
+
+/// The binary kinds recognised by their first bytes.
+fn magic(head: &[u8]) -> Option<Content> {
+    const MAGIC: &[(&[u8], Content)] = &[
+        (b"\x1f\x8b", Content::Gzip),
+        (b"\x28\xb5\x2f\xfd", Content::Zstd),
+        (b"\xfd7zXZ\x00", Content::Xz),
+        (b"PERFFILE", Content::PerfData),
+        (b"\x17\x08\x44tracing", Content::TraceCmdDat),
+    ];
+    if let Some((_, c)) = MAGIC.iter().find(|(m, _)| head.starts_with(m)) {
+        return Some(*c);
+    }
+    if crate::perf_data::is_perf_data(head) {
+        return Some(Content::PerfData);
+    }
+    if head.len() >= 4 && head.starts_with(b"BZh") && (b'1'..=b'9').contains(&head[3]) {
+        return Some(Content::Bzip2);
+    }
+    None
+}
+
+/// In the first 64 KiB, at least a tenth of the bytes are control bytes other than text's,
+/// or at least a quarter are not valid UTF-8 (text in a legacy 8-bit encoding has far fewer;
+/// compressed or random bytes about half).
+fn control_heavy(head: &[u8]) -> bool {
+    let sample = &head[..head.len().min(64 * 1024)];
+    let control = sample
+        .iter()
+        .filter(|&&b| (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c | 0x1b)) || b == 0x7f)
+        .count();
+    let invalid: usize = sample.utf8_chunks().map(|c| c.invalid().len()).sum();
+    !sample.is_empty() && (control * 10 >= sample.len() || invalid * 4 >= sample.len())
 }
 
 #[cfg(test)]
@@ -169,5 +257,25 @@ mod tests {
         assert_eq!(detect(b"hello world\nthis is prose\n"), None);
         assert_eq!(detect(b""), None);
         assert_eq!(detect(b"PERFILE2\x68\0\0\0\0\0\0\0"), Some(Format::PerfData));
+    }
+
+    #[test]
+    fn content_by_magic_then_text() {
+        assert_eq!(content(b""), Content::Empty);
+        assert_eq!(content(b"\x1f\x8b\x08\x00"), Content::Gzip);
+        assert_eq!(content(b"\x17\x08\x44tracing6\0"), Content::TraceCmdDat);
+        assert_eq!(content(b"BZh91AY&SY"), Content::Bzip2);
+        assert_eq!(content(&[0u8; 4096]), Content::Binary);
+        // High bytes that are no UTF-8, without control bytes: binary too.
+        let high: Vec<u8> = (0..4096u32).map(|i| 0x80 + (i * 7 % 0x7f) as u8).collect();
+        assert_eq!(content(&high), Content::Binary);
+        // Latin-1 text with a few accented letters is text.
+        assert!(matches!(content(b"caf\xe9 na\xefve;r\xe9sum\xe9 1\n"), Content::Text(_)));
+        assert_eq!(content(b"a;b 1\n"), Content::Text(Some(Format::Folded)));
+        assert_eq!(content(b"hello\n"), Content::Text(None));
+        // A kernel log with a run of NUL bytes and colour escapes is still text.
+        let mut log = b"\x1b[1m[    1.000000] Linux version 6.1.0\x1b[0m\n".repeat(100);
+        log.extend_from_slice(&[0u8; 256]);
+        assert!(matches!(content(&log), Content::Text(_)));
     }
 }

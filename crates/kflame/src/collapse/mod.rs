@@ -29,7 +29,7 @@ pub mod stap;
 pub(crate) mod testkit;
 
 pub use engine::{Engine, Order};
-pub use format::{Format, detect};
+pub use format::{Content, Format, content, detect, looks_binary};
 
 use crate::diag::Diagnostics;
 use crate::fold::{Meta, Stacks};

@@ -95,7 +95,8 @@ pub fn show(s: &[u8]) -> String {
 }
 
 /// Streams a folded file, calling `each` for every valid line; metadata comments update
-/// `meta`, malformed lines go to `diag`. Lines may be arbitrarily long.
+/// `meta`, malformed lines go to `diag`. Lines may be as long as [`crate::text::MAX_LINE`];
+/// longer ones are skipped into `diag`.
 pub fn read_folded<R: BufRead>(
     input: R,
     meta: &mut Meta,
@@ -106,57 +107,36 @@ pub fn read_folded<R: BufRead>(
 }
 
 /// [`read_folded`] for callers that report their own problems with a line: `each` also gets
-/// the line number and the diagnostics. Whole buffered blocks are scanned for lines, with no
-/// copy except for a line that spans two blocks.
+/// the line number and the diagnostics. Lines are read through [`crate::text::read_lines`]:
+/// a line longer than [`crate::text::MAX_LINE`] is skipped (counted under
+/// [`crate::text::LINE_TOO_LONG`]) and the lines after it are still read.
 pub fn read_folded_lines<R: BufRead>(
-    mut input: R,
+    input: R,
     meta: &mut Meta,
     diag: &mut Diagnostics,
     mut each: impl FnMut(u64, FoldedLine<'_>, &mut Diagnostics),
 ) -> std::io::Result<()> {
-    let mut lineno = 0u64;
-    let mut one_line = |line: &[u8], diag: &mut Diagnostics| {
-        lineno += 1;
-        if line.first() == Some(&b'#') {
-            meta.apply_comment(line.strip_suffix(b"\r").unwrap_or(line));
-            return;
-        }
-        match parse_line(line) {
-            Ok(Some(l)) => each(lineno, l, diag),
-            Ok(None) => {}
-            Err((kind, msg)) => diag.skip(kind, lineno, || msg),
-        }
-    };
-    let mut carry: Vec<u8> = Vec::new();
-    loop {
-        let block = match input.fill_buf() {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if block.is_empty() {
-            break;
-        }
-        let mut pos = 0;
-        while let Some(nl) = memchr::memchr(b'\n', &block[pos..]) {
-            let line = &block[pos..pos + nl];
-            if carry.is_empty() {
-                one_line(line, diag);
-            } else {
-                carry.extend_from_slice(line);
-                one_line(&carry, diag);
-                carry.clear();
+    let diag = std::cell::RefCell::new(diag);
+    crate::text::read_lines(
+        input,
+        |lineno, line| {
+            let diag = &mut **diag.borrow_mut();
+            if line.first() == Some(&b'#') {
+                meta.apply_comment(line.strip_suffix(b"\r").unwrap_or(line));
+                return Ok::<(), std::io::Error>(());
             }
-            pos += nl + 1;
-        }
-        carry.extend_from_slice(&block[pos..]);
-        let n = block.len();
-        input.consume(n);
-    }
-    if !carry.is_empty() {
-        one_line(&carry, diag);
-    }
-    Ok(())
+            match parse_line(line) {
+                Ok(Some(l)) => each(lineno, l, diag),
+                Ok(None) => {}
+                Err((kind, msg)) => diag.skip(kind, lineno, || msg),
+            }
+            Ok(())
+        },
+        |lineno, len| {
+            diag.borrow_mut()
+                .skip(crate::text::LINE_TOO_LONG, lineno, || crate::text::line_too_long_message(len))
+        },
+    )
 }
 
 #[cfg(test)]

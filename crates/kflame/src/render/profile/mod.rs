@@ -10,6 +10,7 @@ mod frames;
 mod read;
 
 use std::cmp::Ordering;
+use std::hash::{Hash, Hasher};
 use std::str::Utf8Error;
 
 use rustc_hash::FxHashMap;
@@ -48,7 +49,14 @@ pub struct Profile {
     inputs: u32,
     scratch: Vec<u32>,
     prev: PrevStack,
+    /// Sorted mode: the distinct stacks read so far, by the hash of their frame ids: the
+    /// index of the latest stack with that hash; `chain` links to earlier ones (collisions).
+    by_hash: FxHashMap<u64, u32>,
+    chain: Vec<u32>,
 }
+
+/// End of a `chain` of stacks with equal hashes.
+const NO_STACK: u32 = u32::MAX;
 
 impl Profile {
     /// An empty profile. `time_order` keeps input order (flame charts), merging only
@@ -77,17 +85,50 @@ impl Profile {
         result
     }
 
+    /// Adds the weights of one stack: to the same stack read before (sorted mode: memory
+    /// grows with distinct stacks, not with input lines), or to the previous one when it is
+    /// the same (time order), else as a new stack.
     fn push_ids(&mut self, ids: &[u32], weight: Weight, before: Weight) {
-        if self.time_order
-            && let Some(last) = self.stacks.last_mut()
-        {
-            let s = last.start as usize;
-            if self.arena[s..s + last.len as usize] == *ids {
-                last.weight += weight;
-                last.before += before;
-                return;
+        if self.time_order {
+            if let Some(last) = self.stacks.last_mut() {
+                let s = last.start as usize;
+                if self.arena[s..s + last.len as usize] == *ids {
+                    last.weight += weight;
+                    last.before += before;
+                    return;
+                }
+            }
+            self.push_new(ids, weight, before);
+            return;
+        }
+        if self.chain.len() != self.stacks.len() {
+            // Stacks added after `finish`: index them again.
+            self.by_hash.clear();
+            self.chain.clear();
+            for i in 0..self.stacks.len() {
+                let hash = ids_hash(self.frames(&self.stacks[i]));
+                let previous = self.by_hash.insert(hash, i as u32).unwrap_or(NO_STACK);
+                self.chain.push(previous);
             }
         }
+        let hash = ids_hash(ids);
+        let mut at = self.by_hash.get(&hash).copied().unwrap_or(NO_STACK);
+        while let Some(s) = self.stacks.get_mut(at as usize) {
+            let start = s.start as usize;
+            if self.arena[start..start + s.len as usize] == *ids {
+                s.weight += weight;
+                s.before += before;
+                return;
+            }
+            at = self.chain.get(at as usize).copied().unwrap_or(NO_STACK);
+        }
+        let index = u32::try_from(self.stacks.len()).unwrap_or(NO_STACK);
+        let previous = self.by_hash.insert(hash, index).unwrap_or(NO_STACK);
+        self.chain.push(previous);
+        self.push_new(ids, weight, before);
+    }
+
+    fn push_new(&mut self, ids: &[u32], weight: Weight, before: Weight) {
         let start = u32::try_from(self.arena.len()).unwrap_or(u32::MAX);
         self.arena.extend_from_slice(ids);
         let len = ids.len() as u32;
@@ -110,6 +151,9 @@ impl Profile {
         if self.time_order {
             return;
         }
+        // Every stack is distinct already; the index is not needed any more.
+        self.by_hash = FxHashMap::default();
+        self.chain = Vec::new();
         let mut stacks = std::mem::take(&mut self.stacks);
         stacks.sort_unstable_by(|a, b| self.compare(a, b));
         // In place: `later` is dropped after being added to `kept`.
@@ -168,6 +212,13 @@ impl Profile {
     }
 }
 
+/// The hash of a stack's frame ids.
+fn ids_hash(ids: &[u32]) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    ids.hash(&mut h);
+    h.finish()
+}
+
 /// The byte following frame `i` in the joined text: `;` when more frames follow, none at
 /// the end (which sorts first).
 fn next_byte(frames: &[u32], i: usize) -> Option<u8> {
@@ -220,6 +271,25 @@ mod tests {
         let mut expect: Vec<&str> = seq.to_vec();
         expect.dedup();
         assert_eq!(joined(&p), expect);
+    }
+
+    #[test]
+    fn duplicates_are_summed_while_reading() {
+        let mut p = Profile::new(false, false);
+        for s in ["a;b", "c", "a;b", "c;d", "a;b", "c"] {
+            p.add(s, Weight::ONE, Weight::from_u64(2));
+        }
+        assert_eq!(p.len(), 3, "one entry per distinct stack, before finish");
+        p.finish();
+        // Stacks added after `finish` are still summed with the same ones.
+        p.add("c", Weight::ONE, Weight::ZERO);
+        p.add("e", Weight::ONE, Weight::ZERO);
+        assert_eq!(p.len(), 4);
+        p.finish();
+        assert_eq!(joined(&p), ["a;b", "c", "c;d", "e"]);
+        let weights: Vec<u64> = p.stacks.iter().map(|s| s.weight.whole()).collect();
+        assert_eq!(weights, [3, 3, 1, 1]);
+        assert_eq!(p.stacks[0].before, Weight::from_u64(6));
     }
 
     #[test]
