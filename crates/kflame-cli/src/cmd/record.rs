@@ -302,25 +302,29 @@ pub(crate) fn run(args: Args) -> Result<()> {
 }
 
 /// Records until the duration, the command or the targets end, or SIGINT/SIGTERM arrives;
-/// then closes the events and names the stacks (one window: the whole recording). The first
-/// SIGINT or SIGTERM stops recording; one arriving after recording has stopped (while naming
-/// stacks or writing) terminates as it would without a handler.
+/// then closes the events and names the stacks (one window: the whole recording). Until the
+/// events are closed and the command reaped, SIGINT and SIGTERM only stop recording; after
+/// that (while naming stacks or writing) they terminate, as without a handler.
 fn record_until_end(config: &Config, progress: &mut ProgressLine) -> Result<Recordings> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let stop = Arc::new(AtomicBool::new(false));
+    let terminate = Arc::new(AtomicBool::new(false));
     for sig in [SIGINT, SIGTERM] {
-        // Registered first: the default action once the flag is set (a second signal).
-        signal_hook::flag::register_conditional_default(sig, stop.clone())
+        // The default action goes first: it acts once `terminate` is set.
+        signal_hook::flag::register_conditional_default(sig, terminate.clone())
             .and_then(|_| signal_hook::flag::register(sig, stop.clone()))
             .context("installing signal handlers")?;
     }
-    let mut recorder = Recorder::start(config, stop.clone())?;
-    while recorder.poll(Duration::from_millis(100))? == Status::Running {
-        progress.update(&recorder.progress());
-    }
-    recorder.stop()?;
-    stop.store(true, Ordering::SeqCst); // from now on a signal terminates
-    Ok(recorder.finish()?)
+    let stopped = (|| -> Result<Recorder> {
+        let mut recorder = Recorder::start(config, stop)?;
+        while recorder.poll(Duration::from_millis(100))? == Status::Running {
+            progress.update(&recorder.progress());
+        }
+        recorder.stop()?;
+        Ok(recorder)
+    })(); // on error, the recorder was dropped: every event closed, the command reaped
+    terminate.store(true, Ordering::SeqCst);
+    Ok(stopped?.finish()?)
 }
 
 fn report(r: &Recordings, paths: &[Option<PathBuf>]) {

@@ -394,3 +394,20 @@ fn open_hint(e: &std::io::Error) -> &'static str {
         _ => "",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A window counts what happened in it: samples added and pairings that failed since the
+    /// previous window; events still open are not failures until recording stops.
+    #[test]
+    fn window_counters_are_differences_of_totals() {
+        let then = Stats { samples: 10, unpaired: 7, open: 5, snapshots: 1, unreadable_tasks: 2 };
+        // Three of the five open ones ended (added), one more failed, two new ones opened.
+        let now = Stats { samples: 13, unpaired: 7, open: 4, snapshots: 3, unreadable_tasks: 2 };
+        let w = now.since(&then);
+        assert_eq!(w, Stats { samples: 3, unpaired: 1, open: 4, snapshots: 2, unreadable_tasks: 0 });
+        assert_eq!(now.since(&now), Stats { open: 4, ..Stats::default() });
+    }
+}
