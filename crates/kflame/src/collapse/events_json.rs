@@ -16,31 +16,6 @@ use std::sync::{Arc, Mutex};
 pub use crate::events::{EventKind, EventRecord, Frames};
 use crate::events::{EventSink, JsonLines};
 
-impl<'a> EventRecord<'a> {
-    /// The record of a paired span (syscall, off-CPU interval, probed call): weighed by its
-    /// duration, named by its label. The kind is the label's prefix (`syscall:`, `offcpu:`,
-    /// `probe:`), as the pairing modules write them.
-    pub fn span(s: &'a crate::collapse::pairing::Span) -> EventRecord<'a> {
-        let kind = match s.label.split_once(':').map(|(k, _)| k) {
-            Some("syscall") => EventKind::Syscall,
-            Some("offcpu") => EventKind::OffCpu,
-            _ => EventKind::Probe,
-        };
-        EventRecord {
-            kind,
-            ts_ns: Some(s.start_ns),
-            duration_ns: Some(s.duration_ns),
-            cpu: s.cpu,
-            pid: Some(s.pid),
-            tid: None,
-            comm: Some(&s.comm),
-            event: &s.label,
-            weight: s.duration_ns,
-            stack: Frames::Text(&s.stack),
-        }
-    }
-}
-
 /// A sink shared by the threads of one collapse (cheap to clone; all clones feed the same
 /// sink).
 #[derive(Clone)]
@@ -114,30 +89,6 @@ mod tests {
         assert_eq!(log.finish().unwrap_err().to_string(), "disk full");
     }
 
-    /// A span's kind comes from its label, as the pairing modules write it.
-    #[test]
-    fn span_kinds() {
-        let span = |label: &str| crate::collapse::pairing::Span {
-            start_ns: 1,
-            duration_ns: 2,
-            cpu: 0,
-            pid: 3,
-            comm: "c".into(),
-            label: label.into(),
-            stack: vec!["a".into()],
-            line: 1,
-        };
-        for (label, kind) in [
-            ("syscall:write", EventKind::Syscall),
-            ("offcpu:D", EventKind::OffCpu),
-            ("probe:f_in", EventKind::Probe),
-        ] {
-            let s = span(label);
-            let r = EventRecord::span(&s);
-            assert_eq!((r.kind, r.weight, r.ts_ns), (kind, 2, Some(1)));
-        }
-    }
-
     /// Any sink can take the records: here one that counts them by kind.
     #[test]
     fn another_sink_gets_the_same_records() {
@@ -153,17 +104,19 @@ mod tests {
         }
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = EventLog::with_sink(Kinds(seen.clone()));
-        let s = crate::collapse::pairing::Span {
-            start_ns: 1,
-            duration_ns: 2,
+        let rec = EventRecord {
+            kind: EventKind::OffCpu,
+            ts_ns: Some(1),
+            duration_ns: Some(2),
             cpu: 0,
-            pid: 3,
-            comm: "c".into(),
-            label: "offcpu:S".into(),
-            stack: vec![],
-            line: 1,
+            pid: Some(3),
+            tid: Some(3),
+            comm: Some("c"),
+            event: "offcpu:S",
+            weight: 2,
+            stack: Frames::Text(&[]),
         };
-        log.clone().write(&EventRecord::span(&s));
+        log.clone().write(&rec);
         assert_eq!(log.finish().unwrap(), 1);
         assert_eq!(*seen.lock().unwrap(), [EventKind::OffCpu]);
     }
