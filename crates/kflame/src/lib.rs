@@ -15,6 +15,8 @@
 //! - [`collapse`]: the [`collapse::Collapse`] trait, the parallel engine, the format registry
 //!   and one module per input format.
 //! - [`diag`]: counted, located diagnostics for malformed input.
+//! - [`events`]: per-event records (samples, system calls, off-CPU waits, calls) and the
+//!   [`events::EventSink`] they go to (JSON lines, or a store).
 //! - [`text`]: the line length cap every text reader keeps to, and a capped line reader.
 //! - [`render`]: folded stacks to flame graphs (layout, palettes, interactive SVG, and the
 //!   self-contained HTML viewer in `render::html`).
@@ -26,6 +28,7 @@
 
 pub mod collapse;
 pub mod diag;
+pub mod events;
 pub mod fold;
 mod par;
 pub mod perf_data;

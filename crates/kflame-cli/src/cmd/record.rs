@@ -4,11 +4,14 @@
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use kflame::record::{
-    self, CommandEnd, Config, DutyCycle, Mode, Naming, Progress, Recordings, StackParts, Target,
+    self, CommandEnd, Config, DutyCycle, Mode, Naming, Progress, Recorder, Recordings, StackParts, Status,
+    Target,
 };
 
 use crate::cmd::Exit;
@@ -287,7 +290,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
         };
         output::message(format!("{what} until Ctrl-C (use -d SECONDS to stop by itself)"));
     }
-    let recordings = record::record(&config, &mut |p| progress.update(p)).context("recording")?;
+    let recordings = record_until_end(&config, &mut progress).context("recording")?;
     progress.clear();
     report(&recordings, &paths);
     let opts =
@@ -296,6 +299,32 @@ pub(crate) fn run(args: Args) -> Result<()> {
         out.write(kind, r, &opts)?;
     }
     command_result(recordings.command)
+}
+
+/// Records until the duration, the command or the targets end, or SIGINT/SIGTERM arrives;
+/// then closes the events and names the stacks (one window: the whole recording). Until the
+/// events are closed and the command reaped, SIGINT and SIGTERM only stop recording; after
+/// that (while naming stacks or writing) they terminate, as without a handler.
+fn record_until_end(config: &Config, progress: &mut ProgressLine) -> Result<Recordings> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let stop = Arc::new(AtomicBool::new(false));
+    let terminate = Arc::new(AtomicBool::new(false));
+    for sig in [SIGINT, SIGTERM] {
+        // The default action goes first: it acts once `terminate` is set.
+        signal_hook::flag::register_conditional_default(sig, terminate.clone())
+            .and_then(|_| signal_hook::flag::register(sig, stop.clone()))
+            .context("installing signal handlers")?;
+    }
+    let stopped = (|| -> Result<Recorder> {
+        let mut recorder = Recorder::start(config, stop)?;
+        while recorder.poll(Duration::from_millis(100))? == Status::Running {
+            progress.update(&recorder.progress());
+        }
+        recorder.stop()?;
+        Ok(recorder)
+    })(); // on error, the recorder was dropped: every event closed, the command reaped
+    terminate.store(true, Ordering::SeqCst);
+    Ok(stopped?.finish()?)
 }
 
 fn report(r: &Recordings, paths: &[Option<PathBuf>]) {

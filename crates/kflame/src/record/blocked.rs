@@ -12,9 +12,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::stacks::Event;
-use super::{Config, Mode, Naming, RecordError, Recording};
+use super::{Config, Mode, Naming, RecordError, Recording, Stats};
 use crate::collapse::proc_stacks::{Thread, comm_frame, parse_proc_stack, state_frame};
-use crate::fold::{Meta, Unit, Weight};
+use crate::events::EventKind;
+use crate::fold::{Meta, StackCounts, Unit, Weight};
 
 /// Snapshots taken so far, aggregated into one recording.
 pub(super) struct Snapshots {
@@ -54,6 +55,23 @@ impl Snapshots {
     /// Tasks counted so far (one per task and snapshot).
     pub(super) fn tasks(&self) -> u64 {
         self.recording.stats.samples
+    }
+
+    /// Unit and event of the weights.
+    pub(super) fn meta(&self) -> Meta {
+        self.recording.meta.clone()
+    }
+
+    /// Counters of every snapshot so far.
+    pub(super) fn stats(&self) -> Stats {
+        self.recording.stats
+    }
+
+    /// The stacks and events of the snapshots taken since the last drain; the collector is
+    /// left empty.
+    pub(super) fn drain(&mut self) -> (StackCounts, Vec<Event>) {
+        let r = &mut self.recording;
+        (std::mem::take(&mut r.stacks), std::mem::take(&mut r.events))
     }
 
     /// The time from `elapsed` to the next periodic snapshot (`None`: no periodic ones).
@@ -98,7 +116,8 @@ impl Snapshots {
         Ok(())
     }
 
-    /// The recording, with notes on what was skipped.
+    /// The recording (the stacks not drained yet, the counters of every snapshot), with
+    /// notes on what was skipped.
     pub(super) fn finish(mut self) -> Recording {
         let r = &mut self.recording;
         if let Some(every) = self.every {
@@ -147,6 +166,7 @@ fn fold(t: &Thread, n: Naming) -> (Vec<Vec<u8>>, u64) {
 
 fn event(t: &Thread, ts: u64, frames: &[Vec<u8>]) -> Event {
     Event {
+        kind: EventKind::Snapshot,
         ts,
         cpu: 0,
         pid: t.pid,

@@ -1,5 +1,5 @@
 //! The `.json` event stream: one JSON object per line and per event, in the schema of every
-//! kflame event stream ([`crate::collapse::events_json`]):
+//! kflame event stream ([`crate::events`]):
 //!
 //! ```text
 //! {"ts":5.000010101,"cpu":0,"pid":42,"comm":"burn","duration_ns":10101010,"stack":["burn","main","f"],"event":"cpu-clock","weight":1}
@@ -11,30 +11,18 @@
 use std::io::{self, Write};
 
 use super::Event;
-use crate::collapse::events_json::{EventRecord, format_record};
+use crate::events::{EventSink, JsonLines};
 use crate::fold::Meta;
 
-/// Writes every event as one JSON line.
+/// Writes every event as one JSON line (through [`JsonLines`], the sink of every kflame event
+/// stream).
 pub fn write_events<W: Write>(out: &mut W, events: &[Event], meta: &Meta) -> io::Result<()> {
-    let event = meta.event.as_deref().unwrap_or("");
-    let mut line = String::new();
+    let name = meta.event.as_deref().unwrap_or("");
+    let mut sink = JsonLines::new(out);
     for e in events {
-        line.clear();
-        let rec = EventRecord {
-            ts_ns: Some(e.ts),
-            cpu: e.cpu,
-            // -1: a task the kernel could no longer name (unknown, as for any other stream).
-            pid: (e.pid != super::tasks::UNKNOWN_TASK).then_some(e.pid),
-            comm: Some(&e.comm),
-            duration_ns: e.duration_ns,
-            stack: &e.stack,
-            event,
-            weight: e.weight,
-        };
-        format_record(&mut line, &rec);
-        out.write_all(line.as_bytes())?;
+        sink.event(&e.record(name));
     }
-    Ok(())
+    sink.finish().map(drop)
 }
 
 #[cfg(test)]
@@ -47,6 +35,7 @@ mod tests {
     #[test]
     fn unknown_pid_is_null() {
         let e = Event {
+            kind: crate::events::EventKind::Sample,
             ts: 1,
             cpu: 0,
             pid: u32::MAX,
@@ -65,6 +54,7 @@ mod tests {
     #[test]
     fn escapes_untrusted_names() {
         let e = Event {
+            kind: crate::events::EventKind::Sample,
             ts: 5,
             cpu: 1,
             pid: 2,

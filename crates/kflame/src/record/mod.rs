@@ -4,22 +4,28 @@
 //! This module is the only code of the crate that touches them; its `sys` submodule holds the
 //! only `unsafe` code.
 //!
-//! One entry point, [`record`], runs a [`Config`] of one or several modes and returns
-//! [`Recordings`]: per mode a [`Recording`] (folded stacks with their
-//! [`fold::Meta`](crate::fold::Meta), optionally every event, counters, notes), and what
-//! concerns them all (ring-buffer counters, how a recorded command ended). The perf-based
-//! modes share one session: their events are opened together, read from the same ring
-//! buffers in one time order, and each sample is handed to the handler of its mode; `/proc`
-//! snapshots are taken from the same loop. It never prints; progress is reported through a
-//! callback. Every perf event is closed, and a private tracefs mount (made only when none is
-//! mounted) removed, when it returns, whether by the end of the duration, SIGINT/SIGTERM, an
-//! error or a panic.
+//! A [`Recorder`] runs a [`Config`] of one or several modes for a caller that owns the loop:
+//! it polls ([`Recorder::poll`], with a timeout), asks for the stacks of the last window
+//! whenever it wants ([`Recorder::take_window`]: a [`Window`], per mode a [`Recording`] of
+//! named folded stacks with their [`fold::Meta`](crate::fold::Meta) and counters, and the
+//! records lost meanwhile), and ends with [`Recorder::finish`] ([`Recordings`]: what no
+//! window took, the counters of the whole recording, how a recorded command ended). The
+//! perf-based modes share one session: their events are opened together, read from the same
+//! ring buffers in one time order, and each sample is handed to the handler of its mode;
+//! `/proc` snapshots are taken from the same loop. It never prints and installs no signal
+//! handler: the caller stops it through a flag. Every perf event is closed, and a private
+//! tracefs mount (made only when none is mounted) removed, whether the recording ends by
+//! itself, by the flag, an error or a panic (the recorder is dropped).
 //!
 //! ```text
 //! perf_event_open (per CPU) ─▶ ring buffers ─▶ parse ─▶ order by time ─▶ tasks (comm, maps)
 //!                                   └─▶ Dispatch ─▶ one handler per mode ─▶ its Collector
-//! Collector ─▶ sym (kallsyms, ELF) ─▶ fold::StackCounts + events     (blocked: /proc snapshots)
+//! each window: Collector ─▶ sym (kallsyms, ELF; names cached) ─▶ fold::StackCounts + events
+//!                                                           (blocked: /proc snapshots)
 //! ```
+//!
+//! Per-event records ([`Event`], kept when [`Config::keep_events`] is set) are lent to any
+//! [`EventSink`](crate::events::EventSink) by [`Recording::send_events`].
 
 mod blocked;
 mod check;
@@ -42,10 +48,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use check::{Capability, check};
-pub use run::record;
+pub use run::Recorder;
 pub use session::Counters;
 pub use stacks::{Event, Naming};
 
+use crate::events::{EventKind, EventSink};
 use crate::fold::{Meta, StackCounts};
 
 /// What to record.
@@ -86,6 +93,17 @@ impl Mode {
             Mode::OffCpu => "offcpu",
             Mode::Syscalls => "syscalls",
             Mode::Blocked { .. } => "blocked",
+        }
+    }
+
+    /// The kind of the events this mode records.
+    pub fn event_kind(&self) -> EventKind {
+        match self {
+            Mode::Cpu { .. } => EventKind::Sample,
+            Mode::Mem { .. } => EventKind::Event,
+            Mode::OffCpu => EventKind::OffCpu,
+            Mode::Syscalls => EventKind::Syscall,
+            Mode::Blocked { .. } => EventKind::Snapshot,
         }
     }
 }
@@ -152,7 +170,8 @@ pub struct Config {
     pub keep_events: bool,
 }
 
-/// Counters of one mode's recording.
+/// Counters of one mode's recording (of the whole recording in [`Recordings`], of the
+/// window in a [`Window`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     /// Samples or paired events that were added to the stacks (tasks for `Blocked`, one per
@@ -165,9 +184,66 @@ pub struct Stats {
     pub unreadable_tasks: u64,
     /// Snapshots taken (`Blocked`).
     pub snapshots: u64,
+    /// In a window: paired events begun and not yet ended when the window was taken (a task
+    /// asleep, a thread inside a system call); each is added to the window where it ends. In
+    /// [`Recordings`] always 0: those still open when recording stopped are `unpaired`.
+    pub open: u64,
 }
 
-/// The result of [`record`]: one [`Recording`] per mode, and what concerns them all.
+impl Stats {
+    /// The counters since `then` (both totals): what happened in between; `open` is now's.
+    fn since(&self, then: &Stats) -> Stats {
+        let failed = |s: &Stats| s.unpaired.saturating_sub(s.open);
+        Stats {
+            samples: self.samples.saturating_sub(then.samples),
+            unpaired: failed(self).saturating_sub(failed(then)),
+            unreadable_tasks: self.unreadable_tasks.saturating_sub(then.unreadable_tasks),
+            snapshots: self.snapshots.saturating_sub(then.snapshots),
+            open: self.open,
+        }
+    }
+}
+
+/// Why a recording ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// The caller's stop flag was set, or the caller stopped it ([`Recorder::stop`]).
+    Stopped,
+    /// [`Config::duration`] passed.
+    Duration,
+    /// The command exited ([`Recordings::command`] says how).
+    CommandExited,
+    /// Every target process or thread exited.
+    TargetsExited,
+    /// The one snapshot of `Mode::Blocked` alone was taken.
+    Snapshot,
+}
+
+/// What [`Recorder::poll`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Still recording.
+    Running,
+    /// The recording has ended, for this reason.
+    Ended(End),
+}
+
+/// The stacks of one window of a recording ([`Recorder::take_window`]).
+#[derive(Debug)]
+pub struct Window {
+    /// When the window began, since recording started (the end of the previous window).
+    pub start: Duration,
+    /// When it ended, since recording started.
+    pub end: Duration,
+    /// One per mode of [`Config::modes`], in the same order: the stacks added in this window
+    /// (already named), its counters, and its events when [`Config::keep_events`] is set.
+    pub kinds: Vec<Recording>,
+    /// Records read, lost by the kernel (ring buffer full) and undecodable in this window.
+    pub ring: Counters,
+}
+
+/// The end of a recording ([`Recorder::finish`]): one [`Recording`] per mode, and what
+/// concerns them all.
 #[derive(Debug, Default)]
 pub struct Recordings {
     /// One per mode of [`Config::modes`], in the same order.
@@ -202,6 +278,15 @@ pub struct Recording {
 }
 
 impl Recording {
+    /// Lends every kept event to `sink`, in the order they were recorded, named by the
+    /// recording's event ([`Meta::event`]). Does not call [`EventSink::finish`].
+    pub fn send_events(&self, sink: &mut dyn EventSink) {
+        let name = self.meta.event.as_deref().unwrap_or("");
+        for e in &self.events {
+            sink.event(&e.record(name));
+        }
+    }
+
     /// An empty recording of `mode`.
     pub fn new(mode: Mode, meta: Meta) -> Recording {
         Recording {
@@ -228,7 +313,7 @@ pub enum CommandEnd {
     Stopped,
 }
 
-/// What the progress callback receives, about every 100 ms.
+/// Where a recording stands ([`Recorder::progress`]), for a progress line.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Progress {
     /// Time since recording started.
@@ -307,5 +392,22 @@ fn open_hint(e: &std::io::Error) -> &'static str {
         }
         Some(libc::EMFILE) => " (too many open files: raise `ulimit -n`)",
         _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A window counts what happened in it: samples added and pairings that failed since the
+    /// previous window; events still open are not failures until recording stops.
+    #[test]
+    fn window_counters_are_differences_of_totals() {
+        let then = Stats { samples: 10, unpaired: 7, open: 5, snapshots: 1, unreadable_tasks: 2 };
+        // Three of the five open ones ended (added), one more failed, two new ones opened.
+        let now = Stats { samples: 13, unpaired: 7, open: 4, snapshots: 3, unreadable_tasks: 2 };
+        let w = now.since(&then);
+        assert_eq!(w, Stats { samples: 3, unpaired: 1, open: 4, snapshots: 2, unreadable_tasks: 0 });
+        assert_eq!(now.since(&now), Stats { open: 4, ..Stats::default() });
     }
 }

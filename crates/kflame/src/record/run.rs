@@ -1,4 +1,5 @@
-//! The recording loop: open, enable, read until the end condition, tear down, symbolize.
+//! The [`Recorder`]: open, enable, read records as the caller polls, name the stacks of each
+//! window, tear down.
 //!
 //! Every perf-based mode of a recording shares one session: its events are opened together on
 //! every CPU, their records read from the same ring buffers in one time order, and each sample
@@ -8,6 +9,8 @@
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::blocked::Snapshots;
@@ -15,10 +18,14 @@ use super::duty::DutyThread;
 use super::handlers::{self, Dispatch};
 use super::parse::Record;
 use super::session::{Scope, Session, online_cpus};
+use super::stacks::NameCache;
 use super::sym::Symbolizer;
-use super::sys::{self, StopSignals};
+use super::sys;
 use super::tasks::Tasks;
-use super::{CommandEnd, Config, Counters, Mode, Progress, RecordError, Recording, Recordings, Target};
+use super::{
+    CommandEnd, Config, Counters, End, Mode, Progress, RecordError, Recording, Recordings, Stats, Status,
+    Target, Window,
+};
 
 /// Data pages per CPU: 512 KiB for CPU samples alone, 4 MiB with tracepoints (bursty, every
 /// event).
@@ -26,89 +33,322 @@ fn ring_pages(modes: &[Mode]) -> usize {
     if modes.iter().all(|m| matches!(m, Mode::Cpu { .. } | Mode::Blocked { .. })) { 128 } else { 1024 }
 }
 
-/// Runs `config` until its duration ends, its command or target processes exit, or SIGINT or
-/// SIGTERM arrives. `progress` is called about every 100 ms.
-pub fn record(config: &Config, progress: &mut dyn FnMut(&Progress)) -> Result<Recordings, RecordError> {
-    validate(config)?;
-    let (target, target_notes) = resolve(&config.target)?;
-    let config = &Config { target, ..config.clone() };
-    let snapshots = config.modes.iter().find_map(|m| match m {
-        Mode::Blocked { every } => Some(Snapshots::new(*every, config)),
-        _ => None,
-    });
-    if let [Mode::Blocked { every: None }] = config.modes.as_slice() {
-        return snapshot_now(snapshots, target_notes);
-    }
-    if snapshots.is_some() {
-        Snapshots::probe()?;
-    }
-    let (specs, dispatch) = handlers::build(config)?;
-    let scope = scope(config);
-    let mut session = match specs.is_empty() {
-        true => None,
-        false => Some(Session::open(&specs, &online_cpus()?, ring_pages(&config.modes), &scope)?),
-    };
-    let signals = StopSignals::install()
-        .map_err(|source| RecordError::Io { what: "installing signal handlers".into(), source })?;
-    let thread_pids: Vec<u32>;
-    let targets = match &config.target {
-        Target::Pids(p) => Some(p.as_slice()),
-        Target::Threads(tids) => {
-            thread_pids = tids.iter().filter_map(|&t| tgid_of(t)).collect();
-            Some(thread_pids.as_slice())
+/// A recording in progress, driven by its caller.
+///
+/// [`start`](Recorder::start) opens and enables everything (and starts the command of
+/// [`Target::Command`]); the caller then calls [`poll`](Recorder::poll) in its own loop,
+/// which reads what the kernel wrote and says when the recording has ended (its duration,
+/// its command or target processes, or the caller's stop flag).
+/// [`take_window`](Recorder::take_window) returns, whenever the caller asks, the stacks
+/// recorded since the previous window, already named, with their counters (and the records
+/// the kernel lost meanwhile): symbol tables and names are kept from one window to the next,
+/// and a task's name and mappings are read when it is first seen, so the stacks of tasks that
+/// exited within the window are named too. [`finish`](Recorder::finish) stops and returns
+/// what no window took, with the counters of the whole recording.
+///
+/// Dropping a recorder, after an error or a panic too, closes every perf event, stops the
+/// duty-cycle thread and stops a command still running; no tracing state is left changed.
+/// The recorder installs no signal handler: a program that wants Ctrl-C to end the recording
+/// sets the stop flag from its own handler.
+///
+/// The modes are fixed for the life of a recorder (the events of one session share the
+/// layout of their ring buffers). To capture more for a while (say `Mode::Mem` once a
+/// threshold trips), start a second recorder beside the first and drop it when done: the
+/// kernel keeps the two sessions apart.
+pub struct Recorder {
+    config: Config,
+    state: Loop,
+    session: Option<Session>,
+    duty: Option<DutyThread>,
+    started: Instant,
+    ended: Option<End>,
+    /// Set once the events are closed (by [`Recorder::stop`]).
+    closed: Option<Duration>,
+    notes: Vec<String>,
+    // Windows: where the last one ended, and the counters then.
+    window_start: Duration,
+    /// The ring counters of the session, once it is closed.
+    ring_closed: Counters,
+    ring_then: Counters,
+    stats_then: Vec<Stats>,
+    sym: Option<Symbolizer>,
+    names: NameCache,
+}
+
+impl Recorder {
+    /// Checks `config`, opens its events, enables them and starts its command. Recording
+    /// stops early when `stop` becomes true (set it from a signal handler, another thread,
+    /// or a watchdog).
+    pub fn start(config: &Config, stop: Arc<AtomicBool>) -> Result<Recorder, RecordError> {
+        validate(config)?;
+        let (target, notes) = resolve(&config.target)?;
+        let config = Config { target, ..config.clone() };
+        let snapshots = config.modes.iter().find_map(|m| match m {
+            Mode::Blocked { every } => Some(Snapshots::new(*every, &config)),
+            _ => None,
+        });
+        let one_snapshot = matches!(config.modes.as_slice(), [Mode::Blocked { every: None }]);
+        if snapshots.is_some() && !one_snapshot {
+            Snapshots::probe()?;
         }
-        Target::Command { system_wide: false, .. } => Some(&[][..]),
-        Target::Command { system_wide: true, .. } | Target::All => None,
-    };
-    let mut tasks = Tasks::new(targets);
-    if let Target::Threads(tids) = &config.target {
-        tasks.only_threads(tids);
+        let (specs, dispatch) = handlers::build(&config)?;
+        let scope = scope(&config);
+        let session = match specs.is_empty() {
+            true => None,
+            false => Some(Session::open(&specs, &online_cpus()?, ring_pages(&config.modes), &scope)?),
+        };
+        let thread_pids: Vec<u32>;
+        let targets = match &config.target {
+            Target::Pids(p) => Some(p.as_slice()),
+            Target::Threads(tids) => {
+                thread_pids = tids.iter().filter_map(|&t| tgid_of(t)).collect();
+                Some(thread_pids.as_slice())
+            }
+            Target::Command { system_wide: false, .. } => Some(&[][..]),
+            Target::Command { system_wide: true, .. } | Target::All => None,
+        };
+        let mut tasks = Tasks::new(targets);
+        if let Target::Threads(tids) = &config.target {
+            tasks.only_threads(tids);
+        }
+        let kinds = config.modes.len();
+        let state = Loop { tasks, dispatch, snapshots, child: None, command: None, stop };
+        let mut r = Recorder {
+            config,
+            state,
+            session,
+            duty: None,
+            started: Instant::now(),
+            ended: None,
+            closed: None,
+            notes,
+            window_start: Duration::ZERO,
+            ring_closed: Counters::default(),
+            ring_then: Counters::default(),
+            stats_then: vec![Stats::default(); kinds],
+            sym: None,
+            names: NameCache::default(),
+        };
+        if one_snapshot {
+            // `--blocked` alone, one snapshot: taken at once.
+            if let Some(s) = &mut r.state.snapshots {
+                s.take()?;
+            }
+            r.ended = Some(End::Snapshot);
+            r.closed = Some(r.started.elapsed());
+            return Ok(r);
+        }
+        if r.session.is_some() {
+            r.state.tasks.snapshot();
+        }
+        r.started = Instant::now();
+        if let Some(session) = &r.session
+            && scope != Scope::ChildOnExec
+        {
+            session.set_enabled(true)?; // otherwise the command's execve enables them
+        }
+        if let Target::Command { argv, system_wide } = &r.config.target {
+            let (argv, system_wide) = (argv.clone(), *system_wide);
+            r.state.spawn(&argv, system_wide)?;
+        }
+        if let (Some(d), Some(s)) = (r.config.duty, &r.session) {
+            r.duty = Some(DutyThread::start(s.event_fds()?, d, r.started));
+        }
+        Ok(r)
     }
-    let mut state = Loop { tasks, dispatch, snapshots, child: None, command: None };
-    if session.is_some() {
-        state.tasks.snapshot();
+
+    /// Waits up to `timeout` for records and handles them (and takes the `--blocked`
+    /// snapshot that is due). Returns [`Status::Ended`] once the recording has ended (and
+    /// from then on); the events stay open until [`stop`](Recorder::stop),
+    /// [`finish`](Recorder::finish) or drop.
+    pub fn poll(&mut self, timeout: Duration) -> Result<Status, RecordError> {
+        if let Some(end) = self.ended {
+            return Ok(Status::Ended(end));
+        }
+        let elapsed = self.started.elapsed();
+        if let Some(s) = &mut self.state.snapshots {
+            s.tick(elapsed)?;
+        }
+        if let Some(end) = self.state.should_stop(&self.config, elapsed) {
+            self.ended = Some(end);
+            return Ok(Status::Ended(end));
+        }
+        match &mut self.session {
+            Some(s) => {
+                let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+                let records = s.poll(ms)?;
+                self.state.handle(records);
+            }
+            None => {
+                let next = self.state.snapshots.as_ref().and_then(|s| s.until_next(self.started.elapsed()));
+                std::thread::sleep(next.unwrap_or(Duration::MAX).min(timeout));
+            }
+        }
+        Ok(Status::Running)
     }
-    let started = Instant::now();
-    if let Some(session) = &session
-        && scope != Scope::ChildOnExec
-    {
-        session.set_enabled(true)?; // otherwise the command's execve enables them
+
+    /// Where the recording stands: for a progress line.
+    pub fn progress(&self) -> Progress {
+        let snapshots = self.state.snapshots.as_ref().map_or(0, Snapshots::tasks);
+        Progress {
+            elapsed: self.closed.unwrap_or_else(|| self.started.elapsed()),
+            samples: self.state.dispatch.added() + snapshots,
+            lost: self.session.as_ref().map_or(0, |s| s.counters.lost),
+            active: self.duty.as_ref().is_none_or(DutyThread::active),
+        }
     }
-    if let Target::Command { argv, system_wide } = &config.target {
-        state.spawn(argv, *system_wide)?;
+
+    /// Stops recording (if it has not ended by itself): takes the `--blocked` snapshot that
+    /// is due at the end, closes every perf event after handling what they still held, and
+    /// stops the command if it is still running. Calling it again does nothing.
+    pub fn stop(&mut self) -> Result<(), RecordError> {
+        if self.closed.is_some() {
+            return Ok(());
+        }
+        let mut result = Ok(());
+        if let Some(s) = self.state.snapshots.as_mut().filter(|s| s.until_next(Duration::ZERO).is_none()) {
+            result = s.take(); // the one snapshot, when recording stops
+        }
+        self.duty = None;
+        if let Some(mut session) = self.session.take() {
+            let _ = session.set_enabled(false);
+            let rest = session.finish();
+            self.state.handle(rest);
+            self.ring_closed = session.counters;
+        } // every perf event closed before the (slow) symbolization
+        self.closed = Some(self.started.elapsed());
+        self.ended.get_or_insert(End::Stopped);
+        self.state.reap();
+        result
     }
-    let mut result = state.run(config, session.as_mut(), started, progress);
-    if result.is_ok()
-        && let Some(s) = state.snapshots.as_mut().filter(|s| s.until_next(Duration::ZERO).is_none())
-    {
-        result = s.take(); // the one snapshot, when recording stops
+
+    /// The ring-buffer counters since recording started.
+    pub fn ring(&self) -> Counters {
+        self.session.as_ref().map_or(self.ring_closed, |s| s.counters)
     }
-    let mut ring = Counters::default();
-    if let Some(mut session) = session {
-        let _ = session.set_enabled(false);
-        let rest = session.finish();
-        state.handle(rest);
-        ring = session.counters;
-    } // every perf event closed before the (slow) symbolization
-    let recorded_for = started.elapsed();
-    drop(signals);
-    state.reap();
-    result?;
-    let mut recordings = state.finish(config);
-    recordings.notes.splice(0..0, target_notes);
-    recordings.ring = ring;
-    recordings.elapsed = recorded_for;
-    Ok(recordings)
+
+    /// Remarks on the whole recording so far (a thread id taken for its process, hidden
+    /// kernel symbols once a window was named, ...).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// The stacks recorded since the previous window (or the start), named, per mode in the
+    /// order of [`Config::modes`], with the counters of the window. Records the kernel has
+    /// written but that are not yet safe to put in time order belong to the next window.
+    pub fn take_window(&mut self) -> Window {
+        let end = self.closed.unwrap_or_else(|| self.started.elapsed());
+        let now = self.ring();
+        let then = std::mem::replace(&mut self.ring_then, now);
+        let ring = Counters {
+            records: now.records.saturating_sub(then.records),
+            lost: now.lost.saturating_sub(then.lost),
+            malformed: now.malformed.saturating_sub(then.malformed),
+        };
+        let kinds = self.name_window();
+        let start = std::mem::replace(&mut self.window_start, end);
+        Window { start, end, kinds, ring }
+    }
+
+    /// Names what every mode collected since the last window, and counts the window.
+    fn name_window(&mut self) -> Vec<Recording> {
+        let state = &mut self.state;
+        if !state.dispatch.kinds.is_empty() {
+            match &mut self.sym {
+                Some(sym) => sym.forget_jit_maps(),
+                None => {
+                    let sym = Symbolizer::new(); // read now: modules loaded meanwhile are named
+                    if !sym.has_kernel_symbols() {
+                        self.notes.push(
+                            "kernel symbols are hidden (/proc/kallsyms shows zero addresses: run as root \
+                             or set kernel.kptr_restrict=0); kernel frames are shown as [kernel.kallsyms]"
+                                .to_string(),
+                        );
+                    }
+                    self.sym = Some(sym);
+                }
+            }
+        }
+        self.names.trim();
+        let mut out = Vec::with_capacity(self.config.modes.len());
+        for (i, mode) in self.config.modes.iter().enumerate() {
+            let (mut r, total) = match mode {
+                Mode::Blocked { .. } => {
+                    let Some(s) = &mut state.snapshots else { continue };
+                    let mut r = Recording::new(mode.clone(), s.meta());
+                    (r.stacks, r.events) = s.drain();
+                    (r, s.stats())
+                }
+                _ => {
+                    let Some(k) = state.dispatch.kinds.iter_mut().find(|k| k.mode == *mode) else { continue };
+                    let Some(sym) = &mut self.sym else { continue };
+                    let mut r = Recording::new(mode.clone(), k.handler.meta());
+                    (r.stacks, r.events) =
+                        k.collector.drain(mode.event_kind(), &state.tasks, sym, &mut self.names);
+                    let total = Stats {
+                        samples: k.handler.added(),
+                        unpaired: k.handler.unpaired(),
+                        open: k.handler.open(),
+                        ..Stats::default()
+                    };
+                    (r, total)
+                }
+            };
+            if let Some(then) = self.stats_then.get_mut(i) {
+                r.stats = total.since(then);
+                *then = total;
+            }
+            out.push(r);
+        }
+        out
+    }
+
+    /// Stops (see [`stop`](Recorder::stop)) and returns what no window took: the stacks and
+    /// events since the last window (all of them when no window was taken), with the counters
+    /// (events still open count as unpaired) and notes of the whole recording, per mode in the
+    /// order of [`Config::modes`].
+    pub fn finish(mut self) -> Result<Recordings, RecordError> {
+        self.stop()?;
+        let mut kinds = self.take_window().kinds;
+        let blocked = self.state.snapshots.take().map(Snapshots::finish);
+        for (r, total) in kinds.iter_mut().zip(&self.stats_then) {
+            r.stats = Stats { open: 0, ..*total };
+            match &r.mode {
+                Mode::Blocked { .. } => {
+                    r.notes = blocked.as_ref().map(|b| b.notes.clone()).unwrap_or_default()
+                }
+                mode => {
+                    let Some(k) = self.state.dispatch.kinds.iter().find(|k| k.mode == *mode) else {
+                        continue;
+                    };
+                    r.notes = k.handler.notes();
+                    if k.collector.is_empty() {
+                        r.notes.push("no samples were recorded for the selected tasks".to_string());
+                    }
+                }
+            }
+        }
+        Ok(Recordings {
+            kinds,
+            ring: self.ring(),
+            elapsed: self.closed.unwrap_or_default(),
+            notes: std::mem::take(&mut self.notes),
+            command: self.state.command,
+        })
+    }
 }
 
-/// `--blocked` alone, one snapshot: taken at once.
-fn snapshot_now(snapshots: Option<Snapshots>, notes: Vec<String>) -> Result<Recordings, RecordError> {
-    let started = Instant::now();
-    let mut s = snapshots.ok_or_else(|| RecordError::Unsupported("no snapshot to take".into()))?;
-    s.take()?;
-    Ok(Recordings { kinds: vec![s.finish()], elapsed: started.elapsed(), notes, ..Recordings::default() })
+impl Drop for Recorder {
+    /// Every perf event is closed and a command still running stopped, whatever ended the
+    /// recording (an error or a panic too).
+    fn drop(&mut self) {
+        self.duty = None;
+        if let Some(s) = self.session.take() {
+            let _ = s.set_enabled(false);
+        }
+        self.state.reap();
+    }
 }
-
 /// Refuses what cannot be recorded, before anything is opened.
 fn validate(config: &Config) -> Result<(), RecordError> {
     let refuse = |why: String| Err(RecordError::Unsupported(why));
@@ -236,6 +476,8 @@ struct Loop {
     snapshots: Option<Snapshots>,
     child: Option<Child>,
     command: Option<CommandEnd>,
+    /// The caller's stop flag.
+    stop: Arc<AtomicBool>,
 }
 
 /// How a command that ended ended; `stopping`: the recorder was told to stop (a signal)
@@ -265,57 +507,27 @@ impl Loop {
         Ok(())
     }
 
-    fn run(
-        &mut self,
-        config: &Config,
-        mut session: Option<&mut Session>,
-        started: Instant,
-        progress: &mut dyn FnMut(&Progress),
-    ) -> Result<(), RecordError> {
-        let duty = match (config.duty, &session) {
-            (Some(d), Some(s)) => Some(DutyThread::start(s.event_fds()?, d, started)),
-            _ => None,
-        };
-        loop {
-            let elapsed = started.elapsed();
-            if let Some(s) = &mut self.snapshots {
-                s.tick(elapsed)?;
-            }
-            if self.should_stop(config, elapsed) {
-                return Ok(());
-            }
-            match session.as_deref_mut() {
-                Some(s) => {
-                    let records = s.poll(100)?;
-                    self.handle(records);
-                }
-                None => {
-                    let next = self.snapshots.as_ref().and_then(|s| s.until_next(started.elapsed()));
-                    std::thread::sleep(next.unwrap_or(Duration::MAX).min(Duration::from_millis(100)));
-                }
-            }
-            let active = duty.as_ref().is_none_or(DutyThread::active);
-            let lost = session.as_deref().map_or(0, |s| s.counters.lost);
-            let snapshots = self.snapshots.as_ref().map_or(0, Snapshots::tasks);
-            let samples = self.dispatch.added() + snapshots;
-            progress(&Progress { elapsed, samples, lost, active });
-        }
-    }
-
-    fn should_stop(&mut self, config: &Config, elapsed: Duration) -> bool {
+    /// Why recording should end now, if it should.
+    fn should_stop(&mut self, config: &Config, elapsed: Duration) -> Option<End> {
+        let stopping = self.stop.load(Ordering::SeqCst);
         if let Some(child) = &mut self.child
             && let Ok(Some(status)) = child.try_wait()
         {
-            self.command = Some(command_end(status, sys::stop_requested()));
+            self.command = Some(command_end(status, stopping));
             self.child = None;
-            return true;
+            return Some(End::CommandExited);
         }
-        if sys::stop_requested() || config.duration.is_some_and(|d| elapsed >= d) {
-            return true;
+        if stopping {
+            return Some(End::Stopped);
+        }
+        if config.duration.is_some_and(|d| elapsed >= d) {
+            return Some(End::Duration);
         }
         match &config.target {
-            Target::Pids(ids) | Target::Threads(ids) => !ids.iter().any(|p| process_alive(*p)),
-            _ => false,
+            Target::Pids(ids) | Target::Threads(ids) if !ids.iter().any(|p| process_alive(*p)) => {
+                Some(End::TargetsExited)
+            }
+            _ => None,
         }
     }
 
@@ -343,49 +555,10 @@ impl Loop {
             };
             let status = child.wait();
             self.command = Some(match status {
-                Ok(s) if !stopped => command_end(s, sys::stop_requested()),
+                Ok(s) if !stopped => command_end(s, self.stop.load(Ordering::SeqCst)),
                 _ => CommandEnd::Stopped,
             });
         }
-    }
-
-    /// Symbolizes every perf-based mode's stacks and gathers the recordings in the order of
-    /// `config.modes`.
-    fn finish(mut self, config: &Config) -> Recordings {
-        let mut notes = Vec::new();
-        let mut perf: Vec<Recording> = Vec::new();
-        let kinds = std::mem::take(&mut self.dispatch.kinds);
-        if !kinds.is_empty() {
-            let mut sym = Symbolizer::new();
-            if !sym.has_kernel_symbols() {
-                notes.push(
-                    "kernel symbols are hidden (/proc/kallsyms shows zero addresses: run as root or \
-                     set kernel.kptr_restrict=0); kernel frames are shown as [kernel.kallsyms]"
-                        .to_string(),
-                );
-            }
-            for k in kinds {
-                let mut r = Recording::new(k.mode, k.handler.meta());
-                r.notes = k.handler.notes();
-                if k.collector.is_empty() {
-                    r.notes.push("no samples were recorded for the selected tasks".to_string());
-                }
-                r.stats.samples = k.handler.added();
-                r.stats.unpaired = k.handler.unpaired();
-                (r.stacks, r.events) = k.collector.finish(&self.tasks, &mut sym);
-                perf.push(r);
-            }
-        }
-        let mut blocked = self.snapshots.take().map(Snapshots::finish);
-        let kinds = config
-            .modes
-            .iter()
-            .filter_map(|m| match m {
-                Mode::Blocked { .. } => blocked.take(),
-                _ => perf.iter().position(|r| r.mode == *m).map(|i| perf.remove(i)),
-            })
-            .collect();
-        Recordings { kinds, notes, command: self.command, ..Recordings::default() }
     }
 }
 

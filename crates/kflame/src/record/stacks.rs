@@ -2,12 +2,14 @@
 //! the task name as root frame (spaces become `_`, optionally `-PID` or `-PID/TID`), user
 //! frames then kernel frames from the outermost call to the leaf, `[libc.so.6]` for an
 //! unnamed address in a known file, `[unknown]` otherwise, and optionally `_[k]` after kernel
-//! function names. Stacks are aggregated raw while recording and symbolized once at the end.
+//! function names. Stacks are aggregated raw while recording and symbolized at the end of each
+//! window, with the names found kept for the next windows.
 
 use rustc_hash::FxHashMap;
 
 use super::sym::Symbolizer;
 use super::tasks::Tasks;
+use crate::events::{EventKind, EventRecord, Frames};
 use crate::fold::StackCounts;
 use crate::symbols::mapped_file_name;
 
@@ -43,9 +45,12 @@ pub(crate) struct RawStack {
     pub(crate) chain: Box<[u64]>,
 }
 
-/// One recorded event, symbolized (the `.json` output).
+/// One recorded event, symbolized and owned (kept across windows, for the `.json` output or
+/// a flame chart); [`Event::record`] lends it to an [`EventSink`](crate::events::EventSink).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Event {
+    /// What it is (from the mode that recorded it).
+    pub kind: EventKind,
     /// Time stamp, CLOCK_MONOTONIC nanoseconds.
     pub ts: u64,
     /// CPU the event happened on.
@@ -64,6 +69,27 @@ pub struct Event {
     pub stack: Vec<String>,
 }
 
+impl Event {
+    /// The event as a record for an [`EventSink`](crate::events::EventSink); `event` names
+    /// it (the recording's event, [`Meta::event`](crate::fold::Meta)). A pid of -1 (a task
+    /// the kernel could no longer name) is an unknown pid, as in every other event stream.
+    pub fn record<'a>(&'a self, event: &'a str) -> EventRecord<'a> {
+        let known = |id: u32| (id != super::tasks::UNKNOWN_TASK).then_some(id);
+        EventRecord {
+            kind: self.kind,
+            ts_ns: Some(self.ts),
+            duration_ns: self.duration_ns,
+            cpu: self.cpu,
+            pid: known(self.pid),
+            tid: known(self.tid),
+            comm: Some(&self.comm),
+            event,
+            weight: self.weight,
+            stack: Frames::Text(&self.stack),
+        }
+    }
+}
+
 struct RawEvent {
     ts: u64,
     duration_ns: Option<u64>,
@@ -71,17 +97,20 @@ struct RawEvent {
     stack: RawStack,
 }
 
-/// Aggregates raw stacks while recording; optionally keeps every event.
+/// Aggregates raw stacks while recording; optionally keeps every event. Emptied into named
+/// stacks at the end of every window ([`Collector::drain`]).
 pub(crate) struct Collector {
     naming: Naming,
     counts: FxHashMap<RawStack, u64>,
     events: Option<Vec<RawEvent>>,
+    /// Stacks added since recording started (all windows).
+    adds: u64,
 }
 
 impl Collector {
     /// A collector; `keep_events` keeps every event for the JSON output.
     pub(crate) fn new(naming: Naming, keep_events: bool) -> Collector {
-        Collector { naming, counts: FxHashMap::default(), events: keep_events.then(Vec::new) }
+        Collector { naming, counts: FxHashMap::default(), events: keep_events.then(Vec::new), adds: 0 }
     }
 
     /// The raw stack of a sample of `pid`/`tid` on `cpu` (reads the task's name and, on first
@@ -106,20 +135,29 @@ impl Collector {
             ev.push(RawEvent { ts, duration_ns, weight, stack: stack.clone() });
         }
         *self.counts.entry(stack).or_insert(0) += weight;
+        self.adds += 1;
     }
 
-    /// Number of events added.
+    /// True when nothing was ever added (in any window).
     pub(crate) fn is_empty(&self) -> bool {
-        self.counts.is_empty()
+        self.adds == 0
     }
 
-    /// Symbolizes everything: folded stacks and (if kept) events.
-    pub(crate) fn finish(self, tasks: &Tasks, sym: &mut Symbolizer) -> (StackCounts, Vec<Event>) {
+    /// Names everything added since the last drain and empties the collector: folded stacks
+    /// and (if kept) events of `kind`, in the order they were added. Names already found
+    /// are taken from `cache`, new ones are added to it.
+    pub(crate) fn drain(
+        &mut self,
+        kind: EventKind,
+        tasks: &Tasks,
+        sym: &mut Symbolizer,
+        cache: &mut NameCache,
+    ) -> (StackCounts, Vec<Event>) {
         let mut out = StackCounts::new();
         let mut line = Vec::new();
-        let mut namer = Namer::new(sym, tasks, self.naming.annotate_kernel);
-        for (raw, weight) in &self.counts {
-            let frames = fold_frames(raw, self.naming, &mut namer);
+        let mut namer = Namer { sym, tasks, annotate_kernel: self.naming.annotate_kernel, cache };
+        for (raw, weight) in std::mem::take(&mut self.counts) {
+            let frames = fold_frames(&raw, self.naming, &mut namer);
             line.clear();
             for (i, f) in frames.iter().enumerate() {
                 if i > 0 {
@@ -127,18 +165,25 @@ impl Collector {
                 }
                 line.extend_from_slice(f);
             }
-            out.add(&line, crate::fold::Weight::from_u64(*weight));
+            out.add(&line, crate::fold::Weight::from_u64(weight));
         }
-        let events = self.events.unwrap_or_default();
-        let events = events.into_iter().map(|e| symbolize_event(e, self.naming, &mut namer)).collect();
+        let events = self.events.as_mut().map(std::mem::take).unwrap_or_default();
+        let events = events.into_iter().map(|e| symbolize_event(e, kind, self.naming, &mut namer)).collect();
         (out, events)
+    }
+
+    /// Names everything at once (a recording of one window).
+    #[cfg(test)]
+    pub(crate) fn finish(mut self, tasks: &Tasks, sym: &mut Symbolizer) -> (StackCounts, Vec<Event>) {
+        self.drain(EventKind::Sample, tasks, sym, &mut NameCache::default())
     }
 }
 
-fn symbolize_event(e: RawEvent, naming: Naming, namer: &mut Namer<'_>) -> Event {
+fn symbolize_event(e: RawEvent, kind: EventKind, naming: Naming, namer: &mut Namer<'_>) -> Event {
     let plain = Naming { pid: false, tid: false, cpu: false, ..naming };
     let frames = fold_frames(&e.stack, plain, namer);
     Event {
+        kind,
         ts: e.ts,
         cpu: e.stack.cpu,
         pid: e.stack.pid,
@@ -168,8 +213,8 @@ fn fold_frames(raw: &RawStack, naming: Naming, namer: &mut Namer<'_>) -> Vec<Vec
             continue;
         }
         match ctx {
-            CONTEXT_KERNEL => chain_frames.push(namer.kernel(ip).to_vec()),
-            CONTEXT_USER => chain_frames.push(namer.user(raw, ip).to_vec()),
+            CONTEXT_KERNEL => chain_frames.push(namer.kernel(ip)),
+            CONTEXT_USER => chain_frames.push(namer.user(raw, ip)),
             _ => {} // hypervisor or guest context: not symbolizable here
         }
     }
@@ -191,29 +236,53 @@ fn task_frame(raw: &RawStack, naming: Naming) -> Vec<u8> {
     name.clone()
 }
 
-/// Frame names by address, each address symbolized once.
+/// Frame names by address, kept across windows so that each address is symbolized once
+/// (bounded: emptied when it grows past [`NameCache::LIMIT`] entries, for recorders that run
+/// for days).
+#[derive(Default)]
+pub(crate) struct NameCache {
+    kernel: FxHashMap<u64, Box<[u8]>>,
+    /// Addresses in mapped files, by process generation. Addresses outside any file (JIT
+    /// code, whose `/tmp/perf-PID.map` grows while recording) are named again each window.
+    user: FxHashMap<(u32, u32, u64), Box<[u8]>>,
+}
+
+impl NameCache {
+    /// Entries kept at most (about 100 MiB of names at worst).
+    pub(crate) const LIMIT: usize = 1 << 20;
+
+    /// Empties the cache if it grew past [`NameCache::LIMIT`].
+    pub(crate) fn trim(&mut self) {
+        if self.kernel.len() + self.user.len() > Self::LIMIT {
+            *self = NameCache::default();
+        }
+    }
+}
+
+/// Names frames through a [`NameCache`].
 struct Namer<'a> {
     sym: &'a mut Symbolizer,
     tasks: &'a Tasks,
     annotate_kernel: bool,
-    kernel: FxHashMap<u64, Box<[u8]>>,
-    user: FxHashMap<(u32, u32, u64), Box<[u8]>>,
+    cache: &'a mut NameCache,
 }
 
-impl<'a> Namer<'a> {
-    fn new(sym: &'a mut Symbolizer, tasks: &'a Tasks, annotate_kernel: bool) -> Namer<'a> {
-        Namer { sym, tasks, annotate_kernel, kernel: FxHashMap::default(), user: FxHashMap::default() }
-    }
-
-    fn kernel(&mut self, ip: u64) -> &[u8] {
+impl Namer<'_> {
+    fn kernel(&mut self, ip: u64) -> Vec<u8> {
         let (sym, annotate) = (&*self.sym, self.annotate_kernel);
-        self.kernel.entry(ip).or_insert_with(|| kernel_frame(sym, ip, annotate).into())
+        self.cache.kernel.entry(ip).or_insert_with(|| kernel_frame(sym, ip, annotate).into()).to_vec()
     }
 
-    fn user(&mut self, raw: &RawStack, ip: u64) -> &[u8] {
+    fn user(&mut self, raw: &RawStack, ip: u64) -> Vec<u8> {
         let key = (raw.pid, raw.generation, ip);
-        let (sym, tasks) = (&mut *self.sym, self.tasks);
-        self.user.entry(key).or_insert_with(|| user_frame(sym, tasks, raw, ip).into())
+        if let Some(name) = self.cache.user.get(&key) {
+            return name.to_vec();
+        }
+        let (name, in_file) = user_frame(self.sym, self.tasks, raw, ip);
+        if in_file {
+            self.cache.user.insert(key, name.clone().into());
+        }
+        name
     }
 }
 
@@ -232,22 +301,25 @@ fn kernel_frame(sym: &Symbolizer, ip: u64, annotate: bool) -> Vec<u8> {
 
 /// A user frame: the function in the mapped file, else `[file]`; outside any file (JIT code,
 /// anonymous memory), the name from the process's `/tmp/perf-PID.map`, else `[unknown]`;
-/// special mappings keep their own name (`[vdso]`).
-fn user_frame(sym: &mut Symbolizer, tasks: &Tasks, raw: &RawStack, ip: u64) -> Vec<u8> {
+/// special mappings keep their own name (`[vdso]`). Also says whether the address lies in a
+/// mapping (named the same way for as long as the process lives).
+fn user_frame(sym: &mut Symbolizer, tasks: &Tasks, raw: &RawStack, ip: u64) -> (Vec<u8>, bool) {
     let map = tasks.maps_at(raw.pid, raw.generation).and_then(|m| m.find(ip));
+    let in_file = map.is_some_and(|m| !m.object.is_empty());
     let name = match map {
         Some(m) if !m.object.is_empty() => sym.user(raw.pid, m, ip),
         _ => sym.jit(raw.pid, ip).map(std::borrow::Cow::Borrowed),
     };
     if let Some(name) = name {
         let mut f = name.as_bytes().to_vec();
-        return tidy(&mut f).clone();
+        return (tidy(&mut f).clone(), in_file);
     }
-    match map {
+    let name = match map {
         Some(m) if m.object.starts_with(b"[") => m.object.clone(),
         Some(m) if !m.object.is_empty() => [b"[", mapped_file_name(&m.object), b"]"].concat(),
         _ => b"[unknown]".to_vec(),
-    }
+    };
+    (name, in_file)
 }
 
 /// `stackcollapse-perf.pl`'s generic tidying: `;` would split the frame, so it becomes `:`;
@@ -290,7 +362,9 @@ mod tests {
         let chain = [CONTEXT_KERNEL, 0x10, CONTEXT_USER, 0x1500, 0x9999];
         let raw = c.raw(&mut tasks, 7, 7, 0, &chain);
         let mut sym = Symbolizer::default();
-        let frames = fold_frames(&raw, c.naming, &mut Namer::new(&mut sym, &tasks, false));
+        let mut cache = NameCache::default();
+        let mut namer = Namer { sym: &mut sym, tasks: &tasks, annotate_kernel: false, cache: &mut cache };
+        let frames = fold_frames(&raw, c.naming, &mut namer);
         let frames: Vec<_> = frames.iter().map(|f| String::from_utf8_lossy(f).into_owned()).collect();
         assert_eq!(frames, ["my_prog-7", "[unknown]", "[libfoo.so]", "[kernel.kallsyms]"]);
     }

@@ -66,6 +66,12 @@ impl Symbolizer {
         Some(symbols::demangle(syms.lookup(map.file_offset(addr))?.name))
     }
 
+    /// Forgets the JIT maps read so far: JIT compilers append to them while they run, so
+    /// each window reads them again.
+    pub(crate) fn forget_jit_maps(&mut self) {
+        self.jit.clear();
+    }
+
     /// The JIT-compiled function at `addr` of `pid`, from `/tmp/perf-PID.map`.
     pub(crate) fn jit(&mut self, pid: u32, addr: u64) -> Option<&str> {
         let map = self

@@ -27,7 +27,7 @@ mod track;
 
 use std::collections::HashMap;
 
-use super::events_json::{EventLog, EventRecord};
+use super::events_json::{EventKind, EventLog, EventRecord, Frames};
 use super::outliers::{Outlier, OutlierLog, TopN, rank_frame};
 use super::{Collapse, Output, lines};
 use crate::fold::{Meta, Unit, Weight};
@@ -210,14 +210,16 @@ impl FunctionGraph {
         let stack: Vec<&[u8]> = call.root.iter().map(|&id| frame_name(call, id)).collect();
         let comm = who.comm.as_deref().map(String::from_utf8_lossy);
         log.write(&EventRecord {
+            kind: EventKind::Call,
             ts_ns: call.start_ns,
+            duration_ns: Some(d),
             cpu: who.cpu,
             pid: who.pid,
+            tid: None,
             comm: comm.as_deref(),
-            duration_ns: Some(d),
-            stack: &stack,
             event: "function_graph",
             weight,
+            stack: Frames::Bytes(&stack),
         });
     }
 

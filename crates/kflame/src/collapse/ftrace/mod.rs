@@ -52,7 +52,7 @@ use rustc_hash::FxHashMap;
 
 use self::line::{Body, Header, parse_header};
 use self::queue::{Queue, Record, Target};
-use super::events_json::{EventLog, EventRecord};
+use super::events_json::{EventKind, EventLog, EventRecord, Frames};
 use super::outliers::OutlierLog;
 use super::pairing::{
     OffCpuPairer, ProbePairer, SpanOutput, SyscallPairer, TaskFrames, TraceEvent, parse_probe_edge,
@@ -362,14 +362,16 @@ impl Ftrace {
         }
         self.emit(&roots, &ev.stack, weight, out);
         self.log(EventRecord {
+            kind: EventKind::Event,
             ts_ns: Some(ev.ts_ns),
+            duration_ns: None,
             cpu: ev.cpu,
             pid: Some(ev.pid),
+            tid: None,
             comm: Some(&ev.comm),
-            duration_ns: None,
-            stack: &ev.stack,
             event: &ev.name,
             weight,
+            stack: Frames::Text(&ev.stack),
         });
     }
 

@@ -25,6 +25,8 @@ pub use sched::{OffCpuPairer, SchedSwitch, parse_sched_switch};
 pub use syscalls::{SyscallEdge, SyscallPairer, parse_syscall_edge};
 pub use syscalls_x86_64::syscall_name_x86_64;
 
+use crate::events::{EventKind, EventRecord, Frames};
+
 /// Diagnostic kind of the front ends for events the chosen pairing mode does not use (a
 /// note: a trace usually carries more events than one mode needs).
 pub const OTHER_EVENTS: &str = "events not used in this mode";
@@ -73,6 +75,30 @@ pub struct Span {
     pub line: u64,
 }
 
+impl Span {
+    /// The span as an event record: weighed by its duration, named by its label. The kind is
+    /// the label's prefix (`syscall:`, `offcpu:`, `probe:`), as the pairers write them.
+    pub fn record(&self) -> EventRecord<'_> {
+        let kind = match self.label.split_once(':').map(|(k, _)| k) {
+            Some("syscall") => EventKind::Syscall,
+            Some("offcpu") => EventKind::OffCpu,
+            _ => EventKind::Probe,
+        };
+        EventRecord {
+            kind,
+            ts_ns: Some(self.start_ns),
+            duration_ns: Some(self.duration_ns),
+            cpu: self.cpu,
+            pid: Some(self.pid),
+            tid: None,
+            comm: Some(&self.comm),
+            event: &self.label,
+            weight: self.duration_ns,
+            stack: Frames::Text(&self.stack),
+        }
+    }
+}
+
 /// `raw_syscalls:sys_enter` → `sys_enter`.
 fn event_name(name: &str) -> &str {
     name.rsplit(':').next().unwrap_or(name)
@@ -110,6 +136,29 @@ pub(crate) fn test_event(ts: u64, pid: u32, name: &str, payload: &str) -> TraceE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A span's kind comes from its label, as the pairers write it.
+    #[test]
+    fn span_records_have_the_kind_of_their_label() {
+        for (label, kind) in [
+            ("syscall:write", EventKind::Syscall),
+            ("offcpu:D", EventKind::OffCpu),
+            ("probe:f_in", EventKind::Probe),
+        ] {
+            let s = Span {
+                start_ns: 1,
+                duration_ns: 2,
+                cpu: 0,
+                pid: 3,
+                comm: "c".into(),
+                label: label.into(),
+                stack: vec!["a".into()],
+                line: 1,
+            };
+            let r = s.record();
+            assert_eq!((r.kind, r.weight, r.ts_ns, r.event), (kind, 2, Some(1), label));
+        }
+    }
 
     #[test]
     fn field_matches_whole_keys_only() {

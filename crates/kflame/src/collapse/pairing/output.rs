@@ -7,7 +7,7 @@
 
 use super::Span;
 use crate::collapse::Output;
-use crate::collapse::events_json::{EventLog, EventRecord};
+use crate::collapse::events_json::EventLog;
 use crate::collapse::outliers::{Outlier, OutlierLog, TopN, rank_frame};
 use crate::fold::Weight;
 
@@ -64,7 +64,7 @@ impl SpanOutput {
     /// One closed span.
     pub(crate) fn span(&mut self, s: Span, out: &mut Output) {
         if let Some(log) = &self.events {
-            log.write(&EventRecord::span(&s));
+            log.write(&s.record());
         }
         if s.duration_ns == 0 {
             return;

@@ -26,8 +26,14 @@ pub(crate) trait Handler {
     fn side_band(&mut self, _r: &Record, _out: &mut Collector) {}
     /// Unit and event of the weights.
     fn meta(&self) -> Meta;
-    /// Events left unpaired when recording stopped (or that could not be paired).
+    /// Events left unpaired when recording stopped (or that could not be paired): the
+    /// failures so far and the events still [`open`](Handler::open).
     fn unpaired(&self) -> u64 {
+        0
+    }
+    /// Events begun and not ended yet (a task asleep, a thread inside a system call): they
+    /// are added when they end, or count as unpaired if recording stops first.
+    fn open(&self) -> u64 {
         0
     }
     /// Samples added to the stacks.

@@ -95,6 +95,10 @@ impl Handler for Syscalls {
         self.unpaired + self.inside.len() as u64
     }
 
+    fn open(&self) -> u64 {
+        self.inside.len() as u64
+    }
+
     fn added(&self) -> u64 {
         self.added
     }

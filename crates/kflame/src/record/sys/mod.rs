@@ -1,8 +1,9 @@
 //! The system-call surface of recording: the only `unsafe` code of the crate.
 //!
 //! Everything here is a thin wrapper with a safe signature: `perf_event_open`, the event
-//! ioctls, the mmap'ed ring buffer, `poll`, the monotonic clock, signal handlers that only set
-//! a flag, and mounting a private tracefs. Each `unsafe` block carries a SAFETY comment.
+//! ioctls, the mmap'ed ring buffer, `poll`, the monotonic clock, `kill`, and mounting a
+//! private tracefs. No signal handler: the program that records installs its own. Each
+//! `unsafe` block carries a SAFETY comment.
 #![allow(unsafe_code)]
 
 pub(crate) mod attr;
@@ -13,7 +14,6 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 pub(crate) use attr::PerfEventAttr;
 pub(crate) use ring::Ring;
@@ -100,54 +100,6 @@ pub(crate) fn kill(pid: u32, signal: i32) {
 
 /// `SIGTERM`, for [`kill`].
 pub(crate) const SIGTERM: i32 = libc::SIGTERM;
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
-
-/// True once SIGINT or SIGTERM arrived while a [`StopSignals`] guard was alive.
-pub(crate) fn stop_requested() -> bool {
-    STOP.load(Ordering::SeqCst)
-}
-
-/// While alive, SIGINT and SIGTERM only set a flag (see [`stop_requested`]) so recording can
-/// stop and tear down cleanly; the previous handlers come back on drop.
-pub(crate) struct StopSignals {
-    previous: Vec<(libc::c_int, libc::sigaction)>,
-}
-
-impl StopSignals {
-    /// Installs the flag-setting handlers.
-    pub(crate) fn install() -> io::Result<StopSignals> {
-        STOP.store(false, Ordering::SeqCst);
-        let mut previous = Vec::new();
-        for sig in [libc::SIGINT, libc::SIGTERM] {
-            // SAFETY: a zeroed sigaction is a valid "no flags, empty mask" value.
-            let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
-            act.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            // SAFETY: as above; `old` is only written by sigaction.
-            let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-            // SAFETY: both pointers are valid; the handler only stores to an atomic, which is
-            // async-signal-safe.
-            if unsafe { libc::sigaction(sig, &act, &mut old) } < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            previous.push((sig, old));
-        }
-        Ok(StopSignals { previous })
-    }
-}
-
-impl Drop for StopSignals {
-    fn drop(&mut self) {
-        for (sig, old) in &self.previous {
-            // SAFETY: `old` is the action sigaction returned for this signal.
-            unsafe { libc::sigaction(*sig, old, std::ptr::null_mut()) };
-        }
-    }
-}
 
 /// Mounts a tracefs at `dir` (an empty directory this process created).
 pub(crate) fn mount_tracefs(dir: &Path) -> io::Result<()> {

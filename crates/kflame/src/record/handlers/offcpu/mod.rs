@@ -112,6 +112,10 @@ impl Handler for OffCpu {
         self.intervals.open() as u64
     }
 
+    fn open(&self) -> u64 {
+        self.intervals.open() as u64
+    }
+
     fn added(&self) -> u64 {
         self.intervals.exact + self.intervals.bounded
     }

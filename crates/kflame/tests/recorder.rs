@@ -1,0 +1,146 @@
+//! Live tests of the library's `Recorder`, the loop a continuous profiler drives: windows
+//! taken while recording, named as they are taken, stopped by the caller's flag, and torn
+//! down when dropped. They record this machine (root, perf_event_open) and say why they are
+//! skipped when it cannot.
+
+#![allow(clippy::print_stderr)]
+
+use std::process::{Child, Command};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use kflame::fold::Weight;
+use kflame::record::{Config, End, Mode, Naming, Recorder, StackParts, Status, Target, Window};
+
+/// One recorder at a time: the tests count this process's perf events.
+fn serial() -> MutexGuard<'static, ()> {
+    static ONE: Mutex<()> = Mutex::new(());
+    ONE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn cpu_config(naming: Naming) -> Config {
+    Config {
+        modes: vec![Mode::Cpu { frequency: 997 }],
+        target: Target::All,
+        duration: Some(Duration::from_secs(30)),
+        parts: StackParts::Both,
+        duty: None,
+        naming,
+        keep_events: false,
+    }
+}
+
+fn start(config: &Config, stop: Arc<AtomicBool>) -> Option<Recorder> {
+    match Recorder::start(config, stop) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            eprintln!("skipping: cannot record here ({e})");
+            None
+        }
+    }
+}
+
+/// A shell busy for about half a second (dash counts about 400k loop turns a second here),
+/// then gone.
+fn short_busy_shell() -> Child {
+    Command::new("sh")
+        .args(["-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"])
+        .spawn()
+        .expect("start sh")
+}
+
+/// The weight of the stacks whose root frame is `root`.
+fn weight_under(w: &Window, root: &str) -> Weight {
+    let prefix = format!("{root};");
+    w.kinds[0].stacks.iter().filter(|(s, _)| s.starts_with(prefix.as_bytes())).map(|(_, w)| w).sum()
+}
+
+/// A task that lived and exited within one window is named in it (its name was kept when
+/// its first sample was seen, not read when the window was taken); windows taken every
+/// 200 ms then follow each other without gap and add up to the whole recording; the
+/// caller's flag stops it.
+#[test]
+fn live_windows_add_up_and_name_a_task_that_exited_within_them() {
+    let _one = serial();
+    let stop = Arc::new(AtomicBool::new(false));
+    let Some(mut rec) = start(&cpu_config(Naming { pid: true, ..Naming::default() }), stop.clone()) else {
+        return;
+    };
+    let mut child = short_busy_shell();
+    let (pid, began) = (child.id(), Instant::now());
+    while child.try_wait().expect("wait").is_none() {
+        assert!(began.elapsed() < Duration::from_secs(20), "the shell never ended");
+        assert_eq!(rec.poll(Duration::from_millis(50)).expect("poll"), Status::Running);
+    }
+    let mut windows = vec![rec.take_window()];
+    let mut next = windows[0].end + Duration::from_millis(200);
+    while windows.len() < 4 {
+        assert_eq!(rec.poll(Duration::from_millis(50)).expect("poll"), Status::Running);
+        if rec.progress().elapsed >= next {
+            windows.push(rec.take_window());
+            next += Duration::from_millis(200);
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    assert_eq!(rec.poll(Duration::from_millis(10)).expect("poll"), Status::Ended(End::Stopped));
+    let total = rec.finish().expect("finish");
+
+    let shell = weight_under(&windows[0], &format!("sh-{pid}"));
+    assert!(shell >= Weight::from_u64(20), "too few samples of the shell (pid {pid}): {shell}");
+    let unnamed = format!(":{pid};");
+    for w in &windows {
+        assert!(
+            w.kinds[0].stacks.iter().all(|(s, _)| !s.starts_with(unnamed.as_bytes())),
+            "a stack of the shell lost its name"
+        );
+    }
+    for pair in windows.windows(2) {
+        assert_eq!(pair[0].end, pair[1].start, "windows follow each other");
+        assert!(pair[1].end > pair[1].start);
+    }
+    // Every sample is in exactly one window, or in what finish returned (the rest).
+    let samples: u64 = windows.iter().map(|w| w.kinds[0].stats.samples).sum();
+    let weights: Weight = windows.iter().map(|w| w.kinds[0].stacks.total()).sum();
+    let rest = total.kinds[0].stacks.total();
+    assert_eq!(weights + rest, Weight::from_u64(total.kinds[0].stats.samples));
+    assert_eq!(weights, Weight::from_u64(samples));
+}
+
+/// Open perf events of this process (`anon_inode:[perf_event]` file descriptors).
+fn perf_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd") // live: counts this process's perf event fds
+        .map(|d| {
+            d.flatten()
+                .filter(|e| {
+                    std::fs::read_link(e.path()).is_ok_and(|l| l.to_string_lossy().contains("perf_event"))
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// A recorder dropped by a panic in the caller's loop closes every perf event it opened and
+/// stops the command it started.
+#[test]
+fn live_a_recorder_dropped_by_a_panic_leaves_nothing_open() {
+    let _one = serial();
+    let before = perf_fds();
+    let mut config = cpu_config(Naming::default());
+    config.target = Target::Command { argv: vec!["sleep".into(), "30".into()], system_wide: false };
+    let Some(mut rec) = start(&config, Arc::new(AtomicBool::new(false))) else { return };
+    let during = perf_fds();
+    assert!(during > before, "no perf event open while recording ({before} before, {during} during)");
+    let sleepers = || {
+        let out = Command::new("pgrep").args(["-x", "-P", &std::process::id().to_string(), "sleep"]).output();
+        out.map(|o| String::from_utf8_lossy(&o.stdout).lines().count()).unwrap_or(0)
+    };
+    assert_eq!(sleepers(), 1, "the command runs");
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        let _ = rec.poll(Duration::from_millis(10));
+        panic!("the caller's loop fails");
+    }));
+    assert!(caught.is_err());
+    assert_eq!(perf_fds(), before, "perf events left open by a dropped recorder");
+    assert_eq!(sleepers(), 0, "the command was left running");
+}
