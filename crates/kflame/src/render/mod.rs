@@ -13,12 +13,14 @@
 
 pub mod layout;
 pub mod options;
+pub mod output;
 pub mod palette;
 pub mod profile;
 pub mod svg;
 pub mod text;
 
 pub use options::{MinWidth, NameAttrs, Options};
+pub use output::OutputKind;
 pub use palette::{Background, Palette, PaletteMap, Variation};
 pub use profile::{Profile, ReadError};
 pub use svg::{Summary, write_svg};
