@@ -58,57 +58,64 @@ pub(crate) fn write_page(
 
 /// The profile description and string table, as JSON safe inside a `<script>` element.
 pub(crate) fn profile_json(enc: &Encoded, totals: &Totals, meta: &Meta, opts: &HtmlOptions) -> String {
-    let mut j = String::with_capacity(enc.names.iter().map(|n| n.len() + 3).sum::<usize>() + 512);
-    j.push('{');
-    field(&mut j, "version", "1");
-    field(&mut j, "title", &json_str(opts.title_or_default()));
-    field(&mut j, "subtitle", &opt_str(opts.subtitle.as_deref()));
-    field(&mut j, "notes", &opt_str(opts.notes.as_deref()));
-    field(&mut j, "unit", &json_str(meta.unit.name()));
-    field(&mut j, "countname", &json_str(&opts.countname_for(&meta.unit)));
-    field(&mut j, "event", &opt_str(meta.event.as_deref()));
-    field(&mut j, "palette", &json_str(opts.palette.name()));
-    field(&mut j, "inverted", bool_str(opts.inverted));
-    field(&mut j, "flamechart", bool_str(opts.flamechart));
-    field(&mut j, "total", &json_str(&totals.after.to_string()));
-    if enc.differential {
-        field(&mut j, "differential", "true");
-        field(&mut j, "totalBefore", &json_str(&totals.before.to_string()));
-        field(&mut j, "negate", bool_str(opts.negate));
-    }
-    field(&mut j, "scale", &enc.scale.to_string());
-    field(&mut j, "count", &enc.count.to_string());
-    field(&mut j, "maxDepth", &enc.max_depth.to_string());
-    j.push_str("\"names\":[");
-    for (i, name) in enc.names.iter().enumerate() {
-        if i > 0 {
-            j.push(',');
-        }
-        j.push_str(&json_str(name));
-    }
-    j.push_str("]}");
-    j
+    let differential = enc.differential;
+    let total_before = totals.before.to_string();
+    let json = ProfileJson {
+        version: 1,
+        title: opts.title_or_default(),
+        subtitle: opts.subtitle.as_deref(),
+        notes: opts.notes.as_deref(),
+        unit: meta.unit.name(),
+        countname: opts.countname_for(&meta.unit),
+        event: meta.event.as_deref(),
+        palette: opts.palette.name(),
+        inverted: opts.inverted,
+        flamechart: opts.flamechart,
+        total: totals.after.to_string(),
+        differential: differential.then_some(true),
+        total_before: differential.then_some(total_before.as_str()),
+        negate: differential.then_some(opts.negate),
+        scale: enc.scale,
+        count: enc.count,
+        max_depth: enc.max_depth,
+        names: &enc.names,
+    };
+    crate::render::json::to_script_safe_string(&json)
 }
 
-fn field(j: &mut String, key: &str, value: &str) {
-    j.push('"');
-    j.push_str(key);
-    j.push_str("\":");
-    j.push_str(value);
-    j.push(',');
+/// The `meta` object the viewer reads (`decodeTree(meta, nodes)`, `new FlameViewer(.., meta)`).
+/// Weights are decimal strings: exact, whatever their size.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ProfileJson<'a> {
+    version: u32,
+    title: &'a str,
+    subtitle: Option<&'a str>,
+    notes: Option<&'a str>,
+    unit: &'a str,
+    countname: String,
+    event: Option<&'a str>,
+    palette: &'a str,
+    inverted: bool,
+    flamechart: bool,
+    total: String,
+    /// Only for differential input, as the next two.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    differential: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total_before: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    negate: Option<bool>,
+    scale: u32,
+    count: usize,
+    max_depth: usize,
+    names: &'a [String],
 }
 
-fn bool_str(b: bool) -> &'static str {
-    if b { "true" } else { "false" }
-}
-
-fn opt_str(s: Option<&str>) -> String {
-    s.map_or_else(|| "null".to_string(), json_str)
-}
-
-/// A JSON string literal that cannot close or open markup (the SVG renderer's escaping).
+/// A JSON string literal that cannot close or open markup.
+#[cfg(test)]
 pub(crate) fn json_str(s: &str) -> String {
-    crate::render::svg::escape::json_string(s)
+    crate::render::json::script_safe_str(s)
 }
 
 /// Text for HTML element content and attribute values (the SVG renderer's XML escaping,
