@@ -2,18 +2,13 @@
 // recursion, sandwich and hide/focus semantics on small hand-made profiles.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import vm from 'node:vm';
+import { pathToFileURL } from 'node:url';
 import { ROOT } from './lib.mjs';
 
-const K = (() => {
-  const context = vm.createContext({});
-  for (const f of ['model.js', 'palette.js']) {
-    vm.runInContext(readFileSync(join(ROOT, 'crates/kflame/src/render/html/assets', f), 'utf8'), context);
-  }
-  return context.KFlame;
-})();
+// The viewer's modules, imported as the served page imports them.
+const asset = (f) => pathToFileURL(join(ROOT, 'crates/kflame/src/render/html/assets', f)).href;
+const K = { ...(await import(asset('model.js'))), ...(await import(asset('palette.js'))) };
 
 /** A tree of folded lines `a;b;c N`, built with the model's own builder. */
 function treeOf(lines) {

@@ -10,7 +10,7 @@ use kflame::diag::Diagnostics;
 use kflame::fold::Weight;
 use kflame::render::html::HtmlOptions;
 use kflame::render::{
-    self, Background, MinWidth, NameAttrs, Options, Palette, PaletteMap, Profile, Variation,
+    self, Background, MinWidth, NameAttrs, Options, OutputKind, Palette, PaletteMap, Profile, Variation,
 };
 
 use crate::input;
@@ -36,7 +36,8 @@ pub(crate) struct Args {
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
 
-    /// Output format.
+    /// Output format (default: the one the extension of -o names, .svg or .html/.htm in any
+    /// case; else svg).
     #[arg(long, value_enum, value_name = "FORMAT")]
     format: Option<OutputFormat>,
 
@@ -139,11 +140,12 @@ impl OutputFormat {
         flag.or_else(|| output.and_then(OutputFormat::from_extension)).unwrap_or(OutputFormat::Svg)
     }
 
+    /// `.svg` or `.html`/`.htm` (any case); other names leave the default.
     fn from_extension(path: &Path) -> Option<OutputFormat> {
-        match path.extension()?.to_str()? {
-            "svg" => Some(OutputFormat::Svg),
-            "html" | "htm" => Some(OutputFormat::Html),
-            _ => None,
+        match OutputKind::from_path(path)? {
+            OutputKind::Svg => Some(OutputFormat::Svg),
+            OutputKind::Html => Some(OutputFormat::Html),
+            OutputKind::Folded | OutputKind::Json => None,
         }
     }
 }

@@ -133,6 +133,34 @@ impl Weight {
         Weight(raw)
     }
 
+    /// The whole units and the nanounits (`0..10^9`) of the weight: the two `INTEGER`
+    /// columns a SQLite store keeps (see ARCHITECTURE.md, "Weights in stores").
+    pub const fn to_parts(self) -> (u128, u32) {
+        (self.0 / Self::SCALE, (self.0 % Self::SCALE) as u32)
+    }
+
+    /// The weight of `whole` units plus `nanos` nanounits: the inverse of
+    /// [`Weight::to_parts`]. `nanos` may exceed `10^9` (the sum of a fraction column
+    /// carries into the units); `None` when the result is out of range.
+    pub fn from_parts(whole: u128, nanos: u128) -> Option<Weight> {
+        whole.checked_mul(Self::SCALE)?.checked_add(nanos).map(Weight)
+    }
+
+    /// Largest raw value a `Decimal128(9)` column holds: 38 decimal digits.
+    const DECIMAL128_MAX: u128 = 10u128.pow(38) - 1;
+
+    /// The weight as the unscaled integer of a ClickHouse `Decimal128(9)` (the same scale
+    /// as [`Weight::raw`]); `None` above that type's 38 digits (more than 10^29 units).
+    pub fn to_decimal128(self) -> Option<i128> {
+        if self.0 > Self::DECIMAL128_MAX { None } else { i128::try_from(self.0).ok() }
+    }
+
+    /// The weight of a `Decimal128(9)`'s unscaled integer; `None` for a negative value
+    /// (weights never are).
+    pub fn from_decimal128(v: i128) -> Option<Weight> {
+        u128::try_from(v).ok().map(Weight)
+    }
+
     /// Writes the weight in folded-file form into `out` without allocating.
     pub fn write_to(self, out: &mut Vec<u8>) {
         let whole = self.0 / Self::SCALE;
@@ -247,5 +275,26 @@ mod tests {
         assert_eq!((a + b).to_string(), "0.3");
         let big = Weight::from_u64(u64::MAX);
         assert_eq!((big + big).to_string(), "36893488147419103230");
+    }
+
+    #[test]
+    fn store_columns_round_trip_exactly() {
+        let w = |s: &str| Weight::parse(s.as_bytes()).unwrap();
+        for s in ["0", "1", "3.25", "0.000000001", "18446744073709551615.999999999"] {
+            let (whole, nanos) = w(s).to_parts();
+            assert!(nanos < 1_000_000_000);
+            assert_eq!(Weight::from_parts(whole, u128::from(nanos)), Some(w(s)), "{s}");
+            assert_eq!(Weight::from_decimal128(w(s).to_decimal128().unwrap()), Some(w(s)), "{s}");
+        }
+        assert_eq!(w("3.25").to_parts(), (3, 250_000_000));
+        assert_eq!(w("3.25").to_decimal128(), Some(3_250_000_000));
+        // Summed fraction columns carry into the units.
+        assert_eq!(Weight::from_parts(1, 1_500_000_000), Some(w("2.5")));
+        assert_eq!(Weight::from_parts(u128::MAX, 0), None);
+        // Decimal128(9) holds 38 digits: 10^29 units do not fit, one nanounit less does.
+        let limit = Weight::from_raw(10u128.pow(38));
+        assert_eq!(limit.to_decimal128(), None);
+        assert_eq!(Weight::from_raw(10u128.pow(38) - 1).to_decimal128(), Some(10i128.pow(38) - 1));
+        assert_eq!(Weight::from_decimal128(-1), None);
     }
 }

@@ -11,14 +11,17 @@
 //! unless [`palette::Variation`] says otherwise. The interactive part of the SVG (zoom,
 //! search, tooltips, URL state) is plain JavaScript in `assets/`, embedded at build time.
 
+pub mod json;
 pub mod layout;
 pub mod options;
+pub mod output;
 pub mod palette;
 pub mod profile;
 pub mod svg;
 pub mod text;
 
 pub use options::{MinWidth, NameAttrs, Options};
+pub use output::OutputKind;
 pub use palette::{Background, Palette, PaletteMap, Variation};
 pub use profile::{Profile, ReadError};
 pub use svg::{Summary, write_svg};

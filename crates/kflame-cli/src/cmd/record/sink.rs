@@ -11,7 +11,7 @@ use kflame::fold::write::write_lines;
 use kflame::fold::{Meta, OrderedStacks, Stacks, Weight};
 use kflame::record::{Mode, Recording, json};
 use kflame::render::html::{HtmlOptions, HtmlProfile, write_html};
-use kflame::render::{self, Options, Profile};
+use kflame::render::{self, Options, OutputKind, Profile};
 
 /// Output kinds (`--format`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -26,9 +26,6 @@ pub(crate) enum Kind {
     Html,
 }
 
-/// The extensions `-o` understands, for messages.
-const KNOWN: &str = ".folded, .json (.jsonl), .svg, .html (.htm)";
-
 impl Kind {
     /// The kind asked for with `--format`, else the one the output file name says: no name,
     /// `-` or no extension is folded text; an extension kflame does not know is refused
@@ -37,31 +34,32 @@ impl Kind {
         if let Some(k) = format {
             return Ok(k);
         }
-        let Some(ext) = path.and_then(|p| p.extension()) else {
+        let Some(path) = path.filter(|p| p.extension().is_some()) else {
             return Ok(Kind::Folded);
         };
-        Ok(match ext.to_string_lossy().to_ascii_lowercase().as_str() {
-            "folded" => Kind::Folded,
-            "json" | "jsonl" => Kind::Json,
-            "svg" => Kind::Svg,
-            "html" | "htm" => Kind::Html,
-            other => bail!(
-                "unknown output extension `.{other}`: use one of {KNOWN}, or say which with \
-                 --format folded|json|svg|html"
+        match OutputKind::from_path(path) {
+            Some(OutputKind::Folded) => Ok(Kind::Folded),
+            Some(OutputKind::Json) => Ok(Kind::Json),
+            Some(OutputKind::Svg) => Ok(Kind::Svg),
+            Some(OutputKind::Html) => Ok(Kind::Html),
+            None => bail!(
+                "unknown output extension `.{}`: use one of {}, or say which with \
+                 --format folded|json|svg|html",
+                path.extension().unwrap_or_default().to_string_lossy(),
+                OutputKind::KNOWN_EXTENSIONS
             ),
-        })
+        }
     }
-}
 
-impl Kind {
     /// The extension of this kind.
     fn ext(self) -> &'static str {
         match self {
-            Kind::Folded => "folded",
-            Kind::Json => "json",
-            Kind::Svg => "svg",
-            Kind::Html => "html",
+            Kind::Folded => OutputKind::Folded,
+            Kind::Json => OutputKind::Json,
+            Kind::Svg => OutputKind::Svg,
+            Kind::Html => OutputKind::Html,
         }
+        .extension()
     }
 }
 
@@ -229,12 +227,7 @@ fn render_graph<W: Write>(kind: Kind, r: &Recording, opts: &GraphOptions, out: &
             HtmlOptions { title: opts.title.clone(), inverted, flamechart: chart, ..HtmlOptions::default() };
         return write_html(out, &HtmlProfile::new(&stacks, &r.meta), &page).context("writing the HTML page");
     }
-    let mut profile = Profile::new(chart, false);
-    for (stack, weight) in stacks.in_output_order() {
-        profile.add(&String::from_utf8_lossy(stack), weight, Weight::ZERO);
-    }
-    profile.meta = r.meta.clone();
-    profile.finish();
+    let profile = Profile::from_stacks(&stacks, &r.meta, false);
     let svg = Options { title: opts.title.clone(), inverted, flame_chart: chart, ..Options::default() };
     render::write_svg(&profile, &svg, None, out).context("writing the SVG")?;
     Ok(())

@@ -8,20 +8,27 @@
 //!
 //! ## Embedding the viewer elsewhere
 //!
-//! The assets are plain scripts, loaded in this order: `model.js` (the tree in typed arrays,
-//! decoding, hide/focus/sandwich/top-function computations, unit formatting), `palette.js`,
-//! `render.js` (`FlameView`: canvas layout and hit testing of one tree), `ui.js` (DOM helper,
-//! top-functions table, URL state) and `viewer.js` (`FlameViewer`: the whole UI). Each adds
-//! to `globalThis.KFlame`. A page with data from a server does what `page.js` does:
+//! The viewer is a set of ES modules ([`ASSETS`], in dependency order): `model.js` (the tree
+//! in typed arrays, decoding, hide/focus/sandwich/top-function computations, unit
+//! formatting), `palette.js`, `render.js` (`FlameView`: canvas layout and hit testing of one
+//! tree), `ui.js` (DOM helper, top-functions table, URL state) and `viewer.js` (`FlameViewer`,
+//! the whole UI, and `start(element, meta, nodes)`). Two small entry modules differ only in
+//! where the data comes from: `page.js` reads it from the page, `served.js` fetches it.
 //!
-//! ```text
-//! const tree = KFlame.decodeTree(meta, nodesBase64);   // meta: the JSON written here
-//! const viewer = new KFlame.FlameViewer(element, tree, meta);
-//! ```
+//! - [`write_html`]: one self-contained file that works from `file://` with no network. As
+//!   modules cannot import each other there, the page inlines them in order, each turned
+//!   into a function whose result is its exports (`import`/`export` lines rewritten, every
+//!   other line as it is), and embeds the data.
+//! - [`served_page`] + [`encode`] + [`ASSETS`]: a page for a server. It loads the same
+//!   modules as real ES modules (`<script type="module" src=".../served.js">`) and fetches
+//!   its data as JSON from a URL; [`ViewerData::to_json`] is that JSON. A server serves each
+//!   asset under its [`Asset::path`] with its [`Asset::content_type`].
 //!
-//! or builds the tree itself with `KFlame.TreeBuilder`. `meta` needs `names`, `count`,
-//! `scale`, `unit`, `countname`, `palette`, `inverted`, `flamechart` and optionally `title`,
-//! `subtitle`, `notes`, and `differential` (each node has a BEFORE weight), `negate`.
+//! A page may also construct the viewer itself: `new FlameViewer(element, tree, meta)` with
+//! `tree` from `decodeTree(meta, nodesBase64)` or a `TreeBuilder`. `meta` needs `names`,
+//! `count`, `scale`, `unit`, `countname`, `palette`, `inverted`, `flamechart` and optionally
+//! `title`, `subtitle`, `notes`, and `differential` (each node has a BEFORE weight),
+//! `negate`.
 //!
 //! Untrusted text (frame names, titles, notes) reaches the page only inside JSON whose `<`,
 //! `>` and `&` are escaped, so `</script>` in a symbol cannot end the data block; the viewer
@@ -49,6 +56,7 @@ use std::io::{self, Write};
 
 use crate::fold::{Meta, Stacks, Unit};
 
+pub use page::{ASSETS, Asset};
 pub use palette::Palette;
 
 /// What to draw: stacks and their metadata (the unit decides how weights are shown).
@@ -124,8 +132,44 @@ impl HtmlOptions {
 /// Writes one self-contained HTML page showing `profile`. The output depends only on the
 /// profile and the options (no time stamps, no randomness).
 pub fn write_html(out: &mut dyn Write, profile: &HtmlProfile<'_>, opts: &HtmlOptions) -> io::Result<()> {
+    let data = encode(profile, opts);
+    page::write_page(out, &data, opts)
+}
+
+/// The data the viewer draws, encoded as the page embeds it: `profile`, the JSON `meta` object
+/// with the string table, and `nodes`, the base64 node stream (see `encode.rs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ViewerData {
+    /// JSON object, safe inside `<script>` (`<`, `>`, `&` escaped).
+    pub profile: String,
+    /// Base64 of the node stream.
+    pub nodes: String,
+}
+
+impl ViewerData {
+    /// `{"profile": ..., "nodes": "..."}`: what a served page fetches (`served.js`).
+    pub fn to_json(&self) -> String {
+        format!("{{\"profile\":{},\"nodes\":\"{}\"}}", self.profile, self.nodes)
+    }
+}
+
+/// Encodes `profile` for the viewer as [`write_html`] embeds it, for a server to send to a
+/// [`served_page`] (or for any page that builds the viewer itself).
+pub fn encode(profile: &HtmlProfile<'_>, opts: &HtmlOptions) -> ViewerData {
     let tree = tree::Tree::build(profile.stacks, profile.before, opts.reverse, !opts.flamechart);
     let encoded = encode::encode(&tree, profile.before.is_some());
     let totals = page::Totals { after: tree.total(), before: tree.total_before() };
-    page::write_page(out, &encoded, &totals, profile.meta, opts)
+    ViewerData {
+        profile: page::profile_json(&encoded, &totals, profile.meta, opts),
+        nodes: encode::base64(&encoded.nodes),
+    }
+}
+
+/// Writes a page that loads the viewer's modules and style from `assets_base` (a URL prefix
+/// ending in `/`, `""` for the page's own directory) and draws the [`ViewerData::to_json`]
+/// it fetches from `data_url`. Nothing is embedded but the title: the same page serves any
+/// profile. Both URLs are relative to the page or absolute paths on its server (its
+/// Content-Security-Policy allows only its own origin).
+pub fn served_page(out: &mut dyn Write, title: &str, data_url: &str, assets_base: &str) -> io::Result<()> {
+    page::write_served_page(out, title, data_url, assets_base)
 }

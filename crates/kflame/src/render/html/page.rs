@@ -2,23 +2,47 @@
 
 use std::io::{self, Write};
 
-use super::HtmlOptions;
-use super::encode::{Encoded, base64};
+use super::encode::Encoded;
+use super::{HtmlOptions, ViewerData};
 use crate::fold::{Meta, Weight};
 
-/// The viewer's scripts, in dependency order.
-const SCRIPTS: [&str; 6] = [
-    include_str!("assets/model.js"),
-    include_str!("assets/palette.js"),
-    include_str!("assets/render.js"),
-    include_str!("assets/ui.js"),
-    include_str!("assets/viewer.js"),
-    include_str!("assets/page.js"),
+/// One file of the viewer: an ES module (or the style sheet) a server serves as it is.
+#[derive(Clone, Copy, Debug)]
+pub struct Asset {
+    /// File name, relative to the page (`model.js`).
+    pub path: &'static str,
+    /// Its `Content-Type` (module scripts must be served as JavaScript).
+    pub content_type: &'static str,
+    /// Its text.
+    pub text: &'static str,
+}
+
+const JS: &str = "text/javascript; charset=utf-8";
+
+/// Every file of the viewer: the ES modules in dependency order (each imports only files
+/// before it), then the style sheet. `page.js` boots the viewer on data embedded in the page,
+/// `served.js` on data it fetches; the others are the same for both.
+pub const ASSETS: [Asset; 8] = [
+    Asset { path: "model.js", content_type: JS, text: include_str!("assets/model.js") },
+    Asset { path: "palette.js", content_type: JS, text: include_str!("assets/palette.js") },
+    Asset { path: "render.js", content_type: JS, text: include_str!("assets/render.js") },
+    Asset { path: "ui.js", content_type: JS, text: include_str!("assets/ui.js") },
+    Asset { path: "viewer.js", content_type: JS, text: include_str!("assets/viewer.js") },
+    Asset { path: "page.js", content_type: JS, text: include_str!("assets/page.js") },
+    Asset { path: "served.js", content_type: JS, text: include_str!("assets/served.js") },
+    Asset { path: "viewer.css", content_type: "text/css; charset=utf-8", text: STYLE },
 ];
+
+/// The modules the self-contained page inlines, in dependency order.
+const OFFLINE_MODULES: [&str; 6] = ["model.js", "palette.js", "render.js", "ui.js", "viewer.js", "page.js"];
+
 const STYLE: &str = include_str!("assets/viewer.css");
 
 /// No network at all: the page only runs its own inline code and styles.
 const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:";
+
+/// A served page loads its modules, style and data from its own server only.
+const SERVED_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; connect-src 'self'; img-src data:";
 
 /// The totals of the profile: AFTER (what the widths show) and BEFORE (differential input).
 pub(crate) struct Totals {
@@ -27,13 +51,7 @@ pub(crate) struct Totals {
 }
 
 /// Writes the whole page.
-pub(crate) fn write_page(
-    out: &mut dyn Write,
-    enc: &Encoded,
-    totals: &Totals,
-    meta: &Meta,
-    opts: &HtmlOptions,
-) -> io::Result<()> {
+pub(crate) fn write_page(out: &mut dyn Write, data: &ViewerData, opts: &HtmlOptions) -> io::Result<()> {
     let title = opts.title_or_default();
     write!(
         out,
@@ -45,70 +63,175 @@ pub(crate) fn write_page(
         escape_html(title)
     )?;
     out.write_all(b"<script type=\"application/json\" id=\"kflame-profile\">")?;
-    out.write_all(profile_json(enc, totals, meta, opts).as_bytes())?;
+    out.write_all(data.profile.as_bytes())?;
     out.write_all(b"</script>\n<script type=\"application/octet-stream\" id=\"kflame-nodes\">")?;
-    out.write_all(base64(&enc.nodes).as_bytes())?;
+    out.write_all(data.nodes.as_bytes())?;
     out.write_all(b"</script>\n<script>\n")?;
-    for script in SCRIPTS {
-        out.write_all(script.as_bytes())?;
-        out.write_all(b"\n")?;
-    }
+    out.write_all(bundle().as_bytes())?;
     out.write_all(b"</script>\n</body>\n</html>\n")
+}
+
+/// The served page: markup that loads `served.js` and `viewer.css` from `base` and the data
+/// from `data_url`.
+pub(crate) fn write_served_page(
+    out: &mut dyn Write,
+    title: &str,
+    data_url: &str,
+    base: &str,
+) -> io::Result<()> {
+    let (base, data_url) = (escape_html(base), escape_html(data_url));
+    write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"{SERVED_CSP}\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{}</title>\n<link rel=\"stylesheet\" href=\"{base}viewer.css\">\n</head>\n<body>\n\
+         <div id=\"kflame\" data-src=\"{data_url}\"></div>\n\
+         <script type=\"module\" src=\"{base}served.js\"></script>\n</body>\n</html>\n",
+        escape_html(title)
+    )
+}
+
+/// The offline page's script: the viewer's ES modules as one classic script, built once.
+fn bundle() -> &'static str {
+    static BUNDLE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BUNDLE.get_or_init(|| {
+        let mut out = String::new();
+        for name in OFFLINE_MODULES {
+            if let Some(asset) = ASSETS.iter().find(|a| a.path == name) {
+                out.push_str(&inline_module(asset.path, asset.text));
+            }
+        }
+        out
+    })
+}
+
+/// The variable that holds the exports of module `path` in the offline page.
+fn module_var(path: &str) -> String {
+    format!("kflame_{}", path.trim_end_matches(".js"))
+}
+
+/// One ES module as a function run at once whose result is its exports, for a page that
+/// must work from `file://` (where modules cannot import each other) and in one file:
+///
+/// - `import * as ns from './m.js';` becomes `const ns = kflame_m;`
+/// - `import { a, b as c } from './m.js';` becomes `const { a, b: c } = kflame_m;`
+/// - the closing `export { a, b as c };` becomes `return { a, c: b };`
+///
+/// These are the only import and export forms the assets may use (a test keeps them to it);
+/// every other line is copied as it is, so the code that runs is the code served.
+pub(crate) fn inline_module(path: &str, source: &str) -> String {
+    let mut out = format!("const {} = (function () {{\n'use strict';\n", module_var(path));
+    let mut lines = source.lines();
+    while let Some(line) = lines.next() {
+        if let Some(import) = line.strip_prefix("import ") {
+            out.push_str(&inline_import(import).unwrap_or_else(|| line.to_string()));
+        } else if line.starts_with("export {") {
+            let mut list = line.to_string();
+            while !list.trim_end().ends_with("};") {
+                let Some(next) = lines.next() else { break };
+                list.push(' ');
+                list.push_str(next.trim());
+            }
+            let names = list.trim_start_matches("export {").trim_end().trim_end_matches("};");
+            let fields: Vec<String> = names
+                .split(',')
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .map(|n| match n.split_once(" as ") {
+                    Some((local, exported)) => format!("{}: {}", exported.trim(), local.trim()),
+                    None => n.to_string(),
+                })
+                .collect();
+            out.push_str(&format!("return {{ {} }};", fields.join(", ")));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out.push_str("})();\n");
+    out
+}
+
+/// `* as ns from './m.js';` or `{ a, b as c } from './m.js';` as a `const` of the module's
+/// exports; `None` for any other form.
+fn inline_import(import: &str) -> Option<String> {
+    let (what, from) = import.split_once(" from ")?;
+    let file = from.trim().strip_prefix("'./")?.strip_suffix("';")?;
+    let var = module_var(file);
+    if let Some(ns) = what.strip_prefix("* as ") {
+        return Some(format!("const {} = {var};", ns.trim()));
+    }
+    let names = what.trim().strip_prefix('{')?.strip_suffix('}')?;
+    let fields: Vec<String> = names
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(|n| n.replacen(" as ", ": ", 1))
+        .collect();
+    Some(format!("const {{ {} }} = {var};", fields.join(", ")))
 }
 
 /// The profile description and string table, as JSON safe inside a `<script>` element.
 pub(crate) fn profile_json(enc: &Encoded, totals: &Totals, meta: &Meta, opts: &HtmlOptions) -> String {
-    let mut j = String::with_capacity(enc.names.iter().map(|n| n.len() + 3).sum::<usize>() + 512);
-    j.push('{');
-    field(&mut j, "version", "1");
-    field(&mut j, "title", &json_str(opts.title_or_default()));
-    field(&mut j, "subtitle", &opt_str(opts.subtitle.as_deref()));
-    field(&mut j, "notes", &opt_str(opts.notes.as_deref()));
-    field(&mut j, "unit", &json_str(meta.unit.name()));
-    field(&mut j, "countname", &json_str(&opts.countname_for(&meta.unit)));
-    field(&mut j, "event", &opt_str(meta.event.as_deref()));
-    field(&mut j, "palette", &json_str(opts.palette.name()));
-    field(&mut j, "inverted", bool_str(opts.inverted));
-    field(&mut j, "flamechart", bool_str(opts.flamechart));
-    field(&mut j, "total", &json_str(&totals.after.to_string()));
-    if enc.differential {
-        field(&mut j, "differential", "true");
-        field(&mut j, "totalBefore", &json_str(&totals.before.to_string()));
-        field(&mut j, "negate", bool_str(opts.negate));
-    }
-    field(&mut j, "scale", &enc.scale.to_string());
-    field(&mut j, "count", &enc.count.to_string());
-    field(&mut j, "maxDepth", &enc.max_depth.to_string());
-    j.push_str("\"names\":[");
-    for (i, name) in enc.names.iter().enumerate() {
-        if i > 0 {
-            j.push(',');
-        }
-        j.push_str(&json_str(name));
-    }
-    j.push_str("]}");
-    j
+    let differential = enc.differential;
+    let total_before = totals.before.to_string();
+    let json = ProfileJson {
+        version: 1,
+        title: opts.title_or_default(),
+        subtitle: opts.subtitle.as_deref(),
+        notes: opts.notes.as_deref(),
+        unit: meta.unit.name(),
+        countname: opts.countname_for(&meta.unit),
+        event: meta.event.as_deref(),
+        palette: opts.palette.name(),
+        inverted: opts.inverted,
+        flamechart: opts.flamechart,
+        total: totals.after.to_string(),
+        differential: differential.then_some(true),
+        total_before: differential.then_some(total_before.as_str()),
+        negate: differential.then_some(opts.negate),
+        scale: enc.scale,
+        count: enc.count,
+        max_depth: enc.max_depth,
+        names: &enc.names,
+    };
+    crate::render::json::to_script_safe_string(&json)
 }
 
-fn field(j: &mut String, key: &str, value: &str) {
-    j.push('"');
-    j.push_str(key);
-    j.push_str("\":");
-    j.push_str(value);
-    j.push(',');
+/// The `meta` object the viewer reads (`decodeTree(meta, nodes)`, `new FlameViewer(.., meta)`).
+/// Weights are decimal strings: exact, whatever their size.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ProfileJson<'a> {
+    version: u32,
+    title: &'a str,
+    subtitle: Option<&'a str>,
+    notes: Option<&'a str>,
+    unit: &'a str,
+    countname: String,
+    event: Option<&'a str>,
+    palette: &'a str,
+    inverted: bool,
+    flamechart: bool,
+    total: String,
+    /// Only for differential input, as the next two.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    differential: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total_before: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    negate: Option<bool>,
+    scale: u32,
+    count: usize,
+    max_depth: usize,
+    names: &'a [String],
 }
 
-fn bool_str(b: bool) -> &'static str {
-    if b { "true" } else { "false" }
-}
-
-fn opt_str(s: Option<&str>) -> String {
-    s.map_or_else(|| "null".to_string(), json_str)
-}
-
-/// A JSON string literal that cannot close or open markup (the SVG renderer's escaping).
+/// A JSON string literal that cannot close or open markup.
+#[cfg(test)]
 pub(crate) fn json_str(s: &str) -> String {
-    crate::render::svg::escape::json_string(s)
+    crate::render::json::script_safe_str(s)
 }
 
 /// Text for HTML element content and attribute values (the SVG renderer's XML escaping,

@@ -15,7 +15,7 @@ use std::str::Utf8Error;
 
 use rustc_hash::FxHashMap;
 
-use crate::fold::{Meta, Weight};
+use crate::fold::{Meta, Stacks, Weight};
 use frames::PrevStack;
 
 /// Kind of a line skipped because its stack is not valid UTF-8.
@@ -63,6 +63,28 @@ impl Profile {
     /// identical consecutive stacks; `reverse` flips every stack (leaf becomes root).
     pub fn new(time_order: bool, reverse: bool) -> Profile {
         Profile { time_order, reverse, ..Profile::default() }
+    }
+
+    /// A finished profile of stacks already in memory (a recording, stacks collapsed by the
+    /// library), without writing them out as folded text and reading that back: summed
+    /// stacks ([`Stacks::Counts`]) in the FlameGraph order, time-ordered ones
+    /// ([`Stacks::Ordered`]) in their order (a flame chart). `reverse` flips every stack.
+    ///
+    /// Frame names that are not UTF-8 are decoded lossily (invalid bytes become U+FFFD), as
+    /// the HTML viewer shows them: stacks in memory come from a collapser or recorder, not
+    /// from a file whose bad lines a user could fix, so none is dropped. (Reading folded
+    /// *text* with [`Profile::read`] instead skips such lines and counts them.)
+    pub fn from_stacks(stacks: &Stacks, meta: &Meta, reverse: bool) -> Profile {
+        let mut profile = Profile::new(matches!(stacks, Stacks::Ordered(_)), reverse);
+        for (stack, weight) in stacks.in_output_order() {
+            match std::str::from_utf8(stack) {
+                Ok(s) => profile.add(s, weight, Weight::ZERO),
+                Err(_) => profile.add(&String::from_utf8_lossy(stack), weight, Weight::ZERO),
+            }
+        }
+        profile.meta = meta.clone();
+        profile.finish();
+        profile
     }
 
     /// Adds one stack (frames joined by `;`).
@@ -314,6 +336,43 @@ mod tests {
         let mut p = Profile::new(false, false);
         p.read(&b"a 1\n"[..], &mut diag).unwrap();
         assert!(p.read(&b"# unit=ns\nc 1\n"[..], &mut diag).is_err(), "no header, then ns");
+    }
+
+    #[test]
+    fn from_stacks_matches_reading_the_same_folded_text() {
+        use crate::fold::{OrderedStacks, StackCounts, Unit};
+        let lines: [(&[u8], u64); 5] = [(b"a;b", 3), (b"c", 1), (b"a;b", 2), (b"a;b;d", 4), (b"a", 1)];
+        let meta = Meta { unit: Unit::Bytes, event: Some("kmem:kmalloc".into()) };
+        let (mut counts, mut ordered) = (StackCounts::new(), OrderedStacks::new());
+        let mut text = meta.header();
+        for (stack, w) in lines {
+            counts.add(stack, Weight::from_u64(w));
+            ordered.push(stack, Weight::from_u64(w));
+            text.push_str(&format!("{} {w}\n", std::str::from_utf8(stack).unwrap()));
+        }
+        for (stacks, chart) in [(Stacks::Counts(counts), false), (Stacks::Ordered(ordered), true)] {
+            for reverse in [false, true] {
+                let direct = Profile::from_stacks(&stacks, &meta, reverse);
+                let mut read = Profile::new(chart, reverse);
+                read.read(text.as_bytes(), &mut Diagnostics::new()).unwrap();
+                read.finish();
+                assert_eq!(joined(&direct), joined(&read), "chart {chart} reverse {reverse}");
+                let weights = |p: &Profile| p.stacks.iter().map(|s| s.weight).collect::<Vec<_>>();
+                assert_eq!(weights(&direct), weights(&read));
+                assert_eq!(direct.meta, read.meta);
+                assert_eq!(direct.total(), Weight::from_u64(11));
+            }
+        }
+    }
+
+    #[test]
+    fn from_stacks_keeps_non_utf8_frames_lossily() {
+        let mut counts = crate::fold::StackCounts::new();
+        counts.add(b"main;f\xff", Weight::from_u64(2));
+        counts.add(b"main;g", Weight::ONE);
+        let p = Profile::from_stacks(&Stacks::Counts(counts), &Meta::default(), false);
+        assert_eq!(joined(&p), ["main;f\u{fffd}", "main;g"]);
+        assert_eq!(p.total(), Weight::from_u64(3));
     }
 
     #[test]

@@ -26,21 +26,10 @@ pub fn xml_string(s: &str) -> String {
 }
 
 /// A JSON string literal that is also safe inside `<script>`, CDATA and HTML: `<`, `>`, `&`
-/// and line separators are written as `\u` escapes.
+/// and line separators are written as `\u` escapes (the renderers' one JSON writer,
+/// [`crate::render::json`]).
 pub fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    crate::render::json::script_safe_str(s)
 }
 
 /// True for a name usable as an XML attribute name.

@@ -1,12 +1,11 @@
-/* kflame viewer, part 6: boots the viewer on the profile embedded in this page. */
-(function (K) {
-  'use strict';
-  const t0 = performance.now();
-  const meta = JSON.parse(document.getElementById('kflame-profile').textContent);
-  const tree = K.decodeTree(meta, document.getElementById('kflame-nodes').textContent);
-  const t1 = performance.now();
-  const viewer = new K.FlameViewer(document.getElementById('kflame'), tree, meta);
-  viewer.timings.decode = t1 - t0;
-  viewer.timings.firstDraw = performance.now() - t0;
-  globalThis.kflameViewer = viewer;
-})(globalThis.KFlame);
+/* kflame viewer, part 6: boots the viewer on the profile embedded in this page (the
+ * self-contained page; served.js is the same for a page that fetches its data). */
+import { start } from './viewer.js';
+
+const t0 = performance.now();
+start(
+  document.getElementById('kflame'),
+  JSON.parse(document.getElementById('kflame-profile').textContent),
+  document.getElementById('kflame-nodes').textContent,
+  t0,
+);

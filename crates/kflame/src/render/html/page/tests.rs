@@ -32,11 +32,99 @@ fn hostile_symbol_cannot_close_the_data_block() {
 
 #[test]
 fn assets_never_contain_markup_terminators() {
-    for script in SCRIPTS {
-        assert!(!script.to_ascii_lowercase().contains("</script"));
-        assert!(!script.contains("<!--"));
+    for asset in ASSETS {
+        assert!(!asset.text.to_ascii_lowercase().contains("</script"), "{}", asset.path);
+        assert!(!asset.text.contains("<!--"), "{}", asset.path);
     }
     assert!(!STYLE.to_ascii_lowercase().contains("</style"));
+    assert!(!bundle().to_ascii_lowercase().contains("</script"));
+}
+
+/// The offline page inlines the very modules a served page loads: only their `import` and
+/// `export` lines differ, and only in the forms `inline_module` rewrites.
+#[test]
+fn modules_use_only_the_import_and_export_forms_the_page_inlines() {
+    for asset in ASSETS.iter().filter(|a| a.path.ends_with(".js")) {
+        let statements: Vec<&str> = asset
+            .text
+            .lines()
+            .filter(|l| {
+                l.starts_with("import") || l.starts_with("export") || l.trim_start().starts_with("export ")
+            })
+            .collect();
+        for s in &statements {
+            let ok =
+                s.starts_with("export {") || s.starts_with("import ") && inline_import(&s[7..]).is_some();
+            assert!(ok, "{}: `{s}` is a form the offline page cannot inline", asset.path);
+        }
+        let exports = statements.iter().filter(|s| s.starts_with("export")).count();
+        assert!(exports <= 1, "{}: one export list, at the end", asset.path);
+        if exports == 1 {
+            let after = asset.text.rsplit_once("export {").map(|(_, t)| t).unwrap_or_default();
+            let rest = after.split_once("};").map(|(_, t)| t).unwrap_or("?");
+            assert!(rest.trim().is_empty(), "{}: code after the export list", asset.path);
+        }
+        // Imports name files that come earlier (dependency order, no cycles).
+        let at = ASSETS.iter().position(|a| a.path == asset.path).unwrap();
+        for s in statements.iter().filter(|s| s.starts_with("import")) {
+            let file = s.rsplit_once("'./").unwrap().1.trim_end_matches("';");
+            let dep = ASSETS.iter().position(|a| a.path == file);
+            assert!(dep.is_some_and(|d| d < at), "{}: imports {file}, which is not before it", asset.path);
+        }
+    }
+    let bundle = bundle();
+    assert!(!bundle.lines().any(|l| l.starts_with("import ") || l.starts_with("export ")));
+    for m in OFFLINE_MODULES {
+        assert!(bundle.contains(&format!("const {} = (function () {{", module_var(m))), "{m}");
+    }
+    assert!(
+        !bundle.contains("kflame_served") && !bundle.contains("fetch("),
+        "the offline page fetches nothing"
+    );
+}
+
+#[test]
+fn inlining_rewrites_imports_and_the_export_list() {
+    let src = "/* m */\nimport * as model from './model.js';\nimport { a, b as c } from './ui.js';\n\
+               function f() {}\nexport {\n  f, CAT as KERNEL_CATEGORY,\n};\n";
+    assert_eq!(
+        inline_module("viewer.js", src),
+        "const kflame_viewer = (function () {\n'use strict';\n/* m */\nconst model = kflame_model;\n\
+         const { a, b: c } = kflame_ui;\nfunction f() {}\nreturn { f, KERNEL_CATEGORY: CAT };\n})();\n"
+    );
+}
+
+#[test]
+fn served_page_loads_the_modules_and_fetches_its_data() {
+    let mut out = Vec::new();
+    super::super::served_page(&mut out, HOSTILE, "data/cpu.json?a=1&b=\"2\"", "/assets/").unwrap();
+    let html = String::from_utf8(out).unwrap();
+    assert!(html.contains("<script type=\"module\" src=\"/assets/served.js\"></script>"));
+    assert!(html.contains("<link rel=\"stylesheet\" href=\"/assets/viewer.css\">"));
+    assert!(html.contains("data-src=\"data/cpu.json?a=1&amp;b=&quot;2&quot;\""));
+    assert!(!html.contains("alert(1)</script>"));
+    assert_eq!(html.matches("<script").count(), 1);
+}
+
+#[test]
+fn encoded_data_is_what_the_page_embeds() {
+    let mut counts = StackCounts::new();
+    counts.add(b"main;a", Weight::from_u64(3));
+    counts.add(b"main;b", Weight::parse(b"1.5").unwrap());
+    let stacks = Stacks::Counts(counts);
+    let meta = Meta::with_unit(Unit::Bytes);
+    let profile = HtmlProfile::new(&stacks, &meta);
+    let opts = HtmlOptions::default();
+    let data = super::super::encode(&profile, &opts);
+    let mut out = Vec::new();
+    write_html(&mut out, &profile, &opts).unwrap();
+    let html = String::from_utf8(out).unwrap();
+    assert!(html.contains(&format!("id=\"kflame-profile\">{}</script>", data.profile)));
+    assert!(html.contains(&format!("id=\"kflame-nodes\">{}</script>", data.nodes)));
+    let json: serde_json::Value = serde_json::from_str(&data.to_json()).unwrap();
+    assert_eq!(json["profile"]["total"], "4.5");
+    assert_eq!(json["profile"]["scale"], 1);
+    assert_eq!(json["nodes"], data.nodes.as_str());
 }
 
 #[test]
