@@ -296,8 +296,10 @@ fn graph(src: &Path) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
         for p in referenced_paths(m, &text) {
             // The file of the longest prefix that is a module file.
             let target = (0..=p.len()).rev().map(|n| p[..n].to_vec()).find(|pre| files.contains_key(pre));
+            // A parent using its own children is how it is built (it declares them), not
+            // an import: only the other direction counts.
             if let Some(t) = target
-                && t != *m
+                && !t.starts_with(m)
             {
                 set.insert(t);
             }
@@ -437,9 +439,6 @@ fn check(krate: &str) {
 /// circle fails the test, and so does an entry here that no longer is one.
 const KNOWN: &[(&str, &[&str])] = &[
     ("kflame", &["collapse::fgraph", "collapse::outliers"]),
-    ("kflame", &["perf_data::dso", "perf_data::prefetch", "perf_data::special"]),
-    ("kflame", &["perf_data::frame_cache", "perf_data::resolve"]),
-    ("kflame", &["perf_data::pairs", "perf_data::reader"]),
     ("kflame", &["collapse", "perf_data", "report"]),
     ("kflame", &["collapse::events_json", "collapse::fgraph", "collapse::outliers", "collapse::pairing"]),
     ("kflame", &["render::options", "render::svg"]),
