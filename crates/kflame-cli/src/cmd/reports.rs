@@ -6,7 +6,6 @@ use std::path::Path;
 
 use anyhow::{Context, Result, anyhow};
 use kflame::collapse::{Collapse, Format, crash, kernel_log};
-use kflame::report::ReportExtractor;
 
 use super::collapse::SharedArgs;
 use crate::input::{self, Input};
@@ -104,21 +103,14 @@ fn for_each_line(input: Input, mut f: impl FnMut(u64, &[u8]) -> Result<()>) -> R
 }
 
 fn json_reports(input: Input, out: &mut dyn Write) -> Result<usize> {
-    let mut x = ReportExtractor::new();
+    let name = input.name.clone();
+    let mut reports = kflame::report::reports(BufReader::with_capacity(1 << 16, input.reader()));
     let mut count = 0;
-    let mut emit = |x: &mut ReportExtractor, out: &mut dyn Write| -> Result<()> {
-        while let Some(r) = x.pop() {
-            writeln!(out, "{}", r.to_json())?;
-            count += 1;
-        }
-        Ok(())
-    };
-    for_each_line(input, |n, line| {
-        x.push_line(n, line);
-        emit(&mut x, out)
-    })?;
-    x.finish();
-    emit(&mut x, out)?;
+    for r in reports.by_ref() {
+        writeln!(out, "{}", r?.to_json())?;
+        count += 1;
+    }
+    output::message(reports.diagnostics().report(&name).to_string());
     Ok(count)
 }
 
