@@ -442,20 +442,6 @@ const KNOWN: &[(&str, &[&str])] = &[
     ("kflame", &["collapse", "perf_data"]),
     ("kflame", &["collapse::events_json", "collapse::fgraph", "collapse::outliers", "collapse::pairing"]),
     ("kflame", &["render::options", "render::svg"]),
-    (
-        "kflame-cli",
-        &[
-            "cmd::collapse",
-            "cmd::collapse_options",
-            "cmd::collapse_perf",
-            "cmd::outliers",
-            "cmd::perf_data",
-            "cmd::perf_pairs",
-            "cmd::producers",
-            "cmd::reports",
-            "cmd::trace_args",
-        ],
-    ),
 ];
 
 #[test]

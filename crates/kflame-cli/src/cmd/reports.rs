@@ -1,5 +1,6 @@
-//! Kernel-log and crash-dump options of `kflame collapse`, and their `--json` output (one
-//! object per report or task instead of folded stacks).
+//! The kernel-log and crash-dump collapsers configured from their options (in
+//! `collapse_args.rs`), and their `--json` output (one object per report or task instead of
+//! folded stacks).
 
 use std::io::{BufReader, Write};
 use std::path::Path;
@@ -7,22 +8,9 @@ use std::path::Path;
 use anyhow::{Context, Result, anyhow};
 use kflame::collapse::{Collapse, Format, crash, kernel_log};
 
-use super::collapse::SharedArgs;
+use super::collapse_args::{ReportArgs, SharedArgs};
 use crate::input::{self, Input};
 use crate::output;
-
-/// Options of the kernel-log format.
-#[derive(clap::Args, Debug, Default)]
-pub(crate) struct ReportArgs {
-    /// Kernel logs: keep `+0x12/0x34` offsets on frames (stripped by default, so that the
-    /// same function merges across kernel builds).
-    #[arg(long, help_heading = "Kernel log options")]
-    pub(crate) offsets: bool,
-    /// Kernel logs: keep the `? ` frames the unwinder could not vouch for, marked `? func`
-    /// (dropped by default).
-    #[arg(long, help_heading = "Kernel log options")]
-    pub(crate) unreliable: bool,
-}
 
 /// The kernel-log collapser configured from the command line.
 pub(crate) fn build_kernel_log(shared: &SharedArgs, args: &ReportArgs) -> Result<Box<dyn Collapse>> {
