@@ -1,5 +1,5 @@
 //! Line-oriented input: the one line length cap every reader applies, and a reader of lines
-//! that keeps to it.
+//! that keeps to it; [`lines`] numbers the lines of a block in memory.
 //!
 //! Every input kflame reads as text is cut into lines, and a line has to be held whole to be
 //! parsed. Without a cap, one input without newlines (`/dev/zero`, a binary file, a corrupt
@@ -95,10 +95,140 @@ pub fn read_lines<R: BufRead, E: From<io::Error>>(
     Ok(())
 }
 
+/// One line handed out by [`LineReader`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum Line<'a> {
+    /// Line `number` (1-based), without its `\n` (a `\r` before it is left to the caller).
+    Text(u64, &'a [u8]),
+    /// Line `number` was longer than [`MAX_LINE`]: `length` bytes (or more, when the input
+    /// ended first), read through without being kept.
+    TooLong(u64, u64),
+}
+
+/// The pull form of [`read_lines`], for iterators that hand out one item at a time: the
+/// same numbering and the same cap, each line copied once into a buffer it reuses.
+#[derive(Debug)]
+pub struct LineReader<R> {
+    input: R,
+    buf: Vec<u8>,
+    number: u64,
+}
+
+impl<R: BufRead> LineReader<R> {
+    /// Reads the lines of `input`.
+    pub fn new(input: R) -> Self {
+        LineReader { input, buf: Vec::new(), number: 0 }
+    }
+
+    /// The next line, `None` at the end of the input.
+    pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+        self.buf.clear();
+        // Bytes of the line dropped so far, once it is known to be too long.
+        let mut dropped: Option<u64> = None;
+        let mut seen = false;
+        loop {
+            let block = match self.input.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if block.is_empty() {
+                if !seen {
+                    return Ok(None);
+                }
+                break;
+            }
+            seen = true;
+            let (part, end) = match memchr::memchr(b'\n', block) {
+                Some(nl) => (&block[..nl], Some(nl + 1)),
+                None => (block, None),
+            };
+            match &mut dropped {
+                Some(d) => *d += part.len() as u64,
+                None if self.buf.len() + part.len() > MAX_LINE => {
+                    dropped = Some((self.buf.len() + part.len()) as u64);
+                    self.buf = Vec::new();
+                }
+                None => self.buf.extend_from_slice(part),
+            }
+            let used = end.unwrap_or(block.len());
+            self.input.consume(used);
+            if end.is_some() {
+                break;
+            }
+        }
+        self.number += 1;
+        Ok(Some(match dropped {
+            Some(len) => Line::TooLong(self.number, len),
+            None => Line::Text(self.number, &self.buf),
+        }))
+    }
+}
+
+/// Iterates the lines of a block with their 1-based numbers, without the trailing `\n` or
+/// `\r\n`.
+pub fn lines(chunk: &[u8], first_line: u64) -> impl Iterator<Item = (u64, &[u8])> {
+    let mut rest = chunk;
+    let mut n = first_line;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let (line, next) = match memchr::memchr(b'\n', rest) {
+            Some(i) => (&rest[..i], &rest[i + 1..]),
+            None => (rest, &[][..]),
+        };
+        rest = next;
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let num = n;
+        n += 1;
+        Some((num, line))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::{BufReader, Read};
+
+    /// The pull reader hands out what the push reader does, for every buffer size.
+    #[test]
+    fn line_reader_agrees_with_read_lines() {
+        for cap in [1, 7, 4093, 1 << 16] {
+            // The over-long line only with buffers that read it in reasonable time.
+            let long = vec![b'x'; if cap > 1000 { MAX_LINE + 3 } else { 20 }];
+            let mut input = b"a\r\n\nbb\n".to_vec();
+            input.extend_from_slice(&long);
+            input.extend_from_slice(b"\nlast");
+            let want = std::cell::RefCell::new(Vec::new());
+            read_lines::<_, io::Error>(
+                BufReader::with_capacity(cap, &input[..]),
+                |n, l| {
+                    want.borrow_mut().push(format!("{n}:{}", String::from_utf8_lossy(l)));
+                    Ok(())
+                },
+                |n, len| want.borrow_mut().push(format!("{n}:too long {len}")),
+            )
+            .unwrap();
+            let want = want.into_inner();
+            let mut got = Vec::new();
+            let mut r = LineReader::new(BufReader::with_capacity(cap, &input[..]));
+            while let Some(l) = r.next_line().unwrap() {
+                got.push(match l {
+                    Line::Text(n, l) => format!("{n}:{}", String::from_utf8_lossy(l)),
+                    Line::TooLong(n, len) => format!("{n}:too long {len}"),
+                });
+            }
+            assert_eq!(got, want, "buffer of {cap} bytes");
+            assert_eq!(got.len(), 5);
+        }
+    }
+
+    #[test]
+    fn lines_strip_crlf_and_number() {
+        let v: Vec<_> = lines(b"a\r\nb\n\nc", 10).collect();
+        assert_eq!(v, vec![(10, &b"a"[..]), (11, &b"b"[..]), (12, &b""[..]), (13, &b"c"[..])]);
+    }
 
     /// Numbered lines, and the numbers and lengths of the over-long ones.
     type Lines = (Vec<(u64, Vec<u8>)>, Vec<(u64, u64)>);

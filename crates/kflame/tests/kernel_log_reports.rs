@@ -338,3 +338,34 @@ fn rcu_stall_takes_the_stalled_cpus_nmi_backtrace() {
     assert_eq!(s.extra_stacks[0].label, "RCU grace-period kthread stack dump:");
     assert_eq!(s.extra_stacks[0].frames[0].function, "__schedule");
 }
+
+/// The streaming iterator yields what the whole-log extractor does, for every log of the
+/// fixture folder and small and large read buffers (lines spanning buffer fills).
+#[test]
+fn streamed_reports_equal_extract_all() {
+    let mut dirs = vec![std::path::PathBuf::from(DATA)];
+    let mut logs = 0;
+    let mut total = 0;
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+                continue;
+            }
+            let log = std::fs::read(&p).unwrap();
+            let want: Vec<String> = ReportExtractor::extract_all(&log).iter().map(Report::to_json).collect();
+            for cap in [509, 1 << 16] {
+                let mut it = kflame::report::reports(std::io::BufReader::with_capacity(cap, &log[..]));
+                let mut got: Vec<Report> = it.by_ref().collect::<Result<_, _>>().unwrap();
+                got.sort_by_key(|r| r.line);
+                let got: Vec<String> = got.iter().map(Report::to_json).collect();
+                assert_eq!(got, want, "{} read {cap} bytes at a time", p.display());
+                assert_eq!(it.diagnostics().skipped(), 0);
+            }
+            logs += 1;
+            total += want.len();
+        }
+    }
+    assert!(logs > 50 && total > 50, "{logs} logs, {total} reports");
+}

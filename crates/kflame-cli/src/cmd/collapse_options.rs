@@ -9,8 +9,7 @@ use anyhow::{Result, bail};
 use kflame::collapse::Format;
 use kflame::collapse::ftrace::{Mode, guess_mode};
 
-use super::collapse::{Args, WeightArg};
-use super::trace_args::TraceMode;
+use super::collapse_args::{Args, TraceMode, WeightArg};
 use crate::input::Input;
 
 /// What one input is, as far as options go.

@@ -1,37 +1,10 @@
-//! Options of the `perf-script` format and how they configure the collapser.
+//! How the options of the `perf-script` format (in `collapse_args.rs`) configure its
+//! collapser.
 
 use anyhow::{Result, bail};
 use kflame::collapse::perf::{PerfOptions, PerfScript, PerfWeight};
 
-use super::collapse::{SharedArgs, WeightArg};
-
-/// `perf script` options (FlameGraph's `stackcollapse-perf.pl` flags).
-#[derive(clap::Args, Debug, Default)]
-pub(crate) struct PerfArgs {
-    /// Suffix kernel frames with `_[k]`.
-    #[arg(long, help_heading = "perf script and perf.data options")]
-    pub(crate) kernel: bool,
-    /// Suffix JIT frames (`/tmp/perf-PID.map`, `jitted-*.so`) with `_[j]`.
-    #[arg(long, help_heading = "perf script and perf.data options")]
-    pub(crate) jit: bool,
-    /// Same as `--kernel --jit`.
-    #[arg(long, help_heading = "perf script and perf.data options")]
-    pub(crate) all: bool,
-    /// Show raw addresses for frames without a symbol (`[libc.so <7f12ab>]`).
-    #[arg(long, help_heading = "perf script and perf.data options")]
-    pub(crate) addrs: bool,
-    /// Suffix DWARF-unwound `(inlined)` frames with `_[i]`.
-    #[arg(long, help_heading = "perf script and perf.data options")]
-    pub(crate) inline: bool,
-    /// Fold only samples of this event (default: the first event in the input; the others
-    /// are counted in a note). Modifiers do not count: `cycles` also selects `cycles:u`.
-    #[arg(long, value_name = "EVENT", help_heading = "perf script and perf.data options")]
-    pub(crate) event_filter: Option<String>,
-    /// Count samples instead of summing perf's period column (or, for the kmem allocation
-    /// tracepoints mm_page_alloc, kmalloc, kmem_cache_alloc, instead of allocated bytes).
-    #[arg(long, help_heading = "perf script and perf.data options")]
-    pub(crate) counts: bool,
-}
+use super::collapse_args::{PerfArgs, SharedArgs, WeightArg};
 
 /// The perf collapser configured from the command line. Weights: the period column by
 /// default, allocated bytes for kmem allocation tracepoints, `--counts`/`--weight count`

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub(crate) mod collapse;
+pub(crate) mod collapse_args;
 pub(crate) mod collapse_options;
 pub(crate) mod collapse_perf;
 pub(crate) mod completions;

@@ -16,7 +16,7 @@ use kflame::collapse::outliers::{Outlier, OutlierLog, format_duration};
 use kflame::fold::{Meta, Unit, Weight};
 use kflame::render::{self, Options, Profile};
 
-use super::producers::LatencyArgs;
+use super::collapse_args::LatencyArgs;
 use crate::output;
 
 static LOG: OnceLock<OutlierLog> = OnceLock::new();

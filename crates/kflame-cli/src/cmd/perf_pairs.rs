@@ -6,10 +6,8 @@ use anyhow::{Result, bail};
 use kflame::collapse::Collapse;
 use kflame::collapse::perf::pairs::{PairMode, PerfPairs, PerfPairsOptions};
 
-use super::collapse::SharedArgs;
-use super::collapse_perf::PerfArgs;
-use super::producers::LatencyArgs;
-use super::trace_args::{TraceArgs, TraceMode, events_log};
+use super::collapse_args::{LatencyArgs, PerfArgs, SharedArgs, TraceArgs, TraceMode};
+use super::trace_args::events_log;
 
 /// The perf script collapser for these options: pairing when `--mode` asks for it.
 pub(crate) fn build(

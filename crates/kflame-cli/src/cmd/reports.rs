@@ -1,29 +1,16 @@
-//! Kernel-log and crash-dump options of `kflame collapse`, and their `--json` output (one
-//! object per report or task instead of folded stacks).
+//! The kernel-log and crash-dump collapsers configured from their options (in
+//! `collapse_args.rs`), and their `--json` output (one object per report or task instead of
+//! folded stacks).
 
 use std::io::{BufReader, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result, anyhow};
 use kflame::collapse::{Collapse, Format, crash, kernel_log};
-use kflame::report::ReportExtractor;
 
-use super::collapse::SharedArgs;
+use super::collapse_args::{ReportArgs, SharedArgs};
 use crate::input::{self, Input};
 use crate::output;
-
-/// Options of the kernel-log format.
-#[derive(clap::Args, Debug, Default)]
-pub(crate) struct ReportArgs {
-    /// Kernel logs: keep `+0x12/0x34` offsets on frames (stripped by default, so that the
-    /// same function merges across kernel builds).
-    #[arg(long, help_heading = "Kernel log options")]
-    pub(crate) offsets: bool,
-    /// Kernel logs: keep the `? ` frames the unwinder could not vouch for, marked `? func`
-    /// (dropped by default).
-    #[arg(long, help_heading = "Kernel log options")]
-    pub(crate) unreliable: bool,
-}
 
 /// The kernel-log collapser configured from the command line.
 pub(crate) fn build_kernel_log(shared: &SharedArgs, args: &ReportArgs) -> Result<Box<dyn Collapse>> {
@@ -104,21 +91,14 @@ fn for_each_line(input: Input, mut f: impl FnMut(u64, &[u8]) -> Result<()>) -> R
 }
 
 fn json_reports(input: Input, out: &mut dyn Write) -> Result<usize> {
-    let mut x = ReportExtractor::new();
+    let name = input.name.clone();
+    let mut reports = kflame::report::reports(BufReader::with_capacity(1 << 16, input.reader()));
     let mut count = 0;
-    let mut emit = |x: &mut ReportExtractor, out: &mut dyn Write| -> Result<()> {
-        while let Some(r) = x.pop() {
-            writeln!(out, "{}", r.to_json())?;
-            count += 1;
-        }
-        Ok(())
-    };
-    for_each_line(input, |n, line| {
-        x.push_line(n, line);
-        emit(&mut x, out)
-    })?;
-    x.finish();
-    emit(&mut x, out)?;
+    for r in reports.by_ref() {
+        writeln!(out, "{}", r?.to_json())?;
+        count += 1;
+    }
+    output::message(reports.diagnostics().report(&name).to_string());
     Ok(count)
 }
 

@@ -1,4 +1,5 @@
-//! Options of the trace-event formats (`ftrace`, `trace-cmd`) and their collapser.
+//! The collapser of the trace-event formats (`ftrace`, `trace-cmd`) configured from their
+//! options (in `collapse_args.rs`), and the `--events-json` log they share.
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -10,43 +11,8 @@ use kflame::collapse::Collapse;
 use kflame::collapse::events_json::EventLog;
 use kflame::collapse::ftrace::{Ftrace, FtraceOptions, Mode, WeightBy};
 
-use super::collapse::{SharedArgs, WeightArg};
+use super::collapse_args::{LatencyArgs, SharedArgs, TraceArgs, TraceMode, WeightArg};
 use super::collapse_options::Target;
-use super::producers::LatencyArgs;
-
-/// What an ftrace / trace-cmd collapse measures.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum TraceMode {
-    /// Bytes allocated (mm_page_alloc: 4096 << order; kmalloc/kmem_cache_alloc: bytes_alloc;
-    /// kprobe/uprobe events: `order=` gives 4096 << order, else `bytes=`, `size=` or
-    /// `request=` the bytes).
-    Alloc,
-    /// Syscall latency from sys_enter/sys_exit pairs (ns, stack at entry).
-    Syscalls,
-    /// Off-CPU time from sched_switch (ns until switched back in, stack at switch-out).
-    Offcpu,
-    /// Function durations from uprobe/kprobe entry + return probes (ns, stack at entry).
-    Probes,
-    /// One per event, under the event name.
-    Events,
-}
-
-/// Options of the trace-event formats.
-#[derive(clap::Args, Debug, Default)]
-pub(crate) struct TraceArgs {
-    /// What to measure (trace formats); chosen from the events in the input when absent.
-    /// perf script and perf.data input: `syscalls`, `offcpu` or `probes` pair its tracepoint
-    /// records.
-    #[arg(long, value_enum, value_name = "MODE", help_heading = "Trace options (ftrace, trace-cmd)")]
-    pub(crate) mode: Option<TraceMode>,
-    /// Add the page allocation order as a root frame (`order-2`), in alloc and events modes.
-    #[arg(long, help_heading = "Trace options (ftrace, trace-cmd)")]
-    pub(crate) order: bool,
-    /// Add the migrate type and GFP flags of allocations as root frames, in alloc and events
-    /// modes.
-    #[arg(long, help_heading = "Trace options (ftrace, trace-cmd)")]
-    pub(crate) page_type: bool,
-}
 
 /// Builds the ftrace / trace-cmd collapser of `target` (its mode given or guessed, its
 /// options checked) from the command line.

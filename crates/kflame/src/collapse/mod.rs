@@ -28,6 +28,7 @@ pub mod stap;
 #[cfg(test)]
 pub(crate) mod testkit;
 
+pub use crate::text::lines;
 pub use engine::{Engine, Order};
 pub use format::{Content, Format, content, detect, looks_binary};
 
@@ -86,37 +87,5 @@ pub trait Collapse: Send {
     /// (the default) makes the format sequential.
     fn fork(&self) -> Option<Box<dyn Collapse>> {
         None
-    }
-}
-
-/// Iterates the lines of a block with their 1-based numbers, without the trailing `\n` or
-/// `\r\n`.
-pub fn lines(chunk: &[u8], first_line: u64) -> impl Iterator<Item = (u64, &[u8])> {
-    let mut rest = chunk;
-    let mut n = first_line;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let (line, next) = match memchr::memchr(b'\n', rest) {
-            Some(i) => (&rest[..i], &rest[i + 1..]),
-            None => (rest, &[][..]),
-        };
-        rest = next;
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let num = n;
-        n += 1;
-        Some((num, line))
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lines_strip_crlf_and_number() {
-        let v: Vec<_> = lines(b"a\r\nb\n\nc", 10).collect();
-        assert_eq!(v, vec![(10, &b"a"[..]), (11, &b"b"[..]), (12, &b""[..]), (13, &b"c"[..])]);
     }
 }

@@ -17,7 +17,17 @@ use std::sync::{Arc, Mutex};
 
 use crate::fold::Weight;
 
-pub use super::fgraph::format_duration;
+/// `850ns`, `12.345us`, `2.345ms`, `1.234s`: three decimals in the largest fitting unit
+/// (truncated, never rounded up into the next unit).
+pub fn format_duration(ns: u64) -> String {
+    let (div, unit) = match ns {
+        0..1_000 => return format!("{ns}ns"),
+        1_000..1_000_000 => (1_000, "us"),
+        1_000_000..1_000_000_000 => (1_000_000, "ms"),
+        _ => (1_000_000_000, "s"),
+    };
+    format!("{}.{:03}{unit}", ns / div, ns % div * 1000 / div)
+}
 
 /// The N longest items seen so far (memory: N items).
 #[derive(Debug)]
@@ -148,6 +158,14 @@ impl OutlierLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(format_duration(850), "850ns");
+        assert_eq!(format_duration(12_345), "12.345us");
+        assert_eq!(format_duration(2_345_678), "2.345ms");
+        assert_eq!(format_duration(33_998_590_000), "33.998s");
+    }
 
     #[test]
     fn keeps_the_longest_earliest_first_on_ties() {

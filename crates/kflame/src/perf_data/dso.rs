@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use super::binary::{Missing, file_path, load_symbols};
 use crate::symbols::{ElfSymbols, MappedFile};
 
 /// Index of a [`Dso`] in [`Dsos`].
@@ -18,14 +19,6 @@ pub(crate) struct Dso {
     pub(crate) build_id: Option<Vec<u8>>,
     symbols: Option<Option<ElfSymbols>>,
     image: Option<Option<Arc<MappedFile>>>,
-}
-
-/// Why a binary gave no symbols (reported once per binary as a note).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Missing {
-    NotFound,
-    BuildIdMismatch,
-    Unreadable(String),
 }
 
 /// All binaries by name, with the root under which their files are looked up.
@@ -186,20 +179,4 @@ impl Dsos {
     pub(crate) fn root(&self) -> Option<&Path> {
         self.root.as_deref()
     }
-}
-
-/// Where the file of a DSO named `name` is under `root` (absolute paths only).
-fn file_path(root: &Path, name: &str) -> Option<PathBuf> {
-    let p = root.join(name.strip_prefix('/')?);
-    p.is_file().then_some(p)
-}
-
-/// The symbols of the binary perf calls `name`, if it is there and is the recorded one.
-pub(crate) fn load_symbols(root: &Path, name: &str, build_id: Option<&[u8]>) -> Result<ElfSymbols, Missing> {
-    let path = file_path(root, name).ok_or(Missing::NotFound)?;
-    let s = ElfSymbols::open(&path, root).map_err(|e| Missing::Unreadable(e.to_string()))?;
-    if build_id.is_some_and(|w| s.build_id().is_some_and(|got| got != w)) {
-        return Err(Missing::BuildIdMismatch);
-    }
-    Ok(s)
 }

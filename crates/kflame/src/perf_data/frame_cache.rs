@@ -13,7 +13,7 @@
 //! one short-lived process only) that hits 85.5% of lookups against 86.1% for 256Ki slots,
 //! which no longer fit and made every lookup a trip to L3.
 
-use super::resolve::Mode;
+use super::machine::Mode;
 
 /// log2 of the number of slots.
 const BITS: u32 = 16;

@@ -7,6 +7,15 @@ use rustc_hash::FxHashMap;
 use super::dso::{DsoId, Dsos};
 use crate::symbols::{AddressSpace, Mapping};
 
+/// Whether an address was sampled in kernel or user context.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Kernel,
+    User,
+    /// Hypervisor or guest context: never resolved (perf has no maps for it).
+    Other,
+}
+
 /// A thread: its process and current name.
 #[derive(Clone, Debug)]
 pub(crate) struct Thread {

@@ -47,6 +47,7 @@
 //! - where identical code folding left several same-size symbols at one address, perf
 //!   sometimes shows another of them.
 
+mod binary;
 mod dso;
 mod frame_cache;
 mod header;
@@ -136,6 +137,12 @@ impl Host {
     pub(crate) fn allowed(self) -> bool {
         self == Host::Running
     }
+}
+
+/// ` at byte N of the file` for a message about one record (nothing when not known: a
+/// big-endian or repaired file, read through the container's iterator).
+fn at_byte(at: Option<u64>) -> String {
+    at.map(|n| format!(" at byte {n} of the file")).unwrap_or_default()
 }
 
 /// Why a perf.data file could not be read at all. Problems with single records are counted

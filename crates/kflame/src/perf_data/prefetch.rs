@@ -16,7 +16,7 @@ use std::sync::{Mutex, PoisonError};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::dso::{Missing, load_symbols};
+use super::binary::{Missing, load_symbols};
 use crate::symbols::ElfSymbols;
 
 /// One loaded (or failed) table.

@@ -11,14 +11,14 @@ use rustc_hash::FxHashMap;
 
 use super::dso::Dsos;
 use super::kernel::KernelLoad;
-use super::machine::{Machine, user_dso_name};
+use super::machine::{Machine, Mode, user_dso_name};
 use super::naming::NameRules;
 use super::records::Records;
-use super::resolve::{KernelSymbols, Mode, Resolver};
+use super::resolve::{KernelSymbols, Resolver};
 use super::stacks::StackTable;
 use super::tracing::AllocSize;
 use super::unwind::Unwinders;
-use super::{Options, PerfDataError, header};
+use super::{Options, PerfDataError, at_byte, header};
 use crate::collapse::perf::is_alloc_event;
 use crate::collapse::{Order, Output};
 use crate::fold::{Meta, Unit};
@@ -594,7 +594,7 @@ fn rules(opts: &Options) -> NameRules {
 }
 
 fn report_missing(dsos: &Dsos, out: &mut Output) {
-    use super::dso::Missing;
+    use super::binary::Missing;
     for (name, why) in &dsos.missing {
         let (kind, msg) = match why {
             Missing::NotFound => (
@@ -621,12 +621,6 @@ fn report_missing(dsos: &Dsos, out: &mut Output) {
         };
         out.diag.note(kind, 0, || msg);
     }
-}
-
-/// ` at byte N of the file` for a message about one record (nothing when not known: a
-/// big-endian or repaired file, read through the container's iterator).
-pub(super) fn at_byte(at: Option<u64>) -> String {
-    at.map(|n| format!(" at byte {n} of the file")).unwrap_or_default()
 }
 
 /// The event to keep: `--event-filter` by name, else the event of the first sample.

@@ -7,18 +7,9 @@ use rustc_hash::FxHashMap;
 
 use super::dso::{DsoId, Dsos};
 use super::frame_cache::FrameCache;
-use super::machine::Machine;
+use super::machine::{Machine, Mode};
 use super::naming::{NameRules, fold_frame};
 use crate::symbols::{Kallsyms, demangle};
-
-/// Whether an address was sampled in kernel or user context.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Mode {
-    Kernel,
-    User,
-    /// Hypervisor or guest context: never resolved (perf has no maps for it).
-    Other,
-}
 
 /// Where an address lies.
 #[derive(Copy, Clone)]
@@ -408,7 +399,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::perf_data::dso::load_symbols;
+    use crate::perf_data::binary::load_symbols;
     use crate::perf_data::prefetch::Prefetch;
 
     const BIN: &str = "/opt/kflame-demo/bin/workload-fp";

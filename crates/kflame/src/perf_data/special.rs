@@ -15,7 +15,7 @@
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use super::dso::Missing;
+use super::binary::Missing;
 use crate::symbols::{ElfSymbols, PerfMap, parse_proc_maps_line, read_build_id};
 
 const VDSO: &str = "[vdso]";

@@ -81,7 +81,7 @@ impl ReportExtractor {
     pub fn extract_all(log: &[u8]) -> Vec<Report> {
         let mut x = ReportExtractor::new();
         let mut out = Vec::new();
-        for (n, line) in crate::collapse::lines(log, 1) {
+        for (n, line) in crate::text::lines(log, 1) {
             x.push_line(n, line);
             out.extend(std::iter::from_fn(|| x.pop()));
         }

@@ -1,7 +1,8 @@
 //! Kernel reports (oopses, warnings, hung tasks, lockups, RCU stalls, sanitizer reports...)
 //! extracted from kernel logs.
 //!
-//! [`ReportExtractor`] is a pure streaming state machine: feed it the lines of a log in
+//! [`reports`] iterates the reports of a log read from any [`BufRead`](std::io::BufRead).
+//! Underneath, [`ReportExtractor`] is a pure streaming state machine: feed it the lines of a log in
 //! order ([`ReportExtractor::push_line`]), collect finished [`Report`]s as they complete
 //! ([`ReportExtractor::pop`]), and call [`ReportExtractor::finish`] at the end. Memory is
 //! bounded by the number of reports open at once (one per printk caller, at most
@@ -62,12 +63,14 @@ mod fields;
 mod frame;
 pub mod prefix;
 mod start;
+mod stream;
 mod title;
 
 use serde::Serialize;
 
 pub use extract::ReportExtractor;
 pub use frame::parse_frame;
+pub use stream::{Reports, reports};
 
 /// True when `text` (a log line with its prefixes stripped, see [`prefix::strip`]) is the
 /// first line of a kernel report.

@@ -1,4 +1,4 @@
-//! Per-call records as JSON lines, and human-readable durations.
+//! Per-call records as JSON lines.
 //!
 //! One object per completed top-level call, on one line:
 //! ```json
@@ -10,28 +10,3 @@
 //! trace), `weight` what the call adds to the folded output (its duration with self
 //! times; more with `--latency total`). Written by [`crate::collapse::events_json`], like
 //! every other per-event record.
-
-/// `850ns`, `12.345us`, `2.345ms`, `1.234s`: three decimals in the largest fitting unit
-/// (truncated, never rounded up into the next unit).
-pub fn format_duration(ns: u64) -> String {
-    let (div, unit) = match ns {
-        0..1_000 => return format!("{ns}ns"),
-        1_000..1_000_000 => (1_000, "us"),
-        1_000_000..1_000_000_000 => (1_000_000, "ms"),
-        _ => (1_000_000_000, "s"),
-    };
-    format!("{}.{:03}{unit}", ns / div, ns % div * 1000 / div)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(format_duration(850), "850ns");
-        assert_eq!(format_duration(12_345), "12.345us");
-        assert_eq!(format_duration(2_345_678), "2.345ms");
-        assert_eq!(format_duration(33_998_590_000), "33.998s");
-    }
-}

@@ -34,7 +34,7 @@ use crate::fold::{Meta, Unit, Weight};
 use line::{Line, Task};
 use track::{Fixups, TopCall, Track};
 
-pub use events::format_duration;
+pub use super::outliers::format_duration;
 
 /// Which time a call path weighs.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]

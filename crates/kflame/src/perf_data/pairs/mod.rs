@@ -121,7 +121,7 @@ impl Pairs {
         at: Option<u64>,
         out: &mut Output,
     ) -> Option<TraceEvent> {
-        let at = || super::reader::at_byte(at);
+        let at = || super::at_byte(at);
         let (name, kind) = self.events.get(attr)?;
         if !kind.used_by(self.mode) {
             out.diag.note(OTHER_EVENTS, 0, || {
