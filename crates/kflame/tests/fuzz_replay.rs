@@ -3,10 +3,11 @@
 //! on, `fuzz/regressions/<name>/`, so that `cargo test` catches a regression without a
 //! fuzzing session (and without a nightly toolchain).
 //!
-//! Memory is checked too: while an input is replayed, no single allocation may exceed
-//! [`budget`] of its length (a fixed allowance for buffers plus a multiple of the input), so a
-//! count or size read from the input and trusted (a 300 GB `Vec::with_capacity`) fails here
-//! on every machine, whatever its memory and overcommit policy.
+//! Memory is checked too: while an input is replayed, neither a single allocation nor the
+//! memory in use may exceed [`budget`] of its length (a fixed allowance for buffers plus a
+//! multiple of the input), so a count or size read from the input and trusted (a 300 GB
+//! `Vec::with_capacity`) fails here on every machine, whatever its memory and overcommit
+//! policy.
 
 // The tracking allocator below is the only unsafe code: it forwards to the system allocator.
 #![allow(unsafe_code)]
@@ -22,6 +23,9 @@ use kflame::fuzzing::TARGETS;
 
 /// The largest single allocation requested since the last reset.
 static LARGEST: AtomicUsize = AtomicUsize::new(0);
+/// Bytes allocated and not yet freed, and their highest value since the last reset.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
 /// Requests above this are refused (the test process then aborts, after saying which input
 /// asked for it), so that no machine tries to satisfy them.
 const REFUSE_ABOVE: usize = 1 << 30;
@@ -35,6 +39,8 @@ impl Tracking {
     fn note(size: usize) -> bool {
         LARGEST.fetch_max(size, Ordering::Relaxed);
         if size <= REFUSE_ABOVE {
+            let live = LIVE.fetch_add(size, Ordering::Relaxed) + size;
+            PEAK.fetch_max(live, Ordering::Relaxed);
             return true;
         }
         let mut err = std::io::stderr();
@@ -71,9 +77,9 @@ unsafe impl GlobalAlloc for Tracking {
 #[global_allocator]
 static ALLOCATOR: Tracking = Tracking;
 
-/// The largest single allocation an input of `len` bytes may cause: a fixed allowance for
-/// the readers' buffers (the seeds need at most 1 MiB at once), plus 32 bytes per input
-/// byte (tables that grow with the records read).
+/// The most an input of `len` bytes may allocate, at once and in all: a fixed allowance for
+/// the readers' buffers and tables (the seeds need at most 1 MiB at once and 3.1 MiB in
+/// all), plus 32 bytes per input byte (tables that grow with what is read).
 fn budget(len: usize) -> usize {
     (16 << 20) + 32 * len
 }
@@ -115,6 +121,8 @@ fn replay(target: &str) {
             cur.1 = n;
         }
         LARGEST.store(0, Ordering::Relaxed);
+        let before = LIVE.load(Ordering::Relaxed);
+        PEAK.store(before, Ordering::Relaxed);
         if let Err(e) = catch_unwind(AssertUnwindSafe(|| run(&data))) {
             let msg = e
                 .downcast_ref::<String>()
@@ -124,10 +132,12 @@ fn replay(target: &str) {
             failures.push(format!("{shown}: panicked: {msg}"));
         }
         let largest = LARGEST.load(Ordering::Relaxed);
-        if largest > budget(data.len()) {
+        let peak = PEAK.load(Ordering::Relaxed).saturating_sub(before);
+        let allowed = budget(data.len());
+        if largest > allowed || peak > allowed {
             failures.push(format!(
-                "{shown}: allocated {largest} bytes at once, more than the {} allowed for {} input bytes",
-                budget(data.len()),
+                "{shown}: allocated {largest} bytes at once and {peak} in all, more than the {allowed} \
+                 allowed for {} input bytes",
                 data.len()
             ));
         }

@@ -46,16 +46,39 @@ fn collapse_image(
     order: Order,
 ) -> Result<Output, PerfDataError> {
     header::check(data).map_err(PerfDataError::Header)?;
-    match PerfFileReader::parse_file(Cursor::new(data)) {
-        Ok(reader) => read_records(data, mapped, reader, opts, order, None),
+    let first = match header::check_attributes(data) {
+        Ok(()) => match header::cap_auxtrace(data) {
+            Some((fixed, at, claimed)) => {
+                let reader = PerfFileReader::parse_file(Cursor::new(&fixed[..]))?;
+                return read_records(&fixed, None, reader, opts, order, Fix::Auxtrace { at, claimed });
+            }
+            None => PerfFileReader::parse_file(Cursor::new(data)).map_err(PerfDataError::from),
+        },
+        Err(problem) => Err(PerfDataError::Header(problem)),
+    };
+    match first {
+        Ok(reader) => read_records(data, mapped, reader, opts, order, Fix::None),
         Err(e) => match header::repair_event_desc(data) {
             Some((fixed, shift)) => {
                 let reader = PerfFileReader::parse_file(Cursor::new(&fixed[..]))?;
-                read_records(&fixed, None, reader, opts, order, Some(shift))
+                read_records(&fixed, None, reader, opts, order, Fix::EventDesc(shift))
             }
-            None => Err(e.into()),
+            None => Err(e),
         },
     }
+}
+
+/// What was changed in a copy of the file before reading it.
+enum Fix {
+    None,
+    /// The EVENT_DESC section was found this many bytes off its recorded offset.
+    EventDesc(i64),
+    /// An AUXTRACE record at this offset of the data section claimed more trace data than
+    /// the section holds; reading ends there.
+    Auxtrace {
+        at: u64,
+        claimed: u64,
+    },
 }
 
 fn read_records<R: std::io::Read>(
@@ -64,7 +87,7 @@ fn read_records<R: std::io::Read>(
     reader: PerfFileReader<R>,
     opts: &Options,
     order: Order,
-    repaired: Option<i64>,
+    fix: Fix,
 ) -> Result<Output, PerfDataError> {
     let PerfFileReader { mut perf_file, mut record_iter } = reader;
     if perf_file.features().has_feature(linux_perf_data::Feature::COMPRESSED) {
@@ -91,13 +114,20 @@ fn read_records<R: std::io::Read>(
         });
     }
     st.events = events;
-    if let Some(shift) = repaired {
-        st.out.diag.note("header repaired", 0, || {
+    match fix {
+        Fix::None => {}
+        Fix::EventDesc(shift) => st.out.diag.note("header repaired", 0, || {
             format!(
                 "the event description section is {shift} bytes off its recorded offset \
                  (file edited after recording?); read from there"
             )
-        });
+        }),
+        Fix::Auxtrace { at, claimed } => st.out.diag.skip("damaged record", 0, || {
+            format!(
+                "reading stopped at byte {at} of the data section: an AUXTRACE record claims {claimed} bytes \
+                 of trace data, more than the section holds; the stacks read before it are kept"
+            )
+        }),
     }
     let mut prefetch = super::prefetch::Prefetch::start(st.resolver.dsos.root().to_path_buf());
     for info in build_ids.values().filter(|i| i.path.starts_with(b"/")) {
