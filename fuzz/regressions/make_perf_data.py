@@ -10,6 +10,7 @@ HEADER = 104
 EVENT_DESC = 12
 SIMPLEPERF_META_INFO = 129
 AUXTRACE = 71
+MMAP2 = 10
 
 
 def attr(e, size=136):
@@ -70,6 +71,12 @@ files = {
     "simpleperf-ids.data": perf_data(
         LE, 152, attrs=attr(LE) + struct.pack(LE + "QQ", HEADER, 1 << 40),
         features=[(SIMPLEPERF_META_INFO, b"event_type_info\0cpu-clock,1,0\0")]),
+    # An MMAP2 record with a build id of 21 bytes: linux-perf-event-reader asserts <= 20.
+    "mmap2-build-id-too-long.data": perf_data(
+        LE, 136, attrs=attr(LE),
+        records=struct.pack(LE + "IHH", MMAP2, 1 << 14, 8 + 80)
+        + struct.pack(LE + "iiQQQBBH20sII", 1, 1, 0x400000, 0x1000, 0, 21, 0, 0, bytes(20), 5, 2)
+        + b"/bin/true\0\0\0\0\0\0\0"),
     # Big-endian file (read by the container's record iterator): an AUXTRACE record whose
     # trace data is 2^40 bytes long.
     "big-endian-auxtrace-size.data": perf_data(

@@ -33,6 +33,14 @@ fn unreadable_headers_are_errors_naming_the_file() {
 }
 
 #[test]
+fn a_build_id_longer_than_20_bytes_is_a_damaged_record() {
+    let out = collapse(&regression("mmap2-build-id-too-long.data"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("a MMAP2 record at byte 240 of the file gives a build id of 21 bytes"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
 fn a_lying_auxtrace_record_ends_the_reading_with_a_note() {
     let path = regression("big-endian-auxtrace-size.data");
     let out = collapse(&path);

@@ -325,6 +325,13 @@ impl<'o> State<'o> {
         {
             return;
         }
+        if let Some(len) = mmap2_build_id_too_long(rec) {
+            let at = at_byte(self.at);
+            self.out.diag.skip("damaged record", 0, || {
+                format!("a MMAP2 record{at} gives a build id of {len} bytes, more than the 20 a build id has")
+            });
+            return;
+        }
         let parsed = match rec.parse() {
             Ok(p) => p,
             Err(e) => {
@@ -653,7 +660,22 @@ fn first_event(opts: &Options, events: &[Event], first: usize) -> usize {
 }
 
 const SAMPLE: u32 = 9;
+const MMAP2: u32 = 10;
 const KSYMBOL: u32 = 17;
+/// `PERF_RECORD_MISC_MMAP_BUILD_ID`: the MMAP2 record holds a build id, not an inode.
+const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
+
+/// The length byte of an MMAP2 record's build id when it is over 20: linux-perf-event-reader
+/// 0.10 asserts that it is not, so such a record must not reach its parser.
+fn mmap2_build_id_too_long(rec: &RawEventRecord<'_>) -> Option<u8> {
+    if rec.record_type.0 != MMAP2 || rec.misc & MISC_MMAP_BUILD_ID == 0 {
+        return None;
+    }
+    // pid, tid, address, length, page offset, then the build id's length.
+    let mut data = rec.data;
+    data.skip(4 + 4 + 8 + 8 + 8).ok()?;
+    data.read_u8().ok().filter(|&len| len > 20)
+}
 const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
 const PERF_CONTEXT_KERNEL: u64 = -128i64 as u64;
 const PERF_CONTEXT_USER: u64 = -512i64 as u64;
