@@ -358,7 +358,7 @@ impl<'o> State<'o> {
                 let exec = m.protection & 4 != 0;
                 self.mmap(m.pid, m.address, m.length, m.page_offset, &m.path.as_slice(), exec, bid)
             }
-            EventRecord::Lost(l) => self.lost += l.count,
+            EventRecord::Lost(l) => self.lost = self.lost.saturating_add(l.count),
             _ => {}
         }
     }
