@@ -1,12 +1,6 @@
-//! bpftrace collapser on arbitrary bytes: never panics.
+//! bpftrace maps: no panic.
+//! The checks live in `kflame::fuzzing::collapse_bpftrace`, which `crates/kflame/tests/fuzz_replay.rs`
+//! replays over `fuzz/corpus/collapse_bpftrace` and `fuzz/regressions/collapse_bpftrace`.
 #![no_main]
 
-use kflame::collapse::bpftrace::Bpftrace;
-use kflame::collapse::{Engine, Order};
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    let e = Engine { threads: 1, order: Order::Sorted, block_size: 4096 };
-    let _ = e.run(Box::new(Bpftrace::new(None)), data);
-    let _ = e.run(Box::new(Bpftrace::new(Some("@"))), data);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| kflame::fuzzing::collapse_bpftrace(data));

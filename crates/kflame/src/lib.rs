@@ -30,6 +30,8 @@ pub mod collapse;
 pub mod diag;
 pub mod events;
 pub mod fold;
+#[doc(hidden)]
+pub mod fuzzing;
 mod par;
 pub mod perf_data;
 pub mod record;

@@ -46,16 +46,39 @@ fn collapse_image(
     order: Order,
 ) -> Result<Output, PerfDataError> {
     header::check(data).map_err(PerfDataError::Header)?;
-    match PerfFileReader::parse_file(Cursor::new(data)) {
-        Ok(reader) => read_records(data, mapped, reader, opts, order, None),
+    let first = match header::check_attributes(data) {
+        Ok(()) => match header::cap_auxtrace(data) {
+            Some((fixed, at, claimed)) => {
+                let reader = PerfFileReader::parse_file(Cursor::new(&fixed[..]))?;
+                return read_records(&fixed, None, reader, opts, order, Fix::Auxtrace { at, claimed });
+            }
+            None => PerfFileReader::parse_file(Cursor::new(data)).map_err(PerfDataError::from),
+        },
+        Err(problem) => Err(PerfDataError::Header(problem)),
+    };
+    match first {
+        Ok(reader) => read_records(data, mapped, reader, opts, order, Fix::None),
         Err(e) => match header::repair_event_desc(data) {
             Some((fixed, shift)) => {
                 let reader = PerfFileReader::parse_file(Cursor::new(&fixed[..]))?;
-                read_records(&fixed, None, reader, opts, order, Some(shift))
+                read_records(&fixed, None, reader, opts, order, Fix::EventDesc(shift))
             }
-            None => Err(e.into()),
+            None => Err(e),
         },
     }
+}
+
+/// What was changed in a copy of the file before reading it.
+enum Fix {
+    None,
+    /// The EVENT_DESC section was found this many bytes off its recorded offset.
+    EventDesc(i64),
+    /// An AUXTRACE record at this offset of the data section claimed more trace data than
+    /// the section holds; reading ends there.
+    Auxtrace {
+        at: u64,
+        claimed: u64,
+    },
 }
 
 fn read_records<R: std::io::Read>(
@@ -64,7 +87,7 @@ fn read_records<R: std::io::Read>(
     reader: PerfFileReader<R>,
     opts: &Options,
     order: Order,
-    repaired: Option<i64>,
+    fix: Fix,
 ) -> Result<Output, PerfDataError> {
     let PerfFileReader { mut perf_file, mut record_iter } = reader;
     if perf_file.features().has_feature(linux_perf_data::Feature::COMPRESSED) {
@@ -91,13 +114,20 @@ fn read_records<R: std::io::Read>(
         });
     }
     st.events = events;
-    if let Some(shift) = repaired {
-        st.out.diag.note("header repaired", 0, || {
+    match fix {
+        Fix::None => {}
+        Fix::EventDesc(shift) => st.out.diag.note("header repaired", 0, || {
             format!(
                 "the event description section is {shift} bytes off its recorded offset \
                  (file edited after recording?); read from there"
             )
-        });
+        }),
+        Fix::Auxtrace { at, claimed } => st.out.diag.skip("damaged record", 0, || {
+            format!(
+                "reading stopped at byte {at} of the data section: an AUXTRACE record claims {claimed} bytes \
+                 of trace data, more than the section holds; the stacks read before it are kept"
+            )
+        }),
     }
     if let Some(root) = st.resolver.dsos.root() {
         let mut prefetch = super::prefetch::Prefetch::start(root.to_path_buf());
@@ -302,6 +332,13 @@ impl<'o> State<'o> {
         {
             return;
         }
+        if let Some(len) = mmap2_build_id_too_long(rec) {
+            let at = at_byte(self.at);
+            self.out.diag.skip("damaged record", 0, || {
+                format!("a MMAP2 record{at} gives a build id of {len} bytes, more than the 20 a build id has")
+            });
+            return;
+        }
         let parsed = match rec.parse() {
             Ok(p) => p,
             Err(e) => {
@@ -328,7 +365,7 @@ impl<'o> State<'o> {
                 let exec = m.protection & 4 != 0;
                 self.mmap(m.pid, m.address, m.length, m.page_offset, &m.path.as_slice(), exec, bid)
             }
-            EventRecord::Lost(l) => self.lost += l.count,
+            EventRecord::Lost(l) => self.lost = self.lost.saturating_add(l.count),
             _ => {}
         }
     }
@@ -632,7 +669,22 @@ fn first_event(opts: &Options, events: &[Event], first: usize) -> usize {
 }
 
 const SAMPLE: u32 = 9;
+const MMAP2: u32 = 10;
 const KSYMBOL: u32 = 17;
+/// `PERF_RECORD_MISC_MMAP_BUILD_ID`: the MMAP2 record holds a build id, not an inode.
+const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
+
+/// The length byte of an MMAP2 record's build id when it is over 20: linux-perf-event-reader
+/// 0.10 asserts that it is not, so such a record must not reach its parser.
+fn mmap2_build_id_too_long(rec: &RawEventRecord<'_>) -> Option<u8> {
+    if rec.record_type.0 != MMAP2 || rec.misc & MISC_MMAP_BUILD_ID == 0 {
+        return None;
+    }
+    // pid, tid, address, length, page offset, then the build id's length.
+    let mut data = rec.data;
+    data.skip(4 + 4 + 8 + 8 + 8).ok()?;
+    data.read_u8().ok().filter(|&len| len > 20)
+}
 const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
 const PERF_CONTEXT_KERNEL: u64 = -128i64 as u64;
 const PERF_CONTEXT_USER: u64 = -512i64 as u64;

@@ -30,8 +30,9 @@ pub(crate) struct StackTable {
     text: Vec<u8>,
 }
 
-/// Summed weights by stack key (root id, then frame ids root first).
-type Counts = FxHashMap<Box<[u32]>, u64>;
+/// Summed weights by stack key (root id, then frame ids root first). Sums are 128-bit: the
+/// periods of a few samples can pass 2^64 (a recorded period is any 64-bit value).
+type Counts = FxHashMap<Box<[u32]>, u128>;
 
 /// Samples are appended to a batch as `[frames, weight low, weight high, root, frames...]`:
 /// a header of three words, then the key.
@@ -116,12 +117,18 @@ fn push_sample(batch: &mut Vec<u32>, root: u32, frames: &[u32], weight: u64) {
     batch.extend(frames.iter().rev());
 }
 
+/// The weight of a sum of 64-bit weights.
+fn weight_of(sum: u128) -> Weight {
+    let (high, low) = ((sum >> 64) as u64, sum as u64);
+    Weight::from_u64(high).saturating_mul(1 << 32).saturating_mul(1 << 32) + Weight::from_u64(low)
+}
+
 /// Sums the samples of a batch.
 fn sum_batch(counts: &mut Counts, batch: &[u32]) {
     let mut at = 0;
     while at + HEADER <= batch.len() {
         let n = batch[at] as usize;
-        let weight = u64::from(batch[at + 1]) | (u64::from(batch[at + 2]) << 32);
+        let weight = u128::from(batch[at + 1]) | (u128::from(batch[at + 2]) << 32);
         let Some(key) = batch.get(at + HEADER..at + HEADER + 1 + n) else { break };
         match counts.get_mut(key) {
             Some(w) => *w += weight,
@@ -192,7 +199,7 @@ impl StackTable {
     /// many threads as there are cores, each into its own aggregation, merged at the end.
     pub(crate) fn flush(&mut self, r: &Resolver, out: &mut Output) {
         let summer = std::mem::replace(&mut self.summer, Summer::Here(Counts::default()));
-        let counts: Vec<(Box<[u32]>, u64)> = summer.finish().into_iter().collect();
+        let counts: Vec<(Box<[u32]>, u128)> = summer.finish().into_iter().collect();
         let (roots, texts) = (&self.roots, r.texts());
         let parts = crate::par::map_chunks(&counts, |share| {
             let mut part = out.stacks.empty_like();
@@ -202,7 +209,7 @@ impl StackTable {
             let mut text = Vec::new();
             for (key, weight) in share {
                 build_text(&mut text, &roots[key[0] as usize], key[1..].iter().copied(), texts);
-                part.add(&text, Weight::from_u64(*weight));
+                part.add(&text, weight_of(*weight));
             }
             part
         });
@@ -237,7 +244,7 @@ mod tests {
     fn summing_on_a_thread_equals_summing_here() {
         let (mut here, mut thread) = (Summer::Here(Counts::default()), Summer::start());
         assert!(matches!(thread, Summer::Thread { .. }));
-        let mut expected: FxHashMap<Vec<u32>, u64> = FxHashMap::default();
+        let mut expected: FxHashMap<Vec<u32>, u128> = FxHashMap::default();
         for i in 0..40_000u32 {
             let frames: Vec<u32> = (0..(i % 7)).map(|f| f * 3 + i % 5).collect();
             let weight = if i % 1000 == 0 { 5 << 32 } else { u64::from(i % 3) + 1 };
@@ -245,11 +252,25 @@ mod tests {
             here.add(root, &frames, weight);
             thread.add(root, &frames, weight);
             let key: Vec<u32> = std::iter::once(root).chain(frames.iter().rev().copied()).collect();
-            *expected.entry(key).or_default() += weight;
+            *expected.entry(key).or_default() += u128::from(weight);
         }
-        let expected: FxHashMap<Box<[u32]>, u64> =
+        let expected: FxHashMap<Box<[u32]>, u128> =
             expected.into_iter().map(|(k, w)| (k.into_boxed_slice(), w)).collect();
         assert_eq!(here.finish(), expected);
         assert_eq!(thread.finish(), expected);
+    }
+
+    /// Periods are any 64-bit value: their sum is exact past 2^64 (a fuzzed file summed three
+    /// periods near 2^64 and overflowed).
+    #[test]
+    fn sums_past_64_bits_are_exact() {
+        for mut summer in [Summer::Here(Counts::default()), Summer::start()] {
+            for _ in 0..3 {
+                summer.add(0, &[7], u64::MAX);
+            }
+            let sum = summer.finish()[&[0u32, 7][..]];
+            assert_eq!(sum, 3 * u128::from(u64::MAX));
+            assert_eq!(weight_of(sum).to_string(), "55340232221128654845");
+        }
     }
 }
