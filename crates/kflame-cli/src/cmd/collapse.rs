@@ -5,9 +5,9 @@ use kflame::collapse::{self, Collapse, Engine, Format, Order};
 use kflame::fold::{Stacks, write::write_folded};
 
 pub(crate) use super::collapse_args::Args;
-use super::collapse_options::{Target, check};
 use crate::input::{self, Input, ReadAs};
 use crate::output;
+use kflame::collapse::options::{Target, check};
 
 /// Builds the collapser of `target` configured from the command line.
 fn build(target: &Target, args: &Args) -> Result<Box<dyn Collapse>> {
@@ -29,6 +29,7 @@ fn build(target: &Target, args: &Args) -> Result<Box<dyn Collapse>> {
 }
 
 pub(crate) fn run(args: Args) -> Result<()> {
+    let options = args.options();
     let report_format = args.format.is_none_or(|f| matches!(f, Format::KernelLog | Format::Crash));
     if args.shared.json && report_format {
         let resolve = |input: &Input| -> Result<Format> {
@@ -36,8 +37,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
                 Some(f) => f,
                 None => detect(input)?,
             };
-            let target = Target { format, mode: None, guessed: None, json: true };
-            check(&args, &target, &input.name)?;
+            check(&options, &Target::json(format), &input.name)?;
             Ok(format)
         };
         return super::reports::run_json(&args.files, args.output.as_deref(), resolve);
@@ -78,8 +78,8 @@ pub(crate) fn run(args: Args) -> Result<()> {
             },
         };
         // An option that the input does not take ends the run at once.
-        let target = Target::of(format, &args, &input);
-        check(&args, &target, &name)?;
+        let target = Target::of(format, &options, &input.head);
+        check(&options, &target, &name)?;
         if i == 0 {
             super::outliers::prepare(&args.latency)?;
         }

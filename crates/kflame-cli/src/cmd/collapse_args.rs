@@ -1,8 +1,8 @@
 //! The arguments of `kflame collapse`, as clap parses them: the shared options and one
 //! struct per format family. Plain data that depends on no other module here; the builders
 //! (`collapse_perf.rs`, `trace_args.rs`, `producers.rs`, `reports.rs`, `perf_data.rs`,
-//! `perf_pairs.rs`) turn them into collapsers, and `collapse_options.rs` says which input
-//! takes which.
+//! `perf_pairs.rs`) turn them into collapsers, and `collapse_options.rs` maps them onto the
+//! library's options, whose table says which input takes which.
 
 use std::path::PathBuf;
 
@@ -72,7 +72,7 @@ pub(crate) struct Args {
 
 /// Options that several formats understand, each in its own sense (documented per flag).
 /// Format-specific options live in each format's own `clap::Args` struct. Which inputs take
-/// which option is decided in one table (`collapse_options.rs`).
+/// which option is decided in one table (`kflame::collapse::options::RULES`).
 #[derive(clap::Args, Debug, Default)]
 #[allow(dead_code)] // each field is read by the formats that support it
 pub(crate) struct SharedArgs {

@@ -39,7 +39,7 @@ pub(crate) fn build(
 
 /// The pairing `--mode` of perf input (`input` names it in messages); `None` without
 /// `--mode`. The options of sample counting were refused with it by the option check
-/// (`collapse_options.rs`).
+/// (`kflame::collapse::options`).
 pub(crate) fn pair_mode(trace: &TraceArgs, input: &str) -> Result<Option<PairMode>> {
     let mode = match trace.mode {
         None => return Ok(None),

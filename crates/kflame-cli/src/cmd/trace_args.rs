@@ -11,8 +11,9 @@ use kflame::collapse::Collapse;
 use kflame::collapse::events_json::EventLog;
 use kflame::collapse::ftrace::{Ftrace, FtraceOptions, Mode, WeightBy};
 
-use super::collapse_args::{LatencyArgs, SharedArgs, TraceArgs, TraceMode, WeightArg};
-use super::collapse_options::Target;
+use kflame::collapse::options::Target;
+
+use super::collapse_args::{LatencyArgs, SharedArgs, TraceArgs, WeightArg};
 
 /// Builds the ftrace / trace-cmd collapser of `target` (its mode given or guessed, its
 /// options checked) from the command line.
@@ -22,13 +23,7 @@ pub(crate) fn build_ftrace(
     trace: &TraceArgs,
     lat: &LatencyArgs,
 ) -> Result<Box<dyn Collapse>> {
-    let mode = target.mode.map(|m| match m {
-        TraceMode::Alloc => Mode::Alloc,
-        TraceMode::Syscalls => Mode::Syscalls,
-        TraceMode::Offcpu => Mode::OffCpu,
-        TraceMode::Probes => Mode::Probes,
-        TraceMode::Events => Mode::Events,
-    });
+    let mode = target.mode.map(Mode::from);
     let weight = shared.weight.map(|w| match w {
         WeightArg::Count => WeightBy::Count,
         WeightArg::Bytes => WeightBy::Bytes,

@@ -20,6 +20,7 @@ pub mod folded;
 mod format;
 pub mod ftrace;
 pub mod kernel_log;
+pub mod options;
 pub mod outliers;
 pub mod pairing;
 pub mod perf;
