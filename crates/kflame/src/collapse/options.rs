@@ -563,6 +563,22 @@ pub enum OptionsError {
         /// Each option refused, in the order of [`RULES`].
         refused: Vec<Refused>,
     },
+    /// Two options that say opposite things.
+    Contradict {
+        /// One, as typed.
+        a: &'static str,
+        /// The other, as typed.
+        b: &'static str,
+    },
+    /// `top` of 0.
+    TopZero,
+    /// A mode that perf input does not pair (alloc, events).
+    PerfMode {
+        /// The input kind: `perf script`, `perf.data`.
+        input: &'static str,
+    },
+    /// `group_by` keys that the format does not know (the message says which it knows).
+    GroupBy(String),
 }
 
 impl fmt::Display for OptionsError {
@@ -576,6 +592,14 @@ impl fmt::Display for OptionsError {
                 }
                 Ok(())
             }
+            OptionsError::Contradict { a, b } => write!(f, "{a} and {b} contradict each other"),
+            OptionsError::TopZero => f.write_str("--top takes a number of calls or events of at least 1"),
+            OptionsError::PerfMode { input } => write!(
+                f,
+                "{input} input takes --mode syscalls, offcpu or probes; without --mode it counts \
+                 samples (allocation tracepoints weigh their bytes)"
+            ),
+            OptionsError::GroupBy(e) => f.write_str(e),
         }
     }
 }
