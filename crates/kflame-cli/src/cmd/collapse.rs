@@ -1,34 +1,29 @@
 //! `kflame collapse`: any supported input to folded stacks.
 
 use anyhow::{Context, Result, bail};
-use kflame::collapse::{self, Collapse, Engine, Format, Order};
+use kflame::collapse::options::CollapseOptions;
+use kflame::collapse::{self, Collapse, Collapser, Engine, Format, Order, Sinks};
 use kflame::fold::{Stacks, write::write_folded};
 
 pub(crate) use super::collapse_args::Args;
-use super::collapse_options::{Target, check};
 use crate::input::{self, Input, ReadAs};
 use crate::output;
+use kflame::collapse::options::{Target, check};
 
-/// Builds the collapser of `target` configured from the command line.
-fn build(target: &Target, args: &Args) -> Result<Box<dyn Collapse>> {
-    Ok(match target.format {
-        Format::Folded => Box::new(collapse::folded::Folded::new()),
-        Format::PerfScript => super::perf_pairs::build(&args.perf, &args.shared, &args.trace, &args.latency)?,
-        Format::Ftrace | Format::TraceCmd => {
-            super::trace_args::build_ftrace(target, &args.shared, &args.trace, &args.latency)?
-        }
-        Format::FunctionGraph => super::producers::function_graph(&args.latency, &args.shared)?,
-        Format::ProcStacks => Box::new(collapse::proc_stacks::ProcStacks::new()),
-        Format::Bpftrace => super::producers::bpftrace(&args.producers),
-        Format::Bcc => super::producers::bcc(&args.producers, &args.shared),
-        Format::Stap => Box::new(collapse::stap::Stap::new()),
-        Format::KernelLog => super::reports::build_kernel_log(&args.shared, &args.report)?,
-        Format::Crash => super::reports::build_crash(&args.shared)?,
-        Format::PerfData => bail!("perf.data is binary: it is read by its own reader, not the line engine"),
-    })
+/// Builds the collapser of `target` (named `name`) from the library's options, with the
+/// `--events-json` and `--split-outliers` sinks of the run. The options are checked before
+/// any file is created.
+fn build(target: &Target, name: &str, options: &CollapseOptions, args: &Args) -> Result<Collapser> {
+    target.validate(name, options)?;
+    let sinks = Sinks {
+        events: super::trace_args::events_log(options.events_json.as_deref())?,
+        outliers: super::outliers::log(&args.latency),
+    };
+    Ok(target.collapser(name, options, sinks)?)
 }
 
 pub(crate) fn run(args: Args) -> Result<()> {
+    let options = args.options();
     let report_format = args.format.is_none_or(|f| matches!(f, Format::KernelLog | Format::Crash));
     if args.shared.json && report_format {
         let resolve = |input: &Input| -> Result<Format> {
@@ -36,8 +31,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
                 Some(f) => f,
                 None => detect(input)?,
             };
-            let target = Target { format, mode: None, guessed: None, json: true };
-            check(&args, &target, &input.name)?;
+            check(&options, &Target::json(format), &input.name)?;
             Ok(format)
         };
         return super::reports::run_json(&args.files, args.output.as_deref(), resolve);
@@ -78,17 +72,18 @@ pub(crate) fn run(args: Args) -> Result<()> {
             },
         };
         // An option that the input does not take ends the run at once.
-        let target = Target::of(format, &args, &input);
-        check(&args, &target, &name)?;
+        let target = Target::of(format, &options, &input.head);
+        check(&options, &target, &name)?;
         if i == 0 {
             super::outliers::prepare(&args.latency)?;
         }
         let sample = input.sample();
-        let out = if format == Format::PerfData {
-            super::perf_data::collapse(input, &args, engine.order)
-        } else {
-            let collapser = build(&target, &args)?;
-            collapse_one(&engine, collapser, input)
+        let out = match build(&target, &name, &options, &args) {
+            Ok(Collapser::Lines(c)) => collapse_one(&engine, c, input),
+            Ok(Collapser::PerfData(opts)) => super::perf_data::collapse(input, &opts, engine.order),
+            // perf.data has always reported its option errors as a failed input.
+            Err(e) if format == Format::PerfData => Err(e),
+            Err(e) => return Err(e),
         };
         let out = match out {
             Ok(out) => out,

@@ -1,12 +1,11 @@
 //! The arguments of `kflame collapse`, as clap parses them: the shared options and one
-//! struct per format family. Plain data that depends on no other module here; the builders
-//! (`collapse_perf.rs`, `trace_args.rs`, `producers.rs`, `reports.rs`, `perf_data.rs`,
-//! `perf_pairs.rs`) turn them into collapsers, and `collapse_options.rs` says which input
-//! takes which.
+//! struct per format family. Plain data that depends on no other module here;
+//! `collapse_options.rs` maps them onto the library's `CollapseOptions`, from which
+//! `kflame::collapse::options::Target::collapser` checks and builds every input's collapser.
 
 use std::path::PathBuf;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use kflame::collapse::Format;
 
 /// Arguments of `kflame collapse`.
@@ -72,7 +71,7 @@ pub(crate) struct Args {
 
 /// Options that several formats understand, each in its own sense (documented per flag).
 /// Format-specific options live in each format's own `clap::Args` struct. Which inputs take
-/// which option is decided in one table (`collapse_options.rs`).
+/// which option is decided in one table (`kflame::collapse::options::RULES`).
 #[derive(clap::Args, Debug, Default)]
 #[allow(dead_code)] // each field is read by the formats that support it
 pub(crate) struct SharedArgs {
@@ -228,16 +227,6 @@ pub(crate) struct LatencyArgs {
     /// in latency order, and index.tsv listing them with their task, CPU and time.
     #[arg(long, value_name = "DIR", help_heading = "Latency options")]
     pub(crate) split_outliers: Option<std::path::PathBuf>,
-}
-
-impl LatencyArgs {
-    /// `--top N` (at least 1).
-    pub(crate) fn top(&self) -> Result<Option<usize>> {
-        match self.top {
-            Some(0) => bail!("--top takes a number of calls or events of at least 1"),
-            t => Ok(t.map(|n| n as usize)),
-        }
-    }
 }
 
 /// Values of `--latency`.

@@ -1,46 +1,14 @@
-//! The kernel-log and crash-dump collapsers configured from their options (in
-//! `collapse_args.rs`), and their `--json` output (one object per report or task instead of
-//! folded stacks).
+//! The `--json` output of kernel logs and crash dumps (one object per report or task
+//! instead of folded stacks).
 
 use std::io::{BufReader, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result, anyhow};
-use kflame::collapse::{Collapse, Format, crash, kernel_log};
+use kflame::collapse::{Format, crash};
 
-use super::collapse_args::{ReportArgs, SharedArgs};
 use crate::input::{self, Input};
 use crate::output;
-
-/// The kernel-log collapser configured from the command line.
-pub(crate) fn build_kernel_log(shared: &SharedArgs, args: &ReportArgs) -> Result<Box<dyn Collapse>> {
-    let mut opts =
-        kernel_log::Options { offsets: args.offsets, unreliable: args.unreliable, ..Default::default() };
-    if let Some(g) = &shared.group_by {
-        opts.group_by = kernel_log::parse_group_keys(g).map_err(|e| anyhow!(e))?;
-    }
-    // `--comm` / `--cpu` add those root frames when --group-by does not name them.
-    for (on, key) in [(shared.comm, kernel_log::GroupKey::Comm), (shared.cpu, kernel_log::GroupKey::Cpu)] {
-        if on && !opts.group_by.contains(&key) {
-            opts.group_by.push(key);
-        }
-    }
-    Ok(Box::new(kernel_log::KernelLog::new(opts)))
-}
-
-/// The crash collapser configured from the command line.
-pub(crate) fn build_crash(shared: &SharedArgs) -> Result<Box<dyn Collapse>> {
-    let mut keys = match &shared.group_by {
-        Some(g) => crash::parse_crash_keys(g).map_err(|e| anyhow!(e))?,
-        None => crash::DEFAULT_KEYS.to_vec(),
-    };
-    for (on, key) in [(shared.comm, crash::CrashKey::Comm), (shared.cpu, crash::CrashKey::Cpu)] {
-        if on && !keys.contains(&key) {
-            keys.push(key);
-        }
-    }
-    Ok(Box::new(crash::Crash::new(keys)))
-}
 
 /// `--json`: one JSON object per kernel report (kernel logs) or per task (crash output),
 /// streamed line by line. `resolve` gives each input's format (and refuses the options it

@@ -1,5 +1,5 @@
-//! The collapser of the trace-event formats (`ftrace`, `trace-cmd`) configured from their
-//! options (in `collapse_args.rs`), and the `--events-json` log they share.
+//! The `--events-json` log that the trace formats (ftrace, trace-cmd, function_graph, perf
+//! with --mode) share across the inputs of a run.
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -7,49 +7,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
-use kflame::collapse::Collapse;
 use kflame::collapse::events_json::EventLog;
-use kflame::collapse::ftrace::{Ftrace, FtraceOptions, Mode, WeightBy};
-
-use super::collapse_args::{LatencyArgs, SharedArgs, TraceArgs, TraceMode, WeightArg};
-use super::collapse_options::Target;
-
-/// Builds the ftrace / trace-cmd collapser of `target` (its mode given or guessed, its
-/// options checked) from the command line.
-pub(crate) fn build_ftrace(
-    target: &Target,
-    shared: &SharedArgs,
-    trace: &TraceArgs,
-    lat: &LatencyArgs,
-) -> Result<Box<dyn Collapse>> {
-    let mode = target.mode.map(|m| match m {
-        TraceMode::Alloc => Mode::Alloc,
-        TraceMode::Syscalls => Mode::Syscalls,
-        TraceMode::Offcpu => Mode::OffCpu,
-        TraceMode::Probes => Mode::Probes,
-        TraceMode::Events => Mode::Events,
-    });
-    let weight = shared.weight.map(|w| match w {
-        WeightArg::Count => WeightBy::Count,
-        WeightArg::Bytes => WeightBy::Bytes,
-    });
-    let opts = FtraceOptions {
-        mode,
-        mode_reason: target.guessed.clone(),
-        weight,
-        comm: shared.comm,
-        pid: shared.pid || shared.tid,
-        cpu: shared.cpu,
-        order: trace.order,
-        page_type: trace.page_type,
-        top: lat.top()?,
-    };
-    let mut c = Ftrace::new(opts, events_log(shared.events_json.as_deref())?);
-    if let Some(log) = super::outliers::log(lat) {
-        c = c.with_outliers(log);
-    }
-    Ok(Box::new(c))
-}
 
 static EVENTS: OnceLock<EventLog> = OnceLock::new();
 

@@ -12,6 +12,7 @@
 
 pub mod bcc;
 pub mod bpftrace;
+mod build;
 pub mod crash;
 pub mod engine;
 pub mod events_json;
@@ -20,6 +21,7 @@ pub mod folded;
 mod format;
 pub mod ftrace;
 pub mod kernel_log;
+pub mod options;
 pub mod outliers;
 pub mod pairing;
 pub mod perf;
@@ -29,6 +31,7 @@ pub mod stap;
 pub(crate) mod testkit;
 
 pub use crate::text::lines;
+pub use build::{Collapser, Sinks};
 pub use engine::{Engine, Order};
 pub use format::{Content, Format, content, detect, looks_binary};
 
