@@ -11,6 +11,7 @@
 //! unless [`palette::Variation`] says otherwise. The interactive part of the SVG (zoom,
 //! search, tooltips, URL state) is plain JavaScript in `assets/`, embedded at build time.
 
+pub mod attr;
 pub mod json;
 pub mod layout;
 pub mod options;

@@ -153,7 +153,7 @@ pub const UNSAFE_URL: &str = "unsafe link";
 /// `title` replaces the frame's tooltip, `href`/`target` make the frame a link, anything
 /// else is set on the frame's group. Event-handler attributes (`on...`) are refused, and so
 /// are links other than `http:`, `https:`, `mailto:` or relative ones (`javascript:`,
-/// `vbscript:`, `data:`... in any disguise, see [`super::svg::escape::is_safe_url`]).
+/// `vbscript:`, `data:`... in any disguise, see [`super::attr::is_safe_url`]).
 #[derive(Clone, Debug, Default)]
 pub struct NameAttrs {
     map: HashMap<String, Vec<(String, String)>>,
@@ -195,7 +195,7 @@ impl NameAttrs {
 }
 
 fn parse_attr(field: &str, lineno: u64, attrs: &mut Vec<(String, String)>, diag: &mut Diagnostics) {
-    let Some((k, v)) = field.split_once('=').filter(|(k, _)| super::svg::escape::is_attr_name(k)) else {
+    let Some((k, v)) = field.split_once('=').filter(|(k, _)| super::attr::is_attr_name(k)) else {
         diag.skip(BAD_NAMEATTR_LINE, lineno, || {
             format!(
                 "`attribute=value` (no event handlers), found `{}`",
@@ -204,7 +204,7 @@ fn parse_attr(field: &str, lineno: u64, attrs: &mut Vec<(String, String)>, diag:
         });
         return;
     };
-    if super::svg::escape::is_url_attr(k) && !super::svg::escape::is_safe_url(v) {
+    if super::attr::is_url_attr(k) && !super::attr::is_safe_url(v) {
         diag.skip(UNSAFE_URL, lineno, || {
             format!(
                 "`{k}` must be an http(s), mailto or relative URL (it would run code when \
