@@ -96,7 +96,7 @@ impl Target {
     fn ftrace(&self, opts: &CollapseOptions, c: Checked, sinks: Sinks) -> Box<dyn Collapse> {
         use super::ftrace::{Ftrace, FtraceOptions, WeightBy};
         let fopts = FtraceOptions {
-            mode: self.mode.map(Into::into),
+            mode: self.mode,
             mode_reason: self.guessed.clone(),
             weight: opts.weight.map(|w| match w {
                 Weight::Count => WeightBy::Count,

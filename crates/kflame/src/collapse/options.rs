@@ -37,63 +37,8 @@ impl Weight {
 
 /// What a trace collapse measures (`--mode`): for ftrace and trace-cmd input any of them;
 /// for perf input (perf script, perf.data) the pairing modes `syscalls`, `offcpu`, `probes`.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    /// Bytes allocated.
-    Alloc,
-    /// Syscall latency from sys_enter/sys_exit pairs.
-    Syscalls,
-    /// Off-CPU time from sched_switch.
-    #[serde(rename = "offcpu")]
-    OffCpu,
-    /// Function durations from entry and return probes.
-    Probes,
-    /// One per event, under the event name.
-    Events,
-}
-
-impl Mode {
-    /// As on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Alloc => "alloc",
-            Mode::Syscalls => "syscalls",
-            Mode::OffCpu => "offcpu",
-            Mode::Probes => "probes",
-            Mode::Events => "events",
-        }
-    }
-
-    /// Durations of paired spans (syscalls, off-CPU intervals, probed calls).
-    pub fn spans(self) -> bool {
-        matches!(self, Mode::Syscalls | Mode::OffCpu | Mode::Probes)
-    }
-}
-
-impl From<ftrace::Mode> for Mode {
-    fn from(m: ftrace::Mode) -> Mode {
-        match m {
-            ftrace::Mode::Alloc => Mode::Alloc,
-            ftrace::Mode::Syscalls => Mode::Syscalls,
-            ftrace::Mode::OffCpu => Mode::OffCpu,
-            ftrace::Mode::Probes => Mode::Probes,
-            ftrace::Mode::Events => Mode::Events,
-        }
-    }
-}
-
-impl From<Mode> for ftrace::Mode {
-    fn from(m: Mode) -> ftrace::Mode {
-        match m {
-            Mode::Alloc => ftrace::Mode::Alloc,
-            Mode::Syscalls => ftrace::Mode::Syscalls,
-            Mode::OffCpu => ftrace::Mode::OffCpu,
-            Mode::Probes => ftrace::Mode::Probes,
-            Mode::Events => ftrace::Mode::Events,
-        }
-    }
-}
+/// The ftrace collapser's own type, spelled in serde as on the command line.
+pub use super::ftrace::Mode;
 
 /// function_graph weight (`--latency`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -212,7 +157,7 @@ impl Target {
         let mut t = Target { format, mode: opts.mode, guessed: None, json: false };
         if t.trace() && t.mode.is_none() {
             let (mode, why) = ftrace::guess_mode(head);
-            t.mode = Some(mode.into());
+            t.mode = Some(mode);
             t.guessed = Some(why);
         }
         t

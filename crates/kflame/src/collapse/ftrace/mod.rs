@@ -61,14 +61,17 @@ use super::pairing::{
 use super::{Collapse, Output, lines};
 use crate::fold::{Meta, Unit, Weight};
 
-/// What the collapse measures.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+/// What the collapse measures (serde names as on the command line: `alloc`, `syscalls`,
+/// `offcpu`, `probes`, `events`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// Bytes allocated (allocation events only).
     Alloc,
     /// Syscall durations.
     Syscalls,
     /// Off-CPU durations.
+    #[serde(rename = "offcpu")]
     OffCpu,
     /// Function durations from uprobe/kprobe entry and return probes.
     Probes,
@@ -86,6 +89,11 @@ impl Mode {
             Mode::Probes => "probes",
             Mode::Events => "events",
         }
+    }
+
+    /// Durations of paired spans (syscalls, off-CPU intervals, probed calls).
+    pub fn spans(self) -> bool {
+        matches!(self, Mode::Syscalls | Mode::OffCpu | Mode::Probes)
     }
 }
 
