@@ -43,21 +43,6 @@ pub(crate) fn run_json(
     Ok(())
 }
 
-/// Calls `f` with each line (without its newline) and its 1-based number. A line longer than
-/// the cap is not passed on; it is reported once the input is read.
-fn for_each_line(input: Input, mut f: impl FnMut(u64, &[u8]) -> Result<()>) -> Result<()> {
-    let name = input.name.clone();
-    let r = BufReader::with_capacity(1 << 16, input.reader());
-    let mut diag = kflame::diag::Diagnostics::new();
-    kflame::text::read_lines(
-        r,
-        |n, line| f(n, line.strip_suffix(b"\r").unwrap_or(line)),
-        |n, len| diag.skip(kflame::text::LINE_TOO_LONG, n, || kflame::text::line_too_long_message(len)),
-    )?;
-    output::message(diag.report(&name).to_string());
-    Ok(())
-}
-
 fn json_reports(input: Input, out: &mut dyn Write) -> Result<usize> {
     let name = input.name.clone();
     let mut reports = kflame::report::reports(BufReader::with_capacity(1 << 16, input.reader()));
@@ -71,20 +56,13 @@ fn json_reports(input: Input, out: &mut dyn Write) -> Result<usize> {
 }
 
 fn json_tasks(input: Input, out: &mut dyn Write) -> Result<usize> {
-    let mut p = crash::CrashParser::new();
+    let name = input.name.clone();
+    let mut tasks = crash::tasks(BufReader::with_capacity(1 << 16, input.reader()));
     let mut count = 0;
-    for_each_line(input, |n, line| {
-        p.push_line(n, line);
-        for t in p.take() {
-            writeln!(out, "{}", t.to_json())?;
-            count += 1;
-        }
-        Ok(())
-    })?;
-    p.finish();
-    for t in p.take() {
-        writeln!(out, "{}", t.to_json())?;
+    for t in tasks.by_ref() {
+        writeln!(out, "{}", t?.to_json())?;
         count += 1;
     }
+    output::message(tasks.diagnostics().report(&name).to_string());
     Ok(count)
 }

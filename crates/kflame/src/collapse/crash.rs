@@ -407,6 +407,68 @@ pub fn detect(head: &[u8]) -> u8 {
     }
 }
 
+/// The task backtraces of the `crash` output `input`, in order, each as soon as its
+/// backtrace ends; a line longer than [`MAX_LINE`](crate::text::MAX_LINE) is skipped and
+/// counted in [`Tasks::diagnostics`]. A read error ends the iteration after it is returned.
+pub fn tasks<R: std::io::BufRead>(input: R) -> Tasks<R> {
+    Tasks {
+        lines: crate::text::LineReader::new(input),
+        parser: CrashParser::new(),
+        ready: std::collections::VecDeque::new(),
+        diag: crate::diag::Diagnostics::new(),
+        ended: false,
+    }
+}
+
+/// The iterator of [`tasks`].
+pub struct Tasks<R> {
+    lines: crate::text::LineReader<R>,
+    parser: CrashParser,
+    ready: std::collections::VecDeque<CrashTask>,
+    diag: crate::diag::Diagnostics,
+    ended: bool,
+}
+
+impl<R> Tasks<R> {
+    /// Lines skipped so far (too long to parse), with the first one's number.
+    pub fn diagnostics(&self) -> &crate::diag::Diagnostics {
+        &self.diag
+    }
+}
+
+impl<R: std::io::BufRead> Iterator for Tasks<R> {
+    type Item = std::io::Result<CrashTask>;
+
+    fn next(&mut self) -> Option<std::io::Result<CrashTask>> {
+        use crate::text::{LINE_TOO_LONG, Line, line_too_long_message};
+        loop {
+            if let Some(t) = self.ready.pop_front() {
+                return Some(Ok(t));
+            }
+            if self.ended {
+                return None;
+            }
+            match self.lines.next_line() {
+                Ok(Some(Line::Text(n, line))) => {
+                    self.parser.push_line(n, line.strip_suffix(b"\r").unwrap_or(line));
+                }
+                Ok(Some(Line::TooLong(n, len))) => {
+                    self.diag.skip(LINE_TOO_LONG, n, || line_too_long_message(len));
+                }
+                Ok(None) => {
+                    self.parser.finish();
+                    self.ended = true;
+                }
+                Err(e) => {
+                    self.ended = true;
+                    return Some(Err(e));
+                }
+            }
+            self.ready.extend(self.parser.take());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
