@@ -2,11 +2,13 @@
 //! every format (perf.data included), owning the option checks and defaults, so that front
 //! ends only map their inputs onto the options.
 
-use super::events_json::EventLog;
-use super::options::{BccUnit, CollapseOptions, Latency, Mode, OptionsError, Target, Weight, check};
-use super::outliers::OutlierLog;
-use super::perf::pairs::PairMode;
-use super::{Collapse, Format};
+use crate::collapse::events_json::EventLog;
+use crate::collapse::options::{
+    BccUnit, CollapseOptions, Latency, Mode, OptionsError, Target, Weight, check,
+};
+use crate::collapse::outliers::OutlierLog;
+use crate::collapse::perf::pairs::PairMode;
+use crate::collapse::{Collapse, Format};
 use crate::perf_data;
 
 /// Where a collapse writes besides its folded stacks, shared by all inputs of a run.
@@ -21,7 +23,7 @@ pub struct Sinks {
 /// A configured collapser: a line-based one for the engine, or the options of the perf.data
 /// reader (binary input, read by its own reader).
 pub enum Collapser {
-    /// Text input, fed to [`super::Engine`].
+    /// Text input, fed to [`crate::collapse::Engine`].
     Lines(Box<dyn Collapse>),
     /// perf.data input, for [`perf_data::collapse_file`] / [`perf_data::collapse_bytes`].
     PerfData(Box<perf_data::Options>),
@@ -47,23 +49,23 @@ impl Target {
         check(opts, self, name)?;
         let c = self.checked(opts)?;
         Ok(match self.format {
-            Format::Folded => Collapser::Lines(Box::new(super::folded::Folded::new())),
+            Format::Folded => Collapser::Lines(Box::new(crate::collapse::folded::Folded::new())),
             Format::PerfScript => Collapser::Lines(perf_script(opts, c, sinks)),
             Format::PerfData => Collapser::PerfData(Box::new(perf_data(opts, c, sinks))),
             Format::Ftrace | Format::TraceCmd => Collapser::Lines(self.ftrace(opts, c, sinks)),
             Format::FunctionGraph => Collapser::Lines(function_graph(opts, c, sinks)),
-            Format::ProcStacks => Collapser::Lines(Box::new(super::proc_stacks::ProcStacks::new())),
-            Format::Bpftrace => {
-                Collapser::Lines(Box::new(super::bpftrace::Bpftrace::new(opts.bpftrace_map.as_deref())))
-            }
+            Format::ProcStacks => Collapser::Lines(Box::new(crate::collapse::proc_stacks::ProcStacks::new())),
+            Format::Bpftrace => Collapser::Lines(Box::new(crate::collapse::bpftrace::Bpftrace::new(
+                opts.bpftrace_map.as_deref(),
+            ))),
             Format::Bcc => Collapser::Lines(bcc(opts)),
-            Format::Stap => Collapser::Lines(Box::new(super::stap::Stap::new())),
+            Format::Stap => Collapser::Lines(Box::new(crate::collapse::stap::Stap::new())),
             Format::KernelLog => Collapser::Lines(kernel_log(opts, c.group_by)),
             Format::Crash => Collapser::Lines(crash(opts, c.group_by)),
         })
     }
 
-    /// The checks beyond the table of [`super::options::RULES`], and their results.
+    /// The checks beyond the table of [`crate::collapse::options::RULES`], and their results.
     fn checked(&self, opts: &CollapseOptions) -> Result<Checked, OptionsError> {
         let top = match opts.top {
             Some(0) => return Err(OptionsError::TopZero),
@@ -83,10 +85,10 @@ impl Target {
         }
         let group_by = match (self.format, &opts.group_by) {
             (Format::KernelLog, Some(g)) => {
-                GroupBy::Log(super::kernel_log::parse_group_keys(g).map_err(OptionsError::GroupBy)?)
+                GroupBy::Log(crate::collapse::kernel_log::parse_group_keys(g).map_err(OptionsError::GroupBy)?)
             }
             (Format::Crash, Some(g)) => {
-                GroupBy::Crash(super::crash::parse_crash_keys(g).map_err(OptionsError::GroupBy)?)
+                GroupBy::Crash(crate::collapse::crash::parse_crash_keys(g).map_err(OptionsError::GroupBy)?)
             }
             _ => GroupBy::Default,
         };
@@ -94,14 +96,11 @@ impl Target {
     }
 
     fn ftrace(&self, opts: &CollapseOptions, c: Checked, sinks: Sinks) -> Box<dyn Collapse> {
-        use super::ftrace::{Ftrace, FtraceOptions, WeightBy};
+        use crate::collapse::ftrace::{Ftrace, FtraceOptions};
         let fopts = FtraceOptions {
             mode: self.mode,
             mode_reason: self.guessed.clone(),
-            weight: opts.weight.map(|w| match w {
-                Weight::Count => WeightBy::Count,
-                Weight::Bytes => WeightBy::Bytes,
-            }),
+            weight: opts.weight,
             comm: opts.comm,
             pid: opts.pid || opts.tid,
             cpu: opts.cpu,
@@ -127,8 +126,8 @@ struct Checked {
 
 enum GroupBy {
     Default,
-    Log(Vec<super::kernel_log::GroupKey>),
-    Crash(Vec<super::crash::CrashKey>),
+    Log(Vec<crate::collapse::kernel_log::GroupKey>),
+    Crash(Vec<crate::collapse::crash::CrashKey>),
 }
 
 /// The pairing mode of perf input (`input` names it in messages); `None` without a mode.
@@ -147,8 +146,8 @@ fn pair_mode(opts: &CollapseOptions, input: &'static str) -> Result<Option<PairM
 /// `weight: count` for one per sample, `weight: bytes` for bytes from the payload of any
 /// event.
 fn perf_script(opts: &CollapseOptions, c: Checked, sinks: Sinks) -> Box<dyn Collapse> {
-    use super::perf::pairs::{PerfPairs, PerfPairsOptions};
-    use super::perf::{PerfOptions, PerfScript, PerfWeight};
+    use crate::collapse::perf::pairs::{PerfPairs, PerfPairsOptions};
+    use crate::collapse::perf::{PerfOptions, PerfScript, PerfWeight};
     let Some(mode) = c.pair else {
         let weight = match (opts.weight, opts.counts) {
             (Some(Weight::Bytes), _) => PerfWeight::Bytes,
@@ -214,10 +213,10 @@ fn perf_data(opts: &CollapseOptions, c: Checked, sinks: Sinks) -> perf_data::Opt
 }
 
 fn function_graph(opts: &CollapseOptions, c: Checked, sinks: Sinks) -> Box<dyn Collapse> {
-    use super::fgraph::{FunctionGraph, Options};
+    use crate::collapse::fgraph::{FunctionGraph, Options};
     let latency = match opts.latency {
-        None | Some(Latency::SelfTime) => super::fgraph::Latency::SelfTime,
-        Some(Latency::Total) => super::fgraph::Latency::Total,
+        None | Some(Latency::SelfTime) => crate::collapse::fgraph::Latency::SelfTime,
+        Some(Latency::Total) => crate::collapse::fgraph::Latency::Total,
     };
     // function_graph names tasks by their kernel pid, the thread id: `tid` is `pid` here.
     let fopts = Options { latency, top: c.top, comm: opts.comm, pid: opts.pid || opts.tid, cpu: opts.cpu };
@@ -232,7 +231,7 @@ fn function_graph(opts: &CollapseOptions, c: Checked, sinks: Sinks) -> Box<dyn C
 }
 
 fn bcc(opts: &CollapseOptions) -> Box<dyn Collapse> {
-    use super::bcc::{Bcc, Options, Unit};
+    use crate::collapse::bcc::{Bcc, Options, Unit};
     let unit = match opts.bcc_unit {
         None => Unit::Auto,
         Some(BccUnit::Us) => Unit::Micros,
@@ -243,7 +242,7 @@ fn bcc(opts: &CollapseOptions) -> Box<dyn Collapse> {
 }
 
 fn kernel_log(opts: &CollapseOptions, group_by: GroupBy) -> Box<dyn Collapse> {
-    use super::kernel_log::{GroupKey, KernelLog, Options};
+    use crate::collapse::kernel_log::{GroupKey, KernelLog, Options};
     let mut kopts = Options { offsets: opts.offsets, unreliable: opts.unreliable, ..Default::default() };
     if let GroupBy::Log(keys) = group_by {
         kopts.group_by = keys;
@@ -258,7 +257,7 @@ fn kernel_log(opts: &CollapseOptions, group_by: GroupBy) -> Box<dyn Collapse> {
 }
 
 fn crash(opts: &CollapseOptions, group_by: GroupBy) -> Box<dyn Collapse> {
-    use super::crash::{Crash, CrashKey, DEFAULT_KEYS};
+    use crate::collapse::crash::{Crash, CrashKey, DEFAULT_KEYS};
     let mut keys = match group_by {
         GroupBy::Crash(keys) => keys,
         _ => DEFAULT_KEYS.to_vec(),

@@ -32,6 +32,7 @@ pub mod events;
 pub mod fold;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod input;
 mod par;
 pub mod perf_data;
 pub mod record;

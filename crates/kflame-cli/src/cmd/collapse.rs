@@ -2,8 +2,9 @@
 
 use anyhow::{Context, Result, bail};
 use kflame::collapse::options::CollapseOptions;
-use kflame::collapse::{self, Collapse, Collapser, Engine, Format, Order, Sinks};
+use kflame::collapse::{self, Collapse, Engine, Format, Order};
 use kflame::fold::{Stacks, write::write_folded};
+use kflame::input::{Collapser, Sinks};
 
 pub(crate) use super::collapse_args::Args;
 use crate::input::{self, Input, ReadAs};

@@ -119,7 +119,7 @@ impl Format {
             Format::KernelLog => super::kernel_log::detect(head),
             Format::Crash => super::crash::detect(head),
             Format::PerfData => {
-                if crate::perf_data::is_perf_data(head) {
+                if is_perf_data(head) {
                     100
                 } else {
                     0
@@ -218,7 +218,7 @@ fn magic(head: &[u8]) -> Option<Content> {
     if let Some((_, c)) = MAGIC.iter().find(|(m, _)| head.starts_with(m)) {
         return Some(*c);
     }
-    if crate::perf_data::is_perf_data(head) {
+    if is_perf_data(head) {
         return Some(Content::PerfData);
     }
     if head.len() >= 4 && head.starts_with(b"BZh") && (b'1'..=b'9').contains(&head[3]) {
@@ -238,6 +238,11 @@ fn control_heavy(head: &[u8]) -> bool {
         .count();
     let invalid: usize = sample.utf8_chunks().map(|c| c.invalid().len()).sum();
     !sample.is_empty() && (control * 10 >= sample.len() || invalid * 4 >= sample.len())
+}
+
+/// True when `head` starts with a perf.data magic (`PERFILE2`, either byte order).
+pub fn is_perf_data(head: &[u8]) -> bool {
+    head.starts_with(b"PERFILE2") || head.starts_with(b"2ELIFREP")
 }
 
 #[cfg(test)]

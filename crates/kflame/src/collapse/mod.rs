@@ -12,7 +12,7 @@
 
 pub mod bcc;
 pub mod bpftrace;
-mod build;
+
 pub mod crash;
 pub mod engine;
 pub mod events_json;
@@ -31,9 +31,9 @@ pub mod stap;
 pub(crate) mod testkit;
 
 pub use crate::text::lines;
-pub use build::{Collapser, Sinks};
+
 pub use engine::{Engine, Order};
-pub use format::{Content, Format, content, detect, looks_binary};
+pub use format::{Content, Format, content, detect, is_perf_data, looks_binary};
 
 use crate::diag::Diagnostics;
 use crate::fold::{Meta, Stacks};

@@ -15,25 +15,10 @@ use serde::{Deserialize, Serialize};
 use super::Format;
 use super::ftrace;
 
-/// What each stack is weighed by, where an input offers the choice (`--weight`).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Weight {
-    /// One per event or sample.
-    Count,
-    /// Allocated bytes.
-    Bytes,
-}
-
-impl Weight {
-    /// As on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Weight::Count => "count",
-            Weight::Bytes => "bytes",
-        }
-    }
-}
+/// What each stack is weighed by, where an input offers the choice (`--weight`): the
+/// ftrace collapser's own type (perf input maps it, with `--counts`, onto
+/// [`super::perf::PerfWeight`], whose default reads the period or the allocation size).
+pub use super::ftrace::WeightBy as Weight;
 
 /// What a trace collapse measures (`--mode`): for ftrace and trace-cmd input any of them;
 /// for perf input (perf script, perf.data) the pairing modes `syscalls`, `offcpu`, `probes`.

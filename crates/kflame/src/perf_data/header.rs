@@ -6,10 +6,7 @@
 //! so everything it trusts is checked here against the file's length first, and a file that
 //! fails gets an error saying what is wrong instead.
 
-/// True when `head` starts with a perf.data magic (`PERFILE2`, either byte order).
-pub fn is_perf_data(head: &[u8]) -> bool {
-    head.starts_with(b"PERFILE2") || head.starts_with(b"2ELIFREP")
-}
+use crate::collapse::is_perf_data;
 
 const HEADER_LEN: usize = 104;
 

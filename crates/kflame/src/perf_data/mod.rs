@@ -68,7 +68,7 @@ mod unwind;
 
 use std::path::PathBuf;
 
-pub use header::is_perf_data;
+pub use crate::collapse::is_perf_data;
 pub use pairs::Pairing;
 pub use reader::{collapse_bytes, collapse_file};
 

@@ -97,13 +97,25 @@ impl Mode {
     }
 }
 
-/// How single events are weighed (alloc and events modes).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+/// How single events are weighed (alloc and events modes; `--weight`, serde names as on
+/// the command line: `count`, `bytes`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum WeightBy {
-    /// One per event.
+    /// One per event or sample.
     Count,
-    /// Allocation size in bytes (events without a size are skipped).
+    /// Allocated bytes (events without a size are skipped).
     Bytes,
+}
+
+impl WeightBy {
+    /// As on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            WeightBy::Count => "count",
+            WeightBy::Bytes => "bytes",
+        }
+    }
 }
 
 /// Options of the ftrace collapser (all off by default).
