@@ -29,9 +29,12 @@
 //! that never stops, [`Config::keep_samples`] keeps instead a [`SampleRecord`] per sample
 //! (time, CPU, task, cgroup, weight, and its stack as an index into the window's
 //! [`Recording::sample_stacks`]); times are `CLOCK_MONOTONIC` and [`Window::clock`] (a
-//! [`WallClock`]) turns them into Unix time.
+//! [`WallClock`]) turns them into Unix time. Samples then carry their task's cgroup (v2)
+//! id where the kernel records it (`PERF_SAMPLE_CGROUP`, Linux 5.7), named by its path in
+//! [`Recording::cgroups`].
 
 mod blocked;
+mod cgroups;
 mod check;
 mod clock;
 mod duty;

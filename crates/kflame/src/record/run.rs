@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::blocked::Snapshots;
+use super::cgroups::CgroupNames;
 use super::duty::DutyThread;
 use super::handlers::{self, Dispatch};
 use super::parse::Record;
@@ -95,7 +96,13 @@ impl Recorder {
         let scope = scope(&config);
         let session = match specs.is_empty() {
             true => None,
-            false => Some(Session::open(&specs, &online_cpus()?, ring_pages(&config.modes), &scope)?),
+            false => Some(Session::open(
+                &specs,
+                &online_cpus()?,
+                ring_pages(&config.modes),
+                &scope,
+                config.keep_samples,
+            )?),
         };
         let thread_pids: Vec<u32>;
         let targets = match &config.target {
@@ -112,7 +119,15 @@ impl Recorder {
             tasks.only_threads(tids);
         }
         let kinds = config.modes.len();
-        let state = Loop { tasks, dispatch, snapshots, child: None, command: None, stop };
+        let mut notes = notes;
+        if let Some(why) = session.as_ref().and_then(|s| s.cgroup_refused.as_ref()) {
+            notes.push(format!(
+                "samples carry no cgroup: this kernel refused PERF_SAMPLE_CGROUP ({why}; it needs \
+                 Linux 5.7 or later)"
+            ));
+        }
+        let cgroups = CgroupNames::default();
+        let state = Loop { tasks, dispatch, snapshots, child: None, command: None, stop, cgroups };
         let mut r = Recorder {
             config,
             state,
@@ -286,6 +301,9 @@ impl Recorder {
                     let d = k.collector.drain(mode.event_kind(), &state.tasks, sym, &mut self.names);
                     (r.stacks, r.events, r.samples, r.sample_stacks) =
                         (d.stacks, d.events, d.samples, d.sample_stacks);
+                    let ids: std::collections::BTreeSet<u64> =
+                        r.samples.iter().filter_map(|s| s.cgroup).collect();
+                    r.cgroups = state.cgroups.name(ids);
                     let total = Stats {
                         samples: k.handler.added(),
                         unpaired: k.handler.unpaired(),
@@ -479,6 +497,8 @@ struct Loop {
     command: Option<CommandEnd>,
     /// The caller's stop flag.
     stop: Arc<AtomicBool>,
+    /// Names of the cgroup ids of kept samples.
+    cgroups: CgroupNames,
 }
 
 /// How a command that ended ended; `stopping`: the recorder was told to stop (a signal)
@@ -536,6 +556,7 @@ impl Loop {
         for r in records {
             match &r {
                 Record::Sample(s) => self.dispatch.sample(s, &mut self.tasks),
+                Record::Cgroup { id, path, .. } => self.cgroups.learn(*id, path),
                 other => {
                     self.tasks.apply(other);
                     self.dispatch.side_band(other);
