@@ -292,3 +292,55 @@ fn live_kept_samples_are_labelled_with_their_cgroup() {
     stop.store(true, Ordering::SeqCst);
     rec.finish().expect("finish");
 }
+
+/// Hundreds of short-lived processes across many windows: the recorder forgets each one a
+/// window after it exits, so its caches stay near their size at the start instead of
+/// growing with every process the machine ever ran.
+#[test]
+fn live_caches_stay_bounded_with_many_short_lived_processes() {
+    let _one = serial();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut config = cpu_config(Naming { pid: true, ..Naming::default() });
+    config.keep_samples = true;
+    let Some(mut rec) = start(&config, stop.clone()) else { return };
+    rec.poll(Duration::from_millis(10)).expect("poll");
+    rec.take_window();
+    let start = rec.caches();
+    const PROCESSES: usize = 300;
+    let mut named = 0;
+    for i in 0..PROCESSES {
+        let mut child = Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done"])
+            .spawn()
+            .expect("start sh");
+        while child.try_wait().expect("wait").is_none() {
+            rec.poll(Duration::from_millis(5)).expect("poll");
+        }
+        if i % 10 == 9 {
+            let w = rec.take_window();
+            named += w.kinds[0].samples.iter().filter(|s| s.pid != u32::MAX).count();
+        }
+    }
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_millis(60));
+        rec.poll(Duration::from_millis(10)).expect("poll");
+        rec.take_window();
+    }
+    let end = rec.caches();
+    stop.store(true, Ordering::SeqCst);
+    rec.finish().expect("finish");
+    eprintln!("caches at the start {start:?}\nat the end {end:?}");
+    assert!(named > 0);
+    assert!(end.forgotten_threads >= PROCESSES as u64, "{end:?}");
+    assert!(end.forgotten_address_spaces >= PROCESSES as u64, "{end:?}");
+    // Other tasks of the machine come and go meanwhile: allow for a third as many.
+    let bound = |at_start: usize| at_start + PROCESSES / 3;
+    assert!(end.threads <= bound(start.threads), "threads {} -> {}", start.threads, end.threads);
+    assert!(
+        end.address_spaces <= bound(start.address_spaces),
+        "address spaces {} -> {}",
+        start.address_spaces,
+        end.address_spaces
+    );
+    assert_eq!(end.resets, 0);
+}

@@ -40,6 +40,11 @@ impl CgroupNames {
         self.names.insert(id, String::from_utf8_lossy(path).into());
     }
 
+    /// Ids cached (named, or known to be missing).
+    pub(crate) fn len(&self) -> usize {
+        self.names.len() + self.missing.len()
+    }
+
     /// The names of `ids` that can be found, walking the hierarchy at most once.
     pub(crate) fn name(&mut self, ids: impl IntoIterator<Item = u64>) -> BTreeMap<u64, Arc<str>> {
         let mut out = BTreeMap::new();

@@ -24,8 +24,8 @@ use super::sym::Symbolizer;
 use super::sys;
 use super::tasks::Tasks;
 use super::{
-    CommandEnd, Config, Counters, End, Mode, Progress, RecordError, Recording, Recordings, Stats, Status,
-    Target, Window,
+    Caches, CommandEnd, Config, Counters, End, Mode, Progress, RecordError, Recording, Recordings, Stats,
+    Status, Target, Window,
 };
 
 /// Data pages per CPU: 512 KiB for CPU samples alone, 4 MiB with tracepoints (bursty, every
@@ -74,9 +74,14 @@ pub struct Recorder {
     stats_then: Vec<Stats>,
     sym: Option<Symbolizer>,
     names: NameCache,
+    /// Times the name cache was emptied for growing past its bound.
+    name_resets: u64,
 }
 
 impl Recorder {
+    /// Windows a file's symbols are kept without being used by any stack.
+    pub const FILE_IDLE_WINDOWS: u64 = Symbolizer::IDLE_WINDOWS;
+
     /// Checks `config`, opens its events, enables them and starts its command. Recording
     /// stops early when `stop` becomes true (set it from a signal handler, another thread,
     /// or a watchdog).
@@ -143,6 +148,7 @@ impl Recorder {
             stats_then: vec![Stats::default(); kinds],
             sym: None,
             names: NameCache::default(),
+            name_resets: 0,
         };
         if one_snapshot {
             // `--blocked` alone, one snapshot: taken at once.
@@ -270,7 +276,7 @@ impl Recorder {
         let state = &mut self.state;
         if !state.dispatch.kinds.is_empty() {
             match &mut self.sym {
-                Some(sym) => sym.forget_jit_maps(),
+                Some(sym) => sym.next_window(),
                 None => {
                     let sym = Symbolizer::new(); // read now: modules loaded meanwhile are named
                     if !sym.has_kernel_symbols() {
@@ -284,7 +290,9 @@ impl Recorder {
                 }
             }
         }
-        self.names.trim();
+        if self.names.trim() {
+            self.name_resets += 1;
+        }
         let mut out = Vec::with_capacity(self.config.modes.len());
         for (i, mode) in self.config.modes.iter().enumerate() {
             let (mut r, total) = match mode {
@@ -319,7 +327,28 @@ impl Recorder {
             }
             out.push(r);
         }
+        // Every sample of a task that exited a window ago is named: forget the task.
+        let ended = state.tasks.prune();
+        self.names.forget(&ended);
         out
+    }
+
+    /// The sizes of the caches kept from one window to the next, and what was forgotten to
+    /// keep them bounded: for a recorder that runs for days.
+    pub fn caches(&self) -> Caches {
+        let (threads, address_spaces) = self.state.tasks.sizes();
+        let t = &self.state.tasks;
+        Caches {
+            threads,
+            address_spaces,
+            files: self.sym.as_ref().map_or(0, Symbolizer::files),
+            names: self.names.len(),
+            cgroups: self.state.cgroups.len(),
+            forgotten_threads: t.pruned_threads,
+            forgotten_address_spaces: t.pruned_maps,
+            forgotten_files: self.sym.as_ref().map_or(0, |s| s.pruned_files),
+            resets: t.overflows + self.name_resets,
+        }
     }
 
     /// Stops (see [`stop`](Recorder::stop)) and returns what no window took: the stacks and
