@@ -1,6 +1,7 @@
 //! Live recording through the kernel's own interfaces: `perf_event_open` for CPU samples,
 //! tracepoints (with callchains) and context-switch records, tracefs (read-only) for
-//! tracepoint ids and layouts, `/proc` for task names, mappings, symbols and kernel stacks.
+//! tracepoint ids and layouts, `/proc` for task names, mappings, symbols and kernel stacks,
+//! `/dev/kmsg` for the kernel log ([`kmsg`]).
 //! This module is the only code of the crate that touches them; its `sys` submodule holds the
 //! only `unsafe` code.
 //!
@@ -40,6 +41,7 @@ mod clock;
 mod duty;
 mod handlers;
 pub mod json;
+pub mod kmsg;
 mod order;
 mod parse;
 pub mod proc_stacks;
@@ -65,6 +67,13 @@ pub use stacks::{Event, Naming};
 
 use crate::events::{EventKind, EventSink};
 use crate::fold::{Meta, StackCounts};
+
+/// Waits until `fd` is readable or `timeout` passed (a signal ends the wait early): for
+/// followers of other kernel interfaces (`/dev/kmsg`).
+fn wait_readable(fd: std::os::fd::RawFd, timeout: Duration) -> std::io::Result<()> {
+    let ms = i32::try_from(timeout.as_millis().max(1)).unwrap_or(i32::MAX);
+    sys::poll_readable(&[fd], ms)
+}
 
 /// What to record.
 #[derive(Clone, Debug, PartialEq, Eq)]
