@@ -213,7 +213,7 @@ impl Default for Config {
 }
 
 /// One sample or paired event of a window, as kept by [`Config::keep_samples`]: plain
-/// numbers (32 bytes), its stack by index into [`Recording::sample_stacks`].
+/// numbers (48 bytes), its stack by index into [`Recording::sample_stacks`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SampleRecord {
     /// When it happened (a paired event: when it began), `CLOCK_MONOTONIC` nanoseconds;
@@ -233,6 +233,8 @@ pub struct SampleRecord {
     /// Index of its folded stack in [`Recording::sample_stacks`].
     pub stack: u32,
 }
+
+const _: () = assert!(std::mem::size_of::<SampleRecord>() == 48);
 
 /// Counters of one mode's recording (of the whole recording in [`Recordings`], of the
 /// window in a [`Window`]).
@@ -284,6 +286,9 @@ pub struct Caches {
     pub names: usize,
     /// Cgroup ids kept (named, or known to be missing).
     pub cgroups: usize,
+    /// Walks of the cgroup2 mount to name cgroup ids (the others were named by the
+    /// kernel's `PERF_RECORD_CGROUP`).
+    pub cgroup_walks: u64,
     /// Thread names forgotten since recording started (the threads exited).
     pub forgotten_threads: u64,
     /// Address spaces forgotten (their process exited: its generations before the exit,
@@ -352,6 +357,9 @@ pub struct Recordings {
     pub notes: Vec<String>,
     /// How the recorded command ended, if one was started.
     pub command: Option<CommandEnd>,
+    /// Wall-clock offset read when the recording finished: converts the `CLOCK_MONOTONIC`
+    /// time stamps of the samples and events above to Unix time.
+    pub clock: WallClock,
 }
 
 /// What one mode recorded.

@@ -344,6 +344,7 @@ impl Recorder {
             files: self.sym.as_ref().map_or(0, Symbolizer::files),
             names: self.names.len(),
             cgroups: self.state.cgroups.len(),
+            cgroup_walks: self.state.cgroups.walks,
             forgotten_threads: t.pruned_threads,
             forgotten_address_spaces: t.pruned_maps,
             forgotten_files: self.sym.as_ref().map_or(0, |s| s.pruned_files),
@@ -382,6 +383,7 @@ impl Recorder {
             elapsed: self.closed.unwrap_or_default(),
             notes: std::mem::take(&mut self.notes),
             command: self.state.command,
+            clock: super::WallClock::now(),
         })
     }
 }
