@@ -10,7 +10,9 @@
 //!
 //! `PRI` is `facility << 3 | level`, `SEQ` the record's sequence number (a gap means records
 //! were overwritten before they were read), `TS_USEC` the kernel's timestamp (microseconds
-//! of `CLOCK_MONOTONIC`, the time dmesg prints), `FLAGS` `-` or `c` (a continuation).
+//! since boot of the printk clock, `local_clock()`: the time dmesg prints; close to
+//! `CLOCK_MONOTONIC` but not the same clock, they drift apart by milliseconds over hours),
+//! `FLAGS` `-` or `c` (a continuation).
 //! Bytes of the message below space, above `~` and `\` itself are escaped as `\xNN` (a
 //! multi-line message has `\x0a`); the optional continuation lines (the device dictionary,
 //! `SUBSYSTEM=`, `DEVICE=`) start with a space.
@@ -39,7 +41,8 @@ pub struct Record {
     pub facility: u32,
     /// Sequence number.
     pub seq: u64,
-    /// Kernel timestamp, microseconds since boot (`CLOCK_MONOTONIC`).
+    /// Kernel timestamp, microseconds since boot (the printk clock, close to
+    /// `CLOCK_MONOTONIC`).
     pub ts_usec: u64,
     /// `c` (or `+`): the record is part of a continued line (`-` otherwise).
     pub continuation: bool,
@@ -58,8 +61,10 @@ impl Record {
         m.split(|&b| b == b'\n')
     }
 
-    /// The kernel timestamp in nanoseconds (`CLOCK_MONOTONIC`, the clock of the recorder's
-    /// samples).
+    /// The kernel timestamp in nanoseconds since boot. It can be taken as `CLOCK_MONOTONIC`
+    /// (the clock of the recorder's samples, which
+    /// [`WallClock`](crate::record::WallClock) turns into Unix time) to within the drift of
+    /// the printk clock: a few milliseconds after hours of uptime on the machines measured.
     pub fn ts_ns(&self) -> u64 {
         self.ts_usec.saturating_mul(1000)
     }
