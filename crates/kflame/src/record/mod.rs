@@ -298,6 +298,9 @@ pub struct Caches {
     pub forgotten_files: u64,
     /// Times a cache was emptied for outgrowing its bound.
     pub resets: u64,
+    /// Times `/proc/kallsyms` was read again: kernel addresses had gone unnamed (a module
+    /// loaded, a BPF program attached); at most once every 60 windows.
+    pub kallsyms_reloads: u64,
 }
 
 /// Why a recording ended.

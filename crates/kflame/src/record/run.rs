@@ -276,7 +276,16 @@ impl Recorder {
         let state = &mut self.state;
         if !state.dispatch.kinds.is_empty() {
             match &mut self.sym {
-                Some(sym) => sym.next_window(),
+                Some(sym) => {
+                    sym.next_window();
+                    if sym.kernel_stale() {
+                        // Modules loaded or BPF programs attached since kallsyms was read.
+                        if let Ok(text) = std::fs::read_to_string("/proc/kallsyms") {
+                            sym.reload_kernel(&text);
+                            self.names.forget_kernel();
+                        }
+                    }
+                }
                 None => {
                     let sym = Symbolizer::new(); // read now: modules loaded meanwhile are named
                     if !sym.has_kernel_symbols() {
@@ -348,6 +357,7 @@ impl Recorder {
             forgotten_threads: t.pruned_threads,
             forgotten_address_spaces: t.pruned_maps,
             forgotten_files: self.sym.as_ref().map_or(0, |s| s.pruned_files),
+            kallsyms_reloads: self.sym.as_ref().map_or(0, |s| s.kallsyms_reloads),
             resets: t.overflows + self.name_resets,
         }
     }
