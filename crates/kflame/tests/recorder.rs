@@ -170,10 +170,11 @@ fn live_kept_samples_are_the_windows_samples_with_their_times() {
     stop.store(true, Ordering::SeqCst);
     let r = &w.kinds[0];
     assert_eq!(r.samples.len() as u64, r.stats.samples, "one record per sample");
-    let shell: Vec<_> = r.samples.iter().filter(|s| s.pid == pid).collect();
+    // Samples of the child before its execve still carry this test's name.
+    let shell: Vec<_> =
+        r.samples.iter().filter(|s| s.pid == pid && r.sample_stack(s).starts_with(b"sh;")).collect();
     assert!(shell.len() >= 20, "too few samples of the shell (pid {pid}): {}", shell.len());
-    for s in &shell {
-        assert!(r.sample_stack(s).starts_with(b"sh;"), "{}", String::from_utf8_lossy(r.sample_stack(s)));
+    for s in r.samples.iter().filter(|s| s.pid == pid) {
         assert_eq!(s.tid, pid, "the shell has one thread");
         let wall = w.clock.to_realtime_ns(s.ts);
         assert!(wall >= wall_before && wall <= wall_after, "{wall} not in [{wall_before}, {wall_after}]");
@@ -190,6 +191,23 @@ fn live_kept_samples_are_the_windows_samples_with_their_times() {
         assert_eq!(agg, Some(Weight::from_u64(sum)), "{}", String::from_utf8_lossy(line));
     }
     rec.finish().expect("finish");
+}
+
+/// Threads and processes alive now.
+fn live_tasks() -> (usize, usize) {
+    let numeric = |p: &std::path::Path| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(p) // live: counts the machine's tasks
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
+                    .map(|e| e.path())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let processes = numeric(std::path::Path::new("/proc")); // live: the machine's processes
+    let threads = processes.iter().map(|p| numeric(&p.join("task")).len()).sum();
+    (threads, processes.len())
 }
 
 fn unix_ns() -> i64 {
@@ -266,6 +284,7 @@ fn live_kept_samples_are_labelled_with_their_cgroup() {
     let mut during = None;
     // Cgroup ids named by the walk of the first round, and those of the second round.
     let (mut known, mut later) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
+    let mut lost = 0;
     for round in 0..2 {
         if round == 1 {
             assert_eq!(rec.caches().cgroup_walks, 1, "the first cgroup was named by a walk");
@@ -278,6 +297,7 @@ fn live_kept_samples_are_labelled_with_their_cgroup() {
             rec.poll(Duration::from_millis(50)).expect("poll");
         }
         let w = rec.take_window();
+        lost += w.ring.lost;
         let r = &w.kinds[0];
         let mine: Vec<_> = r.samples.iter().filter(|s| s.pid == pid).collect();
         assert!(mine.len() >= 20, "too few samples of the shell (pid {pid}): {}", mine.len());
@@ -299,8 +319,12 @@ fn live_kept_samples_are_labelled_with_their_cgroup() {
         if round == 0 { known.extend(ids) } else { later.extend(ids) }
     }
     // Unless other tasks of the machine moved to new cgroups meanwhile (then those needed a
-    // walk), no walk named the cgroup made while recording: its record did.
-    if later.is_subset(&known) {
+    // walk) or the kernel dropped records (a starved test thread: the cgroup's record may be
+    // among them, and the walk named it, as checked above), no walk named the cgroup made
+    // while recording: its record did.
+    if lost > 0 {
+        eprintln!("not checking how the second cgroup was named: {lost} records lost");
+    } else if later.is_subset(&known) {
         assert_eq!(rec.caches().cgroup_walks, 1, "the cgroup made while recording was named by its record");
     } else {
         eprintln!(
@@ -346,19 +370,23 @@ fn live_caches_stay_bounded_with_many_short_lived_processes() {
         rec.take_window();
     }
     let end = rec.caches();
+    let (live_threads, live_processes) = live_tasks();
     stop.store(true, Ordering::SeqCst);
     rec.finish().expect("finish");
-    eprintln!("caches at the start {start:?}\nat the end {end:?}");
+    eprintln!(
+        "caches at the start {start:?}\nat the end {end:?}\nlive: {live_threads} threads of {live_processes} processes"
+    );
     assert!(named > 0);
     assert!(end.forgotten_threads >= PROCESSES as u64, "{end:?}");
     assert!(end.forgotten_address_spaces >= PROCESSES as u64, "{end:?}");
-    // Other tasks of the machine come and go meanwhile: allow for a third as many.
-    let bound = |at_start: usize| at_start + PROCESSES / 3;
-    assert!(end.threads <= bound(start.threads), "threads {} -> {}", start.threads, end.threads);
+    // What is kept is what lives, and what exited in the last two windows: other tasks of
+    // the machine come and go meanwhile, so allow for a third as many as this test ran (a
+    // process can have two address spaces kept, before and after its execve).
+    let slack = PROCESSES / 3;
+    assert!(end.threads <= live_threads + slack, "{} threads kept, {live_threads} live", end.threads);
     assert!(
-        end.address_spaces <= bound(start.address_spaces),
-        "address spaces {} -> {}",
-        start.address_spaces,
+        end.address_spaces <= 2 * live_processes + slack,
+        "{} address spaces kept, {live_processes} live processes",
         end.address_spaces
     );
     assert_eq!(end.resets, 0);
