@@ -1,6 +1,7 @@
 //! Live recording through the kernel's own interfaces: `perf_event_open` for CPU samples,
 //! tracepoints (with callchains) and context-switch records, tracefs (read-only) for
-//! tracepoint ids and layouts, `/proc` for task names, mappings, symbols and kernel stacks.
+//! tracepoint ids and layouts, `/proc` for task names, mappings, symbols and kernel stacks,
+//! `/dev/kmsg` for the kernel log ([`kmsg`]).
 //! This module is the only code of the crate that touches them; its `sys` submodule holds the
 //! only `unsafe` code.
 //!
@@ -25,13 +26,22 @@
 //! ```
 //!
 //! Per-event records ([`Event`], kept when [`Config::keep_events`] is set) are lent to any
-//! [`EventSink`](crate::events::EventSink) by [`Recording::send_events`].
+//! [`EventSink`](crate::events::EventSink) by [`Recording::send_events`]. For a recorder
+//! that never stops, [`Config::keep_samples`] keeps instead a [`SampleRecord`] per sample
+//! (time, CPU, task, cgroup, weight, and its stack as an index into the window's
+//! [`Recording::sample_stacks`]); times are `CLOCK_MONOTONIC` and [`Window::clock`] (a
+//! [`WallClock`]) turns them into Unix time. Samples then carry their task's cgroup (v2)
+//! id where the kernel records it (`PERF_SAMPLE_CGROUP`, Linux 5.7), named by its path in
+//! [`Recording::cgroups`].
 
 mod blocked;
+mod cgroups;
 mod check;
+mod clock;
 mod duty;
 mod handlers;
 pub mod json;
+pub mod kmsg;
 mod order;
 mod parse;
 pub mod proc_stacks;
@@ -43,17 +53,27 @@ mod sys;
 mod tasks;
 mod tracefs;
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use check::{Capability, check};
+pub use clock::WallClock;
 pub use run::Recorder;
 pub use session::Counters;
 pub use stacks::{Event, Naming};
 
 use crate::events::{EventKind, EventSink};
 use crate::fold::{Meta, StackCounts};
+
+/// Waits until `fd` is readable or `timeout` passed (a signal ends the wait early): for
+/// followers of other kernel interfaces (`/dev/kmsg`).
+fn wait_readable(fd: std::os::fd::RawFd, timeout: Duration) -> std::io::Result<()> {
+    let ms = i32::try_from(timeout.as_millis().max(1)).unwrap_or(i32::MAX);
+    sys::poll_readable(&[fd], ms)
+}
 
 /// What to record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -168,7 +188,53 @@ pub struct Config {
     pub naming: Naming,
     /// Keep every event (for a JSON event stream), not only the aggregated stacks.
     pub keep_events: bool,
+    /// Keep a compact record of every sample or paired event ([`SampleRecord`]: time, CPU,
+    /// task, cgroup, weight and the index of its stack in [`Recording::sample_stacks`]),
+    /// cheap enough for a recorder that never stops; `Mode::Blocked` snapshots have none.
+    pub keep_samples: bool,
 }
+
+impl Default for Config {
+    /// CPU samples at 99 Hz of every task, kernel and user frames, named as
+    /// `stackcollapse-perf.pl` names them, until stopped; nothing but the aggregated stacks
+    /// kept.
+    fn default() -> Config {
+        Config {
+            modes: vec![Mode::Cpu { frequency: 99 }],
+            target: Target::All,
+            duration: None,
+            parts: StackParts::Both,
+            duty: None,
+            naming: Naming::default(),
+            keep_events: false,
+            keep_samples: false,
+        }
+    }
+}
+
+/// One sample or paired event of a window, as kept by [`Config::keep_samples`]: plain
+/// numbers (48 bytes), its stack by index into [`Recording::sample_stacks`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SampleRecord {
+    /// When it happened (a paired event: when it began), `CLOCK_MONOTONIC` nanoseconds;
+    /// [`Window::clock`] converts it to wall-clock time.
+    pub ts: u64,
+    /// The CPU.
+    pub cpu: u32,
+    /// Process id (`u32::MAX`: a task the kernel could no longer name).
+    pub pid: u32,
+    /// Thread id (likewise).
+    pub tid: u32,
+    /// The task's cgroup id (cgroup v2: the inode number of its directory), when the kernel
+    /// records it (`PERF_SAMPLE_CGROUP`); its path is in [`Recording::cgroups`].
+    pub cgroup: Option<u64>,
+    /// The weight it added to its stack (1 for a CPU sample, bytes, nanoseconds).
+    pub weight: u64,
+    /// Index of its folded stack in [`Recording::sample_stacks`].
+    pub stack: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<SampleRecord>() == 48);
 
 /// Counters of one mode's recording (of the whole recording in [`Recordings`], of the
 /// window in a [`Window`]).
@@ -202,6 +268,39 @@ impl Stats {
             open: self.open,
         }
     }
+}
+
+/// The caches a [`Recorder`] keeps from one window to the next ([`Recorder::caches`]),
+/// bounded for recordings that run for days: tasks are forgotten a window after they exit,
+/// a file's symbols after [`Recorder::FILE_IDLE_WINDOWS`] windows unused, and a cache that
+/// still outgrows its bound (exits lost with a full ring buffer) starts over.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Caches {
+    /// Thread names kept.
+    pub threads: usize,
+    /// Process address spaces (mappings of one process generation) kept.
+    pub address_spaces: usize,
+    /// Files whose symbols are kept.
+    pub files: usize,
+    /// Frame names kept (by address).
+    pub names: usize,
+    /// Cgroup ids kept (named, or known to be missing).
+    pub cgroups: usize,
+    /// Walks of the cgroup2 mount to name cgroup ids (the others were named by the
+    /// kernel's `PERF_RECORD_CGROUP`).
+    pub cgroup_walks: u64,
+    /// Thread names forgotten since recording started (the threads exited).
+    pub forgotten_threads: u64,
+    /// Address spaces forgotten (their process exited: its generations before the exit,
+    /// those before an `execve` too).
+    pub forgotten_address_spaces: u64,
+    /// Files forgotten (unused for a while).
+    pub forgotten_files: u64,
+    /// Times a cache was emptied for outgrowing its bound.
+    pub resets: u64,
+    /// Times `/proc/kallsyms` was read again: kernel addresses had gone unnamed (a module
+    /// loaded, a BPF program attached); at most once every 60 windows.
+    pub kallsyms_reloads: u64,
 }
 
 /// Why a recording ended.
@@ -240,6 +339,9 @@ pub struct Window {
     pub kinds: Vec<Recording>,
     /// Records read, lost by the kernel (ring buffer full) and undecodable in this window.
     pub ring: Counters,
+    /// Wall-clock offset read when the window was taken: converts the `CLOCK_MONOTONIC`
+    /// time stamps of its samples and events to Unix time.
+    pub clock: WallClock,
 }
 
 /// The end of a recording ([`Recorder::finish`]): one [`Recording`] per mode, and what
@@ -258,6 +360,9 @@ pub struct Recordings {
     pub notes: Vec<String>,
     /// How the recorded command ended, if one was started.
     pub command: Option<CommandEnd>,
+    /// Wall-clock offset read when the recording finished: converts the `CLOCK_MONOTONIC`
+    /// time stamps of the samples and events above to Unix time.
+    pub clock: WallClock,
 }
 
 /// What one mode recorded.
@@ -271,6 +376,14 @@ pub struct Recording {
     pub meta: Meta,
     /// Every event, when [`Config::keep_events`] was set.
     pub events: Vec<Event>,
+    /// Every sample, in the order they were added, when [`Config::keep_samples`] was set.
+    pub samples: Vec<SampleRecord>,
+    /// The folded stacks (without count) of [`Recording::samples`], each once, indexed by
+    /// [`SampleRecord::stack`]; the same lines as the keys of [`Recording::stacks`].
+    pub sample_stacks: Vec<Box<[u8]>>,
+    /// The path (relative to the cgroup v2 root, `/system.slice/ssh.service`) of each
+    /// cgroup id of [`Recording::samples`] that could be named; shared with later windows.
+    pub cgroups: BTreeMap<u64, Arc<str>>,
     /// Counters.
     pub stats: Stats,
     /// Remarks for the user on this mode's events (how they were paired, ...).
@@ -287,6 +400,16 @@ impl Recording {
         }
     }
 
+    /// The cgroup path of a sample, if it has a cgroup that could be named.
+    pub fn cgroup_path(&self, sample: &SampleRecord) -> Option<&str> {
+        self.cgroups.get(&sample.cgroup?).map(|p| &**p)
+    }
+
+    /// The folded stack of a sample (without count).
+    pub fn sample_stack(&self, sample: &SampleRecord) -> &[u8] {
+        self.sample_stacks.get(sample.stack as usize).map_or(&[], |s| &**s)
+    }
+
     /// An empty recording of `mode`.
     pub fn new(mode: Mode, meta: Meta) -> Recording {
         Recording {
@@ -294,6 +417,9 @@ impl Recording {
             stacks: StackCounts::new(),
             meta,
             events: Vec::new(),
+            samples: Vec::new(),
+            sample_stacks: Vec::new(),
+            cgroups: BTreeMap::new(),
             stats: Stats::default(),
             notes: Vec::new(),
         }

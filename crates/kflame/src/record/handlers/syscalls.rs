@@ -3,7 +3,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::{Handler, Sample, common_type, tracepoint_spec};
+use super::{Handler, Record, Sample, common_type, tracepoint_spec};
 use crate::collapse::pairing::syscall_name_x86_64;
 use crate::fold::{Meta, Unit};
 use crate::record::stacks::{Collector, RawStack};
@@ -51,7 +51,7 @@ struct Syscalls {
 impl Syscalls {
     fn enter(&mut self, s: &Sample, tasks: &mut Tasks, out: &mut Collector) {
         let Some(nr) = self.enter_nr.read(&s.raw) else { return };
-        let mut stack = out.raw(tasks, s.pid, s.tid, s.cpu, &s.chain);
+        let mut stack = out.raw(tasks, s);
         let name = u32::try_from(nr)
             .ok()
             .and_then(syscall_name_x86_64)
@@ -84,6 +84,16 @@ impl Handler for Syscalls {
             Some(t) if t == self.enter_id => self.enter(s, tasks, out),
             Some(t) if t == self.exit_id => self.exit(s, out),
             _ => {}
+        }
+    }
+
+    /// A thread that exits inside a system call (`exit_group` never returns) is forgotten:
+    /// counted as unpaired now rather than kept open for the rest of the recording.
+    fn side_band(&mut self, r: &Record, _out: &mut Collector) {
+        if let Record::Exit { tid, .. } = r
+            && self.inside.remove(tid).is_some()
+        {
+            self.unpaired += 1;
         }
     }
 
