@@ -92,6 +92,7 @@ fn fill_until_full(path: &Path) {
 }
 
 #[test]
+#[allow(clippy::print_stderr)] // says why it skipped
 fn live_disk_full_is_reported_and_recovered_from() {
     let Some(m) = mount_small_tmpfs() else {
         eprintln!("skipped: mounting a tmpfs needs root");

@@ -59,7 +59,7 @@ fn generate(seconds: i64) -> Vec<Owned> {
         let mut t = T0 + i64::from(cpu) * 7_000_000;
         while t < T0 + seconds * SEC {
             let stack = stacks[k % stacks.len()].clone();
-            let cgroup = if k % 3 == 0 {
+            let cgroup = if k.is_multiple_of(3) {
                 Some("/system.slice/nginx.service")
             } else if k % 3 == 1 {
                 Some("/user.slice")
