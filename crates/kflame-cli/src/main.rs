@@ -49,6 +49,8 @@ enum Command {
     Diff(cmd::diff::Args),
     /// Record live (CPU samples, allocations, off-CPU time, syscalls, blocked tasks); as root.
     Record(cmd::record::Args),
+    /// Serve a web page over a history database: metric charts, range brush, flame graphs.
+    Serve(cmd::serve::Args),
 }
 
 fn main() -> ExitCode {
@@ -62,6 +64,7 @@ fn main() -> ExitCode {
         Command::Flamegraph(args) => cmd::flamegraph::run(args),
         Command::Diff(args) => cmd::diff::run(args),
         Command::Record(args) => cmd::record::run(args),
+        Command::Serve(args) => cmd::serve::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
