@@ -449,7 +449,15 @@ async fn diff(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respons
         .await
 }
 
+/// An event as JSON; `ns` is its time as a string (a JavaScript number cannot hold every
+/// nanosecond time exactly).
 fn event_json(e: &Event) -> Value {
+    let mut v = event_fields(e);
+    v["ns"] = Value::from(e.time_ns().to_string());
+    v
+}
+
+fn event_fields(e: &Event) -> Value {
     match e {
         Event::Trigger { id, host, time_ns, rule, metric, value, threshold } => json!({
             "type": "trigger", "id": id.0, "host": host, "time": time_ns, "rule": rule,

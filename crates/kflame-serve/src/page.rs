@@ -7,8 +7,10 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 /// The page's own files: (name, content type, text).
-pub(crate) const PAGE_ASSETS: [(&str, &str, &str); 2] = [
+pub(crate) const PAGE_ASSETS: [(&str, &str, &str); 4] = [
     ("app.js", JS, include_str!("../assets/app.js")),
+    ("charts.js", JS, include_str!("../assets/charts.js")),
+    ("heatmap.js", JS, include_str!("../assets/heatmap.js")),
     ("app.css", "text/css; charset=utf-8", include_str!("../assets/app.css")),
 ];
 
