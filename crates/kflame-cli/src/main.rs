@@ -49,6 +49,9 @@ enum Command {
     Diff(cmd::diff::Args),
     /// Record live (CPU samples, allocations, off-CPU time, syscalls, blocked tasks); as root.
     Record(cmd::record::Args),
+    /// Read a history database (`kflame watch --db`): the profile of a time range, metrics,
+    /// events, or the difference of two ranges.
+    Query(cmd::query::Args),
     /// Serve a web page over a history database: metric charts, range brush, flame graphs.
     Serve(cmd::serve::Args),
 }
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Command::Flamegraph(args) => cmd::flamegraph::run(args),
         Command::Diff(args) => cmd::diff::run(args),
         Command::Record(args) => cmd::record::run(args),
+        Command::Query(args) => cmd::query::run(args),
         Command::Serve(args) => cmd::serve::run(args),
     };
     match result {

@@ -277,7 +277,11 @@ impl Sqlite {
         } else {
             // Must come before the first table: lets maintenance give pages back to the file
             // system (PRAGMA incremental_vacuum).
-            self.conn.execute_batch("PRAGMA auto_vacuum = INCREMENTAL").map_err(e)?;
+            // Pages of 4 KiB (the default, set for all builds): what deleting under a full disk
+            // must rewrite stays small.
+            self.conn
+                .execute_batch("PRAGMA page_size = 4096; PRAGMA auto_vacuum = INCREMENTAL")
+                .map_err(e)?;
         }
         let jm: String = self.conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(e)?;
         if !jm.eq_ignore_ascii_case("wal") {

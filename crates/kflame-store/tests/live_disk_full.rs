@@ -24,7 +24,7 @@ fn mount_small_tmpfs() -> Option<Mount> {
     let dir = std::env::temp_dir().join(format!("kflame-store-full-{}", std::process::id()));
     std::fs::create_dir_all(&dir).ok()?;
     let ok = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"])
+        .args(["-t", "tmpfs", "-o", "size=8m", "tmpfs"])
         .arg(&dir)
         .status()
         .is_ok_and(|s| s.success());
@@ -92,6 +92,7 @@ fn fill_until_full(path: &Path) {
 }
 
 #[test]
+#[allow(clippy::print_stderr)] // says why it skipped
 fn live_disk_full_is_reported_and_recovered_from() {
     let Some(m) = mount_small_tmpfs() else {
         eprintln!("skipped: mounting a tmpfs needs root");
