@@ -62,8 +62,14 @@ async function open(query = '') {
   page.on('console', (m) => { if (m.type() === 'error') problems.push('console: ' + m.text()); });
   page.on('dialog', (d) => { problems.push('dialog: ' + d.message()); d.dismiss(); });
   await page.goto(base + '?token=' + TOKEN + query);
-  await page.waitForFunction(() => globalThis.kflameServe && kflameServe.S.loaded > 0 && globalThis.kflameViewer, null, { timeout: 15000 });
+  await ready(page);
   return { page, problems };
+}
+
+/** Waits for the first flame graph and the charts with their event markers. */
+async function ready(page) {
+  await page.waitForFunction(() => globalThis.kflameServe && kflameServe.S.loaded > 0 && kflameServe.S.chartsLoaded > 0 &&
+    globalThis.kflameViewer, null, { timeout: 15000 });
 }
 
 /** Waits until the panel has been drawn again after `before` loads. */
@@ -72,6 +78,16 @@ async function reloaded(page, before) {
 }
 
 const loads = (page) => page.evaluate(() => kflameServe.S.loaded);
+
+/** Waits until the flame graph shown is the selected range's (a debounced load of a range
+ * passed over while dragging may land first). */
+async function rangeShown(page, before) {
+  await reloaded(page, before);
+  await page.waitForFunction(() => {
+    const { S } = kflameServe, i = S.last.info;
+    return Math.abs(i.from / 1e6 - S.range.from) < 1 && Math.abs(i.to / 1e6 - S.range.to) < 1;
+  }, null, { timeout: 10000 });
+}
 
 /** The viewer's total, and the number of samples in the selected range as the heat map
  * endpoint counts them (a separate query: per-sample points, not the merged profile). */
@@ -114,6 +130,12 @@ test('without the token every path is 401; with it the page drops the token from
   assert.ok(t.heat > 1000, 'samples in the default range: ' + t.heat);
   assert.equal(t.viewer, t.heat);
   await screenshot(page, 'serve-page');
+  // One CPU instead of all: the CPU chart's series are that CPU's.
+  const legend = () => page.locator('.ks-chart[data-chart="cpu"] .ks-legend').textContent();
+  assert.equal(await legend(), 'usrsysiowaitirqsoftirqsteal');
+  await page.selectOption('.ks-cpu', 'cpu1');
+  await page.waitForFunction(() => document.querySelector('.ks-chart[data-chart="cpu"] .ks-legend').textContent.includes('usr cpu1'));
+  assert.equal(new URL(page.url()).searchParams.get('cpu'), 'cpu1');
   assert.deepEqual(problems, []);
   await page.close();
 });
@@ -127,7 +149,7 @@ test('drag a range, resize it by an edge, move it: the flame graph is always the
   // Select 20 %..45 % of the view.
   let n = await loads(page);
   await drag(page, await xOf(page, view.from + span * 0.2), await xOf(page, view.from + span * 0.45), y);
-  await reloaded(page, n);
+  await rangeShown(page, n);
   let t = await totals(page);
   assert.ok(Math.abs(t.range.from - (view.from + span * 0.2)) < span / 200, JSON.stringify(t.range));
   assert.ok(Math.abs(t.range.to - (view.from + span * 0.45)) < span / 200, JSON.stringify(t.range));
@@ -137,7 +159,7 @@ test('drag a range, resize it by an edge, move it: the flame graph is always the
   const before = t.range;
   n = await loads(page);
   await drag(page, await xOf(page, before.to), await xOf(page, before.to + span * 0.1), y);
-  await reloaded(page, n);
+  await rangeShown(page, n);
   t = await totals(page);
   assert.equal(t.range.from, before.from, 'the left edge stays');
   assert.ok(Math.abs(t.range.to - (before.to + span * 0.1)) < span / 200, JSON.stringify(t.range));
@@ -146,7 +168,7 @@ test('drag a range, resize it by an edge, move it: the flame graph is always the
   const len = t.range.to - t.range.from, mid = (t.range.from + t.range.to) / 2, was = t.range;
   n = await loads(page);
   await drag(page, await xOf(page, mid), await xOf(page, mid - span * 0.15), y);
-  await reloaded(page, n);
+  await rangeShown(page, n);
   t = await totals(page);
   assert.ok(Math.abs(t.range.to - t.range.from - len) < 1, 'the length stays');
   assert.ok(Math.abs(t.range.from - (was.from - span * 0.15)) < span / 200, JSON.stringify(t.range));
@@ -160,7 +182,7 @@ test('drag a range, resize it by an edge, move it: the flame graph is always the
   await screenshot(page, 'serve-brush');
   // Reload: the same range, the same flame graph, the same search.
   await page.reload();
-  await page.waitForFunction(() => globalThis.kflameServe && kflameServe.S.loaded > 0 && globalThis.kflameViewer, null, { timeout: 15000 });
+  await ready(page);
   const again = await totals(page);
   assert.equal(Math.round(again.range.from), Math.round(t.range.from));
   assert.equal(Math.round(again.range.to), Math.round(t.range.to));
@@ -228,11 +250,10 @@ test('compare two ranges: the differential flame graph of the selection against 
   const box = await page.locator('.ks-chart[data-chart="cpu"]').boundingBox();
   let n = await loads(page);
   await drag(page, await xOf(page, 1764000300000), await xOf(page, 1764000600000), box.y + 40);
-  await reloaded(page, n);
+  await rangeShown(page, n);
   const after = await totals(page);
-  n = await loads(page);
   await page.click('.ks-compare');
-  await reloaded(page, n);
+  await page.waitForFunction(() => kflameViewer.meta.differential === true, null, { timeout: 10000 });
   const d = await page.evaluate(() => ({ diff: kflameViewer.meta.differential, total: kflameViewer.tree.total[0],
     before: kflameViewer.tree.totalBefore[0], info: kflameServe.S.last.info }));
   assert.equal(d.diff, true);
@@ -242,7 +263,7 @@ test('compare two ranges: the differential flame graph of the selection against 
   await screenshot(page, 'serve-compare');
   // The comparison survives a reload.
   await page.reload();
-  await page.waitForFunction(() => globalThis.kflameServe && kflameServe.S.loaded > 0 && globalThis.kflameViewer, null, { timeout: 15000 });
+  await ready(page);
   assert.equal(await page.evaluate(() => kflameViewer.meta.differential), true);
   assert.deepEqual(problems, []);
   await page.close();

@@ -91,7 +91,7 @@ function buildDom() {
     button('Zoom in', 'Zoom the charts into the selection', zoomIn, { class: 'ks-zoom-in' }),
     button('Zoom out', 'Show three times as much time', zoomOut, { class: 'ks-zoom-out' }),
     el('span', { class: 'ks-sep' }), D.kind, D.cpu, el('span', { class: 'ks-sep' }),
-    button('Set base', 'Remember the selection as the comparison base', () => { S.base = { ...S.range }; D.brush.set(S.view, S.range, S.base); changed(false); }, { class: 'ks-set-base' }),
+    button('Set base', 'Remember the selection as the comparison base', setBase, { class: 'ks-set-base' }),
     D.compare,
     button('Heat map', 'Samples per second and 20 ms offset within it', () => { S.mode = S.mode === 'heat' ? 'flame' : 'heat'; changed(true); }, { class: 'ks-heat' }),
     button('Flame graph', 'The flame graph of the selection', () => { S.mode = 'flame'; S.event = null; changed(true); }, { class: 'ks-flame' }),
@@ -131,6 +131,14 @@ function cursor(ms) {
     }
   }
   D.values.replaceChildren(...rows);
+}
+
+/** The selection becomes the comparison base (the panel stays as it is). */
+function setBase() {
+  S.base = { ...S.range };
+  D.brush.set(S.view, S.range, S.base);
+  D.compare.disabled = false;
+  writeUrl();
 }
 
 function preset(span) {
@@ -174,6 +182,7 @@ async function loadCharts() {
     answers.forEach((a, k) => S.charts[k].setData(a.series, S.view));
     S.events = events.events;
     drawEvents();
+    S.chartsLoaded = (S.chartsLoaded || 0) + 1;
   } catch (e) {
     D.status.textContent = 'Cannot load the charts: ' + e.message;
   }
@@ -217,6 +226,7 @@ async function openEvent(e) {
       show(r.profile, `${r.kind}: ${r.title}`, `${fmtTime(r.time / MS, true)} UTC on ${r.host}: the report's stack`);
       D.report.textContent = r.text;
       D.report.hidden = false;
+      D.downloads.hidden = true;
       return;
     }
     const id = e.type === 'capture' ? e.id : ((S.events || []).find((c) => c.type === 'capture' && c.trigger === e.id) || {}).id;
@@ -235,8 +245,16 @@ function show(data, title, note) {
   D.panelTitle.textContent = title;
   D.panelNote.textContent = note || '';
   D.report.hidden = true;
+  D.downloads.hidden = false;
   D.status.textContent = '';
   if (S.viewer) S.viewer.destroy();
+  // The viewer's zoom is a node of the tree it drew; another profile's tree has other nodes.
+  // Its search and hide/focus steps are names: they stay.
+  const h = new URLSearchParams(location.hash.slice(1));
+  if (S.loaded > 0 && h.has('zoom')) {
+    h.delete('zoom');
+    history.replaceState(null, '', location.pathname + location.search + (h.toString() ? '#' + h : ''));
+  }
   const box = el('div');
   D.viewer.replaceChildren(box);
   S.viewer = new FlameViewer(box, decodeTree(data.profile, data.nodes), data.profile);

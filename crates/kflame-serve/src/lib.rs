@@ -83,6 +83,9 @@ pub struct App {
     pub(crate) live: bool,
     /// Becomes true at shutdown: open event streams end.
     pub(crate) shutdown: watch::Receiver<bool>,
+    /// The sender of `shutdown` when nothing else keeps it (the router without a socket):
+    /// a dropped sender would end every event stream at once.
+    _keep: Option<watch::Sender<bool>>,
 }
 
 /// A bound server, not yet serving: [`Bound::url`] is what to print.
@@ -133,15 +136,15 @@ pub async fn bind(config: Config) -> Result<Bound, ServeError> {
         .local_addr()
         .map_err(|source| ServeError::Io { what: format!("listening on {}", config.listen), source })?;
     let (stop, shutdown) = watch::channel(false);
-    let app = Arc::new(App { db, token: config.token, addr, live: config.live, shutdown });
+    let app = Arc::new(App { db, token: config.token, addr, live: config.live, shutdown, _keep: None });
     Ok(Bound { listener, app, stop })
 }
 
 /// The application for an address, without a socket (tests call it with `oneshot`).
 pub fn app(db: PathBuf, token: Token, addr: SocketAddr, live: bool) -> Result<Router, ServeError> {
     let db = Arc::new(db::Db::open(db)?);
-    let (_stop, shutdown) = watch::channel(false);
-    Ok(router(Arc::new(App { db, token, addr, live, shutdown })))
+    let (keep, shutdown) = watch::channel(false);
+    Ok(router(Arc::new(App { db, token, addr, live, shutdown, _keep: Some(keep) })))
 }
 
 /// Every route, behind the security middleware.

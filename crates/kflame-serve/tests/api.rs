@@ -438,3 +438,21 @@ fn over_loopback() {
     let done = rt.block_on(async { tokio::time::timeout(std::time::Duration::from_secs(10), server).await });
     assert!(matches!(done, Ok(Ok(Ok(())))), "the server did not stop: {done:?}");
 }
+
+#[tokio::test]
+async fn a_live_stream_without_a_socket_ticks() {
+    let path = dir("live").join("history.db");
+    history::write(&path, 5, false).unwrap();
+    let app = kflame_serve::app(path, Token::new(TOKEN).unwrap(), ADDR.parse().unwrap(), true).unwrap();
+    // The router stays alive meanwhile (as a server's does); its end ends the stream.
+    let resp = app.clone().oneshot(authed("/api/live")).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(resp.headers()[header::CONTENT_TYPE], "text/event-stream");
+    let mut body = resp.into_body().into_data_stream();
+    use futures_util::StreamExt;
+    let first =
+        tokio::time::timeout(std::time::Duration::from_secs(5), body.next()).await.unwrap().unwrap().unwrap();
+    let text = String::from_utf8_lossy(&first);
+    assert!(text.contains("event: tick") && text.contains("\"to\":"), "{text}");
+    drop(app);
+}
