@@ -7,7 +7,9 @@
 #   on loopback (time to the last byte: the server's work plus a local transfer);
 # - 50 concurrent clients for 30 s on loopback (bench/serve-load.mjs): a page's requests
 #   (series of 1 h at 1000 points, a 5-minute profile at a random place, events): count,
-#   errors (target 0), p50 / p99 / max latency.
+#   errors (target 0), p50 / p99 / max latency;
+# - the page in headless Chromium (bench/serve-page.mjs): first paint with 24 h of metrics
+#   (target <= 1 s) and the flame graph redrawn after moving a 1 h selection (<= 300 ms).
 #
 #   DB=FILE   the history (default bench/out/store.db, generated when missing)
 set -euo pipefail
@@ -46,6 +48,9 @@ measure() { # name from to
 echo "== range -> flame graph data (/api/profile, viewer JSON)"
 measure "last 1 h" $((to - 3600000000000)) $((to + 1))
 measure "whole history (24 h)" "$from" $((to + 1))
+
+echo "== the page in headless Chromium"
+node bench/serve-page.mjs "$base" "$token"
 
 echo "== 50 concurrent clients, 30 s, loopback"
 node bench/serve-load.mjs "$base" "$token" "$from" "$to" 50 30

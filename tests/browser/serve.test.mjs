@@ -211,6 +211,11 @@ test('event markers open the capture\'s flame graph and the report\'s stack and 
   const capTotal = capture.trim().split('\n').filter((l) => !l.startsWith('#')).reduce((a, l) => a + +l.slice(l.lastIndexOf(' ') + 1), 0);
   assert.equal(await page.evaluate(() => kflameViewer.tree.total[0]), capTotal);
   assert.match(await page.locator('.ks-panel-title').innerText(), /^Capture #1 \(cpu\)$/);
+  // A range against the capture: the capture is the BEFORE side.
+  await page.click('.ks-compare-capture');
+  await page.waitForFunction(() => kflameViewer.meta.differential === true, null, { timeout: 10000 });
+  assert.equal(await page.evaluate(() => kflameViewer.tree.totalBefore[0]), capTotal);
+  assert.equal(await page.evaluate(() => kflameViewer.tree.total[0]), (await totals(page)).heat);
   // The trigger opens the capture it started.
   n = await loads(page);
   await page.click('.ks-m-trigger');

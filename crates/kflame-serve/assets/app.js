@@ -41,7 +41,9 @@ function readUrl() {
   S.view = vfrom !== null && vto !== null && vfrom < vto ? { from: vfrom, to: vto } : { from: Math.max(b.from, b.to - 86400e3), to: b.to };
   const from = num('from'), to = num('to');
   const vspan = S.view.to - S.view.from;
-  S.range = from !== null && to !== null && from < to ? { from, to } : { from: S.view.to - Math.max(1000, Math.min(vspan / 4, span)), to: S.view.to };
+  // By default the last 15 minutes (or the last quarter of a shorter view): a flame graph of
+  // a whole day of a busy machine is a large tree to send and draw before anything is chosen.
+  S.range = from !== null && to !== null && from < to ? { from, to } : { from: S.view.to - Math.max(1000, Math.min(vspan / 4, 15 * 60e3)), to: S.view.to };
   const bfrom = num('bfrom'), bto = num('bto');
   S.base = bfrom !== null && bto !== null && bfrom < bto ? { from: bfrom, to: bto } : null;
   S.kind = KIND_NAMES[p.get('kind')] ? p.get('kind') : 'cpu';
@@ -183,6 +185,7 @@ async function loadCharts() {
     S.events = events.events;
     drawEvents();
     S.chartsLoaded = (S.chartsLoaded || 0) + 1;
+    if (!S.chartsAt) S.chartsAt = performance.now();
   } catch (e) {
     D.status.textContent = 'Cannot load the charts: ' + e.message;
   }
@@ -233,10 +236,25 @@ async function openEvent(e) {
     if (id === undefined) throw new Error('this trigger started no capture');
     const p = await api(`/api/profile?capture=${id}`);
     if (seq !== S.seq) return;
-    show(p, `Capture #${id} (${p.info.kind})`, EVENT_TEXT[e.type](e) + `: ${p.samples} samples, ${fmtTime(p.info.from / MS, true)} to ${fmtTime(p.info.to / MS)} UTC`);
+    show(p, `Capture #${id} (${p.info.kind})`, EVENT_TEXT[e.type](e) + `: ${p.samples} samples, ${fmtTime(p.info.from / MS, true)} to ${fmtTime(p.info.to / MS)} UTC `);
+    D.panelNote.append(button('Compare the selection with this capture', 'Differential flame graph: the selection against the capture',
+      () => compareCapture(id), { class: 'ks-compare-capture' }));
     setDownloads(`capture=${id}`);
   } catch (err) {
     D.status.textContent = 'Cannot open the event: ' + err.message;
+  }
+}
+
+/** The differential graph of the selection against capture `id`. */
+async function compareCapture(id) {
+  const seq = ++S.seq, r = S.range;
+  try {
+    const d = await api(`/api/diff?from=${ns(r.from)}&to=${ns(r.to)}&base_capture=${id}`);
+    if (seq !== S.seq) return;
+    show(d, `Compared: ${fmtTime(r.from, true)} – ${fmtTime(r.to)} UTC against capture #${id}`,
+      `${d.info.base_total} in the capture, ${d.total} in the selection; red grew, blue shrank`);
+  } catch (e) {
+    D.status.textContent = 'Cannot compare: ' + e.message;
   }
 }
 
@@ -261,6 +279,7 @@ function show(data, title, note) {
   globalThis.kflameViewer = S.viewer;
   S.last = { total: data.total, samples: data.samples, info: data.info };
   S.loaded++;
+  if (!S.flameAt) S.flameAt = performance.now();
 }
 
 function setDownloads(query) {

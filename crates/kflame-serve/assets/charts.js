@@ -50,6 +50,7 @@ function fmtValue(v, unit) {
 function unitOf(name) {
   const prefix = name.split('.')[0];
   if (prefix === 'cpu' || prefix === 'psi' || /util|pct|percent/.test(name)) return '%';
+  if (/await|latency|_ms$/.test(name)) return 'ms';
   if (/bytes/.test(name)) return prefix === 'mem' ? 'B' : 'B/s';
   if (prefix === 'mem') return 'B';
   return '';
@@ -60,13 +61,17 @@ function unitOf(name) {
 function groupMetrics(metrics) {
   const groups = new Map();
   for (const [name, label] of metrics) {
-    const prefix = name.split('.')[0], unit = unitOf(name), key = prefix + (unit === '%' && prefix !== 'cpu' && prefix !== 'psi' ? '-util' : '');
+    // Idle is what the stacked shares leave: mpstat shows it, a stack of it would only fill
+    // every chart to 100 %.
+    if (name === 'cpu.idle') continue;
+    const prefix = name.split('.')[0].replace(/\d+$/, ''), unit = unitOf(name);
+    const key = prefix + (prefix === 'cpu' || prefix === 'psi' ? '' : unit === '%' ? '-util' : unit === 'ms' ? '-ms' : '');
     if (!groups.has(key)) groups.set(key, { key, prefix, unit, names: new Set(), labels: new Set() });
     groups.get(key).names.add(name);
     groups.get(key).labels.add(label);
   }
-  const order = ['cpu', 'mem', 'io', 'io-util', 'psi'];
-  const titles = { cpu: 'CPU', mem: 'Memory', io: 'IO', 'io-util': 'IO util', psi: 'Pressure (PSI)' };
+  const order = ['cpu', 'mem', 'io', 'io-util', 'io-ms', 'psi'];
+  const titles = { cpu: 'CPU', mem: 'Memory', io: 'IO', 'io-util': 'IO util', 'io-ms': 'IO wait', psi: 'Pressure (PSI)' };
   return [...groups.values()]
     .sort((a, b) => (order.indexOf(a.key) + 1 || 99) - (order.indexOf(b.key) + 1 || 99) || a.key.localeCompare(b.key))
     .map((g) => {
