@@ -39,7 +39,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut raw = Vec::new();
     let f = std::fs::File::open(&args[1])?;
     if args[1].ends_with(".zst") {
-        ruzstd::decoding::StreamingDecoder::new(f)?.read_to_end(&mut raw)?;
+        zstd::stream::read::Decoder::new(f)?.read_to_end(&mut raw)?;
     } else {
         std::io::BufReader::new(f).read_to_end(&mut raw)?;
     }
@@ -67,6 +67,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         cumulative.push(total);
     }
     println!("stacks in the input: {} (weight {total})", stacks.len());
+    if std::env::var_os("STORE_BENCH_QUERY_ONLY").is_some() {
+        let db = Sqlite::open(&args[2], OpenMode::Read)?;
+        let t = Instant::now();
+        for _ in 0..5 {
+            db.profile(&ProfileQuery::new(Kind::Cpu, T0, T0 + hours * 3600 * SEC))?;
+        }
+        println!("5 queries of {hours} h: {:.1} ms", t.elapsed().as_secs_f64() * 1000.0);
+        return Ok(());
+    }
     let _ = std::fs::remove_file(&args[2]);
     let mut db = Sqlite::open(&args[2], OpenMode::Write)?;
     let meta = Meta { unit: Unit::Samples, event: Some("cpu-clock".into()) };

@@ -127,17 +127,30 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// A varint of at most 64 bits (the common case, without 128-bit arithmetic).
     fn u64(&mut self) -> Result<u64, String> {
+        if let Some(&b) = self.buf.get(self.pos)
+            && b < 0x80
+        {
+            self.pos += 1;
+            return Ok(u64::from(b));
+        }
         let v = self.varint()?;
         u64::try_from(v).map_err(|_| format!("number {v} out of range before byte {}", self.pos))
     }
 
     fn u32(&mut self) -> Result<u32, String> {
-        let v = self.varint()?;
+        let v = self.u64()?;
         u32::try_from(v).map_err(|_| format!("number {v} out of range before byte {}", self.pos))
     }
 
     fn i64z(&mut self) -> Result<i64, String> {
+        if let Some(&b) = self.buf.get(self.pos)
+            && b < 0x80
+        {
+            self.pos += 1;
+            return Ok(i64::from(b >> 1) ^ -i64::from(b & 1));
+        }
         let v = unzigzag(self.varint()?);
         i64::try_from(v).map_err(|_| format!("number {v} out of range before byte {}", self.pos))
     }
@@ -278,7 +291,10 @@ pub(crate) fn encode_bucket(
         put_varint(&mut out, u.weight.raw());
     }
     let mut blob = vec![BUCKET_FORMAT_1];
-    ruzstd::encoding::compress(&out[..], &mut blob, ruzstd::encoding::CompressionLevel::Fastest);
+    // Level 3 (zstd's default); writing into a Vec cannot fail.
+    if let Ok(z) = zstd::bulk::compress(&out, 3) {
+        blob.extend_from_slice(&z);
+    }
     blob
 }
 
@@ -295,10 +311,16 @@ pub(crate) fn decode_bucket(blob: &[u8], start_ns: i64) -> Result<DecodedBucket,
     if format != BUCKET_FORMAT_1 {
         return Err(format!("unknown sample blob format {format}"));
     }
-    let mut raw = Vec::new();
-    let mut dec = ruzstd::decoding::StreamingDecoder::new(body).map_err(|e| format!("sample blob: {e}"))?;
-    (&mut dec).take(MAX_BUCKET_BYTES).read_to_end(&mut raw).map_err(|e| format!("sample blob: {e}"))?;
+    let raw = decompress(body)?;
     decode_payload(&raw, start_ns).map_err(|e| format!("sample blob: {e}"))
+}
+
+/// Decompresses a zstd frame of at most [`MAX_BUCKET_BYTES`].
+fn decompress(body: &[u8]) -> Result<Vec<u8>, String> {
+    let mut raw = Vec::new();
+    let mut dec = zstd::stream::read::Decoder::with_buffer(body).map_err(|e| format!("sample blob: {e}"))?;
+    (&mut dec).take(MAX_BUCKET_BYTES).read_to_end(&mut raw).map_err(|e| format!("sample blob: {e}"))?;
+    Ok(raw)
 }
 
 /// The global stack ids a bucket blob refers to (its dictionary).
@@ -309,9 +331,7 @@ pub(crate) fn bucket_stacks(blob: &[u8]) -> Result<Vec<i64>, String> {
     if format != BUCKET_FORMAT_1 {
         return Err(format!("unknown sample blob format {format}"));
     }
-    let mut raw = Vec::new();
-    let mut dec = ruzstd::decoding::StreamingDecoder::new(body).map_err(|e| format!("sample blob: {e}"))?;
-    (&mut dec).take(MAX_BUCKET_BYTES).read_to_end(&mut raw).map_err(|e| format!("sample blob: {e}"))?;
+    let raw = decompress(body)?;
     let mut r = Reader::new(&raw);
     r.varint()?;
     let n_dict = r.count(1)?;

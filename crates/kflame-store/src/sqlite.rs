@@ -529,6 +529,40 @@ fn frame_ids(blob: &[u8]) -> Result<Vec<i64>, String> {
     Ok(ids)
 }
 
+/// Sums the samples of `rows` that the query takes, by stack id.
+fn sum_buckets(path: &Path, rows: &[BucketRow], q: &ProfileQuery<'_>) -> Result<Sums, StoreError> {
+    let mut sums: FxHashMap<i64, Weight> = FxHashMap::default();
+    let mut samples = 0u64;
+    for row in rows {
+        let d = codec::decode_bucket(&row.data, row.start_ns).map_err(|d| StoreError::Corrupt {
+            path: path.to_path_buf(),
+            detail: format!("bucket at {}: {d}", row.start_ns),
+        })?;
+        let whole = row.start_ns >= q.from_ns && row.end_ns <= q.to_ns;
+        let cg_ok: Vec<bool> = std::iter::once(q.cgroup.is_none())
+            .chain(d.cgroups.iter().map(|cg| q.cgroup.is_none_or(|w| cgroup_matches(cg, w))))
+            .collect();
+        for s in &d.samples {
+            if (whole || (s.time_ns >= q.from_ns && s.time_ns < q.to_ns)) && cg_ok[s.cgroup as usize] {
+                *sums.entry(s.stack).or_insert(Weight::ZERO) += s.weight;
+                samples += 1;
+            }
+        }
+        if row.start_ns >= q.from_ns && row.start_ns < q.to_ns {
+            for u in &d.untimed {
+                if cg_ok[u.cgroup as usize] {
+                    *sums.entry(u.stack).or_insert(Weight::ZERO) += u.weight;
+                    samples += u.count;
+                }
+            }
+        }
+    }
+    Ok((sums, samples))
+}
+
+/// Summed weight by stack id, and the samples summed.
+type Sums = (FxHashMap<i64, Weight>, u64);
+
 /// One bucket row read for a query.
 struct BucketRow {
     start_ns: i64,
@@ -941,9 +975,9 @@ impl Query for Sqlite {
     fn profile(&self, q: &ProfileQuery<'_>) -> Result<Profile, StoreError> {
         let e = |err| map_err(&self.path, err);
         let tx = self.conn.unchecked_transaction().map_err(e)?;
-        let mut sums: FxHashMap<i64, Weight> = FxHashMap::default();
         let mut meta: Option<Meta> = None;
-        let (mut samples, mut buckets, mut mixed) = (0u64, 0u64, 0u64);
+        let (mut buckets, mut mixed) = (0u64, 0u64);
+        let mut rows: Vec<BucketRow> = Vec::new();
         self.for_buckets(q, |row| {
             let m = Meta { unit: Unit::from_name(&row.unit), event: row.event.clone() };
             match &meta {
@@ -955,28 +989,38 @@ impl Query for Sqlite {
                 Some(_) => {}
             }
             buckets += 1;
-            let d = codec::decode_bucket(&row.data, row.start_ns)
-                .map_err(|d| self.corrupt(format!("bucket at {}: {d}", row.start_ns)))?;
-            let whole = row.start_ns >= q.from_ns && row.end_ns <= q.to_ns;
-            let cg_ok: Vec<bool> = std::iter::once(q.cgroup.is_none())
-                .chain(d.cgroups.iter().map(|cg| q.cgroup.is_none_or(|w| cgroup_matches(cg, w))))
-                .collect();
-            for s in &d.samples {
-                if (whole || (s.time_ns >= q.from_ns && s.time_ns < q.to_ns)) && cg_ok[s.cgroup as usize] {
-                    *sums.entry(s.stack).or_insert(Weight::ZERO) += s.weight;
-                    samples += 1;
-                }
-            }
-            if row.start_ns >= q.from_ns && row.start_ns < q.to_ns {
-                for u in &d.untimed {
-                    if cg_ok[u.cgroup as usize] {
-                        *sums.entry(u.stack).or_insert(Weight::ZERO) += u.weight;
-                        samples += u.count;
-                    }
-                }
-            }
+            rows.push(row);
             Ok(())
         })?;
+        // Decoding is the work: spread the buckets over the CPUs, each summing its own.
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8)
+            .min(rows.len().div_ceil(64))
+            .max(1);
+        let chunk = rows.len().div_ceil(threads).max(1);
+        let path = self.path.as_path();
+        let parts: Vec<Result<Sums, StoreError>> = std::thread::scope(|sc| {
+            let handles: Vec<_> =
+                rows.chunks(chunk).map(|part| sc.spawn(move || sum_buckets(path, part, q))).collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(other(path, "a decoding thread failed"))))
+                .collect()
+        });
+        let mut sums: FxHashMap<i64, Weight> = FxHashMap::default();
+        let mut samples = 0u64;
+        for part in parts {
+            let (m, n) = part?;
+            samples += n;
+            if sums.is_empty() {
+                sums = m;
+            } else {
+                for (id, w) in m {
+                    *sums.entry(id).or_insert(Weight::ZERO) += w;
+                }
+            }
+        }
         let ids: Vec<i64> = sums.keys().copied().collect();
         let texts = self.stack_texts(&ids)?;
         tx.commit().map_err(e)?;

@@ -311,6 +311,13 @@ fn metrics(db: &Sqlite, args: &Args, from: i64, to: i64) -> Result<()> {
 
 fn events(db: &Sqlite, args: &Args, from: i64, to: i64) -> Result<()> {
     let evs = db.events(from, to, args.host.as_deref())?;
+    if evs.is_empty() {
+        output::message(format!(
+            "no triggers, captures or reports from {} to {}",
+            format_time(from),
+            format_time(to)
+        ));
+    }
     let mut out = output::create(args.output.as_deref())?;
     for e in &evs {
         match e {
