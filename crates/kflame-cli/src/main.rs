@@ -52,6 +52,8 @@ enum Command {
     /// Read a history database (`kflame watch --db`): the profile of a time range, metrics,
     /// events, or the difference of two ranges.
     Query(cmd::query::Args),
+    /// Serve a web page over a history database: metric charts, range brush, flame graphs.
+    Serve(cmd::serve::Args),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +68,7 @@ fn main() -> ExitCode {
         Command::Diff(args) => cmd::diff::run(args),
         Command::Record(args) => cmd::record::run(args),
         Command::Query(args) => cmd::query::run(args),
+        Command::Serve(args) => cmd::serve::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -12,6 +12,7 @@ pub(crate) mod perf_data;
 pub(crate) mod query;
 pub(crate) mod record;
 pub(crate) mod reports;
+pub(crate) mod serve;
 pub(crate) mod trace_args;
 
 /// Ends the program with this exit status, its reason already said on stderr (`kflame record

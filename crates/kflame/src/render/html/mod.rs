@@ -29,6 +29,8 @@
 //! `count`, `scale`, `unit`, `countname`, `palette`, `inverted`, `flamechart` and optionally
 //! `title`, `subtitle`, `notes`, and `differential` (each node has a BEFORE weight),
 //! `negate`.
+//! A page that replaces a viewer with one of other data (`kflame serve` as its range moves)
+//! calls `viewer.destroy()` first: it removes the old viewer's document and window listeners.
 //!
 //! Untrusted text (frame names, titles, notes) reaches the page only inside JSON whose `<`,
 //! `>` and `&` are escaped, so `</script>` in a symbol cannot end the data block; the viewer

@@ -441,9 +441,20 @@ class FlameViewer {
       if (e.key === 'Enter') { clearTimeout(timer); this.search(d.search.value); }
     });
     d.ci.addEventListener('change', () => this.search(d.search.value, d.ci.checked));
-    document.addEventListener('keydown', (e) => this.key(e));
-    window.addEventListener('resize', () => this.render());
-    window.addEventListener('hashchange', () => { if (location.hash !== this.lastHash) { this.restoreHash(); this.render(); } });
+    // Listeners outside the viewer's own elements end with destroy().
+    this.global = new AbortController();
+    const signal = this.global.signal;
+    document.addEventListener('keydown', (e) => this.key(e), { signal });
+    window.addEventListener('resize', () => this.render(), { signal });
+    window.addEventListener('hashchange', () => { if (location.hash !== this.lastHash) { this.restoreHash(); this.render(); } },
+      { signal });
+  }
+
+  /** Detaches the viewer from the document and window (a page that replaces it with a viewer
+   * of other data calls this first, so the old one no longer answers keys or the URL). */
+  destroy() {
+    this.global.abort();
+    this.dom.root.remove();
   }
 
   bindSandwich(k, view) {

@@ -1,0 +1,59 @@
+//! `kflame serve --db FILE`: the web page over a history database (crate `kflame-serve`).
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use kflame_serve::{Config, DEFAULT_LISTEN, Token};
+
+/// Arguments of `kflame serve`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Every request needs the token: open the printed URL once (the page keeps the token in a \
+cookie and drops it from the address), or send `Authorization: Bearer TOKEN`.
+
+Examples:
+  kflame serve --db /var/lib/kflame/history.db
+  curl -H \"Authorization: Bearer $(cat tok)\" 'http://127.0.0.1:7420/api/info'")]
+pub(crate) struct Args {
+    /// The history database (`kflame watch --db`), opened read-only.
+    #[arg(long, value_name = "FILE")]
+    db: PathBuf,
+    /// Address and port to listen on.
+    #[arg(long, value_name = "ADDR:PORT", default_value = DEFAULT_LISTEN)]
+    listen: SocketAddr,
+    /// Allow a listen address that is not loopback (the token is still required).
+    #[arg(long)]
+    allow_remote: bool,
+    /// Read the token from FILE (surrounding whitespace ignored) instead of a random one.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Make the page follow the present: the newest time is pushed every second.
+    #[arg(long)]
+    live: bool,
+}
+
+pub(crate) fn run(args: Args) -> Result<()> {
+    let token = match &args.token_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+            Token::new(&text).with_context(|| format!("{}", path.display()))?
+        }
+        None => Token::random()?,
+    };
+    let config =
+        Config { db: args.db, listen: args.listen, allow_remote: args.allow_remote, token, live: args.live };
+    let runtime = tokio_runtime()?;
+    runtime.block_on(kflame_serve::run(config, |bound| {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "kflame serve: open {}", bound.url());
+        let _ = writeln!(out, "kflame serve: Ctrl-C to stop");
+        let _ = out.flush();
+    }))?;
+    Ok(())
+}
+
+fn tokio_runtime() -> Result<kflame_serve::Runtime> {
+    kflame_serve::runtime().context("starting the server's threads")
+}

@@ -1,0 +1,390 @@
+/* kflame serve: the page. Metric charts on one time axis with a range brush, the flame graph
+ * of the selected range below (the shared viewer modules, /viewer/*.js: the same files the
+ * offline page inlines), event markers, comparison of two ranges, a sub-second heat map.
+ * Everything comes from the JSON API; every piece of data reaches the DOM as text.
+ *
+ * URL: ?from&to (the selection, ms since the epoch), vfrom&vto (the charts' span), kind,
+ * cpu, bfrom&bto (the comparison base), mode (flame | diff | heat); the viewer keeps its own
+ * state (search, zoom, hide/focus) in the hash. */
+import { FlameViewer } from '/viewer/viewer.js';
+import { decodeTree } from '/viewer/model.js';
+import { Brush, Chart, drawAxis, el, fmtSpan, fmtTime, groupMetrics, PAD_LEFT, PAD_RIGHT } from '/assets/charts.js';
+import { HeatMap } from '/assets/heatmap.js';
+
+const root = document.getElementById('app');
+const MS = 1e6;
+const KIND_NAMES = { cpu: 'CPU', offcpu: 'Off-CPU', mem: 'Memory bytes', syscalls: 'Syscalls', blocked: 'Blocked tasks' };
+const PRESETS = [['15 min', 15 * 60e3], ['1 h', 3600e3], ['24 h', 86400e3]];
+const HEAT_MAX_MS = 6 * 3600e3;
+
+/** ms → the API's ns, exactly (ms are whole). */
+const ns = (ms) => (BigInt(Math.round(ms)) * 1000000n).toString();
+
+async function api(path) {
+  const r = await fetch(path, { credentials: 'same-origin' });
+  const body = await r.json().catch(() => ({ error: 'HTTP ' + r.status + ' ' + r.statusText }));
+  if (!r.ok) throw new Error(body.error || 'HTTP ' + r.status);
+  return body;
+}
+
+const S = {
+  info: null, bounds: null, view: null, range: null, base: null, kind: 'cpu', cpu: '', mode: 'flame',
+  event: null, seq: 0, loaded: 0, last: null, follow: false,
+};
+const D = {};
+
+/** The page's state from the URL, within the history's bounds. */
+function readUrl() {
+  const p = new URLSearchParams(location.search), num = (k) => (p.has(k) && Number.isFinite(+p.get(k)) ? +p.get(k) : null);
+  const b = S.bounds, span = b.to - b.from;
+  const vfrom = num('vfrom'), vto = num('vto');
+  S.view = vfrom !== null && vto !== null && vfrom < vto ? { from: vfrom, to: vto } : { from: Math.max(b.from, b.to - 86400e3), to: b.to };
+  const from = num('from'), to = num('to');
+  const vspan = S.view.to - S.view.from;
+  // By default the last 15 minutes (or the last quarter of a shorter view): a flame graph of
+  // a whole day of a busy machine is a large tree to send and draw before anything is chosen.
+  S.range = from !== null && to !== null && from < to ? { from, to } : { from: S.view.to - Math.max(1000, Math.min(vspan / 4, 15 * 60e3)), to: S.view.to };
+  const bfrom = num('bfrom'), bto = num('bto');
+  S.base = bfrom !== null && bto !== null && bfrom < bto ? { from: bfrom, to: bto } : null;
+  S.kind = KIND_NAMES[p.get('kind')] ? p.get('kind') : 'cpu';
+  S.cpu = p.get('cpu') || '';
+  S.mode = ['flame', 'diff', 'heat'].includes(p.get('mode')) ? p.get('mode') : 'flame';
+  if (S.mode === 'diff' && !S.base) S.mode = 'flame';
+}
+
+function writeUrl() {
+  const p = new URLSearchParams();
+  const r = (v) => String(Math.round(v));
+  p.set('from', r(S.range.from));
+  p.set('to', r(S.range.to));
+  p.set('vfrom', r(S.view.from));
+  p.set('vto', r(S.view.to));
+  if (S.kind !== 'cpu') p.set('kind', S.kind);
+  if (S.cpu) p.set('cpu', S.cpu);
+  if (S.base) { p.set('bfrom', r(S.base.from)); p.set('bto', r(S.base.to)); }
+  if (S.mode !== 'flame') p.set('mode', S.mode);
+  history.replaceState(null, '', location.pathname + '?' + p.toString() + location.hash);
+}
+
+function button(text, title, onClick, attrs = {}) {
+  const b = el('button', { type: 'button', title: title || text, text, ...attrs });
+  b.addEventListener('click', onClick);
+  return b;
+}
+
+function buildDom() {
+  D.kind = el('select', { class: 'ks-kind', title: 'Profile kind' },
+    ...S.info.kinds.map((k) => el('option', { value: k, text: KIND_NAMES[k] || k })));
+  D.kind.value = S.kind;
+  D.kind.addEventListener('change', () => { S.kind = D.kind.value; changed(true); });
+  const cpus = (S.groups.find((g) => g.key === 'cpu') || { labels: [] }).labels.filter((l) => l);
+  D.cpu = el('select', { class: 'ks-cpu', title: 'CPU shown in the CPU chart' },
+    el('option', { value: '', text: 'all CPUs' }), ...cpus.map((l) => el('option', { value: l, text: l })));
+  D.cpu.value = S.cpu;
+  D.cpu.addEventListener('change', () => { S.cpu = D.cpu.value; writeUrl(); loadCharts(); });
+  D.rangeText = el('span', { class: 'ks-range' });
+  D.downloads = el('span', { class: 'ks-downloads' }, 'Download: ',
+    ...['folded', 'svg', 'html'].map((f) => el('a', { 'data-format': f, text: f === 'html' ? 'HTML' : f === 'svg' ? 'SVG' : 'folded', download: '' })));
+  D.compare = button('Compare with base', 'Differential flame graph: the selection against the base range', () => { S.mode = 'diff'; changed(true); }, { class: 'ks-compare' });
+  const toolbar = el('div', { class: 'ks-toolbar' },
+    ...PRESETS.map(([name, span]) => button('Last ' + name, 'Show and select the last ' + name, () => preset(span), { class: 'ks-preset' })),
+    button('All', 'The whole history', () => preset(S.bounds.to - S.bounds.from), { class: 'ks-preset' }),
+    el('span', { class: 'ks-sep' }),
+    button('Zoom in', 'Zoom the charts into the selection', zoomIn, { class: 'ks-zoom-in' }),
+    button('Zoom out', 'Show three times as much time', zoomOut, { class: 'ks-zoom-out' }),
+    el('span', { class: 'ks-sep' }), D.kind, D.cpu, el('span', { class: 'ks-sep' }),
+    button('Set base', 'Remember the selection as the comparison base', setBase, { class: 'ks-set-base' }),
+    D.compare,
+    button('Heat map', 'Samples per second and 20 ms offset within it', () => { S.mode = S.mode === 'heat' ? 'flame' : 'heat'; changed(true); }, { class: 'ks-heat' }),
+    button('Flame graph', 'The flame graph of the selection', () => { S.mode = 'flame'; S.event = null; changed(true); }, { class: 'ks-flame' }),
+  );
+  D.charts = el('div', { class: 'ks-charts' });
+  D.overlay = el('div', { class: 'ks-overlay' });
+  D.axis = el('canvas', { class: 'ks-axis' });
+  D.events = el('div', { class: 'ks-events' });
+  D.values = el('div', { class: 'ks-values', hidden: '' });
+  D.chartArea = el('div', { class: 'ks-chart-area' }, D.charts, D.overlay);
+  D.panelTitle = el('h2', { class: 'ks-panel-title' });
+  D.panelNote = el('div', { class: 'ks-panel-note' });
+  D.report = el('pre', { class: 'ks-report', hidden: '' });
+  D.heat = el('div', { class: 'ks-heat-panel', hidden: '' });
+  D.viewer = el('div', { class: 'ks-viewer' });
+  D.status = el('div', { class: 'ks-status', role: 'status' });
+  const hosts = S.info.hosts.join(', ');
+  root.replaceChildren(
+    el('header', { class: 'ks-header' }, el('h1', { text: 'kflame serve' }), el('span', { class: 'ks-hosts', text: hosts }), D.rangeText),
+    toolbar, D.chartArea, D.axis, D.events, D.values,
+    el('div', { class: 'ks-panel-head' }, D.panelTitle, D.downloads), D.panelNote, D.status, D.report, D.heat, D.viewer);
+  S.charts = S.groups.map((g) => new Chart(g));
+  D.charts.replaceChildren(...S.charts.map((c) => c.element));
+  D.brush = new Brush(D.overlay, (r, final) => { S.range = r; S.follow = false; changed(false, final); }, cursor);
+  S.heatmap = new HeatMap(D.heat, heatSelect);
+  window.addEventListener('resize', () => { drawCharts(); });
+}
+
+/** The shared cursor: time and every chart's values there. */
+function cursor(ms) {
+  if (ms === null) { D.values.hidden = true; return; }
+  D.values.hidden = false;
+  const rows = [el('b', { text: fmtTime(ms, true) + ' UTC' })];
+  for (const c of S.charts) {
+    for (const [name, text, color] of c.valuesAt(ms)) {
+      rows.push(el('span', { class: 'ks-val' }, el('i', { style: 'background:' + color }), name + ' ' + text));
+    }
+  }
+  D.values.replaceChildren(...rows);
+}
+
+/** The selection becomes the comparison base (the panel stays as it is). */
+function setBase() {
+  S.base = { ...S.range };
+  D.brush.set(S.view, S.range, S.base);
+  D.compare.disabled = false;
+  writeUrl();
+}
+
+function preset(span) {
+  const end = S.bounds.to;
+  S.view = { from: Math.max(S.bounds.from, end - span), to: end };
+  S.range = { ...S.view };
+  S.follow = true;
+  changed(true, true);
+  loadCharts();
+}
+
+function zoomIn() {
+  const pad = (S.range.to - S.range.from) * 0.1;
+  S.view = { from: S.range.from - pad, to: S.range.to + pad };
+  writeUrl();
+  loadCharts();
+}
+
+function zoomOut() {
+  const mid = (S.view.from + S.view.to) / 2, span = (S.view.to - S.view.from) * 3;
+  S.view = { from: Math.max(S.bounds.from - span * 0.05, mid - span / 2), to: Math.min(S.bounds.to + span * 0.05, mid + span / 2) };
+  writeUrl();
+  loadCharts();
+}
+
+async function loadCharts() {
+  const seq = (S.chartSeq = (S.chartSeq || 0) + 1);
+  D.brush.set(S.view, S.range, S.base);
+  drawAxis(D.axis, S.view);
+  const width = Math.max(100, Math.min(4000, D.charts.clientWidth - PAD_LEFT - PAD_RIGHT));
+  const q = `from=${ns(S.view.from)}&to=${ns(S.view.to)}&points=${width}`;
+  try {
+    const [answers, events] = await Promise.all([
+      Promise.all(S.groups.map((g) => {
+        const label = g.key === 'cpu' ? '&label=' + encodeURIComponent(S.cpu) : '';
+        return api(`/api/series?names=${encodeURIComponent(g.names.join(','))}${label}&${q}`);
+      })),
+      api(`/api/events?from=${ns(S.view.from)}&to=${ns(S.view.to)}`),
+    ]);
+    if (seq !== S.chartSeq) return;
+    answers.forEach((a, k) => S.charts[k].setData(a.series, S.view));
+    S.events = events.events;
+    drawEvents();
+    S.chartsLoaded = (S.chartsLoaded || 0) + 1;
+    if (!S.chartsAt) S.chartsAt = performance.now();
+  } catch (e) {
+    D.status.textContent = 'Cannot load the charts: ' + e.message;
+  }
+}
+
+function drawCharts() {
+  for (const c of S.charts) c.draw(S.view);
+  drawAxis(D.axis, S.view);
+  D.brush.set(S.view, S.range, S.base);
+  drawEvents();
+}
+
+const EVENT_TEXT = {
+  trigger: (e) => `trigger ${e.rule} (${e.metric} = ${e.value}, threshold ${e.threshold})`,
+  capture: (e) => `capture #${e.id}: ${e.kind}${e.note ? ', ' + e.note : ''}`,
+  report: (e) => `${e.kind}: ${e.title}`,
+};
+
+function drawEvents() {
+  const w = D.events.clientWidth - PAD_LEFT - PAD_RIGHT, span = S.view.to - S.view.from;
+  let prev = -Infinity;
+  D.events.replaceChildren(el('span', { class: 'ks-events-label', text: 'Events' }), ...(S.events || []).map((e, k) => {
+    // Events at the same place sit side by side.
+    const x = Math.max(PAD_LEFT + ((e.time / MS - S.view.from) / span) * w, prev + 14);
+    prev = x;
+    const m = button('', fmtTime(e.time / MS, true) + ' UTC ' + e.host + ': ' + EVENT_TEXT[e.type](e), () => openEvent(e),
+      { class: 'ks-marker ks-m-' + e.type, 'data-k': String(k), 'data-type': e.type, style: `left:${x - 6}px` });
+    return m;
+  }));
+}
+
+async function openEvent(e) {
+  S.event = e;
+  S.mode = 'flame';
+  const seq = ++S.seq;
+  D.heat.hidden = true;
+  try {
+    if (e.type === 'report') {
+      const r = await api(`/api/report?time=${e.ns}&host=${encodeURIComponent(e.host)}`);
+      if (seq !== S.seq) return;
+      show(r.profile, `${r.kind}: ${r.title}`, `${fmtTime(r.time / MS, true)} UTC on ${r.host}: the report's stack`);
+      D.report.textContent = r.text;
+      D.report.hidden = false;
+      D.downloads.hidden = true;
+      return;
+    }
+    const id = e.type === 'capture' ? e.id : ((S.events || []).find((c) => c.type === 'capture' && c.trigger === e.id) || {}).id;
+    if (id === undefined) throw new Error('this trigger started no capture');
+    const p = await api(`/api/profile?capture=${id}`);
+    if (seq !== S.seq) return;
+    show(p, `Capture #${id} (${p.info.kind})`, EVENT_TEXT[e.type](e) + `: ${p.samples} samples, ${fmtTime(p.info.from / MS, true)} to ${fmtTime(p.info.to / MS)} UTC `);
+    D.panelNote.append(button('Compare the selection with this capture', 'Differential flame graph: the selection against the capture',
+      () => compareCapture(id), { class: 'ks-compare-capture' }));
+    setDownloads(`capture=${id}`);
+  } catch (err) {
+    D.status.textContent = 'Cannot open the event: ' + err.message;
+  }
+}
+
+/** The differential graph of the selection against capture `id`. */
+async function compareCapture(id) {
+  const seq = ++S.seq, r = S.range;
+  try {
+    const d = await api(`/api/diff?from=${ns(r.from)}&to=${ns(r.to)}&base_capture=${id}`);
+    if (seq !== S.seq) return;
+    show(d, `Compared: ${fmtTime(r.from, true)} – ${fmtTime(r.to)} UTC against capture #${id}`,
+      `${d.info.base_total} in the capture, ${d.total} in the selection; red grew, blue shrank`);
+  } catch (e) {
+    D.status.textContent = 'Cannot compare: ' + e.message;
+  }
+}
+
+/** Draws viewer data in the panel, replacing the viewer shown before. */
+function show(data, title, note) {
+  D.panelTitle.textContent = title;
+  D.panelNote.textContent = note || '';
+  D.report.hidden = true;
+  D.downloads.hidden = false;
+  D.status.textContent = '';
+  if (S.viewer) S.viewer.destroy();
+  // The viewer's zoom is a node of the tree it drew; another profile's tree has other nodes.
+  // Its search and hide/focus steps are names: they stay.
+  const h = new URLSearchParams(location.hash.slice(1));
+  if (S.loaded > 0 && h.has('zoom')) {
+    h.delete('zoom');
+    history.replaceState(null, '', location.pathname + location.search + (h.toString() ? '#' + h : ''));
+  }
+  const box = el('div');
+  D.viewer.replaceChildren(box);
+  S.viewer = new FlameViewer(box, decodeTree(data.profile, data.nodes), data.profile);
+  globalThis.kflameViewer = S.viewer;
+  S.last = { total: data.total, samples: data.samples, info: data.info };
+  S.loaded++;
+  if (!S.flameAt) S.flameAt = performance.now();
+}
+
+function setDownloads(query) {
+  for (const a of D.downloads.querySelectorAll('a')) {
+    a.href = `/api/profile?${query}&format=${a.dataset.format}`;
+  }
+}
+
+/** The state changed: URL, range text, and (debounced while dragging) the panel. */
+function changed(now, final) {
+  writeUrl();
+  D.kind.value = S.kind;
+  D.brush.set(S.view, S.range, S.base);
+  D.compare.disabled = !S.base;
+  D.rangeText.textContent = `${fmtTime(S.range.from, true)} – ${fmtTime(S.range.to)} UTC (${fmtSpan(S.range.to - S.range.from)})`;
+  const rq = `kind=${S.kind}&from=${ns(S.range.from)}&to=${ns(S.range.to)}`;
+  setDownloads(rq);
+  clearTimeout(S.timer);
+  S.event = null;
+  if (now || final) loadPanel();
+  else S.timer = setTimeout(loadPanel, 120);
+}
+
+async function loadPanel() {
+  const seq = ++S.seq, r = S.range, rq = `kind=${S.kind}&from=${ns(r.from)}&to=${ns(r.to)}`;
+  const what = `${KIND_NAMES[S.kind]}, ${fmtTime(r.from, true)} – ${fmtTime(r.to)} UTC (${fmtSpan(r.to - r.from)})`;
+  try {
+    if (S.mode === 'diff' && S.base) {
+      D.heat.hidden = true;
+      const d = await api(`/api/diff?${rq}&base_from=${ns(S.base.from)}&base_to=${ns(S.base.to)}`);
+      if (seq !== S.seq) return;
+      show(d, 'Compared: ' + what, `against ${fmtTime(S.base.from, true)} – ${fmtTime(S.base.to)} UTC: ` +
+        `${d.info.base_total} before, ${d.total} after; red grew, blue shrank`);
+      return;
+    }
+    if (S.mode === 'heat') {
+      D.heat.hidden = false;
+      if (r.to - r.from > HEAT_MAX_MS) {
+        S.heatmap.info.textContent = 'Select at most 6 h for the heat map.';
+      } else {
+        const h = await api(`/api/heatmap?${rq}&row_ms=20`);
+        if (seq !== S.seq) return;
+        S.heatmap.set(h);
+        S.heat = h;
+      }
+    } else {
+      D.heat.hidden = true;
+    }
+    const p = await api(`/api/profile?${rq}`);
+    if (seq !== S.seq) return;
+    show(p, 'Flame graph: ' + what, `${p.samples} samples`);
+  } catch (e) {
+    if (seq === S.seq) D.status.textContent = 'Cannot load the flame graph: ' + e.message;
+  }
+}
+
+/** A heat map rectangle: the flame graph of exactly those samples. */
+async function heatSelect({ c0, c1, r0, r1 }) {
+  const h = S.heat, seq = ++S.seq;
+  if (!h) return;
+  const from = BigInt(h.start) + BigInt(c0) * 1000000000n, to = BigInt(h.start) + BigInt(c1 + 1) * 1000000000n;
+  const offs = `offset_from_ms=${r0 * h.row_ms}&offset_to_ms=${(r1 + 1) * h.row_ms}`;
+  const q = `kind=${S.kind}&from=${from}&to=${to}&${offs}`;
+  try {
+    const p = await api(`/api/profile?${q}`);
+    if (seq !== S.seq) return;
+    show(p, `Heat map cells: seconds ${c0}–${c1}, ${r0 * h.row_ms}–${(r1 + 1) * h.row_ms} ms`, `${p.samples} samples`);
+    setDownloads(q);
+  } catch (e) {
+    D.status.textContent = 'Cannot load the cells: ' + e.message;
+  }
+}
+
+function live() {
+  const src = new EventSource('/api/live');
+  src.addEventListener('tick', (m) => {
+    const to = JSON.parse(m.data).to;
+    if (to === null) return;
+    const end = Math.floor(to / MS) + 1, shift = end - S.bounds.to;
+    if (shift <= 0) return;
+    S.bounds.to = end;
+    if (!S.follow) return;
+    S.view = { from: S.view.from + shift, to: S.view.to + shift };
+    S.range = { from: S.range.from + shift, to: S.range.to + shift };
+    changed(false);
+    loadCharts();
+  });
+}
+
+async function main() {
+  // The token came in the address; the server set its cookie and redirected. If a proxy
+  // kept it in the address, drop it from the history.
+  const p = new URLSearchParams(location.search);
+  if (p.has('token')) { p.delete('token'); history.replaceState(null, '', location.pathname + '?' + p + location.hash); }
+  S.info = await api('/api/info');
+  if (S.info.from === null) { root.textContent = 'The history is empty: nothing was recorded yet.'; return; }
+  S.bounds = { from: Math.floor(S.info.from / MS), to: Math.floor(S.info.to / MS) + 1 };
+  S.groups = groupMetrics(S.info.metrics);
+  readUrl();
+  S.follow = S.info.live && S.range.to >= S.bounds.to;
+  buildDom();
+  changed(true);
+  await loadCharts();
+  if (S.info.live) live();
+}
+
+globalThis.kflameServe = { S, D, ns };
+main().catch((e) => { root.textContent = 'kflame serve: ' + e.message; });

@@ -1,0 +1,593 @@
+//! The JSON API under `/api/`. Times are UTC nanoseconds since the epoch (integers), or
+//! anything `kflame query` accepts (`2026-11-25T03:14:00Z`, `now`, `-1h`). Every range is
+//! `[from, to)`; a missing bound is the history's own first or last time.
+//!
+//! | route | what |
+//! | --- | --- |
+//! | `/api/info` | hosts, time bounds, metric names, profile kinds, live or not |
+//! | `/api/series?names=cpu.usr,cpu.sys&from&to&points=600[&label=][&host=]` | metric series, resampled to `points` spans (min, max, average of each) |
+//! | `/api/profile?kind=cpu&from&to[&host][&capture=ID][&offset_from_ms&offset_to_ms][&format=json\|folded\|svg\|html]` | the merged profile; JSON is the viewer's data |
+//! | `/api/diff?kind&from&to&base_from&base_to` or `&base_capture=ID` | differential profile (base → range) |
+//! | `/api/events?from&to[&host]` | triggers, captures and kernel reports |
+//! | `/api/report?time=NS[&host]` | one kernel report: title, text and its stack as viewer data |
+//! | `/api/heatmap?kind&from&to[&row_ms=20]` | samples per (second, offset in the second) |
+//! | `/api/live` | server-sent events: the history's newest time, every second (`--live`) |
+//!
+//! Errors are `{"error": "..."}`: 400 for a bad request (range, kind, number), 404 for an
+//! unknown capture or report, 503 when the database is gone, 500 when it is corrupt.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Query as Params, State};
+use axum::http::{StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use kflame::fold::{Meta, StackCounts, Stacks, Weight};
+use kflame::render::html::{HtmlOptions, HtmlProfile, encode, write_html};
+use kflame_store::time::{format_time, now_ns, parse_time};
+use kflame_store::{
+    CaptureId, Event, Kind, Profile, ProfileQuery, Query, SeriesQuery, Sqlite, StackId, StoreError,
+};
+use serde_json::{Value, json};
+
+use crate::App;
+
+/// At most this many seconds in one heat map (one column a second).
+pub const HEATMAP_MAX_SECONDS: i64 = 6 * 3600;
+/// At most this many points in one series.
+pub const MAX_POINTS: usize = 10_000;
+
+const SEC: i64 = 1_000_000_000;
+
+/// An answer other than 200, with a message for the person reading it.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    message: String,
+}
+
+impl ApiError {
+    /// 400.
+    pub fn bad(message: impl Into<String>) -> ApiError {
+        ApiError { status: StatusCode::BAD_REQUEST, message: message.into() }
+    }
+    /// 404.
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError { status: StatusCode::NOT_FOUND, message: message.into() }
+    }
+    /// 500.
+    pub fn internal(message: impl Into<String>) -> ApiError {
+        ApiError { status: StatusCode::INTERNAL_SERVER_ERROR, message: message.into() }
+    }
+    /// 503.
+    pub fn unavailable(message: impl Into<String>) -> ApiError {
+        ApiError { status: StatusCode::SERVICE_UNAVAILABLE, message: message.into() }
+    }
+    /// A store error: its message (which names the file), 500 (503 when the file is
+    /// missing).
+    pub fn store(e: StoreError) -> ApiError {
+        let gone = matches!(&e, StoreError::Other { detail, .. } if detail.contains("unable to open"));
+        ApiError {
+            status: if gone { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::INTERNAL_SERVER_ERROR },
+            message: e.to_string(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (
+            self.status,
+            [(header::CONTENT_TYPE, "application/json")],
+            json!({ "error": self.message }).to_string(),
+        )
+            .into_response()
+    }
+}
+
+type Result<T> = std::result::Result<T, ApiError>;
+type Args = Params<HashMap<String, String>>;
+
+/// The `/api/` routes.
+pub(crate) fn routes() -> Router<Arc<App>> {
+    Router::new()
+        .route("/info", get(info))
+        .route("/series", get(series))
+        .route("/profile", get(profile))
+        .route("/diff", get(diff))
+        .route("/events", get(events))
+        .route("/report", get(report))
+        .route("/heatmap", get(heatmap))
+        .route("/live", get(live))
+        .fallback(|| async { ApiError::not_found("no such API path; see /api/info and the README") })
+}
+
+fn json_response(body: String) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+// ---- parameters ---------------------------------------------------------------------------
+
+fn time_param(args: &HashMap<String, String>, name: &str) -> Result<Option<i64>> {
+    let Some(v) = args.get(name).filter(|v| !v.is_empty()) else { return Ok(None) };
+    if let Ok(ns) = v.parse::<i64>() {
+        return Ok(Some(ns));
+    }
+    parse_time(v, now_ns()).map(Some).map_err(|e| {
+        ApiError::bad(format!("{name}={v:?}: {e} (expected UTC ns since the epoch, RFC 3339, now or -1h)"))
+    })
+}
+
+fn num_param<T: std::str::FromStr>(
+    args: &HashMap<String, String>,
+    name: &str,
+    expected: &str,
+) -> Result<Option<T>> {
+    match args.get(name).filter(|v| !v.is_empty()) {
+        None => Ok(None),
+        Some(v) => {
+            v.parse().map(Some).map_err(|_| ApiError::bad(format!("{name}={v:?}: expected {expected}")))
+        }
+    }
+}
+
+fn kind_param(args: &HashMap<String, String>, name: &str) -> Result<Kind> {
+    match args.get(name) {
+        None => Ok(Kind::Cpu),
+        Some(k) => k.parse().map_err(|e: kflame_store::UnknownKind| ApiError::bad(format!("{name}: {e}"))),
+    }
+}
+
+/// `[from, to)` of the request, missing bounds from the history's own.
+fn range(db: &Sqlite, args: &HashMap<String, String>, from: &str, to: &str) -> Result<(i64, i64)> {
+    let (f, t) = (time_param(args, from)?, time_param(args, to)?);
+    let (f, t) = match (f, t) {
+        (Some(f), Some(t)) => (f, t),
+        _ => {
+            let bounds = db.time_bounds().map_err(ApiError::store)?;
+            let (lo, hi) = bounds.unwrap_or((0, 1));
+            (f.unwrap_or(lo), t.unwrap_or(hi.saturating_add(1)))
+        }
+    };
+    if f >= t {
+        return Err(ApiError::bad(format!(
+            "bad range: {from}={f} ({}) is not before {to}={t} ({})",
+            format_time(f),
+            format_time(t)
+        )));
+    }
+    Ok((f, t))
+}
+
+fn host_param(args: &HashMap<String, String>) -> Option<String> {
+    args.get("host").filter(|h| !h.is_empty()).cloned()
+}
+
+// ---- handlers -----------------------------------------------------------------------------
+
+async fn info(State(app): State<Arc<App>>) -> Result<Response> {
+    let live = app.live;
+    app.db
+        .with(move |db| {
+            let hosts = db.hosts().map_err(ApiError::store)?;
+            let bounds = db.time_bounds().map_err(ApiError::store)?;
+            let metrics: Vec<Value> = db
+                .metric_names(None)
+                .map_err(ApiError::store)?
+                .into_iter()
+                .map(|(n, l)| json!([n, l]))
+                .collect();
+            let kinds: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
+            Ok(json_response(
+                json!({
+                    "hosts": hosts,
+                    "from": bounds.map(|b| b.0),
+                    "to": bounds.map(|b| b.1),
+                    "metrics": metrics,
+                    "kinds": kinds,
+                    "live": live,
+                })
+                .to_string(),
+            ))
+        })
+        .await
+}
+
+async fn series(State(app): State<Arc<App>>, Params(args): Args) -> Result<Response> {
+    let names: Vec<String> = match args.get("names").or_else(|| args.get("name")) {
+        Some(n) => n.split(',').filter(|s| !s.is_empty()).map(str::to_string).collect(),
+        None => return Err(ApiError::bad("names: missing (metric names, comma-separated: cpu.usr,cpu.sys)")),
+    };
+    let points = num_param::<usize>(&args, "points", "a number of points (1 to 10000)")?;
+    if points.is_some_and(|p| p == 0 || p > MAX_POINTS) {
+        return Err(ApiError::bad(format!("points: expected 1 to {MAX_POINTS}")));
+    }
+    app.db
+        .with(move |db| {
+            let (from, to) = range(db, &args, "from", "to")?;
+            let host = host_param(&args);
+            let mut out = String::from("{\"series\":[");
+            let mut first = true;
+            for name in &names {
+                let q = SeriesQuery {
+                    name,
+                    label: args.get("label").map(String::as_str),
+                    host: host.as_deref(),
+                    from_ns: from,
+                    to_ns: to,
+                    points,
+                };
+                for s in db.series(&q).map_err(ApiError::store)? {
+                    if !first {
+                        out.push(',');
+                    }
+                    first = false;
+                    let _ = write!(
+                        out,
+                        "{{\"host\":{},\"name\":{},\"label\":{},\"points\":[",
+                        Value::from(s.host),
+                        Value::from(s.name),
+                        Value::from(s.label)
+                    );
+                    for (i, p) in s.points.iter().enumerate() {
+                        let _ = write!(
+                            out,
+                            "{}[{},{},{},{},{}]",
+                            if i > 0 { "," } else { "" },
+                            p.time_ns,
+                            num(p.min),
+                            num(p.max),
+                            num(p.avg),
+                            p.count
+                        );
+                    }
+                    out.push_str("]}");
+                }
+            }
+            let _ = write!(out, "],\"from\":{from},\"to\":{to}}}");
+            Ok(json_response(out))
+        })
+        .await
+}
+
+/// A JSON number (NaN and infinities, which JSON lacks, as null).
+fn num(v: f64) -> String {
+    if v.is_finite() { format!("{v}") } else { "null".to_string() }
+}
+
+/// What `/api/profile` and `/api/diff` answer for one profile.
+struct Merged {
+    stacks: Stacks,
+    meta: Meta,
+    samples: u64,
+}
+
+fn merged(p: Profile) -> Merged {
+    Merged { stacks: p.stacks, meta: p.meta, samples: p.samples }
+}
+
+/// The profile of the request: a range (or a capture), optionally only the samples at an
+/// offset within their second (a heat map rectangle).
+fn query_profile(
+    db: &Sqlite,
+    args: &HashMap<String, String>,
+    prefix: &str,
+) -> Result<(Merged, Kind, i64, i64)> {
+    let key = |k: &str| format!("{prefix}{k}");
+    let capture = num_param::<i64>(args, &key("capture"), "a capture id")?.map(CaptureId);
+    let mut kind = kind_param(args, "kind")?;
+    let (from, to) = match capture {
+        Some(id) => {
+            let c = find_capture(db, id)?;
+            kind = c.0;
+            match (time_param(args, &key("from"))?, time_param(args, &key("to"))?) {
+                (Some(f), Some(t)) if f < t => (f, t),
+                (Some(_), Some(_)) => return Err(ApiError::bad("bad range: from is not before to")),
+                _ => (c.1, c.2),
+            }
+        }
+        None => range(db, args, &key("from"), &key("to"))?,
+    };
+    let host = host_param(args);
+    let mut q = ProfileQuery::new(kind, from, to);
+    q.host = host.as_deref();
+    q.capture = capture;
+    let off_from = num_param::<i64>(args, "offset_from_ms", "milliseconds 0 to 1000")?;
+    let off_to = num_param::<i64>(args, "offset_to_ms", "milliseconds 0 to 1000")?;
+    let m = match (off_from, off_to) {
+        (None, None) => merged(db.profile(&q).map_err(ApiError::store)?),
+        (f, t) => {
+            let (f, t) = (f.unwrap_or(0), t.unwrap_or(1000));
+            if !(0..=1000).contains(&f) || !(0..=1000).contains(&t) || f >= t {
+                return Err(ApiError::bad(format!(
+                    "bad offsets: offset_from_ms={f}, offset_to_ms={t} (expected 0 <= from < to <= 1000)"
+                )));
+            }
+            by_offset(db, &q, f * 1_000_000, t * 1_000_000)?
+        }
+    };
+    Ok((m, kind, from, to))
+}
+
+/// The samples of `q` whose offset within their second is in `[lo, hi)` ns.
+fn by_offset(db: &Sqlite, q: &ProfileQuery<'_>, lo: i64, hi: i64) -> Result<Merged> {
+    let points = db.samples(q).map_err(ApiError::store)?;
+    let mut weights: HashMap<StackId, Weight> = HashMap::new();
+    let mut samples = 0u64;
+    for p in points {
+        let off = p.time_ns.rem_euclid(SEC);
+        if off >= lo && off < hi {
+            *weights.entry(p.stack).or_insert(Weight::ZERO) += p.weight;
+            samples += 1;
+        }
+    }
+    let mut counts = StackCounts::new();
+    for (id, w) in weights {
+        counts.add(&db.stack_text(id).map_err(ApiError::store)?, w);
+    }
+    // The unit of the kind's buckets: a one-nanosecond profile query reads no samples but
+    // the same meta is not guaranteed; the whole range's meta is.
+    let meta = db.profile(q).map_err(ApiError::store)?.meta;
+    Ok(Merged { stacks: Stacks::Counts(counts), meta, samples })
+}
+
+/// (kind, start, end) of a capture.
+fn find_capture(db: &Sqlite, id: CaptureId) -> Result<(Kind, i64, i64)> {
+    for e in db.events(i64::MIN, i64::MAX, None).map_err(ApiError::store)? {
+        if let Event::Capture { id: cid, kind, start_ns, end_ns, .. } = e
+            && cid == id
+        {
+            return Ok((kind, start_ns, end_ns.map_or(i64::MAX, |e| e.max(start_ns + 1))));
+        }
+    }
+    Err(ApiError::not_found(format!("capture {} not found", id.0)))
+}
+
+fn viewer_json(m: &Merged, before: Option<&Stacks>, opts: &HtmlOptions, extra: Value) -> String {
+    let profile = match before {
+        Some(b) => HtmlProfile::differential(&m.stacks, b, &m.meta),
+        None => HtmlProfile::new(&m.stacks, &m.meta),
+    };
+    let data = encode(&profile, opts);
+    let mut out = data.to_json();
+    out.pop();
+    let _ = write!(out, ",\"samples\":{},\"total\":{},\"info\":{}}}", m.samples, m.stacks.total(), extra);
+    out
+}
+
+async fn profile(State(app): State<Arc<App>>, Params(args): Args) -> Result<Response> {
+    let format = args.get("format").cloned().unwrap_or_else(|| "json".into());
+    if !["json", "folded", "svg", "html"].contains(&format.as_str()) {
+        return Err(ApiError::bad(format!("format={format:?}: expected json, folded, svg or html")));
+    }
+    app.db
+        .with(move |db| {
+            let (m, kind, from, to) = query_profile(db, &args, "")?;
+            let title = format!("{kind} {} to {}", format_time(from), format_time(to));
+            let opts = HtmlOptions { title: Some(title.clone()), ..HtmlOptions::default() };
+            let file = format!("kflame-{kind}-{}", format_time(from).replace(':', ""));
+            match format.as_str() {
+                "folded" => {
+                    let mut out = Vec::new();
+                    kflame::fold::write::write_folded(&mut out, &m.stacks, &m.meta)
+                        .map_err(|e| ApiError::internal(e.to_string()))?;
+                    Ok(download(out, "text/plain; charset=utf-8", &format!("{file}.folded")))
+                }
+                "svg" => {
+                    let mut p = kflame::render::Profile::from_stacks(&m.stacks, &m.meta, false);
+                    p.finish();
+                    let ropts =
+                        kflame::render::Options { title: Some(title), ..kflame::render::Options::default() };
+                    let mut out = Vec::new();
+                    kflame::render::write_svg(&p, &ropts, None, &mut out)
+                        .map_err(|e| ApiError::internal(e.to_string()))?;
+                    Ok(download(out, "image/svg+xml", &format!("{file}.svg")))
+                }
+                "html" => {
+                    let mut out = Vec::new();
+                    write_html(&mut out, &HtmlProfile::new(&m.stacks, &m.meta), &opts)
+                        .map_err(|e| ApiError::internal(e.to_string()))?;
+                    Ok(download(out, "text/html; charset=utf-8", &format!("{file}.html")))
+                }
+                _ => Ok(json_response(viewer_json(
+                    &m,
+                    None,
+                    &opts,
+                    json!({ "kind": kind.as_str(), "from": from, "to": to }),
+                ))),
+            }
+        })
+        .await
+}
+
+fn download(body: Vec<u8>, content_type: &'static str, name: &str) -> Response {
+    let disposition = format!("attachment; filename=\"{name}\"");
+    ([(header::CONTENT_TYPE, content_type.to_string()), (header::CONTENT_DISPOSITION, disposition)], body)
+        .into_response()
+}
+
+async fn diff(State(app): State<Arc<App>>, Params(args): Args) -> Result<Response> {
+    app.db
+        .with(move |db| {
+            let (after, kind, from, to) = query_profile(db, &args, "")?;
+            let base_args: HashMap<String, String> = args
+                .iter()
+                .filter_map(|(k, v)| k.strip_prefix("base_").map(|k| (k.to_string(), v.clone())))
+                .chain(args.get("kind").map(|k| ("kind".to_string(), k.clone())))
+                .chain(args.get("host").map(|h| ("host".to_string(), h.clone())))
+                .collect();
+            let has_range = base_args.contains_key("from") && base_args.contains_key("to");
+            if !(base_args.contains_key("capture") || has_range) {
+                return Err(ApiError::bad("the base: give base_from and base_to, or base_capture"));
+            }
+            let (before, bkind, bfrom, bto) = query_profile(db, &base_args, "")?;
+            if bkind != kind {
+                return Err(ApiError::bad(format!("cannot compare a {bkind} profile with a {kind} profile")));
+            }
+            let title = format!(
+                "{kind}: {} to {} against {} to {}",
+                format_time(from),
+                format_time(to),
+                format_time(bfrom),
+                format_time(bto)
+            );
+            let opts = HtmlOptions { title: Some(title), ..HtmlOptions::default() };
+            Ok(json_response(viewer_json(
+                &after,
+                Some(&before.stacks),
+                &opts,
+                json!({ "kind": kind.as_str(), "from": from, "to": to, "base_from": bfrom, "base_to": bto,
+                        "base_samples": before.samples, "base_total": before.stacks.total().to_string() }),
+            )))
+        })
+        .await
+}
+
+/// An event as JSON; `ns` is its time as a string (a JavaScript number cannot hold every
+/// nanosecond time exactly).
+fn event_json(e: &Event) -> Value {
+    let mut v = event_fields(e);
+    v["ns"] = Value::from(e.time_ns().to_string());
+    v
+}
+
+fn event_fields(e: &Event) -> Value {
+    match e {
+        Event::Trigger { id, host, time_ns, rule, metric, value, threshold } => json!({
+            "type": "trigger", "id": id.0, "host": host, "time": time_ns, "rule": rule,
+            "metric": metric, "value": value, "threshold": threshold,
+        }),
+        Event::Capture { id, host, kind, start_ns, end_ns, trigger, note } => json!({
+            "type": "capture", "id": id.0, "host": host, "kind": kind.as_str(), "time": start_ns,
+            "end": end_ns, "trigger": trigger.map(|t| t.0), "note": note,
+        }),
+        Event::Report { host, time_ns, kind, title, .. } => json!({
+            "type": "report", "host": host, "time": time_ns, "kind": kind, "title": title,
+        }),
+    }
+}
+
+async fn events(State(app): State<Arc<App>>, Params(args): Args) -> Result<Response> {
+    app.db
+        .with(move |db| {
+            let (from, to) = range(db, &args, "from", "to")?;
+            let host = host_param(&args);
+            let list = db.events(from, to, host.as_deref()).map_err(ApiError::store)?;
+            let events: Vec<Value> = list.iter().map(event_json).collect();
+            Ok(json_response(json!({ "events": events, "from": from, "to": to }).to_string()))
+        })
+        .await
+}
+
+async fn report(State(app): State<Arc<App>>, Params(args): Args) -> Result<Response> {
+    let Some(time) = time_param(&args, "time")? else {
+        return Err(ApiError::bad("time: missing (the report's time, UTC ns, from /api/events)"));
+    };
+    app.db
+        .with(move |db| {
+            let host = host_param(&args);
+            let list = db.events(time, time.saturating_add(1), host.as_deref()).map_err(ApiError::store)?;
+            let Some(Event::Report { host, time_ns, kind, title, stack, text }) =
+                list.into_iter().find(|e| matches!(e, Event::Report { .. }))
+            else {
+                return Err(ApiError::not_found(format!(
+                    "no kernel report at {time} ({})",
+                    format_time(time)
+                )));
+            };
+            let mut counts = StackCounts::new();
+            if !stack.is_empty() {
+                counts.add(stack.as_bytes(), Weight::from_u64(1));
+            }
+            let m = Merged { stacks: Stacks::Counts(counts), meta: Meta::default(), samples: 1 };
+            let opts = HtmlOptions { title: Some(title.clone()), ..HtmlOptions::default() };
+            let profile = viewer_json(&m, None, &opts, json!({ "kind": "report" }));
+            let head = json!({ "host": host, "time": time_ns, "kind": kind, "title": title, "text": text,
+                               "stack": stack })
+            .to_string();
+            Ok(json_response(format!("{},\"profile\":{profile}}}", &head[..head.len() - 1])))
+        })
+        .await
+}
+
+async fn heatmap(State(app): State<Arc<App>>, Params(args): Args) -> Result<Response> {
+    let row_ms = num_param::<i64>(&args, "row_ms", "milliseconds, a divisor of 1000")?.unwrap_or(20);
+    if row_ms <= 0 || 1000 % row_ms != 0 {
+        return Err(ApiError::bad(format!("row_ms={row_ms}: expected a divisor of 1000 (10, 20, 50, 100)")));
+    }
+    app.db
+        .with(move |db| {
+            let kind = kind_param(&args, "kind")?;
+            let (from, to) = range(db, &args, "from", "to")?;
+            let start = from.div_euclid(SEC) * SEC;
+            let columns = (to - start + SEC - 1) / SEC;
+            if columns > HEATMAP_MAX_SECONDS {
+                return Err(ApiError::bad(format!(
+                    "the heat map range is {columns} s long; at most {HEATMAP_MAX_SECONDS} s (pick a shorter range)"
+                )));
+            }
+            let rows = 1000 / row_ms;
+            let host = host_param(&args);
+            let mut q = ProfileQuery::new(kind, from, to);
+            q.host = host.as_deref();
+            let mut counts = vec![0u32; (columns * rows) as usize];
+            let mut total = 0u64;
+            for p in db.samples(&q).map_err(ApiError::store)? {
+                let d = p.time_ns - start;
+                let (c, r) = (d / SEC, (d % SEC) / (row_ms * 1_000_000));
+                if let Some(slot) = counts.get_mut((c * rows + r) as usize) {
+                    *slot += 1;
+                    total += 1;
+                }
+            }
+            let max = counts.iter().copied().max().unwrap_or(0);
+            let mut out = String::with_capacity(counts.len() * 2 + 128);
+            let _ = write!(
+                out,
+                "{{\"kind\":\"{kind}\",\"start\":{start},\"from\":{from},\"to\":{to},\"columns\":{columns},\
+                 \"rows\":{rows},\"row_ms\":{row_ms},\"max\":{max},\"total\":{total},\"counts\":["
+            );
+            for (i, c) in counts.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                let _ = write!(out, "{c}");
+            }
+            out.push_str("]}");
+            Ok(json_response(out))
+        })
+        .await
+}
+
+async fn live(State(app): State<Arc<App>>) -> Result<Response> {
+    if !app.live {
+        return Err(ApiError::not_found("live updates are off: start kflame serve with --live"));
+    }
+    let shutdown = app.shutdown.clone();
+    let db = app.db.clone();
+    let stream = futures_util::stream::unfold((db, false), move |(db, done)| {
+        let mut shutdown = shutdown.clone();
+        async move {
+            if done || *shutdown.borrow() {
+                return None;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                _ = shutdown.changed() => return None,
+            }
+            let bounds = db.with(|db| db.time_bounds().map_err(ApiError::store)).await;
+            let ev = match bounds {
+                Ok(b) => SseEvent::default().event("tick").data(json!({ "to": b.map(|b| b.1) }).to_string()),
+                Err(e) => SseEvent::default().event("error").data(json!({ "error": e.message }).to_string()),
+            };
+            Some((Ok::<_, Infallible>(ev), (db, false)))
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()).into_response())
+}

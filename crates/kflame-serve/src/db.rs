@@ -1,0 +1,73 @@
+//! Read-only connections to the history database, reused between requests.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use kflame_store::{OpenMode, Sqlite, StoreError};
+
+use crate::api::ApiError;
+
+/// At most this many idle connections are kept.
+const POOL: usize = 8;
+
+/// Which file a connection reads: (device, inode). A file replaced under the same name
+/// (restored from a backup, or rotted) is a new file: connections to the old one are dropped.
+type FileId = (u64, u64);
+
+/// The database and its idle connections.
+#[derive(Debug)]
+pub(crate) struct Db {
+    path: PathBuf,
+    idle: Mutex<Vec<(Sqlite, FileId)>>,
+}
+
+impl Db {
+    /// Opens one connection now, so that a missing or foreign file fails at start.
+    pub(crate) fn open(path: PathBuf) -> Result<Db, StoreError> {
+        let first = Sqlite::open(&path, OpenMode::Read)?;
+        let id = std::fs::metadata(&path).map(|m| (m.dev(), m.ino())).unwrap_or_default();
+        Ok(Db { path, idle: Mutex::new(vec![(first, id)]) })
+    }
+
+    /// Runs `f` on a connection, on a blocking thread. A file that is gone is a 503 (an open
+    /// connection would go on reading the deleted file); store errors become 5xx.
+    pub(crate) async fn with<T: Send + 'static>(
+        self: &std::sync::Arc<Self>,
+        f: impl FnOnce(&Sqlite) -> Result<T, ApiError> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let db = self.clone();
+        tokio::task::spawn_blocking(move || db.run(f))
+            .await
+            .map_err(|e| ApiError::internal(format!("the query failed: {e}")))?
+    }
+
+    fn run<T>(&self, f: impl FnOnce(&Sqlite) -> Result<T, ApiError>) -> Result<T, ApiError> {
+        let id = match std::fs::metadata(&self.path) {
+            Ok(m) => (m.dev(), m.ino()),
+            Err(e) => {
+                return Err(ApiError::unavailable(format!(
+                    "{}: the history database is gone ({e})",
+                    self.path.display()
+                )));
+            }
+        };
+        let conn = self.idle.lock().ok().and_then(|mut v| {
+            v.retain(|(_, file)| *file == id);
+            v.pop()
+        });
+        let conn = match conn {
+            Some((c, _)) => c,
+            None => Sqlite::open(&self.path, OpenMode::Read).map_err(ApiError::store)?,
+        };
+        let result = f(&conn);
+        // A connection that failed may be in a bad state: drop it.
+        if result.is_ok()
+            && let Ok(mut idle) = self.idle.lock()
+            && idle.len() < POOL
+        {
+            idle.push((conn, id));
+        }
+        result
+    }
+}

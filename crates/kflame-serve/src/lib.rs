@@ -1,0 +1,192 @@
+//! `kflame serve`: a web page over a kflame history database (what `kflame watch` writes):
+//! metric charts on one time axis, a range brush, the flame graph of the selected range
+//! drawn by the same viewer modules as `kflame flamegraph --format html`, events, a
+//! comparison of two ranges and a sub-second heat map. The page uses only the JSON API
+//! under `/api/` (see README.md "kflame serve").
+//!
+//! Layout:
+//! - [`security`]: the token (URL → HttpOnly cookie), `Host`/`Origin`/`Sec-Fetch-Site`
+//!   checks and the security headers, as one middleware in front of every route.
+//! - [`api`]: the `/api/` handlers; each runs its store query on a blocking thread.
+//! - `db`: a small pool of read-only [`kflame_store::Sqlite`] connections; a database that
+//!   is gone or corrupt becomes a 5xx answer with a message, never a crash.
+//! - `page`: the page, its own ES modules (`assets/`) and the viewer's modules under
+//!   `/viewer/`, served from [`kflame::render::html::ASSETS`] (shared, not copied).
+//!
+//! The library never prints: [`run`] returns when the server has shut down (SIGINT/SIGTERM
+//! or the given future), and errors are values.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::routing::get;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+pub mod api;
+mod db;
+mod page;
+pub mod security;
+
+pub use security::{Token, TokenError};
+
+/// The default listen address.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7420";
+
+/// What to serve and how.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The history database (opened read-only).
+    pub db: PathBuf,
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// Accept a listen address that is not loopback.
+    pub allow_remote: bool,
+    /// The token every request needs.
+    pub token: Token,
+    /// Push the newest time to the page every second (server-sent events).
+    pub live: bool,
+}
+
+/// Why the server cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A non-loopback address without `--allow-remote`.
+    #[error(
+        "{0} is not a loopback address: anyone who can reach it could try the token; \
+         add --allow-remote to listen there anyway"
+    )]
+    NotLoopback(SocketAddr),
+    /// The database cannot be opened.
+    #[error(transparent)]
+    Store(#[from] kflame_store::StoreError),
+    /// Binding or serving failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// Shared by every request.
+#[derive(Debug)]
+pub struct App {
+    pub(crate) db: Arc<db::Db>,
+    pub(crate) token: Token,
+    /// The address the server listens on (the port actually bound).
+    pub(crate) addr: SocketAddr,
+    pub(crate) live: bool,
+    /// Becomes true at shutdown: open event streams end.
+    pub(crate) shutdown: watch::Receiver<bool>,
+    /// The sender of `shutdown` when nothing else keeps it (the router without a socket):
+    /// a dropped sender would end every event stream at once.
+    _keep: Option<watch::Sender<bool>>,
+}
+
+/// A bound server, not yet serving: [`Bound::url`] is what to print.
+#[derive(Debug)]
+pub struct Bound {
+    listener: TcpListener,
+    app: Arc<App>,
+    stop: watch::Sender<bool>,
+}
+
+impl Bound {
+    /// The address actually bound (port 0 becomes the chosen port).
+    pub fn addr(&self) -> SocketAddr {
+        self.app.addr
+    }
+
+    /// The URL that opens the page, token included.
+    pub fn url(&self) -> String {
+        format!("http://{}/?token={}", self.app.addr, self.app.token.as_str())
+    }
+
+    /// Serves until `stop` completes, then finishes the requests under way (event streams
+    /// are ended).
+    pub async fn serve(self, stop: impl Future<Output = ()> + Send + 'static) -> Result<(), ServeError> {
+        let Bound { listener, app, stop: tx } = self;
+        let addr = app.addr;
+        let router = router(app);
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                stop.await;
+                let _ = tx.send(true);
+            })
+            .await
+            .map_err(|source| ServeError::Io { what: format!("serving on {addr}"), source })
+    }
+}
+
+/// Opens the database (read-only, checked now so that a bad file fails at start) and binds.
+pub async fn bind(config: Config) -> Result<Bound, ServeError> {
+    if !config.listen.ip().is_loopback() && !config.allow_remote {
+        return Err(ServeError::NotLoopback(config.listen));
+    }
+    let db = Arc::new(db::Db::open(config.db.clone())?);
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .map_err(|source| ServeError::Io { what: format!("cannot listen on {}", config.listen), source })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|source| ServeError::Io { what: format!("listening on {}", config.listen), source })?;
+    let (stop, shutdown) = watch::channel(false);
+    let app = Arc::new(App { db, token: config.token, addr, live: config.live, shutdown, _keep: None });
+    Ok(Bound { listener, app, stop })
+}
+
+/// The application for an address, without a socket (tests call it with `oneshot`).
+pub fn app(db: PathBuf, token: Token, addr: SocketAddr, live: bool) -> Result<Router, ServeError> {
+    let db = Arc::new(db::Db::open(db)?);
+    let (keep, shutdown) = watch::channel(false);
+    Ok(router(Arc::new(App { db, token, addr, live, shutdown, _keep: Some(keep) })))
+}
+
+/// Every route, behind the security middleware.
+fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/", get(page::index))
+        .route("/favicon.ico", get(|| async { axum::http::StatusCode::NO_CONTENT }))
+        .route("/assets/{file}", get(page::asset))
+        .route("/viewer/{file}", get(page::viewer_asset))
+        .nest("/api", api::routes())
+        .fallback(page::not_found)
+        .layer(axum::middleware::from_fn_with_state(app.clone(), security::guard))
+        .with_state(app)
+}
+
+/// Serves `config` until SIGINT or SIGTERM; `started` is called with the URL once bound.
+pub async fn run(config: Config, started: impl FnOnce(&Bound)) -> Result<(), ServeError> {
+    let bound = bind(config).await?;
+    started(&bound);
+    bound.serve(shutdown_signal()).await
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+    }
+}
+
+/// The runtime `kflame serve` runs on (the CLI needs no tokio of its own).
+pub type Runtime = tokio::runtime::Runtime;
+
+/// A multi-threaded runtime with two worker threads (the queries run on blocking threads).
+pub fn runtime() -> std::io::Result<Runtime> {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()
+}

@@ -1,0 +1,458 @@
+//! The server on a real history database written through the store crate: the security
+//! rules on every path, the API's answers computed against what was written, bad requests
+//! and a database that goes away or turns corrupt. Most tests call the router directly;
+//! `over_loopback` goes through a real socket.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use common::history::{self, HOSTILE_TITLE, History, SEC, T0, Written};
+use kflame_serve::Token;
+use serde_json::Value;
+use tower::ServiceExt;
+
+const TOKEN: &str = "test-token-0123456789";
+const ADDR: &str = "127.0.0.1:7420";
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("kflame-serve-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn setup(name: &str, seconds: i64) -> (PathBuf, History, Router) {
+    let path = dir(name).join("history.db");
+    let hist = history::write(&path, seconds, true).unwrap();
+    let app =
+        kflame_serve::app(path.clone(), Token::new(TOKEN).unwrap(), ADDR.parse().unwrap(), false).unwrap();
+    (path, hist, app)
+}
+
+fn get(uri: &str) -> axum::http::request::Builder {
+    Request::get(uri).header(header::HOST, ADDR)
+}
+
+fn authed(uri: &str) -> Request<Body> {
+    get(uri).header(header::AUTHORIZATION, format!("Bearer {TOKEN}")).body(Body::empty()).unwrap()
+}
+
+async fn send(app: &Router, req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+    let resp = app.clone().oneshot(req).await.unwrap();
+    let (parts, body) = resp.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+    (parts.status, parts.headers, bytes.to_vec())
+}
+
+async fn json(app: &Router, uri: &str) -> Value {
+    let (status, _, body) = send(app, authed(uri)).await;
+    assert_eq!(status, StatusCode::OK, "{uri}: {}", String::from_utf8_lossy(&body));
+    serde_json::from_slice(&body).unwrap()
+}
+
+async fn error(app: &Router, uri: &str, want: StatusCode) -> String {
+    let (status, _, body) = send(app, authed(uri)).await;
+    assert_eq!(status, want, "{uri}: {}", String::from_utf8_lossy(&body));
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    v["error"].as_str().unwrap().to_string()
+}
+
+/// stack → weight of the written samples in [from, to).
+fn expected<'a>(
+    lists: impl IntoIterator<Item = &'a [Written]>,
+    from: i64,
+    to: i64,
+) -> BTreeMap<Vec<u8>, u64> {
+    let mut m = BTreeMap::new();
+    for list in lists {
+        for w in list.iter().filter(|w| w.time_ns >= from && w.time_ns < to) {
+            *m.entry(w.stack.clone()).or_insert(0) += 1;
+        }
+    }
+    m
+}
+
+fn parse_folded(text: &[u8]) -> BTreeMap<Vec<u8>, u64> {
+    let mut m = BTreeMap::new();
+    for line in text.split(|&b| b == b'\n').filter(|l| !l.is_empty() && !l.starts_with(b"#")) {
+        let sp = line.iter().rposition(|&b| b == b' ').unwrap();
+        let n: u64 = std::str::from_utf8(&line[sp + 1..]).unwrap().parse().unwrap();
+        *m.entry(line[..sp].to_vec()).or_insert(0) += n;
+    }
+    m
+}
+
+#[tokio::test]
+async fn every_path_needs_the_token() {
+    let (_, _, app) = setup("token", 30);
+    for path in [
+        "/",
+        "/api/info",
+        "/api/profile?kind=cpu",
+        "/viewer/viewer.js",
+        "/assets/app.js",
+        "/nope",
+        "/api/nope",
+    ] {
+        let (status, headers, body) = send(&app, get(path).body(Body::empty()).unwrap()).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{path}");
+        assert!(String::from_utf8_lossy(&body).contains("needs its token"), "{path}");
+        assert!(
+            headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap().contains("frame-ancestors 'none'")
+        );
+        assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+        // A wrong token is no token.
+        let req = get(path)
+            .header(header::AUTHORIZATION, "Bearer test-token-0123456788")
+            .body(Body::empty())
+            .unwrap();
+        assert_eq!(send(&app, req).await.0, StatusCode::UNAUTHORIZED, "{path}");
+        let req = get(path).header(header::COOKIE, "kflame_token=x").body(Body::empty()).unwrap();
+        assert_eq!(send(&app, req).await.0, StatusCode::UNAUTHORIZED, "{path}");
+    }
+    // The page opened with the token: a cookie, and the same address without the token.
+    let (status, headers, _) =
+        send(&app, get(&format!("/?from=5&token={TOKEN}&to=9")).body(Body::empty()).unwrap()).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(headers[header::LOCATION], "/?from=5&to=9");
+    let cookie = headers[header::SET_COOKIE].to_str().unwrap();
+    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    let pair = cookie.split(';').next().unwrap();
+    let (status, headers, body) =
+        send(&app, get("/?from=5&to=9").header(header::COOKIE, pair).body(Body::empty()).unwrap()).await;
+    assert_eq!(status, StatusCode::OK);
+    let page = String::from_utf8(body).unwrap();
+    assert!(page.contains("/assets/app.js") && !page.contains(TOKEN));
+    // No inline script may run on the page.
+    assert!(headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap().contains("script-src 'self';"));
+    // A wrong token in the URL sets nothing.
+    let (status, headers, _) = send(&app, get("/?token=nope").body(Body::empty()).unwrap()).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(headers.get(header::SET_COOKIE).is_none());
+    // The viewer's modules are served as they are.
+    let (status, headers, body) = send(&app, authed("/viewer/viewer.js")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(headers[header::CONTENT_TYPE].to_str().unwrap().starts_with("text/javascript"));
+    let viewer = kflame::render::html::ASSETS.iter().find(|a| a.path == "viewer.js").unwrap();
+    assert_eq!(body, viewer.text.as_bytes());
+}
+
+#[tokio::test]
+async fn other_hosts_and_origins_are_refused() {
+    let (_, _, app) = setup("hosts", 30);
+    let with = |name: &str, value: &str| {
+        Request::get("/api/info")
+            .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+            .header(name, value)
+            .body(Body::empty())
+            .unwrap()
+    };
+    for host in ["evil.example:7420", "127.0.0.1:7421", "localhost", "127.0.0.1.nip.io:7420", ""] {
+        let (status, _, body) = send(&app, with("host", host)).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "Host {host:?}");
+        assert!(String::from_utf8_lossy(&body).contains("Host"));
+    }
+    for host in ["127.0.0.1:7420", "localhost:7420", "[::1]:7420"] {
+        assert_eq!(send(&app, with("host", host)).await.0, StatusCode::OK, "Host {host:?}");
+    }
+    let cross = |name: &str, value: &str| {
+        get("/api/info")
+            .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+            .header(name, value)
+            .body(Body::empty())
+            .unwrap()
+    };
+    assert_eq!(send(&app, cross("origin", "http://evil.example")).await.0, StatusCode::FORBIDDEN);
+    assert_eq!(send(&app, cross("origin", "null")).await.0, StatusCode::FORBIDDEN);
+    assert_eq!(send(&app, cross("sec-fetch-site", "cross-site")).await.0, StatusCode::FORBIDDEN);
+    assert_eq!(send(&app, cross("sec-fetch-site", "same-site")).await.0, StatusCode::FORBIDDEN);
+    assert_eq!(send(&app, cross("origin", "http://127.0.0.1:7420")).await.0, StatusCode::OK);
+    assert_eq!(send(&app, cross("sec-fetch-site", "same-origin")).await.0, StatusCode::OK);
+    // Only GET.
+    let post = Request::post("/api/info")
+        .header(header::HOST, ADDR)
+        .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(send(&app, post).await.0, StatusCode::METHOD_NOT_ALLOWED);
+}
+
+#[tokio::test]
+async fn profiles_are_exactly_the_samples_of_the_range() {
+    let (_, hist, app) = setup("profile", 200);
+    for (a, b) in [(0, 200), (13, 47), (55, 75), (59, 61), (100, 101)] {
+        let (from, to) = (T0 + a * SEC + 123_456_789, T0 + b * SEC);
+        let want = expected([&hist.samples[..], &hist.capture[..]], from, to);
+        let (status, headers, body) =
+            send(&app, authed(&format!("/api/profile?kind=cpu&from={from}&to={to}&format=folded"))).await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(headers[header::CONTENT_DISPOSITION].to_str().unwrap().contains(".folded"));
+        assert_eq!(parse_folded(&body), want, "{a}..{b}");
+        let v = json(&app, &format!("/api/profile?kind=cpu&from={from}&to={to}")).await;
+        let total: u64 = want.values().sum();
+        assert_eq!(v["total"].as_u64(), Some(total));
+        assert_eq!(v["samples"].as_u64(), Some(total));
+        assert_eq!(v["profile"]["total"].as_str(), Some(total.to_string().as_str()));
+        assert!(v["nodes"].as_str().unwrap().len() > 10);
+    }
+    // The capture alone.
+    let v = json(&app, &format!("/api/profile?capture={}", hist.capture_id)).await;
+    assert_eq!(v["total"].as_u64(), Some(hist.capture.len() as u64));
+    // SVG and standalone HTML downloads of a range.
+    let (status, headers, body) =
+        send(&app, authed(&format!("/api/profile?from={}&to={}&format=svg", T0, T0 + 30 * SEC))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers[header::CONTENT_TYPE], "image/svg+xml");
+    let svg = String::from_utf8(body).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("&lt;img src=x") && !svg.contains("<img src=x"));
+    let (_, _, body) =
+        send(&app, authed(&format!("/api/profile?from={}&to={}&format=html", T0, T0 + 30 * SEC))).await;
+    let html = String::from_utf8(body).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && !html.contains("<img src=x"));
+}
+
+#[tokio::test]
+async fn a_heat_map_counts_each_sample_in_its_cell() {
+    let (_, hist, app) = setup("heat", 40);
+    let (from, to) = (T0 + 2 * SEC, T0 + 25 * SEC);
+    let v = json(&app, &format!("/api/heatmap?kind=cpu&from={from}&to={to}&row_ms=20")).await;
+    assert_eq!(v["columns"].as_i64(), Some(23));
+    assert_eq!(v["rows"].as_i64(), Some(50));
+    let counts: Vec<u64> = v["counts"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).collect();
+    let mut want = vec![0u64; 23 * 50];
+    for w in hist.samples.iter().filter(|w| w.time_ns >= from && w.time_ns < to) {
+        let d = w.time_ns - from;
+        want[((d / SEC) * 50 + (d % SEC) / 20_000_000) as usize] += 1;
+    }
+    assert_eq!(counts, want);
+    assert_eq!(v["total"].as_u64(), Some(want.iter().sum()));
+    // The burst in the first 100 ms of second 3 and 13 is the hottest cell.
+    assert_eq!(v["max"].as_u64(), counts.iter().max().copied());
+    assert!(counts[50] > 3 * counts[50 + 10]);
+    // A rectangle: seconds 2..25, offsets 0..100 ms: exactly those samples.
+    let (_, _, body) = send(
+        &app,
+        authed(&format!(
+            "/api/profile?kind=cpu&from={from}&to={to}&offset_from_ms=0&offset_to_ms=100&format=folded"
+        )),
+    )
+    .await;
+    let mut rect = BTreeMap::new();
+    for w in hist
+        .samples
+        .iter()
+        .filter(|w| w.time_ns >= from && w.time_ns < to && (w.time_ns - T0) % SEC < 100_000_000)
+    {
+        *rect.entry(w.stack.clone()).or_insert(0u64) += 1;
+    }
+    assert_eq!(parse_folded(&body), rect);
+}
+
+#[tokio::test]
+async fn series_keep_their_extremes_when_resampled() {
+    let (_, _, app) = setup("series", 900);
+    let v = json(
+        &app,
+        &format!("/api/series?names=cpu.usr,io.util&label=&from={T0}&to={}&points=50", T0 + 900 * SEC),
+    )
+    .await;
+    let series = v["series"].as_array().unwrap();
+    assert_eq!(series.len(), 1, "io.util has only the label sda: {v}");
+    let points = series[0]["points"].as_array().unwrap();
+    assert!(points.len() <= 50 && points.len() >= 40, "{}", points.len());
+    let max = points.iter().map(|p| p[2].as_f64().unwrap()).fold(f64::MIN, f64::max);
+    let min = points.iter().map(|p| p[1].as_f64().unwrap()).fold(f64::MAX, f64::min);
+    let values: Vec<f64> = (0..900)
+        .map(|s| {
+            history::metrics_of(s).into_iter().find(|(n, l, _)| n == "cpu.usr" && l.is_empty()).unwrap().2
+        })
+        .collect();
+    assert_eq!(max, values.iter().copied().fold(f64::MIN, f64::max));
+    assert_eq!(min, values.iter().copied().fold(f64::MAX, f64::min));
+    let count: u64 = points.iter().map(|p| p[4].as_u64().unwrap()).sum();
+    assert_eq!(count, 900);
+    // Every label of a name.
+    let v = json(&app, "/api/series?names=cpu.sys&points=10").await;
+    let labels: Vec<&str> =
+        v["series"].as_array().unwrap().iter().map(|s| s["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["", "cpu0", "cpu1"]);
+}
+
+#[tokio::test]
+async fn events_reports_and_comparisons() {
+    let (_, hist, app) = setup("events", 200);
+    let v = json(&app, "/api/events").await;
+    let types: Vec<&str> =
+        v["events"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["trigger", "capture", "report"]);
+    assert_eq!(v["events"][2]["title"], HOSTILE_TITLE);
+    let r = json(&app, &format!("/api/report?time={}", hist.report_ns)).await;
+    assert!(r["text"].as_str().unwrap().contains("cut here"));
+    assert_eq!(r["profile"]["total"].as_u64(), Some(1));
+    assert_eq!(
+        error(&app, &format!("/api/report?time={}", hist.report_ns + 1), StatusCode::NOT_FOUND).await,
+        format!("no kernel report at {} (2025-11-24T16:02:00.000000001Z)", hist.report_ns + 1)
+    );
+    // Differential: 20..40 s against 0..20 s.
+    let d = json(
+        &app,
+        &format!(
+            "/api/diff?kind=cpu&from={}&to={}&base_from={T0}&base_to={}",
+            T0 + 20 * SEC,
+            T0 + 40 * SEC,
+            T0 + 20 * SEC
+        ),
+    )
+    .await;
+    assert_eq!(d["profile"]["differential"], true);
+    let after: u64 = expected([&hist.samples[..]], T0 + 20 * SEC, T0 + 40 * SEC).values().sum();
+    let before: u64 = expected([&hist.samples[..]], T0, T0 + 20 * SEC).values().sum();
+    assert_eq!(d["total"].as_u64(), Some(after));
+    assert_eq!(d["info"]["base_total"].as_str(), Some(before.to_string().as_str()));
+    // Against the capture.
+    let d =
+        json(&app, &format!("/api/diff?from={}&to={}&base_capture={}", T0, T0 + 10 * SEC, hist.capture_id))
+            .await;
+    assert_eq!(d["info"]["base_samples"].as_u64(), Some(hist.capture.len() as u64));
+    assert!(error(&app, "/api/diff?from=1&to=2", StatusCode::BAD_REQUEST).await.contains("base_from"));
+}
+
+#[tokio::test]
+async fn bad_requests_get_400_with_a_message() {
+    let (_, _, app) = setup("bad", 30);
+    let cases = [
+        ("/api/profile?kind=gpu", "unknown profile kind \"gpu\""),
+        ("/api/profile?from=20&to=10", "bad range: from=20"),
+        ("/api/profile?from=yesterday", "from=\"yesterday\""),
+        ("/api/profile?format=png", "format=\"png\""),
+        ("/api/profile?offset_from_ms=500&offset_to_ms=100", "bad offsets"),
+        ("/api/series?names=cpu.usr&points=0", "points"),
+        ("/api/series", "names: missing"),
+        ("/api/heatmap?row_ms=7", "row_ms=7"),
+        ("/api/heatmap?from=0&to=1764000000000000000", "at most 21600 s"),
+        ("/api/report", "time: missing"),
+    ];
+    for (uri, want) in cases {
+        let msg = error(&app, uri, StatusCode::BAD_REQUEST).await;
+        assert!(msg.contains(want), "{uri}: {msg}");
+    }
+    assert!(error(&app, "/api/profile?capture=99", StatusCode::NOT_FOUND).await.contains("capture 99"));
+    assert!(error(&app, "/api/live", StatusCode::NOT_FOUND).await.contains("--live"));
+}
+
+#[tokio::test]
+async fn a_database_that_goes_away_or_rots_is_a_5xx_not_a_crash() {
+    let (path, _, app) = setup("gone", 30);
+    json(&app, "/api/info").await;
+    let saved = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let msg = error(&app, "/api/info", StatusCode::SERVICE_UNAVAILABLE).await;
+    assert!(msg.contains("history.db: the history database is gone"), "{msg}");
+    // Back, but every page overwritten with garbage.
+    let junk: Vec<u8> = saved.iter().enumerate().map(|(i, _)| (i * 31 % 251) as u8).collect();
+    std::fs::write(&path, &junk).unwrap();
+    let (status, _, body) = send(&app, authed("/api/profile?kind=cpu")).await;
+    assert!(status.is_server_error(), "{status}");
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    assert!(v["error"].as_str().unwrap().contains("history.db"), "{v}");
+    // The server still answers.
+    assert_eq!(send(&app, authed("/viewer/model.js")).await.0, StatusCode::OK);
+}
+
+#[test]
+fn a_foreign_file_or_a_remote_address_is_refused_at_start() {
+    let d = dir("start");
+    let foreign = d.join("foreign.db");
+    std::fs::write(&foreign, b"not a database at all, just text\n").unwrap();
+    let rt = kflame_serve::runtime().unwrap();
+    let config = |db: &Path, listen: &str, allow_remote| kflame_serve::Config {
+        db: db.to_path_buf(),
+        listen: listen.parse().unwrap(),
+        allow_remote,
+        token: Token::new(TOKEN).unwrap(),
+        live: false,
+    };
+    let e = rt.block_on(kflame_serve::bind(config(&foreign, "127.0.0.1:0", false))).unwrap_err();
+    assert!(e.to_string().contains("foreign.db"), "{e}");
+    let good = d.join("h.db");
+    history::write(&good, 5, false).unwrap();
+    let e = rt.block_on(kflame_serve::bind(config(&good, "0.0.0.0:0", false))).unwrap_err();
+    assert!(e.to_string().contains("--allow-remote"), "{e}");
+    assert!(Token::new(" \n").is_err());
+    assert!(Token::new("a b").is_err());
+    assert_eq!(Token::new("  abc-1\n").unwrap().as_str(), "abc-1");
+}
+
+#[test]
+fn over_loopback() {
+    use std::io::{Read, Write};
+    let d = dir("loopback");
+    let db = d.join("h.db");
+    history::write(&db, 20, false).unwrap();
+    let rt = kflame_serve::runtime().unwrap();
+    let config = kflame_serve::Config {
+        db,
+        listen: "127.0.0.1:0".parse().unwrap(),
+        allow_remote: false,
+        token: Token::new(TOKEN).unwrap(),
+        live: true,
+    };
+    let bound = rt.block_on(kflame_serve::bind(config)).unwrap();
+    let addr: SocketAddr = bound.addr();
+    assert_eq!(bound.url(), format!("http://{addr}/?token={TOKEN}"));
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = rt.spawn(bound.serve(async move {
+        let _ = stop_rx.await;
+    }));
+    let request = |extra: &str, path: &str| {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{extra}Connection: close\r\n\r\n").unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    };
+    assert!(request("", "/api/info").starts_with("HTTP/1.1 401"));
+    let auth = format!("Authorization: Bearer {TOKEN}\r\n");
+    let info = request(&auth, "/api/info");
+    assert!(info.starts_with("HTTP/1.1 200") && info.contains("\"live\":true"), "{info}");
+    // A live stream sends a tick within about a second, and ends at shutdown.
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(s, "GET /api/live HTTP/1.1\r\nHost: {addr}\r\n{auth}\r\n").unwrap();
+    let mut buf = vec![0u8; 4096];
+    let mut got = String::new();
+    while !got.contains("event: tick") {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "stream closed early: {got}");
+        got.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    let body = &info[info.find("\r\n\r\n").unwrap() + 4..];
+    let last = serde_json::from_str::<Value>(body).unwrap()["to"].as_i64().unwrap();
+    assert!(got.contains(&format!("data: {{\"to\":{last}}}")), "{got}");
+    stop_tx.send(()).unwrap();
+    let done = rt.block_on(async { tokio::time::timeout(std::time::Duration::from_secs(10), server).await });
+    assert!(matches!(done, Ok(Ok(Ok(())))), "the server did not stop: {done:?}");
+}
+
+#[tokio::test]
+async fn a_live_stream_without_a_socket_ticks() {
+    let path = dir("live").join("history.db");
+    history::write(&path, 5, false).unwrap();
+    let app = kflame_serve::app(path, Token::new(TOKEN).unwrap(), ADDR.parse().unwrap(), true).unwrap();
+    // The router stays alive meanwhile (as a server's does); its end ends the stream.
+    let resp = app.clone().oneshot(authed("/api/live")).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(resp.headers()[header::CONTENT_TYPE], "text/event-stream");
+    let mut body = resp.into_body().into_data_stream();
+    use futures_util::StreamExt;
+    let first =
+        tokio::time::timeout(std::time::Duration::from_secs(5), body.next()).await.unwrap().unwrap().unwrap();
+    let text = String::from_utf8_lossy(&first);
+    assert!(text.contains("event: tick") && text.contains("\"to\":"), "{text}");
+    drop(app);
+}

@@ -1,0 +1,223 @@
+//! A history database written through the store's own API from real stacks (a real
+//! system-wide capture, see crates/kflame/tests/data/render/README.md), for the server's
+//! tests, the browser tests and the benchmark. Metric values follow a fixed pattern (a
+//! slow wave with a burst), so every figure a test checks is computed from what was
+//! written here.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::Path;
+
+use kflame::fold::{Meta, Unit, Weight};
+use kflame_store::{
+    Bucket, CaptureStart, Kind, Metric, OpenMode, Sample, Sqlite, Store, StoreError, StoredReport,
+    TriggerFired,
+};
+
+/// The history starts here (UTC ns): 2025-11-24T16:00:00Z.
+pub const T0: i64 = 1_764_000_000_000_000_000;
+/// One second in ns.
+pub const SEC: i64 = 1_000_000_000;
+/// Samples per second on each CPU.
+pub const HZ: i64 = 19;
+/// CPUs sampled.
+pub const CPUS: u32 = 2;
+/// Buckets are this long.
+pub const BUCKET: i64 = 10 * SEC;
+/// A comm and a frame that a page must show as text, never as markup.
+pub const HOSTILE_STACK: &[u8] = b"<img src=x onerror=alert(1)>;\"'><script>alert(2)</script>;leaf&amp;";
+/// A report title that must be shown as text.
+pub const HOSTILE_TITLE: &str = "WARNING: <script>alert(3)</script> at <b>kernel/x.c</b>";
+
+const FOLDED: &str = include_str!("../../../kflame/tests/data/render/perf-sys-cpuclock.folded");
+
+/// The capture's stacks, one entry per sample, in file order.
+pub fn real_stacks() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for line in FOLDED.lines().filter(|l| !l.is_empty()) {
+        let Some((stack, n)) = line.rsplit_once(' ') else { continue };
+        let n: usize = n.parse().unwrap_or(0);
+        for _ in 0..n {
+            out.push(stack.as_bytes().to_vec());
+        }
+    }
+    out
+}
+
+/// One written sample.
+#[derive(Clone, Debug)]
+pub struct Written {
+    /// UTC ns.
+    pub time_ns: i64,
+    /// CPU.
+    pub cpu: u32,
+    /// Stack.
+    pub stack: Vec<u8>,
+}
+
+/// The samples of second `s` (relative to T0): `HZ` a second on each CPU, with a burst of
+/// four times as many in the first 100 ms of every 10th second on CPU 0 (what a heat map
+/// shows and a per-minute chart averages away). Stacks are drawn in turn from `stacks`;
+/// every 97th is the hostile one.
+pub fn second_samples(stacks: &[Vec<u8>], s: i64, k: &mut usize, out: &mut Vec<Written>) {
+    for cpu in 0..CPUS {
+        let mut times: Vec<i64> = (0..HZ).map(|i| i * SEC / HZ + i64::from(cpu) * 7_000_000).collect();
+        if cpu == 0 && s % 10 == 3 {
+            times.extend((0..3 * HZ).map(|i| i * 100_000_000 / (3 * HZ) + 1_000));
+        }
+        for t in times {
+            let stack = if (*k).is_multiple_of(97) {
+                HOSTILE_STACK.to_vec()
+            } else {
+                stacks[*k % stacks.len()].clone()
+            };
+            *k += 1;
+            out.push(Written { time_ns: T0 + s * SEC + t, cpu, stack });
+        }
+    }
+}
+
+/// The metric values of second `s`: CPU shares (percent) per CPU and in total, memory,
+/// IO and PSI.
+pub fn metrics_of(s: i64) -> Vec<(String, String, f64)> {
+    let wave = ((s as f64) / 300.0 * std::f64::consts::TAU).sin();
+    let burst = if s % 600 < 30 { 35.0 } else { 0.0 };
+    let mut m = Vec::new();
+    for (label, skew) in [("", 0.0), ("cpu0", 5.0), ("cpu1", -5.0)] {
+        let usr = 30.0 + 15.0 * wave + burst + skew;
+        let sys = 10.0 + 3.0 * wave + skew / 2.0;
+        for (name, v) in [
+            ("cpu.usr", usr),
+            ("cpu.sys", sys),
+            ("cpu.iowait", 4.0 + 2.0 * wave),
+            ("cpu.irq", 0.5),
+            ("cpu.softirq", 1.5),
+            ("cpu.steal", 0.2),
+        ] {
+            m.push((name.to_string(), label.to_string(), v.max(0.0)));
+        }
+    }
+    m.push(("mem.used".into(), String::new(), 8e9 + 1e9 * wave));
+    m.push(("mem.available".into(), String::new(), 16e9 - 1e9 * wave));
+    m.push(("io.read_bytes".into(), "sda".into(), 2e6 + 1e6 * wave.abs() + burst * 1e5));
+    m.push(("io.write_bytes".into(), "sda".into(), 5e5 + 4e5 * wave.abs()));
+    m.push(("io.util".into(), "sda".into(), 20.0 + 10.0 * wave));
+    m.push(("psi.cpu.some".into(), String::new(), (5.0 + 4.0 * wave + burst / 5.0).max(0.0)));
+    m
+}
+
+/// What [`write`] wrote, for the tests to compute expectations from.
+#[derive(Debug, Default)]
+pub struct History {
+    /// Every always-on CPU sample.
+    pub samples: Vec<Written>,
+    /// The capture's samples.
+    pub capture: Vec<Written>,
+    /// The capture's id.
+    pub capture_id: i64,
+    /// When the trigger fired.
+    pub trigger_ns: i64,
+    /// When the report was logged.
+    pub report_ns: i64,
+}
+
+/// Writes `seconds` of history to `path` (created); with `keep`, the samples are returned.
+pub fn write(path: &Path, seconds: i64, keep: bool) -> Result<History, StoreError> {
+    let mut db = Sqlite::open(path, OpenMode::Write)?;
+    let meta = Meta::with_unit(Unit::Samples);
+    let stacks = real_stacks();
+    let mut hist = History::default();
+    let mut k = 0usize;
+    let mut bucket: Vec<Written> = Vec::new();
+    let host = "testhost";
+    for s in 0..seconds {
+        let ms = metrics_of(s);
+        let metrics: Vec<Metric<'_>> =
+            ms.iter().map(|(n, l, v)| Metric { name: n, label: l, value: *v }).collect();
+        db.append_metrics(host, T0 + s * SEC, &metrics)?;
+        second_samples(&stacks, s, &mut k, &mut bucket);
+        if (s + 1) * SEC % BUCKET == 0 || s + 1 == seconds {
+            let start = T0 + (s * SEC / BUCKET) * BUCKET;
+            append(&mut db, host, Kind::Cpu, start, start + BUCKET, None, &meta, &bucket)?;
+            if keep {
+                hist.samples.append(&mut bucket);
+            }
+            bucket.clear();
+        }
+    }
+    // A trigger at 60 s that starts a 10 s CPU capture, and a kernel report at 120 s.
+    if seconds > 130 {
+        hist.trigger_ns = T0 + 60 * SEC;
+        let trig = db.append_trigger(&TriggerFired {
+            host,
+            time_ns: hist.trigger_ns,
+            rule: "cpu > 60% for 5s => cpu 10s",
+            metric: "cpu",
+            value: 65.0,
+            threshold: 60.0,
+        })?;
+        let cap = db.begin_capture(&CaptureStart {
+            host,
+            kind: Kind::Cpu,
+            start_ns: hist.trigger_ns,
+            trigger: Some(trig),
+            meta: &meta,
+        })?;
+        hist.capture_id = cap.0;
+        let mut cap_samples = Vec::new();
+        let mut kc = 5usize;
+        for s in 60..70 {
+            second_samples(&stacks[..40], s, &mut kc, &mut cap_samples);
+        }
+        append(&mut db, host, Kind::Cpu, T0 + 60 * SEC, T0 + 70 * SEC, Some(cap), &meta, &cap_samples)?;
+        db.end_capture(cap, T0 + 70 * SEC, "done")?;
+        hist.capture = cap_samples;
+        hist.report_ns = T0 + 120 * SEC;
+        db.append_report(&StoredReport {
+            host,
+            time_ns: hist.report_ns,
+            kind: "warning",
+            title: HOSTILE_TITLE,
+            stack: "ret_from_fork;kthread;worker_thread;process_one_work;<b>bad_work_fn</b>",
+            text: "------------[ cut here ]------------\nWARNING: CPU: 1 PID: 42 at kernel/x.c:10 \
+                   <b>bad_work_fn</b>+0x10/0x20\n<script>alert(4)</script>\n---[ end trace ]---",
+        })?;
+    }
+    db.flush()?;
+    Ok(hist)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn append(
+    db: &mut Sqlite,
+    host: &str,
+    kind: Kind,
+    start: i64,
+    end: i64,
+    capture: Option<kflame_store::CaptureId>,
+    meta: &Meta,
+    samples: &[Written],
+) -> Result<(), StoreError> {
+    let these: Vec<Sample<'_>> = samples
+        .iter()
+        .map(|w| Sample {
+            time_ns: w.time_ns,
+            cpu: w.cpu,
+            pid: 100 + w.cpu,
+            tid: 100 + w.cpu,
+            cgroup: None,
+            stack: &w.stack,
+            weight: Weight::from_u64(1),
+        })
+        .collect();
+    db.append_bucket(&Bucket {
+        host,
+        kind,
+        start_ns: start,
+        end_ns: end,
+        capture,
+        meta,
+        samples: &these,
+        aggregated: &[],
+    })
+}
