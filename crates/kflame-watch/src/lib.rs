@@ -7,3 +7,4 @@
 //! stops it through a flag and decides what to print.
 
 pub mod metrics;
+pub mod rules;
