@@ -6,5 +6,6 @@
 //! The library never prints and installs no signal handler: the program running a watcher
 //! stops it through a flag and decides what to print.
 
+pub mod config;
 pub mod metrics;
 pub mod rules;
