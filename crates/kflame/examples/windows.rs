@@ -30,6 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         duty: None,
         naming: Naming::default(),
         keep_events: false,
+        keep_samples: false,
     };
     let stop = Arc::new(AtomicBool::new(false));
     let mut recorder = Recorder::start(&config, stop)?;

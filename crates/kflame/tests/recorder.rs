@@ -28,6 +28,7 @@ fn cpu_config(naming: Naming) -> Config {
         duty: None,
         naming,
         keep_events: false,
+        keep_samples: false,
     }
 }
 
@@ -143,4 +144,54 @@ fn live_a_recorder_dropped_by_a_panic_leaves_nothing_open() {
     assert!(caught.is_err());
     assert_eq!(perf_fds(), before, "perf events left open by a dropped recorder");
     assert_eq!(sleepers(), 0, "the command was left running");
+}
+
+/// With `keep_samples`, every sample of a window is there as a compact record: the busy
+/// shell's records carry its pid, their stacks (by index) are the window's folded lines
+/// and sum to its aggregated stacks, their times lie within the window, and the window's
+/// clock turns them into the wall-clock time of the moment they were taken.
+#[test]
+fn live_kept_samples_are_the_windows_samples_with_their_times() {
+    let _one = serial();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut config = cpu_config(Naming::default());
+    config.keep_samples = true;
+    let wall_before = unix_ns();
+    let Some(mut rec) = start(&config, stop.clone()) else { return };
+    let mut child = short_busy_shell();
+    let pid = child.id();
+    let began = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        assert!(began.elapsed() < Duration::from_secs(20), "the shell never ended");
+        rec.poll(Duration::from_millis(50)).expect("poll");
+    }
+    let w = rec.take_window();
+    let wall_after = unix_ns();
+    stop.store(true, Ordering::SeqCst);
+    let r = &w.kinds[0];
+    assert_eq!(r.samples.len() as u64, r.stats.samples, "one record per sample");
+    let shell: Vec<_> = r.samples.iter().filter(|s| s.pid == pid).collect();
+    assert!(shell.len() >= 20, "too few samples of the shell (pid {pid}): {}", shell.len());
+    for s in &shell {
+        assert!(r.sample_stack(s).starts_with(b"sh;"), "{}", String::from_utf8_lossy(r.sample_stack(s)));
+        assert_eq!(s.tid, pid, "the shell has one thread");
+        let wall = w.clock.to_realtime_ns(s.ts);
+        assert!(wall >= wall_before && wall <= wall_after, "{wall} not in [{wall_before}, {wall_after}]");
+    }
+    assert!(r.samples.windows(2).all(|p| p[0].ts <= p[1].ts), "samples in time order");
+    // The same weights as the aggregated stacks, stack by stack.
+    let mut sums = vec![0u64; r.sample_stacks.len()];
+    for s in &r.samples {
+        sums[s.stack as usize] += s.weight;
+    }
+    assert_eq!(sums.len(), r.stacks.len());
+    for (line, sum) in r.sample_stacks.iter().zip(sums) {
+        let agg = r.stacks.iter().find(|(l, _)| **l == **line).map(|(_, w)| w);
+        assert_eq!(agg, Some(Weight::from_u64(sum)), "{}", String::from_utf8_lossy(line));
+    }
+    rec.finish().expect("finish");
+}
+
+fn unix_ns() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970").as_nanos() as i64
 }

@@ -261,7 +261,16 @@ impl Args {
             cpu: self.include_cpu,
             annotate_kernel: self.annotate_kernel,
         };
-        Ok(Config { modes, target, duration: self.duration, parts, duty, naming, keep_events })
+        Ok(Config {
+            modes,
+            target,
+            duration: self.duration,
+            parts,
+            duty,
+            naming,
+            keep_events,
+            keep_samples: false,
+        })
     }
 }
 

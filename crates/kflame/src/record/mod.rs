@@ -25,10 +25,15 @@
 //! ```
 //!
 //! Per-event records ([`Event`], kept when [`Config::keep_events`] is set) are lent to any
-//! [`EventSink`](crate::events::EventSink) by [`Recording::send_events`].
+//! [`EventSink`](crate::events::EventSink) by [`Recording::send_events`]. For a recorder
+//! that never stops, [`Config::keep_samples`] keeps instead a [`SampleRecord`] per sample
+//! (time, CPU, task, cgroup, weight, and its stack as an index into the window's
+//! [`Recording::sample_stacks`]); times are `CLOCK_MONOTONIC` and [`Window::clock`] (a
+//! [`WallClock`]) turns them into Unix time.
 
 mod blocked;
 mod check;
+mod clock;
 mod duty;
 mod handlers;
 pub mod json;
@@ -43,11 +48,14 @@ mod sys;
 mod tasks;
 mod tracefs;
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use check::{Capability, check};
+pub use clock::WallClock;
 pub use run::Recorder;
 pub use session::Counters;
 pub use stacks::{Event, Naming};
@@ -168,6 +176,50 @@ pub struct Config {
     pub naming: Naming,
     /// Keep every event (for a JSON event stream), not only the aggregated stacks.
     pub keep_events: bool,
+    /// Keep a compact record of every sample or paired event ([`SampleRecord`]: time, CPU,
+    /// task, cgroup, weight and the index of its stack in [`Recording::sample_stacks`]),
+    /// cheap enough for a recorder that never stops; `Mode::Blocked` snapshots have none.
+    pub keep_samples: bool,
+}
+
+impl Default for Config {
+    /// CPU samples at 99 Hz of every task, kernel and user frames, named as
+    /// `stackcollapse-perf.pl` names them, until stopped; nothing but the aggregated stacks
+    /// kept.
+    fn default() -> Config {
+        Config {
+            modes: vec![Mode::Cpu { frequency: 99 }],
+            target: Target::All,
+            duration: None,
+            parts: StackParts::Both,
+            duty: None,
+            naming: Naming::default(),
+            keep_events: false,
+            keep_samples: false,
+        }
+    }
+}
+
+/// One sample or paired event of a window, as kept by [`Config::keep_samples`]: plain
+/// numbers (32 bytes), its stack by index into [`Recording::sample_stacks`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SampleRecord {
+    /// When it happened (a paired event: when it began), `CLOCK_MONOTONIC` nanoseconds;
+    /// [`Window::clock`] converts it to wall-clock time.
+    pub ts: u64,
+    /// The CPU.
+    pub cpu: u32,
+    /// Process id (`u32::MAX`: a task the kernel could no longer name).
+    pub pid: u32,
+    /// Thread id (likewise).
+    pub tid: u32,
+    /// The task's cgroup id (cgroup v2: the inode number of its directory), when the kernel
+    /// records it (`PERF_SAMPLE_CGROUP`); its path is in [`Recording::cgroups`].
+    pub cgroup: Option<u64>,
+    /// The weight it added to its stack (1 for a CPU sample, bytes, nanoseconds).
+    pub weight: u64,
+    /// Index of its folded stack in [`Recording::sample_stacks`].
+    pub stack: u32,
 }
 
 /// Counters of one mode's recording (of the whole recording in [`Recordings`], of the
@@ -240,6 +292,9 @@ pub struct Window {
     pub kinds: Vec<Recording>,
     /// Records read, lost by the kernel (ring buffer full) and undecodable in this window.
     pub ring: Counters,
+    /// Wall-clock offset read when the window was taken: converts the `CLOCK_MONOTONIC`
+    /// time stamps of its samples and events to Unix time.
+    pub clock: WallClock,
 }
 
 /// The end of a recording ([`Recorder::finish`]): one [`Recording`] per mode, and what
@@ -271,6 +326,14 @@ pub struct Recording {
     pub meta: Meta,
     /// Every event, when [`Config::keep_events`] was set.
     pub events: Vec<Event>,
+    /// Every sample, in the order they were added, when [`Config::keep_samples`] was set.
+    pub samples: Vec<SampleRecord>,
+    /// The folded stacks (without count) of [`Recording::samples`], each once, indexed by
+    /// [`SampleRecord::stack`]; the same lines as the keys of [`Recording::stacks`].
+    pub sample_stacks: Vec<Box<[u8]>>,
+    /// The path (relative to the cgroup v2 root, `/system.slice/ssh.service`) of each
+    /// cgroup id of [`Recording::samples`] that could be named; shared with later windows.
+    pub cgroups: BTreeMap<u64, Arc<str>>,
     /// Counters.
     pub stats: Stats,
     /// Remarks for the user on this mode's events (how they were paired, ...).
@@ -287,6 +350,16 @@ impl Recording {
         }
     }
 
+    /// The cgroup path of a sample, if it has a cgroup that could be named.
+    pub fn cgroup_path(&self, sample: &SampleRecord) -> Option<&str> {
+        self.cgroups.get(&sample.cgroup?).map(|p| &**p)
+    }
+
+    /// The folded stack of a sample (without count).
+    pub fn sample_stack(&self, sample: &SampleRecord) -> &[u8] {
+        self.sample_stacks.get(sample.stack as usize).map_or(&[], |s| &**s)
+    }
+
     /// An empty recording of `mode`.
     pub fn new(mode: Mode, meta: Meta) -> Recording {
         Recording {
@@ -294,6 +367,9 @@ impl Recording {
             stacks: StackCounts::new(),
             meta,
             events: Vec::new(),
+            samples: Vec::new(),
+            sample_stacks: Vec::new(),
+            cgroups: BTreeMap::new(),
             stats: Stats::default(),
             notes: Vec::new(),
         }

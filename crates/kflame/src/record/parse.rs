@@ -34,6 +34,8 @@ pub(crate) struct Sample {
     pub(crate) chain: Vec<u64>,
     /// Tracepoint data (`PERF_SAMPLE_RAW`), empty for cpu-clock.
     pub(crate) raw: Vec<u8>,
+    /// The task's cgroup id (`PERF_SAMPLE_CGROUP`), when the session asked for it.
+    pub(crate) cgroup: Option<u64>,
 }
 
 /// A context switch seen from one side (`PERF_RECORD_SWITCH_CPU_WIDE`): written in the
@@ -230,7 +232,7 @@ fn decode_sample(body: &[u8], raw: bool) -> Option<Sample> {
     } else {
         Vec::new()
     };
-    Some(Sample { time, pid, tid, cpu, period, chain, raw })
+    Some(Sample { time, pid, tid, cpu, period, chain, raw, cgroup: None })
 }
 
 #[cfg(test)]
@@ -293,7 +295,15 @@ pub(crate) mod tests {
 
     #[test]
     fn decodes_sample_comm_and_lost() {
-        let s = Sample { time: 7, pid: 10, tid: 11, cpu: 1, period: 3, chain: vec![1, 2, 3], raw: vec![] };
+        let s = Sample {
+            time: 7,
+            pid: 10,
+            tid: 11,
+            cpu: 1,
+            period: 3,
+            chain: vec![1, 2, 3],
+            ..Sample::default()
+        };
         let mut buf = sample_bytes(&s, false);
         let mut comm = 10u32.to_le_bytes().to_vec();
         comm.extend_from_slice(&11u32.to_le_bytes());
@@ -352,7 +362,16 @@ pub(crate) mod tests {
             x ^= x << 17;
             x
         };
-        let s = Sample { time: 1, pid: 2, tid: 3, cpu: 0, period: 1, chain: vec![5; 6], raw: vec![7; 20] };
+        let s = Sample {
+            time: 1,
+            pid: 2,
+            tid: 3,
+            cpu: 0,
+            period: 1,
+            chain: vec![5; 6],
+            raw: vec![7; 20],
+            cgroup: None,
+        };
         for round in 0..20_000 {
             let mut buf: Vec<u8> = if round % 2 == 0 {
                 (0..(next() % 300)).map(|_| next() as u8).collect()

@@ -247,7 +247,7 @@ impl Recorder {
         };
         let kinds = self.name_window();
         let start = std::mem::replace(&mut self.window_start, end);
-        Window { start, end, kinds, ring }
+        Window { start, end, kinds, ring, clock: super::WallClock::now() }
     }
 
     /// Names what every mode collected since the last window, and counts the window.
@@ -283,8 +283,9 @@ impl Recorder {
                     let Some(k) = state.dispatch.kinds.iter_mut().find(|k| k.mode == *mode) else { continue };
                     let Some(sym) = &mut self.sym else { continue };
                     let mut r = Recording::new(mode.clone(), k.handler.meta());
-                    (r.stacks, r.events) =
-                        k.collector.drain(mode.event_kind(), &state.tasks, sym, &mut self.names);
+                    let d = k.collector.drain(mode.event_kind(), &state.tasks, sym, &mut self.names);
+                    (r.stacks, r.events, r.samples, r.sample_stacks) =
+                        (d.stacks, d.events, d.samples, d.sample_stacks);
                     let total = Stats {
                         samples: k.handler.added(),
                         unpaired: k.handler.unpaired(),

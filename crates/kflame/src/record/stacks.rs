@@ -7,6 +7,8 @@
 
 use rustc_hash::FxHashMap;
 
+use super::SampleRecord;
+use super::parse::Sample;
 use super::sym::Symbolizer;
 use super::tasks::Tasks;
 use crate::events::{EventKind, EventRecord, Frames};
@@ -43,6 +45,9 @@ pub(crate) struct RawStack {
     pub(crate) prefix: Option<Box<[u8]>>,
     /// Leaf first, with context markers, as in the sample.
     pub(crate) chain: Box<[u64]>,
+    /// The cgroup id when samples are kept and the kernel wrote it, else 0 (no cgroup has
+    /// id 0).
+    pub(crate) cgroup: u64,
 }
 
 /// One recorded event, symbolized and owned (kept across windows, for the `.json` output or
@@ -97,35 +102,69 @@ struct RawEvent {
     stack: RawStack,
 }
 
-/// Aggregates raw stacks while recording; optionally keeps every event. Emptied into named
-/// stacks at the end of every window ([`Collector::drain`]).
+/// A kept sample before naming: its stack by the insertion index of its raw stack.
+struct RawSample {
+    ts: u64,
+    weight: u64,
+    key: u32,
+}
+
+/// A raw stack's weight in the window, and the order it was first seen in.
+struct Slot {
+    weight: u64,
+    index: u32,
+}
+
+/// What a window of one mode collected, named.
+#[derive(Default)]
+pub(crate) struct Drained {
+    pub(crate) stacks: StackCounts,
+    pub(crate) events: Vec<Event>,
+    pub(crate) samples: Vec<SampleRecord>,
+    pub(crate) sample_stacks: Vec<Box<[u8]>>,
+}
+
+/// Aggregates raw stacks while recording; optionally keeps every event, or a compact
+/// record of every sample. Emptied into named stacks at the end of every window
+/// ([`Collector::drain`]).
 pub(crate) struct Collector {
     naming: Naming,
-    counts: FxHashMap<RawStack, u64>,
+    counts: FxHashMap<RawStack, Slot>,
     events: Option<Vec<RawEvent>>,
+    samples: Option<Vec<RawSample>>,
     /// Stacks added since recording started (all windows).
     adds: u64,
 }
 
 impl Collector {
-    /// A collector; `keep_events` keeps every event for the JSON output.
-    pub(crate) fn new(naming: Naming, keep_events: bool) -> Collector {
-        Collector { naming, counts: FxHashMap::default(), events: keep_events.then(Vec::new), adds: 0 }
+    /// A collector; `keep_events` keeps every event for the JSON output, `keep_samples` a
+    /// [`SampleRecord`] of every sample.
+    pub(crate) fn new(naming: Naming, keep_events: bool, keep_samples: bool) -> Collector {
+        Collector {
+            naming,
+            counts: FxHashMap::default(),
+            events: keep_events.then(Vec::new),
+            samples: keep_samples.then(Vec::new),
+            adds: 0,
+        }
     }
 
-    /// The raw stack of a sample of `pid`/`tid` on `cpu` (reads the task's name and, on first
-    /// sight, its mappings, while the task most likely still exists).
-    pub(crate) fn raw(&self, tasks: &mut Tasks, pid: u32, tid: u32, cpu: u32, chain: &[u64]) -> RawStack {
+    /// The raw stack of sample `s` (reads the task's name and, on first sight, its
+    /// mappings, while the task most likely still exists).
+    pub(crate) fn raw(&self, tasks: &mut Tasks, s: &Sample) -> RawStack {
+        let (pid, tid) = (s.pid, s.tid);
         let comm = tasks.comm(pid, tid);
         tasks.maps_of(pid);
+        let each = self.events.is_some() || self.samples.is_some();
         RawStack {
             pid,
             generation: tasks.generation(pid),
-            tid: if self.naming.tid || self.events.is_some() { tid } else { 0 },
-            cpu: if self.naming.cpu || self.events.is_some() { cpu } else { 0 },
+            tid: if self.naming.tid || each { tid } else { 0 },
+            cpu: if self.naming.cpu || each { s.cpu } else { 0 },
             comm,
             prefix: None,
-            chain: chain.into(),
+            chain: s.chain.as_slice().into(),
+            cgroup: if self.samples.is_some() { s.cgroup.unwrap_or(0) } else { 0 },
         }
     }
 
@@ -134,7 +173,12 @@ impl Collector {
         if let Some(ev) = &mut self.events {
             ev.push(RawEvent { ts, duration_ns, weight, stack: stack.clone() });
         }
-        *self.counts.entry(stack).or_insert(0) += weight;
+        let next = u32::try_from(self.counts.len()).unwrap_or(u32::MAX);
+        let slot = self.counts.entry(stack).or_insert(Slot { weight: 0, index: next });
+        slot.weight += weight;
+        if let Some(samples) = &mut self.samples {
+            samples.push(RawSample { ts, weight, key: slot.index });
+        }
         self.adds += 1;
     }
 
@@ -144,19 +188,27 @@ impl Collector {
     }
 
     /// Names everything added since the last drain and empties the collector: folded stacks
-    /// and (if kept) events of `kind`, in the order they were added. Names already found
-    /// are taken from `cache`, new ones are added to it.
+    /// and (if kept) events of `kind` and sample records, in the order they were added.
+    /// Names already found are taken from `cache`, new ones are added to it.
     pub(crate) fn drain(
         &mut self,
         kind: EventKind,
         tasks: &Tasks,
         sym: &mut Symbolizer,
         cache: &mut NameCache,
-    ) -> (StackCounts, Vec<Event>) {
-        let mut out = StackCounts::new();
+    ) -> Drained {
+        let mut out = Drained::default();
         let mut line = Vec::new();
         let mut namer = Namer { sym, tasks, annotate_kernel: self.naming.annotate_kernel, cache };
-        for (raw, weight) in std::mem::take(&mut self.counts) {
+        let counts = std::mem::take(&mut self.counts);
+        // Per raw stack (by insertion index), with samples kept: its line's index and who.
+        let keep = self.samples.as_ref().is_some_and(|s| !s.is_empty());
+        let mut keys: Vec<(u32, u32, u32, u32, u64)> = Vec::new();
+        if keep {
+            keys.resize(counts.len(), (0, 0, 0, 0, 0));
+        }
+        let mut lines: FxHashMap<Box<[u8]>, u32> = FxHashMap::default();
+        for (raw, slot) in counts {
             let frames = fold_frames(&raw, self.naming, &mut namer);
             line.clear();
             for (i, f) in frames.iter().enumerate() {
@@ -165,16 +217,33 @@ impl Collector {
                 }
                 line.extend_from_slice(f);
             }
-            out.add(&line, crate::fold::Weight::from_u64(weight));
+            out.stacks.add(&line, crate::fold::Weight::from_u64(slot.weight));
+            if let Some(k) = keys.get_mut(slot.index as usize) {
+                let next = u32::try_from(out.sample_stacks.len()).unwrap_or(u32::MAX);
+                let at = *lines.entry(line.as_slice().into()).or_insert_with(|| {
+                    out.sample_stacks.push(line.as_slice().into());
+                    next
+                });
+                *k = (at, raw.cpu, raw.pid, raw.tid, raw.cgroup);
+            }
         }
+        let samples = self.samples.as_mut().map(std::mem::take).unwrap_or_default();
+        out.samples = samples
+            .into_iter()
+            .filter_map(|s| {
+                let &(stack, cpu, pid, tid, cgroup) = keys.get(s.key as usize)?;
+                let cgroup = (cgroup != 0).then_some(cgroup);
+                Some(SampleRecord { ts: s.ts, cpu, pid, tid, cgroup, weight: s.weight, stack })
+            })
+            .collect();
         let events = self.events.as_mut().map(std::mem::take).unwrap_or_default();
-        let events = events.into_iter().map(|e| symbolize_event(e, kind, self.naming, &mut namer)).collect();
-        (out, events)
+        out.events = events.into_iter().map(|e| symbolize_event(e, kind, self.naming, &mut namer)).collect();
+        out
     }
 
     /// Names everything at once (a recording of one window).
     #[cfg(test)]
-    pub(crate) fn finish(mut self, tasks: &Tasks, sym: &mut Symbolizer) -> (StackCounts, Vec<Event>) {
+    pub(crate) fn finish(mut self, tasks: &Tasks, sym: &mut Symbolizer) -> Drained {
         self.drain(EventKind::Sample, tasks, sym, &mut NameCache::default())
     }
 }
@@ -346,6 +415,65 @@ mod tests {
     use super::*;
     use crate::record::parse::Record;
 
+    fn sample(pid: u32, tid: u32, cpu: u32, chain: Vec<u64>) -> Sample {
+        Sample { pid, tid, cpu, chain, ..Sample::default() }
+    }
+
+    /// Kept samples point into the window's list of stacks, each line once; their weights
+    /// add up to the aggregated stacks'; the task, CPU and cgroup of each are its own even
+    /// when the folded line (without `-PID` or `cpu-N` frames) is shared.
+    #[test]
+    fn kept_samples_index_the_windows_stacks() {
+        let mut tasks = Tasks::new(None);
+        for tid in [5, 6] {
+            tasks.apply(&Record::Comm { time: 0, pid: 5, tid, comm: b"w".to_vec(), exec: false });
+        }
+        let mut c = Collector::new(Naming::default(), true, true);
+        let outer = vec![CONTEXT_KERNEL, 0xffff_0010];
+        let inner = vec![CONTEXT_KERNEL, 0xffff_0110, 0xffff_0010];
+        let adds =
+            [(10, 5, 0, &outer, 1, Some(7)), (20, 6, 1, &inner, 1, None), (30, 6, 1, &outer, 3, Some(7))];
+        for (ts, tid, cpu, chain, weight, cgroup) in adds {
+            let s = Sample { cgroup, ..sample(5, tid, cpu, chain.clone()) };
+            let raw = c.raw(&mut tasks, &s);
+            c.add(ts, raw, weight, None);
+        }
+        let mut sym = Symbolizer::with_kallsyms("ffff0000 T outer\nffff0100 t inner\n".into());
+        let mut cache = NameCache::default();
+        let d = c.drain(EventKind::Sample, &tasks, &mut sym, &mut cache);
+        let text = |i: u32| String::from_utf8_lossy(&d.sample_stacks[i as usize]).into_owned();
+        let got: Vec<_> = d
+            .samples
+            .iter()
+            .map(|s| (s.ts, s.cpu, s.pid, s.tid, s.cgroup, s.weight, text(s.stack)))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (10, 0, 5, 5, Some(7), 1, "w;outer".to_string()),
+                (20, 1, 5, 6, None, 1, "w;outer;inner".to_string()),
+                (30, 1, 5, 6, Some(7), 3, "w;outer".to_string()),
+            ]
+        );
+        assert_eq!(d.sample_stacks.len(), 2, "each line once");
+        let sorted = d.stacks.sorted();
+        assert_eq!(sorted.len(), 2);
+        for (line, w) in sorted {
+            let sum: u64 = d
+                .samples
+                .iter()
+                .filter(|s| *d.sample_stacks[s.stack as usize] == *line)
+                .map(|s| s.weight)
+                .sum();
+            assert_eq!(crate::fold::Weight::from_u64(sum), w);
+        }
+        // Events are kept beside them, as before.
+        assert_eq!(d.events.len(), 3);
+        // Nothing is kept twice: the next window starts empty.
+        let d = c.drain(EventKind::Sample, &tasks, &mut sym, &mut cache);
+        assert!(d.samples.is_empty() && d.sample_stacks.is_empty() && d.stacks.sorted().is_empty());
+    }
+
     #[test]
     fn chain_becomes_root_first_user_then_kernel() {
         let mut tasks = Tasks::new(None);
@@ -358,9 +486,9 @@ mod tests {
             pgoff: 0,
             path: b"/nonexistent/libfoo.so".to_vec(),
         });
-        let c = Collector::new(Naming { pid: true, ..Naming::default() }, false);
-        let chain = [CONTEXT_KERNEL, 0x10, CONTEXT_USER, 0x1500, 0x9999];
-        let raw = c.raw(&mut tasks, 7, 7, 0, &chain);
+        let c = Collector::new(Naming { pid: true, ..Naming::default() }, false, false);
+        let chain = vec![CONTEXT_KERNEL, 0x10, CONTEXT_USER, 0x1500, 0x9999];
+        let raw = c.raw(&mut tasks, &sample(7, 7, 0, chain));
         let mut sym = Symbolizer::default();
         let mut cache = NameCache::default();
         let mut namer = Namer { sym: &mut sym, tasks: &tasks, annotate_kernel: false, cache: &mut cache };
@@ -374,12 +502,12 @@ mod tests {
         let mut tasks = Tasks::new(None);
         tasks.apply(&Record::Comm { time: 0, pid: 5, tid: 6, comm: b"w".to_vec(), exec: false });
         let naming = Naming { tid: true, cpu: true, annotate_kernel: true, ..Naming::default() };
-        let mut c = Collector::new(naming, false);
-        let raw = c.raw(&mut tasks, 5, 6, 1, &[CONTEXT_KERNEL, 0xffff_0110, 0xffff_0010, 0x1]);
+        let mut c = Collector::new(naming, false, false);
+        let raw = c.raw(&mut tasks, &sample(5, 6, 1, vec![CONTEXT_KERNEL, 0xffff_0110, 0xffff_0010, 0x1]));
         c.add(0, raw.clone(), 2, None);
         c.add(1, raw, 3, None);
         let mut sym = Symbolizer::with_kallsyms("ffff0000 T outer\nffff0100 t inner\n".into());
-        let (counts, _) = c.finish(&tasks, &mut sym);
+        let counts = c.finish(&tasks, &mut sym).stacks;
         let lines: Vec<_> =
             counts.sorted().into_iter().map(|(s, w)| (String::from_utf8_lossy(s).into_owned(), w)).collect();
         assert_eq!(lines.len(), 1);
@@ -410,6 +538,7 @@ mod tests {
             comm: comm.clone(),
             prefix: None,
             chain: [].into(),
+            cgroup: 0,
         };
         for (pid, tid) in [(false, false), (true, false), (false, true)] {
             let opts = PerfOptions { include_pid: pid, include_tid: tid, ..PerfOptions::default() };

@@ -43,7 +43,7 @@ impl Handler for Cpu {
         if !tasks.wanted(s.pid, s.tid) {
             return;
         }
-        let raw = out.raw(tasks, s.pid, s.tid, s.cpu, &s.chain);
+        let raw = out.raw(tasks, s);
         out.add(s.time, raw, 1, Some(s.period));
         self.added += 1;
     }

@@ -71,7 +71,7 @@ impl Handler for Mem {
             return;
         }
         let Some((bytes, event)) = self.bytes(&s.raw) else { return };
-        let mut raw = out.raw(tasks, s.pid, s.tid, s.cpu, &s.chain);
+        let mut raw = out.raw(tasks, s);
         if self.kmalloc.is_some() {
             raw.prefix = Some(event.as_bytes().into());
         }

@@ -125,7 +125,7 @@ pub(crate) fn build(config: &Config) -> Result<(Vec<EventSpec>, Dispatch), Recor
             }
         }
         specs.extend(mine);
-        let collector = Collector::new(config.naming, config.keep_events);
+        let collector = Collector::new(config.naming, config.keep_events, config.keep_samples);
         d.kinds.push(PerfKind { mode: mode.clone(), handler, collector });
     }
     Ok((specs, d))
@@ -176,7 +176,7 @@ mod tests {
         let kind = |mode| PerfKind {
             mode,
             handler: Box::new(Count(0)),
-            collector: Collector::new(Naming::default(), false),
+            collector: Collector::new(Naming::default(), false, false),
         };
         let mut d = Dispatch {
             kinds: vec![

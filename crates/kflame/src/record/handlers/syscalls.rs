@@ -51,7 +51,7 @@ struct Syscalls {
 impl Syscalls {
     fn enter(&mut self, s: &Sample, tasks: &mut Tasks, out: &mut Collector) {
         let Some(nr) = self.enter_nr.read(&s.raw) else { return };
-        let mut stack = out.raw(tasks, s.pid, s.tid, s.cpu, &s.chain);
+        let mut stack = out.raw(tasks, s);
         let name = u32::try_from(nr)
             .ok()
             .and_then(syscall_name_x86_64)

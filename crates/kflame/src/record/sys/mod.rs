@@ -89,6 +89,14 @@ pub(crate) fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// `CLOCK_REALTIME` in nanoseconds since the Unix epoch (negative before 1970).
+pub(crate) fn realtime_ns() -> i64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_REALTIME always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec.saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec)
+}
+
 /// The `clockid` value to put in the attribute (with `USE_CLOCKID`).
 pub(crate) const CLOCK_MONOTONIC: i32 = libc::CLOCK_MONOTONIC;
 

@@ -82,7 +82,7 @@ impl Handler for OffCpu {
         }
         let state = self.prev_state.read(&s.raw).unwrap_or(0);
         let closed = if state & SLEEPING != 0 && tasks.wanted(s.pid, s.tid) {
-            let stack = out.raw(tasks, s.pid, s.tid, s.cpu, &s.chain);
+            let stack = out.raw(tasks, s);
             self.intervals.blocked(s.tid, s.cpu, s.time, stack)
         } else {
             self.intervals.left_running(s.tid, s.time)

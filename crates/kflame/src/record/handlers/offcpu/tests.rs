@@ -37,7 +37,16 @@ fn switch_sample(time: u64, cpu: u32, tid: u32, state: i64, caller: u64) -> Samp
     raw[0..2].copy_from_slice(&372u16.to_le_bytes());
     raw[24..28].copy_from_slice(&tid.to_le_bytes());
     raw[32..40].copy_from_slice(&state.to_le_bytes());
-    Sample { time, pid: 4000, tid, cpu, period: 1, chain: vec![CONTEXT_KERNEL, 0xffff_0110, caller], raw }
+    Sample {
+        time,
+        pid: 4000,
+        tid,
+        cpu,
+        period: 1,
+        chain: vec![CONTEXT_KERNEL, 0xffff_0110, caller],
+        raw,
+        cgroup: None,
+    }
 }
 
 /// The switch record of task `tid` (process 4000) leaving (`out`) or entering `cpu`.
@@ -60,7 +69,7 @@ impl Run {
             tasks.apply(&Record::Comm { time: 0, pid: 4000, tid, comm: b"kfwork".to_vec(), exec: false });
         }
         let h = OffCpu::new(tp.field("prev_state").expect("prev_state"));
-        Run { tasks, out: Collector::new(Naming::default(), true), h }
+        Run { tasks, out: Collector::new(Naming::default(), true, false), h }
     }
 
     /// Hands `records` to the handler as the recording loop does.
@@ -79,7 +88,7 @@ impl Run {
     /// The blocked intervals as (tid, since, ns, folded stack), in time order.
     fn finish(self) -> (Vec<(u32, u64, u64, String)>, OffCpu) {
         let mut sym = Symbolizer::with_kallsyms(KALLSYMS.into());
-        let (_, mut events) = self.out.finish(&self.tasks, &mut sym);
+        let mut events = self.out.finish(&self.tasks, &mut sym).events;
         events.sort_by_key(|e| (e.ts, e.tid));
         let stack = |e: &Event| e.stack.join(";");
         let iv = events.iter().map(|e| (e.tid, e.ts, e.duration_ns.unwrap_or(0), stack(e))).collect();
