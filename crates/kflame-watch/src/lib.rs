@@ -6,6 +6,12 @@
 //! The library never prints and installs no signal handler: the program running a watcher
 //! stops it through a flag and decides what to print.
 
+pub mod capture;
 pub mod config;
+pub mod kmsg;
 pub mod metrics;
 pub mod rules;
+pub mod store;
+pub mod watcher;
+
+pub use watcher::{Control, Environment, Status, WatchError, Watcher};
