@@ -15,3 +15,4 @@ pub mod store;
 pub mod watcher;
 
 pub use watcher::{Control, Environment, Status, WatchError, Watcher};
+pub mod check;

@@ -309,3 +309,30 @@ impl Store for MemStore {
         Ok(Maintenance::default())
     }
 }
+
+impl<S: Store + ?Sized> Store for Box<S> {
+    fn append_metrics(&mut self, host: &str, time_ns: i64, metrics: &[Metric<'_>]) -> Result<(), StoreError> {
+        (**self).append_metrics(host, time_ns, metrics)
+    }
+    fn append_bucket(&mut self, bucket: &Bucket<'_>) -> Result<(), StoreError> {
+        (**self).append_bucket(bucket)
+    }
+    fn append_trigger(&mut self, t: &TriggerFired<'_>) -> Result<TriggerId, StoreError> {
+        (**self).append_trigger(t)
+    }
+    fn begin_capture(&mut self, c: &CaptureStart<'_>) -> Result<CaptureId, StoreError> {
+        (**self).begin_capture(c)
+    }
+    fn end_capture(&mut self, id: CaptureId, end_ns: i64, note: &str) -> Result<(), StoreError> {
+        (**self).end_capture(id, end_ns, note)
+    }
+    fn append_events(&mut self, capture: CaptureId, events: &[EventRecord<'_>]) -> Result<(), StoreError> {
+        (**self).append_events(capture, events)
+    }
+    fn append_report(&mut self, r: &StoredReport<'_>) -> Result<(), StoreError> {
+        (**self).append_report(r)
+    }
+    fn maintain(&mut self, policy: &Policy) -> Result<Maintenance, StoreError> {
+        (**self).maintain(policy)
+    }
+}
