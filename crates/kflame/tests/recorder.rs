@@ -195,3 +195,152 @@ fn live_kept_samples_are_the_windows_samples_with_their_times() {
 fn unix_ns() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970").as_nanos() as i64
 }
+
+/// The cgroup2 mount point and the path of its root in the hierarchy, from this process's
+/// mountinfo.
+fn cgroup2_mount() -> Option<(std::path::PathBuf, String)> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?; // live: the host's mounts
+    text.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        (right.split(' ').next()? == "cgroup2").then_some(())?;
+        let f: Vec<&str> = left.split(' ').collect();
+        Some((std::path::PathBuf::from(f.get(4)?), f.get(3)?.to_string()))
+    })
+}
+
+/// A cgroup made for a test, removed when dropped (once its tasks have exited).
+struct TestCgroup(std::path::PathBuf);
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.0).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        eprintln!("could not remove {}", self.0.display());
+    }
+}
+
+/// A shell that moves itself into `cgroup`, then is busy for about half a second.
+fn busy_shell_in(cgroup: &std::path::Path) -> Child {
+    let script = format!(
+        "echo $$ > '{}/cgroup.procs' || exit 1; i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done",
+        cgroup.display()
+    );
+    Command::new("sh").args(["-c", &script]).spawn().expect("start sh")
+}
+
+/// Samples carry the cgroup of their task, named by its path: a cgroup that existed before
+/// recording started (named by walking the cgroup2 mount) and one made while recording
+/// (named by the kernel's PERF_RECORD_CGROUP); the id is the inode number of the cgroup's
+/// directory. Both cgroups are removed afterwards.
+#[test]
+fn live_kept_samples_are_labelled_with_their_cgroup() {
+    use std::os::unix::fs::MetadataExt;
+    let _one = serial();
+    let Some((mount, root)) = cgroup2_mount() else {
+        eprintln!("skipping: no cgroup2 mount");
+        return;
+    };
+    let make = |name: &str| -> Option<TestCgroup> {
+        let dir = mount.join(format!("kflame-test-{}-{name}", std::process::id()));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => Some(TestCgroup(dir)),
+            Err(e) => {
+                eprintln!("skipping: cannot create a cgroup under {} ({e})", mount.display());
+                None
+            }
+        }
+    };
+    let Some(before) = make("before") else { return };
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut config = cpu_config(Naming::default());
+    config.keep_samples = true;
+    let Some(mut rec) = start(&config, stop.clone()) else { return };
+    if rec.notes().iter().any(|n| n.contains("PERF_SAMPLE_CGROUP")) {
+        eprintln!("skipping: {:?}", rec.notes());
+        return;
+    }
+    let Some(during) = make("during") else { return };
+    for cgroup in [&before, &during] {
+        let mut child = busy_shell_in(&cgroup.0);
+        let pid = child.id();
+        while child.try_wait().expect("wait").is_none() {
+            rec.poll(Duration::from_millis(50)).expect("poll");
+        }
+        let w = rec.take_window();
+        let r = &w.kinds[0];
+        let mine: Vec<_> = r.samples.iter().filter(|s| s.pid == pid).collect();
+        assert!(mine.len() >= 20, "too few samples of the shell (pid {pid}): {}", mine.len());
+        let id = std::fs::metadata(&cgroup.0).expect("stat").ino();
+        let name = cgroup.0.file_name().expect("name").to_string_lossy().into_owned();
+        let path = format!("{}/{name}", root.trim_end_matches('/'));
+        // The first samples may precede the shell's move into its cgroup.
+        let moved: Vec<_> = mine.iter().filter(|s| s.cgroup == Some(id)).collect();
+        assert!(
+            moved.len() * 10 >= mine.len() * 8,
+            "{} of {} samples in cgroup {id}",
+            moved.len(),
+            mine.len()
+        );
+        for s in moved {
+            assert_eq!(r.cgroup_path(s), Some(path.as_str()));
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    rec.finish().expect("finish");
+}
+
+/// Hundreds of short-lived processes across many windows: the recorder forgets each one a
+/// window after it exits, so its caches stay near their size at the start instead of
+/// growing with every process the machine ever ran.
+#[test]
+fn live_caches_stay_bounded_with_many_short_lived_processes() {
+    let _one = serial();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut config = cpu_config(Naming { pid: true, ..Naming::default() });
+    config.keep_samples = true;
+    let Some(mut rec) = start(&config, stop.clone()) else { return };
+    rec.poll(Duration::from_millis(10)).expect("poll");
+    rec.take_window();
+    let start = rec.caches();
+    const PROCESSES: usize = 300;
+    let mut named = 0;
+    for i in 0..PROCESSES {
+        let mut child = Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done"])
+            .spawn()
+            .expect("start sh");
+        while child.try_wait().expect("wait").is_none() {
+            rec.poll(Duration::from_millis(5)).expect("poll");
+        }
+        if i % 10 == 9 {
+            let w = rec.take_window();
+            named += w.kinds[0].samples.iter().filter(|s| s.pid != u32::MAX).count();
+        }
+    }
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_millis(60));
+        rec.poll(Duration::from_millis(10)).expect("poll");
+        rec.take_window();
+    }
+    let end = rec.caches();
+    stop.store(true, Ordering::SeqCst);
+    rec.finish().expect("finish");
+    eprintln!("caches at the start {start:?}\nat the end {end:?}");
+    assert!(named > 0);
+    assert!(end.forgotten_threads >= PROCESSES as u64, "{end:?}");
+    assert!(end.forgotten_address_spaces >= PROCESSES as u64, "{end:?}");
+    // Other tasks of the machine come and go meanwhile: allow for a third as many.
+    let bound = |at_start: usize| at_start + PROCESSES / 3;
+    assert!(end.threads <= bound(start.threads), "threads {} -> {}", start.threads, end.threads);
+    assert!(
+        end.address_spaces <= bound(start.address_spaces),
+        "address spaces {} -> {}",
+        start.address_spaces,
+        end.address_spaces
+    );
+    assert_eq!(end.resets, 0);
+}

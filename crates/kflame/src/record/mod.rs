@@ -29,9 +29,12 @@
 //! that never stops, [`Config::keep_samples`] keeps instead a [`SampleRecord`] per sample
 //! (time, CPU, task, cgroup, weight, and its stack as an index into the window's
 //! [`Recording::sample_stacks`]); times are `CLOCK_MONOTONIC` and [`Window::clock`] (a
-//! [`WallClock`]) turns them into Unix time.
+//! [`WallClock`]) turns them into Unix time. Samples then carry their task's cgroup (v2)
+//! id where the kernel records it (`PERF_SAMPLE_CGROUP`, Linux 5.7), named by its path in
+//! [`Recording::cgroups`].
 
 mod blocked;
+mod cgroups;
 mod check;
 mod clock;
 mod duty;
@@ -254,6 +257,33 @@ impl Stats {
             open: self.open,
         }
     }
+}
+
+/// The caches a [`Recorder`] keeps from one window to the next ([`Recorder::caches`]),
+/// bounded for recordings that run for days: tasks are forgotten a window after they exit,
+/// a file's symbols after [`Recorder::FILE_IDLE_WINDOWS`] windows unused, and a cache that
+/// still outgrows its bound (exits lost with a full ring buffer) starts over.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Caches {
+    /// Thread names kept.
+    pub threads: usize,
+    /// Process address spaces (mappings of one process generation) kept.
+    pub address_spaces: usize,
+    /// Files whose symbols are kept.
+    pub files: usize,
+    /// Frame names kept (by address).
+    pub names: usize,
+    /// Cgroup ids kept (named, or known to be missing).
+    pub cgroups: usize,
+    /// Thread names forgotten since recording started (the threads exited).
+    pub forgotten_threads: u64,
+    /// Address spaces forgotten (their process exited: its generations before the exit,
+    /// those before an `execve` too).
+    pub forgotten_address_spaces: u64,
+    /// Files forgotten (unused for a while).
+    pub forgotten_files: u64,
+    /// Times a cache was emptied for outgrowing its bound.
+    pub resets: u64,
 }
 
 /// Why a recording ended.

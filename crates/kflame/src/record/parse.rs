@@ -1,7 +1,8 @@
 //! Decoding perf ring-buffer records (`PERF_RECORD_*`) from bytes: pure, no I/O.
 //!
 //! Every event of a session uses the same `sample_type` ([`SAMPLE_TYPE`], plus `RAW` for
-//! tracepoints) and `sample_id_all`, so every record carries pid/tid, time and CPU.
+//! tracepoints and `CGROUP` when samples are kept and the kernel takes it) and
+//! `sample_id_all`, so every record carries pid/tid, time and CPU.
 
 use super::sys::attr::sample;
 
@@ -16,6 +17,7 @@ const RECORD_EXIT: u32 = 4;
 const RECORD_FORK: u32 = 7;
 const RECORD_SAMPLE: u32 = 9;
 const RECORD_SWITCH_CPU_WIDE: u32 = 15;
+const RECORD_CGROUP: u32 = 19;
 const MISC_COMM_EXEC: u16 = 1 << 13;
 const MISC_SWITCH_OUT: u16 = 1 << 13;
 const MISC_SWITCH_OUT_PREEMPT: u16 = 1 << 14;
@@ -71,6 +73,8 @@ pub(crate) enum Record {
     Switch(Switch),
     /// An executable mapping was created.
     Mmap { time: u64, pid: u32, start: u64, len: u64, pgoff: u64, path: Vec<u8> },
+    /// A cgroup (v2) and its path from the root of the hierarchy (`PERF_RECORD_CGROUP`).
+    Cgroup { time: u64, id: u64, path: Vec<u8> },
     /// The kernel dropped `count` records because the ring buffer was full.
     Lost { time: u64, count: u64 },
     /// Anything else (throttling, ...).
@@ -87,6 +91,7 @@ impl Record {
             | Record::Fork { time, .. }
             | Record::Exit { time, .. }
             | Record::Mmap { time, .. }
+            | Record::Cgroup { time, .. }
             | Record::Lost { time, .. }
             | Record::Other { time } => *time,
         }
@@ -117,9 +122,18 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// Which optional sample fields the records of a session carry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Layout {
+    /// `PERF_SAMPLE_RAW`.
+    pub(crate) raw: bool,
+    /// `PERF_SAMPLE_CGROUP`.
+    pub(crate) cgroup: bool,
+}
+
 /// Splits `buf` into records and decodes them; `bad` counts records that could not be read
 /// (a truncated or inconsistent record ends the buffer: its size field cannot be trusted).
-pub(crate) fn records(buf: &[u8], raw: bool, out: &mut Vec<Record>, bad: &mut u64) {
+pub(crate) fn records(buf: &[u8], layout: Layout, out: &mut Vec<Record>, bad: &mut u64) {
     let mut at = 0;
     while at + 8 <= buf.len() {
         let kind = u32::from_le_bytes([buf[at], buf[at + 1], buf[at + 2], buf[at + 3]]);
@@ -129,7 +143,7 @@ pub(crate) fn records(buf: &[u8], raw: bool, out: &mut Vec<Record>, bad: &mut u6
             *bad += 1;
             return;
         }
-        match decode(kind, misc, &buf[at + 8..at + size], raw) {
+        match decode(kind, misc, &buf[at + 8..at + size], layout) {
             Some(r) => out.push(r),
             None => *bad += 1,
         }
@@ -140,9 +154,9 @@ pub(crate) fn records(buf: &[u8], raw: bool, out: &mut Vec<Record>, bad: &mut u6
     }
 }
 
-fn decode(kind: u32, misc: u16, body: &[u8], raw: bool) -> Option<Record> {
+fn decode(kind: u32, misc: u16, body: &[u8], layout: Layout) -> Option<Record> {
     if kind == RECORD_SAMPLE {
-        return decode_sample(body, raw).map(Record::Sample);
+        return decode_sample(body, layout).map(Record::Sample);
     }
     let time = trailer_time(body)?;
     let mut c = Cursor { b: body, at: 0 };
@@ -163,6 +177,12 @@ fn decode(kind: u32, misc: u16, body: &[u8], raw: bool) -> Option<Record> {
         }
         RECORD_MMAP2 => decode_mmap2(&mut c, body, time)?,
         RECORD_SWITCH_CPU_WIDE => decode_switch(&mut c, body, misc, time)?,
+        RECORD_CGROUP => {
+            let id = c.u64()?;
+            let path = body.get(8..body.len() - ID_TRAILER)?;
+            let end = path.iter().position(|&b| b == 0).unwrap_or(path.len());
+            Record::Cgroup { time, id, path: path[..end].to_vec() }
+        }
         RECORD_LOST => {
             let _id = c.u64()?;
             Record::Lost { time, count: c.u64()? }
@@ -213,7 +233,7 @@ fn decode_mmap2(c: &mut Cursor<'_>, body: &[u8], time: u64) -> Option<Record> {
     Some(Record::Mmap { time, pid, start, len, pgoff, path: name[..end].to_vec() })
 }
 
-fn decode_sample(body: &[u8], raw: bool) -> Option<Sample> {
+fn decode_sample(body: &[u8], layout: Layout) -> Option<Sample> {
     let mut c = Cursor { b: body, at: 0 };
     let _ip = c.u64()?;
     let (pid, tid) = (c.u32()?, c.u32()?);
@@ -226,13 +246,15 @@ fn decode_sample(body: &[u8], raw: bool) -> Option<Sample> {
         .chunks_exact(8)
         .map(|w| u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]))
         .collect();
-    let raw = if raw {
+    let raw = if layout.raw {
         let n = c.u32()? as usize;
         c.bytes(n)?.to_vec()
     } else {
         Vec::new()
     };
-    Some(Sample { time, pid, tid, cpu, period, chain, raw, cgroup: None })
+    // The raw field is padded so that what follows is 8-byte aligned.
+    let cgroup = if layout.cgroup { Some(c.u64()?) } else { None };
+    Some(Sample { time, pid, tid, cpu, period, chain, raw, cgroup })
 }
 
 #[cfg(test)]
@@ -253,9 +275,18 @@ pub(crate) mod tests {
         for ip in &s.chain {
             b.extend_from_slice(&ip.to_le_bytes());
         }
-        if raw {
+        if raw && s.cgroup.is_some() {
+            // As the kernel writes it: the raw size includes the padding to 8 bytes.
+            let padded = (4 + s.raw.len()).next_multiple_of(8) - 4;
+            b.extend_from_slice(&(padded as u32).to_le_bytes());
+            b.extend_from_slice(&s.raw);
+            b.resize(b.len() + padded - s.raw.len(), 0);
+        } else if raw {
             b.extend_from_slice(&(s.raw.len() as u32).to_le_bytes());
             b.extend_from_slice(&s.raw);
+        }
+        if let Some(id) = s.cgroup {
+            b.extend_from_slice(&id.to_le_bytes());
         }
         while (b.len() + 8) % 8 != 0 {
             b.push(0);
@@ -315,11 +346,60 @@ pub(crate) mod tests {
         lost.extend(trailer(0, 12));
         buf.extend(with_header(RECORD_LOST, 0, lost));
         let (mut out, mut bad) = (Vec::new(), 0);
-        records(&buf, false, &mut out, &mut bad);
+        records(&buf, Layout::default(), &mut out, &mut bad);
         assert_eq!(bad, 0);
         assert_eq!(out[0], Record::Sample(s));
         assert_eq!(out[1], Record::Comm { time: 9, pid: 10, tid: 11, comm: b"burn".to_vec(), exec: true });
         assert_eq!(out[2], Record::Lost { time: 12, count: 5 });
+    }
+
+    /// A sample with `PERF_SAMPLE_CGROUP` carries the id after the raw data (padded), and
+    /// a `PERF_RECORD_CGROUP` its id and NUL-padded path before the `sample_id_all` trailer.
+    #[test]
+    fn decodes_cgroup_ids_and_cgroup_records() {
+        let s = Sample {
+            time: 7,
+            pid: 10,
+            tid: 11,
+            cpu: 1,
+            period: 1,
+            chain: vec![1, 2],
+            raw: vec![9, 0, 1],
+            cgroup: Some(0x1234),
+        };
+        let mut buf = sample_bytes(&s, true);
+        let plain = Sample { raw: vec![], ..s.clone() };
+        buf.extend(sample_bytes(&plain, false));
+        let mut body = 0x77u64.to_le_bytes().to_vec();
+        body.extend_from_slice(b"/system.slice/ssh.service\0\0\0\0\0\0\0");
+        body.extend(trailer(0, 40));
+        let cgroup = with_header(RECORD_CGROUP, 0, body);
+        let (mut raw_out, mut bad) = (Vec::new(), 0);
+        records(
+            &buf[..buf.len() - sample_bytes(&plain, false).len()],
+            Layout { raw: true, cgroup: true },
+            &mut raw_out,
+            &mut bad,
+        );
+        let mut decoded = vec![];
+        records(&sample_bytes(&plain, false), Layout { raw: false, cgroup: true }, &mut decoded, &mut bad);
+        records(&cgroup, Layout::default(), &mut decoded, &mut bad);
+        assert_eq!(bad, 0);
+        let Record::Sample(got) = &raw_out[0] else { panic!("{raw_out:?}") };
+        assert_eq!(
+            (got.cgroup, &got.raw[..3], got.chain.as_slice()),
+            (Some(0x1234), &[9, 0, 1][..], &[1, 2][..])
+        );
+        assert_eq!(decoded[0], Record::Sample(plain));
+        assert_eq!(
+            decoded[1],
+            Record::Cgroup { time: 40, id: 0x77, path: b"/system.slice/ssh.service".to_vec() }
+        );
+        // A sample cut before its cgroup id is malformed, not a sample without one.
+        let short = sample_bytes(&Sample { cgroup: None, ..s }, false);
+        let (mut out, mut bad) = (Vec::new(), 0);
+        records(&short, Layout { raw: false, cgroup: true }, &mut out, &mut bad);
+        assert_eq!((out.len(), bad), (0, 1));
     }
 
     #[test]
@@ -339,7 +419,7 @@ pub(crate) mod tests {
         let mut buf = switch_bytes(&out);
         buf.extend(switch_bytes(&inn));
         let (mut recs, mut bad) = (Vec::new(), 0);
-        records(&buf, false, &mut recs, &mut bad);
+        records(&buf, Layout::default(), &mut recs, &mut bad);
         assert_eq!(bad, 0);
         assert_eq!(recs, vec![Record::Switch(out), Record::Switch(inn.clone())]);
         assert_eq!(recs[1].time(), 200);
@@ -348,7 +428,7 @@ pub(crate) mod tests {
         long.extend_from_slice(&[0; 8]);
         long[6] += 8;
         let (mut recs, mut bad) = (Vec::new(), 0);
-        records(&long, false, &mut recs, &mut bad);
+        records(&long, Layout::default(), &mut recs, &mut bad);
         assert_eq!((recs.len(), bad), (0, 1));
     }
 
@@ -383,7 +463,8 @@ pub(crate) mod tests {
                 buf[at] = next() as u8;
             }
             let (mut out, mut bad) = (Vec::new(), 0);
-            records(&buf, round % 3 == 0, &mut out, &mut bad);
+            let layout = Layout { raw: round % 3 == 0, cgroup: round % 5 == 0 };
+            records(&buf, layout, &mut out, &mut bad);
         }
     }
 
@@ -393,7 +474,7 @@ pub(crate) mod tests {
         let buf = sample_bytes(&s, false);
         for cut in 0..buf.len() {
             let (mut out, mut bad) = (Vec::new(), 0);
-            records(&buf[..cut], false, &mut out, &mut bad);
+            records(&buf[..cut], Layout::default(), &mut out, &mut bad);
             assert!(out.is_empty());
             assert_eq!(bad, u64::from(cut > 0));
         }
@@ -401,7 +482,7 @@ pub(crate) mod tests {
         let mut evil = buf.clone();
         evil[8 + 40..8 + 48].copy_from_slice(&u64::MAX.to_le_bytes());
         let (mut out, mut bad) = (Vec::new(), 0);
-        records(&evil, false, &mut out, &mut bad);
+        records(&evil, Layout::default(), &mut out, &mut bad);
         assert_eq!((out.len(), bad), (0, 1));
     }
 }

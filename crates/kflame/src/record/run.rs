@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::blocked::Snapshots;
+use super::cgroups::CgroupNames;
 use super::duty::DutyThread;
 use super::handlers::{self, Dispatch};
 use super::parse::Record;
@@ -23,8 +24,8 @@ use super::sym::Symbolizer;
 use super::sys;
 use super::tasks::Tasks;
 use super::{
-    CommandEnd, Config, Counters, End, Mode, Progress, RecordError, Recording, Recordings, Stats, Status,
-    Target, Window,
+    Caches, CommandEnd, Config, Counters, End, Mode, Progress, RecordError, Recording, Recordings, Stats,
+    Status, Target, Window,
 };
 
 /// Data pages per CPU: 512 KiB for CPU samples alone, 4 MiB with tracepoints (bursty, every
@@ -73,9 +74,14 @@ pub struct Recorder {
     stats_then: Vec<Stats>,
     sym: Option<Symbolizer>,
     names: NameCache,
+    /// Times the name cache was emptied for growing past its bound.
+    name_resets: u64,
 }
 
 impl Recorder {
+    /// Windows a file's symbols are kept without being used by any stack.
+    pub const FILE_IDLE_WINDOWS: u64 = Symbolizer::IDLE_WINDOWS;
+
     /// Checks `config`, opens its events, enables them and starts its command. Recording
     /// stops early when `stop` becomes true (set it from a signal handler, another thread,
     /// or a watchdog).
@@ -95,7 +101,13 @@ impl Recorder {
         let scope = scope(&config);
         let session = match specs.is_empty() {
             true => None,
-            false => Some(Session::open(&specs, &online_cpus()?, ring_pages(&config.modes), &scope)?),
+            false => Some(Session::open(
+                &specs,
+                &online_cpus()?,
+                ring_pages(&config.modes),
+                &scope,
+                config.keep_samples,
+            )?),
         };
         let thread_pids: Vec<u32>;
         let targets = match &config.target {
@@ -112,7 +124,15 @@ impl Recorder {
             tasks.only_threads(tids);
         }
         let kinds = config.modes.len();
-        let state = Loop { tasks, dispatch, snapshots, child: None, command: None, stop };
+        let mut notes = notes;
+        if let Some(why) = session.as_ref().and_then(|s| s.cgroup_refused.as_ref()) {
+            notes.push(format!(
+                "samples carry no cgroup: this kernel refused PERF_SAMPLE_CGROUP ({why}; it needs \
+                 Linux 5.7 or later)"
+            ));
+        }
+        let cgroups = CgroupNames::default();
+        let state = Loop { tasks, dispatch, snapshots, child: None, command: None, stop, cgroups };
         let mut r = Recorder {
             config,
             state,
@@ -128,6 +148,7 @@ impl Recorder {
             stats_then: vec![Stats::default(); kinds],
             sym: None,
             names: NameCache::default(),
+            name_resets: 0,
         };
         if one_snapshot {
             // `--blocked` alone, one snapshot: taken at once.
@@ -255,7 +276,7 @@ impl Recorder {
         let state = &mut self.state;
         if !state.dispatch.kinds.is_empty() {
             match &mut self.sym {
-                Some(sym) => sym.forget_jit_maps(),
+                Some(sym) => sym.next_window(),
                 None => {
                     let sym = Symbolizer::new(); // read now: modules loaded meanwhile are named
                     if !sym.has_kernel_symbols() {
@@ -269,7 +290,9 @@ impl Recorder {
                 }
             }
         }
-        self.names.trim();
+        if self.names.trim() {
+            self.name_resets += 1;
+        }
         let mut out = Vec::with_capacity(self.config.modes.len());
         for (i, mode) in self.config.modes.iter().enumerate() {
             let (mut r, total) = match mode {
@@ -286,6 +309,9 @@ impl Recorder {
                     let d = k.collector.drain(mode.event_kind(), &state.tasks, sym, &mut self.names);
                     (r.stacks, r.events, r.samples, r.sample_stacks) =
                         (d.stacks, d.events, d.samples, d.sample_stacks);
+                    let ids: std::collections::BTreeSet<u64> =
+                        r.samples.iter().filter_map(|s| s.cgroup).collect();
+                    r.cgroups = state.cgroups.name(ids);
                     let total = Stats {
                         samples: k.handler.added(),
                         unpaired: k.handler.unpaired(),
@@ -301,7 +327,28 @@ impl Recorder {
             }
             out.push(r);
         }
+        // Every sample of a task that exited a window ago is named: forget the task.
+        let ended = state.tasks.prune();
+        self.names.forget(&ended);
         out
+    }
+
+    /// The sizes of the caches kept from one window to the next, and what was forgotten to
+    /// keep them bounded: for a recorder that runs for days.
+    pub fn caches(&self) -> Caches {
+        let (threads, address_spaces) = self.state.tasks.sizes();
+        let t = &self.state.tasks;
+        Caches {
+            threads,
+            address_spaces,
+            files: self.sym.as_ref().map_or(0, Symbolizer::files),
+            names: self.names.len(),
+            cgroups: self.state.cgroups.len(),
+            forgotten_threads: t.pruned_threads,
+            forgotten_address_spaces: t.pruned_maps,
+            forgotten_files: self.sym.as_ref().map_or(0, |s| s.pruned_files),
+            resets: t.overflows + self.name_resets,
+        }
     }
 
     /// Stops (see [`stop`](Recorder::stop)) and returns what no window took: the stacks and
@@ -479,6 +526,8 @@ struct Loop {
     command: Option<CommandEnd>,
     /// The caller's stop flag.
     stop: Arc<AtomicBool>,
+    /// Names of the cgroup ids of kept samples.
+    cgroups: CgroupNames,
 }
 
 /// How a command that ended ended; `stopping`: the recorder was told to stop (a signal)
@@ -536,6 +585,7 @@ impl Loop {
         for r in records {
             match &r {
                 Record::Sample(s) => self.dispatch.sample(s, &mut self.tasks),
+                Record::Cgroup { id, path, .. } => self.cgroups.learn(*id, path),
                 other => {
                     self.tasks.apply(other);
                     self.dispatch.side_band(other);

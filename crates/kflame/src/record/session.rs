@@ -5,7 +5,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use super::RecordError;
 use super::order::Reorder;
-use super::parse::{self, Record};
+use super::parse::{self, Layout, Record};
 use super::sys::{self, PerfEventAttr, Ring, attr::flag};
 
 /// Whose activity the events see.
@@ -50,7 +50,10 @@ pub struct Counters {
 /// Open events on every CPU; closed (and unmapped) when dropped.
 pub(crate) struct Session {
     cpus: Vec<PerCpu>,
-    raw: bool,
+    /// The optional sample fields every record of the session carries.
+    pub(crate) layout: Layout,
+    /// Why cgroup ids were asked for and not recorded (the kernel refused them).
+    pub(crate) cgroup_refused: Option<std::io::Error>,
     reorder: Reorder,
     buf: Vec<u8>,
     pub(crate) counters: Counters,
@@ -59,33 +62,43 @@ pub(crate) struct Session {
 impl Session {
     /// Opens every event of `specs` for `scope` on every CPU in `cpus`, with `pages` data
     /// pages per CPU. Task and mapping records are requested on the first event of each task.
+    /// With `cgroups`, every sample carries its task's cgroup id and cgroups are named by
+    /// `PERF_RECORD_CGROUP` records, if the kernel takes them (5.7 and later): else the
+    /// events are opened without, and [`Session::cgroup_refused`] says why.
     pub(crate) fn open(
         specs: &[EventSpec],
         cpus: &[u32],
         pages: usize,
         scope: &Scope,
+        cgroups: bool,
     ) -> Result<Session, RecordError> {
         // Every record of a ring must have the same layout: with tracepoints (raw data), the
         // other events (cpu-clock) carry an empty raw field too (4 zero bytes).
         let raw = specs.iter().any(|s| s.attr.sample_type & sys::attr::sample::RAW != 0);
-        let mut specs = specs.to_vec();
-        if raw {
-            for s in &mut specs {
-                s.attr.sample_type |= sys::attr::sample::RAW;
+        sys::raise_fd_limit();
+        let mut cgroup_refused = None;
+        if cgroups {
+            let layout = Layout { raw, cgroup: true };
+            match open_all(specs, layout, cpus, pages, scope) {
+                Ok(per_cpu) => return Ok(Session::new(per_cpu, layout, None)),
+                Err(RecordError::Open { source, .. }) => cgroup_refused = Some(source),
+                Err(e) => return Err(e),
             }
         }
-        sys::raise_fd_limit();
-        let mut per_cpu = Vec::with_capacity(cpus.len());
-        for &cpu in cpus {
-            per_cpu.push(open_cpu(&specs, cpu, pages, scope)?);
-        }
-        Ok(Session {
-            cpus: per_cpu,
-            raw,
+        let layout = Layout { raw, cgroup: false };
+        let per_cpu = open_all(specs, layout, cpus, pages, scope)?;
+        Ok(Session::new(per_cpu, layout, cgroup_refused))
+    }
+
+    fn new(cpus: Vec<PerCpu>, layout: Layout, cgroup_refused: Option<std::io::Error>) -> Session {
+        Session {
+            cpus,
+            layout,
+            cgroup_refused,
             reorder: Reorder::default(),
             buf: Vec::new(),
             counters: Counters::default(),
-        })
+        }
     }
 
     /// Starts (`true`) or pauses (`false`) every event.
@@ -127,7 +140,7 @@ impl Session {
         for c in &mut self.cpus {
             self.buf.clear();
             c.ring.drain_into(&mut self.buf);
-            parse::records(&self.buf, self.raw, &mut recs, &mut self.counters.malformed);
+            parse::records(&self.buf, self.layout, &mut recs, &mut self.counters.malformed);
         }
         for r in &recs {
             if let Record::Lost { count, .. } = r {
@@ -137,6 +150,29 @@ impl Session {
         self.counters.records += recs.len() as u64;
         self.reorder.push(&mut recs);
     }
+}
+
+/// Opens `specs` on every CPU with the sample fields of `layout`.
+fn open_all(
+    specs: &[EventSpec],
+    layout: Layout,
+    cpus: &[u32],
+    pages: usize,
+    scope: &Scope,
+) -> Result<Vec<PerCpu>, RecordError> {
+    let mut specs = specs.to_vec();
+    for (i, s) in specs.iter_mut().enumerate() {
+        if layout.raw {
+            s.attr.sample_type |= sys::attr::sample::RAW;
+        }
+        if layout.cgroup {
+            s.attr.sample_type |= sys::attr::sample::CGROUP;
+            if i == 0 {
+                s.attr.flags |= flag::CGROUP; // with the other side-band records
+            }
+        }
+    }
+    cpus.iter().map(|&cpu| open_cpu(&specs, cpu, pages, scope)).collect()
 }
 
 fn open_cpu(specs: &[EventSpec], cpu: u32, pages: usize, scope: &Scope) -> Result<PerCpu, RecordError> {
@@ -230,7 +266,7 @@ mod tests {
         attr.sample_period_or_freq = 4000;
         let spec = EventSpec { name: "cpu-clock".into(), attr };
         let cpus = online_cpus().unwrap_or_else(|_| vec![0]);
-        let mut session = match Session::open(&[spec], &cpus, 1, &Scope::SystemWide) {
+        let mut session = match Session::open(&[spec], &cpus, 1, &Scope::SystemWide, false) {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("skipping: perf_event_open is not available here ({e})");
@@ -290,14 +326,14 @@ mod tests {
             EventSpec { name: "raw_syscalls:sys_enter".into(), attr: sys_enter },
         ];
         let scope = Scope::Threads(vec![own_tid()]);
-        let mut session = match Session::open(&specs, &online_cpus().unwrap_or_else(|_| vec![0]), 16, &scope)
-        {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("skipping: perf_event_open is not available here ({e})");
-                return;
-            }
-        };
+        let mut session =
+            match Session::open(&specs, &online_cpus().unwrap_or_else(|_| vec![0]), 16, &scope, false) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("skipping: perf_event_open is not available here ({e})");
+                    return;
+                }
+            };
         session.set_enabled(true).expect("enable");
         let (mut cpu_samples, mut tp_samples, mut spin) = (0, 0, 0u64);
         let end = std::time::Instant::now() + std::time::Duration::from_millis(600);

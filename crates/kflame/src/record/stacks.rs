@@ -320,11 +320,28 @@ impl NameCache {
     /// Entries kept at most (about 100 MiB of names at worst).
     pub(crate) const LIMIT: usize = 1 << 20;
 
-    /// Empties the cache if it grew past [`NameCache::LIMIT`].
-    pub(crate) fn trim(&mut self) {
-        if self.kernel.len() + self.user.len() > Self::LIMIT {
+    /// Empties the cache if it grew past [`NameCache::LIMIT`]; says whether it did.
+    pub(crate) fn trim(&mut self) -> bool {
+        let full = self.len() > Self::LIMIT;
+        if full {
             *self = NameCache::default();
         }
+        full
+    }
+
+    /// Names kept.
+    pub(crate) fn len(&self) -> usize {
+        self.kernel.len() + self.user.len()
+    }
+
+    /// Forgets the user-space names of the processes that exited: those of pid `p` with a
+    /// generation below `g`, for each `(p, g)` of `ended`.
+    pub(crate) fn forget(&mut self, ended: &[(u32, u32)]) {
+        if ended.is_empty() || self.user.is_empty() {
+            return;
+        }
+        let ended: FxHashMap<u32, u32> = ended.iter().copied().collect();
+        self.user.retain(|(pid, g, _), _| ended.get(pid).is_none_or(|below| g >= below));
     }
 }
 

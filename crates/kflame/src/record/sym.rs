@@ -20,9 +20,14 @@ pub(crate) struct Symbolizer {
     kernel: Kallsyms,
     /// False when kallsyms shows no address (`kptr_restrict`, or unreadable).
     kernel_visible: bool,
-    files: FxHashMap<Vec<u8>, Option<ElfSymbols>>,
+    /// Symbols of each file (by path), and the window that last used them.
+    files: FxHashMap<Vec<u8>, (Option<ElfSymbols>, u64)>,
     /// `/tmp/perf-PID.map` of each process (JIT compilers write them).
     jit: FxHashMap<u32, PerfMap>,
+    /// Windows named so far.
+    window: u64,
+    /// Files forgotten so far.
+    pub(crate) pruned_files: u64,
 }
 
 impl Symbolizer {
@@ -58,18 +63,45 @@ impl Symbolizer {
         if !map.object.starts_with(b"/") {
             return None; // [vdso], anonymous memory, ...
         }
+        let window = self.window;
         if !self.files.contains_key(&map.object) {
             let path = PathBuf::from(String::from_utf8_lossy(&map.object).into_owned());
-            self.files.insert(map.object.clone(), load(pid, &path));
+            self.files.insert(map.object.clone(), (load(pid, &path), window));
         }
-        let syms = self.files.get(&map.object)?.as_ref()?;
+        let entry = self.files.get_mut(&map.object)?;
+        entry.1 = window;
+        let syms = entry.0.as_ref()?;
         Some(symbols::demangle(syms.lookup(map.file_offset(addr))?.name))
     }
 
-    /// Forgets the JIT maps read so far: JIT compilers append to them while they run, so
-    /// each window reads them again.
-    pub(crate) fn forget_jit_maps(&mut self) {
+    /// Files whose symbols are kept at most.
+    pub(crate) const FILES: usize = 4096;
+    /// Windows a file's symbols are kept without being used.
+    pub(crate) const IDLE_WINDOWS: u64 = 60;
+
+    /// Starts naming a new window: forgets the JIT maps read so far (JIT compilers append
+    /// to them while they run, so each window reads them again) and the symbols of files
+    /// no stack used in the last [`Symbolizer::IDLE_WINDOWS`] windows (of programs that
+    /// ran once, or libraries replaced by an upgrade); past [`Symbolizer::FILES`] files,
+    /// the least recently used go first.
+    pub(crate) fn next_window(&mut self) {
         self.jit.clear();
+        self.window += 1;
+        let before = self.files.len();
+        let oldest = self.window.saturating_sub(Self::IDLE_WINDOWS);
+        self.files.retain(|_, (_, used)| *used >= oldest);
+        if self.files.len() > Self::FILES {
+            let mut used: Vec<u64> = self.files.values().map(|(_, u)| *u).collect();
+            used.sort_unstable();
+            let keep_from = used[used.len() - Self::FILES];
+            self.files.retain(|_, (_, u)| *u >= keep_from);
+        }
+        self.pruned_files += (before - self.files.len()) as u64;
+    }
+
+    /// Files whose symbols (or failure to read them) are kept.
+    pub(crate) fn files(&self) -> usize {
+        self.files.len()
     }
 
     /// The JIT-compiled function at `addr` of `pid`, from `/tmp/perf-PID.map`.
@@ -121,6 +153,27 @@ mod tests {
         assert!(!hidden.has_kernel_symbols());
         assert_eq!(hidden.kernel(0x10), None);
         assert!(!Symbolizer::with_kallsyms(String::new()).has_kernel_symbols());
+    }
+
+    /// A file's symbols are kept while windows use them, forgotten after
+    /// `IDLE_WINDOWS` windows without.
+    #[test]
+    fn unused_files_are_forgotten() {
+        let mut s = Symbolizer::default();
+        let map = |object: &[u8]| Mapping { start: 0x1000, end: 0x2000, pgoff: 0, object: object.to_vec() };
+        // Files that do not exist: their failure to load is cached the same way.
+        assert!(s.user(0, &map(b"/nonexistent/a"), 0x1100).is_none());
+        assert!(s.user(0, &map(b"/nonexistent/b"), 0x1100).is_none());
+        assert_eq!(s.files(), 2);
+        for _ in 0..Symbolizer::IDLE_WINDOWS {
+            s.next_window();
+            s.user(0, &map(b"/nonexistent/a"), 0x1100);
+        }
+        assert_eq!(s.files(), 2, "b was used {} windows ago", Symbolizer::IDLE_WINDOWS);
+        s.next_window();
+        assert_eq!(s.files(), 1);
+        assert!(s.files.contains_key(&b"/nonexistent/a"[..]));
+        assert_eq!(s.pruned_files, 1);
     }
 
     #[test]

@@ -4,6 +4,14 @@
 //!
 //! A process's mappings are versioned by a *generation* that changes on `execve` and on exit
 //! (pid reuse), so samples taken before an exec are symbolized with the old image.
+//!
+//! For recordings that run for days, what exited is forgotten ([`Tasks::prune`], after each
+//! window): the name of a thread and the mappings of a process's past generations, once a
+//! whole window has been named after their `EXIT` record (so every sample taken before the
+//! exit, and every event still open at it, has been symbolized). Only the generation
+//! number of each pid seen is kept (bounded by the pid space), so that a reused pid never
+//! meets the names of its predecessor. Tasks whose exit was lost are bounded by
+//! [`Tasks::LIMIT`].
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -41,6 +49,17 @@ pub(crate) struct Tasks {
     threads: Option<FxHashSet<u32>>,
     /// Never profiled: the recorder itself.
     own_pid: u32,
+    /// Threads that exited since the last prune, and those of the window before it
+    /// (forgotten at the next prune) unless the tid was named again since.
+    exited: FxHashSet<u32>,
+    exited_before: FxHashSet<u32>,
+    /// Processes that exited (pid, their generation after the exit), likewise.
+    ended: Vec<(u32, u32)>,
+    ended_before: Vec<(u32, u32)>,
+    /// Threads and process generations forgotten so far, and times the bound was hit.
+    pub(crate) pruned_threads: u64,
+    pub(crate) pruned_maps: u64,
+    pub(crate) overflows: u64,
 }
 
 impl Tasks {
@@ -77,6 +96,7 @@ impl Tasks {
     pub(crate) fn apply(&mut self, r: &Record) {
         match r {
             Record::Comm { pid, tid, comm, exec, .. } => {
+                self.named(*tid);
                 self.comms.insert(*tid, comm.clone().into());
                 if *exec {
                     let g = self.bump(*pid);
@@ -84,8 +104,12 @@ impl Tasks {
                 }
             }
             Record::Fork { pid, ppid, tid, ptid, .. } => self.fork(*pid, *ppid, *tid, *ptid),
-            Record::Exit { pid, tid, .. } if pid == tid => {
-                self.bump(*pid);
+            Record::Exit { pid, tid, .. } => {
+                if pid == tid {
+                    let g = self.bump(*pid);
+                    self.ended.push((*pid, g));
+                }
+                self.exited.insert(*tid);
             }
             Record::Mmap { pid, start, len, pgoff, path, .. } => {
                 let g = self.generation(*pid);
@@ -104,6 +128,7 @@ impl Tasks {
     fn fork(&mut self, pid: u32, ppid: u32, tid: u32, ptid: u32) {
         // The parent is most likely still alive: name it now if it was never seen.
         let c = self.comm(ppid, ptid);
+        self.named(tid);
         self.comms.insert(tid, c);
         if pid != ppid {
             let g = self.bump(pid);
@@ -115,6 +140,65 @@ impl Tasks {
                 f.insert(pid);
             }
         }
+    }
+
+    /// Tasks kept at most, names and process generations alike (exits lost with the
+    /// records of a full ring buffer would otherwise be kept forever).
+    pub(crate) const LIMIT: usize = 1 << 17;
+
+    /// Forgets the tasks that exited before the previous prune (a whole window ago): their
+    /// names, the mappings of their process's past generations, and their membership of the
+    /// target set. Returns the processes whose generations below a number were forgotten,
+    /// for the caches keyed by them. Called after every window is named.
+    pub(crate) fn prune(&mut self) -> Vec<(u32, u32)> {
+        let threads = std::mem::replace(&mut self.exited_before, std::mem::take(&mut self.exited));
+        for tid in threads {
+            if self.comms.remove(&tid).is_some() {
+                self.pruned_threads += 1;
+            }
+        }
+        let ended = std::mem::replace(&mut self.ended_before, std::mem::take(&mut self.ended));
+        let mut dead: FxHashMap<u32, u32> = FxHashMap::default();
+        for (pid, generation) in ended {
+            // The generations before the exit; a process that reused the pid since has
+            // later ones.
+            dead.insert(pid, generation);
+            if self.generation(pid) == generation
+                && let Some(f) = &mut self.filter
+                && self.threads.is_none()
+            {
+                f.remove(&pid); // not reused since: a new process of that pid is not a child
+            }
+        }
+        if !dead.is_empty() {
+            let before = self.maps.len();
+            self.maps.retain(|(pid, g), _| dead.get(pid).is_none_or(|current| g >= current));
+            self.pruned_maps += (before - self.maps.len()) as u64;
+        }
+        if self.comms.len() > Self::LIMIT || self.maps.len() > Self::LIMIT {
+            // Exits were lost: start over (names and maps are read again from /proc).
+            self.overflows += 1;
+            self.comms.clear();
+            let generations = &self.generations;
+            self.maps.retain(|(pid, g), _| generations.get(pid).copied().unwrap_or(0) == *g);
+            if self.maps.len() > Self::LIMIT {
+                self.maps.clear();
+            }
+        }
+        dead.into_iter().collect()
+    }
+
+    /// A task was named by a record: a new task with the tid of one that exited.
+    fn named(&mut self, tid: u32) {
+        if !self.exited.is_empty() || !self.exited_before.is_empty() {
+            self.exited.remove(&tid);
+            self.exited_before.remove(&tid);
+        }
+    }
+
+    /// Names and process generations kept.
+    pub(crate) fn sizes(&self) -> (usize, usize) {
+        (self.comms.len(), self.maps.len())
     }
 
     /// The current generation of `pid`.
@@ -222,6 +306,53 @@ mod tests {
         assert!(t.maps_of(101).find(0x1800).is_none());
         assert_eq!(t.maps_at(101, 1).unwrap().find(0x1800).unwrap().object, b"/bin/sh");
         assert_eq!(&*t.comm(101, 101), b"burn");
+    }
+
+    /// Exited tasks are forgotten one window after their exit (their samples are named by
+    /// then), past generations only: a process that reused the pid keeps its mappings, and
+    /// its generation keeps counting.
+    #[test]
+    fn exited_tasks_are_forgotten_a_window_later() {
+        let mut t = Tasks::new(None);
+        let mmap = |pid: u32, path: &[u8]| Record::Mmap {
+            time: 1,
+            pid,
+            start: 0x1000,
+            len: 0x1000,
+            pgoff: 0,
+            path: path.to_vec(),
+        };
+        for pid in [100, 200] {
+            t.apply(&Record::Comm { time: 0, pid, tid: pid, comm: b"a".to_vec(), exec: true });
+            t.apply(&mmap(pid, b"/bin/a"));
+        }
+        t.apply(&Record::Fork { time: 1, pid: 100, ppid: 100, tid: 101, ptid: 100 });
+        assert_eq!(t.sizes(), (3, 2));
+        t.apply(&Record::Exit { time: 2, pid: 100, tid: 101 });
+        t.apply(&Record::Exit { time: 3, pid: 100, tid: 100 });
+        // The window of the exits is named, then pruned: nothing forgotten yet.
+        assert!(t.prune().is_empty());
+        assert_eq!(t.sizes(), (3, 2));
+        assert!(t.maps_at(100, 1).is_some_and(|m| m.find(0x1800).is_some()));
+        // Meanwhile pid 100 is reused by a new process that forks and execs.
+        t.apply(&Record::Fork { time: 4, pid: 100, ppid: 200, tid: 100, ptid: 200 });
+        t.apply(&Record::Comm { time: 5, pid: 100, tid: 100, comm: b"b".to_vec(), exec: true });
+        t.apply(&mmap(100, b"/bin/b"));
+        assert_eq!(t.generation(100), 4);
+        // The next window: the exited process's generation goes, the new one's stay.
+        assert_eq!(t.prune(), [(100, 2)]);
+        assert!(t.maps_at(100, 1).is_none());
+        assert!(t.maps_at(100, 3).is_some(), "the new process's generation before its exec");
+        assert_eq!(
+            t.maps_at(100, 4).and_then(|m| m.find(0x1800)).map(|m| m.object.clone()),
+            Some(b"/bin/b".to_vec())
+        );
+        assert_eq!(t.pruned_maps, 1);
+        // Tid 101 forgotten; 100 is the new process's now, and kept.
+        assert_eq!(t.sizes().0, 2);
+        assert_eq!(&*t.comm(100, 100), b"b");
+        assert_eq!(t.pruned_threads, 1);
+        assert!(t.prune().is_empty());
     }
 
     #[test]

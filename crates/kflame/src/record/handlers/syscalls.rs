@@ -3,7 +3,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::{Handler, Sample, common_type, tracepoint_spec};
+use super::{Handler, Record, Sample, common_type, tracepoint_spec};
 use crate::collapse::pairing::syscall_name_x86_64;
 use crate::fold::{Meta, Unit};
 use crate::record::stacks::{Collector, RawStack};
@@ -84,6 +84,16 @@ impl Handler for Syscalls {
             Some(t) if t == self.enter_id => self.enter(s, tasks, out),
             Some(t) if t == self.exit_id => self.exit(s, out),
             _ => {}
+        }
+    }
+
+    /// A thread that exits inside a system call (`exit_group` never returns) is forgotten:
+    /// counted as unpaired now rather than kept open for the rest of the recording.
+    fn side_band(&mut self, r: &Record, _out: &mut Collector) {
+        if let Record::Exit { tid, .. } = r
+            && self.inside.remove(tid).is_some()
+        {
+            self.unpaired += 1;
         }
     }
 

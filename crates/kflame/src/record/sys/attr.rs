@@ -18,6 +18,8 @@ pub(crate) mod sample {
     pub(crate) const CPU: u64 = 1 << 7;
     pub(crate) const PERIOD: u64 = 1 << 8;
     pub(crate) const RAW: u64 = 1 << 10;
+    /// `PERF_SAMPLE_CGROUP` (Linux 5.7): the cgroup id of the sampled task.
+    pub(crate) const CGROUP: u64 = 1 << 21;
 }
 
 /// Bits of the attr flags word (bitfield after `read_format`).
@@ -41,6 +43,9 @@ pub(crate) mod flag {
     pub(crate) const USE_CLOCKID: u64 = 1 << 25;
     /// `context_switch`: `PERF_RECORD_SWITCH(_CPU_WIDE)` records at every switch in and out.
     pub(crate) const CONTEXT_SWITCH: u64 = 1 << 26;
+    /// `cgroup`: `PERF_RECORD_CGROUP` records (id and path) when a cgroup is created, and
+    /// for the existing ones when the event is opened (Linux 5.7).
+    pub(crate) const CGROUP: u64 = 1 << 32;
 }
 
 /// The attribute structure, `PERF_ATTR_SIZE_VER5` (112 bytes), field for field.

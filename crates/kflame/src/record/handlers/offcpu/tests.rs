@@ -124,7 +124,7 @@ fn records_of_two_cpus_are_merged_in_time_order_and_paired() {
     let mut read = Vec::new();
     for buf in [&cpu0, &cpu1] {
         let (mut recs, mut bad) = (Vec::new(), 0);
-        parse::records(buf, true, &mut recs, &mut bad);
+        parse::records(buf, parse::Layout { raw: true, cgroup: false }, &mut recs, &mut bad);
         assert_eq!(bad, 0);
         read.extend(recs.iter().cloned());
         reorder.push(&mut recs);
