@@ -1,193 +1,12 @@
-//! The store interface the watcher writes through: the agreed shape of `kflame_store`'s
-//! `Store` trait and row types, kept here until that crate is part of the workspace, and
-//! `MemStore`, an in-memory store for tests. Once `kflame-store` is merged this module
-//! becomes a re-export of it.
+//! The store the watcher writes through: `kflame_store`'s `Store` trait and row types,
+//! re-exported, and `MemStore`, an in-memory store for tests (no database file).
 
 use kflame::events::EventRecord;
-use kflame::fold::{Meta, Weight};
-
-/// Kinds of profile rows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Kind {
-    /// CPU samples.
-    Cpu,
-    /// Off-CPU time.
-    OffCpu,
-    /// Page allocations (bytes).
-    Mem,
-    /// System-call latency.
-    Syscalls,
-    /// Blocked-task snapshots.
-    Blocked,
-}
-
-impl Kind {
-    /// `cpu`, `offcpu`, `mem`, `syscalls`, `blocked`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Cpu => "cpu",
-            Kind::OffCpu => "offcpu",
-            Kind::Mem => "mem",
-            Kind::Syscalls => "syscalls",
-            Kind::Blocked => "blocked",
-        }
-    }
-}
-
-/// Id of a stored trigger.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct TriggerId(pub i64);
-
-/// Id of a stored capture.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct CaptureId(pub i64);
-
-/// One sample with its own time.
-#[derive(Clone, Debug)]
-pub struct Sample<'a> {
-    /// UTC nanoseconds since the epoch.
-    pub time_ns: i64,
-    /// CPU.
-    pub cpu: u32,
-    /// Process.
-    pub pid: u32,
-    /// Thread.
-    pub tid: u32,
-    /// cgroup path.
-    pub cgroup: Option<&'a str>,
-    /// Folded stack without count.
-    pub stack: &'a str,
-    /// Weight.
-    pub weight: Weight,
-}
-
-/// A profile bucket.
-#[derive(Clone, Debug)]
-pub struct Bucket<'a> {
-    /// Host.
-    pub host: &'a str,
-    /// Kind.
-    pub kind: Kind,
-    /// Start, UTC ns.
-    pub start_ns: i64,
-    /// End, UTC ns.
-    pub end_ns: i64,
-    /// The capture it belongs to (none: the always-on profile).
-    pub capture: Option<CaptureId>,
-    /// Unit and event.
-    pub meta: &'a Meta,
-    /// Samples with their time.
-    pub samples: &'a [Sample<'a>],
-    /// Stacks without per-sample times.
-    pub aggregated: &'a [(&'a str, Weight)],
-}
-
-/// One metric value.
-#[derive(Clone, Debug)]
-pub struct Metric<'a> {
-    /// Name.
-    pub name: &'a str,
-    /// Label.
-    pub label: &'a str,
-    /// Value.
-    pub value: f64,
-}
-
-/// A trigger that fired.
-#[derive(Clone, Debug)]
-pub struct TriggerFired<'a> {
-    /// Host.
-    pub host: &'a str,
-    /// When.
-    pub time_ns: i64,
-    /// The rule as written.
-    pub rule: &'a str,
-    /// The metric that crossed.
-    pub metric: &'a str,
-    /// Its value.
-    pub value: f64,
-    /// The threshold.
-    pub threshold: f64,
-}
-
-/// A capture's start.
-#[derive(Clone, Debug)]
-pub struct CaptureStart<'a> {
-    /// Host.
-    pub host: &'a str,
-    /// Kind.
-    pub kind: Kind,
-    /// Start.
-    pub start_ns: i64,
-    /// The trigger that started it.
-    pub trigger: Option<TriggerId>,
-    /// Unit and event.
-    pub meta: &'a Meta,
-}
-
-/// A kernel report.
-#[derive(Clone, Debug)]
-pub struct StoredReport<'a> {
-    /// Host.
-    pub host: &'a str,
-    /// When.
-    pub time_ns: i64,
-    /// Kind name.
-    pub kind: &'a str,
-    /// Title.
-    pub title: &'a str,
-    /// Folded stack.
-    pub stack: &'a str,
-    /// Lines.
-    pub text: &'a str,
-}
-
-/// Retention, downsampling and disk budget.
-#[derive(Clone, Debug, Default)]
-pub struct Policy {
-    /// Keep this long (ns).
-    pub retain_ns: i64,
-    /// Most bytes (0: none).
-    pub disk_budget: u64,
-}
-
-/// What maintenance did.
-#[derive(Clone, Debug, Default)]
-pub struct Maintenance {
-    /// Rows removed.
-    pub removed: u64,
-}
-
-/// Store errors.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// The disk is full.
-    #[error("{0}: disk full")]
-    DiskFull(String),
-    /// Anything else.
-    #[error("{0}")]
-    Other(String),
-}
-
-/// Where the watcher writes.
-pub trait Store: Send {
-    /// Metrics of one time.
-    fn append_metrics(&mut self, host: &str, time_ns: i64, metrics: &[Metric<'_>]) -> Result<(), StoreError>;
-    /// A profile bucket.
-    fn append_bucket(&mut self, bucket: &Bucket<'_>) -> Result<(), StoreError>;
-    /// A trigger.
-    fn append_trigger(&mut self, t: &TriggerFired<'_>) -> Result<TriggerId, StoreError>;
-    /// A capture's start.
-    fn begin_capture(&mut self, c: &CaptureStart<'_>) -> Result<CaptureId, StoreError>;
-    /// A capture's end.
-    fn end_capture(&mut self, id: CaptureId, end_ns: i64, note: &str) -> Result<(), StoreError>;
-    /// Per-event records of a capture.
-    fn append_events(&mut self, capture: CaptureId, events: &[EventRecord<'_>]) -> Result<(), StoreError>;
-    /// A kernel report.
-    fn append_report(&mut self, r: &StoredReport<'_>) -> Result<(), StoreError>;
-    /// Retention and budget.
-    fn maintain(&mut self, policy: &Policy) -> Result<Maintenance, StoreError>;
-}
+use kflame::fold::Weight;
+pub use kflame_store::{
+    Bucket, CaptureId, CaptureStart, Kind, Maintenance, Metric, Policy, Sample, Store, StoreError,
+    StoredReport, TriggerFired, TriggerId,
+};
 
 /// An owned bucket row of [`MemStore`].
 #[derive(Clone, Debug)]
@@ -202,6 +21,8 @@ pub struct MemBucket {
     pub capture: Option<CaptureId>,
     /// (time, cpu, stack, weight).
     pub samples: Vec<(i64, u32, String, Weight)>,
+    /// cgroups of the samples.
+    pub cgroups: Vec<Option<String>>,
     /// Aggregated stacks.
     pub aggregated: Vec<(String, Weight)>,
 }
@@ -232,14 +53,14 @@ pub struct MemStore {
     pub triggers: Vec<(String, String, f64, f64)>,
     /// Captures.
     pub captures: Vec<MemCapture>,
-    /// Events per capture.
-    pub events: Vec<(CaptureId, usize)>,
+    /// Events per capture: (capture, time UTC ns, event name).
+    pub events: Vec<(CaptureId, Option<u64>, String)>,
     /// (kind, title, stack).
     pub reports: Vec<(String, String, String)>,
     /// Maintenance calls.
     pub maintained: u32,
-    /// Fail bucket writes with `DiskFull` while set.
-    pub full: bool,
+    /// Refuse this many bucket writes with `DiskFull` (a full disk that is freed later).
+    pub refuse_buckets: u32,
 }
 
 impl Store for MemStore {
@@ -256,16 +77,26 @@ impl Store for MemStore {
     }
 
     fn append_bucket(&mut self, b: &Bucket<'_>) -> Result<(), StoreError> {
-        if self.full {
-            return Err(StoreError::DiskFull("memory".into()));
+        if self.refuse_buckets > 0 {
+            self.refuse_buckets -= 1;
+            return Err(StoreError::DiskFull { path: "memory".into(), detail: "full for the test".into() });
         }
         self.buckets.push(MemBucket {
             kind: b.kind,
             start_ns: b.start_ns,
             end_ns: b.end_ns,
             capture: b.capture,
-            samples: b.samples.iter().map(|s| (s.time_ns, s.cpu, s.stack.to_string(), s.weight)).collect(),
-            aggregated: b.aggregated.iter().map(|(s, w)| (s.to_string(), *w)).collect(),
+            samples: b
+                .samples
+                .iter()
+                .map(|s| (s.time_ns, s.cpu, String::from_utf8_lossy(s.stack).into_owned(), s.weight))
+                .collect(),
+            cgroups: b.samples.iter().map(|s| s.cgroup.map(str::to_string)).collect(),
+            aggregated: b
+                .aggregated
+                .iter()
+                .map(|(s, w)| (String::from_utf8_lossy(s).into_owned(), *w))
+                .collect(),
         });
         Ok(())
     }
@@ -295,12 +126,18 @@ impl Store for MemStore {
     }
 
     fn append_events(&mut self, capture: CaptureId, events: &[EventRecord<'_>]) -> Result<(), StoreError> {
-        self.events.push((capture, events.len()));
+        for e in events {
+            self.events.push((capture, e.ts_ns, e.event.to_string()));
+        }
         Ok(())
     }
 
     fn append_report(&mut self, r: &StoredReport<'_>) -> Result<(), StoreError> {
         self.reports.push((r.kind.into(), r.title.into(), r.stack.into()));
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), StoreError> {
         Ok(())
     }
 
@@ -310,29 +147,35 @@ impl Store for MemStore {
     }
 }
 
-impl<S: Store + ?Sized> Store for Box<S> {
+/// Any store chosen at run time (SQLite today, another backend later).
+pub struct Boxed(pub Box<dyn Store>);
+
+impl Store for Boxed {
     fn append_metrics(&mut self, host: &str, time_ns: i64, metrics: &[Metric<'_>]) -> Result<(), StoreError> {
-        (**self).append_metrics(host, time_ns, metrics)
+        self.0.append_metrics(host, time_ns, metrics)
     }
     fn append_bucket(&mut self, bucket: &Bucket<'_>) -> Result<(), StoreError> {
-        (**self).append_bucket(bucket)
+        self.0.append_bucket(bucket)
     }
     fn append_trigger(&mut self, t: &TriggerFired<'_>) -> Result<TriggerId, StoreError> {
-        (**self).append_trigger(t)
+        self.0.append_trigger(t)
     }
     fn begin_capture(&mut self, c: &CaptureStart<'_>) -> Result<CaptureId, StoreError> {
-        (**self).begin_capture(c)
+        self.0.begin_capture(c)
     }
     fn end_capture(&mut self, id: CaptureId, end_ns: i64, note: &str) -> Result<(), StoreError> {
-        (**self).end_capture(id, end_ns, note)
+        self.0.end_capture(id, end_ns, note)
     }
     fn append_events(&mut self, capture: CaptureId, events: &[EventRecord<'_>]) -> Result<(), StoreError> {
-        (**self).append_events(capture, events)
+        self.0.append_events(capture, events)
     }
     fn append_report(&mut self, r: &StoredReport<'_>) -> Result<(), StoreError> {
-        (**self).append_report(r)
+        self.0.append_report(r)
+    }
+    fn flush(&mut self) -> Result<(), StoreError> {
+        self.0.flush()
     }
     fn maintain(&mut self, policy: &Policy) -> Result<Maintenance, StoreError> {
-        (**self).maintain(policy)
+        self.0.maintain(policy)
     }
 }

@@ -89,6 +89,9 @@ impl Default for Environment {
     }
 }
 
+/// Profile buckets older than a day lose their per-sample times (merged into 1 min buckets).
+const DOWNSAMPLE_AFTER_NS: i64 = 24 * 3_600_000_000_000;
+
 /// Most buckets kept in memory while the disk is full (10 min of the default 10 s buckets);
 /// older ones are dropped, and counted.
 const MAX_WAITING: usize = 60;
@@ -101,11 +104,11 @@ struct Pending {
     kind: Kind,
     capture: Option<CaptureId>,
     meta: Meta,
-    stacks: Vec<String>,
-    index: HashMap<String, u32>,
+    stacks: Vec<Box<[u8]>>,
+    index: HashMap<Box<[u8]>, u32>,
     cgroups: Vec<Arc<str>>,
     rows: Vec<Row>,
-    aggregated: Vec<(String, Weight)>,
+    aggregated: Vec<(Box<[u8]>, Weight)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -135,13 +138,13 @@ impl Pending {
         }
     }
 
-    fn intern(&mut self, stack: &str) -> u32 {
+    fn intern(&mut self, stack: &[u8]) -> u32 {
         if let Some(&i) = self.index.get(stack) {
             return i;
         }
         let i = self.stacks.len() as u32;
-        self.stacks.push(stack.to_string());
-        self.index.insert(stack.to_string(), i);
+        self.stacks.push(stack.into());
+        self.index.insert(stack.into(), i);
         i
     }
 
@@ -156,21 +159,22 @@ impl Pending {
     }
 
     /// Writes it; `Ok(samples)` or the store's error.
-    fn write(&self, store: &mut dyn Store, host: &str) -> Result<u64, StoreError> {
+    fn write(&self, store: &mut impl Store, host: &str) -> Result<u64, StoreError> {
         let samples: Vec<Sample<'_>> = self
             .rows
             .iter()
             .map(|r| Sample {
                 time_ns: r.time_ns,
                 cpu: r.cpu,
-                pid: r.pid,
-                tid: r.tid,
+                // the recorder's "unknown" (u32::MAX) is the store's 0
+                pid: if r.pid == u32::MAX { 0 } else { r.pid },
+                tid: if r.tid == u32::MAX { 0 } else { r.tid },
                 cgroup: r.cgroup.and_then(|c| self.cgroups.get(c as usize)).map(|c| &**c),
-                stack: self.stacks.get(r.stack as usize).map_or("", String::as_str),
+                stack: self.stacks.get(r.stack as usize).map_or(&[][..], |s| &**s),
                 weight: Weight::from(r.weight),
             })
             .collect();
-        let aggregated: Vec<(&str, Weight)> = self.aggregated.iter().map(|(s, w)| (s.as_str(), *w)).collect();
+        let aggregated: Vec<(&[u8], Weight)> = self.aggregated.iter().map(|(s, w)| (&**s, *w)).collect();
         store.append_bucket(&Bucket {
             host,
             kind: self.kind,
@@ -189,14 +193,12 @@ impl Pending {
 fn add_recording(pending: &mut Pending, r: &Recording, clock: &record::WallClock) {
     if r.samples.is_empty() {
         for (stack, w) in r.stacks.iter() {
-            pending.aggregated.push((String::from_utf8_lossy(stack).into_owned(), w));
+            pending.aggregated.push((stack.into(), w));
         }
         return;
     }
-    let names: Vec<String> =
-        r.sample_stacks.iter().map(|s| String::from_utf8_lossy(s).into_owned()).collect();
     for s in &r.samples {
-        let stack = pending.intern(names.get(s.stack as usize).map_or("", String::as_str));
+        let stack = pending.intern(r.sample_stack(s));
         let cgroup = s.cgroup.and_then(|id| r.cgroups.get(&id)).map(|p| pending.cgroup(p));
         pending.rows.push(Row {
             time_ns: clock.to_realtime_ns(s.ts),
@@ -579,7 +581,18 @@ impl<S: Store> Watcher<S> {
                     }
                     for r in window.kinds.iter().filter(|r| !r.events.is_empty()) {
                         let name = r.meta.event.as_deref().unwrap_or("");
-                        let records: Vec<_> = r.events.iter().map(|e| e.record(name)).collect();
+                        // The store keeps event times as UTC: the window's clock converts them.
+                        let records: Vec<_> = r
+                            .events
+                            .iter()
+                            .map(|e| {
+                                let mut rec = e.record(name);
+                                rec.ts_ns = rec
+                                    .ts_ns
+                                    .map(|t| u64::try_from(window.clock.to_realtime_ns(t)).unwrap_or(0));
+                                rec
+                            })
+                            .collect();
                         if let Err(e) = self.store.append_events(id, &records) {
                             self.store_error("capture events", &e, control);
                         }
@@ -621,7 +634,7 @@ impl<S: Store> Watcher<S> {
                 .buckets
                 .entry(start)
                 .or_insert_with(|| Pending::new(start, start + b, Kind::Cpu, None, meta));
-            let stack = p.intern(&String::from_utf8_lossy(r.sample_stack(s)));
+            let stack = p.intern(r.sample_stack(s));
             let cgroup = r.cgroup_path(s).map(Arc::<str>::from).map(|c| p.cgroup(&c));
             p.rows.push(Row {
                 time_ns: t,
@@ -659,7 +672,7 @@ impl<S: Store> Watcher<S> {
                         control.log(Level::Warn, "the database takes writes again: storing resumed");
                     }
                 }
-                Err(e @ StoreError::DiskFull(_)) => {
+                Err(e) if e.is_disk_full() => {
                     if !self.disk_full {
                         self.disk_full = true;
                         control.log(
@@ -684,22 +697,37 @@ impl<S: Store> Watcher<S> {
             }
         }
         self.status.waiting_buckets = self.waiting.len();
+        // Metric rows the store buffers are written with the buckets (at most one bucket
+        // of them is lost to a kill -9).
+        if let Err(e) = self.store.flush() {
+            self.store_error("metrics", &e, control);
+        }
     }
 
     fn maintain(&mut self, control: &mut dyn Control) {
         let policy = Policy {
-            retain_ns: i64::try_from(self.settings.retain.as_nanos()).unwrap_or(i64::MAX),
-            disk_budget: self.settings.disk_budget,
+            retain_ns: Some(i64::try_from(self.settings.retain.as_nanos()).unwrap_or(i64::MAX)),
+            downsample_after_ns: Some(DOWNSAMPLE_AFTER_NS),
+            max_bytes: (self.settings.disk_budget > 0).then_some(self.settings.disk_budget),
+            ..Policy::new(now_ns())
         };
-        if let Err(e) = self.store.maintain(&policy) {
-            control.log(Level::Warn, &format!("database maintenance: {e}"));
+        match self.store.maintain(&policy) {
+            Ok(m) => control.log(
+                Level::Debug,
+                &format!(
+                    "database maintenance: {} rows expired, {} buckets downsampled, {} rows over the disk \
+                     budget, {} -> {} bytes",
+                    m.expired_rows, m.downsampled_buckets, m.budget_rows, m.bytes_before, m.bytes_after
+                ),
+            ),
+            Err(e) => control.log(Level::Warn, &format!("database maintenance: {e}")),
         }
     }
 
     fn store_error(&mut self, what: &str, e: &StoreError, control: &mut dyn Control) {
         match e {
-            StoreError::DiskFull(_) if self.disk_full => {}
-            StoreError::DiskFull(_) => {
+            e if e.is_disk_full() && self.disk_full => {}
+            e if e.is_disk_full() => {
                 self.disk_full = true;
                 control.log(Level::Error, &format!("{what} not stored: {e}; retrying"));
             }

@@ -1,0 +1,568 @@
+//! The history store of kflame: continuous profiles, metrics, triggers, captures and kernel
+//! reports of one or more hosts, kept in one file and queried by time range.
+//!
+//! Writers (the watcher) go through the [`Store`] trait, readers (`kflame query`, a web
+//! server, an MCP tool) through [`Query`]; [`Sqlite`] implements both on one SQLite file
+//! (WAL: a reader queries while the writer writes). A distributed backend can implement the
+//! same traits beside it: every row is `(host, time, kind, stack id, weight)` or a metric
+//! `(host, name, label, time, value)`, which maps onto columnar tables one to one.
+//!
+//! Times are UTC nanoseconds since the Unix epoch (`i64`). Weights are exact
+//! ([`Weight`], see ARCHITECTURE.md "Weights in stores"). Stacks are bytes (folded lines
+//! without their count: `comm;frame;...;leaf`), stored once and referred to by id.
+//!
+//! The library never prints: every failure is a [`StoreError`] naming the file.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use kflame::events::EventRecord;
+use kflame::fold::{Meta, Stacks, Weight};
+
+/// What a profile measures; each kind is a separate history (its own unit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// On-CPU samples (the always-on profile and triggered CPU captures).
+    Cpu,
+    /// Off-CPU time (ns blocked).
+    OffCpu,
+    /// Page allocations, weighted by bytes.
+    Mem,
+    /// System-call latency (ns).
+    Syscalls,
+    /// Snapshots of blocked (D-state) tasks' stacks.
+    Blocked,
+}
+
+impl Kind {
+    /// Every kind, in their stored order.
+    pub const ALL: [Kind; 5] = [Kind::Cpu, Kind::OffCpu, Kind::Mem, Kind::Syscalls, Kind::Blocked];
+
+    /// `cpu`, `offcpu`, `mem`, `syscalls`, `blocked`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Cpu => "cpu",
+            Kind::OffCpu => "offcpu",
+            Kind::Mem => "mem",
+            Kind::Syscalls => "syscalls",
+            Kind::Blocked => "blocked",
+        }
+    }
+
+    /// The number stored in the database (never renumbered: the schema depends on it).
+    pub fn code(self) -> i64 {
+        match self {
+            Kind::Cpu => 0,
+            Kind::OffCpu => 1,
+            Kind::Mem => 2,
+            Kind::Syscalls => 3,
+            Kind::Blocked => 4,
+        }
+    }
+
+    /// The kind of a stored number.
+    pub fn from_code(code: i64) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.code() == code)
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A kind name that is none of `cpu`, `offcpu`, `mem`, `syscalls`, `blocked`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown profile kind {0:?} (expected cpu, offcpu, mem, syscalls or blocked)")]
+pub struct UnknownKind(pub String);
+
+impl FromStr for Kind {
+    type Err = UnknownKind;
+    fn from_str(s: &str) -> Result<Kind, UnknownKind> {
+        Kind::ALL.into_iter().find(|k| k.as_str() == s).ok_or_else(|| UnknownKind(s.to_string()))
+    }
+}
+
+/// Id of a stored trigger firing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TriggerId(pub i64);
+
+/// Id of a stored capture.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CaptureId(pub i64);
+
+/// Id of a stored stack (the same stack text always has the same id in one database).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StackId(pub i64);
+
+/// One profile sample with its own time.
+#[derive(Clone, Copy, Debug)]
+pub struct Sample<'a> {
+    /// UTC ns since the epoch.
+    pub time_ns: i64,
+    /// CPU it was taken on.
+    pub cpu: u32,
+    /// Process id (0 when unknown).
+    pub pid: u32,
+    /// Thread id (0 when unknown).
+    pub tid: u32,
+    /// Cgroup path (`/system.slice/nginx.service`), when the kernel recorded it.
+    pub cgroup: Option<&'a str>,
+    /// The folded stack without its count: `comm;frame;...;leaf` (bytes: names are not
+    /// always UTF-8).
+    pub stack: &'a [u8],
+    /// What the sample adds (1 sample, a period, bytes, ns).
+    pub weight: Weight,
+}
+
+/// One time bucket of one profile kind of one host: what the watcher writes every few
+/// seconds.
+#[derive(Clone, Copy, Debug)]
+pub struct Bucket<'a> {
+    /// Host name.
+    pub host: &'a str,
+    /// What the profile measures.
+    pub kind: Kind,
+    /// Start of the bucket (inclusive), UTC ns.
+    pub start_ns: i64,
+    /// End of the bucket (exclusive), UTC ns; every sample's time is in `[start_ns, end_ns)`.
+    pub end_ns: i64,
+    /// The triggered capture this bucket belongs to (`None`: the always-on profile).
+    pub capture: Option<CaptureId>,
+    /// Unit and event of the weights.
+    pub meta: &'a Meta,
+    /// Samples with their own time, in any order (the store sorts them).
+    pub samples: &'a [Sample<'a>],
+    /// Stacks whose samples have no individual time (aggregated), may be empty.
+    pub aggregated: &'a [(&'a [u8], Weight)],
+}
+
+/// One metric value; the time and host are given to [`Store::append_metrics`].
+#[derive(Clone, Copy, Debug)]
+pub struct Metric<'a> {
+    /// `cpu.usr`, `mem.available`, `io.util`, `psi.io.some`, `load1`.
+    pub name: &'a str,
+    /// `""` for the total, `cpu3`, `sda`.
+    pub label: &'a str,
+    /// The value.
+    pub value: f64,
+}
+
+/// A trigger rule that fired.
+#[derive(Clone, Copy, Debug)]
+pub struct TriggerFired<'a> {
+    /// Host name.
+    pub host: &'a str,
+    /// When it fired, UTC ns.
+    pub time_ns: i64,
+    /// The rule as written (`cpu > 80% for 5s => cpu 30s`).
+    pub rule: &'a str,
+    /// The metric it watched (`cpu`).
+    pub metric: &'a str,
+    /// The metric's value when it fired.
+    pub value: f64,
+    /// The rule's threshold.
+    pub threshold: f64,
+}
+
+/// A capture that starts (triggered, or asked for).
+#[derive(Clone, Copy, Debug)]
+pub struct CaptureStart<'a> {
+    /// Host name.
+    pub host: &'a str,
+    /// What it records.
+    pub kind: Kind,
+    /// When it starts, UTC ns.
+    pub start_ns: i64,
+    /// The trigger that started it, if any.
+    pub trigger: Option<TriggerId>,
+    /// Unit and event of its profile.
+    pub meta: &'a Meta,
+}
+
+/// A kernel report (oops, WARNING, hung task, lockup, RCU stall, OOM kill, sanitizer).
+#[derive(Clone, Copy, Debug)]
+pub struct StoredReport<'a> {
+    /// Host name.
+    pub host: &'a str,
+    /// When it was logged, UTC ns.
+    pub time_ns: i64,
+    /// The report kind (`oops`, `warning`, `hung_task`, ...).
+    pub kind: &'a str,
+    /// Its title line.
+    pub title: &'a str,
+    /// Its stack, folded (root first, `;`-separated).
+    pub stack: &'a str,
+    /// The report's lines.
+    pub text: &'a str,
+}
+
+/// What [`Store::maintain`] enforces. Durations in ns; `None` leaves that rule off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// "Now", UTC ns: ages are measured from it.
+    pub now_ns: i64,
+    /// Delete everything older than this (`--retain 7d`).
+    pub retain_ns: Option<i64>,
+    /// Profile buckets older than this lose their per-sample times and are merged into
+    /// buckets of `downsample_to_ns` (counts per stack).
+    pub downsample_after_ns: Option<i64>,
+    /// The length of a downsampled bucket (default 60 s).
+    pub downsample_to_ns: i64,
+    /// Delete the oldest data until the file is at most this many bytes.
+    pub max_bytes: Option<u64>,
+}
+
+impl Policy {
+    /// No rule, downsampled buckets of one minute.
+    pub fn new(now_ns: i64) -> Policy {
+        Policy {
+            now_ns,
+            retain_ns: None,
+            downsample_after_ns: None,
+            downsample_to_ns: 60_000_000_000,
+            max_bytes: None,
+        }
+    }
+}
+
+/// What one [`Store::maintain`] call did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Maintenance {
+    /// Rows deleted for retention (buckets, metric blocks, events).
+    pub expired_rows: u64,
+    /// Profile buckets merged into downsampled ones.
+    pub downsampled_buckets: u64,
+    /// Rows deleted to keep to the disk budget.
+    pub budget_rows: u64,
+    /// Stacks no longer referred to, deleted.
+    pub orphan_stacks: u64,
+    /// File size before and after, bytes (main file plus WAL).
+    pub bytes_before: u64,
+    /// See `bytes_before`.
+    pub bytes_after: u64,
+}
+
+/// Why the store failed. Every variant names the database file.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The file is not a SQLite database at all, or a SQLite database of another program.
+    #[error("{}: not a kflame history database ({detail})", path.display())]
+    NotADatabase {
+        /// The file.
+        path: PathBuf,
+        /// What was found instead.
+        detail: String,
+    },
+    /// The file is a database but damaged (truncated, corrupt pages).
+    #[error("{}: the database is corrupt ({detail}); it was left as it is", path.display())]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// SQLite's message.
+        detail: String,
+    },
+    /// Written by a newer kflame: this one does not know its schema.
+    #[error(
+        "{}: schema version {found} is newer than this kflame knows (up to {supported}); \
+         use a newer kflame to read it (nothing was written)",
+        path.display()
+    )]
+    FutureVersion {
+        /// The file.
+        path: PathBuf,
+        /// The file's schema version.
+        found: u32,
+        /// The newest version this build knows.
+        supported: u32,
+    },
+    /// The disk (or the file system's quota) is full. Nothing of the failed append was
+    /// stored; the store stays usable: free space (`maintain` with a budget) and retry.
+    #[error("{}: disk full, nothing of this write was stored ({detail})", path.display())]
+    DiskFull {
+        /// The file.
+        path: PathBuf,
+        /// SQLite's message.
+        detail: String,
+    },
+    /// Input the store refuses (a weight out of range, a bucket ending before it starts).
+    #[error("{}: {detail}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
+    /// Anything else (I/O error, locked too long).
+    #[error("{}: {detail}", path.display())]
+    Other {
+        /// The file.
+        path: PathBuf,
+        /// What happened.
+        detail: String,
+    },
+}
+
+impl StoreError {
+    /// True for [`StoreError::DiskFull`]: the writer keeps running and retries later.
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self, StoreError::DiskFull { .. })
+    }
+}
+
+/// The writing side: what a collector appends. Every call is one transaction: it is stored
+/// whole or not at all.
+pub trait Store: Send {
+    /// Metric values of one host at one time.
+    fn append_metrics(&mut self, host: &str, time_ns: i64, metrics: &[Metric<'_>]) -> Result<(), StoreError>;
+    /// One profile bucket.
+    fn append_bucket(&mut self, bucket: &Bucket<'_>) -> Result<(), StoreError>;
+    /// A trigger that fired.
+    fn append_trigger(&mut self, t: &TriggerFired<'_>) -> Result<TriggerId, StoreError>;
+    /// A capture that starts; its buckets name the returned id.
+    fn begin_capture(&mut self, c: &CaptureStart<'_>) -> Result<CaptureId, StoreError>;
+    /// The end of a capture, with a note (`done`, `stopped`, `failed: ...`).
+    fn end_capture(&mut self, id: CaptureId, end_ns: i64, note: &str) -> Result<(), StoreError>;
+    /// Per-event records of a capture (syscall latencies, off-CPU waits) for the scatter
+    /// plot. Their `ts_ns` must already be UTC ns since the epoch; records without a time
+    /// are refused.
+    fn append_events(&mut self, capture: CaptureId, events: &[EventRecord<'_>]) -> Result<(), StoreError>;
+    /// A kernel report.
+    fn append_report(&mut self, r: &StoredReport<'_>) -> Result<(), StoreError>;
+    /// Writes what is buffered (metric blocks in progress). Also done on drop.
+    fn flush(&mut self) -> Result<(), StoreError>;
+    /// Retention, downsampling, disk budget; cheap to call every minute; never blocks
+    /// readers for long (each step is a short transaction).
+    fn maintain(&mut self, policy: &Policy) -> Result<Maintenance, StoreError>;
+}
+
+/// Which profile samples to merge.
+#[derive(Clone, Copy, Debug)]
+pub struct ProfileQuery<'a> {
+    /// The profile kind.
+    pub kind: Kind,
+    /// Start (inclusive), UTC ns.
+    pub from_ns: i64,
+    /// End (exclusive), UTC ns.
+    pub to_ns: i64,
+    /// Only this host (`None`: every host).
+    pub host: Option<&'a str>,
+    /// Only this capture; `None` means every bucket of the kind, always-on and captures.
+    pub capture: Option<CaptureId>,
+    /// Only samples of this cgroup (a path; a sample matches when its cgroup is this path
+    /// or below it).
+    pub cgroup: Option<&'a str>,
+}
+
+impl<'a> ProfileQuery<'a> {
+    /// Every host, capture and cgroup.
+    pub fn new(kind: Kind, from_ns: i64, to_ns: i64) -> ProfileQuery<'a> {
+        ProfileQuery { kind, from_ns, to_ns, host: None, capture: None, cgroup: None }
+    }
+}
+
+/// A merged profile.
+#[derive(Clone, Debug)]
+pub struct Profile {
+    /// Stack → summed weight (sorted when written).
+    pub stacks: Stacks,
+    /// Unit and event (the first bucket's; buckets of other units are counted in
+    /// `mixed_units` and left out).
+    pub meta: Meta,
+    /// Samples merged (timed and untimed entries).
+    pub samples: u64,
+    /// Buckets read.
+    pub buckets: u64,
+    /// Buckets left out because their unit differs from the first one's.
+    pub mixed_units: u64,
+}
+
+/// One sample for a heat map: when, where, which stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SamplePoint {
+    /// UTC ns (at the stored resolution).
+    pub time_ns: i64,
+    /// CPU.
+    pub cpu: u32,
+    /// The stack (text through [`Query::stack_text`]).
+    pub stack: StackId,
+    /// Weight.
+    pub weight: Weight,
+}
+
+/// Which metric series to read.
+#[derive(Clone, Copy, Debug)]
+pub struct SeriesQuery<'a> {
+    /// Metric name (`cpu.usr`).
+    pub name: &'a str,
+    /// Label (`""` the total, `cpu3`); `None`: every label of the name.
+    pub label: Option<&'a str>,
+    /// Only this host.
+    pub host: Option<&'a str>,
+    /// Start (inclusive), UTC ns.
+    pub from_ns: i64,
+    /// End (exclusive), UTC ns.
+    pub to_ns: i64,
+    /// Resample to at most this many points of equal width (min, max, average of each);
+    /// `None` keeps every value.
+    pub points: Option<usize>,
+}
+
+/// One point of a series: a single value (min = max = avg, count 1) or a resampled span.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Point {
+    /// Time of the value, or start of the span, UTC ns.
+    pub time_ns: i64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Mean value.
+    pub avg: f64,
+    /// Values in the span.
+    pub count: u32,
+}
+
+/// A metric's values over a range.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    /// Host name.
+    pub host: String,
+    /// Metric name.
+    pub name: String,
+    /// Label.
+    pub label: String,
+    /// Points in time order.
+    pub points: Vec<Point>,
+}
+
+/// Something that happened: a trigger, a capture, a kernel report.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    /// A trigger fired.
+    Trigger {
+        /// Its id.
+        id: TriggerId,
+        /// Host name.
+        host: String,
+        /// UTC ns.
+        time_ns: i64,
+        /// The rule.
+        rule: String,
+        /// The metric watched.
+        metric: String,
+        /// Its value.
+        value: f64,
+        /// The threshold.
+        threshold: f64,
+    },
+    /// A capture.
+    Capture {
+        /// Its id.
+        id: CaptureId,
+        /// Host name.
+        host: String,
+        /// What it recorded.
+        kind: Kind,
+        /// Start, UTC ns.
+        start_ns: i64,
+        /// End (`None` while running, or when the writer died).
+        end_ns: Option<i64>,
+        /// The trigger that started it.
+        trigger: Option<TriggerId>,
+        /// The end note.
+        note: Option<String>,
+    },
+    /// A kernel report.
+    Report {
+        /// Host name.
+        host: String,
+        /// UTC ns.
+        time_ns: i64,
+        /// Report kind.
+        kind: String,
+        /// Title line.
+        title: String,
+        /// Folded stack.
+        stack: String,
+        /// Its lines.
+        text: String,
+    },
+}
+
+impl Event {
+    /// When it happened (a capture: its start).
+    pub fn time_ns(&self) -> i64 {
+        match self {
+            Event::Trigger { time_ns, .. } | Event::Report { time_ns, .. } => *time_ns,
+            Event::Capture { start_ns, .. } => *start_ns,
+        }
+    }
+
+    /// Its host.
+    pub fn host(&self) -> &str {
+        match self {
+            Event::Trigger { host, .. } | Event::Capture { host, .. } | Event::Report { host, .. } => host,
+        }
+    }
+}
+
+/// A stored per-event record (for the scatter plot).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredEvent {
+    /// The capture it belongs to.
+    pub capture: CaptureId,
+    /// Start, UTC ns.
+    pub time_ns: i64,
+    /// Length, ns (`None` for single events).
+    pub duration_ns: Option<u64>,
+    /// Process id (0 unknown).
+    pub pid: u32,
+    /// Thread id (0 unknown).
+    pub tid: u32,
+    /// Task name.
+    pub comm: String,
+    /// CPU.
+    pub cpu: u32,
+    /// Event kind name (`syscall`, `offcpu`, ...).
+    pub kind: String,
+    /// Event name (`syscall:write`).
+    pub event: String,
+    /// The stack.
+    pub stack: StackId,
+    /// Weight.
+    pub weight: u64,
+}
+
+/// The reading side. Every call is one read transaction: it sees the database as of its
+/// start, whatever a writer does meanwhile.
+pub trait Query {
+    /// The merged profile of `[from, to)`: buckets partly in the range are cut by sample
+    /// time. Untimed (aggregated or downsampled) entries of a bucket count when the
+    /// bucket's start is in the range, so that adjacent ranges never count them twice.
+    fn profile(&self, q: &ProfileQuery<'_>) -> Result<Profile, StoreError>;
+    /// Per-sample (time, CPU, stack, weight) of a range, in time order, for heat maps
+    /// (downsampled buckets have none).
+    fn samples(&self, q: &ProfileQuery<'_>) -> Result<Vec<SamplePoint>, StoreError>;
+    /// The text of a stored stack.
+    fn stack_text(&self, id: StackId) -> Result<Vec<u8>, StoreError>;
+    /// Metric series of a range.
+    fn series(&self, q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError>;
+    /// Every stored (metric name, label), sorted.
+    fn metric_names(&self, host: Option<&str>) -> Result<Vec<(String, String)>, StoreError>;
+    /// Triggers, captures and reports of `[from, to)`, in time order.
+    fn events(&self, from_ns: i64, to_ns: i64, host: Option<&str>) -> Result<Vec<Event>, StoreError>;
+    /// Per-event records of a capture in `[from, to)`, in time order.
+    fn capture_events(
+        &self,
+        capture: CaptureId,
+        from_ns: i64,
+        to_ns: i64,
+    ) -> Result<Vec<StoredEvent>, StoreError>;
+    /// Every host name, sorted.
+    fn hosts(&self) -> Result<Vec<String>, StoreError>;
+    /// The first and last time of anything stored (`None` when empty).
+    fn time_bounds(&self) -> Result<Option<(i64, i64)>, StoreError>;
+}
