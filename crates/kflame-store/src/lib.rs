@@ -20,6 +20,13 @@ use std::str::FromStr;
 use kflame::events::EventRecord;
 use kflame::fold::{Meta, Stacks, Weight};
 
+mod codec;
+mod maintain;
+mod sqlite;
+pub mod time;
+
+pub use sqlite::{OpenMode, SCHEMA_VERSION, Sqlite};
+
 /// What a profile measures; each kind is a separate history (its own unit).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {

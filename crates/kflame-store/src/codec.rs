@@ -1,0 +1,498 @@
+//! The compact encodings of the store's blobs: profile buckets and metric blocks.
+//!
+//! A bucket blob is one format byte then, for format 1, a zstd frame of:
+//!
+//! ```text
+//! varint time_unit_ns                  resolution of sample times (1000: µs)
+//! varint n_dict, n_dict × varint       global stack ids, ascending, delta-coded
+//! varint n_cgroups, n × (varint len, bytes)
+//! varint n_samples, then columns of n_samples entries each, samples in time order:
+//!   cpu      varint
+//!   time     zigzag varint: delta of delta per CPU, in time units from the bucket start
+//!   stack    varint index into the dictionary
+//!   cgroup   varint (0 none, i+1 the i-th cgroup)
+//!   pid      zigzag varint: delta from the previous pid on the same CPU
+//!   tid      zigzag varint: tid - pid
+//!   weight   zigzag varint (128-bit): delta of the raw fixed-point weight from the previous
+//! varint n_untimed, n × (varint stack index, varint cgroup, varint count, varint raw weight)
+//! ```
+//!
+//! Columns keep alike values together (the CPU, the task, the period of a timer repeat), so
+//! that the delta codes are mostly zeros and the compressor folds them away. Decoding checks
+//! every count against the bytes left, so a damaged blob is an error, never a panic or a
+//! huge allocation.
+//!
+//! A metric block (one series, one block of time) is not compressed (it is small):
+//!
+//! ```text
+//! varint n, then n × (zigzag time delta of delta in µs from the block start,
+//!                     value: varint (zigzag(delta of value×1000) << 1) when the value is
+//!                            exactly a multiple of 0.001, else varint 1 and 8 bytes f64 LE)
+//! ```
+
+use std::io::Read;
+
+use kflame::fold::Weight;
+
+/// The format byte of a zstd-compressed version-1 bucket blob.
+const BUCKET_FORMAT_1: u8 = 1;
+/// Largest decompressed bucket accepted (a bucket of 10 s has a few kB).
+const MAX_BUCKET_BYTES: u64 = 256 << 20;
+/// Largest CPU number accepted in a blob.
+const MAX_CPU: u32 = 1 << 16;
+
+/// One sample as the codec sees it: stack ids already global.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RawSample {
+    pub(crate) time_ns: i64,
+    pub(crate) cpu: u32,
+    pub(crate) pid: u32,
+    pub(crate) tid: u32,
+    /// 0 none, else index + 1 into the cgroup list.
+    pub(crate) cgroup: u32,
+    pub(crate) stack: i64,
+    pub(crate) weight: Weight,
+}
+
+/// An untimed entry: a stack (and cgroup) with a count of samples and their summed weight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Untimed {
+    pub(crate) stack: i64,
+    pub(crate) cgroup: u32,
+    pub(crate) count: u64,
+    pub(crate) weight: Weight,
+}
+
+/// A decoded bucket.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct DecodedBucket {
+    pub(crate) cgroups: Vec<String>,
+    pub(crate) samples: Vec<RawSample>,
+    pub(crate) untimed: Vec<Untimed>,
+}
+
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u128) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn zigzag(v: i128) -> u128 {
+    ((v << 1) ^ (v >> 127)) as u128
+}
+
+fn unzigzag(v: u128) -> i128 {
+    ((v >> 1) as i128) ^ -((v & 1) as i128)
+}
+
+/// A reader over a blob's bytes; every read checks the length.
+pub(crate) struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(buf: &'a [u8]) -> Reader<'a> {
+        Reader { buf, pos: 0 }
+    }
+
+    pub(crate) fn at_end(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+
+    fn left(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    pub(crate) fn varint(&mut self) -> Result<u128, String> {
+        let mut v: u128 = 0;
+        let mut shift = 0;
+        loop {
+            let Some(&b) = self.buf.get(self.pos) else {
+                return Err(format!("ends inside a number at byte {}", self.pos));
+            };
+            self.pos += 1;
+            if shift >= 128 || (shift == 126 && b > 3) {
+                return Err(format!("number too long at byte {}", self.pos - 1));
+            }
+            v |= u128::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+            shift += 7;
+        }
+    }
+
+    fn u64(&mut self) -> Result<u64, String> {
+        let v = self.varint()?;
+        u64::try_from(v).map_err(|_| format!("number {v} out of range before byte {}", self.pos))
+    }
+
+    fn u32(&mut self) -> Result<u32, String> {
+        let v = self.varint()?;
+        u32::try_from(v).map_err(|_| format!("number {v} out of range before byte {}", self.pos))
+    }
+
+    fn i64z(&mut self) -> Result<i64, String> {
+        let v = unzigzag(self.varint()?);
+        i64::try_from(v).map_err(|_| format!("number {v} out of range before byte {}", self.pos))
+    }
+
+    /// A count of items of at least `min_bytes` each: refused when the bytes left cannot
+    /// hold that many.
+    fn count(&mut self, min_bytes: usize) -> Result<usize, String> {
+        let n = self.u64()?;
+        if n > (self.left() / min_bytes.max(1)) as u64 {
+            return Err(format!("count {n} exceeds the {} bytes left", self.left()));
+        }
+        Ok(n as usize)
+    }
+
+    fn bytes(&mut self, n: usize) -> Result<&'a [u8], String> {
+        if n > self.left() {
+            return Err(format!("{n} bytes wanted, {} left", self.left()));
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    fn done(&self) -> Result<(), String> {
+        if self.left() != 0 {
+            return Err(format!("{} bytes left over", self.left()));
+        }
+        Ok(())
+    }
+}
+
+/// Per-CPU state of the time and pid codes.
+#[derive(Clone, Copy, Default)]
+struct CpuState {
+    last_t: i64,
+    last_dt: i64,
+    last_pid: i64,
+}
+
+fn cpu_state(states: &mut Vec<CpuState>, cpu: u32, start: i64) -> &mut CpuState {
+    let i = cpu as usize;
+    if states.len() <= i {
+        states.resize(i + 1, CpuState { last_t: start, last_dt: 0, last_pid: 0 });
+    }
+    &mut states[i]
+}
+
+/// Encodes a bucket. `samples` must be sorted by (time, cpu) with times in
+/// `[start_ns, ...)`; `time_unit_ns` ≥ 1 truncates times to that resolution.
+pub(crate) fn encode_bucket(
+    start_ns: i64,
+    time_unit_ns: i64,
+    cgroups: &[&str],
+    samples: &[RawSample],
+    untimed: &[Untimed],
+) -> Vec<u8> {
+    let mut dict: Vec<i64> = samples.iter().map(|s| s.stack).chain(untimed.iter().map(|u| u.stack)).collect();
+    dict.sort_unstable();
+    dict.dedup();
+    let index = |id: i64| dict.binary_search(&id).unwrap_or(0) as u128;
+
+    let mut out = Vec::with_capacity(samples.len() * 8 + 64);
+    put_varint(&mut out, time_unit_ns as u128);
+    put_varint(&mut out, dict.len() as u128);
+    let mut prev = 0i64;
+    for &id in &dict {
+        put_varint(&mut out, (id - prev) as u128);
+        prev = id;
+    }
+    put_varint(&mut out, cgroups.len() as u128);
+    for c in cgroups {
+        put_varint(&mut out, c.len() as u128);
+        out.extend_from_slice(c.as_bytes());
+    }
+    put_varint(&mut out, samples.len() as u128);
+    for s in samples {
+        put_varint(&mut out, u128::from(s.cpu));
+    }
+    let mut states = Vec::new();
+    for s in samples {
+        let st = cpu_state(&mut states, s.cpu, 0);
+        let t = (s.time_ns - start_ns) / time_unit_ns;
+        let dt = t - st.last_t;
+        out_zig(&mut out, i128::from(dt - st.last_dt));
+        st.last_t = t;
+        st.last_dt = dt;
+    }
+    for s in samples {
+        put_varint(&mut out, index(s.stack));
+    }
+    for s in samples {
+        put_varint(&mut out, u128::from(s.cgroup));
+    }
+    for s in samples {
+        let st = cpu_state(&mut states, s.cpu, 0);
+        out_zig(&mut out, i128::from(s.pid) - i128::from(st.last_pid));
+        st.last_pid = i64::from(s.pid);
+    }
+    for s in samples {
+        out_zig(&mut out, i128::from(s.tid) - i128::from(s.pid));
+    }
+    let mut prev_w: u128 = 0;
+    for s in samples {
+        out_zig(&mut out, s.weight.raw().wrapping_sub(prev_w) as i128);
+        prev_w = s.weight.raw();
+    }
+    put_varint(&mut out, untimed.len() as u128);
+    for u in untimed {
+        put_varint(&mut out, index(u.stack));
+        put_varint(&mut out, u128::from(u.cgroup));
+        put_varint(&mut out, u128::from(u.count));
+        put_varint(&mut out, u.weight.raw());
+    }
+    let mut blob = vec![BUCKET_FORMAT_1];
+    ruzstd::encoding::compress(&out[..], &mut blob, ruzstd::encoding::CompressionLevel::Fastest);
+    blob
+}
+
+fn out_zig(out: &mut Vec<u8>, v: i128) {
+    put_varint(out, zigzag(v));
+}
+
+/// Decodes a bucket blob; errors say what is wrong, for a "corrupt" message.
+pub(crate) fn decode_bucket(blob: &[u8], start_ns: i64) -> Result<DecodedBucket, String> {
+    let Some((&format, body)) = blob.split_first() else {
+        return Err("empty sample blob".into());
+    };
+    if format != BUCKET_FORMAT_1 {
+        return Err(format!("unknown sample blob format {format}"));
+    }
+    let mut raw = Vec::new();
+    let mut dec = ruzstd::decoding::StreamingDecoder::new(body).map_err(|e| format!("sample blob: {e}"))?;
+    (&mut dec).take(MAX_BUCKET_BYTES).read_to_end(&mut raw).map_err(|e| format!("sample blob: {e}"))?;
+    decode_payload(&raw, start_ns).map_err(|e| format!("sample blob: {e}"))
+}
+
+fn decode_payload(raw: &[u8], start_ns: i64) -> Result<DecodedBucket, String> {
+    let mut r = Reader::new(raw);
+    let unit = r.i64z_plain()?;
+    if unit < 1 {
+        return Err(format!("time unit {unit}"));
+    }
+    let n_dict = r.count(1)?;
+    let mut dict = Vec::with_capacity(n_dict);
+    let mut prev = 0i64;
+    for _ in 0..n_dict {
+        let d = r.u64()?;
+        prev = prev
+            .checked_add(i64::try_from(d).map_err(|_| "stack id out of range".to_string())?)
+            .ok_or("stack id out of range")?;
+        dict.push(prev);
+    }
+    let n_cg = r.count(1)?;
+    let mut cgroups = Vec::with_capacity(n_cg);
+    for _ in 0..n_cg {
+        let len = r.count(1)?;
+        let b = r.bytes(len)?;
+        cgroups.push(String::from_utf8_lossy(b).into_owned());
+    }
+    let n = r.count(7)?;
+    let mut samples =
+        vec![RawSample { time_ns: 0, cpu: 0, pid: 0, tid: 0, cgroup: 0, stack: 0, weight: Weight::ZERO }; n];
+    for s in samples.iter_mut() {
+        s.cpu = r.u32()?;
+        if s.cpu > MAX_CPU {
+            return Err(format!("CPU {} out of range", s.cpu));
+        }
+    }
+    let mut states = Vec::new();
+    for s in samples.iter_mut() {
+        let st = cpu_state(&mut states, s.cpu, 0);
+        let dd = r.i64z()?;
+        let dt = st.last_dt.checked_add(dd).ok_or("time out of range")?;
+        let t = st.last_t.checked_add(dt).ok_or("time out of range")?;
+        st.last_t = t;
+        st.last_dt = dt;
+        s.time_ns = t.checked_mul(unit).and_then(|v| v.checked_add(start_ns)).ok_or("time out of range")?;
+    }
+    for s in samples.iter_mut() {
+        let i = r.u64()? as usize;
+        s.stack = *dict.get(i).ok_or_else(|| format!("stack index {i} of {}", dict.len()))?;
+    }
+    for s in samples.iter_mut() {
+        s.cgroup = r.u32()?;
+        if s.cgroup as usize > cgroups.len() {
+            return Err(format!("cgroup index {} of {}", s.cgroup, cgroups.len()));
+        }
+    }
+    for s in samples.iter_mut() {
+        let st = cpu_state(&mut states, s.cpu, 0);
+        let pid = i128::from(st.last_pid) + unzigzag(r.varint()?);
+        s.pid = u32::try_from(pid).map_err(|_| format!("pid {pid} out of range"))?;
+        st.last_pid = i64::from(s.pid);
+    }
+    for s in samples.iter_mut() {
+        let tid = i128::from(s.pid) + unzigzag(r.varint()?);
+        s.tid = u32::try_from(tid).map_err(|_| format!("tid {tid} out of range"))?;
+    }
+    let mut prev_w: u128 = 0;
+    for s in samples.iter_mut() {
+        let w = prev_w.wrapping_add(unzigzag(r.varint()?) as u128);
+        s.weight = Weight::from_raw(w);
+        prev_w = w;
+    }
+    let n_u = r.count(4)?;
+    let mut untimed = Vec::with_capacity(n_u);
+    for _ in 0..n_u {
+        let i = r.u64()? as usize;
+        let stack = *dict.get(i).ok_or_else(|| format!("stack index {i} of {}", dict.len()))?;
+        let cgroup = r.u32()?;
+        if cgroup as usize > cgroups.len() {
+            return Err(format!("cgroup index {cgroup} of {}", cgroups.len()));
+        }
+        let count = r.u64()?;
+        let weight = Weight::from_raw(r.varint()?);
+        untimed.push(Untimed { stack, cgroup, count, weight });
+    }
+    r.done()?;
+    Ok(DecodedBucket { cgroups, samples, untimed })
+}
+
+impl Reader<'_> {
+    fn i64z_plain(&mut self) -> Result<i64, String> {
+        let v = self.varint()?;
+        i64::try_from(v).map_err(|_| format!("number {v} out of range"))
+    }
+}
+
+/// Encodes one metric block: `(time_ns, value)` in time order, times ≥ `start_ns`.
+pub(crate) fn encode_metrics(start_ns: i64, values: &[(i64, f64)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(values.len() * 3 + 4);
+    put_varint(&mut out, values.len() as u128);
+    let (mut last_t, mut last_dt, mut last_scaled) = (0i64, 0i64, 0i64);
+    for &(t, v) in values {
+        let t = (t - start_ns) / 1000;
+        let dt = t - last_t;
+        out_zig(&mut out, i128::from(dt - last_dt));
+        last_t = t;
+        last_dt = dt;
+        match scaled(v) {
+            Some(s) => {
+                // Shifted once more: even = a decimal delta, 1 = a raw f64 follows.
+                put_varint(&mut out, zigzag(i128::from(s) - i128::from(last_scaled)) << 1);
+                last_scaled = s;
+            }
+            None => {
+                put_varint(&mut out, 1);
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+    }
+    out
+}
+
+/// `v × 1000` when that is an integer that gives `v` back exactly.
+fn scaled(v: f64) -> Option<i64> {
+    if !v.is_finite() {
+        return None;
+    }
+    let s = (v * 1000.0).round();
+    if s.abs() > (1u64 << 52) as f64 {
+        return None;
+    }
+    let s = s as i64;
+    ((s as f64) / 1000.0 == v && (v != 0.0 || v.is_sign_positive())).then_some(s)
+}
+
+/// Decodes a metric block.
+pub(crate) fn decode_metrics(blob: &[u8], start_ns: i64) -> Result<Vec<(i64, f64)>, String> {
+    let mut r = Reader::new(blob);
+    let n = r.count(2)?;
+    let mut out = Vec::with_capacity(n);
+    let (mut last_t, mut last_dt, mut last_scaled) = (0i64, 0i64, 0i64);
+    for _ in 0..n {
+        let dd = r.i64z()?;
+        let dt = last_dt.checked_add(dd).ok_or("time out of range")?;
+        let t = last_t.checked_add(dt).ok_or("time out of range")?;
+        last_t = t;
+        last_dt = dt;
+        let time = t.checked_mul(1000).and_then(|v| v.checked_add(start_ns)).ok_or("time out of range")?;
+        let code = r.varint()?;
+        let v = if code == 1 {
+            let b = r.bytes(8)?;
+            f64::from_le_bytes(b.try_into().map_err(|_| "short value")?)
+        } else {
+            let d = i64::try_from(unzigzag(code >> 1)).map_err(|_| "value out of range")?;
+            let s = last_scaled.checked_add(d).ok_or("value out of range")?;
+            last_scaled = s;
+            s as f64 / 1000.0
+        };
+        out.push((time, v));
+    }
+    r.done()?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_round_trip_at_the_edges() {
+        for v in [0u128, 1, 127, 128, 300, u64::MAX as u128, u128::MAX] {
+            let mut b = Vec::new();
+            put_varint(&mut b, v);
+            assert_eq!(Reader::new(&b).varint().unwrap(), v);
+        }
+        for v in [0i128, -1, 1, i128::MIN, i128::MAX] {
+            assert_eq!(unzigzag(zigzag(v)), v);
+        }
+    }
+
+    #[test]
+    fn bucket_round_trips() {
+        let start = 1_700_000_000_000_000_000;
+        let mut samples = Vec::new();
+        for i in 0..500i64 {
+            samples.push(RawSample {
+                time_ns: start + i * 26_315_000 + (i % 7) * 1000,
+                cpu: (i % 2) as u32,
+                pid: 100 + (i % 3) as u32,
+                tid: 100 + (i % 5) as u32,
+                cgroup: (i % 3) as u32,
+                stack: 1000 + (i * 7919) % 97,
+                weight: Weight::from_u64(52_631_578),
+            });
+        }
+        let untimed =
+            vec![Untimed { stack: 5, cgroup: 1, count: 3, weight: Weight::from_raw(1_500_000_001) }];
+        let blob = encode_bucket(start, 1000, &["/a", "/b"], &samples, &untimed);
+        let d = decode_bucket(&blob, start).unwrap();
+        assert_eq!(d.samples, samples);
+        assert_eq!(d.untimed, untimed);
+        assert_eq!(d.cgroups, vec!["/a".to_string(), "/b".to_string()]);
+        // Every truncation of the blob is an error, not a panic.
+        for cut in 0..blob.len() {
+            assert!(decode_bucket(&blob[..cut], start).is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn metric_blocks_round_trip_exactly() {
+        let start = 1_700_000_000_000_000_000;
+        let vals: Vec<(i64, f64)> = (0..60)
+            .map(|i| {
+                (
+                    start + i * 1_000_000_000 + (i % 3) * 1_000,
+                    [12.34, 0.1 + 0.2, f64::NAN, -0.0, 1e300][i as usize % 5],
+                )
+            })
+            .collect();
+        let b = encode_metrics(start, &vals);
+        let d = decode_metrics(&b, start).unwrap();
+        assert_eq!(d.len(), vals.len());
+        for (a, b) in vals.iter().zip(&d) {
+            assert_eq!(a.0, b.0);
+            assert_eq!(a.1.to_bits(), b.1.to_bits());
+        }
+    }
+}

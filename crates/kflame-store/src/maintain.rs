@@ -1,0 +1,243 @@
+//! Retention, downsampling and the disk budget, in short transactions so that the writer
+//! and readers are never held up for long.
+
+use kflame::fold::Weight;
+use rusqlite::params;
+use rustc_hash::FxHashMap;
+
+use crate::codec::{self, Untimed};
+use crate::sqlite::MAX_BUCKET_NS;
+use crate::{Maintenance, Policy, Sqlite, StoreError};
+
+/// Rows deleted or buckets merged per transaction.
+const BATCH: i64 = 500;
+
+pub(crate) fn run(db: &mut Sqlite, p: &Policy) -> Result<Maintenance, StoreError> {
+    let mut m = Maintenance { bytes_before: db.file_bytes(), ..Maintenance::default() };
+    if let Some(retain) = p.retain_ns {
+        m.expired_rows += delete_before(db, p.now_ns.saturating_sub(retain))?;
+    }
+    if let Some(after) = p.downsample_after_ns {
+        if p.downsample_to_ns < 1_000_000_000 || p.downsample_to_ns > MAX_BUCKET_NS {
+            return Err(StoreError::Invalid {
+                path: db.path().to_path_buf(),
+                detail: format!("downsampled buckets must last 1 s to 1 h, not {} ns", p.downsample_to_ns),
+            });
+        }
+        m.downsampled_buckets += downsample(db, p.now_ns.saturating_sub(after), p.downsample_to_ns)?;
+    }
+    if let Some(max) = p.max_bytes {
+        m.budget_rows += budget(db, max)?;
+    }
+    reclaim(db)?;
+    m.bytes_after = db.file_bytes();
+    Ok(m)
+}
+
+/// Runs one batch in a write transaction.
+fn batch<T>(
+    db: &mut Sqlite,
+    f: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<T>,
+) -> Result<T, StoreError> {
+    let r = (|| {
+        let tx = db.conn().unchecked_transaction()?;
+        let v = f(&tx)?;
+        tx.commit()?;
+        Ok(v)
+    })();
+    r.map_err(|e| {
+        db.clear_caches();
+        db.err(e)
+    })
+}
+
+/// Deletes every row entirely older than `cutoff` (buckets and metric blocks that end by
+/// then, events before it), in batches.
+fn delete_before(db: &mut Sqlite, cutoff: i64) -> Result<u64, StoreError> {
+    let statements = [
+        "DELETE FROM buckets WHERE id IN (SELECT id FROM buckets WHERE end_ns <= ?1 LIMIT ?2)",
+        "DELETE FROM metric_blocks WHERE rowid IN (SELECT rowid FROM metric_blocks WHERE end_ns <= ?1 LIMIT ?2)",
+        "DELETE FROM triggers WHERE id IN (SELECT id FROM triggers WHERE time_ns < ?1 LIMIT ?2)",
+        "DELETE FROM reports WHERE id IN (SELECT id FROM reports WHERE time_ns < ?1 LIMIT ?2)",
+        "DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE time_ns < ?1 LIMIT ?2)",
+        "DELETE FROM captures WHERE id IN (SELECT id FROM captures WHERE coalesce(end_ns, start_ns) < ?1 LIMIT ?2)",
+    ];
+    let mut total = 0u64;
+    for sql in statements {
+        // metric_blocks is WITHOUT ROWID: delete by its key range instead.
+        let sql = if sql.contains("metric_blocks") {
+            "DELETE FROM metric_blocks WHERE (series, start_ns) IN
+                 (SELECT series, start_ns FROM metric_blocks WHERE end_ns <= ?1 LIMIT ?2)"
+        } else {
+            sql
+        };
+        loop {
+            let n = batch(db, |c| c.prepare_cached(sql)?.execute(params![cutoff, BATCH]))?;
+            total += n as u64;
+            if (n as i64) < BATCH {
+                break;
+            }
+        }
+    }
+    Ok(total)
+}
+
+/// Merges timed buckets that ended by `cutoff` into untimed buckets of `width` ns (one per
+/// host, kind, capture, unit, event and window), keeping counts and weights per stack and
+/// cgroup.
+fn downsample(db: &mut Sqlite, cutoff: i64, width: i64) -> Result<u64, StoreError> {
+    // Only whole windows before the cutoff, so that a window is merged once.
+    let limit = cutoff.div_euclid(width) * width;
+    let mut merged = 0u64;
+    loop {
+        type Row = (i64, i64, i64, i64, Option<i64>, String, Option<String>, i64, Vec<u8>);
+        let path = db.path().to_path_buf();
+        let rows: Vec<Row> = {
+            let conn = db.conn();
+            let mut st = conn
+                .prepare_cached(
+                    "SELECT id, host, kind, start_ns, capture, unit, event, end_ns, data FROM buckets
+                     WHERE timed = 1 AND start_ns < ?1 AND end_ns <= ?2 ORDER BY start_ns LIMIT ?3",
+                )
+                .map_err(|e| db.err(e))?;
+            st.query_map(params![limit, cutoff, BATCH], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                    r.get(8)?,
+                ))
+            })
+            .map_err(|e| db.err(e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| db.err(e))?
+        };
+        if rows.is_empty() {
+            break;
+        }
+        type Key = (i64, i64, Option<i64>, String, Option<String>, i64);
+        struct Group {
+            ids: Vec<i64>,
+            start: i64,
+            end: i64,
+            cgroups: Vec<String>,
+            sums: FxHashMap<(i64, u32), (u64, Weight)>,
+        }
+        let mut groups: FxHashMap<Key, Group> = FxHashMap::default();
+        for (id, host, kind, start, capture, unit, event, end, data) in rows {
+            let d = codec::decode_bucket(&data, start).map_err(|detail| StoreError::Corrupt {
+                path: path.clone(),
+                detail: format!("bucket {id}: {detail}"),
+            })?;
+            let key = (host, kind, capture, unit, event, start.div_euclid(width));
+            let g = groups.entry(key).or_insert_with(|| Group {
+                ids: Vec::new(),
+                start,
+                end,
+                cgroups: Vec::new(),
+                sums: FxHashMap::default(),
+            });
+            g.ids.push(id);
+            g.start = g.start.min(start);
+            g.end = g.end.max(end);
+            // Cgroup indexes of this bucket → indexes in the group's list.
+            let mut map = vec![0u32];
+            for cg in &d.cgroups {
+                let i = match g.cgroups.iter().position(|c| c == cg) {
+                    Some(i) => i,
+                    None => {
+                        g.cgroups.push(cg.clone());
+                        g.cgroups.len() - 1
+                    }
+                };
+                map.push(i as u32 + 1);
+            }
+            for s in &d.samples {
+                let e = g.sums.entry((s.stack, map[s.cgroup as usize])).or_insert((0, Weight::ZERO));
+                e.0 += 1;
+                e.1 += s.weight;
+            }
+            for u in &d.untimed {
+                let e = g.sums.entry((u.stack, map[u.cgroup as usize])).or_insert((0, Weight::ZERO));
+                e.0 += u.count;
+                e.1 += u.weight;
+            }
+        }
+        let n = batch(db, |c| {
+            let mut n = 0u64;
+            for ((host, kind, capture, unit, event, _), g) in groups {
+                let mut untimed: Vec<Untimed> = g
+                    .sums
+                    .into_iter()
+                    .map(|((stack, cgroup), (count, weight))| Untimed { stack, cgroup, count, weight })
+                    .collect();
+                untimed.sort_by_key(|u| (u.stack, u.cgroup));
+                let samples: u64 = untimed.iter().map(|u| u.count).sum();
+                let cgs: Vec<&str> = g.cgroups.iter().map(String::as_str).collect();
+                let data = codec::encode_bucket(g.start, 1000, &cgs, &[], &untimed);
+                c.prepare_cached(
+                    "INSERT INTO buckets(host, kind, start_ns, end_ns, capture, unit, event, samples, timed, data)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9)",
+                )?
+                .execute(params![host, kind, g.start, g.end, capture, unit, event, samples as i64, data])?;
+                let mut del = c.prepare_cached("DELETE FROM buckets WHERE id = ?1")?;
+                for id in &g.ids {
+                    del.execute([id])?;
+                    n += 1;
+                }
+            }
+            Ok(n)
+        })?;
+        merged += n;
+    }
+    Ok(merged)
+}
+
+/// Deletes the oldest data, a twentieth of the stored time span (at least a minute) at a
+/// time, until the pages in use fit `max_bytes`.
+fn budget(db: &mut Sqlite, max_bytes: u64) -> Result<u64, StoreError> {
+    let mut total = 0;
+    loop {
+        if db.used_bytes()? <= max_bytes {
+            break;
+        }
+        let (lo, hi): (Option<i64>, Option<i64>) = db
+            .conn()
+            .query_row(
+                "SELECT min(lo), max(hi) FROM (SELECT min(start_ns) AS lo, max(end_ns) AS hi FROM buckets
+                 UNION ALL SELECT min(start_ns), max(end_ns) FROM metric_blocks)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(|e| db.err(e))?;
+        let (Some(lo), Some(hi)) = (lo, hi) else { break };
+        let step = ((hi - lo) / 20).max(60_000_000_000);
+        let n = delete_before(db, lo.saturating_add(step))?;
+        total += n;
+        if n == 0 {
+            break;
+        }
+        // Freed pages only count once they are off the free list's books.
+        reclaim(db)?;
+    }
+    Ok(total)
+}
+
+/// Gives free pages back to the file system and checkpoints the WAL, so that the file
+/// really shrinks. A checkpoint that readers hold up is left for next time.
+fn reclaim(db: &mut Sqlite) -> Result<(), StoreError> {
+    let conn = db.conn();
+    let e = |err| db.err(err);
+    // The pragma returns a row per page freed: it runs only as far as it is stepped.
+    let mut st = conn.prepare_cached("PRAGMA incremental_vacuum").map_err(e)?;
+    let mut rows = st.query([]).map_err(e)?;
+    while rows.next().map_err(e)?.is_some() {}
+    drop(rows);
+    conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |_| Ok(())).map_err(e)?;
+    Ok(())
+}

@@ -1,0 +1,1237 @@
+//! The SQLite backend: one file, WAL, schema versions in `PRAGMA user_version`.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use kflame::events::EventRecord;
+use kflame::fold::{Meta, StackCounts, Stacks, Unit, Weight};
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
+use rustc_hash::FxHashMap;
+
+use crate::codec::{self, RawSample, Untimed};
+use crate::{
+    Bucket, CaptureId, CaptureStart, Event, Kind, Maintenance, Metric, Point, Policy, Profile, ProfileQuery,
+    Query, SamplePoint, Series, SeriesQuery, StackId, Store, StoreError, StoredEvent, StoredReport,
+    TriggerFired, TriggerId,
+};
+
+/// `PRAGMA application_id` of a kflame history database ("kflm").
+const APP_ID: i32 = 0x6b66_6c6d;
+/// The longest profile bucket or metric block accepted (queries look this far back).
+pub(crate) const MAX_BUCKET_NS: i64 = 3_600_000_000_000;
+/// Resolution of stored sample times.
+const TIME_UNIT_NS: i64 = 1000;
+/// How long a writer or reader waits for the other's lock.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The schema, as an ordered list of migrations: entry `i` takes a database from version
+/// `i` to `i + 1`. Never edit an entry once released: add one.
+const MIGRATIONS: &[&str] = &[
+    // 1: the first schema.
+    "CREATE TABLE hosts(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+     CREATE TABLE frames(id INTEGER PRIMARY KEY, name BLOB NOT NULL UNIQUE);
+     CREATE TABLE stacks(id INTEGER PRIMARY KEY, hash INTEGER NOT NULL, frames BLOB NOT NULL);
+     CREATE INDEX stacks_hash ON stacks(hash);
+     CREATE TABLE buckets(id INTEGER PRIMARY KEY, host INTEGER NOT NULL, kind INTEGER NOT NULL,
+         start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, capture INTEGER,
+         unit TEXT NOT NULL, event TEXT, samples INTEGER NOT NULL, timed INTEGER NOT NULL,
+         data BLOB NOT NULL);
+     CREATE INDEX buckets_time ON buckets(kind, start_ns);
+     CREATE TABLE series(id INTEGER PRIMARY KEY, host INTEGER NOT NULL, name TEXT NOT NULL,
+         label TEXT NOT NULL, UNIQUE(host, name, label));
+     CREATE TABLE metric_blocks(series INTEGER NOT NULL, start_ns INTEGER NOT NULL,
+         end_ns INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY(series, start_ns)) WITHOUT ROWID;
+     CREATE TABLE triggers(id INTEGER PRIMARY KEY, host INTEGER NOT NULL, time_ns INTEGER NOT NULL,
+         rule TEXT NOT NULL, metric TEXT NOT NULL, value REAL NOT NULL, threshold REAL NOT NULL);
+     CREATE INDEX triggers_time ON triggers(time_ns);
+     CREATE TABLE captures(id INTEGER PRIMARY KEY, host INTEGER NOT NULL, kind INTEGER NOT NULL,
+         start_ns INTEGER NOT NULL, end_ns INTEGER, trigger INTEGER, unit TEXT NOT NULL,
+         event TEXT, note TEXT);
+     CREATE INDEX captures_time ON captures(start_ns);
+     CREATE TABLE events(capture INTEGER NOT NULL, host INTEGER NOT NULL, time_ns INTEGER NOT NULL,
+         duration_ns INTEGER, pid INTEGER NOT NULL, tid INTEGER NOT NULL, comm TEXT NOT NULL,
+         cpu INTEGER NOT NULL, kind TEXT NOT NULL, event TEXT NOT NULL, stack INTEGER NOT NULL,
+         weight INTEGER NOT NULL);
+     CREATE INDEX events_time ON events(capture, time_ns);
+     CREATE TABLE reports(id INTEGER PRIMARY KEY, host INTEGER NOT NULL, time_ns INTEGER NOT NULL,
+         kind TEXT NOT NULL, title TEXT NOT NULL, stack TEXT NOT NULL, text TEXT NOT NULL);
+     CREATE INDEX reports_time ON reports(time_ns);",
+    // 2: the buckets of one capture found without a scan of the time index.
+    "CREATE INDEX buckets_capture ON buckets(capture) WHERE capture IS NOT NULL;",
+];
+
+/// The newest schema version this build writes and reads.
+pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
+/// How a database is opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Create it if missing (or empty), migrate an older schema, write.
+    Write,
+    /// Read only; the file must exist and hold a kflame history.
+    Read,
+}
+
+/// A pending metric block: (series id, block start).
+type BlockKey = (i64, i64);
+
+/// Writer-side caches of ids (cleared when a transaction fails, since its ids are gone).
+#[derive(Default)]
+struct Caches {
+    hosts: FxHashMap<String, i64>,
+    frames: FxHashMap<Vec<u8>, i64>,
+    stacks: FxHashMap<Vec<u8>, i64>,
+    series: FxHashMap<(i64, String, String), i64>,
+}
+
+/// A kflame history in one SQLite file. Implements [`Store`] (opened with
+/// [`OpenMode::Write`]) and [`Query`] (either mode).
+pub struct Sqlite {
+    conn: Connection,
+    path: PathBuf,
+    mode: OpenMode,
+    caches: Caches,
+    /// Metric values not yet written, by (series, block start).
+    pending: BTreeMap<(i64, i64), Vec<(i64, f64)>>,
+    metric_block_ns: i64,
+}
+
+impl std::fmt::Debug for Sqlite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sqlite").field("path", &self.path).field("mode", &self.mode).finish()
+    }
+}
+
+fn other(path: &Path, detail: impl Into<String>) -> StoreError {
+    StoreError::Other { path: path.to_path_buf(), detail: detail.into() }
+}
+
+/// Maps a SQLite error onto the store's kinds.
+fn map_err(path: &Path, e: rusqlite::Error) -> StoreError {
+    let path = path.to_path_buf();
+    if let rusqlite::Error::SqliteFailure(f, msg) = &e {
+        let detail = msg.clone().unwrap_or_else(|| f.to_string());
+        return match f.code {
+            ErrorCode::DiskFull => StoreError::DiskFull { path, detail },
+            ErrorCode::DatabaseCorrupt => StoreError::Corrupt { path, detail },
+            ErrorCode::NotADatabase => StoreError::NotADatabase { path, detail },
+            _ => StoreError::Other { path, detail },
+        };
+    }
+    StoreError::Other { path, detail: e.to_string() }
+}
+
+/// FNV-1a, 64 bits: a stable hash of a stack's text (stored, so it must never change).
+fn stack_hash(text: &[u8]) -> i64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in text {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x100_0000_01b3);
+    }
+    h as i64
+}
+
+/// Checks the file before SQLite sees it: a file that is not SQLite, or is shorter than
+/// its header says, is refused without being opened for writing.
+fn check_file(path: &Path, mode: OpenMode) -> Result<(), StoreError> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && mode == OpenMode::Write => return Ok(()),
+        Err(e) => return Err(other(path, format!("cannot open: {e}"))),
+    };
+    if !meta.is_file() {
+        return Err(StoreError::NotADatabase {
+            path: path.to_path_buf(),
+            detail: "not a regular file".into(),
+        });
+    }
+    let len = meta.len();
+    if len == 0 {
+        if mode == OpenMode::Read {
+            return Err(StoreError::NotADatabase {
+                path: path.to_path_buf(),
+                detail: "the file is empty: nothing was recorded in it".into(),
+            });
+        }
+        return Ok(());
+    }
+    let mut head = [0u8; 100];
+    let n = File::open(path)
+        .and_then(|mut f| {
+            let mut got = 0;
+            while got < head.len() {
+                let k = f.read(&mut head[got..])?;
+                if k == 0 {
+                    break;
+                }
+                got += k;
+            }
+            Ok(got)
+        })
+        .map_err(|e| other(path, format!("cannot read: {e}")))?;
+    if !head.starts_with(b"SQLite format 3\0") {
+        let shown: String = head[..n.min(16)]
+            .iter()
+            .map(|&b| if b.is_ascii_graphic() || b == b' ' { b as char } else { '.' })
+            .collect();
+        return Err(StoreError::NotADatabase {
+            path: path.to_path_buf(),
+            detail: format!("it does not start with the SQLite header but with {shown:?}"),
+        });
+    }
+    if n < 100 {
+        return Err(StoreError::Corrupt {
+            path: path.to_path_buf(),
+            detail: format!("truncated: {len} bytes, shorter than the 100-byte SQLite header"),
+        });
+    }
+    let page_size = match u16::from_be_bytes([head[16], head[17]]) {
+        1 => 65536u64,
+        p => u64::from(p),
+    };
+    let pages = u64::from(u32::from_be_bytes([head[28], head[29], head[30], head[31]]));
+    let valid = head[24..28] == head[92..96];
+    if valid && pages * page_size > len {
+        return Err(StoreError::Corrupt {
+            path: path.to_path_buf(),
+            detail: format!("truncated: its header counts {} bytes, the file has {len}", pages * page_size),
+        });
+    }
+    Ok(())
+}
+
+impl Sqlite {
+    /// Opens (or, to write, creates) a history database.
+    pub fn open(path: impl AsRef<Path>, mode: OpenMode) -> Result<Sqlite, StoreError> {
+        Sqlite::open_at(path.as_ref(), mode, SCHEMA_VERSION)
+    }
+
+    /// Opens for writing and migrates only up to `version` (tests of migrations).
+    #[doc(hidden)]
+    pub fn open_at_version(path: impl AsRef<Path>, version: u32) -> Result<Sqlite, StoreError> {
+        Sqlite::open_at(path.as_ref(), OpenMode::Write, version.min(SCHEMA_VERSION))
+    }
+
+    fn open_at(path: &Path, mode: OpenMode, target: u32) -> Result<Sqlite, StoreError> {
+        check_file(path, mode)?;
+        let flags = match mode {
+            OpenMode::Write => OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
+            OpenMode::Read => OpenFlags::SQLITE_OPEN_READ_ONLY,
+        } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let e = |err| map_err(path, err);
+        let conn = Connection::open_with_flags(path, flags).map_err(e)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(e)?;
+        let app: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(e)?;
+        let version: u32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(e)?;
+        let tables: i64 =
+            conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(e)?;
+        if tables > 0 && app != APP_ID {
+            return Err(StoreError::NotADatabase {
+                path: path.to_path_buf(),
+                detail: format!(
+                    "a SQLite database of another program (application_id {app:#x}, {tables} schema entries)"
+                ),
+            });
+        }
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::FutureVersion {
+                path: path.to_path_buf(),
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        if mode == OpenMode::Read && (tables == 0 || version == 0) {
+            return Err(StoreError::NotADatabase {
+                path: path.to_path_buf(),
+                detail: "an empty database: nothing was recorded in it".into(),
+            });
+        }
+        let mut db = Sqlite {
+            conn,
+            path: path.to_path_buf(),
+            mode,
+            caches: Caches::default(),
+            pending: BTreeMap::new(),
+            metric_block_ns: 60_000_000_000,
+        };
+        if mode == OpenMode::Write {
+            db.prepare_for_writing(tables == 0, version, target)?;
+        }
+        Ok(db)
+    }
+
+    fn prepare_for_writing(&mut self, new: bool, version: u32, target: u32) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let e = |err| map_err(&path, err);
+        if !new {
+            let check: String = self.conn.query_row("PRAGMA quick_check(1)", [], |r| r.get(0)).map_err(e)?;
+            if check != "ok" {
+                return Err(StoreError::Corrupt { path: path.clone(), detail: check });
+            }
+        } else {
+            // Must come before the first table: lets maintenance give pages back to the file
+            // system (PRAGMA incremental_vacuum).
+            self.conn.execute_batch("PRAGMA auto_vacuum = INCREMENTAL").map_err(e)?;
+        }
+        let jm: String = self.conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(e)?;
+        if !jm.eq_ignore_ascii_case("wal") {
+            return Err(other(&path, format!("cannot switch to WAL mode (journal mode stays {jm})")));
+        }
+        self.conn.execute_batch("PRAGMA synchronous = NORMAL").map_err(e)?;
+        if version < target {
+            let tx = self.conn.unchecked_transaction().map_err(e)?;
+            for (i, sql) in MIGRATIONS.iter().enumerate().take(target as usize).skip(version as usize) {
+                tx.execute_batch(sql)
+                    .map_err(|err| other(&path, format!("migration to schema version {}: {err}", i + 1)))?;
+            }
+            tx.execute_batch(&format!("PRAGMA application_id = {APP_ID}; PRAGMA user_version = {target};"))
+                .map_err(e)?;
+            tx.commit().map_err(e)?;
+        }
+        Ok(())
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version of the file.
+    pub fn schema_version(&self) -> Result<u32, StoreError> {
+        self.conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| map_err(&self.path, e))
+    }
+
+    /// The length of a metric block (default 60 s, at most 1 h): values are buffered in
+    /// memory until their block ends, then written as one row per series.
+    pub fn set_metric_block(&mut self, ns: i64) {
+        self.metric_block_ns = ns.clamp(1_000_000_000, MAX_BUCKET_NS);
+    }
+
+    /// Bytes of the main file plus the WAL.
+    pub fn file_bytes(&self) -> u64 {
+        let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        let mut wal = self.path.clone().into_os_string();
+        wal.push("-wal");
+        len(&self.path) + len(Path::new(&wal))
+    }
+
+    /// Bytes of the pages in use (what the data needs, free pages not counted).
+    pub fn used_bytes(&self) -> Result<u64, StoreError> {
+        let e = |err| map_err(&self.path, err);
+        let pages: i64 = self.conn.query_row("PRAGMA page_count", [], |r| r.get(0)).map_err(e)?;
+        let free: i64 = self.conn.query_row("PRAGMA freelist_count", [], |r| r.get(0)).map_err(e)?;
+        let size: i64 = self.conn.query_row("PRAGMA page_size", [], |r| r.get(0)).map_err(e)?;
+        Ok(((pages - free).max(0) * size) as u64)
+    }
+
+    fn writable(&self) -> Result<(), StoreError> {
+        if self.mode != OpenMode::Write {
+            return Err(other(&self.path, "opened read-only"));
+        }
+        Ok(())
+    }
+
+    /// Runs `f` in one write transaction; on failure the id caches are dropped (the ids of
+    /// the rolled-back transaction are gone).
+    fn write<T>(
+        &mut self,
+        f: impl FnOnce(&Connection, &mut Caches) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
+        self.writable()?;
+        let r = (|| {
+            let tx = self.conn.unchecked_transaction()?;
+            let v = f(&tx, &mut self.caches)?;
+            tx.commit()?;
+            Ok(v)
+        })();
+        r.map_err(|err| {
+            self.caches = Caches::default();
+            map_err(&self.path, err)
+        })
+    }
+
+    fn write_blocks(&mut self, keys: Vec<(i64, i64)>) -> Result<(), StoreError> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let block_ns = self.metric_block_ns;
+        let pending = &self.pending;
+        let path = self.path.clone();
+        let blocks: Vec<(BlockKey, &Vec<(i64, f64)>)> =
+            keys.iter().filter_map(|k| pending.get(k).map(|v| (*k, v))).collect();
+        let r = (|| {
+            let tx = self.conn.unchecked_transaction()?;
+            for ((series, start), values) in &blocks {
+                write_block(&tx, *series, *start, block_ns, values)?;
+            }
+            tx.commit()
+        })();
+        match r {
+            Ok(()) => {
+                for k in keys {
+                    self.pending.remove(&k);
+                }
+                Ok(())
+            }
+            Err(rusqlite::Error::InvalidQuery) => {
+                Err(StoreError::Corrupt { path, detail: "a stored metric block cannot be read".into() })
+            }
+            Err(err) => Err(map_err(&path, err)),
+        }
+    }
+}
+
+fn write_block(
+    conn: &Connection,
+    series: i64,
+    start: i64,
+    block_ns: i64,
+    values: &[(i64, f64)],
+) -> rusqlite::Result<()> {
+    let mut all: Vec<(i64, f64)> = Vec::new();
+    let old: Option<Vec<u8>> = conn
+        .prepare_cached("SELECT data FROM metric_blocks WHERE series = ?1 AND start_ns = ?2")?
+        .query_row(params![series, start], |r| r.get(0))
+        .optional()?;
+    if let Some(old) = old {
+        all = codec::decode_metrics(&old, start).map_err(|_| rusqlite::Error::InvalidQuery)?;
+    }
+    all.extend_from_slice(values);
+    all.sort_by_key(|v| v.0);
+    let data = codec::encode_metrics(start, &all);
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO metric_blocks(series, start_ns, end_ns, data) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![series, start, start + block_ns, data])?;
+    Ok(())
+}
+
+fn host_id(conn: &Connection, c: &mut Caches, name: &str) -> rusqlite::Result<i64> {
+    if let Some(&id) = c.hosts.get(name) {
+        return Ok(id);
+    }
+    let id = match conn
+        .prepare_cached("SELECT id FROM hosts WHERE name = ?1")?
+        .query_row([name], |r| r.get(0))
+        .optional()?
+    {
+        Some(id) => id,
+        None => {
+            conn.prepare_cached("INSERT INTO hosts(name) VALUES (?1)")?.execute([name])?;
+            conn.last_insert_rowid()
+        }
+    };
+    c.hosts.insert(name.to_string(), id);
+    Ok(id)
+}
+
+fn frame_id(conn: &Connection, c: &mut Caches, name: &[u8]) -> rusqlite::Result<i64> {
+    if let Some(&id) = c.frames.get(name) {
+        return Ok(id);
+    }
+    let id = match conn
+        .prepare_cached("SELECT id FROM frames WHERE name = ?1")?
+        .query_row([name], |r| r.get(0))
+        .optional()?
+    {
+        Some(id) => id,
+        None => {
+            conn.prepare_cached("INSERT INTO frames(name) VALUES (?1)")?.execute([name])?;
+            conn.last_insert_rowid()
+        }
+    };
+    c.frames.insert(name.to_vec(), id);
+    Ok(id)
+}
+
+/// The id of a stack's text, stored once: its frames (ids into `frames`) as varints.
+fn stack_id(conn: &Connection, c: &mut Caches, text: &[u8]) -> rusqlite::Result<i64> {
+    if let Some(&id) = c.stacks.get(text) {
+        return Ok(id);
+    }
+    let mut frames = Vec::with_capacity(text.len() / 8);
+    for f in text.split(|&b| b == b';') {
+        codec::put_varint(&mut frames, frame_id(conn, c, f)? as u128);
+    }
+    let hash = stack_hash(text);
+    let found: Option<i64> = conn
+        .prepare_cached("SELECT id FROM stacks WHERE hash = ?1 AND frames = ?2")?
+        .query_row(params![hash, frames], |r| r.get(0))
+        .optional()?;
+    let id = match found {
+        Some(id) => id,
+        None => {
+            conn.prepare_cached("INSERT INTO stacks(hash, frames) VALUES (?1, ?2)")?
+                .execute(params![hash, frames])?;
+            conn.last_insert_rowid()
+        }
+    };
+    c.stacks.insert(text.to_vec(), id);
+    Ok(id)
+}
+
+fn unit_name(meta: &Meta) -> &str {
+    if meta.unit == Unit::Unspecified { "" } else { meta.unit.name() }
+}
+
+fn cgroup_matches(cg: &str, want: &str) -> bool {
+    let want = want.trim_end_matches('/');
+    want.is_empty() || cg == want || (cg.starts_with(want) && cg.as_bytes().get(want.len()) == Some(&b'/'))
+}
+
+/// Joins frame ids (varints) into the stack's text.
+fn frames_text(blob: &[u8], names: &FxHashMap<i64, Vec<u8>>, out: &mut Vec<u8>) -> Result<(), String> {
+    for (i, id) in frame_ids(blob)?.into_iter().enumerate() {
+        let name = names.get(&id).ok_or_else(|| format!("frame {id} is missing"))?;
+        if i > 0 {
+            out.push(b';');
+        }
+        out.extend_from_slice(name);
+    }
+    Ok(())
+}
+
+fn frame_ids(blob: &[u8]) -> Result<Vec<i64>, String> {
+    let mut r = codec::Reader::new(blob);
+    let mut ids = Vec::new();
+    while !r.at_end() {
+        ids.push(i64::try_from(r.varint()?).map_err(|_| "frame id out of range".to_string())?);
+    }
+    Ok(ids)
+}
+
+/// One bucket row read for a query.
+struct BucketRow {
+    start_ns: i64,
+    end_ns: i64,
+    unit: String,
+    event: Option<String>,
+    data: Vec<u8>,
+}
+
+impl Sqlite {
+    fn corrupt(&self, detail: String) -> StoreError {
+        StoreError::Corrupt { path: self.path.clone(), detail }
+    }
+
+    fn host_lookup(&self, host: Option<&str>) -> Result<Option<Option<i64>>, StoreError> {
+        let Some(h) = host else { return Ok(Some(None)) };
+        let id: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT id FROM hosts WHERE name = ?1")
+            .and_then(|mut s| s.query_row([h], |r| r.get(0)).optional())
+            .map_err(|e| map_err(&self.path, e))?;
+        Ok(id.map(Some))
+    }
+
+    /// Calls `f` with each bucket of the query's kind overlapping the range.
+    fn for_buckets(
+        &self,
+        q: &ProfileQuery<'_>,
+        mut f: impl FnMut(BucketRow) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let e = |err| map_err(&self.path, err);
+        let Some(host) = self.host_lookup(q.host)? else { return Ok(()) };
+        let mut sql = String::from(
+            "SELECT start_ns, end_ns, unit, event, data FROM buckets
+             WHERE kind = ?1 AND start_ns < ?3 AND start_ns > ?2 - ?4 AND end_ns > ?2",
+        );
+        if host.is_some() {
+            sql.push_str(" AND host = ?5");
+        }
+        if q.capture.is_some() {
+            sql.push_str(" AND capture = ?6");
+        }
+        sql.push_str(" ORDER BY start_ns");
+        let mut st = self.conn.prepare_cached(&sql).map_err(e)?;
+        let mut params: Vec<(&str, &dyn rusqlite::ToSql)> = Vec::new();
+        let kind = q.kind.code();
+        let cap = q.capture.map(|c| c.0);
+        params.push(("?1", &kind));
+        params.push(("?2", &q.from_ns));
+        params.push(("?3", &q.to_ns));
+        params.push(("?4", &MAX_BUCKET_NS));
+        if let Some(h) = &host {
+            params.push(("?5", h));
+        }
+        if let Some(c) = &cap {
+            params.push(("?6", c));
+        }
+        let mut rows = st.query(params.as_slice()).map_err(e)?;
+        while let Some(r) = rows.next().map_err(e)? {
+            let row = BucketRow {
+                start_ns: r.get(0).map_err(e)?,
+                end_ns: r.get(1).map_err(e)?,
+                unit: r.get(2).map_err(e)?,
+                event: r.get(3).map_err(e)?,
+                data: r.get(4).map_err(e)?,
+            };
+            f(row)?;
+        }
+        Ok(())
+    }
+
+    /// The texts of stack ids: per id when few, by one scan of the tables when many.
+    fn stack_texts(&self, ids: &[i64]) -> Result<FxHashMap<i64, Vec<u8>>, StoreError> {
+        let e = |err| map_err(&self.path, err);
+        let mut blobs: FxHashMap<i64, Vec<u8>> = FxHashMap::default();
+        if ids.len() > 2000 {
+            let want: rustc_hash::FxHashSet<i64> = ids.iter().copied().collect();
+            let mut st = self.conn.prepare_cached("SELECT id, frames FROM stacks").map_err(e)?;
+            let mut rows = st.query([]).map_err(e)?;
+            while let Some(r) = rows.next().map_err(e)? {
+                let id: i64 = r.get(0).map_err(e)?;
+                if want.contains(&id) {
+                    blobs.insert(id, r.get(1).map_err(e)?);
+                }
+            }
+        } else {
+            let mut st = self.conn.prepare_cached("SELECT frames FROM stacks WHERE id = ?1").map_err(e)?;
+            for &id in ids {
+                if let Some(b) = st.query_row([id], |r| r.get::<_, Vec<u8>>(0)).optional().map_err(e)? {
+                    blobs.insert(id, b);
+                }
+            }
+        }
+        if let Some(missing) = ids.iter().find(|id| !blobs.contains_key(id)) {
+            return Err(self.corrupt(format!("stack {missing} is referred to but not stored")));
+        }
+        let mut fids: Vec<i64> = Vec::new();
+        for b in blobs.values() {
+            fids.extend(frame_ids(b).map_err(|d| self.corrupt(format!("stack frames: {d}")))?);
+        }
+        fids.sort_unstable();
+        fids.dedup();
+        let mut names: FxHashMap<i64, Vec<u8>> = FxHashMap::default();
+        if fids.len() > 2000 {
+            let mut st = self.conn.prepare_cached("SELECT id, name FROM frames").map_err(e)?;
+            let mut rows = st.query([]).map_err(e)?;
+            while let Some(r) = rows.next().map_err(e)? {
+                let id: i64 = r.get(0).map_err(e)?;
+                if fids.binary_search(&id).is_ok() {
+                    names.insert(id, r.get(1).map_err(e)?);
+                }
+            }
+        } else {
+            let mut st = self.conn.prepare_cached("SELECT name FROM frames WHERE id = ?1").map_err(e)?;
+            for &id in &fids {
+                if let Some(n) = st.query_row([id], |r| r.get::<_, Vec<u8>>(0)).optional().map_err(e)? {
+                    names.insert(id, n);
+                }
+            }
+        }
+        let mut out = FxHashMap::default();
+        for (id, b) in blobs {
+            let mut text = Vec::new();
+            frames_text(&b, &names, &mut text).map_err(|d| self.corrupt(format!("stack {id}: {d}")))?;
+            out.insert(id, text);
+        }
+        Ok(out)
+    }
+}
+
+impl Store for Sqlite {
+    fn append_metrics(&mut self, host: &str, time_ns: i64, metrics: &[Metric<'_>]) -> Result<(), StoreError> {
+        self.writable()?;
+        let mut ids = Vec::with_capacity(metrics.len());
+        {
+            let missing = metrics.iter().any(|m| {
+                !self.caches.hosts.get(host).is_some_and(|h| {
+                    self.caches.series.contains_key(&(*h, m.name.to_string(), m.label.to_string()))
+                })
+            });
+            if missing {
+                self.write(|conn, c| {
+                    let h = host_id(conn, c, host)?;
+                    for m in metrics {
+                        let key = (h, m.name.to_string(), m.label.to_string());
+                        if c.series.contains_key(&key) {
+                            continue;
+                        }
+                        let id = match conn
+                            .prepare_cached(
+                                "SELECT id FROM series WHERE host = ?1 AND name = ?2 AND label = ?3",
+                            )?
+                            .query_row(params![h, m.name, m.label], |r| r.get(0))
+                            .optional()?
+                        {
+                            Some(id) => id,
+                            None => {
+                                conn.prepare_cached(
+                                    "INSERT INTO series(host, name, label) VALUES (?1, ?2, ?3)",
+                                )?
+                                .execute(params![h, m.name, m.label])?;
+                                conn.last_insert_rowid()
+                            }
+                        };
+                        c.series.insert(key, id);
+                    }
+                    Ok(())
+                })?;
+            }
+            let h = self.caches.hosts[host];
+            for m in metrics {
+                ids.push(self.caches.series[&(h, m.name.to_string(), m.label.to_string())]);
+            }
+        }
+        let block = time_ns.div_euclid(self.metric_block_ns) * self.metric_block_ns;
+        for (id, m) in ids.iter().zip(metrics) {
+            self.pending.entry((*id, block)).or_default().push((time_ns, m.value));
+        }
+        // Blocks that ended are written now: a series that stopped is not kept waiting.
+        let done: Vec<(i64, i64)> = self
+            .pending
+            .keys()
+            .filter(|(_, start)| start + self.metric_block_ns <= time_ns)
+            .copied()
+            .collect();
+        self.write_blocks(done)
+    }
+
+    fn append_bucket(&mut self, b: &Bucket<'_>) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let invalid = |detail: String| StoreError::Invalid { path: path.clone(), detail };
+        if b.end_ns <= b.start_ns || b.end_ns - b.start_ns > MAX_BUCKET_NS {
+            return Err(invalid(format!(
+                "a {} bucket of {} must end after it starts and last at most 1 h (start {}, end {})",
+                b.kind, b.host, b.start_ns, b.end_ns
+            )));
+        }
+        if let Some(s) = b.samples.iter().find(|s| s.time_ns < b.start_ns || s.time_ns >= b.end_ns) {
+            return Err(invalid(format!(
+                "a {} bucket of {} [{}, {}) holds a sample at {} outside it",
+                b.kind, b.host, b.start_ns, b.end_ns, s.time_ns
+            )));
+        }
+        let unit = unit_name(b.meta).to_string();
+        let event = b.meta.event.clone();
+        self.write(|conn, c| {
+            let host = host_id(conn, c, b.host)?;
+            let mut cgroups: Vec<&str> = Vec::new();
+            let mut cg_index: FxHashMap<&str, u32> = FxHashMap::default();
+            let mut last: Option<(&[u8], i64)> = None;
+            let mut raw = Vec::with_capacity(b.samples.len());
+            for s in b.samples {
+                let stack = match last {
+                    Some((t, id)) if t == s.stack => id,
+                    _ => stack_id(conn, c, s.stack)?,
+                };
+                last = Some((s.stack, stack));
+                let cgroup = match s.cgroup {
+                    None => 0,
+                    Some(cg) => *cg_index.entry(cg).or_insert_with(|| {
+                        cgroups.push(cg);
+                        cgroups.len() as u32
+                    }),
+                };
+                raw.push(RawSample {
+                    time_ns: s.time_ns,
+                    cpu: s.cpu,
+                    pid: s.pid,
+                    tid: s.tid,
+                    cgroup,
+                    stack,
+                    weight: s.weight,
+                });
+            }
+            raw.sort_by_key(|s| (s.time_ns, s.cpu));
+            let mut untimed = Vec::with_capacity(b.aggregated.len());
+            for (text, w) in b.aggregated {
+                untimed.push(Untimed { stack: stack_id(conn, c, text)?, cgroup: 0, count: 1, weight: *w });
+            }
+            let data = codec::encode_bucket(b.start_ns, TIME_UNIT_NS, &cgroups, &raw, &untimed);
+            conn.prepare_cached(
+                "INSERT INTO buckets(host, kind, start_ns, end_ns, capture, unit, event, samples, timed, data)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, ?9)",
+            )?
+            .execute(params![
+                host,
+                b.kind.code(),
+                b.start_ns,
+                b.end_ns,
+                b.capture.map(|c| c.0),
+                unit,
+                event,
+                (raw.len() + untimed.len()) as i64,
+                data
+            ])?;
+            Ok(())
+        })
+    }
+
+    fn append_trigger(&mut self, t: &TriggerFired<'_>) -> Result<TriggerId, StoreError> {
+        self.write(|conn, c| {
+            let host = host_id(conn, c, t.host)?;
+            conn.prepare_cached(
+                "INSERT INTO triggers(host, time_ns, rule, metric, value, threshold) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![host, t.time_ns, t.rule, t.metric, t.value, t.threshold])?;
+            Ok(TriggerId(conn.last_insert_rowid()))
+        })
+    }
+
+    fn begin_capture(&mut self, cs: &CaptureStart<'_>) -> Result<CaptureId, StoreError> {
+        let unit = unit_name(cs.meta).to_string();
+        let event = cs.meta.event.clone();
+        self.write(|conn, c| {
+            let host = host_id(conn, c, cs.host)?;
+            conn.prepare_cached(
+                "INSERT INTO captures(host, kind, start_ns, trigger, unit, event) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![host, cs.kind.code(), cs.start_ns, cs.trigger.map(|t| t.0), unit, event])?;
+            Ok(CaptureId(conn.last_insert_rowid()))
+        })
+    }
+
+    fn end_capture(&mut self, id: CaptureId, end_ns: i64, note: &str) -> Result<(), StoreError> {
+        let n = self.write(|conn, _| {
+            conn.prepare_cached("UPDATE captures SET end_ns = ?2, note = ?3 WHERE id = ?1")?
+                .execute(params![id.0, end_ns, note])
+        })?;
+        if n == 0 {
+            return Err(StoreError::Invalid {
+                path: self.path.clone(),
+                detail: format!("no capture {}", id.0),
+            });
+        }
+        Ok(())
+    }
+
+    fn append_events(&mut self, capture: CaptureId, events: &[EventRecord<'_>]) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        if let Some(i) = events
+            .iter()
+            .position(|ev| ev.ts_ns.is_none_or(|t| t > i64::MAX as u64) || ev.weight > i64::MAX as u64)
+        {
+            return Err(StoreError::Invalid {
+                path,
+                detail: format!(
+                    "event {} of {} has no time or a weight out of range: nothing of the batch stored",
+                    i + 1,
+                    events.len()
+                ),
+            });
+        }
+        let host: Option<i64> = self
+            .conn
+            .query_row("SELECT host FROM captures WHERE id = ?1", [capture.0], |r| r.get(0))
+            .optional()
+            .map_err(|e| map_err(&path, e))?;
+        let Some(host) = host else {
+            return Err(StoreError::Invalid { path, detail: format!("no capture {}", capture.0) });
+        };
+        self.write(|conn, c| {
+            let mut text = Vec::new();
+            for ev in events {
+                text.clear();
+                for (i, f) in ev.stack.iter().enumerate() {
+                    if i > 0 {
+                        text.push(b';');
+                    }
+                    text.extend_from_slice(f);
+                }
+                let stack = stack_id(conn, c, &text)?;
+                conn.prepare_cached(
+                    "INSERT INTO events(capture, host, time_ns, duration_ns, pid, tid, comm, cpu, kind, event, stack, weight)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                )?
+                .execute(params![
+                    capture.0,
+                    host,
+                    ev.ts_ns.unwrap_or(0) as i64,
+                    ev.duration_ns.map(|d| d.min(i64::MAX as u64) as i64),
+                    ev.pid.unwrap_or(0),
+                    ev.tid.unwrap_or(0),
+                    ev.comm.unwrap_or(""),
+                    ev.cpu,
+                    ev.kind.name(),
+                    ev.event,
+                    stack,
+                    ev.weight as i64
+                ])?;
+            }
+            Ok(())
+        })
+    }
+
+    fn append_report(&mut self, r: &StoredReport<'_>) -> Result<(), StoreError> {
+        self.write(|conn, c| {
+            let host = host_id(conn, c, r.host)?;
+            conn.prepare_cached(
+                "INSERT INTO reports(host, time_ns, kind, title, stack, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![host, r.time_ns, r.kind, r.title, r.stack, r.text])?;
+            Ok(())
+        })
+    }
+
+    fn flush(&mut self) -> Result<(), StoreError> {
+        let keys: Vec<(i64, i64)> = self.pending.keys().copied().collect();
+        self.write_blocks(keys)
+    }
+
+    fn maintain(&mut self, policy: &Policy) -> Result<Maintenance, StoreError> {
+        self.writable()?;
+        crate::maintain::run(self, policy)
+    }
+}
+
+impl Drop for Sqlite {
+    fn drop(&mut self) {
+        if self.mode == OpenMode::Write && !self.pending.is_empty() {
+            let _ = self.flush();
+        }
+    }
+}
+
+/// What maintenance needs of the backend.
+impl Sqlite {
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    pub(crate) fn err(&self, e: rusqlite::Error) -> StoreError {
+        map_err(&self.path, e)
+    }
+
+    pub(crate) fn clear_caches(&mut self) {
+        self.caches = Caches::default();
+    }
+}
+
+impl Query for Sqlite {
+    fn profile(&self, q: &ProfileQuery<'_>) -> Result<Profile, StoreError> {
+        let e = |err| map_err(&self.path, err);
+        let tx = self.conn.unchecked_transaction().map_err(e)?;
+        let mut sums: FxHashMap<i64, Weight> = FxHashMap::default();
+        let mut meta: Option<Meta> = None;
+        let (mut samples, mut buckets, mut mixed) = (0u64, 0u64, 0u64);
+        self.for_buckets(q, |row| {
+            let m = Meta { unit: Unit::from_name(&row.unit), event: row.event.clone() };
+            match &meta {
+                None => meta = Some(m),
+                Some(first) if first.unit != m.unit => {
+                    mixed += 1;
+                    return Ok(());
+                }
+                Some(_) => {}
+            }
+            buckets += 1;
+            let d = codec::decode_bucket(&row.data, row.start_ns)
+                .map_err(|d| self.corrupt(format!("bucket at {}: {d}", row.start_ns)))?;
+            let whole = row.start_ns >= q.from_ns && row.end_ns <= q.to_ns;
+            let cg_ok: Vec<bool> = std::iter::once(q.cgroup.is_none())
+                .chain(d.cgroups.iter().map(|cg| q.cgroup.is_none_or(|w| cgroup_matches(cg, w))))
+                .collect();
+            for s in &d.samples {
+                if (whole || (s.time_ns >= q.from_ns && s.time_ns < q.to_ns)) && cg_ok[s.cgroup as usize] {
+                    *sums.entry(s.stack).or_insert(Weight::ZERO) += s.weight;
+                    samples += 1;
+                }
+            }
+            if row.start_ns >= q.from_ns && row.start_ns < q.to_ns {
+                for u in &d.untimed {
+                    if cg_ok[u.cgroup as usize] {
+                        *sums.entry(u.stack).or_insert(Weight::ZERO) += u.weight;
+                        samples += u.count;
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        let ids: Vec<i64> = sums.keys().copied().collect();
+        let texts = self.stack_texts(&ids)?;
+        tx.commit().map_err(e)?;
+        let mut counts = StackCounts::new();
+        counts.reserve(sums.len());
+        for (id, w) in sums {
+            counts.add(&texts[&id], w);
+        }
+        Ok(Profile {
+            stacks: Stacks::Counts(counts),
+            meta: meta.unwrap_or_default(),
+            samples,
+            buckets,
+            mixed_units: mixed,
+        })
+    }
+
+    fn samples(&self, q: &ProfileQuery<'_>) -> Result<Vec<SamplePoint>, StoreError> {
+        let e = |err| map_err(&self.path, err);
+        let tx = self.conn.unchecked_transaction().map_err(e)?;
+        let mut out = Vec::new();
+        self.for_buckets(q, |row| {
+            let d = codec::decode_bucket(&row.data, row.start_ns)
+                .map_err(|d| self.corrupt(format!("bucket at {}: {d}", row.start_ns)))?;
+            for s in &d.samples {
+                let cg_ok = match (q.cgroup, s.cgroup) {
+                    (None, _) => true,
+                    (Some(_), 0) => false,
+                    (Some(w), i) => cgroup_matches(&d.cgroups[i as usize - 1], w),
+                };
+                if s.time_ns >= q.from_ns && s.time_ns < q.to_ns && cg_ok {
+                    out.push(SamplePoint {
+                        time_ns: s.time_ns,
+                        cpu: s.cpu,
+                        stack: StackId(s.stack),
+                        weight: s.weight,
+                    });
+                }
+            }
+            Ok(())
+        })?;
+        tx.commit().map_err(e)?;
+        out.sort_by_key(|p| (p.time_ns, p.cpu));
+        Ok(out)
+    }
+
+    fn stack_text(&self, id: StackId) -> Result<Vec<u8>, StoreError> {
+        let mut t = self.stack_texts(&[id.0])?;
+        Ok(t.remove(&id.0).unwrap_or_default())
+    }
+
+    fn series(&self, q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError> {
+        let e = |err| map_err(&self.path, err);
+        let tx = self.conn.unchecked_transaction().map_err(e)?;
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT s.id, h.name, s.label FROM series s JOIN hosts h ON h.id = s.host
+                 WHERE s.name = ?1 AND (?2 IS NULL OR s.label = ?2) AND (?3 IS NULL OR h.name = ?3)
+                 ORDER BY h.name, s.label",
+            )
+            .map_err(e)?;
+        let found: Vec<(i64, String, String)> = st
+            .query_map(params![q.name, q.label, q.host], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(e)?
+            .collect::<Result<_, _>>()
+            .map_err(e)?;
+        let mut blocks = self
+            .conn
+            .prepare_cached(
+                "SELECT start_ns, data FROM metric_blocks
+                 WHERE series = ?1 AND start_ns < ?3 AND start_ns > ?2 - ?4 AND end_ns > ?2 ORDER BY start_ns",
+            )
+            .map_err(e)?;
+        let mut out = Vec::new();
+        for (id, host, label) in found {
+            let mut values: Vec<(i64, f64)> = Vec::new();
+            let mut rows = blocks.query(params![id, q.from_ns, q.to_ns, MAX_BUCKET_NS]).map_err(e)?;
+            while let Some(r) = rows.next().map_err(e)? {
+                let start: i64 = r.get(0).map_err(e)?;
+                let data: Vec<u8> = r.get(1).map_err(e)?;
+                let vals = codec::decode_metrics(&data, start)
+                    .map_err(|d| self.corrupt(format!("metric block {id} at {start}: {d}")))?;
+                values.extend(vals.into_iter().filter(|(t, _)| *t >= q.from_ns && *t < q.to_ns));
+            }
+            let points = match q.points {
+                Some(n) if n > 0 && values.len() > n => resample(&values, q.from_ns, q.to_ns, n),
+                _ => values
+                    .iter()
+                    .map(|&(t, v)| Point { time_ns: t, min: v, max: v, avg: v, count: 1 })
+                    .collect(),
+            };
+            out.push(Series { host, name: q.name.to_string(), label, points });
+        }
+        drop(blocks);
+        drop(st);
+        tx.commit().map_err(e)?;
+        Ok(out)
+    }
+
+    fn metric_names(&self, host: Option<&str>) -> Result<Vec<(String, String)>, StoreError> {
+        let e = |err| map_err(&self.path, err);
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT DISTINCT s.name, s.label FROM series s JOIN hosts h ON h.id = s.host
+                 WHERE (?1 IS NULL OR h.name = ?1) ORDER BY s.name, s.label",
+            )
+            .map_err(e)?;
+        st.query_map(params![host], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(e)?
+            .collect::<Result<_, _>>()
+            .map_err(e)
+    }
+
+    fn events(&self, from_ns: i64, to_ns: i64, host: Option<&str>) -> Result<Vec<Event>, StoreError> {
+        let e = |err| map_err(&self.path, err);
+        let tx = self.conn.unchecked_transaction().map_err(e)?;
+        let mut out = Vec::new();
+        {
+            let mut st = self
+                .conn
+                .prepare_cached(
+                    "SELECT t.id, h.name, t.time_ns, t.rule, t.metric, t.value, t.threshold FROM triggers t
+                     JOIN hosts h ON h.id = t.host
+                     WHERE t.time_ns >= ?1 AND t.time_ns < ?2 AND (?3 IS NULL OR h.name = ?3)",
+                )
+                .map_err(e)?;
+            let rows = st
+                .query_map(params![from_ns, to_ns, host], |r| {
+                    Ok(Event::Trigger {
+                        id: TriggerId(r.get(0)?),
+                        host: r.get(1)?,
+                        time_ns: r.get(2)?,
+                        rule: r.get(3)?,
+                        metric: r.get(4)?,
+                        value: r.get(5)?,
+                        threshold: r.get(6)?,
+                    })
+                })
+                .map_err(e)?;
+            for r in rows {
+                out.push(r.map_err(e)?);
+            }
+            let mut st = self
+                .conn
+                .prepare_cached(
+                    "SELECT c.id, h.name, c.kind, c.start_ns, c.end_ns, c.trigger, c.note FROM captures c
+                     JOIN hosts h ON h.id = c.host
+                     WHERE c.start_ns < ?2 AND (c.end_ns IS NULL OR c.end_ns > ?1 OR c.start_ns >= ?1)
+                       AND (?3 IS NULL OR h.name = ?3)",
+                )
+                .map_err(e)?;
+            let rows = st
+                .query_map(params![from_ns, to_ns, host], |r| {
+                    let code: i64 = r.get(2)?;
+                    Ok((
+                        code,
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get::<_, Option<i64>>(5)?,
+                        r.get(6)?,
+                    ))
+                })
+                .map_err(e)?;
+            for r in rows {
+                let (code, id, host, start_ns, end_ns, trigger, note) = r.map_err(e)?;
+                let kind = Kind::from_code(code)
+                    .ok_or_else(|| self.corrupt(format!("capture {id} has unknown kind {code}")))?;
+                out.push(Event::Capture {
+                    id: CaptureId(id),
+                    host,
+                    kind,
+                    start_ns,
+                    end_ns,
+                    trigger: trigger.map(TriggerId),
+                    note,
+                });
+            }
+            let mut st = self
+                .conn
+                .prepare_cached(
+                    "SELECT h.name, r.time_ns, r.kind, r.title, r.stack, r.text FROM reports r
+                     JOIN hosts h ON h.id = r.host
+                     WHERE r.time_ns >= ?1 AND r.time_ns < ?2 AND (?3 IS NULL OR h.name = ?3)",
+                )
+                .map_err(e)?;
+            let rows = st
+                .query_map(params![from_ns, to_ns, host], |r| {
+                    Ok(Event::Report {
+                        host: r.get(0)?,
+                        time_ns: r.get(1)?,
+                        kind: r.get(2)?,
+                        title: r.get(3)?,
+                        stack: r.get(4)?,
+                        text: r.get(5)?,
+                    })
+                })
+                .map_err(e)?;
+            for r in rows {
+                out.push(r.map_err(e)?);
+            }
+        }
+        tx.commit().map_err(e)?;
+        out.sort_by_key(|ev| ev.time_ns());
+        Ok(out)
+    }
+
+    fn capture_events(
+        &self,
+        capture: CaptureId,
+        from_ns: i64,
+        to_ns: i64,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let e = |err| map_err(&self.path, err);
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT time_ns, duration_ns, pid, tid, comm, cpu, kind, event, stack, weight FROM events
+                 WHERE capture = ?1 AND time_ns >= ?2 AND time_ns < ?3 ORDER BY time_ns",
+            )
+            .map_err(e)?;
+        st.query_map(params![capture.0, from_ns, to_ns], |r| {
+            Ok(StoredEvent {
+                capture,
+                time_ns: r.get(0)?,
+                duration_ns: r.get::<_, Option<i64>>(1)?.map(|d| d as u64),
+                pid: r.get(2)?,
+                tid: r.get(3)?,
+                comm: r.get(4)?,
+                cpu: r.get(5)?,
+                kind: r.get(6)?,
+                event: r.get(7)?,
+                stack: StackId(r.get(8)?),
+                weight: r.get::<_, i64>(9)? as u64,
+            })
+        })
+        .map_err(e)?
+        .collect::<Result<_, _>>()
+        .map_err(e)
+    }
+
+    fn hosts(&self) -> Result<Vec<String>, StoreError> {
+        let e = |err| map_err(&self.path, err);
+        let mut st = self.conn.prepare_cached("SELECT name FROM hosts ORDER BY name").map_err(e)?;
+        st.query_map([], |r| r.get(0)).map_err(e)?.collect::<Result<_, _>>().map_err(e)
+    }
+
+    fn time_bounds(&self) -> Result<Option<(i64, i64)>, StoreError> {
+        let e = |err| map_err(&self.path, err);
+        let (lo, hi): (Option<i64>, Option<i64>) = self
+            .conn
+            .query_row(
+                "SELECT min(lo), max(hi) FROM (
+                    SELECT min(start_ns) AS lo, max(end_ns) AS hi FROM buckets
+                    UNION ALL SELECT min(start_ns), max(end_ns) FROM metric_blocks
+                    UNION ALL SELECT min(time_ns), max(time_ns) FROM triggers
+                    UNION ALL SELECT min(start_ns), max(coalesce(end_ns, start_ns)) FROM captures
+                    UNION ALL SELECT min(time_ns), max(time_ns) FROM reports)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(e)?;
+        Ok(lo.zip(hi))
+    }
+}
+
+/// `n` spans of equal width over `[from, to)`; empty spans are left out.
+fn resample(values: &[(i64, f64)], from: i64, to: i64, n: usize) -> Vec<Point> {
+    let width = ((to - from) as i128 + n as i128 - 1) / n as i128;
+    let width = width.max(1) as i64;
+    let mut out: Vec<Point> = Vec::new();
+    let mut sum = 0.0;
+    for &(t, v) in values {
+        let start = from + (t - from) / width * width;
+        match out.last_mut() {
+            Some(p) if p.time_ns == start => {
+                p.min = p.min.min(v);
+                p.max = p.max.max(v);
+                p.count += 1;
+                sum += v;
+                p.avg = sum / f64::from(p.count);
+            }
+            _ => {
+                sum = v;
+                out.push(Point { time_ns: start, min: v, max: v, avg: v, count: 1 });
+            }
+        }
+    }
+    out
+}
