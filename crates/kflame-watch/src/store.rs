@@ -146,36 +146,3 @@ impl Store for MemStore {
         Ok(Maintenance::default())
     }
 }
-
-/// Any store chosen at run time (SQLite today, another backend later).
-pub struct Boxed(pub Box<dyn Store>);
-
-impl Store for Boxed {
-    fn append_metrics(&mut self, host: &str, time_ns: i64, metrics: &[Metric<'_>]) -> Result<(), StoreError> {
-        self.0.append_metrics(host, time_ns, metrics)
-    }
-    fn append_bucket(&mut self, bucket: &Bucket<'_>) -> Result<(), StoreError> {
-        self.0.append_bucket(bucket)
-    }
-    fn append_trigger(&mut self, t: &TriggerFired<'_>) -> Result<TriggerId, StoreError> {
-        self.0.append_trigger(t)
-    }
-    fn begin_capture(&mut self, c: &CaptureStart<'_>) -> Result<CaptureId, StoreError> {
-        self.0.begin_capture(c)
-    }
-    fn end_capture(&mut self, id: CaptureId, end_ns: i64, note: &str) -> Result<(), StoreError> {
-        self.0.end_capture(id, end_ns, note)
-    }
-    fn append_events(&mut self, capture: CaptureId, events: &[EventRecord<'_>]) -> Result<(), StoreError> {
-        self.0.append_events(capture, events)
-    }
-    fn append_report(&mut self, r: &StoredReport<'_>) -> Result<(), StoreError> {
-        self.0.append_report(r)
-    }
-    fn flush(&mut self) -> Result<(), StoreError> {
-        self.0.flush()
-    }
-    fn maintain(&mut self, policy: &Policy) -> Result<Maintenance, StoreError> {
-        self.0.maintain(policy)
-    }
-}

@@ -266,6 +266,8 @@ pub struct Watcher<S: Store> {
     tx: Sender<Message>,
     rx: Receiver<Message>,
     profile_meta: Meta,
+    /// Rules that held without firing at the last evaluation, and why.
+    held: HashMap<usize, &'static str>,
 }
 
 impl<S: Store> Watcher<S> {
@@ -289,6 +291,7 @@ impl<S: Store> Watcher<S> {
             tx,
             rx,
             profile_meta: meta_of(CaptureKind::Cpu),
+            held: HashMap::new(),
         }
     }
 
@@ -341,7 +344,7 @@ impl<S: Store> Watcher<S> {
                 .log(Level::Info, "this kernel has no /proc/pressure (PSI): psi.* metrics are not recorded");
         }
         for r in self.evaluator.rules() {
-            control.log(Level::Info, &format!("trigger: {r}"));
+            control.log(Level::Info, &format!("trigger: {} (read as: {r})", r.text));
         }
         let tick = Duration::from_secs(1);
         let mut next_tick = started + tick;
@@ -484,14 +487,25 @@ impl<S: Store> Watcher<S> {
     }
 
     fn fire(&mut self, now: i64, fired: Vec<Fired>, held: Vec<Held>, control: &mut dyn Control) {
+        // Said once per rule and reason, not every second it holds.
+        let mut now_held = HashMap::new();
         for h in held {
             let (i, why) = match h {
                 Held::Cooldown { rule } => (rule, "in its cooldown"),
                 Held::Budget { rule } => (rule, "the budget of triggers per hour is spent"),
             };
-            if let Some(r) = self.evaluator.rules().get(i) {
-                control.log(Level::Debug, &format!("`{}` holds but does not fire: {why}", r.text));
+            now_held.insert(i, why);
+            if self.held.get(&i) != Some(&why)
+                && let Some(r) = self.evaluator.rules().get(i)
+            {
+                control.log(Level::Info, &format!("`{}` holds but does not fire: {why}", r.text));
             }
+        }
+        if !fired.is_empty()
+            || now_held.len() != self.held.len()
+            || now_held.keys().any(|k| !self.held.contains_key(k))
+        {
+            self.held = now_held;
         }
         for f in fired {
             let Some(rule) = self.evaluator.rules().get(f.rule).cloned() else { continue };
@@ -651,9 +665,10 @@ impl<S: Store> Watcher<S> {
     /// Writes the buckets that are over (all of them with `all`), and those waiting for disk
     /// space first.
     fn flush_buckets(&mut self, all: bool, control: &mut dyn Control) {
-        // Samples reach the loop up to a window (1 s) after they were taken: a bucket is
-        // written 2 s after its end.
-        let horizon = now_ns() - 2_000_000_000;
+        // A bucket is written once a window taken after its end has been read (this is
+        // called right after taking one). A sample the recorder held back for time order
+        // and hands over in a later window goes into a second bucket of the same range.
+        let horizon = now_ns() - 100_000_000;
         let done: Vec<i64> =
             self.buckets.iter().filter(|(_, p)| all || p.end_ns <= horizon).map(|(k, _)| *k).collect();
         for k in done {
@@ -697,10 +712,12 @@ impl<S: Store> Watcher<S> {
             }
         }
         self.status.waiting_buckets = self.waiting.len();
-        // Metric rows the store buffers are written with the buckets (at most one bucket
-        // of them is lost to a kill -9).
-        if let Err(e) = self.store.flush() {
-            self.store_error("metrics", &e, control);
+        if all {
+            // Metric values the store buffers until their block ends (the CLI makes a block
+            // one bucket long: a kill -9 loses the bucket in progress, no more).
+            if let Err(e) = self.store.flush() {
+                self.store_error("metrics", &e, control);
+            }
         }
     }
 

@@ -230,7 +230,8 @@ pub(crate) fn run(args: Args) -> Result<()> {
         }
         _ => anyhow::Error::new(e),
     })?;
-    let store = crate::cmd::watch_store::open(&settings.db, &settings.host)?;
+    let bucket_ns = i64::try_from(settings.bucket.as_nanos()).unwrap_or(i64::MAX);
+    let store = crate::cmd::watch_store::open(&settings.db, bucket_ns)?;
     let stop = Arc::new(AtomicBool::new(false));
     let reload = Arc::new(AtomicBool::new(false));
     {
