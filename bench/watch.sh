@@ -82,5 +82,5 @@ printf '%-30s %14s %9s %16s %9s\n' "" "iterations" "vs idle" "CPU % of 1 CPU" "R
 printf '%-30s %14s %9s %16s %9s\n' "idle" "$idle" "1.0000" "-" "-"
 printf '%-30s %14s %9.4f %16.3f %9s\n' "kflame watch (default)" "$w_it" "$(echo "$w_it / $idle" | bc -l)" "$w_cpu" "$w_rss"
 printf '%-30s %14s %9.4f %16.3f %9s\n' "perf record -F 19 -a -g" "$p_it" "$(echo "$p_it / $idle" | bc -l)" "$p_cpu" "$p_rss"
-printf 'watch/perf: throughput %.4f, recorder CPU %.2f; database after the last round: %s bytes\n' \
-    "$(echo "$w_it / $p_it" | bc -l)" "$(echo "$w_cpu / ($p_cpu + 0.000001)" | bc -l)" "$db_bytes"
+printf 'watch/perf throughput %.4f; watcher CPU %.3f%% of one CPU (target <= 1), RSS %s MiB (target <= 64); database after the last round: %s bytes\n' \
+    "$(echo "$w_it / $p_it" | bc -l)" "$w_cpu" "$w_rss" "$db_bytes"

@@ -76,6 +76,12 @@ impl Read for KmsgReader {
             self.buf.resize(16 * 1024, 0);
             self.pos = 0;
             match self.file.read(&mut self.buf) {
+                Ok(0) => {
+                    // /dev/kmsg says EAGAIN when it has nothing new; a plain file (tests,
+                    // a log being appended to) says end of file: wait the same way.
+                    self.buf.clear();
+                    std::thread::sleep(Duration::from_millis(200));
+                }
                 Ok(n) => self.buf.truncate(n),
                 Err(e) => {
                     self.buf.clear();
@@ -167,6 +173,25 @@ impl Drop for Follower {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The follower reads only what is written after it started, and stops when dropped.
+    #[test]
+    fn follows_what_is_appended() {
+        use std::io::Write;
+        let path = std::env::temp_dir().join(format!("kflame-kmsg-test-{}", std::process::id()));
+        let old = "4,1,1000,-;------------[ cut here ]------------\n4,2,1001,-;WARNING: CPU: 0 PID: 1 at a.c:1 old_fn+0x1/0x2\n4,3,1002,-;Call Trace:\n4,4,1003,-; old_fn+0x1/0x2\n4,5,1004,-;---[ end trace 0000000000000000 ]---\n";
+        std::fs::write(&path, old).unwrap();
+        let f = Follower::start(&path).unwrap();
+        let new = old.replace("old_fn", "new_fn");
+        std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(new.as_bytes()).unwrap();
+        let r = f.reports.recv_timeout(Duration::from_secs(5)).expect("a report");
+        assert_eq!(r.stack, "new_fn");
+        assert!(f.reports.recv_timeout(Duration::from_millis(500)).is_err(), "the old report is not news");
+        let started = std::time::Instant::now();
+        drop(f);
+        assert!(started.elapsed() < Duration::from_secs(2));
+        std::fs::remove_file(&path).unwrap();
+    }
 
     /// Raw /dev/kmsg records of a WARNING (as the kernel writes them) become one report
     /// with its stack.
