@@ -52,6 +52,9 @@ enum Command {
     /// Watch continuously: metrics, an always-on CPU profile and triggered captures into a
     /// history database; as root (or CAP_PERFMON and CAP_SYSLOG).
     Watch(cmd::watch::Args),
+    /// Read a history database (`kflame watch --db`): the profile of a time range, metrics,
+    /// events, or the difference of two ranges.
+    Query(cmd::query::Args),
 }
 
 fn main() -> ExitCode {
@@ -69,6 +72,7 @@ fn main() -> ExitCode {
         Command::Diff(args) => cmd::diff::run(args),
         Command::Record(args) => cmd::record::run(args),
         Command::Watch(args) => cmd::watch::run(args),
+        Command::Query(args) => cmd::query::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

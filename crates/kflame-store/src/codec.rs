@@ -5,29 +5,31 @@
 //! ```text
 //! varint time_unit_ns                  resolution of sample times (1000: µs)
 //! varint n_dict, n_dict × varint       global stack ids, ascending, delta-coded
+//! varint n_pids, n_pids × varint       pids and tids, ascending, delta-coded
 //! varint n_cgroups, n × (varint len, bytes)
-//! varint n_samples, then columns of n_samples entries each, samples in time order:
+//! varint n_samples, then columns of n_samples entries each, samples by CPU then time:
 //!   cpu      varint
-//!   time     zigzag varint: delta of delta per CPU, in time units from the bucket start
-//!   stack    varint index into the dictionary
+//!   time     zigzag varint, time units: the delta from the CPU's previous sample (the
+//!            bucket start for its first) minus the delta between its first two samples
+//!   stack    varint: 0 the same as the CPU's previous sample, else dictionary index + 1
 //!   cgroup   varint (0 none, i+1 the i-th cgroup)
-//!   pid      zigzag varint: delta from the previous pid on the same CPU
-//!   tid      zigzag varint: tid - pid
+//!   pid      varint: 0 the same as the CPU's previous sample, else pid index + 1
+//!   tid      varint: 0 the same as the pid, else pid index + 1
 //!   weight   zigzag varint (128-bit): delta of the raw fixed-point weight from the previous
 //! varint n_untimed, n × (varint stack index, varint cgroup, varint count, varint raw weight)
 //! ```
 //!
-//! Columns keep alike values together (the CPU, the task, the period of a timer repeat), so
-//! that the delta codes are mostly zeros and the compressor folds them away. Decoding checks
-//! every count against the bytes left, so a damaged blob is an error, never a panic or a
-//! huge allocation.
+//! Columns keep alike values together (the CPU, the task, the period of a timer), so that
+//! most codes are zeros and the compressor folds them away. Decoding checks every count
+//! against the bytes left, so a damaged blob is an error, never a panic or a huge
+//! allocation.
 //!
 //! A metric block (one series, one block of time) is not compressed (it is small):
 //!
 //! ```text
-//! varint n, then n × (zigzag time delta of delta in µs from the block start,
-//!                     value: varint (zigzag(delta of value×1000) << 1) when the value is
-//!                            exactly a multiple of 0.001, else varint 1 and 8 bytes f64 LE)
+//! varint n, u8 decimals (0-3: every value is exact with that many; 0xff: raw f64s)
+//! n × zigzag varint: times in ms, each delta minus the delta of the first two
+//! n × value: zigzag varint delta of value × 10^decimals, or 8 bytes f64 LE
 //! ```
 
 use std::io::Read;
@@ -167,24 +169,29 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Per-CPU state of the time and pid codes.
+/// Per-CPU state of the column codes.
 #[derive(Clone, Copy, Default)]
 struct CpuState {
+    /// Samples of this CPU seen so far.
+    n: u64,
     last_t: i64,
-    last_dt: i64,
-    last_pid: i64,
+    /// The delta between the CPU's first two samples: later deltas are coded against it
+    /// (a timer's period), which keeps jitter to one difference.
+    ref_dt: i64,
+    last_stack: u64,
+    last_pid: u64,
 }
 
-fn cpu_state(states: &mut Vec<CpuState>, cpu: u32, start: i64) -> &mut CpuState {
+fn cpu_state(states: &mut Vec<CpuState>, cpu: u32) -> &mut CpuState {
     let i = cpu as usize;
     if states.len() <= i {
-        states.resize(i + 1, CpuState { last_t: start, last_dt: 0, last_pid: 0 });
+        states.resize(i + 1, CpuState::default());
     }
     &mut states[i]
 }
 
-/// Encodes a bucket. `samples` must be sorted by (time, cpu) with times in
-/// `[start_ns, ...)`; `time_unit_ns` ≥ 1 truncates times to that resolution.
+/// Encodes a bucket. Times must be in `[start_ns, ...)`; `time_unit_ns` ≥ 1 truncates them
+/// to that resolution. Samples are stored by CPU, then time.
 pub(crate) fn encode_bucket(
     start_ns: i64,
     time_unit_ns: i64,
@@ -192,12 +199,18 @@ pub(crate) fn encode_bucket(
     samples: &[RawSample],
     untimed: &[Untimed],
 ) -> Vec<u8> {
+    let mut samples = samples.to_vec();
+    samples.sort_by_key(|s| (s.cpu, s.time_ns));
     let mut dict: Vec<i64> = samples.iter().map(|s| s.stack).chain(untimed.iter().map(|u| u.stack)).collect();
     dict.sort_unstable();
     dict.dedup();
-    let index = |id: i64| dict.binary_search(&id).unwrap_or(0) as u128;
+    let index = |id: i64| dict.binary_search(&id).unwrap_or(0) as u64;
+    let mut pids: Vec<u32> = samples.iter().flat_map(|s| [s.pid, s.tid]).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    let pid_index = |p: u32| pids.binary_search(&p).unwrap_or(0) as u128;
 
-    let mut out = Vec::with_capacity(samples.len() * 8 + 64);
+    let mut out = Vec::with_capacity(samples.len() * 4 + 64);
     put_varint(&mut out, time_unit_ns as u128);
     put_varint(&mut out, dict.len() as u128);
     let mut prev = 0i64;
@@ -205,46 +218,61 @@ pub(crate) fn encode_bucket(
         put_varint(&mut out, (id - prev) as u128);
         prev = id;
     }
+    put_varint(&mut out, pids.len() as u128);
+    let mut prev = 0u32;
+    for &p in &pids {
+        put_varint(&mut out, u128::from(p - prev));
+        prev = p;
+    }
     put_varint(&mut out, cgroups.len() as u128);
     for c in cgroups {
         put_varint(&mut out, c.len() as u128);
         out.extend_from_slice(c.as_bytes());
     }
     put_varint(&mut out, samples.len() as u128);
-    for s in samples {
+    for s in &samples {
         put_varint(&mut out, u128::from(s.cpu));
     }
     let mut states = Vec::new();
-    for s in samples {
-        let st = cpu_state(&mut states, s.cpu, 0);
+    for s in &samples {
+        let st = cpu_state(&mut states, s.cpu);
         let t = (s.time_ns - start_ns) / time_unit_ns;
         let dt = t - st.last_t;
-        out_zig(&mut out, i128::from(dt - st.last_dt));
+        out_zig(&mut out, i128::from(dt - st.ref_dt));
+        if st.n == 1 {
+            st.ref_dt = dt;
+        }
+        st.n += 1;
         st.last_t = t;
-        st.last_dt = dt;
     }
-    for s in samples {
-        put_varint(&mut out, index(s.stack));
+    // Stack and task: 0 when the same as the CPU's previous sample, else index + 1.
+    let mut states = Vec::new();
+    for s in &samples {
+        let st = cpu_state(&mut states, s.cpu);
+        let i = index(s.stack) + 1;
+        put_varint(&mut out, if st.last_stack == i { 0 } else { u128::from(i) });
+        st.last_stack = i;
     }
-    for s in samples {
+    for s in &samples {
         put_varint(&mut out, u128::from(s.cgroup));
     }
-    for s in samples {
-        let st = cpu_state(&mut states, s.cpu, 0);
-        out_zig(&mut out, i128::from(s.pid) - i128::from(st.last_pid));
-        st.last_pid = i64::from(s.pid);
+    for s in &samples {
+        let st = cpu_state(&mut states, s.cpu);
+        let i = pid_index(s.pid) as u64 + 1;
+        put_varint(&mut out, if st.last_pid == i { 0 } else { u128::from(i) });
+        st.last_pid = i;
     }
-    for s in samples {
-        out_zig(&mut out, i128::from(s.tid) - i128::from(s.pid));
+    for s in &samples {
+        put_varint(&mut out, if s.tid == s.pid { 0 } else { pid_index(s.tid) + 1 });
     }
     let mut prev_w: u128 = 0;
-    for s in samples {
+    for s in &samples {
         out_zig(&mut out, s.weight.raw().wrapping_sub(prev_w) as i128);
         prev_w = s.weight.raw();
     }
     put_varint(&mut out, untimed.len() as u128);
     for u in untimed {
-        put_varint(&mut out, index(u.stack));
+        put_varint(&mut out, u128::from(index(u.stack)));
         put_varint(&mut out, u128::from(u.cgroup));
         put_varint(&mut out, u128::from(u.count));
         put_varint(&mut out, u.weight.raw());
@@ -258,7 +286,8 @@ fn out_zig(out: &mut Vec<u8>, v: i128) {
     put_varint(out, zigzag(v));
 }
 
-/// Decodes a bucket blob; errors say what is wrong, for a "corrupt" message.
+/// Decodes a bucket blob; errors say what is wrong, for a "corrupt" message. Samples come
+/// by CPU, then time.
 pub(crate) fn decode_bucket(blob: &[u8], start_ns: i64) -> Result<DecodedBucket, String> {
     let Some((&format, body)) = blob.split_first() else {
         return Err("empty sample blob".into());
@@ -270,6 +299,31 @@ pub(crate) fn decode_bucket(blob: &[u8], start_ns: i64) -> Result<DecodedBucket,
     let mut dec = ruzstd::decoding::StreamingDecoder::new(body).map_err(|e| format!("sample blob: {e}"))?;
     (&mut dec).take(MAX_BUCKET_BYTES).read_to_end(&mut raw).map_err(|e| format!("sample blob: {e}"))?;
     decode_payload(&raw, start_ns).map_err(|e| format!("sample blob: {e}"))
+}
+
+/// The global stack ids a bucket blob refers to (its dictionary).
+pub(crate) fn bucket_stacks(blob: &[u8]) -> Result<Vec<i64>, String> {
+    let Some((&format, body)) = blob.split_first() else {
+        return Err("empty sample blob".into());
+    };
+    if format != BUCKET_FORMAT_1 {
+        return Err(format!("unknown sample blob format {format}"));
+    }
+    let mut raw = Vec::new();
+    let mut dec = ruzstd::decoding::StreamingDecoder::new(body).map_err(|e| format!("sample blob: {e}"))?;
+    (&mut dec).take(MAX_BUCKET_BYTES).read_to_end(&mut raw).map_err(|e| format!("sample blob: {e}"))?;
+    let mut r = Reader::new(&raw);
+    r.varint()?;
+    let n_dict = r.count(1)?;
+    let mut dict = Vec::with_capacity(n_dict);
+    let mut prev = 0i64;
+    for _ in 0..n_dict {
+        prev = prev
+            .checked_add(i64::try_from(r.u64()?).map_err(|_| "stack id out of range")?)
+            .ok_or("stack id out of range")?;
+        dict.push(prev);
+    }
+    Ok(dict)
 }
 
 fn decode_payload(raw: &[u8], start_ns: i64) -> Result<DecodedBucket, String> {
@@ -287,6 +341,13 @@ fn decode_payload(raw: &[u8], start_ns: i64) -> Result<DecodedBucket, String> {
             .checked_add(i64::try_from(d).map_err(|_| "stack id out of range".to_string())?)
             .ok_or("stack id out of range")?;
         dict.push(prev);
+    }
+    let n_pids = r.count(1)?;
+    let mut pids = Vec::with_capacity(n_pids);
+    let mut prev = 0u32;
+    for _ in 0..n_pids {
+        prev = prev.checked_add(r.u32()?).ok_or("pid out of range")?;
+        pids.push(prev);
     }
     let n_cg = r.count(1)?;
     let mut cgroups = Vec::with_capacity(n_cg);
@@ -306,17 +367,26 @@ fn decode_payload(raw: &[u8], start_ns: i64) -> Result<DecodedBucket, String> {
     }
     let mut states = Vec::new();
     for s in samples.iter_mut() {
-        let st = cpu_state(&mut states, s.cpu, 0);
-        let dd = r.i64z()?;
-        let dt = st.last_dt.checked_add(dd).ok_or("time out of range")?;
+        let st = cpu_state(&mut states, s.cpu);
+        let dt = st.ref_dt.checked_add(r.i64z()?).ok_or("time out of range")?;
+        if st.n == 1 {
+            st.ref_dt = dt;
+        }
+        st.n += 1;
         let t = st.last_t.checked_add(dt).ok_or("time out of range")?;
         st.last_t = t;
-        st.last_dt = dt;
         s.time_ns = t.checked_mul(unit).and_then(|v| v.checked_add(start_ns)).ok_or("time out of range")?;
     }
+    let mut states = Vec::new();
     for s in samples.iter_mut() {
-        let i = r.u64()? as usize;
-        s.stack = *dict.get(i).ok_or_else(|| format!("stack index {i} of {}", dict.len()))?;
+        let st = cpu_state(&mut states, s.cpu);
+        let code = r.u64()?;
+        let i = if code == 0 { st.last_stack } else { code };
+        st.last_stack = i;
+        s.stack = *i
+            .checked_sub(1)
+            .and_then(|i| dict.get(i as usize))
+            .ok_or_else(|| format!("stack index {i} of {}", dict.len()))?;
     }
     for s in samples.iter_mut() {
         s.cgroup = r.u32()?;
@@ -325,14 +395,22 @@ fn decode_payload(raw: &[u8], start_ns: i64) -> Result<DecodedBucket, String> {
         }
     }
     for s in samples.iter_mut() {
-        let st = cpu_state(&mut states, s.cpu, 0);
-        let pid = i128::from(st.last_pid) + unzigzag(r.varint()?);
-        s.pid = u32::try_from(pid).map_err(|_| format!("pid {pid} out of range"))?;
-        st.last_pid = i64::from(s.pid);
+        let st = cpu_state(&mut states, s.cpu);
+        let code = r.u64()?;
+        let i = if code == 0 { st.last_pid } else { code };
+        st.last_pid = i;
+        s.pid = *i
+            .checked_sub(1)
+            .and_then(|i| pids.get(i as usize))
+            .ok_or_else(|| format!("pid index {i} of {}", pids.len()))?;
     }
     for s in samples.iter_mut() {
-        let tid = i128::from(s.pid) + unzigzag(r.varint()?);
-        s.tid = u32::try_from(tid).map_err(|_| format!("tid {tid} out of range"))?;
+        let code = r.u64()?;
+        s.tid = if code == 0 {
+            s.pid
+        } else {
+            *pids.get(code as usize - 1).ok_or_else(|| format!("tid index {code} of {}", pids.len()))?
+        };
     }
     let mut prev_w: u128 = 0;
     for s in samples.iter_mut() {
@@ -364,69 +442,89 @@ impl Reader<'_> {
     }
 }
 
-/// Encodes one metric block: `(time_ns, value)` in time order, times ≥ `start_ns`.
+/// Resolution of metric times.
+const METRIC_TIME_UNIT_NS: i64 = 1_000_000;
+/// The metric value mode of a block whose values are not all short decimals.
+const RAW_VALUES: u8 = 0xff;
+
+/// Encodes one metric block: `(time_ns, value)` in time order, times ≥ `start_ns`, kept to
+/// the millisecond.
 pub(crate) fn encode_metrics(start_ns: i64, values: &[(i64, f64)]) -> Vec<u8> {
     let mut out = Vec::with_capacity(values.len() * 3 + 4);
     put_varint(&mut out, values.len() as u128);
-    let (mut last_t, mut last_dt, mut last_scaled) = (0i64, 0i64, 0i64);
-    for &(t, v) in values {
-        let t = (t - start_ns) / 1000;
+    // The fewest decimals (0 to 3) that give every value back exactly.
+    let decimals =
+        (0..=3u8).find(|&d| values.iter().all(|&(_, v)| scaled(v, d).is_some())).unwrap_or(RAW_VALUES);
+    out.push(decimals);
+    let (mut last_t, mut ref_dt) = (0i64, 0i64);
+    for (i, &(t, _)) in values.iter().enumerate() {
+        let t = (t - start_ns) / METRIC_TIME_UNIT_NS;
         let dt = t - last_t;
-        out_zig(&mut out, i128::from(dt - last_dt));
+        out_zig(&mut out, i128::from(dt - ref_dt));
+        if i == 1 {
+            ref_dt = dt;
+        }
         last_t = t;
-        last_dt = dt;
-        match scaled(v) {
+    }
+    let mut last = 0i64;
+    for &(_, v) in values {
+        match scaled(v, decimals) {
             Some(s) => {
-                // Shifted once more: even = a decimal delta, 1 = a raw f64 follows.
-                put_varint(&mut out, zigzag(i128::from(s) - i128::from(last_scaled)) << 1);
-                last_scaled = s;
+                out_zig(&mut out, i128::from(s) - i128::from(last));
+                last = s;
             }
-            None => {
-                put_varint(&mut out, 1);
-                out.extend_from_slice(&v.to_le_bytes());
-            }
+            None => out.extend_from_slice(&v.to_le_bytes()),
         }
     }
     out
 }
 
-/// `v × 1000` when that is an integer that gives `v` back exactly.
-fn scaled(v: f64) -> Option<i64> {
-    if !v.is_finite() {
+/// `v × 10^decimals` when that is an integer that gives `v` back exactly.
+fn scaled(v: f64, decimals: u8) -> Option<i64> {
+    if !v.is_finite() || decimals > 3 || (v == 0.0 && v.is_sign_negative()) {
         return None;
     }
-    let s = (v * 1000.0).round();
+    let f = 10f64.powi(i32::from(decimals));
+    let s = (v * f).round();
     if s.abs() > (1u64 << 52) as f64 {
         return None;
     }
     let s = s as i64;
-    ((s as f64) / 1000.0 == v && (v != 0.0 || v.is_sign_positive())).then_some(s)
+    ((s as f64) / f == v).then_some(s)
 }
 
 /// Decodes a metric block.
 pub(crate) fn decode_metrics(blob: &[u8], start_ns: i64) -> Result<Vec<(i64, f64)>, String> {
     let mut r = Reader::new(blob);
     let n = r.count(2)?;
+    let decimals = r.bytes(1)?[0];
+    if decimals > 3 && decimals != RAW_VALUES {
+        return Err(format!("unknown value mode {decimals}"));
+    }
     let mut out = Vec::with_capacity(n);
-    let (mut last_t, mut last_dt, mut last_scaled) = (0i64, 0i64, 0i64);
-    for _ in 0..n {
-        let dd = r.i64z()?;
-        let dt = last_dt.checked_add(dd).ok_or("time out of range")?;
+    let (mut last_t, mut ref_dt) = (0i64, 0i64);
+    for i in 0..n {
+        let dt = ref_dt.checked_add(r.i64z()?).ok_or("time out of range")?;
+        if i == 1 {
+            ref_dt = dt;
+        }
         let t = last_t.checked_add(dt).ok_or("time out of range")?;
         last_t = t;
-        last_dt = dt;
-        let time = t.checked_mul(1000).and_then(|v| v.checked_add(start_ns)).ok_or("time out of range")?;
-        let code = r.varint()?;
-        let v = if code == 1 {
-            let b = r.bytes(8)?;
-            f64::from_le_bytes(b.try_into().map_err(|_| "short value")?)
+        let time = t
+            .checked_mul(METRIC_TIME_UNIT_NS)
+            .and_then(|v| v.checked_add(start_ns))
+            .ok_or("time out of range")?;
+        out.push((time, 0.0));
+    }
+    let f = if decimals == RAW_VALUES { 1.0 } else { 10f64.powi(i32::from(decimals)) };
+    let mut last = 0i64;
+    for v in out.iter_mut() {
+        v.1 = if decimals == RAW_VALUES {
+            f64::from_le_bytes(r.bytes(8)?.try_into().map_err(|_| "short value")?)
         } else {
-            let d = i64::try_from(unzigzag(code >> 1)).map_err(|_| "value out of range")?;
-            let s = last_scaled.checked_add(d).ok_or("value out of range")?;
-            last_scaled = s;
-            s as f64 / 1000.0
+            last = last.checked_add(r.i64z()?).ok_or("value out of range")?;
+            last as f64 / f
         };
-        out.push((time, v));
     }
     r.done()?;
     Ok(out)
@@ -467,7 +565,9 @@ mod tests {
             vec![Untimed { stack: 5, cgroup: 1, count: 3, weight: Weight::from_raw(1_500_000_001) }];
         let blob = encode_bucket(start, 1000, &["/a", "/b"], &samples, &untimed);
         let d = decode_bucket(&blob, start).unwrap();
-        assert_eq!(d.samples, samples);
+        let mut by_cpu = samples.clone();
+        by_cpu.sort_by_key(|s| (s.cpu, s.time_ns));
+        assert_eq!(d.samples, by_cpu);
         assert_eq!(d.untimed, untimed);
         assert_eq!(d.cgroups, vec!["/a".to_string(), "/b".to_string()]);
         // Every truncation of the blob is an error, not a panic.
@@ -482,7 +582,7 @@ mod tests {
         let vals: Vec<(i64, f64)> = (0..60)
             .map(|i| {
                 (
-                    start + i * 1_000_000_000 + (i % 3) * 1_000,
+                    start + i * 1_000_000_000 + (i % 3) * 1_000_000,
                     [12.34, 0.1 + 0.2, f64::NAN, -0.0, 1e300][i as usize % 5],
                 )
             })
@@ -494,5 +594,12 @@ mod tests {
             assert_eq!(a.0, b.0);
             assert_eq!(a.1.to_bits(), b.1.to_bits());
         }
+        // Short decimals take the scaled path, and come back exactly.
+        let vals: Vec<(i64, f64)> =
+            (0..60).map(|i| (start + i * 1_000_000_000, (i * 7 % 1000) as f64 / 100.0)).collect();
+        let b = encode_metrics(start, &vals);
+        assert_eq!(b[1], 2);
+        assert!(b.len() < 60 * 3, "{} bytes", b.len());
+        assert_eq!(decode_metrics(&b, start).unwrap(), vals);
     }
 }

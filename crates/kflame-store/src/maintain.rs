@@ -27,7 +27,10 @@ pub(crate) fn run(db: &mut Sqlite, p: &Policy) -> Result<Maintenance, StoreError
         m.downsampled_buckets += downsample(db, p.now_ns.saturating_sub(after), p.downsample_to_ns)?;
     }
     if let Some(max) = p.max_bytes {
-        m.budget_rows += budget(db, max)?;
+        m.budget_rows += budget(db, max, &mut m.orphan_stacks)?;
+    }
+    if m.expired_rows > 0 {
+        m.orphan_stacks += delete_orphans(db)?;
     }
     reclaim(db)?;
     m.bytes_after = db.file_bytes();
@@ -200,7 +203,7 @@ fn downsample(db: &mut Sqlite, cutoff: i64, width: i64) -> Result<u64, StoreErro
 
 /// Deletes the oldest data, a twentieth of the stored time span (at least a minute) at a
 /// time, until the pages in use fit `max_bytes`.
-fn budget(db: &mut Sqlite, max_bytes: u64) -> Result<u64, StoreError> {
+fn budget(db: &mut Sqlite, max_bytes: u64, orphans: &mut u64) -> Result<u64, StoreError> {
     let mut total = 0;
     loop {
         if db.used_bytes()? <= max_bytes {
@@ -222,10 +225,89 @@ fn budget(db: &mut Sqlite, max_bytes: u64) -> Result<u64, StoreError> {
         if n == 0 {
             break;
         }
+        *orphans += delete_orphans(db)?;
         // Freed pages only count once they are off the free list's books.
         reclaim(db)?;
     }
     Ok(total)
+}
+
+/// Deletes the stacks no bucket or event refers to any more, then the frames no stack
+/// uses. Reads every bucket's dictionary: run after deletions only.
+fn delete_orphans(db: &mut Sqlite) -> Result<u64, StoreError> {
+    let path = db.path().to_path_buf();
+    let mut used: rustc_hash::FxHashSet<i64> = rustc_hash::FxHashSet::default();
+    let mut orphans: Vec<i64> = Vec::new();
+    let mut frames_used: rustc_hash::FxHashSet<i64> = rustc_hash::FxHashSet::default();
+    let mut frame_orphans: Vec<i64> = Vec::new();
+    {
+        let conn = db.conn();
+        let e = |err| db.err(err);
+        let mut st = conn.prepare_cached("SELECT id, data FROM buckets").map_err(e)?;
+        let mut rows = st.query([]).map_err(e)?;
+        while let Some(r) = rows.next().map_err(e)? {
+            let id: i64 = r.get(0).map_err(e)?;
+            let blob: Vec<u8> = r.get(1).map_err(e)?;
+            let ids = codec::bucket_stacks(&blob).map_err(|detail| StoreError::Corrupt {
+                path: path.clone(),
+                detail: format!("bucket {id}: {detail}"),
+            })?;
+            used.extend(ids);
+        }
+        let mut st = conn.prepare_cached("SELECT DISTINCT stack FROM events").map_err(e)?;
+        let mut rows = st.query([]).map_err(e)?;
+        while let Some(r) = rows.next().map_err(e)? {
+            used.insert(r.get(0).map_err(e)?);
+        }
+        let mut st = conn.prepare_cached("SELECT id, frames FROM stacks").map_err(e)?;
+        let mut rows = st.query([]).map_err(e)?;
+        while let Some(r) = rows.next().map_err(e)? {
+            let id: i64 = r.get(0).map_err(e)?;
+            if !used.contains(&id) {
+                orphans.push(id);
+                continue;
+            }
+            let blob: Vec<u8> = r.get(1).map_err(e)?;
+            let mut rd = codec::Reader::new(&blob);
+            while !rd.at_end() {
+                let f = rd.varint().map_err(|detail| StoreError::Corrupt {
+                    path: path.clone(),
+                    detail: format!("stack {id}: {detail}"),
+                })?;
+                frames_used.insert(f as i64);
+            }
+        }
+        let mut st = conn.prepare_cached("SELECT id FROM frames").map_err(e)?;
+        let mut rows = st.query([]).map_err(e)?;
+        while let Some(r) = rows.next().map_err(e)? {
+            let id: i64 = r.get(0).map_err(e)?;
+            if !frames_used.contains(&id) {
+                frame_orphans.push(id);
+            }
+        }
+    }
+    let n = orphans.len() as u64;
+    for chunk in orphans.chunks(BATCH as usize) {
+        batch(db, |c| {
+            let mut del = c.prepare_cached("DELETE FROM stacks WHERE id = ?1")?;
+            for id in chunk {
+                del.execute([id])?;
+            }
+            Ok(())
+        })?;
+    }
+    for chunk in frame_orphans.chunks(BATCH as usize) {
+        batch(db, |c| {
+            let mut del = c.prepare_cached("DELETE FROM frames WHERE id = ?1")?;
+            for id in chunk {
+                del.execute([id])?;
+            }
+            Ok(())
+        })?;
+    }
+    // The writer's caches may name deleted ids.
+    db.clear_caches();
+    Ok(n)
 }
 
 /// Gives free pages back to the file system and checkpoints the WAL, so that the file
@@ -238,6 +320,6 @@ fn reclaim(db: &mut Sqlite) -> Result<(), StoreError> {
     let mut rows = st.query([]).map_err(e)?;
     while rows.next().map_err(e)?.is_some() {}
     drop(rows);
-    conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |_| Ok(())).map_err(e)?;
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).map_err(e)?;
     Ok(())
 }

@@ -24,6 +24,9 @@ const APP_ID: i32 = 0x6b66_6c6d;
 pub(crate) const MAX_BUCKET_NS: i64 = 3_600_000_000_000;
 /// Resolution of stored sample times.
 const TIME_UNIT_NS: i64 = 1000;
+/// Size of the reserve file kept beside a database being written (see
+/// [`Sqlite::reserve_path`]).
+pub const RESERVE_BYTES: u64 = 1 << 20;
 /// How long a writer or reader waits for the other's lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -274,13 +277,18 @@ impl Sqlite {
         } else {
             // Must come before the first table: lets maintenance give pages back to the file
             // system (PRAGMA incremental_vacuum).
-            self.conn.execute_batch("PRAGMA auto_vacuum = INCREMENTAL").map_err(e)?;
+            // Pages of 4 KiB (the default, set for all builds): what deleting under a full disk
+            // must rewrite stays small.
+            self.conn
+                .execute_batch("PRAGMA page_size = 4096; PRAGMA auto_vacuum = INCREMENTAL")
+                .map_err(e)?;
         }
         let jm: String = self.conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(e)?;
         if !jm.eq_ignore_ascii_case("wal") {
             return Err(other(&path, format!("cannot switch to WAL mode (journal mode stays {jm})")));
         }
         self.conn.execute_batch("PRAGMA synchronous = NORMAL").map_err(e)?;
+        self.make_reserve();
         if version < target {
             let tx = self.conn.unchecked_transaction().map_err(e)?;
             for (i, sql) in MIGRATIONS.iter().enumerate().take(target as usize).skip(version as usize) {
@@ -292,6 +300,24 @@ impl Sqlite {
             tx.commit().map_err(e)?;
         }
         Ok(())
+    }
+
+    /// A file of [`RESERVE_BYTES`] beside the database, given back to the file system when
+    /// the disk is full so that maintenance has room to delete.
+    pub fn reserve_path(&self) -> PathBuf {
+        let mut p = self.path.clone().into_os_string();
+        p.push("-reserve");
+        PathBuf::from(p)
+    }
+
+    fn make_reserve(&self) {
+        let p = self.reserve_path();
+        if std::fs::metadata(&p).is_ok_and(|m| m.len() == RESERVE_BYTES) {
+            return;
+        }
+        if std::fs::write(&p, vec![0u8; RESERVE_BYTES as usize]).is_err() {
+            let _ = std::fs::remove_file(&p);
+        }
     }
 
     /// The database file.
@@ -875,7 +901,16 @@ impl Store for Sqlite {
 
     fn maintain(&mut self, policy: &Policy) -> Result<Maintenance, StoreError> {
         self.writable()?;
-        crate::maintain::run(self, policy)
+        match crate::maintain::run(self, policy) {
+            // Deleting needs room too (WAL frames, a checkpoint): give back the reserve,
+            // make room, take the reserve again.
+            Err(e) if e.is_disk_full() && std::fs::remove_file(self.reserve_path()).is_ok() => {
+                let r = crate::maintain::run(self, policy);
+                self.make_reserve();
+                r
+            }
+            r => r,
+        }
     }
 }
 

@@ -9,6 +9,7 @@ pub(crate) mod flamegraph;
 pub(crate) mod html;
 pub(crate) mod outliers;
 pub(crate) mod perf_data;
+pub(crate) mod query;
 pub(crate) mod record;
 pub(crate) mod reports;
 pub(crate) mod trace_args;

@@ -1,0 +1,502 @@
+//! The SQLite store on real stacks: what goes in comes out, ranges are exact, maintenance
+//! keeps totals, and bad files are refused without being touched.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use kflame::events::{EventKind, EventRecord, Frames};
+use kflame::fold::{Meta, Unit, Weight};
+use kflame_store::{
+    Bucket, CaptureStart, Event, Kind, Metric, OpenMode, Policy, ProfileQuery, Query, SCHEMA_VERSION, Sample,
+    Sqlite, Store, StoreError, StoredReport, TriggerFired,
+};
+
+const T0: i64 = 1_764_000_000_000_000_000;
+const SEC: i64 = 1_000_000_000;
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("kflame-store-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Stacks of a real system-wide capture (see the render fixtures' README), expanded to one
+/// entry per sample.
+fn real_stacks() -> Vec<Vec<u8>> {
+    let text = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../kflame/tests/data/render/perf-sys-cpuclock.folded"
+    ))
+    .unwrap();
+    let mut out = Vec::new();
+    for line in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let sp = line.iter().rposition(|&b| b == b' ').unwrap();
+        let n: usize = std::str::from_utf8(&line[sp + 1..]).unwrap().parse().unwrap();
+        for _ in 0..n {
+            out.push(line[..sp].to_vec());
+        }
+    }
+    out
+}
+
+struct Owned {
+    time_ns: i64,
+    cpu: u32,
+    pid: u32,
+    cgroup: Option<&'static str>,
+    stack: Vec<u8>,
+    weight: Weight,
+}
+
+/// `seconds` of samples at 19 Hz on 2 CPUs, stacks drawn in turn from the capture.
+fn generate(seconds: i64) -> Vec<Owned> {
+    let stacks = real_stacks();
+    let mut out = Vec::new();
+    let period = SEC / 19;
+    let mut k = 0usize;
+    for cpu in 0..2u32 {
+        let mut t = T0 + i64::from(cpu) * 7_000_000;
+        while t < T0 + seconds * SEC {
+            let stack = stacks[k % stacks.len()].clone();
+            let cgroup = if k.is_multiple_of(3) {
+                Some("/system.slice/nginx.service")
+            } else if k % 3 == 1 {
+                Some("/user.slice")
+            } else {
+                None
+            };
+            out.push(Owned {
+                time_ns: t + (k as i64 % 5) * 1_000,
+                cpu,
+                pid: 100 + (k % 4) as u32,
+                cgroup,
+                stack,
+                weight: Weight::from_u64(1),
+            });
+            k += 1;
+            t += period;
+        }
+    }
+    out
+}
+
+fn write_buckets(db: &mut Sqlite, samples: &[Owned], bucket_ns: i64, host: &str, meta: &Meta) {
+    let end = samples.iter().map(|s| s.time_ns).max().unwrap() + 1;
+    let mut start = T0;
+    while start < end {
+        let these: Vec<Sample<'_>> = samples
+            .iter()
+            .filter(|s| s.time_ns >= start && s.time_ns < start + bucket_ns)
+            .map(|s| Sample {
+                time_ns: s.time_ns,
+                cpu: s.cpu,
+                pid: s.pid,
+                tid: s.pid,
+                cgroup: s.cgroup,
+                stack: &s.stack,
+                weight: s.weight,
+            })
+            .collect();
+        db.append_bucket(&Bucket {
+            host,
+            kind: Kind::Cpu,
+            start_ns: start,
+            end_ns: start + bucket_ns,
+            capture: None,
+            meta,
+            samples: &these,
+            aggregated: &[],
+        })
+        .unwrap();
+        start += bucket_ns;
+    }
+}
+
+/// What the profile of `[from, to)` must be, computed from the input.
+fn expected(samples: &[Owned], from: i64, to: i64, cgroup: Option<&str>) -> BTreeMap<Vec<u8>, Weight> {
+    let mut m = BTreeMap::new();
+    for s in samples {
+        if s.time_ns >= from
+            && s.time_ns < to
+            && cgroup.is_none_or(|c| s.cgroup.is_some_and(|sc| sc.starts_with(c)))
+        {
+            *m.entry(s.stack.clone()).or_insert(Weight::ZERO) += s.weight;
+        }
+    }
+    m
+}
+
+fn got(db: &Sqlite, q: &ProfileQuery<'_>) -> BTreeMap<Vec<u8>, Weight> {
+    let p = db.profile(q).unwrap();
+    p.stacks.in_output_order().into_iter().map(|(s, w)| (s.to_vec(), w)).collect()
+}
+
+#[test]
+fn ranges_are_exact_to_the_sample() {
+    let d = dir("ranges");
+    let path = d.join("h.db");
+    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    let samples = generate(60);
+    let meta = Meta { unit: Unit::Samples, event: Some("cpu-clock".into()) };
+    write_buckets(&mut db, &samples, 10 * SEC, "web1", &meta);
+    drop(db);
+    let db = Sqlite::open(&path, OpenMode::Read).unwrap();
+    // Whole, and cut inside buckets at odd times.
+    for (from, to) in
+        [(T0, T0 + 60 * SEC), (T0 + 3_333_333_333, T0 + 27_777_777_777), (T0 + 15 * SEC, T0 + 15 * SEC + 1)]
+    {
+        let q = ProfileQuery::new(Kind::Cpu, from, to);
+        assert_eq!(got(&db, &q), expected(&samples, from, to, None), "[{from}, {to})");
+    }
+    let p = db.profile(&ProfileQuery::new(Kind::Cpu, T0, T0 + 60 * SEC)).unwrap();
+    assert_eq!(p.meta, meta);
+    assert_eq!(p.samples, samples.len() as u64);
+    // Adjacent ranges add up to the whole.
+    let a = db.profile(&ProfileQuery::new(Kind::Cpu, T0, T0 + 12_345_678_901)).unwrap();
+    let b = db.profile(&ProfileQuery::new(Kind::Cpu, T0 + 12_345_678_901, T0 + 60 * SEC)).unwrap();
+    assert_eq!(a.stacks.total() + b.stacks.total(), p.stacks.total());
+    // By cgroup (a path matches itself and below).
+    let q = ProfileQuery { cgroup: Some("/system.slice"), ..ProfileQuery::new(Kind::Cpu, T0, T0 + 60 * SEC) };
+    assert_eq!(got(&db, &q), expected(&samples, T0, T0 + 60 * SEC, Some("/system.slice/")));
+    // By host.
+    let q = ProfileQuery { host: Some("web2"), ..ProfileQuery::new(Kind::Cpu, T0, T0 + 60 * SEC) };
+    assert!(db.profile(&q).unwrap().stacks.is_empty());
+    assert!(db.profile(&ProfileQuery::new(Kind::Mem, T0, T0 + 60 * SEC)).unwrap().stacks.is_empty());
+    // Heat map points: every sample of the range, at µs resolution, in time order.
+    let pts = db.samples(&ProfileQuery::new(Kind::Cpu, T0 + 5 * SEC, T0 + 25 * SEC)).unwrap();
+    let mut want: Vec<(i64, u32)> = samples
+        .iter()
+        .filter(|s| s.time_ns >= T0 + 5 * SEC && s.time_ns < T0 + 25 * SEC)
+        .map(|s| (s.time_ns / 1000 * 1000, s.cpu))
+        .collect();
+    want.sort();
+    assert_eq!(pts.iter().map(|p| (p.time_ns, p.cpu)).collect::<Vec<_>>(), want);
+    let first =
+        samples.iter().find(|s| s.time_ns / 1000 * 1000 == pts[0].time_ns && s.cpu == pts[0].cpu).unwrap();
+    assert_eq!(db.stack_text(pts[0].stack).unwrap(), first.stack);
+    assert_eq!(db.hosts().unwrap(), vec!["web1".to_string()]);
+    assert_eq!(db.time_bounds().unwrap(), Some((T0, T0 + 60 * SEC)));
+}
+
+#[test]
+fn metrics_events_and_reports_come_back() {
+    let d = dir("metrics");
+    let path = d.join("h.db");
+    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    let mut want = Vec::new();
+    for i in 0..300i64 {
+        let usr = ((i * 37) % 1000) as f64 / 10.0;
+        want.push((T0 + i * SEC, usr));
+        db.append_metrics(
+            "web1",
+            T0 + i * SEC,
+            &[
+                Metric { name: "cpu.usr", label: "", value: usr },
+                Metric { name: "cpu.usr", label: "cpu1", value: usr / 3.0 },
+            ],
+        )
+        .unwrap();
+    }
+    let trig = db
+        .append_trigger(&TriggerFired {
+            host: "web1",
+            time_ns: T0 + 100 * SEC,
+            rule: "cpu > 80% for 5s => cpu 30s",
+            metric: "cpu",
+            value: 91.5,
+            threshold: 80.0,
+        })
+        .unwrap();
+    let meta = Meta::with_unit(Unit::Nanoseconds);
+    let cap = db
+        .begin_capture(&CaptureStart {
+            host: "web1",
+            kind: Kind::Syscalls,
+            start_ns: T0 + 101 * SEC,
+            trigger: Some(trig),
+            meta: &meta,
+        })
+        .unwrap();
+    let frames = vec!["dd".to_string(), "write".to_string()];
+    let ev = EventRecord {
+        kind: EventKind::Syscall,
+        ts_ns: Some((T0 + 102 * SEC) as u64),
+        duration_ns: Some(5000),
+        cpu: 1,
+        pid: Some(42),
+        tid: Some(43),
+        comm: Some("dd"),
+        event: "syscall:write",
+        weight: 5000,
+        stack: Frames::Text(&frames),
+    };
+    db.append_events(cap, &[ev]).unwrap();
+    db.end_capture(cap, T0 + 131 * SEC, "done").unwrap();
+    db.append_report(&StoredReport {
+        host: "web1",
+        time_ns: T0 + 200 * SEC,
+        kind: "warning",
+        title: "WARNING: CPU: 1 PID: 7 at foo",
+        stack: "foo;bar",
+        text: "WARNING: ...\n",
+    })
+    .unwrap();
+    drop(db); // flushes the metric block in progress
+
+    let db = Sqlite::open(&path, OpenMode::Read).unwrap();
+    let q = kflame_store::SeriesQuery {
+        name: "cpu.usr",
+        label: Some(""),
+        host: None,
+        from_ns: T0,
+        to_ns: T0 + 300 * SEC,
+        points: None,
+    };
+    let s = db.series(&q).unwrap();
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0].points.iter().map(|p| (p.time_ns, p.avg)).collect::<Vec<_>>(), want);
+    let all = db.series(&kflame_store::SeriesQuery { label: None, ..q }).unwrap();
+    assert_eq!(all.iter().map(|s| s.label.as_str()).collect::<Vec<_>>(), ["", "cpu1"]);
+    // Resampled to 10 points: each the min, max and mean of its 30 values.
+    let r = db.series(&kflame_store::SeriesQuery { points: Some(10), ..q }).unwrap();
+    assert_eq!(r[0].points.len(), 10);
+    for (k, p) in r[0].points.iter().enumerate() {
+        let part = &want[k * 30..(k + 1) * 30];
+        assert_eq!(p.count, 30);
+        assert_eq!(p.min, part.iter().map(|v| v.1).fold(f64::INFINITY, f64::min));
+        assert_eq!(p.max, part.iter().map(|v| v.1).fold(f64::NEG_INFINITY, f64::max));
+        assert!((p.avg - part.iter().map(|v| v.1).sum::<f64>() / 30.0).abs() < 1e-9);
+    }
+    assert_eq!(
+        db.metric_names(None).unwrap(),
+        vec![("cpu.usr".to_string(), String::new()), ("cpu.usr".into(), "cpu1".into())]
+    );
+
+    let evs = db.events(T0, T0 + 300 * SEC, None).unwrap();
+    assert_eq!(evs.len(), 3);
+    assert!(matches!(&evs[0], Event::Trigger { metric, value, .. } if metric == "cpu" && *value == 91.5));
+    assert!(
+        matches!(&evs[1], Event::Capture { kind: Kind::Syscalls, end_ns: Some(e), trigger: Some(t), note: Some(n), .. } if *e == T0 + 131 * SEC && *t == trig && n == "done")
+    );
+    assert!(matches!(&evs[2], Event::Report { kind, .. } if kind == "warning"));
+    let recs = db.capture_events(cap, T0, T0 + 300 * SEC).unwrap();
+    assert_eq!(recs.len(), 1);
+    assert_eq!(
+        (recs[0].pid, recs[0].tid, recs[0].duration_ns, recs[0].comm.as_str()),
+        (42, 43, Some(5000), "dd")
+    );
+    assert_eq!(db.stack_text(recs[0].stack).unwrap(), b"dd;write");
+}
+
+#[test]
+fn a_reader_queries_while_the_writer_writes() {
+    let d = dir("concurrent");
+    let path = d.join("h.db");
+    let samples = generate(120);
+    let meta = Meta::with_unit(Unit::Samples);
+    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    write_buckets(&mut db, &samples[..10], 10 * SEC, "web1", &meta);
+    let reader = Sqlite::open(&path, OpenMode::Read).unwrap();
+    std::thread::scope(|s| {
+        let w = s.spawn(move || {
+            write_buckets(&mut db, &samples, 10 * SEC, "web1", &meta);
+        });
+        let mut reads = 0;
+        while !w.is_finished() || reads == 0 {
+            reader.profile(&ProfileQuery::new(Kind::Cpu, T0, T0 + 200 * SEC)).unwrap();
+            reads += 1;
+        }
+        w.join().unwrap();
+    });
+}
+
+#[test]
+fn downsampling_and_retention_keep_what_they_promise() {
+    let d = dir("maintain");
+    let path = d.join("h.db");
+    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    let samples = generate(600);
+    let meta = Meta::with_unit(Unit::Samples);
+    write_buckets(&mut db, &samples, 10 * SEC, "web1", &meta);
+    let whole = |db: &Sqlite| got(db, &ProfileQuery::new(Kind::Cpu, T0, T0 + 600 * SEC));
+    let before = whole(&db);
+    // Buckets older than 5 min (now = T0 + 10 min) drop to counts per minute.
+    let m =
+        db.maintain(&Policy { downsample_after_ns: Some(300 * SEC), ..Policy::new(T0 + 600 * SEC) }).unwrap();
+    assert_eq!(m.downsampled_buckets, 30);
+    assert_eq!(whole(&db), before);
+    // Per-minute ranges stay exact; heat-map points are gone there.
+    assert_eq!(
+        got(&db, &ProfileQuery::new(Kind::Cpu, T0 + 60 * SEC, T0 + 120 * SEC)),
+        expected(&samples, T0 + 60 * SEC, T0 + 120 * SEC, None)
+    );
+    assert!(db.samples(&ProfileQuery::new(Kind::Cpu, T0, T0 + 300 * SEC)).unwrap().is_empty());
+    let q = ProfileQuery { cgroup: Some("/user.slice"), ..ProfileQuery::new(Kind::Cpu, T0, T0 + 600 * SEC) };
+    assert_eq!(got(&db, &q), expected(&samples, T0, T0 + 600 * SEC, Some("/user.slice")));
+    // Retention of 2 min deletes every bucket that ended 2 min before now.
+    db.maintain(&Policy { retain_ns: Some(120 * SEC), ..Policy::new(T0 + 600 * SEC) }).unwrap();
+    assert!(whole(&db).len() < before.len() || whole(&db) != before);
+    assert_eq!(got(&db, &ProfileQuery::new(Kind::Cpu, T0, T0 + 480 * SEC)), BTreeMap::new());
+    assert_eq!(
+        got(&db, &ProfileQuery::new(Kind::Cpu, T0 + 480 * SEC, T0 + 600 * SEC)),
+        expected(&samples, T0 + 480 * SEC, T0 + 600 * SEC, None)
+    );
+}
+
+#[test]
+fn a_disk_budget_shrinks_the_file() {
+    let d = dir("budget");
+    let path = d.join("h.db");
+    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    let samples = generate(1800);
+    write_buckets(&mut db, &samples, 10 * SEC, "web1", &Meta::with_unit(Unit::Samples));
+    db.maintain(&Policy::new(T0)).unwrap();
+    let full = std::fs::metadata(&path).unwrap().len();
+    // Room for half of the sample blobs (the stacks stay: every bucket refers to them).
+    let blobs: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT sum(length(data)) FROM buckets", [], |r| r.get(0))
+        .unwrap();
+    let budget = db.used_bytes().unwrap() - blobs as u64 / 2;
+    let m = db.maintain(&Policy { max_bytes: Some(budget), ..Policy::new(T0 + 1800 * SEC) }).unwrap();
+    assert!(m.budget_rows > 0);
+    assert!(db.used_bytes().unwrap() <= budget, "{} > {budget}", db.used_bytes().unwrap());
+    let main_file = std::fs::metadata(&path).unwrap().len();
+    assert!(main_file < full, "the file did not shrink: {main_file} of {full}");
+    // What is left is the newest part, exact.
+    let (lo, hi) = db.time_bounds().unwrap().unwrap();
+    assert!(lo > T0 && hi == T0 + 1800 * SEC);
+    assert_eq!(got(&db, &ProfileQuery::new(Kind::Cpu, lo, hi)), expected(&samples, lo, hi, None));
+}
+
+fn unchanged_after(path: &std::path::Path, mode: OpenMode) -> StoreError {
+    let before = std::fs::read(path).unwrap();
+    let err = Sqlite::open(path, mode).unwrap_err();
+    assert_eq!(std::fs::read(path).unwrap(), before, "{} was written to", path.display());
+    assert!(err.to_string().contains(&path.display().to_string()), "{err} does not name the file");
+    err
+}
+
+#[test]
+fn bad_files_are_refused_and_left_alone() {
+    let d = dir("bad");
+    // Not SQLite at all.
+    let text = d.join("notes.txt");
+    std::fs::write(&text, "swapper;do_idle 12\n").unwrap();
+    for mode in [OpenMode::Write, OpenMode::Read] {
+        assert!(matches!(unchanged_after(&text, mode), StoreError::NotADatabase { .. }));
+    }
+    // A SQLite database of another program.
+    let foreign = d.join("foreign.db");
+    {
+        let c = rusqlite::Connection::open(&foreign).unwrap();
+        c.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1);").unwrap();
+    }
+    for mode in [OpenMode::Write, OpenMode::Read] {
+        let e = unchanged_after(&foreign, mode);
+        assert!(matches!(e, StoreError::NotADatabase { .. }), "{e}");
+    }
+    // A real history, then damaged copies of it.
+    let good = d.join("good.db");
+    {
+        let mut db = Sqlite::open(&good, OpenMode::Write).unwrap();
+        write_buckets(&mut db, &generate(120), 10 * SEC, "web1", &Meta::with_unit(Unit::Samples));
+        db.maintain(&Policy::new(T0)).unwrap(); // checkpoint: everything in the main file
+    }
+    let bytes = std::fs::read(&good).unwrap();
+    assert!(bytes.len() > 8192);
+    let truncated = d.join("truncated.db");
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    for mode in [OpenMode::Write, OpenMode::Read] {
+        let e = unchanged_after(&truncated, mode);
+        assert!(matches!(e, StoreError::Corrupt { .. }), "{e}");
+        assert!(e.to_string().contains("truncated"), "{e}");
+    }
+    let corrupt = d.join("corrupt.db");
+    let mut c = bytes.clone();
+    // Every page after the first (which holds the schema): tables and blobs.
+    let page = usize::from(u16::from_be_bytes([c[16], c[17]]));
+    for b in &mut c[page..] {
+        *b = 0x5a;
+    }
+    std::fs::write(&corrupt, &c).unwrap();
+    let e = unchanged_after(&corrupt, OpenMode::Write);
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e}");
+    // A reader finds the damage when it reads it.
+    match Sqlite::open(&corrupt, OpenMode::Read) {
+        Err(e) => assert!(matches!(e, StoreError::Corrupt { .. } | StoreError::NotADatabase { .. }), "{e}"),
+        Ok(db) => match db.profile(&ProfileQuery::new(Kind::Cpu, T0, T0 + 200 * SEC)) {
+            Ok(_) => panic!("a corrupt database was read without an error"),
+            Err(e) => assert!(matches!(e, StoreError::Corrupt { .. }), "{e}"),
+        },
+    }
+    // A future schema version.
+    let future = d.join("future.db");
+    std::fs::write(&future, &bytes).unwrap();
+    rusqlite::Connection::open(&future)
+        .unwrap()
+        .execute_batch(&format!("PRAGMA user_version = {}", SCHEMA_VERSION + 1))
+        .unwrap();
+    for mode in [OpenMode::Write, OpenMode::Read] {
+        let e = unchanged_after(&future, mode);
+        assert!(matches!(e, StoreError::FutureVersion { found, .. } if found == SCHEMA_VERSION + 1), "{e}");
+    }
+    // A missing file is not created by a reader.
+    let missing = d.join("missing.db");
+    assert!(Sqlite::open(&missing, OpenMode::Read).is_err());
+    assert!(!missing.exists());
+}
+
+#[test]
+fn an_old_schema_is_migrated_in_place() {
+    let d = dir("migrate");
+    let path = d.join("h.db");
+    let samples = generate(60);
+    {
+        let mut db = Sqlite::open_at_version(&path, 1).unwrap();
+        assert_eq!(db.schema_version().unwrap(), 1);
+        write_buckets(&mut db, &samples, 10 * SEC, "web1", &Meta::with_unit(Unit::Samples));
+    }
+    let db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    assert_eq!(db.schema_version().unwrap(), SCHEMA_VERSION);
+    let n: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT count(*) FROM sqlite_master WHERE name = 'buckets_capture'", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 1);
+    assert_eq!(
+        got(&db, &ProfileQuery::new(Kind::Cpu, T0, T0 + 60 * SEC)),
+        expected(&samples, T0, T0 + 60 * SEC, None)
+    );
+}
+
+#[test]
+fn bad_buckets_are_refused_whole() {
+    let d = dir("refuse");
+    let mut db = Sqlite::open(d.join("h.db"), OpenMode::Write).unwrap();
+    let meta = Meta::default();
+    let s = [Sample {
+        time_ns: T0 + 20 * SEC,
+        cpu: 0,
+        pid: 1,
+        tid: 1,
+        cgroup: None,
+        stack: b"a;b",
+        weight: Weight::ONE,
+    }];
+    let e = db
+        .append_bucket(&Bucket {
+            host: "h",
+            kind: Kind::Cpu,
+            start_ns: T0,
+            end_ns: T0 + 10 * SEC,
+            capture: None,
+            meta: &meta,
+            samples: &s,
+            aggregated: &[],
+        })
+        .unwrap_err();
+    assert!(matches!(e, StoreError::Invalid { .. }), "{e}");
+    assert!(db.profile(&ProfileQuery::new(Kind::Cpu, T0, T0 + 60 * SEC)).unwrap().stacks.is_empty());
+}
