@@ -34,6 +34,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("collapse_folded", collapse_folded),
     ("render", render),
     ("perf_data", perf_data),
+    ("kmsg", kmsg),
 ];
 
 /// Stacks (in output order) and diagnostics of a run, for comparing runs.
@@ -192,6 +193,36 @@ pub fn collapse_kernel_log(data: &[u8]) {
     let opts = Options { offsets: true, unreliable: true, ..Options::default() };
     let out = engine(1, 4096).run(Box::new(KernelLog::new(opts)), data).expect("collapsing in-memory input");
     assert_eq!(out.stacks.total().whole(), reports.len() as u64, "a report did not count once");
+}
+
+/// `/dev/kmsg` records (as `cat /dev/kmsg` prints them): each parses or is refused with a
+/// message, never a panic; the parsed ones fed to the report follower end as reports (each
+/// with its JSON) once the stream ends, and a quiet period ends what is open the same way.
+pub fn kmsg(data: &[u8]) {
+    use crate::report::kmsg::{KmsgReports, parse_record, records};
+    use std::time::{Duration, Instant};
+    let t0 = Instant::now();
+    let (mut all, mut idle) = (KmsgReports::new(Duration::from_secs(5)), KmsgReports::new(Duration::ZERO));
+    for rec in records(data) {
+        match parse_record(rec) {
+            Ok(r) => {
+                all.push(&r, t0);
+                idle.push(&r, t0);
+            }
+            Err(e) => assert!(!e.to_string().is_empty()),
+        }
+    }
+    all.finish();
+    idle.idle(t0);
+    let count = |x: &mut KmsgReports| {
+        let mut n = 0;
+        while let Some(r) = x.pop() {
+            let _ = r.to_json();
+            n += 1;
+        }
+        n
+    };
+    assert_eq!(count(&mut all), count(&mut idle), "a quiet period ends reports as the end of input does");
 }
 
 /// crash `bt` output: the parser (every task counts once in the collapsed output) and the

@@ -217,6 +217,7 @@ replay_tests!(
     collapse_folded,
     render,
     perf_data,
+    kmsg,
 );
 
 /// The list above names every target of `kflame::fuzzing`.

@@ -18,6 +18,13 @@ pub struct WallClock {
     offset_ns: i64,
 }
 
+impl Default for WallClock {
+    /// The offset now ([`WallClock::now`]).
+    fn default() -> WallClock {
+        WallClock::now()
+    }
+}
+
 impl WallClock {
     /// Reads both clocks now: the realtime reading is bracketed by two monotonic readings,
     /// and the tightest of a few brackets is kept (its error is half its width, well under a

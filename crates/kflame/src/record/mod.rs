@@ -1,6 +1,7 @@
 //! Live recording through the kernel's own interfaces: `perf_event_open` for CPU samples,
 //! tracepoints (with callchains) and context-switch records, tracefs (read-only) for
-//! tracepoint ids and layouts, `/proc` for task names, mappings, symbols and kernel stacks.
+//! tracepoint ids and layouts, `/proc` for task names, mappings, symbols and kernel stacks,
+//! `/dev/kmsg` for the kernel log ([`kmsg`]).
 //! This module is the only code of the crate that touches them; its `sys` submodule holds the
 //! only `unsafe` code.
 //!
@@ -40,6 +41,7 @@ mod clock;
 mod duty;
 mod handlers;
 pub mod json;
+pub mod kmsg;
 mod order;
 mod parse;
 pub mod proc_stacks;
@@ -65,6 +67,13 @@ pub use stacks::{Event, Naming};
 
 use crate::events::{EventKind, EventSink};
 use crate::fold::{Meta, StackCounts};
+
+/// Waits until `fd` is readable or `timeout` passed (a signal ends the wait early): for
+/// followers of other kernel interfaces (`/dev/kmsg`).
+fn wait_readable(fd: std::os::fd::RawFd, timeout: Duration) -> std::io::Result<()> {
+    let ms = i32::try_from(timeout.as_millis().max(1)).unwrap_or(i32::MAX);
+    sys::poll_readable(&[fd], ms)
+}
 
 /// What to record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -204,7 +213,7 @@ impl Default for Config {
 }
 
 /// One sample or paired event of a window, as kept by [`Config::keep_samples`]: plain
-/// numbers (32 bytes), its stack by index into [`Recording::sample_stacks`].
+/// numbers (48 bytes), its stack by index into [`Recording::sample_stacks`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SampleRecord {
     /// When it happened (a paired event: when it began), `CLOCK_MONOTONIC` nanoseconds;
@@ -224,6 +233,8 @@ pub struct SampleRecord {
     /// Index of its folded stack in [`Recording::sample_stacks`].
     pub stack: u32,
 }
+
+const _: () = assert!(std::mem::size_of::<SampleRecord>() == 48);
 
 /// Counters of one mode's recording (of the whole recording in [`Recordings`], of the
 /// window in a [`Window`]).
@@ -275,6 +286,9 @@ pub struct Caches {
     pub names: usize,
     /// Cgroup ids kept (named, or known to be missing).
     pub cgroups: usize,
+    /// Walks of the cgroup2 mount to name cgroup ids (the others were named by the
+    /// kernel's `PERF_RECORD_CGROUP`).
+    pub cgroup_walks: u64,
     /// Thread names forgotten since recording started (the threads exited).
     pub forgotten_threads: u64,
     /// Address spaces forgotten (their process exited: its generations before the exit,
@@ -284,6 +298,9 @@ pub struct Caches {
     pub forgotten_files: u64,
     /// Times a cache was emptied for outgrowing its bound.
     pub resets: u64,
+    /// Times `/proc/kallsyms` was read again: kernel addresses had gone unnamed (a module
+    /// loaded, a BPF program attached); at most once every 60 windows.
+    pub kallsyms_reloads: u64,
 }
 
 /// Why a recording ended.
@@ -343,6 +360,9 @@ pub struct Recordings {
     pub notes: Vec<String>,
     /// How the recorded command ended, if one was started.
     pub command: Option<CommandEnd>,
+    /// Wall-clock offset read when the recording finished: converts the `CLOCK_MONOTONIC`
+    /// time stamps of the samples and events above to Unix time.
+    pub clock: WallClock,
 }
 
 /// What one mode recorded.

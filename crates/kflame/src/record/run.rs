@@ -276,7 +276,16 @@ impl Recorder {
         let state = &mut self.state;
         if !state.dispatch.kinds.is_empty() {
             match &mut self.sym {
-                Some(sym) => sym.next_window(),
+                Some(sym) => {
+                    sym.next_window();
+                    if sym.kernel_stale() {
+                        // Modules loaded or BPF programs attached since kallsyms was read.
+                        if let Ok(text) = std::fs::read_to_string("/proc/kallsyms") {
+                            sym.reload_kernel(&text);
+                            self.names.forget_kernel();
+                        }
+                    }
+                }
                 None => {
                     let sym = Symbolizer::new(); // read now: modules loaded meanwhile are named
                     if !sym.has_kernel_symbols() {
@@ -344,9 +353,11 @@ impl Recorder {
             files: self.sym.as_ref().map_or(0, Symbolizer::files),
             names: self.names.len(),
             cgroups: self.state.cgroups.len(),
+            cgroup_walks: self.state.cgroups.walks,
             forgotten_threads: t.pruned_threads,
             forgotten_address_spaces: t.pruned_maps,
             forgotten_files: self.sym.as_ref().map_or(0, |s| s.pruned_files),
+            kallsyms_reloads: self.sym.as_ref().map_or(0, |s| s.kallsyms_reloads),
             resets: t.overflows + self.name_resets,
         }
     }
@@ -382,6 +393,7 @@ impl Recorder {
             elapsed: self.closed.unwrap_or_default(),
             notes: std::mem::take(&mut self.notes),
             command: self.state.command,
+            clock: super::WallClock::now(),
         })
     }
 }
@@ -628,6 +640,41 @@ fn process_alive(pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Live: on a kernel that refuses cgroup ids (as before 5.7, simulated), a recording
+    /// that keeps samples still records them, without cgroups, and its notes say why.
+    #[test]
+    #[allow(clippy::print_stderr)]
+    fn live_a_kernel_refusing_cgroup_ids_records_without_them() {
+        super::super::session::REFUSE_CGROUP.set(true);
+        let config =
+            Config { modes: vec![Mode::Cpu { frequency: 997 }], keep_samples: true, ..Config::default() };
+        let started = Recorder::start(&config, Arc::new(AtomicBool::new(false)));
+        super::super::session::REFUSE_CGROUP.set(false);
+        let mut rec = match started {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("skipping: cannot record here ({e})");
+                return;
+            }
+        };
+        let notes = rec.notes().join("\n");
+        assert!(notes.contains("refused PERF_SAMPLE_CGROUP") && notes.contains("Linux 5.7"), "{notes}");
+        let mut spin = 0u64;
+        let end = Instant::now() + Duration::from_millis(300);
+        while Instant::now() < end {
+            for i in 0..100_000u64 {
+                spin = spin.wrapping_add(i * i);
+            }
+            rec.poll(Duration::ZERO).expect("poll");
+        }
+        assert!(spin > 0);
+        let w = rec.take_window();
+        let r = &w.kinds[0];
+        assert!(!r.samples.is_empty(), "no sample recorded");
+        assert!(r.samples.iter().all(|s| s.cgroup.is_none()) && r.cgroups.is_empty());
+        assert_eq!(w.ring.malformed, 0, "the records were read with the layout they have");
+    }
 
     #[test]
     fn how_a_command_ended() {

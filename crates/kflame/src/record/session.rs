@@ -152,6 +152,12 @@ impl Session {
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Tests: act as a kernel before 5.7, which refuses `PERF_SAMPLE_CGROUP`.
+    pub(crate) static REFUSE_CGROUP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// Opens `specs` on every CPU with the sample fields of `layout`.
 fn open_all(
     specs: &[EventSpec],
@@ -160,6 +166,12 @@ fn open_all(
     pages: usize,
     scope: &Scope,
 ) -> Result<Vec<PerCpu>, RecordError> {
+    #[cfg(test)]
+    if layout.cgroup && REFUSE_CGROUP.get() {
+        let (event, cpu) = (specs.first().map_or(String::new(), |s| s.name.clone()), cpus.first().copied());
+        let source = std::io::Error::from_raw_os_error(libc::EINVAL);
+        return Err(RecordError::Open { event, cpu: cpu.unwrap_or(0), source });
+    }
     let mut specs = specs.to_vec();
     for (i, s) in specs.iter_mut().enumerate() {
         if layout.raw {

@@ -334,6 +334,11 @@ impl NameCache {
         self.kernel.len() + self.user.len()
     }
 
+    /// Forgets the kernel frame names (kallsyms was read again).
+    pub(crate) fn forget_kernel(&mut self) {
+        self.kernel.clear();
+    }
+
     /// Forgets the user-space names of the processes that exited: those of pid `p` with a
     /// generation below `g`, for each `(p, g)` of `ended`.
     pub(crate) fn forget(&mut self, ended: &[(u32, u32)]) {

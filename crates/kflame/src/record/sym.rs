@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::symbols::{self, ElfSymbols, Kallsyms, PerfMap};
 
@@ -26,6 +26,14 @@ pub(crate) struct Symbolizer {
     jit: FxHashMap<u32, PerfMap>,
     /// Windows named so far.
     window: u64,
+    /// Kernel addresses no symbol covered since kallsyms was read (a module loaded or a BPF
+    /// program attached since), those that no symbol covered after it was read again either
+    /// (never named: not counted again), and the window it was read in.
+    kernel_missed: std::cell::RefCell<FxHashSet<u64>>,
+    kernel_unnamed: FxHashSet<u64>,
+    kernel_read_at: u64,
+    /// Times kallsyms was read again.
+    pub(crate) kallsyms_reloads: u64,
     /// Files forgotten so far.
     pub(crate) pruned_files: u64,
 }
@@ -55,7 +63,44 @@ impl Symbolizer {
         if !self.kernel_visible {
             return None;
         }
-        self.kernel.lookup_module(addr).or_else(|| self.kernel.lookup(addr)).map(|s| s.name)
+        let found = self.kernel.lookup_module(addr).or_else(|| self.kernel.lookup(addr)).map(|s| s.name);
+        if found.is_none() && !self.kernel_unnamed.contains(&addr) {
+            let mut missed = self.kernel_missed.borrow_mut();
+            if missed.len() < Self::MISSED_MAX {
+                missed.insert(addr);
+            }
+        }
+        found
+    }
+
+    /// Unnamed kernel addresses remembered at most.
+    const MISSED_MAX: usize = 1 << 16;
+
+    /// Windows between two readings of kallsyms at most.
+    pub(crate) const KALLSYMS_EVERY: u64 = 60;
+
+    /// True when kallsyms should be read again: kernel addresses went unnamed since it was
+    /// read (modules loaded, BPF programs attached while recording), and it was read at
+    /// least [`Symbolizer::KALLSYMS_EVERY`] windows ago.
+    pub(crate) fn kernel_stale(&self) -> bool {
+        self.kernel_visible
+            && !self.kernel_missed.borrow().is_empty()
+            && self.window >= self.kernel_read_at + Self::KALLSYMS_EVERY
+    }
+
+    /// Takes a new kallsyms text (the kernel's symbols now).
+    pub(crate) fn reload_kernel(&mut self, text: &str) {
+        self.kernel = Kallsyms::parse(text.as_bytes());
+        self.kernel_visible = addresses_shown(text);
+        // Addresses unnamed before: if the new symbols do not name them either, they never
+        // will be (not kernel text), and do not make kallsyms stale again.
+        let missed = std::mem::take(&mut *self.kernel_missed.borrow_mut());
+        if self.kernel_unnamed.len() + missed.len() > Self::MISSED_MAX {
+            self.kernel_unnamed.clear();
+        }
+        self.kernel_unnamed.extend(missed);
+        self.kernel_read_at = self.window;
+        self.kallsyms_reloads += 1;
     }
 
     /// The function at user address `addr` inside `map` of process `pid`, demangled.
@@ -174,6 +219,40 @@ mod tests {
         assert_eq!(s.files(), 1);
         assert!(s.files.contains_key(&b"/nonexistent/a"[..]));
         assert_eq!(s.pruned_files, 1);
+    }
+
+    /// An address no kernel symbol covers (a module loaded after kallsyms was read) makes
+    /// kallsyms stale once enough windows have passed; read again, it is named.
+    #[test]
+    fn kallsyms_is_read_again_after_unnamed_kernel_addresses() {
+        let mut s =
+            Symbolizer::with_kallsyms("ffffffff81000000 T _stext\nffffffff81000100 T do_thing\n".into());
+        assert_eq!(s.kernel(0xffffffff81000150), Some("do_thing"));
+        assert!(!s.kernel_stale());
+        assert_eq!(s.kernel(0xffffffffc0000310), None); // in a module not loaded then
+        for _ in 0..Symbolizer::KALLSYMS_EVERY - 1 {
+            s.next_window();
+            assert!(!s.kernel_stale(), "read again before {} windows", Symbolizer::KALLSYMS_EVERY);
+        }
+        s.next_window();
+        assert!(s.kernel_stale());
+        s.reload_kernel("ffffffff81000000 T _stext\nffffffffc0000300 T mod_fn\t[ext4]\n");
+        assert_eq!(s.kernel(0xffffffffc0000310), Some("mod_fn"));
+        assert!(!s.kernel_stale());
+        assert_eq!(s.kallsyms_reloads, 1);
+        // An address no symbol names, before or after reading again, never makes kallsyms
+        // stale again (it would be read every minute for nothing).
+        assert_eq!(s.kernel(0x1), None);
+        for _ in 0..2 * Symbolizer::KALLSYMS_EVERY {
+            s.next_window();
+        }
+        assert!(s.kernel_stale(), "0x1 was new");
+        s.reload_kernel("ffffffff81000000 T _stext\nffffffffc0000300 T mod_fn\t[ext4]\n");
+        assert_eq!(s.kernel(0x1), None);
+        for _ in 0..2 * Symbolizer::KALLSYMS_EVERY {
+            s.next_window();
+        }
+        assert!(!s.kernel_stale(), "0x1 is known to be unnamed");
     }
 
     #[test]

@@ -91,6 +91,11 @@ impl ReportExtractor {
         out
     }
 
+    /// True while some report is open (begun and not ended).
+    pub fn has_open(&self) -> bool {
+        !self.open.is_empty()
+    }
+
     /// The next finished report, in the order reports were completed.
     pub fn pop(&mut self) -> Option<Report> {
         self.done.pop_front()
@@ -586,11 +591,13 @@ impl Open {
     }
 }
 
-/// A time as the report keeps it: /dev/kmsg microseconds become seconds like dmesg's.
+/// A time as the report keeps it: /dev/kmsg microseconds become seconds like dmesg's
+/// (`220317` is `0.220317`, a record of the first second after boot).
 fn time_text(t: &[u8]) -> String {
     let t = String::from_utf8_lossy(t);
-    if t.len() > 6 && t.bytes().all(|b| b.is_ascii_digit()) {
-        let (s, us) = t.split_at(t.len() - 6);
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        let padded = format!("{t:0>7}");
+        let (s, us) = padded.split_at(padded.len() - 6);
         return format!("{s}.{us}");
     }
     t.into_owned()
@@ -618,4 +625,20 @@ fn is_register_line(t: &str) -> bool {
     let regname = name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b' ');
     let value = t[colon + 1..].trim_start();
     short && regname && (value.bytes().next().is_some_and(|b| b.is_ascii_hexdigit()) || name == "Code")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::time_text;
+
+    /// /dev/kmsg microseconds read as dmesg prints them, in the first second after boot too.
+    #[test]
+    fn kmsg_microseconds_become_dmesg_seconds() {
+        assert_eq!(time_text(b"3626182076"), "3626.182076");
+        assert_eq!(time_text(b"220317"), "0.220317");
+        assert_eq!(time_text(b"0"), "0.000000");
+        assert_eq!(time_text(b"1000000"), "1.000000");
+        assert_eq!(time_text(b"12.5"), "12.5");
+        assert_eq!(time_text(b"Nov 22 00:32:10"), "Nov 22 00:32:10");
+    }
 }

@@ -43,8 +43,9 @@ pub(crate) mod flag {
     pub(crate) const USE_CLOCKID: u64 = 1 << 25;
     /// `context_switch`: `PERF_RECORD_SWITCH(_CPU_WIDE)` records at every switch in and out.
     pub(crate) const CONTEXT_SWITCH: u64 = 1 << 26;
-    /// `cgroup`: `PERF_RECORD_CGROUP` records (id and path) when a cgroup is created, and
-    /// for the existing ones when the event is opened (Linux 5.7).
+    /// `cgroup`: a `PERF_RECORD_CGROUP` record (id and path) whenever a cgroup is created
+    /// (Linux 5.7); the cgroups that already exist are not reported (perf reads them from
+    /// the cgroup mount, as `record::cgroups` does).
     pub(crate) const CGROUP: u64 = 1 << 32;
 }
 

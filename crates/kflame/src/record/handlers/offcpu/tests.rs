@@ -69,7 +69,7 @@ impl Run {
             tasks.apply(&Record::Comm { time: 0, pid: 4000, tid, comm: b"kfwork".to_vec(), exec: false });
         }
         let h = OffCpu::new(tp.field("prev_state").expect("prev_state"));
-        Run { tasks, out: Collector::new(Naming::default(), true, false), h }
+        Run { tasks, out: Collector::new(Naming::default(), true, true), h }
     }
 
     /// Hands `records` to the handler as the recording loop does.
@@ -85,10 +85,23 @@ impl Run {
         }
     }
 
-    /// The blocked intervals as (tid, since, ns, folded stack), in time order.
+    /// The blocked intervals as (tid, since, ns, folded stack), in time order. The sample
+    /// records kept beside the events say the same, one for one.
     fn finish(self) -> (Vec<(u32, u64, u64, String)>, OffCpu) {
         let mut sym = Symbolizer::with_kallsyms(KALLSYMS.into());
-        let mut events = self.out.finish(&self.tasks, &mut sym).events;
+        let d = self.out.finish(&self.tasks, &mut sym);
+        let mut events = d.events;
+        let from_samples: Vec<_> = d
+            .samples
+            .iter()
+            .map(|s| {
+                let line = String::from_utf8_lossy(&d.sample_stacks[s.stack as usize]).into_owned();
+                (s.ts, s.tid, s.cpu, s.weight, line)
+            })
+            .collect();
+        let from_events: Vec<_> =
+            events.iter().map(|e| (e.ts, e.tid, e.cpu, e.weight, e.stack.join(";"))).collect();
+        assert_eq!(from_samples, from_events);
         events.sort_by_key(|e| (e.ts, e.tid));
         let stack = |e: &Event| e.stack.join(";");
         let iv = events.iter().map(|e| (e.tid, e.ts, e.duration_ns.unwrap_or(0), stack(e))).collect();
