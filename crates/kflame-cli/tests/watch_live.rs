@@ -304,3 +304,60 @@ fn live_io_trigger_offcpu_capture_shows_the_block_io_wait() {
         .sum();
     assert!(waits > 10_000_000, "dd waited {waits} ns on block IO; its stacks: {dd:#?}");
 }
+
+/// Writes a WARNING (clearly a test's: its function is `kflame_watch_test_warning`) into the
+/// kernel log through /dev/kmsg; the watcher stores it as a report and its `report.warning`
+/// rule fires a blocked-task snapshot.
+#[test]
+fn live_kernel_report_is_stored_and_fires_its_rule() {
+    use std::io::Write;
+    let Some(env) = Env::get("live_kernel_report_is_stored_and_fires_its_rule") else { return };
+    let db = db_path(&env, "kmsg");
+    let w = Command::new(env.kflame)
+        .arg("watch")
+        .arg("--db")
+        .arg(&db)
+        .args(["--trigger", "report.warning => blocked"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    {
+        let mut kmsg = std::fs::OpenOptions::new().write(true).open("/dev/kmsg").unwrap(); // live: the kernel log
+        for line in [
+            "------------[ cut here ]------------",
+            "WARNING: CPU: 0 PID: 1 at kflame-watch-test.c:1 kflame_watch_test_warning+0x0/0x10",
+            "Call Trace:",
+            " <TASK>",
+            " kflame_watch_test_warning+0x0/0x10",
+            " kflame_watch_test_caller+0x10/0x20",
+            " </TASK>",
+            "---[ end trace 0000000000000000 ]---",
+        ] {
+            kmsg.write_all(format!("<4>{line}").as_bytes()).unwrap();
+        }
+    }
+    std::thread::sleep(Duration::from_secs(4));
+    signal(&w, 15);
+    let mut w = w;
+    let status = wait_timeout(&mut w, Duration::from_secs(10)).expect("stopped");
+    let (_, err) = stderr_of(w);
+    assert_eq!(status.code(), Some(0), "{err}");
+    let db = Sqlite::open(&db, OpenMode::Read).unwrap();
+    let events = db.events(0, i64::MAX, None).unwrap();
+    let report = events.iter().find_map(|e| match e {
+        Event::Report { kind, title, stack, .. } if stack.contains("kflame_watch_test_warning") => {
+            Some((kind.clone(), title.clone(), stack.clone()))
+        }
+        _ => None,
+    });
+    let (kind, title, stack) = report.unwrap_or_else(|| panic!("no report stored: {events:?}\n{err}"));
+    assert_eq!(kind, "warning");
+    assert!(title.contains("kflame_watch_test_warning"), "{title}");
+    assert_eq!(stack, "kflame_watch_test_caller;kflame_watch_test_warning");
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Trigger { metric, .. } if metric == "report.warning")),
+        "{events:?}"
+    );
+    assert!(events.iter().any(|e| matches!(e, Event::Capture { kind: Kind::Blocked, .. })), "{events:?}");
+}

@@ -8,7 +8,7 @@ use std::sync::mpsc::Sender;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use kflame::record::{Config, DutyCycle, Mode, Naming, Recorder, StackParts, Status, Target, Window};
+use kflame::record::{Config, DutyCycle, End, Mode, Naming, Recorder, StackParts, Status, Target, Window};
 
 use crate::rules::CaptureKind;
 use crate::store::CaptureId;
@@ -168,14 +168,15 @@ impl Drop for Capture {
     }
 }
 
-/// Polls until the recording ends, sending a window every second. Returns a note on how it
-/// ended when that was not its length.
+/// Polls until the recording ends, sending a window every second. Returns how it ended:
+/// `done` (its length), `stopped` (the watcher stopped) or why recording failed.
 fn run(recorder: &mut Recorder, id: CaptureId, kind: CaptureKind, tx: &Sender<Message>) -> String {
     let mut next = Duration::from_secs(1);
     loop {
         match recorder.poll(Duration::from_millis(100)) {
             Ok(Status::Running) => {}
-            Ok(Status::Ended(_)) => return String::new(),
+            Ok(Status::Ended(End::Stopped)) => return "stopped".into(),
+            Ok(Status::Ended(_)) => return "done".into(),
             Err(e) => return format!("recording failed: {e}"),
         }
         let elapsed = recorder.progress().elapsed;

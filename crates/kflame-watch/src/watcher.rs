@@ -362,7 +362,12 @@ impl<S: Store> Watcher<S> {
             self.drain_captures(control);
             if let Some(k) = &kmsg {
                 while let Ok(r) = k.reports.try_recv() {
-                    self.report(&r, control);
+                    match r {
+                        Ok(r) => self.report(&r, control),
+                        Err(e) => {
+                            control.log(Level::Warn, &format!("kernel reports are no longer read: {e}"))
+                        }
+                    }
                 }
             }
             if reload.swap(false, Ordering::Relaxed) {
