@@ -151,6 +151,13 @@ impl Capture {
         self.stop.store(true, Ordering::Relaxed);
     }
 
+    /// Lets the thread finish on its own (it is told to stop; it ends once its last window
+    /// is named, sending into a channel nobody reads): for a watcher that must stop now.
+    pub fn detach(mut self) {
+        self.stop();
+        drop(self.thread.take());
+    }
+
     /// Waits for the thread.
     pub fn join(mut self) {
         if let Some(t) = self.thread.take() {

@@ -403,10 +403,29 @@ impl<S: Store> Watcher<S> {
         for r in self.running.values() {
             r.capture.stop();
         }
-        let deadline = Instant::now() + Duration::from_secs(5);
+        let deadline = Instant::now() + Duration::from_secs(3);
         while !self.running.is_empty() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
             self.drain_captures(control);
+        }
+        // A capture whose last window is still being named: what came is stored, and the
+        // capture ends here rather than staying open in the database.
+        let late: Vec<CaptureId> = self.running.keys().copied().collect();
+        for id in late {
+            let Some(mut run) = self.running.remove(&id) else { continue };
+            let end = now_ns();
+            if let Some(mut p) = run.pending.take() {
+                p.end_ns = end.max(p.start_ns);
+                if let Err(e) = p.write(&mut self.store, &self.settings.host) {
+                    self.store_error("capture", &e, control);
+                }
+            }
+            let note = "stopped; its last window was not ready in time";
+            if let Err(e) = self.store.end_capture(id, end, note) {
+                self.store_error("capture", &e, control);
+            }
+            control.log(Level::Warn, &format!("{} capture {note}", run.kind.name()));
+            run.capture.detach();
         }
         self.flush_buckets(true, control);
         drop(kmsg);
