@@ -67,9 +67,10 @@ fn live_cpu_trigger_capture_shows_the_burner_and_sigterm_writes_the_last_bucket(
     let Some(env) = Env::get("live_cpu_trigger_capture_shows_the_burner") else { return };
     let db = db_path(&env, "trigger");
     let before = TracingState::read();
-    let mut burner = Command::new(&env.workload).args(["cpu", "14"]).stdout(Stdio::null()).spawn().unwrap();
+    let mut burner = Command::new(&env.workload).args(["cpu", "25"]).stdout(Stdio::null()).spawn().unwrap();
     let w = watch(&env, &db, &["--bucket", "2s", "--trigger", "cpu > 40% for 2s => cpu 5s"]);
-    std::thread::sleep(Duration::from_secs(10));
+    // Room for the capture's first window (a fresh symbolizer) on a loaded machine.
+    std::thread::sleep(Duration::from_secs(15));
     let term = now_ns();
     signal(&w, 15);
     let started = Instant::now();
