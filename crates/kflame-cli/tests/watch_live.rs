@@ -105,7 +105,8 @@ fn live_cpu_trigger_capture_shows_the_burner_and_sigterm_writes_the_last_bucket(
     });
     let (cid, start, end) = capture.unwrap_or_else(|| panic!("no capture of the trigger: {events:?}"));
     let end = end.expect("the capture ended");
-    assert!((4_000_000_000..8_000_000_000).contains(&(end - start)), "capture of {} ns", end - start);
+    // 5 s, ended when the watcher has stored its last window (later on a loaded machine)
+    assert!((4_000_000_000..15_000_000_000).contains(&(end - start)), "capture of {} ns", end - start);
     let q = ProfileQuery {
         capture: Some(cid),
         ..ProfileQuery::new(Kind::Cpu, start - 1_000_000_000, end + 1_000_000_000)
@@ -266,10 +267,11 @@ fn live_memory_trigger_capture_is_weighted_in_bytes() {
     let _serial = serial();
     let Some(env) = Env::get("live_memory_trigger_capture_is_weighted_in_bytes") else { return };
     let db = db_path(&env, "mem");
-    let mut churn = Command::new(&env.workload).args(["churn", "12"]).stdout(Stdio::null()).spawn().unwrap();
+    let mut churn = Command::new(&env.workload).args(["churn", "20"]).stdout(Stdio::null()).spawn().unwrap();
     // Always true, so that it fires at the first reading: what is tested is the capture.
     let w = watch(&env, &db, &["--trigger", "mem.available < 100% => mem 4s"]);
-    std::thread::sleep(Duration::from_secs(8));
+    // Room for the capture's first window (a fresh symbolizer) on a loaded machine.
+    std::thread::sleep(Duration::from_secs(15));
     signal(&w, 15);
     let mut w = w;
     let status = wait_timeout(&mut w, Duration::from_secs(10)).expect("stopped");
