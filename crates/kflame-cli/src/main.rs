@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod cmd;
 mod input;
@@ -49,6 +49,9 @@ enum Command {
     Diff(cmd::diff::Args),
     /// Record live (CPU samples, allocations, off-CPU time, syscalls, blocked tasks); as root.
     Record(cmd::record::Args),
+    /// Watch continuously: metrics, an always-on CPU profile and triggered captures into a
+    /// history database; as root (or CAP_PERFMON and CAP_SYSLOG).
+    Watch(cmd::watch::Args),
     /// Read a history database (`kflame watch --db`): the profile of a time range, metrics,
     /// events, or the difference of two ranges.
     Query(cmd::query::Args),
@@ -57,7 +60,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let parsed = cmd::watch::help_with_metrics(Cli::command())
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => return clap_exit(&e),
     };
@@ -67,6 +73,7 @@ fn main() -> ExitCode {
         Command::Flamegraph(args) => cmd::flamegraph::run(args),
         Command::Diff(args) => cmd::diff::run(args),
         Command::Record(args) => cmd::record::run(args),
+        Command::Watch(args) => cmd::watch::run(args),
         Command::Query(args) => cmd::query::run(args),
         Command::Serve(args) => cmd::serve::run(args),
     };
@@ -138,7 +145,6 @@ fn report_error(e: &anyhow::Error) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn cli_is_consistent() {

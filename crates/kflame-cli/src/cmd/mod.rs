@@ -14,6 +14,8 @@ pub(crate) mod record;
 pub(crate) mod reports;
 pub(crate) mod serve;
 pub(crate) mod trace_args;
+pub(crate) mod watch;
+pub(crate) mod watch_store;
 
 /// Ends the program with this exit status, its reason already said on stderr (`kflame record
 /// -- false` exits as the command did, as `perf record` does).

@@ -1,0 +1,288 @@
+//! `kflame watch`: continuous profiling into a history database. Maps flags and the config
+//! file onto `kflame_watch::Watcher`, installs the signal handlers (SIGINT/SIGTERM stop,
+//! SIGHUP reloads), prints logs with levels and, on a terminal, a status line.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::{Context, Result, bail};
+use clap::Args as ClapArgs;
+use kflame_watch::config::{self, ConfigError, File, Level, Settings};
+use kflame_watch::{Control, Environment, Status, Watcher};
+
+use crate::Usage;
+
+const EXAMPLES: &str = "\
+Examples:
+  kflame watch --check                                   # what this kernel allows
+  kflame watch --trigger 'cpu > 80% for 5s => cpu 30s' --trigger 'mem.available < 10% => mem 60s'
+  kflame watch --config /etc/kflame/watch.toml           # rules in a file: triggers = [...]
+  systemctl kill -s HUP kflame-watch                     # reload rules and thresholds
+
+Trigger rules: METRIC OP VALUE [for DURATION] [=> KIND [DURATION]]
+  OP: > >= < <=; VALUE: 80, 80%, 512M (bytes), 2*ncpu; METRIC[LABEL] picks a CPU or device
+  (without a label: the total, or the busiest device); KIND: cpu (99 Hz), mem (page
+  allocations by bytes, 2 s of every 10 s), offcpu, syscalls, blocked (one snapshot);
+  DURATION default 30s. `report` or `report.KIND` (oops, warning, hung_task, soft_lockup,
+  rcu_stall, oom, kasan, ...) fire on kernel reports from /dev/kmsg.";
+
+/// Arguments of `kflame watch`.
+#[derive(ClapArgs, Debug)]
+#[command(after_help = EXAMPLES)]
+pub(crate) struct Args {
+    /// History database, created if missing [default: /var/lib/kflame/kflame.db].
+    #[arg(long, value_name = "FILE")]
+    db: Option<PathBuf>,
+    /// TOML configuration; flags given here override it. SIGHUP reads it again.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// A trigger rule (repeatable; replaces the configuration's `triggers`).
+    #[arg(long = "trigger", value_name = "RULE")]
+    triggers: Vec<String>,
+    /// Keep history this long [default: 7d].
+    #[arg(long, value_name = "DURATION")]
+    retain: Option<String>,
+    /// Most triggers per hour, all rules together [default: 6].
+    #[arg(long, value_name = "N")]
+    budget: Option<u32>,
+    /// After a rule fired, it does not fire again for this long [default: 5m].
+    #[arg(long, value_name = "DURATION")]
+    cooldown: Option<String>,
+    /// Most space the database may take (500M, 2G) [default: no limit].
+    #[arg(long, value_name = "SIZE")]
+    disk_budget: Option<String>,
+    /// Always-on CPU profile rate, samples per second per CPU [default: 19].
+    #[arg(long, value_name = "HZ")]
+    rate: Option<u32>,
+    /// Length of a profile bucket [default: 10s].
+    #[arg(long, value_name = "DURATION")]
+    bucket: Option<String>,
+    /// Host name stored with every row [default: this machine's].
+    #[arg(long, value_name = "NAME")]
+    host: Option<String>,
+    /// Do not follow /dev/kmsg for kernel reports.
+    #[arg(long)]
+    no_kmsg: bool,
+    /// Also report partitions, loop and ram devices.
+    #[arg(long)]
+    all_devices: bool,
+    /// error, warn, info or debug [default: info].
+    #[arg(long, value_name = "LEVEL")]
+    log_level: Option<String>,
+    /// Say what this kernel and these privileges allow, and what will be missing; then exit.
+    #[arg(long)]
+    check: bool,
+}
+
+impl Args {
+    fn flags(&self) -> File {
+        File {
+            db: self.db.clone(),
+            host: self.host.clone(),
+            rate: self.rate,
+            bucket: self.bucket.clone(),
+            retain: self.retain.clone(),
+            disk_budget: self.disk_budget.clone(),
+            budget: self.budget,
+            cooldown: self.cooldown.clone(),
+            kmsg: self.no_kmsg.then_some(false),
+            all_devices: self.all_devices.then_some(true),
+            log_level: self.log_level.clone(),
+            triggers: (!self.triggers.is_empty()).then(|| self.triggers.clone()),
+        }
+    }
+}
+
+/// The `--help` text of `watch` with the metric table appended.
+pub(crate) fn help_with_metrics(cmd: clap::Command) -> clap::Command {
+    cmd.mut_subcommand("watch", |c| {
+        c.after_long_help(format!(
+            "{EXAMPLES}\n\nMetrics (name, unit, labels, meaning):\n{}",
+            kflame_watch::metrics::table().trim_end()
+        ))
+    })
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+fn resolve_settings(args: &Args) -> Result<Settings, ConfigError> {
+    let flags = args.flags();
+    let file = match &args.config {
+        Some(p) => Some((p.as_path(), File::read(p)?)),
+        None => None,
+    };
+    config::resolve(file, &flags, &hostname())
+}
+
+/// What the watcher prints: logs at or above the level on stderr (with the journal's
+/// priority prefixes under systemd), and a status line on a terminal.
+struct Cli {
+    level: Level,
+    journal: bool,
+    tty: bool,
+    status_shown: bool,
+    reload: Box<dyn FnMut() -> Result<Settings, ConfigError>>,
+}
+
+impl Cli {
+    #[allow(clippy::print_stderr)]
+    fn line(&mut self, text: &str) {
+        let mut err = std::io::stderr().lock();
+        if self.status_shown {
+            let _ = write!(err, "\r\x1b[K");
+            self.status_shown = false;
+        }
+        let _ = writeln!(err, "{text}");
+    }
+}
+
+impl Control for Cli {
+    fn log(&mut self, level: Level, message: &str) {
+        if level > self.level {
+            return;
+        }
+        let text = match self.journal {
+            true => {
+                let prio = match level {
+                    Level::Error => 3,
+                    Level::Warn => 4,
+                    Level::Info => 6,
+                    Level::Debug => 7,
+                };
+                format!("<{prio}>{message}")
+            }
+            false => format!("kflame watch: {}: {message}", level.name()),
+        };
+        self.line(&text);
+    }
+
+    fn status(&mut self, s: &Status) {
+        if !self.tty {
+            return;
+        }
+        let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}%"));
+        let capturing = match s.capturing.is_empty() {
+            true => String::new(),
+            false => format!(", capturing {}", s.capturing.join("+")),
+        };
+        let waiting = match s.waiting_buckets {
+            0 => String::new(),
+            n => format!(", {n} buckets waiting for disk space"),
+        };
+        let text = format!(
+            "[{:>6.0} s] cpu {} mem.available {}; {} samples in {} buckets, {} triggers, {} reports{capturing}{waiting}",
+            s.elapsed.as_secs_f64(),
+            pct(s.cpu),
+            pct(s.mem_available),
+            s.samples,
+            s.buckets,
+            s.triggers,
+            s.reports
+        );
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[K{text}");
+        let _ = err.flush();
+        self.status_shown = true;
+    }
+
+    fn reload(&mut self) -> Option<Result<Settings, ConfigError>> {
+        let new = (self.reload)();
+        if let Ok(s) = &new {
+            self.level = s.log_level;
+        }
+        Some(new)
+    }
+}
+
+#[allow(clippy::print_stdout)]
+fn print_check() -> Result<()> {
+    let items = kflame_watch::check::check(Path::new("/"), Path::new("/dev/kmsg"));
+    let mut out = std::io::stdout().lock();
+    for i in &items {
+        writeln!(out, "{:<4} {:<40} {}", if i.available { "yes" } else { "no" }, i.name, i.detail)?;
+    }
+    let missing = items.iter().filter(|i| !i.available).count();
+    match missing {
+        0 => writeln!(out, "\neverything the watcher uses is available")?,
+        n => {
+            writeln!(out, "\n{n} of {} missing: the watcher runs without them (see each line)", items.len())?
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+pub(crate) fn run(args: Args) -> Result<()> {
+    if args.check {
+        return print_check();
+    }
+    let settings = resolve_settings(&args).map_err(|e| match &e {
+        ConfigError::Value { origin, .. } | ConfigError::Rule { origin, .. } if origin == "command line" => {
+            anyhow::Error::new(Usage(e.to_string()))
+        }
+        _ => anyhow::Error::new(e),
+    })?;
+    let bucket_ns = i64::try_from(settings.bucket.as_nanos()).unwrap_or(i64::MAX);
+    let store = crate::cmd::watch_store::open(&settings.db, bucket_ns)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let reload = Arc::new(AtomicBool::new(false));
+    {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        for sig in [SIGINT, SIGTERM] {
+            // A second SIGINT/SIGTERM terminates at once (the default action, armed by the
+            // first); the first stops the watcher, which writes the last bucket.
+            signal_hook::flag::register_conditional_default(sig, stop.clone())
+                .and_then(|_| signal_hook::flag::register(sig, stop.clone()))
+                .context("installing signal handlers")?;
+        }
+        signal_hook::flag::register(SIGHUP, reload.clone()).context("installing the SIGHUP handler")?;
+    }
+    let journal = std::env::var_os("INVOCATION_ID").is_some();
+    let tty = !journal && std::io::stderr().is_terminal();
+    let again = Args { check: false, ..args };
+    let mut cli = Cli {
+        level: settings.log_level,
+        journal,
+        tty,
+        status_shown: false,
+        reload: Box::new(move || resolve_settings(&again)),
+    };
+    cli.log(
+        Level::Info,
+        &format!(
+            "watching {} into {} ({} Hz profile in {} s buckets, {} trigger rules)",
+            settings.host,
+            settings.db.display(),
+            settings.rate,
+            settings.bucket.as_secs(),
+            settings.rules.len()
+        ),
+    );
+    let db = settings.db.clone();
+    let mut watcher = Watcher::new(settings, store, Environment::default());
+    let status =
+        watcher.run(stop, reload, &mut cli).with_context(|| format!("watching into {}", db.display()))?;
+    cli.log(
+        Level::Info,
+        &format!(
+            "stopped after {:.0} s: {} samples in {} buckets, {} triggers, {} kernel reports stored",
+            status.elapsed.as_secs_f64(),
+            status.samples,
+            status.buckets,
+            status.triggers,
+            status.reports
+        ),
+    );
+    if status.waiting_buckets > 0 {
+        bail!("{} profile buckets could not be stored (disk full)", status.waiting_buckets);
+    }
+    Ok(())
+}

@@ -1,0 +1,98 @@
+//! `kflame watch` from the command line: usage and configuration errors, the help text, the
+//! systemd unit. Live tests (`live_*`) run the watcher as root.
+
+use std::process::Command;
+
+fn kflame(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kflame")).args(args).output().expect("run kflame");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("kflame-watch-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn a_bad_rule_is_a_usage_error_naming_rule_and_column() {
+    let (code, _, err) =
+        kflame(&["watch", "--trigger", "cpu > 80% for 5s => cpu 30s", "--trigger", "mem.avail < 10%"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(
+        err.trim(),
+        "kflame: error: command line: trigger rule `mem.avail < 10%`, column 1: unknown metric `mem.avail` \
+         (`kflame watch --help` lists them)"
+    );
+}
+
+#[test]
+fn a_bad_configuration_names_the_file_line_and_key() {
+    let d = scratch("config");
+    let cfg = d.join("watch.toml");
+    std::fs::write(&cfg, "rate = 19\nbuckett = \"10s\"\n").unwrap();
+    let (code, _, err) = kflame(&["watch", "--config", cfg.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.starts_with(&format!("kflame: error: configuration {}: ", cfg.display())), "{err}");
+    assert!(err.contains("line 2") && err.contains("buckett"), "{err}");
+    std::fs::write(&cfg, "triggers = [\"load1 > 2*ncpu => gpu\"]\n").unwrap();
+    let (code, _, err) = kflame(&["watch", "--config", cfg.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            "configuration {}: trigger rule `load1 > 2*ncpu => gpu`, column 19: unknown capture kind `gpu`",
+            cfg.display()
+        )),
+        "{err}"
+    );
+    let (code, _, err) = kflame(&["watch", "--config", d.join("missing.toml").to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("cannot read the configuration") && err.contains("missing.toml"), "{err}");
+    let (code, _, err) = kflame(&["watch", "--rate", "0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("command line: `rate`: 0 Hz"), "{err}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn help_lists_every_metric() {
+    let (code, out, _) = kflame(&["watch", "--help"]);
+    assert_eq!(code, 0);
+    for name in ["cpu.iowait", "mem.available", "io.util", "psi.io.some", "load1", "forks", "ctxt"] {
+        assert!(
+            out.lines().any(|l| l.trim_start().starts_with(&format!("{name} "))),
+            "{name} missing:\n{out}"
+        );
+    }
+    assert!(out.contains("METRIC OP VALUE [for DURATION] [=> KIND [DURATION]]"));
+}
+
+#[test]
+fn the_systemd_unit_verifies() {
+    let unit = concat!(env!("CARGO_MANIFEST_DIR"), "/../../dist/kflame-watch.service");
+    let text = std::fs::read_to_string(unit).unwrap();
+    for key in [
+        "AmbientCapabilities=",
+        "CapabilityBoundingSet=",
+        "ProtectSystem=strict",
+        "StateDirectory=kflame",
+        "NoNewPrivileges=yes",
+    ] {
+        assert!(text.contains(key), "{key} missing");
+    }
+    if Command::new("systemd-analyze").arg("--version").output().is_err() {
+        return; // no systemd here: the text checks above are all
+    }
+    // ExecStart must name an executable that exists: the binary under test stands in.
+    let d = scratch("unit");
+    let copy = d.join("kflame-watch.service");
+    std::fs::write(&copy, text.replace("/usr/local/bin/kflame", env!("CARGO_BIN_EXE_kflame"))).unwrap();
+    let out = Command::new("systemd-analyze").arg("verify").arg(&copy).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.trim().is_empty(), "systemd-analyze verify: {err}");
+    std::fs::remove_dir_all(&d).unwrap();
+}

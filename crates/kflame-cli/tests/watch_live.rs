@@ -1,0 +1,382 @@
+//! Live tests of `kflame watch` (root): a CPU burner crossing a trigger, SIGTERM, kill -9
+//! and a restart on the same database, and tracefs left as it was. Each run is bounded by
+//! the test's own timer; the database is read back through `kflame_store::Query`.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::{Env, TracingState, wait_timeout};
+use kflame_store::{Event, Kind, OpenMode, ProfileQuery, Query, Sqlite};
+
+/// One watcher at a time: each records every CPU and names every process's stacks, and
+/// several at once on a small machine (debug builds) make each too slow for its timings.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn now_ns() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as i64
+}
+
+fn watch(env: &Env, db: &Path, args: &[&str]) -> Child {
+    Command::new(env.kflame)
+        .arg("watch")
+        .arg("--db")
+        .arg(db)
+        .args(["--no-kmsg", "--log-level", "info"])
+        .args(args)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kflame watch")
+}
+
+fn signal(child: &Child, sig: i32) {
+    let status = Command::new("kill").arg(format!("-{sig}")).arg(child.id().to_string()).status().unwrap();
+    assert!(status.success());
+}
+
+fn stderr_of(child: Child) -> (Option<i32>, String) {
+    let out = child.wait_with_output().expect("wait");
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn db_path(env: &Env, name: &str) -> std::path::PathBuf {
+    let p = env.dir.join(format!("{}-{name}.db", std::process::id()));
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", p.display()));
+    }
+    p
+}
+
+/// The newest sample time of the always-on profile.
+fn last_sample(db: &Sqlite) -> Option<i64> {
+    let q = ProfileQuery::new(Kind::Cpu, 0, i64::MAX);
+    let all = db.samples(&q).unwrap();
+    let capture_free: Vec<i64> = all.iter().map(|s| s.time_ns).collect();
+    capture_free.into_iter().max()
+}
+
+#[test]
+fn live_cpu_trigger_capture_shows_the_burner_and_sigterm_writes_the_last_bucket() {
+    let _serial = serial();
+    let Some(env) = Env::get("live_cpu_trigger_capture_shows_the_burner") else { return };
+    let db = db_path(&env, "trigger");
+    let before = TracingState::read();
+    let mut burner = Command::new(&env.workload).args(["cpu", "25"]).stdout(Stdio::null()).spawn().unwrap();
+    let w = watch(&env, &db, &["--bucket", "2s", "--trigger", "cpu > 40% for 2s => cpu 5s"]);
+    // Room for the capture's first window (a fresh symbolizer) on a loaded machine.
+    std::thread::sleep(Duration::from_secs(15));
+    let term = now_ns();
+    signal(&w, 15);
+    let started = Instant::now();
+    let mut w = w;
+    let status = wait_timeout(&mut w, Duration::from_secs(10))
+        .expect("kflame watch did not stop within 10 s of SIGTERM");
+    let took = started.elapsed();
+    let (_, err) = stderr_of(w);
+    let _ = burner.kill();
+    let _ = burner.wait();
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(took < Duration::from_secs(5), "stopping took {took:?}");
+    assert_eq!(TracingState::read(), before, "tracefs state changed");
+
+    let db = Sqlite::open(&db, OpenMode::Read).unwrap();
+    let events = db.events(0, i64::MAX, None).unwrap();
+    let trigger = events.iter().find_map(|e| match e {
+        Event::Trigger { id, metric, value, threshold, rule, .. } => {
+            Some((*id, metric.clone(), *value, *threshold, rule.clone()))
+        }
+        _ => None,
+    });
+    let (tid, metric, value, threshold, rule) =
+        trigger.unwrap_or_else(|| panic!("no trigger: {events:?}\n{err}"));
+    assert_eq!((metric.as_str(), threshold, rule.as_str()), ("cpu", 40.0, "cpu > 40% for 2s => cpu 5s"));
+    assert!(value > 40.0);
+    let capture = events.iter().find_map(|e| match e {
+        Event::Capture { id, kind: Kind::Cpu, trigger: Some(t), start_ns, end_ns, .. } if *t == tid => {
+            Some((*id, *start_ns, *end_ns))
+        }
+        _ => None,
+    });
+    let (cid, start, end) = capture.unwrap_or_else(|| panic!("no capture of the trigger: {events:?}"));
+    let end = end.expect("the capture ended");
+    // 5 s, ended when the watcher has stored its last window (later on a loaded machine)
+    assert!((4_000_000_000..15_000_000_000).contains(&(end - start)), "capture of {} ns", end - start);
+    let q = ProfileQuery {
+        capture: Some(cid),
+        ..ProfileQuery::new(Kind::Cpu, start - 1_000_000_000, end + 1_000_000_000)
+    };
+    let p = db.profile(&q).unwrap();
+    let kflame::fold::Stacks::Counts(stacks) = &p.stacks else { panic!("a merged profile is summed") };
+    let total: u64 = stacks.iter().map(|(_, w)| w.whole()).sum();
+    let burner: u64 = stacks
+        .iter()
+        .filter(|(s, _)| String::from_utf8_lossy(s).contains("kf_deep_6"))
+        .map(|(_, w)| w.whole())
+        .sum();
+    // 99 Hz on 2 CPUs for 5 s; the burner keeps one CPU busy (others may share the machine)
+    assert!(total > 200, "{total} samples in the capture");
+    // (at least 5%: the machine may be busy with other work)
+    assert!(burner >= 20 && burner * 20 > total, "kf_deep_6 has {burner} of {total} samples");
+    // The last bucket: written at SIGTERM, with samples up to the signal.
+    let last = last_sample(&db).expect("samples");
+    assert!(last > term - 1_500_000_000, "last sample {} ms before SIGTERM", (term - last) / 1_000_000);
+}
+
+#[test]
+fn live_kill_9_loses_at_most_the_bucket_in_progress_and_a_restart_continues() {
+    let _serial = serial();
+    let Some(env) = Env::get("live_kill_9_loses_at_most_the_bucket_in_progress") else { return };
+    let db = db_path(&env, "kill9");
+    let mut burner = Command::new(&env.workload).args(["cpu", "20"]).stdout(Stdio::null()).spawn().unwrap();
+    let mut w = watch(&env, &db, &["--bucket", "2s"]);
+    std::thread::sleep(Duration::from_secs(10));
+    let killed = now_ns();
+    signal(&w, 9);
+    let _ = w.wait();
+    {
+        // A reader opens it at once: no recovery step, no error.
+        let r = Sqlite::open(&db, OpenMode::Read).unwrap();
+        let last = last_sample(&r).expect("buckets written before the kill");
+        // The bucket in progress (2 s) may be lost, and the window not yet taken (1 s).
+        assert!(
+            killed - last < 3_500_000_000,
+            "last sample {} ms before the kill",
+            (killed - last) / 1_000_000
+        );
+        let cpu = r.series(&kflame_store::SeriesQuery {
+            name: "cpu",
+            label: Some(""),
+            host: None,
+            from_ns: 0,
+            to_ns: i64::MAX,
+            points: None,
+        });
+        let last_value = cpu.unwrap().iter().flat_map(|s| s.points.iter().map(|p| p.time_ns)).max();
+        let last_value = last_value.expect("metric values written before the kill");
+        // Metric values are written in blocks of one bucket: the block in progress is lost,
+        // and the one before it is written with the first value of the next.
+        assert!(
+            killed - last_value < 5_000_000_000,
+            "last cpu value {} ms before the kill",
+            (killed - last_value) / 1_000_000
+        );
+    }
+    let restarted = now_ns();
+    let w = watch(&env, &db, &["--bucket", "2s"]);
+    std::thread::sleep(Duration::from_secs(6));
+    signal(&w, 15);
+    let mut w = w;
+    let status = wait_timeout(&mut w, Duration::from_secs(10)).expect("stopped");
+    let (_, err) = stderr_of(w);
+    let _ = burner.kill();
+    let _ = burner.wait();
+    assert_eq!(status.code(), Some(0), "{err}");
+    let r = Sqlite::open(&db, OpenMode::Read).unwrap();
+    let times: Vec<i64> =
+        r.samples(&ProfileQuery::new(Kind::Cpu, 0, i64::MAX)).unwrap().iter().map(|s| s.time_ns).collect();
+    assert!(times.iter().any(|&t| t < killed), "history before the kill kept");
+    assert!(
+        times.iter().any(|&t| t > restarted + 2_000_000_000),
+        "the restart appended to the same database"
+    );
+}
+
+#[test]
+fn live_sighup_reloads_rules_and_refuses_a_bad_file() {
+    let _serial = serial();
+    let Some(env) = Env::get("live_sighup_reloads_rules") else { return };
+    let db = db_path(&env, "hup");
+    let cfg = env.dir.join(format!("{}-hup.toml", std::process::id()));
+    std::fs::write(&cfg, "triggers = []\n").unwrap();
+    let w = watch(&env, &db, &["--config", cfg.to_str().unwrap()]);
+    std::thread::sleep(Duration::from_secs(3));
+    std::fs::write(&cfg, "triggers = [\"load1 > 1000*ncpu\", \"psi.io.some > 99\"]\n").unwrap();
+    signal(&w, 1);
+    std::thread::sleep(Duration::from_secs(3));
+    std::fs::write(&cfg, "triggers = [\"load1 >> 3\"]\n").unwrap();
+    signal(&w, 1);
+    std::thread::sleep(Duration::from_secs(3));
+    signal(&w, 15);
+    let mut w = w;
+    let status = wait_timeout(&mut w, Duration::from_secs(10)).expect("stopped");
+    let (_, err) = stderr_of(w);
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(err.contains("configuration reloaded: 2 trigger rules"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "reload refused, keeping the running configuration: configuration {}: trigger rule `load1 >> 3`, column 7",
+            cfg.display()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn live_check_says_what_is_available_and_what_is_missing() {
+    let _serial = serial();
+    let Some(env) = Env::get("live_check_says_what_is_available") else { return };
+    let out = Command::new(env.kflame).args(["watch", "--check"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for what in [
+        "capabilities",
+        "kernel.perf_event_paranoid",
+        "cpu-clock sampling",
+        "sched:sched_switch",
+        "PSI",
+        "cgroup",
+        "/dev/kmsg",
+    ] {
+        assert!(
+            text.lines().any(|l| (l.starts_with("yes ") || l.starts_with("no ")) && l.contains(what)),
+            "{what}:\n{text}"
+        );
+    }
+    assert!(text.lines().any(|l| l.starts_with("yes ") && l.contains("cpu-clock")), "{text}");
+}
+
+/// The profile of the first capture of `kind`, as (stack, weight) lines, and its unit.
+fn capture_profile(db: &Path, kind: Kind) -> (Vec<(String, u64)>, kflame::fold::Unit, Vec<Event>) {
+    let db = Sqlite::open(db, OpenMode::Read).unwrap();
+    let events = db.events(0, i64::MAX, None).unwrap();
+    let Some((cid, start, end)) = events.iter().find_map(|e| match e {
+        Event::Capture { id, kind: k, start_ns, end_ns, .. } if *k == kind => Some((*id, *start_ns, *end_ns)),
+        _ => None,
+    }) else {
+        return (Vec::new(), kflame::fold::Unit::Unspecified, events);
+    };
+    let end = end.unwrap_or(i64::MAX - 1_000_000_000);
+    let q = ProfileQuery {
+        capture: Some(cid),
+        ..ProfileQuery::new(kind, start - 1_000_000_000, end + 1_000_000_000)
+    };
+    let p = db.profile(&q).unwrap();
+    let kflame::fold::Stacks::Counts(stacks) = &p.stacks else { panic!("a merged profile is summed") };
+    let lines = stacks.iter().map(|(s, w)| (String::from_utf8_lossy(s).into_owned(), w.whole())).collect();
+    (lines, p.meta.unit, events)
+}
+
+#[test]
+fn live_memory_trigger_capture_is_weighted_in_bytes() {
+    let _serial = serial();
+    let Some(env) = Env::get("live_memory_trigger_capture_is_weighted_in_bytes") else { return };
+    let db = db_path(&env, "mem");
+    let mut churn = Command::new(&env.workload).args(["churn", "20"]).stdout(Stdio::null()).spawn().unwrap();
+    // Always true, so that it fires at the first reading: what is tested is the capture.
+    let w = watch(&env, &db, &["--trigger", "mem.available < 100% => mem 4s"]);
+    // Room for the capture's first window (a fresh symbolizer) on a loaded machine.
+    std::thread::sleep(Duration::from_secs(15));
+    signal(&w, 15);
+    let mut w = w;
+    let status = wait_timeout(&mut w, Duration::from_secs(10)).expect("stopped");
+    let (_, err) = stderr_of(w);
+    let _ = churn.kill();
+    let _ = churn.wait();
+    assert_eq!(status.code(), Some(0), "{err}");
+    let (lines, unit, events) = capture_profile(&db, Kind::Mem);
+    assert_eq!(unit, kflame::fold::Unit::Bytes, "{events:?}\n{err}");
+    let churn: Vec<&(String, u64)> = lines.iter().filter(|(s, _)| s.contains("kf_churn")).collect();
+    assert!(!churn.is_empty(), "no kf_churn allocations in {} stacks", lines.len());
+    assert!(churn.iter().all(|(_, w)| w % 4096 == 0), "page allocations weigh 4096 << order bytes");
+    let bytes: u64 = churn.iter().map(|(_, w)| w).sum();
+    assert!(bytes >= 64 * 4096, "{bytes} bytes");
+}
+
+#[test]
+fn live_io_trigger_offcpu_capture_shows_the_block_io_wait() {
+    let _serial = serial();
+    let Some(env) = Env::get("live_io_trigger_offcpu_capture_shows_the_block_io_wait") else { return };
+    let db = db_path(&env, "io");
+    let file = env.dir.join(format!("{}-dd.bin", std::process::id()));
+    let mut dd = Command::new("dd")
+        .arg("if=/dev/zero")
+        .arg(format!("of={}", file.display()))
+        .args(["bs=4k", "count=100000", "oflag=dsync"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let w = watch(&env, &db, &["--trigger", "io.util > 2% => offcpu 4s"]);
+    std::thread::sleep(Duration::from_secs(9));
+    signal(&w, 15);
+    let mut w = w;
+    let status = wait_timeout(&mut w, Duration::from_secs(10)).expect("stopped");
+    let (_, err) = stderr_of(w);
+    let _ = dd.kill();
+    let _ = dd.wait();
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(status.code(), Some(0), "{err}");
+    let (lines, unit, events) = capture_profile(&db, Kind::OffCpu);
+    assert_eq!(unit, kflame::fold::Unit::Nanoseconds, "{events:?}\n{err}");
+    let dd: Vec<&(String, u64)> = lines.iter().filter(|(s, _)| s.starts_with("dd;")).collect();
+    let waits: u64 = dd
+        .iter()
+        .filter(|(s, _)| s.contains("io_schedule") || s.contains("jbd2") || s.contains("wait_for_completion"))
+        .map(|(_, w)| w)
+        .sum();
+    assert!(waits > 10_000_000, "dd waited {waits} ns on block IO; its stacks: {dd:#?}");
+}
+
+/// Writes a WARNING (clearly a test's: its function is `kflame_watch_test_warning`) into the
+/// kernel log through /dev/kmsg; the watcher stores it as a report and its `report.warning`
+/// rule fires a blocked-task snapshot.
+#[test]
+fn live_kernel_report_is_stored_and_fires_its_rule() {
+    let _serial = serial();
+    use std::io::Write;
+    let Some(env) = Env::get("live_kernel_report_is_stored_and_fires_its_rule") else { return };
+    let db = db_path(&env, "kmsg");
+    let w = Command::new(env.kflame)
+        .arg("watch")
+        .arg("--db")
+        .arg(&db)
+        .args(["--trigger", "report.warning => blocked"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    {
+        let mut kmsg = std::fs::OpenOptions::new().write(true).open("/dev/kmsg").unwrap(); // live: the kernel log
+        for line in [
+            "------------[ cut here ]------------",
+            "WARNING: CPU: 0 PID: 1 at kflame-watch-test.c:1 kflame_watch_test_warning+0x0/0x10",
+            "Call Trace:",
+            " <TASK>",
+            " kflame_watch_test_warning+0x0/0x10",
+            " kflame_watch_test_caller+0x10/0x20",
+            " </TASK>",
+            "---[ end trace 0000000000000000 ]---",
+        ] {
+            kmsg.write_all(format!("<4>{line}").as_bytes()).unwrap();
+        }
+    }
+    std::thread::sleep(Duration::from_secs(4));
+    signal(&w, 15);
+    let mut w = w;
+    let status = wait_timeout(&mut w, Duration::from_secs(10)).expect("stopped");
+    let (_, err) = stderr_of(w);
+    assert_eq!(status.code(), Some(0), "{err}");
+    let db = Sqlite::open(&db, OpenMode::Read).unwrap();
+    let events = db.events(0, i64::MAX, None).unwrap();
+    let report = events.iter().find_map(|e| match e {
+        Event::Report { kind, title, stack, .. } if stack.contains("kflame_watch_test_warning") => {
+            Some((kind.clone(), title.clone(), stack.clone()))
+        }
+        _ => None,
+    });
+    let (kind, title, stack) = report.unwrap_or_else(|| panic!("no report stored: {events:?}\n{err}"));
+    assert_eq!(kind, "warning");
+    assert!(title.contains("kflame_watch_test_warning"), "{title}");
+    assert_eq!(stack, "kflame_watch_test_caller;kflame_watch_test_warning");
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Trigger { metric, .. } if metric == "report.warning")),
+        "{events:?}"
+    );
+    assert!(events.iter().any(|e| matches!(e, Event::Capture { kind: Kind::Blocked, .. })), "{events:?}");
+}

@@ -1,0 +1,274 @@
+//! System metrics from `/proc`, as `mpstat`, `vmstat` and `iostat -x` compute them.
+//!
+//! Every file is read under a root directory (`/` on a live system, a fixture folder in
+//! tests). Rates and percentages need two reads: [`Sampler::read`] keeps the previous one
+//! and returns nothing that needs a difference on its first call. The interval of a rate is
+//! the difference of `/proc/uptime` between the two reads (as iostat does), so fixtures carry
+//! their own interval.
+
+mod diskstats;
+mod loadavg;
+mod meminfo;
+mod pressure;
+mod stat;
+
+use std::path::{Path, PathBuf};
+
+pub use diskstats::DiskStats;
+pub use stat::CpuTimes;
+
+/// One metric value: a name from [`METRICS`], a label (`""` for the machine as a whole,
+/// `cpu3` for one CPU, `sda` for one device) and the value in the unit of the table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Value {
+    /// A name of [`METRICS`].
+    pub name: &'static str,
+    /// `""` for the total, else the CPU or device.
+    pub label: String,
+    /// In the metric's unit.
+    pub value: f64,
+}
+
+/// One line of [`METRICS`].
+#[derive(Clone, Copy, Debug)]
+pub struct MetricInfo {
+    /// The name rules and queries use.
+    pub name: &'static str,
+    /// Unit of the value.
+    pub unit: &'static str,
+    /// Labels it carries: `total+cpu`, `total`, `device`.
+    pub labels: &'static str,
+    /// What it measures, and from where.
+    pub meaning: &'static str,
+}
+
+macro_rules! m {
+    ($n:expr, $u:expr, $l:expr, $m:expr) => {
+        MetricInfo { name: $n, unit: $u, labels: $l, meaning: $m }
+    };
+}
+
+/// Every metric the watcher records: name, unit, labels, meaning. `kflame watch --help`
+/// prints this table; rule names are checked against it.
+pub const METRICS: &[MetricInfo] = &[
+    m!("cpu", "%", "total+cpu", "busy time: 100 - idle - iowait (/proc/stat)"),
+    m!("cpu.usr", "%", "total+cpu", "user time without guest time, as mpstat %usr"),
+    m!("cpu.nice", "%", "total+cpu", "niced user time without guest time, as mpstat %nice"),
+    m!("cpu.sys", "%", "total+cpu", "kernel time, as mpstat %sys"),
+    m!("cpu.iowait", "%", "total+cpu", "idle with IO outstanding, as mpstat %iowait"),
+    m!("cpu.irq", "%", "total+cpu", "hard interrupts, as mpstat %irq"),
+    m!("cpu.soft", "%", "total+cpu", "softirqs, as mpstat %soft"),
+    m!("cpu.steal", "%", "total+cpu", "stolen by the hypervisor, as mpstat %steal"),
+    m!("cpu.guest", "%", "total+cpu", "running guests, as mpstat %guest + %gnice"),
+    m!("cpu.idle", "%", "total+cpu", "idle, as mpstat %idle"),
+    m!("ctxt", "/s", "total", "context switches per second (/proc/stat ctxt)"),
+    m!("forks", "/s", "total", "tasks created per second (/proc/stat processes)"),
+    m!("procs.running", "tasks", "total", "runnable tasks (/proc/stat procs_running)"),
+    m!("procs.blocked", "tasks", "total", "tasks blocked on IO (/proc/stat procs_blocked)"),
+    m!("mem.available", "%", "total", "MemAvailable, share of MemTotal (/proc/meminfo)"),
+    m!("mem.available_bytes", "bytes", "total", "MemAvailable"),
+    m!("mem.cached", "bytes", "total", "Cached (page cache)"),
+    m!("mem.dirty", "bytes", "total", "Dirty: waiting to be written back"),
+    m!("mem.writeback", "bytes", "total", "Writeback: being written back"),
+    m!("mem.slab", "bytes", "total", "Slab: kernel slab caches"),
+    m!("swap.used", "%", "total", "swap in use, share of SwapTotal (absent without swap)"),
+    m!("swap.used_bytes", "bytes", "total", "SwapTotal - SwapFree"),
+    m!("io.read_bytes", "bytes/s", "device", "bytes read (/proc/diskstats), as iostat rkB/s"),
+    m!("io.write_bytes", "bytes/s", "device", "bytes written, as iostat wkB/s"),
+    m!("io.reads", "/s", "device", "reads completed, as iostat r/s"),
+    m!("io.writes", "/s", "device", "writes completed, as iostat w/s"),
+    m!("io.iops", "/s", "device", "reads, writes, discards and flushes completed"),
+    m!("io.util", "%", "device", "time with IO in flight (io_ticks), as iostat %util"),
+    m!("io.await", "ms", "device", "mean time of a request, queue included"),
+    m!("io.r_await", "ms", "device", "mean time of a read request, as iostat r_await"),
+    m!("io.w_await", "ms", "device", "mean time of a write request, as iostat w_await"),
+    m!("io.queue", "requests", "device", "mean requests in flight, as iostat aqu-sz"),
+    m!("load1", "tasks", "total", "load average over 1 minute (/proc/loadavg)"),
+    m!("load5", "tasks", "total", "load average over 5 minutes"),
+    m!("load15", "tasks", "total", "load average over 15 minutes"),
+    m!("psi.cpu.some", "%", "total", "some task waited for a CPU, avg10 (/proc/pressure/cpu)"),
+    m!("psi.cpu.full", "%", "total", "all non-idle tasks waited for a CPU, avg10"),
+    m!("psi.mem.some", "%", "total", "some task stalled on memory, avg10 (pressure/memory)"),
+    m!("psi.mem.full", "%", "total", "all non-idle tasks stalled on memory, avg10"),
+    m!("psi.io.some", "%", "total", "some task stalled on IO, avg10 (/proc/pressure/io)"),
+    m!("psi.io.full", "%", "total", "all non-idle tasks stalled on IO, avg10"),
+];
+
+/// The table entry of `name`.
+pub fn info(name: &str) -> Option<&'static MetricInfo> {
+    METRICS.iter().find(|m| m.name == name)
+}
+
+/// The table as text, one metric a line: for `--help`.
+pub fn table() -> String {
+    let mut s = String::new();
+    for m in METRICS {
+        s.push_str(&format!("  {:<20} {:<8} {:<10} {}\n", m.name, m.unit, m.labels, m.meaning));
+    }
+    s
+}
+
+/// A file that could not be read or understood. The other files of the read are still used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// The file.
+    pub file: PathBuf,
+    /// Its line (1-based), 0 for the whole file.
+    pub line: usize,
+    /// What was expected.
+    pub message: String,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            0 => write!(f, "{}: {}", self.file.display(), self.message),
+            n => write!(f, "{}:{}: {}", self.file.display(), n, self.message),
+        }
+    }
+}
+
+/// The metrics of one read.
+#[derive(Clone, Debug, Default)]
+pub struct Reading {
+    /// Every value.
+    pub values: Vec<Value>,
+    /// Files that could not be read or had malformed lines (skipped, the rest kept).
+    pub problems: Vec<Problem>,
+}
+
+impl Reading {
+    /// The value of `name` with `label`.
+    pub fn get(&self, name: &str, label: &str) -> Option<f64> {
+        self.values.iter().find(|v| v.name == name && v.label == label).map(|v| v.value)
+    }
+}
+
+/// What the sampler reads.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Also report partitions, loop and ram devices, and devices that never did IO.
+    pub all_devices: bool,
+}
+
+/// The counters of one read, kept for the next.
+#[derive(Clone, Debug, Default)]
+struct Counters {
+    uptime: Option<f64>,
+    stat: Option<stat::Stat>,
+    disks: Option<Vec<DiskStats>>,
+}
+
+/// Reads the metrics under a root directory, keeping the previous read for rates.
+#[derive(Debug)]
+pub struct Sampler {
+    root: PathBuf,
+    options: Options,
+    prev: Counters,
+}
+
+impl Sampler {
+    /// A sampler reading `ROOT/proc/...`.
+    pub fn new(root: impl Into<PathBuf>, options: Options) -> Sampler {
+        Sampler { root: root.into(), options, prev: Counters::default() }
+    }
+
+    /// Reads from another root from now on, keeping the previous read: for replaying saved
+    /// reads (fixtures) one after the other.
+    pub fn set_root(&mut self, root: impl Into<PathBuf>) {
+        self.root = root.into();
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether PSI files exist (`/proc/pressure`): kernels without `CONFIG_PSI` (or booted
+    /// with `psi=0`) have none, and the `psi.*` metrics are not reported.
+    pub fn has_pressure(&self) -> bool {
+        self.root.join("proc/pressure/cpu").exists()
+    }
+
+    /// Reads every file once. Values needing a difference (CPU shares, rates) come from the
+    /// second call on.
+    pub fn read(&mut self) -> Reading {
+        let mut out = Reading::default();
+        let now = Counters {
+            uptime: self.read_file("proc/uptime", &mut out, uptime),
+            stat: self.read_file("proc/stat", &mut out, stat::parse),
+            disks: self.read_file("proc/diskstats", &mut out, diskstats::parse),
+        };
+        let interval = match (self.prev.uptime, now.uptime) {
+            (Some(a), Some(b)) if b > a => Some(b - a),
+            _ => None,
+        };
+        if let (Some(prev), Some(cur)) = (&self.prev.stat, &now.stat) {
+            stat::values(prev, cur, interval, &mut out.values);
+        }
+        if let Some(cur) = &now.stat {
+            stat::instant(cur, &mut out.values);
+        }
+        if let (Some(prev), Some(cur), Some(secs)) = (&self.prev.disks, &now.disks, interval) {
+            diskstats::values(prev, cur, secs, self.options.all_devices, &mut out.values);
+        }
+        if let Some(m) = self.read_file("proc/meminfo", &mut out, meminfo::parse) {
+            m.values(&mut out.values);
+        }
+        if let Some(l) = self.read_file("proc/loadavg", &mut out, loadavg::parse) {
+            out.values.extend(l);
+        }
+        if self.has_pressure() {
+            for (file, name) in [("cpu", "cpu"), ("memory", "mem"), ("io", "io")] {
+                let path = format!("proc/pressure/{file}");
+                if !self.root.join(&path).exists() {
+                    continue;
+                }
+                if let Some(p) = self.read_file(&path, &mut out, pressure::parse) {
+                    p.values(name, &mut out.values);
+                }
+            }
+        }
+        self.prev = now;
+        out
+    }
+
+    /// Reads `ROOT/rel` and parses it; a problem is recorded and `None` returned when the file
+    /// cannot be read or parsed at all. `parse` gets the text, the path (for messages) and
+    /// the list of problems for malformed lines it skips.
+    fn read_file<T>(
+        &self,
+        rel: &str,
+        out: &mut Reading,
+        parse: impl Fn(&str, &Path, &mut Vec<Problem>) -> Option<T>,
+    ) -> Option<T> {
+        let path = self.root.join(rel);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => parse(&text, &path, &mut out.problems),
+            Err(e) => {
+                out.problems.push(Problem { file: path, line: 0, message: format!("cannot read: {e}") });
+                None
+            }
+        }
+    }
+}
+
+/// `/proc/uptime`: seconds since boot, the first field.
+fn uptime(text: &str, file: &Path, problems: &mut Vec<Problem>) -> Option<f64> {
+    match text.split_whitespace().next().and_then(|s| s.parse::<f64>().ok()) {
+        Some(v) => Some(v),
+        None => {
+            problems.push(Problem {
+                file: file.to_path_buf(),
+                line: 1,
+                message: "expected seconds since boot (`12345.67 ...`)".into(),
+            });
+            None
+        }
+    }
+}
+
+/// A malformed-line problem.
+fn bad(file: &Path, line: usize, message: impl Into<String>) -> Problem {
+    Problem { file: file.to_path_buf(), line, message: message.into() }
+}

@@ -1,0 +1,783 @@
+//! The [`Watcher`]: the loop of `kflame watch` (see ARCHITECTURE.md, "The watcher").
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::{Duration, Instant};
+
+use kflame::fold::{Meta, Unit, Weight};
+use kflame::record::{
+    self, Config, Mode, Naming, Recorder, Recording, StackParts, Status as RecStatus, Target,
+};
+
+use crate::capture::{self, Capture, Message};
+use crate::config::{ConfigError, Level, Settings};
+use crate::kmsg::{Follower, KernelReport};
+use crate::metrics::{Options, Sampler};
+use crate::rules::{CaptureKind, Evaluator, Fired, Held};
+use crate::store::{
+    Bucket, CaptureId, CaptureStart, Kind, Metric, Policy, Sample, Store, StoreError, StoredReport,
+    TriggerFired,
+};
+
+/// How the program running the watcher hears from it and steers it.
+pub trait Control {
+    /// A log line (the watcher never prints).
+    fn log(&mut self, level: Level, message: &str);
+    /// Where the watcher stands, once a second.
+    fn status(&mut self, _status: &Status) {}
+    /// The reload flag was set: the settings to use from now on (rules, thresholds, limits,
+    /// rates; a changed database path is ignored with a warning).
+    fn reload(&mut self) -> Option<Result<Settings, ConfigError>> {
+        None
+    }
+}
+
+/// Where the watcher stands.
+#[derive(Clone, Debug, Default)]
+pub struct Status {
+    /// Since start.
+    pub elapsed: Duration,
+    /// Always-on profile samples stored.
+    pub samples: u64,
+    /// Profile buckets stored.
+    pub buckets: u64,
+    /// Triggers fired.
+    pub triggers: u64,
+    /// Captures running now (their kinds).
+    pub capturing: Vec<&'static str>,
+    /// Kernel reports stored.
+    pub reports: u64,
+    /// Latest total CPU busy %.
+    pub cpu: Option<f64>,
+    /// Latest `mem.available` %.
+    pub mem_available: Option<f64>,
+    /// Buckets waiting for disk space.
+    pub waiting_buckets: usize,
+    /// Samples the kernel lost (ring buffer full).
+    pub lost: u64,
+}
+
+/// Why the watcher could not start or run.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    /// The always-on profile could not be recorded.
+    #[error("cannot start the always-on CPU profile: {0}")]
+    Record(#[from] record::RecordError),
+    /// The store failed in a way the watcher cannot go on from.
+    #[error("{0}")]
+    Store(#[from] StoreError),
+}
+
+/// What the loop needs from outside besides the settings.
+#[derive(Clone, Debug)]
+pub struct Environment {
+    /// Root of `/proc` files (`/`).
+    pub proc_root: PathBuf,
+    /// The kernel log device (`/dev/kmsg`).
+    pub kmsg: PathBuf,
+    /// Online CPUs.
+    pub ncpu: u32,
+}
+
+impl Default for Environment {
+    fn default() -> Environment {
+        let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+        Environment { proc_root: "/".into(), kmsg: "/dev/kmsg".into(), ncpu }
+    }
+}
+
+/// Profile buckets older than a day lose their per-sample times (merged into 1 min buckets).
+const DOWNSAMPLE_AFTER_NS: i64 = 24 * 3_600_000_000_000;
+
+/// Most buckets kept in memory while the disk is full (10 min of the default 10 s buckets);
+/// older ones are dropped, and counted.
+const MAX_WAITING: usize = 60;
+
+/// A bucket being filled: samples with their wall time, stacks interned.
+#[derive(Debug)]
+struct Pending {
+    start_ns: i64,
+    end_ns: i64,
+    kind: Kind,
+    capture: Option<CaptureId>,
+    meta: Meta,
+    stacks: Vec<Box<[u8]>>,
+    index: HashMap<Box<[u8]>, u32>,
+    cgroups: Vec<Arc<str>>,
+    rows: Vec<Row>,
+    aggregated: Vec<(Box<[u8]>, Weight)>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Row {
+    time_ns: i64,
+    cpu: u32,
+    pid: u32,
+    tid: u32,
+    cgroup: Option<u32>,
+    stack: u32,
+    weight: u64,
+}
+
+impl Pending {
+    fn new(start_ns: i64, end_ns: i64, kind: Kind, capture: Option<CaptureId>, meta: Meta) -> Pending {
+        Pending {
+            start_ns,
+            end_ns,
+            kind,
+            capture,
+            meta,
+            stacks: Vec::new(),
+            index: HashMap::new(),
+            cgroups: Vec::new(),
+            rows: Vec::new(),
+            aggregated: Vec::new(),
+        }
+    }
+
+    fn intern(&mut self, stack: &[u8]) -> u32 {
+        if let Some(&i) = self.index.get(stack) {
+            return i;
+        }
+        let i = self.stacks.len() as u32;
+        self.stacks.push(stack.into());
+        self.index.insert(stack.into(), i);
+        i
+    }
+
+    fn cgroup(&mut self, path: &Arc<str>) -> u32 {
+        match self.cgroups.iter().position(|c| Arc::ptr_eq(c, path) || **c == **path) {
+            Some(i) => i as u32,
+            None => {
+                self.cgroups.push(path.clone());
+                (self.cgroups.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Writes it; `Ok(samples)` or the store's error.
+    fn write(&self, store: &mut impl Store, host: &str) -> Result<u64, StoreError> {
+        let samples: Vec<Sample<'_>> = self
+            .rows
+            .iter()
+            .map(|r| Sample {
+                time_ns: r.time_ns,
+                cpu: r.cpu,
+                // the recorder's "unknown" (u32::MAX) is the store's 0
+                pid: if r.pid == u32::MAX { 0 } else { r.pid },
+                tid: if r.tid == u32::MAX { 0 } else { r.tid },
+                cgroup: r.cgroup.and_then(|c| self.cgroups.get(c as usize)).map(|c| &**c),
+                stack: self.stacks.get(r.stack as usize).map_or(&[][..], |s| &**s),
+                weight: Weight::from(r.weight),
+            })
+            .collect();
+        let aggregated: Vec<(&[u8], Weight)> = self.aggregated.iter().map(|(s, w)| (&**s, *w)).collect();
+        store.append_bucket(&Bucket {
+            host,
+            kind: self.kind,
+            start_ns: self.start_ns,
+            end_ns: self.end_ns,
+            capture: self.capture,
+            meta: &self.meta,
+            samples: &samples,
+            aggregated: &aggregated,
+        })?;
+        Ok(samples.len() as u64)
+    }
+}
+
+/// Adds a recording's samples (or, without per-sample records, its stacks) to `pending`.
+fn add_recording(pending: &mut Pending, r: &Recording, clock: &record::WallClock) {
+    if r.samples.is_empty() {
+        for (stack, w) in r.stacks.iter() {
+            pending.aggregated.push((stack.into(), w));
+        }
+        return;
+    }
+    for s in &r.samples {
+        let stack = pending.intern(r.sample_stack(s));
+        let cgroup = s.cgroup.and_then(|id| r.cgroups.get(&id)).map(|p| pending.cgroup(p));
+        pending.rows.push(Row {
+            time_ns: clock.to_realtime_ns(s.ts),
+            cpu: s.cpu,
+            pid: s.pid,
+            tid: s.tid,
+            cgroup,
+            stack,
+            weight: s.weight,
+        });
+    }
+}
+
+fn store_kind(k: CaptureKind) -> Kind {
+    match k {
+        CaptureKind::Cpu => Kind::Cpu,
+        CaptureKind::OffCpu => Kind::OffCpu,
+        CaptureKind::Mem => Kind::Mem,
+        CaptureKind::Syscalls => Kind::Syscalls,
+        CaptureKind::Blocked => Kind::Blocked,
+    }
+}
+
+/// The unit and event of a capture kind (what its recorder reports in every window).
+fn meta_of(k: CaptureKind) -> Meta {
+    let (unit, event) = match k {
+        CaptureKind::Cpu => (Unit::Samples, Some("cpu-clock")),
+        CaptureKind::Mem => (Unit::Bytes, Some("kmem:mm_page_alloc")),
+        CaptureKind::OffCpu => (Unit::Nanoseconds, Some("sched:sched_switch")),
+        CaptureKind::Syscalls => (Unit::Nanoseconds, Some("raw_syscalls:sys_enter,sys_exit")),
+        CaptureKind::Blocked => (Unit::Samples, None),
+    };
+    Meta { unit, event: event.map(str::to_string) }
+}
+
+fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// A capture in progress, as the loop sees it.
+struct Running {
+    capture: Capture,
+    kind: CaptureKind,
+    start_ns: i64,
+    pending: Option<Pending>,
+}
+
+/// The watcher: owns the store and the loop.
+pub struct Watcher<S: Store> {
+    settings: Settings,
+    store: S,
+    env: Environment,
+    sampler: Sampler,
+    evaluator: Evaluator,
+    status: Status,
+    /// Profile buckets being filled, by start.
+    buckets: BTreeMap<i64, Pending>,
+    /// Buckets that could not be written (disk full), oldest first.
+    waiting: VecDeque<Pending>,
+    disk_full: bool,
+    dropped_buckets: u64,
+    running: HashMap<CaptureId, Running>,
+    tx: Sender<Message>,
+    rx: Receiver<Message>,
+    profile_meta: Meta,
+    /// Rules that held without firing at the last evaluation, and why.
+    held: HashMap<usize, &'static str>,
+}
+
+impl<S: Store> Watcher<S> {
+    /// A watcher with these settings writing to `store`.
+    pub fn new(settings: Settings, store: S, env: Environment) -> Watcher<S> {
+        let sampler = Sampler::new(&env.proc_root, Options { all_devices: settings.all_devices });
+        let evaluator = Evaluator::new(settings.rules.clone(), settings.limits, env.ncpu);
+        let (tx, rx) = channel();
+        Watcher {
+            settings,
+            store,
+            env,
+            sampler,
+            evaluator,
+            status: Status::default(),
+            buckets: BTreeMap::new(),
+            waiting: VecDeque::new(),
+            disk_full: false,
+            dropped_buckets: 0,
+            running: HashMap::new(),
+            tx,
+            rx,
+            profile_meta: meta_of(CaptureKind::Cpu),
+            held: HashMap::new(),
+        }
+    }
+
+    /// The store (for tests and for the program's last words).
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// Gives the store back.
+    pub fn into_store(self) -> S {
+        self.store
+    }
+
+    /// The recorder configuration of the always-on profile.
+    pub fn profile_config(&self) -> Config {
+        Config {
+            modes: vec![Mode::Cpu { frequency: self.settings.rate }],
+            target: Target::All,
+            duration: None,
+            parts: StackParts::Both,
+            duty: None,
+            naming: Naming::default(),
+            keep_events: false,
+            keep_samples: true,
+        }
+    }
+
+    /// Runs until `stop` is set: then writes the last bucket, ends the captures in progress
+    /// and returns (within about a second). `reload` set asks `control` for new settings.
+    pub fn run(
+        &mut self,
+        stop: Arc<AtomicBool>,
+        reload: Arc<AtomicBool>,
+        control: &mut dyn Control,
+    ) -> Result<Status, WatchError> {
+        let started = Instant::now();
+        let mut profile = Recorder::start(&self.profile_config(), stop.clone())?;
+        let kmsg = match self.settings.kmsg {
+            false => None,
+            true => match Follower::start(&self.env.kmsg) {
+                Ok(f) => Some(f),
+                Err(e) => {
+                    control.log(Level::Warn, &e.to_string());
+                    None
+                }
+            },
+        };
+        if !self.sampler.has_pressure() {
+            control
+                .log(Level::Info, "this kernel has no /proc/pressure (PSI): psi.* metrics are not recorded");
+        }
+        for r in self.evaluator.rules() {
+            control.log(Level::Info, &format!("trigger: {} (read as: {r})", r.text));
+        }
+        let tick = Duration::from_secs(1);
+        let mut next_tick = started + tick;
+        let mut next_maintain = started + Duration::from_secs(60);
+        self.metrics_tick(control); // the first read: rates from the next one on
+        loop {
+            let ended = match profile.poll(Duration::from_millis(100)) {
+                Ok(RecStatus::Running) => false,
+                Ok(RecStatus::Ended(_)) => true,
+                Err(e) => {
+                    control.log(Level::Error, &format!("always-on profile: {e}"));
+                    true
+                }
+            };
+            self.drain_captures(control);
+            if let Some(k) = &kmsg {
+                while let Ok(r) = k.reports.try_recv() {
+                    match r {
+                        Ok(r) => self.report(&r, control),
+                        Err(e) => {
+                            control.log(Level::Warn, &format!("kernel reports are no longer read: {e}"))
+                        }
+                    }
+                }
+            }
+            if reload.swap(false, Ordering::Relaxed) {
+                self.reload(control);
+            }
+            let now = Instant::now();
+            if ended || stop.load(Ordering::Relaxed) {
+                break;
+            }
+            if now >= next_tick {
+                self.metrics_tick(control);
+                let w = profile.take_window();
+                self.profile_window(&w);
+                self.status.lost += w.ring.lost;
+                self.flush_buckets(false, control);
+                while next_tick <= now {
+                    next_tick += tick;
+                }
+                self.status.elapsed = started.elapsed();
+                self.status.capturing = self.running.values().map(|r| r.kind.name()).collect();
+                control.status(&self.status);
+            }
+            if now >= next_maintain {
+                self.maintain(control);
+                next_maintain = now + Duration::from_secs(60);
+            }
+        }
+        // Stop: the rest of the profile, the captures' last windows, every bucket.
+        let _ = profile.stop();
+        let w = profile.take_window();
+        self.profile_window(&w);
+        drop(profile);
+        for r in self.running.values() {
+            r.capture.stop();
+        }
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while !self.running.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+            self.drain_captures(control);
+        }
+        // A capture whose last window is still being named: what came is stored, and the
+        // capture ends here rather than staying open in the database.
+        let late: Vec<CaptureId> = self.running.keys().copied().collect();
+        for id in late {
+            let Some(mut run) = self.running.remove(&id) else { continue };
+            let end = now_ns();
+            if let Some(mut p) = run.pending.take() {
+                p.end_ns = end.max(p.start_ns);
+                if let Err(e) = p.write(&mut self.store, &self.settings.host) {
+                    self.store_error("capture", &e, control);
+                }
+            }
+            let note = "stopped; its last window was not ready in time";
+            if let Err(e) = self.store.end_capture(id, end, note) {
+                self.store_error("capture", &e, control);
+            }
+            control.log(Level::Warn, &format!("{} capture {note}", run.kind.name()));
+            run.capture.detach();
+        }
+        self.flush_buckets(true, control);
+        drop(kmsg);
+        self.status.elapsed = started.elapsed();
+        if self.dropped_buckets > 0 {
+            control.log(
+                Level::Warn,
+                &format!("{} profile buckets were dropped while the disk was full", self.dropped_buckets),
+            );
+        }
+        Ok(self.status.clone())
+    }
+
+    fn reload(&mut self, control: &mut dyn Control) {
+        match control.reload() {
+            None => {}
+            Some(Err(e)) => {
+                control.log(Level::Error, &format!("reload refused, keeping the running configuration: {e}"))
+            }
+            Some(Ok(new)) => {
+                if new.db != self.settings.db {
+                    control.log(
+                        Level::Warn,
+                        &format!(
+                            "reload: the database stays {} (a new path takes a restart)",
+                            self.settings.db.display()
+                        ),
+                    );
+                }
+                if new.rate != self.settings.rate {
+                    control.log(
+                        Level::Warn,
+                        "reload: the profile rate takes a restart; keeping the running one",
+                    );
+                }
+                self.evaluator.reload(new.rules.clone(), new.limits);
+                let db = self.settings.db.clone();
+                let rate = self.settings.rate;
+                self.settings = Settings { db, rate, ..new };
+                control.log(
+                    Level::Info,
+                    &format!("configuration reloaded: {} trigger rules", self.settings.rules.len()),
+                );
+            }
+        }
+    }
+
+    fn metrics_tick(&mut self, control: &mut dyn Control) {
+        let reading = self.sampler.read();
+        for p in &reading.problems {
+            control.log(Level::Warn, &p.to_string());
+        }
+        let now = now_ns();
+        let metrics: Vec<Metric<'_>> =
+            reading.values.iter().map(|v| Metric { name: v.name, label: &v.label, value: v.value }).collect();
+        if !metrics.is_empty()
+            && let Err(e) = self.store.append_metrics(&self.settings.host, now, &metrics)
+        {
+            self.store_error("metrics", &e, control);
+        }
+        self.status.cpu = reading.get("cpu", "");
+        self.status.mem_available = reading.get("mem.available", "");
+        let (fired, held) = self.evaluator.push(now, &reading.values);
+        self.fire(now, fired, held, control);
+    }
+
+    fn report(&mut self, r: &KernelReport, control: &mut dyn Control) {
+        control.log(Level::Warn, &format!("kernel report: {}", r.title));
+        let row = StoredReport {
+            host: &self.settings.host,
+            time_ns: r.time_ns,
+            kind: r.kind,
+            title: &r.title,
+            stack: &r.stack,
+            text: &r.text,
+        };
+        match self.store.append_report(&row) {
+            Ok(()) => self.status.reports += 1,
+            Err(e) => self.store_error("kernel report", &e, control),
+        }
+        let (fired, held) = self.evaluator.report(r.time_ns, r.kind);
+        self.fire(r.time_ns, fired, held, control);
+    }
+
+    fn fire(&mut self, now: i64, fired: Vec<Fired>, held: Vec<Held>, control: &mut dyn Control) {
+        // Said once per rule and reason, not every second it holds.
+        let mut now_held = HashMap::new();
+        for h in held {
+            let (i, why) = match h {
+                Held::Cooldown { rule } => (rule, "in its cooldown"),
+                Held::Budget { rule } => (rule, "the budget of triggers per hour is spent"),
+            };
+            now_held.insert(i, why);
+            if self.held.get(&i) != Some(&why)
+                && let Some(r) = self.evaluator.rules().get(i)
+            {
+                control.log(Level::Info, &format!("`{}` holds but does not fire: {why}", r.text));
+            }
+        }
+        if !fired.is_empty()
+            || now_held.len() != self.held.len()
+            || now_held.keys().any(|k| !self.held.contains_key(k))
+        {
+            self.held = now_held;
+        }
+        for f in fired {
+            let Some(rule) = self.evaluator.rules().get(f.rule).cloned() else { continue };
+            self.status.triggers += 1;
+            let t = TriggerFired {
+                host: &self.settings.host,
+                time_ns: now,
+                rule: &rule.text,
+                metric: &f.metric,
+                value: f.value,
+                threshold: f.threshold,
+            };
+            let trigger = match self.store.append_trigger(&t) {
+                Ok(id) => Some(id),
+                Err(e) => {
+                    self.store_error("trigger", &e, control);
+                    None
+                }
+            };
+            if self.running.values().any(|r| r.kind == rule.capture) {
+                control.log(
+                    Level::Info,
+                    &format!(
+                        "`{}` fired ({} = {:.1}); a {} capture is already running",
+                        rule.text,
+                        f.metric,
+                        f.value,
+                        rule.capture.name()
+                    ),
+                );
+                continue;
+            }
+            let meta = meta_of(rule.capture);
+            let start = CaptureStart {
+                host: &self.settings.host,
+                kind: store_kind(rule.capture),
+                start_ns: now,
+                trigger,
+                meta: &meta,
+            };
+            let id = match self.store.begin_capture(&start) {
+                Ok(id) => id,
+                Err(e) => {
+                    self.store_error("capture", &e, control);
+                    continue;
+                }
+            };
+            match Capture::start(id, rule.capture, rule.length, self.tx.clone()) {
+                Ok(c) => {
+                    control.log(
+                        Level::Info,
+                        &format!(
+                            "`{}` fired ({} = {:.1}, threshold {}): capturing {} for {} s",
+                            rule.text,
+                            f.metric,
+                            f.value,
+                            f.threshold,
+                            rule.capture.name(),
+                            rule.length.as_secs()
+                        ),
+                    );
+                    self.running
+                        .insert(id, Running { capture: c, kind: rule.capture, start_ns: now, pending: None });
+                }
+                Err(e) => {
+                    control.log(
+                        Level::Warn,
+                        &format!("`{}` fired but its capture failed to start: {e}", rule.text),
+                    );
+                    let _ = self.store.end_capture(id, now, &format!("not started: {e}"));
+                }
+            }
+        }
+    }
+
+    fn drain_captures(&mut self, control: &mut dyn Control) {
+        while let Ok(m) = self.rx.try_recv() {
+            match m {
+                Message::Window { id, kind, window } => {
+                    let Some(run) = self.running.get_mut(&id) else { continue };
+                    let pending = run.pending.get_or_insert_with(|| {
+                        Pending::new(run.start_ns, run.start_ns, store_kind(kind), Some(id), meta_of(kind))
+                    });
+                    for r in &window.kinds {
+                        pending.meta = r.meta.clone();
+                        add_recording(pending, r, &window.clock);
+                    }
+                    for r in window.kinds.iter().filter(|r| !r.events.is_empty()) {
+                        let name = r.meta.event.as_deref().unwrap_or("");
+                        // The store keeps event times as UTC: the window's clock converts them.
+                        let records: Vec<_> = r
+                            .events
+                            .iter()
+                            .map(|e| {
+                                let mut rec = e.record(name);
+                                rec.ts_ns = rec
+                                    .ts_ns
+                                    .map(|t| u64::try_from(window.clock.to_realtime_ns(t)).unwrap_or(0));
+                                rec
+                            })
+                            .collect();
+                        if let Err(e) = self.store.append_events(id, &records) {
+                            self.store_error("capture events", &e, control);
+                        }
+                    }
+                }
+                Message::Done { id, kind, note } => {
+                    let Some(mut run) = self.running.remove(&id) else { continue };
+                    let end = now_ns();
+                    if let Some(mut p) = run.pending.take() {
+                        p.end_ns = end.max(p.start_ns);
+                        if let Err(e) = p.write(&mut self.store, &self.settings.host) {
+                            self.store_error("capture", &e, control);
+                        }
+                    }
+                    if let Err(e) = self.store.end_capture(id, end, &note) {
+                        self.store_error("capture", &e, control);
+                    }
+                    let extra = if note.is_empty() { String::new() } else { format!(" ({note})") };
+                    control.log(Level::Info, &format!("{} capture ended{extra}", kind.name()));
+                    run.capture.join();
+                }
+            }
+        }
+    }
+
+    fn bucket_ns(&self) -> i64 {
+        i64::try_from(self.settings.bucket.as_nanos()).unwrap_or(10_000_000_000)
+    }
+
+    fn profile_window(&mut self, w: &record::Window) {
+        let Some(r) = w.kinds.first() else { return };
+        self.profile_meta = r.meta.clone();
+        let b = self.bucket_ns();
+        for s in &r.samples {
+            let t = w.clock.to_realtime_ns(s.ts);
+            let start = t - t.rem_euclid(b);
+            let meta = self.profile_meta.clone();
+            let p = self
+                .buckets
+                .entry(start)
+                .or_insert_with(|| Pending::new(start, start + b, Kind::Cpu, None, meta));
+            let stack = p.intern(r.sample_stack(s));
+            let cgroup = r.cgroup_path(s).map(Arc::<str>::from).map(|c| p.cgroup(&c));
+            p.rows.push(Row {
+                time_ns: t,
+                cpu: s.cpu,
+                pid: s.pid,
+                tid: s.tid,
+                cgroup,
+                stack,
+                weight: s.weight,
+            });
+        }
+    }
+
+    /// Writes the buckets that are over (all of them with `all`), and those waiting for disk
+    /// space first.
+    fn flush_buckets(&mut self, all: bool, control: &mut dyn Control) {
+        // A bucket is written once a window taken after its end has been read (this is
+        // called right after taking one). A sample the recorder held back for time order
+        // and hands over in a later window goes into a second bucket of the same range.
+        let horizon = now_ns() - 100_000_000;
+        let done: Vec<i64> =
+            self.buckets.iter().filter(|(_, p)| all || p.end_ns <= horizon).map(|(k, _)| *k).collect();
+        for k in done {
+            if let Some(p) = self.buckets.remove(&k) {
+                self.waiting.push_back(p);
+            }
+        }
+        while let Some(p) = self.waiting.front() {
+            match p.write(&mut self.store, &self.settings.host) {
+                Ok(n) => {
+                    self.status.samples += n;
+                    self.status.buckets += 1;
+                    self.waiting.pop_front();
+                    if self.disk_full {
+                        self.disk_full = false;
+                        control.log(Level::Warn, "the database takes writes again: storing resumed");
+                    }
+                }
+                Err(e) if e.is_disk_full() => {
+                    if !self.disk_full {
+                        self.disk_full = true;
+                        control.log(
+                            Level::Error,
+                            &format!(
+                                "{e}: keeping profile buckets in memory (at most {MAX_WAITING}) and retrying; \
+                                 retention will free space"
+                            ),
+                        );
+                    }
+                    while self.waiting.len() > MAX_WAITING {
+                        self.waiting.pop_front();
+                        self.dropped_buckets += 1;
+                    }
+                    break;
+                }
+                Err(e) => {
+                    control.log(Level::Error, &format!("profile bucket not stored: {e}"));
+                    self.waiting.pop_front();
+                    self.dropped_buckets += 1;
+                }
+            }
+        }
+        self.status.waiting_buckets = self.waiting.len();
+        if all {
+            // Metric values the store buffers until their block ends (the CLI makes a block
+            // one bucket long: a kill -9 loses the bucket in progress, no more).
+            if let Err(e) = self.store.flush() {
+                self.store_error("metrics", &e, control);
+            }
+        }
+    }
+
+    fn maintain(&mut self, control: &mut dyn Control) {
+        let policy = Policy {
+            retain_ns: Some(i64::try_from(self.settings.retain.as_nanos()).unwrap_or(i64::MAX)),
+            downsample_after_ns: Some(DOWNSAMPLE_AFTER_NS),
+            max_bytes: (self.settings.disk_budget > 0).then_some(self.settings.disk_budget),
+            ..Policy::new(now_ns())
+        };
+        match self.store.maintain(&policy) {
+            Ok(m) => control.log(
+                Level::Debug,
+                &format!(
+                    "database maintenance: {} rows expired, {} buckets downsampled, {} rows over the disk \
+                     budget, {} -> {} bytes",
+                    m.expired_rows, m.downsampled_buckets, m.budget_rows, m.bytes_before, m.bytes_after
+                ),
+            ),
+            Err(e) => control.log(Level::Warn, &format!("database maintenance: {e}")),
+        }
+    }
+
+    fn store_error(&mut self, what: &str, e: &StoreError, control: &mut dyn Control) {
+        match e {
+            e if e.is_disk_full() && self.disk_full => {}
+            e if e.is_disk_full() => {
+                self.disk_full = true;
+                control.log(Level::Error, &format!("{what} not stored: {e}; retrying"));
+            }
+            _ => control.log(Level::Error, &format!("{what} not stored: {e}")),
+        }
+    }
+}
+
+/// The capture configuration of a kind (re-exported for `--check` and tests).
+pub fn capture_config(kind: CaptureKind, length: Duration) -> Config {
+    capture::config(kind, length)
+}
