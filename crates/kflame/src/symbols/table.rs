@@ -1,9 +1,11 @@
 //! A sorted symbol table with perf's rules for duplicates, missing sizes and lookups.
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use rustc_hash::FxHashMap;
+
+use super::MappedFile;
 
 /// How a symbol is bound (ELF binding, or derived from the kallsyms type letter).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -29,32 +31,70 @@ pub(crate) struct Entry {
     pub(crate) name: NameRef,
 }
 
-/// Where a name lies in a [`Names`].
+/// Where a name lies in a [`Names`]: in its own text, or in the mapped file it was read
+/// from.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct NameRef {
-    start: usize,
-    end: usize,
+    start: u64,
+    len: u32,
+    pub(crate) in_file: bool,
 }
 
-/// The names of one table end to end in one buffer: a large binary has hundreds of
-/// thousands of symbols, and one allocation per name made loading and freeing its table
-/// cost as much as reading it.
+/// The names of one table: those read from a mapped ELF file stay there (a range of its
+/// string table, checked to be UTF-8 when the table is built), the others (kallsyms, PLT
+/// entries, names that needed repair) are stored end to end in one buffer. A large binary
+/// has hundreds of thousands of symbols: one allocation per name made loading and freeing
+/// its table cost as much as reading it, and a copy of its string table (20 MB for
+/// `librustc_driver.so`) made a profiler that keeps it hold that much more memory.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Names {
     text: String,
+    file: Option<Arc<MappedFile>>,
 }
 
 impl Names {
+    /// Names that may lie in `file` (see [`in_file`](Self::in_file)).
+    pub(crate) fn with_file(file: Arc<MappedFile>) -> Names {
+        Names { text: String::new(), file: Some(file) }
+    }
+
     /// Stores `name`.
     pub(crate) fn push(&mut self, name: &str) -> NameRef {
         let start = self.text.len();
         self.text.push_str(name);
-        NameRef { start, end: self.text.len() }
+        NameRef { start: start as u64, len: name.len() as u32, in_file: false }
+    }
+
+    /// Refers to `name`, a slice of the mapped file of [`with_file`](Self::with_file), where
+    /// it lies (copied instead when it is not in that file or is too long to refer to).
+    pub(crate) fn in_file(&mut self, name: &str) -> NameRef {
+        if let Some(file) = &self.file {
+            let offset = (name.as_ptr() as usize).wrapping_sub(file.as_ptr() as usize);
+            if offset <= file.len() && name.len() <= file.len() - offset && u32::try_from(name.len()).is_ok()
+            {
+                return NameRef { start: offset as u64, len: name.len() as u32, in_file: true };
+            }
+        }
+        self.push(name)
+    }
+
+    /// The mapped file names may lie in.
+    pub(crate) fn file(&self) -> Option<&MappedFile> {
+        self.file.as_deref()
     }
 
     /// The name stored at `r`.
     pub(crate) fn get(&self, r: NameRef) -> &str {
-        self.text.get(r.start..r.end).unwrap_or_default()
+        let (Ok(start), Ok(len)) = (usize::try_from(r.start), usize::try_from(r.len)) else { return "" };
+        let range = start..start.saturating_add(len);
+        if r.in_file {
+            // Checked to be UTF-8 when stored: the check again costs little next to what
+            // a name found is used for (demangling, hashing), and needs no `unsafe`.
+            let bytes = self.file.as_deref().and_then(|f| f.get(range)).unwrap_or_default();
+            std::str::from_utf8(bytes).unwrap_or_default()
+        } else {
+            self.text.get(range).unwrap_or_default()
+        }
     }
 }
 
@@ -126,20 +166,26 @@ impl SymbolTable {
         // a group at one address, the only one with a length, wins).
         fix_ends(&mut entries);
         let mut table = SymbolTable {
-            entries: Vec::with_capacity(entries.len()),
+            entries: Vec::new(),
             starts: Vec::new(),
             names,
             undecided: FxHashMap::default(),
             display,
         };
-        let mut group: Vec<Entry> = Vec::new();
-        for e in entries {
-            if group.last().is_some_and(|g| g.start != e.start) {
-                table.push_group(&mut group);
-            }
-            group.push(e);
+        // Each group of aliases is reduced in place (no second vector of every symbol while
+        // a large table is built).
+        let (mut kept, mut i) = (0, 0);
+        while i < entries.len() {
+            let start = entries[i].start;
+            let len = entries[i..].iter().take_while(|e| e.start == start).count();
+            let e = table.reduce_group(&entries[i..i + len]);
+            entries[kept] = e;
+            kept += 1;
+            i += len;
         }
-        table.push_group(&mut group);
+        entries.truncate(kept);
+        entries.shrink_to_fit();
+        table.entries = entries;
         table.index_starts();
         table
     }
@@ -150,21 +196,17 @@ impl SymbolTable {
 
     /// Reduces the aliases of one address to one entry (or a stand-in, when the choice
     /// needs names and cannot change the extent).
-    fn push_group(&mut self, group: &mut Vec<Entry>) {
+    fn reduce_group(&mut self, group: &[Entry]) -> Entry {
         if group.len() <= 1 {
-            self.entries.extend(group.pop());
-            return;
+            return group[0].clone();
         }
         let same_extent = group.iter().all(|e| e.end == group[0].end);
         if same_extent && needs_names(group) {
             let (start, end, binding) = (group[0].start, group[0].end, group[0].binding);
-            let candidates = std::mem::take(group);
-            self.undecided.insert(start, Aliases { candidates, chosen: OnceLock::new() });
-            self.entries.push(Entry { start, end, binding, name: NameRef::default() });
+            self.undecided.insert(start, Aliases { candidates: group.to_vec(), chosen: OnceLock::new() });
+            Entry { start, end, binding, name: NameRef::default() }
         } else {
-            let i = best(group, &self.names, self.display);
-            self.entries.push(group.swap_remove(i));
-            group.clear();
+            group[best(group, &self.names, self.display)].clone()
         }
     }
 
