@@ -274,7 +274,7 @@ mod tests {
             assert_eq!(mapped.table.name(a), copied.table.name(b));
         }
         let in_file =
-            |t: &SymbolTable| (0..t.len()).filter(|&i| t.get(i).is_some_and(|e| e.name.in_file)).count();
+            |t: &SymbolTable| (0..t.len()).filter(|&i| t.get(i).is_some_and(|e| e.name.in_file())).count();
         assert_eq!(in_file(&copied.table), 0);
         let plt =
             (0..mapped.len()).filter(|&i| mapped.table.name(mapped.table.get(i).unwrap()).ends_with("@plt"));

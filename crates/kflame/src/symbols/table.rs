@@ -32,12 +32,21 @@ pub(crate) struct Entry {
 }
 
 /// Where a name lies in a [`Names`]: in its own text, or in the mapped file it was read
-/// from.
+/// from (8 bytes, so that an [`Entry`] takes 32: a large table has hundreds of thousands).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct NameRef {
-    start: u64,
+    start: u32,
+    /// The length, and [`NameRef::IN_FILE`] when the name lies in the file.
     len: u32,
-    pub(crate) in_file: bool,
+}
+
+impl NameRef {
+    const IN_FILE: u32 = 1 << 31;
+
+    /// True when the name lies in the mapped file.
+    pub(crate) fn in_file(self) -> bool {
+        self.len & Self::IN_FILE != 0
+    }
 }
 
 /// The names of one table: those read from a mapped ELF file stay there (a range of its
@@ -58,21 +67,30 @@ impl Names {
         Names { text: String::new(), file: Some(file) }
     }
 
-    /// Stores `name`.
+    /// Stores `name` (cut at 2 GiB; text past 4 GiB is not stored).
     pub(crate) fn push(&mut self, name: &str) -> NameRef {
-        let start = self.text.len();
-        self.text.push_str(name);
-        NameRef { start: start as u64, len: name.len() as u32, in_file: false }
+        let Ok(start) = u32::try_from(self.text.len()) else { return NameRef::default() };
+        let mut len = name.len().min((NameRef::IN_FILE - 1) as usize);
+        while !name.is_char_boundary(len) {
+            len -= 1;
+        }
+        self.text.push_str(&name[..len]);
+        NameRef { start, len: len as u32 }
     }
 
     /// Refers to `name`, a slice of the mapped file of [`with_file`](Self::with_file), where
-    /// it lies (copied instead when it is not in that file or is too long to refer to).
+    /// it lies (copied instead when it is not in that file or lies past what a [`NameRef`]
+    /// can point to).
     pub(crate) fn in_file(&mut self, name: &str) -> NameRef {
         if let Some(file) = &self.file {
             let offset = (name.as_ptr() as usize).wrapping_sub(file.as_ptr() as usize);
-            if offset <= file.len() && name.len() <= file.len() - offset && u32::try_from(name.len()).is_ok()
+            if offset <= file.len()
+                && name.len() <= file.len() - offset
+                && let Ok(start) = u32::try_from(offset)
+                && let Ok(len) = u32::try_from(name.len())
+                && len < NameRef::IN_FILE
             {
-                return NameRef { start: offset as u64, len: name.len() as u32, in_file: true };
+                return NameRef { start, len: len | NameRef::IN_FILE };
             }
         }
         self.push(name)
@@ -85,9 +103,9 @@ impl Names {
 
     /// The name stored at `r`.
     pub(crate) fn get(&self, r: NameRef) -> &str {
-        let (Ok(start), Ok(len)) = (usize::try_from(r.start), usize::try_from(r.len)) else { return "" };
-        let range = start..start.saturating_add(len);
-        if r.in_file {
+        let start = r.start as usize;
+        let range = start..start + (r.len & !NameRef::IN_FILE) as usize;
+        if r.in_file() {
             // Checked to be UTF-8 when stored: the check again costs little next to what
             // a name found is used for (demangling, hashing), and needs no `unsafe`.
             let bytes = self.file.as_deref().and_then(|f| f.get(range)).unwrap_or_default();
@@ -394,6 +412,19 @@ mod tests {
         assert_eq!(name_at(&t, 0x300f), "sized");
         assert_eq!(t.find(0x3010), None);
         assert_eq!(t.find(0xfff), None);
+    }
+
+    /// An entry stays 32 bytes; names not in a mapped file are copied.
+    #[test]
+    fn names_and_entries_stay_small() {
+        assert_eq!(std::mem::size_of::<Entry>(), 32);
+        let mut names = Names::default();
+        let r = names.push("déjà");
+        assert_eq!(names.get(r), "déjà");
+        assert!(!r.in_file());
+        // Not in any file: copied.
+        let r = names.in_file("elsewhere");
+        assert_eq!((names.get(r), r.in_file()), ("elsewhere", false));
     }
 
     #[test]
