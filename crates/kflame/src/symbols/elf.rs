@@ -142,8 +142,9 @@ fn read_symbols(
     symtab: bool,
     mut names: Names,
 ) -> SymbolTable {
-    /// Symbols read between two releases of the file's pages (about 1.5 MB of `.symtab`).
-    const RELEASE_EVERY: usize = 1 << 16;
+    /// Symbols read between two releases of the file's pages (192 KiB of `.symtab`, about
+    /// 1 MB of names for C++ or Rust).
+    const RELEASE_EVERY: usize = 1 << 13;
     let segments: Vec<(u64, u64, u64)> =
         runtime.segments().map(|s| (s.address(), s.size(), s.file_range().0)).collect();
     let iter: Box<dyn Iterator<Item = object::Symbol<'_, '_>>> =
