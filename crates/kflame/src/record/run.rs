@@ -29,9 +29,23 @@ use super::{
 };
 
 /// Data pages per CPU: 512 KiB for CPU samples alone, 4 MiB with tracepoints (bursty, every
-/// event).
+/// event); 128 KiB for CPU samples at 100 Hz or less (an always-on profile at 19 Hz writes a
+/// few KiB a second per CPU, stacks and task records included: 128 KiB still holds seconds
+/// of it while the caller names a window, and a larger buffer only makes the process
+/// larger by its pages once the kernel has written through them, on every CPU).
 fn ring_pages(modes: &[Mode]) -> usize {
-    if modes.iter().all(|m| matches!(m, Mode::Cpu { .. } | Mode::Blocked { .. })) { 128 } else { 1024 }
+    /// Sampling frequency up to which CPU samples get the small buffer.
+    const LOW_RATE: u32 = 100;
+    let sampling = |m: &Mode| matches!(m, Mode::Cpu { .. } | Mode::Blocked { .. });
+    let low = |m: &Mode| match m {
+        Mode::Cpu { frequency } => *frequency <= LOW_RATE,
+        _ => true,
+    };
+    match (modes.iter().all(sampling), modes.iter().all(low)) {
+        (true, true) => 32,
+        (true, false) => 128,
+        _ => 1024,
+    }
 }
 
 /// A recording in progress, driven by its caller.

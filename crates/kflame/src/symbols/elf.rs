@@ -1,6 +1,7 @@
 //! ELF symbol tables of user-space binaries, keyed by file offset as perf does.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use object::elf::{SHF_ALLOC, SHF_EXECINSTR};
 use object::{
@@ -28,19 +29,20 @@ impl ElfSymbols {
     /// present (pass `/` for the machine's own); otherwise `.dynsym`.
     pub fn open(path: &Path, debug_root: &Path) -> Result<ElfSymbols, SymbolError> {
         let io = |source| SymbolError::Io { path: path.to_path_buf(), source };
-        let data = MappedFile::open(path).map_err(io)?;
+        let data = Arc::new(MappedFile::open(path).map_err(io)?);
         let file = parse(path, &data)?;
         let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
         if !has_symtab(&file)
             && let Some(debug_path) = build_id.as_deref().map(|b| debug_file_path(debug_root, b))
-            && let Ok(debug) = MappedFile::open(&debug_path)
-            && let Ok(dfile) = object::File::parse(&*debug)
+            && let Ok(debug) = MappedFile::open(&debug_path).map(Arc::new)
+            && let Ok(dfile) = object::File::parse(&**debug)
             && has_symtab(&dfile)
         {
-            let table = read_symbols(&dfile, &file, true);
+            let table = read_symbols(&dfile, &file, true, Names::with_file(Arc::clone(&debug)));
+            data.release(0..data.len());
             return Ok(ElfSymbols { table, build_id, symbols_from: Some(debug_path) });
         }
-        let table = read_symbols(&file, &file, has_symtab(&file));
+        let table = read_symbols(&file, &file, has_symtab(&file), Names::with_file(Arc::clone(&data)));
         Ok(ElfSymbols { table, build_id, symbols_from: Some(path.to_path_buf()) })
     }
 
@@ -48,7 +50,7 @@ impl ElfSymbols {
     pub fn parse(data: &[u8]) -> Result<ElfSymbols, SymbolError> {
         let file = parse(Path::new("<memory>"), data)?;
         let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
-        let table = read_symbols(&file, &file, has_symtab(&file));
+        let table = read_symbols(&file, &file, has_symtab(&file), Names::default());
         Ok(ElfSymbols { table, build_id, symbols_from: None })
     }
 
@@ -127,22 +129,45 @@ fn has_symtab(file: &object::File<'_>) -> bool {
 }
 
 /// Symbols of `syms` (`.symtab` when `symtab`, else `.dynsym`), converted to file offsets
-/// through the loadable segments of `runtime` (the binary actually mapped).
-fn read_symbols(syms: &object::File<'_>, runtime: &object::File<'_>, symtab: bool) -> SymbolTable {
+/// through the loadable segments of `runtime` (the binary actually mapped). Names stay in
+/// the mapped file of `names` when `syms` was parsed from it.
+///
+/// The symbol and string tables of a large library run to tens of MB: the pages of that
+/// file read so far are let go every so often (and once done), so that reading them does
+/// not make the process that much larger; names looked up later are read again from the
+/// page cache.
+fn read_symbols(
+    syms: &object::File<'_>,
+    runtime: &object::File<'_>,
+    symtab: bool,
+    mut names: Names,
+) -> SymbolTable {
+    /// Symbols read between two releases of the file's pages (192 KiB of `.symtab`, about
+    /// 1 MB of names for C++ or Rust).
+    const RELEASE_EVERY: usize = 1 << 13;
     let segments: Vec<(u64, u64, u64)> =
         runtime.segments().map(|s| (s.address(), s.size(), s.file_range().0)).collect();
     let iter: Box<dyn Iterator<Item = object::Symbol<'_, '_>>> =
         if symtab { Box::new(syms.symbols()) } else { Box::new(syms.dynamic_symbols()) };
     let mut entries = Vec::new();
-    let mut names = Names::default();
-    for sym in iter {
+    let release = |names: &Names| {
+        if let Some(file) = names.file() {
+            file.release(0..file.len());
+        }
+    };
+    for (i, sym) in iter.enumerate() {
         if let Some(e) = entry(syms, &sym, &segments, &mut names) {
             entries.push(e);
         }
+        if i % RELEASE_EVERY == RELEASE_EVERY - 1 {
+            release(&names);
+        }
     }
+    entries.shrink_to_fit();
     let mut table = SymbolTable::with_names(entries, names, super::demangle);
     let plt = plt_symbols(runtime, table.names_mut());
     table.add_sized(plt);
+    release(table.names_mut());
     table
 }
 
@@ -223,8 +248,37 @@ fn entry(
     };
     // Names are nearly always UTF-8 (checked much faster than `from_utf8_lossy` does).
     let name = match std::str::from_utf8(name) {
-        Ok(name) => names.push(name),
+        Ok(name) => names.in_file(name),
         Err(_) => names.push(&String::from_utf8_lossy(name)),
     };
     Some(Entry { start, end: start + sym.size(), binding, name })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The symbols of a mapped file name the same functions as those of the same bytes in
+    /// memory (names copied), without a copy of its string table: only the names made up
+    /// here (`NAME@plt`) are stored.
+    #[test]
+    fn names_stay_in_the_mapped_file() {
+        let bin = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/perf-data/symfs/opt/kflame-demo/bin/inline-cxx");
+        let mapped = ElfSymbols::open(&bin, Path::new("/nonexistent")).unwrap();
+        let copied = ElfSymbols::parse(&std::fs::read(&bin).unwrap()).unwrap();
+        assert!(mapped.len() > 10, "{}", mapped.len());
+        assert_eq!(mapped.len(), copied.len());
+        for i in 0..mapped.len() {
+            let (a, b) = (mapped.table.get(i).unwrap(), copied.table.get(i).unwrap());
+            assert_eq!((a.start, a.end), (b.start, b.end));
+            assert_eq!(mapped.table.name(a), copied.table.name(b));
+        }
+        let in_file =
+            |t: &SymbolTable| (0..t.len()).filter(|&i| t.get(i).is_some_and(|e| e.name.in_file())).count();
+        assert_eq!(in_file(&copied.table), 0);
+        let plt =
+            (0..mapped.len()).filter(|&i| mapped.table.name(mapped.table.get(i).unwrap()).ends_with("@plt"));
+        assert_eq!(in_file(&mapped.table), mapped.len() - plt.count());
+    }
 }

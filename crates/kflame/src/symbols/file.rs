@@ -22,7 +22,9 @@ impl MappedFile {
         // SAFETY: the mapping is read-only and private. If another process truncates or
         // rewrites the file while it is mapped, reads may see the new bytes or fault; the
         // same holds for every profiler reading binaries (perf, samply), and the parsers
-        // treat every byte as untrusted anyway.
+        // treat every byte as untrusted anyway. An ELF symbol table keeps its file mapped for
+        // as long as it lives (its names are read there), so a long-running recorder holds
+        // the maps of the binaries it named, as `perf top` does.
         let map = unsafe { memmap2::Mmap::map(&file)? };
         Ok(MappedFile { map })
     }

@@ -1,9 +1,11 @@
 //! A sorted symbol table with perf's rules for duplicates, missing sizes and lookups.
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use rustc_hash::FxHashMap;
+
+use super::MappedFile;
 
 /// How a symbol is bound (ELF binding, or derived from the kallsyms type letter).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -29,32 +31,88 @@ pub(crate) struct Entry {
     pub(crate) name: NameRef,
 }
 
-/// Where a name lies in a [`Names`].
+/// Where a name lies in a [`Names`]: in its own text, or in the mapped file it was read
+/// from (8 bytes, so that an [`Entry`] takes 32: a large table has hundreds of thousands).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct NameRef {
-    start: usize,
-    end: usize,
+    start: u32,
+    /// The length, and [`NameRef::IN_FILE`] when the name lies in the file.
+    len: u32,
 }
 
-/// The names of one table end to end in one buffer: a large binary has hundreds of
-/// thousands of symbols, and one allocation per name made loading and freeing its table
-/// cost as much as reading it.
+impl NameRef {
+    const IN_FILE: u32 = 1 << 31;
+
+    /// True when the name lies in the mapped file.
+    pub(crate) fn in_file(self) -> bool {
+        self.len & Self::IN_FILE != 0
+    }
+}
+
+/// The names of one table: those read from a mapped ELF file stay there (a range of its
+/// string table, checked to be UTF-8 when the table is built), the others (kallsyms, PLT
+/// entries, names that needed repair) are stored end to end in one buffer. A large binary
+/// has hundreds of thousands of symbols: one allocation per name made loading and freeing
+/// its table cost as much as reading it, and a copy of its string table (20 MB for
+/// `librustc_driver.so`) made a profiler that keeps it hold that much more memory.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Names {
     text: String,
+    file: Option<Arc<MappedFile>>,
 }
 
 impl Names {
-    /// Stores `name`.
+    /// Names that may lie in `file` (see [`in_file`](Self::in_file)).
+    pub(crate) fn with_file(file: Arc<MappedFile>) -> Names {
+        Names { text: String::new(), file: Some(file) }
+    }
+
+    /// Stores `name` (cut at 2 GiB; text past 4 GiB is not stored).
     pub(crate) fn push(&mut self, name: &str) -> NameRef {
-        let start = self.text.len();
-        self.text.push_str(name);
-        NameRef { start, end: self.text.len() }
+        let Ok(start) = u32::try_from(self.text.len()) else { return NameRef::default() };
+        let mut len = name.len().min((NameRef::IN_FILE - 1) as usize);
+        while !name.is_char_boundary(len) {
+            len -= 1;
+        }
+        self.text.push_str(&name[..len]);
+        NameRef { start, len: len as u32 }
+    }
+
+    /// Refers to `name`, a slice of the mapped file of [`with_file`](Self::with_file), where
+    /// it lies (copied instead when it is not in that file or lies past what a [`NameRef`]
+    /// can point to).
+    pub(crate) fn in_file(&mut self, name: &str) -> NameRef {
+        if let Some(file) = &self.file {
+            let offset = (name.as_ptr() as usize).wrapping_sub(file.as_ptr() as usize);
+            if offset <= file.len()
+                && name.len() <= file.len() - offset
+                && let Ok(start) = u32::try_from(offset)
+                && let Ok(len) = u32::try_from(name.len())
+                && len < NameRef::IN_FILE
+            {
+                return NameRef { start, len: len | NameRef::IN_FILE };
+            }
+        }
+        self.push(name)
+    }
+
+    /// The mapped file names may lie in.
+    pub(crate) fn file(&self) -> Option<&MappedFile> {
+        self.file.as_deref()
     }
 
     /// The name stored at `r`.
     pub(crate) fn get(&self, r: NameRef) -> &str {
-        self.text.get(r.start..r.end).unwrap_or_default()
+        let start = r.start as usize;
+        let range = start..start + (r.len & !NameRef::IN_FILE) as usize;
+        if r.in_file() {
+            // Checked to be UTF-8 when stored: the check again costs little next to what
+            // a name found is used for (demangling, hashing), and needs no `unsafe`.
+            let bytes = self.file.as_deref().and_then(|f| f.get(range)).unwrap_or_default();
+            std::str::from_utf8(bytes).unwrap_or_default()
+        } else {
+            self.text.get(range).unwrap_or_default()
+        }
     }
 }
 
@@ -126,20 +184,26 @@ impl SymbolTable {
         // a group at one address, the only one with a length, wins).
         fix_ends(&mut entries);
         let mut table = SymbolTable {
-            entries: Vec::with_capacity(entries.len()),
+            entries: Vec::new(),
             starts: Vec::new(),
             names,
             undecided: FxHashMap::default(),
             display,
         };
-        let mut group: Vec<Entry> = Vec::new();
-        for e in entries {
-            if group.last().is_some_and(|g| g.start != e.start) {
-                table.push_group(&mut group);
-            }
-            group.push(e);
+        // Each group of aliases is reduced in place (no second vector of every symbol while
+        // a large table is built).
+        let (mut kept, mut i) = (0, 0);
+        while i < entries.len() {
+            let start = entries[i].start;
+            let len = entries[i..].iter().take_while(|e| e.start == start).count();
+            let e = table.reduce_group(&entries[i..i + len]);
+            entries[kept] = e;
+            kept += 1;
+            i += len;
         }
-        table.push_group(&mut group);
+        entries.truncate(kept);
+        entries.shrink_to_fit();
+        table.entries = entries;
         table.index_starts();
         table
     }
@@ -150,21 +214,17 @@ impl SymbolTable {
 
     /// Reduces the aliases of one address to one entry (or a stand-in, when the choice
     /// needs names and cannot change the extent).
-    fn push_group(&mut self, group: &mut Vec<Entry>) {
+    fn reduce_group(&mut self, group: &[Entry]) -> Entry {
         if group.len() <= 1 {
-            self.entries.extend(group.pop());
-            return;
+            return group[0].clone();
         }
         let same_extent = group.iter().all(|e| e.end == group[0].end);
         if same_extent && needs_names(group) {
             let (start, end, binding) = (group[0].start, group[0].end, group[0].binding);
-            let candidates = std::mem::take(group);
-            self.undecided.insert(start, Aliases { candidates, chosen: OnceLock::new() });
-            self.entries.push(Entry { start, end, binding, name: NameRef::default() });
+            self.undecided.insert(start, Aliases { candidates: group.to_vec(), chosen: OnceLock::new() });
+            Entry { start, end, binding, name: NameRef::default() }
         } else {
-            let i = best(group, &self.names, self.display);
-            self.entries.push(group.swap_remove(i));
-            group.clear();
+            group[best(group, &self.names, self.display)].clone()
         }
     }
 
@@ -352,6 +412,19 @@ mod tests {
         assert_eq!(name_at(&t, 0x300f), "sized");
         assert_eq!(t.find(0x3010), None);
         assert_eq!(t.find(0xfff), None);
+    }
+
+    /// An entry stays 32 bytes; names not in a mapped file are copied.
+    #[test]
+    fn names_and_entries_stay_small() {
+        assert_eq!(std::mem::size_of::<Entry>(), 32);
+        let mut names = Names::default();
+        let r = names.push("déjà");
+        assert_eq!(names.get(r), "déjà");
+        assert!(!r.in_file());
+        // Not in any file: copied.
+        let r = names.in_file("elsewhere");
+        assert_eq!((names.get(r), r.in_file()), ("elsewhere", false));
     }
 
     #[test]
