@@ -22,8 +22,16 @@ use crate::{
 const APP_ID: i32 = 0x6b66_6c6d;
 /// The longest profile bucket or metric block accepted (queries look this far back).
 pub(crate) const MAX_BUCKET_NS: i64 = 3_600_000_000_000;
-/// Resolution of stored sample times.
-const TIME_UNIT_NS: i64 = 1000;
+/// Frame ids above this are refused by the arena of [`Sqlite::each_stack_text`] (ids are
+/// the table's row numbers: dense).
+const MAX_DENSE_FRAME_ID: usize = 1 << 28;
+/// Resolution of stored sample times: 1 ms (times are truncated to it).
+const TIME_UNIT_NS: i64 = 1_000_000;
+/// Metric values are stored to this many decimals of their unit (rounded).
+const METRIC_DECIMALS: i32 = 2;
+/// The longest row of one metric series: the blocks written (see
+/// [`Sqlite::set_metric_block`]) extend a row until it spans this much.
+const METRIC_ROW_NS: i64 = 600_000_000_000;
 /// Size of the reserve file kept beside a database being written (see
 /// [`Sqlite::reserve_path`]).
 pub const RESERVE_BYTES: u64 = 1 << 20;
@@ -410,13 +418,31 @@ impl Sqlite {
     }
 }
 
+/// A metric value as stored: rounded to [`METRIC_DECIMALS`] decimals when finite and small
+/// enough for that to be exact in an f64 (all the watcher's are), else kept as it is.
+pub(crate) fn quantize(v: f64) -> f64 {
+    let f = 10f64.powi(METRIC_DECIMALS);
+    if v.is_finite() && v.abs() < 1e13 {
+        let q = (v * f).round() / f;
+        // -0.0 is stored as 0.
+        if q == 0.0 { 0.0 } else { q }
+    } else {
+        v
+    }
+}
+
+/// Appends `values` (of the block starting at `block`) to the row of its series that holds
+/// that block: rows span [`METRIC_ROW_NS`] (a whole number of blocks), so that a short
+/// block does not cost a row of its own.
 fn write_block(
     conn: &Connection,
     series: i64,
-    start: i64,
+    block: i64,
     block_ns: i64,
     values: &[(i64, f64)],
 ) -> rusqlite::Result<()> {
+    let row_ns = (block_ns * (METRIC_ROW_NS / block_ns).max(1)).min(MAX_BUCKET_NS.max(block_ns));
+    let start = block.div_euclid(row_ns) * row_ns;
     let mut all: Vec<(i64, f64)> = Vec::new();
     let old: Option<Vec<u8>> = conn
         .prepare_cached("SELECT data FROM metric_blocks WHERE series = ?1 AND start_ns = ?2")?
@@ -431,7 +457,7 @@ fn write_block(
     conn.prepare_cached(
         "INSERT OR REPLACE INTO metric_blocks(series, start_ns, end_ns, data) VALUES (?1, ?2, ?3, ?4)",
     )?
-    .execute(params![series, start, start + block_ns, data])?;
+    .execute(params![series, start, start + row_ns, data])?;
     Ok(())
 }
 
@@ -533,15 +559,20 @@ fn frame_ids(blob: &[u8]) -> Result<Vec<i64>, String> {
 fn sum_buckets(path: &Path, rows: &[BucketRow], q: &ProfileQuery<'_>) -> Result<Sums, StoreError> {
     let mut sums: FxHashMap<i64, Weight> = FxHashMap::default();
     let mut samples = 0u64;
+    let mut ctx = codec::DecodeCtx::default();
+    let mut d = codec::DecodedBucket::default();
+    let mut cg_ok: Vec<bool> = Vec::new();
     for row in rows {
-        let d = codec::decode_bucket(&row.data, row.start_ns).map_err(|d| StoreError::Corrupt {
-            path: path.to_path_buf(),
-            detail: format!("bucket at {}: {d}", row.start_ns),
+        codec::decode_bucket_into(&mut ctx, &row.data, row.start_ns, &mut d).map_err(|d| {
+            StoreError::Corrupt {
+                path: path.to_path_buf(),
+                detail: format!("bucket at {}: {d}", row.start_ns),
+            }
         })?;
         let whole = row.start_ns >= q.from_ns && row.end_ns <= q.to_ns;
-        let cg_ok: Vec<bool> = std::iter::once(q.cgroup.is_none())
-            .chain(d.cgroups.iter().map(|cg| q.cgroup.is_none_or(|w| cgroup_matches(cg, w))))
-            .collect();
+        cg_ok.clear();
+        cg_ok.push(q.cgroup.is_none());
+        cg_ok.extend(d.cgroups.iter().map(|cg| q.cgroup.is_none_or(|w| cgroup_matches(cg, w))));
         for s in &d.samples {
             if (whole || (s.time_ns >= q.from_ns && s.time_ns < q.to_ns)) && cg_ok[s.cgroup as usize] {
                 *sums.entry(s.stack).or_insert(Weight::ZERO) += s.weight;
@@ -630,6 +661,83 @@ impl Sqlite {
                 data: r.get(4).map_err(e)?,
             };
             f(row)?;
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with the text of each stack of `ids` (ascending), from one scan of the
+    /// stack and frame tables into two arenas: no allocation per stack or frame. For the
+    /// many stacks of a long range; ids the tables do not hold are an error.
+    fn each_stack_text(&self, ids: &[i64], mut f: impl FnMut(i64, &[u8])) -> Result<(), StoreError> {
+        let e = |err| map_err(&self.path, err);
+        // The frame blobs of the wanted stacks, by a merge of the ids with the table's order.
+        let mut blobs: Vec<u8> = Vec::new();
+        let mut spans: Vec<(i64, usize, usize)> = Vec::with_capacity(ids.len());
+        let mut need: Vec<bool> = Vec::new();
+        {
+            let mut st = self.conn.prepare_cached("SELECT id, frames FROM stacks ORDER BY id").map_err(e)?;
+            let mut rows = st.query([]).map_err(e)?;
+            let mut next = 0;
+            while next < ids.len() {
+                let Some(r) = rows.next().map_err(e)? else { break };
+                let id: i64 = r.get(0).map_err(e)?;
+                if next < ids.len() && ids[next] < id {
+                    return Err(self.corrupt(format!("stack {} is referred to but not stored", ids[next])));
+                }
+                if next < ids.len() && ids[next] == id {
+                    next += 1;
+                    let b = r.get_ref(1).map_err(e)?.as_blob().map_err(|err| e(err.into()))?;
+                    let mut rd = codec::Reader::new(b);
+                    while !rd.at_end() {
+                        let fid = rd.varint().map_err(|d| self.corrupt(format!("stack {id}: {d}")))?;
+                        let fid = usize::try_from(fid).ok().filter(|&v| v < MAX_DENSE_FRAME_ID).ok_or_else(
+                            || self.corrupt(format!("stack {id}: frame id {fid} out of range")),
+                        )?;
+                        if need.len() <= fid {
+                            need.resize(fid + 1, false);
+                        }
+                        need[fid] = true;
+                    }
+                    spans.push((id, blobs.len(), blobs.len() + b.len()));
+                    blobs.extend_from_slice(b);
+                }
+            }
+            if let Some(missing) = ids.get(next) {
+                return Err(self.corrupt(format!("stack {missing} is referred to but not stored")));
+            }
+        }
+        // The names of the frames needed, indexed by frame id.
+        let mut names: Vec<u8> = Vec::new();
+        let mut name_at: Vec<(u32, u32)> = vec![(0, u32::MAX); need.len()];
+        {
+            let mut st = self.conn.prepare_cached("SELECT id, name FROM frames").map_err(e)?;
+            let mut rows = st.query([]).map_err(e)?;
+            while let Some(r) = rows.next().map_err(e)? {
+                let id: i64 = r.get(0).map_err(e)?;
+                let Some(i) = usize::try_from(id).ok().filter(|&i| need.get(i) == Some(&true)) else {
+                    continue;
+                };
+                let n = r.get_ref(1).map_err(e)?.as_blob().map_err(|err| e(err.into()))?;
+                name_at[i] = (names.len() as u32, n.len() as u32);
+                names.extend_from_slice(n);
+            }
+        }
+        let mut text = Vec::new();
+        for (id, a, b) in spans {
+            text.clear();
+            let mut rd = codec::Reader::new(&blobs[a..b]);
+            while !rd.at_end() {
+                let fid = rd.varint().map_err(|d| self.corrupt(format!("stack {id}: {d}")))? as usize;
+                let (at, len) = name_at[fid];
+                if len == u32::MAX {
+                    return Err(self.corrupt(format!("stack {id}: frame {fid} is missing")));
+                }
+                if !text.is_empty() {
+                    text.push(b';');
+                }
+                text.extend_from_slice(&names[at as usize..at as usize + len as usize]);
+            }
+            f(id, &text);
         }
         Ok(())
     }
@@ -739,7 +847,7 @@ impl Store for Sqlite {
         }
         let block = time_ns.div_euclid(self.metric_block_ns) * self.metric_block_ns;
         for (id, m) in ids.iter().zip(metrics) {
-            self.pending.entry((*id, block)).or_default().push((time_ns, m.value));
+            self.pending.entry((*id, block)).or_default().push((time_ns, quantize(m.value)));
         }
         // Blocks that ended are written now: a series that stopped is not kept waiting.
         let done: Vec<(i64, i64)> = self
@@ -1021,14 +1129,22 @@ impl Query for Sqlite {
                 }
             }
         }
-        let ids: Vec<i64> = sums.keys().copied().collect();
-        let texts = self.stack_texts(&ids)?;
-        tx.commit().map_err(e)?;
+        let mut ids: Vec<i64> = sums.keys().copied().collect();
         let mut counts = StackCounts::new();
         counts.reserve(sums.len());
-        for (id, w) in sums {
-            counts.add(&texts[&id], w);
+        // One scan of the tables when the stacks are many, or a good part of those stored.
+        let max_id: i64 =
+            self.conn.query_row("SELECT coalesce(max(id), 0) FROM stacks", [], |r| r.get(0)).map_err(e)?;
+        if ids.len() > 20_000 || (ids.len() > 16 && ids.len() as i64 * 16 >= max_id) {
+            ids.sort_unstable();
+            self.each_stack_text(&ids, |id, text| counts.add(text, sums[&id]))?;
+        } else {
+            let texts = self.stack_texts(&ids)?;
+            for (id, w) in sums {
+                counts.add(&texts[&id], w);
+            }
         }
+        tx.commit().map_err(e)?;
         Ok(Profile {
             stacks: Stacks::Counts(counts),
             meta: meta.unwrap_or_default(),
@@ -1105,6 +1221,10 @@ impl Query for Sqlite {
                 let vals = codec::decode_metrics(&data, start)
                     .map_err(|d| self.corrupt(format!("metric block {id} at {start}: {d}")))?;
                 values.extend(vals.into_iter().filter(|(t, _)| *t >= q.from_ns && *t < q.to_ns));
+            }
+            // Rows of an older writer may overlap the rows of a newer one.
+            if !values.is_sorted_by_key(|v| v.0) {
+                values.sort_by_key(|v| v.0);
             }
             let points = match q.points {
                 Some(n) if n > 0 && values.len() > n => resample(&values, q.from_ns, q.to_ns, n),

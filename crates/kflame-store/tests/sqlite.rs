@@ -163,17 +163,19 @@ fn ranges_are_exact_to_the_sample() {
     let q = ProfileQuery { host: Some("web2"), ..ProfileQuery::new(Kind::Cpu, T0, T0 + 60 * SEC) };
     assert!(db.profile(&q).unwrap().stacks.is_empty());
     assert!(db.profile(&ProfileQuery::new(Kind::Mem, T0, T0 + 60 * SEC)).unwrap().stacks.is_empty());
-    // Heat map points: every sample of the range, at µs resolution, in time order.
+    // Heat map points: every sample of the range, at the stored resolution (1 ms, times
+    // truncated), in time order.
+    const MS: i64 = 1_000_000;
     let pts = db.samples(&ProfileQuery::new(Kind::Cpu, T0 + 5 * SEC, T0 + 25 * SEC)).unwrap();
     let mut want: Vec<(i64, u32)> = samples
         .iter()
         .filter(|s| s.time_ns >= T0 + 5 * SEC && s.time_ns < T0 + 25 * SEC)
-        .map(|s| (s.time_ns / 1000 * 1000, s.cpu))
+        .map(|s| (s.time_ns / MS * MS, s.cpu))
         .collect();
     want.sort();
     assert_eq!(pts.iter().map(|p| (p.time_ns, p.cpu)).collect::<Vec<_>>(), want);
     let first =
-        samples.iter().find(|s| s.time_ns / 1000 * 1000 == pts[0].time_ns && s.cpu == pts[0].cpu).unwrap();
+        samples.iter().find(|s| s.time_ns / MS * MS == pts[0].time_ns && s.cpu == pts[0].cpu).unwrap();
     assert_eq!(db.stack_text(pts[0].stack).unwrap(), first.stack);
     assert_eq!(db.hosts().unwrap(), vec!["web1".to_string()]);
     assert_eq!(db.time_bounds().unwrap(), Some((T0, T0 + 60 * SEC)));
@@ -499,4 +501,57 @@ fn bad_buckets_are_refused_whole() {
         .unwrap_err();
     assert!(matches!(e, StoreError::Invalid { .. }), "{e}");
     assert!(db.profile(&ProfileQuery::new(Kind::Cpu, T0, T0 + 60 * SEC)).unwrap().stacks.is_empty());
+}
+
+#[test]
+fn metric_values_keep_two_decimals_and_short_blocks_share_rows() {
+    let d = dir("metric-rows");
+    let path = d.join("h.db");
+    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    // As the watcher: a block of one 10 s bucket.
+    db.set_metric_block(10 * SEC);
+    let mut want = Vec::new();
+    for i in 0..1800i64 {
+        // A share of jiffies (not a short decimal), a byte count, a rate.
+        let pct = 100.0 * ((i * 7919) % 201) as f64 / 201.0;
+        let bytes = (4_000_000_000i64 + (i % 13) * 4096) as f64;
+        let rate = ((i * 131) % 997) as f64 / 0.998_7;
+        let t = T0 + i * SEC + (i % 3) * 1_000_000;
+        want.push((t, pct, bytes, rate));
+        db.append_metrics(
+            "web1",
+            t,
+            &[
+                Metric { name: "cpu.usr", label: "", value: pct },
+                Metric { name: "mem.cached", label: "", value: bytes },
+                Metric { name: "ctxt", label: "", value: rate },
+            ],
+        )
+        .unwrap();
+    }
+    db.flush().unwrap();
+    drop(db);
+    let db = Sqlite::open(&path, OpenMode::Read).unwrap();
+    let get = |name: &str| {
+        let q = kflame_store::SeriesQuery {
+            name,
+            label: Some(""),
+            host: None,
+            from_ns: T0,
+            to_ns: T0 + 3600 * SEC,
+            points: None,
+        };
+        db.series(&q).unwrap().remove(0).points.iter().map(|p| (p.time_ns, p.avg)).collect::<Vec<_>>()
+    };
+    let round2 = |v: f64| (v * 100.0).round() / 100.0;
+    let pct: Vec<(i64, f64)> = want.iter().map(|w| (w.0, round2(w.1))).collect();
+    let bytes: Vec<(i64, f64)> = want.iter().map(|w| (w.0, w.2)).collect();
+    let rate: Vec<(i64, f64)> = want.iter().map(|w| (w.0, round2(w.3))).collect();
+    assert_eq!(get("cpu.usr"), pct);
+    assert_eq!(get("mem.cached"), bytes);
+    assert_eq!(get("ctxt"), rate);
+    // 30 minutes in blocks of 10 s: three rows of 10 minutes per series, not 180.
+    let c = rusqlite::Connection::open(&path).unwrap();
+    let rows: i64 = c.query_row("SELECT count(*) FROM metric_blocks", [], |r| r.get(0)).unwrap();
+    assert_eq!(rows, 3 * 3);
 }
