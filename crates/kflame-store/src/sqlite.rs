@@ -72,6 +72,17 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX reports_time ON reports(time_ns);",
     // 2: the buckets of one capture found without a scan of the time index.
     "CREATE INDEX buckets_capture ON buckets(capture) WHERE capture IS NOT NULL;",
+    // 3: metric rows in a rowid table, appended in the order written, found by a unique
+    // index on (series, start_ns). Without rowid, a row of more than about 1 kB spilled into
+    // an overflow page of its own, and keyed by series first every insert split a page in
+    // the middle of the tree: most of the table's pages were empty space.
+    "CREATE TABLE metric_rows(id INTEGER PRIMARY KEY, series INTEGER NOT NULL,
+         start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, data BLOB NOT NULL);
+     INSERT INTO metric_rows(series, start_ns, end_ns, data)
+         SELECT series, start_ns, end_ns, data FROM metric_blocks ORDER BY start_ns, series;
+     DROP TABLE metric_blocks;
+     ALTER TABLE metric_rows RENAME TO metric_blocks;
+     CREATE UNIQUE INDEX metric_blocks_series ON metric_blocks(series, start_ns);",
 ];
 
 /// The newest schema version this build writes and reads.
@@ -94,7 +105,9 @@ type BlockKey = (i64, i64);
 struct Caches {
     hosts: FxHashMap<String, i64>,
     frames: FxHashMap<Vec<u8>, i64>,
-    stacks: FxHashMap<Vec<u8>, i64>,
+    /// Stack ids by a 128-bit digest of the text (two independent 64-bit hashes), not by the
+    /// text: a day of distinct stacks costs 32 bytes each, not their text.
+    stacks: FxHashMap<(i64, u64), i64>,
     series: FxHashMap<(i64, String, String), i64>,
 }
 
@@ -136,6 +149,12 @@ fn map_err(path: &Path, e: rusqlite::Error) -> StoreError {
 }
 
 /// FNV-1a, 64 bits: a stable hash of a stack's text (stored, so it must never change).
+/// A hash independent of [`stack_hash`] (SipHash with fixed keys), for the writer's cache.
+fn second_hash(text: &[u8]) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(text)
+}
+
 fn stack_hash(text: &[u8]) -> i64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in text {
@@ -442,22 +461,37 @@ fn write_block(
     values: &[(i64, f64)],
 ) -> rusqlite::Result<()> {
     let row_ns = (block_ns * (METRIC_ROW_NS / block_ns).max(1)).min(MAX_BUCKET_NS.max(block_ns));
-    let start = block.div_euclid(row_ns) * row_ns;
+    let row = block.div_euclid(row_ns) * row_ns;
+    // The block is written as a row of its own (merged with one written before at the same
+    // start: a restart); the last block of a row's span folds the span's rows into one.
+    let rows_of = |from: i64, to: i64| -> rusqlite::Result<Vec<(i64, Vec<u8>)>> {
+        conn.prepare_cached(
+            "SELECT start_ns, data FROM metric_blocks WHERE series = ?1 AND start_ns >= ?2 AND start_ns < ?3
+             ORDER BY start_ns",
+        )?
+        .query_map(params![series, from, to], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect()
+    };
+    let closes = block + block_ns >= row + row_ns;
+    let (from, to) = if closes { (row, row + row_ns) } else { (block, block + 1) };
     let mut all: Vec<(i64, f64)> = Vec::new();
-    let old: Option<Vec<u8>> = conn
-        .prepare_cached("SELECT data FROM metric_blocks WHERE series = ?1 AND start_ns = ?2")?
-        .query_row(params![series, start], |r| r.get(0))
-        .optional()?;
-    if let Some(old) = old {
-        all = codec::decode_metrics(&old, start).map_err(|_| rusqlite::Error::InvalidQuery)?;
+    for (start, data) in rows_of(from, to)? {
+        codec::decode_metrics_into(&data, start, &mut all).map_err(|_| rusqlite::Error::InvalidQuery)?;
     }
     all.extend_from_slice(values);
     all.sort_by_key(|v| v.0);
+    let (start, end) = if closes { (row, row + row_ns) } else { (block, block + block_ns) };
+    if closes {
+        conn.prepare_cached(
+            "DELETE FROM metric_blocks WHERE series = ?1 AND start_ns >= ?2 AND start_ns < ?3",
+        )?
+        .execute(params![series, row, row + row_ns])?;
+    }
     let data = codec::encode_metrics(start, &all);
     conn.prepare_cached(
         "INSERT OR REPLACE INTO metric_blocks(series, start_ns, end_ns, data) VALUES (?1, ?2, ?3, ?4)",
     )?
-    .execute(params![series, start, start + row_ns, data])?;
+    .execute(params![series, start, end, data])?;
     Ok(())
 }
 
@@ -501,14 +535,15 @@ fn frame_id(conn: &Connection, c: &mut Caches, name: &[u8]) -> rusqlite::Result<
 
 /// The id of a stack's text, stored once: its frames (ids into `frames`) as varints.
 fn stack_id(conn: &Connection, c: &mut Caches, text: &[u8]) -> rusqlite::Result<i64> {
-    if let Some(&id) = c.stacks.get(text) {
+    let hash = stack_hash(text);
+    let key = (hash, second_hash(text));
+    if let Some(&id) = c.stacks.get(&key) {
         return Ok(id);
     }
     let mut frames = Vec::with_capacity(text.len() / 8);
     for f in text.split(|&b| b == b';') {
         codec::put_varint(&mut frames, frame_id(conn, c, f)? as u128);
     }
-    let hash = stack_hash(text);
     let found: Option<i64> = conn
         .prepare_cached("SELECT id FROM stacks WHERE hash = ?1 AND frames = ?2")?
         .query_row(params![hash, frames], |r| r.get(0))
@@ -521,7 +556,7 @@ fn stack_id(conn: &Connection, c: &mut Caches, text: &[u8]) -> rusqlite::Result<
             conn.last_insert_rowid()
         }
     };
-    c.stacks.insert(text.to_vec(), id);
+    c.stacks.insert(key, id);
     Ok(id)
 }
 

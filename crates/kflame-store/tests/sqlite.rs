@@ -459,14 +459,43 @@ fn an_old_schema_is_migrated_in_place() {
         let mut db = Sqlite::open_at_version(&path, 1).unwrap();
         assert_eq!(db.schema_version().unwrap(), 1);
         write_buckets(&mut db, &samples, 10 * SEC, "web1", &Meta::with_unit(Unit::Samples));
+        // Metric rows of the first schema (keyed by series, then time).
+        for i in 0..200i64 {
+            let m = [Metric { name: "load1", label: "", value: (i % 17) as f64 * 0.25 }];
+            db.append_metrics("web1", T0 + i * SEC, &m).unwrap();
+        }
     }
-    let db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    let load = |db: &Sqlite| {
+        let q = kflame_store::SeriesQuery {
+            name: "load1",
+            label: Some(""),
+            host: None,
+            from_ns: T0,
+            to_ns: T0 + 3600 * SEC,
+            points: None,
+        };
+        db.series(&q).unwrap().remove(0).points.iter().map(|p| (p.time_ns, p.avg)).collect::<Vec<_>>()
+    };
+    let before = load(&Sqlite::open(&path, OpenMode::Read).unwrap());
+    assert_eq!(before.len(), 200);
+    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
     assert_eq!(db.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(load(&db), before);
+    // The migrated table takes more values, and gives the old and new back in order.
+    db.append_metrics("web1", T0 + 200 * SEC, &[Metric { name: "load1", label: "", value: 9.5 }]).unwrap();
+    db.flush().unwrap();
+    let mut after = before.clone();
+    after.push((T0 + 200 * SEC, 9.5));
+    assert_eq!(load(&db), after);
     let n: i64 = rusqlite::Connection::open(&path)
         .unwrap()
-        .query_row("SELECT count(*) FROM sqlite_master WHERE name = 'buckets_capture'", [], |r| r.get(0))
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name IN ('buckets_capture', 'metric_blocks_series')",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
-    assert_eq!(n, 1);
+    assert_eq!(n, 2);
     assert_eq!(
         got(&db, &ProfileQuery::new(Kind::Cpu, T0, T0 + 60 * SEC)),
         expected(&samples, T0, T0 + 60 * SEC, None)
