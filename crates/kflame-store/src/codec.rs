@@ -108,7 +108,19 @@ impl<'a> Reader<'a> {
         self.buf.len() - self.pos
     }
 
+    #[inline]
     pub(crate) fn varint(&mut self) -> Result<u128, String> {
+        if let Some(&b) = self.buf.get(self.pos)
+            && b < 0x80
+        {
+            self.pos += 1;
+            return Ok(u128::from(b));
+        }
+        self.varint_long()
+    }
+
+    #[inline(never)]
+    fn varint_long(&mut self) -> Result<u128, String> {
         let mut v: u128 = 0;
         let mut shift = 0;
         loop {
@@ -128,6 +140,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A varint of at most 64 bits (the common case, without 128-bit arithmetic).
+    #[inline]
     fn u64(&mut self) -> Result<u64, String> {
         if let Some(&b) = self.buf.get(self.pos)
             && b < 0x80
@@ -135,15 +148,24 @@ impl<'a> Reader<'a> {
             self.pos += 1;
             return Ok(u64::from(b));
         }
-        let v = self.varint()?;
+        if let Some(&[b0, b1]) =
+            self.buf.get(self.pos..self.pos + 2).and_then(|s| <&[u8; 2]>::try_from(s).ok())
+            && b1 < 0x80
+        {
+            self.pos += 2;
+            return Ok(u64::from(b0 & 0x7f) | (u64::from(b1) << 7));
+        }
+        let v = self.varint_long()?;
         u64::try_from(v).map_err(|_| format!("number {v} out of range before byte {}", self.pos))
     }
 
+    #[inline]
     fn u32(&mut self) -> Result<u32, String> {
         let v = self.u64()?;
         u32::try_from(v).map_err(|_| format!("number {v} out of range before byte {}", self.pos))
     }
 
+    #[inline]
     fn i64z(&mut self) -> Result<i64, String> {
         if let Some(&b) = self.buf.get(self.pos)
             && b < 0x80
@@ -195,6 +217,7 @@ struct CpuState {
     last_pid: u64,
 }
 
+#[inline]
 fn cpu_state(states: &mut Vec<CpuState>, cpu: u32) -> &mut CpuState {
     let i = cpu as usize;
     if states.len() <= i {
