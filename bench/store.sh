@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The history store: size of 24 h of default watching (19 Hz on 2 CPUs, 10 s buckets,
-# per-sample times, 40 metric series at 1 Hz) generated from the real stacks of the large
-# shared capture, and the time of the queries the web UI and `kflame query` make.
+# The history store: size of 24 h of default watching (10 s buckets, per-sample times,
+# metric blocks of one bucket, as `kflame watch` writes) replayed from real recordings of a
+# busy 2-CPU machine (bench/data/README.md): the 19 Hz sample stream (times, CPUs, when the
+# stack changes) and 1 Hz metric reads, tiled over the hours, with stacks drawn from the
+# large shared capture; then the time of the queries the web UI and `kflame query` make.
 #
 #   HOURS=N   hours to generate (default 24)
-#   CPUS=N    CPUs to generate for (default 2)
 #   DB=FILE   where the database goes (default bench/out/store.db)
 #
 # Prints bytes per sample, MB per CPU per 24 h (target <= 5), and the best of 3 runs of:
@@ -13,7 +14,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 hours=${HOURS:-24}
-cpus=${CPUS:-2}
 mkdir -p bench/out
 db=${DB:-bench/out/store.db}
 folded=../shared/bench/large-pid.folded.zst
@@ -21,5 +21,7 @@ folded=../shared/bench/large-pid.folded.zst
 
 echo "== building the store benchmark (release)"
 cargo build --release --locked -p kflame-store --example store_bench
-echo "== generating $hours h on $cpus CPUs from $folded into $db"
-target/release/examples/store_bench "$folded" "$db" "$hours" "$cpus"
+echo "== generating $hours h from bench/data and $folded into $db (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+target/release/examples/store_bench "$folded" bench/data/samples-19hz.txt.zst bench/data/metrics-1hz.txt.zst \
+    "$db" "$hours"
+echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

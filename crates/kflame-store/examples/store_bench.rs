@@ -1,9 +1,15 @@
 //! Generates a history of default watching from real stacks and measures its size and
 //! query times (see `bench/store.sh`).
 //!
-//! `store_bench FOLDED[.zst] DB [HOURS] [CPUS]`: 19 Hz on every CPU, 10 s buckets, stacks
-//! drawn (weighted by their counts, deterministically) from FOLDED, whose first frame may be
-//! `comm-PID` (kflame collapse --pid); 40 metric series at 1 Hz.
+//! `store_bench FOLDED[.zst] SAMPLES[.zst] METRICS[.zst] DB [HOURS]`, as the watcher writes:
+//! 10 s buckets, metric blocks of one bucket.
+//!
+//! - SAMPLES: a real 19 Hz sample stream, lines `CPU TIME_NS STACK` (bench/data/README.md):
+//!   the times and CPUs are replayed as recorded, tiled over HOURS; each distinct STACK of a
+//!   tile is given a stack drawn (weighted by its count, deterministically) from FOLDED,
+//!   whose first frame may be `comm-PID` (kflame collapse --pid), afresh for every tile.
+//! - METRICS: real metric values read at 1 Hz, lines `TIME_NS NAME LABEL VALUE` (an empty
+//!   label as `-`), replayed as recorded and tiled over HOURS.
 
 #![allow(clippy::print_stdout)]
 
@@ -31,18 +37,14 @@ impl Rng {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    if args.len() < 3 {
-        return Err("usage: store_bench FOLDED[.zst] DB [HOURS] [CPUS]".into());
+    if args.len() < 5 {
+        return Err("usage: store_bench FOLDED[.zst] SAMPLES[.zst] METRICS[.zst] DB [HOURS]".into());
     }
-    let hours: i64 = args.get(3).map_or(Ok(24), |s| s.parse())?;
-    let cpus: u32 = args.get(4).map_or(Ok(2), |s| s.parse())?;
-    let mut raw = Vec::new();
-    let f = std::fs::File::open(&args[1])?;
-    if args[1].ends_with(".zst") {
-        zstd::stream::read::Decoder::new(f)?.read_to_end(&mut raw)?;
-    } else {
-        std::io::BufReader::new(f).read_to_end(&mut raw)?;
-    }
+    let hours: i64 = args.get(5).map_or(Ok(24), |s| s.parse())?;
+    let raw = read_all(&args[1])?;
+    let (stream, stream_ns, cpus) = sample_stream(&read_all(&args[2])?)?;
+    let (readings, readings_ns) = metric_stream(&read_all(&args[3])?)?;
+    let db_path = &args[4];
     // (stack without the pid, pid, cumulative count)
     let mut stacks: Vec<(Vec<u8>, u32)> = Vec::new();
     let mut cumulative: Vec<u64> = Vec::new();
@@ -67,8 +69,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         cumulative.push(total);
     }
     println!("stacks in the input: {} (weight {total})", stacks.len());
+    println!(
+        "sample stream: {} samples on {cpus} CPUs over {:.1} s; metrics: {} reads over {:.1} s",
+        stream.len(),
+        stream_ns as f64 / 1e9,
+        readings.len(),
+        readings_ns as f64 / 1e9
+    );
     if std::env::var_os("STORE_BENCH_QUERY_ONLY").is_some() {
-        let db = Sqlite::open(&args[2], OpenMode::Read)?;
+        let db = Sqlite::open(db_path, OpenMode::Read)?;
         let t = Instant::now();
         for _ in 0..5 {
             db.profile(&ProfileQuery::new(Kind::Cpu, T0, T0 + hours * 3600 * SEC))?;
@@ -76,77 +85,44 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("5 queries of {hours} h: {:.1} ms", t.elapsed().as_secs_f64() * 1000.0);
         return Ok(());
     }
-    let _ = std::fs::remove_file(&args[2]);
-    let mut db = Sqlite::open(&args[2], OpenMode::Write)?;
+    let _ = std::fs::remove_file(db_path);
+    let mut db = Sqlite::open(db_path, OpenMode::Write)?;
+    let bucket = 10 * SEC;
+    // As `kflame watch`: metric values are buffered for one bucket.
+    db.set_metric_block(bucket);
     let meta = Meta { unit: Unit::Samples, event: Some("cpu-clock".into()) };
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let period = SEC / 19;
-    let bucket = 10 * SEC;
-    let names: Vec<(String, String)> = (0..40)
-        .map(|i| match i {
-            0..8 => (
-                [
-                    "cpu.usr",
-                    "cpu.sys",
-                    "cpu.iowait",
-                    "cpu.idle",
-                    "cpu.irq",
-                    "cpu.softirq",
-                    "cpu.steal",
-                    "cpu.nice",
-                ][i]
-                    .to_string(),
-                String::new(),
-            ),
-            8..14 => (
-                ["mem.available", "mem.cached", "mem.dirty", "mem.writeback", "mem.slab", "mem.swap"][i - 8]
-                    .to_string(),
-                String::new(),
-            ),
-            14..30 => (
-                ["io.read_bytes", "io.write_bytes", "io.util", "io.await"][(i - 14) % 4].to_string(),
-                format!("sda{}", (i - 14) / 4),
-            ),
-            _ => (
-                [
-                    "load1",
-                    "load5",
-                    "load15",
-                    "ctxt",
-                    "forks",
-                    "psi.cpu.some",
-                    "psi.io.some",
-                    "psi.io.full",
-                    "psi.memory.some",
-                    "psi.memory.full",
-                ][i - 30]
-                    .to_string(),
-                String::new(),
-            ),
-        })
-        .collect();
-    let mut values = vec![50.0f64; names.len()];
     let started = Instant::now();
     let mut samples_total = 0u64;
-    let mut next_cpu_t: Vec<i64> = (0..cpus).map(|c| T0 + i64::from(c) * 3_000_000).collect();
-    let mut current: Vec<usize> = vec![0; cpus as usize];
+    let mut values_total = 0u64;
+    let end_all = T0 + hours * 3600 * SEC;
+    // The stream of samples, tiled: (tile, index in the stream).
+    let mut next = (0i64, 0usize);
+    let mut tile_stacks: Vec<usize> = Vec::new();
+    let mut next_read = (0i64, 0usize);
     let buckets = hours * 3600 * SEC / bucket;
+    let mut these: Vec<(i64, u32, usize)> = Vec::new();
+    let mut m: Vec<Metric<'_>> = Vec::new();
     for b in 0..buckets {
         let start = T0 + b * bucket;
         let end = start + bucket;
-        let mut these: Vec<(i64, u32, usize)> = Vec::new();
-        for cpu in 0..cpus as usize {
-            while next_cpu_t[cpu] < end {
-                // A task keeps its CPU for a while: a new stack one time in three.
-                if rng.next().is_multiple_of(3) || b == 0 {
-                    let r = rng.next() % total;
-                    current[cpu] = cumulative.partition_point(|&c| c <= r);
-                }
-                let jitter = (rng.next() % 40_000) as i64 - 20_000;
-                let t = (next_cpu_t[cpu] + jitter).clamp(start, end - 1);
-                these.push((t, cpu as u32, current[cpu]));
-                next_cpu_t[cpu] += period;
+        these.clear();
+        loop {
+            let (tile, i) = next;
+            let (cpu, dt, real) = stream[i];
+            let t = T0 + tile * stream_ns + dt;
+            if t >= end {
+                break;
             }
+            if i == 0 {
+                tile_stacks.clear();
+            }
+            while tile_stacks.len() <= real {
+                let r = rng.next() % total;
+                tile_stacks.push(cumulative.partition_point(|&c| c <= r));
+            }
+            these.push((t, cpu, tile_stacks[real]));
+            next = if i + 1 == stream.len() { (tile + 1, 0) } else { (tile, i + 1) };
         }
         let samples: Vec<Sample<'_>> = these
             .iter()
@@ -171,18 +147,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             samples: &samples,
             aggregated: &[],
         })?;
-        for s in 0..10 {
-            let t = start + s * SEC + (rng.next() % 2_000_000) as i64;
-            for v in values.iter_mut() {
-                let step = ((rng.next() % 201) as f64 - 100.0) / 100.0;
-                *v = ((*v + step).clamp(0.0, 100.0) * 100.0).round() / 100.0;
+        loop {
+            let (tile, i) = next_read;
+            let (dt, values) = &readings[i];
+            let t = T0 + tile * readings_ns + dt;
+            if t >= end || t >= end_all {
+                break;
             }
-            let m: Vec<Metric<'_>> = names
-                .iter()
-                .zip(&values)
-                .map(|((n, l), v)| Metric { name: n, label: l, value: *v })
-                .collect();
+            m.clear();
+            m.extend(values.iter().map(|(n, l, v)| Metric { name: n, label: l, value: *v }));
+            values_total += m.len() as u64;
             db.append_metrics("bench", t, &m)?;
+            next_read = if i + 1 == readings.len() { (tile + 1, 0) } else { (tile, i + 1) };
         }
     }
     db.flush()?;
@@ -190,8 +166,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let gen_s = started.elapsed().as_secs_f64();
     drop(db);
     // Sizes, from a fresh reader on the finished file.
-    let c = rusqlite_sizes(&args[2])?;
-    let file = std::fs::metadata(&args[2])?.len();
+    let c = rusqlite_sizes(db_path)?;
+    let file = std::fs::metadata(db_path)?.len();
     let per_cpu_day = file as f64 / f64::from(cpus) / (hours as f64 / 24.0) / 1e6;
     println!("generated {hours} h, {cpus} CPUs, {samples_total} samples in {gen_s:.1} s");
     println!("database file: {file} bytes = {per_cpu_day:.2} MB per CPU per 24 h (target <= 5)");
@@ -201,10 +177,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         c.0 as f64 / samples_total as f64,
         c.1,
         c.2,
-        c.2 as f64 / (hours * 3600 * names.len() as i64) as f64
+        c.2 as f64 / values_total as f64
     );
     println!("whole file per sample: {:.2} B", file as f64 / samples_total as f64);
-    let db = Sqlite::open(&args[2], OpenMode::Read)?;
+    println!("metric values: {values_total}");
+    let db = Sqlite::open(db_path, OpenMode::Read)?;
     let best = |f: &dyn Fn() -> u64| {
         let mut best = f64::MAX;
         let mut n = 0;
@@ -237,6 +214,66 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     println!("query one metric {hours} h at 1 s: {ms:.1} ms ({n} values; target <= 50 ms)");
     Ok(())
+}
+
+/// A file's bytes, zstd-decompressed when its name ends in `.zst`.
+fn read_all(path: &str) -> Result<Vec<u8>, Box<dyn std::error::Error>> {
+    let mut raw = Vec::new();
+    let f = std::fs::File::open(path).map_err(|e| format!("{path}: {e}"))?;
+    if path.ends_with(".zst") {
+        zstd::stream::read::Decoder::new(f)?.read_to_end(&mut raw)?;
+    } else {
+        std::io::BufReader::new(f).read_to_end(&mut raw)?;
+    }
+    Ok(raw)
+}
+
+/// The sample stream: (cpu, time from the first sample, stack index), its length (the last
+/// time plus one mean period of a CPU), and the number of CPUs.
+type Stream = (Vec<(u32, i64, usize)>, i64, u32);
+
+fn sample_stream(raw: &[u8]) -> Result<Stream, Box<dyn std::error::Error>> {
+    let mut out = Vec::new();
+    for (n, line) in std::str::from_utf8(raw)?.lines().enumerate() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let [cpu, t, s] = f[..] else {
+            return Err(format!("sample stream line {}: 3 fields expected", n + 1).into());
+        };
+        out.push((cpu.parse::<u32>()?, t.parse::<i64>()?, s.parse::<usize>()?));
+    }
+    out.sort_by_key(|s| s.1);
+    let cpus = out.iter().map(|s| s.0).max().ok_or("empty sample stream")? + 1;
+    let last = out.last().map_or(0, |s| s.1);
+    let period = last / (out.len() as i64 / i64::from(cpus)).max(1);
+    Ok((out, last + period, cpus))
+}
+
+/// The metric reads: (time from the first read, values), and the length of the recording
+/// (the last time plus one mean interval).
+type Reads = (Vec<Reading>, i64);
+
+/// One read: its time and (name, label, value)s.
+type Reading = (i64, Vec<(String, String, f64)>);
+
+fn metric_stream(raw: &[u8]) -> Result<Reads, Box<dyn std::error::Error>> {
+    let mut out: Vec<Reading> = Vec::new();
+    for (n, line) in std::str::from_utf8(raw)?.lines().enumerate() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let [t, name, label, v] = f[..] else {
+            return Err(format!("metric stream line {}: 4 fields expected", n + 1).into());
+        };
+        let t: i64 = t.parse()?;
+        let label = if label == "-" { "" } else { label };
+        if out.last().is_none_or(|r| r.0 != t) {
+            out.push((t, Vec::new()));
+        }
+        if let Some(r) = out.last_mut() {
+            r.1.push((name.to_string(), label.to_string(), v.parse()?));
+        }
+    }
+    let last = out.last().ok_or("empty metric stream")?.0;
+    let step = last / (out.len() as i64 - 1).max(1);
+    Ok((out, last + step))
 }
 
 /// Bytes of sample blobs, of stack and frame records, of metric blocks.

@@ -108,7 +108,19 @@ impl<'a> Reader<'a> {
         self.buf.len() - self.pos
     }
 
+    #[inline]
     pub(crate) fn varint(&mut self) -> Result<u128, String> {
+        if let Some(&b) = self.buf.get(self.pos)
+            && b < 0x80
+        {
+            self.pos += 1;
+            return Ok(u128::from(b));
+        }
+        self.varint_long()
+    }
+
+    #[inline(never)]
+    fn varint_long(&mut self) -> Result<u128, String> {
         let mut v: u128 = 0;
         let mut shift = 0;
         loop {
@@ -128,6 +140,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A varint of at most 64 bits (the common case, without 128-bit arithmetic).
+    #[inline]
     fn u64(&mut self) -> Result<u64, String> {
         if let Some(&b) = self.buf.get(self.pos)
             && b < 0x80
@@ -135,15 +148,24 @@ impl<'a> Reader<'a> {
             self.pos += 1;
             return Ok(u64::from(b));
         }
-        let v = self.varint()?;
+        if let Some(&[b0, b1]) =
+            self.buf.get(self.pos..self.pos + 2).and_then(|s| <&[u8; 2]>::try_from(s).ok())
+            && b1 < 0x80
+        {
+            self.pos += 2;
+            return Ok(u64::from(b0 & 0x7f) | (u64::from(b1) << 7));
+        }
+        let v = self.varint_long()?;
         u64::try_from(v).map_err(|_| format!("number {v} out of range before byte {}", self.pos))
     }
 
+    #[inline]
     fn u32(&mut self) -> Result<u32, String> {
         let v = self.u64()?;
         u32::try_from(v).map_err(|_| format!("number {v} out of range before byte {}", self.pos))
     }
 
+    #[inline]
     fn i64z(&mut self) -> Result<i64, String> {
         if let Some(&b) = self.buf.get(self.pos)
             && b < 0x80
@@ -195,6 +217,7 @@ struct CpuState {
     last_pid: u64,
 }
 
+#[inline]
 fn cpu_state(states: &mut Vec<CpuState>, cpu: u32) -> &mut CpuState {
     let i = cpu as usize;
     if states.len() <= i {
@@ -305,21 +328,78 @@ fn out_zig(out: &mut Vec<u8>, v: i128) {
 /// Decodes a bucket blob; errors say what is wrong, for a "corrupt" message. Samples come
 /// by CPU, then time.
 pub(crate) fn decode_bucket(blob: &[u8], start_ns: i64) -> Result<DecodedBucket, String> {
+    let mut ctx = DecodeCtx::default();
+    let mut out = DecodedBucket::default();
+    decode_bucket_into(&mut ctx, blob, start_ns, &mut out)?;
+    Ok(out)
+}
+
+/// What decoding reuses from one bucket to the next: the zstd context and the buffers.
+#[derive(Default)]
+pub(crate) struct DecodeCtx {
+    dec: Option<zstd::bulk::Decompressor<'static>>,
+    raw: Vec<u8>,
+    dict: Vec<i64>,
+    pids: Vec<u32>,
+    states: Vec<CpuState>,
+}
+
+/// [`decode_bucket`] into `out` (its vectors reused), with `ctx`'s buffers.
+pub(crate) fn decode_bucket_into(
+    ctx: &mut DecodeCtx,
+    blob: &[u8],
+    start_ns: i64,
+    out: &mut DecodedBucket,
+) -> Result<(), String> {
     let Some((&format, body)) = blob.split_first() else {
         return Err("empty sample blob".into());
     };
     if format != BUCKET_FORMAT_1 {
         return Err(format!("unknown sample blob format {format}"));
     }
-    let raw = decompress(body)?;
-    decode_payload(&raw, start_ns).map_err(|e| format!("sample blob: {e}"))
+    let mut raw = std::mem::take(&mut ctx.raw);
+    let r = ctx.decompress(body, &mut raw).and_then(|()| decode_payload(&raw, start_ns, ctx, out));
+    ctx.raw = raw;
+    r.map_err(|e| format!("sample blob: {e}"))
+}
+
+impl DecodeCtx {
+    /// Decompresses a zstd frame of at most [`MAX_BUCKET_BYTES`] into `raw`.
+    fn decompress(&mut self, body: &[u8], raw: &mut Vec<u8>) -> Result<(), String> {
+        raw.clear();
+        match zstd::zstd_safe::get_frame_content_size(body) {
+            Ok(Some(n)) if n <= MAX_BUCKET_BYTES => {
+                if self.dec.is_none() {
+                    self.dec = Some(zstd::bulk::Decompressor::new().map_err(|e| e.to_string())?);
+                }
+                raw.reserve(n as usize);
+                let dec = self.dec.as_mut().ok_or("no zstd context")?;
+                dec.decompress_to_buffer(body, raw).map_err(|e| e.to_string())?;
+                if raw.len() as u64 != n {
+                    return Err(format!("{} bytes decompressed, the frame says {n}", raw.len()));
+                }
+                Ok(())
+            }
+            Ok(Some(n)) => Err(format!("{n} bytes decompressed exceed the limit")),
+            // A frame without its size: the streaming decoder, bounded.
+            _ => {
+                *raw = decompress(body)?;
+                Ok(())
+            }
+        }
+    }
 }
 
 /// Decompresses a zstd frame of at most [`MAX_BUCKET_BYTES`].
 fn decompress(body: &[u8]) -> Result<Vec<u8>, String> {
+    decompress_limited(body, MAX_BUCKET_BYTES as usize)
+}
+
+/// Decompresses a zstd frame of at most `max` bytes.
+fn decompress_limited(body: &[u8], max: usize) -> Result<Vec<u8>, String> {
     let mut raw = Vec::new();
-    let mut dec = zstd::stream::read::Decoder::with_buffer(body).map_err(|e| format!("sample blob: {e}"))?;
-    (&mut dec).take(MAX_BUCKET_BYTES).read_to_end(&mut raw).map_err(|e| format!("sample blob: {e}"))?;
+    let mut dec = zstd::stream::read::Decoder::with_buffer(body).map_err(|e| format!("zstd: {e}"))?;
+    (&mut dec).take(max as u64).read_to_end(&mut raw).map_err(|e| format!("zstd: {e}"))?;
     Ok(raw)
 }
 
@@ -346,14 +426,20 @@ pub(crate) fn bucket_stacks(blob: &[u8]) -> Result<Vec<i64>, String> {
     Ok(dict)
 }
 
-fn decode_payload(raw: &[u8], start_ns: i64) -> Result<DecodedBucket, String> {
+fn decode_payload(
+    raw: &[u8],
+    start_ns: i64,
+    ctx: &mut DecodeCtx,
+    out: &mut DecodedBucket,
+) -> Result<(), String> {
     let mut r = Reader::new(raw);
     let unit = r.i64z_plain()?;
     if unit < 1 {
         return Err(format!("time unit {unit}"));
     }
     let n_dict = r.count(1)?;
-    let mut dict = Vec::with_capacity(n_dict);
+    let dict = &mut ctx.dict;
+    dict.clear();
     let mut prev = 0i64;
     for _ in 0..n_dict {
         let d = r.u64()?;
@@ -363,31 +449,38 @@ fn decode_payload(raw: &[u8], start_ns: i64) -> Result<DecodedBucket, String> {
         dict.push(prev);
     }
     let n_pids = r.count(1)?;
-    let mut pids = Vec::with_capacity(n_pids);
+    let pids = &mut ctx.pids;
+    pids.clear();
     let mut prev = 0u32;
     for _ in 0..n_pids {
         prev = prev.checked_add(r.u32()?).ok_or("pid out of range")?;
         pids.push(prev);
     }
     let n_cg = r.count(1)?;
-    let mut cgroups = Vec::with_capacity(n_cg);
+    let cgroups = &mut out.cgroups;
+    cgroups.clear();
     for _ in 0..n_cg {
         let len = r.count(1)?;
         let b = r.bytes(len)?;
         cgroups.push(String::from_utf8_lossy(b).into_owned());
     }
     let n = r.count(7)?;
-    let mut samples =
-        vec![RawSample { time_ns: 0, cpu: 0, pid: 0, tid: 0, cgroup: 0, stack: 0, weight: Weight::ZERO }; n];
+    let samples = &mut out.samples;
+    samples.clear();
+    samples.resize(
+        n,
+        RawSample { time_ns: 0, cpu: 0, pid: 0, tid: 0, cgroup: 0, stack: 0, weight: Weight::ZERO },
+    );
     for s in samples.iter_mut() {
         s.cpu = r.u32()?;
         if s.cpu > MAX_CPU {
             return Err(format!("CPU {} out of range", s.cpu));
         }
     }
-    let mut states = Vec::new();
+    let states = &mut ctx.states;
+    states.clear();
     for s in samples.iter_mut() {
-        let st = cpu_state(&mut states, s.cpu);
+        let st = cpu_state(states, s.cpu);
         let dt = st.ref_dt.checked_add(r.i64z()?).ok_or("time out of range")?;
         if st.n == 1 {
             st.ref_dt = dt;
@@ -397,9 +490,9 @@ fn decode_payload(raw: &[u8], start_ns: i64) -> Result<DecodedBucket, String> {
         st.last_t = t;
         s.time_ns = t.checked_mul(unit).and_then(|v| v.checked_add(start_ns)).ok_or("time out of range")?;
     }
-    let mut states = Vec::new();
+    states.clear();
     for s in samples.iter_mut() {
-        let st = cpu_state(&mut states, s.cpu);
+        let st = cpu_state(states, s.cpu);
         let code = r.u64()?;
         let i = if code == 0 { st.last_stack } else { code };
         st.last_stack = i;
@@ -415,7 +508,7 @@ fn decode_payload(raw: &[u8], start_ns: i64) -> Result<DecodedBucket, String> {
         }
     }
     for s in samples.iter_mut() {
-        let st = cpu_state(&mut states, s.cpu);
+        let st = cpu_state(states, s.cpu);
         let code = r.u64()?;
         let i = if code == 0 { st.last_pid } else { code };
         st.last_pid = i;
@@ -439,7 +532,8 @@ fn decode_payload(raw: &[u8], start_ns: i64) -> Result<DecodedBucket, String> {
         prev_w = w;
     }
     let n_u = r.count(4)?;
-    let mut untimed = Vec::with_capacity(n_u);
+    let untimed = &mut out.untimed;
+    untimed.clear();
     for _ in 0..n_u {
         let i = r.u64()? as usize;
         let stack = *dict.get(i).ok_or_else(|| format!("stack index {i} of {}", dict.len()))?;
@@ -452,7 +546,7 @@ fn decode_payload(raw: &[u8], start_ns: i64) -> Result<DecodedBucket, String> {
         untimed.push(Untimed { stack, cgroup, count, weight });
     }
     r.done()?;
-    Ok(DecodedBucket { cgroups, samples, untimed })
+    Ok(())
 }
 
 impl Reader<'_> {
@@ -466,16 +560,57 @@ impl Reader<'_> {
 const METRIC_TIME_UNIT_NS: i64 = 1_000_000;
 /// The metric value mode of a block whose values are not all short decimals.
 const RAW_VALUES: u8 = 0xff;
+/// Added to a decimals mode: a varint step follows, and the deltas are in steps.
+const STEP_FLAG: u8 = 0x20;
+/// The first bytes of a zstd-compressed metric block: a count of 0 (no block is empty)
+/// and a mode no plain block has.
+const METRIC_ZSTD_MARK: [u8; 2] = [0x00, 0xf2];
+/// zstd level of metric blocks (small: the highest levels cost little).
+const METRIC_ZSTD_LEVEL: i32 = 19;
+/// Largest decompressed metric block accepted.
+const MAX_METRIC_BYTES: usize = 64 << 20;
 
 /// Encodes one metric block: `(time_ns, value)` in time order, times ≥ `start_ns`, kept to
-/// the millisecond.
+/// the millisecond. Values that are all short decimals are delta-coded as integers, the
+/// deltas divided by their common step (a byte count that moves by pages); the block is
+/// then zstd-compressed when that is smaller (a steady series folds to a few bytes).
 pub(crate) fn encode_metrics(start_ns: i64, values: &[(i64, f64)]) -> Vec<u8> {
+    let plain = encode_metrics_plain(start_ns, values, true);
+    match zstd::bulk::compress(&plain, METRIC_ZSTD_LEVEL) {
+        Ok(z) if z.len() + METRIC_ZSTD_MARK.len() < plain.len() => {
+            let mut out = METRIC_ZSTD_MARK.to_vec();
+            out.extend_from_slice(&z);
+            out
+        }
+        _ => plain,
+    }
+}
+
+/// The uncompressed block; `steps` allows the common-step mode (the format of older
+/// writers is the same without it).
+fn encode_metrics_plain(start_ns: i64, values: &[(i64, f64)], steps: bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(values.len() * 3 + 4);
     put_varint(&mut out, values.len() as u128);
     // The fewest decimals (0 to 3) that give every value back exactly.
     let decimals =
         (0..=3u8).find(|&d| values.iter().all(|&(_, v)| scaled(v, d).is_some())).unwrap_or(RAW_VALUES);
-    out.push(decimals);
+    // The greatest common divisor of the scaled deltas.
+    let mut step = 0u64;
+    if steps && decimals != RAW_VALUES {
+        let mut last = 0i64;
+        for &(_, v) in values {
+            let s = scaled(v, decimals).unwrap_or(0);
+            step = gcd(step, s.abs_diff(last));
+            last = s;
+        }
+    }
+    if step > 1 {
+        out.push(decimals | STEP_FLAG);
+        put_varint(&mut out, u128::from(step));
+    } else {
+        step = 1;
+        out.push(decimals);
+    }
     let (mut last_t, mut ref_dt) = (0i64, 0i64);
     for (i, &(t, _)) in values.iter().enumerate() {
         let t = (t - start_ns) / METRIC_TIME_UNIT_NS;
@@ -490,13 +625,20 @@ pub(crate) fn encode_metrics(start_ns: i64, values: &[(i64, f64)]) -> Vec<u8> {
     for &(_, v) in values {
         match scaled(v, decimals) {
             Some(s) => {
-                out_zig(&mut out, i128::from(s) - i128::from(last));
+                out_zig(&mut out, (i128::from(s) - i128::from(last)) / i128::from(step));
                 last = s;
             }
             None => out.extend_from_slice(&v.to_le_bytes()),
         }
     }
     out
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 /// `v × 10^decimals` when that is an integer that gives `v` back exactly.
@@ -515,13 +657,39 @@ fn scaled(v: f64, decimals: u8) -> Option<i64> {
 
 /// Decodes a metric block.
 pub(crate) fn decode_metrics(blob: &[u8], start_ns: i64) -> Result<Vec<(i64, f64)>, String> {
+    let mut out = Vec::new();
+    decode_metrics_into(blob, start_ns, &mut out)?;
+    Ok(out)
+}
+
+/// Decodes a metric block, appending its values to `out`.
+pub(crate) fn decode_metrics_into(
+    blob: &[u8],
+    start_ns: i64,
+    out: &mut Vec<(i64, f64)>,
+) -> Result<(), String> {
+    if let Some(z) = blob.strip_prefix(&METRIC_ZSTD_MARK[..]) {
+        let raw = decompress_limited(z, MAX_METRIC_BYTES)?;
+        return decode_metrics_plain(&raw, start_ns, out);
+    }
+    decode_metrics_plain(blob, start_ns, out)
+}
+
+fn decode_metrics_plain(blob: &[u8], start_ns: i64, out: &mut Vec<(i64, f64)>) -> Result<(), String> {
     let mut r = Reader::new(blob);
     let n = r.count(2)?;
-    let decimals = r.bytes(1)?[0];
-    if decimals > 3 && decimals != RAW_VALUES {
-        return Err(format!("unknown value mode {decimals}"));
-    }
-    let mut out = Vec::with_capacity(n);
+    let mode = r.bytes(1)?[0];
+    let (decimals, step) = match mode {
+        RAW_VALUES => (RAW_VALUES, 1),
+        0..=3 => (mode, 1),
+        m if m & !3 == STEP_FLAG => {
+            let step = i64::try_from(r.u64()?).map_err(|_| "value step out of range")?;
+            (m & 3, step)
+        }
+        m => return Err(format!("unknown value mode {m}")),
+    };
+    let first = out.len();
+    out.reserve(n);
     let (mut last_t, mut ref_dt) = (0i64, 0i64);
     for i in 0..n {
         let dt = ref_dt.checked_add(r.i64z()?).ok_or("time out of range")?;
@@ -538,16 +706,17 @@ pub(crate) fn decode_metrics(blob: &[u8], start_ns: i64) -> Result<Vec<(i64, f64
     }
     let f = if decimals == RAW_VALUES { 1.0 } else { 10f64.powi(i32::from(decimals)) };
     let mut last = 0i64;
-    for v in out.iter_mut() {
+    for v in out[first..].iter_mut() {
         v.1 = if decimals == RAW_VALUES {
             f64::from_le_bytes(r.bytes(8)?.try_into().map_err(|_| "short value")?)
         } else {
-            last = last.checked_add(r.i64z()?).ok_or("value out of range")?;
+            let d = r.i64z()?.checked_mul(step).ok_or("value out of range")?;
+            last = last.checked_add(d).ok_or("value out of range")?;
             last as f64 / f
         };
     }
     r.done()?;
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -617,9 +786,40 @@ mod tests {
         // Short decimals take the scaled path, and come back exactly.
         let vals: Vec<(i64, f64)> =
             (0..60).map(|i| (start + i * 1_000_000_000, (i * 7 % 1000) as f64 / 100.0)).collect();
+        let plain = encode_metrics_plain(start, &vals, false);
+        assert_eq!(plain[1], 2);
+        assert!(plain.len() < 60 * 3, "{} bytes", plain.len());
+        assert_eq!(decode_metrics(&plain, start).unwrap(), vals);
         let b = encode_metrics(start, &vals);
-        assert_eq!(b[1], 2);
-        assert!(b.len() < 60 * 3, "{} bytes", b.len());
+        assert!(b.len() <= plain.len(), "{} bytes, plain {}", b.len(), plain.len());
         assert_eq!(decode_metrics(&b, start).unwrap(), vals);
+    }
+
+    #[test]
+    fn metric_blocks_with_a_step_and_compressed_round_trip() {
+        let start = 1_700_000_000_000_000_000;
+        // Page-sized moves of a byte count (a step of 4096), then a steady series.
+        let pages: Vec<(i64, f64)> = (0..600)
+            .map(|i| {
+                (
+                    start + i * 1_000_000_000 + (i % 2) * 1_000_000,
+                    (1_000_000_000 + (i * 37 % 11) * 4096) as f64,
+                )
+            })
+            .collect();
+        let plain = encode_metrics_plain(start, &pages, true);
+        assert_eq!(plain[2], STEP_FLAG, "mode of {:?}", &plain[..4]);
+        assert_eq!(decode_metrics(&plain, start).unwrap(), pages);
+        let steady: Vec<(i64, f64)> = (0..600).map(|i| (start + i * 1_000_000_000, 0.25)).collect();
+        let b = encode_metrics(start, &steady);
+        assert_eq!(b[..2], METRIC_ZSTD_MARK);
+        assert!(b.len() < 40, "{} bytes", b.len());
+        assert_eq!(decode_metrics(&b, start).unwrap(), steady);
+        // Every truncation of a compressed or plain block is an error, not a panic.
+        for blob in [&b, &plain] {
+            for cut in 0..blob.len() {
+                assert!(decode_metrics(&blob[..cut], start).is_err(), "cut at {cut}");
+            }
+        }
     }
 }

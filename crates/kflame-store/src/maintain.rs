@@ -67,7 +67,7 @@ fn delete_before(db: &mut Sqlite, cutoff: i64) -> Result<u64, StoreError> {
     ];
     let mut total = 0u64;
     for sql in statements {
-        // metric_blocks is WITHOUT ROWID: delete by its key range instead.
+        // metric_blocks was WITHOUT ROWID before schema 3: delete by its key, either way.
         let sql = if sql.contains("metric_blocks") {
             "DELETE FROM metric_blocks WHERE (series, start_ns) IN
                  (SELECT series, start_ns FROM metric_blocks WHERE end_ns <= ?1 LIMIT ?2)"

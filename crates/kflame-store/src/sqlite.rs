@@ -22,8 +22,16 @@ use crate::{
 const APP_ID: i32 = 0x6b66_6c6d;
 /// The longest profile bucket or metric block accepted (queries look this far back).
 pub(crate) const MAX_BUCKET_NS: i64 = 3_600_000_000_000;
-/// Resolution of stored sample times.
-const TIME_UNIT_NS: i64 = 1000;
+/// Frame ids above this are refused by the arena of [`Sqlite::each_stack_text`] (ids are
+/// the table's row numbers: dense).
+const MAX_DENSE_FRAME_ID: usize = 1 << 28;
+/// Resolution of stored sample times: 1 ms (times are truncated to it).
+const TIME_UNIT_NS: i64 = 1_000_000;
+/// Metric values are stored to this many decimals of their unit (rounded).
+const METRIC_DECIMALS: i32 = 2;
+/// The longest row of one metric series: the blocks written (see
+/// [`Sqlite::set_metric_block`]) extend a row until it spans this much.
+const METRIC_ROW_NS: i64 = 600_000_000_000;
 /// Size of the reserve file kept beside a database being written (see
 /// [`Sqlite::reserve_path`]).
 pub const RESERVE_BYTES: u64 = 1 << 20;
@@ -64,6 +72,17 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX reports_time ON reports(time_ns);",
     // 2: the buckets of one capture found without a scan of the time index.
     "CREATE INDEX buckets_capture ON buckets(capture) WHERE capture IS NOT NULL;",
+    // 3: metric rows in a rowid table, appended in the order written, found by a unique
+    // index on (series, start_ns). Without rowid, a row of more than about 1 kB spilled into
+    // an overflow page of its own, and keyed by series first every insert split a page in
+    // the middle of the tree: most of the table's pages were empty space.
+    "CREATE TABLE metric_rows(id INTEGER PRIMARY KEY, series INTEGER NOT NULL,
+         start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, data BLOB NOT NULL);
+     INSERT INTO metric_rows(series, start_ns, end_ns, data)
+         SELECT series, start_ns, end_ns, data FROM metric_blocks ORDER BY start_ns, series;
+     DROP TABLE metric_blocks;
+     ALTER TABLE metric_rows RENAME TO metric_blocks;
+     CREATE UNIQUE INDEX metric_blocks_series ON metric_blocks(series, start_ns);",
 ];
 
 /// The newest schema version this build writes and reads.
@@ -86,7 +105,9 @@ type BlockKey = (i64, i64);
 struct Caches {
     hosts: FxHashMap<String, i64>,
     frames: FxHashMap<Vec<u8>, i64>,
-    stacks: FxHashMap<Vec<u8>, i64>,
+    /// Stack ids by a 128-bit digest of the text (two independent 64-bit hashes), not by the
+    /// text: a day of distinct stacks costs 32 bytes each, not their text.
+    stacks: FxHashMap<(i64, u64), i64>,
     series: FxHashMap<(i64, String, String), i64>,
 }
 
@@ -128,6 +149,12 @@ fn map_err(path: &Path, e: rusqlite::Error) -> StoreError {
 }
 
 /// FNV-1a, 64 bits: a stable hash of a stack's text (stored, so it must never change).
+/// A hash independent of [`stack_hash`] (SipHash with fixed keys), for the writer's cache.
+fn second_hash(text: &[u8]) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(text)
+}
+
 fn stack_hash(text: &[u8]) -> i64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in text {
@@ -410,28 +437,61 @@ impl Sqlite {
     }
 }
 
+/// A metric value as stored: rounded to [`METRIC_DECIMALS`] decimals when finite and small
+/// enough for that to be exact in an f64 (all the watcher's are), else kept as it is.
+pub(crate) fn quantize(v: f64) -> f64 {
+    let f = 10f64.powi(METRIC_DECIMALS);
+    if v.is_finite() && v.abs() < 1e13 {
+        let q = (v * f).round() / f;
+        // -0.0 is stored as 0.
+        if q == 0.0 { 0.0 } else { q }
+    } else {
+        v
+    }
+}
+
+/// Appends `values` (of the block starting at `block`) to the row of its series that holds
+/// that block: rows span [`METRIC_ROW_NS`] (a whole number of blocks), so that a short
+/// block does not cost a row of its own.
 fn write_block(
     conn: &Connection,
     series: i64,
-    start: i64,
+    block: i64,
     block_ns: i64,
     values: &[(i64, f64)],
 ) -> rusqlite::Result<()> {
+    let row_ns = (block_ns * (METRIC_ROW_NS / block_ns).max(1)).min(MAX_BUCKET_NS.max(block_ns));
+    let row = block.div_euclid(row_ns) * row_ns;
+    // The block is written as a row of its own (merged with one written before at the same
+    // start: a restart); the last block of a row's span folds the span's rows into one.
+    let rows_of = |from: i64, to: i64| -> rusqlite::Result<Vec<(i64, Vec<u8>)>> {
+        conn.prepare_cached(
+            "SELECT start_ns, data FROM metric_blocks WHERE series = ?1 AND start_ns >= ?2 AND start_ns < ?3
+             ORDER BY start_ns",
+        )?
+        .query_map(params![series, from, to], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect()
+    };
+    let closes = block + block_ns >= row + row_ns;
+    let (from, to) = if closes { (row, row + row_ns) } else { (block, block + 1) };
     let mut all: Vec<(i64, f64)> = Vec::new();
-    let old: Option<Vec<u8>> = conn
-        .prepare_cached("SELECT data FROM metric_blocks WHERE series = ?1 AND start_ns = ?2")?
-        .query_row(params![series, start], |r| r.get(0))
-        .optional()?;
-    if let Some(old) = old {
-        all = codec::decode_metrics(&old, start).map_err(|_| rusqlite::Error::InvalidQuery)?;
+    for (start, data) in rows_of(from, to)? {
+        codec::decode_metrics_into(&data, start, &mut all).map_err(|_| rusqlite::Error::InvalidQuery)?;
     }
     all.extend_from_slice(values);
     all.sort_by_key(|v| v.0);
+    let (start, end) = if closes { (row, row + row_ns) } else { (block, block + block_ns) };
+    if closes {
+        conn.prepare_cached(
+            "DELETE FROM metric_blocks WHERE series = ?1 AND start_ns >= ?2 AND start_ns < ?3",
+        )?
+        .execute(params![series, row, row + row_ns])?;
+    }
     let data = codec::encode_metrics(start, &all);
     conn.prepare_cached(
         "INSERT OR REPLACE INTO metric_blocks(series, start_ns, end_ns, data) VALUES (?1, ?2, ?3, ?4)",
     )?
-    .execute(params![series, start, start + block_ns, data])?;
+    .execute(params![series, start, end, data])?;
     Ok(())
 }
 
@@ -475,14 +535,15 @@ fn frame_id(conn: &Connection, c: &mut Caches, name: &[u8]) -> rusqlite::Result<
 
 /// The id of a stack's text, stored once: its frames (ids into `frames`) as varints.
 fn stack_id(conn: &Connection, c: &mut Caches, text: &[u8]) -> rusqlite::Result<i64> {
-    if let Some(&id) = c.stacks.get(text) {
+    let hash = stack_hash(text);
+    let key = (hash, second_hash(text));
+    if let Some(&id) = c.stacks.get(&key) {
         return Ok(id);
     }
     let mut frames = Vec::with_capacity(text.len() / 8);
     for f in text.split(|&b| b == b';') {
         codec::put_varint(&mut frames, frame_id(conn, c, f)? as u128);
     }
-    let hash = stack_hash(text);
     let found: Option<i64> = conn
         .prepare_cached("SELECT id FROM stacks WHERE hash = ?1 AND frames = ?2")?
         .query_row(params![hash, frames], |r| r.get(0))
@@ -495,7 +556,7 @@ fn stack_id(conn: &Connection, c: &mut Caches, text: &[u8]) -> rusqlite::Result<
             conn.last_insert_rowid()
         }
     };
-    c.stacks.insert(text.to_vec(), id);
+    c.stacks.insert(key, id);
     Ok(id)
 }
 
@@ -533,15 +594,20 @@ fn frame_ids(blob: &[u8]) -> Result<Vec<i64>, String> {
 fn sum_buckets(path: &Path, rows: &[BucketRow], q: &ProfileQuery<'_>) -> Result<Sums, StoreError> {
     let mut sums: FxHashMap<i64, Weight> = FxHashMap::default();
     let mut samples = 0u64;
+    let mut ctx = codec::DecodeCtx::default();
+    let mut d = codec::DecodedBucket::default();
+    let mut cg_ok: Vec<bool> = Vec::new();
     for row in rows {
-        let d = codec::decode_bucket(&row.data, row.start_ns).map_err(|d| StoreError::Corrupt {
-            path: path.to_path_buf(),
-            detail: format!("bucket at {}: {d}", row.start_ns),
+        codec::decode_bucket_into(&mut ctx, &row.data, row.start_ns, &mut d).map_err(|d| {
+            StoreError::Corrupt {
+                path: path.to_path_buf(),
+                detail: format!("bucket at {}: {d}", row.start_ns),
+            }
         })?;
         let whole = row.start_ns >= q.from_ns && row.end_ns <= q.to_ns;
-        let cg_ok: Vec<bool> = std::iter::once(q.cgroup.is_none())
-            .chain(d.cgroups.iter().map(|cg| q.cgroup.is_none_or(|w| cgroup_matches(cg, w))))
-            .collect();
+        cg_ok.clear();
+        cg_ok.push(q.cgroup.is_none());
+        cg_ok.extend(d.cgroups.iter().map(|cg| q.cgroup.is_none_or(|w| cgroup_matches(cg, w))));
         for s in &d.samples {
             if (whole || (s.time_ns >= q.from_ns && s.time_ns < q.to_ns)) && cg_ok[s.cgroup as usize] {
                 *sums.entry(s.stack).or_insert(Weight::ZERO) += s.weight;
@@ -630,6 +696,83 @@ impl Sqlite {
                 data: r.get(4).map_err(e)?,
             };
             f(row)?;
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with the text of each stack of `ids` (ascending), from one scan of the
+    /// stack and frame tables into two arenas: no allocation per stack or frame. For the
+    /// many stacks of a long range; ids the tables do not hold are an error.
+    fn each_stack_text(&self, ids: &[i64], mut f: impl FnMut(i64, &[u8])) -> Result<(), StoreError> {
+        let e = |err| map_err(&self.path, err);
+        // The frame blobs of the wanted stacks, by a merge of the ids with the table's order.
+        let mut blobs: Vec<u8> = Vec::new();
+        let mut spans: Vec<(i64, usize, usize)> = Vec::with_capacity(ids.len());
+        let mut need: Vec<bool> = Vec::new();
+        {
+            let mut st = self.conn.prepare_cached("SELECT id, frames FROM stacks ORDER BY id").map_err(e)?;
+            let mut rows = st.query([]).map_err(e)?;
+            let mut next = 0;
+            while next < ids.len() {
+                let Some(r) = rows.next().map_err(e)? else { break };
+                let id: i64 = r.get(0).map_err(e)?;
+                if next < ids.len() && ids[next] < id {
+                    return Err(self.corrupt(format!("stack {} is referred to but not stored", ids[next])));
+                }
+                if next < ids.len() && ids[next] == id {
+                    next += 1;
+                    let b = r.get_ref(1).map_err(e)?.as_blob().map_err(|err| e(err.into()))?;
+                    let mut rd = codec::Reader::new(b);
+                    while !rd.at_end() {
+                        let fid = rd.varint().map_err(|d| self.corrupt(format!("stack {id}: {d}")))?;
+                        let fid = usize::try_from(fid).ok().filter(|&v| v < MAX_DENSE_FRAME_ID).ok_or_else(
+                            || self.corrupt(format!("stack {id}: frame id {fid} out of range")),
+                        )?;
+                        if need.len() <= fid {
+                            need.resize(fid + 1, false);
+                        }
+                        need[fid] = true;
+                    }
+                    spans.push((id, blobs.len(), blobs.len() + b.len()));
+                    blobs.extend_from_slice(b);
+                }
+            }
+            if let Some(missing) = ids.get(next) {
+                return Err(self.corrupt(format!("stack {missing} is referred to but not stored")));
+            }
+        }
+        // The names of the frames needed, indexed by frame id.
+        let mut names: Vec<u8> = Vec::new();
+        let mut name_at: Vec<(u32, u32)> = vec![(0, u32::MAX); need.len()];
+        {
+            let mut st = self.conn.prepare_cached("SELECT id, name FROM frames").map_err(e)?;
+            let mut rows = st.query([]).map_err(e)?;
+            while let Some(r) = rows.next().map_err(e)? {
+                let id: i64 = r.get(0).map_err(e)?;
+                let Some(i) = usize::try_from(id).ok().filter(|&i| need.get(i) == Some(&true)) else {
+                    continue;
+                };
+                let n = r.get_ref(1).map_err(e)?.as_blob().map_err(|err| e(err.into()))?;
+                name_at[i] = (names.len() as u32, n.len() as u32);
+                names.extend_from_slice(n);
+            }
+        }
+        let mut text = Vec::new();
+        for (id, a, b) in spans {
+            text.clear();
+            let mut rd = codec::Reader::new(&blobs[a..b]);
+            while !rd.at_end() {
+                let fid = rd.varint().map_err(|d| self.corrupt(format!("stack {id}: {d}")))? as usize;
+                let (at, len) = name_at[fid];
+                if len == u32::MAX {
+                    return Err(self.corrupt(format!("stack {id}: frame {fid} is missing")));
+                }
+                if !text.is_empty() {
+                    text.push(b';');
+                }
+                text.extend_from_slice(&names[at as usize..at as usize + len as usize]);
+            }
+            f(id, &text);
         }
         Ok(())
     }
@@ -739,7 +882,7 @@ impl Store for Sqlite {
         }
         let block = time_ns.div_euclid(self.metric_block_ns) * self.metric_block_ns;
         for (id, m) in ids.iter().zip(metrics) {
-            self.pending.entry((*id, block)).or_default().push((time_ns, m.value));
+            self.pending.entry((*id, block)).or_default().push((time_ns, quantize(m.value)));
         }
         // Blocks that ended are written now: a series that stopped is not kept waiting.
         let done: Vec<(i64, i64)> = self
@@ -1021,14 +1164,22 @@ impl Query for Sqlite {
                 }
             }
         }
-        let ids: Vec<i64> = sums.keys().copied().collect();
-        let texts = self.stack_texts(&ids)?;
-        tx.commit().map_err(e)?;
+        let mut ids: Vec<i64> = sums.keys().copied().collect();
         let mut counts = StackCounts::new();
         counts.reserve(sums.len());
-        for (id, w) in sums {
-            counts.add(&texts[&id], w);
+        // One scan of the tables when the stacks are many, or a good part of those stored.
+        let max_id: i64 =
+            self.conn.query_row("SELECT coalesce(max(id), 0) FROM stacks", [], |r| r.get(0)).map_err(e)?;
+        if ids.len() > 20_000 || (ids.len() > 16 && ids.len() as i64 * 16 >= max_id) {
+            ids.sort_unstable();
+            self.each_stack_text(&ids, |id, text| counts.add(text, sums[&id]))?;
+        } else {
+            let texts = self.stack_texts(&ids)?;
+            for (id, w) in sums {
+                counts.add(&texts[&id], w);
+            }
         }
+        tx.commit().map_err(e)?;
         Ok(Profile {
             stacks: Stacks::Counts(counts),
             meta: meta.unwrap_or_default(),
@@ -1105,6 +1256,10 @@ impl Query for Sqlite {
                 let vals = codec::decode_metrics(&data, start)
                     .map_err(|d| self.corrupt(format!("metric block {id} at {start}: {d}")))?;
                 values.extend(vals.into_iter().filter(|(t, _)| *t >= q.from_ns && *t < q.to_ns));
+            }
+            // Rows of an older writer may overlap the rows of a newer one.
+            if !values.is_sorted_by_key(|v| v.0) {
+                values.sort_by_key(|v| v.0);
             }
             let points = match q.points {
                 Some(n) if n > 0 && values.len() > n => resample(&values, q.from_ns, q.to_ns, n),

@@ -163,17 +163,19 @@ fn ranges_are_exact_to_the_sample() {
     let q = ProfileQuery { host: Some("web2"), ..ProfileQuery::new(Kind::Cpu, T0, T0 + 60 * SEC) };
     assert!(db.profile(&q).unwrap().stacks.is_empty());
     assert!(db.profile(&ProfileQuery::new(Kind::Mem, T0, T0 + 60 * SEC)).unwrap().stacks.is_empty());
-    // Heat map points: every sample of the range, at µs resolution, in time order.
+    // Heat map points: every sample of the range, at the stored resolution (1 ms, times
+    // truncated), in time order.
+    const MS: i64 = 1_000_000;
     let pts = db.samples(&ProfileQuery::new(Kind::Cpu, T0 + 5 * SEC, T0 + 25 * SEC)).unwrap();
     let mut want: Vec<(i64, u32)> = samples
         .iter()
         .filter(|s| s.time_ns >= T0 + 5 * SEC && s.time_ns < T0 + 25 * SEC)
-        .map(|s| (s.time_ns / 1000 * 1000, s.cpu))
+        .map(|s| (s.time_ns / MS * MS, s.cpu))
         .collect();
     want.sort();
     assert_eq!(pts.iter().map(|p| (p.time_ns, p.cpu)).collect::<Vec<_>>(), want);
     let first =
-        samples.iter().find(|s| s.time_ns / 1000 * 1000 == pts[0].time_ns && s.cpu == pts[0].cpu).unwrap();
+        samples.iter().find(|s| s.time_ns / MS * MS == pts[0].time_ns && s.cpu == pts[0].cpu).unwrap();
     assert_eq!(db.stack_text(pts[0].stack).unwrap(), first.stack);
     assert_eq!(db.hosts().unwrap(), vec!["web1".to_string()]);
     assert_eq!(db.time_bounds().unwrap(), Some((T0, T0 + 60 * SEC)));
@@ -457,14 +459,43 @@ fn an_old_schema_is_migrated_in_place() {
         let mut db = Sqlite::open_at_version(&path, 1).unwrap();
         assert_eq!(db.schema_version().unwrap(), 1);
         write_buckets(&mut db, &samples, 10 * SEC, "web1", &Meta::with_unit(Unit::Samples));
+        // Metric rows of the first schema (keyed by series, then time).
+        for i in 0..200i64 {
+            let m = [Metric { name: "load1", label: "", value: (i % 17) as f64 * 0.25 }];
+            db.append_metrics("web1", T0 + i * SEC, &m).unwrap();
+        }
     }
-    let db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    let load = |db: &Sqlite| {
+        let q = kflame_store::SeriesQuery {
+            name: "load1",
+            label: Some(""),
+            host: None,
+            from_ns: T0,
+            to_ns: T0 + 3600 * SEC,
+            points: None,
+        };
+        db.series(&q).unwrap().remove(0).points.iter().map(|p| (p.time_ns, p.avg)).collect::<Vec<_>>()
+    };
+    let before = load(&Sqlite::open(&path, OpenMode::Read).unwrap());
+    assert_eq!(before.len(), 200);
+    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
     assert_eq!(db.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(load(&db), before);
+    // The migrated table takes more values, and gives the old and new back in order.
+    db.append_metrics("web1", T0 + 200 * SEC, &[Metric { name: "load1", label: "", value: 9.5 }]).unwrap();
+    db.flush().unwrap();
+    let mut after = before.clone();
+    after.push((T0 + 200 * SEC, 9.5));
+    assert_eq!(load(&db), after);
     let n: i64 = rusqlite::Connection::open(&path)
         .unwrap()
-        .query_row("SELECT count(*) FROM sqlite_master WHERE name = 'buckets_capture'", [], |r| r.get(0))
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name IN ('buckets_capture', 'metric_blocks_series')",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
-    assert_eq!(n, 1);
+    assert_eq!(n, 2);
     assert_eq!(
         got(&db, &ProfileQuery::new(Kind::Cpu, T0, T0 + 60 * SEC)),
         expected(&samples, T0, T0 + 60 * SEC, None)
@@ -499,4 +530,57 @@ fn bad_buckets_are_refused_whole() {
         .unwrap_err();
     assert!(matches!(e, StoreError::Invalid { .. }), "{e}");
     assert!(db.profile(&ProfileQuery::new(Kind::Cpu, T0, T0 + 60 * SEC)).unwrap().stacks.is_empty());
+}
+
+#[test]
+fn metric_values_keep_two_decimals_and_short_blocks_share_rows() {
+    let d = dir("metric-rows");
+    let path = d.join("h.db");
+    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    // As the watcher: a block of one 10 s bucket.
+    db.set_metric_block(10 * SEC);
+    let mut want = Vec::new();
+    for i in 0..1800i64 {
+        // A share of jiffies (not a short decimal), a byte count, a rate.
+        let pct = 100.0 * ((i * 7919) % 201) as f64 / 201.0;
+        let bytes = (4_000_000_000i64 + (i % 13) * 4096) as f64;
+        let rate = ((i * 131) % 997) as f64 / 0.998_7;
+        let t = T0 + i * SEC + (i % 3) * 1_000_000;
+        want.push((t, pct, bytes, rate));
+        db.append_metrics(
+            "web1",
+            t,
+            &[
+                Metric { name: "cpu.usr", label: "", value: pct },
+                Metric { name: "mem.cached", label: "", value: bytes },
+                Metric { name: "ctxt", label: "", value: rate },
+            ],
+        )
+        .unwrap();
+    }
+    db.flush().unwrap();
+    drop(db);
+    let db = Sqlite::open(&path, OpenMode::Read).unwrap();
+    let get = |name: &str| {
+        let q = kflame_store::SeriesQuery {
+            name,
+            label: Some(""),
+            host: None,
+            from_ns: T0,
+            to_ns: T0 + 3600 * SEC,
+            points: None,
+        };
+        db.series(&q).unwrap().remove(0).points.iter().map(|p| (p.time_ns, p.avg)).collect::<Vec<_>>()
+    };
+    let round2 = |v: f64| (v * 100.0).round() / 100.0;
+    let pct: Vec<(i64, f64)> = want.iter().map(|w| (w.0, round2(w.1))).collect();
+    let bytes: Vec<(i64, f64)> = want.iter().map(|w| (w.0, w.2)).collect();
+    let rate: Vec<(i64, f64)> = want.iter().map(|w| (w.0, round2(w.3))).collect();
+    assert_eq!(get("cpu.usr"), pct);
+    assert_eq!(get("mem.cached"), bytes);
+    assert_eq!(get("ctxt"), rate);
+    // 30 minutes in blocks of 10 s: three rows of 10 minutes per series, not 180.
+    let c = rusqlite::Connection::open(&path).unwrap();
+    let rows: i64 = c.query_row("SELECT count(*) FROM metric_blocks", [], |r| r.get(0)).unwrap();
+    assert_eq!(rows, 3 * 3);
 }
