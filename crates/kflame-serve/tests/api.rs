@@ -270,7 +270,13 @@ async fn series_keep_their_extremes_when_resampled() {
     let min = points.iter().map(|p| p[1].as_f64().unwrap()).fold(f64::MAX, f64::min);
     let values: Vec<f64> = (0..900)
         .map(|s| {
-            history::metrics_of(s).into_iter().find(|(n, l, _)| n == "cpu.usr" && l.is_empty()).unwrap().2
+            let v = history::metrics_of(s)
+                .into_iter()
+                .find(|(n, l, _)| n == "cpu.usr" && l.is_empty())
+                .unwrap()
+                .2;
+            // What the store keeps of a value (its documented resolution).
+            kflame_store::stored_metric_value(v)
         })
         .collect();
     assert_eq!(max, values.iter().copied().fold(f64::MIN, f64::max));

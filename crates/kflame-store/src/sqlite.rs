@@ -28,7 +28,8 @@ const MAX_DENSE_FRAME_ID: usize = 1 << 28;
 /// Resolution of stored sample times: 1 ms (times are truncated to it).
 const TIME_UNIT_NS: i64 = 1_000_000;
 /// Metric values are stored to this many decimals of their unit (rounded).
-const METRIC_DECIMALS: i32 = 2;
+/// Decimals a metric value keeps in the store (see [`stored_metric_value`]).
+pub const METRIC_DECIMALS: i32 = 2;
 /// The longest row of one metric series: the blocks written (see
 /// [`Sqlite::set_metric_block`]) extend a row until it spans this much.
 const METRIC_ROW_NS: i64 = 600_000_000_000;
@@ -437,9 +438,10 @@ impl Sqlite {
     }
 }
 
-/// A metric value as stored: rounded to [`METRIC_DECIMALS`] decimals when finite and small
-/// enough for that to be exact in an f64 (all the watcher's are), else kept as it is.
-pub(crate) fn quantize(v: f64) -> f64 {
+/// A metric value as stored and read back: rounded to [`METRIC_DECIMALS`] decimals when
+/// finite and small enough for that to be exact in an f64 (all the watcher's are), else kept
+/// as it is.
+pub fn stored_metric_value(v: f64) -> f64 {
     let f = 10f64.powi(METRIC_DECIMALS);
     if v.is_finite() && v.abs() < 1e13 {
         let q = (v * f).round() / f;
@@ -882,7 +884,7 @@ impl Store for Sqlite {
         }
         let block = time_ns.div_euclid(self.metric_block_ns) * self.metric_block_ns;
         for (id, m) in ids.iter().zip(metrics) {
-            self.pending.entry((*id, block)).or_default().push((time_ns, quantize(m.value)));
+            self.pending.entry((*id, block)).or_default().push((time_ns, stored_metric_value(m.value)));
         }
         // Blocks that ended are written now: a series that stopped is not kept waiting.
         let done: Vec<(i64, i64)> = self
