@@ -760,8 +760,15 @@ impl<S: Store> Watcher<S> {
             ..Policy::new(now_ns())
         };
         match self.store.maintain(&policy) {
+            // While the disk is full, what made room is worth a warning (a run that freed
+            // nothing, every few seconds, is not).
             Ok(m) => control.log(
-                if self.disk_full { Level::Warn } else { Level::Debug },
+                match self.disk_full
+                    && (m.expired_rows > 0 || m.budget_rows > 0 || m.bytes_after < m.bytes_before)
+                {
+                    true => Level::Warn,
+                    false => Level::Debug,
+                },
                 &format!(
                     "database maintenance: {} rows expired, {} buckets downsampled, {} rows over the disk \
                      budget, {} -> {} bytes",
