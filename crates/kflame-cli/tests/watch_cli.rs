@@ -96,3 +96,51 @@ fn the_systemd_unit_verifies() {
     assert!(out.status.success() && err.trim().is_empty(), "systemd-analyze verify: {err}");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn the_example_configuration_is_accepted_and_shows_every_key() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../dist/kflame-watch.toml");
+    let text = std::fs::read_to_string(path).unwrap();
+    // every key of the file format, set or (when its default cannot be written) commented out
+    for key in [
+        "db",
+        "host",
+        "rate",
+        "bucket",
+        "retain",
+        "disk_budget",
+        "budget",
+        "cooldown",
+        "kmsg",
+        "all_devices",
+        "log_level",
+        "triggers",
+    ] {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(&format!("{key} = ")) || l.starts_with(&format!("# {key} = "))),
+            "{key} missing from the example"
+        );
+    }
+    let (code, out, err) = kflame(&["watch", "--config", path, "--check"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with(&format!("configuration {path}: valid\n")), "{out}");
+    // each rule of the file, as the watcher reads it
+    let file = kflame_watch::config::File::read(std::path::Path::new(path)).unwrap();
+    let rules = file.triggers.unwrap();
+    assert!(rules.len() >= 5);
+    for r in &rules {
+        assert!(
+            out.lines().any(|l| l.starts_with(&format!("trigger: {r} (read as: "))),
+            "{r} not listed:\n{out}"
+        );
+    }
+    // --check reads the configuration: a broken copy is refused, naming the rule
+    let d = scratch("example");
+    let bad = d.join("watch.toml");
+    std::fs::write(&bad, text.replace("\"mem.available < 10%", "\"mem.avail < 10%")).unwrap();
+    let (code, _, err) = kflame(&["watch", "--config", bad.to_str().unwrap(), "--check"]);
+    assert_ne!(code, 0);
+    assert!(err.contains(&bad.display().to_string()) && err.contains("unknown metric `mem.avail`"), "{err}");
+    std::fs::remove_dir_all(&d).unwrap();
+}

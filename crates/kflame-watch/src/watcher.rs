@@ -94,7 +94,14 @@ const DOWNSAMPLE_AFTER_NS: i64 = 24 * 3_600_000_000_000;
 
 /// Most buckets kept in memory while the disk is full (10 min of the default 10 s buckets);
 /// older ones are dropped, and counted.
-const MAX_WAITING: usize = 60;
+const MAX_WAITING: usize = 60; // in FULL_NOTE too
+
+/// What the watcher does when the disk first turns out full (whichever write found it).
+const FULL_NOTE: &str = "keeping profile buckets in memory (at most 60) and retrying; retention and \
+                         the disk budget free space (maintenance every 5 s until writes succeed)";
+
+/// How often maintenance runs while the disk is full (once a minute otherwise).
+const FULL_MAINTAIN: Duration = Duration::from_secs(5);
 
 /// A bucket being filled: samples with their wall time, stacks interned.
 #[derive(Debug)]
@@ -349,6 +356,7 @@ impl<S: Store> Watcher<S> {
         let tick = Duration::from_secs(1);
         let mut next_tick = started + tick;
         let mut next_maintain = started + Duration::from_secs(60);
+        let mut last_maintain = started;
         self.metrics_tick(control); // the first read: rates from the next one on
         loop {
             let ended = match profile.poll(Duration::from_millis(100)) {
@@ -390,8 +398,13 @@ impl<S: Store> Watcher<S> {
                 self.status.capturing = self.running.values().map(|r| r.kind.name()).collect();
                 control.status(&self.status);
             }
-            if now >= next_maintain {
+            // A full disk is freed by retention and the disk budget: maintenance then runs
+            // every few seconds rather than once a minute.
+            let due =
+                if self.disk_full { next_maintain.min(last_maintain + FULL_MAINTAIN) } else { next_maintain };
+            if now >= due {
                 self.maintain(control);
+                last_maintain = now;
                 next_maintain = now + Duration::from_secs(60);
             }
         }
@@ -714,13 +727,7 @@ impl<S: Store> Watcher<S> {
                 Err(e) if e.is_disk_full() => {
                     if !self.disk_full {
                         self.disk_full = true;
-                        control.log(
-                            Level::Error,
-                            &format!(
-                                "{e}: keeping profile buckets in memory (at most {MAX_WAITING}) and retrying; \
-                                 retention will free space"
-                            ),
-                        );
+                        control.log(Level::Error, &format!("profile bucket not stored: {e}; {FULL_NOTE}"));
                     }
                     while self.waiting.len() > MAX_WAITING {
                         self.waiting.pop_front();
@@ -753,8 +760,15 @@ impl<S: Store> Watcher<S> {
             ..Policy::new(now_ns())
         };
         match self.store.maintain(&policy) {
+            // While the disk is full, what made room is worth a warning (a run that freed
+            // nothing, every few seconds, is not).
             Ok(m) => control.log(
-                Level::Debug,
+                match self.disk_full
+                    && (m.expired_rows > 0 || m.budget_rows > 0 || m.bytes_after < m.bytes_before)
+                {
+                    true => Level::Warn,
+                    false => Level::Debug,
+                },
                 &format!(
                     "database maintenance: {} rows expired, {} buckets downsampled, {} rows over the disk \
                      budget, {} -> {} bytes",
@@ -770,7 +784,7 @@ impl<S: Store> Watcher<S> {
             e if e.is_disk_full() && self.disk_full => {}
             e if e.is_disk_full() => {
                 self.disk_full = true;
-                control.log(Level::Error, &format!("{what} not stored: {e}; retrying"));
+                control.log(Level::Error, &format!("{what} not stored: {e}; {FULL_NOTE}"));
             }
             _ => control.log(Level::Error, &format!("{what} not stored: {e}")),
         }

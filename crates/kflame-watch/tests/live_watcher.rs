@@ -1,15 +1,23 @@
-//! Live tests of the watcher loop (root: perf events on every CPU, tracefs). Each is bounded
-//! by its own stop timer. They touch the running system, hence the `live_` names.
+//! Live tests of the watcher loop (root: perf events on every CPU, tracefs, a tmpfs mount).
+//! Each is bounded by its own stop timer. The watcher writes a real SQLite history database
+//! in a temporary directory, and the tests read it back through `Query`. They touch the
+//! running system, hence the `live_` names.
 
 #![allow(clippy::print_stderr)] // the skip note when not root
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use kflame::fold::{Meta, Unit, Weight};
+use kflame_store::{Event, OpenMode, ProfileQuery, Query, SeriesQuery, Sqlite};
 use kflame_watch::config::{self, File, Level};
-use kflame_watch::store::{Kind, MemStore};
+use kflame_watch::store::{Bucket, Kind, Sample, Store};
 use kflame_watch::{Control, Environment, Status, Watcher};
+
+const SEC: i64 = 1_000_000_000;
 
 /// One watcher at a time: each records every CPU and names every process's stacks, and
 /// several at once on a small machine (debug builds) make each too slow for its timings.
@@ -65,10 +73,74 @@ fn burner(seconds: u64) -> std::process::Child {
         .unwrap()
 }
 
-/// Runs a watcher with these flags for `secs`, with one burner thread per CPU meanwhile.
-fn watch(flags: File, secs: u64) -> (MemStore, Log, Duration) {
+/// A directory removed (with what is in it) when dropped; unmounted first when a tmpfs was
+/// mounted on it.
+struct TempDir {
+    path: PathBuf,
+    mounted: bool,
+}
+
+impl TempDir {
+    fn new(what: &str) -> TempDir {
+        let path = std::env::temp_dir().join(format!("kflame-watch-{what}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir { path, mounted: false }
+    }
+
+    /// A tmpfs of `size` (`8m`) mounted on a new directory; `None` when mounting fails.
+    fn tmpfs(what: &str, size: &str) -> Option<TempDir> {
+        let mut d = TempDir::new(what);
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&d.path)
+            .status()
+            .is_ok_and(|s| s.success());
+        d.mounted = ok;
+        ok.then_some(d)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if self.mounted {
+            let _ = Command::new("umount").arg(&self.path).status();
+        }
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// The database the CLI opens: metric values buffered in blocks of one bucket.
+fn open_db(path: &Path, bucket_ns: i64) -> Sqlite {
+    let mut db = Sqlite::open(path, OpenMode::Write).unwrap();
+    db.set_metric_block(bucket_ns);
+    db
+}
+
+fn now_ns() -> i64 {
+    let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    i64::try_from(d.as_nanos()).unwrap()
+}
+
+/// The stack texts of a profile with their weights.
+fn stacks(p: &kflame_store::Profile) -> Vec<(String, Weight)> {
+    p.stacks
+        .in_output_order()
+        .into_iter()
+        .map(|(s, w)| (String::from_utf8_lossy(s).into_owned(), w))
+        .collect()
+}
+
+fn weight_of(stacks: &[(String, Weight)], part: &str) -> Weight {
+    stacks.iter().filter(|(s, _)| s.contains(part)).fold(Weight::ZERO, |a, (_, w)| a + *w)
+}
+
+/// Runs a watcher with these flags for `secs` on a new database at `db`, with one burner
+/// process per CPU meanwhile; the database is closed (flushed) on return.
+fn watch(flags: File, secs: u64, db: &Path) -> (Log, Duration) {
     let settings = config::resolve(None, &flags, "test-host").unwrap();
-    let mut w = Watcher::new(settings, MemStore::default(), Environment::default());
+    let store = open_db(db, i64::try_from(settings.bucket.as_nanos()).unwrap());
+    let mut w = Watcher::new(settings, store, Environment::default());
     let stop = Arc::new(AtomicBool::new(false));
     let burners: Vec<_> = (0..2).map(|_| burner(secs + 10)).collect(); // outlast the watcher; killed after it
     let timer = {
@@ -86,7 +158,8 @@ fn watch(flags: File, secs: u64) -> (MemStore, Log, Duration) {
         let _ = b.kill();
         let _ = b.wait();
     }
-    (w.into_store(), log, stopped)
+    drop(w.into_store());
+    (log, stopped)
 }
 
 #[test]
@@ -96,62 +169,124 @@ fn live_cpu_trigger_captures_the_burner() {
         eprintln!("skipped: needs root");
         return;
     }
+    let dir = TempDir::new("trigger");
+    let path = dir.path.join("history.db");
     let flags = File {
         triggers: Some(vec!["cpu > 40% for 2s => cpu 4s".into()]),
         bucket: Some("2s".into()),
         kmsg: Some(false),
         ..File::default()
     };
-    let (store, log, stop_took) = watch(flags, 20);
+    let began = now_ns();
+    let (log, stop_took) = watch(flags, 20, &path);
+    let ended = now_ns();
     // a few seconds: the last windows of the profile and of the capture still running are
     // named first (slow in a debug build on a loaded machine)
     assert!(stop_took < Duration::from_secs(8), "stopping took {stop_took:?}");
-    assert_eq!(store.triggers.len(), 1, "{:?}\n{:?}", store.triggers, log.0);
-    assert_eq!(store.triggers[0].1, "cpu");
-    assert!(store.triggers[0].2 > 40.0);
-    assert_eq!(store.captures.len(), 1);
-    let c = &store.captures[0];
-    assert_eq!(c.kind, Kind::Cpu);
-    assert!(c.end_ns.is_some(), "capture not ended: {:?}", log.0);
-    let cap: Vec<_> = store.buckets.iter().filter(|b| b.capture.is_some()).collect();
-    assert!(!cap.is_empty(), "{:?}", log.0);
-    let burner = |b: &&kflame_watch::store::MemBucket| {
-        b.samples.iter().filter(|s| s.2.contains("kflame_watch_test_burner")).count()
+    let db = Sqlite::open(&path, OpenMode::Read).unwrap();
+    let events = db.events(0, i64::MAX, None).unwrap();
+    let triggers: Vec<_> = events.iter().filter(|e| matches!(e, Event::Trigger { .. })).collect();
+    assert_eq!(triggers.len(), 1, "{events:?}\n{:?}", log.0);
+    let Event::Trigger { id: trigger, metric, value, threshold, host, .. } = triggers[0] else {
+        unreachable!()
     };
-    let in_capture: usize = cap.iter().map(burner).sum();
-    let total: usize = cap.iter().map(|b| b.samples.len()).sum();
-    // 99 Hz x 2 CPUs x ~4 s; the machine may be shared, so the burner's share varies
-    let spans: Vec<(i64, usize, usize)> = cap
-        .iter()
-        .map(|b| ((b.end_ns - b.start_ns) / 1_000_000, b.samples.len(), b.aggregated.len()))
-        .collect();
+    assert_eq!((metric.as_str(), *threshold, host.as_str()), ("cpu", 40.0, "test-host"));
+    assert!(*value > 40.0, "{value}");
+    let captures: Vec<_> = events.iter().filter(|e| matches!(e, Event::Capture { .. })).collect();
+    assert_eq!(captures.len(), 1, "{events:?}");
+    let Event::Capture { id, kind, start_ns, end_ns, trigger: by, .. } = captures[0] else { unreachable!() };
+    assert_eq!((*kind, *by), (Kind::Cpu, Some(*trigger)));
+    let end = end_ns.unwrap_or_else(|| panic!("capture not ended: {:?}", log.0));
     assert!(
-        total > 100,
-        "{total} samples in {spans:?}; {in_capture} burner; {:?}; {:?}",
-        store.captures,
-        log.0
+        began <= *start_ns && *start_ns < end && end <= ended,
+        "{start_ns}..{end} outside {began}..{ended}"
     );
-    let mut top: Vec<&str> = cap
+    let cap = db
+        .profile(&ProfileQuery { capture: Some(*id), ..ProfileQuery::new(Kind::Cpu, 0, i64::MAX) })
+        .unwrap();
+    let cap_stacks = stacks(&cap);
+    let in_capture = weight_of(&cap_stacks, "kflame_watch_test_burner");
+    // 99 Hz x 2 CPUs x ~4 s; the machine may be shared, so the burner's share varies
+    assert!(cap.samples > 100, "{} samples in {} buckets; {:?}", cap.samples, cap.buckets, log.0);
+    let mut top: Vec<&str> = cap_stacks
         .iter()
-        .flat_map(|b| b.samples.iter().map(|s| s.2.as_str()))
+        .map(|(s, _)| s.as_str())
         .filter(|s| s.starts_with("live_watcher"))
         .take(5)
         .collect();
     top.sort();
     // present, whatever share the rest of a busy machine leaves it
-    assert!(in_capture >= 5, "{in_capture} of {total} samples in the burner: {top:#?}");
-    // the always-on profile: buckets of 2 s with per-sample times inside their range
-    let profile: Vec<_> = store.buckets.iter().filter(|b| b.capture.is_none()).collect();
-    assert!(profile.len() >= 3, "{} buckets", profile.len());
-    for b in &profile {
-        assert_eq!(b.end_ns - b.start_ns, 2_000_000_000);
-        assert!(b.samples.iter().all(|s| s.0 >= b.start_ns && s.0 < b.end_ns));
-    }
-    assert!(profile.iter().map(burner).sum::<usize>() > 0);
+    assert!(
+        in_capture >= Weight::from_u64(5),
+        "{in_capture:?} of {} samples in the burner: {top:#?}",
+        cap.samples
+    );
+    // the always-on profile: every CPU bucket (capture ones too) read back, samples timed
+    // inside the watch, the burner in it outside the capture as well
+    let all = db.profile(&ProfileQuery::new(Kind::Cpu, 0, i64::MAX)).unwrap();
+    assert!(all.buckets >= cap.buckets + 3, "{} buckets, {} of the capture", all.buckets, cap.buckets);
+    assert!(all.samples > cap.samples);
+    assert!(weight_of(&stacks(&all), "kflame_watch_test_burner") > in_capture);
+    let times = db.samples(&ProfileQuery::new(Kind::Cpu, 0, i64::MAX)).unwrap();
+    assert!(
+        times.iter().all(|s| s.time_ns >= began - 2 * SEC && s.time_ns <= ended),
+        "sample times outside the watch"
+    );
+    assert!(times.windows(2).all(|p| p[0].time_ns <= p[1].time_ns));
     // metrics every second
-    let cpu_rows = store.metrics.iter().filter(|m| m.1 == "cpu" && m.2.is_empty()).count();
+    let cpu = db
+        .series(&SeriesQuery {
+            name: "cpu",
+            label: Some(""),
+            host: Some("test-host"),
+            from_ns: 0,
+            to_ns: i64::MAX,
+            points: None,
+        })
+        .unwrap();
+    let cpu_rows = cpu.iter().map(|s| s.points.len()).sum::<usize>();
     // one a second, a few late while the first windows are named (kallsyms, ELF tables)
     assert!((8..=21).contains(&cpu_rows), "{cpu_rows} cpu rows");
+}
+
+/// Fills the database with buckets two days old, 200 distinct stacks each, until the file
+/// system is full; returns how many were stored.
+fn fill_with_old_buckets(db: &mut Sqlite) -> i64 {
+    let t0 = now_ns() - 2 * 86_400 * SEC;
+    let meta = Meta::with_unit(Unit::Samples);
+    for i in 0..100_000i64 {
+        let stacks: Vec<Vec<u8>> =
+            (0..200).map(|k| format!("old_worker;run;step{i};leaf{k}").into_bytes()).collect();
+        let samples: Vec<Sample<'_>> = stacks
+            .iter()
+            .enumerate()
+            .map(|(k, s)| Sample {
+                time_ns: t0 + i * 10 * SEC + k as i64 * 1_000_000,
+                cpu: (k % 2) as u32,
+                pid: 1,
+                tid: 1,
+                cgroup: None,
+                stack: s,
+                weight: Weight::ONE,
+            })
+            .collect();
+        let r = db.append_bucket(&Bucket {
+            host: "h",
+            kind: Kind::Cpu,
+            start_ns: t0 + i * 10 * SEC,
+            end_ns: t0 + (i + 1) * 10 * SEC,
+            capture: None,
+            meta: &meta,
+            samples: &samples,
+            aggregated: &[],
+        });
+        match r {
+            Ok(()) => {}
+            Err(e) if e.is_disk_full() => return i,
+            Err(e) => panic!("filling: {e}"),
+        }
+    }
+    panic!("the file system never filled");
 }
 
 #[test]
@@ -161,33 +296,81 @@ fn live_disk_full_keeps_running_and_resumes() {
         eprintln!("skipped: needs root");
         return;
     }
-    // The store refuses the first bucket writes (disk full); the watcher keeps the buckets,
-    // goes on recording metrics, and writes them all, in order, once it takes writes again.
-    let settings =
-        config::resolve(None, &File { bucket: Some("1s".into()), kmsg: Some(false), ..File::default() }, "h")
-            .unwrap();
-    let store = MemStore { refuse_buckets: 3, ..MemStore::default() };
-    let mut w = Watcher::new(settings, store, Environment::default());
+    // A small tmpfs filled with old history: the watcher's first buckets find the disk full.
+    // It keeps them, goes on recording, says so; maintenance frees space by the disk budget
+    // (oldest first), and every kept bucket is then written, in order, and storing goes on.
+    let Some(dir) = TempDir::tmpfs("full", "8m") else {
+        eprintln!("skipped: mounting a tmpfs failed");
+        return;
+    };
+    let path = dir.path.join("history.db");
+    let mut db = open_db(&path, SEC);
+    let old = fill_with_old_buckets(&mut db);
+    assert!(old > 10, "{old} buckets filled 8 MiB");
+    assert!(db.reserve_path().exists(), "the reserve maintenance deletes with under a full disk");
+    let used = db.used_bytes().unwrap();
+    let budget = format!("{}K", used / 2 / 1024);
+    let settings = config::resolve(
+        None,
+        &File {
+            bucket: Some("1s".into()),
+            kmsg: Some(false),
+            disk_budget: Some(budget.clone()),
+            ..File::default()
+        },
+        "h",
+    )
+    .unwrap();
+    let mut w = Watcher::new(settings, db, Environment::default());
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
     let t = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(7));
+        std::thread::sleep(Duration::from_secs(16));
         s.store(true, Ordering::Relaxed);
     });
+    let began = now_ns();
     let mut log = Log(Vec::new());
     let status = w.run(stop, Arc::new(AtomicBool::new(false)), &mut log).unwrap();
     t.join().unwrap();
-    let store = w.store();
+    drop(w.into_store());
     let full = log.0.iter().position(|l| {
-        l.starts_with("error: memory: disk full") && l.contains("keeping profile buckets in memory")
+        // metrics or a bucket, whichever write found the disk full first
+        l.starts_with("error: ")
+            && l.contains("not stored")
+            && l.contains("disk full")
+            && l.contains(&path.display().to_string())
+            && l.contains("keeping profile buckets in memory")
     });
+    let freed =
+        log.0.iter().position(|l| l.starts_with("warn: database maintenance:") && l.contains("disk budget"));
     let resumed = log.0.iter().position(|l| l.contains("storing resumed"));
-    assert!(full.is_some() && resumed > full, "{:?}", log.0);
+    assert!(full.is_some() && freed > full && resumed > freed, "budget {budget}: {:#?}", log.0);
     assert_eq!(status.waiting_buckets, 0, "{status:?}");
-    assert!(store.buckets.len() >= 5, "{} buckets", store.buckets.len());
-    let starts: Vec<i64> = store.buckets.iter().map(|b| b.start_ns).collect();
-    // in time order (a second without a sample on an idle machine has no bucket; samples
-    // handed over late for time order make a second bucket of the same range)
-    assert!(starts.windows(2).all(|p| p[1] >= p[0]), "buckets out of order: {starts:?}");
-    assert!(store.metrics.len() > 10, "metrics still stored");
+    let db = Sqlite::open(&path, OpenMode::Read).unwrap();
+    // the oldest history went for the budget; the watch's buckets are all there
+    let old_left = db.profile(&ProfileQuery::new(Kind::Cpu, 0, began - 86_400 * SEC)).unwrap();
+    assert!(old_left.buckets < old as u64, "{} of {old} old buckets left", old_left.buckets);
+    let new = db.profile(&ProfileQuery::new(Kind::Cpu, began - SEC, i64::MAX)).unwrap();
+    assert!(new.buckets >= 10, "{} buckets of the watch", new.buckets);
+    assert!(new.samples > 0);
+    let times = db.samples(&ProfileQuery::new(Kind::Cpu, began - SEC, i64::MAX)).unwrap();
+    assert!(times.windows(2).all(|p| p[0].time_ns <= p[1].time_ns), "samples out of order");
+    // metrics: stored again once the disk has room, one a second to the end. (Values of a
+    // series first seen while the disk is full are not kept: the store cannot create the
+    // series row; the error above says so.)
+    let cpu = db
+        .series(&SeriesQuery {
+            name: "cpu",
+            label: Some(""),
+            host: Some("h"),
+            from_ns: 0,
+            to_ns: i64::MAX,
+            points: None,
+        })
+        .unwrap();
+    let secs: Vec<i64> =
+        cpu.iter().flat_map(|s| s.points.iter().map(|p| (p.time_ns - began) / SEC)).collect();
+    assert!(secs.len() >= 3, "cpu values at {secs:?} s");
+    assert!(secs.windows(2).all(|p| p[1] - p[0] <= 2), "gaps in the cpu values: {secs:?} s");
+    assert!(*secs.last().unwrap() >= 13, "cpu values end early: {secs:?} s of 16");
 }

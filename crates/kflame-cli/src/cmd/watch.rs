@@ -203,9 +203,30 @@ impl Control for Cli {
 }
 
 #[allow(clippy::print_stdout)]
-fn print_check() -> Result<()> {
+fn print_check(args: &Args, settings: &Settings) -> Result<()> {
     let items = kflame_watch::check::check(Path::new("/"), Path::new("/dev/kmsg"));
     let mut out = std::io::stdout().lock();
+    match &args.config {
+        Some(p) => writeln!(out, "configuration {}: valid", p.display())?,
+        None => writeln!(out, "configuration: none (defaults and flags)")?,
+    }
+    writeln!(
+        out,
+        "database {}, host {}, profile {} Hz in buckets of {} s, retain {} s, disk budget {}",
+        settings.db.display(),
+        settings.host,
+        settings.rate,
+        settings.bucket.as_secs_f64(),
+        settings.retain.as_secs(),
+        match settings.disk_budget {
+            0 => "none".to_string(),
+            n => format!("{n} bytes"),
+        }
+    )?;
+    for r in &settings.rules {
+        writeln!(out, "trigger: {} (read as: {r})", r.text)?;
+    }
+    writeln!(out)?;
     for i in &items {
         writeln!(out, "{:<4} {:<40} {}", if i.available { "yes" } else { "no" }, i.name, i.detail)?;
     }
@@ -221,15 +242,17 @@ fn print_check() -> Result<()> {
 }
 
 pub(crate) fn run(args: Args) -> Result<()> {
-    if args.check {
-        return print_check();
-    }
+    // The configuration and flags are checked first, with --check too: a file that --check
+    // accepts is one the watcher starts with.
     let settings = resolve_settings(&args).map_err(|e| match &e {
         ConfigError::Value { origin, .. } | ConfigError::Rule { origin, .. } if origin == "command line" => {
             anyhow::Error::new(Usage(e.to_string()))
         }
         _ => anyhow::Error::new(e),
     })?;
+    if args.check {
+        return print_check(&args, &settings);
+    }
     let bucket_ns = i64::try_from(settings.bucket.as_nanos()).unwrap_or(i64::MAX);
     let store = crate::cmd::watch_store::open(&settings.db, bucket_ns)?;
     let stop = Arc::new(AtomicBool::new(false));
