@@ -61,7 +61,7 @@ with_recorder() {
     echo "$it $(echo "100 * ($t1 - $t0) / $HZ / ($w1 - $w0)" | bc -l) $rss"
 }
 
-median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+median() { sort -n | awk '{ a[NR] = $1 } END { printf "%.6f\n", (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 : > "$tmp/idle"; : > "$tmp/watch"; : > "$tmp/perf"
 for r in $(seq "$ROUNDS"); do
