@@ -159,6 +159,18 @@ pub enum ConfigError {
     },
 }
 
+impl Settings {
+    /// How many trigger rules, in words for a log line: `no trigger rules`, `1 trigger
+    /// rule`, `3 trigger rules`.
+    pub fn rules_summary(&self) -> String {
+        match self.rules.len() {
+            0 => "no trigger rules".to_string(),
+            1 => "1 trigger rule".to_string(),
+            n => format!("{n} trigger rules"),
+        }
+    }
+}
+
 impl File {
     /// Reads and parses a configuration file.
     pub fn read(path: &Path) -> Result<File, ConfigError> {
@@ -330,6 +342,18 @@ mod tests {
         assert_eq!(s.db, Path::new(DEFAULT_DB));
         let s = resolve(None, &File::default(), "box").unwrap();
         assert_eq!((s.host.as_str(), s.rate, s.bucket, s.kmsg), ("box", 19, Duration::from_secs(10), true));
+    }
+
+    #[test]
+    fn the_rule_count_reads_as_words() {
+        let count = |rules: &[&str]| {
+            let flags =
+                File { triggers: Some(rules.iter().map(|r| r.to_string()).collect()), ..File::default() };
+            resolve(None, &flags, "box").unwrap().rules_summary()
+        };
+        assert_eq!(count(&[]), "no trigger rules");
+        assert_eq!(count(&["load1 > 2*ncpu"]), "1 trigger rule");
+        assert_eq!(count(&["load1 > 2*ncpu", "cpu > 80% for 5s => cpu 30s"]), "2 trigger rules");
     }
 
     #[test]

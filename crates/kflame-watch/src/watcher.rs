@@ -478,10 +478,8 @@ impl<S: Store> Watcher<S> {
                 let db = self.settings.db.clone();
                 let rate = self.settings.rate;
                 self.settings = Settings { db, rate, ..new };
-                control.log(
-                    Level::Info,
-                    &format!("configuration reloaded: {} trigger rules", self.settings.rules.len()),
-                );
+                control
+                    .log(Level::Info, &format!("configuration reloaded: {}", self.settings.rules_summary()));
             }
         }
     }

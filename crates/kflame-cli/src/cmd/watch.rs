@@ -281,12 +281,12 @@ pub(crate) fn run(args: Args) -> Result<()> {
     cli.log(
         Level::Info,
         &format!(
-            "watching {} into {} ({} Hz profile in {} s buckets, {} trigger rules)",
+            "watching {} into {} ({} Hz profile in {} s buckets, {})",
             settings.host,
             settings.db.display(),
             settings.rate,
             settings.bucket.as_secs(),
-            settings.rules.len()
+            settings.rules_summary()
         ),
     );
     let db = settings.db.clone();
