@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use kflame::fold::diff::{self, DiffOptions};
 use kflame::fold::write::write_lines;
-use kflame::fold::{Meta, StackCounts, Stacks};
+use kflame::fold::{StackCounts, Stacks};
 use kflame::render::html::{HtmlOptions, HtmlProfile, write_html};
 use kflame::render::{self, Options, OutputKind};
 use kflame_store::time::{format_time, now_ns, parse_time};
@@ -157,7 +157,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
     let mut out = output::create(args.output.as_deref())?;
     match out_kind {
         OutputKind::Folded => {
-            out.write_all(header(&after.meta).as_bytes())?;
+            out.write_all(after.meta.declared_header().as_bytes())?;
             write_lines(&mut out, after.stacks.in_output_order().into_iter())
                 .context("writing folded stacks")?;
         }
@@ -200,19 +200,6 @@ fn note_mixed(p: &Profile) {
 
 fn title(args: &Args, kind: Kind, from: i64, to: i64) -> String {
     args.title.clone().unwrap_or_else(|| format!("{kind} {} to {}", format_time(from), format_time(to)))
-}
-
-/// Always the unit and event: a history's profile says what it measured.
-fn header(meta: &Meta) -> String {
-    let library = meta.header();
-    if !library.is_empty() {
-        return library;
-    }
-    let mut h = format!("# unit={}\n", meta.unit);
-    if let Some(e) = &meta.event {
-        h.push_str(&format!("# event={}\n", e.replace('\n', " ")));
-    }
-    h
 }
 
 fn write_json(out: &mut impl Write, p: &Profile, kind: Kind, from: i64, to: i64) -> Result<()> {

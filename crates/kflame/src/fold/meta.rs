@@ -124,11 +124,14 @@ impl Meta {
 
     /// The header lines, each ending in `\n`; empty when the unit is undeclared or periods.
     pub fn header(&self) -> String {
-        let mut s = String::new();
-        if self.is_flamegraph_native() {
-            return s;
-        }
-        s.push_str(&format!("# unit={}\n", self.unit));
+        if self.is_flamegraph_native() { String::new() } else { self.declared_header() }
+    }
+
+    /// The unit line and, when known, the event line, whatever the unit: for output that
+    /// always says what it measured (a recording, a stored history), so that kflame refuses
+    /// to merge it with other units. flamegraph.pl skips the lines.
+    pub fn declared_header(&self) -> String {
+        let mut s = format!("# unit={}\n", self.unit);
         if let Some(e) = &self.event {
             s.push_str(&format!("# event={}\n", e.replace('\n', " ")));
         }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use kflame::fold::write::write_lines;
-use kflame::fold::{Meta, OrderedStacks, Stacks, Weight};
+use kflame::fold::{OrderedStacks, Stacks, Weight};
 use kflame::record::{Mode, Recording, json};
 use kflame::render::html::{HtmlOptions, HtmlProfile, write_html};
 use kflame::render::{self, Options, OutputKind, Profile};
@@ -177,28 +177,12 @@ pub(crate) struct GraphOptions {
 fn write<W: Write>(kind: Kind, r: &Recording, opts: &GraphOptions, out: &mut W) -> Result<()> {
     match kind {
         Kind::Folded => {
-            out.write_all(header(&r.meta).as_bytes()).context("writing folded stacks")?;
+            out.write_all(r.meta.declared_header().as_bytes()).context("writing folded stacks")?;
             write_lines(out, r.stacks.sorted().into_iter()).context("writing folded stacks")
         }
         Kind::Json => json::write_events(out, &r.events, &r.meta).context("writing JSON events"),
         Kind::Svg | Kind::Html => render_graph(kind, r, opts, out),
     }
-}
-
-/// The header lines of a recording: always its unit and event. The library writes none for
-/// sample counts (what flamegraph.pl assumes, so that collapsed perf script text stays byte
-/// for byte that of stackcollapse-perf.pl); a recording says what it measured whatever it is,
-/// so that kflame refuses to merge it with bytes or nanoseconds. flamegraph.pl skips the lines.
-fn header(meta: &Meta) -> String {
-    let library = meta.header();
-    if !library.is_empty() {
-        return library;
-    }
-    let mut h = format!("# unit={}\n", meta.unit);
-    if let Some(e) = &meta.event {
-        h.push_str(&format!("# event={}\n", e.replace('\n', " ")));
-    }
-    h
 }
 
 /// The stacks to draw: merged for a flame graph, the recorded events in time order for a
@@ -236,6 +220,7 @@ fn render_graph<W: Write>(kind: Kind, r: &Recording, opts: &GraphOptions, out: &
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kflame::fold::Meta;
 
     #[test]
     fn kind_from_format_or_extension() {
@@ -290,12 +275,12 @@ mod tests {
     fn header_says_the_unit_of_sample_counts_too() {
         use kflame::fold::Unit;
         let cpu = Meta { unit: Unit::Samples, event: Some("cpu-clock".into()) };
-        assert_eq!(header(&cpu), "# unit=samples\n# event=cpu-clock\n");
+        assert_eq!(cpu.declared_header(), "# unit=samples\n# event=cpu-clock\n");
         let mem = Meta { unit: Unit::Bytes, event: Some("kmem:mm_page_alloc".into()) };
-        assert_eq!(header(&mem), mem.header());
+        assert_eq!(mem.declared_header(), mem.header());
         // Read back as it was written.
         let mut back = Meta::default();
-        for l in header(&cpu).lines() {
+        for l in cpu.declared_header().lines() {
             assert!(back.apply_comment(l.as_bytes()));
         }
         assert_eq!(back, cpu);
