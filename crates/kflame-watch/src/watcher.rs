@@ -8,9 +8,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::{Duration, Instant};
 
 use kflame::fold::{Meta, Unit, Weight};
-use kflame::record::{
-    self, Config, Mode, Naming, Recorder, Recording, StackParts, Status as RecStatus, Target,
-};
+use kflame::record::{self, Config, Mode, Recorder, Recording, Status as RecStatus};
 
 use crate::capture::{self, Capture, Message};
 use crate::config::{ConfigError, Level, Settings};
@@ -155,6 +153,13 @@ impl Pending {
         i
     }
 
+    /// Adds one sample record of `r`, taken at `time_ns` (wall clock).
+    fn push(&mut self, r: &Recording, s: &record::SampleRecord, time_ns: i64) {
+        let stack = self.intern(r.sample_stack(s));
+        let cgroup = s.cgroup.and_then(|id| r.cgroups.get(&id)).map(|p| self.cgroup(p));
+        self.rows.push(Row { time_ns, cpu: s.cpu, pid: s.pid, tid: s.tid, cgroup, stack, weight: s.weight });
+    }
+
     fn cgroup(&mut self, path: &Arc<str>) -> u32 {
         match self.cgroups.iter().position(|c| Arc::ptr_eq(c, path) || **c == **path) {
             Some(i) => i as u32,
@@ -205,17 +210,7 @@ fn add_recording(pending: &mut Pending, r: &Recording, clock: &record::WallClock
         return;
     }
     for s in &r.samples {
-        let stack = pending.intern(r.sample_stack(s));
-        let cgroup = s.cgroup.and_then(|id| r.cgroups.get(&id)).map(|p| pending.cgroup(p));
-        pending.rows.push(Row {
-            time_ns: clock.to_realtime_ns(s.ts),
-            cpu: s.cpu,
-            pid: s.pid,
-            tid: s.tid,
-            cgroup,
-            stack,
-            weight: s.weight,
-        });
+        pending.push(r, s, clock.to_realtime_ns(s.ts));
     }
 }
 
@@ -314,15 +309,11 @@ impl<S: Store> Watcher<S> {
 
     /// The recorder configuration of the always-on profile.
     pub fn profile_config(&self) -> Config {
+        // Config::default() is every CPU, kernel and user stacks, no duty cycle.
         Config {
             modes: vec![Mode::Cpu { frequency: self.settings.rate }],
-            target: Target::All,
-            duration: None,
-            parts: StackParts::Both,
-            duty: None,
-            naming: Naming::default(),
-            keep_events: false,
             keep_samples: true,
+            ..Config::default()
         }
     }
 
@@ -683,17 +674,7 @@ impl<S: Store> Watcher<S> {
                 .buckets
                 .entry(start)
                 .or_insert_with(|| Pending::new(start, start + b, Kind::Cpu, None, meta));
-            let stack = p.intern(r.sample_stack(s));
-            let cgroup = r.cgroup_path(s).map(Arc::<str>::from).map(|c| p.cgroup(&c));
-            p.rows.push(Row {
-                time_ns: t,
-                cpu: s.cpu,
-                pid: s.pid,
-                tid: s.tid,
-                cgroup,
-                stack,
-                weight: s.weight,
-            });
+            p.push(r, s, t);
         }
     }
 
