@@ -283,6 +283,13 @@ impl Report {
         self.kind.unwrap_or(Kind::Other)
     }
 
+    /// The guilty frame of the main trace, as syzkaller picks it: the leaf-most reliable
+    /// frame that is not reporting, locking, allocation, sanitizer or printing machinery
+    /// (falling back to the leaf-most reliable frame); `None` for a report without one.
+    pub fn guilty_frame(&self) -> Option<&Frame> {
+        title::guilty_frame(&self.frames)
+    }
+
     /// Function names of the main trace, root first; `?` frames only if `unreliable`.
     pub fn function_names(&self, unreliable: bool) -> Vec<&str> {
         self.frames

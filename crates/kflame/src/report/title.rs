@@ -193,9 +193,13 @@ pub(crate) fn is_machinery(function: &str) -> bool {
 /// The first (leaf-most) reliable frame that is not machinery, with compiler suffixes
 /// (`.cold`, `.isra.0`, `.constprop.0`) removed; falls back to the leaf frame.
 pub(crate) fn guilty(frames: &[Frame]) -> Option<String> {
+    guilty_frame(frames).map(|f| base_name(&f.function).to_string())
+}
+
+/// The frame [`guilty`] names, as printed (function, offset, module).
+pub(crate) fn guilty_frame(frames: &[Frame]) -> Option<&Frame> {
     let reliable = || frames.iter().filter(|f| !f.unreliable && !f.function.starts_with("0x"));
-    let pick = reliable().find(|f| !is_machinery(&f.function)).or_else(|| reliable().next())?;
-    Some(base_name(&pick.function).to_string())
+    reliable().find(|f| !is_machinery(&f.function)).or_else(|| reliable().next())
 }
 
 /// `foo.cold.12` → `foo`; `.foo` (ppc64 ELFv1 entry points) → `foo`.
