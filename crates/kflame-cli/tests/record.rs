@@ -377,9 +377,12 @@ fn cpu_mem_off_cpu_and_syscalls_in_one_run_one_file_each() {
     let mem = read("mem");
     let touched: u64 =
         mem.lines().filter(|l| l.contains("\"kf_touch_pages\"")).filter_map(|l| json_u64(l, "weight")).sum();
+    // Every touched page was allocated once, unless the kernel dropped records on a loaded
+    // machine, which the recorder must then have said.
+    let dropped = err.contains("the kernel dropped");
     assert!(
-        touched >= pages * 4096 && touched <= pages * 4096 * 2,
-        "kf_touch_pages allocated {touched} bytes"
+        (touched >= pages * 4096 || dropped) && touched <= pages * 4096 * 2,
+        "kf_touch_pages allocated {touched} bytes for {pages} pages touched\n{err}"
     );
     assert!(mem.lines().all(|l| l.contains("\"event\":\"kmem:mm_page_alloc\"")));
 
