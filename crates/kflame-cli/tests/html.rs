@@ -57,3 +57,25 @@ fn unknown_palette_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown palette `nope`; one of: hot, mem, io"));
 }
+
+/// SVG layout options do nothing to the page: the user is told which, and the page is
+/// still written; without them nothing is said.
+#[test]
+fn svg_only_options_are_named_as_ignored() {
+    let run = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_kflame"))
+            .args(["flamegraph", "--format", "html"])
+            .args(extra)
+            .arg(fixture("perf-script-report-stackcollapse.folded"))
+            .output()
+            .expect("kflame runs")
+    };
+    let out = run(&["--width", "900", "--hash", "--minwidth", "2%"]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("warning: --width --minwidth --hash only shape the SVG"), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("<!DOCTYPE html>"));
+    let plain = run(&["--title", "CPU"]);
+    assert!(plain.status.success());
+    assert!(!String::from_utf8_lossy(&plain.stderr).contains("only shape the SVG"));
+}

@@ -155,6 +155,14 @@ pub(crate) fn run(args: Args) -> Result<()> {
     let format = OutputFormat::choose(args.format, args.output.as_deref());
     check_options(&args)?;
     if format == OutputFormat::Html {
+        let ignored = svg_only_options(&args);
+        if !ignored.is_empty() {
+            output::message(format!(
+                "warning: {} only shape the SVG; the HTML page lays out and colours itself, so {} ignored",
+                ignored.join(" "),
+                if ignored.len() == 1 { "it is" } else { "they are" }
+            ));
+        }
         return super::html::write_page(&args.files, args.output.as_deref(), html_options(&args), args.units);
     }
     let profile = read_inputs(&args)?;
@@ -214,6 +222,32 @@ fn read_inputs(args: &Args) -> Result<Profile> {
 
 /// Checks the options that make sense only together (each value alone is checked by its
 /// parser), and warns about an encoding the SVG is not written in.
+/// The SVG layout options given with values other than their defaults (the HTML page has
+/// no use for them).
+fn svg_only_options(args: &Args) -> Vec<&'static str> {
+    let default_minwidth = matches!(args.minwidth, MinWidth::Pixels(px) if px == 0.1);
+    [
+        ("--width", args.width != 1200),
+        ("--height", args.height != 16),
+        ("--minwidth", !default_minwidth),
+        ("--fonttype", args.fonttype != "Verdana"),
+        ("--fontsize", args.fontsize != 12.0),
+        ("--fontwidth", args.fontwidth != 0.59),
+        ("--nametype", args.nametype != "Function:"),
+        ("--bgcolors", args.bgcolors.is_some()),
+        ("--hash", args.hash),
+        ("--random", args.random),
+        ("--cp", args.cp),
+        ("--factor", args.factor != 1.0),
+        ("--total", args.total.is_some()),
+        ("--encoding", args.encoding.is_some()),
+        ("--nameattr", args.nameattr.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(name, given)| given.then_some(name))
+    .collect()
+}
+
 fn check_options(args: &Args) -> Result<()> {
     let area = f64::from(args.width) - 2.0 * render::svg::XPAD;
     if let MinWidth::Pixels(px) = args.minwidth
