@@ -6,7 +6,7 @@ use super::fields::{self, Fields};
 use super::frame::{arm32_caller, parse_frame};
 use super::prefix::strip;
 use super::start::{Role, Start, classify};
-use super::title::{guilty, is_machinery};
+use super::title::title_function;
 use super::{
     ExtraStack, Frame, Kind, MAX_EXTRA_FRAMES, MAX_EXTRA_STACKS, MAX_FRAMES, MAX_OPEN, Report, Section,
 };
@@ -53,6 +53,8 @@ struct Open {
     r: Report,
     prefix: String,
     function: Option<String>,
+    /// Functions of the lockdep `at:` lines that name the lock sites of a deadlock, first two.
+    lock_sites: Vec<String>,
     lead: bool,
     state: State,
     target: Target,
@@ -226,9 +228,15 @@ impl ReportExtractor {
         if r.kernel.is_none() {
             r.kernel = self.banner_kernel.clone();
         }
-        // Panics name a function only when their message does (`corrupted in: foo`).
-        let from_frames = || if r.kind == Some(Kind::Panic) { None } else { guilty(&r.frames) };
-        let function = o.function.filter(|f| !is_machinery(f)).or_else(from_frames);
+        // Panics name a function only when their message does (`corrupted in: foo`), or when
+        // the stack itself is the problem (`corrupted stack end`, stack protector).
+        let stack_panic = o.prefix.contains("stack end") || o.prefix.contains("stack is corrupted");
+        let function = if r.kind == Some(Kind::Panic) && !stack_panic {
+            o.function.filter(|f| !f.bytes().all(|b| b.is_ascii_hexdigit()))
+        } else {
+            let candidates: Vec<String> = o.function.into_iter().chain(o.lock_sites).collect();
+            title_function(&r, &candidates)
+        };
         r.title = match function {
             Some(f) => format!("{} in {f}", o.prefix),
             None => o.prefix,
@@ -254,6 +262,7 @@ impl Open {
             r,
             prefix: start.prefix,
             function: start.function,
+            lock_sites: Vec::new(),
             lead: start.role == Role::Leads,
             state: State::Header,
             target: Target::Main,
@@ -428,7 +437,18 @@ impl Open {
             "RCU grace-period kthread stack dump",
             "Stack dump where RCU GP kthread last ran",
         ];
-        if extra.iter().any(|p| t.starts_with(p)) || (t.starts_with("-> #") && t.ends_with(':')) {
+        // lockdep's earlier stacks (kernel/locking/lockdep.c: print_lock_trace() after
+        // `{IN-HARDIRQ-W} state was registered at:`, `... which became HARDIRQ-irq-safe at:`)
+        // and page_owner's (mm/page_owner.c: `page last allocated via order 0, ...`).
+        let lockdep_stack = t.ends_with("state was registered at:")
+            || (t.starts_with("... which became") && t.ends_with(" at:"))
+            || t == "... acquired at:";
+        let page_owner = t.starts_with("page last allocated via") || t.starts_with("page last free ");
+        if extra.iter().any(|p| t.starts_with(p))
+            || (t.starts_with("-> #") && t.ends_with(':'))
+            || lockdep_stack
+            || page_owner
+        {
             self.open_extra(t);
             return true;
         }
@@ -467,11 +487,15 @@ impl Open {
     }
 
     fn on_other(&mut self, t: &str) -> bool {
-        if self.function.is_none()
-            && self.r.kind == Some(Kind::Lockdep)
+        // Deadlocks are named by their lock sites; other lockdep reports by their stack.
+        let by_site = ["possible deadlock", "BUG: held lock freed", "WARNING: lock held when returning"];
+        if self.r.kind == Some(Kind::Lockdep)
+            && self.lock_sites.len() < 2
+            && by_site.iter().any(|p| self.prefix.starts_with(p))
             && let Some((_, at)) = t.split_once("}, at: ")
+            && let Some(f) = lock_site(at)
         {
-            self.function = lock_site(at);
+            self.lock_sites.push(f);
         }
         if let Some(f) = t.strip_prefix("last function: ") {
             self.function.get_or_insert_with(|| f.trim().to_string());

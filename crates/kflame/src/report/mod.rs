@@ -285,9 +285,12 @@ impl Report {
 
     /// The guilty frame of the main trace, as syzkaller picks it: the leaf-most reliable
     /// frame that is not reporting, locking, allocation, sanitizer or printing machinery
-    /// (falling back to the leaf-most reliable frame); `None` for a report without one.
+    /// (the patterns of `report/machinery.txt`, per kind of report), falling back to the
+    /// leaf-most reliable frame; for stalls and lockups the function the first dispatcher
+    /// (syscall entry, work item, timer...) called in the interrupted code; `None` for a
+    /// report without frames.
     pub fn guilty_frame(&self) -> Option<&Frame> {
-        title::guilty_frame(&self.frames)
+        title::guilty_frame(self)
     }
 
     /// Function names of the main trace, root first; `?` frames only if `unreliable`.
