@@ -138,7 +138,7 @@ impl ReportExtractor {
             self.split_task = Some((n, s.caller.map(<[u8]>::to_vec), text.into_owned()));
             return;
         }
-        if let Some(start) = classify(&text) {
+        if let Some(start) = classify(&text).filter(|st| !st.needs_stamp || s.stamped) {
             self.time = s.time.map(time_text); // only report starts keep their time
             self.on_start(own, start, n, &text, s.caller, s.stamped);
             return;

@@ -74,9 +74,10 @@ pub use frame::parse_frame;
 pub use stream::{Reports, reports};
 
 /// True when `text` (a log line with its prefixes stripped, see [`prefix::strip`]) is the
-/// first line of a kernel report.
+/// first line of a kernel report. Generic `WARNING: message` lines, which start a report
+/// only when timestamped, are not counted.
 pub fn is_report_start(text: &[u8]) -> bool {
-    start::classify(&String::from_utf8_lossy(text)).is_some()
+    start::classify(&String::from_utf8_lossy(text)).is_some_and(|s| !s.needs_stamp)
 }
 
 /// Most reports open at the same time (one per printk caller); the oldest is closed when
