@@ -61,6 +61,7 @@
 mod extract;
 mod fields;
 mod frame;
+mod headers;
 pub mod kmsg;
 pub mod prefix;
 mod start;

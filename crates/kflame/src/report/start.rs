@@ -79,9 +79,7 @@ impl Start {
 
 /// Classifies `text` (prefix stripped) as the first line of a report.
 pub(crate) fn classify(text: &str) -> Option<Start> {
-    let t = text.trim();
-    let t = t.strip_prefix("[ ").and_then(|s| s.strip_suffix(" ]")).unwrap_or(t);
-    let t = strip_subsystem(t);
+    let t = normalize(text);
     panic_line(t)
         .or_else(|| sanitizer(t))
         .or_else(|| lockups_and_stalls(t))
@@ -90,6 +88,14 @@ pub(crate) fn classify(text: &str) -> Option<Start> {
         .or_else(|| warning(t))
         .or_else(|| bug(t))
         .or_else(|| misc(t))
+}
+
+/// A first line as the header table (`headers.rs`) matches it: trimmed, without lockdep's
+/// `[ ... ]` and the `rcu: `, `watchdog: ` prefixes.
+pub(crate) fn normalize(text: &str) -> &str {
+    let t = text.trim();
+    let t = t.strip_prefix("[ ").and_then(|s| s.strip_suffix(" ]")).unwrap_or(t);
+    strip_subsystem(t)
 }
 
 fn strip_subsystem(t: &str) -> &str {
@@ -226,6 +232,10 @@ fn faults(t: &str) -> Option<Start> {
         if t.starts_with(pat) {
             return Some(Start::new(kind, title).role(role));
         }
+    }
+    if t.starts_with("Oops - ") || t.starts_with("Oops [#") {
+        // riscv die(): `Oops - illegal instruction [#1]`
+        return Some(Start::new(Kind::Oops, "Oops").role(Role::Follows));
     }
     let oops = t.strip_prefix("Oops: ").unwrap_or(t);
     let oops = oops.strip_prefix("segment-related ").unwrap_or(oops);
