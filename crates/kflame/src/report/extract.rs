@@ -208,7 +208,10 @@ impl ReportExtractor {
                 o.absorb(start);
                 return;
             }
-            let o = self.open.remove(i);
+            let mut o = self.open.remove(i);
+            // Another report of the same context took over before any frame of this one.
+            o.r.truncated |=
+                o.r.frames.is_empty() && !matches!(o.r.kind(), Kind::Other | Kind::Panic | Kind::Oom);
             self.close(o);
         }
         if self.open.len() >= MAX_OPEN {
@@ -521,6 +524,11 @@ impl Open {
             self.state = State::After;
             self.idle = IDLE_LIMIT; // closes at the next unrecognized line
             return false;
+        }
+        if t.contains("printk messages dropped") {
+            // `** 12 printk messages dropped **`: the trace has holes
+            self.r.truncated = true;
+            return true;
         }
         if is_register_line(t) || t.is_empty() || t.starts_with("Modules linked in") {
             return true;

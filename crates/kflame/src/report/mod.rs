@@ -34,9 +34,12 @@
 //!    (other messages printed meanwhile); untimestamped lines inside a timestamped report
 //!    are console output of other programs and ignored.
 //! 5. A report closes at `---[ end trace`, at the next report of its caller, after 120
-//!    lines that say nothing to it, or at the end of input (then marked truncated if cut
-//!    mid-trace). Its title is then built from the start line and the first frame that is
-//!    not reporting, locking or sanitizer machinery.
+//!    lines that say nothing to it, or at the end of input. It is marked truncated, with the
+//!    frames that could be read, when cut mid-trace at the end of input, when the next report
+//!    of its caller starts before any frame, or when printk dropped messages inside it.
+//!    Its title is then built from the start line and the guilty frame (`title.rs`): the
+//!    first frame that is not machinery (`machinery.txt`, per kind of report). The headers
+//!    recognized, with the kernel code that prints each, are listed in `headers.rs`.
 //!
 //! ```
 //! use kflame::report::{Kind, ReportExtractor};
@@ -268,7 +271,9 @@ pub struct Report {
     pub extra_stacks: Vec<ExtraStack>,
     /// Frames beyond [`MAX_FRAMES`] that were not kept.
     pub dropped_frames: u32,
-    /// The log ended (or another report took over) before the report looked complete.
+    /// The trace is incomplete: the log ended mid-trace, another report of the same context
+    /// started before any frame, or printk dropped messages inside it. The frames that could
+    /// be read are kept.
     pub truncated: bool,
     /// 1-based line of the report's first line in the input.
     pub line: u64,
