@@ -491,7 +491,12 @@ impl Open {
 
     fn on_other(&mut self, t: &str) -> bool {
         // Deadlocks are named by their lock sites; other lockdep reports by their stack.
-        let by_site = ["possible deadlock", "BUG: held lock freed", "WARNING: lock held when returning"];
+        let by_site = [
+            "possible deadlock",
+            "BUG: held lock freed",
+            "WARNING: lock held when returning",
+            "WARNING: still has locks held",
+        ];
         if self.r.kind == Some(Kind::Lockdep)
             && self.lock_sites.len() < 2
             && by_site.iter().any(|p| self.prefix.starts_with(p))

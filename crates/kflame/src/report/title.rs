@@ -166,7 +166,9 @@ fn stall_frame<'a>(frames: &[&'a Frame], skip: &dyn Fn(&&'a Frame) -> bool) -> O
         Some(i) => frames[i + 1..].to_vec(),
         None => frames.iter().copied().filter(|f| f.section != Section::Nmi).collect(),
     };
-    let kept: Vec<&Frame> = interrupted.into_iter().filter(|f| !skip(f)).collect();
+    // Dispatchers stay even when they are machinery (softirq, timers): they are the anchors.
+    let kept: Vec<&Frame> =
+        interrupted.into_iter().filter(|f| RULES.matches("stall_anchor", &f.function) || !skip(f)).collect();
     let mut prev: Option<&Frame> = None;
     for f in &kept {
         if RULES.matches("stall_anchor", &f.function) {
