@@ -16,7 +16,8 @@
 //! beside it.
 //!
 //! The figures are printed (`cargo test -p kflame --test kernel_log_heldout -- --nocapture`)
-//! and compared with the targets: detection >= 99%, kind >= 98%, guilty function >= 95%. Per-file
+//! and compared with the targets (detection >= 99%, kind >= 98%, guilty function >= 95%);
+//! floors at the figures reached are asserted so that they do not go back. Per-file
 //! misses are printed only with `KFLAME_HELDOUT_DETAILS=1`, so that writing rules does not
 //! start from them.
 
@@ -142,6 +143,8 @@ struct Score {
     guilty_ok: u32,
     truncated: u32,
     details: Vec<String>,
+    /// Misses by check and expected kind (counts only: where to look, not what).
+    by_kind: std::collections::BTreeMap<(String, Kind), u32>,
 }
 
 impl Score {
@@ -163,6 +166,8 @@ impl Score {
             pct(self.guilty_ok, self.frame_n)
         );
         println!("  reports flagged truncated: {}", self.truncated);
+        let misses: Vec<String> = self.by_kind.iter().map(|((c, k), n)| format!("{c}/{k}: {n}")).collect();
+        println!("  misses by check and expected kind: {}", misses.join(", "));
         if std::env::var_os("KFLAME_HELDOUT_DETAILS").is_some() {
             for d in &self.details {
                 println!("  miss {d}");
@@ -204,6 +209,8 @@ fn score_syzkaller(name: &str, data: &[u8], s: &mut Score) {
             exp.title,
             reports.first().map(|r| &r.title)
         ));
+        let what = if want { "detection (missed)" } else { "detection (no report expected)" };
+        *s.by_kind.entry((what.into(), expected_kind(&exp.title))).or_default() += 1;
     }
     let Some(r) = reports.first().filter(|_| want) else { return };
     s.truncated += u32::from(r.truncated);
@@ -213,6 +220,7 @@ fn score_syzkaller(name: &str, data: &[u8], s: &mut Score) {
         s.kind_ok += 1;
     } else {
         s.details.push(format!("{name} kind: expected {:?}, got {:?} ({})", exp.title, r.title, r.kind()));
+        *s.by_kind.entry(("kind".into(), expected_kind(&exp.title))).or_default() += 1;
     }
     let funcs: Vec<String> = titles.iter().flat_map(|t| title_functions(t)).collect();
     if exp.corrupted || funcs.is_empty() {
@@ -225,6 +233,7 @@ fn score_syzkaller(name: &str, data: &[u8], s: &mut Score) {
         s.frame_ok += 1;
     } else {
         s.details.push(format!("{name} frame: expected {:?}, got {:?}", exp.title, r.title));
+        *s.by_kind.entry(("frame".into(), expected_kind(&exp.title))).or_default() += 1;
     }
     if named(r.guilty_frame().map(|f| f.function.as_str())) {
         s.guilty_ok += 1;
@@ -356,8 +365,12 @@ fn held_out_reports_meet_the_targets() {
     all.add(&kci);
     all.print("all held-out inputs");
     let (det, kind, frame) = all.rates();
-    // Baseline: the targets are asserted once they are met.
     println!("targets (99% / 98% / 95%) met: {}", det >= 0.99 && kind >= 0.98 && frame >= 0.95);
+    // The targets are not all met yet; these floors (the figures reached) keep them from
+    // going back. Raise them as the extractor improves.
+    assert!(det >= 0.965, "detection {:.1}% fell below 96.5%", det * 100.0);
+    assert!(kind >= 0.965, "kind {:.1}% fell below 96.5%", kind * 100.0);
+    assert!(frame >= 0.86, "guilty function {:.1}% fell below 86%", frame * 100.0);
 }
 
 /// The same figures on the rest of `syzkaller/report/` (not held out), printed with every
