@@ -81,8 +81,11 @@ impl Machinery {
         self.sections.iter().find(|(n, _)| n == name).map_or(&[], |(_, r)| r.as_slice())
     }
 
+    /// Whether a pattern of `section` matches `f`, with its compiler suffixes (`.isra.0`,
+    /// `.cold`) or without.
     fn matches(&self, section: &str, f: &str) -> bool {
-        self.section(section).iter().any(|r| r.pattern.matches(f))
+        let base = base_name(f);
+        self.section(section).iter().any(|r| r.pattern.matches(f) || r.pattern.matches(base))
     }
 }
 
