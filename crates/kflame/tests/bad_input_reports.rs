@@ -169,3 +169,42 @@ fn deterministic_mutations_never_panic() {
         }
     }
 }
+
+/// printk's `** N printk messages dropped **` (kernel/printk/printk.c) inside a trace: the
+/// report keeps the frames printed around the hole and says it is incomplete.
+#[test]
+fn dropped_printk_messages_mark_the_trace_incomplete() {
+    let data = read(HUNG);
+    let mut holed = Vec::new();
+    for (i, line) in lines(&data).iter().enumerate() {
+        if i == 14 {
+            holed.extend_from_slice(b"[ 3626.185901] ** 12 printk messages dropped **\n");
+            continue; // the frame printk dropped
+        }
+        holed.extend_from_slice(line);
+        holed.push(b'\n');
+    }
+    let clean = ReportExtractor::extract_all(&data);
+    let r = ReportExtractor::extract_all(&holed);
+    assert_eq!(r.len(), 1);
+    assert!(!clean[0].truncated);
+    assert!(r[0].truncated);
+    assert_eq!(r[0].frames.len(), clean[0].frames.len() - 1);
+    assert_eq!(r[0].title, clean[0].title);
+}
+
+/// A report cut before its trace by the next report of the same task is still reported,
+/// marked incomplete; the next one is whole.
+#[test]
+fn report_cut_before_its_trace_is_kept_and_marked() {
+    let data = read(HUNG);
+    let l = lines(&data);
+    let mut cut = l[..3].join(&b'\n'); // the header lines, no frame yet
+    cut.push(b'\n');
+    cut.extend_from_slice(&data);
+    let r = ReportExtractor::extract_all(&cut);
+    assert_eq!(r.len(), 2);
+    assert!(r[0].truncated && r[0].frames.is_empty());
+    assert_eq!(r[0].kind(), Kind::HungTask);
+    assert!(!r[1].truncated && !r[1].frames.is_empty());
+}

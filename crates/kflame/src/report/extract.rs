@@ -6,7 +6,7 @@ use super::fields::{self, Fields};
 use super::frame::{arm32_caller, parse_frame};
 use super::prefix::strip;
 use super::start::{Role, Start, classify};
-use super::title::{guilty, is_machinery};
+use super::title::title_function;
 use super::{
     ExtraStack, Frame, Kind, MAX_EXTRA_FRAMES, MAX_EXTRA_STACKS, MAX_FRAMES, MAX_OPEN, Report, Section,
 };
@@ -53,6 +53,8 @@ struct Open {
     r: Report,
     prefix: String,
     function: Option<String>,
+    /// Functions of the lockdep `at:` lines that name the lock sites of a deadlock, first two.
+    lock_sites: Vec<String>,
     lead: bool,
     state: State,
     target: Target,
@@ -136,7 +138,7 @@ impl ReportExtractor {
             self.split_task = Some((n, s.caller.map(<[u8]>::to_vec), text.into_owned()));
             return;
         }
-        if let Some(start) = classify(&text) {
+        if let Some(start) = classify(&text).filter(|st| !st.needs_stamp || s.stamped) {
             self.time = s.time.map(time_text); // only report starts keep their time
             self.on_start(own, start, n, &text, s.caller, s.stamped);
             return;
@@ -206,7 +208,10 @@ impl ReportExtractor {
                 o.absorb(start);
                 return;
             }
-            let o = self.open.remove(i);
+            let mut o = self.open.remove(i);
+            // Another report of the same context took over before any frame of this one.
+            o.r.truncated |=
+                o.r.frames.is_empty() && !matches!(o.r.kind(), Kind::Other | Kind::Panic | Kind::Oom);
             self.close(o);
         }
         if self.open.len() >= MAX_OPEN {
@@ -226,9 +231,15 @@ impl ReportExtractor {
         if r.kernel.is_none() {
             r.kernel = self.banner_kernel.clone();
         }
-        // Panics name a function only when their message does (`corrupted in: foo`).
-        let from_frames = || if r.kind == Some(Kind::Panic) { None } else { guilty(&r.frames) };
-        let function = o.function.filter(|f| !is_machinery(f)).or_else(from_frames);
+        // Panics name a function only when their message does (`corrupted in: foo`), or when
+        // the stack itself is the problem (`corrupted stack end`, stack protector).
+        let stack_panic = o.prefix.contains("stack end") || o.prefix.contains("stack is corrupted");
+        let function = if r.kind == Some(Kind::Panic) && !stack_panic {
+            o.function.filter(|f| !f.bytes().all(|b| b.is_ascii_hexdigit()))
+        } else {
+            let candidates: Vec<String> = o.function.into_iter().chain(o.lock_sites).collect();
+            title_function(&r, &candidates)
+        };
         r.title = match function {
             Some(f) => format!("{} in {f}", o.prefix),
             None => o.prefix,
@@ -254,6 +265,7 @@ impl Open {
             r,
             prefix: start.prefix,
             function: start.function,
+            lock_sites: Vec::new(),
             lead: start.role == Role::Leads,
             state: State::Header,
             target: Target::Main,
@@ -428,7 +440,18 @@ impl Open {
             "RCU grace-period kthread stack dump",
             "Stack dump where RCU GP kthread last ran",
         ];
-        if extra.iter().any(|p| t.starts_with(p)) || (t.starts_with("-> #") && t.ends_with(':')) {
+        // lockdep's earlier stacks (kernel/locking/lockdep.c: print_lock_trace() after
+        // `{IN-HARDIRQ-W} state was registered at:`, `... which became HARDIRQ-irq-safe at:`)
+        // and page_owner's (mm/page_owner.c: `page last allocated via order 0, ...`).
+        let lockdep_stack = t.ends_with("state was registered at:")
+            || (t.starts_with("... which became") && t.ends_with(" at:"))
+            || t == "... acquired at:";
+        let page_owner = t.starts_with("page last allocated via") || t.starts_with("page last free ");
+        if extra.iter().any(|p| t.starts_with(p))
+            || (t.starts_with("-> #") && t.ends_with(':'))
+            || lockdep_stack
+            || page_owner
+        {
             self.open_extra(t);
             return true;
         }
@@ -467,11 +490,20 @@ impl Open {
     }
 
     fn on_other(&mut self, t: &str) -> bool {
-        if self.function.is_none()
-            && self.r.kind == Some(Kind::Lockdep)
+        // Deadlocks are named by their lock sites; other lockdep reports by their stack.
+        let by_site = [
+            "possible deadlock",
+            "BUG: held lock freed",
+            "WARNING: lock held when returning",
+            "WARNING: still has locks held",
+        ];
+        if self.r.kind == Some(Kind::Lockdep)
+            && self.lock_sites.len() < 2
+            && by_site.iter().any(|p| self.prefix.starts_with(p))
             && let Some((_, at)) = t.split_once("}, at: ")
+            && let Some(f) = lock_site(at)
         {
-            self.function = lock_site(at);
+            self.lock_sites.push(f);
         }
         if let Some(f) = t.strip_prefix("last function: ") {
             self.function.get_or_insert_with(|| f.trim().to_string());
@@ -497,6 +529,11 @@ impl Open {
             self.state = State::After;
             self.idle = IDLE_LIMIT; // closes at the next unrecognized line
             return false;
+        }
+        if t.contains("printk messages dropped") {
+            // `** 12 printk messages dropped **`: the trace has holes
+            self.r.truncated = true;
+            return true;
         }
         if is_register_line(t) || t.is_empty() || t.starts_with("Modules linked in") {
             return true;

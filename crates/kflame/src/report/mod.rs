@@ -34,9 +34,12 @@
 //!    (other messages printed meanwhile); untimestamped lines inside a timestamped report
 //!    are console output of other programs and ignored.
 //! 5. A report closes at `---[ end trace`, at the next report of its caller, after 120
-//!    lines that say nothing to it, or at the end of input (then marked truncated if cut
-//!    mid-trace). Its title is then built from the start line and the first frame that is
-//!    not reporting, locking or sanitizer machinery.
+//!    lines that say nothing to it, or at the end of input. It is marked truncated, with the
+//!    frames that could be read, when cut mid-trace at the end of input, when the next report
+//!    of its caller starts before any frame, or when printk dropped messages inside it.
+//!    Its title is then built from the start line and the guilty frame (`title.rs`): the
+//!    first frame that is not machinery (`machinery.txt`, per kind of report). The headers
+//!    recognized, with the kernel code that prints each, are listed in `headers.rs`.
 //!
 //! ```
 //! use kflame::report::{Kind, ReportExtractor};
@@ -61,6 +64,7 @@
 mod extract;
 mod fields;
 mod frame;
+mod headers;
 pub mod kmsg;
 pub mod prefix;
 mod start;
@@ -74,9 +78,10 @@ pub use frame::parse_frame;
 pub use stream::{Reports, reports};
 
 /// True when `text` (a log line with its prefixes stripped, see [`prefix::strip`]) is the
-/// first line of a kernel report.
+/// first line of a kernel report. Generic `WARNING: message` lines, which start a report
+/// only when timestamped, are not counted.
 pub fn is_report_start(text: &[u8]) -> bool {
-    start::classify(&String::from_utf8_lossy(text)).is_some()
+    start::classify(&String::from_utf8_lossy(text)).is_some_and(|s| !s.needs_stamp)
 }
 
 /// Most reports open at the same time (one per printk caller); the oldest is closed when
@@ -266,7 +271,9 @@ pub struct Report {
     pub extra_stacks: Vec<ExtraStack>,
     /// Frames beyond [`MAX_FRAMES`] that were not kept.
     pub dropped_frames: u32,
-    /// The log ended (or another report took over) before the report looked complete.
+    /// The trace is incomplete: the log ended mid-trace, another report of the same context
+    /// started before any frame, or printk dropped messages inside it. The frames that could
+    /// be read are kept.
     pub truncated: bool,
     /// 1-based line of the report's first line in the input.
     pub line: u64,
@@ -285,9 +292,12 @@ impl Report {
 
     /// The guilty frame of the main trace, as syzkaller picks it: the leaf-most reliable
     /// frame that is not reporting, locking, allocation, sanitizer or printing machinery
-    /// (falling back to the leaf-most reliable frame); `None` for a report without one.
+    /// (the patterns of `report/machinery.txt`, per kind of report), falling back to the
+    /// leaf-most reliable frame; for stalls and lockups the function the first dispatcher
+    /// (syscall entry, work item, timer...) called in the interrupted code; `None` for a
+    /// report without frames.
     pub fn guilty_frame(&self) -> Option<&Frame> {
-        title::guilty_frame(&self.frames)
+        title::guilty_frame(self)
     }
 
     /// Function names of the main trace, root first; `?` frames only if `unreliable`.

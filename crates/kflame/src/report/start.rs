@@ -49,6 +49,9 @@ pub(crate) struct Start {
     pub(crate) pid: Option<u32>,
     /// CPU named by the line (`CPU#3 stuck`).
     pub(crate) cpu: Option<u32>,
+    /// Only a report start on a line with a timestamp: the words are generic enough that
+    /// boot firmware prints them too (`WARNING: RO_VPD is uninitialized`).
+    pub(crate) needs_stamp: bool,
 }
 
 impl Start {
@@ -61,6 +64,7 @@ impl Start {
             comm: None,
             pid: None,
             cpu: None,
+            needs_stamp: false,
         }
     }
     fn func(mut self, f: Option<String>) -> Start {
@@ -75,9 +79,7 @@ impl Start {
 
 /// Classifies `text` (prefix stripped) as the first line of a report.
 pub(crate) fn classify(text: &str) -> Option<Start> {
-    let t = text.trim();
-    let t = t.strip_prefix("[ ").and_then(|s| s.strip_suffix(" ]")).unwrap_or(t);
-    let t = strip_subsystem(t);
+    let t = normalize(text);
     panic_line(t)
         .or_else(|| sanitizer(t))
         .or_else(|| lockups_and_stalls(t))
@@ -86,6 +88,14 @@ pub(crate) fn classify(text: &str) -> Option<Start> {
         .or_else(|| warning(t))
         .or_else(|| bug(t))
         .or_else(|| misc(t))
+}
+
+/// A first line as the header table (`headers.rs`) matches it: trimmed, without lockdep's
+/// `[ ... ]` and the `rcu: `, `watchdog: ` prefixes.
+pub(crate) fn normalize(text: &str) -> &str {
+    let t = text.trim();
+    let t = t.strip_prefix("[ ").and_then(|s| s.strip_suffix(" ]")).unwrap_or(t);
+    strip_subsystem(t)
 }
 
 fn strip_subsystem(t: &str) -> &str {
@@ -189,7 +199,7 @@ fn faults(t: &str) -> Option<Start> {
     let page = Kind::PageFault;
     let paging = "BUG: unable to handle kernel paging request";
     let null = "BUG: unable to handle kernel NULL pointer dereference";
-    let table: [(&str, Kind, &str, Role); 16] = [
+    let table: [(&str, Kind, &str, Role); 17] = [
         ("BUG: Unable to handle kernel data access", page, paging, Role::New),
         ("BUG: Unable to handle kernel instruction fetch", page, paging, Role::New),
         ("BUG: unable to handle kernel paging request", page, paging, Role::New),
@@ -214,6 +224,7 @@ fn faults(t: &str) -> Option<Start> {
         ),
         ("Unable to handle kernel", page, paging, Role::Leads),
         ("Unhandled fault", Kind::Oops, "Unhandled fault", Role::New),
+        ("Alignment trap: not handling instruction", Kind::Oops, "Alignment trap", Role::Leads),
         ("PANIC: double fault", Kind::Oops, "PANIC: double fault", Role::New),
         ("kernel BUG at ", Kind::Bug, "kernel BUG", Role::New),
     ];
@@ -221,6 +232,10 @@ fn faults(t: &str) -> Option<Start> {
         if t.starts_with(pat) {
             return Some(Start::new(kind, title).role(role));
         }
+    }
+    if t.starts_with("Oops - ") || t.starts_with("Oops [#") {
+        // riscv die(): `Oops - illegal instruction [#1]`
+        return Some(Start::new(Kind::Oops, "Oops").role(Role::Follows));
     }
     let oops = t.strip_prefix("Oops: ").unwrap_or(t);
     let oops = oops.strip_prefix("segment-related ").unwrap_or(oops);
@@ -234,6 +249,8 @@ fn faults(t: &str) -> Option<Start> {
 fn exceptions(t: &str, after_oops: bool) -> Option<Start> {
     let table = [
         ("divide error", "divide error"),
+        ("divide_error", "divide error"),
+        ("int3", "int3"),
         ("stack segment", "stack segment fault"),
         ("invalid opcode", "invalid opcode"),
         ("double fault", "PANIC: double fault"),
@@ -291,10 +308,18 @@ fn warning(t: &str) -> Option<Start> {
         return Some(Start::new(Kind::Warning, "WARNING").func(func));
     }
     if let Some(r) = t.strip_prefix("WARNING: ") {
-        // 6.17+: `WARNING: kernel/foo.c:12 at func+0x1/0x2, CPU#0: comm/123`
+        // 6.17+: `WARNING: kernel/foo.c:12 at func+0x1/0x2, CPU#0: comm/123`, possibly after a
+        // `[module]` tag, `at 0x0` when the address has no symbol.
+        let r = match r.strip_prefix('[').and_then(|x| x.split_once("] ")) {
+            Some((_, rest)) => rest,
+            None => r,
+        };
         let first = r.split_whitespace().next().unwrap_or("");
         if first.contains(".c:") || first.contains(".h:") || first.contains(".rs:") {
-            let func = r.split_once(" at ").map(|(_, f)| header_function(f.trim_end_matches(',')));
+            let func = r
+                .split_once(" at ")
+                .map(|(_, f)| header_function(f.trim_end_matches(',')))
+                .filter(|f| !f.starts_with("0x"));
             return Some(Start::new(Kind::Warning, "WARNING").func(func));
         }
         for (pat, title) in [
@@ -306,12 +331,39 @@ fn warning(t: &str) -> Option<Start> {
                 return Some(Start::new(Kind::Warning, title));
             }
         }
+        // Any other `WARNING:` the kernel prints is a report (WARN() with a message, the
+        // unwinders' `can't access registers`), except the notices below.
+        if !WARNING_NOTICES.iter().any(|n| r.starts_with(n)) && !r.trim().is_empty() {
+            let mut s = Start::new(Kind::Warning, format!("WARNING: {}", clean(r)));
+            s.needs_stamp = true;
+            return Some(s);
+        }
     }
     None
 }
 
+/// `WARNING:` lines that are notices, not bug reports: mount options, CPU mitigations, fbcon.
+const WARNING_NOTICES: &[&str] = &[
+    "The mand mount option",
+    "the mand mount option",
+    "workqueue cpumask: online intersect > possible intersect",
+    "Unprivileged eBPF is enabled",
+    "fbcon: Driver",
+    "See https",
+    "kernel not compiled with CPU_SRSO",
+    "Unsupported flag value",
+    "/etc/ssh/moduli",
+];
+
 fn bug(t: &str) -> Option<Start> {
+    if let Some(msg) = slub_bug(t) {
+        return Some(Start::new(Kind::Bug, format!("BUG: {}", clean(msg))));
+    }
     let msg = t.strip_prefix("BUG: ")?;
+    if msg.starts_with("Invalid wait context") {
+        // kernel/locking/lockdep.c print_lock_invalid_wait_context()
+        return Some(Start::new(Kind::Warning, "WARNING: locking bug"));
+    }
     let table = [
         ("sleeping function called from invalid context", Kind::AtomicSleep),
         ("scheduling while atomic", Kind::AtomicSleep),
@@ -330,6 +382,33 @@ fn bug(t: &str) -> Option<Start> {
     Some(Start::new(Kind::Bug, format!("BUG: {}", clean(msg))))
 }
 
+/// mm/slub.c slab_bug(): `BUG kmalloc-8 (Not tainted): Object already free`, the message
+/// when it is one of SLUB's object checks (other `BUG cache (...)` lines are not reports).
+fn slub_bug(t: &str) -> Option<&str> {
+    let rest = t.strip_prefix("BUG ")?;
+    let (cache, rest) = rest.split_once(" (")?;
+    if cache.is_empty() || cache.contains(' ') {
+        return None;
+    }
+    let (_, msg) = rest.split_once("): ")?;
+    let known = [
+        "Object already free",
+        "Freepointer corrupt",
+        "Freechain corrupt",
+        "Invalid object pointer",
+        "Object at 0x",
+        "Wrong number of objects",
+        "Wrong object count",
+        "Padding overwritten",
+        "Attempt to free object",
+        "Not a valid slab page",
+        "Freelist Pointer check fails",
+        "Objects remaining",
+    ];
+    let first = msg.split('.').next().unwrap_or(msg);
+    (known.iter().any(|k| msg.starts_with(k)) || first.ends_with(" overwritten")).then_some(msg)
+}
+
 fn misc(t: &str) -> Option<Start> {
     let leads = [
         ("kasan: GPF could be caused by", Kind::GeneralProtectionFault, "general protection fault"),
@@ -344,6 +423,21 @@ fn misc(t: &str) -> Option<Start> {
         if t.starts_with(pat) {
             return Some(Start::new(kind, title).role(Role::Leads));
         }
+    }
+    if t.starts_with("VFS: Busy inodes after unmount") {
+        // fs/super.c generic_shutdown_super()
+        return Some(
+            Start::new(Kind::Other, "VFS: Busy inodes after unmount (use-after-free)").role(Role::Single),
+        );
+    }
+    if let Some(r) = t.strip_prefix("INFO: Allocated in ").or_else(|| t.strip_prefix("INFO: Freed in ")) {
+        // mm/slub.c print_track(): the object's history in a SLUB report (old kernels)
+        let what = if t.starts_with("INFO: Allocated") { "INFO: Allocated" } else { "INFO: Freed" };
+        return Some(Start::new(Kind::Other, what).role(Role::Follows).func(Some(header_function(r))));
+    }
+    if t.starts_with("Kernel BUG") {
+        // lib/bug.c report_bug() without file and line; riscv die("Kernel BUG")
+        return Some(Start::new(Kind::Bug, "kernel BUG"));
     }
     if t.starts_with("VFS: Close: file count is 0") {
         return Some(

@@ -1,205 +1,237 @@
-//! Choosing the function a title names: the first frame that is not reporting, locking,
-//! scheduling or sanitizer machinery.
+//! Choosing the guilty frame of a report, the function its title names: the first frame that
+//! is not reporting, locking, scheduling, allocation or sanitizer machinery, with rules per
+//! kind of report (stalls name the code that looped, hung tasks the code that waited).
+//!
+//! The machinery is data, `machinery.txt` (included at build time): one pattern per line with
+//! the reason, in sections per kind of report.
 
-use super::Frame;
+use std::sync::LazyLock;
 
-/// Frames that say how the problem was reported or waited on, not where it is.
-const SKIP_PREFIXES: &[&str] = &[
-    "unwind_backtrace",
-    "dump_backtrace",
-    "fixup_bug",
-    "__switch_to",
-    "register_lock_class",
-    "__this_cpu_preempt_check",
-    "check_preemption_disabled",
-    "usercopy_",
-    "__check_object_size",
-    "check_object_size",
-    "should_fail",
-    "work_is_static_object",
-    "rcu_check_callbacks",
-    "_copy_from_user",
-    "_copy_to_user",
-    "copy_user",
-    "__copy_user",
-    "copy_from_iter",
-    "copy_to_iter",
-    "strncpy_from_user",
-    "lockdep_rcu_suspicious",
-    "dump_stack",
-    "show_stack",
-    "show_trace",
-    "show_regs",
-    "__dump_stack",
-    "sched_show_task",
-    "__warn",
-    "warn_slowpath",
-    "report_bug",
-    "handle_bug",
-    "exc_invalid_op",
-    "asm_exc_",
-    "do_error_trap",
-    "do_invalid_op",
-    "invalid_op",
-    "do_trap",
-    "die",
-    "oops_end",
-    "no_context",
-    "bad_area",
-    "__bad_area",
-    "page_fault",
-    "do_page_fault",
-    "__do_page_fault",
-    "exc_page_fault",
-    "asm_exc_page_fault",
-    "do_user_addr_fault",
-    "do_kern_addr_fault",
-    "kernelmode_fixup_or_oops",
-    "page_fault_oops",
-    "panic",
-    "__panic",
-    "nmi_",
-    "nmi_cpu_backtrace",
-    "arch_trigger_cpumask",
-    "trigger_",
-    "rcu_dump_cpu_stacks",
-    "print_cpu_stall",
-    "check_cpu_stall",
-    "rcu_sched_clock_irq",
-    "rcu_pending",
-    "update_process_times",
-    "tick_",
-    "hrtimer_",
-    "__hrtimer_",
-    "watchdog_timer_fn",
-    "__sysvec_",
-    "sysvec_",
-    "asm_sysvec_",
-    "smp_apic_timer_interrupt",
-    "apic_timer_interrupt",
-    "irq_exit",
-    "__irq_exit",
-    "do_softirq",
-    "__do_softirq",
-    "handle_softirqs",
-    "asm_call_",
-    "call_on_stack",
-    "kasan",
-    "__kasan",
-    "asan_",
-    "__asan",
-    "check_memory_region",
-    "memcpy",
-    "memset",
-    "memmove",
-    "kmsan",
-    "__msan",
-    "kcsan",
-    "__tsan",
-    "ubsan",
-    "__ubsan",
-    "handle_overflow",
-    "print_address_description",
-    "print_report",
-    "report_",
-    "end_report",
-    "start_report",
-    "printk",
-    "vprintk",
-    "_printk",
-    "print_",
-    "lockdep",
-    "__lockdep",
-    "lock_acquire",
-    "lock_release",
-    "__lock_acquire",
-    "lock_",
-    "mark_lock",
-    "mark_usage",
-    "check_",
-    "validate_chain",
-    "debug_",
-    "__debug_",
-    "do_raw_",
-    "_raw_",
-    "raw_",
-    "spin_",
-    "__spin",
-    "_spin",
-    "mutex_",
-    "__mutex_",
-    "down",
-    "__down",
-    "up_",
-    "rwsem_",
-    "__rwsem",
-    "percpu_rwsem",
-    "__percpu_down",
-    "percpu_down",
-    "rt_mutex",
-    "__rt_mutex",
-    "schedule",
-    "__schedule",
-    "io_schedule",
-    "preempt_schedule",
-    "wait_for_",
-    "__wait_for_",
-    "wait_on_",
-    "__wait_on_",
-    "out_of_line_wait",
-    "bit_wait",
-    "__might_",
-    "___might_",
-    "might_",
-    "refcount_",
-    "__refcount_",
-    "warn_",
-    "__warn_",
-    "fortify_",
-    "__list_",
-    "list_",
-    "kfence_",
-    "__kfence",
-    "slab_",
-    "kmem_cache_",
-    "__kmem_cache",
-    "kmalloc",
-    "__kmalloc",
-    "krealloc",
-    "kfree",
-    "__kmem",
-    "kmemleak",
-    "__slab",
-    "___slab",
-    "____kasan",
-    "trace_",
-    "__sanitizer",
-    "__fortify",
-    "csd_lock_wait",
-    "oom_",
-    "out_of_memory",
-    "dump_header",
-    "__alloc_pages",
-    "alloc_pages",
-    "__get_free_pages",
-    "get_page_from_freelist",
+use super::{Frame, Kind, Report, Section};
+
+/// `machinery.txt`, the patterns of frames that are machinery, by section.
+const MACHINERY: &str = include_str!("machinery.txt");
+
+/// How a pattern matches a function name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Pattern {
+    Prefix(String),
+    Suffix(String),
+    Exact(String),
+    Contains(String),
+}
+
+impl Pattern {
+    fn parse(p: &str) -> Pattern {
+        match (p.strip_prefix('^'), p.strip_suffix('$')) {
+            (Some(_), Some(_)) => Pattern::Exact(p[1..p.len() - 1].to_string()),
+            (Some(s), None) => Pattern::Prefix(s.to_string()),
+            (None, Some(s)) => Pattern::Suffix(s.to_string()),
+            (None, None) => Pattern::Contains(p.to_string()),
+        }
+    }
+
+    fn matches(&self, f: &str) -> bool {
+        match self {
+            Pattern::Prefix(p) => f.starts_with(p.as_str()),
+            Pattern::Suffix(p) => f.ends_with(p.as_str()),
+            Pattern::Exact(p) => f == p,
+            Pattern::Contains(p) => f.contains(p.as_str()),
+        }
+    }
+}
+
+/// One line of `machinery.txt`.
+#[derive(Debug, Clone)]
+struct Rule {
+    pattern: Pattern,
+    /// `pattern => name`: the name the title uses for a matching frame.
+    rename: Option<String>,
+}
+
+/// The sections of `machinery.txt`.
+struct Machinery {
+    sections: Vec<(String, Vec<Rule>)>,
+}
+
+impl Machinery {
+    fn parse(text: &str) -> Machinery {
+        let mut sections: Vec<(String, Vec<Rule>)> = Vec::new();
+        for line in text.lines() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+                sections.push((name.to_string(), Vec::new()));
+                continue;
+            }
+            let (pat, rename) = match line.split_once("=>") {
+                Some((p, r)) => (p.trim(), Some(r.trim().to_string())),
+                None => (line, None),
+            };
+            if let Some((_, rules)) = sections.last_mut() {
+                rules.push(Rule { pattern: Pattern::parse(pat), rename });
+            }
+        }
+        Machinery { sections }
+    }
+
+    fn section(&self, name: &str) -> &[Rule] {
+        self.sections.iter().find(|(n, _)| n == name).map_or(&[], |(_, r)| r.as_slice())
+    }
+
+    /// Whether a pattern of `section` matches `f`, with its compiler suffixes (`.isra.0`,
+    /// `.cold`) or without.
+    fn matches(&self, section: &str, f: &str) -> bool {
+        let base = base_name(f);
+        self.section(section).iter().any(|r| r.pattern.matches(f) || r.pattern.matches(base))
+    }
+}
+
+static RULES: LazyLock<Machinery> = LazyLock::new(|| Machinery::parse(MACHINERY));
+
+/// The sections of `machinery.txt` a report of `kind` (first line `header`) skips, besides
+/// `[all]`.
+fn kind_sections(kind: Kind, header: &str) -> &'static [&'static str] {
+    match kind {
+        Kind::Kasan => &["kasan"],
+        Kind::Kmsan if header.contains("kernel-usb-infoleak") => &["kmsan_usb"],
+        Kind::Kmsan => &["kmsan"],
+        Kind::MemoryLeak => &["memory_leak"],
+        Kind::HungTask if header.contains("can't die") => &["hang_cant_die"],
+        Kind::HungTask => &["hung_task"],
+        Kind::RcuStall | Kind::SoftLockup | Kind::HardLockup => &["stall"],
+        Kind::Lockdep if header.contains("circular locking") => &["deadlock"],
+        Kind::Bug if header.contains("Bad page") => &["bad_page"],
+        Kind::Bug if header.contains("in preemptible") => &["preemptible"],
+        Kind::Bug if header.contains("BUG: spinlock") || header.contains("BUG: rwlock") => &["spinlock"],
+        Kind::Lockdep if header.contains("suspicious RCU usage") => &["rcu_usage"],
+        Kind::Panic if header.contains("corrupted stack end") => &["stall", "stack_end"],
+        Kind::Panic if header.contains("stack-protector") => &["stack_protector"],
+        _ => &[],
+    }
+}
+
+/// True when `function` is machinery rather than the culprit in a report of `kind`.
+pub(crate) fn is_machinery(function: &str, kind: Kind, header: &str) -> bool {
+    RULES.matches("all", function) || kind_sections(kind, header).iter().any(|s| RULES.matches(s, function))
+}
+
+/// Reports whose trace shows code that looped (stalls, lockups, stack overflows): the title
+/// names the function called by the first dispatcher (syscall entry, work item, timer...).
+fn is_stall(kind: Kind, header: &str) -> bool {
+    matches!(kind, Kind::RcuStall | Kind::SoftLockup | Kind::HardLockup)
+        || header.contains("stack guard page was hit")
+        || header.contains("corrupted stack end")
+}
+
+/// The guilty frame of a report's main trace: see [`Report::guilty_frame`].
+pub(crate) fn guilty_frame(r: &Report) -> Option<&Frame> {
+    guilty_in(r).map(|(f, _)| f)
+}
+
+/// The guilty frame and, when a rule names it otherwise, the name the title uses.
+fn guilty_in(r: &Report) -> Option<(&Frame, Option<&'static str>)> {
+    let kind = r.kind();
+    // A bad page is the fault of who allocated it (mm/page_owner.c prints that stack).
+    let owner = r
+        .header
+        .contains("Bad page")
+        .then(|| r.extra_stacks.iter().find(|e| e.label.starts_with("page last allocated")))
+        .flatten();
+    let trace = owner.map_or(&r.frames, |e| &e.frames);
+    let frames: Vec<&Frame> =
+        trace.iter().filter(|f| !f.unreliable && !f.function.starts_with("0x")).collect();
+    let skip = |f: &&Frame| is_machinery(&f.function, kind, &r.header);
+    if is_stall(kind, &r.header)
+        && let Some(f) = stall_frame(&frames, &skip)
+    {
+        return Some((f, None));
+    }
+    if kind == Kind::HungTask && !r.header.contains("can't die") {
+        let rules: &'static Machinery = &RULES;
+        for f in &frames {
+            if let Some(rule) = rules.section("hang_anchor").iter().find(|a| a.pattern.matches(&f.function)) {
+                return Some((f, rule.rename.as_deref()));
+            }
+        }
+    }
+    frames.iter().find(|f| !skip(f)).or_else(|| frames.first()).map(|f| (*f, None))
+}
+
+/// The stalled code: the frames after the interrupt that found the stall (or outside the
+/// NMI that printed it), machinery left out; the frame called by the first dispatcher
+/// (`[stall_anchor]`), else the first frame.
+fn stall_frame<'a>(frames: &[&'a Frame], skip: &dyn Fn(&&'a Frame) -> bool) -> Option<&'a Frame> {
+    let start = frames.iter().position(|f| RULES.matches("stall_start", &f.function));
+    let interrupted: Vec<&Frame> = match start {
+        Some(i) => frames[i + 1..].to_vec(),
+        None => frames.iter().copied().filter(|f| f.section != Section::Nmi).collect(),
+    };
+    // Dispatchers stay even when they are machinery (softirq, timers): they are the anchors.
+    let kept: Vec<&Frame> =
+        interrupted.into_iter().filter(|f| RULES.matches("stall_anchor", &f.function) || !skip(f)).collect();
+    let mut prev: Option<&Frame> = None;
+    for f in &kept {
+        if RULES.matches("stall_anchor", &f.function) {
+            if f.function.contains("smp_call_function") {
+                return Some(f);
+            }
+            return prev.or(Some(f));
+        }
+        prev = Some(f);
+    }
+    kept.first().copied()
+}
+
+/// Prefixes of system call entry points that differ between architectures and kernel
+/// versions (`__x64_sys_read`, `__arm64_sys_read`, `SyS_read`): removed in titles so that
+/// one bug has one title.
+const SYSCALL_PREFIXES: &[&str] = &[
+    "SYSC_",
+    "SyS_",
+    "sys_",
+    "__x64_",
+    "__ia32_",
+    "__arm64_",
+    "____sys_",
+    "___sys_",
+    "__sys_",
+    "__se_",
+    "__se_sys_",
+    "__do_sys_",
+    "compat_SYSC_",
+    "compat_SyS_",
+    "ksys_",
 ];
 
-/// True when `function` is machinery rather than the culprit.
-pub(crate) fn is_machinery(function: &str) -> bool {
-    SKIP_PREFIXES.iter().any(|p| function.starts_with(p))
+/// A function name as a title names it: compiler suffixes dropped, the longest system call
+/// prefix removed.
+pub(crate) fn title_name(function: &str) -> &str {
+    let f = base_name(function);
+    let shortest = SYSCALL_PREFIXES
+        .iter()
+        .filter_map(|p| f.strip_prefix(p))
+        .filter(|s| !s.is_empty())
+        .min_by_key(|s| s.len());
+    shortest.unwrap_or(f)
 }
 
-/// The first (leaf-most) reliable frame that is not machinery, with compiler suffixes
-/// (`.cold`, `.isra.0`, `.constprop.0`) removed; falls back to the leaf frame.
-pub(crate) fn guilty(frames: &[Frame]) -> Option<String> {
-    guilty_frame(frames).map(|f| base_name(&f.function).to_string())
-}
-
-/// The frame [`guilty`] names, as printed (function, offset, module).
-pub(crate) fn guilty_frame(frames: &[Frame]) -> Option<&Frame> {
-    let reliable = || frames.iter().filter(|f| !f.unreliable && !f.function.starts_with("0x"));
-    reliable().find(|f| !is_machinery(&f.function)).or_else(|| reliable().next())
+/// The function a report's title names: the first of `named` (the function the report's
+/// first line names, lockdep's lock sites) that is not machinery, else the guilty frame's.
+pub(crate) fn title_function(r: &Report, named: &[String]) -> Option<String> {
+    let kind = r.kind();
+    let named = named.iter().find(|f| {
+        !is_machinery(f, kind, &r.header)
+            && !f.bytes().all(|b| b.is_ascii_hexdigit())
+            && !is_stall(kind, &r.header)
+    });
+    if let Some(f) = named {
+        return Some(f.split(" / ").map(title_name).collect::<Vec<_>>().join(" / "));
+    }
+    let (frame, rename) = guilty_in(r)?;
+    Some(rename.map_or_else(|| title_name(&frame.function).to_string(), str::to_string))
 }
 
 /// `foo.cold.12` → `foo`; `.foo` (ppc64 ELFv1 entry points) → `foo`.
@@ -208,5 +240,45 @@ pub(crate) fn base_name(function: &str) -> &str {
     match function.find('.') {
         Some(i) if i > 0 => &function[..i],
         _ => function,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every line of `machinery.txt` is a section or a pattern with its reason.
+    #[test]
+    fn machinery_lines_have_reasons() {
+        for line in MACHINERY.lines() {
+            let l = line.trim();
+            if l.is_empty() || l.starts_with('#') || (l.starts_with('[') && l.ends_with(']')) {
+                continue;
+            }
+            let (pat, why) = l.split_once('#').unwrap_or((l, ""));
+            assert!(!pat.trim().is_empty() && !why.trim().is_empty(), "no reason: {line}");
+        }
+        for s in ["all", "hung_task", "hang_anchor", "stall", "stall_start", "stall_anchor", "memory_leak"] {
+            assert!(!RULES.section(s).is_empty(), "section {s}");
+        }
+    }
+
+    #[test]
+    fn patterns() {
+        assert!(
+            Pattern::parse("^kfree$").matches("kfree") && !Pattern::parse("^kfree$").matches("kfree_skb")
+        );
+        assert!(Pattern::parse("readl$").matches("__raw_readl"));
+        assert!(Pattern::parse("^rb_").matches("rb_erase") && !Pattern::parse("^rb_").matches("herb_x"));
+        assert!(Pattern::parse("kasan").matches("__kasan_report"));
+    }
+
+    #[test]
+    fn syscall_prefixes() {
+        assert_eq!(title_name("__x64_sys_rmdir"), "sys_rmdir");
+        assert_eq!(title_name("__do_sys_futex"), "futex");
+        assert_eq!(title_name("SyS_ioctl"), "ioctl");
+        assert_eq!(title_name("foo.isra.0"), "foo");
+        assert_eq!(title_name("sys_"), "sys_");
     }
 }
