@@ -611,34 +611,40 @@ impl Sqlite {
         }
     }
 
-    fn write_blocks(&mut self, keys: Vec<(i64, i64)>) -> Result<(), StoreError> {
-        if keys.is_empty() {
-            return Ok(());
-        }
+    /// Writes the pending blocks of `keys`, one transaction per block start, oldest first:
+    /// after a full disk a backlog is written as far as the room goes, not all or nothing
+    /// (a backlog written whole could need more room than maintenance ever frees).
+    fn write_blocks(&mut self, mut keys: Vec<(i64, i64)>) -> Result<(), StoreError> {
+        keys.sort_by_key(|&(series, start)| (start, series));
         let block_ns = self.metric_block_ns;
-        let pending = &self.pending;
         let path = self.path.clone();
-        let blocks: Vec<(BlockKey, &Vec<(i64, f64)>)> =
-            keys.iter().filter_map(|k| pending.get(k).map(|v| (*k, v))).collect();
-        let r = (|| {
-            let tx = self.conn.unchecked_transaction()?;
-            for ((series, start), values) in &blocks {
-                write_block(&tx, *series, *start, block_ns, values)?;
-            }
-            tx.commit()
-        })();
-        match r {
-            Ok(()) => {
-                for k in keys {
-                    self.pending.remove(&k);
+        for group in keys.chunk_by(|a, b| a.1 == b.1) {
+            let pending = &self.pending;
+            let blocks: Vec<(BlockKey, &Vec<(i64, f64)>)> =
+                group.iter().filter_map(|k| pending.get(k).map(|v| (*k, v))).collect();
+            let r = (|| {
+                let tx = self.conn.unchecked_transaction()?;
+                for ((series, start), values) in &blocks {
+                    write_block(&tx, *series, *start, block_ns, values)?;
                 }
-                Ok(())
+                tx.commit()
+            })();
+            match r {
+                Ok(()) => {
+                    for k in group {
+                        self.pending.remove(k);
+                    }
+                }
+                Err(rusqlite::Error::InvalidQuery) => {
+                    return Err(StoreError::Corrupt {
+                        path,
+                        detail: "a stored metric block cannot be read".into(),
+                    });
+                }
+                Err(err) => return Err(map_err(&path, err)),
             }
-            Err(rusqlite::Error::InvalidQuery) => {
-                Err(StoreError::Corrupt { path, detail: "a stored metric block cannot be read".into() })
-            }
-            Err(err) => Err(map_err(&path, err)),
         }
+        Ok(())
     }
 }
 
