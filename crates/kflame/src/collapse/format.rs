@@ -242,7 +242,8 @@ fn control_heavy(head: &[u8]) -> bool {
 
 /// True when `head` starts with a perf.data magic (`PERFILE2`, either byte order).
 pub fn is_perf_data(head: &[u8]) -> bool {
-    head.starts_with(b"PERFILE2") || head.starts_with(b"2ELIFREP")
+    // `PERFFILE`: version 1, which the reader names in its refusal.
+    head.starts_with(b"PERFILE2") || head.starts_with(b"2ELIFREP") || head.starts_with(b"PERFFILE")
 }
 
 #[cfg(test)]

@@ -94,9 +94,63 @@ fn slice(data: &[u8], offset: u64, size: u64) -> Option<&[u8]> {
     data.get(start..start.checked_add(usize::try_from(size).ok()?)?)
 }
 
+/// `PERF_FORMAT_LOST` (perf ≥ 6.0): each read value is followed by a count of lost samples.
+/// The attribute parser drops this bit, so it is read from the raw attributes here.
+const FORMAT_LOST: u64 = 1 << 4;
+/// `PERF_RECORD_HEADER_ATTR`: an attribute and its ids, in a pipe-mode stream.
+const HEADER_ATTR: u32 = 64;
+
+/// For each recorded attribute, in file order, whether its read format has
+/// `PERF_FORMAT_LOST` (from the attribute section, or the attribute records of a pipe-mode
+/// stream). Empty when they cannot be read.
+pub(crate) fn read_format_lost(data: &[u8]) -> Vec<bool> {
+    let big = data.starts_with(b"2ELIFREP");
+    let lost = |attr_at: usize| read_u64(data, attr_at + 32, big).is_some_and(|f| f & FORMAT_LOST != 0);
+    if is_pipe(data) {
+        let mut out = Vec::new();
+        let mut at = PIPE_HEADER_LEN as usize;
+        while let Some(kind) = read_u32(data, at, big) {
+            let size = data.get(at + 6..at + 8).map_or(0, |b| {
+                if big { u16::from_be_bytes([b[0], b[1]]) } else { u16::from_le_bytes([b[0], b[1]]) }
+            });
+            if size < 8 {
+                break;
+            }
+            if kind == HEADER_ATTR {
+                out.push(lost(at + 8));
+            }
+            at += usize::from(size);
+        }
+        return out;
+    }
+    let h = Header::read(data);
+    let (offset, size) = h.attrs;
+    if h.attr_size < ATTR_SIZE_VER0 {
+        return Vec::new();
+    }
+    (0..size / h.attr_size).map(|i| usize::try_from(offset + i * h.attr_size).is_ok_and(lost)).collect()
+}
+
+/// Whether `data` is a pipe-mode file (`perf record -o -`): the magic, then a header size of
+/// 16 with no sections; attributes and features follow as records.
+pub(crate) fn is_pipe(data: &[u8]) -> bool {
+    is_perf_data(data) && read_u64(data, 8, data.starts_with(b"2ELIFREP")) == Some(PIPE_HEADER_LEN)
+}
+
+/// The header of a pipe-mode file: magic and size.
+const PIPE_HEADER_LEN: u64 = 16;
+
 /// Checks that every section the header points to lies inside the file, and that the
 /// feature sections, which the parser copies, hold no more bytes than the file.
 pub(crate) fn check(data: &[u8]) -> Result<(), String> {
+    if data.starts_with(b"PERFFILE") {
+        return Err(
+            "this is a version 1 perf.data (magic `PERFFILE`, written by the early perf of Linux 2.6.3x); \
+                    only version 2 (`PERFILE2`) is read: a perf that reads it writes a version 2 copy with \
+                    `perf inject -i FILE -o NEW`"
+                .into(),
+        );
+    }
     if data.len() < 8 || !is_perf_data(data) {
         let got: String =
             data.iter().take(8).map(|&b| if b.is_ascii_graphic() { b as char } else { '.' }).collect();
@@ -111,6 +165,9 @@ pub(crate) fn check(data: &[u8]) -> Result<(), String> {
     let h = Header::read(data);
     let len = data.len() as u64;
     let header_size = h.u64_at(8).unwrap_or(0);
+    if header_size == PIPE_HEADER_LEN {
+        return Err("a pipe-mode header (perf record -o -) where a file header was expected".into());
+    }
     if header_size < HEADER_LEN as u64 || header_size > len {
         return Err(format!("header size {header_size} is impossible for a {len}-byte file"));
     }
@@ -343,6 +400,14 @@ fn event_desc_parses(data: &[u8], offset: usize, size: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_version_1_files() {
+        let mut h = vec![0u8; 104];
+        h[..8].copy_from_slice(b"PERFFILE");
+        assert!(crate::collapse::is_perf_data(&h));
+        assert!(check(&h).unwrap_err().contains("version 1 perf.data"));
+    }
 
     #[test]
     fn rejects_wrong_magic_and_truncation() {

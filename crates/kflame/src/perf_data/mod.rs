@@ -26,6 +26,15 @@
 //! (no `/proc/kallsyms`, own vDSO, `~/.debug`, `/tmp` maps or binaries outside `symfs`):
 //! the output depends on the file and the options alone.
 //!
+//! Files of any perf are read: pipe mode (`perf record -o -`, also from stdin), zstd
+//! compressed records (`-z`: PERF_RECORD_COMPRESSED and COMPRESSED2), AUXTRACE records
+//! whose trace data is stepped over (Intel PT is not decoded: the sampled events are read
+//! as `perf script --no-itrace` reads them), read values (`PERF_SAMPLE_READ`, with GROUP,
+//! ID and LOST) delivered per group member as perf does, `-c N` events without a recorded
+//! period (each sample weighs N), and old kernel maps (perf 3.x): a user-mode address
+//! outside the user mappings is `[unknown]` whatever the kernel map covers. A sample
+//! without a call chain folds to `comm;SYMBOL` or `comm;[dso]` of its sampled address.
+//!
 //! Known differences from `perf script` (6.1) followed by the perf script collapser (on the
 //! 94 MB benchmark capture of a Rust and LLVM build, 99.975% of the weight lies on stacks
 //! both name identically):
@@ -37,7 +46,6 @@
 //!   split `.dwo` files is not followed, so such binaries show no inline frames (for dwz
 //!   that is also what perf 6.1 shows: binutils 2.40's addr2line cannot read the
 //!   supplementary file either; fixture `inline-dwz`);
-//! - compressed files (`perf record -z`) are refused;
 //! - `--pid`/`--tid` use the sample's real pid; stackcollapse-perf writes `?` when
 //!   `perf script` prints only a tid, and reads odd comms such as `:-1` together with the
 //!   CPU and time that follow them;

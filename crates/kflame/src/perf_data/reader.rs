@@ -4,7 +4,8 @@ use std::io::Cursor;
 use std::path::{Path, PathBuf};
 
 use linux_perf_data::linux_perf_event_reader::{
-    CommOrExecRecord, EventRecord, ForkOrExitRecord, Mmap2FileId, RawData, RawEventRecord, SampleRecord,
+    CommOrExecRecord, CpuMode, EventRecord, ForkOrExitRecord, Mmap2FileId, RawData, RawEventRecord,
+    RecordParseInfo, SampleRecord,
 };
 use linux_perf_data::{DsoKey, PerfFileReader, PerfFileRecord};
 use rustc_hash::FxHashMap;
@@ -45,6 +46,11 @@ fn collapse_image(
     opts: &Options,
     order: Order,
 ) -> Result<Output, PerfDataError> {
+    if header::is_pipe(data) {
+        // `perf record -o -`: attributes and features come as records before the samples.
+        let reader = PerfFileReader::parse_pipe(Cursor::new(data))?;
+        return read_records(data, None, reader, opts, order, Fix::None);
+    }
     header::check(data).map_err(PerfDataError::Header)?;
     let first = match header::check_attributes(data) {
         Ok(()) => match header::cap_auxtrace(data) {
@@ -90,13 +96,6 @@ fn read_records<R: std::io::Read>(
     fix: Fix,
 ) -> Result<Output, PerfDataError> {
     let PerfFileReader { mut perf_file, mut record_iter } = reader;
-    if perf_file.features().has_feature(linux_perf_data::Feature::COMPRESSED) {
-        return Err(PerfDataError::Header(
-            "compressed records (perf record -z) are not supported; write an uncompressed copy with \
-             `perf inject -i IN -o OUT`"
-                .into(),
-        ));
-    }
     let events = describe_events(&perf_file);
     let build_ids = perf_file.build_ids().unwrap_or_default();
     let mut st = State::new(opts, &build_ids, order)?;
@@ -114,6 +113,10 @@ fn read_records<R: std::io::Read>(
         });
     }
     st.events = events;
+    st.read_lost = header::read_format_lost(data);
+    for (i, a) in perf_file.event_attributes().iter().enumerate() {
+        st.attr_of_id.extend(a.event_ids.iter().map(|&id| (id, i)));
+    }
     match fix {
         Fix::None => {}
         Fix::EventDesc(shift) => st.out.diag.note("header repaired", 0, || {
@@ -150,7 +153,7 @@ fn read_all<R: std::io::Read>(
     record_iter: &mut linux_perf_data::PerfRecordIter<R>,
     st: &mut State<'_>,
 ) {
-    match data_section(data).filter(|_| in_place(perf_file)) {
+    match data_section(data).filter(|_| in_place(perf_file) && !header::is_pipe(data)) {
         Some(section) => {
             let attrs = perf_file.event_attributes();
             // Pages of records already delivered leave the process's memory.
@@ -165,11 +168,18 @@ fn read_all<R: std::io::Read>(
                 st.at = Some((base + at) as u64);
                 st.record(attr, rec);
             };
-            if let Err(d) = Records::new(section, attrs).for_each(consumed, record) {
+            let records = Records::new(section, attrs);
+            let result = records.for_each(consumed, record);
+            st.aux_bytes = records.aux_bytes();
+            if let Err(d) = result {
+                let (left, len) = (section.len() - d.offset.min(section.len()), section.len().max(1));
                 st.out.diag.skip("damaged record", 0, || {
                     format!(
-                        "reading stopped at byte {} of the data section: {}; the stacks read before it are kept",
-                        d.offset, d.what
+                        "reading stopped at byte {} of the data section: {}; its last {left} bytes ({:.1}% of \
+                         the records) are lost, the stacks read before it are kept",
+                        d.offset,
+                        d.what,
+                        left as f64 * 100.0 / len as f64
                     )
                 });
             }
@@ -180,7 +190,12 @@ fn read_all<R: std::io::Read>(
                     Ok(Some(PerfFileRecord::EventRecord { attr_index, record })) => {
                         st.record(attr_index, &record)
                     }
-                    Ok(Some(PerfFileRecord::UserRecord(_))) => {}
+                    Ok(Some(PerfFileRecord::UserRecord(u))) => {
+                        if u.record_type == linux_perf_data::UserRecordType::PERF_AUXTRACE {
+                            // The record's data holds its trace bytes after the 40-byte head.
+                            st.aux_bytes += (u.data.len() as u64).saturating_sub(40);
+                        }
+                    }
                     Ok(None) => break,
                     Err(e) => {
                         st.out.diag.skip("damaged record", 0, || {
@@ -194,7 +209,49 @@ fn read_all<R: std::io::Read>(
     }
 }
 
-use linux_perf_data::linux_perf_event_reader::{PerfEventType, SampleFormat as SampleFormatBits};
+use linux_perf_data::linux_perf_event_reader::{
+    HardwareEventId, PerfEventAttr, PerfEventType, SampleFormat as SampleFormatBits, SamplingPolicy,
+    SoftwareCounterType,
+};
+
+/// The name perf gives an event the file does not name (old and pipe-mode files carry no
+/// event names): the generic hardware and software events.
+fn attr_name(attr: &PerfEventAttr) -> Option<String> {
+    use HardwareEventId as H;
+    use SoftwareCounterType as S;
+    let name = match attr.type_ {
+        PerfEventType::Hardware(id, _) => match id {
+            H::CpuCycles => "cycles",
+            H::Instructions => "instructions",
+            H::CacheReferences => "cache-references",
+            H::CacheMisses => "cache-misses",
+            H::BranchInstructions => "branches",
+            H::BranchMisses => "branch-misses",
+            H::BusCycles => "bus-cycles",
+            H::StalledCyclesFrontend => "stalled-cycles-frontend",
+            H::StalledCyclesBackend => "stalled-cycles-backend",
+            H::RefCpuCycles => "ref-cycles",
+            _ => return None,
+        },
+        PerfEventType::Software(id) => match id {
+            S::CpuClock => "cpu-clock",
+            S::TaskClock => "task-clock",
+            S::PageFaults => "page-faults",
+            S::ContextSwitches => "context-switches",
+            S::CpuMigrations => "cpu-migrations",
+            S::PageFaultsMin => "minor-faults",
+            S::PageFaultsMaj => "major-faults",
+            S::AlignmentFaults => "alignment-faults",
+            S::EmulationFaults => "emulation-faults",
+            S::Dummy => "dummy",
+            S::BpfOutput => "bpf-output",
+            S::CgroupSwitches => "cgroup-switches",
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some(name.to_string())
+}
 
 /// Records are read in place for little-endian files without compressed records; others go
 /// through the container's own (copying) iterator.
@@ -214,6 +271,9 @@ fn data_section(data: &[u8]) -> Option<&[u8]> {
 struct Event {
     name: String,
     has_period: bool,
+    /// The period of a `-c N` event whose samples do not record it: each weighs N, as perf
+    /// gives a sample without a PERIOD field the attribute's period.
+    fixed_period: Option<u64>,
     /// The sample format when its samples are counted from their head alone (see
     /// `sample.rs`): little-endian, no allocation payload, no DWARF stack.
     head_format: Option<SampleFormatBits>,
@@ -231,7 +291,8 @@ fn describe_events(perf_file: &linux_perf_data::PerfFile) -> Vec<Event> {
     let little_endian =
         perf_file.endian() == linux_perf_data::linux_perf_event_reader::Endianness::LittleEndian;
     let event = |(i, a): (usize, &linux_perf_data::AttributeDescription)| {
-        let name = a.name().map_or_else(|| format!("event{i}"), str::to_string);
+        let name = a.name().map(str::to_string).or_else(|| attr_name(a.attributes()));
+        let name = name.unwrap_or_else(|| format!("event{i}"));
         let tracepoint = match a.attributes().type_ {
             PerfEventType::Tracepoint(id) => Some(id),
             _ => None,
@@ -241,12 +302,16 @@ fn describe_events(perf_file: &linux_perf_data::PerfFile) -> Vec<Event> {
             .and_then(|id| formats.get(&id))
             .and_then(AllocSize::of);
         // perf script prints no period for tracepoints: they weigh one per event.
-        let has_period =
-            a.attributes().sample_format.contains(SampleFormatBits::PERIOD) && tracepoint.is_none();
+        let recorded = a.attributes().sample_format.contains(SampleFormatBits::PERIOD);
+        let fixed_period = match a.attributes().sampling_policy {
+            SamplingPolicy::Period(n) if !recorded && tracepoint.is_none() => Some(n.get()),
+            _ => None,
+        };
+        let has_period = (recorded || fixed_period.is_some()) && tracepoint.is_none();
         let format = a.attributes().sample_format;
         let head_format =
             (little_endian && alloc.is_none() && super::sample::reads(format)).then_some(format);
-        Event { name, has_period, alloc, head_format }
+        Event { name, has_period, fixed_period, alloc, head_format }
     };
     attrs.iter().enumerate().map(event).collect()
 }
@@ -261,10 +326,22 @@ struct State<'o> {
     unwinders: Unwinders,
     events: Vec<Event>,
     filter: Option<usize>,
+    /// The events whose samples are counted: those named as the chosen one, modifiers and
+    /// PMU aside (`cpu_core/cycles/` and `cpu_atom/cycles/` of a hybrid CPU are one event).
+    selected: Vec<bool>,
+    /// Which of them had samples.
+    selected_seen: Vec<bool>,
     other_events: u64,
     lost: u64,
     no_callchain: u64,
     bad_chains: u64,
+    /// Bytes of AUX trace data (Intel PT...) in the file, not decoded.
+    aux_bytes: u64,
+    /// Per event: whether its read values carry a lost count (`PERF_FORMAT_LOST`).
+    read_lost: Vec<bool>,
+    /// The event of each sample id, and the last read value of each id.
+    attr_of_id: FxHashMap<u64, usize>,
+    read_values: FxHashMap<u64, u64>,
     out: Output,
     stacks: StackTable,
     frames: Vec<u32>,
@@ -305,10 +382,16 @@ impl<'o> State<'o> {
             unwinders: Unwinders::default(),
             events: Vec::new(),
             filter: None,
+            selected: Vec::new(),
+            selected_seen: Vec::new(),
             other_events: 0,
             lost: 0,
             no_callchain: 0,
             bad_chains: 0,
+            aux_bytes: 0,
+            read_lost: Vec::new(),
+            attr_of_id: FxHashMap::default(),
+            read_values: FxHashMap::default(),
             out: Output::new(order),
             stacks: StackTable::new(order),
             frames: Vec::new(),
@@ -328,7 +411,7 @@ impl<'o> State<'o> {
         }
         if rec.record_type.0 == SAMPLE
             && let RawData::Single(body) = rec.data
-            && self.sample_head(attr_index, body)
+            && self.sample_head(attr_index, body, rec.misc)
         {
             return;
         }
@@ -339,6 +422,34 @@ impl<'o> State<'o> {
             });
             return;
         }
+        // Read values in samples (`perf record -e '{a,b}:S'`): linux-perf-event-reader 0.10
+        // swaps the group and single layouts and knows no LOST field, so they are cut out
+        // here and the rest parsed without them.
+        let stripped;
+        let without_read;
+        let mut values = None;
+        let rec = if rec.record_type.0 == SAMPLE
+            && rec.parse_info.sample_format.contains(SampleFormatBits::READ)
+        {
+            match strip_read(rec, self.read_lost.get(attr_index).copied().unwrap_or(false)) {
+                Some(s) => {
+                    stripped = s.body;
+                    values = Some(s.values);
+                    without_read =
+                        RawEventRecord::new(rec.record_type, rec.misc, RawData::from(&stripped[..]), s.info);
+                    &without_read
+                }
+                None => {
+                    let at = at_byte(self.at);
+                    self.out.diag.skip("damaged record", 0, || {
+                        format!("a SAMPLE record{at} is shorter than the read values its event records")
+                    });
+                    return;
+                }
+            }
+        } else {
+            rec
+        };
         let parsed = match rec.parse() {
             Ok(p) => p,
             Err(e) => {
@@ -350,7 +461,10 @@ impl<'o> State<'o> {
             }
         };
         match parsed {
-            EventRecord::Sample(s) => self.sample(attr_index, &s),
+            EventRecord::Sample(s) => match values {
+                Some(values) => self.read_sample(&s, &values),
+                None => self.sample(attr_index, &s),
+            },
             EventRecord::Comm(c) => self.comm(&c),
             EventRecord::Fork(f) => self.fork(&f),
             EventRecord::Mmap(m) => {
@@ -435,7 +549,7 @@ impl<'o> State<'o> {
 
     /// A sample read by its head only (see `sample.rs`); false when it needs the general
     /// parser.
-    fn sample_head(&mut self, attr_index: usize, body: &[u8]) -> bool {
+    fn sample_head(&mut self, attr_index: usize, body: &[u8], misc: u16) -> bool {
         let Some(format) = self.events.get(attr_index).and_then(|e| e.head_format) else { return false };
         if self.pairs.is_some() {
             return false;
@@ -447,7 +561,8 @@ impl<'o> State<'o> {
         let tid = h.tid.unwrap_or(-1);
         let pid = h.pid.or_else(|| self.machine.pid_of(tid)).unwrap_or(-1);
         let root = self.stacks.root(&self.machine, pid, tid, self.opts.include_pid, self.opts.include_tid);
-        self.chain_frames(h.chain.map(super::sample::chain_words), pid, root.java);
+        let leaf = h.ip.map(|ip| (ip, sample_mode(CpuMode::from_misc(misc))));
+        self.chain_frames(h.chain.map(super::sample::chain_words), leaf, pid, root.java);
         let weight = self.plain_weight(attr_index, h.period);
         self.stacks.add(root, &self.frames, weight, &self.resolver, &mut self.out);
         true
@@ -455,11 +570,25 @@ impl<'o> State<'o> {
 
     /// Whether samples of this event are counted (the others are counted as left out).
     fn wanted(&mut self, attr_index: usize) -> bool {
-        let wanted = *self.filter.get_or_insert_with(|| first_event(self.opts, &self.events, attr_index));
-        if attr_index != wanted {
+        if self.filter.is_none() {
+            let first = first_event(self.opts, &self.events, attr_index);
+            self.filter = Some(first);
+            let key = match &self.opts.event_filter {
+                Some(want) => event_key(want),
+                None => self.events.get(first).map_or("", |e| event_key(&e.name)),
+            };
+            self.selected = self.events.iter().map(|e| event_key(&e.name) == key).collect();
+            self.selected_seen = vec![false; self.events.len()];
+        }
+        let wanted = self.selected.get(attr_index).copied().unwrap_or(false);
+        if wanted {
+            if let Some(seen) = self.selected_seen.get_mut(attr_index) {
+                *seen = true;
+            }
+        } else {
             self.other_events += 1;
         }
-        attr_index == wanted
+        wanted
     }
 
     fn sample(&mut self, attr_index: usize, s: &SampleRecord<'_>) {
@@ -472,9 +601,28 @@ impl<'o> State<'o> {
         let tid = s.tid.unwrap_or(-1);
         let pid = s.pid.or_else(|| self.machine.pid_of(tid)).unwrap_or(-1);
         let root = self.stacks.root(&self.machine, pid, tid, self.opts.include_pid, self.opts.include_tid);
-        self.collect_frames(s, pid, root.java);
+        self.collect_frames(s, true, pid, root.java);
         let Some(weight) = self.weight(attr_index, s) else { return };
         self.stacks.add(root, &self.frames, weight, &self.resolver, &mut self.out);
+    }
+
+    /// A sample with read values (`PERF_SAMPLE_READ`, e.g. `-e '{a,b}:S'`), delivered as
+    /// perf does: once per value, for the event of its id, weighing what the counter
+    /// advanced since that event's previous sample (nothing when it did not, or when the
+    /// values carry no ids).
+    fn read_sample(&mut self, s: &SampleRecord<'_>, values: &[(u64, Option<u64>)]) {
+        for &(value, id) in values {
+            let Some(id) = id else { continue };
+            let Some(&attr) = self.attr_of_id.get(&id) else { continue };
+            let before = self.read_values.insert(id, value).unwrap_or(0);
+            let delta = value.wrapping_sub(before);
+            if delta == 0 {
+                continue;
+            }
+            let mut one = s.clone();
+            one.period = Some(delta);
+            self.sample(attr, &one);
+        }
     }
 
     /// `--mode`: the sample as a trace event fed to the pairing (`pairs/`).
@@ -482,7 +630,7 @@ impl<'o> State<'o> {
         let Some(mut pairs) = self.pairs.take() else { return };
         if let Some(ev) = pairs.event(attr_index, s, &self.machine, self.at, &mut self.out) {
             let pid = s.pid.or_else(|| self.machine.pid_of(s.tid.unwrap_or(-1))).unwrap_or(-1);
-            self.collect_frames(s, pid, ev.comm.replace(' ', "_") == "java");
+            self.collect_frames(s, false, pid, ev.comm.replace(' ', "_") == "java");
             pairs.feed(ev, self.frames.iter().map(|&f| self.resolver.text(f)), &mut self.out);
         }
         self.pairs = Some(pairs);
@@ -511,15 +659,21 @@ impl<'o> State<'o> {
 
     /// The weight of a sample of an event that is not an allocation tracepoint.
     fn plain_weight(&self, attr_index: usize, period: Option<u64>) -> u64 {
-        let has_period = !self.opts.counts && self.events.get(attr_index).is_some_and(|e| e.has_period);
-        if has_period { period.filter(|&p| p > 0).unwrap_or(1) } else { 1 }
+        match self.events.get(attr_index) {
+            Some(e) if e.has_period && !self.opts.counts => {
+                period.or(e.fixed_period).filter(|&p| p > 0).unwrap_or(1)
+            }
+            _ => 1,
+        }
     }
 
     /// The frames of a sample, leaf first: the recorded call chain, then (for
-    /// `--call-graph dwarf`) the unwound user stack.
-    fn collect_frames(&mut self, s: &SampleRecord<'_>, pid: i32, java: bool) {
+    /// `--call-graph dwarf`) the unwound user stack. Without a chain, the sampled address
+    /// alone when `ip_alone` (as perf script prints it on the sample's line).
+    fn collect_frames(&mut self, s: &SampleRecord<'_>, ip_alone: bool, pid: i32, java: bool) {
         let chain = s.callchain.map(|c| (0..c.len()).map_while(move |i| c.get(i)));
-        if self.chain_frames(chain, pid, java)
+        let leaf = s.ip.filter(|_| ip_alone).map(|ip| (ip, sample_mode(s.cpu_mode)));
+        if self.chain_frames(chain, leaf, pid, java)
             && !self.opts.no_unwind
             && s.user_regs.is_some()
             && s.user_stack.is_some()
@@ -531,11 +685,26 @@ impl<'o> State<'o> {
     }
 
     /// The frames of a recorded call chain (addresses and context markers, leaf first)
-    /// into `self.frames`; false (and no frames) when there is no chain or it is corrupt.
-    fn chain_frames(&mut self, chain: Option<impl Iterator<Item = u64>>, pid: i32, java: bool) -> bool {
+    /// into `self.frames`; false when there is no chain or it is corrupt. A sample without
+    /// a chain gets the frame of its sampled address `leaf` (and the mode it was taken in)
+    /// when there is one, as `perf script | stackcollapse-perf.pl` gives it.
+    fn chain_frames(
+        &mut self,
+        chain: Option<impl Iterator<Item = u64>>,
+        leaf: Option<(u64, Mode)>,
+        pid: i32,
+        java: bool,
+    ) -> bool {
         self.frames.clear();
         let Some(chain) = chain else {
             self.no_callchain += 1;
+            if let Some((ip, mode)) = leaf {
+                self.ensure_kernel();
+                self.resolver.check_kernel(&self.machine);
+                let space = self.machine.space_generation(pid);
+                let f = self.resolver.frame_cached(&self.machine, pid, space, ip, mode, java);
+                self.frames.push(f);
+            }
             return false;
         };
         self.ensure_kernel();
@@ -593,6 +762,10 @@ impl<'o> State<'o> {
             }
             None => "only the process name",
         };
+        let chainless = match stackless {
+            "only the process name" => "the sampled address alone under the process name",
+            paired => paired,
+        };
         let (other, lost, nocc) = (self.other_events, self.lost, self.no_callchain);
         if self.bad_chains > 0 {
             self.out.diag.add(crate::diag::Severity::Note, "corrupt call chain", 0, self.bad_chains, || {
@@ -600,7 +773,24 @@ impl<'o> State<'o> {
             });
         }
         let name = event.map(|e| e.name.clone()).unwrap_or_default();
-        if other > 0 {
+        let merged: Vec<&str> = (self.events.iter().zip(&self.selected_seen))
+            .filter(|(_, seen)| **seen)
+            .map(|(e, _)| e.name.as_str())
+            .collect();
+        if merged.len() > 1 {
+            let list = merged.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+            self.out.diag.note("events merged", 0, || {
+                format!("samples of {list} are folded together: one event on several PMUs (hybrid CPU) or with other modifiers; choose one with its full name in --event-filter")
+            });
+        }
+        if event.is_none()
+            && let Some(want) = &self.opts.event_filter
+        {
+            let names = self.events.iter().map(|e| format!("`{}`", e.name)).collect::<Vec<_>>().join(", ");
+            self.out.diag.note("no such event", 0, || {
+                format!("no event of the file is named `{want}` (--event-filter); it recorded {names}")
+            });
+        } else if other > 0 {
             self.out.diag.add(crate::diag::Severity::Note, "other events", 0, other, || {
                 format!("only samples of event `{name}` were kept; choose another with --event-filter")
             });
@@ -612,7 +802,16 @@ impl<'o> State<'o> {
         }
         if nocc > 0 {
             self.out.diag.add(crate::diag::Severity::Note, "no call chain", 0, nocc, || {
-                format!("samples without a call chain (record with -g or --call-graph): {stackless}")
+                format!("samples without a call chain (record with -g or --call-graph): {chainless}")
+            });
+        }
+        if self.aux_bytes > 0 {
+            let n = self.aux_bytes;
+            self.out.diag.note("trace data not decoded", 0, || {
+                format!(
+                    "{n} bytes of AUX trace data (Intel PT, CoreSight...) are not decoded: only the sampled \
+                     events are read, as `perf script --no-itrace` does"
+                )
             });
         }
         report_missing(&self.resolver.dsos, &mut self.out);
@@ -660,11 +859,119 @@ fn report_missing(dsos: &Dsos, out: &mut Output) {
     }
 }
 
-/// The event to keep: `--event-filter` by name, else the event of the first sample.
+/// The event to keep: `--event-filter` by name (the full name, else the name without
+/// modifiers and PMU), else the event of the first sample.
 fn first_event(opts: &Options, events: &[Event], first: usize) -> usize {
     match &opts.event_filter {
-        Some(want) => events.iter().position(|e| &e.name == want).unwrap_or(usize::MAX),
+        Some(want) => events
+            .iter()
+            .position(|e| &e.name == want)
+            .or_else(|| events.iter().position(|e| event_key(&e.name) == event_key(want)))
+            .unwrap_or(usize::MAX),
         None => first,
+    }
+}
+
+/// An event name without its PMU and modifiers, as events are compared: `cycles:ppp`,
+/// `cpu_core/cycles:ppp/` and `cpu_atom/cycles/` are all `cycles`; tracepoints
+/// (`kmem:kmalloc`) keep their whole name.
+fn event_key(name: &str) -> &str {
+    // `pmu/event/` or `pmu/event/modifiers`.
+    let name = match name.split_once('/') {
+        Some((_, rest)) => match rest.rsplit_once('/') {
+            Some((inner, mods)) if mods.chars().all(|c| c.is_ascii_alphabetic()) => inner,
+            _ => name,
+        },
+        None => name,
+    };
+    match name.rsplit_once(':') {
+        Some((base, mods)) if !mods.is_empty() && mods.bytes().all(|b| b"ukhHGpPSDIWe".contains(&b)) => base,
+        _ => name,
+    }
+}
+
+/// A sample body without its read values.
+struct Stripped {
+    body: Vec<u8>,
+    info: RecordParseInfo,
+    /// The (value, id) pairs read (id `None` without `PERF_FORMAT_ID`).
+    values: Vec<(u64, Option<u64>)>,
+}
+
+/// A sample body without its read values (`PERF_SAMPLE_READ`), the parse info of such
+/// bodies and the values; `None` when the body is too short for them.
+/// `lost`: the read format has `PERF_FORMAT_LOST`.
+fn strip_read(rec: &RawEventRecord<'_>, lost: bool) -> Option<Stripped> {
+    use linux_perf_data::linux_perf_event_reader::{Endianness, ReadFormat};
+    let info = rec.parse_info;
+    let body = rec.data.as_slice();
+    let before = [
+        SampleFormatBits::IDENTIFIER,
+        SampleFormatBits::IP,
+        SampleFormatBits::TID,
+        SampleFormatBits::TIME,
+        SampleFormatBits::ADDR,
+        SampleFormatBits::ID,
+        SampleFormatBits::STREAM_ID,
+        SampleFormatBits::CPU,
+        SampleFormatBits::PERIOD,
+    ];
+    let start = 8 * before.iter().filter(|&&f| info.sample_format.contains(f)).count();
+    let rf = info.read_format;
+    let flag = |f: ReadFormat| if rf.contains(f) { 8usize } else { 0 };
+    let times = flag(ReadFormat::TOTAL_TIME_ENABLED) + flag(ReadFormat::TOTAL_TIME_RUNNING);
+    let per_value = 8 + flag(ReadFormat::ID) + if lost { 8 } else { 0 };
+    let len = if rf.contains(ReadFormat::GROUP) {
+        // { nr, time_enabled, time_running, { value, id, lost } x nr }
+        let nr: [u8; 8] = body.get(start..start + 8)?.try_into().ok()?;
+        let nr = match info.endian {
+            Endianness::LittleEndian => u64::from_le_bytes(nr),
+            Endianness::BigEndian => u64::from_be_bytes(nr),
+        };
+        usize::try_from(nr).ok()?.checked_mul(per_value)?.checked_add(8 + times)?
+    } else {
+        // { value, time_enabled, time_running, id, lost }
+        times + per_value
+    };
+    let end = start.checked_add(len)?;
+    if end > body.len() {
+        return None;
+    }
+    let word = |at: usize| -> u64 {
+        let b: [u8; 8] = body[at..at + 8].try_into().unwrap_or_default();
+        match info.endian {
+            Endianness::LittleEndian => u64::from_le_bytes(b),
+            Endianness::BigEndian => u64::from_be_bytes(b),
+        }
+    };
+    let has_id = rf.contains(ReadFormat::ID);
+    let (first, n) = if rf.contains(ReadFormat::GROUP) {
+        (start + 8 + times, (len - 8 - times) / per_value)
+    } else {
+        (start, 1)
+    };
+    let values = (0..n)
+        .map(|i| {
+            let at = first + i * per_value;
+            // In a single value the times sit between the value and the id.
+            let id_at = if rf.contains(ReadFormat::GROUP) { at + 8 } else { at + 8 + times };
+            (word(at), has_id.then(|| word(id_at)))
+        })
+        .collect();
+    let mut out = Vec::with_capacity(body.len() - len);
+    out.extend_from_slice(&body[..start]);
+    out.extend_from_slice(&body[end..]);
+    let mut info = info;
+    info.sample_format.remove(SampleFormatBits::READ);
+    Some(Stripped { body: out, info, values })
+}
+
+/// The context a sample was taken in (the record's cpumode) as a frame's mode.
+fn sample_mode(mode: CpuMode) -> Mode {
+    match mode {
+        CpuMode::Kernel => Mode::Kernel,
+        CpuMode::User => Mode::User,
+        _ => Mode::Other,
     }
 }
 
@@ -694,3 +1001,22 @@ const PERF_CONTEXT_GUEST: u64 = -2048i64 as u64;
 const PERF_CONTEXT_GUEST_USER: u64 = -2560i64 as u64;
 /// perf script's default `--max-stack`.
 const MAX_STACK: usize = 127;
+
+#[cfg(test)]
+mod tests {
+    use super::event_key;
+
+    #[test]
+    fn event_keys_drop_pmus_and_modifiers() {
+        for name in ["cycles", "cycles:ppp", "cpu_core/cycles:ppp/", "cpu_atom/cycles/", "cpu_atom/cycles/u"]
+        {
+            assert_eq!(event_key(name), "cycles", "{name}");
+        }
+        assert_eq!(event_key("kmem:kmalloc"), "kmem:kmalloc");
+        assert_eq!(event_key("cpu-clock:pppH"), "cpu-clock");
+        assert_eq!(
+            event_key("MEM_TRANS_RETIRED.LOAD_LATENCY:ldlat=64:precise=2:mh:mg:pinned:"),
+            "MEM_TRANS_RETIRED.LOAD_LATENCY:ldlat=64:precise=2:mh:mg:pinned:"
+        );
+    }
+}

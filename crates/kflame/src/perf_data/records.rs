@@ -13,6 +13,12 @@ use rustc_hash::FxHashMap;
 type LE = byteorder::LittleEndian;
 
 const FINISHED_ROUND: u32 = 68;
+/// `PERF_RECORD_AUXTRACE`: followed by as many bytes of trace data (Intel PT, CoreSight...)
+/// as its first field says, outside the record's own size.
+const AUXTRACE: u32 = 71;
+/// `PERF_RECORD_COMPRESSED` and `COMPRESSED2`: zstd frames of records.
+const COMPRESSED: u32 = 81;
+const COMPRESSED2: u32 = 83;
 const USER_TYPE_START: u32 = 64;
 
 /// How a record's event (attribute index) is found.
@@ -28,6 +34,8 @@ pub(crate) struct Records<'a> {
     infos: Vec<RecordParseInfo>,
     ids: Ids,
     attr_of_id: FxHashMap<u64, usize>,
+    /// Bytes of AUX trace data stepped over (not decoded).
+    aux_bytes: std::sync::atomic::AtomicU64,
 }
 
 /// What the walk hands over: a record (its byte range and event), or the mark that the
@@ -67,7 +75,7 @@ impl<'a> Records<'a> {
                 attr_of_id.insert(id, i);
             }
         }
-        Records { data, infos, ids, attr_of_id }
+        Records { data, infos, ids, attr_of_id, aux_bytes: Default::default() }
     }
 
     /// Calls `f(attr_index, offset, record)` for every kernel record in time order (`offset`:
@@ -131,6 +139,37 @@ impl<'a> Records<'a> {
             if size < 8 || pos + size > self.data.len() {
                 break Err(self.damaged(pos, &format!("record size {size} is impossible here")));
             }
+            if ty == AUXTRACE {
+                // The trace data follows the record: step over it (perf script --no-itrace).
+                let aux = self
+                    .data
+                    .get(pos + 8..pos + 16)
+                    .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()));
+                let end = aux.and_then(|a| usize::try_from(a).ok()).and_then(|a| (pos + size).checked_add(a));
+                match end {
+                    Some(end) if end <= self.data.len() => {
+                        self.aux_bytes
+                            .fetch_add((end - pos - size) as u64, std::sync::atomic::Ordering::Relaxed);
+                        pos = end;
+                        continue;
+                    }
+                    _ => {
+                        break Err(self.damaged(
+                            pos,
+                            &format!(
+                                "an AUXTRACE record claims {} bytes of trace data, more than the section holds",
+                                aux.unwrap_or(0)
+                            ),
+                        ));
+                    }
+                }
+            }
+            if ty == COMPRESSED || ty == COMPRESSED2 {
+                break Err(self.damaged(
+                    pos,
+                    "a compressed record in a file whose header does not say it holds compressed records",
+                ));
+            }
             if ty == FINISHED_ROUND {
                 // A round is one run of records per CPU buffer, each already in time order:
                 // the stable sort merges those runs in about linear time. Keys are unique
@@ -155,6 +194,11 @@ impl<'a> Records<'a> {
             emit(Delivery::Record { at, end, attr });
         }
         result
+    }
+
+    /// Bytes of AUX trace data (Intel PT...) stepped over so far.
+    pub(crate) fn aux_bytes(&self) -> u64 {
+        self.aux_bytes.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn damaged(&self, offset: usize, what: &str) -> Damaged {

@@ -384,7 +384,13 @@ fn locate(m: &Machine, pid: i32, ip: u64, mode: Mode, kernel_end: u64) -> Loc {
     {
         return Loc::Mapped { dso: map.object, rel: map.file_offset(ip), ksym: false };
     }
-    // Kernel addresses, and user-mode addresses in kernel space (vsyscall), as perf does.
+    // A user-mode address outside the user mappings is unknown, wherever it points: the
+    // call chain's context says what is user code (garbage frame pointers included), not
+    // the recorded kernel map (perf 3.x recorded maps starting far below the kernel).
+    // perf 6.1 names such addresses `[unknown]` too, also in kernel space.
+    if mode == Mode::User {
+        return Loc::Unmapped;
+    }
     if let Some(map) = m.ksyms.find(ip) {
         return Loc::Mapped { dso: map.object, rel: ip - map.start, ksym: true };
     }

@@ -10,6 +10,7 @@ use linux_perf_data::linux_perf_event_reader::SampleFormat;
 /// The fields of a sample the counting path uses.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Head<'a> {
+    pub(crate) ip: Option<u64>,
     pub(crate) pid: Option<i32>,
     pub(crate) tid: Option<i32>,
     pub(crate) period: Option<u64>,
@@ -39,9 +40,8 @@ pub(crate) fn reads(format: SampleFormat) -> bool {
 /// `None` when the body is too short for its format.
 pub(crate) fn head(body: &[u8], format: SampleFormat) -> Option<Head<'_>> {
     let mut w = Words { body, at: 0 };
-    for flag in [SampleFormat::IDENTIFIER, SampleFormat::IP] {
-        w.skip_if(format, flag)?;
-    }
+    w.skip_if(format, SampleFormat::IDENTIFIER)?;
+    let ip = w.take_if(format, SampleFormat::IP)?;
     let (pid, tid) = match w.take_if(format, SampleFormat::TID)? {
         Some(v) => (Some(v as u32 as i32), Some((v >> 32) as u32 as i32)),
         None => (None, None),
@@ -59,7 +59,7 @@ pub(crate) fn head(body: &[u8], format: SampleFormat) -> Option<Head<'_>> {
         }
         None => None,
     };
-    Some(Head { pid, tid, period, chain })
+    Some(Head { ip, pid, tid, period, chain })
 }
 
 /// 64-bit words read one after the other.
@@ -160,7 +160,11 @@ mod tests {
                 SampleRecord::parse::<byteorder::LittleEndian>(RawData::Single(&b), 0, &info).unwrap();
             assert!(reads(format));
             let h = head(&b, format).unwrap();
-            assert_eq!((h.pid, h.tid, h.period), (general.pid, general.tid, general.period), "{format:?}");
+            assert_eq!(
+                (h.ip, h.pid, h.tid, h.period),
+                (general.ip, general.pid, general.tid, general.period),
+                "{format:?}"
+            );
             let ours: Option<Vec<u64>> = h.chain.map(|c| chain_words(c).collect());
             let theirs: Option<Vec<u64>> =
                 general.callchain.map(|c| (0..c.len()).map_while(|i| c.get(i)).collect());

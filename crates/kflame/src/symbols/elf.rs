@@ -1,15 +1,14 @@
 //! ELF symbol tables of user-space binaries, keyed by file offset as perf does.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use object::elf::{SHF_ALLOC, SHF_EXECINSTR};
 use object::{
-    Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable, SectionFlags, SymbolKind,
+    Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable, ReadRef, SectionFlags, SymbolKind,
 };
 
 use super::table::{Binding, Entry, Names, SymbolTable};
-use super::{MappedFile, Symbol, SymbolError};
+use super::{Symbol, SymbolError};
 
 /// The function and object symbols of one ELF file.
 ///
@@ -27,22 +26,26 @@ impl ElfSymbols {
     /// Reads the symbols of `path`. When the file has no `.symtab` (a stripped binary), its
     /// separate debug file `<debug_root>/usr/lib/debug/.build-id/xx/yyyy.debug` is used if
     /// present (pass `/` for the machine's own); otherwise `.dynsym`.
+    ///
+    /// The files are read, not mapped: only the ranges the symbols need (headers, symbol
+    /// and string tables, notes), into buffers of this process, and the table keeps copies
+    /// of its names. A binary truncated or rewritten while it is read gives an error or
+    /// stale names, never a SIGBUS, and a table kept for long holds no file open.
     pub fn open(path: &Path, debug_root: &Path) -> Result<ElfSymbols, SymbolError> {
         let io = |source| SymbolError::Io { path: path.to_path_buf(), source };
-        let data = Arc::new(MappedFile::open(path).map_err(io)?);
+        let data = object::ReadCache::new(open_file(path).map_err(io)?);
         let file = parse(path, &data)?;
         let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
         if !has_symtab(&file)
             && let Some(debug_path) = build_id.as_deref().map(|b| debug_file_path(debug_root, b))
-            && let Ok(debug) = MappedFile::open(&debug_path).map(Arc::new)
-            && let Ok(dfile) = object::File::parse(&**debug)
+            && let Ok(debug) = open_file(&debug_path).map(object::ReadCache::new)
+            && let Ok(dfile) = object::File::parse(&debug)
             && has_symtab(&dfile)
         {
-            let table = read_symbols(&dfile, &file, true, Names::with_file(Arc::clone(&debug)));
-            data.release(0..data.len());
+            let table = read_symbols(&dfile, &file, true, Names::default());
             return Ok(ElfSymbols { table, build_id, symbols_from: Some(debug_path) });
         }
-        let table = read_symbols(&file, &file, has_symtab(&file), Names::with_file(Arc::clone(&data)));
+        let table = read_symbols(&file, &file, has_symtab(&file), Names::default());
         Ok(ElfSymbols { table, build_id, symbols_from: Some(path.to_path_buf()) })
     }
 
@@ -117,63 +120,56 @@ pub fn debug_file_path(root: &Path, build_id: &[u8]) -> PathBuf {
     root.join("usr/lib/debug/.build-id").join(dir).join(format!("{rest}.debug"))
 }
 
-fn parse<'d>(path: &Path, data: &'d [u8]) -> Result<object::File<'d>, SymbolError> {
+/// A regular file opened for reading (a directory is refused: reading it fails late).
+fn open_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let file = std::fs::File::open(path)?;
+    if file.metadata()?.is_dir() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "is a directory"));
+    }
+    Ok(file)
+}
+
+fn parse<'d, R: ReadRef<'d>>(path: &Path, data: R) -> Result<object::File<'d, R>, SymbolError> {
     object::File::parse(data).map_err(|e| SymbolError::Format {
         path: path.to_path_buf(),
         message: format!("not a readable ELF file: {e}"),
     })
 }
 
-fn has_symtab(file: &object::File<'_>) -> bool {
+fn has_symtab<'d, R: ReadRef<'d>>(file: &object::File<'d, R>) -> bool {
     file.symbols().next().is_some()
 }
 
 /// Symbols of `syms` (`.symtab` when `symtab`, else `.dynsym`), converted to file offsets
-/// through the loadable segments of `runtime` (the binary actually mapped). Names stay in
-/// the mapped file of `names` when `syms` was parsed from it.
-///
-/// The symbol and string tables of a large library run to tens of MB: the pages of that
-/// file read so far are let go every so often (and once done), so that reading them does
-/// not make the process that much larger; names looked up later are read again from the
-/// page cache.
-fn read_symbols(
-    syms: &object::File<'_>,
-    runtime: &object::File<'_>,
+/// through the loadable segments of `runtime` (the binary actually mapped), their names
+/// copied into `names`.
+fn read_symbols<'d, 'r, R: ReadRef<'d>, Q: ReadRef<'r>>(
+    syms: &object::File<'d, R>,
+    runtime: &object::File<'r, Q>,
     symtab: bool,
     mut names: Names,
 ) -> SymbolTable {
-    /// Symbols read between two releases of the file's pages (192 KiB of `.symtab`, about
-    /// 1 MB of names for C++ or Rust).
-    const RELEASE_EVERY: usize = 1 << 13;
     let segments: Vec<(u64, u64, u64)> =
         runtime.segments().map(|s| (s.address(), s.size(), s.file_range().0)).collect();
-    let iter: Box<dyn Iterator<Item = object::Symbol<'_, '_>>> =
+    let iter: Box<dyn Iterator<Item = object::Symbol<'d, '_, R>>> =
         if symtab { Box::new(syms.symbols()) } else { Box::new(syms.dynamic_symbols()) };
     let mut entries = Vec::new();
-    let release = |names: &Names| {
-        if let Some(file) = names.file() {
-            file.release(0..file.len());
-        }
-    };
-    for (i, sym) in iter.enumerate() {
+    for sym in iter {
         if let Some(e) = entry(syms, &sym, &segments, &mut names) {
             entries.push(e);
-        }
-        if i % RELEASE_EVERY == RELEASE_EVERY - 1 {
-            release(&names);
         }
     }
     entries.shrink_to_fit();
     let mut table = SymbolTable::with_names(entries, names, super::demangle);
     let plt = plt_symbols(runtime, table.names_mut());
     table.add_sized(plt);
-    release(table.names_mut());
+    table.names_mut().shrink();
     table
 }
 
 /// perf's synthesized PLT symbols: one `NAME@plt` per `.rela.plt` entry, laid out after the
 /// `.plt` header, `sh_entsize` bytes each, at file offsets.
-fn plt_symbols(file: &object::File<'_>, names: &mut Names) -> Vec<Entry> {
+fn plt_symbols<'d, R: ReadRef<'d>>(file: &object::File<'d, R>, names: &mut Names) -> Vec<Entry> {
     let (Some(rela), Some(plt)) = (file.section_by_name(".rela.plt"), file.section_by_name(".plt")) else {
         return Vec::new();
     };
@@ -197,7 +193,7 @@ fn plt_symbols(file: &object::File<'_>, names: &mut Names) -> Vec<Entry> {
 }
 
 /// `sh_entsize` of the `.plt` section.
-fn plt_entsize(file: &object::File<'_>, plt: &object::Section<'_, '_>) -> u64 {
+fn plt_entsize<'d, R: ReadRef<'d>>(file: &object::File<'d, R>, plt: &object::Section<'d, '_, R>) -> u64 {
     use object::read::elf::SectionHeader;
     let endian = if file.is_little_endian() { object::Endianness::Little } else { object::Endianness::Big };
     let ent = match file {
@@ -213,9 +209,9 @@ fn plt_entsize(file: &object::File<'_>, plt: &object::Section<'_, '_>) -> u64 {
     ent.unwrap_or(16)
 }
 
-fn entry(
-    file: &object::File<'_>,
-    sym: &object::Symbol<'_, '_>,
+fn entry<'d, R: ReadRef<'d>>(
+    file: &object::File<'d, R>,
+    sym: &object::Symbol<'d, '_, R>,
     segments: &[(u64, u64, u64)],
     names: &mut Names,
 ) -> Option<Entry> {
@@ -248,7 +244,7 @@ fn entry(
     };
     // Names are nearly always UTF-8 (checked much faster than `from_utf8_lossy` does).
     let name = match std::str::from_utf8(name) {
-        Ok(name) => names.in_file(name),
+        Ok(name) => names.push(name),
         Err(_) => names.push(&String::from_utf8_lossy(name)),
     };
     Some(Entry { start, end: start + sym.size(), binding, name })
@@ -258,27 +254,53 @@ fn entry(
 mod tests {
     use super::*;
 
-    /// The symbols of a mapped file name the same functions as those of the same bytes in
-    /// memory (names copied), without a copy of its string table: only the names made up
-    /// here (`NAME@plt`) are stored.
+    fn inline_cxx() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/perf-data/symfs/opt/kflame-demo/bin/inline-cxx")
+    }
+
+    /// The symbols read from a file name the same functions as those of the same bytes in
+    /// memory.
     #[test]
-    fn names_stay_in_the_mapped_file() {
-        let bin = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/perf-data/symfs/opt/kflame-demo/bin/inline-cxx");
-        let mapped = ElfSymbols::open(&bin, Path::new("/nonexistent")).unwrap();
+    fn file_and_memory_give_the_same_symbols() {
+        let bin = inline_cxx();
+        let read = ElfSymbols::open(&bin, Path::new("/nonexistent")).unwrap();
         let copied = ElfSymbols::parse(&std::fs::read(&bin).unwrap()).unwrap();
-        assert!(mapped.len() > 10, "{}", mapped.len());
-        assert_eq!(mapped.len(), copied.len());
-        for i in 0..mapped.len() {
-            let (a, b) = (mapped.table.get(i).unwrap(), copied.table.get(i).unwrap());
+        assert!(read.len() > 10, "{}", read.len());
+        assert_eq!(read.len(), copied.len());
+        for i in 0..read.len() {
+            let (a, b) = (read.table.get(i).unwrap(), copied.table.get(i).unwrap());
             assert_eq!((a.start, a.end), (b.start, b.end));
-            assert_eq!(mapped.table.name(a), copied.table.name(b));
+            assert_eq!(read.table.name(a), copied.table.name(b));
         }
-        let in_file =
-            |t: &SymbolTable| (0..t.len()).filter(|&i| t.get(i).is_some_and(|e| e.name.in_file())).count();
-        assert_eq!(in_file(&copied.table), 0);
-        let plt =
-            (0..mapped.len()).filter(|&i| mapped.table.name(mapped.table.get(i).unwrap()).ends_with("@plt"));
-        assert_eq!(in_file(&mapped.table), mapped.len() - plt.count());
+    }
+
+    /// A binary truncated in place after its symbols were read (a package upgrade writing
+    /// over it, a build rewriting its output) while a symbol table of it is kept, as the
+    /// watcher keeps them: symbolizing afterwards still works, from the table's own copies
+    /// (a table that kept the file mapped died of SIGBUS here). Reading the truncated file
+    /// again is an error, not a crash.
+    #[test]
+    fn truncated_binary_is_no_sigbus() {
+        let dir = std::env::temp_dir().join(format!("kflame-elf-truncate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let copy = dir.join("inline-cxx");
+        std::fs::copy(inline_cxx(), &copy).unwrap();
+        let syms = ElfSymbols::open(&copy, Path::new("/nonexistent")).unwrap();
+        let before: Vec<(u64, String)> = (0..syms.len())
+            .map(|i| syms.table.get(i).unwrap())
+            .map(|e| (e.start, syms.table.name(e).to_string()))
+            .collect();
+        // Truncate the very file (same inode), as an in-place rewrite does.
+        std::fs::OpenOptions::new().write(true).open(&copy).unwrap().set_len(0).unwrap();
+        for (start, name) in &before {
+            let sym = syms.lookup(*start).expect("symbol still found");
+            assert_eq!(sym.start, *start);
+            assert!(!sym.name.is_empty(), "{name}");
+        }
+        assert!(ElfSymbols::open(&copy, Path::new("/nonexistent")).is_err());
+        std::fs::write(&copy, b"\x7fELF").unwrap();
+        assert!(ElfSymbols::open(&copy, Path::new("/nonexistent")).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

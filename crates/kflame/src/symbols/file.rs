@@ -22,9 +22,9 @@ impl MappedFile {
         // SAFETY: the mapping is read-only and private. If another process truncates or
         // rewrites the file while it is mapped, reads may see the new bytes or fault; the
         // same holds for every profiler reading binaries (perf, samply), and the parsers
-        // treat every byte as untrusted anyway. An ELF symbol table keeps its file mapped for
-        // as long as it lives (its names are read there), so a long-running recorder holds
-        // the maps of the binaries it named, as `perf top` does.
+        // treat every byte as untrusted anyway. What is kept for long does not hold a map:
+        // ELF symbol tables read their files (`elf.rs`) and own their names; maps serve
+        // one reading of a perf.data file and its binaries' DWARF and unwind tables.
         let map = unsafe { memmap2::Mmap::map(&file)? };
         Ok(MappedFile { map })
     }

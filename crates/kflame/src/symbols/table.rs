@@ -1,11 +1,9 @@
 //! A sorted symbol table with perf's rules for duplicates, missing sizes and lookups.
 
 use std::borrow::Cow;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
-
-use super::MappedFile;
 
 /// How a symbol is bound (ELF binding, or derived from the kallsyms type letter).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -31,46 +29,29 @@ pub(crate) struct Entry {
     pub(crate) name: NameRef,
 }
 
-/// Where a name lies in a [`Names`]: in its own text, or in the mapped file it was read
-/// from (8 bytes, so that an [`Entry`] takes 32: a large table has hundreds of thousands).
+/// Where a name lies in a [`Names`] (8 bytes, so that an [`Entry`] takes 32: a large table
+/// has hundreds of thousands).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct NameRef {
     start: u32,
-    /// The length, and [`NameRef::IN_FILE`] when the name lies in the file.
     len: u32,
 }
 
-impl NameRef {
-    const IN_FILE: u32 = 1 << 31;
-
-    /// True when the name lies in the mapped file.
-    pub(crate) fn in_file(self) -> bool {
-        self.len & Self::IN_FILE != 0
-    }
-}
-
-/// The names of one table: those read from a mapped ELF file stay there (a range of its
-/// string table, checked to be UTF-8 when the table is built), the others (kallsyms, PLT
-/// entries, names that needed repair) are stored end to end in one buffer. A large binary
-/// has hundreds of thousands of symbols: one allocation per name made loading and freeing
-/// its table cost as much as reading it, and a copy of its string table (20 MB for
-/// `librustc_driver.so`) made a profiler that keeps it hold that much more memory.
+/// The names of one table, stored end to end in one buffer owned by the table. A large
+/// binary has hundreds of thousands of symbols: one allocation per name made loading and
+/// freeing its table cost as much as reading it. The names are copies, not references into
+/// the binary: a table kept for long (the watcher caches them) holds no mapping of a file
+/// that may be truncated or rewritten under it (reading a truncated mapping is a SIGBUS).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Names {
     text: String,
-    file: Option<Arc<MappedFile>>,
 }
 
 impl Names {
-    /// Names that may lie in `file` (see [`in_file`](Self::in_file)).
-    pub(crate) fn with_file(file: Arc<MappedFile>) -> Names {
-        Names { text: String::new(), file: Some(file) }
-    }
-
     /// Stores `name` (cut at 2 GiB; text past 4 GiB is not stored).
     pub(crate) fn push(&mut self, name: &str) -> NameRef {
         let Ok(start) = u32::try_from(self.text.len()) else { return NameRef::default() };
-        let mut len = name.len().min((NameRef::IN_FILE - 1) as usize);
+        let mut len = name.len().min((1usize << 31) - 1);
         while !name.is_char_boundary(len) {
             len -= 1;
         }
@@ -78,41 +59,15 @@ impl Names {
         NameRef { start, len: len as u32 }
     }
 
-    /// Refers to `name`, a slice of the mapped file of [`with_file`](Self::with_file), where
-    /// it lies (copied instead when it is not in that file or lies past what a [`NameRef`]
-    /// can point to).
-    pub(crate) fn in_file(&mut self, name: &str) -> NameRef {
-        if let Some(file) = &self.file {
-            let offset = (name.as_ptr() as usize).wrapping_sub(file.as_ptr() as usize);
-            if offset <= file.len()
-                && name.len() <= file.len() - offset
-                && let Ok(start) = u32::try_from(offset)
-                && let Ok(len) = u32::try_from(name.len())
-                && len < NameRef::IN_FILE
-            {
-                return NameRef { start, len: len | NameRef::IN_FILE };
-            }
-        }
-        self.push(name)
-    }
-
-    /// The mapped file names may lie in.
-    pub(crate) fn file(&self) -> Option<&MappedFile> {
-        self.file.as_deref()
-    }
-
     /// The name stored at `r`.
     pub(crate) fn get(&self, r: NameRef) -> &str {
         let start = r.start as usize;
-        let range = start..start + (r.len & !NameRef::IN_FILE) as usize;
-        if r.in_file() {
-            // Checked to be UTF-8 when stored: the check again costs little next to what
-            // a name found is used for (demangling, hashing), and needs no `unsafe`.
-            let bytes = self.file.as_deref().and_then(|f| f.get(range)).unwrap_or_default();
-            std::str::from_utf8(bytes).unwrap_or_default()
-        } else {
-            self.text.get(range).unwrap_or_default()
-        }
+        self.text.get(start..start + r.len as usize).unwrap_or_default()
+    }
+
+    /// Frees the spare capacity of the buffer.
+    pub(crate) fn shrink(&mut self) {
+        self.text.shrink_to_fit();
     }
 }
 
@@ -414,17 +369,14 @@ mod tests {
         assert_eq!(t.find(0xfff), None);
     }
 
-    /// An entry stays 32 bytes; names not in a mapped file are copied.
+    /// An entry stays 32 bytes; names are stored end to end.
     #[test]
     fn names_and_entries_stay_small() {
         assert_eq!(std::mem::size_of::<Entry>(), 32);
         let mut names = Names::default();
         let r = names.push("déjà");
-        assert_eq!(names.get(r), "déjà");
-        assert!(!r.in_file());
-        // Not in any file: copied.
-        let r = names.in_file("elsewhere");
-        assert_eq!((names.get(r), r.in_file()), ("elsewhere", false));
+        let e = names.push("elsewhere");
+        assert_eq!((names.get(r), names.get(e)), ("déjà", "elsewhere"));
     }
 
     #[test]
