@@ -37,28 +37,28 @@ async function open(file, hash = '') {
   return page;
 }
 
-const shownCount = async (page) => Number((await page.textContent('.ks-count')).split(' ')[0]);
+const shownCount = async (page) => Number((await page.textContent('.sc-count')).split(' ')[0]);
 /** Indices of the events the page shows. */
 const visible = (page) => page.evaluate(() => Array.from(kflameScatter.visible.keys()).filter((i) => kflameScatter.visible[i]));
 
 test('search a function, check it: only its events are shown; reset shows all again', async () => {
   const page = await open(pageFile);
   assert.equal(await shownCount(page), EVENTS.length);
-  await page.fill('.ks-search', 'GETDENTS');
-  await page.press('.ks-search', 'Enter');
+  await page.fill('.sc-search', 'GETDENTS');
+  await page.press('.sc-search', 'Enter');
   const want = EVENTS.map((e, i) => (e.stack.includes('getdents64') ? i : -1)).filter((i) => i >= 0);
   assert.ok(want.length > 100);
-  const row = page.locator('.ks-fn', { hasText: 'getdents64' }).first();
-  assert.equal(await row.locator('.ks-fn-name').textContent(), 'getdents64');
-  assert.equal(Number(await row.locator('.ks-fn-count').textContent()), want.length);
+  const row = page.locator('.sc-fn', { hasText: 'getdents64' }).first();
+  assert.equal(await row.locator('.sc-fn-name').textContent(), 'getdents64');
+  assert.equal(Number(await row.locator('.sc-fn-count').textContent()), want.length);
   // Case-sensitive: no match; regex: anchored names.
-  await page.check('.ks-case');
-  assert.equal(await page.locator('.ks-fn').count(), 0);
-  await page.uncheck('.ks-case');
-  await page.check('.ks-regex');
-  await page.fill('.ks-search', '^getdents(64)?$');
-  await page.press('.ks-search', 'Enter');
-  const names = await page.locator('.ks-fn-name').allTextContents();
+  await page.check('.sc-case');
+  assert.equal(await page.locator('.sc-fn').count(), 0);
+  await page.uncheck('.sc-case');
+  await page.check('.sc-regex');
+  await page.fill('.sc-search', '^getdents(64)?$');
+  await page.press('.sc-search', 'Enter');
+  const names = await page.locator('.sc-fn-name').allTextContents();
   assert.ok(names.length >= 1 && names.every((n) => /^getdents(64)?$/.test(n)), names.join());
   await row.locator('input').check();
   assert.equal(await shownCount(page), want.length);
@@ -66,22 +66,22 @@ test('search a function, check it: only its events are shown; reset shows all ag
   await screenshot(page, 'scatter-function-checked');
   await page.click('[data-act=reset]');
   assert.equal(await shownCount(page), EVENTS.length);
-  assert.equal(await page.inputValue('.ks-search'), '');
-  assert.equal(await page.locator('.ks-fn input:checked').count(), 0);
+  assert.equal(await page.inputValue('.sc-search'), '');
+  assert.equal(await page.locator('.sc-fn input:checked').count(), 0);
   assert.deepEqual(page.problems, []);
   await page.close();
 });
 
 test('color by process: one legend entry per comm with its count; an entry toggles its points', async () => {
   const page = await open(pageFile);
-  await page.selectOption('.ks-color', 'cpu');
-  await page.selectOption('.ks-color', 'comm');
+  await page.selectOption('.sc-color', 'cpu');
+  await page.selectOption('.sc-color', 'comm');
   const counts = new Map();
   for (const e of EVENTS) counts.set(e.comm, (counts.get(e.comm) || 0) + 1);
-  const items = page.locator('.ks-legend-item');
+  const items = page.locator('.sc-legend-item');
   const got = new Map();
   for (let k = 0; k < await items.count(); k++) {
-    got.set(await items.nth(k).locator('.ks-legend-label').textContent(), Number(await items.nth(k).locator('.ks-legend-count').textContent()));
+    got.set(await items.nth(k).locator('.sc-legend-label').textContent(), Number(await items.nth(k).locator('.sc-legend-count').textContent()));
   }
   assert.deepEqual(got, counts);
   // Each process is drawn in its legend's color: the pixels of its last 20 events (drawn last,
@@ -97,7 +97,7 @@ test('color by process: one legend entry per comm with its count; an entry toggl
     }
     return out;
   });
-  const swatches = await page.$$eval('.ks-legend-item', (bs) => bs.map((b) => [b.querySelector('.ks-legend-label').textContent,
+  const swatches = await page.$$eval('.sc-legend-item', (bs) => bs.map((b) => [b.querySelector('.sc-legend-label').textContent,
     getComputedStyle(b.querySelector('.kf-swatch')).backgroundColor]));
   assert.equal(swatches.length, counts.size);
   for (const [label, css] of swatches) {
@@ -106,13 +106,13 @@ test('color by process: one legend entry per comm with its count; an entry toggl
     assert.ok(same >= pixels[label].length / 2, `${label}: ${css}, pixels ${JSON.stringify(pixels[label])}`);
   }
   await screenshot(page, 'scatter-color-by-process');
-  await page.click('.ks-legend-item:has-text("find")');
-  assert.equal(await page.getAttribute('.ks-legend-item:has-text("find")', 'aria-pressed'), 'false');
+  await page.click('.sc-legend-item:has-text("find")');
+  assert.equal(await page.getAttribute('.sc-legend-item:has-text("find")', 'aria-pressed'), 'false');
   assert.equal(await shownCount(page), EVENTS.length - counts.get('find'));
   const vis = await visible(page);
   assert.ok(vis.every((i) => EVENTS[i].comm !== 'find'));
   // Keyboard: the legend entries are buttons.
-  await page.focus('.ks-legend-item:has-text("find")');
+  await page.focus('.sc-legend-item:has-text("find")');
   await page.keyboard.press('Enter');
   assert.equal(await shownCount(page), EVENTS.length);
   assert.deepEqual(page.problems, []);
@@ -131,12 +131,12 @@ test('click a point: its details, and the flame graph of exactly its stack', asy
   await page.mouse.click(at.x, at.y);
   assert.equal(await page.evaluate(() => kflameScatter.point), want);
   const e = EVENTS[want];
-  assert.equal(await page.textContent('.ks-comm'), e.comm);
-  assert.equal(await page.textContent('.ks-pid'), String(e.pid));
-  assert.equal(await page.textContent('.ks-cpu'), String(e.cpu));
-  assert.ok((await page.textContent('.ks-start')).startsWith(e.ts.toFixed(9)));
-  assert.ok((await page.textContent('.ks-duration')).includes(e.duration_ns.toLocaleString('en-US') + ' ns'));
-  assert.equal(await page.textContent('.ks-event'), e.event);
+  assert.equal(await page.textContent('.sc-comm'), e.comm);
+  assert.equal(await page.textContent('.sc-pid'), String(e.pid));
+  assert.equal(await page.textContent('.sc-cpu'), String(e.cpu));
+  assert.ok((await page.textContent('.sc-start')).startsWith(e.ts.toFixed(9)));
+  assert.ok((await page.textContent('.sc-duration')).includes(e.duration_ns.toLocaleString('en-US') + ' ns'));
+  assert.equal(await page.textContent('.sc-event'), e.event);
   const path = await page.evaluate(() => {
     const t = kflameScatter.pointViewer.tree, out = [];
     let i = 0;
@@ -153,7 +153,7 @@ test('click a point: its details, and the flame graph of exactly its stack', asy
   // The outlier list links to points too: its first entry is the slowest event.
   let slowest = 0;
   EVENTS.forEach((x, i) => { if (x.duration_ns > EVENTS[slowest].duration_ns) slowest = i; });
-  await page.click('.ks-outlier >> nth=0');
+  await page.click('.sc-outlier >> nth=0');
   assert.equal(await page.evaluate(() => kflameScatter.point), slowest);
   assert.deepEqual(page.problems, []);
   await page.close();
@@ -172,7 +172,7 @@ test('box selection: its flame graph weighs the selected events by latency; diff
   await page.mouse.move(r.x + r.w * 0.7, r.y + r.h * 0.5, { steps: 5 });
   await page.mouse.move(r.x + r.w * 0.75, r.y + r.h * 0.6, { steps: 5 });
   await page.mouse.up();
-  await page.waitForSelector('.ks-sel-total');
+  await page.waitForSelector('.sc-sel-total');
   const box = await page.evaluate(() => kflameScatter.selection.shape.box);
   // The box in data coordinates: time after the first event (ns) and log10 latency.
   const first = Math.min(...EVENTS.map((e) => Math.round(e.ts * 1e9)));
@@ -182,14 +182,14 @@ test('box selection: its flame graph weighs the selected events by latency; diff
     if (t >= box[0] && t <= box[1] && y >= box[2] && y <= box[3]) { sum += e.duration_ns; n++; }
   }
   assert.ok(n > 10, `${n} events selected`);
-  assert.equal(Number(await page.textContent('.ks-sel-count')), n);
-  assert.equal(Number(await page.getAttribute('.ks-sel-total', 'data-ns')), sum);
+  assert.equal(Number(await page.textContent('.sc-sel-count')), n);
+  assert.equal(Number(await page.getAttribute('.sc-sel-total', 'data-ns')), sum);
   const totals = await page.evaluate(() => kflameScatter.selViewers.map((v) => v.tree.total[0]));
   assert.equal(totals[0], sum);
   assert.equal(totals[1], EVENTS.reduce((s, e) => s + e.duration_ns, 0));
   assert.ok(Date.now() - t0 < 5000);
   await screenshot(page, 'scatter-box-selection');
-  await page.check('.ks-diff');
+  await page.check('.sc-diff');
   const diff = await page.evaluate(() => ({ n: kflameScatter.selViewers.length, d: !!kflameScatter.selViewers[0].tree.before,
     total: kflameScatter.selViewers[0].tree.total[0] }));
   assert.deepEqual(diff, { n: 1, d: true, total: sum });
@@ -245,7 +245,7 @@ test('lasso selection, axis range filters, zoom and pan; the URL keeps filters a
   const sel = await page.evaluate(() => ({ count: kflameScatter.selection.count, ids: kflameScatter.selection.ids }));
   const vis = new Set(await visible(page));
   assert.ok(sel.ids.every((i) => vis.has(i)));
-  assert.equal(Number(await page.textContent('.ks-sel-count')), sel.count);
+  assert.equal(Number(await page.textContent('.sc-sel-count')), sel.count);
   await screenshot(page, 'scatter-lasso');
   // Reload with the URL: same filters and view.
   const hash = await page.evaluate(() => location.hash);
@@ -269,8 +269,8 @@ test('an empty input gives a page that says so; hostile names stay text', async 
   const empty = join(dir, 'empty.html');
   kflame(['scatter', writeText(dir, 'empty.json', ''), '-o', empty]);
   let page = await open(empty);
-  assert.equal(await page.isVisible('.ks-empty'), true);
-  assert.match(await page.textContent('.ks-empty'), /No events/);
+  assert.equal(await page.isVisible('.sc-empty'), true);
+  assert.match(await page.textContent('.sc-empty'), /No events/);
   assert.deepEqual(page.problems, []);
   await page.close();
   const hostile = '</script><img src=x onerror="window.__pwned=1">';
@@ -280,11 +280,11 @@ test('an empty input gives a page that says so; hostile names stay text', async 
   kflame(['scatter', events, '-o', out]);
   page = await open(out);
   assert.equal(await page.evaluate(() => window.__pwned), undefined);
-  assert.equal(await page.textContent('.ks-legend-item >> nth=0 >> .ks-legend-label'), hostile);
-  assert.match(await page.textContent('.ks-notes'), /hostile\.json:2: skipped 1 line \(malformed event line\)/);
-  await page.fill('.ks-search', 'no stack');
-  await page.press('.ks-search', 'Enter');
-  assert.equal(await page.textContent('.ks-fn-name'), '[no stack]');
+  assert.equal(await page.textContent('.sc-legend-item >> nth=0 >> .sc-legend-label'), hostile);
+  assert.match(await page.textContent('.sc-notes'), /hostile\.json:2: skipped 1 line \(malformed event line\)/);
+  await page.fill('.sc-search', 'no stack');
+  await page.press('.sc-search', 'Enter');
+  assert.equal(await page.textContent('.sc-fn-name'), '[no stack]');
   assert.deepEqual(page.problems, []);
   await page.close();
 });

@@ -186,39 +186,39 @@ class ScatterView {
     const btn = (act, text, title) => el('button', { type: 'button', 'data-act': act, text, title: title || text });
     d.title = el('h1', { class: 'kf-title', text: m.title });
     d.subtitle = el('div', { class: 'kf-subtitle', text: m.subtitle || '' });
-    d.notes = el('div', { class: 'kf-notes ks-notes', text: m.notes || '' });
-    d.color = el('select', { class: 'ks-color', 'aria-label': 'Color by' },
+    d.notes = el('div', { class: 'kf-notes sc-notes', text: m.notes || '' });
+    d.color = el('select', { class: 'sc-color', 'aria-label': 'Color by' },
       ...Object.entries(COLOR_BY).map(([v, text]) => el('option', { value: v, text })));
-    d.modes = el('span', { class: 'ks-modes' }, btn('pan', 'Pan', 'Drag pans the view'),
+    d.modes = el('span', { class: 'sc-modes' }, btn('pan', 'Pan', 'Drag pans the view'),
       btn('box', 'Box', 'Drag selects a box (or Shift+drag)'), btn('lasso', 'Lasso', 'Drag draws a free selection'));
     d.toolbar = el('div', { class: 'kf-toolbar' }, el('label', {}, 'Color by: ', d.color),
       btn('log', 'Log y', 'Logarithmic / linear latency axis'), btn('density', 'Density', 'Heat map of point density'),
       el('span', { class: 'kf-sep' }), d.modes, el('span', { class: 'kf-sep' }),
       btn('reset-view', 'Reset view'), btn('reset', 'Reset filters'));
-    d.chips = el('div', { class: 'ks-chips' });
-    d.count = el('div', { class: 'ks-count' });
-    d.canvas = el('canvas', { class: 'ks-canvas', tabindex: '0', 'aria-label': 'Latency scatter plot' });
-    d.plotBox = el('div', { class: 'ks-plot' }, d.canvas);
-    d.empty = el('div', { class: 'kf-empty ks-empty', text: 'No events: the input holds no event with a latency.', hidden: '' });
-    d.legend = el('div', { class: 'ks-legend', role: 'group', 'aria-label': 'Legend' });
-    d.search = el('input', { type: 'search', class: 'ks-search', placeholder: 'Search functions', spellcheck: 'false' });
-    d.regex = el('input', { type: 'checkbox', class: 'ks-regex' });
-    d.cs = el('input', { type: 'checkbox', class: 'ks-case' });
-    d.fnInfo = el('div', { class: 'ks-fn-info' });
-    d.fnList = el('div', { class: 'ks-fn-list', role: 'group', 'aria-label': 'Functions' });
-    d.fnBox = el('div', { class: 'ks-side-box' }, el('h2', { text: 'Search functions' }), d.search,
+    d.chips = el('div', { class: 'sc-chips' });
+    d.count = el('div', { class: 'sc-count' });
+    d.canvas = el('canvas', { class: 'sc-canvas', tabindex: '0', 'aria-label': 'Latency scatter plot' });
+    d.plotBox = el('div', { class: 'sc-plot' }, d.canvas);
+    d.empty = el('div', { class: 'kf-empty sc-empty', text: 'No events: the input holds no event with a latency.', hidden: '' });
+    d.legend = el('div', { class: 'sc-legend', role: 'group', 'aria-label': 'Legend' });
+    d.search = el('input', { type: 'search', class: 'sc-search', placeholder: 'Search functions', spellcheck: 'false' });
+    d.regex = el('input', { type: 'checkbox', class: 'sc-regex' });
+    d.cs = el('input', { type: 'checkbox', class: 'sc-case' });
+    d.fnInfo = el('div', { class: 'sc-fn-info' });
+    d.fnList = el('div', { class: 'sc-fn-list', role: 'group', 'aria-label': 'Functions' });
+    d.fnBox = el('div', { class: 'sc-side-box' }, el('h2', { text: 'Search functions' }), d.search,
       el('div', {}, el('label', {}, d.regex, ' regex'), ' ', el('label', {}, d.cs, ' match case')), d.fnInfo, d.fnList);
-    d.outliers = el('ol', { class: 'ks-outliers' });
-    d.outBox = el('div', { class: 'ks-side-box' }, el('h2', { text: 'Slowest events' }), d.outliers);
-    d.side = el('div', { class: 'ks-side' }, d.fnBox, d.outBox);
-    d.details = el('div', { class: 'ks-details' });
-    d.diff = el('label', { class: 'ks-diff-label' }, el('input', { type: 'checkbox', class: 'ks-diff' }),
+    d.outliers = el('ol', { class: 'sc-outliers' });
+    d.outBox = el('div', { class: 'sc-side-box' }, el('h2', { text: 'Slowest events' }), d.outliers);
+    d.side = el('div', { class: 'sc-side' }, d.fnBox, d.outBox);
+    d.details = el('div', { class: 'sc-details' });
+    d.diff = el('label', { class: 'sc-diff-label' }, el('input', { type: 'checkbox', class: 'sc-diff' }),
       ' differential (selection against all visible events, scaled to the same total)');
-    d.selInfo = el('div', { class: 'ks-sel-info' });
-    d.graphs = el('div', { class: 'ks-graphs' });
-    d.selBox = el('div', { class: 'ks-selection', hidden: '' }, d.selInfo, d.diff, d.graphs);
-    d.root = el('div', { class: 'ks-scatter' }, d.title, d.subtitle, d.notes, d.toolbar, d.chips, d.count,
-      el('div', { class: 'ks-main' }, el('div', { class: 'ks-left' }, d.plotBox, d.empty, d.legend), d.side),
+    d.selInfo = el('div', { class: 'sc-sel-info' });
+    d.graphs = el('div', { class: 'sc-graphs' });
+    d.selBox = el('div', { class: 'sc-selection', hidden: '' }, d.selInfo, d.diff, d.graphs);
+    d.root = el('div', { class: 'sc-scatter' }, d.title, d.subtitle, d.notes, d.toolbar, d.chips, d.count,
+      el('div', { class: 'sc-main' }, el('div', { class: 'sc-left' }, d.plotBox, d.empty, d.legend), d.side),
       d.details, d.selBox, el('div', { class: 'kf-help', text: HELP }));
     root.replaceChildren(d.root);
   }
@@ -231,13 +231,13 @@ class ScatterView {
     this.hiddenCat = new Uint8Array(this.cats.labels.length);
     this.cats.labels.forEach((l, c) => { if (hidden.has(l)) this.hiddenCat[c] = 1; });
     const items = this.cats.labels.map((label, c) => {
-      const b = el('button', { type: 'button', class: 'ks-legend-item', 'data-cat': String(c),
+      const b = el('button', { type: 'button', class: 'sc-legend-item', 'data-cat': String(c),
         'aria-pressed': String(!this.hiddenCat[c]), title: 'Show or hide ' + label },
-      el('span', { class: 'kf-swatch', style: 'background:' + this.cats.colors[c] }), el('span', { class: 'ks-legend-label', text: label }),
-      el('span', { class: 'ks-legend-count', text: String(this.cats.counts[c]) }));
+      el('span', { class: 'kf-swatch', style: 'background:' + this.cats.colors[c] }), el('span', { class: 'sc-legend-label', text: label }),
+      el('span', { class: 'sc-legend-count', text: String(this.cats.counts[c]) }));
       return b;
     });
-    this.dom.legend.replaceChildren(el('span', { class: 'ks-legend-title', text: COLOR_BY[this.state.color] + ':' }), ...items);
+    this.dom.legend.replaceChildren(el('span', { class: 'sc-legend-title', text: COLOR_BY[this.state.color] + ':' }), ...items);
   }
 
   // ---- filters ----------------------------------------------------------------------
@@ -277,8 +277,8 @@ class ScatterView {
     d.fnList.replaceChildren(...shown.slice(0, LIST_MAX).map((nm) => {
       const box = el('input', { type: 'checkbox', 'data-fn': names[nm] });
       box.checked = checked.has(names[nm]);
-      return el('label', { class: 'ks-fn' }, box, el('span', { class: 'ks-fn-name', text: names[nm] }),
-        el('span', { class: 'ks-fn-count', text: String(this.perName[nm]) }));
+      return el('label', { class: 'sc-fn' }, box, el('span', { class: 'sc-fn-name', text: names[nm] }),
+        el('span', { class: 'sc-fn-count', text: String(this.perName[nm]) }));
     }));
   }
 
@@ -318,10 +318,10 @@ class ScatterView {
 
   renderChips() {
     const s = this.state, chips = [];
-    const chip = (text, act) => el('button', { type: 'button', class: 'ks-chip', 'data-act': act, title: 'Remove this filter', text: text + ' ✕' });
+    const chip = (text, act) => el('button', { type: 'button', class: 'sc-chip', 'data-act': act, title: 'Remove this filter', text: text + ' ✕' });
     if (s.x) chips.push(chip('time ' + fmtTime(s.x[0], this.meta.timed) + ' – ' + fmtTime(s.x[1], this.meta.timed), 'clear-x'));
     if (s.y) chips.push(chip('latency ' + fmtNs(s.y[0]) + ' – ' + fmtNs(s.y[1]), 'clear-y'));
-    for (const f of s.checked) chips.push(el('button', { type: 'button', class: 'ks-chip', 'data-uncheck': f, text: 'function ' + f + ' ✕' }));
+    for (const f of s.checked) chips.push(el('button', { type: 'button', class: 'sc-chip', 'data-uncheck': f, text: 'function ' + f + ' ✕' }));
     if (s.hidden.length) chips.push(chip(s.hidden.length + ' hidden in legend', 'clear-hidden'));
     this.dom.chips.replaceChildren(...chips);
   }
@@ -349,7 +349,7 @@ class ScatterView {
     if (top.length < OUTLIERS) top.sort((a, b) => this.d[b] - this.d[a]);
     this.outliers = top;
     this.dom.outliers.replaceChildren(...top.map((i) => el('li', {},
-      el('button', { type: 'button', class: 'ks-outlier', 'data-point': String(i) },
+      el('button', { type: 'button', class: 'sc-outlier', 'data-point': String(i) },
         fmtNs(this.d[i]) + '  ' + this.meta.comms[this.comm[i]] + ' ' + this.meta.names[this.func[i]]))));
   }
 
@@ -570,8 +570,8 @@ class ScatterView {
       ['duration', formatWeight(this.d[i], 'ns', 'ns')], ['event', m.events[this.event[i]] || ''],
       ['function', m.names[this.func[i]]]];
     d.details.replaceChildren(el('h2', { text: 'Event' }),
-      el('dl', { class: 'ks-detail-list' }, ...rows.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', { class: 'ks-' + k.toLowerCase(), text: v })])),
-      el('div', { class: 'ks-point-graph' }));
+      el('dl', { class: 'sc-detail-list' }, ...rows.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', { class: 'sc-' + k.toLowerCase(), text: v })])),
+      el('div', { class: 'sc-point-graph' }));
     const w = new Float64Array(this.frames.length);
     w[this.stack[i]] = this.d[i];
     this.pointViewer = this.flame(d.details.lastChild, w, null, 'Stack of the event', this.pointViewer);
@@ -621,8 +621,8 @@ class ScatterView {
     const d = this.dom;
     d.selBox.hidden = false;
     d.selInfo.replaceChildren(el('h2', { text: 'Selection' }),
-      el('span', { class: 'ks-sel-count', text: String(count) }), ' events, total latency ',
-      el('span', { class: 'ks-sel-total', 'data-ns': String(total), text: formatWeight(total, 'ns', 'ns') }),
+      el('span', { class: 'sc-sel-count', text: String(count) }), ' events, total latency ',
+      el('span', { class: 'sc-sel-total', 'data-ns': String(total), text: formatWeight(total, 'ns', 'ns') }),
       ' ', el('button', { type: 'button', 'data-act': 'clear-selection', text: 'Clear selection' }));
     if (this.selViewers) for (const v of this.selViewers) v.destroy();
     d.graphs.replaceChildren();
@@ -631,11 +631,11 @@ class ScatterView {
     if (diff) {
       const scale = total / (all.reduce((s, x) => s + x, 0) || 1);
       const before = all.map((x) => x * scale);
-      const box = el('div', { class: 'ks-graph ks-graph-diff' });
+      const box = el('div', { class: 'sc-graph sc-graph-diff' });
       d.graphs.append(box);
       this.selViewers = [this.flame(box, sel, before, 'Selection against all visible (red: more in the selection)')];
     } else {
-      const a = el('div', { class: 'ks-graph ks-graph-sel' }), b = el('div', { class: 'ks-graph ks-graph-all' });
+      const a = el('div', { class: 'sc-graph sc-graph-sel' }), b = el('div', { class: 'sc-graph sc-graph-all' });
       d.graphs.append(a, b);
       this.selViewers = [this.flame(a, sel, null, 'Selected events, by latency'), this.flame(b, all, null, 'All visible events, by latency')];
     }
