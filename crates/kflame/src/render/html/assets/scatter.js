@@ -875,6 +875,8 @@ class ScatterView {
 function startScatter(root, meta, columns, t0 = performance.now()) {
   const view = new ScatterView(root, meta, columns);
   view.timings.firstDraw = performance.now() - t0;
+  // Since navigation: the first frame that shows the points.
+  requestAnimationFrame(() => { view.timings.painted = performance.now(); });
   globalThis.kflameScatter = view;
   return view;
 }
