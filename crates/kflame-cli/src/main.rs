@@ -57,6 +57,9 @@ enum Command {
     Query(cmd::query::Args),
     /// Serve a web page over a history database: metric charts, range brush, flame graphs.
     Serve(cmd::serve::Args),
+    /// Draw per-event latency (`record -o X.json`, `collapse --events-json`) as a scatter
+    /// plot linked to flame graphs: one self-contained HTML page.
+    Scatter(cmd::scatter::Args),
 }
 
 fn main() -> ExitCode {
@@ -76,6 +79,7 @@ fn main() -> ExitCode {
         Command::Watch(args) => cmd::watch::run(args),
         Command::Query(args) => cmd::query::run(args),
         Command::Serve(args) => cmd::serve::run(args),
+        Command::Scatter(args) => cmd::scatter::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

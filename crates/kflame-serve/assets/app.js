@@ -112,7 +112,7 @@ function buildDom() {
   D.status = el('div', { class: 'ks-status', role: 'status' });
   const hosts = S.info.hosts.join(', ');
   root.replaceChildren(
-    el('header', { class: 'ks-header' }, el('h1', { text: 'kflame serve' }), el('span', { class: 'ks-hosts', text: hosts }), D.rangeText),
+    el('header', { class: 'ks-header' }, el('h1', { text: 'kflame serve' }), el('span', { class: 'ks-hosts', text: hosts }), D.rangeText, el('a', { href: '/scatter', class: 'ks-tab-scatter', text: 'Latency scatter' })),
     toolbar, D.chartArea, D.axis, D.events, D.values,
     el('div', { class: 'ks-panel-head' }, D.panelTitle, D.downloads), D.panelNote, D.status, D.report, D.heat, D.viewer);
   S.charts = S.groups.map((g) => new Chart(g));

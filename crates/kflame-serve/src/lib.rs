@@ -29,6 +29,7 @@ use tokio::sync::watch;
 pub mod api;
 mod db;
 mod page;
+mod scatter;
 pub mod security;
 
 pub use security::{Token, TokenError};
@@ -154,6 +155,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/favicon.ico", get(|| async { axum::http::StatusCode::NO_CONTENT }))
         .route("/assets/{file}", get(page::asset))
         .route("/viewer/{file}", get(page::viewer_asset))
+        .merge(scatter::routes())
         .nest("/api", api::routes())
         .fallback(page::not_found)
         .layer(axum::middleware::from_fn_with_state(app.clone(), security::guard))

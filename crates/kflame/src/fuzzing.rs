@@ -35,6 +35,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("render", render),
     ("perf_data", perf_data),
     ("kmsg", kmsg),
+    ("scatter_events", scatter_events),
 ];
 
 /// Stacks (in output order) and diagnostics of a run, for comparing runs.
@@ -308,4 +309,22 @@ pub fn perf_data(data: &[u8]) {
     let pairing = Pairing { comm: true, cpu: true, ..Pairing::new(PairMode::OffCpu) };
     let opts = Options { pairing: Some(pairing), ..opts };
     let _ = collapse_bytes(data, &opts, Order::Time);
+}
+
+/// JSON event lines into the scatter page: every non-blank line is an event or a skipped
+/// line (never both, never neither), and the page of what was taken is written.
+pub fn scatter_events(data: &[u8]) {
+    use crate::render::html::scatter::{ScatterBuilder, ScatterOptions, write_scatter_page};
+    let mut b = ScatterBuilder::new();
+    let mut diag = Diagnostics::new();
+    let taken = b.read_json_lines(data, &mut diag).expect("reading memory");
+    let lines = crate::collapse::lines(data, 1)
+        .filter(|(_, l)| !l.strip_suffix(b"\r").unwrap_or(l).iter().all(u8::is_ascii_whitespace))
+        .count() as u64;
+    assert_eq!(taken + diag.skipped(), lines, "a line was neither an event nor skipped");
+    assert_eq!(taken as usize, b.len());
+    let opts = ScatterOptions::default();
+    let page = b.encode(&opts);
+    let mut out = Vec::new();
+    write_scatter_page(&mut out, &page, &opts).expect("writing to memory");
 }

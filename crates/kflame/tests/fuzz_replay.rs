@@ -218,6 +218,7 @@ replay_tests!(
     render,
     perf_data,
     kmsg,
+    scatter_events,
 );
 
 /// The list above names every target of `kflame::fuzzing`.

@@ -12,6 +12,7 @@ pub(crate) mod perf_data;
 pub(crate) mod query;
 pub(crate) mod record;
 pub(crate) mod reports;
+pub(crate) mod scatter;
 pub(crate) mod serve;
 pub(crate) mod trace_args;
 pub(crate) mod watch;

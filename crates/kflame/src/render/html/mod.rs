@@ -52,6 +52,7 @@
 mod encode;
 mod page;
 mod palette;
+pub mod scatter;
 mod tree;
 
 use std::io::{self, Write};

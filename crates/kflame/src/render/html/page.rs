@@ -21,8 +21,10 @@ const JS: &str = "text/javascript; charset=utf-8";
 
 /// Every file of the viewer: the ES modules in dependency order (each imports only files
 /// before it), then the style sheet. `page.js` boots the viewer on data embedded in the page,
-/// `served.js` on data it fetches; the others are the same for both.
-pub const ASSETS: [Asset; 8] = [
+/// `served.js` on data it fetches; the others are the same for both. `scatter.js` (the
+/// latency scatter view, which draws its flame graphs with `viewer.js`), its entry
+/// `scatter_page.js` and `scatter.css` make the scatter page (`scatter.rs`).
+pub const ASSETS: [Asset; 11] = [
     Asset { path: "model.js", content_type: JS, text: include_str!("assets/model.js") },
     Asset { path: "palette.js", content_type: JS, text: include_str!("assets/palette.js") },
     Asset { path: "render.js", content_type: JS, text: include_str!("assets/render.js") },
@@ -31,6 +33,13 @@ pub const ASSETS: [Asset; 8] = [
     Asset { path: "page.js", content_type: JS, text: include_str!("assets/page.js") },
     Asset { path: "served.js", content_type: JS, text: include_str!("assets/served.js") },
     Asset { path: "viewer.css", content_type: "text/css; charset=utf-8", text: STYLE },
+    Asset { path: "scatter.js", content_type: JS, text: include_str!("assets/scatter.js") },
+    Asset { path: "scatter_page.js", content_type: JS, text: include_str!("assets/scatter_page.js") },
+    Asset {
+        path: "scatter.css",
+        content_type: "text/css; charset=utf-8",
+        text: include_str!("assets/scatter.css"),
+    },
 ];
 
 /// The modules the self-contained page inlines, in dependency order.

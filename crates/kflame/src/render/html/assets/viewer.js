@@ -4,7 +4,9 @@
  * Usage: start(element, meta, nodes), or new FlameViewer(element, tree, meta) where tree
  * comes from decodeTree(meta, nodes) (model.js) or a TreeBuilder, and meta holds title,
  * subtitle, notes, unit, countname, palette, inverted, flamechart. Every piece of profile
- * text is inserted with textContent.
+ * text is inserted with textContent. With meta.embedded (a viewer that is part of another
+ * view, such as the scatter page's), it keeps no state in the URL and answers no keys
+ * outside its own element.
  */
 import * as model from './model.js';
 import * as palette from './palette.js';
@@ -444,8 +446,12 @@ class FlameViewer {
     // Listeners outside the viewer's own elements end with destroy().
     this.global = new AbortController();
     const signal = this.global.signal;
-    document.addEventListener('keydown', (e) => this.key(e), { signal });
     window.addEventListener('resize', () => this.render(), { signal });
+    if (this.meta.embedded) {
+      d.root.addEventListener('keydown', (e) => this.key(e), { signal });
+      return;
+    }
+    document.addEventListener('keydown', (e) => this.key(e), { signal });
     window.addEventListener('hashchange', () => { if (location.hash !== this.lastHash) { this.restoreHash(); this.render(); } },
       { signal });
   }
@@ -531,6 +537,7 @@ class FlameViewer {
   // ---- URL state --------------------------------------------------------------------
 
   saveHash() {
+    if (this.meta.embedded) return;
     const s = this.state, defaults = { inverted: !!this.meta.inverted };
     const hash = K.UrlState.encode(s, defaults, s.fn >= 0 ? this.tree.names[s.fn] : null, this.transforms);
     if (hash !== (location.hash || '')) history.replaceState(null, '', hash || location.pathname + location.search);
@@ -538,6 +545,7 @@ class FlameViewer {
   }
 
   restoreHash() {
+    if (this.meta.embedded) return;
     const want = K.UrlState.decode(location.hash, { inverted: !!this.meta.inverted }), s = this.state;
     this.replayTransforms(want.transforms);
     Object.assign(s, { inverted: want.inverted, heavy: want.heavy, ci: want.ci, search: want.search });

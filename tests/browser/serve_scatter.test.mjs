@@ -1,0 +1,96 @@
+// The latency scatter tab of `kflame serve`, in headless Chromium, on a real stored capture:
+// `kflame watch` fired a syscalls capture on a live machine and stored its per-event
+// records (crates/kflame-serve/tests/data/README.md). Expected figures are read here from
+// the database with Python's sqlite3, independently of the server.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { BIN, ROOT, launchBrowser, scratch, screenshot } from './lib.mjs';
+
+const TOKEN = 'scatter-tab-token-7';
+const DB_GZ = join(ROOT, 'crates/kflame-serve/tests/data/watch-syscalls-capture.db.gz');
+let browser, server, base, exited, db;
+
+before(async () => {
+  const dir = scratch();
+  db = join(dir, 'history.db');
+  writeFileSync(db, gunzipSync(readFileSync(DB_GZ)));
+  writeFileSync(join(dir, 'token'), TOKEN + '\n');
+  server = spawn(BIN, ['serve', '--db', db, '--listen', '127.0.0.1:0', '--token-file', join(dir, 'token')],
+    { stdio: ['ignore', 'pipe', 'inherit'] });
+  exited = new Promise((ok) => server.on('exit', (code, signal) => ok({ code, signal })));
+  base = await new Promise((ok, fail) => {
+    let out = '';
+    server.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/open (http:\/\/127\.0\.0\.1:\d+\/)\?token=/);
+      if (m) ok(m[1]);
+    });
+    setTimeout(() => fail(new Error('kflame serve printed no URL: ' + out)), 20000);
+  });
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (server) {
+    server.kill('SIGTERM');
+    const how = await Promise.race([exited, new Promise((ok) => setTimeout(() => ok('timeout'), 10000))]);
+    assert.deepEqual(how, { code: 0, signal: null });
+  }
+});
+
+/** Rows of an SQL query on the database (read-only), as JSON. */
+function sql(query) {
+  const py = 'import json,sqlite3,sys\nc=sqlite3.connect("file:"+sys.argv[1]+"?mode=ro",uri=True)\n' +
+    'print(json.dumps(c.execute(sys.argv[2]).fetchall()))';
+  return JSON.parse(execFileSync('python3', ['-c', py, db, query], { encoding: 'utf8' }));
+}
+
+test('the scatter tab lists the stored capture and opens its events', async () => {
+  const page = await browser.newPage();
+  const problems = [];
+  page.on('pageerror', (e) => problems.push('error: ' + e.message));
+  page.on('console', (m) => { if (m.type() === 'error') problems.push('console: ' + m.text()); });
+  await page.goto(base + '?token=' + TOKEN);
+  // The tab link of the main page.
+  await page.click('a.ks-tab-scatter');
+  await page.waitForSelector('a.sc-open');
+  const [[id, events]] = sql('SELECT capture, COUNT(*) FROM events GROUP BY capture');
+  assert.equal(await page.textContent('.sc-events'), String(events));
+  await page.click('a.sc-open');
+  await page.waitForFunction(() => globalThis.kflameScatter && kflameScatter.n > 0);
+  assert.match(page.url(), new RegExp('/scatter\\?capture=' + id + '$'));
+  assert.equal(await page.evaluate(() => kflameScatter.n), events);
+  // Every stored duration, summed, is what the page holds.
+  const [[sum]] = sql('SELECT SUM(duration_ns) FROM events WHERE duration_ns IS NOT NULL');
+  assert.equal(await page.evaluate(() => kflameScatter.d.reduce((a, b) => a + b, 0)), sum);
+  // Color by process: one legend entry per comm (the largest 19, the rest as one).
+  const comms = sql('SELECT comm, COUNT(*) FROM events GROUP BY comm ORDER BY 2 DESC');
+  const first = page.locator('.sc-legend-item').first();
+  assert.equal(await first.locator('.sc-legend-label').textContent(), comms[0][0]);
+  assert.equal(Number(await first.locator('.sc-legend-count').textContent()), comms[0][1]);
+  // The slowest stored event is the first outlier; its flame graph weighs its duration.
+  const [[dur]] = sql('SELECT duration_ns FROM events ORDER BY duration_ns DESC LIMIT 1');
+  await page.click('.sc-outlier >> nth=0');
+  const i = await page.evaluate(() => kflameScatter.point);
+  assert.equal(await page.evaluate((k) => kflameScatter.d[k], i), dur);
+  assert.equal(await page.evaluate(() => kflameScatter.pointViewer.tree.total[0]), dur);
+  await screenshot(page, 'serve-scatter-tab');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('the scatter API refuses a bad capture id and answers nothing without the token', async () => {
+  const page = await browser.newPage();
+  await page.goto(base + '?token=' + TOKEN);
+  const bad = await page.evaluate(async () => { const r = await fetch('/api/scatter?capture=x'); return [r.status, await r.json()]; });
+  assert.equal(bad[0], 400);
+  assert.match(bad[1].error, /capture: expected a capture id/);
+  await page.close();
+  const r = await fetch(base + 'api/scatter/captures');
+  assert.equal(r.status, 401);
+});
