@@ -107,7 +107,11 @@ pub(crate) async fn guard(State(app): State<Arc<App>>, req: Request, next: Next)
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // Nothing is stored by the browser, but for answers that say otherwise (a closed
+    // range's profile: kept, revalidated with its ETag each time).
+    if !h.contains_key(header::CACHE_CONTROL) {
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
     resp
 }
 

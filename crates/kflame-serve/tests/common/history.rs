@@ -187,6 +187,35 @@ pub fn write(path: &Path, seconds: i64, keep: bool) -> Result<History, StoreErro
     Ok(hist)
 }
 
+/// Goes on writing the history [`write`] wrote to `path`, as a running watcher does: second
+/// `from_s` to `to_s` (relative to T0), one second of history every `pace` of wall time,
+/// metrics flushed each second, a bucket at each bucket's end.
+pub fn follow(path: &Path, from_s: i64, to_s: i64, pace: std::time::Duration) -> Result<(), StoreError> {
+    let mut db = Sqlite::open(path, OpenMode::Write)?;
+    // Metric blocks of one bucket, as `kflame watch` writes them.
+    db.set_metric_block(BUCKET);
+    let meta = Meta::with_unit(Unit::Samples);
+    let stacks = real_stacks();
+    let mut k = 0usize;
+    let mut bucket: Vec<Written> = Vec::new();
+    let host = "testhost";
+    for s in from_s..to_s {
+        let ms = metrics_of(s);
+        let metrics: Vec<Metric<'_>> =
+            ms.iter().map(|(n, l, v)| Metric { name: n, label: l, value: *v }).collect();
+        db.append_metrics(host, T0 + s * SEC, &metrics)?;
+        second_samples(&stacks, s, &mut k, &mut bucket);
+        if (s + 1) * SEC % BUCKET == 0 || s + 1 == to_s {
+            let start = T0 + (s * SEC / BUCKET) * BUCKET;
+            append(&mut db, host, Kind::Cpu, start, start + BUCKET, None, &meta, &bucket)?;
+            bucket.clear();
+        }
+        db.flush()?;
+        std::thread::sleep(pace);
+    }
+    Ok(())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn append(
     db: &mut Sqlite,
