@@ -5,7 +5,8 @@
  *
  * URL: ?from&to (the selection, ms since the epoch), vfrom&vto (the charts' span), kind,
  * cpu, cgroup (only that cgroup's samples), bfrom&bto (the comparison base), mode (flame |
- * diff | heat); the viewer keeps its own state (search, zoom, hide/focus) in the hash.
+ * diff | heat), charts (only these charts: cpu,mem,io,...); the viewer keeps its own state
+ * (search, zoom, hide/focus) in the hash.
  *
  * First paint: the charts are asked for first, at one point per pixel; the flame graph of
  * the selection is asked for once they are drawn, pruned to what its width can show. */
@@ -68,6 +69,8 @@ function writeUrl() {
   if (S.cgroup) p.set('cgroup', S.cgroup);
   if (S.base) { p.set('bfrom', r(S.base.from)); p.set('bto', r(S.base.to)); }
   if (S.mode !== 'flame') p.set('mode', S.mode);
+  const charts = new URLSearchParams(location.search).get('charts');
+  if (charts) p.set('charts', charts);
   history.replaceState(null, '', location.pathname + '?' + p.toString() + location.hash);
 }
 
@@ -419,6 +422,8 @@ async function main() {
   if (S.info.from === null) { root.textContent = 'The history is empty: nothing was recorded yet.'; return; }
   S.bounds = { from: Math.floor(S.info.from / MS), to: Math.floor(S.info.to / MS) + 1 };
   S.groups = groupMetrics(S.info.metrics);
+  const only = (new URLSearchParams(location.search).get('charts') || '').split(',').filter((k) => k);
+  if (only.length) S.groups = S.groups.filter((g) => only.includes(g.key));
   readUrl();
   S.follow = S.info.live && S.range.to >= S.bounds.to;
   buildDom();

@@ -6,11 +6,11 @@
 //! | --- | --- |
 //! | `/api/info` | hosts, time bounds, metric names, profile kinds, live or not |
 //! | `/api/series?names=cpu.usr,cpu.sys&from&to&points=600[&label=][&host=]` | metric series, resampled to `points` spans (min, max, average of each) |
-//! | `/api/profile?kind=cpu&from&to[&host][&capture=ID][&offset_from_ms&offset_to_ms][&format=json\|folded\|svg\|html]` | the merged profile; JSON is the viewer's data |
-//! | `/api/diff?kind&from&to&base_from&base_to` or `&base_capture=ID` | differential profile (base → range) |
+//! | `/api/profile?kind=cpu&from&to[&host][&cgroup=PATH][&capture=ID][&offset_from_ms&offset_to_ms][&prune=PCT][&format=json\|folded\|svg\|html]` | the merged profile; JSON is the viewer's data, stacks under `prune` % of the total merged (`prune.rs`; default [`PRUNE_PCT`]) |
+//! | `/api/diff?kind&from&to&base_from&base_to[&cgroup]` or `&base_capture=ID` | differential profile (base → range) |
 //! | `/api/events?from&to[&host]` | triggers, captures and kernel reports |
 //! | `/api/report?time=NS[&host]` | one kernel report: title, text and its stack as viewer data |
-//! | `/api/heatmap?kind&from&to[&row_ms=20]` | samples per (second, offset in the second) |
+//! | `/api/heatmap?kind&from&to[&row_ms=20][&cgroup]` | samples per (second, offset in the second) |
 //! | `/api/live` | server-sent events: the history's newest time and a version that changes with every write, every second (`--live`) |
 //!
 //! Errors are `{"error": "..."}`: 400 for a bad request (range, kind, number), 404 for an

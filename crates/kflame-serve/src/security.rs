@@ -13,7 +13,8 @@
 //!   requests with the cookie (SameSite=Strict already keeps it out of them).
 //! - **Headers.** Every answer carries a Content-Security-Policy without inline script,
 //!   `frame-ancestors 'none'`, `X-Content-Type-Options: nosniff`, `Referrer-Policy:
-//!   no-referrer` and `Cache-Control: no-store`.
+//!   no-referrer` and `Cache-Control: no-store` (unless the handler set its own: a closed
+//!   range's profile is `private, no-cache`, revalidated by its ETag).
 
 use std::fmt;
 use std::sync::Arc;

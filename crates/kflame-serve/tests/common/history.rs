@@ -98,7 +98,7 @@ pub fn metrics_of(s: i64) -> Vec<(String, String, f64)> {
         }
     }
     m.push(("mem.used".into(), String::new(), 8e9 + 1e9 * wave));
-    m.push(("mem.available".into(), String::new(), 16e9 - 1e9 * wave));
+    m.push(("mem.available_bytes".into(), String::new(), 16e9 - 1e9 * wave));
     m.push(("io.read_bytes".into(), "sda".into(), 2e6 + 1e6 * wave.abs() + burst * 1e5));
     m.push(("io.write_bytes".into(), "sda".into(), 5e5 + 4e5 * wave.abs()));
     m.push(("io.util".into(), "sda".into(), 20.0 + 10.0 * wave));
