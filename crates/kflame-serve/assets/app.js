@@ -4,8 +4,12 @@
  * Everything comes from the JSON API; every piece of data reaches the DOM as text.
  *
  * URL: ?from&to (the selection, ms since the epoch), vfrom&vto (the charts' span), kind,
- * cpu, bfrom&bto (the comparison base), mode (flame | diff | heat); the viewer keeps its own
- * state (search, zoom, hide/focus) in the hash. */
+ * cpu, cgroup (only that cgroup's samples), bfrom&bto (the comparison base), mode (flame |
+ * diff | heat), charts (only these charts: cpu,mem,io,...); the viewer keeps its own state
+ * (search, zoom, hide/focus) in the hash.
+ *
+ * First paint: the charts are asked for first, at one point per pixel; the flame graph of
+ * the selection is asked for once they are drawn, pruned to what its width can show. */
 import { FlameViewer } from '/viewer/viewer.js';
 import { decodeTree } from '/viewer/model.js';
 import { Brush, Chart, drawAxis, el, fmtSpan, fmtTime, groupMetrics, PAD_LEFT, PAD_RIGHT } from '/assets/charts.js';
@@ -28,7 +32,7 @@ async function api(path) {
 }
 
 const S = {
-  info: null, bounds: null, view: null, range: null, base: null, kind: 'cpu', cpu: '', mode: 'flame',
+  info: null, bounds: null, view: null, range: null, base: null, kind: 'cpu', cpu: '', cgroup: '', mode: 'flame',
   event: null, seq: 0, loaded: 0, last: null, follow: false,
 };
 const D = {};
@@ -48,6 +52,7 @@ function readUrl() {
   S.base = bfrom !== null && bto !== null && bfrom < bto ? { from: bfrom, to: bto } : null;
   S.kind = KIND_NAMES[p.get('kind')] ? p.get('kind') : 'cpu';
   S.cpu = p.get('cpu') || '';
+  S.cgroup = (p.get('cgroup') || '').startsWith('/') ? p.get('cgroup') : '';
   S.mode = ['flame', 'diff', 'heat'].includes(p.get('mode')) ? p.get('mode') : 'flame';
   if (S.mode === 'diff' && !S.base) S.mode = 'flame';
 }
@@ -61,8 +66,11 @@ function writeUrl() {
   p.set('vto', r(S.view.to));
   if (S.kind !== 'cpu') p.set('kind', S.kind);
   if (S.cpu) p.set('cpu', S.cpu);
+  if (S.cgroup) p.set('cgroup', S.cgroup);
   if (S.base) { p.set('bfrom', r(S.base.from)); p.set('bto', r(S.base.to)); }
   if (S.mode !== 'flame') p.set('mode', S.mode);
+  const charts = new URLSearchParams(location.search).get('charts');
+  if (charts) p.set('charts', charts);
   history.replaceState(null, '', location.pathname + '?' + p.toString() + location.hash);
 }
 
@@ -82,6 +90,15 @@ function buildDom() {
     el('option', { value: '', text: 'all CPUs' }), ...cpus.map((l) => el('option', { value: l, text: l })));
   D.cpu.value = S.cpu;
   D.cpu.addEventListener('change', () => { S.cpu = D.cpu.value; writeUrl(); loadCharts(); });
+  D.cgroup = el('input', { class: 'ks-cgroup', type: 'text', spellcheck: 'false', size: '28',
+    placeholder: 'cgroup (all)', title: 'Only the samples of this cgroup and below it, e.g. /system.slice/foo.service; empty: all' });
+  D.cgroup.value = S.cgroup;
+  D.cgroup.addEventListener('change', () => {
+    const v = D.cgroup.value.trim();
+    if (v && !v.startsWith('/')) { D.status.textContent = 'A cgroup is a path from the root of the hierarchy: /system.slice/foo.service'; return; }
+    S.cgroup = v;
+    changed(true);
+  });
   D.rangeText = el('span', { class: 'ks-range' });
   D.downloads = el('span', { class: 'ks-downloads' }, 'Download: ',
     ...['folded', 'svg', 'html'].map((f) => el('a', { 'data-format': f, text: f === 'html' ? 'HTML' : f === 'svg' ? 'SVG' : 'folded', download: '' })));
@@ -92,7 +109,7 @@ function buildDom() {
     el('span', { class: 'ks-sep' }),
     button('Zoom in', 'Zoom the charts into the selection', zoomIn, { class: 'ks-zoom-in' }),
     button('Zoom out', 'Show three times as much time', zoomOut, { class: 'ks-zoom-out' }),
-    el('span', { class: 'ks-sep' }), D.kind, D.cpu, el('span', { class: 'ks-sep' }),
+    el('span', { class: 'ks-sep' }), D.kind, D.cpu, D.cgroup, el('span', { class: 'ks-sep' }),
     button('Set base', 'Remember the selection as the comparison base', setBase, { class: 'ks-set-base' }),
     D.compare,
     button('Heat map', 'Samples per second and 20 ms offset within it', () => { S.mode = S.mode === 'heat' ? 'flame' : 'heat'; changed(true); }, { class: 'ks-heat' }),
@@ -249,7 +266,7 @@ async function openEvent(e) {
 async function compareCapture(id) {
   const seq = ++S.seq, r = S.range;
   try {
-    const d = await api(`/api/diff?from=${ns(r.from)}&to=${ns(r.to)}&base_capture=${id}`);
+    const d = await api(`/api/diff?from=${ns(r.from)}&to=${ns(r.to)}&base_capture=${id}${cgq()}`);
     if (seq !== S.seq) return;
     show(d, `Compared: ${fmtTime(r.from, true)} – ${fmtTime(r.to)} UTC against capture #${id}`,
       `${d.info.base_total} in the capture, ${d.total} in the selection; red grew, blue shrank`);
@@ -282,6 +299,12 @@ function show(data, title, note) {
   if (!S.flameAt) S.flameAt = performance.now();
 }
 
+/** ", 1234 of 56789 stacks below 0.0083 % merged" when the server merged narrow stacks. */
+function prunedNote(p) {
+  const x = p.info && p.info.pruned;
+  return x ? `; ${x.stacks} of ${x.of} stacks narrower than ${x.below_pct} % of the total merged into the frame above them (the folded download has them all)` : '';
+}
+
 function setDownloads(query) {
   for (const a of D.downloads.querySelectorAll('a')) {
     a.href = `/api/profile?${query}&format=${a.dataset.format}`;
@@ -295,17 +318,29 @@ function changed(now, final) {
   D.brush.set(S.view, S.range, S.base);
   D.compare.disabled = !S.base;
   D.rangeText.textContent = `${fmtTime(S.range.from, true)} – ${fmtTime(S.range.to)} UTC (${fmtSpan(S.range.to - S.range.from)})`;
-  const rq = `kind=${S.kind}&from=${ns(S.range.from)}&to=${ns(S.range.to)}`;
+  const rq = `kind=${S.kind}&from=${ns(S.range.from)}&to=${ns(S.range.to)}${cgq()}`;
   setDownloads(rq);
   clearTimeout(S.timer);
   S.event = null;
+  if (!S.chartsAt) return; // the first flame graph waits for the charts (main)
   if (now || final) loadPanel();
   else S.timer = setTimeout(loadPanel, 120);
 }
 
+/** The cgroup filter as a query parameter. */
+const cgq = () => (S.cgroup ? '&cgroup=' + encodeURIComponent(S.cgroup) : '');
+
+/** What the flame graph can show: frames under a tenth of a pixel of its width are merged by
+ * the server (the viewer draws runs under a pixel as one block anyway). */
+function prune() {
+  const w = Math.max(200, D.viewer.clientWidth || 1000);
+  return (100 / (10 * w)).toPrecision(2);
+}
+
 async function loadPanel() {
-  const seq = ++S.seq, r = S.range, rq = `kind=${S.kind}&from=${ns(r.from)}&to=${ns(r.to)}`;
-  const what = `${KIND_NAMES[S.kind]}, ${fmtTime(r.from, true)} – ${fmtTime(r.to)} UTC (${fmtSpan(r.to - r.from)})`;
+  const seq = ++S.seq, r = S.range, rq = `kind=${S.kind}&from=${ns(r.from)}&to=${ns(r.to)}${cgq()}`;
+  const what = `${KIND_NAMES[S.kind]}, ${fmtTime(r.from, true)} – ${fmtTime(r.to)} UTC (${fmtSpan(r.to - r.from)})` +
+    (S.cgroup ? ', cgroup ' + S.cgroup : '');
   try {
     if (S.mode === 'diff' && S.base) {
       D.heat.hidden = true;
@@ -328,9 +363,9 @@ async function loadPanel() {
     } else {
       D.heat.hidden = true;
     }
-    const p = await api(`/api/profile?${rq}`);
+    const p = await api(`/api/profile?${rq}&prune=${prune()}`);
     if (seq !== S.seq) return;
-    show(p, 'Flame graph: ' + what, `${p.samples} samples`);
+    show(p, 'Flame graph: ' + what, `${p.samples} samples` + prunedNote(p));
   } catch (e) {
     if (seq === S.seq) D.status.textContent = 'Cannot load the flame graph: ' + e.message;
   }
@@ -342,7 +377,7 @@ async function heatSelect({ c0, c1, r0, r1 }) {
   if (!h) return;
   const from = BigInt(h.start) + BigInt(c0) * 1000000000n, to = BigInt(h.start) + BigInt(c1 + 1) * 1000000000n;
   const offs = `offset_from_ms=${r0 * h.row_ms}&offset_to_ms=${(r1 + 1) * h.row_ms}`;
-  const q = `kind=${S.kind}&from=${from}&to=${to}&${offs}`;
+  const q = `kind=${S.kind}&from=${from}&to=${to}&${offs}${cgq()}`;
   try {
     const p = await api(`/api/profile?${q}`);
     if (seq !== S.seq) return;
@@ -353,17 +388,26 @@ async function heatSelect({ c0, c1, r0, r1 }) {
   }
 }
 
+/** --live: every second the newest time and the history's version. Following the present,
+ * the view and the selection move with the newest time; data written inside them without
+ * moving it (a bucket is stored after its end) is reloaded at most every 5 s. */
 function live() {
   const src = new EventSource('/api/live');
   src.addEventListener('tick', (m) => {
-    const to = JSON.parse(m.data).to;
+    const { to, version } = JSON.parse(m.data);
     if (to === null) return;
     const end = Math.floor(to / MS) + 1, shift = end - S.bounds.to;
-    if (shift <= 0) return;
-    S.bounds.to = end;
-    if (!S.follow) return;
-    S.view = { from: S.view.from + shift, to: S.view.to + shift };
-    S.range = { from: S.range.from + shift, to: S.range.to + shift };
+    const written = S.version !== undefined && version !== S.version;
+    S.version = version;
+    if (shift > 0) S.bounds.to = end;
+    if (!S.follow || !(shift > 0 || written)) return;
+    const now = performance.now();
+    if (shift <= 0 && now - (S.liveAt || 0) < 5000) { S.version = ''; return; }
+    S.liveAt = now;
+    if (shift > 0) {
+      S.view = { from: S.view.from + shift, to: S.view.to + shift };
+      S.range = { from: S.range.from + shift, to: S.range.to + shift };
+    }
     changed(false);
     loadCharts();
   });
@@ -378,11 +422,15 @@ async function main() {
   if (S.info.from === null) { root.textContent = 'The history is empty: nothing was recorded yet.'; return; }
   S.bounds = { from: Math.floor(S.info.from / MS), to: Math.floor(S.info.to / MS) + 1 };
   S.groups = groupMetrics(S.info.metrics);
+  const only = (new URLSearchParams(location.search).get('charts') || '').split(',').filter((k) => k);
+  if (only.length) S.groups = S.groups.filter((g) => only.includes(g.key));
   readUrl();
   S.follow = S.info.live && S.range.to >= S.bounds.to;
   buildDom();
   changed(true);
   await loadCharts();
+  S.chartsAt = S.chartsAt || performance.now();
+  loadPanel();
   if (S.info.live) live();
 }
 

@@ -4,7 +4,7 @@
 
 const PAD_LEFT = 64, PAD_RIGHT = 12, HEIGHT = 104, AXIS = 22;
 /** Stacking order of the CPU shares, as mpstat prints them; other cpu.* names follow. */
-const CPU_ORDER = ['usr', 'nice', 'sys', 'iowait', 'irq', 'softirq', 'steal', 'guest', 'gnice'];
+const CPU_ORDER = ['usr', 'nice', 'sys', 'iowait', 'irq', 'soft', 'softirq', 'steal', 'guest', 'gnice'];
 const COLORS = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
 
 /** A DOM element with attributes and text (never markup). */
@@ -46,10 +46,14 @@ function fmtValue(v, unit) {
   return (v < 0 ? '-' : '') + (x >= 100 ? x.toFixed(0) : x.toFixed(x >= 10 ? 1 : 2)) + suffix;
 }
 
+/** Shares of a whole among `kflame watch`'s metrics whose names do not say so (their
+ * byte counts are `_bytes`). */
+const PERCENT = new Set(['mem.available', 'swap.used']);
+
 /** The unit of a series, from its name. */
 function unitOf(name) {
   const prefix = name.split('.')[0];
-  if (prefix === 'cpu' || prefix === 'psi' || /util|pct|percent/.test(name)) return '%';
+  if (prefix === 'cpu' || prefix === 'psi' || PERCENT.has(name) || /util|pct|percent/.test(name)) return '%';
   if (/await|latency|_ms$/.test(name)) return 'ms';
   if (/bytes/.test(name)) return prefix === 'mem' ? 'B' : 'B/s';
   if (prefix === 'mem') return 'B';
@@ -63,15 +67,18 @@ function groupMetrics(metrics) {
   for (const [name, label] of metrics) {
     // Idle is what the stacked shares leave: mpstat shows it, a stack of it would only fill
     // every chart to 100 %.
-    if (name === 'cpu.idle') continue;
+    // `cpu` is the busy total (100 - idle - iowait): the sum of the shares stacked already.
+    if (name === 'cpu.idle' || name === 'cpu') continue;
     const prefix = name.split('.')[0].replace(/\d+$/, ''), unit = unitOf(name);
-    const key = prefix + (prefix === 'cpu' || prefix === 'psi' ? '' : unit === '%' ? '-util' : unit === 'ms' ? '-ms' : '');
+    // IO rates in bytes and in operations (reads/s, IOPS, queue) get charts of their own.
+    const key = prefix + (prefix === 'cpu' || prefix === 'psi' ? '' : unit === '%' ? '-util' : unit === 'ms' ? '-ms' :
+      prefix === 'io' && unit === '' ? '-ops' : '');
     if (!groups.has(key)) groups.set(key, { key, prefix, unit, names: new Set(), labels: new Set() });
     groups.get(key).names.add(name);
     groups.get(key).labels.add(label);
   }
-  const order = ['cpu', 'mem', 'io', 'io-util', 'io-ms', 'psi'];
-  const titles = { cpu: 'CPU', mem: 'Memory', io: 'IO', 'io-util': 'IO util', 'io-ms': 'IO wait', psi: 'Pressure (PSI)' };
+  const order = ['cpu', 'mem', 'mem-util', 'io', 'io-ops', 'io-util', 'io-ms', 'psi'];
+  const titles = { cpu: 'CPU', mem: 'Memory', 'mem-util': 'Memory available', swap: 'Swap', 'swap-util': 'Swap used', io: 'IO', 'io-ops': 'IO operations', 'io-util': 'IO util', 'io-ms': 'IO wait', psi: 'Pressure (PSI)' };
   return [...groups.values()]
     .sort((a, b) => (order.indexOf(a.key) + 1 || 99) - (order.indexOf(b.key) + 1 || 99) || a.key.localeCompare(b.key))
     .map((g) => {

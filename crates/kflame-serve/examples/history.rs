@@ -3,7 +3,11 @@
 //!
 //! ```text
 //! cargo run -p kflame-serve --example history -- OUT.db SECONDS
+//! cargo run -p kflame-serve --example history -- --follow OUT.db FROM TO PACE_MS
 //! ```
+//!
+//! `--follow` goes on writing a history written by the first form, from second FROM to TO,
+//! one second every PACE_MS milliseconds, as a running watcher does (the `--live` test).
 
 // A program, not the library: it tells its user what went wrong.
 #![allow(clippy::print_stderr)]
@@ -15,8 +19,25 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, db, from, to, pace] = &args[..]
+        && flag == "--follow"
+    {
+        let num = |s: &str| s.parse::<i64>().ok();
+        let (Some(from), Some(to), Some(pace)) = (num(from), num(to), num(pace)) else {
+            eprintln!("usage: history --follow OUT.db FROM TO PACE_MS (numbers)");
+            return ExitCode::from(2);
+        };
+        let pace = std::time::Duration::from_millis(pace.max(0) as u64);
+        return match history::follow(std::path::Path::new(db), from, to, pace) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("history: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let [out, seconds] = &args[..] else {
-        eprintln!("usage: history OUT.db SECONDS");
+        eprintln!("usage: history OUT.db SECONDS | history --follow OUT.db FROM TO PACE_MS");
         return ExitCode::from(2);
     };
     let Ok(seconds) = seconds.parse::<i64>() else {

@@ -6,12 +6,12 @@
 //! | --- | --- |
 //! | `/api/info` | hosts, time bounds, metric names, profile kinds, live or not |
 //! | `/api/series?names=cpu.usr,cpu.sys&from&to&points=600[&label=][&host=]` | metric series, resampled to `points` spans (min, max, average of each) |
-//! | `/api/profile?kind=cpu&from&to[&host][&capture=ID][&offset_from_ms&offset_to_ms][&format=json\|folded\|svg\|html]` | the merged profile; JSON is the viewer's data |
-//! | `/api/diff?kind&from&to&base_from&base_to` or `&base_capture=ID` | differential profile (base → range) |
+//! | `/api/profile?kind=cpu&from&to[&host][&cgroup=PATH][&capture=ID][&offset_from_ms&offset_to_ms][&prune=PCT][&format=json\|folded\|svg\|html]` | the merged profile; JSON is the viewer's data, stacks under `prune` % of the total merged (`prune.rs`; default [`PRUNE_PCT`]) |
+//! | `/api/diff?kind&from&to&base_from&base_to[&cgroup]` or `&base_capture=ID` | differential profile (base → range) |
 //! | `/api/events?from&to[&host]` | triggers, captures and kernel reports |
 //! | `/api/report?time=NS[&host]` | one kernel report: title, text and its stack as viewer data |
-//! | `/api/heatmap?kind&from&to[&row_ms=20]` | samples per (second, offset in the second) |
-//! | `/api/live` | server-sent events: the history's newest time, every second (`--live`) |
+//! | `/api/heatmap?kind&from&to[&row_ms=20][&cgroup]` | samples per (second, offset in the second) |
+//! | `/api/live` | server-sent events: the history's newest time and a version that changes with every write, every second (`--live`) |
 //!
 //! Errors are `{"error": "..."}`: 400 for a bad request (range, kind, number), 404 for an
 //! unknown capture or report, 503 when the database is gone, 500 when it is corrupt.
@@ -20,11 +20,12 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
+use axum::body::Bytes;
 use axum::extract::{Query as Params, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -36,7 +37,7 @@ use kflame_store::{
 };
 use serde_json::{Value, json};
 
-use crate::App;
+use crate::{App, prune};
 
 /// At most this many seconds in one heat map (one column a second).
 pub const HEATMAP_MAX_SECONDS: i64 = 6 * 3600;
@@ -266,10 +267,22 @@ struct Merged {
     stacks: Stacks,
     meta: Meta,
     samples: u64,
+    /// Time spent in the store's queries (for `Server-Timing`).
+    store: Duration,
 }
 
-fn merged(p: Profile) -> Merged {
-    Merged { stacks: p.stacks, meta: p.meta, samples: p.samples }
+fn merged(p: Profile, store: Duration) -> Merged {
+    Merged { stacks: p.stacks, meta: p.meta, samples: p.samples, store }
+}
+
+fn cgroup_param(args: &HashMap<String, String>) -> Result<Option<String>> {
+    match args.get("cgroup").filter(|c| !c.is_empty()) {
+        None => Ok(None),
+        Some(c) if c.starts_with('/') => Ok(Some(c.clone())),
+        Some(c) => Err(ApiError::bad(format!(
+            "cgroup={c:?}: expected a cgroup path from the root of the hierarchy, like /system.slice/foo.service"
+        ))),
+    }
 }
 
 /// The profile of the request: a range (or a capture), optionally only the samples at an
@@ -295,13 +308,19 @@ fn query_profile(
         None => range(db, args, &key("from"), &key("to"))?,
     };
     let host = host_param(args);
+    let cgroup = cgroup_param(args)?;
     let mut q = ProfileQuery::new(kind, from, to);
     q.host = host.as_deref();
     q.capture = capture;
+    q.cgroup = cgroup.as_deref();
     let off_from = num_param::<i64>(args, "offset_from_ms", "milliseconds 0 to 1000")?;
     let off_to = num_param::<i64>(args, "offset_to_ms", "milliseconds 0 to 1000")?;
     let m = match (off_from, off_to) {
-        (None, None) => merged(db.profile(&q).map_err(ApiError::store)?),
+        (None, None) => {
+            let t0 = Instant::now();
+            let p = db.profile(&q).map_err(ApiError::store)?;
+            merged(p, t0.elapsed())
+        }
         (f, t) => {
             let (f, t) = (f.unwrap_or(0), t.unwrap_or(1000));
             if !(0..=1000).contains(&f) || !(0..=1000).contains(&t) || f >= t {
@@ -317,24 +336,32 @@ fn query_profile(
 
 /// The samples of `q` whose offset within their second is in `[lo, hi)` ns.
 fn by_offset(db: &Sqlite, q: &ProfileQuery<'_>, lo: i64, hi: i64) -> Result<Merged> {
+    let t0 = Instant::now();
     let points = db.samples(q).map_err(ApiError::store)?;
     let mut weights: HashMap<StackId, Weight> = HashMap::new();
     let mut samples = 0u64;
+    let mut first = None;
     for p in points {
         let off = p.time_ns.rem_euclid(SEC);
         if off >= lo && off < hi {
             *weights.entry(p.stack).or_insert(Weight::ZERO) += p.weight;
             samples += 1;
+            first.get_or_insert(p.time_ns);
         }
     }
     let mut counts = StackCounts::new();
     for (id, w) in weights {
         counts.add(&db.stack_text(id).map_err(ApiError::store)?, w);
     }
-    // The unit of the kind's buckets: a one-nanosecond profile query reads no samples but
-    // the same meta is not guaranteed; the whole range's meta is.
-    let meta = db.profile(q).map_err(ApiError::store)?.meta;
-    Ok(Merged { stacks: Stacks::Counts(counts), meta, samples })
+    // The unit is the buckets' (a profile's meta): read it from the one bucket of the first
+    // sample taken, not by merging the whole range a second time.
+    let meta = match first {
+        Some(t) => {
+            db.profile(&ProfileQuery { from_ns: t, to_ns: t + 1, ..*q }).map_err(ApiError::store)?.meta
+        }
+        None => Meta::default(),
+    };
+    Ok(Merged { stacks: Stacks::Counts(counts), meta, samples, store: t0.elapsed() })
 }
 
 /// (kind, start, end) of a capture.
@@ -361,14 +388,35 @@ fn viewer_json(m: &Merged, before: Option<&Stacks>, opts: &HtmlOptions, extra: V
     out
 }
 
-async fn profile(State(app): State<Arc<App>>, Params(args): Args) -> Result<Response> {
+async fn profile(State(app): State<Arc<App>>, headers: HeaderMap, Params(args): Args) -> Result<Response> {
     let format = args.get("format").cloned().unwrap_or_else(|| "json".into());
     if !["json", "folded", "svg", "html"].contains(&format.as_str()) {
         return Err(ApiError::bad(format!("format={format:?}: expected json, folded, svg or html")));
     }
+    let prune_pct =
+        num_param::<f64>(&args, "prune", "a percentage of the total, 0 to 100")?.unwrap_or(PRUNE_PCT);
+    if !(0.0..100.0).contains(&prune_pct) {
+        return Err(ApiError::bad(format!(
+            "prune={prune_pct}: expected a percentage of the total, 0 to 100"
+        )));
+    }
+    let if_none_match = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let cache_app = app.clone();
     app.db
         .with(move |db| {
-            let (m, kind, from, to) = query_profile(db, &args, "")?;
+            // A closed range (ended well before the newest data) of an unchanged file gives
+            // the same answer every time: an ETag and a copy of the body.
+            let key = if format == "json" { cache_key(&cache_app, db, &args)? } else { None };
+            let etag = key.as_deref().map(etag_of);
+            if let Some(tag) = &etag {
+                if if_none_match.as_deref().is_some_and(|h| h.split(',').any(|t| t.trim() == tag)) {
+                    return Ok(cached_response(StatusCode::NOT_MODIFIED, tag, None));
+                }
+                if let Some(body) = cache_app.cache.get(key.as_deref().unwrap_or_default()) {
+                    return Ok(cached_response(StatusCode::OK, tag, Some(body)));
+                }
+            }
+            let (mut m, kind, from, to) = query_profile(db, &args, "")?;
             let title = format!("{kind} {} to {}", format_time(from), format_time(to));
             let opts = HtmlOptions { title: Some(title.clone()), ..HtmlOptions::default() };
             let file = format!("kflame-{kind}-{}", format_time(from).replace(':', ""));
@@ -395,15 +443,109 @@ async fn profile(State(app): State<Arc<App>>, Params(args): Args) -> Result<Resp
                         .map_err(|e| ApiError::internal(e.to_string()))?;
                     Ok(download(out, "text/html; charset=utf-8", &format!("{file}.html")))
                 }
-                _ => Ok(json_response(viewer_json(
-                    &m,
-                    None,
-                    &opts,
-                    json!({ "kind": kind.as_str(), "from": from, "to": to }),
-                ))),
+                _ => {
+                    let t0 = Instant::now();
+                    let total = m.stacks.total();
+                    let mut pruned = json!(null);
+                    let mut opts = opts;
+                    if let Some(p) = prune::prune(&m.stacks, prune_pct / 100.0) {
+                        let pct = prune::percent(prune_pct / 100.0);
+                        opts.notes = Some(format!(
+                            "{} of {} stacks narrower than {pct} of the total are merged into the frame above them \
+                             (\"(N stacks below {pct} merged)\"); the folded download has them all",
+                            p.merged, p.before
+                        ));
+                        pruned = json!({ "stacks": p.merged, "of": p.before, "below_pct": prune_pct });
+                        m.stacks = p.stacks;
+                    }
+                    let prune_time = t0.elapsed();
+                    let t1 = Instant::now();
+                    let mut body = viewer_json(
+                        &m,
+                        None,
+                        &opts,
+                        json!({ "kind": kind.as_str(), "from": from, "to": to, "pruned": pruned,
+                                "cgroup": args.get("cgroup").filter(|c| !c.is_empty()) }),
+                    );
+                    // The exact total of the range, whatever was merged.
+                    debug_assert_eq!(m.stacks.total(), total);
+                    body.shrink_to_fit();
+                    let timing = format!(
+                        "store;dur={:.1}, prune;dur={:.1}, encode;dur={:.1}",
+                        ms(m.store),
+                        ms(prune_time),
+                        ms(t1.elapsed())
+                    );
+                    let body = Bytes::from(body);
+                    let mut resp = match (&key, &etag) {
+                        (Some(key), Some(tag)) => {
+                            cache_app.cache.put(key.clone(), body.clone());
+                            cached_response(StatusCode::OK, tag, Some(body))
+                        }
+                        _ => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+                    };
+                    if let Ok(v) = HeaderValue::from_str(&timing) {
+                        resp.headers_mut().insert("server-timing", v);
+                    }
+                    Ok(resp)
+                }
             }
         })
         .await
+}
+
+/// The default of `prune`: a tenth of a pixel of a flame graph 2000 pixels wide.
+pub const PRUNE_PCT: f64 = 0.005;
+
+/// A range is closed (its answer will not change) when it ends this long before the newest
+/// data: buckets are written some seconds after their end.
+const CLOSED_AFTER: i64 = 120 * SEC;
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The cache key of a closed range's answer, `None` for an open one: the file (device,
+/// inode), the history's first time (retention and the disk budget move it) and the query.
+fn cache_key(app: &App, db: &Sqlite, args: &HashMap<String, String>) -> Result<Option<String>> {
+    let Some(id) = app.db.file_id() else { return Ok(None) };
+    let Some((first, newest)) = db.time_bounds().map_err(ApiError::store)? else { return Ok(None) };
+    // Without an end (the history's, or a capture's that may still be running) it is open.
+    let Some(to) = time_param(args, "to")? else { return Ok(None) };
+    if to.saturating_add(CLOSED_AFTER) > newest {
+        return Ok(None);
+    }
+    let mut sorted: Vec<(&String, &String)> = args.iter().collect();
+    sorted.sort();
+    let mut key = format!("{}:{}:{first}", id.0, id.1);
+    for (k, v) in sorted {
+        let _ = write!(key, "&{k}={v}");
+    }
+    Ok(Some(key))
+}
+
+fn etag_of(key: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    key.hash(&mut h);
+    let a = h.finish();
+    "kflame".hash(&mut h);
+    format!("\"{a:016x}{:016x}\"", h.finish())
+}
+
+fn cached_response(status: StatusCode, etag: &str, body: Option<Bytes>) -> Response {
+    let mut resp = match body {
+        Some(b) => ([(header::CONTENT_TYPE, "application/json")], b).into_response(),
+        None => status.into_response(),
+    };
+    *resp.status_mut() = status;
+    let h = resp.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(etag) {
+        h.insert(header::ETAG, v);
+    }
+    // Kept by the browser, asked again each time (a 304 when unchanged).
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-cache"));
+    resp
 }
 
 fn download(body: Vec<u8>, content_type: &'static str, name: &str) -> Response {
@@ -421,6 +563,7 @@ async fn diff(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respons
                 .filter_map(|(k, v)| k.strip_prefix("base_").map(|k| (k.to_string(), v.clone())))
                 .chain(args.get("kind").map(|k| ("kind".to_string(), k.clone())))
                 .chain(args.get("host").map(|h| ("host".to_string(), h.clone())))
+                .chain(args.get("cgroup").map(|c| ("cgroup".to_string(), c.clone())))
                 .collect();
             let has_range = base_args.contains_key("from") && base_args.contains_key("to");
             if !(base_args.contains_key("capture") || has_range) {
@@ -505,7 +648,12 @@ async fn report(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
             if !stack.is_empty() {
                 counts.add(stack.as_bytes(), Weight::from_u64(1));
             }
-            let m = Merged { stacks: Stacks::Counts(counts), meta: Meta::default(), samples: 1 };
+            let m = Merged {
+                stacks: Stacks::Counts(counts),
+                meta: Meta::default(),
+                samples: 1,
+                store: Duration::ZERO,
+            };
             let opts = HtmlOptions { title: Some(title.clone()), ..HtmlOptions::default() };
             let profile = viewer_json(&m, None, &opts, json!({ "kind": "report" }));
             let head = json!({ "host": host, "time": time_ns, "kind": kind, "title": title, "text": text,
@@ -534,8 +682,10 @@ async fn heatmap(State(app): State<Arc<App>>, Params(args): Args) -> Result<Resp
             }
             let rows = 1000 / row_ms;
             let host = host_param(&args);
+            let cgroup = cgroup_param(&args)?;
             let mut q = ProfileQuery::new(kind, from, to);
             q.host = host.as_deref();
+            q.cgroup = cgroup.as_deref();
             let mut counts = vec![0u32; (columns * rows) as usize];
             let mut total = 0u64;
             for p in db.samples(&q).map_err(ApiError::store)? {
@@ -581,9 +731,13 @@ async fn live(State(app): State<Arc<App>>) -> Result<Response> {
                 _ = tokio::time::sleep(Duration::from_secs(1)) => {}
                 _ = shutdown.changed() => return None,
             }
-            let bounds = db.with(|db| db.time_bounds().map_err(ApiError::store)).await;
+            let version = db.clone();
+            let bounds =
+                db.with(move |db| Ok((db.time_bounds().map_err(ApiError::store)?, version.version()))).await;
             let ev = match bounds {
-                Ok(b) => SseEvent::default().event("tick").data(json!({ "to": b.map(|b| b.1) }).to_string()),
+                Ok((b, version)) => SseEvent::default()
+                    .event("tick")
+                    .data(json!({ "to": b.map(|b| b.1), "version": version }).to_string()),
                 Err(e) => SseEvent::default().event("error").data(json!({ "error": e.message }).to_string()),
             };
             Some((Ok::<_, Infallible>(ev), (db, false)))

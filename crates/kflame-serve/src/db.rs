@@ -13,7 +13,7 @@ const POOL: usize = 8;
 
 /// Which file a connection reads: (device, inode). A file replaced under the same name
 /// (restored from a backup, or rotted) is a new file: connections to the old one are dropped.
-type FileId = (u64, u64);
+pub(crate) type FileId = (u64, u64);
 
 /// The database and its idle connections.
 #[derive(Debug)]
@@ -28,6 +28,24 @@ impl Db {
         let first = Sqlite::open(&path, OpenMode::Read)?;
         let id = std::fs::metadata(&path).map(|m| (m.dev(), m.ino())).unwrap_or_default();
         Ok(Db { path, idle: Mutex::new(vec![(first, id)]) })
+    }
+
+    /// The file's (device, inode) now, `None` when it is gone.
+    pub(crate) fn file_id(&self) -> Option<FileId> {
+        std::fs::metadata(&self.path).ok().map(|m| (m.dev(), m.ino()))
+    }
+
+    /// Something that changes whenever a writer commits: the sizes and modification times
+    /// of the file and its write-ahead log (the live stream sends it, so that the page
+    /// reloads data written inside the range it shows, not only when the range moves).
+    pub(crate) fn version(&self) -> String {
+        let stat = |p: &std::path::Path| {
+            std::fs::metadata(p).map_or((0, 0), |m| (m.len(), m.mtime() * 1_000_000_000 + m.mtime_nsec()))
+        };
+        let mut wal = self.path.clone().into_os_string();
+        wal.push("-wal");
+        let (a, b) = (stat(&self.path), stat(std::path::Path::new(&wal)));
+        format!("{}.{}.{}.{}", a.0, a.1, b.0, b.1)
     }
 
     /// Runs `f` on a connection, on a blocking thread. A file that is gone is a 503 (an open

@@ -13,7 +13,8 @@
 //!   requests with the cookie (SameSite=Strict already keeps it out of them).
 //! - **Headers.** Every answer carries a Content-Security-Policy without inline script,
 //!   `frame-ancestors 'none'`, `X-Content-Type-Options: nosniff`, `Referrer-Policy:
-//!   no-referrer` and `Cache-Control: no-store`.
+//!   no-referrer` and `Cache-Control: no-store` (unless the handler set its own: a closed
+//!   range's profile is `private, no-cache`, revalidated by its ETag).
 
 use std::fmt;
 use std::sync::Arc;
@@ -107,7 +108,11 @@ pub(crate) async fn guard(State(app): State<Arc<App>>, req: Request, next: Next)
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // Nothing is stored by the browser, but for answers that say otherwise (a closed
+    // range's profile: kept, revalidated with its ETag each time).
+    if !h.contains_key(header::CACHE_CONTROL) {
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
     resp
 }
 

@@ -462,3 +462,169 @@ async fn a_live_stream_without_a_socket_ticks() {
     assert!(text.contains("event: tick") && text.contains("\"to\":"), "{text}");
     drop(app);
 }
+
+/// The distinct names of the `(N stacks below P merged)` frames of viewer JSON (a name is
+/// stored once, however many frames carry it), and the largest N.
+fn merged_frames(v: &Value) -> (Vec<String>, u64) {
+    let names: Vec<String> = v["profile"]["names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap().to_string())
+        .filter(|n| n.ends_with(" merged)"))
+        .collect();
+    let n = names.iter().map(|n| n[1..].split(' ').next().unwrap().parse::<u64>().unwrap()).max();
+    (names, n.unwrap_or(0))
+}
+
+#[tokio::test]
+async fn narrow_stacks_are_merged_with_the_total_kept_exact() {
+    let (_, hist, app) = setup("prune", 300);
+    let (from, to) = (T0, T0 + 300 * SEC);
+    let want: u64 = expected([&hist.samples[..], &hist.capture[..]], from, to).values().sum();
+    let distinct = expected([&hist.samples[..], &hist.capture[..]], from, to).len() as u64;
+    // Nothing merged: every stack of the range.
+    let full = json(&app, &format!("/api/profile?kind=cpu&from={from}&to={to}&prune=0")).await;
+    assert!(full["info"]["pruned"].is_null());
+    assert_eq!(merged_frames(&full).0, Vec::<String>::new());
+    // Stacks under 0.5 % of the total: merged into the frame above them, the total exact.
+    let v = json(&app, &format!("/api/profile?kind=cpu&from={from}&to={to}&prune=0.5")).await;
+    assert_eq!(v["total"].as_u64(), Some(want));
+    assert_eq!(v["profile"]["total"].as_str(), Some(want.to_string().as_str()));
+    let pruned = &v["info"]["pruned"];
+    assert_eq!(pruned["of"].as_u64(), Some(distinct));
+    let (names, largest) = merged_frames(&v);
+    assert!(!names.is_empty() && names.iter().all(|n| n.contains("below 0.5% merged")), "{names:?}");
+    let n = pruned["stacks"].as_u64().unwrap();
+    assert!(largest <= n && n < distinct, "{largest} <= {n} < {distinct}");
+    assert!(n > distinct / 2, "most of the {distinct} stacks of a real capture are narrow: {n}");
+    assert!(v["profile"]["notes"].as_str().unwrap().contains(&format!("{n} of {distinct} stacks")));
+    assert!(v["nodes"].as_str().unwrap().len() < full["nodes"].as_str().unwrap().len() / 2);
+    // The default cut-off is a tenth of a pixel of a wide graph: this small history keeps
+    // more than with 0.5 %.
+    let d = json(&app, &format!("/api/profile?kind=cpu&from={from}&to={to}")).await;
+    assert_eq!(d["total"].as_u64(), Some(want));
+    assert!(d["info"]["pruned"].is_null() || d["info"]["pruned"]["stacks"].as_u64().unwrap() < n);
+    // A bad cut-off.
+    let e =
+        error(&app, &format!("/api/profile?from={from}&to={to}&prune=100"), StatusCode::BAD_REQUEST).await;
+    assert!(e.contains("prune=100"), "{e}");
+    let e = error(&app, &format!("/api/profile?from={from}&to={to}&prune=x"), StatusCode::BAD_REQUEST).await;
+    assert!(e.contains("percentage"), "{e}");
+}
+
+#[tokio::test]
+async fn closed_ranges_carry_an_etag_answers_are_compressed_and_timed() {
+    let (_, _, app) = setup("etag", 300);
+    // Ends 150 s before the newest data: closed.
+    let closed = format!("/api/profile?kind=cpu&from={}&to={}", T0 + 10 * SEC, T0 + 150 * SEC);
+    let (status, headers, body) = send(&app, authed(&closed)).await;
+    assert_eq!(status, StatusCode::OK);
+    let tag = headers[header::ETAG].to_str().unwrap().to_string();
+    assert_eq!(headers[header::CACHE_CONTROL], "private, no-cache");
+    let timing = headers["server-timing"].to_str().unwrap();
+    assert!(timing.starts_with("store;dur=") && timing.contains("encode;dur="), "{timing}");
+    // Asked again with the tag: 304 without a body; without it: the same body (kept).
+    let req = get(&closed)
+        .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+        .header(header::IF_NONE_MATCH, &tag)
+        .body(Body::empty())
+        .unwrap();
+    let (status, h304, none) = send(&app, req).await;
+    assert_eq!(status, StatusCode::NOT_MODIFIED);
+    assert!(none.is_empty());
+    assert_eq!(h304[header::ETAG].to_str().unwrap(), tag);
+    let (_, again, same) = send(&app, authed(&closed)).await;
+    assert_eq!(same, body);
+    assert_eq!(again[header::ETAG].to_str().unwrap(), tag);
+    // Another range, another tag; a range up to the newest data is open: no tag, not stored.
+    let (_, other, _) =
+        send(&app, authed(&format!("/api/profile?kind=cpu&from={}&to={}", T0, T0 + 150 * SEC))).await;
+    assert_ne!(other[header::ETAG].to_str().unwrap(), tag);
+    let (_, open, _) = send(&app, authed(&format!("/api/profile?kind=cpu&from={}", T0 + 10 * SEC))).await;
+    assert!(open.get(header::ETAG).is_none());
+    assert_eq!(open[header::CACHE_CONTROL], "no-store");
+    // gzip when the browser takes it: the same JSON.
+    for enc in ["gzip", "br"] {
+        let req = get(&closed)
+            .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+            .header(header::ACCEPT_ENCODING, enc)
+            .body(Body::empty())
+            .unwrap();
+        let (status, h, packed) = send(&app, req).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(h[header::CONTENT_ENCODING], enc);
+        assert!(packed.len() < body.len() / 2, "{enc}: {} of {}", packed.len(), body.len());
+        if enc == "gzip" {
+            let mut out = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&packed[..]), &mut out).unwrap();
+            assert_eq!(out, body);
+        }
+    }
+}
+
+/// A copy of the real watched history with cgroups (tests/data/README.md), brought to the
+/// store's current schema, and the router on it.
+fn real_history(name: &str) -> (PathBuf, Router) {
+    let path = dir(name).join("history.db");
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/watched-cgroups.db"), &path)
+        .unwrap();
+    drop(kflame_store::Sqlite::open(&path, kflame_store::OpenMode::Write).unwrap());
+    let app =
+        kflame_serve::app(path.clone(), Token::new(TOKEN).unwrap(), ADDR.parse().unwrap(), false).unwrap();
+    (path, app)
+}
+
+#[tokio::test]
+async fn a_cgroup_filter_on_a_real_watched_history() {
+    use kflame_store::{Kind, ProfileQuery, Query};
+    let (path, app) = real_history("cgroups");
+    let folded = async |q: &str| {
+        let (status, _, body) = send(&app, authed(&format!("/api/profile?kind=cpu&format=folded{q}"))).await;
+        assert_eq!(status, StatusCode::OK, "{q}: {}", String::from_utf8_lossy(&body));
+        parse_folded(&body)
+    };
+    let all = folded("").await;
+    let burn = folded("&cgroup=/kflame-test.slice/burn.service").await;
+    let dd = folded("&cgroup=%2Fkflame-test.slice%2Fdd.service").await;
+    let slice = folded("&cgroup=/kflame-test.slice").await;
+    // The samples of a cgroup are its processes' (the comm is the stack's first frame).
+    assert!(!burn.is_empty() && burn.keys().all(|s| s.starts_with(b"sha256sum;")), "{burn:?}");
+    assert!(!dd.is_empty() && dd.keys().all(|s| s.starts_with(b"dd;")), "{dd:?}");
+    // A cgroup holds its children: the slice is the two services.
+    let sum = |m: &BTreeMap<Vec<u8>, u64>| m.values().sum::<u64>();
+    let mut both = burn.clone();
+    for (s, n) in &dd {
+        *both.entry(s.clone()).or_insert(0) += n;
+    }
+    assert_eq!(slice, both);
+    assert!(sum(&all) > sum(&slice));
+    // The same as the store's own query, in every view of it: viewer data, heat map, diff.
+    let db = kflame_store::Sqlite::open(&path, kflame_store::OpenMode::Read).unwrap();
+    let (lo, hi) = db.time_bounds().unwrap().unwrap();
+    let mut q = ProfileQuery::new(Kind::Cpu, lo, hi + 1);
+    q.cgroup = Some("/kflame-test.slice/burn.service");
+    let want = db.profile(&q).unwrap();
+    assert_eq!(want.stacks.total().whole(), sum(&burn));
+    let cg = "cgroup=/kflame-test.slice/burn.service";
+    let v = json(&app, &format!("/api/profile?kind=cpu&{cg}")).await;
+    assert_eq!(v["total"].as_u64(), Some(sum(&burn)));
+    assert_eq!(v["info"]["cgroup"], "/kflame-test.slice/burn.service");
+    let h = json(&app, &format!("/api/heatmap?kind=cpu&{cg}")).await;
+    assert_eq!(h["total"].as_u64(), Some(sum(&burn)));
+    let mid = lo + (hi - lo) / 2;
+    let d =
+        json(&app, &format!("/api/diff?kind=cpu&from={mid}&to={}&base_from={lo}&base_to={mid}&{cg}", hi + 1))
+            .await;
+    let (a, b) = (
+        folded(&format!("&from={mid}&to={}&{cg}", hi + 1)).await,
+        folded(&format!("&from={lo}&to={mid}&{cg}")).await,
+    );
+    assert_eq!(d["total"].as_u64(), Some(sum(&a)));
+    assert_eq!(d["info"]["base_total"].as_str(), Some(sum(&b).to_string().as_str()));
+    // A cgroup without samples is an empty profile; a path not from the root is a bad request.
+    let none = json(&app, "/api/profile?kind=cpu&cgroup=/no.such.slice").await;
+    assert_eq!(none["total"].as_u64(), Some(0));
+    let e = error(&app, "/api/profile?kind=cpu&cgroup=system.slice", StatusCode::BAD_REQUEST).await;
+    assert!(e.contains("/system.slice/foo.service"), "{e}");
+}

@@ -98,7 +98,7 @@ pub fn metrics_of(s: i64) -> Vec<(String, String, f64)> {
         }
     }
     m.push(("mem.used".into(), String::new(), 8e9 + 1e9 * wave));
-    m.push(("mem.available".into(), String::new(), 16e9 - 1e9 * wave));
+    m.push(("mem.available_bytes".into(), String::new(), 16e9 - 1e9 * wave));
     m.push(("io.read_bytes".into(), "sda".into(), 2e6 + 1e6 * wave.abs() + burst * 1e5));
     m.push(("io.write_bytes".into(), "sda".into(), 5e5 + 4e5 * wave.abs()));
     m.push(("io.util".into(), "sda".into(), 20.0 + 10.0 * wave));
@@ -185,6 +185,35 @@ pub fn write(path: &Path, seconds: i64, keep: bool) -> Result<History, StoreErro
     }
     db.flush()?;
     Ok(hist)
+}
+
+/// Goes on writing the history [`write`] wrote to `path`, as a running watcher does: second
+/// `from_s` to `to_s` (relative to T0), one second of history every `pace` of wall time,
+/// metrics flushed each second, a bucket at each bucket's end.
+pub fn follow(path: &Path, from_s: i64, to_s: i64, pace: std::time::Duration) -> Result<(), StoreError> {
+    let mut db = Sqlite::open(path, OpenMode::Write)?;
+    // Metric blocks of one bucket, as `kflame watch` writes them.
+    db.set_metric_block(BUCKET);
+    let meta = Meta::with_unit(Unit::Samples);
+    let stacks = real_stacks();
+    let mut k = 0usize;
+    let mut bucket: Vec<Written> = Vec::new();
+    let host = "testhost";
+    for s in from_s..to_s {
+        let ms = metrics_of(s);
+        let metrics: Vec<Metric<'_>> =
+            ms.iter().map(|(n, l, v)| Metric { name: n, label: l, value: *v }).collect();
+        db.append_metrics(host, T0 + s * SEC, &metrics)?;
+        second_samples(&stacks, s, &mut k, &mut bucket);
+        if (s + 1) * SEC % BUCKET == 0 || s + 1 == to_s {
+            let start = T0 + (s * SEC / BUCKET) * BUCKET;
+            append(&mut db, host, Kind::Cpu, start, start + BUCKET, None, &meta, &bucket)?;
+            bucket.clear();
+        }
+        db.flush()?;
+        std::thread::sleep(pace);
+    }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
