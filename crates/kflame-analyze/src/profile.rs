@@ -112,6 +112,10 @@ fn clean(frame: &str) -> (&str, bool) {
     if let Some(s) = frame.strip_suffix(" [kernel.kallsyms]") {
         return (s, true);
     }
+    // An unnamed kernel address keeps the kernel's mapping name.
+    if frame.contains("[kernel.kallsyms]") {
+        return (frame, true);
+    }
     (frame, false)
 }
 

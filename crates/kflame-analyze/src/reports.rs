@@ -393,7 +393,7 @@ fn summary(g: &Group) -> Vec<String> {
         None => s.push("No frame of the report names a culprit: the trace is missing or unreadable.".into()),
     }
     if e.kind == Kind::Warning.name() || e.kind == Kind::Bug.name() {
-        s.push("A WARN or BUG assertion failed there: read the condition at that line.".into());
+        s.push("A WARN or BUG assertion failed: its condition is at the PC line of the report, and the culprit is the first caller that is not generic code.".into());
     }
     match &g.resolution.fixes {
         Some(f) if f.is_empty() => s.push("No commit of the git history given matches it.".into()),

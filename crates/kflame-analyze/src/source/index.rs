@@ -274,6 +274,13 @@ impl SourceIndex {
         self.by_name = by_name;
     }
 
+    /// Every name defined in the tree, sorted.
+    pub fn defined_names(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self.by_name.keys().map(|&id| self.strings[id as usize].as_str()).collect();
+        v.sort_unstable();
+        v
+    }
+
     /// The id of a name, if any file mentions it.
     pub(crate) fn id(&self, name: &str) -> Option<u32> {
         self.ids.get(name).copied()
