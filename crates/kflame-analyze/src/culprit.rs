@@ -44,6 +44,8 @@ pub struct Culprit {
     pub doubts: Vec<String>,
     /// Source location printed with the frame (`fs/read_write.c:123`), if any.
     pub source: Option<String>,
+    /// The name demangled, for Rust (`_R...`) and C++ symbols; `None` for C names.
+    pub demangled: Option<String>,
 }
 
 /// The function name without compiler suffixes (`foo.isra.0` → `foo`, `bar.cold` → `bar`).
@@ -154,7 +156,9 @@ pub fn culprit(report: &Report) -> Option<Culprit> {
     } else {
         "low"
     };
+    let demangled = Some(kflame::symbols::demangle(&function).into_owned()).filter(|d| *d != function);
     Some(Culprit {
+        demangled,
         function,
         offset,
         module,
@@ -181,6 +185,25 @@ struct Skip {
     /// (substring, group name it stands for: itself when empty).
     hang_anchors: Vec<(String, String)>,
     hang_skip: Vec<String>,
+    rules: Vec<Rule>,
+}
+
+/// How a report picks its culprit.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Mode {
+    /// From the main trace's leaf.
+    Leaf,
+    /// The stall rule.
+    Stall,
+    /// From the frame the title names.
+    Title,
+}
+
+/// A `@title` line of `skip.txt`.
+struct Rule {
+    mode: Mode,
+    text: String,
+    skip: regex::RegexSet,
 }
 
 const SKIP_DATA: &str = include_str!("skip.txt");
@@ -221,12 +244,28 @@ fn skip_list() -> &'static Skip {
             })
             .collect();
         let hang_skip = take(&mut kinds, "hang_skip");
+        let rules = take(&mut kinds, "title")
+            .into_iter()
+            .filter_map(|r| {
+                let (mode, rest) = r.split_once(' ')?;
+                let mode = match mode {
+                    "leaf" => Mode::Leaf,
+                    "stall" => Mode::Stall,
+                    "title" => Mode::Title,
+                    _ => return None,
+                };
+                let (text, pats) = rest.split_once('|').unwrap_or((rest, ""));
+                let pats: Vec<String> = pats.split_whitespace().map(str::to_string).collect();
+                Some(Rule { mode, text: text.trim().to_string(), skip: set(&pats) })
+            })
+            .collect();
         Skip {
             all: set(&all),
             by_kind: kinds.iter().map(|(k, v)| (k.clone(), set(v))).collect(),
             stall_anchors: set(&stall),
             hang_anchors,
             hang_skip,
+            rules,
         }
     })
 }
@@ -240,8 +279,17 @@ pub fn is_skipped(function: &str, kind: Kind) -> bool {
 
 /// The first frame of `stack` from `from` on (towards the root) that is reliable and not
 /// machinery; `None` when there is none.
-fn walk(stack: &[Frame], from: usize, kind: Kind) -> Option<&Frame> {
-    stack[from..].iter().find(|f| !f.unreliable && !is_skipped(&f.function, kind))
+fn walk<'a>(
+    stack: &'a [Frame],
+    from: usize,
+    kind: Kind,
+    extra: Option<&regex::RegexSet>,
+) -> Option<&'a Frame> {
+    let ok = |f: &&Frame| {
+        !is_skipped(&f.function, kind) && !extra.is_some_and(|x| x.is_match(base_name(&f.function)))
+    };
+    let rest = stack.get(from..)?;
+    rest.iter().filter(|f| !f.unreliable).find(ok).or_else(|| rest.iter().find(ok))
 }
 
 /// The frames of the timer interrupt that reports a stall.
@@ -257,30 +305,49 @@ const TIMER_IRQ: &[&str] = &[
 
 /// Stalls and lockups: the frame before the first dispatch point (syscall entry, work
 /// item, softirq) of the first stack that has one, machinery skipped.
-fn stall_frame(report: &Report, kind: Kind) -> Option<(&Frame, Origin)> {
-    let anchors = &skip_list().stall_anchors;
+fn stall_frame<'a>(
+    report: &'a Report,
+    kind: Kind,
+    extra: Option<&regex::RegexSet>,
+) -> Option<(&'a Frame, Origin)> {
     let stacks = std::iter::once((&report.frames[..], Origin::MainTrace))
         .chain(report.extra_stacks.iter().map(|s| (&s.frames[..], Origin::ExtraStack)));
     for (stack, origin) in stacks {
-        // The stalled code is what the timer interrupt that noticed the stall interrupted.
-        let from =
-            stack.iter().rposition(|f| TIMER_IRQ.iter().any(|t| f.function.contains(t))).map_or(0, |i| i + 1);
-        let frames: Vec<&Frame> =
-            stack[from..].iter().filter(|f| !f.unreliable && !is_skipped(&f.function, kind)).collect();
-        let mut prev = match frames.first() {
-            Some(f) => *f,
-            None => continue,
-        };
-        for f in &frames {
-            let name = base_name(&f.function);
-            if anchors.is_match(name) {
-                if name.contains("smp_call_function") {
-                    return Some((f, origin));
-                }
-                return Some((prev, origin));
-            }
-            prev = f;
+        // The stalled code is what the timer interrupt that noticed the stall interrupted
+        // (the first timer interrupt entry: a second one further down is an older one).
+        // Some kernels print the interrupt after the task's frames: then the whole stack.
+        let entry =
+            |f: &Frame| ["apic_timer_interrupt", "el1h_64_irq"].iter().any(|t| f.function.contains(t));
+        let from = stack
+            .iter()
+            .position(entry)
+            .or_else(|| stack.iter().rposition(|f| TIMER_IRQ.iter().any(|t| f.function.contains(t))))
+            .map_or(0, |i| i + 1);
+        if let Some(f) = stall_in(&stack[from..], kind, extra).or_else(|| stall_in(stack, kind, extra)) {
+            return Some((f, origin));
         }
+    }
+    None
+}
+
+/// The frame before the first stall anchor of `stack` (machinery skipped).
+fn stall_in<'a>(stack: &'a [Frame], kind: Kind, extra: Option<&regex::RegexSet>) -> Option<&'a Frame> {
+    let anchors = &skip_list().stall_anchors;
+    let frames: Vec<&Frame> = stack
+        .iter()
+        .filter(|f| {
+            !f.unreliable
+                && !is_skipped(&f.function, kind)
+                && !extra.is_some_and(|x| x.is_match(base_name(&f.function)))
+        })
+        .collect();
+    let mut prev = *frames.first()?;
+    for f in frames {
+        let name = base_name(&f.function);
+        if anchors.is_match(name) {
+            return Some(if name.contains("smp_call_function") { f } else { prev });
+        }
+        prev = f;
     }
     None
 }
@@ -301,9 +368,27 @@ fn hang_frame(report: &Report, kind: Kind) -> Option<&Frame> {
 
 fn pick(report: &Report) -> Option<(Picked<'_>, Origin)> {
     let kind = report.kind();
+    let rule = skip_list()
+        .rules
+        .iter()
+        .find(|r| report.title.starts_with(&r.text) || report.header.contains(&r.text));
+    let extra = rule.map(|r| &r.skip);
+    match rule.map(|r| r.mode) {
+        Some(Mode::Leaf) => {
+            if let Some(f) = walk(&report.frames, 0, kind, extra) {
+                return Some((Picked::Frame(f), Origin::MainTrace));
+            }
+        }
+        Some(Mode::Stall) => {
+            if let Some((f, origin)) = stall_frame(report, kind, extra) {
+                return Some((Picked::Frame(f), origin));
+            }
+        }
+        _ => {}
+    }
     match kind {
         Kind::RcuStall | Kind::SoftLockup | Kind::HardLockup => {
-            if let Some((f, origin)) = stall_frame(report, kind) {
+            if let Some((f, origin)) = stall_frame(report, kind, extra) {
                 return Some((Picked::Frame(f), origin));
             }
         }
@@ -325,26 +410,34 @@ fn pick(report: &Report) -> Option<(Picked<'_>, Origin)> {
             .position(|f| !f.unreliable && matches(f))
             .or_else(|| report.frames.iter().position(matches));
         if let Some(i) = at {
-            let f = walk(&report.frames, i, kind).unwrap_or(&report.frames[i]);
+            let f = walk(&report.frames, i, kind, extra).unwrap_or(&report.frames[i]);
             return Some((Picked::Frame(f), Origin::MainTrace));
         }
         for s in &report.extra_stacks {
             if let Some(i) = s.frames.iter().position(matches) {
-                let f = walk(&s.frames, i, kind).unwrap_or(&s.frames[i]);
+                let f = walk(&s.frames, i, kind, extra).unwrap_or(&s.frames[i]);
                 return Some((Picked::Frame(f), Origin::ExtraStack));
             }
         }
         if let Some(rip) = report.rip.as_deref().filter(|r| base_name(rip_function(r)) == want) {
             if is_skipped(want, kind)
-                && let Some(f) = walk(&report.frames, 0, kind)
+                && let Some(f) = walk(&report.frames, 0, kind, extra)
             {
                 return Some((Picked::Frame(f), Origin::MainTrace));
             }
             return Some((Picked::Pc(rip), Origin::Pc));
         }
+        // The title names machinery that no stack holds (a sanitizer's access site in
+        // `memcmp`): the main trace from its leaf, machinery skipped, when it has a frame left.
+        if kind != Kind::Kasan
+            && is_skipped(want, kind)
+            && let Some(f) = walk(&report.frames, 0, kind, extra)
+        {
+            return Some((Picked::Frame(f), Origin::MainTrace));
+        }
         return Some((Picked::Name(name.to_string()), Origin::Title));
     }
-    if let Some(f) = walk(&report.frames, 0, kind).or_else(|| report.guilty_frame()) {
+    if let Some(f) = walk(&report.frames, 0, kind, extra).or_else(|| report.guilty_frame()) {
         return Some((Picked::Frame(f), Origin::MainTrace));
     }
     if let Some(rip) = report.rip.as_deref() {
