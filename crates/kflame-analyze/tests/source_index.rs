@@ -137,3 +137,43 @@ fn missing_empty_and_foreign_trees_are_errors() {
     let e = SourceIndex::open(&other, &idx, 1).unwrap_err().to_string();
     assert!(e.contains("not a kernel source tree"), "{e}");
 }
+
+/// `func+off/size` → source line through the DWARF of a small ELF built for the test; the
+/// expected lines are what GNU addr2line printed for the same addresses (`expected.txt`).
+#[test]
+fn frames_resolve_to_the_lines_addr2line_gives() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/vmlinux");
+    let v = kflame_analyze::source::Vmlinux::open(&dir.join("tiny.elf")).unwrap();
+    let expected = fs::read_to_string(dir.join("expected.txt")).unwrap();
+    let mut checked = 0;
+    for line in expected.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+        let cols: Vec<&str> = line.split('\t').collect();
+        let (func, off) = cols[0].split_once('+').unwrap();
+        let got = v.locate(func, off).unwrap().unwrap_or_else(|| panic!("{} not resolved", cols[0]));
+        assert_eq!(got.address, cols[1], "{}", cols[0]);
+        // Innermost first, as addr2line -i prints it.
+        let (_, first) = cols[2].split_once(' ').unwrap();
+        let (file, line_no) = first.rsplit_once(':').unwrap();
+        assert_eq!(
+            (got.file.trim_start_matches("./").trim_start_matches("./"), got.line),
+            (file.trim_start_matches("././"), line_no.parse().unwrap()),
+            "{}",
+            cols[0]
+        );
+        if cols.len() > 3 {
+            let chain: Vec<String> =
+                cols[2..].iter().map(|c| c.replace(' ', " (").replace("././", "") + ")").collect();
+            let got_chain: Vec<String> =
+                got.inlined.iter().map(|c| c.replace("././", "").replace("./", "")).collect();
+            assert_eq!(got_chain, chain, "{}", cols[0]);
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 2);
+    // A size that matches no symbol of that name, an unknown name: no line, no error.
+    assert_eq!(v.locate("caller", "0x9/0x99").unwrap(), None);
+    assert_eq!(v.locate("nonexistent", "0x1/0x2").unwrap(), None);
+    // Not an ELF file: a clear error naming it.
+    let e = kflame_analyze::source::Vmlinux::open(&dir.join("tiny.c")).unwrap_err().to_string();
+    assert!(e.contains("tiny.c") && e.contains("not an ELF"), "{e}");
+}

@@ -60,8 +60,9 @@ impl Vmlinux {
     }
 
     /// The source line of `function+offset` (`offset` as printed: `0x1a/0x80` or `0x1a`).
-    /// When several symbols share the name (static functions), the one whose size matches
-    /// the printed size is used; `Ok(None)` when none does or DWARF has no line there.
+    /// The symbol of that name whose size is the printed size is used (static functions
+    /// share names; a symbol of another size means a `vmlinux` of another build); `Ok(None)`
+    /// when none is, or DWARF has no line there.
     /// The offset of a frame is a return address: the line is the call's, looked up one
     /// byte before it (an offset of 0 is looked up as is).
     pub fn locate(&self, function: &str, offset: &str) -> Result<Option<SourceLine>, SourceError> {
@@ -73,14 +74,16 @@ impl Vmlinux {
             .filter(|s| s.kind() == SymbolKind::Text && s.name() == Ok(function))
             .map(|s| (s.address(), s.size()))
             .collect();
-        let start = match (candidates.as_slice(), size) {
-            ([], _) => return Ok(None),
-            ([one], _) => one.0,
-            (many, Some(sz)) => match many.iter().find(|c| c.1 == sz) {
+        // A printed size must match: a symbol of another size is another build's function.
+        let start = match size {
+            Some(sz) => match candidates.iter().find(|c| c.1 == sz) {
                 Some(c) => c.0,
                 None => return Ok(None),
             },
-            ([first, ..], None) => first.0,
+            None => match candidates.first() {
+                Some(c) => c.0,
+                None => return Ok(None),
+            },
         };
         let addr = if off == 0 { start } else { start + off - 1 };
         let endian =
