@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TREE=${1:?usage: bench/analyze-source.sh KERNEL_TREE}
-[ -f "$TREE/Makefile" ] || { echo "$TREE: no Makefile, not a kernel tree" >&2; exit 2; }
+[ -d "$TREE/kernel" ] || { echo "$TREE: no kernel/ directory, not a kernel tree" >&2; exit 2; }
 
 cargo build --release -p kflame-cli -p kflame-analyze --example source_lookup >&2
 KFLAME=$PWD/target/release/kflame
@@ -22,16 +22,21 @@ trap 'rm -rf "$tmp"' EXIT
 IDX=$tmp/index
 
 files=$(find "$TREE" -name '.*' -prune -o -type f \( -name '*.c' -o -name '*.h' \) -print | wc -l)
-echo "tree: $TREE ($files .c/.h files), $(nproc) CPUs"
+echo "tree: $TREE ($files .c/.h files), $(nproc) CPUs, load average $(cut -d' ' -f1 /proc/loadavg)"
 
-secs() { local s e; s=$(date +%s.%N); "$@" >/dev/null; e=$(date +%s.%N); echo "$e - $s" | bc; }
+# Wall-clock seconds, and CPU seconds (user + system) in parentheses: on a loaded machine the
+# CPU time says what the work costs, the wall time what a user waits.
+secs() {
+    local TIMEFORMAT='%R s (cpu %U user + %S sys)'
+    { time "$@" >/dev/null 2>&1; } 2>&1
+}
 
 t=$(secs "$KFLAME" source vfs_read --kernel-src "$TREE" --index "$IDX")
-echo "index build (cold, first use): ${t} s (target <= 60 s); index $(du -h "$IDX" | cut -f1)"
+echo "index build (first use): ${t} (target <= 60 s); index $(du -h "$IDX" | cut -f1)"
 t=$(secs "$KFLAME" source vfs_read --kernel-src "$TREE" --index "$IDX")
-echo "command, index unchanged (load + stat of every file + lookup): ${t} s"
+echo "command, index unchanged (load + stat of every file + lookup): ${t}"
 f=$(find "$TREE/fs" -name 'read_write.c' | head -1)
 touch "$f"
 t=$(secs "$KFLAME" source vfs_read --kernel-src "$TREE" --index "$IDX")
-echo "command after touching $f (one file rescanned): ${t} s"
+echo "command after touching $f (one file rescanned): ${t}"
 "$LOOKUP" "$TREE" "$IDX"

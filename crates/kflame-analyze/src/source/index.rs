@@ -82,7 +82,8 @@ pub struct SourceIndex {
 }
 
 /// Checks that `dir` looks like a kernel tree: a top `Makefile` with `VERSION =` and
-/// `PATCHLEVEL =`, and a `kernel/` or `include/linux/` directory.
+/// `PATCHLEVEL =` lines and a `kernel/` or `include/linux/` directory, or (a tree imported
+/// without its top files) both `kernel/` and `include/linux/`.
 pub fn check_tree(dir: &Path) -> Result<PathBuf, SourceError> {
     let meta =
         fs::metadata(dir).map_err(|e| SourceError::Tree(format!("kernel tree {}: {e}", dir.display())))?;
@@ -94,23 +95,20 @@ pub fn check_tree(dir: &Path) -> Result<PathBuf, SourceError> {
     if empty {
         return Err(SourceError::Tree(format!("kernel tree {}: the directory is empty", dir.display())));
     }
-    let makefile = root.join("Makefile");
-    let head = fs::read(&makefile).unwrap_or_default();
+    let head = fs::read(root.join("Makefile")).unwrap_or_default();
     let head = String::from_utf8_lossy(&head[..head.len().min(4096)]).into_owned();
     let has = |k: &str| head.lines().any(|l| l.starts_with(k) && l[k.len()..].trim_start().starts_with('='));
-    if !(has("VERSION") && has("PATCHLEVEL")) {
-        return Err(SourceError::Tree(format!(
-            "{} is not a kernel source tree: expected a top-level Makefile with VERSION = and PATCHLEVEL = lines",
-            dir.display()
-        )));
+    let versioned = has("VERSION") && has("PATCHLEVEL");
+    let kernel = root.join("kernel").is_dir();
+    let include = root.join("include/linux").is_dir();
+    if (versioned && (kernel || include)) || (kernel && include) {
+        return Ok(root);
     }
-    if !root.join("kernel").is_dir() && !root.join("include/linux").is_dir() {
-        return Err(SourceError::Tree(format!(
-            "{} is not a kernel source tree: expected a kernel/ or include/linux/ directory",
-            dir.display()
-        )));
-    }
-    Ok(root)
+    Err(SourceError::Tree(format!(
+        "{} is not a kernel source tree: expected a top-level Makefile with VERSION = and PATCHLEVEL = \
+         lines and a kernel/ or include/linux/ directory",
+        dir.display()
+    )))
 }
 
 /// A source file of the tree: relative path, mtime (ns since the epoch) and size.
