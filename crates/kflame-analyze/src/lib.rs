@@ -40,7 +40,8 @@
 //!   "profiles": [ { "input", "unit", "stacks",
 //!     "total": {"weight", "display", "percent"}, "kernel": {...},
 //!     "by_self": [{"function", "kernel", "self": {...}, "total": {...}}], "by_total": [...],
-//!     "paths": [{"frames": [root first], "share": {...}}], "summary": [...] } ],
+//!     "paths": [{"frames": [root first], "share": {...}}],
+//!     "by_root": [{"frames": [root], "share": {...}}], "summary": [...] } ],
 //!   "notes": [...]
 //! }
 //! ```

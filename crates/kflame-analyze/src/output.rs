@@ -119,7 +119,7 @@ fn group(o: &mut String, n: usize, g: &Group, md: bool) {
                 c.confidence
             );
             for d in &c.doubts {
-                let _ = writeln!(o, "{bullet}  - {d}");
+                let _ = writeln!(o, "{}- {d}", if md { "  " } else { "    " });
             }
             if !e.callers.is_empty() {
                 let _ = writeln!(
@@ -152,7 +152,7 @@ fn group(o: &mut String, n: usize, g: &Group, md: bool) {
                 l.address, l.file, l.line
             );
             for i in &l.inlined {
-                let _ = writeln!(o, "{bullet}  inlined: {i}");
+                let _ = writeln!(o, "{}- inlined: {i}", if md { "  " } else { "    " });
             }
         }
         if !s.others.is_empty() {
@@ -239,6 +239,12 @@ fn profile(o: &mut String, p: &ProfileAnalysis, md: bool) {
         }
         let _ = writeln!(o);
     }
+    heading(o, md, 3, "Top contributors (root frames)");
+    for r in &p.by_root {
+        let line = format!("{:.2}% ({}) {}", r.share.percent, r.share.display, r.frames.join(";"));
+        let _ = writeln!(o, "{}{line}", if md { "- " } else { "  " });
+    }
+    let _ = writeln!(o);
     heading(o, md, 3, "Hottest paths");
     for (i, path) in p.paths.iter().enumerate() {
         let shown: Vec<&str> = path.frames.iter().rev().take(8).map(String::as_str).collect();

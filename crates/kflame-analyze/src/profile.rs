@@ -59,6 +59,9 @@ pub struct ProfileAnalysis {
     pub by_total: Vec<FunctionHeat>,
     /// The heaviest stacks.
     pub paths: Vec<PathHeat>,
+    /// The heaviest root frames (the syscall, task or event a latency or memory profile
+    /// groups by; the process of a CPU profile).
+    pub by_root: Vec<PathHeat>,
     /// Plain sentences.
     pub summary: Vec<String>,
 }
@@ -178,6 +181,7 @@ pub fn analyze<'a>(
     let mut selfw: HashMap<String, (Weight, bool)> = HashMap::new();
     let mut totalw: HashMap<String, (Weight, bool)> = HashMap::new();
     let mut paths: Vec<(Vec<String>, Weight)> = Vec::new();
+    let mut roots: HashMap<String, Weight> = HashMap::new();
     let mut count = 0usize;
     for (stack, w) in stacks {
         count += 1;
@@ -189,6 +193,9 @@ pub fn analyze<'a>(
             kernel += w;
         }
         let names: Vec<String> = frames.iter().map(|f| clean(f).0.to_string()).collect();
+        if let Some(root) = names.first() {
+            *roots.entry(root.clone()).or_insert(Weight::ZERO) += w;
+        }
         if let Some(leaf) = names.last() {
             let e = selfw.entry(leaf.clone()).or_insert((Weight::ZERO, false));
             e.0 += w;
@@ -228,6 +235,10 @@ pub fn analyze<'a>(
     paths.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let paths: Vec<PathHeat> =
         paths.into_iter().take(limit).map(|(frames, w)| PathHeat { frames, share: share(w) }).collect();
+    let mut roots: Vec<(String, Weight)> = roots.into_iter().collect();
+    roots.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let by_root: Vec<PathHeat> =
+        roots.into_iter().take(limit).map(|(r, w)| PathHeat { frames: vec![r], share: share(w) }).collect();
     let mut a = ProfileAnalysis {
         input: input.to_string(),
         unit: unit.name().to_string(),
@@ -237,6 +248,7 @@ pub fn analyze<'a>(
         by_self,
         by_total,
         paths,
+        by_root,
         summary: Vec::new(),
     };
     a.summary = profile_summary(&a, unit);

@@ -122,6 +122,14 @@ fn a_latency_profile_in_its_unit() {
     let top = leaves.values().max().unwrap();
     assert_eq!(p["by_self"][0]["self"]["weight"], top.to_string());
     assert_eq!(p["paths"].as_array().unwrap().len(), lines.len().min(3));
+    // The top contributor in the unit: the heaviest root frame (here the syscall).
+    let mut roots: std::collections::BTreeMap<&str, u64> = Default::default();
+    for (stack, w) in &lines {
+        *roots.entry(stack.split(';').next().unwrap()).or_default() += w;
+    }
+    let (root, w) = roots.iter().max_by_key(|(_, w)| **w).unwrap();
+    assert_eq!(p["by_root"][0]["frames"][0], *root);
+    assert_eq!(p["by_root"][0]["share"]["weight"], w.to_string());
     assert!(p["total"]["display"].as_str().unwrap().ends_with('s'), "{p:#}");
 }
 
