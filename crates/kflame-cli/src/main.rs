@@ -39,6 +39,10 @@ pub(crate) struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Explain kernel reports (culprit, source, summary) or a profile's hot spots.
+    Analyze(cmd::analyze::Args),
+    /// Look a function up in a kernel source tree: its definition, or its callers.
+    Source(cmd::analyze::SourceArgs),
     /// Fold stacks from perf script, trace, log or folded input into `frame;frame;... weight`.
     Collapse(cmd::collapse::Args),
     /// Print shell completions.
@@ -71,6 +75,8 @@ fn main() -> ExitCode {
         Err(e) => return clap_exit(&e),
     };
     let result = match cli.command {
+        Command::Analyze(args) => cmd::analyze::run(args),
+        Command::Source(args) => cmd::analyze::run_source(args),
         Command::Collapse(args) => cmd::collapse::run(args),
         Command::Completions(args) => cmd::completions::run(args),
         Command::Flamegraph(args) => cmd::flamegraph::run(args),

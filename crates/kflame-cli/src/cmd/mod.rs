@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub(crate) mod analyze;
 pub(crate) mod collapse;
 pub(crate) mod collapse_args;
 pub(crate) mod collapse_options;

@@ -1,0 +1,301 @@
+//! Profiles (folded stacks of any input `kflame collapse` reads): the hottest functions, self
+//! and total, the hottest paths, and the kernel's share, in the profile's own unit.
+
+use std::collections::HashMap;
+
+use kflame::fold::{Unit, Weight};
+use serde::Serialize;
+
+/// A weight with its share of the profile.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Share {
+    /// Exact weight in the profile's unit (decimal text, as in folded files).
+    pub weight: String,
+    /// Human form in the unit (`12.3 ms`, `4.0 MiB`, `1234 samples`).
+    pub display: String,
+    /// Percent of the profile's total.
+    pub percent: f64,
+}
+
+/// One function of the profile.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FunctionHeat {
+    /// Frame name as folded (annotations such as `_[k]` removed).
+    pub function: String,
+    /// Kernel code (by annotation or by its place below a kernel entry point).
+    pub kernel: bool,
+    /// Weight of the stacks where it is the leaf.
+    #[serde(rename = "self")]
+    pub self_: Share,
+    /// Weight of the stacks it appears in (once per stack, recursion not counted twice).
+    pub total: Share,
+}
+
+/// One hot path: a whole stack.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PathHeat {
+    /// Frames, root first (annotations removed).
+    pub frames: Vec<String>,
+    /// Its weight.
+    pub share: Share,
+}
+
+/// The analysis of one profile.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ProfileAnalysis {
+    /// The input(s) it was read from.
+    pub input: String,
+    /// Unit of the weights (`samples`, `period`, `bytes`, `ns`, `events`...).
+    pub unit: String,
+    /// Distinct stacks.
+    pub stacks: usize,
+    /// The total weight.
+    pub total: Share,
+    /// Weight of the stacks whose leaf runs in the kernel.
+    pub kernel: Share,
+    /// The hottest functions by self weight.
+    pub by_self: Vec<FunctionHeat>,
+    /// The hottest functions by total weight.
+    pub by_total: Vec<FunctionHeat>,
+    /// The heaviest stacks.
+    pub paths: Vec<PathHeat>,
+    /// The heaviest root frames (the syscall, task or event a latency or memory profile
+    /// groups by; the process of a CPU profile).
+    pub by_root: Vec<PathHeat>,
+    /// Plain sentences.
+    pub summary: Vec<String>,
+}
+
+/// Kernel entry points: frames at and below one of these (towards the leaf) are kernel
+/// code even without a `_[k]` annotation.
+const KERNEL_ENTRIES: &[&str] = &[
+    "entry_SYSCALL",
+    "entry_SYSENTER",
+    "entry_INT80",
+    "do_syscall_64",
+    "__x64_sys_",
+    "__arm64_sys_",
+    "el0_svc",
+    "el0t_64_",
+    "el1h_64_",
+    "asm_exc_",
+    "asm_sysvec_",
+    "asm_common_interrupt",
+    "ret_from_fork",
+    "secondary_startup_64",
+    "common_startup_64",
+    "start_kernel",
+    "x86_64_start_kernel",
+    "cpu_startup_entry",
+    "kthread",
+    "worker_thread",
+    "smpboot_thread_fn",
+    "do_idle",
+    "exc_page_fault",
+    "page_fault",
+    "sysvec_",
+    "__do_softirq",
+    "handle_softirqs",
+    "irq_exit",
+];
+
+/// Task names of kernel threads (the root frame of per-task profiles).
+const KERNEL_TASKS: &[&str] =
+    &["swapper", "kworker/", "ksoftirqd/", "rcu_", "migration/", "kthreadd", "idle_inject/", "cpuhp/"];
+
+/// A frame's name without kflame's and perf's annotations, and whether one said kernel.
+fn clean(frame: &str) -> (&str, bool) {
+    for (suffix, kernel) in
+        [("_[k]", true), ("_[j]", false), ("_[i]", false), ("_[u]", false), ("_[w]", false)]
+    {
+        if let Some(s) = frame.strip_suffix(suffix) {
+            return (s, kernel);
+        }
+    }
+    if let Some(s) = frame.strip_suffix(" [kernel.kallsyms]") {
+        return (s, true);
+    }
+    // An unnamed kernel address keeps the kernel's mapping name.
+    if frame.contains("[kernel.kallsyms]") {
+        return (frame, true);
+    }
+    (frame, false)
+}
+
+/// For each frame of a stack (root first): is it kernel code?
+fn kernel_frames(frames: &[&str]) -> Vec<bool> {
+    let mut out = Vec::with_capacity(frames.len());
+    let mut inside = frames.first().is_some_and(|r| KERNEL_TASKS.iter().any(|t| r.starts_with(t)));
+    for (i, f) in frames.iter().enumerate() {
+        let (name, annotated) = clean(f);
+        if annotated || KERNEL_ENTRIES.iter().any(|e| name.starts_with(e)) {
+            inside = true;
+        }
+        // The root of a kernel thread's stack is its task name, not code.
+        out.push(inside && !(i == 0 && KERNEL_TASKS.iter().any(|t| name.starts_with(t))) || annotated);
+    }
+    out
+}
+
+fn human(w: f64, unit: &Unit) -> String {
+    match unit {
+        Unit::Nanoseconds => {
+            if w >= 1e9 {
+                format!("{:.2} s", w / 1e9)
+            } else if w >= 1e6 {
+                format!("{:.2} ms", w / 1e6)
+            } else if w >= 1e3 {
+                format!("{:.1} µs", w / 1e3)
+            } else {
+                format!("{w:.0} ns")
+            }
+        }
+        Unit::Bytes => {
+            if w >= (1u64 << 30) as f64 {
+                format!("{:.2} GiB", w / (1u64 << 30) as f64)
+            } else if w >= (1u64 << 20) as f64 {
+                format!("{:.2} MiB", w / (1u64 << 20) as f64)
+            } else if w >= 1024.0 {
+                format!("{:.1} KiB", w / 1024.0)
+            } else {
+                format!("{w:.0} B")
+            }
+        }
+        other => {
+            let n = if w.fract() == 0.0 { format!("{w:.0}") } else { format!("{w:.3}") };
+            format!("{n} {}", other.name())
+        }
+    }
+}
+
+/// Builds the analysis of the stacks `stacks` (folded text of each stack, its weight),
+/// in unit `unit`, keeping the `limit` hottest of each list.
+pub fn analyze<'a>(
+    input: &str,
+    stacks: impl IntoIterator<Item = (&'a [u8], Weight)>,
+    unit: &Unit,
+    limit: usize,
+) -> ProfileAnalysis {
+    let mut total = Weight::ZERO;
+    let mut kernel = Weight::ZERO;
+    let mut selfw: HashMap<String, (Weight, bool)> = HashMap::new();
+    let mut totalw: HashMap<String, (Weight, bool)> = HashMap::new();
+    let mut paths: Vec<(Vec<String>, Weight)> = Vec::new();
+    let mut roots: HashMap<String, Weight> = HashMap::new();
+    let mut count = 0usize;
+    for (stack, w) in stacks {
+        count += 1;
+        total += w;
+        let text = String::from_utf8_lossy(stack);
+        let frames: Vec<&str> = text.split(';').filter(|f| !f.is_empty()).collect();
+        let kern = kernel_frames(&frames);
+        if kern.last() == Some(&true) {
+            kernel += w;
+        }
+        let names: Vec<String> = frames.iter().map(|f| clean(f).0.to_string()).collect();
+        if let Some(root) = names.first() {
+            *roots.entry(root.clone()).or_insert(Weight::ZERO) += w;
+        }
+        if let Some(leaf) = names.last() {
+            let e = selfw.entry(leaf.clone()).or_insert((Weight::ZERO, false));
+            e.0 += w;
+            e.1 |= kern.last() == Some(&true);
+        }
+        let mut seen: Vec<&str> = Vec::with_capacity(names.len());
+        for (n, k) in names.iter().zip(&kern) {
+            if seen.contains(&n.as_str()) {
+                continue;
+            }
+            seen.push(n);
+            let e = totalw.entry(n.clone()).or_insert((Weight::ZERO, false));
+            e.0 += w;
+            e.1 |= *k;
+        }
+        paths.push((names, w));
+    }
+    let t = total.as_f64();
+    let share = |w: Weight| Share {
+        weight: w.to_string(),
+        display: human(w.as_f64(), unit),
+        percent: if t > 0.0 { (w.as_f64() / t * 10000.0).round() / 100.0 } else { 0.0 },
+    };
+    let heat = |name: &str, k: bool| FunctionHeat {
+        function: name.to_string(),
+        kernel: k,
+        self_: share(selfw.get(name).map_or(Weight::ZERO, |e| e.0)),
+        total: share(totalw.get(name).map_or(Weight::ZERO, |e| e.0)),
+    };
+    let mut by_self: Vec<(&String, &(Weight, bool))> = selfw.iter().collect();
+    by_self.sort_by(|a, b| b.1.0.cmp(&a.1.0).then_with(|| a.0.cmp(b.0)));
+    let by_self: Vec<FunctionHeat> = by_self.into_iter().take(limit).map(|(n, (_, k))| heat(n, *k)).collect();
+    let mut by_total: Vec<(&String, &(Weight, bool))> = totalw.iter().collect();
+    by_total.sort_by(|a, b| b.1.0.cmp(&a.1.0).then_with(|| a.0.cmp(b.0)));
+    let by_total: Vec<FunctionHeat> =
+        by_total.into_iter().take(limit).map(|(n, (_, k))| heat(n, *k)).collect();
+    paths.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let paths: Vec<PathHeat> =
+        paths.into_iter().take(limit).map(|(frames, w)| PathHeat { frames, share: share(w) }).collect();
+    let mut roots: Vec<(String, Weight)> = roots.into_iter().collect();
+    roots.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let by_root: Vec<PathHeat> =
+        roots.into_iter().take(limit).map(|(r, w)| PathHeat { frames: vec![r], share: share(w) }).collect();
+    let mut a = ProfileAnalysis {
+        input: input.to_string(),
+        unit: unit.name().to_string(),
+        stacks: count,
+        total: share(total),
+        kernel: share(kernel),
+        by_self,
+        by_total,
+        paths,
+        by_root,
+        summary: Vec::new(),
+    };
+    a.summary = profile_summary(&a, unit);
+    a
+}
+
+fn profile_summary(a: &ProfileAnalysis, unit: &Unit) -> Vec<String> {
+    let mut s = Vec::new();
+    let what = match unit {
+        Unit::Nanoseconds => "of time (latency or off-CPU)",
+        Unit::Bytes => "allocated",
+        _ => "",
+    };
+    s.push(
+        format!(
+            "{} {what} in {} distinct stacks; {:.1}% of it in the kernel.",
+            a.total.display, a.stacks, a.kernel.percent
+        )
+        .replace("  ", " "),
+    );
+    if let Some(f) = a.by_self.first() {
+        s.push(format!(
+            "The hottest function is `{}` with {:.1}% self ({}){}.",
+            f.function,
+            f.self_.percent,
+            f.self_.display,
+            if f.kernel { ", in the kernel" } else { "" }
+        ));
+    }
+    if let Some(p) = a.paths.first() {
+        let tail: Vec<&str> = p.frames.iter().rev().take(4).map(String::as_str).collect();
+        s.push(format!("The heaviest path ends in {} ({:.1}%).", tail.join(" ← "), p.share.percent));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_by_entry_point_and_annotation() {
+        assert_eq!(
+            kernel_frames(&["bash", "main", "write", "entry_SYSCALL_64", "vfs_write"]),
+            [false, false, false, true, true]
+        );
+        assert_eq!(kernel_frames(&["swapper", "secondary_startup_64", "do_idle"]), [false, true, true]);
+        assert_eq!(kernel_frames(&["x", "a_[k]"]), [false, true]);
+    }
+}

@@ -1,0 +1,284 @@
+//! `kflame analyze` and `kflame source`: flags onto the `kflame-analyze` crate. Kernel logs
+//! and crash output become report groups (Error / Resolution / Summary), any other input a
+//! profile summary; `source` looks a function up in a kernel tree.
+
+use std::io::{BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use kflame::collapse::options::{CollapseOptions, Target, check};
+use kflame::collapse::{Engine, Format, Order, crash};
+use kflame::input::{Collapser, Sinks};
+use kflame_analyze::source::{KernelSource, SourceIndex, SourceLookup, Vmlinux};
+use kflame_analyze::{Analysis, ReportAnalyzer, output, profile};
+
+use crate::input::{self, Input};
+use crate::output as out;
+
+/// Output format of `analyze`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum OutFormat {
+    /// Plain text.
+    Text,
+    /// Markdown.
+    Md,
+}
+
+/// Arguments of `kflame analyze`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Kernel logs (dmesg, journal, console, syslog) and crash `bt` output give one section per
+group of reports with the same kind and culprit function, most frequent first: Error (kind,
+title, kernel, taint, task, culprit frame with a confidence), Resolution (the culprit's
+source with --kernel-src, its exact line with --vmlinux) and Summary. Any other input
+`kflame collapse` reads gives its hottest functions and paths and the kernel's share.
+
+Examples:
+  kflame analyze /var/log/kern.log
+  kflame analyze --kernel-src ~/linux --vmlinux ~/linux/vmlinux console.log --format md
+  kflame analyze --json dmesg.txt > report.json
+  kflame analyze perf.data")]
+pub(crate) struct Args {
+    /// Inputs (kernel logs, crash output, or profiles); stdin when none.
+    #[arg(value_name = "INPUT")]
+    files: Vec<String>,
+    /// Text (default) or Markdown.
+    #[arg(long, value_enum, default_value = "text", conflicts_with = "json")]
+    format: OutFormat,
+    /// JSON (schema `kflame-analyze`, version 1; see the kflame-analyze crate documentation).
+    #[arg(long)]
+    json: bool,
+    /// At most this many report groups, and functions and paths per profile.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    limit: usize,
+    /// A kernel source tree: the culprit's definition, its callers.
+    #[arg(long, value_name = "DIR")]
+    kernel_src: Option<PathBuf>,
+    /// The index of --kernel-src (default: in the user's cache directory).
+    #[arg(long, value_name = "FILE", requires = "kernel_src")]
+    index: Option<PathBuf>,
+    /// The kernel image with DWARF matching the reports: `func+0x1a/0x80` → source line.
+    #[arg(long, value_name = "FILE", requires = "kernel_src")]
+    vmlinux: Option<PathBuf>,
+    /// A kernel git history to search for fixes.
+    #[arg(long, value_name = "DIR")]
+    kernel_git: Option<PathBuf>,
+    /// Write here instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+/// Arguments of `kflame source`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+The tree is indexed on first use (all .c and .h files: definitions, calls) and the index is
+updated for files whose size or mtime changed.
+
+Examples:
+  kflame source vfs_read --kernel-src ~/linux
+  kflame source __x64_sys_openat --kernel-src ~/linux --callers")]
+pub(crate) struct SourceArgs {
+    /// Function (or macro) name; compiler suffixes such as `.isra.0` are ignored.
+    #[arg(value_name = "FUNC")]
+    function: String,
+    /// The kernel source tree.
+    #[arg(long, value_name = "DIR")]
+    kernel_src: PathBuf,
+    /// The index file (default: in the user's cache directory).
+    #[arg(long, value_name = "FILE")]
+    index: Option<PathBuf>,
+    /// List the functions that call it instead of its definition.
+    #[arg(long)]
+    callers: bool,
+    /// JSON output.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Where the index of `tree` lives unless `--index` says.
+fn default_index(tree: &Path) -> Result<PathBuf> {
+    let cache =
+        std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()).map(PathBuf::from).or_else(|| {
+            std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".cache"))
+        });
+    let Some(cache) = cache else {
+        bail!("no cache directory (HOME and XDG_CACHE_HOME unset): give the index file with --index");
+    };
+    let canon = std::fs::canonicalize(tree).unwrap_or_else(|_| tree.to_path_buf());
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in canon.to_string_lossy().bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    Ok(cache.join("kflame").join(format!("source-{h:016x}.idx")))
+}
+
+fn open_tree(tree: &Path, index: Option<&Path>) -> Result<SourceIndex> {
+    let index = match index {
+        Some(i) => i.to_path_buf(),
+        None => default_index(tree)?,
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (idx, status) = SourceIndex::open(tree, &index, threads)?;
+    if let Some(why) = &status.rebuilt {
+        out::message(format!(
+            "indexed {} source files of {} ({why}); index {}",
+            status.files,
+            tree.display(),
+            index.display()
+        ));
+    } else if status.scanned > 0 || status.removed > 0 {
+        out::message(format!(
+            "index of {}: {} changed files rescanned, {} removed",
+            tree.display(),
+            status.scanned,
+            status.removed
+        ));
+    }
+    Ok(idx)
+}
+
+pub(crate) fn run(args: Args) -> Result<()> {
+    if let Some(git) = &args.kernel_git {
+        bail!(
+            "--kernel-git {}: fix search is not part of this build of kflame yet; run without it \
+             (the Resolution then lists the query a search would use)",
+            git.display()
+        );
+    }
+    let source = match &args.kernel_src {
+        Some(tree) => {
+            let index = open_tree(tree, args.index.as_deref())?;
+            let vmlinux = args.vmlinux.as_deref().map(Vmlinux::open).transpose()?;
+            Some(KernelSource { index, vmlinux })
+        }
+        None => None,
+    };
+    let mut analyzer = ReportAnalyzer::new();
+    let mut analysis = Analysis::default();
+    let options = CollapseOptions::default();
+    let mut read_any = false;
+    for path in input::paths_or_stdin(&args.files)? {
+        let input = Input::open(&path)?;
+        let name = input.name.clone();
+        if input.is_empty() {
+            out::message(format!("warning: {name} is empty"));
+            continue;
+        }
+        read_any = true;
+        let Some(format) = input.detect() else {
+            bail!("cannot tell the format of {name}: its first lines match none of the formats kflame reads");
+        };
+        match format {
+            Format::KernelLog => {
+                let before = analyzer.reports();
+                let mut reports = kflame::report::reports(BufReader::with_capacity(1 << 16, input.reader()));
+                for r in reports.by_ref() {
+                    analyzer.add_report(&name, &r.with_context(|| format!("reading {name}"))?);
+                }
+                let d = reports.diagnostics().report(&name).to_string();
+                if !d.is_empty() {
+                    analysis.notes.push(d);
+                }
+                if analyzer.reports() == before {
+                    analysis.notes.push(format!("{name}: no kernel report found in this kernel log"));
+                }
+            }
+            Format::Crash => {
+                let before = analyzer.reports();
+                let mut tasks = crash::tasks(BufReader::with_capacity(1 << 16, input.reader()));
+                for t in tasks.by_ref() {
+                    analyzer.add_task(&name, &t.with_context(|| format!("reading {name}"))?);
+                }
+                let d = tasks.diagnostics().report(&name).to_string();
+                if !d.is_empty() {
+                    analysis.notes.push(d);
+                }
+                if analyzer.reports() == before {
+                    analysis.notes.push(format!("{name}: no task backtrace found in this crash output"));
+                }
+            }
+            _ => {
+                let target = Target::of(format, &options, &input.head);
+                check(&options, &target, &name)?;
+                let collapsed = match target.collapser(&name, &options, Sinks::default())? {
+                    Collapser::Lines(c) => {
+                        Engine::default().run(c, input.reader()).with_context(|| format!("reading {name}"))?
+                    }
+                    Collapser::PerfData(opts) => super::perf_data::collapse(input, &opts, Order::Sorted)?,
+                };
+                let d = collapsed.diag.report(&name).to_string();
+                if !d.is_empty() {
+                    analysis.notes.push(d);
+                }
+                if collapsed.stacks.is_empty() {
+                    analysis.notes.push(format!("{name}: no stacks in this {format} input"));
+                    continue;
+                }
+                let stacks = collapsed.stacks.in_output_order();
+                analysis.profiles.push(profile::analyze(&name, stacks, &collapsed.meta.unit, args.limit));
+            }
+        }
+    }
+    if !read_any {
+        bail!("nothing to analyze: every input is empty");
+    }
+    analysis.reports = analyzer.reports();
+    let lookup = source.as_ref().map(|s| s as &dyn SourceLookup);
+    let mut groups = analyzer.finish(lookup, None, args.limit);
+    analysis.groups_total = groups.len();
+    groups.truncate(args.limit);
+    analysis.groups = groups;
+    let text = if args.json {
+        output::json(&analysis)
+    } else {
+        output::text(&analysis, args.format == OutFormat::Md)
+    };
+    let mut w = out::create(args.output.as_deref())?;
+    w.write_all(text.as_bytes()).context("writing the analysis")?;
+    w.finish().context("writing the analysis")?;
+    Ok(())
+}
+
+pub(crate) fn run_source(args: SourceArgs) -> Result<()> {
+    let index = open_tree(&args.kernel_src, args.index.as_deref())?;
+    let src = KernelSource { index, vmlinux: None };
+    let mut text = String::new();
+    if args.callers {
+        let callers = src.callers(&args.function);
+        if args.json {
+            text = serde_json::to_string_pretty(&callers)? + "\n";
+        } else {
+            for c in &callers {
+                text.push_str(&format!("{}:{}: {}\n", c.file, c.line, c.function));
+            }
+        }
+        if callers.is_empty() {
+            out::message(format!("no function of {} calls {}", args.kernel_src.display(), args.function));
+        }
+    } else {
+        let defs = src.definitions(&args.function);
+        if defs.is_empty() {
+            bail!("{} is not defined in {}", args.function, args.kernel_src.display());
+        }
+        if args.json {
+            let mut v = Vec::new();
+            for d in &defs {
+                let body = src.text(&d.file, d.start, d.end)?;
+                v.push(serde_json::json!({
+                    "name": d.name, "file": d.file, "start": d.start, "end": d.end, "kind": d.kind, "text": body,
+                }));
+            }
+            text = serde_json::to_string_pretty(&v)? + "\n";
+        } else {
+            for d in &defs {
+                text.push_str(&format!("{}:{}-{} ({})\n", d.file, d.start, d.end, d.kind));
+                text.push_str(&src.text(&d.file, d.start, d.end)?);
+                text.push('\n');
+            }
+        }
+    }
+    let mut w = out::create(None)?;
+    w.write_all(text.as_bytes()).context("writing the output")?;
+    w.finish().context("writing the output")?;
+    Ok(())
+}
