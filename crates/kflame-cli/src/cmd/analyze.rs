@@ -60,7 +60,8 @@ pub(crate) struct Args {
     /// The kernel image with DWARF matching the reports: `func+0x1a/0x80` → source line.
     #[arg(long, value_name = "FILE", requires = "kernel_src")]
     vmlinux: Option<PathBuf>,
-    /// A kernel git history to search for fixes.
+    /// A kernel git history to search for fixes. Not available yet in this build: refused
+    /// with a message (the Resolution lists the query such a search would run).
     #[arg(long, value_name = "DIR")]
     kernel_git: Option<PathBuf>,
     /// Write here instead of stdout.
