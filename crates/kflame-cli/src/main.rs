@@ -57,6 +57,9 @@ enum Command {
     Query(cmd::query::Args),
     /// Serve a web page over a history database: metric charts, range brush, flame graphs.
     Serve(cmd::serve::Args),
+    /// Search a kernel git history for the commits that fix a function (Fixes: trailers,
+    /// hunk headers, touched files), ranked with BM25.
+    Fixes(cmd::fixes::Args),
 }
 
 fn main() -> ExitCode {
@@ -76,6 +79,7 @@ fn main() -> ExitCode {
         Command::Watch(args) => cmd::watch::run(args),
         Command::Query(args) => cmd::query::run(args),
         Command::Serve(args) => cmd::serve::run(args),
+        Command::Fixes(args) => cmd::fixes::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
