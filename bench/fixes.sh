@@ -11,18 +11,17 @@
 #   WORK=DIR   scratch directory (default bench/out/fixes)
 #   COPIES=N   how many times to replay the history (default 6)
 #
-# Prints the index build time (a cold `kflame fixes` run: git log -p + indexing), the
-# re-open time with nothing new, and for 8 queries (a function alone, with --after, with
-# --file and --words, as JSON) the median and worst wall time of 5 runs of the whole
-# `kflame fixes` process (start, index open, git rev-parse/rev-list, search, output).
+# Prints the cold build time of the index (git log -p + indexing), then the median and
+# worst of 5 runs of each query through the library (a function alone, several, with
+# --after: rev-parse and rev-list included), and the re-open time with nothing new.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=${WORK:-bench/out/fixes}
 copies=${COPIES:-6}
-kflame=target/release/kflame
 
-echo "== building kflame (release)"
-cargo build --release --locked -p kflame-cli
+echo "== building the fix-search benchmark (release)"
+cargo build --release --locked -p kflame-fixes --example fixes_bench
+bench=target/release/examples/fixes_bench
 rm -rf "$work"
 mkdir -p "$work"
 echo "== replaying the libbpf history $copies times into $work/replay"
@@ -36,48 +35,21 @@ commits=$(git -C "$work/replay" rev-list --count HEAD)
     { echo "bench: the replayed history does not end on the original tree" >&2; exit 1; }
 echo "   $commits commits (load: $(cut -d' ' -f1-3 /proc/loadavg))"
 
-now() { date +%s%N; }
-ms() { echo $(( ($2 - $1) / 1000000 )); }
-
-echo "== index build (cold)"
-t0=$(now)
-"$kflame" fixes --git "$work/replay" --function bpf_object__load -n 1 >/dev/null
-t1=$(now)
-build_ms=$(ms "$t0" "$t1")
-echo "   index of $commits commits: $build_ms ms (target <= 30000); size $(du -sh "$work/replay/.git/kflame-fixes" | cut -f1)"
-
-t0=$(now)
-"$kflame" fixes --git "$work/replay" --function bpf_object__load -n 1 >/dev/null
-t1=$(now)
-echo "   re-open, nothing new: $(ms "$t0" "$t1") ms"
-
-intro=$(git -C "$work/replay" log --format=%H -1 --grep '^libbpf: Add bpf_program__set_insns function$')
+# An introducing commit of the last copy (subject quoted by a later Fixes: trailer), and one
+# of the first copy (so that most of the history comes after it).
+last=$(git -C "$work/replay" log --format=%H -1 --grep '^libbpf: Add bpf_program__set_insns function$')
+first=$(git -C "$work/replay" log --reverse --format=%H --grep '^libbpf: Add bpf_program__set_insns function$' | head -1)
 queries=(
-    "--function bpf_object__load"
-    "--function btf__parse_raw"
-    "--function xsk_socket__create --limit 20"
-    "--function bpf_program__set_insns --after $intro"
-    "--function bpf_object__load --after $intro"
-    "--function bpf_object__open_file --file src/libbpf.c --words leak"
-    "--words null pointer dereference"
-    "--function bpf_object__load bpf_object__load_progs bpf_object__create_maps --json"
+    bpf_object__load
+    btf__parse_raw
+    xsk_socket__create
+    "bpf_program__set_insns@$last"
+    "bpf_object__load@$first"
+    bpf_object__load,bpf_object__load_progs,bpf_object__create_maps,bpf_object__open_file
 )
-worst_all=0
-echo "== queries (5 runs each, wall time of the whole process)"
-for q in "${queries[@]}"; do
-    times=()
-    for _ in 1 2 3 4 5; do
-        t0=$(now)
-        # shellcheck disable=SC2086
-        "$kflame" fixes --git "$work/replay" $q >/dev/null
-        t1=$(now)
-        times+=("$(ms "$t0" "$t1")")
-    done
-    sorted=$(printf '%s\n' "${times[@]}" | sort -n)
-    median=$(echo "$sorted" | sed -n 3p)
-    worst=$(echo "$sorted" | tail -1)
-    (( worst > worst_all )) && worst_all=$worst
-    printf '   %-90s median %4d ms, worst %4d ms\n' "${q:0:90}" "$median" "$worst"
-done
-echo "== index build $build_ms ms for $commits commits (target <= 30000 ms); worst query $worst_all ms (target <= 50 ms)"
+echo "== cold build of the index, then 5 runs of each query (library, in-process)"
+"$bench" "$work/replay" "$work/index" "${queries[@]}"
+echo "== re-open with nothing new"
+"$bench" "$work/replay" "$work/index"
+echo "== targets: build <= 30000 ms for >= 12k commits; a query <= 50 ms"
 echo "   load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
