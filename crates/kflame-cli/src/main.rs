@@ -64,6 +64,9 @@ enum Command {
     /// Draw per-event latency (`record -o X.json`, `collapse --events-json`) as a scatter
     /// plot linked to flame graphs: one self-contained HTML page.
     Scatter(cmd::scatter::Args),
+    /// Search a kernel git history for the commits that fix a function (Fixes: trailers,
+    /// hunk headers, touched files), ranked with BM25.
+    Fixes(cmd::fixes::Args),
 }
 
 fn main() -> ExitCode {
@@ -86,6 +89,7 @@ fn main() -> ExitCode {
         Command::Query(args) => cmd::query::run(args),
         Command::Serve(args) => cmd::serve::run(args),
         Command::Scatter(args) => cmd::scatter::run(args),
+        Command::Fixes(args) => cmd::fixes::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,141 @@
+//! The index's life cycle on a real history (the first few hundred commits of
+//! `data/libbpf-2023.bundle`): incremental updates, rebuilds of damaged or outdated indexes,
+//! and the errors for bad repositories, revisions and queries.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use kflame_fixes::{Error, Index, Query};
+
+fn git(repo: &Path, args: &[&str]) -> String {
+    let out = Command::new("git").arg("-C").arg(repo).args(args).output().expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A clone of the bundle with branch `small` checked out at its `n`-th commit (oldest first).
+fn clone_at(into: &Path, n: usize) -> (PathBuf, Vec<String>) {
+    let dst = into.join("libbpf");
+    let bundle = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/libbpf-2023.bundle");
+    let out = Command::new("git")
+        .args(["clone", "-q", "--no-checkout", "--branch", "history-2023"])
+        .arg(bundle)
+        .arg(&dst)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let order: Vec<String> =
+        git(&dst, &["rev-list", "--topo-order", "--reverse", "HEAD"]).lines().map(str::to_string).collect();
+    git(&dst, &["update-ref", "refs/heads/small", &order[n - 1]]);
+    git(&dst, &["symbolic-ref", "HEAD", "refs/heads/small"]);
+    (dst, order)
+}
+
+fn query(f: &str) -> Query {
+    Query { functions: vec![f.to_string()], limit: 5, ..Query::default() }
+}
+
+#[test]
+fn incremental_update_indexes_only_new_commits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (repo, order) = clone_at(tmp.path(), 300);
+    let first = Index::open_or_build(&repo, None).unwrap();
+    assert_eq!(first.stats().added, 300);
+    assert_eq!(first.stats().rebuilt.as_deref(), Some("no index yet"));
+    assert!(first.dir().starts_with(repo.join(".git")), "default index inside the git directory");
+    drop(first);
+
+    let again = Index::open_or_build(&repo, None).unwrap();
+    assert_eq!((again.stats().added, again.stats().total, again.stats().rebuilt.clone()), (0, 300, None));
+    drop(again);
+
+    git(&repo, &["update-ref", "refs/heads/small", &order[349]]);
+    let next = Index::open_or_build(&repo, None).unwrap();
+    assert_eq!((next.stats().added, next.stats().total, next.stats().rebuilt.clone()), (50, 350, None));
+    assert_eq!(next.tip(), order[349]);
+    // A commit of the new batch is found by a function its diff names.
+    let c = &order[340];
+    let show = git(&repo, &["show", "--format=", c]);
+    let header =
+        show.lines().find(|l| l.starts_with("@@") && l.matches("@@").count() >= 2 && l.contains('('));
+    if let Some(f) = header.and_then(|h| kflame_fixes::defined_function(&h[h[2..].find("@@").unwrap() + 4..]))
+    {
+        let hits = next.search(&Query { limit: 50, ..query(f) }).unwrap();
+        assert!(hits.iter().any(|h| h.id == *c), "{c} not found by {f}");
+    }
+}
+
+#[test]
+fn rewritten_history_and_damaged_indexes_are_rebuilt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (repo, order) = clone_at(tmp.path(), 120);
+    let dir = tmp.path().join("idx");
+    drop(Index::open_or_build(&repo, Some(&dir)).unwrap());
+
+    // The branch moved to a commit that is not a descendant of the indexed tip.
+    git(&repo, &["update-ref", "refs/heads/small", &order[99]]);
+    let i = Index::open_or_build(&repo, Some(&dir)).unwrap();
+    assert_eq!(i.stats().total, 100);
+    assert!(i.stats().rebuilt.as_deref().unwrap().contains("no longer in HEAD's history"));
+    drop(i);
+
+    // Our record garbled.
+    std::fs::write(dir.join("kflame-fixes.json"), "{\"format\": 1, \"tip\": ").unwrap();
+    let i = Index::open_or_build(&repo, Some(&dir)).unwrap();
+    assert!(i.stats().rebuilt.as_deref().unwrap().contains("corrupt"), "{:?}", i.stats().rebuilt);
+    assert_eq!(i.stats().total, 100);
+    drop(i);
+
+    // A segment file truncated.
+    let victim = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "store"))
+        .expect("a segment store");
+    let len = std::fs::metadata(&victim).unwrap().len();
+    std::fs::OpenOptions::new().write(true).open(&victim).unwrap().set_len(len / 2).unwrap();
+    let i = Index::open_or_build(&repo, Some(&dir)).unwrap();
+    assert!(i.stats().rebuilt.is_some(), "a truncated segment must not be trusted");
+    assert_eq!(i.stats().total, 100);
+    assert!(!i.search(&query("bpf_object__open")).unwrap().is_empty());
+}
+
+#[test]
+fn bad_repositories_revisions_and_queries_are_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("nope");
+    let e = Index::open_or_build(&missing, None).unwrap_err();
+    assert!(matches!(e, Error::NoDirectory { .. }));
+    assert!(e.to_string().contains("nope: no such directory"), "{e}");
+
+    let plain = tmp.path().join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    let e = Index::open_or_build(&plain, None).unwrap_err();
+    assert!(matches!(e, Error::NotARepository { .. }), "{e:?}");
+    assert!(e.to_string().contains("plain is not a git repository"), "{e}");
+
+    let empty = tmp.path().join("empty");
+    git(tmp.path(), &["init", "-q", empty.to_str().unwrap()]);
+    let e = Index::open_or_build(&empty, None).unwrap_err();
+    assert!(matches!(e, Error::EmptyRepository { .. }), "{e:?}");
+    assert!(e.to_string().contains("has no commits"), "{e}");
+
+    // A directory holding someone else's files is never emptied.
+    let (repo, _) = clone_at(tmp.path(), 30);
+    let foreign = tmp.path().join("foreign");
+    std::fs::create_dir(&foreign).unwrap();
+    std::fs::write(foreign.join("notes.txt"), "mine").unwrap();
+    let e = Index::open_or_build(&repo, Some(&foreign)).unwrap_err();
+    assert!(matches!(e, Error::ForeignDirectory { .. }), "{e:?}");
+    assert!(foreign.join("notes.txt").exists());
+
+    let idx = Index::open_or_build(&repo, Some(&tmp.path().join("idx"))).unwrap();
+    for rev in ["v9.9-does-not-exist", "0123456789abcdef", "--all"] {
+        let e = idx.search(&Query { after: Some(rev.to_string()), ..query("bpf_object__open") }).unwrap_err();
+        assert!(matches!(e, Error::UnknownRevision { .. }), "{e:?}");
+        assert!(e.to_string().contains(&format!("revision `{rev}` does not name a commit")), "{e}");
+    }
+    let e = idx.search(&Query { limit: 5, ..Query::default() }).unwrap_err();
+    assert!(matches!(e, Error::EmptyQuery));
+}
