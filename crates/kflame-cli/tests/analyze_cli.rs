@@ -158,5 +158,5 @@ fn source_lookup_and_its_errors() {
     fs::write(&l, log).unwrap();
     let out = kflame(&["analyze", "--kernel-git", t, l.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("fix search"), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("is not a git repository"), "{}", text(&out.stderr));
 }

@@ -10,7 +10,7 @@ use kflame::collapse::options::{CollapseOptions, Target, check};
 use kflame::collapse::{Engine, Format, Order, crash};
 use kflame::input::{Collapser, Sinks};
 use kflame_analyze::source::{KernelSource, SourceIndex, SourceLookup, Vmlinux};
-use kflame_analyze::{Analysis, ReportAnalyzer, output, profile};
+use kflame_analyze::{Analysis, Fix, FixQuery, FixSearch, ReportAnalyzer, output, profile};
 
 use crate::input::{self, Input};
 use crate::output as out;
@@ -60,10 +60,17 @@ pub(crate) struct Args {
     /// The kernel image with DWARF matching the reports: `func+0x1a/0x80` → source line.
     #[arg(long, value_name = "FILE", requires = "kernel_src")]
     vmlinux: Option<PathBuf>,
-    /// A kernel git history to search for fixes. Not available yet in this build: refused
-    /// with a message (the Resolution lists the query such a search would run).
+    /// A kernel git history to search for fixes of each group's culprit (indexed on first
+    /// use, as `kflame fixes` does; the Resolution lists the query and the ranked commits).
     #[arg(long, value_name = "DIR")]
     kernel_git: Option<PathBuf>,
+    /// With --kernel-git: the revision the reports' kernel was built from; commits after it
+    /// rank first.
+    #[arg(long, value_name = "REV", requires = "kernel_git")]
+    after: Option<String>,
+    /// With --kernel-git: where its fix index lives (default: inside the repository's git dir).
+    #[arg(long, value_name = "DIR", requires = "kernel_git")]
+    fix_index: Option<PathBuf>,
     /// Write here instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -138,14 +145,44 @@ fn open_tree(tree: &Path, index: Option<&Path>) -> Result<SourceIndex> {
     Ok(idx)
 }
 
-pub(crate) fn run(args: Args) -> Result<()> {
-    if let Some(git) = &args.kernel_git {
-        bail!(
-            "--kernel-git {}: fix search is not part of this build of kflame yet; run without it \
-             (the Resolution then lists the query a search would use)",
-            git.display()
-        );
+/// A kernel history's fix index (`kflame-fixes`) as the analyzer's fix searcher.
+struct GitFixes {
+    index: kflame_fixes::Index,
+    after: Option<String>,
+}
+
+impl FixSearch for GitFixes {
+    fn search(&self, q: &FixQuery, limit: usize) -> Result<Vec<Fix>, String> {
+        let query = kflame_fixes::Query {
+            functions: q.functions.clone(),
+            files: q.file.iter().cloned().collect(),
+            words: q.words.clone(),
+            after: self.after.clone(),
+            limit,
+        };
+        let hits = self.index.search(&query).map_err(|e| e.to_string())?;
+        Ok(hits
+            .into_iter()
+            .map(|h| Fix {
+                id: h.id,
+                date: h.date,
+                subject: h.subject,
+                score: f64::from(h.score),
+                matched: h.matched,
+                fixes_trailer: h.fixes_trailer,
+            })
+            .collect())
     }
+}
+
+pub(crate) fn run(args: Args) -> Result<()> {
+    let fixes = match &args.kernel_git {
+        Some(git) => Some(GitFixes {
+            index: super::fixes::open_index(git, args.fix_index.as_deref())?,
+            after: args.after.clone(),
+        }),
+        None => None,
+    };
     let source = match &args.kernel_src {
         Some(tree) => {
             let index = open_tree(tree, args.index.as_deref())?;
@@ -225,7 +262,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
     }
     analysis.reports = analyzer.reports();
     let lookup = source.as_ref().map(|s| s as &dyn SourceLookup);
-    let mut groups = analyzer.finish(lookup, None, args.limit);
+    let mut groups = analyzer.finish(lookup, fixes.as_ref().map(|f| f as &dyn FixSearch), args.limit);
     analysis.groups_total = groups.len();
     groups.truncate(args.limit);
     analysis.groups = groups;

@@ -2,7 +2,7 @@
 //! crash), ranked by the `kflame-fixes` index.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use kflame_fixes::{Hit, Index, Query};
@@ -58,9 +58,9 @@ pub(crate) struct Args {
     index: Option<PathBuf>,
 }
 
-/// Runs `kflame fixes`.
-pub(crate) fn run(args: Args) -> Result<()> {
-    let index = Index::open_or_build(&args.git, args.index.as_deref())?;
+/// Opens (indexing new commits) the fix index of the history `git`, saying what was indexed.
+pub(crate) fn open_index(git: &Path, index: Option<&Path>) -> Result<Index> {
+    let index = Index::open_or_build(git, index)?;
     let st = index.stats();
     if st.added > 0 {
         let how = match &st.rebuilt {
@@ -71,11 +71,17 @@ pub(crate) fn run(args: Args) -> Result<()> {
             "indexed {} commit{} of {} in {:.1} s{how}; index in {}",
             st.added,
             if st.added == 1 { "" } else { "s" },
-            args.git.display(),
+            git.display(),
             st.elapsed.as_secs_f64(),
             index.dir().display()
         ));
     }
+    Ok(index)
+}
+
+/// Runs `kflame fixes`.
+pub(crate) fn run(args: Args) -> Result<()> {
+    let index = open_index(&args.git, args.index.as_deref())?;
     let q = Query {
         functions: args.function,
         files: args.file,
