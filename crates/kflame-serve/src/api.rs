@@ -515,9 +515,12 @@ fn cache_key(app: &App, db: &Sqlite, args: &HashMap<String, String>) -> Result<O
     if to.saturating_add(CLOSED_AFTER) > newest {
         return Ok(None);
     }
-    let mut sorted: Vec<(&String, &String)> = args.iter().collect();
+    // The bounds as absolute times: `to=-3h` is another range an hour later.
+    let from = time_param(args, "from")?.unwrap_or(first);
+    let mut sorted: Vec<(&String, &String)> =
+        args.iter().filter(|(k, _)| *k != "from" && *k != "to").collect();
     sorted.sort();
-    let mut key = format!("{}:{}:{first}", id.0, id.1);
+    let mut key = format!("{}:{}:{first}:{from}:{to}", id.0, id.1);
     for (k, v) in sorted {
         let _ = write!(key, "&{k}={v}");
     }
