@@ -29,6 +29,10 @@ pub enum Format {
     Crash,
     /// perf.data recorded by `perf record`, read directly (binary; not line-based).
     PerfData,
+    /// pprof `profile.proto`, gzipped or not (read whole by [`crate::import::pprof`]).
+    Pprof,
+    /// speedscope JSON (read whole by [`crate::import::speedscope`]).
+    Speedscope,
 }
 
 impl Format {
@@ -46,6 +50,8 @@ impl Format {
         Format::KernelLog,
         Format::Crash,
         Format::PerfData,
+        Format::Pprof,
+        Format::Speedscope,
     ];
 
     /// The name used by `--format`.
@@ -63,6 +69,8 @@ impl Format {
             Format::KernelLog => "kernel-log",
             Format::Crash => "crash",
             Format::PerfData => "perf-data",
+            Format::Pprof => "pprof",
+            Format::Speedscope => "speedscope",
         }
     }
 
@@ -81,6 +89,8 @@ impl Format {
             Format::KernelLog => &["dmesg", "kmsg", "kern.log", "oops"],
             Format::Crash => &["crash-bt"],
             Format::PerfData => &["perf.data", "perfdata"],
+            Format::Pprof => &["pb.gz", "profile.proto"],
+            Format::Speedscope => &[],
         }
     }
 
@@ -101,6 +111,8 @@ impl Format {
             }
             Format::Crash => "crash utility `bt -a` / `foreach bt` output",
             Format::PerfData => "perf.data from `perf record`, symbolized in-process (no perf needed)",
+            Format::Pprof => "pprof profile.proto, gzipped (.pb.gz) or not: Go, Pyroscope, Parca",
+            Format::Speedscope => "speedscope JSON (sampled and evented profiles)",
         }
     }
 
@@ -125,6 +137,8 @@ impl Format {
                     0
                 }
             }
+            Format::Pprof => crate::import::pprof::detect(head),
+            Format::Speedscope => crate::import::speedscope::detect(head),
         }
     }
 
