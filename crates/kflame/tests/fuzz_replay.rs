@@ -218,6 +218,8 @@ replay_tests!(
     render,
     perf_data,
     kmsg,
+    import_pprof,
+    import_speedscope,
 );
 
 /// The list above names every target of `kflame::fuzzing`.
