@@ -61,8 +61,9 @@ pub(crate) fn write(
         ));
     }
     let meta = merge.into_meta();
+    // The input's file name (not its path) names the profile.
     let name = match paths.as_slice() {
-        [one] if one != "-" => Some(one.as_str()),
+        [one] if one != "-" => Path::new(one).file_name().and_then(|n| n.to_str()),
         _ => None,
     };
     let profile = Profile { stacks: &stacks, meta: &meta, name };
