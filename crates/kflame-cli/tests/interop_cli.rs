@@ -312,3 +312,157 @@ fn assert_same(a: &BTreeMap<String, u128>, b: &BTreeMap<String, u128>, what: &st
     };
     assert!(a == b, "{what}: go tool pprof and kflame differ:\n{:#?}\nvs\n{:#?}", only(a, b), only(b, a));
 }
+
+/// A message of protobuf text format (`protoc --decode` output): fields in order, each a
+/// scalar (strings unescaped) or a message.
+#[derive(Debug)]
+enum Text {
+    Scalar(String),
+    Message(Vec<(String, Text)>),
+}
+
+impl Text {
+    fn all<'a>(&'a self, name: &str) -> Vec<&'a Text> {
+        match self {
+            Text::Message(f) => f.iter().filter(|(k, _)| k == name).map(|(_, v)| v).collect(),
+            Text::Scalar(_) => Vec::new(),
+        }
+    }
+    fn one(&self, name: &str) -> &Text {
+        self.all(name).into_iter().next().unwrap_or_else(|| panic!("no {name}"))
+    }
+    /// A number field, 0 when absent (proto3 leaves zero values out).
+    fn num(&self, name: &str) -> i64 {
+        match self.all(name).first() {
+            Some(Text::Scalar(s)) => s.parse().unwrap(),
+            _ => 0,
+        }
+    }
+    fn string(&self) -> &str {
+        match self {
+            Text::Scalar(s) => s,
+            Text::Message(_) => panic!("a scalar expected"),
+        }
+    }
+}
+
+/// Parses `protoc --decode` output.
+fn parse_text(s: &str) -> Text {
+    fn unquote(v: &str) -> String {
+        let b = v.trim().trim_matches('"').as_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'\\' && i + 1 < b.len() {
+                let c = b[i + 1];
+                if c.is_ascii_digit() {
+                    let end =
+                        (i + 1..(i + 4).min(b.len())).take_while(|&j| b[j].is_ascii_digit()).last().unwrap()
+                            + 1;
+                    out.push(u8::from_str_radix(std::str::from_utf8(&b[i + 1..end]).unwrap(), 8).unwrap());
+                    i = end;
+                    continue;
+                }
+                out.push(match c {
+                    b'n' => b'\n',
+                    b't' => b'\t',
+                    b'r' => b'\r',
+                    other => other,
+                });
+                i += 2;
+                continue;
+            }
+            out.push(b[i]);
+            i += 1;
+        }
+        String::from_utf8(out).unwrap()
+    }
+    let mut stack: Vec<(String, Vec<(String, Text)>)> = vec![(String::new(), Vec::new())];
+    for line in s.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if let Some(name) = line.strip_suffix(" {") {
+            stack.push((name.to_string(), Vec::new()));
+        } else if line == "}" {
+            let (name, fields) = stack.pop().unwrap();
+            stack.last_mut().unwrap().1.push((name, Text::Message(fields)));
+        } else {
+            let (k, v) = line.split_once(": ").unwrap();
+            stack.last_mut().unwrap().1.push((k.to_string(), Text::Scalar(unquote(v))));
+        }
+    }
+    Text::Message(stack.pop().unwrap().1)
+}
+
+/// `protoc`, or `None` after saying why the test is skipped (a failure with
+/// `KFLAME_REQUIRE_PROTOC`).
+fn protoc() -> Option<&'static str> {
+    if Command::new("protoc").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        return Some("protoc");
+    }
+    assert!(
+        std::env::var_os("KFLAME_REQUIRE_PROTOC").is_none(),
+        "KFLAME_REQUIRE_PROTOC is set but no protoc"
+    );
+    #[allow(clippy::print_stderr)] // a skipped test says so
+    {
+        eprintln!("skipped: `protoc` not found (Debian: apt-get install protobuf-compiler)");
+    }
+    None
+}
+
+#[test]
+fn needs_protoc_otlp_decodes_with_the_official_proto_to_the_folded_input() {
+    let Some(protoc) = protoc() else { return };
+    let proto_root = concat!(env!("CARGO_MANIFEST_DIR"), "/../kflame/proto/opentelemetry");
+    for rel in FOLDED {
+        let input = data(rel);
+        let folded = ok(&["collapse", &input]);
+        let file = scratch(&format!("{}.otlp.pb", rel.replace('/', "_")));
+        ok(&["flamegraph", &input, "-o", s(&file)]);
+        let out = Command::new(protoc)
+            .args([
+                "--decode=opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceRequest",
+                "-I",
+                proto_root,
+                "opentelemetry/proto/collector/profiles/v1development/profiles_service.proto",
+            ])
+            .stdin(std::fs::File::open(&file).unwrap())
+            .output()
+            .expect("protoc runs");
+        assert!(out.status.success(), "{rel}: protoc: {}", String::from_utf8_lossy(&out.stderr));
+        let req = parse_text(&String::from_utf8(out.stdout).unwrap());
+        let d = req.one("dictionary");
+        let strings: Vec<&str> = d.all("string_table").iter().map(|s| s.string()).collect();
+        let str_at = |i: i64| strings[usize::try_from(i).unwrap()];
+        let functions = d.all("function_table");
+        let locations = d.all("location_table");
+        let stacks = d.all("stack_table");
+        // Entry 0 of every table is the zero value.
+        assert_eq!(strings[0], "", "{rel}");
+        let profile = req.one("resource_profiles").one("scope_profiles").one("profiles");
+        let st = profile.one("sample_type");
+        let (ty, unit) = (str_at(st.num("type_strindex")), str_at(st.num("unit_strindex")));
+        let header = String::from_utf8_lossy(&folded).lines().next().unwrap_or("").to_string();
+        let expected_unit = match header.as_str() {
+            "# unit=bytes" => "bytes",
+            "# unit=ns" => "nanoseconds",
+            _ => "count",
+        };
+        assert_eq!(unit, expected_unit, "{rel}: sample type {ty}/{unit}");
+        let mut got = BTreeMap::new();
+        for sample in profile.all("samples") {
+            let stack = stacks[usize::try_from(sample.num("stack_index")).unwrap()];
+            let mut frames: Vec<&str> = stack
+                .all("location_indices")
+                .iter()
+                .map(|i| {
+                    let loc = locations[i.string().parse::<usize>().unwrap()];
+                    let f = functions[usize::try_from(loc.one("lines").num("function_index")).unwrap()];
+                    str_at(f.num("name_strindex"))
+                })
+                .collect();
+            frames.reverse(); // leaf first in OTLP
+            *got.entry(frames.join(";")).or_insert(0u128) += u128::try_from(sample.num("values")).unwrap();
+        }
+        assert_same(&got, &summed(&folded), rel);
+    }
+}

@@ -1,4 +1,4 @@
-//! `kflame flamegraph --format speedscope|pprof|chrome-trace`: folded inputs merged and
+//! `kflame flamegraph --format speedscope|pprof|otlp|chrome-trace`: folded inputs merged and
 //! written in another tool's format by the library's writers (`kflame::export`).
 
 use std::io::BufReader;

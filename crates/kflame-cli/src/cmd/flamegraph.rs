@@ -40,7 +40,7 @@ pub(crate) struct Args {
     output: Option<PathBuf>,
 
     /// Output format (default: the one the name of -o ends in, in any case: .svg,
-    /// .html/.htm, .speedscope.json, .pb.gz/.pprof, .trace.json; else svg).
+    /// .html/.htm, .speedscope.json, .pb.gz/.pprof, .otlp.pb, .trace.json; else svg).
     #[arg(long, value_enum, value_name = "FORMAT")]
     format: Option<OutputFormat>,
 
@@ -142,6 +142,10 @@ pub(crate) enum OutputFormat {
     /// cpu/nanoseconds, alloc_space/bytes, off_cpu or latency/nanoseconds), for `go tool
     /// pprof`, Pyroscope, Parca. Weights must be whole numbers.
     Pprof,
+    /// OpenTelemetry profiles: an OTLP ExportProfilesServiceRequest (protobuf, the
+    /// development profiles signal of opentelemetry-proto v1.11.0+), kernel frames (`_[k]`)
+    /// marked, for OTLP profile endpoints. Weights must be whole numbers.
+    Otlp,
     /// Chrome Trace Event Format JSON (complete events, µs), a flame chart of the stacks in
     /// input order for Perfetto or chrome://tracing; best on `collapse --time-order` output.
     ChromeTrace,
@@ -160,6 +164,7 @@ impl OutputFormat {
             return Some(match f {
                 kflame::export::Format::Speedscope => OutputFormat::Speedscope,
                 kflame::export::Format::Pprof => OutputFormat::Pprof,
+                kflame::export::Format::Otlp => OutputFormat::Otlp,
                 kflame::export::Format::ChromeTrace => OutputFormat::ChromeTrace,
             });
         }
@@ -176,6 +181,7 @@ impl OutputFormat {
             OutputFormat::Svg | OutputFormat::Html => None,
             OutputFormat::Speedscope => Some(kflame::export::Format::Speedscope),
             OutputFormat::Pprof => Some(kflame::export::Format::Pprof),
+            OutputFormat::Otlp => Some(kflame::export::Format::Otlp),
             OutputFormat::ChromeTrace => Some(kflame::export::Format::ChromeTrace),
         }
     }

@@ -4,6 +4,7 @@
 //! |---|---|---|
 //! | [`speedscope`] | speedscope's JSON file format (one sampled profile) | speedscope |
 //! | [`pprof`] | gzipped `profile.proto` | `go tool pprof`, Pyroscope, Parca |
+//! | [`otlp`] | OpenTelemetry `ExportProfilesServiceRequest` (development profiles signal), protobuf | OTLP profile collectors |
 //! | [`chrome`] | Chrome's Trace Event Format (JSON, complete `X` events) | Perfetto, `chrome://tracing` |
 //!
 //! Each writer takes a [`Profile`]: the stacks (summed, or in time order for flame charts)
@@ -13,6 +14,7 @@
 //! Nothing is printed; errors say what cannot be written and why.
 
 pub mod chrome;
+pub mod otlp;
 pub mod pprof;
 pub mod speedscope;
 
@@ -28,19 +30,23 @@ pub enum Format {
     Speedscope,
     /// pprof's gzipped `profile.proto`.
     Pprof,
+    /// An OTLP `ExportProfilesServiceRequest` (protobuf, not compressed).
+    Otlp,
     /// Chrome / Perfetto Trace Event Format JSON.
     ChromeTrace,
 }
 
 impl Format {
     /// Every format.
-    pub const ALL: &'static [Format] = &[Format::Speedscope, Format::Pprof, Format::ChromeTrace];
+    pub const ALL: &'static [Format] =
+        &[Format::Speedscope, Format::Pprof, Format::Otlp, Format::ChromeTrace];
 
     /// The name of `--format`.
     pub fn name(self) -> &'static str {
         match self {
             Format::Speedscope => "speedscope",
             Format::Pprof => "pprof",
+            Format::Otlp => "otlp",
             Format::ChromeTrace => "chrome-trace",
         }
     }
@@ -50,12 +56,13 @@ impl Format {
         match self {
             Format::Speedscope => ".speedscope.json",
             Format::Pprof => ".pb.gz",
+            Format::Otlp => ".otlp.pb",
             Format::ChromeTrace => ".trace.json",
         }
     }
 
     /// The format a file name asks for, by its ending (any case): `.speedscope.json`,
-    /// `.pb.gz` or `.pprof`, `.trace.json` or `.chrome-trace.json`.
+    /// `.pb.gz` or `.pprof`, `.otlp.pb` or `.otlp`, `.trace.json` or `.chrome-trace.json`.
     pub fn from_path(path: &Path) -> Option<Format> {
         let name = path.file_name()?.to_str()?.to_ascii_lowercase();
         let ends = |suffix: &str| name.len() > suffix.len() && name.ends_with(suffix);
@@ -63,6 +70,8 @@ impl Format {
             Some(Format::Speedscope)
         } else if ends(".pb.gz") || ends(".pprof") {
             Some(Format::Pprof)
+        } else if ends(".otlp.pb") || ends(".otlp") {
+            Some(Format::Otlp)
         } else if ends(".trace.json") || ends(".chrome-trace.json") {
             Some(Format::ChromeTrace)
         } else {
@@ -119,6 +128,7 @@ pub fn write(format: Format, profile: &Profile<'_>, out: &mut dyn Write) -> Resu
     match format {
         Format::Speedscope => speedscope::write(profile, out),
         Format::Pprof => pprof::write(profile, out),
+        Format::Otlp => otlp::write(profile, out),
         Format::ChromeTrace => chrome::write(profile, out),
     }
 }
@@ -188,6 +198,7 @@ mod tests {
         assert_eq!(f("out/cpu.speedscope.json"), Some(Format::Speedscope));
         assert_eq!(f("CPU.PB.GZ"), Some(Format::Pprof));
         assert_eq!(f("a.pprof"), Some(Format::Pprof));
+        assert_eq!(f("a.otlp.pb"), Some(Format::Otlp));
         assert_eq!(f("a.trace.json"), Some(Format::ChromeTrace));
         for none in ["a.json", "a.svg", ".pb.gz", "a.gz", "a"] {
             assert_eq!(f(none), None, "{none}");
