@@ -84,11 +84,11 @@ fn collapse_reads_back_what_flamegraph_wrote() {
     for rel in FOLDED {
         let input = data(rel);
         let expected = ok(&["collapse", &input]);
-        for ext in [".pb.gz", ".speedscope.json"] {
+        for ext in [".pb.gz", ".otlp.pb", ".speedscope.json"] {
             let file = scratch(&format!("{}{ext}", rel.replace('/', "_")));
             ok(&["flamegraph", &input, "-o", s(&file)]);
             let back = ok(&["collapse", s(&file)]);
-            if ext == ".pb.gz" {
+            if ext != ".speedscope.json" {
                 assert_eq!(
                     String::from_utf8_lossy(&back),
                     String::from_utf8_lossy(&expected),

@@ -37,6 +37,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("kmsg", kmsg),
     ("import_pprof", import_pprof),
     ("import_speedscope", import_speedscope),
+    ("import_otlp", import_otlp),
 ];
 
 /// Stacks (in output order) and diagnostics of a run, for comparing runs.
@@ -346,6 +347,11 @@ fn import(kind: crate::import::Kind, export: crate::export::Format, data: &[u8])
 /// allocation; both orders agree; what is read writes and reads back the same.
 pub fn import_pprof(data: &[u8]) {
     import(crate::import::Kind::Pprof, crate::export::Format::Pprof, data);
+}
+
+/// OTLP profiles requests: as [`import_pprof`], written back as OTLP.
+pub fn import_otlp(data: &[u8]) {
+    import(crate::import::Kind::Otlp, crate::export::Format::Otlp, data);
 }
 
 /// speedscope files: as [`import_pprof`].

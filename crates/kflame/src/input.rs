@@ -67,6 +67,7 @@ impl Target {
             Format::Crash => Collapser::Lines(crash(opts, c.group_by)),
             Format::Pprof => Collapser::Import(crate::import::Kind::Pprof),
             Format::Speedscope => Collapser::Import(crate::import::Kind::Speedscope),
+            Format::Otlp => Collapser::Import(crate::import::Kind::Otlp),
         })
     }
 

@@ -220,6 +220,7 @@ replay_tests!(
     kmsg,
     import_pprof,
     import_speedscope,
+    import_otlp,
 );
 
 /// The list above names every target of `kflame::fuzzing`.

@@ -62,6 +62,29 @@ fn pprof_round_trip_keeps_stacks_totals_and_units() {
 }
 
 #[test]
+fn otlp_round_trip_keeps_stacks_totals_and_units() {
+    for rel in FOLDED {
+        for time_order in [false, true] {
+            let (stacks, meta) = folded(rel, time_order);
+            let bytes = write(export::Format::Otlp, &stacks, &meta);
+            assert_eq!(detect(&bytes), Some(Format::Otlp), "{rel}");
+            let back = import::read(Kind::Otlp, &bytes, time_order, &Limits::default()).unwrap();
+            assert_eq!(lines(&back.stacks), lines(&stacks), "{rel} (time order {time_order})");
+            assert_eq!(back.meta, meta, "{rel}: unit and event come back");
+            assert!(back.diag.is_empty(), "{rel}: {:?}", back.diag);
+        }
+    }
+    // Go's profiles, written as OTLP, are not taken for pprof, and pprof not for OTLP.
+    let (stacks, meta) = folded("render/perf-sys-cpuclock.folded", false);
+    let pprof = write(export::Format::Pprof, &stacks, &meta);
+    let mut raw = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&pprof[..]), &mut raw).unwrap();
+    assert_eq!(detect(&raw), Some(Format::Pprof));
+    let e = import::read(Kind::Otlp, b"\x0a\x05\x12\x03\x0a\x01", false, &Limits::default()).unwrap_err();
+    assert!(matches!(e, ImportError::Protobuf { .. }), "{e}");
+}
+
+#[test]
 fn speedscope_round_trip_keeps_stacks_totals_and_units() {
     for rel in FOLDED {
         for time_order in [false, true] {
@@ -128,7 +151,10 @@ fn no_other_input_is_taken_for_pprof_or_speedscope() {
             let bytes = std::fs::read(&p).unwrap();
             let head = &bytes[..bytes.len().min(64 * 1024)];
             let f = detect(head);
-            assert!(!matches!(f, Some(Format::Pprof | Format::Speedscope)), "{name} detected as {f:?}");
+            assert!(
+                !matches!(f, Some(Format::Pprof | Format::Speedscope | Format::Otlp)),
+                "{name} detected as {f:?}"
+            );
             seen += 1;
         }
     }
@@ -291,10 +317,13 @@ fn every_cut_and_byte_change_is_an_error_or_stacks() {
         &folded("ftrace/expected/ftrace-dd-mixed.alloc.folded", false).0,
         &{ Meta::with_unit(Unit::Bytes) },
     );
+    let (stacks, meta) = folded("ftrace/expected/ftrace-dd-mixed.offcpu-comm.folded", false);
+    let otlp = write(export::Format::Otlp, &stacks, &meta);
     for (data, target) in [
         (&raw, kflame::fuzzing::import_pprof as fn(&[u8])),
         (&gz, kflame::fuzzing::import_pprof),
         (&ss, kflame::fuzzing::import_speedscope),
+        (&otlp, kflame::fuzzing::import_otlp),
     ] {
         for cut in (0..data.len()).step_by(29) {
             target(&data[..cut]);

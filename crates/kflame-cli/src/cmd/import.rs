@@ -1,4 +1,4 @@
-//! Other tools' profiles as input of `kflame collapse` (pprof, speedscope): the whole input
+//! Other tools' profiles as input of `kflame collapse` (pprof, speedscope, OTLP): the whole input
 //! read into memory and handed to the library's reader.
 
 use std::io::Read;
@@ -15,6 +15,7 @@ pub(crate) fn collapse(input: Input, kind: Kind, order: Order) -> Result<Output>
     let what = match kind {
         Kind::Pprof => "pprof profile",
         Kind::Speedscope => "speedscope file",
+        Kind::Otlp => "OTLP profiles request",
     };
     let mut data = Vec::new();
     input.reader().read_to_end(&mut data).with_context(|| format!("reading {name}"))?;

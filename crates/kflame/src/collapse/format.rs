@@ -33,6 +33,8 @@ pub enum Format {
     Pprof,
     /// speedscope JSON (read whole by [`crate::import::speedscope`]).
     Speedscope,
+    /// OTLP profiles, an `ExportProfilesServiceRequest` (read whole by [`crate::import::otlp`]).
+    Otlp,
 }
 
 impl Format {
@@ -52,6 +54,7 @@ impl Format {
         Format::PerfData,
         Format::Pprof,
         Format::Speedscope,
+        Format::Otlp,
     ];
 
     /// The name used by `--format`.
@@ -71,6 +74,7 @@ impl Format {
             Format::PerfData => "perf-data",
             Format::Pprof => "pprof",
             Format::Speedscope => "speedscope",
+            Format::Otlp => "otlp",
         }
     }
 
@@ -91,6 +95,7 @@ impl Format {
             Format::PerfData => &["perf.data", "perfdata"],
             Format::Pprof => &["pb.gz", "profile.proto"],
             Format::Speedscope => &[],
+            Format::Otlp => &["opentelemetry"],
         }
     }
 
@@ -113,6 +118,7 @@ impl Format {
             Format::PerfData => "perf.data from `perf record`, symbolized in-process (no perf needed)",
             Format::Pprof => "pprof profile.proto, gzipped (.pb.gz) or not: Go, Pyroscope, Parca",
             Format::Speedscope => "speedscope JSON (sampled and evented profiles)",
+            Format::Otlp => "OpenTelemetry profiles: OTLP ExportProfilesServiceRequest protobuf",
         }
     }
 
@@ -139,6 +145,7 @@ impl Format {
             }
             Format::Pprof => crate::import::pprof::detect(head),
             Format::Speedscope => crate::import::speedscope::detect(head),
+            Format::Otlp => crate::import::otlp::detect(head),
         }
     }
 

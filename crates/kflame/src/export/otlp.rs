@@ -57,7 +57,10 @@ pub fn request(profile: &Profile<'_>) -> Result<ExportProfilesServiceRequest, Ex
             d.attribute_table.len() as i32 - 1
         };
     let kernel = attr(&mut d, &mut strings, "profile.frame.type", "kernel");
-    let mut profile_attrs = vec![attr(&mut d, &mut strings, "kflame.unit", profile.meta.unit.name())];
+    // `kflame.unit` empty: no unit header (FlameGraph's counts), which reads back as such.
+    let unit =
+        if profile.meta.unit == crate::fold::Unit::Unspecified { "" } else { profile.meta.unit.name() };
+    let mut profile_attrs = vec![attr(&mut d, &mut strings, "kflame.unit", unit)];
     if let Some(e) = &profile.meta.event {
         profile_attrs.push(attr(&mut d, &mut strings, "kflame.event", e));
     }

@@ -1,7 +1,8 @@
 //! Readers of other tools' profiles, into folded stacks: pprof (`profile.proto`, gzipped or
-//! not: Go's `pprof`, Pyroscope and Parca exports) and speedscope's JSON file format, so
+//! not: Go's `pprof`, Pyroscope and Parca exports), speedscope's JSON file format and OTLP
+//! profiles (`ExportProfilesServiceRequest`), so
 //! that they get kflame's viewer, diff and analysis. The collapse format registry detects
-//! them by content ([`pprof::detect`], [`speedscope::detect`]); `Target::collapser` of
+//! them by content ([`pprof::detect`], [`speedscope::detect`], [`otlp::detect`]); `Target::collapser` of
 //! [`crate::input`] hands them to [`read`].
 //!
 //! A reader takes the whole file (both formats need it whole) and returns stacks, their
@@ -9,6 +10,7 @@
 //! wrong with the file. It never panics on input; every size it allocates by is bounded by
 //! the input's length or by [`Limits`].
 
+pub mod otlp;
 pub mod pprof;
 pub mod speedscope;
 
@@ -22,6 +24,8 @@ pub enum Kind {
     Pprof,
     /// speedscope JSON.
     Speedscope,
+    /// OTLP profiles (`ExportProfilesServiceRequest`), gzipped or not.
+    Otlp,
 }
 
 /// Bounds on what a file may make a reader allocate.
@@ -98,6 +102,7 @@ pub fn read(kind: Kind, bytes: &[u8], time_order: bool, limits: &Limits) -> Resu
     match kind {
         Kind::Pprof => pprof::read(bytes, time_order, limits),
         Kind::Speedscope => speedscope::read(bytes, time_order, limits),
+        Kind::Otlp => otlp::read(bytes, time_order, limits),
     }
 }
 

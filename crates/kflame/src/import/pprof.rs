@@ -220,7 +220,7 @@ fn kflame_meta(comment: &str) -> Option<Meta> {
 
 /// kflame's unit and event for a pprof sample type, and the factor that turns its values
 /// into that unit.
-fn meta_of(ty: &str, unit: &str) -> (Meta, u64) {
+pub(crate) fn meta_of(ty: &str, unit: &str) -> (Meta, u64) {
     let event = if ty.is_empty() { None } else { Some(ty.to_string()) };
     let (unit, scale) = match unit {
         "count" | "" if ty == "samples" || ty.is_empty() => return (Meta::with_unit(Unit::Samples), 1),
