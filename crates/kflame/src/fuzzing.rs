@@ -36,6 +36,9 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("perf_data", perf_data),
     ("kmsg", kmsg),
     ("scatter_events", scatter_events),
+    ("import_pprof", import_pprof),
+    ("import_speedscope", import_speedscope),
+    ("import_otlp", import_otlp),
 ];
 
 /// Stacks (in output order) and diagnostics of a run, for comparing runs.
@@ -327,4 +330,50 @@ pub fn scatter_events(data: &[u8]) {
     let page = b.encode(&opts);
     let mut out = Vec::new();
     write_scatter_page(&mut out, &page, &opts).expect("writing to memory");
+}
+
+/// The bounds of the import readers under the fuzzer: within the replay test's memory limit.
+fn import_limits() -> crate::import::Limits {
+    crate::import::Limits { max_decompressed: 2 << 20, max_stack_bytes: 64 << 10, max_total_bytes: 4 << 20 }
+}
+
+/// Reads `data` with an import reader summed and in time order (the same total, the same
+/// error), and writes what it read back out through `export` and reads it again: the same
+/// stacks (unless the writer refuses the weights, which it may).
+fn import(kind: crate::import::Kind, export: crate::export::Format, data: &[u8]) {
+    use crate::import::read;
+    let limits = import_limits();
+    let sorted = read(kind, data, false, &limits);
+    let timed = read(kind, data, true, &limits);
+    match (&sorted, &timed) {
+        (Ok(a), Ok(b)) => assert_eq!(a.stacks.total(), b.stacks.total(), "summed and time order"),
+        (Err(a), Err(b)) => assert_eq!(a, b),
+        _ => panic!("summed and time-ordered reads disagree"),
+    }
+    let Ok(got) = sorted else { return };
+    let mut out = Vec::new();
+    let profile = crate::export::Profile { stacks: &got.stacks, meta: &got.meta, name: None };
+    if crate::export::write(export, &profile, &mut out).is_err() {
+        return;
+    }
+    let again = read(kind, &out, false, &crate::import::Limits::default()).expect("reading what was written");
+    let lines =
+        |s: &Stacks| s.in_output_order().into_iter().map(|(s, w)| (s.to_vec(), w)).collect::<Vec<_>>();
+    assert_eq!(lines(&again.stacks), lines(&got.stacks), "written and read back");
+}
+
+/// pprof profiles, gzipped or not: an error or stacks, never a panic or an unbounded
+/// allocation; both orders agree; what is read writes and reads back the same.
+pub fn import_pprof(data: &[u8]) {
+    import(crate::import::Kind::Pprof, crate::export::Format::Pprof, data);
+}
+
+/// OTLP profiles requests: as [`import_pprof`], written back as OTLP.
+pub fn import_otlp(data: &[u8]) {
+    import(crate::import::Kind::Otlp, crate::export::Format::Otlp, data);
+}
+
+/// speedscope files: as [`import_pprof`].
+pub fn import_speedscope(data: &[u8]) {
+    import(crate::import::Kind::Speedscope, crate::export::Format::Speedscope, data);
 }

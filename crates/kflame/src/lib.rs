@@ -25,16 +25,21 @@
 //! - [`symbols`]: kallsyms, ELF symbol tables and address spaces (perf's naming rules).
 //! - [`perf_data`]: perf.data read directly into folded stacks.
 //! - [`record`]: live recording through `perf_event_open`, tracefs and `/proc`.
+//! - [`export`] / [`import`]: other tools' profile formats (speedscope, pprof, Chrome
+//!   trace) written from folded stacks and read into them.
 
 pub mod collapse;
 pub mod diag;
 pub mod events;
+pub mod export;
 pub mod fold;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod import;
 pub mod input;
 mod par;
 pub mod perf_data;
+mod proto;
 pub mod record;
 pub mod render;
 pub mod report;

@@ -219,6 +219,9 @@ replay_tests!(
     perf_data,
     kmsg,
     scatter_events,
+    import_pprof,
+    import_speedscope,
+    import_otlp,
 );
 
 /// The list above names every target of `kflame::fuzzing`.

@@ -82,6 +82,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
         let out = match build(&target, &name, &options, &args) {
             Ok(Collapser::Lines(c)) => collapse_one(&engine, c, input),
             Ok(Collapser::PerfData(opts)) => super::perf_data::collapse(input, &opts, engine.order),
+            Ok(Collapser::Import(kind)) => super::import::collapse(input, kind, engine.order),
             // perf.data has always reported its option errors as a failed input.
             Err(e) if format == Format::PerfData => Err(e),
             Err(e) => return Err(e),

@@ -26,7 +26,10 @@ Examples:
   kflame collapse perf.script.txt | kflame flamegraph > cpu.svg
   kflame flamegraph --colors kernel --title 'CPU, host1' host1.folded -o host1.svg
   kflame collapse --time-order perf.script.txt | kflame flamegraph --flamechart > chart.svg
-  kflame diff before.folded after.folded | kflame flamegraph > diff.svg")]
+  kflame diff before.folded after.folded | kflame flamegraph > diff.svg
+  kflame flamegraph cpu.folded -o cpu.speedscope.json     # speedscope
+  kflame flamegraph cpu.folded -o cpu.pb.gz               # go tool pprof, Pyroscope, Parca
+  kflame collapse --time-order perf.script.txt | kflame flamegraph --format chrome-trace -o cpu.trace.json")]
 pub(crate) struct Args {
     /// Folded input files (`-` or none: stdin); several are merged.
     #[arg(value_name = "FOLDED")]
@@ -36,8 +39,8 @@ pub(crate) struct Args {
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
 
-    /// Output format (default: the one the extension of -o names, .svg or .html/.htm in any
-    /// case; else svg).
+    /// Output format (default: the one the name of -o ends in, in any case: .svg,
+    /// .html/.htm, .speedscope.json, .pb.gz/.pprof, .otlp.pb, .trace.json; else svg).
     #[arg(long, value_enum, value_name = "FORMAT")]
     format: Option<OutputFormat>,
 
@@ -132,6 +135,20 @@ pub(crate) enum OutputFormat {
     /// --height --minwidth --font* --bgcolors --hash --random --cp --factor --total
     /// --encoding --nameattr --nametype) do not apply to it.
     Html,
+    /// speedscope's JSON file format (one sampled profile, weights in its unit: none,
+    /// bytes or nanoseconds), for speedscope.app or the `speedscope` command.
+    Speedscope,
+    /// pprof's gzipped profile.proto (sample type in the input's unit: samples/count,
+    /// cpu/nanoseconds, alloc_space/bytes, off_cpu or latency/nanoseconds), for `go tool
+    /// pprof`, Pyroscope, Parca. Weights must be whole numbers.
+    Pprof,
+    /// OpenTelemetry profiles: an OTLP ExportProfilesServiceRequest (protobuf, the
+    /// development profiles signal of opentelemetry-proto v1.11.0+), kernel frames (`_[k]`)
+    /// marked, for OTLP profile endpoints. Weights must be whole numbers.
+    Otlp,
+    /// Chrome Trace Event Format JSON (complete events, µs), a flame chart of the stacks in
+    /// input order for Perfetto or chrome://tracing; best on `collapse --time-order` output.
+    ChromeTrace,
 }
 
 impl OutputFormat {
@@ -140,12 +157,32 @@ impl OutputFormat {
         flag.or_else(|| output.and_then(OutputFormat::from_extension)).unwrap_or(OutputFormat::Svg)
     }
 
-    /// `.svg` or `.html`/`.htm` (any case); other names leave the default.
+    /// `.svg` or `.html`/`.htm`, or an ending of [`kflame::export::Format::from_path`] (any
+    /// case); other names leave the default.
     fn from_extension(path: &Path) -> Option<OutputFormat> {
+        if let Some(f) = kflame::export::Format::from_path(path) {
+            return Some(match f {
+                kflame::export::Format::Speedscope => OutputFormat::Speedscope,
+                kflame::export::Format::Pprof => OutputFormat::Pprof,
+                kflame::export::Format::Otlp => OutputFormat::Otlp,
+                kflame::export::Format::ChromeTrace => OutputFormat::ChromeTrace,
+            });
+        }
         match OutputKind::from_path(path)? {
             OutputKind::Svg => Some(OutputFormat::Svg),
             OutputKind::Html => Some(OutputFormat::Html),
             OutputKind::Folded | OutputKind::Json => None,
+        }
+    }
+
+    /// The library's writer of an interop format; `None` for SVG and HTML.
+    fn export(self) -> Option<kflame::export::Format> {
+        match self {
+            OutputFormat::Svg | OutputFormat::Html => None,
+            OutputFormat::Speedscope => Some(kflame::export::Format::Speedscope),
+            OutputFormat::Pprof => Some(kflame::export::Format::Pprof),
+            OutputFormat::Otlp => Some(kflame::export::Format::Otlp),
+            OutputFormat::ChromeTrace => Some(kflame::export::Format::ChromeTrace),
         }
     }
 }
@@ -154,6 +191,21 @@ impl OutputFormat {
 pub(crate) fn run(args: Args) -> Result<()> {
     let format = OutputFormat::choose(args.format, args.output.as_deref());
     check_options(&args)?;
+    if let Some(export) = format.export() {
+        let mut ignored = svg_only_options(&args);
+        ignored.extend(page_options(&args));
+        if !ignored.is_empty() {
+            output::message(format!(
+                "warning: {} only shape a graph kflame draws; a {} profile is drawn by the tool that \
+                 opens it, so {} ignored",
+                ignored.join(" "),
+                export.name(),
+                if ignored.len() == 1 { "it is" } else { "they are" }
+            ));
+        }
+        let time_order = args.flamechart || export == kflame::export::Format::ChromeTrace;
+        return super::export::write(&args.files, args.output.as_deref(), export, time_order, args.units);
+    }
     if format == OutputFormat::Html {
         let ignored = svg_only_options(&args);
         if !ignored.is_empty() {
@@ -218,6 +270,24 @@ fn read_inputs(args: &Args) -> Result<Profile> {
     profile.meta = units.into_meta();
     profile.finish();
     Ok(profile)
+}
+
+/// The options of both the SVG and the HTML page given (none shapes an exported profile;
+/// `--flamechart` does: it keeps the input order).
+fn page_options(args: &Args) -> Vec<&'static str> {
+    [
+        ("--title", args.title.is_some()),
+        ("--subtitle", args.subtitle.is_some()),
+        ("--countname", args.countname.is_some()),
+        ("--colors", !matches!(args.colors, Palette::Hot)),
+        ("--reverse", args.reverse),
+        ("--inverted", args.inverted),
+        ("--negate", args.negate),
+        ("--notes", args.notes.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(name, given)| given.then_some(name))
+    .collect()
 }
 
 /// Checks the options that make sense only together (each value alone is checked by its

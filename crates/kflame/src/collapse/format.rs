@@ -29,6 +29,12 @@ pub enum Format {
     Crash,
     /// perf.data recorded by `perf record`, read directly (binary; not line-based).
     PerfData,
+    /// pprof `profile.proto`, gzipped or not (read whole by [`crate::import::pprof`]).
+    Pprof,
+    /// speedscope JSON (read whole by [`crate::import::speedscope`]).
+    Speedscope,
+    /// OTLP profiles, an `ExportProfilesServiceRequest` (read whole by [`crate::import::otlp`]).
+    Otlp,
 }
 
 impl Format {
@@ -46,6 +52,9 @@ impl Format {
         Format::KernelLog,
         Format::Crash,
         Format::PerfData,
+        Format::Pprof,
+        Format::Speedscope,
+        Format::Otlp,
     ];
 
     /// The name used by `--format`.
@@ -63,6 +72,9 @@ impl Format {
             Format::KernelLog => "kernel-log",
             Format::Crash => "crash",
             Format::PerfData => "perf-data",
+            Format::Pprof => "pprof",
+            Format::Speedscope => "speedscope",
+            Format::Otlp => "otlp",
         }
     }
 
@@ -81,6 +93,9 @@ impl Format {
             Format::KernelLog => &["dmesg", "kmsg", "kern.log", "oops"],
             Format::Crash => &["crash-bt"],
             Format::PerfData => &["perf.data", "perfdata"],
+            Format::Pprof => &["pb.gz", "profile.proto"],
+            Format::Speedscope => &[],
+            Format::Otlp => &["opentelemetry"],
         }
     }
 
@@ -101,6 +116,9 @@ impl Format {
             }
             Format::Crash => "crash utility `bt -a` / `foreach bt` output",
             Format::PerfData => "perf.data from `perf record`, symbolized in-process (no perf needed)",
+            Format::Pprof => "pprof profile.proto, gzipped (.pb.gz) or not: Go, Pyroscope, Parca",
+            Format::Speedscope => "speedscope JSON (sampled and evented profiles)",
+            Format::Otlp => "OpenTelemetry profiles: OTLP ExportProfilesServiceRequest protobuf",
         }
     }
 
@@ -125,6 +143,9 @@ impl Format {
                     0
                 }
             }
+            Format::Pprof => crate::import::pprof::detect(head),
+            Format::Speedscope => crate::import::speedscope::detect(head),
+            Format::Otlp => crate::import::otlp::detect(head),
         }
     }
 

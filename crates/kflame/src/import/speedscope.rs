@@ -1,0 +1,230 @@
+//! speedscope's JSON file format (`$schema`
+//! `https://www.speedscope.app/file-format-schema.json`): `sampled` profiles (stacks of
+//! frame indices with weights) and `evented` ones (frames opened and closed at values: each
+//! stack weighs the span it was on top).
+//!
+//! Units: `none` is sample counts without a declared unit (as folded files without a header), `bytes` bytes, `nanoseconds` nanoseconds, `microseconds`,
+//! `milliseconds` and `seconds` are converted to nanoseconds. Every profile of a file must
+//! have the same unit. One profile gives its stacks as they are; several get their
+//! profile's name as a root frame, so that threads or processes stay apart.
+//!
+//! Errors: another `$schema`, JSON that is not this structure, a frame index past the
+//! shared frames, a negative or non-finite weight, unbalanced events, no samples at all.
+
+use serde::Deserialize;
+
+use super::{Builder, ImportError, Imported, Limits, weight_of_f64};
+use crate::export::speedscope::SCHEMA;
+use crate::fold::{Meta, Unit, Weight};
+
+/// Confidence 0-100 that `head` (the start of an input) is a speedscope file: JSON naming
+/// speedscope's schema in its first 4 KiB.
+pub fn detect(head: &[u8]) -> u8 {
+    let start = head.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(head.len());
+    if head.get(start) != Some(&b'{') {
+        return 0;
+    }
+    let window = &head[start..head.len().min(start + 4096)];
+    let has = |needle: &[u8]| window.windows(needle.len()).any(|w| w == needle);
+    if has(b"\"$schema\"") && has(b"speedscope") { 100 } else { 0 }
+}
+
+#[derive(Deserialize)]
+struct File {
+    #[serde(rename = "$schema")]
+    schema: String,
+    shared: Shared,
+    profiles: Vec<Profile>,
+}
+
+#[derive(Deserialize)]
+struct Shared {
+    frames: Vec<Frame>,
+}
+
+#[derive(Deserialize)]
+struct Frame {
+    name: String,
+}
+
+/// Both profile types in one structure (what `type` says decides which fields are used),
+/// so that serde does not buffer the profile to find its tag.
+#[derive(Deserialize)]
+struct Profile {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    name: String,
+    unit: String,
+    #[serde(default)]
+    samples: Option<Vec<Vec<u64>>>,
+    #[serde(default)]
+    weights: Option<Vec<f64>>,
+    #[serde(default)]
+    events: Option<Vec<Event>>,
+}
+
+#[derive(Deserialize)]
+struct Event {
+    #[serde(rename = "type")]
+    kind: String,
+    frame: u64,
+    at: f64,
+}
+
+/// kflame's unit for a speedscope unit, and the factor to it.
+fn unit(u: &str) -> Result<(Unit, f64), ImportError> {
+    Ok(match u {
+        "none" => (Unit::Unspecified, 1.0),
+        "bytes" => (Unit::Bytes, 1.0),
+        "nanoseconds" => (Unit::Nanoseconds, 1.0),
+        "microseconds" => (Unit::Nanoseconds, 1e3),
+        "milliseconds" => (Unit::Nanoseconds, 1e6),
+        "seconds" => (Unit::Nanoseconds, 1e9),
+        other => return Err(ImportError::Invalid(format!("unknown speedscope unit {other:?}"))),
+    })
+}
+
+/// Reads a speedscope file.
+pub fn read(bytes: &[u8], time_order: bool, limits: &Limits) -> Result<Imported, ImportError> {
+    // The schema first, so that a file of another version says so rather than failing on a
+    // field it lacks.
+    #[derive(Deserialize)]
+    struct Head {
+        #[serde(rename = "$schema")]
+        schema: Option<String>,
+    }
+    let head: Head = serde_json::from_slice(bytes).map_err(|e| ImportError::Json(e.to_string()))?;
+    match head.schema {
+        Some(s) if s == SCHEMA => {}
+        Some(found) => return Err(ImportError::Schema { found, expected: SCHEMA }),
+        None => return Err(ImportError::Json("no `$schema` (speedscope files name theirs)".into())),
+    }
+    let file: File = serde_json::from_slice(bytes).map_err(|e| ImportError::Json(e.to_string()))?;
+    debug_assert_eq!(file.schema, SCHEMA);
+    let names: Vec<&str> = file.shared.frames.iter().map(|f| f.name.as_str()).collect();
+    let mut b = Builder::new(time_order, limits);
+    let mut meta: Option<(Unit, String)> = None;
+    let several = file.profiles.len() > 1;
+    let mut index = 0u64;
+    for (pi, p) in file.profiles.iter().enumerate() {
+        let label = if p.name.is_empty() { format!("profile {}", pi + 1) } else { p.name.clone() };
+        let mut frames: Vec<&str> = Vec::new();
+        let (u, scale) = unit(&p.unit)?;
+        match &meta {
+            None => meta = Some((u.clone(), label.clone())),
+            Some((first, from)) if *first != u => {
+                return Err(ImportError::Invalid(format!(
+                    "profiles {from:?} and {label:?} have different units ({first} and {u}); their \
+                     weights cannot be added"
+                )));
+            }
+            _ => {}
+        }
+        let frame = |i: u64| {
+            usize::try_from(i).ok().and_then(|i| names.get(i).copied()).ok_or_else(|| {
+                ImportError::Invalid(format!(
+                    "profile {label:?}: frame index {i}, but the file has {} shared frames",
+                    names.len()
+                ))
+            })
+        };
+        let weigh = |v: f64| {
+            weight_of_f64(v * scale).ok_or_else(|| {
+                ImportError::Invalid(format!(
+                    "profile {label:?}: weight {v} is not a finite non-negative number"
+                ))
+            })
+        };
+        match p.kind.as_str() {
+            "sampled" => {
+                let samples = p.samples.as_deref().unwrap_or(&[]);
+                let weights = p.weights.as_deref();
+                if let Some(w) = weights
+                    && w.len() != samples.len()
+                {
+                    return Err(ImportError::Invalid(format!(
+                        "profile {label:?}: {} samples but {} weights",
+                        samples.len(),
+                        w.len()
+                    )));
+                }
+                for (si, s) in samples.iter().enumerate() {
+                    index += 1;
+                    let w = match weights {
+                        Some(w) => weigh(w[si])?,
+                        None => Weight::ONE,
+                    };
+                    if w.is_zero() {
+                        continue;
+                    }
+                    frames.clear();
+                    if several {
+                        frames.push(&label);
+                    }
+                    for &f in s {
+                        frames.push(frame(f)?);
+                    }
+                    b.add(index, frames.iter().copied(), w)?;
+                }
+            }
+            "evented" => {
+                let mut open: Vec<u64> = Vec::new();
+                let mut last: Option<f64> = None;
+                for e in p.events.as_deref().unwrap_or(&[]) {
+                    index += 1;
+                    if let Some(t) = last
+                        && !open.is_empty()
+                        && e.at > t
+                    {
+                        frames.clear();
+                        if several {
+                            frames.push(&label);
+                        }
+                        for &f in &open {
+                            frames.push(frame(f)?);
+                        }
+                        b.add(index, frames.iter().copied(), weigh(e.at - t)?)?;
+                    }
+                    if last.is_some_and(|t| e.at < t) {
+                        return Err(ImportError::Invalid(format!(
+                            "profile {label:?}: event {index} at {} goes back in time",
+                            e.at
+                        )));
+                    }
+                    last = Some(e.at);
+                    match e.kind.as_str() {
+                        "O" => {
+                            frame(e.frame)?;
+                            open.push(e.frame);
+                        }
+                        "C" => {
+                            if open.pop() != Some(e.frame) {
+                                return Err(ImportError::Invalid(format!(
+                                    "profile {label:?}: event {index} closes frame {} which is not the \
+                                     innermost open frame",
+                                    e.frame
+                                )));
+                            }
+                        }
+                        other => {
+                            return Err(ImportError::Invalid(format!(
+                                "profile {label:?}: event type {other:?}, expected \"O\" or \"C\""
+                            )));
+                        }
+                    }
+                }
+            }
+            other => {
+                return Err(ImportError::Invalid(format!(
+                    "profile {label:?}: type {other:?}, expected \"sampled\" or \"evented\""
+                )));
+            }
+        }
+    }
+    if b.stacks.is_empty() && b.diag.skipped() == 0 {
+        return Err(ImportError::NoSamples);
+    }
+    let unit = meta.map(|(u, _)| u).unwrap_or_default();
+    Ok(Imported { stacks: b.stacks, meta: Meta::with_unit(unit), diag: b.diag })
+}

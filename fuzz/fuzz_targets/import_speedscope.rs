@@ -1,0 +1,7 @@
+//! speedscope files read by `kflame collapse`: an error or stacks, never a panic or an unbounded
+//! allocation. The checks live in `kflame::fuzzing::import_speedscope`, which
+//! `crates/kflame/tests/fuzz_replay.rs` replays over `fuzz/corpus/import_speedscope` and
+//! `fuzz/regressions/import_speedscope`.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| kflame::fuzzing::import_speedscope(data));
