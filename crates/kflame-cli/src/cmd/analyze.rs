@@ -243,6 +243,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
                         Engine::default().run(c, input.reader()).with_context(|| format!("reading {name}"))?
                     }
                     Collapser::PerfData(opts) => super::perf_data::collapse(input, &opts, Order::Sorted)?,
+                    Collapser::Import(kind) => super::import::collapse(input, kind, Order::Sorted)?,
                 };
                 let d = collapsed.diag.report(&name).to_string();
                 if !d.is_empty() {
