@@ -373,6 +373,18 @@ fn pick(report: &Report) -> Option<(Picked<'_>, Origin)> {
         .iter()
         .find(|r| report.title.starts_with(&r.text) || report.header.contains(&r.text));
     let extra = rule.map(|r| &r.skip);
+    // An IRQ lock inversion (`HARDIRQ-safe -> HARDIRQ-unsafe lock order detected`) is about
+    // the lock taken where it `became HARDIRQ-irq-safe`: the culprit is the first frame of
+    // that stack that is not locking machinery (syzkaller names its reports by the same stack).
+    if kind == Kind::Lockdep
+        && let Some(f) = report
+            .extra_stacks
+            .iter()
+            .find(|s| s.label.contains("-irq-safe at:"))
+            .and_then(|s| walk(&s.frames, 0, kind, extra))
+    {
+        return Some((Picked::Frame(f), Origin::ExtraStack));
+    }
     match rule.map(|r| r.mode) {
         Some(Mode::Leaf) => {
             if let Some(f) = walk(&report.frames, 0, kind, extra) {
