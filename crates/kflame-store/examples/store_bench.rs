@@ -41,29 +41,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("usage: store_bench FOLDED[.zst] SAMPLES[.zst] METRICS[.zst] DB [HOURS]".into());
     }
     let hours: i64 = args.get(5).map_or(Ok(24), |s| s.parse())?;
-    if std::env::var_os("STORE_BENCH_WRITER").is_some() {
-        // A fresh process opens the finished history to write, as a restarted watcher: its
-        // first write loads the frame and stack maps.
-        let t = Instant::now();
-        let before = status_kib("VmRSS");
-        let mut db = Sqlite::open(&args[4], OpenMode::Write)?;
-        db.append_trigger(&kflame_store::TriggerFired {
-            host: "bench",
-            time_ns: T0 + hours * 3600 * SEC,
-            rule: "cpu > 80%",
-            metric: "cpu",
-            value: 90.0,
-            threshold: 80.0,
-        })?;
-        println!(
-            "writer reopening the history: first write after {:.0} ms; RSS {:.1} MiB ({:.1} MiB before opening), peak {:.1} MiB",
-            t.elapsed().as_secs_f64() * 1000.0,
-            status_kib("VmRSS") as f64 / 1024.0,
-            before as f64 / 1024.0,
-            status_kib("VmHWM") as f64 / 1024.0
-        );
-        return Ok(());
-    }
     let raw = read_all(&args[1])?;
     let (stream, stream_ns, cpus) = sample_stream(&read_all(&args[2])?)?;
     let (readings, readings_ns) = metric_stream(&read_all(&args[3])?)?;
@@ -205,29 +182,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("whole file per sample: {:.2} B", file as f64 / samples_total as f64);
     println!("metric values: {values_total}");
     let db = Sqlite::open(db_path, OpenMode::Read)?;
-    // Wall time: the best of 5 runs; CPU time (user + system, every thread): the mean of
-    // the 5 runs, from /proc/self/stat (clock ticks).
     let best = |f: &dyn Fn() -> u64| {
         let mut best = f64::MAX;
         let mut n = 0;
-        let cpu0 = cpu_ms();
-        for _ in 0..5 {
+        for _ in 0..3 {
             let t = Instant::now();
             n = f();
             best = best.min(t.elapsed().as_secs_f64() * 1000.0);
         }
-        (best, n, (cpu_ms() - cpu0) / 5.0)
+        (best, n)
     };
     let mid = T0 + hours * 3600 * SEC / 2;
-    let (ms, n, cpu) = best(&|| {
+    let (ms, n) = best(&|| {
         db.profile(&ProfileQuery::new(Kind::Cpu, mid, mid + 3600 * SEC)).map(|p| p.samples).unwrap_or(0)
     });
-    println!("query merged profile 1 h: {ms:.1} ms, CPU {cpu:.0} ms ({n} samples; target <= 50 ms)");
-    let (ms, n, cpu) = best(&|| {
+    println!("query merged profile 1 h: {ms:.1} ms ({n} samples; target <= 50 ms)");
+    let (ms, n) = best(&|| {
         db.profile(&ProfileQuery::new(Kind::Cpu, T0, T0 + hours * 3600 * SEC)).map(|p| p.samples).unwrap_or(0)
     });
-    println!("query merged profile {hours} h: {ms:.1} ms, CPU {cpu:.0} ms ({n} samples; target <= 500 ms)");
-    let (ms, n, cpu) = best(&|| {
+    println!("query merged profile {hours} h: {ms:.1} ms ({n} samples; target <= 500 ms)");
+    let (ms, n) = best(&|| {
         let q = SeriesQuery {
             name: "cpu.usr",
             label: Some(""),
@@ -238,30 +212,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         db.series(&q).map(|s| s[0].points.len() as u64).unwrap_or(0)
     });
-    println!("query one metric {hours} h at 1 s: {ms:.1} ms, CPU {cpu:.0} ms ({n} values; target <= 50 ms)");
+    println!("query one metric {hours} h at 1 s: {ms:.1} ms ({n} values; target <= 50 ms)");
     Ok(())
-}
-
-/// A `/proc/self/status` figure in KiB (0 when unreadable).
-fn status_kib(key: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(':').map(str::trim).map(str::to_string))
-        })
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
-
-/// CPU time of this process (user + system, all threads) in ms, at clock-tick resolution.
-fn cpu_ms() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
-    let rest = stat.rsplit_once(')').map_or("", |r| r.1);
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let tick = |i: usize| f.get(i).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
-    // USER_HZ is 100 on Linux.
-    (tick(11) + tick(12)) as f64 * 10.0
 }
 
 /// A file's bytes, zstd-decompressed when its name ends in `.zst`.

@@ -36,14 +36,8 @@ use std::io::Read;
 
 use kflame::fold::Weight;
 
-/// The format byte of a zstd-compressed version-1 bucket blob (a dictionary of stack ids
-/// per bucket; schema 3 and before).
+/// The format byte of a zstd-compressed version-1 bucket blob.
 const BUCKET_FORMAT_1: u8 = 1;
-/// The format byte of a version-2 bucket blob: global stack ids in the samples, columns
-/// with their lengths (a query skips those it does not need).
-const BUCKET_FORMAT_2: u8 = 2;
-/// zstd level of bucket blobs.
-const BUCKET_ZSTD_LEVEL: i32 = 3;
 /// Largest decompressed bucket accepted (a bucket of 10 s has a few kB).
 const MAX_BUCKET_BYTES: u64 = 256 << 20;
 /// Largest CPU number accepted in a blob.
@@ -96,7 +90,6 @@ fn unzigzag(v: u128) -> i128 {
 }
 
 /// A reader over a blob's bytes; every read checks the length.
-#[derive(Default)]
 pub(crate) struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
@@ -233,8 +226,8 @@ fn cpu_state(states: &mut Vec<CpuState>, cpu: u32) -> &mut CpuState {
     &mut states[i]
 }
 
-/// Encodes a bucket (format 2). Times must be in `[start_ns, ...)`; `time_unit_ns` ≥ 1
-/// truncates them to that resolution. Samples are stored by CPU, then time.
+/// Encodes a bucket. Times must be in `[start_ns, ...)`; `time_unit_ns` ≥ 1 truncates them
+/// to that resolution. Samples are stored by CPU, then time.
 pub(crate) fn encode_bucket(
     start_ns: i64,
     time_unit_ns: i64,
@@ -244,17 +237,22 @@ pub(crate) fn encode_bucket(
 ) -> Vec<u8> {
     let mut samples = samples.to_vec();
     samples.sort_by_key(|s| (s.cpu, s.time_ns));
+    let mut dict: Vec<i64> = samples.iter().map(|s| s.stack).chain(untimed.iter().map(|u| u.stack)).collect();
+    dict.sort_unstable();
+    dict.dedup();
+    let index = |id: i64| dict.binary_search(&id).unwrap_or(0) as u64;
     let mut pids: Vec<u32> = samples.iter().flat_map(|s| [s.pid, s.tid]).collect();
     pids.sort_unstable();
     pids.dedup();
     let pid_index = |p: u32| pids.binary_search(&p).unwrap_or(0) as u128;
 
-    let mut out = Vec::with_capacity(samples.len() * 6 + 64);
+    let mut out = Vec::with_capacity(samples.len() * 4 + 64);
     put_varint(&mut out, time_unit_ns as u128);
-    put_varint(&mut out, cgroups.len() as u128);
-    for c in cgroups {
-        put_varint(&mut out, c.len() as u128);
-        out.extend_from_slice(c.as_bytes());
+    put_varint(&mut out, dict.len() as u128);
+    let mut prev = 0i64;
+    for &id in &dict {
+        put_varint(&mut out, (id - prev) as u128);
+        prev = id;
     }
     put_varint(&mut out, pids.len() as u128);
     let mut prev = 0u32;
@@ -262,58 +260,66 @@ pub(crate) fn encode_bucket(
         put_varint(&mut out, u128::from(p - prev));
         prev = p;
     }
+    put_varint(&mut out, cgroups.len() as u128);
+    for c in cgroups {
+        put_varint(&mut out, c.len() as u128);
+        out.extend_from_slice(c.as_bytes());
+    }
     put_varint(&mut out, samples.len() as u128);
-    let mut cols: [Vec<u8>; COLUMNS] = Default::default();
-    let [cpu, stack, weight, cgroup, time, pid, tid] = &mut cols;
-    let mut states = Vec::new();
-    let mut prev_w: u128 = 0;
     for s in &samples {
-        put_varint(cpu, u128::from(s.cpu));
+        put_varint(&mut out, u128::from(s.cpu));
+    }
+    let mut states = Vec::new();
+    for s in &samples {
         let st = cpu_state(&mut states, s.cpu);
-        // The global id (small for the stacks seen first, the hot ones), 0 when the same as
-        // the CPU's previous sample.
-        let id = s.stack as u64;
-        put_varint(stack, if st.last_stack == id { 0 } else { u128::from(id) });
-        st.last_stack = id;
-        out_zig(weight, s.weight.raw().wrapping_sub(prev_w) as i128);
-        prev_w = s.weight.raw();
-        put_varint(cgroup, u128::from(s.cgroup));
         let t = (s.time_ns - start_ns) / time_unit_ns;
         let dt = t - st.last_t;
-        out_zig(time, i128::from(dt - st.ref_dt));
+        out_zig(&mut out, i128::from(dt - st.ref_dt));
         if st.n == 1 {
             st.ref_dt = dt;
         }
         st.n += 1;
         st.last_t = t;
+    }
+    // Stack and task: 0 when the same as the CPU's previous sample, else index + 1.
+    let mut states = Vec::new();
+    for s in &samples {
+        let st = cpu_state(&mut states, s.cpu);
+        let i = index(s.stack) + 1;
+        put_varint(&mut out, if st.last_stack == i { 0 } else { u128::from(i) });
+        st.last_stack = i;
+    }
+    for s in &samples {
+        put_varint(&mut out, u128::from(s.cgroup));
+    }
+    for s in &samples {
+        let st = cpu_state(&mut states, s.cpu);
         let i = pid_index(s.pid) as u64 + 1;
-        put_varint(pid, if st.last_pid == i { 0 } else { u128::from(i) });
+        put_varint(&mut out, if st.last_pid == i { 0 } else { u128::from(i) });
         st.last_pid = i;
-        put_varint(tid, if s.tid == s.pid { 0 } else { pid_index(s.tid) + 1 });
     }
-    for c in &cols {
-        put_varint(&mut out, c.len() as u128);
+    for s in &samples {
+        put_varint(&mut out, if s.tid == s.pid { 0 } else { pid_index(s.tid) + 1 });
     }
-    for c in &cols {
-        out.extend_from_slice(c);
+    let mut prev_w: u128 = 0;
+    for s in &samples {
+        out_zig(&mut out, s.weight.raw().wrapping_sub(prev_w) as i128);
+        prev_w = s.weight.raw();
     }
     put_varint(&mut out, untimed.len() as u128);
     for u in untimed {
-        put_varint(&mut out, u128::from(u.stack as u64));
+        put_varint(&mut out, u128::from(index(u.stack)));
         put_varint(&mut out, u128::from(u.cgroup));
         put_varint(&mut out, u128::from(u.count));
         put_varint(&mut out, u.weight.raw());
     }
-    let mut blob = vec![BUCKET_FORMAT_2];
-    // Writing into a Vec cannot fail.
-    if let Ok(z) = zstd::bulk::compress(&out, BUCKET_ZSTD_LEVEL) {
+    let mut blob = vec![BUCKET_FORMAT_1];
+    // Level 3 (zstd's default); writing into a Vec cannot fail.
+    if let Ok(z) = zstd::bulk::compress(&out, 3) {
         blob.extend_from_slice(&z);
     }
     blob
 }
-
-/// Columns of a format-2 bucket, in their order: cpu, stack, weight, cgroup, time, pid, tid.
-const COLUMNS: usize = 7;
 
 fn out_zig(out: &mut Vec<u8>, v: i128) {
     put_varint(out, zigzag(v));
@@ -324,7 +330,7 @@ fn out_zig(out: &mut Vec<u8>, v: i128) {
 pub(crate) fn decode_bucket(blob: &[u8], start_ns: i64) -> Result<DecodedBucket, String> {
     let mut ctx = DecodeCtx::default();
     let mut out = DecodedBucket::default();
-    decode_bucket_into(&mut ctx, blob, start_ns, Need::ALL, &mut out)?;
+    decode_bucket_into(&mut ctx, blob, start_ns, &mut out)?;
     Ok(out)
 }
 
@@ -338,160 +344,23 @@ pub(crate) struct DecodeCtx {
     states: Vec<CpuState>,
 }
 
-/// What a decoder fills in: a profile query needs neither the sample times of a bucket
-/// wholly inside its range nor the tasks.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Need {
-    pub(crate) times: bool,
-    pub(crate) tasks: bool,
-}
-
-impl Need {
-    pub(crate) const ALL: Need = Need { times: true, tasks: true };
-}
-
-/// [`decode_bucket`] into `out` (its vectors reused), with `ctx`'s buffers; fields `need`
-/// leaves out are 0 (format 1 fills them all).
+/// [`decode_bucket`] into `out` (its vectors reused), with `ctx`'s buffers.
 pub(crate) fn decode_bucket_into(
     ctx: &mut DecodeCtx,
     blob: &[u8],
     start_ns: i64,
-    need: Need,
     out: &mut DecodedBucket,
 ) -> Result<(), String> {
     let Some((&format, body)) = blob.split_first() else {
         return Err("empty sample blob".into());
     };
-    if format != BUCKET_FORMAT_1 && format != BUCKET_FORMAT_2 {
+    if format != BUCKET_FORMAT_1 {
         return Err(format!("unknown sample blob format {format}"));
     }
     let mut raw = std::mem::take(&mut ctx.raw);
-    let r = ctx.decompress(body, &mut raw).and_then(|()| {
-        if format == BUCKET_FORMAT_1 {
-            decode_payload(&raw, start_ns, ctx, out)
-        } else {
-            decode_payload_2(&raw, start_ns, need, ctx, out)
-        }
-    });
+    let r = ctx.decompress(body, &mut raw).and_then(|()| decode_payload(&raw, start_ns, ctx, out));
     ctx.raw = raw;
     r.map_err(|e| format!("sample blob: {e}"))
-}
-
-fn decode_payload_2(
-    raw: &[u8],
-    start_ns: i64,
-    need: Need,
-    ctx: &mut DecodeCtx,
-    out: &mut DecodedBucket,
-) -> Result<(), String> {
-    let mut r = Reader::new(raw);
-    let unit = r.i64z_plain()?;
-    if unit < 1 {
-        return Err(format!("time unit {unit}"));
-    }
-    let n_cg = r.count(1)?;
-    let cgroups = &mut out.cgroups;
-    cgroups.clear();
-    for _ in 0..n_cg {
-        let len = r.count(1)?;
-        let b = r.bytes(len)?;
-        cgroups.push(String::from_utf8_lossy(b).into_owned());
-    }
-    let n_pids = r.count(1)?;
-    let pids = &mut ctx.pids;
-    pids.clear();
-    let mut prev = 0u32;
-    for _ in 0..n_pids {
-        prev = prev.checked_add(r.u32()?).ok_or("pid out of range")?;
-        pids.push(prev);
-    }
-    let n = r.count(COLUMNS)?;
-    let mut lens = [0usize; COLUMNS];
-    for l in &mut lens {
-        *l = r.count(1)?;
-    }
-    let mut cols: [Reader<'_>; COLUMNS] = Default::default();
-    for (c, &l) in cols.iter_mut().zip(&lens) {
-        *c = Reader::new(r.bytes(l)?);
-    }
-    let [cpu, stack, weight, cgroup, time, pid, tid] = &mut cols;
-    let samples = &mut out.samples;
-    samples.clear();
-    samples.resize(
-        n,
-        RawSample { time_ns: 0, cpu: 0, pid: 0, tid: 0, cgroup: 0, stack: 0, weight: Weight::ZERO },
-    );
-    let states = &mut ctx.states;
-    states.clear();
-    let mut prev_w: u128 = 0;
-    for s in samples.iter_mut() {
-        s.cpu = cpu.u32()?;
-        if s.cpu > MAX_CPU {
-            return Err(format!("CPU {} out of range", s.cpu));
-        }
-        let st = cpu_state(states, s.cpu);
-        let code = stack.u64()?;
-        let id = if code == 0 { st.last_stack } else { code };
-        if id == 0 || id > i64::MAX as u64 {
-            return Err(format!("stack id {id}"));
-        }
-        st.last_stack = id;
-        s.stack = id as i64;
-        let w = prev_w.wrapping_add(unzigzag(weight.varint()?) as u128);
-        s.weight = Weight::from_raw(w);
-        prev_w = w;
-        s.cgroup = cgroup.u32()?;
-        if s.cgroup as usize > cgroups.len() {
-            return Err(format!("cgroup index {} of {}", s.cgroup, cgroups.len()));
-        }
-        if need.times {
-            let dt = st.ref_dt.checked_add(time.i64z()?).ok_or("time out of range")?;
-            if st.n == 1 {
-                st.ref_dt = dt;
-            }
-            st.n += 1;
-            let t = st.last_t.checked_add(dt).ok_or("time out of range")?;
-            st.last_t = t;
-            s.time_ns =
-                t.checked_mul(unit).and_then(|v| v.checked_add(start_ns)).ok_or("time out of range")?;
-        }
-        if need.tasks {
-            let code = pid.u64()?;
-            let i = if code == 0 { st.last_pid } else { code };
-            st.last_pid = i;
-            s.pid = *i
-                .checked_sub(1)
-                .and_then(|i| pids.get(i as usize))
-                .ok_or_else(|| format!("pid index {i} of {}", pids.len()))?;
-            let code = tid.u64()?;
-            s.tid = if code == 0 {
-                s.pid
-            } else {
-                *pids.get(code as usize - 1).ok_or_else(|| format!("tid index {code} of {}", pids.len()))?
-            };
-        }
-    }
-    for (i, c) in cols.iter().enumerate() {
-        let skipped = (i == 4 && !need.times) || (i >= 5 && !need.tasks);
-        if !skipped {
-            c.done().map_err(|e| format!("column {i}: {e}"))?;
-        }
-    }
-    let n_u = r.count(4)?;
-    let untimed = &mut out.untimed;
-    untimed.clear();
-    for _ in 0..n_u {
-        let stack = i64::try_from(r.u64()?).map_err(|_| "stack id out of range")?;
-        let cgroup = r.u32()?;
-        if cgroup as usize > cgroups.len() {
-            return Err(format!("cgroup index {cgroup} of {}", cgroups.len()));
-        }
-        let count = r.u64()?;
-        let weight = Weight::from_raw(r.varint()?);
-        untimed.push(Untimed { stack, cgroup, count, weight });
-    }
-    r.done()?;
-    Ok(())
 }
 
 impl DecodeCtx {
@@ -534,21 +403,11 @@ fn decompress_limited(body: &[u8], max: usize) -> Result<Vec<u8>, String> {
     Ok(raw)
 }
 
-/// The global stack ids a bucket blob refers to (format 1: its dictionary).
+/// The global stack ids a bucket blob refers to (its dictionary).
 pub(crate) fn bucket_stacks(blob: &[u8]) -> Result<Vec<i64>, String> {
     let Some((&format, body)) = blob.split_first() else {
         return Err("empty sample blob".into());
     };
-    if format == BUCKET_FORMAT_2 {
-        let mut ctx = DecodeCtx::default();
-        let mut d = DecodedBucket::default();
-        decode_bucket_into(&mut ctx, blob, 0, Need { times: false, tasks: false }, &mut d)?;
-        let mut ids: Vec<i64> =
-            d.samples.iter().map(|s| s.stack).chain(d.untimed.iter().map(|u| u.stack)).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        return Ok(ids);
-    }
     if format != BUCKET_FORMAT_1 {
         return Err(format!("unknown sample blob format {format}"));
     }
@@ -711,113 +570,46 @@ const METRIC_ZSTD_LEVEL: i32 = 19;
 /// Largest decompressed metric block accepted.
 const MAX_METRIC_BYTES: usize = 64 << 20;
 
-/// Added to a mode: the values are coded as they are (zigzag), not as deltas (noisy series,
-/// whose deltas vary twice as much as the values).
-const PLAIN_FLAG: u8 = 0x10;
-/// The mode of a block of shares: every value is `100 · k / t` for whole `k` and `t`
-/// ([`share_fraction`]), stored as a column of `t` (deltas) and one of `k`.
-const SHARE_MODE: u8 = 0x40;
-/// Largest denominator of a share kept exactly (a CPU's clock ticks over an interval, or
-/// the sum over all CPUs: 100 a second at USER_HZ 100).
-pub(crate) const MAX_SHARE_DEN: u64 = 1 << 20;
-
-/// `(k, t)` with `100.0 * k as f64 / t as f64 == v` bit for bit and `t ≤ MAX_SHARE_DEN`:
-/// the clock-tick counts behind a share as the watcher computes it (`100 × ticks / total`).
-/// Found exactly among the convergents of the continued fraction of `v / 100` (a fraction
-/// with such a small denominator is always one of them); `t` is the reduced denominator.
-pub(crate) fn share_fraction(v: f64) -> Option<(u64, u64)> {
-    if v == 0.0 && v.is_sign_positive() {
-        return Some((0, 1));
-    }
-    if !(1e-4..1e12).contains(&v) {
-        return None;
-    }
-    // v = mant · 2^exp exactly; v / 100 = num / den.
-    let bits = v.to_bits();
-    let exp = ((bits >> 52) & 0x7ff) as i32 - 1075;
-    let mant = (bits & ((1u64 << 52) - 1)) | (1u64 << 52);
-    let (mut num, mut den): (u128, u128) = if exp >= 0 {
-        (u128::from(mant) << exp, 100)
-    } else if exp > -100 {
-        (u128::from(mant), 100u128 << (-exp))
-    } else {
-        return None;
-    };
-    // Convergents p/q of num/den.
-    let (mut p0, mut q0, mut p1, mut q1) = (0u128, 1u128, 1u128, 0u128);
-    while den != 0 {
-        let a = num / den;
-        (num, den) = (den, num % den);
-        let (p2, q2) = (a.checked_mul(p1)?.checked_add(p0)?, a.checked_mul(q1)?.checked_add(q0)?);
-        if q2 > u128::from(MAX_SHARE_DEN) || p2 > (1u128 << 53) / 100 {
-            return None;
-        }
-        if 100.0 * p2 as f64 / q2 as f64 == v {
-            return Some((p2 as u64, q2 as u64));
-        }
-        (p0, q0, p1, q1) = (p1, q1, p2, q2);
-    }
-    None
-}
-
 /// Encodes one metric block: `(time_ns, value)` in time order, times ≥ `start_ns`, kept to
-/// the millisecond. Values that are all short decimals are coded as integers (deltas divided
-/// by their common step: a byte count that moves by pages), shares as their clock ticks
-/// ([`share_fraction`]), as deltas or as they are, whichever is smaller; the block is then
-/// zstd-compressed when that is smaller (a steady series folds to a few bytes).
+/// the millisecond. Values that are all short decimals are delta-coded as integers, the
+/// deltas divided by their common step (a byte count that moves by pages); the block is
+/// then zstd-compressed when that is smaller (a steady series folds to a few bytes).
 pub(crate) fn encode_metrics(start_ns: i64, values: &[(i64, f64)]) -> Vec<u8> {
-    let mut best: Option<Vec<u8>> = None;
-    for plain_values in [false, true] {
-        let plain = encode_metrics_plain(start_ns, values, true, plain_values);
-        let candidate = match zstd::bulk::compress(&plain, METRIC_ZSTD_LEVEL) {
-            Ok(z) if z.len() + METRIC_ZSTD_MARK.len() < plain.len() => {
-                let mut out = METRIC_ZSTD_MARK.to_vec();
-                out.extend_from_slice(&z);
-                out
-            }
-            _ => plain,
-        };
-        if best.as_ref().is_none_or(|b| candidate.len() < b.len()) {
-            best = Some(candidate);
+    let plain = encode_metrics_plain(start_ns, values, true);
+    match zstd::bulk::compress(&plain, METRIC_ZSTD_LEVEL) {
+        Ok(z) if z.len() + METRIC_ZSTD_MARK.len() < plain.len() => {
+            let mut out = METRIC_ZSTD_MARK.to_vec();
+            out.extend_from_slice(&z);
+            out
         }
+        _ => plain,
     }
-    best.unwrap_or_default()
 }
 
 /// The uncompressed block; `steps` allows the common-step mode (the format of older
-/// writers is the same without it and without shares or plain values).
-fn encode_metrics_plain(start_ns: i64, values: &[(i64, f64)], steps: bool, plain_values: bool) -> Vec<u8> {
+/// writers is the same without it).
+fn encode_metrics_plain(start_ns: i64, values: &[(i64, f64)], steps: bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(values.len() * 3 + 4);
     put_varint(&mut out, values.len() as u128);
     // The fewest decimals (0 to 3) that give every value back exactly.
     let decimals =
         (0..=3u8).find(|&d| values.iter().all(|&(_, v)| scaled(v, d).is_some())).unwrap_or(RAW_VALUES);
-    let shares: Option<Vec<(u64, u64)>> = if decimals == RAW_VALUES && steps {
-        values.iter().map(|&(_, v)| share_fraction(v)).collect()
-    } else {
-        None
-    };
-    let flag = if plain_values { PLAIN_FLAG } else { 0 };
-    // The greatest common divisor of the scaled deltas (or values).
+    // The greatest common divisor of the scaled deltas.
     let mut step = 0u64;
     if steps && decimals != RAW_VALUES {
         let mut last = 0i64;
         for &(_, v) in values {
             let s = scaled(v, decimals).unwrap_or(0);
-            step = gcd(step, if plain_values { s.unsigned_abs() } else { s.abs_diff(last) });
+            step = gcd(step, s.abs_diff(last));
             last = s;
         }
     }
-    if shares.is_some() {
-        out.push(SHARE_MODE | flag);
-    } else if decimals == RAW_VALUES {
-        out.push(RAW_VALUES);
-    } else if step > 1 {
-        out.push(decimals | STEP_FLAG | flag);
+    if step > 1 {
+        out.push(decimals | STEP_FLAG);
         put_varint(&mut out, u128::from(step));
     } else {
         step = 1;
-        out.push(decimals | flag);
+        out.push(decimals);
     }
     let (mut last_t, mut ref_dt) = (0i64, 0i64);
     for (i, &(t, _)) in values.iter().enumerate() {
@@ -829,36 +621,11 @@ fn encode_metrics_plain(start_ns: i64, values: &[(i64, f64)], steps: bool, plain
         }
         last_t = t;
     }
-    if let Some(fr) = shares {
-        // The denominators: each the multiple of the reduced one nearest the previous (a
-        // CPU's ticks per interval barely move), as deltas; then the numerators.
-        let mut ks = Vec::with_capacity(fr.len());
-        let mut last_den = 0u64;
-        for (k, t) in fr {
-            let (den, num) = if k == 0 {
-                (last_den.max(1), 0)
-            } else {
-                let m = ((last_den + t / 2) / t).clamp(1, MAX_SHARE_DEN / t);
-                if k * m <= (1 << 53) / 100 { (t * m, k * m) } else { (t, k) }
-            };
-            out_zig(&mut out, i128::from(den) - i128::from(last_den));
-            last_den = den;
-            ks.push(num);
-        }
-        let mut last = 0u64;
-        for k in ks {
-            let v = if plain_values { i128::from(k) } else { i128::from(k) - i128::from(last) };
-            out_zig(&mut out, v);
-            last = k;
-        }
-        return out;
-    }
     let mut last = 0i64;
     for &(_, v) in values {
         match scaled(v, decimals) {
             Some(s) => {
-                let base = if plain_values { 0 } else { i128::from(last) };
-                out_zig(&mut out, (i128::from(s) - base) / i128::from(step));
+                out_zig(&mut out, (i128::from(s) - i128::from(last)) / i128::from(step));
                 last = s;
             }
             None => out.extend_from_slice(&v.to_le_bytes()),
@@ -912,17 +679,14 @@ fn decode_metrics_plain(blob: &[u8], start_ns: i64, out: &mut Vec<(i64, f64)>) -
     let mut r = Reader::new(blob);
     let n = r.count(2)?;
     let mode = r.bytes(1)?[0];
-    let plain = mode != RAW_VALUES && mode & PLAIN_FLAG != 0;
-    let base = if mode == RAW_VALUES { mode } else { mode & !PLAIN_FLAG };
-    let (decimals, step) = match base {
+    let (decimals, step) = match mode {
         RAW_VALUES => (RAW_VALUES, 1),
-        SHARE_MODE => (SHARE_MODE, 1),
-        0..=3 => (base, 1),
+        0..=3 => (mode, 1),
         m if m & !3 == STEP_FLAG => {
             let step = i64::try_from(r.u64()?).map_err(|_| "value step out of range")?;
             (m & 3, step)
         }
-        _ => return Err(format!("unknown value mode {mode}")),
+        m => return Err(format!("unknown value mode {m}")),
     };
     let first = out.len();
     out.reserve(n);
@@ -940,28 +704,6 @@ fn decode_metrics_plain(blob: &[u8], start_ns: i64, out: &mut Vec<(i64, f64)>) -
             .ok_or("time out of range")?;
         out.push((time, 0.0));
     }
-    if decimals == SHARE_MODE {
-        // Denominators first (kept in the values' slots), then numerators.
-        let mut den = 0i64;
-        for v in out[first..].iter_mut() {
-            den = den
-                .checked_add(r.i64z()?)
-                .filter(|d| (1..=MAX_SHARE_DEN as i64).contains(d))
-                .ok_or("share denominator out of range")?;
-            v.1 = den as f64;
-        }
-        let mut k = 0i64;
-        for v in out[first..].iter_mut() {
-            let d = r.i64z()?;
-            k = if plain { d } else { k.checked_add(d).ok_or("value out of range")? };
-            if !(0..=(1i64 << 53) / 100).contains(&k) {
-                return Err("share numerator out of range".into());
-            }
-            v.1 = 100.0 * k as f64 / v.1;
-        }
-        r.done()?;
-        return Ok(());
-    }
     let f = if decimals == RAW_VALUES { 1.0 } else { 10f64.powi(i32::from(decimals)) };
     let mut last = 0i64;
     for v in out[first..].iter_mut() {
@@ -969,7 +711,7 @@ fn decode_metrics_plain(blob: &[u8], start_ns: i64, out: &mut Vec<(i64, f64)>) -
             f64::from_le_bytes(r.bytes(8)?.try_into().map_err(|_| "short value")?)
         } else {
             let d = r.i64z()?.checked_mul(step).ok_or("value out of range")?;
-            last = if plain { d } else { last.checked_add(d).ok_or("value out of range")? };
+            last = last.checked_add(d).ok_or("value out of range")?;
             last as f64 / f
         };
     }
@@ -1044,7 +786,7 @@ mod tests {
         // Short decimals take the scaled path, and come back exactly.
         let vals: Vec<(i64, f64)> =
             (0..60).map(|i| (start + i * 1_000_000_000, (i * 7 % 1000) as f64 / 100.0)).collect();
-        let plain = encode_metrics_plain(start, &vals, false, false);
+        let plain = encode_metrics_plain(start, &vals, false);
         assert_eq!(plain[1], 2);
         assert!(plain.len() < 60 * 3, "{} bytes", plain.len());
         assert_eq!(decode_metrics(&plain, start).unwrap(), vals);
@@ -1065,7 +807,7 @@ mod tests {
                 )
             })
             .collect();
-        let plain = encode_metrics_plain(start, &pages, true, false);
+        let plain = encode_metrics_plain(start, &pages, true);
         assert_eq!(plain[2], STEP_FLAG, "mode of {:?}", &plain[..4]);
         assert_eq!(decode_metrics(&plain, start).unwrap(), pages);
         let steady: Vec<(i64, f64)> = (0..600).map(|i| (start + i * 1_000_000_000, 0.25)).collect();
@@ -1078,87 +820,6 @@ mod tests {
             for cut in 0..blob.len() {
                 assert!(decode_metrics(&blob[..cut], start).is_err(), "cut at {cut}");
             }
-        }
-    }
-
-    #[test]
-    fn shares_of_clock_ticks_are_found_exactly() {
-        for t in 1..=400u64 {
-            for k in 0..=t {
-                let v = 100.0 * k as f64 / t as f64;
-                let (p, q) = share_fraction(v).unwrap_or_else(|| panic!("{k}/{t}"));
-                assert_eq!((100.0 * p as f64 / q as f64).to_bits(), v.to_bits(), "{k}/{t}");
-            }
-        }
-        // Larger denominators (the sum of many CPUs' ticks), and what is not a share.
-        let v = 100.0 * 123_457.0 / 204_800.0;
-        assert!(share_fraction(v).is_some());
-        for v in [std::f64::consts::PI, f64::NAN, -1.0, -0.0, 1e300, 5123.0 / 1.01f64.sqrt()] {
-            assert_eq!(share_fraction(v), None, "{v}");
-        }
-    }
-
-    #[test]
-    fn share_blocks_round_trip_bit_for_bit_and_are_smaller() {
-        let start = 1_700_000_000_000_000_000;
-        // A CPU's usr share over ~100 ticks a second, the total jittering by a tick.
-        let vals: Vec<(i64, f64)> = (0..600i64)
-            .map(|i| {
-                let t = 99 + (i * 7 % 3) as u64;
-                let k = (i * 37 % 61) as u64;
-                (start + i * 1_000_000_000 + (i % 4) * 1_000_000, 100.0 * k as f64 / t as f64)
-            })
-            .collect();
-        let b = encode_metrics(start, &vals);
-        let d = decode_metrics(&b, start).unwrap();
-        assert_eq!(d.len(), vals.len());
-        for (a, b) in vals.iter().zip(&d) {
-            assert_eq!(a.0, b.0);
-            assert_eq!(a.1.to_bits(), b.1.to_bits());
-        }
-        let rounded: Vec<(i64, f64)> = vals.iter().map(|&(t, v)| (t, (v * 100.0).round() / 100.0)).collect();
-        let r = encode_metrics(start, &rounded);
-        assert!(b.len() < r.len(), "shares {} bytes, rounded {} bytes", b.len(), r.len());
-        let plain = encode_metrics_plain(start, &vals, true, true);
-        assert_eq!(plain[2], SHARE_MODE | PLAIN_FLAG, "600 as a varint, then the mode");
-        for cut in 0..plain.len() {
-            assert!(decode_metrics(&plain[..cut], start).is_err(), "cut at {cut}");
-        }
-    }
-
-    #[test]
-    fn format_2_buckets_skip_columns_and_refuse_damage() {
-        let start = 1_700_000_000_000_000_000;
-        let samples: Vec<RawSample> = (0..300i64)
-            .map(|i| RawSample {
-                time_ns: start + i * 26_000_000,
-                cpu: (i % 3) as u32,
-                pid: 7 + (i % 5) as u32,
-                tid: 7 + (i % 7) as u32,
-                cgroup: (i % 2) as u32,
-                stack: 1 + (i * 7919) % 40_000,
-                weight: Weight::from_u64(1 + (i % 2) as u64),
-            })
-            .collect();
-        let blob = encode_bucket(start, 1_000_000, &["/a"], &samples, &[]);
-        assert_eq!(blob[0], BUCKET_FORMAT_2);
-        let mut ctx = DecodeCtx::default();
-        let mut d = DecodedBucket::default();
-        decode_bucket_into(&mut ctx, &blob, start, Need { times: false, tasks: false }, &mut d).unwrap();
-        let mut want = samples.clone();
-        want.sort_by_key(|s| (s.cpu, s.time_ns));
-        for (a, b) in want.iter().zip(&d.samples) {
-            assert_eq!((a.cpu, a.stack, a.weight, a.cgroup), (b.cpu, b.stack, b.weight, b.cgroup));
-            assert_eq!((b.time_ns, b.pid), (0, 0));
-        }
-        let full = decode_bucket(&blob, start).unwrap();
-        assert_eq!(full.samples, want);
-        let mut ids: Vec<i64> = samples.iter().map(|s| s.stack).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        assert_eq!(bucket_stacks(&blob).unwrap(), ids);
-        for cut in 0..blob.len() {
-            assert!(decode_bucket(&blob[..cut], start).is_err(), "cut at {cut}");
         }
     }
 }

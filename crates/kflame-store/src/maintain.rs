@@ -305,10 +305,8 @@ fn delete_orphans(db: &mut Sqlite) -> Result<u64, StoreError> {
             Ok(())
         })?;
     }
-    // The writer's maps may name deleted ids.
-    let stacks: rustc_hash::FxHashSet<i64> = orphans.into_iter().collect();
-    let frames: rustc_hash::FxHashSet<i64> = frame_orphans.into_iter().collect();
-    db.forget(&stacks, &frames);
+    // The writer's caches may name deleted ids.
+    db.clear_caches();
     Ok(n)
 }
 

@@ -84,14 +84,6 @@ const MIGRATIONS: &[&str] = &[
      DROP TABLE metric_blocks;
      ALTER TABLE metric_rows RENAME TO metric_blocks;
      CREATE UNIQUE INDEX metric_blocks_series ON metric_blocks(series, start_ns);",
-    // 4: no index on frame names and stack hashes (a writer loads both into maps when it
-    // opens: the indexes cost as much as the names); sample blobs of format 2 and metric
-    // blocks of shares appear (a kflame of schema 3 would not read them).
-    "CREATE TABLE frames_4(id INTEGER PRIMARY KEY, name BLOB NOT NULL);
-     INSERT INTO frames_4(id, name) SELECT id, name FROM frames ORDER BY id;
-     DROP TABLE frames;
-     ALTER TABLE frames_4 RENAME TO frames;
-     DROP INDEX stacks_hash;",
 ];
 
 /// The newest schema version this build writes and reads.
@@ -109,65 +101,15 @@ pub enum OpenMode {
 /// A pending metric block: (series id, block start).
 type BlockKey = (i64, i64);
 
-/// Writer-side maps of ids (dropped when a transaction fails, since its ids are gone, and
-/// loaded again by the next write). The frames and stacks are loaded whole (schema 4 has no
-/// index on their names: the maps are that index, in memory): a frame or stack not in them
-/// is not stored.
+/// Writer-side caches of ids (cleared when a transaction fails, since its ids are gone).
 #[derive(Default)]
 struct Caches {
-    /// Frames and stacks were loaded.
-    loaded: bool,
     hosts: FxHashMap<String, i64>,
     frames: FxHashMap<Vec<u8>, i64>,
-    /// Stack ids by the FNV-1a hash of their text (the `hash` column); a hit is checked
-    /// against the stored frames.
-    stacks: FxHashMap<i64, i64>,
+    /// Stack ids by a 128-bit digest of the text (two independent 64-bit hashes), not by the
+    /// text: a day of distinct stacks costs 32 bytes each, not their text.
+    stacks: FxHashMap<(i64, u64), i64>,
     series: FxHashMap<(i64, String, String), i64>,
-}
-
-impl Caches {
-    /// Loads every frame and stack hash: one scan of each table.
-    fn load(&mut self, conn: &Connection) -> rusqlite::Result<()> {
-        if self.loaded {
-            return Ok(());
-        }
-        self.frames.clear();
-        self.stacks.clear();
-        let mut st = conn.prepare("SELECT id, name FROM frames")?;
-        let mut rows = st.query([])?;
-        while let Some(r) = rows.next()? {
-            self.frames.insert(r.get(1)?, r.get(0)?);
-        }
-        let mut st = conn.prepare("SELECT id, hash FROM stacks")?;
-        let mut rows = st.query([])?;
-        while let Some(r) = rows.next()? {
-            // Of two stacks with one hash (never seen: 64 bits), the map keeps one; the
-            // other is found by a scan of the table.
-            self.stacks.insert(r.get(1)?, r.get(0)?);
-        }
-        self.loaded = true;
-        Ok(())
-    }
-
-    /// Forgets the ids above each table's largest (those of a transaction rolled back: ids
-    /// only grow), keeping the loaded maps (loading them again costs a scan of the tables).
-    fn forget_rolled_back(&mut self, conn: &Connection) -> rusqlite::Result<()> {
-        let max = |table: &str| -> rusqlite::Result<i64> {
-            conn.query_row(&format!("SELECT coalesce(max(id), 0) FROM {table}"), [], |r| r.get(0))
-        };
-        let (hosts, frames, stacks, series) = (max("hosts")?, max("frames")?, max("stacks")?, max("series")?);
-        self.hosts.retain(|_, id| *id <= hosts);
-        self.frames.retain(|_, id| *id <= frames);
-        self.stacks.retain(|_, id| *id <= stacks);
-        self.series.retain(|_, id| *id <= series);
-        Ok(())
-    }
-
-    /// Forgets deleted stacks and frames (maintenance).
-    fn forget(&mut self, stacks: &rustc_hash::FxHashSet<i64>, frames: &rustc_hash::FxHashSet<i64>) {
-        self.stacks.retain(|_, id| !stacks.contains(id));
-        self.frames.retain(|_, id| !frames.contains(id));
-    }
 }
 
 /// A kflame history in one SQLite file. Implements [`Store`] (opened with
@@ -179,27 +121,8 @@ pub struct Sqlite {
     caches: Caches,
     /// Metric values not yet written, by (series, block start).
     pending: BTreeMap<(i64, i64), Vec<(i64, f64)>>,
-    /// Metric values of series not yet stored, held while the disk is full (creating the
-    /// series row failed), in the order they came.
-    held: Vec<HeldMetric>,
-    /// Metric values dropped from memory, unwritten, to keep within [`MAX_UNWRITTEN_VALUES`].
-    dropped_values: u64,
     metric_block_ns: i64,
 }
-
-/// A metric value whose series row could not be created yet (disk full).
-struct HeldMetric {
-    host: String,
-    time_ns: i64,
-    name: String,
-    label: String,
-    value: f64,
-}
-
-/// Most metric values kept in memory unwritten (pending blocks and values held while the
-/// disk is full: about 2 hours of the watcher's 59 series); beyond, the oldest are dropped
-/// and counted.
-pub const MAX_UNWRITTEN_VALUES: usize = 400_000;
 
 impl std::fmt::Debug for Sqlite {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -227,6 +150,12 @@ fn map_err(path: &Path, e: rusqlite::Error) -> StoreError {
 }
 
 /// FNV-1a, 64 bits: a stable hash of a stack's text (stored, so it must never change).
+/// A hash independent of [`stack_hash`] (SipHash with fixed keys), for the writer's cache.
+fn second_hash(text: &[u8]) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(text)
+}
+
 fn stack_hash(text: &[u8]) -> i64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in text {
@@ -357,8 +286,6 @@ impl Sqlite {
             mode,
             caches: Caches::default(),
             pending: BTreeMap::new(),
-            held: Vec::new(),
-            dropped_values: 0,
             metric_block_ns: 60_000_000_000,
         };
         if mode == OpenMode::Write {
@@ -470,192 +397,51 @@ impl Sqlite {
         self.writable()?;
         let r = (|| {
             let tx = self.conn.unchecked_transaction()?;
-            self.caches.load(&tx)?;
             let v = f(&tx, &mut self.caches)?;
             tx.commit()?;
             Ok(v)
         })();
         r.map_err(|err| {
-            // The ids the rolled-back transaction made are gone: forget them (all, when even
-            // that cannot be read).
-            if self.caches.forget_rolled_back(&self.conn).is_err() {
-                self.caches = Caches::default();
-            }
+            self.caches = Caches::default();
             map_err(&self.path, err)
         })
     }
 
-    /// Metric values in memory not yet written (blocks in progress, values held while the
-    /// disk is full), and the values dropped unwritten since the store was opened (when more
-    /// than [`MAX_UNWRITTEN_VALUES`] waited).
-    pub fn unwritten_metric_values(&self) -> (u64, u64) {
-        let pending: usize = self.pending.values().map(Vec::len).sum();
-        ((pending + self.held.len()) as u64, self.dropped_values)
-    }
-
-    /// The ids of series (made when missing), in order, in one transaction.
-    fn series_ids<'m>(
-        &mut self,
-        host: &str,
-        names: impl Iterator<Item = (&'m str, &'m str)> + Clone,
-    ) -> Result<Vec<i64>, StoreError> {
-        let known = |c: &Caches| {
-            c.hosts.get(host).is_some_and(|h| {
-                names.clone().all(|(n, l)| c.series.contains_key(&(*h, n.to_string(), l.to_string())))
-            })
-        };
-        if !known(&self.caches) {
-            let names = names.clone();
-            self.write(|conn, c| {
-                let h = host_id(conn, c, host)?;
-                for (name, label) in names {
-                    let key = (h, name.to_string(), label.to_string());
-                    if c.series.contains_key(&key) {
-                        continue;
-                    }
-                    let id = match conn
-                        .prepare_cached("SELECT id FROM series WHERE host = ?1 AND name = ?2 AND label = ?3")?
-                        .query_row(params![h, name, label], |r| r.get(0))
-                        .optional()?
-                    {
-                        Some(id) => id,
-                        None => {
-                            conn.prepare_cached("INSERT INTO series(host, name, label) VALUES (?1, ?2, ?3)")?
-                                .execute(params![h, name, label])?;
-                            conn.last_insert_rowid()
-                        }
-                    };
-                    c.series.insert(key, id);
-                }
-                Ok(())
-            })?;
-        }
-        let h = self.caches.hosts[host];
-        Ok(names.map(|(n, l)| self.caches.series[&(h, n.to_string(), l.to_string())]).collect())
-    }
-
-    fn hold_pending(&mut self, series: i64, time_ns: i64, value: f64) {
-        let block = time_ns.div_euclid(self.metric_block_ns) * self.metric_block_ns;
-        self.pending.entry((series, block)).or_default().push((time_ns, value));
-    }
-
-    /// Makes the series of the held values and moves the values to their blocks; on failure
-    /// they stay held.
-    fn retry_held(&mut self) -> Result<(), StoreError> {
-        if self.held.is_empty() {
+    fn write_blocks(&mut self, keys: Vec<(i64, i64)>) -> Result<(), StoreError> {
+        if keys.is_empty() {
             return Ok(());
         }
-        let held = std::mem::take(&mut self.held);
-        let mut hosts: Vec<String> = held.iter().map(|v| v.host.clone()).collect();
-        hosts.sort_unstable();
-        hosts.dedup();
-        let mut done: Vec<&str> = Vec::new();
-        for host in &hosts {
-            let of_host = || held.iter().filter(move |v| &v.host == host);
-            match self.series_ids(host, of_host().map(|v| (v.name.as_str(), v.label.as_str()))) {
-                Ok(ids) => {
-                    let values: Vec<(i64, f64)> = of_host().map(|v| (v.time_ns, v.value)).collect();
-                    for (id, (t, v)) in ids.into_iter().zip(values) {
-                        self.hold_pending(id, t, v);
-                    }
-                    done.push(host);
-                }
-                Err(e) => {
-                    // Hosts moved before stay moved; the rest stays held, in order.
-                    self.held = held.into_iter().filter(|v| !done.contains(&v.host.as_str())).collect();
-                    return Err(e);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Drops the oldest unwritten values beyond [`MAX_UNWRITTEN_VALUES`], counting them.
-    fn bound_unwritten(&mut self) {
-        let (mut n, _) = self.unwritten_metric_values();
-        while n as usize > MAX_UNWRITTEN_VALUES {
-            let excess = n as usize - MAX_UNWRITTEN_VALUES;
-            let oldest_pending = self.pending.iter().min_by_key(|(k, _)| k.1).map(|(k, v)| (*k, v[0].0));
-            let oldest_held = self.held.first().map(|v| v.time_ns);
-            match (oldest_pending, oldest_held) {
-                (Some((key, t)), h) if h.is_none_or(|h| t <= h) => {
-                    let gone = self.pending.remove(&key).map_or(0, |v| v.len());
-                    self.dropped_values += gone as u64;
-                    n -= gone as u64;
-                }
-                (_, Some(_)) => {
-                    let k = excess.min(self.held.len());
-                    self.held.drain(..k);
-                    self.dropped_values += k as u64;
-                    n -= k as u64;
-                }
-                _ => break,
-            }
-        }
-    }
-
-    /// A disk-full error that says what is kept in memory and what was dropped.
-    fn with_unwritten_note(&self, e: StoreError) -> StoreError {
-        match e {
-            StoreError::DiskFull { path, detail } => {
-                let (n, dropped) = self.unwritten_metric_values();
-                StoreError::DiskFull {
-                    path,
-                    detail: format!(
-                        "{detail}; {n} metric values wait in memory to be written once there is room \
-                         (at most {MAX_UNWRITTEN_VALUES}; {dropped} dropped so far)"
-                    ),
-                }
-            }
-            e => e,
-        }
-    }
-
-    /// Writes the pending blocks of `keys`, one transaction per block start, oldest first:
-    /// after a full disk a backlog is written as far as the room goes, not all or nothing
-    /// (a backlog written whole could need more room than maintenance ever frees).
-    fn write_blocks(&mut self, mut keys: Vec<(i64, i64)>) -> Result<(), StoreError> {
-        keys.sort_by_key(|&(series, start)| (start, series));
         let block_ns = self.metric_block_ns;
+        let pending = &self.pending;
         let path = self.path.clone();
-        for group in keys.chunk_by(|a, b| a.1 == b.1) {
-            let pending = &self.pending;
-            let blocks: Vec<(BlockKey, &Vec<(i64, f64)>)> =
-                group.iter().filter_map(|k| pending.get(k).map(|v| (*k, v))).collect();
-            let r = (|| {
-                let tx = self.conn.unchecked_transaction()?;
-                for ((series, start), values) in &blocks {
-                    write_block(&tx, *series, *start, block_ns, values)?;
-                }
-                tx.commit()
-            })();
-            match r {
-                Ok(()) => {
-                    for k in group {
-                        self.pending.remove(k);
-                    }
-                }
-                Err(rusqlite::Error::InvalidQuery) => {
-                    return Err(StoreError::Corrupt {
-                        path,
-                        detail: "a stored metric block cannot be read".into(),
-                    });
-                }
-                Err(err) => return Err(map_err(&path, err)),
+        let blocks: Vec<(BlockKey, &Vec<(i64, f64)>)> =
+            keys.iter().filter_map(|k| pending.get(k).map(|v| (*k, v))).collect();
+        let r = (|| {
+            let tx = self.conn.unchecked_transaction()?;
+            for ((series, start), values) in &blocks {
+                write_block(&tx, *series, *start, block_ns, values)?;
             }
+            tx.commit()
+        })();
+        match r {
+            Ok(()) => {
+                for k in keys {
+                    self.pending.remove(&k);
+                }
+                Ok(())
+            }
+            Err(rusqlite::Error::InvalidQuery) => {
+                Err(StoreError::Corrupt { path, detail: "a stored metric block cannot be read".into() })
+            }
+            Err(err) => Err(map_err(&path, err)),
         }
-        Ok(())
     }
 }
 
-/// A metric value as stored and read back: kept exactly when it is a share of whole clock
-/// ticks (`100 × k / t` with `t` up to 2^20, computed as the watcher computes it: whole
-/// numbers and short decimals are such shares too), else rounded to [`METRIC_DECIMALS`]
-/// decimals when finite and small enough for that to be exact in an f64, else kept as it is.
+/// A metric value as stored and read back: rounded to [`METRIC_DECIMALS`] decimals when
+/// finite and small enough for that to be exact in an f64 (all the watcher's are), else kept
+/// as it is.
 pub fn stored_metric_value(v: f64) -> f64 {
-    if codec::share_fraction(v).is_some() {
-        return v;
-    }
     let f = 10f64.powi(METRIC_DECIMALS);
     if v.is_finite() && v.abs() < 1e13 {
         let q = (v * f).round() / f;
@@ -734,9 +520,17 @@ fn frame_id(conn: &Connection, c: &mut Caches, name: &[u8]) -> rusqlite::Result<
     if let Some(&id) = c.frames.get(name) {
         return Ok(id);
     }
-    // The map holds every stored frame.
-    conn.prepare_cached("INSERT INTO frames(name) VALUES (?1)")?.execute([name])?;
-    let id = conn.last_insert_rowid();
+    let id = match conn
+        .prepare_cached("SELECT id FROM frames WHERE name = ?1")?
+        .query_row([name], |r| r.get(0))
+        .optional()?
+    {
+        Some(id) => id,
+        None => {
+            conn.prepare_cached("INSERT INTO frames(name) VALUES (?1)")?.execute([name])?;
+            conn.last_insert_rowid()
+        }
+    };
     c.frames.insert(name.to_vec(), id);
     Ok(id)
 }
@@ -744,31 +538,27 @@ fn frame_id(conn: &Connection, c: &mut Caches, name: &[u8]) -> rusqlite::Result<
 /// The id of a stack's text, stored once: its frames (ids into `frames`) as varints.
 fn stack_id(conn: &Connection, c: &mut Caches, text: &[u8]) -> rusqlite::Result<i64> {
     let hash = stack_hash(text);
+    let key = (hash, second_hash(text));
+    if let Some(&id) = c.stacks.get(&key) {
+        return Ok(id);
+    }
     let mut frames = Vec::with_capacity(text.len() / 8);
     for f in text.split(|&b| b == b';') {
         codec::put_varint(&mut frames, frame_id(conn, c, f)? as u128);
     }
-    if let Some(&id) = c.stacks.get(&hash) {
-        let stored: Option<Vec<u8>> = conn
-            .prepare_cached("SELECT frames FROM stacks WHERE id = ?1")?
-            .query_row([id], |r| r.get(0))
-            .optional()?;
-        if stored.as_deref() == Some(&frames[..]) {
-            return Ok(id);
+    let found: Option<i64> = conn
+        .prepare_cached("SELECT id FROM stacks WHERE hash = ?1 AND frames = ?2")?
+        .query_row(params![hash, frames], |r| r.get(0))
+        .optional()?;
+    let id = match found {
+        Some(id) => id,
+        None => {
+            conn.prepare_cached("INSERT INTO stacks(hash, frames) VALUES (?1, ?2)")?
+                .execute(params![hash, frames])?;
+            conn.last_insert_rowid()
         }
-        // Another stack of the same hash: look for this one by a scan (no index).
-        let found: Option<i64> = conn
-            .prepare_cached("SELECT id FROM stacks WHERE hash = ?1 AND frames = ?2")?
-            .query_row(params![hash, frames], |r| r.get(0))
-            .optional()?;
-        if let Some(id) = found {
-            return Ok(id);
-        }
-    }
-    conn.prepare_cached("INSERT INTO stacks(hash, frames) VALUES (?1, ?2)")?
-        .execute(params![hash, frames])?;
-    let id = conn.last_insert_rowid();
-    c.stacks.entry(hash).or_insert(id);
+    };
+    c.stacks.insert(key, id);
     Ok(id)
 }
 
@@ -810,15 +600,13 @@ fn sum_buckets(path: &Path, rows: &[BucketRow], q: &ProfileQuery<'_>) -> Result<
     let mut d = codec::DecodedBucket::default();
     let mut cg_ok: Vec<bool> = Vec::new();
     for row in rows {
-        let whole = row.start_ns >= q.from_ns && row.end_ns <= q.to_ns;
-        // A bucket wholly inside the range needs no sample times; no query needs the tasks.
-        let need = codec::Need { times: !whole, tasks: false };
-        codec::decode_bucket_into(&mut ctx, &row.data, row.start_ns, need, &mut d).map_err(|d| {
+        codec::decode_bucket_into(&mut ctx, &row.data, row.start_ns, &mut d).map_err(|d| {
             StoreError::Corrupt {
                 path: path.to_path_buf(),
                 detail: format!("bucket at {}: {d}", row.start_ns),
             }
         })?;
+        let whole = row.start_ns >= q.from_ns && row.end_ns <= q.to_ns;
         cg_ok.clear();
         cg_ok.push(q.cgroup.is_none());
         cg_ok.extend(d.cgroups.iter().map(|cg| q.cgroup.is_none_or(|w| cgroup_matches(cg, w))));
@@ -1053,29 +841,50 @@ impl Sqlite {
 impl Store for Sqlite {
     fn append_metrics(&mut self, host: &str, time_ns: i64, metrics: &[Metric<'_>]) -> Result<(), StoreError> {
         self.writable()?;
-        // Values held while the disk was full come first, in the order they were read.
-        let mut first_err = self.retry_held().err();
-        match self.series_ids(host, metrics.iter().map(|m| (m.name, m.label))) {
-            Ok(ids) => {
-                for (id, m) in ids.into_iter().zip(metrics) {
-                    self.hold_pending(id, time_ns, stored_metric_value(m.value));
-                }
+        let mut ids = Vec::with_capacity(metrics.len());
+        {
+            let missing = metrics.iter().any(|m| {
+                !self.caches.hosts.get(host).is_some_and(|h| {
+                    self.caches.series.contains_key(&(*h, m.name.to_string(), m.label.to_string()))
+                })
+            });
+            if missing {
+                self.write(|conn, c| {
+                    let h = host_id(conn, c, host)?;
+                    for m in metrics {
+                        let key = (h, m.name.to_string(), m.label.to_string());
+                        if c.series.contains_key(&key) {
+                            continue;
+                        }
+                        let id = match conn
+                            .prepare_cached(
+                                "SELECT id FROM series WHERE host = ?1 AND name = ?2 AND label = ?3",
+                            )?
+                            .query_row(params![h, m.name, m.label], |r| r.get(0))
+                            .optional()?
+                        {
+                            Some(id) => id,
+                            None => {
+                                conn.prepare_cached(
+                                    "INSERT INTO series(host, name, label) VALUES (?1, ?2, ?3)",
+                                )?
+                                .execute(params![h, m.name, m.label])?;
+                                conn.last_insert_rowid()
+                            }
+                        };
+                        c.series.insert(key, id);
+                    }
+                    Ok(())
+                })?;
             }
-            Err(e) if e.is_disk_full() => {
-                // Creating a series row is a write: keep the values until it can be made.
-                for m in metrics {
-                    self.held.push(HeldMetric {
-                        host: host.to_string(),
-                        time_ns,
-                        name: m.name.to_string(),
-                        label: m.label.to_string(),
-                        value: stored_metric_value(m.value),
-                    });
-                }
-                self.bound_unwritten();
-                first_err.get_or_insert(e);
+            let h = self.caches.hosts[host];
+            for m in metrics {
+                ids.push(self.caches.series[&(h, m.name.to_string(), m.label.to_string())]);
             }
-            Err(e) => return Err(e),
+        }
+        let block = time_ns.div_euclid(self.metric_block_ns) * self.metric_block_ns;
+        for (id, m) in ids.iter().zip(metrics) {
+            self.pending.entry((*id, block)).or_default().push((time_ns, stored_metric_value(m.value)));
         }
         // Blocks that ended are written now: a series that stopped is not kept waiting.
         let done: Vec<(i64, i64)> = self
@@ -1084,12 +893,7 @@ impl Store for Sqlite {
             .filter(|(_, start)| start + self.metric_block_ns <= time_ns)
             .copied()
             .collect();
-        let r = self.write_blocks(done);
-        self.bound_unwritten();
-        match (first_err, r) {
-            (Some(e), _) | (None, Err(e)) => Err(self.with_unwritten_note(e)),
-            (None, Ok(())) => Ok(()),
-        }
+        self.write_blocks(done)
     }
 
     fn append_bucket(&mut self, b: &Bucket<'_>) -> Result<(), StoreError> {
@@ -1270,10 +1074,8 @@ impl Store for Sqlite {
     }
 
     fn flush(&mut self) -> Result<(), StoreError> {
-        let held = self.retry_held();
         let keys: Vec<(i64, i64)> = self.pending.keys().copied().collect();
-        let r = self.write_blocks(keys);
-        held.and(r).map_err(|e| self.with_unwritten_note(e))
+        self.write_blocks(keys)
     }
 
     fn maintain(&mut self, policy: &Policy) -> Result<Maintenance, StoreError> {
@@ -1293,7 +1095,7 @@ impl Store for Sqlite {
 
 impl Drop for Sqlite {
     fn drop(&mut self) {
-        if self.mode == OpenMode::Write && (!self.pending.is_empty() || !self.held.is_empty()) {
+        if self.mode == OpenMode::Write && !self.pending.is_empty() {
             let _ = self.flush();
         }
     }
@@ -1311,14 +1113,6 @@ impl Sqlite {
 
     pub(crate) fn clear_caches(&mut self) {
         self.caches = Caches::default();
-    }
-
-    pub(crate) fn forget(
-        &mut self,
-        stacks: &rustc_hash::FxHashSet<i64>,
-        frames: &rustc_hash::FxHashSet<i64>,
-    ) {
-        self.caches.forget(stacks, frames);
     }
 }
 

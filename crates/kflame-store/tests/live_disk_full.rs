@@ -6,9 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use kflame::fold::{Meta, Unit, Weight};
-use kflame_store::{
-    Bucket, Kind, Metric, OpenMode, Policy, ProfileQuery, Query, Sample, SeriesQuery, Sqlite, Store,
-};
+use kflame_store::{Bucket, Kind, OpenMode, Policy, ProfileQuery, Query, Sample, Sqlite, Store};
 
 const T0: i64 = 1_764_000_000_000_000_000;
 const SEC: i64 = 1_000_000_000;
@@ -22,8 +20,8 @@ impl Drop for Mount {
     }
 }
 
-fn mount_small_tmpfs(name: &str) -> Option<Mount> {
-    let dir = std::env::temp_dir().join(format!("kflame-store-full-{}-{name}", std::process::id()));
+fn mount_small_tmpfs() -> Option<Mount> {
+    let dir = std::env::temp_dir().join(format!("kflame-store-full-{}", std::process::id()));
     std::fs::create_dir_all(&dir).ok()?;
     let ok = Command::new("mount")
         .args(["-t", "tmpfs", "-o", "size=8m", "tmpfs"])
@@ -96,69 +94,9 @@ fn fill_until_full(path: &Path) {
 #[test]
 #[allow(clippy::print_stderr)] // says why it skipped
 fn live_disk_full_is_reported_and_recovered_from() {
-    let Some(m) = mount_small_tmpfs("buckets") else {
+    let Some(m) = mount_small_tmpfs() else {
         eprintln!("skipped: mounting a tmpfs needs root");
         return;
     };
     fill_until_full(&m.0.join("history.db"));
-}
-
-/// Fills what the file system has left with a file of its own.
-fn fill_rest(path: &Path) {
-    use std::io::Write;
-    let mut f = std::fs::File::create(path).unwrap();
-    let chunk = vec![0u8; 4096];
-    while f.write_all(&chunk).is_ok() {}
-    let _ = f.sync_all();
-}
-
-#[test]
-#[allow(clippy::print_stderr)] // says why it skipped
-fn live_metric_values_of_new_series_wait_while_the_disk_is_full() {
-    let Some(m) = mount_small_tmpfs("metrics") else {
-        eprintln!("skipped: mounting a tmpfs needs root");
-        return;
-    };
-    let path = m.0.join("history.db");
-    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
-    db.set_metric_block(10 * SEC);
-    let mut i = 0;
-    while append(&mut db, i).is_ok() {
-        i += 1;
-        assert!(i < 100_000, "the file system never filled");
-    }
-    fill_rest(&m.0.join("filler"));
-    // A series the database has never seen: its row cannot be made, the values wait.
-    let t0 = T0 + (i + 1) * 10 * SEC;
-    let mut want = Vec::new();
-    for k in 0..30i64 {
-        let t = t0 + k * SEC;
-        let v = 100.0 * (k * 7 % 101) as f64 / 101.0;
-        want.push((t, v));
-        let e = db.append_metrics("h", t, &[Metric { name: "io.util", label: "sdz", value: v }]).unwrap_err();
-        assert!(e.is_disk_full(), "{e}");
-        assert!(e.to_string().contains("wait in memory"), "{e}");
-        assert_eq!(db.unwritten_metric_values(), (k as u64 + 1, 0));
-    }
-    // Room again (the disk budget deletes old buckets): the next write stores what waited,
-    // in order, exactly.
-    std::fs::remove_file(m.0.join("filler")).unwrap();
-    let budget = db.used_bytes().unwrap() / 2;
-    db.maintain(&Policy { max_bytes: Some(budget), ..Policy::new(t0) }).unwrap();
-    let t = t0 + 30 * SEC;
-    want.push((t, 12.5));
-    db.append_metrics("h", t, &[Metric { name: "io.util", label: "sdz", value: 12.5 }]).unwrap();
-    db.flush().unwrap();
-    assert_eq!(db.unwritten_metric_values(), (0, 0));
-    let q = SeriesQuery {
-        name: "io.util",
-        label: Some("sdz"),
-        host: None,
-        from_ns: t0,
-        to_ns: t + 1,
-        points: None,
-    };
-    let got: Vec<(i64, f64)> =
-        db.series(&q).unwrap().remove(0).points.iter().map(|p| (p.time_ns, p.avg)).collect();
-    assert_eq!(got, want);
 }
