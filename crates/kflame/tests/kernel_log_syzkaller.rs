@@ -14,99 +14,14 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-use kflame::report::{Kind, Report, ReportExtractor};
+use kflame::report::{Report, ReportExtractor};
+
+mod common;
+use common::syzkaller::{Expected, expected_kind, split, title_functions};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/kernel-log/syzkaller/report");
 const ACCEPTED: &str =
     concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/kernel-log/syzkaller-accepted-misses.txt");
-
-/// The header syzkaller's authors wrote above each log.
-#[derive(Default)]
-struct Expected {
-    title: String,
-    alts: Vec<String>,
-}
-
-/// Splits a corpus file into its header and the log.
-fn split(data: &[u8]) -> (Expected, &[u8]) {
-    let mut exp = Expected::default();
-    let mut rest = data;
-    while let Some(nl) = rest.iter().position(|&b| b == b'\n') {
-        let line = String::from_utf8_lossy(&rest[..nl]).into_owned();
-        if line.starts_with('#') {
-            rest = &rest[nl + 1..];
-            continue;
-        }
-        let key = line.split(':').next().unwrap_or("");
-        let is_header = !key.is_empty() && key.bytes().all(|b| b.is_ascii_uppercase() || b == b'_');
-        if line.is_empty() || !is_header {
-            rest = if line.is_empty() { &rest[nl + 1..] } else { rest };
-            break;
-        }
-        let value = line[key.len() + 1..].trim().to_string();
-        match key {
-            "TITLE" => exp.title = value,
-            "ALT" => exp.alts.push(value),
-            _ => {}
-        }
-        rest = &rest[nl + 1..];
-    }
-    (exp, rest)
-}
-
-/// Our kind for a syzkaller title, by its prefix. This mapping is the definition the test
-/// checks against; it follows the kernel's own words for each report.
-fn expected_kind(title: &str) -> Kind {
-    let table: &[(&str, Kind)] = &[
-        ("KASAN:", Kind::Kasan),
-        ("KMSAN:", Kind::Kmsan),
-        ("KFENCE:", Kind::Kfence),
-        ("KCSAN:", Kind::Kcsan),
-        ("UBSAN:", Kind::Ubsan),
-        ("BUG: unable to handle kernel", Kind::PageFault),
-        ("general protection fault", Kind::GeneralProtectionFault),
-        ("INFO: task hung", Kind::HungTask),
-        ("INFO: task can't die", Kind::HungTask),
-        ("BUG: soft lockup", Kind::SoftLockup),
-        ("BUG: hard lockup", Kind::HardLockup),
-        ("INFO: rcu detected stall", Kind::RcuStall),
-        ("possible deadlock", Kind::Lockdep),
-        ("inconsistent lock state", Kind::Lockdep),
-        ("WARNING: suspicious RCU usage", Kind::Lockdep),
-        ("INFO: suspicious RCU usage", Kind::Lockdep),
-        ("INFO: trying to register non-static key", Kind::Lockdep),
-        ("WARNING: bad unlock balance", Kind::Lockdep),
-        ("BUG: bad unlock balance", Kind::Lockdep),
-        ("WARNING: lock held when returning to user space", Kind::Lockdep),
-        ("WARNING: nested lock was not taken", Kind::Lockdep),
-        ("BUG: held lock freed", Kind::Lockdep),
-        ("WARNING: still has locks held", Kind::Lockdep),
-        ("BUG: MAX_", Kind::Lockdep),
-        ("memory leak", Kind::MemoryLeak),
-        ("BUG: sleeping function called from invalid context", Kind::AtomicSleep),
-        ("BUG: scheduling while atomic", Kind::AtomicSleep),
-        ("kernel panic:", Kind::Panic),
-        ("WARNING: possible circular locking dependency", Kind::Lockdep),
-        ("WARNING", Kind::Warning),
-        ("kernel BUG", Kind::Bug),
-        ("BUG:", Kind::Bug),
-        ("divide error", Kind::Oops),
-        ("stack segment fault", Kind::Oops),
-        ("PANIC: double fault", Kind::Oops),
-        ("Internal error", Kind::Oops),
-        ("Unhandled fault", Kind::Oops),
-        ("invalid opcode", Kind::Oops),
-    ];
-    table.iter().find(|(p, _)| title.starts_with(p)).map_or(Kind::Other, |(_, k)| *k)
-}
-
-/// Functions named after the last ` in ` of a title (`f1 / f2` for races); none for
-/// titles without one or naming syzkaller's `corrupted` marker.
-fn title_functions(title: &str) -> Vec<String> {
-    let Some((_, f)) = title.rsplit_once(" in ") else { return Vec::new() };
-    let f = f.split_whitespace().next().unwrap_or("");
-    f.split('/').map(str::trim).filter(|s| !s.is_empty() && *s != "corrupted").map(str::to_string).collect()
-}
 
 fn base(f: &str) -> &str {
     f.split('.').next().unwrap_or(f)

@@ -5,6 +5,7 @@
 pub mod ftrace;
 pub mod mutate;
 pub mod outliers;
+pub mod syzkaller;
 
 use std::io::Write;
 use std::path::PathBuf;
