@@ -1,10 +1,11 @@
 // Shared helpers of the browser tests: the kflame binary, headless Chromium, screenshots.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import assert from 'node:assert/strict';
 
 /** The workspace root (two levels above this file). */
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -57,4 +58,31 @@ export function writeText(dir, name, text) {
 export async function screenshot(page, name) {
   mkdirSync(SHOTS, { recursive: true });
   await page.screenshot({ path: join(SHOTS, name + '.png'), fullPage: false });
+}
+
+/**
+ * Starts `kflame serve ARGS --listen 127.0.0.1:0` (a free loopback port) and waits, 20 s at
+ * most, for the URL it prints: `{ server, base, token, exited }`, `exited` resolving to the
+ * process's `{ code, signal }`.
+ */
+export async function startServe(args) {
+  const server = spawn(BIN, ['serve', ...args, '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise((ok) => server.on('exit', (code, signal) => ok({ code, signal })));
+  const [base, token] = await new Promise((ok, fail) => {
+    let out = '';
+    server.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/open (http:\/\/127\.0\.0\.1:\d+\/)\?token=(\S+)/);
+      if (m) ok([m[1], m[2]]);
+    });
+    setTimeout(() => fail(new Error('kflame serve printed no URL: ' + out)), 20000);
+  });
+  return { server, base, token, exited };
+}
+
+/** Stops a server of `startServe` with SIGTERM: it must exit with status 0 within 10 s. */
+export async function stopServe({ server, exited }, message) {
+  server.kill('SIGTERM');
+  const how = await Promise.race([exited, new Promise((ok) => setTimeout(() => ok('timeout'), 10000))]);
+  assert.deepEqual(how, { code: 0, signal: null }, message);
 }

@@ -4,41 +4,26 @@
 // a copy, on loopback.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIN, ROOT, launchBrowser, scratch, screenshot } from './lib.mjs';
+import { ROOT, launchBrowser, scratch, screenshot, startServe, stopServe } from './lib.mjs';
 
 const TOKEN = 'browser-cgroup-token-3';
-let browser, server, base, exited;
+let browser, served, base;
 
 before(async () => {
   const dir = scratch();
   const db = join(dir, 'history.db');
   copyFileSync(join(ROOT, 'crates/kflame-serve/tests/data/watched-cgroups.db'), db);
   writeFileSync(join(dir, 'token'), TOKEN);
-  server = spawn(BIN, ['serve', '--db', db, '--listen', '127.0.0.1:0', '--token-file', join(dir, 'token')],
-    { stdio: ['ignore', 'pipe', 'inherit'] });
-  exited = new Promise((ok) => server.on('exit', (code, signal) => ok({ code, signal })));
-  base = await new Promise((ok, fail) => {
-    let out = '';
-    server.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/open (http:\/\/127\.0\.0\.1:\d+\/)\?token=/);
-      if (m) ok(m[1]);
-    });
-    setTimeout(() => fail(new Error('kflame serve printed no URL: ' + out)), 20000);
-  });
+  served = await startServe(['--db', db, '--token-file', join(dir, 'token')]);
+  base = served.base;
   browser = await launchBrowser();
 });
 
 after(async () => {
   if (browser) await browser.close();
-  if (server) {
-    server.kill('SIGTERM');
-    const how = await Promise.race([exited, new Promise((ok) => setTimeout(() => ok('timeout'), 10000))]);
-    assert.deepEqual(how, { code: 0, signal: null });
-  }
+  if (served) await stopServe(served);
 });
 
 const ready = (page, n = 0) => page.waitForFunction((m) => globalThis.kflameServe && kflameServe.S.loaded > m &&

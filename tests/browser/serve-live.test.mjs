@@ -9,11 +9,11 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIN, ROOT, launchBrowser, scratch, screenshot } from './lib.mjs';
+import { ROOT, launchBrowser, scratch, screenshot, startServe, stopServe } from './lib.mjs';
 
 const TOKEN = 'browser-live-token-7';
 const T0_MS = 1764000000000;
-let browser, server, writer, base, db, exited;
+let browser, served, writer, base, db;
 
 before(async () => {
   const dir = scratch();
@@ -21,29 +21,15 @@ before(async () => {
   db = join(dir, 'history.db');
   execFileSync(join(ROOT, 'target/debug/examples/history'), [db, '120']);
   writeFileSync(join(dir, 'token'), TOKEN + '\n');
-  server = spawn(BIN, ['serve', '--live', '--db', db, '--listen', '127.0.0.1:0', '--token-file', join(dir, 'token')],
-    { stdio: ['ignore', 'pipe', 'inherit'] });
-  exited = new Promise((ok) => server.on('exit', (code, signal) => ok({ code, signal })));
-  base = await new Promise((ok, fail) => {
-    let out = '';
-    server.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/open (http:\/\/127\.0\.0\.1:\d+\/)\?token=/);
-      if (m) ok(m[1]);
-    });
-    setTimeout(() => fail(new Error('kflame serve printed no URL: ' + out)), 20000);
-  });
+  served = await startServe(['--live', '--db', db, '--token-file', join(dir, 'token')]);
+  base = served.base;
   browser = await launchBrowser();
 });
 
 after(async () => {
   if (writer && writer.exitCode === null) writer.kill('SIGTERM');
   if (browser) await browser.close();
-  if (server) {
-    server.kill('SIGTERM');
-    const how = await Promise.race([exited, new Promise((ok) => setTimeout(() => ok('timeout'), 10000))]);
-    assert.deepEqual(how, { code: 0, signal: null }, 'kflame serve --live did not stop cleanly on SIGTERM');
-  }
+  if (served) await stopServe(served, 'kflame serve --live did not stop cleanly on SIGTERM');
 });
 
 test('--live: the page follows a history that grows while it is open', async () => {

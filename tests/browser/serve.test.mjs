@@ -4,14 +4,14 @@
 // stopped with SIGTERM after the tests; it must exit cleanly.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { join } from 'node:path';
-import { BIN, ROOT, launchBrowser, scratch, screenshot } from './lib.mjs';
+import { ROOT, launchBrowser, scratch, screenshot, startServe, stopServe } from './lib.mjs';
 
 const TOKEN = 'browser-test-token-42';
-let browser, server, base, exited;
+let browser, served, base;
 
 before(async () => {
   const dir = scratch();
@@ -19,28 +19,15 @@ before(async () => {
   const db = join(dir, 'history.db');
   execFileSync(join(ROOT, 'target/debug/examples/history'), [db, '900']);
   writeFileSync(join(dir, 'token'), '  ' + TOKEN + '\n');
-  server = spawn(BIN, ['serve', '--db', db, '--listen', '127.0.0.1:0', '--token-file', join(dir, 'token')],
-    { stdio: ['ignore', 'pipe', 'inherit'] });
-  exited = new Promise((ok) => server.on('exit', (code, signal) => ok({ code, signal })));
-  base = await new Promise((ok, fail) => {
-    let out = '';
-    server.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/open (http:\/\/127\.0\.0\.1:\d+\/)\?token=(\S+)/);
-      if (m) { assert.equal(m[2], TOKEN); ok(m[1]); }
-    });
-    setTimeout(() => fail(new Error('kflame serve printed no URL: ' + out)), 20000);
-  });
+  served = await startServe(['--db', db, '--token-file', join(dir, 'token')]);
+  base = served.base;
+  assert.equal(served.token, TOKEN);
   browser = await launchBrowser();
 });
 
 after(async () => {
   if (browser) await browser.close();
-  if (server) {
-    server.kill('SIGTERM');
-    const how = await Promise.race([exited, new Promise((ok) => setTimeout(() => ok('timeout'), 10000))]);
-    assert.deepEqual(how, { code: 0, signal: null }, 'kflame serve did not stop cleanly on SIGTERM');
-  }
+  if (served) await stopServe(served, 'kflame serve did not stop cleanly on SIGTERM');
 });
 
 /** A GET without the browser (no cookie). */

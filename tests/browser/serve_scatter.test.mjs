@@ -4,43 +4,29 @@
 // the database with Python's sqlite3, independently of the server.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { BIN, ROOT, launchBrowser, scratch, screenshot } from './lib.mjs';
+import { ROOT, launchBrowser, scratch, screenshot, startServe, stopServe } from './lib.mjs';
 
 const TOKEN = 'scatter-tab-token-7';
 const DB_GZ = join(ROOT, 'crates/kflame-serve/tests/data/watch-syscalls-capture.db.gz');
-let browser, server, base, exited, db;
+let browser, served, base, db;
 
 before(async () => {
   const dir = scratch();
   db = join(dir, 'history.db');
   writeFileSync(db, gunzipSync(readFileSync(DB_GZ)));
   writeFileSync(join(dir, 'token'), TOKEN + '\n');
-  server = spawn(BIN, ['serve', '--db', db, '--listen', '127.0.0.1:0', '--token-file', join(dir, 'token')],
-    { stdio: ['ignore', 'pipe', 'inherit'] });
-  exited = new Promise((ok) => server.on('exit', (code, signal) => ok({ code, signal })));
-  base = await new Promise((ok, fail) => {
-    let out = '';
-    server.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/open (http:\/\/127\.0\.0\.1:\d+\/)\?token=/);
-      if (m) ok(m[1]);
-    });
-    setTimeout(() => fail(new Error('kflame serve printed no URL: ' + out)), 20000);
-  });
+  served = await startServe(['--db', db, '--token-file', join(dir, 'token')]);
+  base = served.base;
   browser = await launchBrowser();
 });
 
 after(async () => {
   if (browser) await browser.close();
-  if (server) {
-    server.kill('SIGTERM');
-    const how = await Promise.race([exited, new Promise((ok) => setTimeout(() => ok('timeout'), 10000))]);
-    assert.deepEqual(how, { code: 0, signal: null });
-  }
+  if (served) await stopServe(served);
 });
 
 /** Rows of an SQL query on the database (read-only), as JSON. */
