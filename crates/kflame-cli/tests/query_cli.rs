@@ -54,8 +54,6 @@ fn history(path: &Path) -> Vec<(i64, Vec<u8>)> {
             .map(|(i, (t, st))| Sample {
                 time_ns: *t,
                 cpu: (i % 2) as u32,
-                pid: 1,
-                tid: 1,
                 cgroup: None,
                 stack: st,
                 weight: Weight::ONE,

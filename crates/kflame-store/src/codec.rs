@@ -34,45 +34,6 @@
 
 use std::io::Read;
 
-use kflame::fold::Weight;
-
-/// The format byte of a zstd-compressed version-1 bucket blob.
-const BUCKET_FORMAT_1: u8 = 1;
-/// Largest decompressed bucket accepted (a bucket of 10 s has a few kB).
-const MAX_BUCKET_BYTES: u64 = 256 << 20;
-/// Largest CPU number accepted in a blob.
-const MAX_CPU: u32 = 1 << 16;
-
-/// One sample as the codec sees it: stack ids already global.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct RawSample {
-    pub(crate) time_ns: i64,
-    pub(crate) cpu: u32,
-    pub(crate) pid: u32,
-    pub(crate) tid: u32,
-    /// 0 none, else index + 1 into the cgroup list.
-    pub(crate) cgroup: u32,
-    pub(crate) stack: i64,
-    pub(crate) weight: Weight,
-}
-
-/// An untimed entry: a stack (and cgroup) with a count of samples and their summed weight.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Untimed {
-    pub(crate) stack: i64,
-    pub(crate) cgroup: u32,
-    pub(crate) count: u64,
-    pub(crate) weight: Weight,
-}
-
-/// A decoded bucket.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct DecodedBucket {
-    pub(crate) cgroups: Vec<String>,
-    pub(crate) samples: Vec<RawSample>,
-    pub(crate) untimed: Vec<Untimed>,
-}
-
 pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u128) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
@@ -81,11 +42,11 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u128) {
     out.push(v as u8);
 }
 
-fn zigzag(v: i128) -> u128 {
+pub(crate) fn zigzag(v: i128) -> u128 {
     ((v << 1) ^ (v >> 127)) as u128
 }
 
-fn unzigzag(v: u128) -> i128 {
+pub(crate) fn unzigzag(v: u128) -> i128 {
     ((v >> 1) as i128) ^ -((v & 1) as i128)
 }
 
@@ -104,7 +65,7 @@ impl<'a> Reader<'a> {
         self.pos >= self.buf.len()
     }
 
-    fn left(&self) -> usize {
+    pub(crate) fn left(&self) -> usize {
         self.buf.len() - self.pos
     }
 
@@ -141,7 +102,7 @@ impl<'a> Reader<'a> {
 
     /// A varint of at most 64 bits (the common case, without 128-bit arithmetic).
     #[inline]
-    fn u64(&mut self) -> Result<u64, String> {
+    pub(crate) fn u64(&mut self) -> Result<u64, String> {
         if let Some(&b) = self.buf.get(self.pos)
             && b < 0x80
         {
@@ -160,13 +121,13 @@ impl<'a> Reader<'a> {
     }
 
     #[inline]
-    fn u32(&mut self) -> Result<u32, String> {
+    pub(crate) fn u32(&mut self) -> Result<u32, String> {
         let v = self.u64()?;
         u32::try_from(v).map_err(|_| format!("number {v} out of range before byte {}", self.pos))
     }
 
     #[inline]
-    fn i64z(&mut self) -> Result<i64, String> {
+    pub(crate) fn i64z(&mut self) -> Result<i64, String> {
         if let Some(&b) = self.buf.get(self.pos)
             && b < 0x80
         {
@@ -179,7 +140,7 @@ impl<'a> Reader<'a> {
 
     /// A count of items of at least `min_bytes` each: refused when the bytes left cannot
     /// hold that many.
-    fn count(&mut self, min_bytes: usize) -> Result<usize, String> {
+    pub(crate) fn count(&mut self, min_bytes: usize) -> Result<usize, String> {
         let n = self.u64()?;
         if n > (self.left() / min_bytes.max(1)) as u64 {
             return Err(format!("count {n} exceeds the {} bytes left", self.left()));
@@ -187,7 +148,7 @@ impl<'a> Reader<'a> {
         Ok(n as usize)
     }
 
-    fn bytes(&mut self, n: usize) -> Result<&'a [u8], String> {
+    pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8], String> {
         if n > self.left() {
             return Err(format!("{n} bytes wanted, {} left", self.left()));
         }
@@ -196,7 +157,7 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    fn done(&self) -> Result<(), String> {
+    pub(crate) fn done(&self) -> Result<(), String> {
         if self.left() != 0 {
             return Err(format!("{} bytes left over", self.left()));
         }
@@ -204,356 +165,17 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Per-CPU state of the column codes.
-#[derive(Clone, Copy, Default)]
-struct CpuState {
-    /// Samples of this CPU seen so far.
-    n: u64,
-    last_t: i64,
-    /// The delta between the CPU's first two samples: later deltas are coded against it
-    /// (a timer's period), which keeps jitter to one difference.
-    ref_dt: i64,
-    last_stack: u64,
-    last_pid: u64,
-}
-
-#[inline]
-fn cpu_state(states: &mut Vec<CpuState>, cpu: u32) -> &mut CpuState {
-    let i = cpu as usize;
-    if states.len() <= i {
-        states.resize(i + 1, CpuState::default());
-    }
-    &mut states[i]
-}
-
-/// Encodes a bucket. Times must be in `[start_ns, ...)`; `time_unit_ns` ≥ 1 truncates them
-/// to that resolution. Samples are stored by CPU, then time.
-pub(crate) fn encode_bucket(
-    start_ns: i64,
-    time_unit_ns: i64,
-    cgroups: &[&str],
-    samples: &[RawSample],
-    untimed: &[Untimed],
-) -> Vec<u8> {
-    let mut samples = samples.to_vec();
-    samples.sort_by_key(|s| (s.cpu, s.time_ns));
-    let mut dict: Vec<i64> = samples.iter().map(|s| s.stack).chain(untimed.iter().map(|u| u.stack)).collect();
-    dict.sort_unstable();
-    dict.dedup();
-    let index = |id: i64| dict.binary_search(&id).unwrap_or(0) as u64;
-    let mut pids: Vec<u32> = samples.iter().flat_map(|s| [s.pid, s.tid]).collect();
-    pids.sort_unstable();
-    pids.dedup();
-    let pid_index = |p: u32| pids.binary_search(&p).unwrap_or(0) as u128;
-
-    let mut out = Vec::with_capacity(samples.len() * 4 + 64);
-    put_varint(&mut out, time_unit_ns as u128);
-    put_varint(&mut out, dict.len() as u128);
-    let mut prev = 0i64;
-    for &id in &dict {
-        put_varint(&mut out, (id - prev) as u128);
-        prev = id;
-    }
-    put_varint(&mut out, pids.len() as u128);
-    let mut prev = 0u32;
-    for &p in &pids {
-        put_varint(&mut out, u128::from(p - prev));
-        prev = p;
-    }
-    put_varint(&mut out, cgroups.len() as u128);
-    for c in cgroups {
-        put_varint(&mut out, c.len() as u128);
-        out.extend_from_slice(c.as_bytes());
-    }
-    put_varint(&mut out, samples.len() as u128);
-    for s in &samples {
-        put_varint(&mut out, u128::from(s.cpu));
-    }
-    let mut states = Vec::new();
-    for s in &samples {
-        let st = cpu_state(&mut states, s.cpu);
-        let t = (s.time_ns - start_ns) / time_unit_ns;
-        let dt = t - st.last_t;
-        out_zig(&mut out, i128::from(dt - st.ref_dt));
-        if st.n == 1 {
-            st.ref_dt = dt;
-        }
-        st.n += 1;
-        st.last_t = t;
-    }
-    // Stack and task: 0 when the same as the CPU's previous sample, else index + 1.
-    let mut states = Vec::new();
-    for s in &samples {
-        let st = cpu_state(&mut states, s.cpu);
-        let i = index(s.stack) + 1;
-        put_varint(&mut out, if st.last_stack == i { 0 } else { u128::from(i) });
-        st.last_stack = i;
-    }
-    for s in &samples {
-        put_varint(&mut out, u128::from(s.cgroup));
-    }
-    for s in &samples {
-        let st = cpu_state(&mut states, s.cpu);
-        let i = pid_index(s.pid) as u64 + 1;
-        put_varint(&mut out, if st.last_pid == i { 0 } else { u128::from(i) });
-        st.last_pid = i;
-    }
-    for s in &samples {
-        put_varint(&mut out, if s.tid == s.pid { 0 } else { pid_index(s.tid) + 1 });
-    }
-    let mut prev_w: u128 = 0;
-    for s in &samples {
-        out_zig(&mut out, s.weight.raw().wrapping_sub(prev_w) as i128);
-        prev_w = s.weight.raw();
-    }
-    put_varint(&mut out, untimed.len() as u128);
-    for u in untimed {
-        put_varint(&mut out, u128::from(index(u.stack)));
-        put_varint(&mut out, u128::from(u.cgroup));
-        put_varint(&mut out, u128::from(u.count));
-        put_varint(&mut out, u.weight.raw());
-    }
-    let mut blob = vec![BUCKET_FORMAT_1];
-    // Level 3 (zstd's default); writing into a Vec cannot fail.
-    if let Ok(z) = zstd::bulk::compress(&out, 3) {
-        blob.extend_from_slice(&z);
-    }
-    blob
-}
-
-fn out_zig(out: &mut Vec<u8>, v: i128) {
+/// A signed number as a zigzag varint.
+pub(crate) fn out_zig(out: &mut Vec<u8>, v: i128) {
     put_varint(out, zigzag(v));
 }
 
-/// Decodes a bucket blob; errors say what is wrong, for a "corrupt" message. Samples come
-/// by CPU, then time.
-pub(crate) fn decode_bucket(blob: &[u8], start_ns: i64) -> Result<DecodedBucket, String> {
-    let mut ctx = DecodeCtx::default();
-    let mut out = DecodedBucket::default();
-    decode_bucket_into(&mut ctx, blob, start_ns, &mut out)?;
-    Ok(out)
-}
-
-/// What decoding reuses from one bucket to the next: the zstd context and the buffers.
-#[derive(Default)]
-pub(crate) struct DecodeCtx {
-    dec: Option<zstd::bulk::Decompressor<'static>>,
-    raw: Vec<u8>,
-    dict: Vec<i64>,
-    pids: Vec<u32>,
-    states: Vec<CpuState>,
-}
-
-/// [`decode_bucket`] into `out` (its vectors reused), with `ctx`'s buffers.
-pub(crate) fn decode_bucket_into(
-    ctx: &mut DecodeCtx,
-    blob: &[u8],
-    start_ns: i64,
-    out: &mut DecodedBucket,
-) -> Result<(), String> {
-    let Some((&format, body)) = blob.split_first() else {
-        return Err("empty sample blob".into());
-    };
-    if format != BUCKET_FORMAT_1 {
-        return Err(format!("unknown sample blob format {format}"));
-    }
-    let mut raw = std::mem::take(&mut ctx.raw);
-    let r = ctx.decompress(body, &mut raw).and_then(|()| decode_payload(&raw, start_ns, ctx, out));
-    ctx.raw = raw;
-    r.map_err(|e| format!("sample blob: {e}"))
-}
-
-impl DecodeCtx {
-    /// Decompresses a zstd frame of at most [`MAX_BUCKET_BYTES`] into `raw`.
-    fn decompress(&mut self, body: &[u8], raw: &mut Vec<u8>) -> Result<(), String> {
-        raw.clear();
-        match zstd::zstd_safe::get_frame_content_size(body) {
-            Ok(Some(n)) if n <= MAX_BUCKET_BYTES => {
-                if self.dec.is_none() {
-                    self.dec = Some(zstd::bulk::Decompressor::new().map_err(|e| e.to_string())?);
-                }
-                raw.reserve(n as usize);
-                let dec = self.dec.as_mut().ok_or("no zstd context")?;
-                dec.decompress_to_buffer(body, raw).map_err(|e| e.to_string())?;
-                if raw.len() as u64 != n {
-                    return Err(format!("{} bytes decompressed, the frame says {n}", raw.len()));
-                }
-                Ok(())
-            }
-            Ok(Some(n)) => Err(format!("{n} bytes decompressed exceed the limit")),
-            // A frame without its size: the streaming decoder, bounded.
-            _ => {
-                *raw = decompress(body)?;
-                Ok(())
-            }
-        }
-    }
-}
-
-/// Decompresses a zstd frame of at most [`MAX_BUCKET_BYTES`].
-fn decompress(body: &[u8]) -> Result<Vec<u8>, String> {
-    decompress_limited(body, MAX_BUCKET_BYTES as usize)
-}
-
 /// Decompresses a zstd frame of at most `max` bytes.
-fn decompress_limited(body: &[u8], max: usize) -> Result<Vec<u8>, String> {
+pub(crate) fn decompress_limited(body: &[u8], max: usize) -> Result<Vec<u8>, String> {
     let mut raw = Vec::new();
     let mut dec = zstd::stream::read::Decoder::with_buffer(body).map_err(|e| format!("zstd: {e}"))?;
     (&mut dec).take(max as u64).read_to_end(&mut raw).map_err(|e| format!("zstd: {e}"))?;
     Ok(raw)
-}
-
-/// The global stack ids a bucket blob refers to (its dictionary).
-pub(crate) fn bucket_stacks(blob: &[u8]) -> Result<Vec<i64>, String> {
-    let Some((&format, body)) = blob.split_first() else {
-        return Err("empty sample blob".into());
-    };
-    if format != BUCKET_FORMAT_1 {
-        return Err(format!("unknown sample blob format {format}"));
-    }
-    let raw = decompress(body)?;
-    let mut r = Reader::new(&raw);
-    r.varint()?;
-    let n_dict = r.count(1)?;
-    let mut dict = Vec::with_capacity(n_dict);
-    let mut prev = 0i64;
-    for _ in 0..n_dict {
-        prev = prev
-            .checked_add(i64::try_from(r.u64()?).map_err(|_| "stack id out of range")?)
-            .ok_or("stack id out of range")?;
-        dict.push(prev);
-    }
-    Ok(dict)
-}
-
-fn decode_payload(
-    raw: &[u8],
-    start_ns: i64,
-    ctx: &mut DecodeCtx,
-    out: &mut DecodedBucket,
-) -> Result<(), String> {
-    let mut r = Reader::new(raw);
-    let unit = r.i64z_plain()?;
-    if unit < 1 {
-        return Err(format!("time unit {unit}"));
-    }
-    let n_dict = r.count(1)?;
-    let dict = &mut ctx.dict;
-    dict.clear();
-    let mut prev = 0i64;
-    for _ in 0..n_dict {
-        let d = r.u64()?;
-        prev = prev
-            .checked_add(i64::try_from(d).map_err(|_| "stack id out of range".to_string())?)
-            .ok_or("stack id out of range")?;
-        dict.push(prev);
-    }
-    let n_pids = r.count(1)?;
-    let pids = &mut ctx.pids;
-    pids.clear();
-    let mut prev = 0u32;
-    for _ in 0..n_pids {
-        prev = prev.checked_add(r.u32()?).ok_or("pid out of range")?;
-        pids.push(prev);
-    }
-    let n_cg = r.count(1)?;
-    let cgroups = &mut out.cgroups;
-    cgroups.clear();
-    for _ in 0..n_cg {
-        let len = r.count(1)?;
-        let b = r.bytes(len)?;
-        cgroups.push(String::from_utf8_lossy(b).into_owned());
-    }
-    let n = r.count(7)?;
-    let samples = &mut out.samples;
-    samples.clear();
-    samples.resize(
-        n,
-        RawSample { time_ns: 0, cpu: 0, pid: 0, tid: 0, cgroup: 0, stack: 0, weight: Weight::ZERO },
-    );
-    for s in samples.iter_mut() {
-        s.cpu = r.u32()?;
-        if s.cpu > MAX_CPU {
-            return Err(format!("CPU {} out of range", s.cpu));
-        }
-    }
-    let states = &mut ctx.states;
-    states.clear();
-    for s in samples.iter_mut() {
-        let st = cpu_state(states, s.cpu);
-        let dt = st.ref_dt.checked_add(r.i64z()?).ok_or("time out of range")?;
-        if st.n == 1 {
-            st.ref_dt = dt;
-        }
-        st.n += 1;
-        let t = st.last_t.checked_add(dt).ok_or("time out of range")?;
-        st.last_t = t;
-        s.time_ns = t.checked_mul(unit).and_then(|v| v.checked_add(start_ns)).ok_or("time out of range")?;
-    }
-    states.clear();
-    for s in samples.iter_mut() {
-        let st = cpu_state(states, s.cpu);
-        let code = r.u64()?;
-        let i = if code == 0 { st.last_stack } else { code };
-        st.last_stack = i;
-        s.stack = *i
-            .checked_sub(1)
-            .and_then(|i| dict.get(i as usize))
-            .ok_or_else(|| format!("stack index {i} of {}", dict.len()))?;
-    }
-    for s in samples.iter_mut() {
-        s.cgroup = r.u32()?;
-        if s.cgroup as usize > cgroups.len() {
-            return Err(format!("cgroup index {} of {}", s.cgroup, cgroups.len()));
-        }
-    }
-    for s in samples.iter_mut() {
-        let st = cpu_state(states, s.cpu);
-        let code = r.u64()?;
-        let i = if code == 0 { st.last_pid } else { code };
-        st.last_pid = i;
-        s.pid = *i
-            .checked_sub(1)
-            .and_then(|i| pids.get(i as usize))
-            .ok_or_else(|| format!("pid index {i} of {}", pids.len()))?;
-    }
-    for s in samples.iter_mut() {
-        let code = r.u64()?;
-        s.tid = if code == 0 {
-            s.pid
-        } else {
-            *pids.get(code as usize - 1).ok_or_else(|| format!("tid index {code} of {}", pids.len()))?
-        };
-    }
-    let mut prev_w: u128 = 0;
-    for s in samples.iter_mut() {
-        let w = prev_w.wrapping_add(unzigzag(r.varint()?) as u128);
-        s.weight = Weight::from_raw(w);
-        prev_w = w;
-    }
-    let n_u = r.count(4)?;
-    let untimed = &mut out.untimed;
-    untimed.clear();
-    for _ in 0..n_u {
-        let i = r.u64()? as usize;
-        let stack = *dict.get(i).ok_or_else(|| format!("stack index {i} of {}", dict.len()))?;
-        let cgroup = r.u32()?;
-        if cgroup as usize > cgroups.len() {
-            return Err(format!("cgroup index {cgroup} of {}", cgroups.len()));
-        }
-        let count = r.u64()?;
-        let weight = Weight::from_raw(r.varint()?);
-        untimed.push(Untimed { stack, cgroup, count, weight });
-    }
-    r.done()?;
-    Ok(())
-}
-
-impl Reader<'_> {
-    fn i64z_plain(&mut self) -> Result<i64, String> {
-        let v = self.varint()?;
-        i64::try_from(v).map_err(|_| format!("number {v} out of range"))
-    }
 }
 
 /// Resolution of metric times.
@@ -732,36 +354,6 @@ mod tests {
         }
         for v in [0i128, -1, 1, i128::MIN, i128::MAX] {
             assert_eq!(unzigzag(zigzag(v)), v);
-        }
-    }
-
-    #[test]
-    fn bucket_round_trips() {
-        let start = 1_700_000_000_000_000_000;
-        let mut samples = Vec::new();
-        for i in 0..500i64 {
-            samples.push(RawSample {
-                time_ns: start + i * 26_315_000 + (i % 7) * 1000,
-                cpu: (i % 2) as u32,
-                pid: 100 + (i % 3) as u32,
-                tid: 100 + (i % 5) as u32,
-                cgroup: (i % 3) as u32,
-                stack: 1000 + (i * 7919) % 97,
-                weight: Weight::from_u64(52_631_578),
-            });
-        }
-        let untimed =
-            vec![Untimed { stack: 5, cgroup: 1, count: 3, weight: Weight::from_raw(1_500_000_001) }];
-        let blob = encode_bucket(start, 1000, &["/a", "/b"], &samples, &untimed);
-        let d = decode_bucket(&blob, start).unwrap();
-        let mut by_cpu = samples.clone();
-        by_cpu.sort_by_key(|s| (s.cpu, s.time_ns));
-        assert_eq!(d.samples, by_cpu);
-        assert_eq!(d.untimed, untimed);
-        assert_eq!(d.cgroups, vec!["/a".to_string(), "/b".to_string()]);
-        // Every truncation of the blob is an error, not a panic.
-        for cut in 0..blob.len() {
-            assert!(decode_bucket(&blob[..cut], start).is_err(), "cut at {cut}");
         }
     }
 

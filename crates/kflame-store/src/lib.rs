@@ -20,8 +20,10 @@ use std::str::FromStr;
 use kflame::events::EventRecord;
 use kflame::fold::{Meta, Stacks, Weight};
 
+mod bucket;
 mod codec;
 mod maintain;
+mod rans;
 mod sqlite;
 pub mod time;
 
@@ -104,17 +106,15 @@ pub struct CaptureId(pub i64);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct StackId(pub i64);
 
-/// One profile sample with its own time.
+/// One profile sample with its own time. Its task is named by the stack's first frame (the
+/// command) and its cgroup; process and thread ids are not kept: in a day of history they
+/// would cost more than the stacks (see ARCHITECTURE.md, "The history store").
 #[derive(Clone, Copy, Debug)]
 pub struct Sample<'a> {
     /// UTC ns since the epoch.
     pub time_ns: i64,
     /// CPU it was taken on.
     pub cpu: u32,
-    /// Process id (0 when unknown).
-    pub pid: u32,
-    /// Thread id (0 when unknown).
-    pub tid: u32,
     /// Cgroup path (`/system.slice/nginx.service`), when the kernel recorded it.
     pub cgroup: Option<&'a str>,
     /// The folded stack without its count: `comm;frame;...;leaf` (bytes: names are not
@@ -242,6 +242,8 @@ pub struct Maintenance {
     pub expired_rows: u64,
     /// Profile buckets merged into downsampled ones.
     pub downsampled_buckets: u64,
+    /// Profile buckets of closed hours merged into one bucket each (their samples kept).
+    pub compacted_buckets: u64,
     /// Rows deleted to keep to the disk budget.
     pub budget_rows: u64,
     /// Stacks no longer referred to, deleted.

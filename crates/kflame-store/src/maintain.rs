@@ -5,8 +5,9 @@ use kflame::fold::Weight;
 use rusqlite::params;
 use rustc_hash::FxHashMap;
 
-use crate::codec::{self, Untimed};
-use crate::sqlite::MAX_BUCKET_NS;
+use crate::bucket::{self, Untimed};
+use crate::codec;
+use crate::sqlite::{MAX_BUCKET_NS, TIME_UNIT_NS};
 use crate::{Maintenance, Policy, Sqlite, StoreError};
 
 /// Rows deleted or buckets merged per transaction.
@@ -25,6 +26,13 @@ pub(crate) fn run(db: &mut Sqlite, p: &Policy) -> Result<Maintenance, StoreError
             });
         }
         m.downsampled_buckets += downsample(db, p.now_ns.saturating_sub(after), p.downsample_to_ns)?;
+    }
+    // Compaction is an optimization: a full disk leaves it for a later run, after the
+    // budget made room.
+    match compact(db, p.now_ns) {
+        Ok(n) => m.compacted_buckets += n,
+        Err(e) if e.is_disk_full() => {}
+        Err(e) => return Err(e),
     }
     if let Some(max) = p.max_bytes {
         m.budget_rows += budget(db, max, &mut m.orphan_stacks)?;
@@ -133,7 +141,7 @@ fn downsample(db: &mut Sqlite, cutoff: i64, width: i64) -> Result<u64, StoreErro
         }
         let mut groups: FxHashMap<Key, Group> = FxHashMap::default();
         for (id, host, kind, start, capture, unit, event, end, data) in rows {
-            let d = codec::decode_bucket(&data, start).map_err(|detail| StoreError::Corrupt {
+            let d = bucket::decode_bucket(&data, start).map_err(|detail| StoreError::Corrupt {
                 path: path.clone(),
                 detail: format!("bucket {id}: {detail}"),
             })?;
@@ -182,7 +190,7 @@ fn downsample(db: &mut Sqlite, cutoff: i64, width: i64) -> Result<u64, StoreErro
                 untimed.sort_by_key(|u| (u.stack, u.cgroup));
                 let samples: u64 = untimed.iter().map(|u| u.count).sum();
                 let cgs: Vec<&str> = g.cgroups.iter().map(String::as_str).collect();
-                let data = codec::encode_bucket(g.start, 1000, &cgs, &[], &untimed);
+                let data = bucket::encode_bucket(g.start, 1000, 0, &cgs, &[], &untimed);
                 c.prepare_cached(
                     "INSERT INTO buckets(host, kind, start_ns, end_ns, capture, unit, event, samples, timed, data)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9)",
@@ -199,6 +207,134 @@ fn downsample(db: &mut Sqlite, cutoff: i64, width: i64) -> Result<u64, StoreErro
         merged += n;
     }
     Ok(merged)
+}
+
+/// The span of time whose timed buckets compaction merges into one: an hour of the
+/// calendar (UTC), the longest a bucket may last.
+pub(crate) const SEGMENT_NS: i64 = MAX_BUCKET_NS;
+/// An hour is compacted once it ended this long ago: buckets are written as they end, and
+/// one written later still (after a full disk) joins its hour at the next run.
+const COMPACT_AFTER_NS: i64 = 600_000_000_000;
+/// The coded columns of a compacted hour are cut into streams of this much time: a query
+/// cutting the hour decodes only the windows on its side of the cut (or the hour's totals
+/// less the windows on the other side).
+const WINDOW_NS: i64 = 300_000_000_000;
+
+/// Merges the timed buckets of each closed hour (one host, kind, capture, unit and event)
+/// into one bucket that keeps every sample: one dictionary and one set of column models
+/// for the hour instead of one per bucket, and rows of tens of kB instead of hundreds of
+/// bytes. Buckets with untimed entries (they count at their own start) and buckets that
+/// cross an hour's end stay as they are. Returns the buckets merged.
+fn compact(db: &mut Sqlite, now_ns: i64) -> Result<u64, StoreError> {
+    let limit = now_ns.saturating_sub(COMPACT_AFTER_NS).div_euclid(SEGMENT_NS).saturating_mul(SEGMENT_NS);
+    type Group = (i64, i64, Option<i64>, String, Option<String>, i64);
+    let groups: Vec<Group> = {
+        let conn = db.conn();
+        let mut st = conn
+            .prepare_cached(
+                "SELECT host, kind, capture, unit, event, start_ns / ?1 AS span FROM buckets
+                 WHERE timed = 1 AND start_ns >= 0 AND end_ns <= ?2 AND end_ns <= (start_ns / ?1 + 1) * ?1
+                 GROUP BY host, kind, capture, unit, event, span HAVING count(*) > 1",
+            )
+            .map_err(|e| db.err(e))?;
+        st.query_map(params![SEGMENT_NS, limit], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+        })
+        .map_err(|e| db.err(e))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| db.err(e))?
+    };
+    let path = db.path().to_path_buf();
+    let mut merged = 0u64;
+    for (host, kind, capture, unit, event, span) in groups {
+        let (from, to) = (span * SEGMENT_NS, (span + 1) * SEGMENT_NS);
+        let rows: Vec<(i64, i64, i64, Vec<u8>)> = {
+            let conn = db.conn();
+            let mut st = conn
+                .prepare_cached(
+                    "SELECT id, start_ns, end_ns, data FROM buckets
+                     WHERE timed = 1 AND host = ?1 AND kind = ?2 AND capture IS ?3 AND unit = ?4
+                       AND event IS ?5 AND start_ns >= ?6 AND end_ns <= ?7 ORDER BY start_ns",
+                )
+                .map_err(|e| db.err(e))?;
+            st.query_map(params![host, kind, capture, unit, event, from, to], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .map_err(|e| db.err(e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| db.err(e))?
+        };
+        let mut ids = Vec::new();
+        let (mut start, mut end) = (i64::MAX, i64::MIN);
+        let mut cgroups: Vec<String> = Vec::new();
+        let mut samples: Vec<bucket::RawSample> = Vec::new();
+        let mut decoded = Vec::new();
+        for (id, s, e, data) in rows {
+            let d = bucket::decode_bucket(&data, s).map_err(|detail| StoreError::Corrupt {
+                path: path.clone(),
+                detail: format!("bucket {id}: {detail}"),
+            })?;
+            if !d.untimed.is_empty() || samples.len() + d.samples.len() > bucket::MAX_SAMPLES {
+                continue;
+            }
+            ids.push(id);
+            start = start.min(s);
+            end = end.max(e);
+            samples.extend_from_slice(&d.samples);
+            decoded.push((s, d));
+        }
+        if ids.len() < 2 {
+            continue;
+        }
+        // The finest resolution that keeps every stored time: the rows' own, and their
+        // starts' offsets from the merged bucket's.
+        let mut tu = 0i64;
+        for (s, d) in &decoded {
+            tu = gcd(gcd(tu, d.time_unit_ns), s - start);
+        }
+        let tu = if tu <= 0 { TIME_UNIT_NS } else { tu };
+        samples.clear();
+        for (_, d) in &decoded {
+            // Cgroup indexes of this bucket → indexes in the merged list.
+            let mut map = vec![0u32];
+            for cg in &d.cgroups {
+                let i = match cgroups.iter().position(|c| c == cg) {
+                    Some(i) => i,
+                    None => {
+                        cgroups.push(cg.clone());
+                        cgroups.len() - 1
+                    }
+                };
+                map.push(i as u32 + 1);
+            }
+            samples
+                .extend(d.samples.iter().map(|s| bucket::RawSample { cgroup: map[s.cgroup as usize], ..*s }));
+        }
+        let cgs: Vec<&str> = cgroups.iter().map(String::as_str).collect();
+        let data = bucket::encode_bucket(start, tu, WINDOW_NS, &cgs, &samples, &[]);
+        let n = batch(db, |c| {
+            c.prepare_cached(
+                "INSERT INTO buckets(host, kind, start_ns, end_ns, capture, unit, event, samples, timed, data)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, ?9)",
+            )?
+            .execute(params![host, kind, start, end, capture, unit, event, samples.len() as i64, data])?;
+            let mut del = c.prepare_cached("DELETE FROM buckets WHERE id = ?1")?;
+            for id in &ids {
+                del.execute([id])?;
+            }
+            Ok(ids.len() as u64)
+        })?;
+        merged += n;
+    }
+    Ok(merged)
+}
+
+fn gcd(mut a: i64, mut b: i64) -> i64 {
+    (a, b) = (a.abs(), b.abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 /// Deletes the oldest data, a twentieth of the stored time span (at least a minute) at a
@@ -248,7 +384,7 @@ fn delete_orphans(db: &mut Sqlite) -> Result<u64, StoreError> {
         while let Some(r) = rows.next().map_err(e)? {
             let id: i64 = r.get(0).map_err(e)?;
             let blob: Vec<u8> = r.get(1).map_err(e)?;
-            let ids = codec::bucket_stacks(&blob).map_err(|detail| StoreError::Corrupt {
+            let ids = bucket::bucket_stacks(&blob).map_err(|detail| StoreError::Corrupt {
                 path: path.clone(),
                 detail: format!("bucket {id}: {detail}"),
             })?;

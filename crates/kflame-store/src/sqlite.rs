@@ -11,7 +11,8 @@ use kflame::fold::{Meta, StackCounts, Stacks, Unit, Weight};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 use rustc_hash::FxHashMap;
 
-use crate::codec::{self, RawSample, Untimed};
+use crate::bucket::{self, RawSample, Untimed};
+use crate::codec;
 use crate::{
     Bucket, CaptureId, CaptureStart, Event, Kind, Maintenance, Metric, Point, Policy, Profile, ProfileQuery,
     Query, SamplePoint, Series, SeriesQuery, StackId, Store, StoreError, StoredEvent, StoredReport,
@@ -26,7 +27,7 @@ pub(crate) const MAX_BUCKET_NS: i64 = 3_600_000_000_000;
 /// the table's row numbers: dense).
 const MAX_DENSE_FRAME_ID: usize = 1 << 28;
 /// Resolution of stored sample times: 1 ms (times are truncated to it).
-const TIME_UNIT_NS: i64 = 1_000_000;
+pub(crate) const TIME_UNIT_NS: i64 = 1_000_000;
 /// Metric values are stored to this many decimals of their unit (rounded).
 /// Decimals a metric value keeps in the store (see [`stored_metric_value`]).
 pub const METRIC_DECIMALS: i32 = 2;
@@ -596,27 +597,81 @@ fn frame_ids(blob: &[u8]) -> Result<Vec<i64>, String> {
 fn sum_buckets(path: &Path, rows: &[BucketRow], q: &ProfileQuery<'_>) -> Result<Sums, StoreError> {
     let mut sums: FxHashMap<i64, Weight> = FxHashMap::default();
     let mut samples = 0u64;
-    let mut ctx = codec::DecodeCtx::default();
-    let mut d = codec::DecodedBucket::default();
+    let mut ctx = bucket::DecodeCtx::default();
+    let mut d = bucket::DecodedBucket::default();
     let mut cg_ok: Vec<bool> = Vec::new();
+    let mut totals = bucket::Totals::default();
+    let mut less: FxHashMap<i64, (u64, Weight)> = FxHashMap::default();
+    let (from, to) = (q.from_ns, q.to_ns);
+    let inside = move |(a, b): (i64, i64)| a >= from && b <= to;
+    let outside = move |(a, b): (i64, i64)| b <= from || a >= to;
     for row in rows {
-        codec::decode_bucket_into(&mut ctx, &row.data, row.start_ns, &mut d).map_err(|d| {
-            StoreError::Corrupt {
-                path: path.to_path_buf(),
-                detail: format!("bucket at {}: {d}", row.start_ns),
+        let corrupt = |d: String| StoreError::Corrupt {
+            path: path.to_path_buf(),
+            detail: format!("bucket at {}: {d}", row.start_ns),
+        };
+        let whole = row.start_ns >= from && row.end_ns <= to;
+        let untimed_in = row.start_ns >= from && row.start_ns < to;
+        if let Some((side, words)) = bucket::parse(&mut ctx, &row.data).map_err(corrupt)? {
+            // Without a cgroup filter, a bucket of equal weights has its stacks' totals.
+            let has_totals = q.cgroup.is_none() && side.totals_into(&ctx, &mut totals);
+            if has_totals && whole {
+                for &(id, n, w) in &totals.stacks {
+                    *sums.entry(id).or_insert(Weight::ZERO) += w;
+                    samples += n;
+                }
+                for u in &totals.untimed {
+                    *sums.entry(u.stack).or_insert(Weight::ZERO) += u.weight;
+                    samples += u.count;
+                }
+                continue;
             }
-        })?;
-        let whole = row.start_ns >= q.from_ns && row.end_ns <= q.to_ns;
+            // A cut bucket: the windows on the range's side of the cut, or, when fewer
+            // samples lie outside, the totals less the windows on the other side.
+            let windows = side.window_samples(row.start_ns);
+            let direct: usize = windows.iter().filter(|w| !outside(w.0)).map(|w| w.1).sum();
+            let other: usize = windows.iter().filter(|w| !inside(w.0)).map(|w| w.1).sum();
+            if has_totals && other < direct {
+                less.clear();
+                less.extend(totals.stacks.iter().map(|&(id, n, w)| (id, (n, w))));
+                side.decode_into(&ctx, words, row.start_ns, &mut |w| !inside(w), &mut d).map_err(corrupt)?;
+                for s in &d.samples {
+                    if s.time_ns < from || s.time_ns >= to {
+                        let e = less.get_mut(&s.stack).filter(|e| e.0 > 0).ok_or_else(|| {
+                            corrupt(format!("stack {} is missing from the totals", s.stack))
+                        })?;
+                        e.0 -= 1;
+                        e.1 = e.1.saturating_sub(s.weight);
+                    }
+                }
+                for (&id, &(n, w)) in &less {
+                    if n > 0 {
+                        *sums.entry(id).or_insert(Weight::ZERO) += w;
+                        samples += n;
+                    }
+                }
+                if untimed_in {
+                    for u in &d.untimed {
+                        *sums.entry(u.stack).or_insert(Weight::ZERO) += u.weight;
+                        samples += u.count;
+                    }
+                }
+                continue;
+            }
+            side.decode_into(&ctx, words, row.start_ns, &mut |w| !outside(w), &mut d).map_err(corrupt)?;
+        } else {
+            bucket::decode_bucket_into(&mut ctx, &row.data, row.start_ns, &mut d).map_err(corrupt)?;
+        }
         cg_ok.clear();
         cg_ok.push(q.cgroup.is_none());
         cg_ok.extend(d.cgroups.iter().map(|cg| q.cgroup.is_none_or(|w| cgroup_matches(cg, w))));
         for s in &d.samples {
-            if (whole || (s.time_ns >= q.from_ns && s.time_ns < q.to_ns)) && cg_ok[s.cgroup as usize] {
+            if (whole || (s.time_ns >= from && s.time_ns < to)) && cg_ok[s.cgroup as usize] {
                 *sums.entry(s.stack).or_insert(Weight::ZERO) += s.weight;
                 samples += 1;
             }
         }
-        if row.start_ns >= q.from_ns && row.start_ns < q.to_ns {
+        if untimed_in {
             for u in &d.untimed {
                 if cg_ok[u.cgroup as usize] {
                     *sums.entry(u.stack).or_insert(Weight::ZERO) += u.weight;
@@ -911,6 +966,15 @@ impl Store for Sqlite {
                 b.kind, b.host, b.start_ns, b.end_ns, s.time_ns
             )));
         }
+        if b.samples.len() > bucket::MAX_SAMPLES {
+            return Err(invalid(format!(
+                "a {} bucket of {} holds {} samples, more than the {} a bucket may: write shorter buckets",
+                b.kind,
+                b.host,
+                b.samples.len(),
+                bucket::MAX_SAMPLES
+            )));
+        }
         let unit = unit_name(b.meta).to_string();
         let event = b.meta.event.clone();
         self.write(|conn, c| {
@@ -932,22 +996,14 @@ impl Store for Sqlite {
                         cgroups.len() as u32
                     }),
                 };
-                raw.push(RawSample {
-                    time_ns: s.time_ns,
-                    cpu: s.cpu,
-                    pid: s.pid,
-                    tid: s.tid,
-                    cgroup,
-                    stack,
-                    weight: s.weight,
-                });
+                raw.push(RawSample { time_ns: s.time_ns, cpu: s.cpu, cgroup, stack, weight: s.weight });
             }
             raw.sort_by_key(|s| (s.time_ns, s.cpu));
             let mut untimed = Vec::with_capacity(b.aggregated.len());
             for (text, w) in b.aggregated {
                 untimed.push(Untimed { stack: stack_id(conn, c, text)?, cgroup: 0, count: 1, weight: *w });
             }
-            let data = codec::encode_bucket(b.start_ns, TIME_UNIT_NS, &cgroups, &raw, &untimed);
+            let data = bucket::encode_bucket(b.start_ns, TIME_UNIT_NS, 0, &cgroups, &raw, &untimed);
             conn.prepare_cached(
                 "INSERT INTO buckets(host, kind, start_ns, end_ns, capture, unit, event, samples, timed, data)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, ?9)",
@@ -1141,7 +1197,7 @@ impl Query for Sqlite {
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(8)
-            .min(rows.len().div_ceil(64))
+            .min(rows.len().div_ceil(64).max(rows.len().min(2)))
             .max(1);
         let chunk = rows.len().div_ceil(threads).max(1);
         let path = self.path.as_path();
@@ -1195,9 +1251,19 @@ impl Query for Sqlite {
         let e = |err| map_err(&self.path, err);
         let tx = self.conn.unchecked_transaction().map_err(e)?;
         let mut out = Vec::new();
+        let mut ctx = bucket::DecodeCtx::default();
+        let mut d = bucket::DecodedBucket::default();
+        let (from, to) = (q.from_ns, q.to_ns);
         self.for_buckets(q, |row| {
-            let d = codec::decode_bucket(&row.data, row.start_ns)
-                .map_err(|d| self.corrupt(format!("bucket at {}: {d}", row.start_ns)))?;
+            // Only the windows of a compacted hour that the range reaches.
+            bucket::decode_windows_into(
+                &mut ctx,
+                &row.data,
+                row.start_ns,
+                &mut |(a, b)| b > from && a < to,
+                &mut d,
+            )
+            .map_err(|d| self.corrupt(format!("bucket at {}: {d}", row.start_ns)))?;
             for s in &d.samples {
                 let cg_ok = match (q.cgroup, s.cgroup) {
                     (None, _) => true,

@@ -49,8 +49,6 @@ fn append(db: &mut Sqlite, i: i64) -> Result<(), kflame_store::StoreError> {
         .map(|(k, s)| Sample {
             time_ns: T0 + i * 10 * SEC + k as i64 * 1_000_000,
             cpu: (k % 2) as u32,
-            pid: 1,
-            tid: 1,
             cgroup: None,
             stack: s,
             weight: Weight::ONE,

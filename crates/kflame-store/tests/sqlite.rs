@@ -40,10 +40,10 @@ fn real_stacks() -> Vec<Vec<u8>> {
     out
 }
 
+#[derive(Clone)]
 struct Owned {
     time_ns: i64,
     cpu: u32,
-    pid: u32,
     cgroup: Option<&'static str>,
     stack: Vec<u8>,
     weight: Weight,
@@ -69,7 +69,6 @@ fn generate(seconds: i64) -> Vec<Owned> {
             out.push(Owned {
                 time_ns: t + (k as i64 % 5) * 1_000,
                 cpu,
-                pid: 100 + (k % 4) as u32,
                 cgroup,
                 stack,
                 weight: Weight::from_u64(1),
@@ -91,8 +90,6 @@ fn write_buckets(db: &mut Sqlite, samples: &[Owned], bucket_ns: i64, host: &str,
             .map(|s| Sample {
                 time_ns: s.time_ns,
                 cpu: s.cpu,
-                pid: s.pid,
-                tid: s.pid,
                 cgroup: s.cgroup,
                 stack: &s.stack,
                 weight: s.weight,
@@ -507,15 +504,7 @@ fn bad_buckets_are_refused_whole() {
     let d = dir("refuse");
     let mut db = Sqlite::open(d.join("h.db"), OpenMode::Write).unwrap();
     let meta = Meta::default();
-    let s = [Sample {
-        time_ns: T0 + 20 * SEC,
-        cpu: 0,
-        pid: 1,
-        tid: 1,
-        cgroup: None,
-        stack: b"a;b",
-        weight: Weight::ONE,
-    }];
+    let s = [Sample { time_ns: T0 + 20 * SEC, cpu: 0, cgroup: None, stack: b"a;b", weight: Weight::ONE }];
     let e = db
         .append_bucket(&Bucket {
             host: "h",
@@ -583,4 +572,128 @@ fn metric_values_keep_two_decimals_and_short_blocks_share_rows() {
     let c = rusqlite::Connection::open(&path).unwrap();
     let rows: i64 = c.query_row("SELECT count(*) FROM metric_blocks", [], |r| r.get(0)).unwrap();
     assert_eq!(rows, 3 * 3);
+}
+
+#[test]
+fn compacted_hours_answer_every_range_as_before() {
+    let d = dir("compact");
+    let path = d.join("h.db");
+    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    let cpu = Meta { unit: Unit::Samples, event: Some("cpu-clock".into()) };
+    let samples = generate(2 * 3600 + 1200);
+    write_buckets(&mut db, &samples, 10 * SEC, "h", &cpu);
+    // Allocation bytes: weights that differ, so that a cut hour is decoded, not subtracted.
+    let mut mem = generate(2 * 3600 + 1200);
+    for (i, s) in mem.iter_mut().enumerate() {
+        s.weight = Weight::from_u64(4096 << (i % 3));
+    }
+    write_buckets_kind(&mut db, &mem, 10 * SEC, Kind::Mem, &Meta { unit: Unit::Bytes, event: None });
+    let ranges = [
+        (T0, T0 + 3600 * SEC),
+        (T0 + 1800 * SEC, T0 + 5400 * SEC),
+        (T0 + 600 * SEC, T0 + 7200 * SEC),
+        (T0 + 3900 * SEC + 123_456_789, T0 + 4020 * SEC),
+        (T0 + 7000 * SEC, T0 + 8000 * SEC),
+        (T0 - SEC, T0 + 9000 * SEC),
+    ];
+    let heat = |db: &Sqlite, kind, from, to| {
+        // Stack ids stay what they were: compaction rewrites buckets, not stacks.
+        let mut v: Vec<(i64, u32, i64, Weight)> = db
+            .samples(&ProfileQuery::new(kind, from, to))
+            .unwrap()
+            .into_iter()
+            .map(|p| (p.time_ns, p.cpu, p.stack.0, p.weight))
+            .collect();
+        v.sort();
+        v
+    };
+    let before: Vec<_> = ranges.iter().map(|&(a, b)| heat(&db, Kind::Cpu, a, b)).collect();
+    let rows_before = db.profile(&ProfileQuery::new(Kind::Cpu, T0 - SEC, T0 + 9000 * SEC)).unwrap().buckets;
+    let m = db.maintain(&Policy::new(T0 + 2 * 3600 * SEC + 1200 * SEC + 660 * SEC)).unwrap();
+    // Two closed hours of 360 buckets each, for both kinds; the third hour is still open.
+    assert_eq!(m.compacted_buckets, 4 * 360, "{m:?}");
+    let rows_after = db.profile(&ProfileQuery::new(Kind::Cpu, T0 - SEC, T0 + 9000 * SEC)).unwrap().buckets;
+    assert_eq!((rows_before, rows_after), (840, 2 + 120));
+    drop(db);
+    let db = Sqlite::open(&path, OpenMode::Read).unwrap();
+    for (i, &(a, b)) in ranges.iter().enumerate() {
+        for cgroup in [None, Some("/system.slice"), Some("/user.slice")] {
+            let q = ProfileQuery { cgroup, ..ProfileQuery::new(Kind::Cpu, a, b) };
+            assert_eq!(got(&db, &q), expected(&samples, a, b, cgroup), "cpu {a}..{b} {cgroup:?}");
+            let q = ProfileQuery { cgroup, ..ProfileQuery::new(Kind::Mem, a, b) };
+            assert_eq!(got(&db, &q), expected(&mem, a, b, cgroup), "mem {a}..{b} {cgroup:?}");
+        }
+        assert_eq!(heat(&db, Kind::Cpu, a, b), before[i], "heat map {a}..{b}");
+        let n = db.profile(&ProfileQuery::new(Kind::Cpu, a, b)).unwrap().samples;
+        assert_eq!(n as usize, samples.iter().filter(|s| s.time_ns >= a && s.time_ns < b).count());
+    }
+    // Compacting again does nothing; a bucket written late into a closed hour joins it.
+    drop(db);
+    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    let late: Vec<Owned> =
+        generate(20).into_iter().map(|s| Owned { time_ns: s.time_ns + 1800 * SEC, ..s }).collect();
+    write_buckets_from(&mut db, &late, T0 + 1800 * SEC, 20 * SEC, &cpu);
+    let m = db.maintain(&Policy::new(T0 + 2 * 3600 * SEC + 1200 * SEC + 660 * SEC)).unwrap();
+    assert_eq!(m.compacted_buckets, 2, "the hour and the late bucket: {m:?}");
+    let mut all = samples.clone();
+    all.extend(late.iter().cloned());
+    for &(a, b) in &ranges {
+        assert_eq!(got(&db, &ProfileQuery::new(Kind::Cpu, a, b)), expected(&all, a, b, None), "{a}..{b}");
+    }
+}
+
+/// [`write_buckets`] of another kind.
+fn write_buckets_kind(db: &mut Sqlite, samples: &[Owned], bucket_ns: i64, kind: Kind, meta: &Meta) {
+    let end = samples.iter().map(|s| s.time_ns).max().unwrap() + 1;
+    let mut start = T0;
+    while start < end {
+        let these: Vec<Sample<'_>> = samples
+            .iter()
+            .filter(|s| s.time_ns >= start && s.time_ns < start + bucket_ns)
+            .map(|s| Sample {
+                time_ns: s.time_ns,
+                cpu: s.cpu,
+                cgroup: s.cgroup,
+                stack: &s.stack,
+                weight: s.weight,
+            })
+            .collect();
+        db.append_bucket(&Bucket {
+            host: "h",
+            kind,
+            start_ns: start,
+            end_ns: start + bucket_ns,
+            capture: None,
+            meta,
+            samples: &these,
+            aggregated: &[],
+        })
+        .unwrap();
+        start += bucket_ns;
+    }
+}
+
+/// One bucket of `samples` over `[start, start + len)`.
+fn write_buckets_from(db: &mut Sqlite, samples: &[Owned], start: i64, len: i64, meta: &Meta) {
+    let these: Vec<Sample<'_>> = samples
+        .iter()
+        .map(|s| Sample {
+            time_ns: s.time_ns,
+            cpu: s.cpu,
+            cgroup: s.cgroup,
+            stack: &s.stack,
+            weight: s.weight,
+        })
+        .collect();
+    db.append_bucket(&Bucket {
+        host: "h",
+        kind: Kind::Cpu,
+        start_ns: start,
+        end_ns: start + len,
+        capture: None,
+        meta,
+        samples: &these,
+        aggregated: &[],
+    })
+    .unwrap();
 }

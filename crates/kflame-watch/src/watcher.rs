@@ -120,8 +120,6 @@ struct Pending {
 struct Row {
     time_ns: i64,
     cpu: u32,
-    pid: u32,
-    tid: u32,
     cgroup: Option<u32>,
     stack: u32,
     weight: u64,
@@ -157,7 +155,7 @@ impl Pending {
     fn push(&mut self, r: &Recording, s: &record::SampleRecord, time_ns: i64) {
         let stack = self.intern(r.sample_stack(s));
         let cgroup = s.cgroup.and_then(|id| r.cgroups.get(&id)).map(|p| self.cgroup(p));
-        self.rows.push(Row { time_ns, cpu: s.cpu, pid: s.pid, tid: s.tid, cgroup, stack, weight: s.weight });
+        self.rows.push(Row { time_ns, cpu: s.cpu, cgroup, stack, weight: s.weight });
     }
 
     fn cgroup(&mut self, path: &Arc<str>) -> u32 {
@@ -178,9 +176,6 @@ impl Pending {
             .map(|r| Sample {
                 time_ns: r.time_ns,
                 cpu: r.cpu,
-                // the recorder's "unknown" (u32::MAX) is the store's 0
-                pid: if r.pid == u32::MAX { 0 } else { r.pid },
-                tid: if r.tid == u32::MAX { 0 } else { r.tid },
                 cgroup: r.cgroup.and_then(|c| self.cgroups.get(c as usize)).map(|c| &**c),
                 stack: self.stacks.get(r.stack as usize).map_or(&[][..], |s| &**s),
                 weight: Weight::from(r.weight),

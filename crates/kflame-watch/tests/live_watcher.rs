@@ -263,8 +263,6 @@ fn fill_with_old_buckets(db: &mut Sqlite) -> i64 {
             .map(|(k, s)| Sample {
                 time_ns: t0 + i * 10 * SEC + k as i64 * 1_000_000,
                 cpu: (k % 2) as u32,
-                pid: 1,
-                tid: 1,
                 cgroup: None,
                 stack: s,
                 weight: Weight::ONE,

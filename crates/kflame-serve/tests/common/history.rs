@@ -232,8 +232,6 @@ fn append(
         .map(|w| Sample {
             time_ns: w.time_ns,
             cpu: w.cpu,
-            pid: 100 + w.cpu,
-            tid: 100 + w.cpu,
             cgroup: None,
             stack: &w.stack,
             weight: Weight::from_u64(1),
