@@ -412,6 +412,16 @@ struct Models {
 impl Side {
     /// Reads side data (decompressed), the dictionary into `dict`.
     fn read(raw: &[u8], dict: &mut Vec<i64>) -> Result<Side, String> {
+        Side::read_until(raw, dict, false).and_then(|s| s.ok_or_else(|| "side data cut short".to_string()))
+    }
+
+    /// The dictionary alone into `dict`, the rest of the side data unread.
+    fn read_dict(raw: &[u8], dict: &mut Vec<i64>) -> Result<(), String> {
+        Side::read_until(raw, dict, true).map(|_| ())
+    }
+
+    /// Reads side data up to and with the dictionary, then the rest unless `dict_only`.
+    fn read_until(raw: &[u8], dict: &mut Vec<i64>, dict_only: bool) -> Result<Option<Side>, String> {
         let mut r = Reader::new(raw);
         let unit = i64::try_from(r.u64()?).map_err(|_| "time unit out of range")?;
         if unit < 1 {
@@ -432,6 +442,9 @@ impl Side {
                 .checked_add(i64::try_from(r.u64()?).map_err(|_| "stack id out of range")?)
                 .ok_or("stack id out of range")?;
             dict.push(prev);
+        }
+        if dict_only {
+            return Ok(None);
         }
         let counts = |r: &mut Reader<'_>, size: usize| -> Result<Vec<u64>, String> {
             if size > r.left() {
@@ -552,7 +565,7 @@ impl Side {
             untimed.push(Untimed { stack, cgroup, count, weight });
         }
         r.done()?;
-        Ok(Side { unit, window_ns, cgroups, models, windows, untimed })
+        Ok(Some(Side { unit, window_ns, cgroups, models, windows, untimed }))
     }
 
     /// The span of window `w` (UTC ns), or the whole time when windows are off.
@@ -808,7 +821,7 @@ pub(crate) fn bucket_stacks(blob: &[u8]) -> Result<Vec<i64>, String> {
             Ok(dict)
         }
         BUCKET_FORMAT_2 => {
-            split_v2(&mut ctx, body, &mut raw).and_then(|_| Side::read(&raw, &mut ctx.dict))?;
+            split_v2(&mut ctx, body, &mut raw).and_then(|_| Side::read_dict(&raw, &mut ctx.dict))?;
             Ok(ctx.dict)
         }
         _ => Err(format!("unknown sample blob format {format}")),

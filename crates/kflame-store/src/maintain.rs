@@ -219,6 +219,8 @@ const COMPACT_AFTER_NS: i64 = 600_000_000_000;
 /// cutting the hour decodes only the windows on its side of the cut (or the hour's totals
 /// less the windows on the other side).
 const WINDOW_NS: i64 = 300_000_000_000;
+/// Compaction starts no new hour after this long in one maintenance run.
+const COMPACT_TIME: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Merges the timed buckets of each closed hour (one host, kind, capture, unit and event)
 /// into one bucket that keeps every sample: one dictionary and one set of column models
@@ -234,7 +236,7 @@ fn compact(db: &mut Sqlite, now_ns: i64) -> Result<u64, StoreError> {
             .prepare_cached(
                 "SELECT host, kind, capture, unit, event, start_ns / ?1 AS span FROM buckets
                  WHERE timed = 1 AND start_ns >= 0 AND end_ns <= ?2 AND end_ns <= (start_ns / ?1 + 1) * ?1
-                 GROUP BY host, kind, capture, unit, event, span HAVING count(*) > 1",
+                 GROUP BY host, kind, capture, unit, event, span HAVING count(*) > 1 ORDER BY span DESC",
             )
             .map_err(|e| db.err(e))?;
         st.query_map(params![SEGMENT_NS, limit], |r| {
@@ -246,7 +248,13 @@ fn compact(db: &mut Sqlite, now_ns: i64) -> Result<u64, StoreError> {
     };
     let path = db.path().to_path_buf();
     let mut merged = 0u64;
+    let began = std::time::Instant::now();
     for (host, kind, capture, unit, event, span) in groups {
+        // The writer waits while maintenance runs: a backlog (an old history, a long
+        // outage) is compacted a little at each run, newest hours first.
+        if began.elapsed() > COMPACT_TIME {
+            break;
+        }
         let (from, to) = (span * SEGMENT_NS, (span + 1) * SEGMENT_NS);
         let rows: Vec<(i64, i64, i64, Vec<u8>)> = {
             let conn = db.conn();

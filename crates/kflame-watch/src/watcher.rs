@@ -13,7 +13,7 @@ use kflame::record::{self, Config, Mode, Recorder, Recording, Status as RecStatu
 use crate::capture::{self, Capture, Message};
 use crate::config::{ConfigError, Level, Settings};
 use crate::kmsg::{Follower, KernelReport};
-use crate::metrics::{Options, Sampler};
+use crate::metrics::{Options, Reading, Sampler};
 use crate::rules::{CaptureKind, Evaluator, Fired, Held};
 use crate::store::{
     Bucket, CaptureId, CaptureStart, Kind, Metric, Policy, Sample, Store, StoreError, StoredReport,
@@ -344,6 +344,13 @@ impl<S: Store> Watcher<S> {
         let mut next_maintain = started + Duration::from_secs(60);
         let mut last_maintain = started;
         self.metrics_tick(control); // the first read: rates from the next one on
+        // Metrics are read on their own thread, once a second whatever the loop waits for
+        // (a slow maintenance run, a full disk): readings queue and are stored in order.
+        let options = Options { all_devices: self.settings.all_devices };
+        let root = self.env.proc_root.clone();
+        let fresh = move || Sampler::new(&root, Options { all_devices: options.all_devices });
+        let sampler = std::mem::replace(&mut self.sampler, Sampler::new(&self.env.proc_root, options));
+        let mut reader = MetricReader::start(sampler, started + tick, tick, fresh);
         loop {
             let ended = match profile.poll(Duration::from_millis(100)) {
                 Ok(RecStatus::Running) => false,
@@ -371,8 +378,10 @@ impl<S: Store> Watcher<S> {
             if ended || stop.load(Ordering::Relaxed) {
                 break;
             }
+            for (t, reading) in reader.readings() {
+                self.store_reading(t, reading, true, control);
+            }
             if now >= next_tick {
-                self.metrics_tick(control);
                 let w = profile.take_window();
                 self.profile_window(&w);
                 self.status.lost += w.ring.lost;
@@ -394,7 +403,16 @@ impl<S: Store> Watcher<S> {
                 next_maintain = now + Duration::from_secs(60);
             }
         }
-        // Stop: the rest of the profile, the captures' last windows, every bucket.
+        // Stop: the readings taken, the rest of the profile, the captures' last windows,
+        // every bucket.
+        let (sampler, rest) = reader.stop();
+        if let Some(sampler) = sampler {
+            self.sampler = sampler;
+        }
+        for (t, reading) in rest {
+            // Stored, but no capture starts now.
+            self.store_reading(t, reading, false, control);
+        }
         let _ = profile.stop();
         let w = profile.take_window();
         self.profile_window(&w);
@@ -472,10 +490,15 @@ impl<S: Store> Watcher<S> {
 
     fn metrics_tick(&mut self, control: &mut dyn Control) {
         let reading = self.sampler.read();
+        self.store_reading(now_ns(), reading, true, control);
+    }
+
+    /// Stores a reading taken at `now` (wall clock) and, when `evaluate`, feeds it to the
+    /// triggers.
+    fn store_reading(&mut self, now: i64, reading: Reading, evaluate: bool, control: &mut dyn Control) {
         for p in &reading.problems {
             control.log(Level::Warn, &p.to_string());
         }
-        let now = now_ns();
         let metrics: Vec<Metric<'_>> =
             reading.values.iter().map(|v| Metric { name: v.name, label: &v.label, value: v.value }).collect();
         if !metrics.is_empty()
@@ -485,8 +508,10 @@ impl<S: Store> Watcher<S> {
         }
         self.status.cpu = reading.get("cpu", "");
         self.status.mem_available = reading.get("mem.available", "");
-        let (fired, held) = self.evaluator.push(now, &reading.values);
-        self.fire(now, fired, held, control);
+        if evaluate {
+            let (fired, held) = self.evaluator.push(now, &reading.values);
+            self.fire(now, fired, held, control);
+        }
     }
 
     fn report(&mut self, r: &KernelReport, control: &mut dyn Control) {
@@ -768,4 +793,87 @@ impl<S: Store> Watcher<S> {
 /// The capture configuration of a kind (re-exported for `--check` and tests).
 pub fn capture_config(kind: CaptureKind, length: Duration) -> Config {
     capture::config(kind, length)
+}
+
+/// The thread that reads the metrics once a second and queues the readings.
+struct MetricReader {
+    stop: Arc<AtomicBool>,
+    rx: std::sync::mpsc::Receiver<(i64, Reading)>,
+    handle: Option<std::thread::JoinHandle<Sampler>>,
+    /// Where no thread could be started: the sampler, read by the loop itself when due.
+    inline: Option<(Sampler, Instant)>,
+    tick: Duration,
+}
+
+/// Readings queued at most (an hour): past that the reader waits for the loop.
+const QUEUED_READINGS: usize = 3600;
+
+impl MetricReader {
+    /// Reads with `sampler` at `first`, then every `tick`; `fresh` makes a sampler should
+    /// the thread not start (its first reading then has no rates).
+    fn start(
+        sampler: Sampler,
+        first: Instant,
+        tick: Duration,
+        fresh: impl FnOnce() -> Sampler,
+    ) -> MetricReader {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = std::sync::mpsc::sync_channel(QUEUED_READINGS);
+        let flag = stop.clone();
+        let mut sampler = sampler;
+        let spawned = std::thread::Builder::new().name("kflame-metrics".into()).spawn(move || {
+            let mut next = first;
+            while !flag.load(Ordering::Relaxed) {
+                let now = Instant::now();
+                if now < next {
+                    std::thread::sleep((next - now).min(Duration::from_millis(50)));
+                    continue;
+                }
+                let reading = sampler.read();
+                if tx.send((now_ns(), reading)).is_err() {
+                    break;
+                }
+                while next <= Instant::now() {
+                    next += tick;
+                }
+            }
+            sampler
+        });
+        match spawned {
+            Ok(h) => MetricReader { stop, rx, handle: Some(h), inline: None, tick },
+            Err(_) => MetricReader { stop, rx, handle: None, inline: Some((fresh(), first)), tick },
+        }
+    }
+
+    /// The readings taken since the last call, oldest first.
+    fn readings(&mut self) -> Vec<(i64, Reading)> {
+        if let Some((sampler, next)) = &mut self.inline {
+            let now = Instant::now();
+            if now < *next {
+                return Vec::new();
+            }
+            while *next <= now {
+                *next += self.tick;
+            }
+            return vec![(now_ns(), sampler.read())];
+        }
+        self.rx.try_iter().collect()
+    }
+
+    /// Stops the thread; the sampler back and the readings left.
+    fn stop(mut self) -> (Option<Sampler>, Vec<(i64, Reading)>) {
+        self.stop.store(true, Ordering::Relaxed);
+        let mut rest: Vec<(i64, Reading)> = Vec::new();
+        let Some(h) = self.handle.take() else {
+            return (self.inline.take().map(|(s, _)| s), rest);
+        };
+        // The thread may wait on a full queue: empty it while it ends.
+        while !h.is_finished() {
+            rest.extend(self.rx.try_iter());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let sampler = h.join().ok();
+        rest.extend(self.rx.try_iter());
+        (sampler, rest)
+    }
 }
