@@ -41,6 +41,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("usage: store_bench FOLDED[.zst] SAMPLES[.zst] METRICS[.zst] DB [HOURS]".into());
     }
     let hours: i64 = args.get(5).map_or(Ok(24), |s| s.parse())?;
+    if std::env::var_os("STORE_BENCH_QUERY_ONLY").is_some() {
+        let db = Sqlite::open(&args[4], OpenMode::Read)?;
+        // STORE_BENCH_QUERY_ONLY=FROM_H:TO_H queries that range (hours from the start).
+        let (a, b) = std::env::var("STORE_BENCH_QUERY_ONLY")
+            .ok()
+            .and_then(|r| {
+                let (a, b) = r.split_once(':')?;
+                Some((a.parse::<f64>().ok()?, b.parse::<f64>().ok()?))
+            })
+            .unwrap_or((0.0, hours as f64));
+        let (from, to) = (T0 + (a * 3600e9) as i64, T0 + (b * 3600e9) as i64);
+        let t = Instant::now();
+        for _ in 0..5 {
+            db.profile(&ProfileQuery::new(Kind::Cpu, from, to))?;
+        }
+        println!("5 queries of {a} h to {b} h: {:.1} ms", t.elapsed().as_secs_f64() * 1000.0);
+        return Ok(());
+    }
     let raw = read_all(&args[1])?;
     let (stream, stream_ns, cpus) = sample_stream(&read_all(&args[2])?)?;
     let (readings, readings_ns) = metric_stream(&read_all(&args[3])?)?;
@@ -75,24 +93,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         readings.len(),
         readings_ns as f64 / 1e9
     );
-    if std::env::var_os("STORE_BENCH_QUERY_ONLY").is_some() {
-        let db = Sqlite::open(db_path, OpenMode::Read)?;
-        // STORE_BENCH_QUERY_ONLY=FROM_H:TO_H queries that range (hours from the start).
-        let (a, b) = std::env::var("STORE_BENCH_QUERY_ONLY")
-            .ok()
-            .and_then(|r| {
-                let (a, b) = r.split_once(':')?;
-                Some((a.parse::<f64>().ok()?, b.parse::<f64>().ok()?))
-            })
-            .unwrap_or((0.0, hours as f64));
-        let (from, to) = (T0 + (a * 3600e9) as i64, T0 + (b * 3600e9) as i64);
-        let t = Instant::now();
-        for _ in 0..5 {
-            db.profile(&ProfileQuery::new(Kind::Cpu, from, to))?;
-        }
-        println!("5 queries of {a} h to {b} h: {:.1} ms", t.elapsed().as_secs_f64() * 1000.0);
-        return Ok(());
-    }
     let _ = std::fs::remove_file(db_path);
     let mut db = Sqlite::open(db_path, OpenMode::Write)?;
     let bucket = 10 * SEC;
@@ -198,6 +198,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("whole file per sample: {:.2} B", file as f64 / samples_total as f64);
     println!("metric values: {values_total}");
+    if std::env::var_os("STORE_BENCH_DOWNSAMPLE").is_some() {
+        // The day a day later, as the watcher keeps it: downsampled after 24 h.
+        let mut db = Sqlite::open(db_path, OpenMode::Write)?;
+        let mut p = Policy::new(end_all + 24 * 3600 * SEC);
+        p.downsample_after_ns = Some(24 * 3600 * SEC);
+        let m = db.maintain(&p)?;
+        drop(db);
+        let file = std::fs::metadata(db_path)?.len();
+        println!(
+            "downsampled: {} buckets, file {file} bytes = {:.2} MB per CPU per 24 h",
+            m.downsampled_buckets,
+            file as f64 / f64::from(cpus) / (hours as f64 / 24.0) / 1e6
+        );
+    }
     let db = Sqlite::open(db_path, OpenMode::Read)?;
     let best = |f: &dyn Fn() -> u64| {
         let mut best = f64::MAX;
