@@ -189,7 +189,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("generated {hours} h, {cpus} CPUs, {samples_total} samples in {gen_s:.1} s");
     println!("database file: {file} bytes = {per_cpu_day:.2} MB per CPU per 24 h (target <= 5)");
     println!(
-        "  sample blobs {} B ({:.2} B/sample), stacks+frames {} B, metric blocks {} B ({:.2} B/value)",
+        "  sample blobs {} B ({:.2} B/sample), stacks+frames {} B, metric rows {} B ({:.2} B/value)",
         c.0,
         c.0 as f64 / samples_total as f64,
         c.1,
@@ -313,7 +313,7 @@ fn metric_stream(raw: &[u8]) -> Result<Reads, Box<dyn std::error::Error>> {
     Ok((out, last + step))
 }
 
-/// Bytes of sample blobs, of stack and frame records, of metric blocks.
+/// Bytes of sample blobs, of stack and frame records, of metric rows.
 fn rusqlite_sizes(path: &str) -> Result<(i64, i64, i64), Box<dyn std::error::Error>> {
     let c = rusqlite::Connection::open(path)?;
     let blobs: i64 = c.query_row("SELECT coalesce(sum(length(data)), 0) FROM buckets", [], |r| r.get(0))?;
@@ -322,7 +322,12 @@ fn rusqlite_sizes(path: &str) -> Result<(i64, i64, i64), Box<dyn std::error::Err
         [],
         |r| r.get(0),
     )?;
-    let metrics: i64 =
-        c.query_row("SELECT coalesce(sum(length(data)), 0) FROM metric_blocks", [], |r| r.get(0))?;
+    // Rows of one series (schema 3 and older) and of one host (schema 4).
+    let metrics: i64 = c.query_row(
+        "SELECT (SELECT coalesce(sum(length(data)), 0) FROM metric_blocks)
+              + (SELECT coalesce(sum(length(data)), 0) FROM metric_spans)",
+        [],
+        |r| r.get(0),
+    )?;
     Ok((blobs, stacks, metrics))
 }

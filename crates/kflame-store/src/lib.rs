@@ -27,7 +27,10 @@ mod rans;
 mod sqlite;
 pub mod time;
 
-pub use sqlite::{METRIC_DECIMALS, OpenMode, RESERVE_BYTES, SCHEMA_VERSION, Sqlite, stored_metric_value};
+pub use sqlite::{
+    MAX_UNWRITTEN_VALUES, METRIC_DECIMALS, OpenMode, RESERVE_BYTES, SCHEMA_VERSION, Sqlite,
+    stored_metric_value,
+};
 
 /// What a profile measures; each kind is a separate history (its own unit).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -7,7 +7,7 @@ use rustc_hash::FxHashMap;
 
 use crate::bucket::{self, Untimed};
 use crate::codec;
-use crate::sqlite::{MAX_BUCKET_NS, TIME_UNIT_NS};
+use crate::sqlite::{MAX_BUCKET_NS, TIME_UNIT_NS, has_spans};
 use crate::{Maintenance, Policy, Sqlite, StoreError};
 
 /// Rows deleted or buckets merged per transaction.
@@ -68,13 +68,18 @@ fn delete_before(db: &mut Sqlite, cutoff: i64) -> Result<u64, StoreError> {
     let statements = [
         "DELETE FROM buckets WHERE id IN (SELECT id FROM buckets WHERE end_ns <= ?1 LIMIT ?2)",
         "DELETE FROM metric_blocks WHERE rowid IN (SELECT rowid FROM metric_blocks WHERE end_ns <= ?1 LIMIT ?2)",
+        "DELETE FROM metric_spans WHERE id IN (SELECT id FROM metric_spans WHERE end_ns <= ?1 LIMIT ?2)",
         "DELETE FROM triggers WHERE id IN (SELECT id FROM triggers WHERE time_ns < ?1 LIMIT ?2)",
         "DELETE FROM reports WHERE id IN (SELECT id FROM reports WHERE time_ns < ?1 LIMIT ?2)",
         "DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE time_ns < ?1 LIMIT ?2)",
         "DELETE FROM captures WHERE id IN (SELECT id FROM captures WHERE coalesce(end_ns, start_ns) < ?1 LIMIT ?2)",
     ];
     let mut total = 0u64;
+    let spans = has_spans(db.conn()).map_err(|e| db.err(e))?;
     for sql in statements {
+        if sql.contains("metric_spans") && !spans {
+            continue;
+        }
         // metric_blocks was WITHOUT ROWID before schema 3: delete by its key, either way.
         let sql = if sql.contains("metric_blocks") {
             "DELETE FROM metric_blocks WHERE (series, start_ns) IN
@@ -353,11 +358,17 @@ fn budget(db: &mut Sqlite, max_bytes: u64, orphans: &mut u64) -> Result<u64, Sto
         if db.used_bytes()? <= max_bytes {
             break;
         }
+        let spans = match has_spans(db.conn()).map_err(|e| db.err(e))? {
+            true => "UNION ALL SELECT min(start_ns), max(end_ns) FROM metric_spans",
+            false => "",
+        };
         let (lo, hi): (Option<i64>, Option<i64>) = db
             .conn()
             .query_row(
-                "SELECT min(lo), max(hi) FROM (SELECT min(start_ns) AS lo, max(end_ns) AS hi FROM buckets
-                 UNION ALL SELECT min(start_ns), max(end_ns) FROM metric_blocks)",
+                &format!(
+                    "SELECT min(lo), max(hi) FROM (SELECT min(start_ns) AS lo, max(end_ns) AS hi FROM buckets
+                     UNION ALL SELECT min(start_ns), max(end_ns) FROM metric_blocks {spans})"
+                ),
                 [],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )

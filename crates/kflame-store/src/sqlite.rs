@@ -85,6 +85,13 @@ const MIGRATIONS: &[&str] = &[
      DROP TABLE metric_blocks;
      ALTER TABLE metric_rows RENAME TO metric_blocks;
      CREATE UNIQUE INDEX metric_blocks_series ON metric_blocks(series, start_ns);",
+    // 4: metric values in one row per host and span of time (all its series: one shared
+    // time column, shares and rates as whole counts over a shared denominator), one zstd
+    // frame. The rows of `metric_blocks` (one series each) stay readable; nothing new is
+    // written there.
+    "CREATE TABLE metric_spans(id INTEGER PRIMARY KEY, host INTEGER NOT NULL,
+         start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, data BLOB NOT NULL);
+     CREATE UNIQUE INDEX metric_spans_host ON metric_spans(host, start_ns);",
 ];
 
 /// The newest schema version this build writes and reads.
@@ -99,8 +106,24 @@ pub enum OpenMode {
     Read,
 }
 
-/// A pending metric block: (series id, block start).
+/// A pending metric block: (block start, host id).
 type BlockKey = (i64, i64);
+
+/// Values of one pending block: by series id, in the order given.
+type BlockValues = BTreeMap<i64, Vec<(i64, f64)>>;
+
+/// The values of one reading whose series rows could not be made (the disk was full):
+/// (name, label, value).
+struct HeldReading {
+    host: String,
+    time_ns: i64,
+    values: Vec<(String, String, f64)>,
+}
+
+/// Most metric values kept in memory unwritten (blocks in progress, and blocks kept while
+/// the disk is full: over 1.5 hours of the watcher's 59 series a second); beyond, the
+/// oldest blocks are dropped and counted.
+pub const MAX_UNWRITTEN_VALUES: usize = 400_000;
 
 /// Writer-side caches of ids (cleared when a transaction fails, since its ids are gone).
 #[derive(Default)]
@@ -111,6 +134,8 @@ struct Caches {
     /// text: a day of distinct stacks costs 32 bytes each, not their text.
     stacks: FxHashMap<(i64, u64), i64>,
     series: FxHashMap<(i64, String, String), i64>,
+    /// The ratio group of a series id (see [`ratio_group`]; "" none).
+    groups: FxHashMap<i64, String>,
 }
 
 /// A kflame history in one SQLite file. Implements [`Store`] (opened with
@@ -120,8 +145,12 @@ pub struct Sqlite {
     path: PathBuf,
     mode: OpenMode,
     caches: Caches,
-    /// Metric values not yet written, by (series, block start).
-    pending: BTreeMap<(i64, i64), Vec<(i64, f64)>>,
+    /// Metric values not yet written, by block (start, host), oldest first.
+    pending: BTreeMap<BlockKey, BlockValues>,
+    /// Readings whose series could not be made yet (the disk was full), oldest first.
+    held: Vec<HeldReading>,
+    /// Metric values dropped unwritten (more than [`MAX_UNWRITTEN_VALUES`] waited).
+    dropped_values: u64,
     metric_block_ns: i64,
 }
 
@@ -287,6 +316,8 @@ impl Sqlite {
             mode,
             caches: Caches::default(),
             pending: BTreeMap::new(),
+            held: Vec::new(),
+            dropped_values: 0,
             metric_block_ns: 60_000_000_000,
         };
         if mode == OpenMode::Write {
@@ -408,33 +439,183 @@ impl Sqlite {
         })
     }
 
-    fn write_blocks(&mut self, keys: Vec<(i64, i64)>) -> Result<(), StoreError> {
-        if keys.is_empty() {
-            return Ok(());
-        }
+    /// Writes the pending blocks of `keys`, one transaction each, oldest first: after a
+    /// full disk a backlog is written as far as the room goes, and what is not written
+    /// stays pending.
+    fn write_blocks(&mut self, mut keys: Vec<BlockKey>) -> Result<(), StoreError> {
+        keys.sort_unstable();
         let block_ns = self.metric_block_ns;
-        let pending = &self.pending;
         let path = self.path.clone();
-        let blocks: Vec<(BlockKey, &Vec<(i64, f64)>)> =
-            keys.iter().filter_map(|k| pending.get(k).map(|v| (*k, v))).collect();
-        let r = (|| {
-            let tx = self.conn.unchecked_transaction()?;
-            for ((series, start), values) in &blocks {
-                write_block(&tx, *series, *start, block_ns, values)?;
-            }
-            tx.commit()
-        })();
-        match r {
-            Ok(()) => {
-                for k in keys {
-                    self.pending.remove(&k);
+        for key in keys {
+            let Some(values) = self.pending.get(&key) else { continue };
+            let r = (|| {
+                let tx = self.conn.unchecked_transaction()?;
+                write_block(&tx, &mut self.caches, key.1, key.0, block_ns, values)?;
+                tx.commit()
+            })();
+            match r {
+                Ok(()) => {
+                    self.pending.remove(&key);
                 }
-                Ok(())
+                Err(rusqlite::Error::InvalidQuery) => {
+                    return Err(StoreError::Corrupt {
+                        path,
+                        detail: "a stored metric span cannot be read".into(),
+                    });
+                }
+                // Nothing of the failed transaction is kept: it made no ids (only rows of
+                // spans), so the caches stay.
+                Err(err) => return Err(map_err(&path, err)),
             }
-            Err(rusqlite::Error::InvalidQuery) => {
-                Err(StoreError::Corrupt { path, detail: "a stored metric block cannot be read".into() })
+        }
+        Ok(())
+    }
+
+    /// Finds (or makes) the series of `metrics` and adds their values to the pending blocks.
+    fn buffer_metrics(&mut self, host: &str, time_ns: i64, metrics: &[Metric<'_>]) -> Result<(), StoreError> {
+        let mut ids = Vec::with_capacity(metrics.len());
+        let host_id = {
+            let missing = |c: &Caches| {
+                metrics.iter().any(|m| {
+                    !c.hosts.get(host).is_some_and(|h| {
+                        c.series.contains_key(&(*h, m.name.to_string(), m.label.to_string()))
+                    })
+                })
+            };
+            // Series already stored are looked up without a write transaction (which a full
+            // disk may refuse, after the caches were dropped): their values are kept.
+            if missing(&self.caches) {
+                self.lookup_series(host, metrics).map_err(|e| map_err(&self.path, e))?;
             }
-            Err(err) => Err(map_err(&path, err)),
+            if missing(&self.caches) {
+                self.write(|conn, c| {
+                    let h = host_id(conn, c, host)?;
+                    for m in metrics {
+                        let key = (h, m.name.to_string(), m.label.to_string());
+                        if c.series.contains_key(&key) {
+                            continue;
+                        }
+                        let id = match conn
+                            .prepare_cached(
+                                "SELECT id FROM series WHERE host = ?1 AND name = ?2 AND label = ?3",
+                            )?
+                            .query_row(params![h, m.name, m.label], |r| r.get(0))
+                            .optional()?
+                        {
+                            Some(id) => id,
+                            None => {
+                                conn.prepare_cached(
+                                    "INSERT INTO series(host, name, label) VALUES (?1, ?2, ?3)",
+                                )?
+                                .execute(params![h, m.name, m.label])?;
+                                conn.last_insert_rowid()
+                            }
+                        };
+                        c.series.insert(key, id);
+                    }
+                    Ok(())
+                })?;
+            }
+            let h = self.caches.hosts[host];
+            for m in metrics {
+                let id = self.caches.series[&(h, m.name.to_string(), m.label.to_string())];
+                self.caches.groups.entry(id).or_insert_with(|| ratio_group(m.name, m.label));
+                ids.push(id);
+            }
+            h
+        };
+        let block = time_ns.div_euclid(self.metric_block_ns) * self.metric_block_ns;
+        let pending = self.pending.entry((block, host_id)).or_default();
+        for (id, m) in ids.iter().zip(metrics) {
+            pending.entry(*id).or_default().push((time_ns, stored_metric_value(m.value)));
+        }
+        self.bound_unwritten();
+        Ok(())
+    }
+
+    /// Moves the held readings to the pending blocks, oldest first, making their series; on
+    /// a full disk the rest stay held (a reading that fails otherwise is dropped).
+    fn buffer_held(&mut self) -> Result<(), StoreError> {
+        while let Some(h) = self.held.first() {
+            let (host, time_ns) = (h.host.clone(), h.time_ns);
+            let values: Vec<(String, String, f64)> = h.values.clone();
+            let ms: Vec<Metric<'_>> =
+                values.iter().map(|(n, l, v)| Metric { name: n, label: l, value: *v }).collect();
+            match self.buffer_metrics(&host, time_ns, &ms) {
+                Ok(()) => {
+                    self.held.remove(0);
+                }
+                Err(e) if e.is_disk_full() => return Err(e),
+                Err(e) => {
+                    let gone = self.held.remove(0);
+                    self.dropped_values += gone.values.len() as u64;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps the values of a reading whose series could not be made (disk full).
+    fn hold(&mut self, host: &str, time_ns: i64, metrics: &[Metric<'_>]) {
+        let values = metrics.iter().map(|m| (m.name.to_string(), m.label.to_string(), m.value)).collect();
+        self.held.push(HeldReading { host: host.to_string(), time_ns, values });
+        self.bound_unwritten();
+    }
+
+    /// Fills the caches with the ids of the stored host and series of `metrics`, reading only.
+    fn lookup_series(&mut self, host: &str, metrics: &[Metric<'_>]) -> rusqlite::Result<()> {
+        let (conn, c) = (&self.conn, &mut self.caches);
+        let h = match c.hosts.get(host) {
+            Some(&h) => h,
+            None => {
+                let found: Option<i64> = conn
+                    .prepare_cached("SELECT id FROM hosts WHERE name = ?1")?
+                    .query_row([host], |r| r.get(0))
+                    .optional()?;
+                let Some(h) = found else { return Ok(()) };
+                c.hosts.insert(host.to_string(), h);
+                h
+            }
+        };
+        let mut st =
+            conn.prepare_cached("SELECT id FROM series WHERE host = ?1 AND name = ?2 AND label = ?3")?;
+        for m in metrics {
+            let key = (h, m.name.to_string(), m.label.to_string());
+            if c.series.contains_key(&key) {
+                continue;
+            }
+            if let Some(id) = st.query_row(params![h, m.name, m.label], |r| r.get(0)).optional()? {
+                c.series.insert(key, id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Metric values in memory not yet written (blocks in progress, and blocks kept while
+    /// the disk is full), and the values dropped unwritten since the store was opened
+    /// (when more than [`MAX_UNWRITTEN_VALUES`] waited).
+    pub fn unwritten_metric_values(&self) -> (u64, u64) {
+        let n: usize = self.pending.values().flat_map(|b| b.values()).map(Vec::len).sum::<usize>()
+            + self.held.iter().map(|h| h.values.len()).sum::<usize>();
+        (n as u64, self.dropped_values)
+    }
+
+    /// Drops the oldest pending blocks beyond [`MAX_UNWRITTEN_VALUES`] values, counting them.
+    fn bound_unwritten(&mut self) {
+        let (mut n, _) = self.unwritten_metric_values();
+        while n as usize > MAX_UNWRITTEN_VALUES {
+            // The oldest first: a pending block, or a held reading.
+            let block = self.pending.first_key_value().map(|(k, _)| k.0);
+            let gone = match (block, self.held.first().map(|h| h.time_ns)) {
+                (Some(b), h) if h.is_none_or(|h| b <= h) => {
+                    self.pending.pop_first().map_or(0, |(_, b)| b.values().map(|v| v.len() as u64).sum())
+                }
+                (_, Some(_)) => self.held.remove(0).values.len() as u64,
+                _ => break,
+            };
+            self.dropped_values += gone;
+            n -= gone;
         }
     }
 }
@@ -443,20 +624,112 @@ impl Sqlite {
 /// finite and small enough for that to be exact in an f64 (all the watcher's are), else kept
 /// as it is.
 pub fn stored_metric_value(v: f64) -> f64 {
-    let f = 10f64.powi(METRIC_DECIMALS);
-    if v.is_finite() && v.abs() < 1e13 {
-        let q = (v * f).round() / f;
-        // -0.0 is stored as 0.
-        if q == 0.0 { 0.0 } else { q }
+    codec::round_metric(v, METRIC_DECIMALS)
+}
+
+/// The group of series whose values at one instant are ratios over one shared whole
+/// (`100 × k / t`), coded with `t` stored once: the shares of one CPU's clock ticks (`cpu`,
+/// `cpu.usr`, ... of one label), and the rates over the interval of the reads. "" none.
+pub(crate) fn ratio_group(name: &str, label: &str) -> String {
+    const RATES: [&str; 7] =
+        ["ctxt", "forks", "io.read_bytes", "io.write_bytes", "io.reads", "io.writes", "io.iops"];
+    if name == "cpu" || name.starts_with("cpu.") {
+        format!("cpu/{label}")
+    } else if RATES.contains(&name) {
+        "rate".into()
     } else {
-        v
+        String::new()
     }
 }
 
-/// Appends `values` (of the block starting at `block`) to the row of its series that holds
-/// that block: rows span [`METRIC_ROW_NS`] (a whole number of blocks), so that a short
-/// block does not cost a row of its own.
+/// The ratio group of a series id, from the cache or its row.
+fn group_of(conn: &Connection, c: &mut Caches, id: i64) -> rusqlite::Result<String> {
+    if let Some(g) = c.groups.get(&id) {
+        return Ok(g.clone());
+    }
+    let g = conn
+        .prepare_cached("SELECT name, label FROM series WHERE id = ?1")?
+        .query_row([id], |r| Ok(ratio_group(&r.get::<_, String>(0)?, &r.get::<_, String>(1)?)))
+        .optional()?
+        .unwrap_or_default();
+    c.groups.insert(id, g.clone());
+    Ok(g)
+}
+
+/// Stores the values of one block of one host (starting at `block`) in the host's row for
+/// that block: rows span [`METRIC_ROW_NS`] (a whole number of blocks). The block is written
+/// as a row of its own (merged with one written before at the same start: a restart); the
+/// last block of a span folds the span's rows into one, so that short blocks do not cost a
+/// row each for long.
 fn write_block(
+    conn: &Connection,
+    c: &mut Caches,
+    host: i64,
+    block: i64,
+    block_ns: i64,
+    values: &BlockValues,
+) -> rusqlite::Result<()> {
+    if !has_spans(conn)? {
+        for (id, vals) in values {
+            write_series_block(conn, *id, block, block_ns, vals)?;
+        }
+        return Ok(());
+    }
+    let row_ns = (block_ns * (METRIC_ROW_NS / block_ns).max(1)).min(MAX_BUCKET_NS.max(block_ns));
+    let row = block.div_euclid(row_ns) * row_ns;
+    let closes = block + block_ns >= row + row_ns;
+    let (from, to) = if closes { (row, row + row_ns) } else { (block, block + 1) };
+    let rows: Vec<(i64, Vec<u8>)> = conn
+        .prepare_cached(
+            "SELECT start_ns, data FROM metric_spans WHERE host = ?1 AND start_ns >= ?2 AND start_ns < ?3
+             ORDER BY start_ns",
+        )?
+        .query_map(params![host, from, to], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    let mut all: BlockValues = BTreeMap::new();
+    for (start, data) in rows {
+        for (id, vals) in codec::decode_span(&data, start).map_err(|_| rusqlite::Error::InvalidQuery)? {
+            all.entry(id).or_default().extend(vals);
+        }
+    }
+    for (id, vals) in values {
+        all.entry(*id).or_default().extend_from_slice(vals);
+    }
+    let mut names: Vec<String> = Vec::new();
+    let mut series = Vec::with_capacity(all.len());
+    for (id, mut vals) in all {
+        vals.sort_by_key(|v| v.0);
+        let g = group_of(conn, c, id)?;
+        let group = if g.is_empty() {
+            0
+        } else {
+            match names.iter().position(|n| *n == g) {
+                Some(i) => i + 1,
+                None => {
+                    names.push(g);
+                    names.len()
+                }
+            }
+        };
+        series.push(codec::SpanSeries { id, group: group as u32, values: vals });
+    }
+    let (start, end) = if closes { (row, row + row_ns) } else { (block, block + block_ns) };
+    if closes {
+        conn.prepare_cached("DELETE FROM metric_spans WHERE host = ?1 AND start_ns >= ?2 AND start_ns < ?3")?
+            .execute(params![host, row, row + row_ns])?;
+    }
+    let data = codec::encode_span(start, &series);
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO metric_spans(host, start_ns, end_ns, data) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![host, start, end, data])?;
+    Ok(())
+}
+
+/// [`write_block`] into a file of schema 3 or older (opened at its version, for tests of
+/// migrations): `values` (of the block starting at `block`) go to the row of their series,
+/// one series a row.
+fn write_series_block(
     conn: &Connection,
     series: i64,
     block: i64,
@@ -496,6 +769,13 @@ fn write_block(
     )?
     .execute(params![series, start, end, data])?;
     Ok(())
+}
+
+/// Whether the file has the rows of schema 4 (`metric_spans`).
+pub(crate) fn has_spans(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.prepare_cached("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'metric_spans'")?
+        .query_row([], |r| r.get::<_, i64>(0))
+        .map(|n| n > 0)
 }
 
 fn host_id(conn: &Connection, c: &mut Caches, name: &str) -> rusqlite::Result<i64> {
@@ -896,56 +1176,25 @@ impl Sqlite {
 impl Store for Sqlite {
     fn append_metrics(&mut self, host: &str, time_ns: i64, metrics: &[Metric<'_>]) -> Result<(), StoreError> {
         self.writable()?;
-        let mut ids = Vec::with_capacity(metrics.len());
-        {
-            let missing = metrics.iter().any(|m| {
-                !self.caches.hosts.get(host).is_some_and(|h| {
-                    self.caches.series.contains_key(&(*h, m.name.to_string(), m.label.to_string()))
-                })
-            });
-            if missing {
-                self.write(|conn, c| {
-                    let h = host_id(conn, c, host)?;
-                    for m in metrics {
-                        let key = (h, m.name.to_string(), m.label.to_string());
-                        if c.series.contains_key(&key) {
-                            continue;
-                        }
-                        let id = match conn
-                            .prepare_cached(
-                                "SELECT id FROM series WHERE host = ?1 AND name = ?2 AND label = ?3",
-                            )?
-                            .query_row(params![h, m.name, m.label], |r| r.get(0))
-                            .optional()?
-                        {
-                            Some(id) => id,
-                            None => {
-                                conn.prepare_cached(
-                                    "INSERT INTO series(host, name, label) VALUES (?1, ?2, ?3)",
-                                )?
-                                .execute(params![h, m.name, m.label])?;
-                                conn.last_insert_rowid()
-                            }
-                        };
-                        c.series.insert(key, id);
-                    }
-                    Ok(())
-                })?;
+        // Values of series that could not be made while the disk was full come first.
+        if let Err(e) = self.buffer_held() {
+            if e.is_disk_full() {
+                self.hold(host, time_ns, metrics);
             }
-            let h = self.caches.hosts[host];
-            for m in metrics {
-                ids.push(self.caches.series[&(h, m.name.to_string(), m.label.to_string())]);
+            return Err(e);
+        }
+        match self.buffer_metrics(host, time_ns, metrics) {
+            Err(e) if e.is_disk_full() => {
+                self.hold(host, time_ns, metrics);
+                return Err(e);
             }
+            r => r?,
         }
-        let block = time_ns.div_euclid(self.metric_block_ns) * self.metric_block_ns;
-        for (id, m) in ids.iter().zip(metrics) {
-            self.pending.entry((*id, block)).or_default().push((time_ns, stored_metric_value(m.value)));
-        }
-        // Blocks that ended are written now: a series that stopped is not kept waiting.
-        let done: Vec<(i64, i64)> = self
+        // Blocks that ended are written now (and those kept while the disk was full).
+        let done: Vec<BlockKey> = self
             .pending
             .keys()
-            .filter(|(_, start)| start + self.metric_block_ns <= time_ns)
+            .filter(|(start, _)| start + self.metric_block_ns <= time_ns)
             .copied()
             .collect();
         self.write_blocks(done)
@@ -1130,7 +1379,8 @@ impl Store for Sqlite {
     }
 
     fn flush(&mut self) -> Result<(), StoreError> {
-        let keys: Vec<(i64, i64)> = self.pending.keys().copied().collect();
+        self.buffer_held()?;
+        let keys: Vec<BlockKey> = self.pending.keys().copied().collect();
         self.write_blocks(keys)
     }
 
@@ -1151,7 +1401,7 @@ impl Store for Sqlite {
 
 impl Drop for Sqlite {
     fn drop(&mut self) {
-        if self.mode == OpenMode::Write && !self.pending.is_empty() {
+        if self.mode == OpenMode::Write && !(self.pending.is_empty() && self.held.is_empty()) {
             let _ = self.flush();
         }
     }
@@ -1297,13 +1547,13 @@ impl Query for Sqlite {
         let mut st = self
             .conn
             .prepare_cached(
-                "SELECT s.id, h.name, s.label FROM series s JOIN hosts h ON h.id = s.host
+                "SELECT s.id, s.host, h.name, s.label FROM series s JOIN hosts h ON h.id = s.host
                  WHERE s.name = ?1 AND (?2 IS NULL OR s.label = ?2) AND (?3 IS NULL OR h.name = ?3)
                  ORDER BY h.name, s.label",
             )
             .map_err(e)?;
-        let found: Vec<(i64, String, String)> = st
-            .query_map(params![q.name, q.label, q.host], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        let found: Vec<(i64, i64, String, String)> = st
+            .query_map(params![q.name, q.label, q.host], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
             .map_err(e)?
             .collect::<Result<_, _>>()
             .map_err(e)?;
@@ -1314,16 +1564,42 @@ impl Query for Sqlite {
                  WHERE series = ?1 AND start_ns < ?3 AND start_ns > ?2 - ?4 AND end_ns > ?2 ORDER BY start_ns",
             )
             .map_err(e)?;
+        let spans = has_spans(&self.conn).map_err(e)?;
+        let mut span_rows = spans
+            .then(|| {
+                self.conn.prepare_cached(
+                    "SELECT start_ns, data FROM metric_spans
+                     WHERE host = ?1 AND start_ns < ?3 AND start_ns > ?2 - ?4 AND end_ns > ?2 ORDER BY start_ns",
+                )
+            })
+            .transpose()
+            .map_err(e)?;
         let mut out = Vec::new();
-        for (id, host, label) in found {
+        let mut vals = Vec::new();
+        for (id, host_id, host, label) in found {
             let mut values: Vec<(i64, f64)> = Vec::new();
+            // Rows of schema 3 and older, one series each.
             let mut rows = blocks.query(params![id, q.from_ns, q.to_ns, MAX_BUCKET_NS]).map_err(e)?;
             while let Some(r) = rows.next().map_err(e)? {
                 let start: i64 = r.get(0).map_err(e)?;
-                let data: Vec<u8> = r.get(1).map_err(e)?;
+                let data: Vec<u8> = r.get_ref(1).map_err(e)?.as_blob().map_err(|err| e(err.into()))?.to_vec();
                 let vals = codec::decode_metrics(&data, start)
                     .map_err(|d| self.corrupt(format!("metric block {id} at {start}: {d}")))?;
                 values.extend(vals.into_iter().filter(|(t, _)| *t >= q.from_ns && *t < q.to_ns));
+            }
+            drop(rows);
+            // Rows of every series of the host.
+            if let Some(st) = span_rows.as_mut() {
+                let mut rows = st.query(params![host_id, q.from_ns, q.to_ns, MAX_BUCKET_NS]).map_err(e)?;
+                while let Some(r) = rows.next().map_err(e)? {
+                    let start: i64 = r.get(0).map_err(e)?;
+                    let data = r.get_ref(1).map_err(e)?.as_blob().map_err(|err| e(err.into()))?;
+                    vals.clear();
+                    codec::decode_span_series(data, start, id, &mut vals).map_err(|d| {
+                        self.corrupt(format!("metric span of host {host_id} at {start}: {d}"))
+                    })?;
+                    values.extend(vals.iter().copied().filter(|(t, _)| *t >= q.from_ns && *t < q.to_ns));
+                }
             }
             // Rows of an older writer may overlap the rows of a newer one.
             if !values.is_sorted_by_key(|v| v.0) {
@@ -1338,6 +1614,7 @@ impl Query for Sqlite {
             };
             out.push(Series { host, name: q.name.to_string(), label, points });
         }
+        drop(span_rows);
         drop(blocks);
         drop(st);
         tx.commit().map_err(e)?;
@@ -1496,19 +1773,28 @@ impl Query for Sqlite {
 
     fn time_bounds(&self) -> Result<Option<(i64, i64)>, StoreError> {
         let e = |err| map_err(&self.path, err);
+        let tx = self.conn.unchecked_transaction().map_err(e)?;
+        let spans = if has_spans(&self.conn).map_err(e)? {
+            "UNION ALL SELECT min(start_ns), max(end_ns) FROM metric_spans"
+        } else {
+            ""
+        };
         let (lo, hi): (Option<i64>, Option<i64>) = self
             .conn
             .query_row(
-                "SELECT min(lo), max(hi) FROM (
+                &format!(
+                    "SELECT min(lo), max(hi) FROM (
                     SELECT min(start_ns) AS lo, max(end_ns) AS hi FROM buckets
-                    UNION ALL SELECT min(start_ns), max(end_ns) FROM metric_blocks
+                    UNION ALL SELECT min(start_ns), max(end_ns) FROM metric_blocks {spans}
                     UNION ALL SELECT min(time_ns), max(time_ns) FROM triggers
                     UNION ALL SELECT min(start_ns), max(coalesce(end_ns, start_ns)) FROM captures
-                    UNION ALL SELECT min(time_ns), max(time_ns) FROM reports)",
+                    UNION ALL SELECT min(time_ns), max(time_ns) FROM reports)"
+                ),
                 [],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .map_err(e)?;
+        tx.commit().map_err(e)?;
         Ok(lo.zip(hi))
     }
 }

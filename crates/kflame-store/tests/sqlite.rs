@@ -568,10 +568,101 @@ fn metric_values_keep_two_decimals_and_short_blocks_share_rows() {
     assert_eq!(get("cpu.usr"), pct);
     assert_eq!(get("mem.cached"), bytes);
     assert_eq!(get("ctxt"), rate);
-    // 30 minutes in blocks of 10 s: three rows of 10 minutes per series, not 180.
+    // 30 minutes in blocks of 10 s: three rows of 10 minutes for the host's three series,
+    // not 180 (nor one per series).
     let c = rusqlite::Connection::open(&path).unwrap();
-    let rows: i64 = c.query_row("SELECT count(*) FROM metric_blocks", [], |r| r.get(0)).unwrap();
-    assert_eq!(rows, 3 * 3);
+    let rows: i64 = c.query_row("SELECT count(*) FROM metric_spans", [], |r| r.get(0)).unwrap();
+    assert_eq!(rows, 3);
+    let old: i64 = c.query_row("SELECT count(*) FROM metric_blocks", [], |r| r.get(0)).unwrap();
+    assert_eq!(old, 0);
+}
+
+#[test]
+fn a_schema_3_file_still_reads_its_metrics_and_takes_new_ones() {
+    let d = dir("schema3");
+    let path = d.join("h.db");
+    let values = |i: i64| {
+        [
+            Metric { name: "cpu.usr", label: "cpu0", value: 100.0 * ((i * 37) % 101) as f64 / 101.0 },
+            Metric { name: "mem.cached", label: "", value: (4_000_000_000i64 + (i % 13) * 4096) as f64 },
+            Metric { name: "load1", label: "", value: (i % 17) as f64 * 0.25 },
+        ]
+    };
+    {
+        // Rows of one series each, as the previous schema stores them.
+        let mut db = Sqlite::open_at_version(&path, 3).unwrap();
+        assert_eq!(db.schema_version().unwrap(), 3);
+        db.set_metric_block(10 * SEC);
+        for i in 0..700i64 {
+            db.append_metrics("web1", T0 + i * SEC, &values(i)).unwrap();
+        }
+    }
+    let series = |db: &Sqlite, name: &str| {
+        let q = kflame_store::SeriesQuery {
+            name,
+            label: None,
+            host: Some("web1"),
+            from_ns: T0,
+            to_ns: T0 + 3600 * SEC,
+            points: None,
+        };
+        db.series(&q)
+            .unwrap()
+            .remove(0)
+            .points
+            .iter()
+            .map(|p| (p.time_ns, p.avg.to_bits()))
+            .collect::<Vec<_>>()
+    };
+    let want = |name: &str, n: i64| -> Vec<(i64, u64)> {
+        (0..n)
+            .map(|i| {
+                let m = values(i).into_iter().find(|m| m.name == name).unwrap();
+                (T0 + i * SEC, kflame_store::stored_metric_value(m.value).to_bits())
+            })
+            .collect()
+    };
+    let names = ["cpu.usr", "mem.cached", "load1"];
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        let rows: i64 = c.query_row("SELECT count(*) FROM metric_blocks", [], |r| r.get(0)).unwrap();
+        assert!(rows >= 3 * 2, "{rows} rows of schema 3");
+        // A reader of the schema-3 file, before any writer migrates it.
+        let db = Sqlite::open(&path, OpenMode::Read).unwrap();
+        assert_eq!(db.schema_version().unwrap(), 3);
+        for name in names {
+            assert_eq!(series(&db, name), want(name, 700), "{name}");
+        }
+        assert_eq!(db.time_bounds().unwrap().map(|b| b.0), Some(T0));
+    }
+    // A writer migrates it: the old rows stay readable, new values go to the host's spans,
+    // and a series gives both back in order.
+    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    assert_eq!(db.schema_version().unwrap(), SCHEMA_VERSION);
+    db.set_metric_block(10 * SEC);
+    for name in names {
+        assert_eq!(series(&db, name), want(name, 700), "{name} migrated");
+    }
+    for i in 700..1300i64 {
+        db.append_metrics("web1", T0 + i * SEC, &values(i)).unwrap();
+    }
+    db.flush().unwrap();
+    for name in names {
+        assert_eq!(series(&db, name), want(name, 1300), "{name} old and new");
+    }
+    let spans: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT count(*) FROM metric_spans", [], |r| r.get(0))
+        .unwrap();
+    assert!(spans >= 1);
+    assert_eq!(db.time_bounds().unwrap().map(|b| b.0), Some(T0));
+    // Retention deletes old rows of both kinds.
+    let m = db.maintain(&Policy { retain_ns: Some(SEC), ..Policy::new(T0 + 1400 * SEC) }).unwrap();
+    assert!(m.expired_rows > 0);
+    for name in names {
+        assert!(series(&db, name).is_empty(), "{name} after retention");
+    }
+    assert_eq!(db.time_bounds().unwrap(), None);
 }
 
 #[test]
