@@ -255,6 +255,9 @@ fn compact(db: &mut Sqlite, now_ns: i64) -> Result<u64, StoreError> {
     let mut merged = 0u64;
     let began = std::time::Instant::now();
     for (host, kind, capture, unit, event, span) in groups {
+        if db.compact_skip.contains(&(host, kind, capture, unit.clone(), event.clone(), span)) {
+            continue;
+        }
         // The writer waits while maintenance runs: a backlog (an old history, a long
         // outage) is compacted a little at each run, newest hours first.
         if began.elapsed() > COMPACT_TIME {
@@ -277,69 +280,120 @@ fn compact(db: &mut Sqlite, now_ns: i64) -> Result<u64, StoreError> {
             .collect::<Result<_, _>>()
             .map_err(|e| db.err(e))?
         };
-        let mut ids = Vec::new();
-        let (mut start, mut end) = (i64::MAX, i64::MIN);
-        let mut cgroups: Vec<String> = Vec::new();
-        let mut samples: Vec<bucket::RawSample> = Vec::new();
-        let mut decoded = Vec::new();
+        // Consecutive rows merged while they hold at most COMPACT_SAMPLES samples (a big
+        // machine's hour becomes a few buckets rather than one huge one).
+        let key = Segment { host, kind, capture, unit, event };
+        let mut seg = Pending::default();
+        let before = merged;
         for (id, s, e, data) in rows {
             let d = bucket::decode_bucket(&data, s).map_err(|detail| StoreError::Corrupt {
                 path: path.clone(),
                 detail: format!("bucket {id}: {detail}"),
             })?;
-            if !d.untimed.is_empty() || samples.len() + d.samples.len() > bucket::MAX_SAMPLES {
+            if !d.untimed.is_empty() {
                 continue;
             }
-            ids.push(id);
-            start = start.min(s);
-            end = end.max(e);
-            samples.extend_from_slice(&d.samples);
-            decoded.push((s, d));
-        }
-        if ids.len() < 2 {
-            continue;
-        }
-        // The finest resolution that keeps every stored time: the rows' own, and their
-        // starts' offsets from the merged bucket's.
-        let mut tu = 0i64;
-        for (s, d) in &decoded {
-            tu = gcd(gcd(tu, d.time_unit_ns), s - start);
-        }
-        let tu = if tu <= 0 { TIME_UNIT_NS } else { tu };
-        samples.clear();
-        for (_, d) in &decoded {
-            // Cgroup indexes of this bucket → indexes in the merged list.
-            let mut map = vec![0u32];
-            for cg in &d.cgroups {
-                let i = match cgroups.iter().position(|c| c == cg) {
-                    Some(i) => i,
-                    None => {
-                        cgroups.push(cg.clone());
-                        cgroups.len() - 1
-                    }
-                };
-                map.push(i as u32 + 1);
+            if !seg.ids.is_empty() && seg.samples.len() + d.samples.len() > COMPACT_SAMPLES {
+                merged += write_segment(db, &key, &mut seg)?;
             }
-            samples
-                .extend(d.samples.iter().map(|s| bucket::RawSample { cgroup: map[s.cgroup as usize], ..*s }));
+            seg.add(id, s, e, d);
         }
-        let cgs: Vec<&str> = cgroups.iter().map(String::as_str).collect();
-        let data = bucket::encode_bucket(start, tu, WINDOW_NS, &cgs, &samples, &[]);
-        let n = batch(db, |c| {
-            c.prepare_cached(
-                "INSERT INTO buckets(host, kind, start_ns, end_ns, capture, unit, event, samples, timed, data)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, ?9)",
-            )?
-            .execute(params![host, kind, start, end, capture, unit, event, samples.len() as i64, data])?;
-            let mut del = c.prepare_cached("DELETE FROM buckets WHERE id = ?1")?;
-            for id in &ids {
-                del.execute([id])?;
-            }
-            Ok(ids.len() as u64)
-        })?;
-        merged += n;
+        merged += write_segment(db, &key, &mut seg)?;
+        if merged == before {
+            // Nothing in it can merge (untimed entries, big rows): not tried again by
+            // this writer.
+            db.compact_skip.insert((key.host, key.kind, key.capture, key.unit, key.event, span));
+        }
     }
     Ok(merged)
+}
+
+/// Buckets compacted into one at most hold this many samples (an hour at 19 Hz on 58
+/// CPUs): compaction's memory stays bounded on a big machine.
+const COMPACT_SAMPLES: usize = 4 << 20;
+
+/// What a compacted bucket is of.
+struct Segment {
+    host: i64,
+    kind: i64,
+    capture: Option<i64>,
+    unit: String,
+    event: Option<String>,
+}
+
+/// The rows being merged into one bucket.
+#[derive(Default)]
+struct Pending {
+    ids: Vec<i64>,
+    start: i64,
+    end: i64,
+    /// The finest resolution that keeps every stored time: the rows' own, and their starts'
+    /// offsets from the first row's.
+    unit: i64,
+    cgroups: Vec<String>,
+    samples: Vec<bucket::RawSample>,
+}
+
+impl Pending {
+    /// Adds a row (rows come in start order).
+    fn add(&mut self, id: i64, start: i64, end: i64, d: bucket::DecodedBucket) {
+        if self.ids.is_empty() {
+            (self.start, self.end, self.unit) = (start, end, 0);
+        }
+        self.ids.push(id);
+        self.end = self.end.max(end);
+        self.unit = gcd(gcd(self.unit, d.time_unit_ns), start - self.start);
+        // Cgroup indexes of this bucket → indexes in the merged list.
+        let mut map = vec![0u32];
+        for cg in d.cgroups {
+            let i = match self.cgroups.iter().position(|c| *c == cg) {
+                Some(i) => i,
+                None => {
+                    self.cgroups.push(cg);
+                    self.cgroups.len() - 1
+                }
+            };
+            map.push(i as u32 + 1);
+        }
+        self.samples
+            .extend(d.samples.iter().map(|s| bucket::RawSample { cgroup: map[s.cgroup as usize], ..*s }));
+    }
+}
+
+/// Writes the rows of `seg` as one bucket and deletes them (nothing for a single row);
+/// leaves `seg` empty. Returns the rows merged.
+fn write_segment(db: &mut Sqlite, key: &Segment, seg: &mut Pending) -> Result<u64, StoreError> {
+    let seg = std::mem::take(seg);
+    if seg.ids.len() < 2 {
+        return Ok(0);
+    }
+    let unit = if seg.unit <= 0 { TIME_UNIT_NS } else { seg.unit };
+    let cgs: Vec<&str> = seg.cgroups.iter().map(String::as_str).collect();
+    let data = bucket::encode_bucket(seg.start, unit, WINDOW_NS, &cgs, &seg.samples, &[]);
+    let n = seg.samples.len() as i64;
+    drop(seg.samples);
+    batch(db, |c| {
+        c.prepare_cached(
+            "INSERT INTO buckets(host, kind, start_ns, end_ns, capture, unit, event, samples, timed, data)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, ?9)",
+        )?
+        .execute(params![
+            key.host,
+            key.kind,
+            seg.start,
+            seg.end,
+            key.capture,
+            key.unit,
+            key.event,
+            n,
+            data
+        ])?;
+        let mut del = c.prepare_cached("DELETE FROM buckets WHERE id = ?1")?;
+        for id in &seg.ids {
+            del.execute([id])?;
+        }
+        Ok(seg.ids.len() as u64)
+    })
 }
 
 fn gcd(mut a: i64, mut b: i64) -> i64 {

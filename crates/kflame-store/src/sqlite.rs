@@ -152,7 +152,13 @@ pub struct Sqlite {
     /// Metric values dropped unwritten (more than [`MAX_UNWRITTEN_VALUES`] waited).
     dropped_values: u64,
     metric_block_ns: i64,
+    /// Hours whose buckets compaction found nothing to merge in (host, kind, capture, unit,
+    /// event, hour): not tried again by this writer.
+    pub(crate) compact_skip: rustc_hash::FxHashSet<CompactKey>,
 }
+
+/// The key of an hour's buckets for compaction.
+pub(crate) type CompactKey = (i64, i64, Option<i64>, String, Option<String>, i64);
 
 impl std::fmt::Debug for Sqlite {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -319,6 +325,7 @@ impl Sqlite {
             held: Vec::new(),
             dropped_values: 0,
             metric_block_ns: 60_000_000_000,
+            compact_skip: Default::default(),
         };
         if mode == OpenMode::Write {
             db.prepare_for_writing(tables == 0, version, target)?;
