@@ -92,13 +92,24 @@ pub fn check(root: &Path, kmsg: &Path) -> Vec<Item> {
             false => "absent (kernel without CONFIG_PSI or booted with psi=0): psi.* metrics and rules on them missing",
         },
     ));
-    let v2 = root.join("sys/fs/cgroup/cgroup.controllers").exists();
+    // The cgroup2 hierarchy, unified at /sys/fs/cgroup or beside v1 controllers (hybrid,
+    // at /sys/fs/cgroup/unified): the ids of PERF_SAMPLE_CGROUP are of it either way.
+    let mountinfo = std::fs::read_to_string(root.join("proc/self/mountinfo")).unwrap_or_default();
+    let v2 = kflame::record::cgroup2_mount(&mountinfo);
     out.push(item(
         "cgroup v2",
-        v2,
-        match v2 {
-            true => "samples can be labelled with their cgroup (PERF_SAMPLE_CGROUP, Linux 5.7+)",
-            false => "no unified cgroup hierarchy at /sys/fs/cgroup: samples carry no cgroup",
+        v2.is_some(),
+        match &v2 {
+            Some((point, _)) if point == Path::new("/sys/fs/cgroup") => {
+                "unified hierarchy: samples can be labelled with their cgroup (PERF_SAMPLE_CGROUP, Linux 5.7+)"
+                    .to_string()
+            }
+            Some((point, _)) => format!(
+                "hybrid hierarchy, cgroup2 at {}: samples can be labelled with their cgroup in it \
+                 (PERF_SAMPLE_CGROUP, Linux 5.7+)",
+                point.display()
+            ),
+            None => "no cgroup2 mount in /proc/self/mountinfo: samples carry no cgroup".to_string(),
         },
     ));
     let restrict = std::fs::read_to_string(root.join("proc/sys/kernel/dmesg_restrict"))

@@ -120,7 +120,7 @@ pub(crate) fn walk(dir: &Path, root: &str) -> Vec<(u64, Arc<str>)> {
 
 /// The cgroup2 mount of a `/proc/PID/mountinfo` text: its mount point and the path of its
 /// root in the hierarchy (`/` unless a sub-tree is mounted, as in a container).
-pub(crate) fn cgroup2_mount(mountinfo: &str) -> Option<(PathBuf, String)> {
+pub fn cgroup2_mount(mountinfo: &str) -> Option<(PathBuf, String)> {
     mountinfo.lines().find_map(|line| {
         let (left, right) = line.split_once(" - ")?;
         if right.split(' ').next()? != "cgroup2" {

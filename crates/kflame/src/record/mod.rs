@@ -59,6 +59,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use cgroups::cgroup2_mount;
 pub use check::{Capability, check};
 pub use clock::WallClock;
 pub use run::Recorder;
