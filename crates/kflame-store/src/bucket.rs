@@ -1224,4 +1224,37 @@ mod tests {
             assert!(decode_bucket(&blob[..cut], start).is_err(), "cut at {cut}");
         }
     }
+
+    #[test]
+    fn damaged_blobs_are_errors_or_other_samples_never_a_panic() {
+        // Every byte of a windowed blob with cgroups, escapes and a weight table, set to a
+        // few values in turn: decoding, the totals and the dictionary must return.
+        let start = 1_700_000_000_000_000_000;
+        let mut s = samples(start);
+        for (i, x) in s.iter_mut().enumerate() {
+            x.weight = Weight::from_u64(4096 << (i % 3));
+            if i % 50 == 0 {
+                x.time_ns += 400_000_000;
+            }
+        }
+        let untimed = [Untimed { stack: 5, cgroup: 1, count: 3, weight: Weight::ONE }];
+        let blob = encode_bucket(start, 1_000_000, 5_000_000_000, &["/a", "/b"], &s, &untimed);
+        let mut ctx = DecodeCtx::default();
+        let mut out = DecodedBucket::default();
+        let mut totals = Totals::default();
+        let mut errors = 0;
+        for i in 0..blob.len() {
+            for v in [0u8, 1, 0x7f, 0x80, 0xff, blob[i] ^ 0x10] {
+                let mut b = blob.clone();
+                b[i] = v;
+                if decode_bucket_into(&mut ctx, &b, start, &mut out).is_err() {
+                    errors += 1;
+                }
+                let _ = bucket_totals_into(&mut ctx, &b, start, &mut totals);
+                let _ = bucket_stacks(&b);
+                let _ = decode_windows_into(&mut ctx, &b, start, &mut |(a, _)| a > start, &mut out);
+            }
+        }
+        assert!(errors > blob.len(), "{errors} errors for {} bytes", blob.len());
+    }
 }
