@@ -5,6 +5,7 @@ use kflame::fold::Weight;
 use rusqlite::params;
 use rustc_hash::FxHashMap;
 
+use crate::chunks::{self, NameSlots, Slots, StackSlots};
 use crate::codec::{self, Untimed};
 use crate::sqlite::MAX_BUCKET_NS;
 use crate::{Maintenance, Policy, Sqlite, StoreError};
@@ -233,13 +234,17 @@ fn budget(db: &mut Sqlite, max_bytes: u64, orphans: &mut u64) -> Result<u64, Sto
 }
 
 /// Deletes the stacks no bucket or event refers to any more, then the frames no stack
-/// uses. Reads every bucket's dictionary: run after deletions only.
+/// uses: their slots in the chunks become tombstones (the other ids stay), a chunk left
+/// without any is deleted (but the last, which keeps ids from being used again). Reads
+/// every bucket's dictionary and every chunk: run after deletions only.
 fn delete_orphans(db: &mut Sqlite) -> Result<u64, StoreError> {
     let path = db.path().to_path_buf();
     let mut used: rustc_hash::FxHashSet<i64> = rustc_hash::FxHashSet::default();
-    let mut orphans: Vec<i64> = Vec::new();
-    let mut frames_used: rustc_hash::FxHashSet<i64> = rustc_hash::FxHashSet::default();
-    let mut frame_orphans: Vec<i64> = Vec::new();
+    let mut frames_used: rustc_hash::FxHashSet<u32> = rustc_hash::FxHashSet::default();
+    let mut deleted = 0u64;
+    // Chunks to rewrite: (id, slots, last).
+    let mut stack_rewrites: Vec<(i64, StackSlots, bool)> = Vec::new();
+    let mut frame_rewrites: Vec<(i64, NameSlots, bool)> = Vec::new();
     {
         let conn = db.conn();
         let e = |err| db.err(err);
@@ -259,55 +264,69 @@ fn delete_orphans(db: &mut Sqlite) -> Result<u64, StoreError> {
         while let Some(r) = rows.next().map_err(e)? {
             used.insert(r.get(0).map_err(e)?);
         }
-        let mut st = conn.prepare_cached("SELECT id, frames FROM stacks").map_err(e)?;
-        let mut rows = st.query([]).map_err(e)?;
-        while let Some(r) = rows.next().map_err(e)? {
-            let id: i64 = r.get(0).map_err(e)?;
-            if !used.contains(&id) {
-                orphans.push(id);
-                continue;
+        let last_chunk = |table: &str| -> Result<i64, StoreError> {
+            conn.query_row(&format!("SELECT coalesce(max(id), 0) FROM {table}"), [], |r| r.get(0)).map_err(e)
+        };
+        let last = last_chunk(StackSlots::TABLE)?;
+        let mut slots = StackSlots::default();
+        chunks::each_chunk::<StackSlots>(conn, &path, None, |id, count, data| {
+            slots.decode(data, count).map_err(|detail| StoreError::Corrupt {
+                path: path.clone(),
+                detail: format!("stack chunk {id}: {detail}"),
+            })?;
+            let mut kept = StackSlots::default();
+            let mut gone = 0;
+            for i in 0..count {
+                match slots.get(i) {
+                    Some(frames) if used.contains(&(id + i as i64)) => {
+                        frames_used.extend(frames);
+                        kept.push(Some(frames));
+                    }
+                    Some(_) => {
+                        gone += 1;
+                        kept.push(None);
+                    }
+                    None => kept.push(None),
+                }
             }
-            let blob: Vec<u8> = r.get(1).map_err(e)?;
-            let mut rd = codec::Reader::new(&blob);
-            while !rd.at_end() {
-                let f = rd.varint().map_err(|detail| StoreError::Corrupt {
-                    path: path.clone(),
-                    detail: format!("stack {id}: {detail}"),
-                })?;
-                frames_used.insert(f as i64);
+            if gone > 0 {
+                deleted += gone;
+                stack_rewrites.push((id, kept, id == last));
             }
-        }
-        let mut st = conn.prepare_cached("SELECT id FROM frames").map_err(e)?;
-        let mut rows = st.query([]).map_err(e)?;
-        while let Some(r) = rows.next().map_err(e)? {
-            let id: i64 = r.get(0).map_err(e)?;
-            if !frames_used.contains(&id) {
-                frame_orphans.push(id);
+            Ok(())
+        })?;
+        let last = last_chunk(NameSlots::TABLE)?;
+        let mut slots = NameSlots::default();
+        chunks::each_chunk::<NameSlots>(conn, &path, None, |id, count, data| {
+            slots.decode(data, count).map_err(|detail| StoreError::Corrupt {
+                path: path.clone(),
+                detail: format!("frame chunk {id}: {detail}"),
+            })?;
+            let mut kept = NameSlots::default();
+            let mut gone = false;
+            for i in 0..count {
+                let name = slots.get(i);
+                let keep =
+                    name.is_some() && u32::try_from(id + i as i64).is_ok_and(|f| frames_used.contains(&f));
+                gone |= name.is_some() && !keep;
+                kept.push(name.filter(|_| keep));
             }
-        }
-    }
-    let n = orphans.len() as u64;
-    for chunk in orphans.chunks(BATCH as usize) {
-        batch(db, |c| {
-            let mut del = c.prepare_cached("DELETE FROM stacks WHERE id = ?1")?;
-            for id in chunk {
-                del.execute([id])?;
+            if gone {
+                frame_rewrites.push((id, kept, id == last));
             }
             Ok(())
         })?;
     }
-    for chunk in frame_orphans.chunks(BATCH as usize) {
-        batch(db, |c| {
-            let mut del = c.prepare_cached("DELETE FROM frames WHERE id = ?1")?;
-            for id in chunk {
-                del.execute([id])?;
-            }
-            Ok(())
-        })?;
+    // Stacks first: a frame is deleted only once no stored stack uses it.
+    for part in stack_rewrites.chunks(8) {
+        batch(db, |c| part.iter().try_for_each(|(id, slots, last)| chunks::rewrite(c, *id, slots, *last)))?;
     }
-    // The writer's caches may name deleted ids.
+    for part in frame_rewrites.chunks(8) {
+        batch(db, |c| part.iter().try_for_each(|(id, slots, last)| chunks::rewrite(c, *id, slots, *last)))?;
+    }
+    // The writer's maps hold deleted ids: loaded again by the next write.
     db.clear_caches();
-    Ok(n)
+    Ok(deleted)
 }
 
 /// Gives free pages back to the file system and checkpoints the WAL, so that the file
