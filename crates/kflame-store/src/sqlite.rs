@@ -1381,6 +1381,29 @@ impl Sqlite {
     pub(crate) fn clear_caches(&mut self) {
         self.caches = Caches::default();
     }
+
+    /// Forgets stacks and frames maintenance deleted (their ids are not given again).
+    pub(crate) fn forget_deleted(&mut self, stacks: &[(i64, i64)], frames: &rustc_hash::FxHashSet<u32>) {
+        let c = &mut self.caches;
+        if !stacks.is_empty() {
+            // Ranges in id order, adjacent ones merged.
+            let mut ranges: Vec<(i64, i64)> = Vec::with_capacity(stacks.len());
+            for &(a, b) in stacks {
+                match ranges.last_mut() {
+                    Some(last) if last.1 == a => last.1 = b,
+                    _ => ranges.push((a, b)),
+                }
+            }
+            c.stacks.retain(|_, id| {
+                let id = i64::from(*id);
+                let k = ranges.partition_point(|r| r.1 <= id);
+                ranges.get(k).is_none_or(|r| id < r.0)
+            });
+        }
+        if !frames.is_empty() {
+            c.frames.retain(|_, id| !frames.contains(id));
+        }
+    }
 }
 
 impl Query for Sqlite {
