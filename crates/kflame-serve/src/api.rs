@@ -350,8 +350,9 @@ fn by_offset(db: &Sqlite, q: &ProfileQuery<'_>, lo: i64, hi: i64) -> Result<Merg
         }
     }
     let mut counts = StackCounts::new();
-    for (id, w) in weights {
-        counts.add(&db.stack_text(id).map_err(ApiError::store)?, w);
+    let (ids, ws): (Vec<StackId>, Vec<Weight>) = weights.into_iter().unzip();
+    for (text, w) in db.stack_texts(&ids).map_err(ApiError::store)?.into_iter().zip(ws) {
+        counts.add(&text, w);
     }
     // The unit is the buckets' (a profile's meta): read it from the one bucket of the first
     // sample taken, not by merging the whole range a second time.

@@ -92,23 +92,27 @@ async fn capture(State(app): State<Arc<App>>, Params(args): Args) -> Result<Resp
         .with(move |db| {
             let events = db.capture_events(id, i64::MIN, i64::MAX).map_err(ApiError::store)?;
             let mut b = ScatterBuilder::new();
+            // The stacks shown, in the order first met, their texts read at once.
             let mut stacks: HashMap<StackId, StackRef> = HashMap::new();
+            let mut order: Vec<StackId> = Vec::new();
+            let mut seen: std::collections::HashSet<StackId> = std::collections::HashSet::new();
+            for e in events.iter().filter(|e| e.duration_ns.is_some()) {
+                if seen.insert(e.stack) {
+                    order.push(e.stack);
+                }
+            }
+            let texts = db.stack_texts(&order).map_err(ApiError::store)?;
+            for (id, text) in order.iter().zip(texts) {
+                let text = String::from_utf8_lossy(&text);
+                stacks.insert(*id, b.intern_stack(text.split(';').filter(|f| !f.is_empty())));
+            }
             let mut without_duration = 0u64;
             for e in &events {
                 let Some(duration_ns) = e.duration_ns else {
                     without_duration += 1;
                     continue;
                 };
-                let stack = match stacks.get(&e.stack) {
-                    Some(&s) => s,
-                    None => {
-                        let text = db.stack_text(e.stack).map_err(ApiError::store)?;
-                        let text = String::from_utf8_lossy(&text);
-                        let s = b.intern_stack(text.split(';').filter(|f| !f.is_empty()));
-                        stacks.insert(e.stack, s);
-                        s
-                    }
-                };
+                let stack = stacks[&e.stack];
                 b.push(&ScatterEvent {
                     ts_ns: Some(e.time_ns),
                     duration_ns,

@@ -313,12 +313,12 @@ fn metric_stream(raw: &[u8]) -> Result<Reads, Box<dyn std::error::Error>> {
     Ok((out, last + step))
 }
 
-/// Bytes of sample blobs, of stack and frame records, of metric rows.
+/// Bytes of sample blobs, of stack and frame chunks, of metric rows.
 fn rusqlite_sizes(path: &str) -> Result<(i64, i64, i64), Box<dyn std::error::Error>> {
     let c = rusqlite::Connection::open(path)?;
     let blobs: i64 = c.query_row("SELECT coalesce(sum(length(data)), 0) FROM buckets", [], |r| r.get(0))?;
     let stacks: i64 = c.query_row(
-        "SELECT (SELECT coalesce(sum(length(frames)) + 8 * count(*), 0) FROM stacks) + (SELECT coalesce(sum(length(name)), 0) FROM frames)",
+        "SELECT (SELECT coalesce(sum(length(data)), 0) FROM stack_chunks) + (SELECT coalesce(sum(length(data)), 0) FROM frame_chunks)",
         [],
         |r| r.get(0),
     )?;

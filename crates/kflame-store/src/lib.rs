@@ -21,6 +21,7 @@ use kflame::events::EventRecord;
 use kflame::fold::{Meta, Stacks, Weight};
 
 mod bucket;
+mod chunks;
 mod codec;
 mod maintain;
 mod rans;
@@ -105,7 +106,8 @@ pub struct TriggerId(pub i64);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CaptureId(pub i64);
 
-/// Id of a stored stack (the same stack text always has the same id in one database).
+/// Id of a stored stack (the same stack text always has the same id in one database; the id
+/// of a stack deleted by maintenance is not given to another).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct StackId(pub i64);
 
@@ -398,7 +400,7 @@ pub struct SamplePoint {
     pub time_ns: i64,
     /// CPU.
     pub cpu: u32,
-    /// The stack (text through [`Query::stack_text`]).
+    /// The stack (texts through [`Query::stack_texts`]).
     pub stack: StackId,
     /// Weight.
     pub weight: Weight,
@@ -560,6 +562,11 @@ pub trait Query {
     fn samples(&self, q: &ProfileQuery<'_>) -> Result<Vec<SamplePoint>, StoreError>;
     /// The text of a stored stack.
     fn stack_text(&self, id: StackId) -> Result<Vec<u8>, StoreError>;
+    /// The texts of stored stacks, in the order of `ids`: one read of the storage for all
+    /// (stacks are stored in compressed chunks: use this, not `stack_text` in a loop).
+    fn stack_texts(&self, ids: &[StackId]) -> Result<Vec<Vec<u8>>, StoreError> {
+        ids.iter().map(|&id| self.stack_text(id)).collect()
+    }
     /// Metric series of a range.
     fn series(&self, q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError>;
     /// Every stored (metric name, label), sorted.

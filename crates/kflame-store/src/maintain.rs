@@ -6,7 +6,7 @@ use rusqlite::params;
 use rustc_hash::FxHashMap;
 
 use crate::bucket::{self, Untimed};
-use crate::codec;
+use crate::chunks::{self, NameSlots, Slots, StackSlots};
 use crate::sqlite::{MAX_BUCKET_NS, TIME_UNIT_NS, has_spans};
 use crate::{Maintenance, Policy, Sqlite, StoreError};
 
@@ -27,18 +27,18 @@ pub(crate) fn run(db: &mut Sqlite, p: &Policy) -> Result<Maintenance, StoreError
         }
         m.downsampled_buckets += downsample(db, p.now_ns.saturating_sub(after), p.downsample_to_ns)?;
     }
-    // Compaction is an optimization: a full disk leaves it for a later run, after the
-    // budget made room.
+    if let Some(max) = p.max_bytes {
+        m.budget_rows += budget(db, max, &mut m.orphan_stacks)?;
+    }
+    // Compaction is an optimization, and needs room for an hour's new bucket before its
+    // rows go: it runs after the budget made room, and a full disk leaves it for later.
     match compact(db, p.now_ns) {
         Ok(n) => m.compacted_buckets += n,
         Err(e) if e.is_disk_full() => {}
         Err(e) => return Err(e),
     }
-    if let Some(max) = p.max_bytes {
-        m.budget_rows += budget(db, max, &mut m.orphan_stacks)?;
-    }
-    if m.expired_rows > 0 {
-        m.orphan_stacks += delete_orphans(db)?;
+    if m.expired_rows > 0 || m.budget_rows > 0 {
+        m.orphan_stacks += delete_orphans(db, true)?;
     }
     reclaim(db)?;
     m.bytes_after = db.file_bytes();
@@ -434,89 +434,159 @@ fn budget(db: &mut Sqlite, max_bytes: u64, orphans: &mut u64) -> Result<u64, Sto
         if n == 0 {
             break;
         }
-        *orphans += delete_orphans(db)?;
+        // Stacks only: the frames (a few bytes each, in chunks) once the budget is met.
+        *orphans += delete_orphans(db, false)?;
         // Freed pages only count once they are off the free list's books.
         reclaim(db)?;
     }
     Ok(total)
 }
 
-/// Deletes the stacks no bucket or event refers to any more, then the frames no stack
-/// uses. Reads every bucket's dictionary: run after deletions only.
-fn delete_orphans(db: &mut Sqlite) -> Result<u64, StoreError> {
+/// Deletes the stacks no bucket or event refers to any more, and with `frames` the frames
+/// no stack uses: their slots in the chunks become tombstones (the other ids stay), a chunk
+/// left without any is deleted (but the last, which keeps ids from being used again). Reads
+/// every bucket's dictionary, the stack chunks holding ids no bucket or event uses (every
+/// stack chunk with `frames`) and then every frame chunk: run after deletions only.
+fn delete_orphans(db: &mut Sqlite, frames: bool) -> Result<u64, StoreError> {
     let path = db.path().to_path_buf();
-    let mut used: rustc_hash::FxHashSet<i64> = rustc_hash::FxHashSet::default();
-    let mut orphans: Vec<i64> = Vec::new();
-    let mut frames_used: rustc_hash::FxHashSet<i64> = rustc_hash::FxHashSet::default();
-    let mut frame_orphans: Vec<i64> = Vec::new();
+    // Stack ids in use, as bits (ids are dense: a bit each for the ids the chunks hold).
+    let mut used: Vec<u64> = Vec::new();
+    // Frame ids used by the stacks kept (with `frames`).
+    let mut frames_used: Vec<bool> = Vec::new();
+    let mut deleted_stacks = 0u64;
+    // Ranges of stack ids deleted, for the writer's map.
+    let mut forget: Vec<(i64, i64)> = Vec::new();
+    let mut deleted_frames: rustc_hash::FxHashSet<u32> = rustc_hash::FxHashSet::default();
+    // Chunks to rewrite: (id, slots, last).
+    let mut stack_rewrites: Vec<(i64, StackSlots, bool)> = Vec::new();
+    let mut frame_rewrites: Vec<(i64, NameSlots, bool)> = Vec::new();
     {
         let conn = db.conn();
         let e = |err| db.err(err);
+        let ranges = |table: &str| -> Result<Vec<(i64, i64)>, StoreError> {
+            conn.prepare_cached(&format!("SELECT id, count FROM {table} ORDER BY id"))
+                .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+                .map_err(e)
+        };
+        let stack_ranges = ranges(StackSlots::TABLE)?;
+        let last = stack_ranges.last().map_or(0, |r| r.0);
+        let end = stack_ranges.last().map_or(0, |r| r.0.saturating_add(r.1)).clamp(0, 1 << 32);
+        used.resize(end as usize / 64 + 1, 0);
+        let mut mark = |id: i64| {
+            if (0..end).contains(&id) {
+                used[id as usize / 64] |= 1 << (id % 64);
+            }
+        };
         let mut st = conn.prepare_cached("SELECT id, data FROM buckets").map_err(e)?;
         let mut rows = st.query([]).map_err(e)?;
         while let Some(r) = rows.next().map_err(e)? {
             let id: i64 = r.get(0).map_err(e)?;
-            let blob: Vec<u8> = r.get(1).map_err(e)?;
-            let ids = bucket::bucket_stacks(&blob).map_err(|detail| StoreError::Corrupt {
+            let blob = r.get_ref(1).map_err(e)?.as_blob().map_err(|err| e(err.into()))?;
+            let ids = bucket::bucket_stacks(blob).map_err(|detail| StoreError::Corrupt {
                 path: path.clone(),
                 detail: format!("bucket {id}: {detail}"),
             })?;
-            used.extend(ids);
+            ids.into_iter().for_each(&mut mark);
         }
         let mut st = conn.prepare_cached("SELECT DISTINCT stack FROM events").map_err(e)?;
         let mut rows = st.query([]).map_err(e)?;
         while let Some(r) = rows.next().map_err(e)? {
-            used.insert(r.get(0).map_err(e)?);
+            mark(r.get(0).map_err(e)?);
         }
-        let mut st = conn.prepare_cached("SELECT id, frames FROM stacks").map_err(e)?;
-        let mut rows = st.query([]).map_err(e)?;
-        while let Some(r) = rows.next().map_err(e)? {
-            let id: i64 = r.get(0).map_err(e)?;
-            if !used.contains(&id) {
-                orphans.push(id);
-                continue;
+        let is_used = |id: i64| (0..end).contains(&id) && used[id as usize / 64] & (1 << (id % 64)) != 0;
+        let any_used = |from: i64, count: i64| (from..from.saturating_add(count)).any(is_used);
+        let all_used = |from: i64, count: i64| (from..from.saturating_add(count)).all(is_used);
+        // A chunk all of whose ids are used holds no orphan: read only for its frames.
+        let wanted: Vec<i64> =
+            stack_ranges.iter().filter(|&&(id, count)| frames || !all_used(id, count)).map(|r| r.0).collect();
+        let mut slots = StackSlots::default();
+        chunks::each_chunk::<StackSlots>(conn, &path, Some(&wanted), |id, count, data| {
+            let corrupt = |detail| StoreError::Corrupt {
+                path: path.clone(),
+                detail: format!("stack chunk {id}: {detail}"),
+            };
+            if !any_used(id, count as i64) {
+                // Every stack of the chunk goes: counted, not decoded.
+                let live = StackSlots::count_live(data, count).map_err(corrupt)?;
+                if live > 0 {
+                    deleted_stacks += live as u64;
+                    forget.push((id, id + count as i64));
+                    let mut none = StackSlots::default();
+                    for _ in 0..count {
+                        none.push(None);
+                    }
+                    stack_rewrites.push((id, none, id == last));
+                }
+                return Ok(());
             }
-            let blob: Vec<u8> = r.get(1).map_err(e)?;
-            let mut rd = codec::Reader::new(&blob);
-            while !rd.at_end() {
-                let f = rd.varint().map_err(|detail| StoreError::Corrupt {
+            slots.decode(data, count).map_err(corrupt)?;
+            let mut kept = StackSlots::default();
+            let mut gone = false;
+            for i in 0..count {
+                let sid = id + i as i64;
+                match slots.get(i) {
+                    Some(fids) if is_used(sid) => {
+                        if frames {
+                            for &f in fids {
+                                if frames_used.len() <= f as usize {
+                                    frames_used.resize(f as usize + 1, false);
+                                }
+                                frames_used[f as usize] = true;
+                            }
+                        }
+                        kept.push(Some(fids));
+                    }
+                    Some(_) => {
+                        gone = true;
+                        deleted_stacks += 1;
+                        forget.push((sid, sid + 1));
+                        kept.push(None);
+                    }
+                    None => kept.push(None),
+                }
+            }
+            if gone {
+                stack_rewrites.push((id, kept, id == last));
+            }
+            Ok(())
+        })?;
+        if frames {
+            let last = ranges(NameSlots::TABLE)?.last().map_or(0, |r| r.0);
+            let mut slots = NameSlots::default();
+            chunks::each_chunk::<NameSlots>(conn, &path, None, |id, count, data| {
+                slots.decode(data, count).map_err(|detail| StoreError::Corrupt {
                     path: path.clone(),
-                    detail: format!("stack {id}: {detail}"),
+                    detail: format!("frame chunk {id}: {detail}"),
                 })?;
-                frames_used.insert(f as i64);
-            }
+                let mut kept = NameSlots::default();
+                let mut gone = false;
+                for i in 0..count {
+                    let name = slots.get(i);
+                    let fid = (id + i as i64) as u32;
+                    let keep = name.is_some() && frames_used.get(fid as usize) == Some(&true);
+                    if name.is_some() && !keep {
+                        gone = true;
+                        deleted_frames.insert(fid);
+                    }
+                    kept.push(name.filter(|_| keep));
+                }
+                if gone {
+                    frame_rewrites.push((id, kept, id == last));
+                }
+                Ok(())
+            })?;
         }
-        let mut st = conn.prepare_cached("SELECT id FROM frames").map_err(e)?;
-        let mut rows = st.query([]).map_err(e)?;
-        while let Some(r) = rows.next().map_err(e)? {
-            let id: i64 = r.get(0).map_err(e)?;
-            if !frames_used.contains(&id) {
-                frame_orphans.push(id);
-            }
-        }
     }
-    let n = orphans.len() as u64;
-    for chunk in orphans.chunks(BATCH as usize) {
-        batch(db, |c| {
-            let mut del = c.prepare_cached("DELETE FROM stacks WHERE id = ?1")?;
-            for id in chunk {
-                del.execute([id])?;
-            }
-            Ok(())
-        })?;
+    // Stacks first: a frame is deleted only once no stored stack uses it.
+    for part in stack_rewrites.chunks(8) {
+        batch(db, |c| part.iter().try_for_each(|(id, slots, last)| chunks::rewrite(c, *id, slots, *last)))?;
     }
-    for chunk in frame_orphans.chunks(BATCH as usize) {
-        batch(db, |c| {
-            let mut del = c.prepare_cached("DELETE FROM frames WHERE id = ?1")?;
-            for id in chunk {
-                del.execute([id])?;
-            }
-            Ok(())
-        })?;
+    for part in frame_rewrites.chunks(8) {
+        batch(db, |c| part.iter().try_for_each(|(id, slots, last)| chunks::rewrite(c, *id, slots, *last)))?;
     }
-    // The writer's caches may name deleted ids.
-    db.clear_caches();
-    Ok(n)
+    // The writer's maps hold the deleted ids.
+    db.forget_deleted(&forget, &deleted_frames);
+    Ok(deleted_stacks)
 }
 
 /// Gives free pages back to the file system and checkpoints the WAL, so that the file

@@ -12,6 +12,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 use rustc_hash::FxHashMap;
 
 use crate::bucket::{self, RawSample, Untimed};
+use crate::chunks::{self, NameSlots, Slots, StackKey, StackSlots};
 use crate::codec;
 use crate::{
     Bucket, CaptureId, CaptureStart, Event, Kind, Maintenance, Metric, Point, Policy, Profile, ProfileQuery,
@@ -23,9 +24,6 @@ use crate::{
 const APP_ID: i32 = 0x6b66_6c6d;
 /// The longest profile bucket or metric block accepted (queries look this far back).
 pub(crate) const MAX_BUCKET_NS: i64 = 3_600_000_000_000;
-/// Frame ids above this are refused by the arena of [`Sqlite::each_stack_text`] (ids are
-/// the table's row numbers: dense).
-const MAX_DENSE_FRAME_ID: usize = 1 << 28;
 /// Resolution of stored sample times: 1 ms (times are truncated to it).
 pub(crate) const TIME_UNIT_NS: i64 = 1_000_000;
 /// Metric values are stored to this many decimals of their unit (rounded).
@@ -92,6 +90,15 @@ const MIGRATIONS: &[&str] = &[
     "CREATE TABLE metric_spans(id INTEGER PRIMARY KEY, host INTEGER NOT NULL,
          start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, data BLOB NOT NULL);
      CREATE UNIQUE INDEX metric_spans_host ON metric_spans(host, start_ns);",
+    // 5: stacks and frame names in compressed chunks of consecutive ids (see `chunks.rs`),
+    // without indexes: a writer loads them into maps. A row per stack or name, and the
+    // indexes on names and hashes, took five times the room. The rows of the old tables
+    // are moved into chunks, ids kept, by `convert_v3_stacks` in the same transaction.
+    "ALTER TABLE stacks RENAME TO stacks_v3;
+     ALTER TABLE frames RENAME TO frames_v3;
+     DROP INDEX stacks_hash;
+     CREATE TABLE stack_chunks(id INTEGER PRIMARY KEY, count INTEGER NOT NULL, data BLOB NOT NULL);
+     CREATE TABLE frame_chunks(id INTEGER PRIMARY KEY, count INTEGER NOT NULL, data BLOB NOT NULL);",
 ];
 
 /// The newest schema version this build writes and reads.
@@ -125,17 +132,214 @@ struct HeldReading {
 /// oldest blocks are dropped and counted.
 pub const MAX_UNWRITTEN_VALUES: usize = 400_000;
 
-/// Writer-side caches of ids (cleared when a transaction fails, since its ids are gone).
+/// Writer-side maps of ids. Frames and stacks are loaded whole by the first write that
+/// needs them (schema 5 has no index on them: these maps are their index) and hold what was
+/// committed; the frames and stacks a transaction makes are written as chunks before it
+/// commits, and forgotten when it fails. Hosts and series are cached as they are met and
+/// dropped when a transaction fails.
 #[derive(Default)]
 struct Caches {
     hosts: FxHashMap<String, i64>,
-    frames: FxHashMap<Vec<u8>, i64>,
-    /// Stack ids by a 128-bit digest of the text (two independent 64-bit hashes), not by the
-    /// text: a day of distinct stacks costs 32 bytes each, not their text.
-    stacks: FxHashMap<(i64, u64), i64>,
     series: FxHashMap<(i64, String, String), i64>,
     /// The ratio group of a series id (see [`ratio_group`]; "" none).
     groups: FxHashMap<i64, String>,
+    /// `frames` and `stacks` hold every stored one.
+    loaded: bool,
+    /// The file has the row-per-stack tables of schemas 1-3 (opened by
+    /// [`Sqlite::open_at_version`]): new frames and stacks are written as rows.
+    legacy: bool,
+    frames: FxHashMap<Box<[u8]>, u32>,
+    /// Stack ids by 96 bits of a digest of their frames ([`chunks::text_key`]): 16 bytes a
+    /// stack, not its text.
+    stacks: FxHashMap<StackKey, u32>,
+    /// The next ids (one past every stored one, deleted ones included: ids are never reused).
+    next_frame: u32,
+    next_stack: u32,
+    /// Frames and stacks made by the transaction in progress (ids from `next_* - len`).
+    new_frames: Vec<Box<[u8]>>,
+    new_stacks: Vec<(Vec<u32>, StackKey)>,
+    /// The FNV-1a hash of each new stack's text, when `legacy` (the `hash` column).
+    new_hashes: Vec<i64>,
+}
+
+impl Caches {
+    /// Loads every stored frame and stack (one pass over their chunks).
+    fn load(&mut self, conn: &Connection) -> rusqlite::Result<()> {
+        if self.loaded {
+            return Ok(());
+        }
+        self.frames.clear();
+        self.stacks.clear();
+        self.new_frames.clear();
+        self.new_stacks.clear();
+        self.new_hashes.clear();
+        self.legacy = !has_chunks(conn)?;
+        if self.legacy {
+            return self.load_legacy(conn);
+        }
+        let ranges = |table: &str| -> rusqlite::Result<Vec<(i64, i64)>> {
+            conn.prepare_cached(&format!("SELECT id, count FROM {table} ORDER BY id"))?
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect()
+        };
+        let blob = |table: &str, id: i64| -> rusqlite::Result<Vec<u8>> {
+            conn.prepare_cached(&format!("SELECT data FROM {table} WHERE id = ?1"))?.query_row([id], |r| {
+                r.get_ref(0)?
+                    .as_blob()
+                    .map(<[u8]>::to_vec)
+                    .map_err(|_| chunks::corrupt(format!("{table} {id}: not a blob")))
+            })
+        };
+        let check = |table: &str, id: i64, count: i64, limit: i64, per: usize| {
+            if id < 1 || count < 0 || count as usize > per || id.saturating_add(count) > limit {
+                return Err(chunks::corrupt(format!("{table}: a chunk of {count} ids at {id}")));
+            }
+            Ok(((id + count) as u32, count as usize))
+        };
+        let mut digests: FxHashMap<u32, chunks::FrameDigest> = FxHashMap::default();
+        let mut names = NameSlots::default();
+        self.next_frame = 1;
+        for (id, count) in ranges(NameSlots::TABLE)? {
+            let (end, n) =
+                check(NameSlots::TABLE, id, count, i64::from(chunks::MAX_FRAME_ID), NameSlots::PER_CHUNK)?;
+            names
+                .decode(&blob(NameSlots::TABLE, id)?, n)
+                .map_err(|d| chunks::corrupt(format!("frame chunk {id}: {d}")))?;
+            for i in 0..n {
+                if let Some(name) = names.get(i) {
+                    let fid = id as u32 + i as u32;
+                    digests.insert(fid, chunks::frame_digest(name));
+                    self.frames.insert(name.into(), fid);
+                }
+            }
+            self.next_frame = self.next_frame.max(end);
+        }
+        let mut stacks = StackSlots::default();
+        self.next_stack = 1;
+        for (id, count) in ranges(StackSlots::TABLE)? {
+            let (end, n) = check(StackSlots::TABLE, id, count, i64::from(u32::MAX), StackSlots::PER_CHUNK)?;
+            stacks
+                .decode(&blob(StackSlots::TABLE, id)?, n)
+                .map_err(|d| chunks::corrupt(format!("stack chunk {id}: {d}")))?;
+            for i in 0..n {
+                if let Some(frames) = stacks.get(i) {
+                    let sid = id as u32 + i as u32;
+                    if let Some(f) = frames.iter().find(|f| !digests.contains_key(f)) {
+                        return Err(chunks::corrupt(format!("stack {sid}: frame {f} is missing")));
+                    }
+                    self.stacks.insert(chunks::stack_key(frames.iter().map(|f| digests[f])), sid);
+                }
+            }
+            self.next_stack = self.next_stack.max(end);
+        }
+        self.frames.shrink_to_fit();
+        self.loaded = true;
+        Ok(())
+    }
+
+    /// [`Caches::load`] from the tables of schemas 1-3.
+    fn load_legacy(&mut self, conn: &Connection) -> rusqlite::Result<()> {
+        let mut digests: FxHashMap<u32, chunks::FrameDigest> = FxHashMap::default();
+        self.next_frame = 1;
+        let mut st = conn.prepare("SELECT id, CAST(name AS BLOB) FROM frames")?;
+        let mut rows = st.query([])?;
+        while let Some(r) = rows.next()? {
+            let id: i64 = r.get(0)?;
+            let id = u32::try_from(id)
+                .ok()
+                .filter(|&i| i < chunks::MAX_FRAME_ID)
+                .ok_or_else(|| chunks::corrupt(format!("frame id {id} out of range")))?;
+            let name = r.get_ref(1)?.as_blob()?;
+            digests.insert(id, chunks::frame_digest(name));
+            self.frames.insert(name.into(), id);
+            self.next_frame = self.next_frame.max(id + 1);
+        }
+        self.next_stack = 1;
+        let mut st = conn.prepare("SELECT id, frames FROM stacks")?;
+        let mut rows = st.query([])?;
+        while let Some(r) = rows.next()? {
+            let id: i64 = r.get(0)?;
+            let id = u32::try_from(id)
+                .ok()
+                .filter(|&i| i < u32::MAX)
+                .ok_or_else(|| chunks::corrupt(format!("stack id {id} out of range")))?;
+            let frames = legacy_frame_ids(r.get_ref(1)?.as_blob()?)
+                .map_err(|d| chunks::corrupt(format!("stack {id}: {d}")))?;
+            if let Some(f) = frames.iter().find(|f| !digests.contains_key(f)) {
+                return Err(chunks::corrupt(format!("stack {id}: frame {f} is missing")));
+            }
+            self.stacks.insert(chunks::stack_key(frames.iter().map(|f| digests[f])), id);
+            self.next_stack = self.next_stack.max(id + 1);
+        }
+        self.loaded = true;
+        Ok(())
+    }
+
+    fn frame_id(&mut self, name: &[u8]) -> rusqlite::Result<u32> {
+        if let Some(&id) = self.frames.get(name) {
+            return Ok(id);
+        }
+        let id = self.next_frame;
+        if id >= chunks::MAX_FRAME_ID {
+            return Err(chunks::corrupt(format!("more than {} frames", chunks::MAX_FRAME_ID)));
+        }
+        self.next_frame += 1;
+        self.new_frames.push(name.into());
+        self.frames.insert(name.into(), id);
+        Ok(id)
+    }
+
+    /// Writes the frames and stacks of the transaction in progress.
+    fn write_new(&self, conn: &Connection) -> rusqlite::Result<()> {
+        let first = |next: u32, n: usize| i64::from(next) - n as i64;
+        if self.legacy {
+            let f0 = first(self.next_frame, self.new_frames.len());
+            for (i, name) in self.new_frames.iter().enumerate() {
+                conn.prepare_cached("INSERT INTO frames(id, name) VALUES (?1, ?2)")?
+                    .execute(params![f0 + i as i64, &name[..]])?;
+            }
+            let s0 = first(self.next_stack, self.new_stacks.len());
+            for (i, ((frames, _), hash)) in self.new_stacks.iter().zip(&self.new_hashes).enumerate() {
+                let mut blob = Vec::with_capacity(frames.len() * 2);
+                for &f in frames {
+                    codec::put_varint(&mut blob, u128::from(f));
+                }
+                conn.prepare_cached("INSERT INTO stacks(id, hash, frames) VALUES (?1, ?2, ?3)")?
+                    .execute(params![s0 + i as i64, hash, blob])?;
+            }
+            return Ok(());
+        }
+        chunks::append::<NameSlots, _>(
+            conn,
+            first(self.next_frame, self.new_frames.len()),
+            &self.new_frames,
+        )?;
+        let stacks: Vec<&[u32]> = self.new_stacks.iter().map(|(f, _)| f.as_slice()).collect();
+        chunks::append::<StackSlots, _>(conn, first(self.next_stack, stacks.len()), &stacks)
+    }
+
+    /// The transaction committed: what it made is stored.
+    fn committed(&mut self) {
+        self.new_frames.clear();
+        self.new_stacks.clear();
+        self.new_hashes.clear();
+    }
+
+    /// The transaction failed: its ids are gone.
+    fn rolled_back(&mut self) {
+        for name in self.new_frames.drain(..) {
+            self.frames.remove(&name);
+            self.next_frame -= 1;
+        }
+        for (_, key) in self.new_stacks.drain(..) {
+            self.stacks.remove(&key);
+            self.next_stack -= 1;
+        }
+        self.new_hashes.clear();
+        self.hosts.clear();
+        self.series.clear();
+        self.groups.clear();
+    }
 }
 
 /// A kflame history in one SQLite file. Implements [`Store`] (opened with
@@ -171,8 +375,13 @@ fn other(path: &Path, detail: impl Into<String>) -> StoreError {
 }
 
 /// Maps a SQLite error onto the store's kinds.
-fn map_err(path: &Path, e: rusqlite::Error) -> StoreError {
+pub(crate) fn map_err(path: &Path, e: rusqlite::Error) -> StoreError {
     let path = path.to_path_buf();
+    if let rusqlite::Error::ToSqlConversionFailure(inner) = &e
+        && let Some(c) = inner.downcast_ref::<chunks::CorruptChunk>()
+    {
+        return StoreError::Corrupt { path, detail: c.0.clone() };
+    }
     if let rusqlite::Error::SqliteFailure(f, msg) = &e {
         let detail = msg.clone().unwrap_or_else(|| f.to_string());
         return match f.code {
@@ -185,20 +394,78 @@ fn map_err(path: &Path, e: rusqlite::Error) -> StoreError {
     StoreError::Other { path, detail: e.to_string() }
 }
 
-/// FNV-1a, 64 bits: a stable hash of a stack's text (stored, so it must never change).
-/// A hash independent of [`stack_hash`] (SipHash with fixed keys), for the writer's cache.
-fn second_hash(text: &[u8]) -> u64 {
-    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
-    BuildHasherDefault::<DefaultHasher>::default().hash_one(text)
+/// Moves the rows of the `stacks` and `frames` tables of schema 3 (renamed `stacks_v3` and
+/// `frames_v3` by migration 5) into chunks, ids kept, and drops them.
+fn convert_v3_stacks(conn: &Connection) -> rusqlite::Result<()> {
+    let exists = |table: &str| -> rusqlite::Result<bool> {
+        conn.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            [table],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| n > 0)
+    };
+    if exists("frames_v3")? {
+        let rows: Vec<(i64, Vec<u8>)> = conn
+            .prepare("SELECT id, CAST(name AS BLOB) FROM frames_v3 ORDER BY id")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        if let Some((id, _)) = rows.iter().find(|(id, _)| *id < 1 || *id >= i64::from(chunks::MAX_FRAME_ID)) {
+            return Err(chunks::corrupt(format!("frame id {id} out of range")));
+        }
+        chunks::write_all::<NameSlots, _>(conn, &rows)?;
+        conn.execute_batch("DROP TABLE frames_v3")?;
+    }
+    if exists("stacks_v3")? {
+        let mut rows: Vec<(i64, Vec<u32>)> = Vec::new();
+        let mut st = conn.prepare("SELECT id, frames FROM stacks_v3 ORDER BY id")?;
+        let mut q = st.query([])?;
+        while let Some(r) = q.next()? {
+            let id: i64 = r.get(0)?;
+            if id < 1 || id > i64::from(u32::MAX) {
+                return Err(chunks::corrupt(format!("stack id {id} out of range")));
+            }
+            let blob = r.get_ref(1)?.as_blob()?;
+            let frames = legacy_frame_ids(blob).map_err(|d| chunks::corrupt(format!("stack {id}: {d}")))?;
+            rows.push((id, frames));
+        }
+        drop(q);
+        drop(st);
+        chunks::write_all::<StackSlots, _>(conn, &rows)?;
+        conn.execute_batch("DROP TABLE stacks_v3")?;
+    }
+    Ok(())
 }
 
-fn stack_hash(text: &[u8]) -> i64 {
+/// Whether stacks and frames are stored in chunks (schema 5) rather than a row each.
+fn has_chunks(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.prepare_cached("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'stack_chunks'")?
+        .query_row([], |r| r.get::<_, i64>(0))
+        .map(|n| n > 0)
+}
+
+/// FNV-1a, 64 bits, of a stack's text: the `hash` column of the stacks of schemas 1-3.
+fn legacy_stack_hash(text: &[u8]) -> i64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in text {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x100_0000_01b3);
     }
     h as i64
+}
+
+/// The frame ids of a stack row of schema 3 (varints).
+fn legacy_frame_ids(blob: &[u8]) -> Result<Vec<u32>, String> {
+    let mut r = codec::Reader::new(blob);
+    let mut ids = Vec::with_capacity(blob.len());
+    while !r.at_end() {
+        let f = r.varint()?;
+        if f >= u128::from(chunks::MAX_FRAME_ID) {
+            return Err(format!("frame id {f} out of range"));
+        }
+        ids.push(f as u32);
+    }
+    Ok(ids)
 }
 
 /// Checks the file before SQLite sees it: a file that is not SQLite, or is shorter than
@@ -362,6 +629,13 @@ impl Sqlite {
                 tx.execute_batch(sql)
                     .map_err(|err| other(&path, format!("migration to schema version {}: {err}", i + 1)))?;
             }
+            convert_v3_stacks(&tx).map_err(|err| match map_err(&path, err) {
+                StoreError::Other { path, detail } => StoreError::Other {
+                    path,
+                    detail: format!("migration of stacks and frames into chunks: {detail}"),
+                },
+                err => err,
+            })?;
             tx.execute_batch(&format!("PRAGMA application_id = {APP_ID}; PRAGMA user_version = {target};"))
                 .map_err(e)?;
             tx.commit().map_err(e)?;
@@ -427,8 +701,8 @@ impl Sqlite {
         Ok(())
     }
 
-    /// Runs `f` in one write transaction; on failure the id caches are dropped (the ids of
-    /// the rolled-back transaction are gone).
+    /// Runs `f` in one write transaction, with the frames and stacks it made; on failure
+    /// the ids it made are forgotten (the rolled-back transaction took them along).
     fn write<T>(
         &mut self,
         f: impl FnOnce(&Connection, &mut Caches) -> rusqlite::Result<T>,
@@ -437,13 +711,20 @@ impl Sqlite {
         let r = (|| {
             let tx = self.conn.unchecked_transaction()?;
             let v = f(&tx, &mut self.caches)?;
+            self.caches.write_new(&tx)?;
             tx.commit()?;
             Ok(v)
         })();
-        r.map_err(|err| {
-            self.caches = Caches::default();
-            map_err(&self.path, err)
-        })
+        match r {
+            Ok(v) => {
+                self.caches.committed();
+                Ok(v)
+            }
+            Err(err) => {
+                self.caches.rolled_back();
+                Err(map_err(&self.path, err))
+            }
+        }
     }
 
     /// Writes the pending blocks of `keys`, one transaction each, oldest first: after a
@@ -804,50 +1085,25 @@ fn host_id(conn: &Connection, c: &mut Caches, name: &str) -> rusqlite::Result<i6
     Ok(id)
 }
 
-fn frame_id(conn: &Connection, c: &mut Caches, name: &[u8]) -> rusqlite::Result<i64> {
-    if let Some(&id) = c.frames.get(name) {
-        return Ok(id);
-    }
-    let id = match conn
-        .prepare_cached("SELECT id FROM frames WHERE name = ?1")?
-        .query_row([name], |r| r.get(0))
-        .optional()?
-    {
-        Some(id) => id,
-        None => {
-            conn.prepare_cached("INSERT INTO frames(name) VALUES (?1)")?.execute([name])?;
-            conn.last_insert_rowid()
-        }
-    };
-    c.frames.insert(name.to_vec(), id);
-    Ok(id)
-}
-
-/// The id of a stack's text, stored once: its frames (ids into `frames`) as varints.
+/// The id of a stack's text, stored once (its frames' ids, in a chunk).
 fn stack_id(conn: &Connection, c: &mut Caches, text: &[u8]) -> rusqlite::Result<i64> {
-    let hash = stack_hash(text);
-    let key = (hash, second_hash(text));
+    c.load(conn)?;
+    let key = chunks::text_key(text);
     if let Some(&id) = c.stacks.get(&key) {
-        return Ok(id);
+        return Ok(i64::from(id));
     }
-    let mut frames = Vec::with_capacity(text.len() / 8);
-    for f in text.split(|&b| b == b';') {
-        codec::put_varint(&mut frames, frame_id(conn, c, f)? as u128);
+    let frames = text.split(|&b| b == b';').map(|f| c.frame_id(f)).collect::<rusqlite::Result<Vec<u32>>>()?;
+    let id = c.next_stack;
+    if id == u32::MAX {
+        return Err(chunks::corrupt("no stack id left".into()));
     }
-    let found: Option<i64> = conn
-        .prepare_cached("SELECT id FROM stacks WHERE hash = ?1 AND frames = ?2")?
-        .query_row(params![hash, frames], |r| r.get(0))
-        .optional()?;
-    let id = match found {
-        Some(id) => id,
-        None => {
-            conn.prepare_cached("INSERT INTO stacks(hash, frames) VALUES (?1, ?2)")?
-                .execute(params![hash, frames])?;
-            conn.last_insert_rowid()
-        }
-    };
+    c.next_stack += 1;
+    c.new_stacks.push((frames, key));
+    if c.legacy {
+        c.new_hashes.push(legacy_stack_hash(text));
+    }
     c.stacks.insert(key, id);
-    Ok(id)
+    Ok(i64::from(id))
 }
 
 fn unit_name(meta: &Meta) -> &str {
@@ -857,27 +1113,6 @@ fn unit_name(meta: &Meta) -> &str {
 fn cgroup_matches(cg: &str, want: &str) -> bool {
     let want = want.trim_end_matches('/');
     want.is_empty() || cg == want || (cg.starts_with(want) && cg.as_bytes().get(want.len()) == Some(&b'/'))
-}
-
-/// Joins frame ids (varints) into the stack's text.
-fn frames_text(blob: &[u8], names: &FxHashMap<i64, Vec<u8>>, out: &mut Vec<u8>) -> Result<(), String> {
-    for (i, id) in frame_ids(blob)?.into_iter().enumerate() {
-        let name = names.get(&id).ok_or_else(|| format!("frame {id} is missing"))?;
-        if i > 0 {
-            out.push(b';');
-        }
-        out.extend_from_slice(name);
-    }
-    Ok(())
-}
-
-fn frame_ids(blob: &[u8]) -> Result<Vec<i64>, String> {
-    let mut r = codec::Reader::new(blob);
-    let mut ids = Vec::new();
-    while !r.at_end() {
-        ids.push(i64::try_from(r.varint()?).map_err(|_| "frame id out of range".to_string())?);
-    }
-    Ok(ids)
 }
 
 /// Sums the samples of `rows` that the query takes, by stack id.
@@ -1044,74 +1279,134 @@ impl Sqlite {
         Ok(())
     }
 
-    /// Calls `f` with the text of each stack of `ids` (ascending), from one scan of the
-    /// stack and frame tables into two arenas: no allocation per stack or frame. For the
-    /// many stacks of a long range; ids the tables do not hold are an error.
-    fn each_stack_text(&self, ids: &[i64], mut f: impl FnMut(i64, &[u8])) -> Result<(), StoreError> {
+    /// Whether stacks and frames are stored in chunks (schema 5) rather than a row each.
+    fn chunked(&self) -> Result<bool, StoreError> {
+        has_chunks(&self.conn).map_err(|e| map_err(&self.path, e))
+    }
+
+    /// The frame ids of each stack of `ids` (ascending, distinct), in that order; ids not
+    /// stored are an error. Only the chunks holding them are read.
+    fn stack_frames(&self, ids: &[i64]) -> Result<StackFrames, StoreError> {
         let e = |err| map_err(&self.path, err);
-        // The frame blobs of the wanted stacks, by a merge of the ids with the table's order.
-        let mut blobs: Vec<u8> = Vec::new();
-        let mut spans: Vec<(i64, usize, usize)> = Vec::with_capacity(ids.len());
-        let mut need: Vec<bool> = Vec::new();
-        {
+        let mut out = StackFrames::default();
+        if self.chunked()? {
+            let mut slots = StackSlots::default();
+            chunks::each_chunk::<StackSlots>(&self.conn, &self.path, Some(ids), |id, count, data| {
+                slots.decode(data, count).map_err(|d| self.corrupt(format!("stack chunk {id}: {d}")))?;
+                let from = ids.partition_point(|&x| x < id);
+                for &sid in ids[from..].iter().take_while(|&&x| x - id < count as i64) {
+                    if let Some(frames) = slots.get((sid - id) as usize) {
+                        out.push(sid, frames);
+                    }
+                }
+                Ok(())
+            })?;
+        } else if ids.len() <= 2000 {
+            let mut st = self.conn.prepare_cached("SELECT frames FROM stacks WHERE id = ?1").map_err(e)?;
+            for &id in ids {
+                let mut rows = st.query([id]).map_err(e)?;
+                if let Some(r) = rows.next().map_err(e)? {
+                    let b = r.get_ref(0).map_err(e)?.as_blob().map_err(|err| e(err.into()))?;
+                    let f = legacy_frame_ids(b).map_err(|d| self.corrupt(format!("stack {id}: {d}")))?;
+                    out.push(id, &f);
+                }
+            }
+        } else {
+            // One scan of the table, merged with the ids.
             let mut st = self.conn.prepare_cached("SELECT id, frames FROM stacks ORDER BY id").map_err(e)?;
             let mut rows = st.query([]).map_err(e)?;
             let mut next = 0;
             while next < ids.len() {
                 let Some(r) = rows.next().map_err(e)? else { break };
                 let id: i64 = r.get(0).map_err(e)?;
-                if next < ids.len() && ids[next] < id {
-                    return Err(self.corrupt(format!("stack {} is referred to but not stored", ids[next])));
+                while next < ids.len() && ids[next] < id {
+                    next += 1;
                 }
-                if next < ids.len() && ids[next] == id {
+                if ids.get(next) == Some(&id) {
                     next += 1;
                     let b = r.get_ref(1).map_err(e)?.as_blob().map_err(|err| e(err.into()))?;
-                    let mut rd = codec::Reader::new(b);
-                    while !rd.at_end() {
-                        let fid = rd.varint().map_err(|d| self.corrupt(format!("stack {id}: {d}")))?;
-                        let fid = usize::try_from(fid).ok().filter(|&v| v < MAX_DENSE_FRAME_ID).ok_or_else(
-                            || self.corrupt(format!("stack {id}: frame id {fid} out of range")),
-                        )?;
-                        if need.len() <= fid {
-                            need.resize(fid + 1, false);
-                        }
-                        need[fid] = true;
-                    }
-                    spans.push((id, blobs.len(), blobs.len() + b.len()));
-                    blobs.extend_from_slice(b);
+                    let f = legacy_frame_ids(b).map_err(|d| self.corrupt(format!("stack {id}: {d}")))?;
+                    out.push(id, &f);
                 }
             }
-            if let Some(missing) = ids.get(next) {
-                return Err(self.corrupt(format!("stack {missing} is referred to but not stored")));
-            }
         }
-        // The names of the frames needed, indexed by frame id.
+        if out.spans.len() != ids.len() {
+            let missing = ids
+                .iter()
+                .zip(out.spans.iter().map(|s| s.0).chain(std::iter::repeat(i64::MIN)))
+                .find(|(a, b)| a != &b);
+            let id = missing.map_or(0, |(a, _)| *a);
+            return Err(self.corrupt(format!("stack {id} is referred to but not stored")));
+        }
+        Ok(out)
+    }
+
+    /// The names of the frames `need` marks (indexed by frame id): an arena, and each
+    /// frame's (start, length) in it (length `u32::MAX`: not stored).
+    fn frame_names(&self, need: &[bool]) -> Result<Names, StoreError> {
+        let e = |err| map_err(&self.path, err);
         let mut names: Vec<u8> = Vec::new();
         let mut name_at: Vec<(u32, u32)> = vec![(0, u32::MAX); need.len()];
-        {
+        let wanted: Vec<i64> = (0..need.len()).filter(|&i| need[i]).map(|i| i as i64).collect();
+        let mut put = |id: i64, name: &[u8]| {
+            if let Some(i) = usize::try_from(id).ok().filter(|&i| need.get(i) == Some(&true)) {
+                name_at[i] = (names.len() as u32, name.len() as u32);
+                names.extend_from_slice(name);
+            }
+        };
+        if self.chunked()? {
+            let mut slots = NameSlots::default();
+            chunks::each_chunk::<NameSlots>(&self.conn, &self.path, Some(&wanted), |id, count, data| {
+                slots.decode(data, count).map_err(|d| self.corrupt(format!("frame chunk {id}: {d}")))?;
+                let from = wanted.partition_point(|&x| x < id);
+                for &fid in wanted[from..].iter().take_while(|&&x| x - id < count as i64) {
+                    if let Some(name) = slots.get((fid - id) as usize) {
+                        put(fid, name);
+                    }
+                }
+                Ok(())
+            })?;
+        } else if wanted.len() <= 2000 {
+            let mut st = self.conn.prepare_cached("SELECT name FROM frames WHERE id = ?1").map_err(e)?;
+            for &id in &wanted {
+                let mut rows = st.query([id]).map_err(e)?;
+                if let Some(r) = rows.next().map_err(e)? {
+                    put(id, r.get_ref(0).map_err(e)?.as_blob().map_err(|err| e(err.into()))?);
+                }
+            }
+        } else {
             let mut st = self.conn.prepare_cached("SELECT id, name FROM frames").map_err(e)?;
             let mut rows = st.query([]).map_err(e)?;
             while let Some(r) = rows.next().map_err(e)? {
                 let id: i64 = r.get(0).map_err(e)?;
-                let Some(i) = usize::try_from(id).ok().filter(|&i| need.get(i) == Some(&true)) else {
-                    continue;
-                };
-                let n = r.get_ref(1).map_err(e)?.as_blob().map_err(|err| e(err.into()))?;
-                name_at[i] = (names.len() as u32, n.len() as u32);
-                names.extend_from_slice(n);
+                put(id, r.get_ref(1).map_err(e)?.as_blob().map_err(|err| e(err.into()))?);
             }
         }
+        Ok((names, name_at))
+    }
+
+    /// Calls `f` with the text of each stack of `ids` (ascending, distinct), built from the
+    /// chunks (or rows) holding them into two arenas: no allocation per stack or frame.
+    fn each_stack_text(&self, ids: &[i64], mut f: impl FnMut(i64, &[u8])) -> Result<(), StoreError> {
+        let stacks = self.stack_frames(ids)?;
+        let mut need: Vec<bool> = Vec::new();
+        for &fid in &stacks.frames {
+            let fid = fid as usize;
+            if need.len() <= fid {
+                need.resize(fid + 1, false);
+            }
+            need[fid] = true;
+        }
+        let (names, name_at) = self.frame_names(&need)?;
         let mut text = Vec::new();
-        for (id, a, b) in spans {
+        for &(id, a, len) in &stacks.spans {
             text.clear();
-            let mut rd = codec::Reader::new(&blobs[a..b]);
-            while !rd.at_end() {
-                let fid = rd.varint().map_err(|d| self.corrupt(format!("stack {id}: {d}")))? as usize;
-                let (at, len) = name_at[fid];
+            for (k, &fid) in stacks.frames[a as usize..a as usize + len as usize].iter().enumerate() {
+                let (at, len) = name_at[fid as usize];
                 if len == u32::MAX {
                     return Err(self.corrupt(format!("stack {id}: frame {fid} is missing")));
                 }
-                if !text.is_empty() {
+                if k > 0 {
                     text.push(b';');
                 }
                 text.extend_from_slice(&names[at as usize..at as usize + len as usize]);
@@ -1121,62 +1416,35 @@ impl Sqlite {
         Ok(())
     }
 
-    /// The texts of stack ids: per id when few, by one scan of the tables when many.
-    fn stack_texts(&self, ids: &[i64]) -> Result<FxHashMap<i64, Vec<u8>>, StoreError> {
-        let e = |err| map_err(&self.path, err);
-        let mut blobs: FxHashMap<i64, Vec<u8>> = FxHashMap::default();
-        if ids.len() > 2000 {
-            let want: rustc_hash::FxHashSet<i64> = ids.iter().copied().collect();
-            let mut st = self.conn.prepare_cached("SELECT id, frames FROM stacks").map_err(e)?;
-            let mut rows = st.query([]).map_err(e)?;
-            while let Some(r) = rows.next().map_err(e)? {
-                let id: i64 = r.get(0).map_err(e)?;
-                if want.contains(&id) {
-                    blobs.insert(id, r.get(1).map_err(e)?);
-                }
-            }
-        } else {
-            let mut st = self.conn.prepare_cached("SELECT frames FROM stacks WHERE id = ?1").map_err(e)?;
-            for &id in ids {
-                if let Some(b) = st.query_row([id], |r| r.get::<_, Vec<u8>>(0)).optional().map_err(e)? {
-                    blobs.insert(id, b);
-                }
-            }
-        }
-        if let Some(missing) = ids.iter().find(|id| !blobs.contains_key(id)) {
-            return Err(self.corrupt(format!("stack {missing} is referred to but not stored")));
-        }
-        let mut fids: Vec<i64> = Vec::new();
-        for b in blobs.values() {
-            fids.extend(frame_ids(b).map_err(|d| self.corrupt(format!("stack frames: {d}")))?);
-        }
-        fids.sort_unstable();
-        fids.dedup();
-        let mut names: FxHashMap<i64, Vec<u8>> = FxHashMap::default();
-        if fids.len() > 2000 {
-            let mut st = self.conn.prepare_cached("SELECT id, name FROM frames").map_err(e)?;
-            let mut rows = st.query([]).map_err(e)?;
-            while let Some(r) = rows.next().map_err(e)? {
-                let id: i64 = r.get(0).map_err(e)?;
-                if fids.binary_search(&id).is_ok() {
-                    names.insert(id, r.get(1).map_err(e)?);
-                }
-            }
-        } else {
-            let mut st = self.conn.prepare_cached("SELECT name FROM frames WHERE id = ?1").map_err(e)?;
-            for &id in &fids {
-                if let Some(n) = st.query_row([id], |r| r.get::<_, Vec<u8>>(0)).optional().map_err(e)? {
-                    names.insert(id, n);
-                }
-            }
-        }
+    /// The texts of stack ids (in any order, repeats allowed).
+    fn texts_by_id(&self, ids: &[i64]) -> Result<FxHashMap<i64, Vec<u8>>, StoreError> {
+        let mut sorted = ids.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
         let mut out = FxHashMap::default();
-        for (id, b) in blobs {
-            let mut text = Vec::new();
-            frames_text(&b, &names, &mut text).map_err(|d| self.corrupt(format!("stack {id}: {d}")))?;
-            out.insert(id, text);
-        }
+        out.reserve(sorted.len());
+        self.each_stack_text(&sorted, |id, text| {
+            out.insert(id, text.to_vec());
+        })?;
         Ok(out)
+    }
+}
+
+/// Frame names in one arena, and each frame's (start, length) in it by frame id (length
+/// `u32::MAX`: not stored).
+type Names = (Vec<u8>, Vec<(u32, u32)>);
+
+/// The frame ids of some stacks: (stack id, start, length) into one arena.
+#[derive(Default)]
+struct StackFrames {
+    frames: Vec<u32>,
+    spans: Vec<(i64, u32, u32)>,
+}
+
+impl StackFrames {
+    fn push(&mut self, id: i64, frames: &[u32]) {
+        self.spans.push((id, self.frames.len() as u32, frames.len() as u32));
+        self.frames.extend_from_slice(frames);
     }
 }
 
@@ -1427,6 +1695,29 @@ impl Sqlite {
     pub(crate) fn clear_caches(&mut self) {
         self.caches = Caches::default();
     }
+
+    /// Forgets stacks and frames maintenance deleted (their ids are not given again).
+    pub(crate) fn forget_deleted(&mut self, stacks: &[(i64, i64)], frames: &rustc_hash::FxHashSet<u32>) {
+        let c = &mut self.caches;
+        if !stacks.is_empty() {
+            // Ranges in id order, adjacent ones merged.
+            let mut ranges: Vec<(i64, i64)> = Vec::with_capacity(stacks.len());
+            for &(a, b) in stacks {
+                match ranges.last_mut() {
+                    Some(last) if last.1 == a => last.1 = b,
+                    _ => ranges.push((a, b)),
+                }
+            }
+            c.stacks.retain(|_, id| {
+                let id = i64::from(*id);
+                let k = ranges.partition_point(|r| r.1 <= id);
+                ranges.get(k).is_none_or(|r| id < r.0)
+            });
+        }
+        if !frames.is_empty() {
+            c.frames.retain(|_, id| !frames.contains(id));
+        }
+    }
 }
 
 impl Query for Sqlite {
@@ -1482,18 +1773,8 @@ impl Query for Sqlite {
         let mut ids: Vec<i64> = sums.keys().copied().collect();
         let mut counts = StackCounts::new();
         counts.reserve(sums.len());
-        // One scan of the tables when the stacks are many, or a good part of those stored.
-        let max_id: i64 =
-            self.conn.query_row("SELECT coalesce(max(id), 0) FROM stacks", [], |r| r.get(0)).map_err(e)?;
-        if ids.len() > 20_000 || (ids.len() > 16 && ids.len() as i64 * 16 >= max_id) {
-            ids.sort_unstable();
-            self.each_stack_text(&ids, |id, text| counts.add(text, sums[&id]))?;
-        } else {
-            let texts = self.stack_texts(&ids)?;
-            for (id, w) in sums {
-                counts.add(&texts[&id], w);
-            }
-        }
+        ids.sort_unstable();
+        self.each_stack_text(&ids, |id, text| counts.add(text, sums[&id]))?;
         tx.commit().map_err(e)?;
         Ok(Profile {
             stacks: Stacks::Counts(counts),
@@ -1544,8 +1825,18 @@ impl Query for Sqlite {
     }
 
     fn stack_text(&self, id: StackId) -> Result<Vec<u8>, StoreError> {
-        let mut t = self.stack_texts(&[id.0])?;
-        Ok(t.remove(&id.0).unwrap_or_default())
+        let mut t = self.stack_texts(&[id])?;
+        Ok(t.pop().unwrap_or_default())
+    }
+
+    fn stack_texts(&self, ids: &[StackId]) -> Result<Vec<Vec<u8>>, StoreError> {
+        let e = |err| map_err(&self.path, err);
+        let tx = self.conn.unchecked_transaction().map_err(e)?;
+        let raw: Vec<i64> = ids.iter().map(|id| id.0).collect();
+        let texts = self.texts_by_id(&raw)?;
+        tx.commit().map_err(e)?;
+        let out = raw.iter().map(|id| texts.get(id).cloned().unwrap_or_default()).collect();
+        Ok(out)
     }
 
     fn series(&self, q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError> {
