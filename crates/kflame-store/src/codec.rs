@@ -3,35 +3,56 @@
 //! files. Profile bucket blobs are in `bucket.rs`.
 //!
 //! A metric span (table `metric_spans`, schema 4: every series of one host over one block,
-//! or over a 10-minute span once its blocks are merged) is a format byte (1) then:
+//! or over 10 minutes, then an hour, once its blocks are merged) is a format byte (2) then:
 //!
 //! ```text
 //! varint n_times, varint len, len bytes   the shared time column: ms from the start, each
 //!                                         delta minus the first delta (coded, see below)
-//! varint n_dens, n × (varint len, bytes)  denominator columns, one per ratio group: t at
-//!                                         each time, as deltas (coded); 0 where none fits
+//! varint n_dens, n × (varint len, bytes)  denominator columns: one per ratio group, then
+//!                                         one per constant denominator:
+//!   u8 mode (0x40: not delta-coded), sum, coded: t − sum at each time (0: none fits)
 //! varint n_series, n × (zigzag varint id delta, varint len)   ids ascending
 //! columns, one per series, of the lengths above:
 //!   varint n, varint n_runs, n_runs × (varint gap, varint len)   the time indexes it has
-//!   u8 mode, [varint step], [varint denominator column], then n coded integers:
+//!   u8 mode, [varint step], [varint scale, sum], [sum], then n coded integers:
 //!     0-3        decimals: value × 10^d, delta-coded        | 0x40: not delta-coded
-//!     0x80       ratios: k with value = round2(100 k / t)    | 0x20: divided by the step
+//!     0x80       ratios: k with value = round2(100 k / t),   | 0x20: divided by the step
+//!                t = scale × the sum (0 / 0 is 0)
+//!                                                           | 0x10: predicted: the
+//!                integers are the coded ones plus the sum that follows
 //!     0xff       raw f64 LE (no integer form), not coded
+//! sum: varint n, n × varint (lane << 1 | subtracted)
 //! ```
+//!
+//! A lane is a column of integers at each time: the denominator columns, then the series in
+//! the table's order (a series' lane is its integers: `k`, or `value × 10^d`; 0 where it has
+//! no value, and for raw values). A coded column of zeros has no bytes.
 //!
 //! A ratio group is a set of series whose values at one instant are whole counts over one
 //! shared whole: a CPU's shares of its clock ticks (`100 × ticks / total ticks`), the rates
 //! over the reads' interval (`count / secs`, `t` = hundredths of a second). The encoder finds
-//! `t` instant by instant (the previous one, the nearest, a whole multiple of 100) and keeps
-//! the ratio form of a series only when every value comes back bit for bit; else the
-//! decimals, else raw values. Of the exact forms, the smallest is kept.
+//! `t` instant by instant (the predicted one, the previous one, the nearest, a whole
+//! multiple of 100). The store names the relations the watcher's formulas make likely
+//! (`sqlite::span_series`): the whole machine's ticks and shares about the sums of its
+//! CPUs', `cpu.idle` as `t − cpu − cpu.iowait`, `io.iops` about reads plus writes, awaits
+//! over the counts of requests, `io.util` and `io.queue` over the interval's ms,
+//! `mem.available` as `mem.available_bytes` over a constant (the memory's total, found
+//! where the intervals each value allows meet). Each is a candidate: a form is kept only
+//! when every value comes back bit for bit, and a predicted column codes the difference, so
+//! a relation that holds costs nothing and one off by a tick costs little. Of the exact
+//! forms, the smallest is kept (a series others are predicted from keeps its counts unless
+//! they cost over an eighth more); else raw values. Series are coded after the ones their
+//! relations refer to; a decoder follows at most 8 relations deep (a cycle in a damaged
+//! blob is an error).
 //!
 //! "Coded" integers use an adaptive binary range coder (LZMA's): each zigzagged integer as
-//! its bit length (a bit tree in the context of the previous length), the three bits below
-//! its leading one (a bit tree per length) and the rest (a context per length and bit). A
-//! steady column costs a few bytes, and one series is decoded without the others (its
-//! column, the times, its denominators). Every count read is checked against the bytes
-//! left (a coded value costs at least 0.15 bits; reading past a column's end is an error).
+//! its bit length (a 4-bit tree in the context of the previous length, 15 and more with 6
+//! bits more), the three bits below its leading one (a bit tree per length) and the rest
+//! (a context per length and bit). A steady column costs a few bytes, and one series is
+//! decoded with only what it refers to (its column, the times, its denominators, the lanes
+//! of its prediction; a lane needs no denominator). Every count read is checked against
+//! the bytes left (a coded value costs at least 0.02 bits; reading past a column's end is
+//! an error).
 //!
 //! A metric block of schema 3 and older (table `metric_blocks`, one series, one block) is
 //! still read, and written into files of those schemas:
@@ -354,16 +375,21 @@ fn decode_metrics_plain(blob: &[u8], start_ns: i64, out: &mut Vec<(i64, f64)>) -
 }
 
 /// The format byte of a metric span blob (table `metric_spans`, schema 4).
-const SPAN_FORMAT_1: u8 = 1;
+const SPAN_FORMAT: u8 = 2;
 /// Value mode of a span column: values not delta-coded (each on its own).
 const PLAIN_FLAG: u8 = 0x40;
-/// Value mode of a span column: ratios `100 × k / t` of a denominator column `t`.
+/// Value mode of a span column: ratios `100 × k / t` of a denominator (a sum of lanes).
 const RATIO_MODE: u8 = 0x80;
-/// Largest denominator of a group of ratios (clock ticks of a second of 655 CPUs,
-/// hundredths of a second of a rate's interval).
+/// Value mode of a span column: its integers are the coded ones plus a sum of lanes.
+const PREDICTED_FLAG: u8 = 0x10;
+/// Largest denominator of a group of ratios found by search (clock ticks of a second of 655
+/// CPUs, hundredths of a second of a rate's interval).
 const MAX_DENOMINATOR: i64 = 1 << 16;
 /// How far from the previous instant's denominator the next is looked for.
 const DENOMINATOR_WINDOW: i64 = 256;
+/// Longest chain of relations a decoder follows (the writer makes at most 3): a cycle in a
+/// damaged blob ends here.
+const MAX_DEPTH: u32 = 8;
 
 /// A metric value rounded as the store keeps it: to 0.01 of its unit when finite and small
 /// enough for that to be exact in an f64, else as it is; `-0.0` is kept as `0.0`.
@@ -377,19 +403,45 @@ pub(crate) fn round_metric(v: f64, decimals: i32) -> f64 {
     }
 }
 
-/// The value a ratio column gives back: `100 × k / t`, rounded as stored.
-fn ratio_value(k: i64, t: i64) -> f64 {
-    round_metric(100.0 * k as f64 / t as f64, 2)
+/// The value a ratio column gives back: `100 × k / t`, rounded as stored; `0 / 0` is 0 (an
+/// await with no request). `None` for a negative `t` or `k / 0` (damaged).
+fn ratio_value(k: i64, t: i64) -> Option<f64> {
+    match t {
+        1.. => Some(round_metric(100.0 * k as f64 / t as f64, 2)),
+        0 if k == 0 => Some(0.0),
+        _ => None,
+    }
+}
+
+/// Whether `ratio_value(k, t)` is `v`, bit for bit.
+fn ratio_fits(k: i64, t: i64, v: f64) -> bool {
+    ratio_value(k, t).is_some_and(|r| r.to_bits() == v.to_bits())
 }
 
 /// `k` with `ratio_value(k, t) == v` (bit for bit), if there is one.
 fn ratio_numerator(v: f64, t: i64) -> Option<i64> {
-    if !v.is_finite() || v.abs() >= 1e13 {
+    if !v.is_finite() || v.abs() >= 1e13 || t < 0 {
         return None;
     }
-    let k = (v * t as f64 / 100.0).round() as i64;
-    (ratio_value(k, t).to_bits() == v.to_bits()).then_some(k)
+    let k = if t == 0 { 0 } else { (v * t as f64 / 100.0).round() as i64 };
+    ratio_fits(k, t, v).then_some(k)
 }
+
+/// A column of integers a relation refers to: the denominators of a ratio group, or a
+/// series' integers (`k` of ratios, `value × 10^d` of decimals; 0 where it has no value).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lane {
+    /// The denominator column of a ratio group.
+    Den(u32),
+    /// A series, by id.
+    Series(i64),
+}
+
+/// A sum of lanes at each instant, each added (`false`) or subtracted (`true`).
+pub(crate) type LaneSum = Vec<(Lane, bool)>;
+
+/// Sums of other groups' denominators a group's may equal or come near: (group, sum).
+pub(crate) type GroupPreds = Vec<(u32, LaneSum)>;
 
 /// One series of a metric span as the codec sees it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -402,11 +454,80 @@ pub(crate) struct SpanSeries {
     pub(crate) group: u32,
     /// `(time_ns, value)` in time order, times ≥ the span's start.
     pub(crate) values: Vec<(i64, f64)>,
+    /// Other denominators its values may be ratios of: `scale × sum` (an await over the
+    /// count of requests, a utilisation over the interval).
+    pub(crate) dens: Vec<(LaneSum, i64)>,
+    /// Sums of lanes its integers may equal or come near (a total as the sum of the CPUs',
+    /// IOs as reads plus writes): the column then codes the difference.
+    pub(crate) preds: Vec<LaneSum>,
+    /// A series whose integers may be this one's numerators over one constant denominator
+    /// the encoder finds (`mem.available` as `mem.available_bytes` over the memory's total).
+    pub(crate) over_constant: Option<i64>,
+}
+
+/// A sum of lanes as the blob numbers them (den columns first, then series columns in the
+/// order of the table): (lane, subtracted).
+type Refs = Vec<(usize, bool)>;
+
+/// The lanes known so far (den columns, then series columns), `None` where not yet coded.
+type Lanes = [Option<Vec<i64>>];
+
+/// A prediction: its lanes, and their sum at each time.
+type Prediction<'a> = (&'a [(usize, bool)], &'a [i64]);
+
+/// What the encoder of a column knows of the others.
+struct Known<'a> {
+    /// Number of times.
+    nt: usize,
+    /// The ratio groups, in the order of their den columns.
+    groups: &'a [u32],
+    lanes: &'a Lanes,
+    /// A sum of lanes as the blob numbers them, when every lane is known.
+    resolve: &'a dyn Fn(&Lanes, &LaneSum) -> Option<Refs>,
+}
+
+fn put_refs(out: &mut Vec<u8>, refs: &[(usize, bool)]) {
+    put_varint(out, refs.len() as u128);
+    for &(l, neg) in refs {
+        put_varint(out, ((l as u128) << 1) | u128::from(neg));
+    }
+}
+
+/// The sum of `refs` at each of `n` instants (wrapping: a damaged blob gives other values,
+/// never a panic; the writer's sums are small).
+fn sum_lanes(lanes: &[Option<Vec<i64>>], refs: &[(usize, bool)], n: usize) -> Vec<i64> {
+    let mut out = vec![0i64; n];
+    for &(l, neg) in refs {
+        if let Some(Some(v)) = lanes.get(l) {
+            for (o, &x) in out.iter_mut().zip(v) {
+                *o = if neg { o.wrapping_sub(x) } else { o.wrapping_add(x) };
+            }
+        }
+    }
+    out
+}
+
+/// Codes a column of integers; all zeros (or none) cost no bytes.
+fn code_col(values: &[i64]) -> Vec<u8> {
+    if values.iter().all(|&v| v == 0) { Vec::new() } else { code_ints(values.iter().copied()) }
+}
+
+/// Decodes `n` integers of [`code_col`].
+fn decode_col(buf: &[u8], n: usize, mut f: impl FnMut(i64) -> Result<(), String>) -> Result<(), String> {
+    if buf.is_empty() {
+        for _ in 0..n {
+            f(0)?;
+        }
+        return Ok(());
+    }
+    decode_ints(buf, n, f)
 }
 
 /// Encodes a metric span: every series of one host over one span of time, columns coded
-/// with adaptive range coding (see the top of this file).
-pub(crate) fn encode_span(start_ns: i64, series: &[SpanSeries]) -> Vec<u8> {
+/// with adaptive range coding, related columns as their differences (see the top of this
+/// file). `group_preds`: sums of other groups' denominators a group's may equal or come
+/// near (the whole machine's ticks as the sum of its CPUs').
+pub(crate) fn encode_span(start_ns: i64, series: &[SpanSeries], group_preds: &[(u32, LaneSum)]) -> Vec<u8> {
     // The shared time column: every time (in ms) of any series, each as many times as the
     // most values one series has at it.
     let ms = |t: i64| (t - start_ns) / METRIC_TIME_UNIT_NS;
@@ -424,6 +545,7 @@ pub(crate) fn encode_span(start_ns: i64, series: &[SpanSeries]) -> Vec<u8> {
             times.extend(std::iter::repeat_n(w[0].0, n));
         }
     }
+    let nt = times.len();
     // Each series' values → indexes into the time column.
     let index_of = |s: &SpanSeries| -> Vec<usize> {
         let mut out = Vec::with_capacity(s.values.len());
@@ -440,22 +562,160 @@ pub(crate) fn encode_span(start_ns: i64, series: &[SpanSeries]) -> Vec<u8> {
         out
     };
     let indexes: Vec<Vec<usize>> = series.iter().map(index_of).collect();
-    // Denominators: one column per group, found instant by instant.
     let mut groups: Vec<u32> = series.iter().map(|s| s.group).filter(|&g| g != 0).collect();
     groups.sort_unstable();
     groups.dedup();
-    let mut dens: Vec<Vec<i64>> = Vec::new();
-    for &g in &groups {
-        let mut at: Vec<Vec<f64>> = vec![Vec::new(); times.len()];
-        for (m, s) in series.iter().enumerate().filter(|(_, s)| s.group == g) {
-            for (j, &i) in indexes[m].iter().enumerate() {
-                at[i].push(s.values[j].1);
-            }
-        }
-        dens.push(find_denominators(&at));
+    // Constant denominators, one per series that may have one, after the groups'.
+    let constants: Vec<usize> = (0..series.len()).filter(|&i| series[i].over_constant.is_some()).collect();
+    let n_dens = groups.len() + constants.len();
+    // The table's order (ids ascending), and each series' lane.
+    let mut order: Vec<usize> = (0..series.len()).collect();
+    order.sort_by_key(|&i| series[i].id);
+    let mut lane_of_series = vec![0usize; series.len()];
+    for (p, &i) in order.iter().enumerate() {
+        lane_of_series[i] = n_dens + p;
     }
-    let mut out = vec![SPAN_FORMAT_1];
-    put_varint(&mut out, times.len() as u128);
+    let lane_of = |l: Lane| -> Option<usize> {
+        match l {
+            Lane::Den(g) => groups.binary_search(&g).ok(),
+            Lane::Series(id) => order.binary_search_by_key(&id, |&i| series[i].id).ok().map(|p| n_dens + p),
+        }
+    };
+    let mut lanes: Vec<Option<Vec<i64>>> = vec![None; n_dens + series.len()];
+    // A sum whose lanes are all known by now.
+    let resolve = |lanes: &[Option<Vec<i64>>], sum: &LaneSum| -> Option<Refs> {
+        let refs: Option<Refs> = sum
+            .iter()
+            .map(|&(l, neg)| lane_of(l).filter(|&l| lanes[l].is_some()).map(|l| (l, neg)))
+            .collect();
+        refs.filter(|r| !r.is_empty())
+    };
+    // Denominators: one column per group, found instant by instant; groups with a
+    // prediction after the others (a prediction refers only to groups without one).
+    let mut den_cols: Vec<Vec<u8>> = vec![vec![0, 0]; n_dens];
+    let predicted = |g: u32| group_preds.iter().find(|p| p.0 == g).map(|p| &p.1);
+    for pass in 0..2 {
+        for (gi, &g) in groups.iter().enumerate() {
+            if usize::from(predicted(g).is_some()) != pass {
+                continue;
+            }
+            let refs = predicted(g).and_then(|p| resolve(&lanes, p)).unwrap_or_default();
+            let hint = (!refs.is_empty()).then(|| sum_lanes(&lanes, &refs, nt));
+            let mut at: Vec<Vec<f64>> = vec![Vec::new(); nt];
+            for (m, s) in series.iter().enumerate().filter(|(_, s)| s.group == g) {
+                for (j, &i) in indexes[m].iter().enumerate() {
+                    at[i].push(s.values[j].1);
+                }
+            }
+            let d = find_denominators(&at, hint.as_deref());
+            let pred = hint.unwrap_or_else(|| vec![0; nt]);
+            let resid: Vec<i64> = d.iter().zip(&pred).map(|(&t, &p)| t.wrapping_sub(p)).collect();
+            let mut best: Option<Vec<u8>> = None;
+            for plain in [false, true] {
+                let mut c = vec![if plain { PLAIN_FLAG } else { 0 }];
+                put_refs(&mut c, &refs);
+                let mut last = 0i64;
+                let codes: Vec<i64> = resid
+                    .iter()
+                    .map(|&r| {
+                        let code = if plain { r } else { r.wrapping_sub(last) };
+                        last = r;
+                        code
+                    })
+                    .collect();
+                c.extend(code_col(&codes));
+                if best.as_ref().is_none_or(|b| c.len() < b.len()) {
+                    best = Some(c);
+                }
+            }
+            den_cols[gi] = best.unwrap_or_default();
+            lanes[gi] = Some(d);
+        }
+    }
+    // Series columns: a series whose relations refer to other series after those.
+    let refers = |s: &SpanSeries| -> Vec<i64> {
+        s.dens
+            .iter()
+            .map(|d| &d.0)
+            .chain(&s.preds)
+            .flatten()
+            .filter_map(|&(l, _)| match l {
+                Lane::Series(id) => Some(id),
+                Lane::Den(_) => None,
+            })
+            .chain(s.over_constant)
+            .collect()
+    };
+    // The constant denominator of series `i`, when its numerators' series is done and one
+    // fits every value: its lane, filled.
+    let constant_den = |i: usize, lanes: &mut Vec<Option<Vec<i64>>>, den_cols: &mut Vec<Vec<u8>>| {
+        let c = constants.iter().position(|&c| c == i)?;
+        let l = lane_of(Lane::Series(series[i].over_constant?))?;
+        let ks = lanes[l].as_ref()?;
+        let t = find_constant(indexes[i].iter().zip(&series[i].values).map(|(&j, &(_, v))| (ks[j], v)))?;
+        let lane = groups.len() + c;
+        lanes[lane] = Some(vec![t; nt]);
+        let mut col = vec![0, 0];
+        col.extend(code_col(
+            &std::iter::once(t).chain(std::iter::repeat_n(0, nt.saturating_sub(1))).collect::<Vec<_>>(),
+        ));
+        den_cols[lane] = col;
+        Some(lane)
+    };
+    let predicted_from: Vec<bool> = series
+        .iter()
+        .map(|s| series.iter().flat_map(|o| o.preds.iter().flatten()).any(|&(l, _)| l == Lane::Series(s.id)))
+        .collect();
+    let mut cols: Vec<Vec<u8>> = vec![Vec::new(); series.len()];
+    let mut done = vec![false; series.len()];
+    loop {
+        let mut progressed = false;
+        let mut left = None;
+        for &i in &order {
+            if done[i] {
+                continue;
+            }
+            let ready = refers(&series[i])
+                .iter()
+                .all(|&id| lane_of(Lane::Series(id)).is_none_or(|l| lanes[l].is_some()));
+            if !ready {
+                left = left.or(Some(i));
+                continue;
+            }
+            let c = constant_den(i, &mut lanes, &mut den_cols);
+            let (col, lane) = encode_column(
+                &series[i],
+                &indexes[i],
+                &Known { nt, groups: &groups, lanes: &lanes, resolve: &resolve },
+                c,
+                predicted_from[i],
+            );
+            cols[i] = col;
+            lanes[lane_of_series[i]] = Some(lane);
+            done[i] = true;
+            progressed = true;
+        }
+        match left {
+            None => break,
+            // A cycle: the first waiting series goes without its relations to waiting ones.
+            Some(i) if !progressed => {
+                let c = constant_den(i, &mut lanes, &mut den_cols);
+                let (col, lane) = encode_column(
+                    &series[i],
+                    &indexes[i],
+                    &Known { nt, groups: &groups, lanes: &lanes, resolve: &resolve },
+                    c,
+                    predicted_from[i],
+                );
+                cols[i] = col;
+                lanes[lane_of_series[i]] = Some(lane);
+                done[i] = true;
+            }
+            Some(_) => {}
+        }
+    }
+    let mut out = vec![SPAN_FORMAT];
+    put_varint(&mut out, nt as u128);
     let (mut last_t, mut ref_dt) = (0i64, 0i64);
     let time_codes = code_ints(times.iter().enumerate().map(|(i, &t)| {
         let dt = t - last_t;
@@ -468,57 +728,45 @@ pub(crate) fn encode_span(start_ns: i64, series: &[SpanSeries]) -> Vec<u8> {
     }));
     put_varint(&mut out, time_codes.len() as u128);
     out.extend_from_slice(&time_codes);
-    put_varint(&mut out, dens.len() as u128);
-    for d in &dens {
-        let mut last = 0i64;
-        let col = code_ints(d.iter().map(|&t| {
-            let code = t - last;
-            last = t;
-            code
-        }));
-        put_varint(&mut out, col.len() as u128);
-        out.extend_from_slice(&col);
-    }
-    let mut order: Vec<usize> = (0..series.len()).collect();
-    order.sort_by_key(|&i| series[i].id);
-    let mut cols: Vec<Vec<u8>> = Vec::with_capacity(series.len());
-    for &i in &order {
-        let s = &series[i];
-        let den = groups.binary_search(&s.group).ok().filter(|_| s.group != 0);
-        cols.push(encode_column(s, &indexes[i], den.map(|d| (d, &dens[d][..]))));
+    put_varint(&mut out, n_dens as u128);
+    for d in &den_cols {
+        put_varint(&mut out, d.len() as u128);
+        out.extend_from_slice(d);
     }
     put_varint(&mut out, series.len() as u128);
     let mut last_id = 0i64;
-    for (&i, col) in order.iter().zip(&cols) {
+    for &i in &order {
         out_zig(&mut out, i128::from(series[i].id) - i128::from(last_id));
         last_id = series[i].id;
-        put_varint(&mut out, col.len() as u128);
+        put_varint(&mut out, cols[i].len() as u128);
     }
-    for col in &cols {
-        out.extend_from_slice(col);
+    for &i in &order {
+        out.extend_from_slice(&cols[i]);
     }
     out
 }
 
 /// The denominator of each instant (0: none fits, or no member has a value), given the
-/// values of a group's members at each instant: the previous instant's when it fits, else
-/// the nearest that fits within [`DENOMINATOR_WINDOW`] of it, else a whole multiple of 100
-/// (ticks of whole seconds). The search is bounded: a group that fits nothing costs little.
-fn find_denominators(at: &[Vec<f64>]) -> Vec<i64> {
+/// values of a group's members at each instant: the predicted one (`hint`) when it fits,
+/// else the previous instant's, else the nearest that fits within [`DENOMINATOR_WINDOW`] of
+/// it, else a whole multiple of 100 (ticks of whole seconds). The search is bounded: a group
+/// that fits nothing costs little.
+fn find_denominators(at: &[Vec<f64>], hint: Option<&[i64]>) -> Vec<i64> {
     let fits = |vals: &[f64], t: i64| vals.iter().all(|&v| ratio_numerator(v, t).is_some());
     let mut out = Vec::with_capacity(at.len());
     let mut prev = 100i64;
-    for vals in at {
+    for (i, vals) in at.iter().enumerate() {
         if vals.is_empty() {
             out.push(0);
             continue;
         }
+        let h = hint.and_then(|h| h.get(i)).copied().filter(|&t| (1..=MAX_DENOMINATOR).contains(&t));
         // Outward from the previous one: prev, prev + 1, prev - 1, prev + 2, ...
         let near = (0..=DENOMINATOR_WINDOW)
             .flat_map(|d| [prev + d, prev - d].into_iter().take(if d == 0 { 1 } else { 2 }))
             .filter(|&t| (1..=MAX_DENOMINATOR).contains(&t));
         let whole = (1..=MAX_DENOMINATOR / 100).map(|s| s * 100);
-        let found = near.chain(whole).find(|&t| fits(vals, t)).unwrap_or(0);
+        let found = h.into_iter().chain(near).chain(whole).find(|&t| fits(vals, t)).unwrap_or(0);
         if found > 0 {
             prev = found;
         }
@@ -527,40 +775,91 @@ fn find_denominators(at: &[Vec<f64>]) -> Vec<i64> {
     out
 }
 
-/// A value column from its mode byte on: scaled decimals or ratios, delta-coded or plain,
-/// divided by their common step; `den` the index of the denominator column of ratios.
-fn value_codes(mode: u8, ints: &[i64], den: Option<usize>) -> Vec<u8> {
+/// One denominator `t` with `ratio_value(k, t) == v` for every `(k, v)`, if there is one:
+/// where the intervals of `t` each value allows meet.
+fn find_constant(kv: impl Iterator<Item = (i64, f64)>) -> Option<i64> {
+    let kv: Vec<(i64, f64)> = kv.collect();
+    let (mut lo, mut hi) = (1f64, 1e18f64);
+    for &(k, v) in &kv {
+        if k <= 0 || v.is_nan() || v <= 0.0 {
+            return None;
+        }
+        let k = 100.0 * k as f64;
+        lo = lo.max(k / (v + 0.005));
+        if v > 0.005 {
+            hi = hi.min(k / (v - 0.005));
+        }
+    }
+    if kv.is_empty() || lo > hi + 1.0 {
+        return None;
+    }
+    let mid = ((lo + hi) / 2.0).round() as i64;
+    [mid, (mid + 512) / 1024 * 1024, lo.ceil() as i64, hi.floor() as i64]
+        .into_iter()
+        .find(|&t| t > 0 && kv.iter().all(|&(k, v)| ratio_fits(k, t, v)))
+}
+
+/// A value column from its mode byte on: `ints` less the prediction `pred` (at the time
+/// indexes `idx`), delta-coded or plain, divided by their common step; `den` the
+/// denominator of ratios (scale, lanes).
+fn value_codes(
+    mode: u8,
+    ints: &[i64],
+    idx: &[usize],
+    den: Option<(i64, &[(usize, bool)])>,
+    pred: Option<Prediction<'_>>,
+) -> Vec<u8> {
     let plain = mode & PLAIN_FLAG != 0;
+    let resid: Vec<i64> = match pred {
+        Some((_, p)) => ints.iter().zip(idx).map(|(&k, &i)| k.wrapping_sub(p[i])).collect(),
+        None => ints.to_vec(),
+    };
     let mut step = 0u64;
     let mut last = 0i64;
-    for &s in ints {
-        step = gcd(step, if plain { s.unsigned_abs() } else { s.abs_diff(last) });
+    for &s in &resid {
+        step = gcd(step, if plain { s.unsigned_abs() } else { s.wrapping_sub(last).unsigned_abs() });
         last = s;
     }
     let mut out = Vec::with_capacity(ints.len() / 2 + 16);
-    if step > 1 {
+    let mode = mode | if pred.is_some() { PREDICTED_FLAG } else { 0 };
+    if step > 1 && step <= i64::MAX as u64 {
         out.push(mode | STEP_FLAG);
         put_varint(&mut out, u128::from(step));
     } else {
         step = 1;
         out.push(mode);
     }
-    if let Some(d) = den {
-        put_varint(&mut out, d as u128);
+    if let Some((scale, refs)) = den {
+        put_varint(&mut out, scale as u128);
+        put_refs(&mut out, refs);
+    }
+    if let Some((refs, _)) = pred {
+        put_refs(&mut out, refs);
     }
     let step = step as i64;
     let mut last = 0i64;
-    out.extend(code_ints(ints.iter().map(|&s| {
-        let d = if plain { s } else { s - last };
-        last = s;
-        d / step
-    })));
+    let codes: Vec<i64> = resid
+        .iter()
+        .map(|&s| {
+            let d = if plain { s } else { s.wrapping_sub(last) };
+            last = s;
+            d / step
+        })
+        .collect();
+    out.extend(code_col(&codes));
     out
 }
 
 /// One series' column: value count, the time indexes it has (runs), then its values in the
-/// smallest of the modes that give every value back exactly.
-fn encode_column(s: &SpanSeries, idx: &[usize], den: Option<(usize, &[i64])>) -> Vec<u8> {
+/// smallest of the forms that give every value back exactly; and its lane.
+fn encode_column(
+    s: &SpanSeries,
+    idx: &[usize],
+    known: &Known<'_>,
+    constant: Option<usize>,
+    counts_first: bool,
+) -> (Vec<u8>, Vec<i64>) {
+    let Known { nt, groups, lanes, resolve } = *known;
     let mut out = Vec::new();
     put_varint(&mut out, s.values.len() as u128);
     // Runs of consecutive indexes: (gap from the end of the previous run, length).
@@ -578,30 +877,98 @@ fn encode_column(s: &SpanSeries, idx: &[usize], den: Option<(usize, &[i64])>) ->
         put_varint(&mut out, gap as u128);
         put_varint(&mut out, len as u128);
     }
-    let mut best: Option<Vec<u8>> = None;
-    let mut consider = |c: Vec<u8>| {
-        if best.as_ref().is_none_or(|b| c.len() < b.len()) {
-            best = Some(c);
+    let preds: Vec<(Refs, Vec<i64>)> = s
+        .preds
+        .iter()
+        .filter_map(|p| resolve(lanes, p))
+        .map(|r| {
+            let v = sum_lanes(lanes, &r, nt);
+            (r, v)
+        })
+        .collect();
+    let mut best: Option<(Vec<u8>, Vec<i64>)> = None;
+    let mut best_ratio: Option<(Vec<u8>, Vec<i64>)> = None;
+    let mut consider = |c: Vec<u8>, ints: &[i64]| {
+        let slot = if c[0] & RATIO_MODE != 0 { &mut best_ratio } else { &mut best };
+        if slot.as_ref().is_none_or(|b| c.len() < b.0.len()) {
+            *slot = Some((c, ints.to_vec()));
+        }
+    };
+    let try_all = |mode: u8,
+                   ints: &[i64],
+                   den: Option<(i64, &[(usize, bool)])>,
+                   consider: &mut dyn FnMut(Vec<u8>, &[i64])| {
+        for plain in [0, PLAIN_FLAG] {
+            consider(value_codes(mode | plain, ints, idx, den, None), ints);
+            for (r, p) in &preds {
+                consider(value_codes(mode | plain, ints, idx, den, Some((r, p))), ints);
+            }
         }
     };
     if let Some(d) = (0..=3u8).find(|&d| s.values.iter().all(|&(_, v)| scaled(v, d).is_some())) {
         let ints: Vec<i64> = s.values.iter().map(|&(_, v)| scaled(v, d).unwrap_or(0)).collect();
-        consider(value_codes(d, &ints, None));
-        consider(value_codes(d | PLAIN_FLAG, &ints, None));
+        try_all(d, &ints, None, &mut consider);
     }
-    if let Some((d, ts)) = den {
-        let ks: Option<Vec<i64>> = idx
-            .iter()
-            .zip(&s.values)
-            .map(|(&i, &(_, v))| ts.get(i).filter(|&&t| t > 0).and_then(|&t| ratio_numerator(v, t)))
-            .collect();
-        if let Some(ks) = ks {
-            consider(value_codes(RATIO_MODE, &ks, Some(d)));
-            consider(value_codes(RATIO_MODE | PLAIN_FLAG, &ks, Some(d)));
+    // Denominators: the group's, and the others given.
+    let mut dens: Vec<(i64, Refs)> = Vec::new();
+    if s.group != 0
+        && let Ok(g) = groups.binary_search(&s.group)
+    {
+        dens.push((1, vec![(g, false)]));
+    }
+    if let Some(l) = constant {
+        dens.push((1, vec![(l, false)]));
+    }
+    for (sum, scale) in &s.dens {
+        if let Some(r) = resolve(lanes, sum).filter(|_| *scale > 0) {
+            dens.push((*scale, r));
         }
     }
+    for (scale, refs) in &dens {
+        let ts = sum_lanes(lanes, refs, nt);
+        let t_at = |i: usize| ts[i].checked_mul(*scale);
+        // A numerator per prediction: the predicted one where it fits.
+        let mut cands: Vec<Option<&[i64]>> = vec![None];
+        cands.extend(preds.iter().map(|p| Some(&p.1[..])));
+        let mut seen: Vec<Vec<i64>> = Vec::new();
+        for pv in cands {
+            let ks: Option<Vec<i64>> = idx
+                .iter()
+                .zip(&s.values)
+                .map(|(&i, &(_, v))| {
+                    let t = t_at(i)?;
+                    match pv {
+                        Some(p) if ratio_fits(p[i], t, v) => Some(p[i]),
+                        _ => ratio_numerator(v, t),
+                    }
+                })
+                .collect();
+            if let Some(ks) = ks
+                && !seen.contains(&ks)
+            {
+                try_all(RATIO_MODE, &ks, Some((*scale, refs)), &mut consider);
+                seen.push(ks);
+            }
+        }
+    }
+    // The smallest form; a series others are predicted from keeps its counts (a ratio form)
+    // unless they cost over an eighth more: the relations are between counts.
+    let best = match (best, best_ratio) {
+        (Some(b), Some(r))
+            if r.0.len() < b.0.len() || (counts_first && r.0.len() <= b.0.len() + b.0.len() / 8) =>
+        {
+            Some(r)
+        }
+        (b, r) => b.or(r),
+    };
+    let mut lane = vec![0i64; nt];
     match best {
-        Some(c) => out.extend_from_slice(&c),
+        Some((c, ints)) => {
+            out.extend_from_slice(&c);
+            for (&i, &k) in idx.iter().zip(&ints) {
+                lane[i] = k;
+            }
+        }
         None => {
             out.push(RAW_VALUES);
             for &(_, v) in &s.values {
@@ -609,28 +976,32 @@ fn encode_column(s: &SpanSeries, idx: &[usize], den: Option<(usize, &[i64])>) ->
             }
         }
     }
-    out
+    (out, lane)
 }
 
-/// Most values a coded column of `bytes` bytes can hold (a value costs at least 0.15 bits).
+/// Most values a coded column of `bytes` bytes can hold: a value costs at least its four
+/// length decisions, each at least `log2(2048 / 2041)` bits (the most probable an adaptive
+/// probability gets), 0.02 bits in all: at most 404 values a byte.
 fn max_coded(bytes: usize) -> usize {
-    bytes.saturating_mul(64)
+    bytes.saturating_mul(512)
 }
 
-/// A span's header: its times, and where each series' column is.
-struct SpanHeader<'a> {
+/// A span being decoded: its times, where each column is, and the lanes decoded so far.
+struct Span<'a> {
     times: Vec<i64>,
     /// Each denominator column's bytes.
     dens: Vec<&'a [u8]>,
     /// (series id, column bytes), ids ascending.
     cols: Vec<(i64, &'a [u8])>,
+    /// Lanes decoded (dens, then series), for the relations.
+    lanes: Vec<Option<Vec<i64>>>,
 }
 
-fn span_header(blob: &[u8], start_ns: i64) -> Result<SpanHeader<'_>, String> {
+fn span_header(blob: &[u8], start_ns: i64) -> Result<Span<'_>, String> {
     let Some((&format, body)) = blob.split_first() else {
         return Err("empty metric span".into());
     };
-    if format != SPAN_FORMAT_1 {
+    if format != SPAN_FORMAT {
         return Err(format!("unknown metric span format {format}"));
     }
     let mut r = Reader::new(body);
@@ -681,16 +1052,88 @@ fn span_header(blob: &[u8], start_ns: i64) -> Result<SpanHeader<'_>, String> {
         cols.push((id, r.bytes(len)?));
     }
     r.done()?;
-    Ok(SpanHeader { times, dens, cols })
+    let lanes = vec![None; n_dens + n_cols];
+    Ok(Span { times, dens, cols, lanes })
 }
 
-impl SpanHeader<'_> {
-    /// The values of the column `col`, appended to `out`.
-    fn column(&self, col: &[u8], out: &mut Vec<(i64, f64)>) -> Result<(), String> {
+/// A sum of lanes as read: each must be a lane of the blob.
+fn read_refs(r: &mut Reader<'_>, n_lanes: usize) -> Result<Refs, String> {
+    let n = r.count(1)?;
+    let mut refs = Vec::with_capacity(n);
+    for _ in 0..n {
+        let v = r.u64()?;
+        let l = usize::try_from(v >> 1)
+            .ok()
+            .filter(|&l| l < n_lanes)
+            .ok_or_else(|| format!("lane {} of {n_lanes}", v >> 1))?;
+        refs.push((l, v & 1 == 1));
+    }
+    Ok(refs)
+}
+
+impl Span<'_> {
+    /// The sum of `refs` at each time, decoding the lanes it needs.
+    fn sum(&mut self, refs: &[(usize, bool)], depth: u32) -> Result<Vec<i64>, String> {
+        for &(l, _) in refs {
+            self.lane(l, depth)?;
+        }
+        Ok(sum_lanes(&self.lanes, refs, self.times.len()))
+    }
+
+    /// Decodes lane `l` (once).
+    fn lane(&mut self, l: usize, depth: u32) -> Result<(), String> {
+        if self.lanes.get(l).is_some_and(Option::is_some) {
+            return Ok(());
+        }
+        if depth > MAX_DEPTH {
+            return Err("relations nested too deep".into());
+        }
+        let lane = if l < self.dens.len() {
+            self.den(l, depth + 1)?
+        } else {
+            self.series(l - self.dens.len(), depth + 1, None)?
+        };
+        self.lanes[l] = Some(lane);
+        Ok(())
+    }
+
+    /// The denominator column `d` at each time.
+    fn den(&mut self, d: usize, depth: u32) -> Result<Vec<i64>, String> {
+        let col = self.dens[d];
+        let mut r = Reader::new(col);
+        let flags = r.bytes(1)?[0];
+        if flags & !PLAIN_FLAG != 0 {
+            return Err(format!("unknown denominator mode {flags}"));
+        }
+        let refs = read_refs(&mut r, self.lanes.len())?;
+        let mut out = if refs.is_empty() { vec![0; self.times.len()] } else { self.sum(&refs, depth)? };
+        let coded = &col[col.len() - r.left()..];
+        let plain = flags & PLAIN_FLAG != 0;
+        let (mut last, mut i) = (0i64, 0usize);
+        decode_col(coded, self.times.len(), |code| {
+            let resid =
+                if plain { code } else { last.checked_add(code).ok_or("denominator out of range")? };
+            last = resid;
+            out[i] = out[i].wrapping_add(resid);
+            i += 1;
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// The series column at position `p`: its lane, and its values appended to `out`.
+    fn series(
+        &mut self,
+        p: usize,
+        depth: u32,
+        mut out: Option<&mut Vec<(i64, f64)>>,
+    ) -> Result<Vec<i64>, String> {
+        let nt = self.times.len();
+        let col = self.cols[p].1;
         let mut r = Reader::new(col);
         let n = r.u64()?;
-        if n > self.times.len() as u64 {
-            return Err(format!("{n} values of {} times", self.times.len()));
+        if n > nt as u64 {
+            return Err(format!("{n} values of {nt} times"));
         }
         let n = n as usize;
         let n_runs = r.count(2)?;
@@ -702,8 +1145,8 @@ impl SpanHeader<'_> {
             let from = usize::try_from(gap).ok().and_then(|g| end.checked_add(g));
             let to = from.zip(usize::try_from(len).ok()).and_then(|(f, l)| f.checked_add(l));
             let (Some(from), Some(to)) = (from, to) else { return Err("index out of range".into()) };
-            if len == 0 || to > self.times.len() || idx.len() + (to - from) > n {
-                return Err(format!("a run of {len} values at {from} of {} times", self.times.len()));
+            if len == 0 || to > nt || idx.len() + (to - from) > n {
+                return Err(format!("a run of {len} values at {from} of {nt} times"));
             }
             idx.extend(from..to);
             end = to;
@@ -712,15 +1155,19 @@ impl SpanHeader<'_> {
             return Err(format!("{} values in runs, {n} said", idx.len()));
         }
         let mode = r.bytes(1)?[0];
-        out.reserve(n);
+        let mut lane = vec![0i64; nt];
         if mode == RAW_VALUES {
             for &i in &idx {
                 let v = f64::from_le_bytes(r.bytes(8)?.try_into().map_err(|_| "short value")?);
-                out.push((self.times[i], v));
+                if let Some(o) = out.as_deref_mut() {
+                    o.push((self.times[i], v));
+                }
             }
-            return r.done();
+            r.done()?;
+            return Ok(lane);
         }
-        if mode & !(RATIO_MODE | PLAIN_FLAG | STEP_FLAG | 3) != 0 || (mode & RATIO_MODE != 0 && mode & 3 != 0)
+        if mode & !(RATIO_MODE | PLAIN_FLAG | STEP_FLAG | PREDICTED_FLAG | 3) != 0
+            || (mode & RATIO_MODE != 0 && mode & 3 != 0)
         {
             return Err(format!("unknown value mode {mode}"));
         }
@@ -730,43 +1177,54 @@ impl SpanHeader<'_> {
             1
         };
         let plain = mode & PLAIN_FLAG != 0;
-        let mut dens = Vec::new();
-        if mode & RATIO_MODE != 0 {
-            let d = r.u64()?;
-            let col = usize::try_from(d)
-                .ok()
-                .and_then(|d| self.dens.get(d))
-                .ok_or_else(|| format!("denominator column {d} of {}", self.dens.len()))?;
-            let mut t = 0i64;
-            dens.reserve(self.times.len());
-            decode_ints(col, self.times.len(), |code| {
-                t = t.checked_add(code).ok_or("denominator out of range")?;
-                dens.push(t);
-                Ok(())
-            })?;
-        }
-        let f = 10f64.powi(i32::from(mode & 3));
+        let n_lanes = self.lanes.len();
+        let den = if mode & RATIO_MODE != 0 {
+            let scale = i64::try_from(r.u64()?).map_err(|_| "denominator scale out of range")?;
+            Some((scale, read_refs(&mut r, n_lanes)?))
+        } else {
+            None
+        };
+        let pred = if mode & PREDICTED_FLAG != 0 { Some(read_refs(&mut r, n_lanes)?) } else { None };
         let coded = &col[col.len() - r.left()..];
+        let pred = match pred {
+            Some(refs) => Some(self.sum(&refs, depth)?),
+            None => None,
+        };
+        // Denominators only when values are wanted (a lane is the integers).
+        let ts = match (&den, out.is_some()) {
+            (Some((_, refs)), true) => Some(self.sum(refs, depth)?),
+            _ => None,
+        };
+        let scale = den.as_ref().map_or(1, |d| d.0);
+        let f = 10f64.powi(i32::from(mode & 3));
+        let times = &self.times;
         let mut last = 0i64;
         let mut j = 0;
-        decode_ints(coded, n, |code| {
+        decode_col(coded, n, |code| {
             let d = code.checked_mul(step).ok_or("value out of range")?;
             let s = if plain { d } else { last.checked_add(d).ok_or("value out of range")? };
             last = s;
             let i = idx[j];
             j += 1;
-            let v = if mode & RATIO_MODE != 0 {
-                let t = dens[i];
-                if t < 1 {
-                    return Err(format!("denominator {t} at time {i}"));
-                }
-                ratio_value(s, t)
-            } else {
-                s as f64 / f
+            let k = match &pred {
+                Some(p) => s.wrapping_add(p[i]),
+                None => s,
             };
-            out.push((self.times[i], v));
+            lane[i] = k;
+            if let Some(o) = out.as_deref_mut() {
+                let v = match &ts {
+                    Some(ts) => {
+                        let t = ts[i].checked_mul(scale).ok_or("denominator out of range")?;
+                        ratio_value(k, t)
+                            .ok_or_else(|| format!("{k} over a denominator of {t} at time {i}"))?
+                    }
+                    None => k as f64 / f,
+                };
+                o.push((times[i], v));
+            }
             Ok(())
-        })
+        })?;
+        Ok(lane)
     }
 }
 
@@ -885,6 +1343,8 @@ impl<'a> RangeDecoder<'a> {
     }
 }
 
+/// Lengths from this one on are coded as this one and the rest.
+const LONG_LEN: u32 = 15;
 /// Classes of the previous number's length that choose the contexts of the next length.
 const LEN_CLASSES: usize = 4;
 
@@ -893,7 +1353,9 @@ const LEN_CLASSES: usize = 4;
 /// below the leading one (a bit tree per length), and the rest (a context per length and
 /// position).
 struct IntModel {
-    len: [[u16; 128]; LEN_CLASSES],
+    len: [[u16; 16]; LEN_CLASSES],
+    /// Lengths of 15 and more: the rest of the length (six bits).
+    long: [u16; 64],
     top: [[u16; 1 << TOP_BITS]; 65],
     low: [[u16; 64]; 65],
     prev_len: u32,
@@ -902,7 +1364,8 @@ struct IntModel {
 impl IntModel {
     fn new() -> Box<IntModel> {
         Box::new(IntModel {
-            len: [[PROB_INIT; 128]; LEN_CLASSES],
+            len: [[PROB_INIT; 16]; LEN_CLASSES],
+            long: [PROB_INIT; 64],
             top: [[PROB_INIT; 1 << TOP_BITS]; 65],
             low: [[PROB_INIT; 64]; 65],
             prev_len: 0,
@@ -918,10 +1381,19 @@ impl IntModel {
         let n = 64 - z.leading_zeros();
         let c = self.class();
         let mut node = 1usize;
-        for i in (0..7).rev() {
-            let b = (n >> i) & 1 == 1;
+        let short = n.min(LONG_LEN);
+        for i in (0..4).rev() {
+            let b = (short >> i) & 1 == 1;
             rc.bit(&mut self.len[c][node], b);
             node = (node << 1) | usize::from(b);
+        }
+        if short == LONG_LEN {
+            let mut node = 1usize;
+            for i in (0..6).rev() {
+                let b = ((n - LONG_LEN) >> i) & 1 == 1;
+                rc.bit(&mut self.long[node], b);
+                node = (node << 1) | usize::from(b);
+            }
         }
         self.prev_len = n;
         if n <= 1 {
@@ -945,10 +1417,17 @@ impl IntModel {
     fn decode(&mut self, rc: &mut RangeDecoder<'_>) -> Result<i64, String> {
         let c = self.class();
         let mut node = 1usize;
-        for _ in 0..7 {
+        for _ in 0..4 {
             node = (node << 1) | usize::from(rc.bit(&mut self.len[c][node])?);
         }
-        let n = (node - 128) as u32;
+        let mut n = (node - 16) as u32;
+        if n == LONG_LEN {
+            let mut node = 1usize;
+            for _ in 0..6 {
+                node = (node << 1) | usize::from(rc.bit(&mut self.long[node])?);
+            }
+            n += (node - 64) as u32;
+        }
         if n > 64 {
             return Err(format!("a number of {n} bits"));
         }
@@ -1002,21 +1481,23 @@ pub(crate) fn decode_span_series(
     id: i64,
     out: &mut Vec<(i64, f64)>,
 ) -> Result<(), String> {
-    let h = span_header(blob, start_ns)?;
-    if let Ok(i) = h.cols.binary_search_by_key(&id, |c| c.0) {
-        h.column(h.cols[i].1, out)?;
+    let mut h = span_header(blob, start_ns)?;
+    if let Ok(p) = h.cols.binary_search_by_key(&id, |c| c.0) {
+        h.series(p, 0, Some(out))?;
     }
     Ok(())
 }
 
 /// Every series of a span blob: (id, values).
 pub(crate) fn decode_span(blob: &[u8], start_ns: i64) -> Result<Vec<(i64, Values)>, String> {
-    let h = span_header(blob, start_ns)?;
+    let mut h = span_header(blob, start_ns)?;
     let mut out = Vec::with_capacity(h.cols.len());
-    for &(id, col) in &h.cols {
+    for p in 0..h.cols.len() {
         let mut v = Vec::new();
-        h.column(col, &mut v)?;
-        out.push((id, v));
+        let lane = h.series(p, 0, Some(&mut v))?;
+        let l = h.dens.len() + p;
+        h.lanes[l] = Some(lane);
+        out.push((h.cols[p].0, v));
     }
     Ok(out)
 }
@@ -1096,7 +1577,7 @@ mod tests {
     }
     /// The real metric stream of `bench/data` (59 series at 1 Hz, 13 minutes): series id,
     /// ratio group (as the store gives them) and values, as stored.
-    fn real_stream() -> Vec<(String, String, SpanSeries)> {
+    fn real_stream() -> (Vec<(String, String, SpanSeries)>, GroupPreds) {
         use std::collections::BTreeMap;
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/data/metrics-1hz.txt.zst");
         let raw = zstd::stream::decode_all(std::fs::File::open(path).unwrap()).unwrap();
@@ -1112,24 +1593,15 @@ mod tests {
             let t = start + f[0].parse::<i64>().unwrap() / 1_000_000 * 1_000_000;
             by.entry(key).or_default().push((t, round_metric(f[3].parse().unwrap(), 2)));
         }
-        let mut groups: Vec<String> = Vec::new();
-        ids.into_iter()
+        let all: Vec<(i64, String, String, Values)> = ids
+            .into_iter()
             .enumerate()
-            .map(|(i, (name, label))| {
-                let g = crate::sqlite::ratio_group(&name, &label);
-                let group = if g.is_empty() {
-                    0
-                } else {
-                    groups.iter().position(|x| *x == g).unwrap_or_else(|| {
-                        groups.push(g);
-                        groups.len() - 1
-                    }) as u32
-                        + 1
-                };
-                let values = by[&(name.clone(), label.clone())].clone();
-                (name, label, SpanSeries { id: i as i64 + 1, group, values })
-            })
-            .collect()
+            .map(|(i, key)| (i as i64 + 1, key.0.clone(), key.1.clone(), by[&key].clone()))
+            .collect();
+        let names: Vec<(String, String)> = all.iter().map(|s| (s.1.clone(), s.2.clone())).collect();
+        let (series, group_preds) = crate::sqlite::span_series(all);
+        let stream = names.into_iter().zip(series).map(|((n, l), s)| (n, l, s)).collect();
+        (stream, group_preds)
     }
 
     fn assert_same(name: &str, want: &[(i64, f64)], got: &[(i64, f64)]) {
@@ -1142,7 +1614,7 @@ mod tests {
 
     #[test]
     fn metric_spans_of_real_values_round_trip_exactly_and_small() {
-        let stream = real_stream();
+        let (stream, group_preds) = real_stream();
         let start = 1_700_000_000_000_000_000i64;
         let span = 600 * 1_000_000_000i64;
         let (mut bytes, mut values) = (0, 0);
@@ -1155,7 +1627,7 @@ mod tests {
                 })
                 .filter(|s| !s.values.is_empty())
                 .collect();
-            let blob = encode_span(from, &series);
+            let blob = encode_span(from, &series, &group_preds);
             bytes += blob.len();
             values += series.iter().map(|s| s.values.len()).sum::<usize>();
             let back = decode_span(&blob, from).unwrap();
@@ -1185,6 +1657,7 @@ mod tests {
                 id: 3,
                 group: 0,
                 values: (0..40).map(|i| (start + i * sec, odd[i as usize % 8])).collect(),
+                ..Default::default()
             },
             // Every other second, two values at one time, then a gap.
             SpanSeries {
@@ -1196,6 +1669,7 @@ mod tests {
                     (start + 2 * sec, 33.33),
                     (start + 30 * sec + 5_000_000, 100.0),
                 ],
+                ..Default::default()
             },
             // A group whose values fit no denominator at some instants.
             SpanSeries {
@@ -1204,6 +1678,7 @@ mod tests {
                 values: (0..40)
                     .map(|i| (start + i * sec, [12.34, 56.78, 0.01, 99.99][i as usize % 4]))
                     .collect(),
+                ..Default::default()
             },
             // Page-sized moves of a byte count.
             SpanSeries {
@@ -1212,9 +1687,10 @@ mod tests {
                 values: (0..40)
                     .map(|i| (start + i * sec, (1_000_000_000 + (i * 37 % 11) * 4096) as f64))
                     .collect(),
+                ..Default::default()
             },
         ];
-        let blob = encode_span(start, &series);
+        let blob = encode_span(start, &series, &[]);
         let back = decode_span(&blob, start).unwrap();
         for (s, (id, got)) in series.iter().zip(&back) {
             assert_eq!(s.id, *id);
@@ -1236,14 +1712,195 @@ mod tests {
     }
 
     #[test]
+    fn the_steadiest_columns_fit_their_bound() {
+        // A clock of exact seconds over a day: every code 0 after the first two.
+        let start = 1_700_000_000_000_000_000i64;
+        let values: Values = (0..86_400).map(|i| (start + i * 1_000_000_000, 1.0)).collect();
+        let series = [SpanSeries { id: 1, values: values.clone(), ..Default::default() }];
+        let blob = encode_span(start, &series, &[]);
+        assert_same("steady", &values, &decode_span(&blob, start).unwrap()[0].1);
+        let zeros = code_ints(std::iter::repeat_n(0, 1 << 20));
+        assert!(max_coded(zeros.len()) >= 1 << 20, "{} bytes", zeros.len());
+    }
+
+    #[test]
     fn ratios_are_exact_or_refused() {
         // 100 × 93 / 201 as a share: found back from its rounded value.
         let v = round_metric(100.0 * 93.0 / 201.0, 2);
         let k = ratio_numerator(v, 201).unwrap();
-        assert_eq!(ratio_value(k, 201).to_bits(), v.to_bits());
+        assert_eq!(ratio_value(k, 201).map(f64::to_bits), Some(v.to_bits()));
         assert_eq!(ratio_numerator(12.34, 10_000), Some(1234));
         assert!(ratio_numerator(12.34, 100).is_none());
         assert!(ratio_numerator(f64::NAN, 100).is_none());
         assert!(ratio_numerator(33.34, 3).is_none());
+    }
+
+    /// Series of `(name, label, values)` with the relations the store gives them.
+    fn planned(all: Vec<(&str, &str, Values)>) -> (Vec<SpanSeries>, GroupPreds) {
+        crate::sqlite::span_series(
+            all.into_iter()
+                .enumerate()
+                .map(|(i, (n, l, v))| (i as i64 + 1, n.to_string(), l.to_string(), v))
+                .collect(),
+        )
+    }
+
+    /// Encodes, decodes whole and series by series, checks every value bit for bit; the
+    /// blob's length, and each column's.
+    fn round_trip(start: i64, series: &[SpanSeries], group_preds: &[(u32, LaneSum)]) -> (usize, Vec<usize>) {
+        let blob = encode_span(start, series, group_preds);
+        let back = decode_span(&blob, start).unwrap();
+        assert_eq!(back.len(), series.len());
+        for (s, (id, got)) in series.iter().zip(&back) {
+            assert_eq!(s.id, *id);
+            assert_same(&format!("series {id}"), &s.values, got);
+            let mut one = Vec::new();
+            decode_span_series(&blob, start, s.id, &mut one).unwrap();
+            assert_same(&format!("series {id} alone"), &s.values, &one);
+        }
+        // Damaged: every truncation an error, every byte changed an error or other values.
+        for cut in 0..blob.len() {
+            assert!(decode_span(&blob[..cut], start).is_err(), "cut at {cut}");
+        }
+        for i in 0..blob.len() {
+            let mut b = blob.clone();
+            b[i] ^= 0x5a;
+            let _ = decode_span(&b, start);
+            for s in series {
+                let _ = decode_span_series(&b, start, s.id, &mut Vec::new());
+            }
+        }
+        let h = span_header(&blob, start).unwrap();
+        (blob.len(), h.cols.iter().map(|c| c.1.len()).collect())
+    }
+
+    #[test]
+    fn the_machine_is_coded_from_its_cpus_exactly_or_near() {
+        let start = 1_700_000_000_000_000_000i64;
+        let sec = 1_000_000_000i64;
+        // Ticks of two CPUs per second (usr, sys, idle); the machine's line is their sum, or,
+        // read a moment apart, one tick off at every seventh read.
+        let ticks = |i: i64, cpu: i64| {
+            let usr = (i * 37 + cpu * 11) % 60 + 20;
+            let sys = (i * 13 + cpu * 5) % 15;
+            (usr, sys, 101 - usr - sys)
+        };
+        let share = |k: i64, t: i64| round_metric(100.0 * k as f64 / t as f64, 2);
+        for skew in [false, true] {
+            let mut all: Vec<(&str, &str, Values)> = Vec::new();
+            for (name, pick) in [("cpu.usr", 0), ("cpu.sys", 1), ("cpu.idle", 2)] {
+                let get = |t: (i64, i64, i64)| [t.0, t.1, t.2][pick];
+                for (label, cpu) in [("cpu0", 0), ("cpu1", 1)] {
+                    let v = (0..120).map(|i| (start + i * sec, share(get(ticks(i, cpu)), 101))).collect();
+                    all.push((name, label, v));
+                }
+                let v = (0..120)
+                    .map(|i| {
+                        let (a, b) = (ticks(i, 0), ticks(i, 1));
+                        let off = i64::from(skew && i % 7 == 0);
+                        // One tick more of usr (and of the whole) at the skewed reads.
+                        let k = get(a) + get(b) + if pick == 0 { off } else { 0 };
+                        (start + i * sec, share(k, 202 + off))
+                    })
+                    .collect();
+                all.push((name, "", v));
+            }
+            let (series, group_preds) = planned(all);
+            assert!(!series[2].preds.is_empty() && !group_preds.is_empty());
+            let (_, cols) = round_trip(start, &series, &group_preds);
+            // The machine's columns cost next to nothing when the relation holds, little
+            // when it is one tick off now and then.
+            let whole: usize = [2, 5, 8].iter().map(|&i| cols[i]).sum();
+            let one_cpu: usize = [0, 3, 6].iter().map(|&i| cols[i]).sum();
+            if skew {
+                assert!(whole < one_cpu, "{whole} B for the machine, {one_cpu} B for cpu0");
+            } else {
+                assert!(whole <= 3 * 12, "{whole} B for the machine: {cols:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn io_and_memory_relations_hold_or_fall_back() {
+        let start = 1_700_000_000_000_000_000i64;
+        let sec = 1_000_000_000i64;
+        let total = 25_000_000_000i64;
+        let mut sizes = Vec::new();
+        for broken in [false, true] {
+            let avail: Vec<i64> = (0..200).map(|i| 20_000_000_000 + (i * 7919 % 1000) * 4096).collect();
+            let at = |i: usize| start + i as i64 * sec;
+            // The memory's total changes (memory added) when broken: no one constant fits.
+            let pct = avail
+                .iter()
+                .enumerate()
+                .map(|(i, &a)| {
+                    let t = if broken && i > 100 { total + 1_000_000_000 } else { total };
+                    (at(i), round_metric(100.0 * a as f64 / t as f64, 2))
+                })
+                .collect();
+            let bytes = avail.iter().enumerate().map(|(i, &a)| (at(i), a as f64)).collect();
+            // Reads and writes over an interval of 1 s; IOs are their sum, plus a flush now
+            // and then when broken.
+            let reads: Vec<i64> = (0..200).map(|i| (i * 31 % 47) as i64).collect();
+            let writes: Vec<i64> = (0..200).map(|i| (i * 17 % 23) as i64).collect();
+            let rate = |n: i64| round_metric(n as f64, 2);
+            let r = reads.iter().enumerate().map(|(i, &n)| (at(i), rate(n))).collect();
+            let w = writes.iter().enumerate().map(|(i, &n)| (at(i), rate(n))).collect();
+            let iops = (0..200)
+                .map(|i| (at(i), rate(reads[i] + writes[i] + i64::from(broken && i % 5 == 0))))
+                .collect();
+            let ctxt = (0..200).map(|i| (at(i), rate(900 + (i as i64 * 7 % 50)))).collect();
+            let (series, group_preds) = planned(vec![
+                ("mem.available", "", pct),
+                ("mem.available_bytes", "", bytes),
+                ("io.reads", "vda", r),
+                ("io.writes", "vda", w),
+                ("io.iops", "vda", iops),
+                ("ctxt", "", ctxt),
+            ]);
+            let (_, cols) = round_trip(start, &series, &group_preds);
+            assert!(cols[4] < cols[2], "io.iops smaller than io.reads: {cols:?}");
+            sizes.push(cols);
+        }
+        // Where the relations hold, mem.available and io.iops are their headers; where they
+        // do not, a constant denominator is refused and IOs code their difference.
+        assert!(sizes[0][0] < 16 && sizes[0][4] < 16, "mem.available, io.iops {:?}", sizes[0]);
+        assert!(sizes[1][0] > 2 * sizes[0][0], "mem.available {:?}", sizes[1]);
+    }
+
+    #[test]
+    fn damaged_relations_are_errors() {
+        let start = 1_700_000_000_000_000_000i64;
+        let sec = 1_000_000_000i64;
+        let v = |x: f64| (0..10).map(|i| (start + i * sec, x + (i * 7919 % 1000) as f64)).collect::<Values>();
+        let series = vec![
+            SpanSeries { id: 1, values: v(1.0), ..Default::default() },
+            SpanSeries {
+                id: 2,
+                values: v(1.0),
+                preds: vec![vec![(Lane::Series(1), false)]],
+                ..Default::default()
+            },
+        ];
+        let blob = encode_span(start, &series, &[]);
+        let h = span_header(&blob, start).unwrap();
+        let col = h.cols[1].1;
+        // The second column refers to the first (lane 0 of no denominator): make it refer to
+        // itself, then to a lane that is not there.
+        assert!(col.len() < 8, "the second column is its difference to the first: {col:?}");
+        let at = blob.len() - col.len();
+        let mut found = false;
+        for i in 0..col.len() - 1 {
+            if col[i] == 1 && i > 0 && col[i - 1] & PREDICTED_FLAG != 0 && col[i + 1] == 0 {
+                for (lane, what) in [(1u8, "deep"), (9, "lane")] {
+                    let mut b = blob.clone();
+                    b[at + i + 1] = lane << 1;
+                    let e = decode_span(&b, start).unwrap_err();
+                    assert!(e.contains(what), "{e}");
+                }
+                found = true;
+            }
+        }
+        assert!(found, "no reference found in {col:?}");
     }
 }

@@ -29,9 +29,12 @@ pub(crate) const TIME_UNIT_NS: i64 = 1_000_000;
 /// Metric values are stored to this many decimals of their unit (rounded).
 /// Decimals a metric value keeps in the store (see [`stored_metric_value`]).
 pub const METRIC_DECIMALS: i32 = 2;
-/// The longest row of one metric series: the blocks written (see
-/// [`Sqlite::set_metric_block`]) extend a row until it spans this much.
-const METRIC_ROW_NS: i64 = 600_000_000_000;
+/// Metric rows of blocks written (see [`Sqlite::set_metric_block`]) are folded into one row
+/// of this span when it ends (in files of schema 3, a row of one series never spans more).
+const METRIC_SPAN_NS: i64 = 600_000_000_000;
+/// ... and those rows into one of this span when it ends (at most [`MAX_BUCKET_NS`]: queries
+/// look back that far).
+const METRIC_ROW_NS: i64 = 3_600_000_000_000;
 /// Size of the reserve file kept beside a database being written (see
 /// [`Sqlite::reserve_path`]).
 pub const RESERVE_BYTES: u64 = 1 << 20;
@@ -141,8 +144,8 @@ pub const MAX_UNWRITTEN_VALUES: usize = 400_000;
 struct Caches {
     hosts: FxHashMap<String, i64>,
     series: FxHashMap<(i64, String, String), i64>,
-    /// The ratio group of a series id (see [`ratio_group`]; "" none).
-    groups: FxHashMap<i64, String>,
+    /// The name and label of a series id.
+    names: FxHashMap<i64, (String, String)>,
     /// `frames` and `stacks` hold every stored one.
     loaded: bool,
     /// The file has the row-per-stack tables of schemas 1-3 (opened by
@@ -338,7 +341,7 @@ impl Caches {
         self.new_hashes.clear();
         self.hosts.clear();
         self.series.clear();
-        self.groups.clear();
+        self.names.clear();
     }
 }
 
@@ -807,7 +810,7 @@ impl Sqlite {
             let h = self.caches.hosts[host];
             for m in metrics {
                 let id = self.caches.series[&(h, m.name.to_string(), m.label.to_string())];
-                self.caches.groups.entry(id).or_insert_with(|| ratio_group(m.name, m.label));
+                self.caches.names.entry(id).or_insert_with(|| (m.name.to_string(), m.label.to_string()));
                 ids.push(id);
             }
             h
@@ -921,7 +924,7 @@ pub fn stored_metric_value(v: f64) -> f64 {
 pub(crate) fn ratio_group(name: &str, label: &str) -> String {
     const RATES: [&str; 7] =
         ["ctxt", "forks", "io.read_bytes", "io.write_bytes", "io.reads", "io.writes", "io.iops"];
-    if name == "cpu" || name.starts_with("cpu.") {
+    if is_cpu_share(name) {
         format!("cpu/{label}")
     } else if RATES.contains(&name) {
         "rate".into()
@@ -930,25 +933,137 @@ pub(crate) fn ratio_group(name: &str, label: &str) -> String {
     }
 }
 
-/// The ratio group of a series id, from the cache or its row.
-fn group_of(conn: &Connection, c: &mut Caches, id: i64) -> rusqlite::Result<String> {
-    if let Some(g) = c.groups.get(&id) {
-        return Ok(g.clone());
-    }
-    let g = conn
-        .prepare_cached("SELECT name, label FROM series WHERE id = ?1")?
-        .query_row([id], |r| Ok(ratio_group(&r.get::<_, String>(0)?, &r.get::<_, String>(1)?)))
-        .optional()?
-        .unwrap_or_default();
-    c.groups.insert(id, g.clone());
-    Ok(g)
+fn is_cpu_share(name: &str) -> bool {
+    name == "cpu" || name.starts_with("cpu.")
 }
 
-/// Stores the values of one block of one host (starting at `block`) in the host's row for
-/// that block: rows span [`METRIC_ROW_NS`] (a whole number of blocks). The block is written
-/// as a row of its own (merged with one written before at the same start: a restart); the
-/// last block of a span folds the span's rows into one, so that short blocks do not cost a
-/// row each for long.
+/// Whether `label` names one CPU (`cpu0`, `cpu12`).
+fn is_one_cpu(label: &str) -> bool {
+    label.strip_prefix("cpu").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// A series of a span: id, name, label, values.
+pub(crate) type NamedSeries = (i64, String, String, Vec<(i64, f64)>);
+
+/// The series of one span as the codec takes them, with the relations the watcher's
+/// formulas make likely (`kflame-watch`'s `metrics/`); the codec keeps one only where it
+/// gives every value back exactly and codes smaller:
+///
+/// - a share of the whole machine (label "") is about the sum of its CPUs' (its ticks and
+///   the machine's ticks the sums of theirs, read a moment apart), as is the whole
+///   machine's denominator the sum of the CPUs';
+/// - `cpu.idle` is `t − cpu − cpu.iowait` ticks of its CPU;
+/// - `io.iops` is about `io.reads + io.writes` (discards and flushes aside);
+/// - `io.r_await`, `io.w_await` are ticks over the reads' or writes' count (`io.await` over
+///   their sum, or over `io.iops`, its ticks about theirs); `io.util` and `io.queue` are
+///   ticks over the interval's ms (10 × and 1000 × the rates' hundredths of a second).
+pub(crate) fn span_series(all: Vec<NamedSeries>) -> (Vec<codec::SpanSeries>, codec::GroupPreds) {
+    use codec::Lane;
+    let mut names: Vec<String> = Vec::new();
+    let mut group_id = |g: String| -> u32 {
+        if g.is_empty() {
+            return 0;
+        }
+        match names.iter().position(|n| *n == g) {
+            Some(i) => i as u32 + 1,
+            None => {
+                names.push(g);
+                names.len() as u32
+            }
+        }
+    };
+    let groups: Vec<u32> = all.iter().map(|(_, n, l, _)| group_id(ratio_group(n, l))).collect();
+    let rate = group_id("rate".into());
+    let find = |name: &str, label: &str| all.iter().find(|s| s.1 == name && s.2 == label).map(|s| s.0);
+    let cpus: Vec<&str> = {
+        let mut c: Vec<&str> = all.iter().map(|s| s.2.as_str()).filter(|l| is_one_cpu(l)).collect();
+        c.sort_unstable();
+        c.dedup();
+        c
+    };
+    let plus = |ids: &[Option<i64>]| -> codec::LaneSum {
+        if ids.iter().any(Option::is_none) {
+            return Vec::new();
+        }
+        ids.iter().flatten().map(|&id| (Lane::Series(id), false)).collect()
+    };
+    let mut group_preds = Vec::new();
+    let whole = names.iter().position(|n| n == "cpu/").map(|i| i as u32 + 1);
+    if let Some(g) = whole {
+        let sum: codec::LaneSum = cpus
+            .iter()
+            .filter_map(|c| names.iter().position(|n| *n == format!("cpu/{c}")))
+            .map(|i| (Lane::Den(i as u32 + 1), false))
+            .collect();
+        if !sum.is_empty() {
+            group_preds.push((g, sum));
+        }
+    }
+    let out = all
+        .iter()
+        .zip(&groups)
+        .map(|((id, name, label, values), &group)| {
+            let mut s = codec::SpanSeries { id: *id, group, values: values.clone(), ..Default::default() };
+            let (name, label) = (name.as_str(), label.as_str());
+            if is_cpu_share(name) {
+                if label.is_empty() && !cpus.is_empty() {
+                    s.preds.push(plus(&cpus.iter().map(|c| find(name, c)).collect::<Vec<_>>()));
+                }
+                if name == "cpu.idle"
+                    && let (Some(busy), Some(iowait)) = (find("cpu", label), find("cpu.iowait", label))
+                {
+                    s.preds.push(vec![
+                        (Lane::Den(group), false),
+                        (Lane::Series(busy), true),
+                        (Lane::Series(iowait), true),
+                    ]);
+                }
+            }
+            let (reads, writes) = (find("io.reads", label), find("io.writes", label));
+            match name {
+                "io.iops" => s.preds.push(plus(&[reads, writes])),
+                "io.r_await" => s.dens.push((plus(&[reads]), 100)),
+                "io.w_await" => s.dens.push((plus(&[writes]), 100)),
+                "io.await" => {
+                    s.dens.push((plus(&[find("io.iops", label)]), 100));
+                    s.dens.push((plus(&[reads, writes]), 100));
+                    s.preds.push(plus(&[find("io.r_await", label), find("io.w_await", label)]));
+                }
+                "io.util" => s.dens.push((vec![(Lane::Den(rate), false)], 10)),
+                "io.queue" => s.dens.push((vec![(Lane::Den(rate), false)], 1000)),
+                "mem.available" => {
+                    s.over_constant = find("mem.available_bytes", label);
+                    s.preds.push(plus(&[s.over_constant]));
+                }
+                _ => {}
+            }
+            s.preds.retain(|p| !p.is_empty());
+            s.dens.retain(|d| !d.0.is_empty());
+            s
+        })
+        .collect();
+    (out, group_preds)
+}
+
+/// The name and label of a series id, from the cache or its row.
+fn name_of(conn: &Connection, c: &mut Caches, id: i64) -> rusqlite::Result<(String, String)> {
+    if let Some(n) = c.names.get(&id) {
+        return Ok(n.clone());
+    }
+    let n = conn
+        .prepare_cached("SELECT name, label FROM series WHERE id = ?1")?
+        .query_row([id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+        .optional()?
+        .unwrap_or_default();
+    c.names.insert(id, n.clone());
+    Ok(n)
+}
+
+/// Stores the values of one block of one host (starting at `block`): as a row of its own
+/// (merged with one written before at the same start: a restart), until the block that ends
+/// a span of [`METRIC_SPAN_NS`] folds the span's rows into one, and the block that ends one of
+/// [`METRIC_ROW_NS`] folds that span's (whole numbers of blocks): short blocks do not cost a
+/// row each for long, and a day is 24 rows whose columns each learn their model once an hour.
 fn write_block(
     conn: &Connection,
     c: &mut Caches,
@@ -963,10 +1078,13 @@ fn write_block(
         }
         return Ok(());
     }
-    let row_ns = (block_ns * (METRIC_ROW_NS / block_ns).max(1)).min(MAX_BUCKET_NS.max(block_ns));
-    let row = block.div_euclid(row_ns) * row_ns;
-    let closes = block + block_ns >= row + row_ns;
-    let (from, to) = if closes { (row, row + row_ns) } else { (block, block + 1) };
+    // The widest span the block closes, if any: its rows are folded into one.
+    let closed = [METRIC_ROW_NS, METRIC_SPAN_NS].into_iter().find_map(|span| {
+        let row_ns = (block_ns * (span / block_ns).max(1)).min(MAX_BUCKET_NS.max(block_ns));
+        let row = block.div_euclid(row_ns) * row_ns;
+        (block + block_ns >= row + row_ns).then_some((row, row + row_ns))
+    });
+    let (from, to) = closed.unwrap_or((block, block + 1));
     let rows: Vec<(i64, Vec<u8>)> = conn
         .prepare_cached(
             "SELECT start_ns, data FROM metric_spans WHERE host = ?1 AND start_ns >= ?2 AND start_ns < ?3
@@ -983,30 +1101,19 @@ fn write_block(
     for (id, vals) in values {
         all.entry(*id).or_default().extend_from_slice(vals);
     }
-    let mut names: Vec<String> = Vec::new();
-    let mut series = Vec::with_capacity(all.len());
+    let mut named = Vec::with_capacity(all.len());
     for (id, mut vals) in all {
         vals.sort_by_key(|v| v.0);
-        let g = group_of(conn, c, id)?;
-        let group = if g.is_empty() {
-            0
-        } else {
-            match names.iter().position(|n| *n == g) {
-                Some(i) => i + 1,
-                None => {
-                    names.push(g);
-                    names.len()
-                }
-            }
-        };
-        series.push(codec::SpanSeries { id, group: group as u32, values: vals });
+        let (name, label) = name_of(conn, c, id)?;
+        named.push((id, name, label, vals));
     }
-    let (start, end) = if closes { (row, row + row_ns) } else { (block, block + block_ns) };
-    if closes {
+    let (series, group_preds) = span_series(named);
+    let (start, end) = closed.unwrap_or((block, block + block_ns));
+    if let Some((from, to)) = closed {
         conn.prepare_cached("DELETE FROM metric_spans WHERE host = ?1 AND start_ns >= ?2 AND start_ns < ?3")?
-            .execute(params![host, row, row + row_ns])?;
+            .execute(params![host, from, to])?;
     }
-    let data = codec::encode_span(start, &series);
+    let data = codec::encode_span(start, &series, &group_preds);
     conn.prepare_cached(
         "INSERT OR REPLACE INTO metric_spans(host, start_ns, end_ns, data) VALUES (?1, ?2, ?3, ?4)",
     )?
@@ -1024,7 +1131,7 @@ fn write_series_block(
     block_ns: i64,
     values: &[(i64, f64)],
 ) -> rusqlite::Result<()> {
-    let row_ns = (block_ns * (METRIC_ROW_NS / block_ns).max(1)).min(MAX_BUCKET_NS.max(block_ns));
+    let row_ns = (block_ns * (METRIC_SPAN_NS / block_ns).max(1)).min(MAX_BUCKET_NS.max(block_ns));
     let row = block.div_euclid(row_ns) * row_ns;
     // The block is written as a row of its own (merged with one written before at the same
     // start: a restart); the last block of a row's span folds the span's rows into one.
