@@ -81,33 +81,59 @@ fn generate(seconds: i64) -> Vec<Owned> {
 }
 
 fn write_buckets(db: &mut Sqlite, samples: &[Owned], bucket_ns: i64, host: &str, meta: &Meta) {
+    write_buckets_kind(db, samples, bucket_ns, host, Kind::Cpu, meta);
+}
+
+/// [`write_buckets`] of any kind.
+fn write_buckets_kind(
+    db: &mut Sqlite,
+    samples: &[Owned],
+    bucket_ns: i64,
+    host: &str,
+    kind: Kind,
+    meta: &Meta,
+) {
     let end = samples.iter().map(|s| s.time_ns).max().unwrap() + 1;
     let mut start = T0;
     while start < end {
-        let these: Vec<Sample<'_>> = samples
-            .iter()
-            .filter(|s| s.time_ns >= start && s.time_ns < start + bucket_ns)
-            .map(|s| Sample {
-                time_ns: s.time_ns,
-                cpu: s.cpu,
-                cgroup: s.cgroup,
-                stack: &s.stack,
-                weight: s.weight,
-            })
-            .collect();
-        db.append_bucket(&Bucket {
-            host,
-            kind: Kind::Cpu,
-            start_ns: start,
-            end_ns: start + bucket_ns,
-            capture: None,
-            meta,
-            samples: &these,
-            aggregated: &[],
-        })
-        .unwrap();
+        let these: Vec<&Owned> =
+            samples.iter().filter(|s| s.time_ns >= start && s.time_ns < start + bucket_ns).collect();
+        write_bucket(db, &these, start, bucket_ns, host, kind, meta);
         start += bucket_ns;
     }
+}
+
+/// One bucket of `samples` over `[start, start + len)`.
+fn write_bucket(
+    db: &mut Sqlite,
+    samples: &[&Owned],
+    start: i64,
+    len: i64,
+    host: &str,
+    kind: Kind,
+    meta: &Meta,
+) {
+    let these: Vec<Sample<'_>> = samples
+        .iter()
+        .map(|s| Sample {
+            time_ns: s.time_ns,
+            cpu: s.cpu,
+            cgroup: s.cgroup,
+            stack: &s.stack,
+            weight: s.weight,
+        })
+        .collect();
+    db.append_bucket(&Bucket {
+        host,
+        kind,
+        start_ns: start,
+        end_ns: start + len,
+        capture: None,
+        meta,
+        samples: &these,
+        aggregated: &[],
+    })
+    .unwrap();
 }
 
 /// What the profile of `[from, to)` must be, computed from the input.
@@ -678,7 +704,7 @@ fn compacted_hours_answer_every_range_as_before() {
     for (i, s) in mem.iter_mut().enumerate() {
         s.weight = Weight::from_u64(4096 << (i % 3));
     }
-    write_buckets_kind(&mut db, &mem, 10 * SEC, Kind::Mem, &Meta { unit: Unit::Bytes, event: None });
+    write_buckets_kind(&mut db, &mem, 10 * SEC, "h", Kind::Mem, &Meta { unit: Unit::Bytes, event: None });
     let ranges = [
         (T0, T0 + 3600 * SEC),
         (T0 + 1800 * SEC, T0 + 5400 * SEC),
@@ -723,7 +749,7 @@ fn compacted_hours_answer_every_range_as_before() {
     let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
     let late: Vec<Owned> =
         generate(20).into_iter().map(|s| Owned { time_ns: s.time_ns + 1800 * SEC, ..s }).collect();
-    write_buckets_from(&mut db, &late, T0 + 1800 * SEC, 20 * SEC, &cpu);
+    write_bucket(&mut db, &late.iter().collect::<Vec<_>>(), T0 + 1800 * SEC, 20 * SEC, "h", Kind::Cpu, &cpu);
     assert_eq!(
         compact_all(&mut db, T0 + 2 * 3600 * SEC + 1200 * SEC + 660 * SEC),
         2,
@@ -734,62 +760,6 @@ fn compacted_hours_answer_every_range_as_before() {
     for &(a, b) in &ranges {
         assert_eq!(got(&db, &ProfileQuery::new(Kind::Cpu, a, b)), expected(&all, a, b, None), "{a}..{b}");
     }
-}
-
-/// [`write_buckets`] of another kind.
-fn write_buckets_kind(db: &mut Sqlite, samples: &[Owned], bucket_ns: i64, kind: Kind, meta: &Meta) {
-    let end = samples.iter().map(|s| s.time_ns).max().unwrap() + 1;
-    let mut start = T0;
-    while start < end {
-        let these: Vec<Sample<'_>> = samples
-            .iter()
-            .filter(|s| s.time_ns >= start && s.time_ns < start + bucket_ns)
-            .map(|s| Sample {
-                time_ns: s.time_ns,
-                cpu: s.cpu,
-                cgroup: s.cgroup,
-                stack: &s.stack,
-                weight: s.weight,
-            })
-            .collect();
-        db.append_bucket(&Bucket {
-            host: "h",
-            kind,
-            start_ns: start,
-            end_ns: start + bucket_ns,
-            capture: None,
-            meta,
-            samples: &these,
-            aggregated: &[],
-        })
-        .unwrap();
-        start += bucket_ns;
-    }
-}
-
-/// One bucket of `samples` over `[start, start + len)`.
-fn write_buckets_from(db: &mut Sqlite, samples: &[Owned], start: i64, len: i64, meta: &Meta) {
-    let these: Vec<Sample<'_>> = samples
-        .iter()
-        .map(|s| Sample {
-            time_ns: s.time_ns,
-            cpu: s.cpu,
-            cgroup: s.cgroup,
-            stack: &s.stack,
-            weight: s.weight,
-        })
-        .collect();
-    db.append_bucket(&Bucket {
-        host: "h",
-        kind: Kind::Cpu,
-        start_ns: start,
-        end_ns: start + len,
-        capture: None,
-        meta,
-        samples: &these,
-        aggregated: &[],
-    })
-    .unwrap();
 }
 
 /// Maintenance runs until compaction has nothing left; the buckets it merged.
