@@ -103,14 +103,6 @@ pub(crate) struct DecodedBucket {
     pub(crate) untimed: Vec<Untimed>,
 }
 
-/// What a whole bucket adds to a profile, read from its side data alone: (stack, timed
-/// samples, their weight), and its untimed entries.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Totals {
-    pub(crate) stacks: Vec<(i64, u64, Weight)>,
-    pub(crate) untimed: Vec<Untimed>,
-}
-
 /// Encodes a bucket (format 2). Times must be in `[start_ns, ...)`; `time_unit_ns` ≥ 1
 /// truncates them to that resolution; `window_ns` (0: one window) cuts the coded columns
 /// into streams of that much time each, so that a query cutting the bucket decodes only
@@ -347,6 +339,13 @@ pub(crate) struct DecodeCtx {
     dict: Vec<i64>,
     pids: Vec<u32>,
     states: Vec<CpuState>,
+}
+
+impl DecodeCtx {
+    /// The global stack ids of the last blob parsed, by dictionary index.
+    pub(crate) fn dict(&self) -> &[i64] {
+        &self.dict
+    }
 }
 
 /// [`decode_bucket`] into `out` (its vectors reused), with `ctx`'s buffers.
@@ -586,13 +585,33 @@ impl Side {
         want: &mut dyn FnMut((i64, i64)) -> bool,
         out: &mut DecodedBucket,
     ) -> Result<(), String> {
-        let spans: Vec<(i64, i64)> = self.windows.iter().map(|w| self.window_span(start_ns, w.0)).collect();
-        let Side { unit, cgroups, models, windows, untimed, .. } = self;
+        out.samples.clear();
+        let mut samples = std::mem::take(&mut out.samples);
+        let r = self.each(words, dict.len(), start_ns, want, |time_ns, cpu, cgroup, si, w| {
+            samples.push(RawSample { time_ns, cpu, cgroup, stack: dict[si], weight: Weight::from_raw(w) });
+        });
+        out.samples = samples;
+        r?;
+        let Side { unit, cgroups, untimed, .. } = self;
         out.time_unit_ns = unit;
         out.cgroups = cgroups;
         out.untimed = untimed;
-        out.samples.clear();
-        let total_words: usize = windows
+        Ok(())
+    }
+
+    /// Calls `f(time_ns, cpu, cgroup, stack index, raw weight)` with each sample of the
+    /// windows `want` takes, by window, then CPU, then time.
+    fn each(
+        &self,
+        words: &[u8],
+        n_dict: usize,
+        start_ns: i64,
+        want: &mut dyn FnMut((i64, i64)) -> bool,
+        mut f: impl FnMut(i64, u32, u32, usize, u128),
+    ) -> Result<(), String> {
+        let unit = self.unit;
+        let total_words: usize = self
+            .windows
             .iter()
             .map(|w| w.2)
             .try_fold(0usize, |a, b| a.checked_add(b))
@@ -603,35 +622,48 @@ impl Side {
                 words.len()
             ));
         }
-        let Some(m) = models else { return Ok(()) };
-        let n_cg = out.cgroups.len();
-        let ts = rans::Table::new(&m.stack);
-        let tt = rans::Table::new(&m.time);
-        let tc = rans::Table::new(&m.cgroup);
-        let tw = m.weight.as_ref().map(rans::Table::new);
+        let Some(m) = &self.models else { return Ok(()) };
+        if m.stack.symbols() != n_dict {
+            return Err(format!("{} stack counts for {n_dict} stacks", m.stack.symbols()));
+        }
+        let n_cg = self.cgroups.len();
+        // Decoding tables are built for the first window wanted.
+        let mut tables: Option<(rans::Table, rans::Table, rans::Table, Option<rans::Table>)> = None;
         // Escapes and raw weights are in sample order: skipped windows' are counted past.
         let mut esc_at = 0usize;
         let mut k = 0usize;
         let mut at = 0usize;
-        let mut last_cg_of_stack = vec![u32::MAX; dict.len()];
-        for (i, (_, runs, n_words, n_esc)) in windows.iter().enumerate() {
+        let mut last_cg_of_stack = Vec::new();
+        for (w, runs, n_words, n_esc) in &self.windows {
             let bytes = words.get(at * 4..(at + n_words) * 4).ok_or("coded columns end early")?;
             at += n_words;
             let count: usize = runs.iter().map(|r| r.1).sum();
             let esc_end =
                 esc_at.checked_add(*n_esc).filter(|&e| e <= m.escapes.len()).ok_or("time escapes missing")?;
-            if !want(spans[i]) {
+            if !want(self.window_span(start_ns, *w)) {
                 k += count;
                 esc_at = esc_end;
                 continue;
             }
+            let (ts, tt, tc, tw) = tables.get_or_insert_with(|| {
+                (
+                    rans::Table::new(&m.stack),
+                    rans::Table::new(&m.time),
+                    rans::Table::new(&m.cgroup),
+                    m.weight.as_ref().map(rans::Table::new),
+                )
+            });
             let mut d = rans::Decoder::new(bytes, &m.stack)?;
-            last_cg_of_stack.fill(u32::MAX);
+            // Only a bucket with cgroups needs each stack's last one.
+            if n_cg > 0 {
+                last_cg_of_stack.clear();
+                last_cg_of_stack.resize(n_dict, u32::MAX);
+            }
             for &(cpu, count, ref_dt) in runs {
                 let (mut last_t, mut cpu_cg) = (0i64, 0u32);
                 for _ in 0..count {
-                    let si = d.get(&ts)? as usize;
-                    let z = match d.get(&tt)? {
+                    let si = d.get(ts)? as usize;
+                    let z = match d.get(tt)? {
                         TIME_ESCAPE => {
                             let z = *m.escapes[..esc_end].get(esc_at).ok_or("a time escape is missing")?;
                             esc_at += 1;
@@ -644,7 +676,8 @@ impl Side {
                         .and_then(|v| v.checked_add(ref_dt))
                         .ok_or("time out of range")?;
                     last_t = last_t.checked_add(dt).ok_or("time out of range")?;
-                    let cgroup = match d.get(&tc)? {
+                    let cgroup = match d.get(tc)? {
+                        0 if n_cg == 0 => 0,
                         0 => match last_cg_of_stack[si] {
                             u32::MAX => cpu_cg,
                             cg => cg,
@@ -654,9 +687,11 @@ impl Side {
                     if cgroup as usize > n_cg {
                         return Err(format!("cgroup index {cgroup} of {n_cg}"));
                     }
-                    last_cg_of_stack[si] = cgroup;
+                    if n_cg > 0 {
+                        last_cg_of_stack[si] = cgroup;
+                    }
                     cpu_cg = cgroup;
-                    let w = match &tw {
+                    let wt = match tw {
                         Some(t) => m.weight_table[d.get(t)? as usize],
                         None => m.raw_weights[k],
                     };
@@ -665,13 +700,7 @@ impl Side {
                         .checked_mul(unit)
                         .and_then(|v| v.checked_add(start_ns))
                         .ok_or("time out of range")?;
-                    out.samples.push(RawSample {
-                        time_ns,
-                        cpu,
-                        cgroup,
-                        stack: dict[si],
-                        weight: Weight::from_raw(w),
-                    });
+                    f(time_ns, cpu, cgroup, si, wt);
                 }
             }
             d.finish()?;
@@ -683,23 +712,6 @@ impl Side {
             return Err("time escapes left over".into());
         }
         Ok(())
-    }
-
-    /// The totals of the whole bucket, when its weights are all equal.
-    fn totals(&self, dict: &[i64], out: &mut Totals) -> bool {
-        out.stacks.clear();
-        out.untimed.clone_from(&self.untimed);
-        let Some(m) = &self.models else { return true };
-        let w = match m.weight.as_ref().and_then(rans::Model::single) {
-            Some(i) => Weight::from_raw(m.weight_table[i as usize]),
-            None => return false,
-        };
-        for (i, &c) in m.stack_counts.iter().enumerate() {
-            if c > 0 {
-                out.stacks.push((dict[i], c, w.saturating_mul(c)));
-            }
-        }
-        true
     }
 }
 
@@ -764,37 +776,69 @@ impl Side {
             .collect()
     }
 
-    /// The samples of the windows `want` takes, and every untimed entry, into `out`.
-    pub(crate) fn decode_into(
-        self,
+    /// Adds the samples of the windows `want` takes that `keep(time_ns, cgroup)` takes to
+    /// `per` (count and weight by index of the bucket's dictionary, [`DecodeCtx::dict`]),
+    /// without making a sample of each.
+    pub(crate) fn sum_into(
+        &self,
         ctx: &DecodeCtx,
         words: &[u8],
         start_ns: i64,
         want: &mut dyn FnMut((i64, i64)) -> bool,
-        out: &mut DecodedBucket,
+        keep: impl Fn(i64, u32) -> bool,
+        per: &mut [(u64, Weight)],
     ) -> Result<(), String> {
-        self.samples(words, &ctx.dict, start_ns, want, out).map_err(|e| format!("sample blob: {e}"))
+        if per.len() != ctx.dict.len() {
+            return Err(format!("{} sums for {} stacks", per.len(), ctx.dict.len()));
+        }
+        self.each(words, ctx.dict.len(), start_ns, want, |t, _, cg, si, w| {
+            if keep(t, cg) {
+                let e = &mut per[si];
+                e.0 += 1;
+                e.1 += Weight::from_raw(w);
+            }
+        })
+        .map_err(|e| format!("sample blob: {e}"))
     }
 
-    /// The bucket's totals into `out` when its weights are all equal (false: decode).
-    pub(crate) fn totals_into(&self, ctx: &DecodeCtx, out: &mut Totals) -> bool {
-        self.totals(&ctx.dict, out)
+    /// Each stack's timed samples (count and weight, by dictionary index) when the bucket's
+    /// weights are all equal; false otherwise.
+    pub(crate) fn counts_into(&self, per: &mut Vec<(u64, Weight)>) -> bool {
+        per.clear();
+        let Some(m) = &self.models else { return true };
+        let w = match m.weight.as_ref().and_then(rans::Model::single) {
+            Some(i) => Weight::from_raw(m.weight_table[i as usize]),
+            None => return false,
+        };
+        per.extend(m.stack_counts.iter().map(|&c| (c, w.saturating_mul(c))));
+        true
+    }
+
+    /// The untimed entries.
+    pub(crate) fn untimed(&self) -> &[Untimed] {
+        &self.untimed
+    }
+
+    /// The cgroups its samples name (index + 1 in a sample's `cgroup`).
+    pub(crate) fn cgroups(&self) -> &[String] {
+        &self.cgroups
     }
 }
 
-/// The totals of a whole bucket into `totals`, when its side data has them (format 2, equal
-/// weights); false when its samples must be decoded.
+/// A stack's id, samples and weight.
 #[cfg(test)]
-pub(crate) fn bucket_totals_into(
-    ctx: &mut DecodeCtx,
-    blob: &[u8],
-    _start_ns: i64,
-    totals: &mut Totals,
-) -> Result<bool, String> {
-    match parse(ctx, blob)? {
-        Some((side, _)) => Ok(side.totals_into(ctx, totals)),
-        None => Ok(false),
+type StackTotal = (i64, u64, Weight);
+
+/// Each stack's (id, samples, weight) of a whole bucket, when its side data has them
+/// (format 2, equal weights); `None` when its samples must be decoded.
+#[cfg(test)]
+pub(crate) fn bucket_totals(ctx: &mut DecodeCtx, blob: &[u8]) -> Result<Option<Vec<StackTotal>>, String> {
+    let Some((side, _)) = parse(ctx, blob)? else { return Ok(None) };
+    let mut per = Vec::new();
+    if !side.counts_into(&mut per) {
+        return Ok(None);
     }
+    Ok(Some(ctx.dict.iter().zip(per).filter(|(_, p)| p.0 > 0).map(|(&id, (n, w))| (id, n, w)).collect()))
 }
 
 /// The global stack ids a bucket blob refers to (its dictionary).
@@ -1131,10 +1175,7 @@ mod tests {
             let blob = encode_bucket(start, 1, 0, &["/a", "/b"], &set, &[]);
             assert_eq!(decode_bucket(&blob, start).unwrap().samples, by_cpu(set.clone(), 1, start));
             let mut ctx = DecodeCtx::default();
-            assert!(
-                !bucket_totals_into(&mut ctx, &blob, start, &mut Totals::default()).unwrap(),
-                "weights differ"
-            );
+            assert!(bucket_totals(&mut ctx, &blob).unwrap().is_none(), "weights differ");
         }
         let untimed = [Untimed { stack: 9, cgroup: 0, count: 4, weight: Weight::from_u64(4) }];
         let blob = encode_bucket(start, 1, 0, &[], &[], &untimed);
@@ -1144,21 +1185,52 @@ mod tests {
     }
 
     #[test]
+    fn sums_of_windows_are_those_of_the_decoded_samples() {
+        // Windows of 5 s over 13 s, cgroups, and weights that differ: every cut of the time
+        // and every cgroup summed without samples equals the decoded samples filtered.
+        let start = 1_700_000_000_000_000_000;
+        let s: Vec<RawSample> = samples(start)
+            .into_iter()
+            .enumerate()
+            .map(|(i, x)| RawSample { weight: Weight::from_u64(1 + (i % 4) as u64), ..x })
+            .collect();
+        let blob = encode_bucket(start, 1_000_000, 5_000_000_000, &["/a", "/b"], &s, &[]);
+        let all = decode_bucket(&blob, start).unwrap().samples;
+        let mut ctx = DecodeCtx::default();
+        for (from, to, cg) in [(0, 13, None), (2, 7, None), (5, 10, Some(2)), (11, 20, Some(0)), (6, 6, None)]
+        {
+            let (from, to) = (start + from * 1_000_000_000, start + to * 1_000_000_000);
+            let (side, words) = parse(&mut ctx, &blob).unwrap().unwrap();
+            let mut per = vec![(0u64, Weight::ZERO); ctx.dict.len()];
+            let keep = |t: i64, c: u32| t >= from && t < to && cg.is_none_or(|cg| c == cg);
+            side.sum_into(&ctx, words, start, &mut |(a, b)| b > from && a < to, keep, &mut per).unwrap();
+            let mut want: FxHashMap<i64, (u64, Weight)> = FxHashMap::default();
+            for x in all.iter().filter(|x| keep(x.time_ns, x.cgroup)) {
+                let e = want.entry(x.stack).or_insert((0, Weight::ZERO));
+                e.0 += 1;
+                e.1 += x.weight;
+            }
+            let got: FxHashMap<i64, (u64, Weight)> =
+                ctx.dict.iter().zip(&per).filter(|(_, p)| p.0 > 0).map(|(&id, &p)| (id, p)).collect();
+            assert_eq!(got, want, "{from}..{to} cgroup {cg:?}");
+        }
+    }
+
+    #[test]
     fn totals_are_the_sums_of_the_samples() {
         let start = 1_700_000_000_000_000_000;
         let s = samples(start);
         let blob = encode_bucket(start, 1_000_000, 0, &["/a", "/b"], &s, &[]);
         let mut ctx = DecodeCtx::default();
-        let mut t = Totals::default();
-        assert!(bucket_totals_into(&mut ctx, &blob, start, &mut t).unwrap());
+        let t = bucket_totals(&mut ctx, &blob).unwrap().unwrap();
         let mut want: FxHashMap<i64, (u64, Weight)> = FxHashMap::default();
         for x in &s {
             let e = want.entry(x.stack).or_insert((0, Weight::ZERO));
             e.0 += 1;
             e.1 += x.weight;
         }
-        assert_eq!(t.stacks.len(), want.len());
-        for (id, n, w) in t.stacks {
+        assert_eq!(t.len(), want.len());
+        for (id, n, w) in t {
             assert_eq!(want[&id], (n, w));
         }
     }
@@ -1219,7 +1291,7 @@ mod tests {
         assert_eq!(d.time_unit_ns, 1000);
         assert_eq!(bucket_stacks(&blob).unwrap().len(), 98);
         let mut ctx = DecodeCtx::default();
-        assert!(!bucket_totals_into(&mut ctx, &blob, start, &mut Totals::default()).unwrap());
+        assert!(bucket_totals(&mut ctx, &blob).unwrap().is_none());
         for cut in 0..blob.len() {
             assert!(decode_bucket(&blob[..cut], start).is_err(), "cut at {cut}");
         }
@@ -1241,7 +1313,6 @@ mod tests {
         let blob = encode_bucket(start, 1_000_000, 5_000_000_000, &["/a", "/b"], &s, &untimed);
         let mut ctx = DecodeCtx::default();
         let mut out = DecodedBucket::default();
-        let mut totals = Totals::default();
         let mut errors = 0;
         for i in 0..blob.len() {
             for v in [0u8, 1, 0x7f, 0x80, 0xff, blob[i] ^ 0x10] {
@@ -1250,7 +1321,11 @@ mod tests {
                 if decode_bucket_into(&mut ctx, &b, start, &mut out).is_err() {
                     errors += 1;
                 }
-                let _ = bucket_totals_into(&mut ctx, &b, start, &mut totals);
+                let _ = bucket_totals(&mut ctx, &b);
+                if let Ok(Some((side, words))) = parse(&mut ctx, &b) {
+                    let mut per = vec![(0, Weight::ZERO); ctx.dict.len()];
+                    let _ = side.sum_into(&ctx, words, start, &mut |_| true, |_, _| true, &mut per);
+                }
                 let _ = bucket_stacks(&b);
                 let _ = decode_windows_into(&mut ctx, &b, start, &mut |(a, _)| a > start, &mut out);
             }

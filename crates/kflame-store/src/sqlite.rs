@@ -1229,11 +1229,16 @@ fn sum_buckets(path: &Path, rows: &[BucketRow], q: &ProfileQuery<'_>) -> Result<
     let mut ctx = bucket::DecodeCtx::default();
     let mut d = bucket::DecodedBucket::default();
     let mut cg_ok: Vec<bool> = Vec::new();
-    let mut totals = bucket::Totals::default();
-    let mut less: FxHashMap<i64, (u64, Weight)> = FxHashMap::default();
+    // Count and weight by index of a bucket's dictionary.
+    let mut per: Vec<(u64, Weight)> = Vec::new();
     let (from, to) = (q.from_ns, q.to_ns);
     let inside = move |(a, b): (i64, i64)| a >= from && b <= to;
     let outside = move |(a, b): (i64, i64)| b <= from || a >= to;
+    let cg_filter = |names: &[String], cg_ok: &mut Vec<bool>| {
+        cg_ok.clear();
+        cg_ok.push(q.cgroup.is_none());
+        cg_ok.extend(names.iter().map(|cg| q.cgroup.is_none_or(|w| cgroup_matches(cg, w))));
+    };
     for row in rows {
         let corrupt = |d: String| StoreError::Corrupt {
             path: path.to_path_buf(),
@@ -1242,58 +1247,56 @@ fn sum_buckets(path: &Path, rows: &[BucketRow], q: &ProfileQuery<'_>) -> Result<
         let whole = row.start_ns >= from && row.end_ns <= to;
         let untimed_in = row.start_ns >= from && row.start_ns < to;
         if let Some((side, words)) = bucket::parse(&mut ctx, &row.data).map_err(corrupt)? {
-            // Without a cgroup filter, a bucket of equal weights has its stacks' totals.
-            let has_totals = q.cgroup.is_none() && side.totals_into(&ctx, &mut totals);
-            if has_totals && whole {
-                for &(id, n, w) in &totals.stacks {
-                    *sums.entry(id).or_insert(Weight::ZERO) += w;
-                    samples += n;
-                }
-                for u in &totals.untimed {
-                    *sums.entry(u.stack).or_insert(Weight::ZERO) += u.weight;
-                    samples += u.count;
-                }
-                continue;
-            }
-            // A cut bucket: the windows on the range's side of the cut, or, when fewer
-            // samples lie outside, the totals less the windows on the other side.
+            cg_filter(side.cgroups(), &mut cg_ok);
+            // Without a cgroup filter, a bucket of equal weights has its stacks' totals:
+            // a whole bucket is summed from them; a cut one, when fewer samples lie
+            // outside the range, is the totals less the windows on the other side.
+            let has_totals = q.cgroup.is_none() && side.counts_into(&mut per);
             let windows = side.window_samples(row.start_ns);
             let direct: usize = windows.iter().filter(|w| !outside(w.0)).map(|w| w.1).sum();
             let other: usize = windows.iter().filter(|w| !inside(w.0)).map(|w| w.1).sum();
-            if has_totals && other < direct {
-                less.clear();
-                less.extend(totals.stacks.iter().map(|&(id, n, w)| (id, (n, w))));
-                side.decode_into(&ctx, words, row.start_ns, &mut |w| !inside(w), &mut d).map_err(corrupt)?;
-                for s in &d.samples {
-                    if s.time_ns < from || s.time_ns >= to {
-                        let e = less.get_mut(&s.stack).filter(|e| e.0 > 0).ok_or_else(|| {
-                            corrupt(format!("stack {} is missing from the totals", s.stack))
-                        })?;
-                        e.0 -= 1;
-                        e.1 = e.1.saturating_sub(s.weight);
+            if has_totals && (whole || other < direct) {
+                if !whole {
+                    let mut less = vec![(0u64, Weight::ZERO); per.len()];
+                    let out_of_range = |t: i64, _| t < from || t >= to;
+                    side.sum_into(&ctx, words, row.start_ns, &mut |w| !inside(w), out_of_range, &mut less)
+                        .map_err(corrupt)?;
+                    for (p, l) in per.iter_mut().zip(&less) {
+                        if l.0 > p.0 {
+                            return Err(corrupt("a stack has more samples than its totals".into()));
+                        }
+                        p.0 -= l.0;
+                        p.1 = p.1.saturating_sub(l.1);
                     }
                 }
-                for (&id, &(n, w)) in &less {
-                    if n > 0 {
-                        *sums.entry(id).or_insert(Weight::ZERO) += w;
-                        samples += n;
-                    }
+            } else {
+                per.clear();
+                per.resize(ctx.dict().len(), (0, Weight::ZERO));
+                let keep = |t: i64, cg: u32| {
+                    (whole || (t >= from && t < to)) && cg_ok.get(cg as usize).copied().unwrap_or(false)
+                };
+                side.sum_into(&ctx, words, row.start_ns, &mut |w| !outside(w), keep, &mut per)
+                    .map_err(corrupt)?;
+            }
+            for (&id, &(n, w)) in ctx.dict().iter().zip(&per) {
+                if n > 0 {
+                    *sums.entry(id).or_insert(Weight::ZERO) += w;
+                    samples += n;
                 }
-                if untimed_in {
-                    for u in &d.untimed {
+            }
+            if untimed_in {
+                for u in side.untimed() {
+                    if cg_ok.get(u.cgroup as usize).copied().unwrap_or(false) {
                         *sums.entry(u.stack).or_insert(Weight::ZERO) += u.weight;
                         samples += u.count;
                     }
                 }
-                continue;
             }
-            side.decode_into(&ctx, words, row.start_ns, &mut |w| !outside(w), &mut d).map_err(corrupt)?;
-        } else {
-            bucket::decode_bucket_into(&mut ctx, &row.data, row.start_ns, &mut d).map_err(corrupt)?;
+            continue;
         }
-        cg_ok.clear();
-        cg_ok.push(q.cgroup.is_none());
-        cg_ok.extend(d.cgroups.iter().map(|cg| q.cgroup.is_none_or(|w| cgroup_matches(cg, w))));
+        // Format 1: decoded whole.
+        bucket::decode_bucket_into(&mut ctx, &row.data, row.start_ns, &mut d).map_err(corrupt)?;
+        cg_filter(&d.cgroups, &mut cg_ok);
         for s in &d.samples {
             if (whole || (s.time_ns >= from && s.time_ns < to)) && cg_ok[s.cgroup as usize] {
                 *sums.entry(s.stack).or_insert(Weight::ZERO) += s.weight;
