@@ -65,5 +65,9 @@ size=$(stat -c %s "$page")
 awk -v s="$size" 'BEGIN { printf "page size: %.1f MB (target <= 60 MB)\n", s / 1e6 }'
 
 echo "== the page in headless Chromium"
+# The browser side: playwright-core from tests/browser (as scripts/test installs it).
+if [ ! -f tests/browser/node_modules/.package-lock.json ]; then
+  (cd tests/browser && npm ci --no-audit --no-fund)
+fi
 node bench/scatter.mjs "$page"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -84,6 +84,10 @@ nm=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' -H "$auth" -H "If-None
 printf '%-30s first %6.1f ms, kept copy %6.1f ms, If-None-Match: %s in %.1f ms\n' "closed 1 h (2 h ago)" \
   "$(echo "$first * 1000" | bc)" "$(echo "$again * 1000" | bc)" "${nm% *}" "$(echo "${nm#* } * 1000" | bc)"
 
+# The browser side: playwright-core from tests/browser (as scripts/test installs it).
+if [ ! -f tests/browser/node_modules/.package-lock.json ]; then
+  (cd tests/browser && npm ci --no-audit --no-fund)
+fi
 echo "== the page in headless Chromium"
 node bench/serve-page.mjs "$base" "$token"
 
