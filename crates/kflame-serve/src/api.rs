@@ -215,41 +215,41 @@ async fn series(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
             let host = host_param(&args);
             let mut out = String::from("{\"series\":[");
             let mut first = true;
-            for name in &names {
-                let q = SeriesQuery {
-                    name,
-                    label: args.get("label").map(String::as_str),
-                    host: host.as_deref(),
-                    from_ns: from,
-                    to_ns: to,
-                    points,
-                };
-                for s in db.series(&q).map_err(ApiError::store)? {
-                    if !first {
-                        out.push(',');
-                    }
-                    first = false;
+            let q = SeriesQuery {
+                name: "",
+                label: args.get("label").map(String::as_str),
+                host: host.as_deref(),
+                from_ns: from,
+                to_ns: to,
+                points,
+            };
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            // One read of the history for every series of the chart.
+            for s in db.series_many(&names, &q).map_err(ApiError::store)? {
+                if !first {
+                    out.push(',');
+                }
+                first = false;
+                let _ = write!(
+                    out,
+                    "{{\"host\":{},\"name\":{},\"label\":{},\"points\":[",
+                    Value::from(s.host),
+                    Value::from(s.name),
+                    Value::from(s.label)
+                );
+                for (i, p) in s.points.iter().enumerate() {
                     let _ = write!(
                         out,
-                        "{{\"host\":{},\"name\":{},\"label\":{},\"points\":[",
-                        Value::from(s.host),
-                        Value::from(s.name),
-                        Value::from(s.label)
+                        "{}[{},{},{},{},{}]",
+                        if i > 0 { "," } else { "" },
+                        p.time_ns,
+                        num(p.min),
+                        num(p.max),
+                        num(p.avg),
+                        p.count
                     );
-                    for (i, p) in s.points.iter().enumerate() {
-                        let _ = write!(
-                            out,
-                            "{}[{},{},{},{},{}]",
-                            if i > 0 { "," } else { "" },
-                            p.time_ns,
-                            num(p.min),
-                            num(p.max),
-                            num(p.avg),
-                            p.count
-                        );
-                    }
-                    out.push_str("]}");
                 }
+                out.push_str("]}");
             }
             let _ = write!(out, "],\"from\":{from},\"to\":{to}}}");
             Ok(json_response(out))

@@ -8,6 +8,9 @@
 //! `(N stacks below P% merged)`. Weights are only moved, never dropped: the total, and the
 //! total of every frame kept, are exactly those of the input.
 
+use std::borrow::Cow;
+use std::cmp::Ordering;
+
 use rustc_hash::FxHashMap;
 
 use kflame::fold::{StackCounts, Stacks, Weight};
@@ -49,38 +52,64 @@ pub(crate) fn percent(fraction: f64) -> String {
 /// Merges what is narrower than `min_fraction` of the total (see the module). `None` when
 /// nothing is below it (or for time-ordered stacks, whose runs are not merged).
 pub(crate) fn prune(stacks: &Stacks, min_fraction: f64) -> Option<Pruned> {
-    let Stacks::Counts(_) = stacks else { return None };
-    if min_fraction <= 0.0 || stacks.is_empty() {
+    let Stacks::Counts(counts) = stacks else { return None };
+    if min_fraction <= 0.0 || counts.is_empty() {
         return None;
     }
-    let items = stacks.in_output_order();
+    // Each stack with the frames it is filed under: its own text, or, for the rare stack
+    // with empty frames (`a;;b`, a leading or trailing `;`), that text without them.
+    let mut items: Vec<Filed<'_>> = counts
+        .iter()
+        .map(|(stack, w)| {
+            let clean = !stack.starts_with(b";") && !stack.ends_with(b";") && !has_empty_frame(stack);
+            let key = if clean {
+                Cow::Borrowed(stack)
+            } else {
+                let frames: Vec<&[u8]> = stack.split(|&b| b == b';').filter(|f| !f.is_empty()).collect();
+                Cow::Owned(frames.join(&b';'))
+            };
+            (key, stack, w)
+        })
+        .collect();
+    // In frame order, the stacks under any path are consecutive: a child's stacks all come
+    // before its next sibling's, so a frame is either the last child of its parent or new.
+    items.sort_unstable_by(|a, b| frame_order(&a.0, &b.0));
     let mut nodes: Vec<Node<'_>> =
         vec![Node { name: b"", parent: NONE, last_child: NONE, total: Weight::ZERO }];
-    // Sorted stacks share prefixes with their predecessor: most frames are the last child of
-    // their parent. A name that is a prefix of a sibling's (`perf`, `perf-exec`) can come
-    // back after it, so every child is also found by (parent, name).
-    let mut children: FxHashMap<(u32, &[u8]), u32> = FxHashMap::default();
     let mut leaves = Vec::with_capacity(items.len());
-    for (stack, weight) in &items {
-        let mut at = 0u32;
-        for frame in stack.split(|&b| b == b';').filter(|f| !f.is_empty()) {
+    // The previous stack's frames (node, end in its text): the frames a stack shares with
+    // it are not split and looked up again.
+    let mut path: Vec<(u32, usize)> = Vec::new();
+    let mut prev: &[u8] = b"";
+    for (key, _, weight) in &items {
+        let c = common_prefix(prev, key);
+        while let Some(&(_, end)) = path.last() {
+            if end < c || (end == c && key.get(end).is_none_or(|&b| b == b';')) {
+                break;
+            }
+            path.pop();
+        }
+        let mut at = path.last().map_or(0, |p| p.0);
+        let mut start = path.last().map_or(0, |p| p.1 + 1);
+        while start < key.len() {
+            let end = memchr::memchr(b';', &key[start..]).map_or(key.len(), |i| start + i);
+            let frame = &key[start..end];
+            start = end + 1;
+            if frame.is_empty() {
+                continue;
+            }
             let last = nodes[at as usize].last_child;
             if last != NONE && nodes[last as usize].name == frame {
                 at = last;
-                continue;
+            } else {
+                let id = nodes.len() as u32;
+                nodes.push(Node { name: frame, parent: at, last_child: NONE, total: Weight::ZERO });
+                nodes[at as usize].last_child = id;
+                at = id;
             }
-            at = match children.get(&(at, frame)) {
-                Some(&c) => c,
-                None => {
-                    let id = nodes.len() as u32;
-                    nodes.push(Node { name: frame, parent: at, last_child: NONE, total: Weight::ZERO });
-                    children.insert((at, frame), id);
-                    id
-                }
-            };
-            let parent = nodes[at as usize].parent;
-            nodes[parent as usize].last_child = at;
+            path.push((at, end));
         }
+        prev = key;
         nodes[at as usize].total += *weight;
         leaves.push(at);
     }
@@ -97,7 +126,7 @@ pub(crate) fn prune(stacks: &Stacks, min_fraction: f64) -> Option<Pruned> {
     let mut out = StackCounts::new();
     // The deepest wide frame of each cut stack → (weight, stacks).
     let mut cut: FxHashMap<u32, (Weight, u64)> = FxHashMap::default();
-    for ((stack, weight), &leaf) in items.iter().zip(&leaves) {
+    for ((_, stack, weight), &leaf) in items.iter().zip(&leaves) {
         if wide(leaf) {
             out.add(stack, *weight);
             continue;
@@ -132,6 +161,59 @@ pub(crate) fn prune(stacks: &Stacks, min_fraction: f64) -> Option<Pruned> {
         out.add(&text, weight);
     }
     Some(Pruned { stacks: Stacks::Counts(out), merged, before: items.len() as u64 })
+}
+
+/// A stack as filed for the tree: its frames without empty ones, its text, its weight.
+type Filed<'a> = (Cow<'a, [u8]>, &'a [u8], Weight);
+
+/// True when `stack` holds `;;`.
+fn has_empty_frame(stack: &[u8]) -> bool {
+    memchr::memmem::find(stack, b";;").is_some()
+}
+
+/// Stacks compared frame by frame (each frame bytewise, a frame before its extensions:
+/// `perf;b` before `perf-exec;a`), which is byte order with `;` below every other byte.
+fn frame_order(a: &[u8], b: &[u8]) -> Ordering {
+    let n = common_prefix(a, b);
+    let rank = |c: u8| if c == b';' { 0u16 } else { u16::from(c) + 1 };
+    match (a.get(n), b.get(n)) {
+        (None, None) => Ordering::Equal,
+        (None, Some(_)) => Ordering::Less,
+        (Some(_), None) => Ordering::Greater,
+        (Some(&x), Some(&y)) => rank(x).cmp(&rank(y)),
+    }
+}
+
+/// The length of the common prefix of `a` and `b`, 32 bytes at a time (stacks of one
+/// program share long prefixes), then 8.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    fn word<const N: usize>(s: &[u8], i: usize) -> [u8; N] {
+        s[i..i + N].try_into().unwrap_or([0; N])
+    }
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 32 <= n {
+        let x0 = u128::from_le_bytes(word(a, i)) ^ u128::from_le_bytes(word(b, i));
+        let x1 = u128::from_le_bytes(word(a, i + 16)) ^ u128::from_le_bytes(word(b, i + 16));
+        if x0 != 0 {
+            return i + (x0.trailing_zeros() / 8) as usize;
+        }
+        if x1 != 0 {
+            return i + 16 + (x1.trailing_zeros() / 8) as usize;
+        }
+        i += 32;
+    }
+    while i + 8 <= n {
+        let x = u64::from_le_bytes(word(a, i)) ^ u64::from_le_bytes(word(b, i));
+        if x != 0 {
+            return i + (x.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
 }
 
 #[cfg(test)]
@@ -192,6 +274,110 @@ mod tests {
                 ("perf;(1 stack below 5% merged)".to_string(), 1),
             ]
         );
+    }
+
+    #[test]
+    fn empty_frames_are_no_frames() {
+        // `a;;b`, `;a;b` and `a;b;` are the path a, b: one node, wide with their weights
+        // together (each alone is narrow), even with `a;!x` sorting between them bytewise.
+        let s = counts(&[("a;;b", 2), (";a;b", 2), ("a;b;", 2), ("a;!x", 1), ("a;c", 1), ("z", 92)]);
+        let p = prune(&s, 0.05).unwrap();
+        assert_eq!(p.stacks.total(), s.total());
+        let got = sorted(&p.stacks);
+        assert!(got.contains(&("a;(2 stacks below 5% merged)".to_string(), 2)), "{got:?}");
+        let under_b = got.iter().filter(|(k, _)| k.trim_end_matches(';').ends_with('b'));
+        assert_eq!(under_b.map(|(_, w)| w).sum::<u64>(), 6, "{got:?}");
+        assert_eq!(p.merged, 2);
+    }
+
+    #[test]
+    fn frame_order_groups_the_stacks_under_a_path() {
+        let mut v: Vec<&[u8]> = vec![b"perf-exec;a", b"perf;b", b"perf", b"per", b"perf;a;x", b"perf\x00;c"];
+        v.sort_unstable_by(|a, b| frame_order(a, b));
+        assert_eq!(v, vec![&b"per"[..], b"perf", b"perf;a;x", b"perf;b", b"perf\x00;c", b"perf-exec;a"]);
+        // Long common prefixes, differing past 8-byte steps.
+        let (a, b) = (b"0123456789abcdef;x".as_slice(), b"0123456789abcdef;y".as_slice());
+        assert_eq!(common_prefix(a, b), 17);
+        for n in [0usize, 5, 8, 15, 16, 31, 32, 33, 47, 70] {
+            let x: Vec<u8> = (0..80u8).collect();
+            let mut y = x.clone();
+            if n < y.len() {
+                y[n] ^= 0xff;
+            }
+            assert_eq!(common_prefix(&x, &y), n.min(80), "difference at {n}");
+            assert_eq!(common_prefix(&x[..n.min(80)], &x), n.min(80));
+        }
+        assert_eq!(frame_order(a, b), Ordering::Less);
+        assert_eq!(frame_order(a, a), Ordering::Equal);
+    }
+
+    /// The pruning of many generated stacks (shared prefixes, names that are prefixes of
+    /// their siblings', empty frames) equals what the definition gives, path by path.
+    #[test]
+    fn generated_stacks_prune_as_the_definition_says() {
+        let names: [&[u8]; 8] = [b"perf", b"perf-exec", b"per", b"a", b"a!", b"", b"zz", b"\x00"];
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut pruned = 0;
+        for round in 0..20 {
+            let mut c = StackCounts::new();
+            for _ in 0..300 {
+                let depth = 1 + next(6) as usize;
+                let frames: Vec<&[u8]> = (0..depth).map(|_| names[next(8) as usize]).collect();
+                c.add(&frames.join(&b';'), Weight::from_u64(1 + next(20)));
+            }
+            let s = Stacks::Counts(c);
+            let fraction = [0.002, 0.01, 0.05][round % 3];
+            // The definition: each path's total; a stack whose path is narrow goes to its
+            // deepest wide ancestor.
+            let path = |t: &[u8]| -> Vec<Vec<u8>> {
+                t.split(|&b| b == b';').filter(|f| !f.is_empty()).map(<[u8]>::to_vec).collect()
+            };
+            let mut totals: std::collections::HashMap<Vec<Vec<u8>>, Weight> = Default::default();
+            let items = s.in_output_order();
+            for (t, w) in &items {
+                let p = path(t);
+                for d in 0..=p.len() {
+                    *totals.entry(p[..d].to_vec()).or_insert(Weight::ZERO) += *w;
+                }
+            }
+            let cutoff = totals[&Vec::new()].as_f64() * fraction;
+            let wide = |p: &[Vec<u8>]| p.is_empty() || totals[p].as_f64() >= cutoff;
+            let mut want = StackCounts::new();
+            let mut cut: std::collections::BTreeMap<Vec<Vec<u8>>, (Weight, u64)> = Default::default();
+            for (t, w) in &items {
+                let p = path(t);
+                if wide(&p) {
+                    want.add(t, *w);
+                    continue;
+                }
+                let d = (0..p.len()).rev().find(|&d| wide(&p[..d])).unwrap_or(0);
+                let e = cut.entry(p[..d].to_vec()).or_insert((Weight::ZERO, 0));
+                e.0 += *w;
+                e.1 += 1;
+            }
+            let pct = percent(fraction);
+            for (p, (w, n)) in &cut {
+                let mut text: Vec<u8> = p.iter().flat_map(|f| f.iter().copied().chain([b';'])).collect();
+                let s = if *n == 1 { "" } else { "s" };
+                text.extend_from_slice(format!("({n} stack{s} below {pct} merged)").as_bytes());
+                want.add(&text, *w);
+            }
+            match prune(&s, fraction) {
+                Some(p) => {
+                    assert_eq!(sorted(&p.stacks), sorted(&Stacks::Counts(want)), "round {round}");
+                    assert_eq!(p.merged, cut.values().map(|v| v.1).sum::<u64>());
+                    pruned += 1;
+                }
+                None => assert!(cut.is_empty(), "round {round}: nothing pruned"),
+            }
+        }
+        assert!(pruned >= 10, "{pruned} rounds of 20 pruned something");
     }
 
     #[test]

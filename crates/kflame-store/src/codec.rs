@@ -1475,15 +1475,31 @@ fn decode_ints(buf: &[u8], n: usize, mut f: impl FnMut(i64) -> Result<(), String
 pub(crate) type Values = Vec<(i64, f64)>;
 
 /// The values of one series in a span blob, appended to `out` (none when it has none).
+#[cfg(test)]
 pub(crate) fn decode_span_series(
     blob: &[u8],
     start_ns: i64,
     id: i64,
     out: &mut Vec<(i64, f64)>,
 ) -> Result<(), String> {
+    decode_span_many(blob, start_ns, &[id], std::slice::from_mut(out))
+}
+
+/// The values of several series of a span blob (`ids[k]`'s appended to `out[k]`), the
+/// blob's times and the lanes their relations share decoded once.
+pub(crate) fn decode_span_many(
+    blob: &[u8],
+    start_ns: i64,
+    ids: &[i64],
+    out: &mut [Vec<(i64, f64)>],
+) -> Result<(), String> {
     let mut h = span_header(blob, start_ns)?;
-    if let Ok(p) = h.cols.binary_search_by_key(&id, |c| c.0) {
-        h.series(p, 0, Some(out))?;
+    for (&id, o) in ids.iter().zip(out.iter_mut()) {
+        if let Ok(p) = h.cols.binary_search_by_key(&id, |c| c.0) {
+            let lane = h.series(p, 0, Some(o))?;
+            let l = h.dens.len() + p;
+            h.lanes[l] = Some(lane);
+        }
     }
     Ok(())
 }
@@ -1757,6 +1773,17 @@ mod tests {
             let mut one = Vec::new();
             decode_span_series(&blob, start, s.id, &mut one).unwrap();
             assert_same(&format!("series {id} alone"), &s.values, &one);
+        }
+        // Several at once, in another order, with an id the blob lacks: each its own.
+        let mut ids: Vec<i64> = series.iter().rev().map(|s| s.id).collect();
+        ids.insert(ids.len() / 2, i64::MAX);
+        let mut many = vec![Vec::new(); ids.len()];
+        decode_span_many(&blob, start, &ids, &mut many).unwrap();
+        for (id, got) in ids.iter().zip(&many) {
+            match series.iter().find(|s| s.id == *id) {
+                Some(s) => assert_same(&format!("series {id} of many"), &s.values, got),
+                None => assert!(got.is_empty()),
+            }
         }
         // Damaged: every truncation an error, every byte changed an error or other values.
         for cut in 0..blob.len() {

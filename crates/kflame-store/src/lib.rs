@@ -569,6 +569,15 @@ pub trait Query {
     }
     /// Metric series of a range.
     fn series(&self, q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError>;
+    /// The series of several names over one range (`q.name` ignored), in the order of
+    /// `names`: what a chart of several metrics asks, read once where a backend can.
+    fn series_many(&self, names: &[&str], q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError> {
+        let mut out = Vec::new();
+        for &name in names {
+            out.extend(self.series(&SeriesQuery { name, ..*q })?);
+        }
+        Ok(out)
+    }
     /// Every stored (metric name, label), sorted.
     fn metric_names(&self, host: Option<&str>) -> Result<Vec<(String, String)>, StoreError>;
     /// Triggers, captures and reports of `[from, to)`, in time order.

@@ -1950,6 +1950,10 @@ impl Query for Sqlite {
     }
 
     fn series(&self, q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError> {
+        self.series_many(&[q.name], q)
+    }
+
+    fn series_many(&self, names: &[&str], q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError> {
         let e = |err| map_err(&self.path, err);
         let tx = self.conn.unchecked_transaction().map_err(e)?;
         let mut st = self
@@ -1960,11 +1964,18 @@ impl Query for Sqlite {
                  ORDER BY h.name, s.label",
             )
             .map_err(e)?;
-        let found: Vec<(i64, i64, String, String)> = st
-            .query_map(params![q.name, q.label, q.host], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-            .map_err(e)?
-            .collect::<Result<_, _>>()
-            .map_err(e)?;
+        // (series id, host id, host, label, name), in the order of the answer.
+        let mut found: Vec<(i64, i64, String, String, &str)> = Vec::new();
+        for &name in names {
+            let rows = st
+                .query_map(params![name, q.label, q.host], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, name))
+                })
+                .map_err(e)?;
+            for r in rows {
+                found.push(r.map_err(e)?);
+            }
+        }
         let mut blocks = self
             .conn
             .prepare_cached(
@@ -1972,43 +1983,52 @@ impl Query for Sqlite {
                  WHERE series = ?1 AND start_ns < ?3 AND start_ns > ?2 - ?4 AND end_ns > ?2 ORDER BY start_ns",
             )
             .map_err(e)?;
-        let spans = has_spans(&self.conn).map_err(e)?;
-        let mut span_rows = spans
-            .then(|| {
-                self.conn.prepare_cached(
-                    "SELECT start_ns, data FROM metric_spans
-                     WHERE host = ?1 AND start_ns < ?3 AND start_ns > ?2 - ?4 AND end_ns > ?2 ORDER BY start_ns",
-                )
-            })
-            .transpose()
-            .map_err(e)?;
-        let mut out = Vec::new();
-        let mut vals = Vec::new();
-        for (id, host_id, host, label) in found {
-            let mut values: Vec<(i64, f64)> = Vec::new();
-            // Rows of schema 3 and older, one series each.
+        let mut values: Vec<Vec<(i64, f64)>> = vec![Vec::new(); found.len()];
+        // Rows of schema 3 and older, one series each.
+        for (k, &(id, ..)) in found.iter().enumerate() {
             let mut rows = blocks.query(params![id, q.from_ns, q.to_ns, MAX_BUCKET_NS]).map_err(e)?;
             while let Some(r) = rows.next().map_err(e)? {
                 let start: i64 = r.get(0).map_err(e)?;
-                let data: Vec<u8> = r.get_ref(1).map_err(e)?.as_blob().map_err(|err| e(err.into()))?.to_vec();
-                let vals = codec::decode_metrics(&data, start)
+                let data = r.get_ref(1).map_err(e)?.as_blob().map_err(|err| e(err.into()))?;
+                let vals = codec::decode_metrics(data, start)
                     .map_err(|d| self.corrupt(format!("metric block {id} at {start}: {d}")))?;
-                values.extend(vals.into_iter().filter(|(t, _)| *t >= q.from_ns && *t < q.to_ns));
+                values[k].extend(vals.into_iter().filter(|(t, _)| *t >= q.from_ns && *t < q.to_ns));
             }
-            drop(rows);
-            // Rows of every series of the host.
-            if let Some(st) = span_rows.as_mut() {
-                let mut rows = st.query(params![host_id, q.from_ns, q.to_ns, MAX_BUCKET_NS]).map_err(e)?;
+        }
+        // Rows of every series of a host: each read and its times decoded once for all the
+        // series asked of that host.
+        if has_spans(&self.conn).map_err(e)? {
+            let mut span_rows = self
+                .conn
+                .prepare_cached(
+                    "SELECT start_ns, data FROM metric_spans
+                     WHERE host = ?1 AND start_ns < ?3 AND start_ns > ?2 - ?4 AND end_ns > ?2 ORDER BY start_ns",
+                )
+                .map_err(e)?;
+            let mut hosts: Vec<i64> = found.iter().map(|f| f.1).collect();
+            hosts.sort_unstable();
+            hosts.dedup();
+            for host_id in hosts {
+                let at: Vec<usize> = (0..found.len()).filter(|&k| found[k].1 == host_id).collect();
+                let ids: Vec<i64> = at.iter().map(|&k| found[k].0).collect();
+                let mut vals: Vec<Vec<(i64, f64)>> = vec![Vec::new(); ids.len()];
+                let mut rows =
+                    span_rows.query(params![host_id, q.from_ns, q.to_ns, MAX_BUCKET_NS]).map_err(e)?;
                 while let Some(r) = rows.next().map_err(e)? {
                     let start: i64 = r.get(0).map_err(e)?;
                     let data = r.get_ref(1).map_err(e)?.as_blob().map_err(|err| e(err.into()))?;
-                    vals.clear();
-                    codec::decode_span_series(data, start, id, &mut vals).map_err(|d| {
+                    vals.iter_mut().for_each(Vec::clear);
+                    codec::decode_span_many(data, start, &ids, &mut vals).map_err(|d| {
                         self.corrupt(format!("metric span of host {host_id} at {start}: {d}"))
                     })?;
-                    values.extend(vals.iter().copied().filter(|(t, _)| *t >= q.from_ns && *t < q.to_ns));
+                    for (&k, v) in at.iter().zip(&vals) {
+                        values[k].extend(v.iter().copied().filter(|(t, _)| *t >= q.from_ns && *t < q.to_ns));
+                    }
                 }
             }
+        }
+        let mut out = Vec::with_capacity(found.len());
+        for ((_, _, host, label, name), mut values) in found.into_iter().zip(values) {
             // Rows of an older writer may overlap the rows of a newer one.
             if !values.is_sorted_by_key(|v| v.0) {
                 values.sort_by_key(|v| v.0);
@@ -2020,9 +2040,8 @@ impl Query for Sqlite {
                     .map(|&(t, v)| Point { time_ns: t, min: v, max: v, avg: v, count: 1 })
                     .collect(),
             };
-            out.push(Series { host, name: q.name.to_string(), label, points });
+            out.push(Series { host, name: name.to_string(), label, points });
         }
-        drop(span_rows);
         drop(blocks);
         drop(st);
         tx.commit().map_err(e)?;

@@ -283,6 +283,9 @@ fn metrics_events_and_reports_come_back() {
     assert_eq!(s[0].points.iter().map(|p| (p.time_ns, p.avg)).collect::<Vec<_>>(), want);
     let all = db.series(&kflame_store::SeriesQuery { label: None, ..q }).unwrap();
     assert_eq!(all.iter().map(|s| s.label.as_str()).collect::<Vec<_>>(), ["", "cpu1"]);
+    // Several names at once: each as asked alone, in the order asked; an unknown name none.
+    let many = db.series_many(&["nope", "cpu.usr"], &kflame_store::SeriesQuery { label: None, ..q }).unwrap();
+    assert_eq!(many, all);
     // Resampled to 10 points: each the min, max and mean of its 30 values.
     let r = db.series(&kflame_store::SeriesQuery { points: Some(10), ..q }).unwrap();
     assert_eq!(r[0].points.len(), 10);
