@@ -2,9 +2,9 @@
 
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use kflame_store::{OpenMode, Sqlite, StoreError};
+use kflame_store::{OpenMode, Query, SeriesCache, SeriesQuery, Sqlite, StoreError};
 
 use crate::api::ApiError;
 
@@ -20,14 +20,45 @@ pub(crate) type FileId = (u64, u64);
 pub(crate) struct Db {
     path: PathBuf,
     idle: Mutex<Vec<(Sqlite, FileId)>>,
+    /// Summaries of metric rows, shared by every connection (charts of wide ranges).
+    series_cache: Arc<SeriesCache>,
 }
 
 impl Db {
     /// Opens one connection now, so that a missing or foreign file fails at start.
     pub(crate) fn open(path: PathBuf) -> Result<Db, StoreError> {
-        let first = Sqlite::open(&path, OpenMode::Read)?;
+        let series_cache = Arc::new(SeriesCache::new());
+        let mut first = Sqlite::open(&path, OpenMode::Read)?;
+        first.set_series_cache(series_cache.clone());
         let id = std::fs::metadata(&path).map(|m| (m.dev(), m.ino())).unwrap_or_default();
-        Ok(Db { path, idle: Mutex::new(vec![(first, id)]) })
+        Ok(Db { path, idle: Mutex::new(vec![(first, id)]), series_cache })
+    }
+
+    /// Summarizes the metric rows of the last day of history (what the page's first charts
+    /// ask), on a thread of its own: the first page then reads summaries, not every value.
+    /// Errors are left to the requests that meet them.
+    pub(crate) fn warm(self: &Arc<Self>) {
+        let db = self.clone();
+        let _ = std::thread::Builder::new().name("kflame-warm".into()).spawn(move || {
+            let _ = db.run(|conn| {
+                let Some((first, newest)) = conn.time_bounds().map_err(ApiError::store)? else {
+                    return Ok(());
+                };
+                let names = conn.metric_names(None).map_err(ApiError::store)?;
+                let mut names: Vec<&str> = names.iter().map(|(n, _)| n.as_str()).collect();
+                names.dedup();
+                let q = SeriesQuery {
+                    name: "",
+                    label: None,
+                    host: None,
+                    from_ns: first.max(newest - 86_400_000_000_000),
+                    to_ns: newest + 1,
+                    points: Some(1000),
+                };
+                conn.series_many(&names, &q).map_err(ApiError::store)?;
+                Ok(())
+            });
+        });
     }
 
     /// The file's (device, inode) now, `None` when it is gone.
@@ -76,7 +107,11 @@ impl Db {
         });
         let conn = match conn {
             Some((c, _)) => c,
-            None => Sqlite::open(&self.path, OpenMode::Read).map_err(ApiError::store)?,
+            None => {
+                let mut c = Sqlite::open(&self.path, OpenMode::Read).map_err(ApiError::store)?;
+                c.set_series_cache(self.series_cache.clone());
+                c
+            }
         };
         let result = f(&conn);
         // A connection that failed may be in a bad state: drop it.

@@ -174,6 +174,7 @@ pub async fn bind(config: Config) -> Result<Bound, ServeError> {
         return Err(ServeError::NotLoopback(config.listen));
     }
     let db = Arc::new(db::Db::open(config.db.clone())?);
+    db.warm();
     let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|source| ServeError::Io { what: format!("cannot listen on {}", config.listen), source })?;

@@ -26,12 +26,14 @@ mod codec;
 mod maintain;
 mod rans;
 mod sqlite;
+mod summary;
 pub mod time;
 
 pub use sqlite::{
     MAX_UNWRITTEN_VALUES, METRIC_DECIMALS, OpenMode, RESERVE_BYTES, SCHEMA_VERSION, Sqlite,
     stored_metric_value,
 };
+pub use summary::SeriesCache;
 
 /// What a profile measures; each kind is a separate history (its own unit).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -14,6 +14,7 @@ use rustc_hash::FxHashMap;
 use crate::bucket::{self, RawSample, Untimed};
 use crate::chunks::{self, NameSlots, Slots, StackKey, StackSlots};
 use crate::codec;
+use crate::summary::{self, Piece, SeriesCache};
 use crate::{
     Bucket, CaptureId, CaptureStart, Event, Kind, Maintenance, Metric, Point, Policy, Profile, ProfileQuery,
     Query, SamplePoint, Series, SeriesQuery, StackId, Store, StoreError, StoredEvent, StoredReport,
@@ -362,6 +363,8 @@ pub struct Sqlite {
     /// Hours whose buckets compaction found nothing to merge in (host, kind, capture, unit,
     /// event, hour): not tried again by this writer.
     pub(crate) compact_skip: rustc_hash::FxHashSet<CompactKey>,
+    /// Summaries of metric rows for wide chart ranges (see `summary.rs`), when set.
+    series_cache: Option<std::sync::Arc<SeriesCache>>,
 }
 
 /// The key of an hour's buckets for compaction.
@@ -596,6 +599,7 @@ impl Sqlite {
             dropped_values: 0,
             metric_block_ns: 60_000_000_000,
             compact_skip: Default::default(),
+            series_cache: None,
         };
         if mode == OpenMode::Write {
             db.prepare_for_writing(tables == 0, version, target)?;
@@ -1328,6 +1332,13 @@ struct BucketRow {
 }
 
 impl Sqlite {
+    /// Shares `cache` for the metric series of wide ranges: a reader that serves charts
+    /// (several connections, one cache) reads a day of a series from summaries of its
+    /// rows instead of every value (see [`SeriesCache`]).
+    pub fn set_series_cache(&mut self, cache: std::sync::Arc<SeriesCache>) {
+        self.series_cache = Some(cache);
+    }
+
     fn corrupt(&self, detail: String) -> StoreError {
         StoreError::Corrupt { path: self.path.clone(), detail }
     }
@@ -1983,7 +1994,17 @@ impl Query for Sqlite {
                  WHERE series = ?1 AND start_ns < ?3 AND start_ns > ?2 - ?4 AND end_ns > ?2 ORDER BY start_ns",
             )
             .map_err(e)?;
-        let mut values: Vec<Vec<(i64, f64)>> = vec![Vec::new(); found.len()];
+        let in_range = |v: &&(i64, f64)| v.0 >= q.from_ns && v.0 < q.to_ns;
+        // Points this wide come from the summaries of the rows the range covers whole.
+        let summarized = match (q.points, &self.series_cache) {
+            (Some(n), Some(cache))
+                if n > 0 && (q.to_ns - q.from_ns) / n as i64 >= summary::SUMMARY_MIN_WIDTH_NS =>
+            {
+                Some((cache, summary::slot_width(q.from_ns, q.to_ns, n)))
+            }
+            _ => None,
+        };
+        let mut pieces: Vec<Vec<Piece>> = vec![Vec::new(); found.len()];
         // Rows of schema 3 and older, one series each.
         for (k, &(id, ..)) in found.iter().enumerate() {
             let mut rows = blocks.query(params![id, q.from_ns, q.to_ns, MAX_BUCKET_NS]).map_err(e)?;
@@ -1992,7 +2013,7 @@ impl Query for Sqlite {
                 let data = r.get_ref(1).map_err(e)?.as_blob().map_err(|err| e(err.into()))?;
                 let vals = codec::decode_metrics(data, start)
                     .map_err(|d| self.corrupt(format!("metric block {id} at {start}: {d}")))?;
-                values[k].extend(vals.into_iter().filter(|(t, _)| *t >= q.from_ns && *t < q.to_ns));
+                pieces[k].extend(vals.iter().filter(in_range).map(|&(t, v)| Piece::value(t, v)));
             }
         }
         // Rows of every series of a host: each read and its times decoded once for all the
@@ -2001,7 +2022,7 @@ impl Query for Sqlite {
             let mut span_rows = self
                 .conn
                 .prepare_cached(
-                    "SELECT start_ns, data FROM metric_spans
+                    "SELECT start_ns, end_ns, data FROM metric_spans
                      WHERE host = ?1 AND start_ns < ?3 AND start_ns > ?2 - ?4 AND end_ns > ?2 ORDER BY start_ns",
                 )
                 .map_err(e)?;
@@ -2016,28 +2037,55 @@ impl Query for Sqlite {
                     span_rows.query(params![host_id, q.from_ns, q.to_ns, MAX_BUCKET_NS]).map_err(e)?;
                 while let Some(r) = rows.next().map_err(e)? {
                     let start: i64 = r.get(0).map_err(e)?;
-                    let data = r.get_ref(1).map_err(e)?.as_blob().map_err(|err| e(err.into()))?;
+                    let end: i64 = r.get(1).map_err(e)?;
+                    let data = r.get_ref(2).map_err(e)?.as_blob().map_err(|err| e(err.into()))?;
+                    let corrupt =
+                        |d: String| self.corrupt(format!("metric span of host {host_id} at {start}: {d}"));
+                    if let Some((cache, _)) = summarized.filter(|_| start >= q.from_ns && end <= q.to_ns) {
+                        // A row the range covers whole: its series' summaries, made once.
+                        let hash = summary::blob_hash(data);
+                        let mut missing: Vec<usize> = Vec::new();
+                        for (j, (&k, &id)) in at.iter().zip(&ids).enumerate() {
+                            match cache.get((host_id, start, hash, id)) {
+                                Some(slots) => pieces[k].extend_from_slice(&slots),
+                                None => missing.push(j),
+                            }
+                        }
+                        if !missing.is_empty() {
+                            let want: Vec<i64> = missing.iter().map(|&j| ids[j]).collect();
+                            let mut got = vec![Vec::new(); want.len()];
+                            codec::decode_span_many(data, start, &want, &mut got).map_err(corrupt)?;
+                            for (&j, v) in missing.iter().zip(&got) {
+                                let slots: std::sync::Arc<[Piece]> = summary::slots(v).into();
+                                pieces[at[j]].extend_from_slice(&slots);
+                                cache.put((host_id, start, hash, ids[j]), slots);
+                            }
+                        }
+                        continue;
+                    }
                     vals.iter_mut().for_each(Vec::clear);
-                    codec::decode_span_many(data, start, &ids, &mut vals).map_err(|d| {
-                        self.corrupt(format!("metric span of host {host_id} at {start}: {d}"))
-                    })?;
+                    codec::decode_span_many(data, start, &ids, &mut vals).map_err(corrupt)?;
                     for (&k, v) in at.iter().zip(&vals) {
-                        values[k].extend(v.iter().copied().filter(|(t, _)| *t >= q.from_ns && *t < q.to_ns));
+                        pieces[k].extend(v.iter().filter(in_range).map(|&(t, v)| Piece::value(t, v)));
                     }
                 }
             }
         }
         let mut out = Vec::with_capacity(found.len());
-        for ((_, _, host, label, name), mut values) in found.into_iter().zip(values) {
+        for ((_, _, host, label, name), mut pieces) in found.into_iter().zip(pieces) {
             // Rows of an older writer may overlap the rows of a newer one.
-            if !values.is_sorted_by_key(|v| v.0) {
-                values.sort_by_key(|v| v.0);
+            if !pieces.is_sorted_by_key(|p| p.time_ns) {
+                pieces.sort_by_key(|p| p.time_ns);
             }
-            let points = match q.points {
-                Some(n) if n > 0 && values.len() > n => resample(&values, q.from_ns, q.to_ns, n),
-                _ => values
+            let points = match (summarized, q.points) {
+                (Some((_, width)), _) => summary::aggregate(&pieces, 0, width),
+                (None, Some(n)) if n > 0 && pieces.len() > n => {
+                    let width = (((q.to_ns - q.from_ns) as i128 + n as i128 - 1) / n as i128).max(1) as i64;
+                    summary::aggregate(&pieces, q.from_ns, width)
+                }
+                _ => pieces
                     .iter()
-                    .map(|&(t, v)| Point { time_ns: t, min: v, max: v, avg: v, count: 1 })
+                    .map(|p| Point { time_ns: p.time_ns, min: p.min, max: p.max, avg: p.sum, count: 1 })
                     .collect(),
             };
             out.push(Series { host, name: name.to_string(), label, points });
@@ -2224,29 +2272,4 @@ impl Query for Sqlite {
         tx.commit().map_err(e)?;
         Ok(lo.zip(hi))
     }
-}
-
-/// `n` spans of equal width over `[from, to)`; empty spans are left out.
-fn resample(values: &[(i64, f64)], from: i64, to: i64, n: usize) -> Vec<Point> {
-    let width = ((to - from) as i128 + n as i128 - 1) / n as i128;
-    let width = width.max(1) as i64;
-    let mut out: Vec<Point> = Vec::new();
-    let mut sum = 0.0;
-    for &(t, v) in values {
-        let start = from + (t - from) / width * width;
-        match out.last_mut() {
-            Some(p) if p.time_ns == start => {
-                p.min = p.min.min(v);
-                p.max = p.max.max(v);
-                p.count += 1;
-                sum += v;
-                p.avg = sum / f64::from(p.count);
-            }
-            _ => {
-                sum = v;
-                out.push(Point { time_ns: start, min: v, max: v, avg: v, count: 1 });
-            }
-        }
-    }
-    out
 }

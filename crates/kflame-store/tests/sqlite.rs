@@ -777,3 +777,69 @@ fn compact_all(db: &mut Sqlite, now: i64) -> u64 {
     }
     panic!("compaction never ended ({n} buckets)");
 }
+
+/// A chart of hours read through a summary cache: every point is exactly the min, max,
+/// mean and count of the values in its span (as the values read one by one give on the
+/// same grid), the second read comes from the cache, and a range cutting rows still
+/// counts only its own values.
+#[test]
+fn wide_series_from_summaries_are_those_of_their_values() {
+    let path = dir("summaries").join("h.db");
+    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    db.set_metric_block(10 * SEC);
+    // 3 h 10 min at 1 Hz: per-CPU ticks and their totals (the writer's relations), a load.
+    let hours = 3 * 3600 + 600;
+    for i in 0..hours {
+        let (u0, u1) = ((i * 37 % 100) as f64, (i * 53 % 100) as f64);
+        let m = [
+            Metric { name: "cpu.usr", label: "cpu0", value: u0 },
+            Metric { name: "cpu.usr", label: "cpu1", value: u1 },
+            Metric { name: "cpu.usr", label: "", value: (u0 + u1) / 2.0 },
+            Metric { name: "load1", label: "", value: (i % 977) as f64 / 100.0 },
+        ];
+        db.append_metrics("web1", T0 + i * SEC + 250_000_000, &m).unwrap();
+    }
+    drop(db);
+    let plain = Sqlite::open(&path, OpenMode::Read).unwrap();
+    let mut cached = Sqlite::open(&path, OpenMode::Read).unwrap();
+    let cache = std::sync::Arc::new(kflame_store::SeriesCache::new());
+    cached.set_series_cache(cache.clone());
+    let names = ["cpu.usr", "load1"];
+    for (from, to, points) in [(T0, T0 + hours * SEC, 120usize), (T0 + 1800 * SEC, T0 + 10_000 * SEC, 50)] {
+        let q = kflame_store::SeriesQuery {
+            name: "",
+            label: None,
+            host: None,
+            from_ns: from,
+            to_ns: to,
+            points: None,
+        };
+        let every = plain.series_many(&names, &q).unwrap();
+        let wide = kflame_store::SeriesQuery { points: Some(points), ..q };
+        let first = cached.series_many(&names, &wide).unwrap();
+        let again = cached.series_many(&names, &wide).unwrap();
+        assert_eq!(first, again);
+        assert!(!cache.is_empty());
+        assert_eq!(first.len(), every.len());
+        for (s, all) in first.iter().zip(&every) {
+            assert_eq!((&s.name, &s.label), (&all.name, &all.label));
+            assert!(s.points.len() <= points, "{} points", s.points.len());
+            let width = s.points[1].time_ns - s.points[0].time_ns;
+            assert_eq!(width % (20 * SEC), 0, "a grid of whole slots");
+            assert_eq!(s.points.iter().map(|p| u64::from(p.count)).sum::<u64>(), all.points.len() as u64);
+            for p in &s.points {
+                let inside: Vec<f64> = all
+                    .points
+                    .iter()
+                    .filter(|v| v.time_ns >= p.time_ns && v.time_ns < p.time_ns + width)
+                    .map(|v| v.avg)
+                    .collect();
+                assert_eq!(p.count as usize, inside.len(), "{} at {}", s.name, p.time_ns);
+                assert_eq!(p.min, inside.iter().copied().fold(f64::INFINITY, f64::min));
+                assert_eq!(p.max, inside.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+                let mean = inside.iter().sum::<f64>() / inside.len() as f64;
+                assert!((p.avg - mean).abs() < 1e-9, "{} vs {mean}", p.avg);
+            }
+        }
+    }
+}
