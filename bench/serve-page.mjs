@@ -1,6 +1,6 @@
 // The page of a kflame serve in headless Chromium (Debian's, through tests/browser's
 // playwright-core): first paint (navigation to charts drawn, and to the flame graph) with the last
-// 24 h shown, and the time from releasing the brush after moving a 1 h selection to the new
+// 24 h shown (median of 3 fresh pages), and the time from releasing the brush after moving a 1 h selection to the new
 // flame graph drawn, median of 5. Usage: node serve-page.mjs BASE TOKEN
 import { chromium } from '../tests/browser/node_modules/playwright-core/index.mjs';
 
@@ -8,13 +8,21 @@ const [base, token] = process.argv.slice(2);
 if (!base.startsWith('http://127.')) throw new Error('loopback only: ' + base);
 const browser = await chromium.launch({ executablePath: process.env.KFLAME_CHROMIUM || '/usr/bin/chromium',
   args: ['--headless', '--no-sandbox', '--disable-gpu'] });
-const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
 const errors = [];
-page.on('pageerror', (e) => errors.push(e.message));
-await page.goto(`${base}/?token=${token}`);
-await page.waitForFunction(() => globalThis.kflameServe && kflameServe.S.loaded > 0 && kflameServe.S.chartsLoaded > 0,
-  null, { timeout: 30000 });
-const paint = await page.evaluate(() => ({ charts: kflameServe.S.chartsAt, flame: kflameServe.S.flameAt }));
+// First paint: three fresh pages (a new context each: no cache, no cookie), the median.
+const paints = [];
+let page;
+for (let k = 0; k < 3; k++) {
+  if (page) await page.context().close();
+  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(`${base}/?token=${token}`);
+  await page.waitForFunction(() => globalThis.kflameServe && kflameServe.S.loaded > 0 && kflameServe.S.chartsLoaded > 0,
+    null, { timeout: 30000 });
+  paints.push(await page.evaluate(() => ({ charts: kflameServe.S.chartsAt, flame: kflameServe.S.flameAt })));
+}
+paints.sort((a, b) => a.charts - b.charts);
+const paint = paints[1];
 const hours = await page.evaluate(() => (kflameServe.S.view.to - kflameServe.S.view.from) / 3600e3);
 // A 1 h selection at the end of the view.
 const end = await page.evaluate(() => kflameServe.S.view.to);
@@ -35,7 +43,7 @@ for (let k = 0; k < 5; k++) {
   times.push((await page.evaluate(() => performance.now())) - t0);
 }
 times.sort((a, b) => a - b);
-console.log(`first paint with ${hours.toFixed(0)} h of metrics: charts drawn ${paint.charts.toFixed(0)} ms after navigation (target <= 1000 ms), ` +
+console.log(`first paint with ${hours.toFixed(0)} h of metrics: charts drawn ${paint.charts.toFixed(0)} ms after navigation, median of 3 fresh pages (runs ${paints.map((p) => p.charts.toFixed(0)).join(', ')}; target <= 1000 ms), ` +
   `flame graph of the default selection (last 15 min) ${paint.flame.toFixed(0)} ms`);
 console.log(`brush moved over 1 h: flame graph redrawn in ${times[2].toFixed(0)} ms median (min ${times[0].toFixed(0)}, max ${times[4].toFixed(0)}; target <= 300 ms)`);
 if (errors.length) { console.log('page errors: ' + errors.join('; ')); process.exitCode = 1; }

@@ -238,16 +238,12 @@ async fn series(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
                     Value::from(s.label)
                 );
                 for (i, p) in s.points.iter().enumerate() {
-                    let _ = write!(
-                        out,
-                        "{}[{},{},{},{},{}]",
-                        if i > 0 { "," } else { "" },
-                        p.time_ns,
-                        num(p.min),
-                        num(p.max),
-                        num(p.avg),
-                        p.count
-                    );
+                    let _ = write!(out, "{}[{},", if i > 0 { "," } else { "" }, p.time_ns);
+                    for v in [p.min, p.max, p.avg] {
+                        write_num(&mut out, v);
+                        out.push(',');
+                    }
+                    let _ = write!(out, "{}]", p.count);
                 }
                 out.push_str("]}");
             }
@@ -257,9 +253,13 @@ async fn series(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
         .await
 }
 
-/// A JSON number (NaN and infinities, which JSON lacks, as null).
-fn num(v: f64) -> String {
-    if v.is_finite() { format!("{v}") } else { "null".to_string() }
+/// A JSON number into `out` (NaN and infinities, which JSON lacks, as null).
+fn write_num(out: &mut String, v: f64) {
+    if v.is_finite() {
+        let _ = write!(out, "{v}");
+    } else {
+        out.push_str("null");
+    }
 }
 
 /// What `/api/profile` and `/api/diff` answer for one profile.

@@ -2041,27 +2041,39 @@ impl Query for Sqlite {
                     let data = r.get_ref(2).map_err(e)?.as_blob().map_err(|err| e(err.into()))?;
                     let corrupt =
                         |d: String| self.corrupt(format!("metric span of host {host_id} at {start}: {d}"));
-                    if let Some((cache, _)) = summarized.filter(|_| start >= q.from_ns && end <= q.to_ns) {
-                        // A row the range covers whole: its series' summaries, made once.
+                    if let Some((cache, _)) = summarized {
+                        // The row's series' summaries (made once); a row that the range
+                        // cuts inside a slot is read value by value instead.
                         let hash = summary::blob_hash(data);
-                        let mut missing: Vec<usize> = Vec::new();
-                        for (j, (&k, &id)) in at.iter().zip(&ids).enumerate() {
-                            match cache.get((host_id, start, hash, id)) {
-                                Some(slots) => pieces[k].extend_from_slice(&slots),
-                                None => missing.push(j),
-                            }
-                        }
+                        let mut have: Vec<Option<std::sync::Arc<[Piece]>>> =
+                            ids.iter().map(|&id| cache.get((host_id, start, hash, id))).collect();
+                        let missing: Vec<usize> = (0..ids.len()).filter(|&j| have[j].is_none()).collect();
                         if !missing.is_empty() {
                             let want: Vec<i64> = missing.iter().map(|&j| ids[j]).collect();
                             let mut got = vec![Vec::new(); want.len()];
                             codec::decode_span_many(data, start, &want, &mut got).map_err(corrupt)?;
                             for (&j, v) in missing.iter().zip(&got) {
                                 let slots: std::sync::Arc<[Piece]> = summary::slots(v).into();
-                                pieces[at[j]].extend_from_slice(&slots);
-                                cache.put((host_id, start, hash, ids[j]), slots);
+                                cache.put((host_id, start, hash, ids[j]), slots.clone());
+                                have[j] = Some(slots);
                             }
                         }
-                        continue;
+                        let whole = start >= q.from_ns && end <= q.to_ns;
+                        let cut = !whole
+                            && have.iter().flatten().any(|s| {
+                                s.iter().any(|p| summary::placement(p, q.from_ns, q.to_ns).is_none())
+                            });
+                        if !cut {
+                            for (&k, slots) in at.iter().zip(&have) {
+                                let slots = slots.as_deref().unwrap_or_default();
+                                pieces[k].extend(
+                                    slots
+                                        .iter()
+                                        .filter(|p| summary::placement(p, q.from_ns, q.to_ns) == Some(true)),
+                                );
+                            }
+                            continue;
+                        }
                     }
                     vals.iter_mut().for_each(Vec::clear);
                     codec::decode_span_many(data, start, &ids, &mut vals).map_err(corrupt)?;
@@ -2085,7 +2097,7 @@ impl Query for Sqlite {
                 }
                 _ => pieces
                     .iter()
-                    .map(|p| Point { time_ns: p.time_ns, min: p.min, max: p.max, avg: p.sum, count: 1 })
+                    .map(|p| Point { time_ns: p.time_ns, min: p.min, max: p.max, avg: p.sum, count: p.count })
                     .collect(),
             };
             out.push(Series { host, name: name.to_string(), label, points });

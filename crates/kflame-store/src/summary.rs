@@ -5,8 +5,8 @@
 //! values of each series is the cost (the metric codec spends about 100 ns a value). A
 //! [`SeriesCache`] keeps, per metric row and series, a summary of every [`SLOT_NS`] of its
 //! values (min, max, sum, count); a range whose points are at least [`SUMMARY_MIN_WIDTH_NS`]
-//! wide reads the rows it covers whole from their summaries, on a grid of whole slots, and
-//! decodes only the rows it cuts. Each point is then exactly the min, max, mean and count of
+//! wide reads the rows it reaches from their summaries, on a grid of whole slots, and
+//! decodes only a row with a slot that holds values on both sides of an end of the range. Each point is then exactly the min, max, mean and count of
 //! the values in its span (a slot never straddles two points); only the grid differs from
 //! the one a range decoded value by value would get (points of whole slots, aligned on
 //! multiples of the slot since the epoch). Rows are keyed by their content (a hash of the
@@ -22,6 +22,18 @@ use crate::Point;
 pub(crate) const SLOT_NS: i64 = 20_000_000_000;
 /// Points at least this wide are read from summaries.
 pub(crate) const SUMMARY_MIN_WIDTH_NS: i64 = 60_000_000_000;
+/// How a slot lies in `[from, to)`: `Some(true)` inside, `Some(false)` outside, `None`
+/// across an end (its values must be read one by one).
+pub(crate) fn placement(p: &Piece, from: i64, to: i64) -> Option<bool> {
+    if p.first_ns >= from && p.last_ns < to {
+        Some(true)
+    } else if p.last_ns < from || p.first_ns >= to {
+        Some(false)
+    } else {
+        None
+    }
+}
+
 /// Series rows kept at most (each about 180 slots of 40 bytes: some 58 MB).
 const MAX_ENTRIES: usize = 8192;
 
@@ -29,6 +41,9 @@ const MAX_ENTRIES: usize = 8192;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Piece {
     pub(crate) time_ns: i64,
+    /// Times of the first and the last value it holds.
+    pub(crate) first_ns: i64,
+    pub(crate) last_ns: i64,
     pub(crate) min: f64,
     pub(crate) max: f64,
     pub(crate) sum: f64,
@@ -37,7 +52,7 @@ pub(crate) struct Piece {
 
 impl Piece {
     pub(crate) fn value(time_ns: i64, v: f64) -> Piece {
-        Piece { time_ns, min: v, max: v, sum: v, count: 1 }
+        Piece { time_ns, first_ns: time_ns, last_ns: time_ns, min: v, max: v, sum: v, count: 1 }
     }
 }
 
@@ -120,6 +135,8 @@ pub(crate) fn slots(values: &[(i64, f64)]) -> Vec<Piece> {
 }
 
 fn add(p: &mut Piece, q: &Piece) {
+    p.first_ns = p.first_ns.min(q.first_ns);
+    p.last_ns = p.last_ns.max(q.last_ns);
     p.min = p.min.min(q.min);
     p.max = p.max.max(q.max);
     p.sum += q.sum;

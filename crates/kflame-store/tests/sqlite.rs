@@ -805,7 +805,15 @@ fn wide_series_from_summaries_are_those_of_their_values() {
     let cache = std::sync::Arc::new(kflame_store::SeriesCache::new());
     cached.set_series_cache(cache.clone());
     let names = ["cpu.usr", "load1"];
-    for (from, to, points) in [(T0, T0 + hours * SEC, 120usize), (T0 + 1800 * SEC, T0 + 10_000 * SEC, 50)] {
+    let ranges = [
+        (T0, T0 + hours * SEC, 120usize),
+        // Rows cut between slots (their summaries serve), inside a slot (read value by
+        // value), and a millisecond after the first value's slot began.
+        (T0 + 1800 * SEC, T0 + 10_000 * SEC, 50),
+        (T0 + 1810 * SEC, T0 + 9_999 * SEC + 500_000_000, 40),
+        (T0 + 1_000_000, T0 + hours * SEC, 100),
+    ];
+    for (from, to, points) in ranges {
         let q = kflame_store::SeriesQuery {
             name: "",
             label: None,
