@@ -210,9 +210,59 @@ impl Stacks {
     }
 }
 
+/// The length of the common prefix of two stack texts (or any bytes), 32 bytes at a time
+/// (stacks of one program share long prefixes), then 8, then byte by byte.
+pub fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    fn word<const N: usize>(s: &[u8], i: usize) -> [u8; N] {
+        s[i..i + N].try_into().unwrap_or([0; N])
+    }
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 32 <= n {
+        let x0 = u128::from_le_bytes(word(a, i)) ^ u128::from_le_bytes(word(b, i));
+        let x1 = u128::from_le_bytes(word(a, i + 16)) ^ u128::from_le_bytes(word(b, i + 16));
+        if x0 != 0 {
+            return i + (x0.trailing_zeros() / 8) as usize;
+        }
+        if x1 != 0 {
+            return i + 16 + (x1.trailing_zeros() / 8) as usize;
+        }
+        i += 32;
+    }
+    while i + 8 <= n {
+        let x = u64::from_le_bytes(word(a, i)) ^ u64::from_le_bytes(word(b, i));
+        if x != 0 {
+            return i + (x.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn common_prefix_lengths() {
+        assert_eq!(common_prefix(b"abcdefghijkl", b"abcdefghijXl"), 10);
+        assert_eq!(common_prefix(b"abc", b"abc"), 3);
+        assert_eq!(common_prefix(b"", b"abc"), 0);
+        let (a, b) = (b"0123456789abcdef;x".as_slice(), b"0123456789abcdef;y".as_slice());
+        assert_eq!(common_prefix(a, b), 17);
+        for n in [0usize, 5, 8, 15, 16, 31, 32, 33, 47, 70] {
+            let x: Vec<u8> = (0..80u8).collect();
+            let mut y = x.clone();
+            if n < y.len() {
+                y[n] ^= 0xff;
+            }
+            assert_eq!(common_prefix(&x, &y), n.min(80), "difference at {n}");
+            assert_eq!(common_prefix(&x[..n.min(80)], &x), n.min(80));
+        }
+    }
 
     #[test]
     fn counts_merge_and_sort() {

@@ -18,6 +18,6 @@ pub mod read;
 mod weight;
 pub mod write;
 
-pub use counts::{OrderedStacks, StackCounts, Stacks};
+pub use counts::{OrderedStacks, StackCounts, Stacks, common_prefix};
 pub use meta::{Meta, MetaMerge, Unit, UnitConflict};
 pub use weight::{Weight, WeightError};

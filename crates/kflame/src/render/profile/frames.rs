@@ -7,6 +7,7 @@
 use std::str::Utf8Error;
 
 use super::Profile;
+use crate::fold::common_prefix;
 
 /// The previous stack's text and frame ids.
 #[derive(Debug, Default)]
@@ -68,34 +69,9 @@ impl Profile {
     }
 }
 
-/// Length of the common prefix, compared eight bytes at a time.
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    let n = a.len().min(b.len());
-    let mut i = 0;
-    while i + 8 <= n {
-        let x = u64::from_ne_bytes(a[i..i + 8].try_into().unwrap_or([0; 8]));
-        let y = u64::from_ne_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
-        if x != y {
-            break;
-        }
-        i += 8;
-    }
-    while i < n && a[i] == b[i] {
-        i += 1;
-    }
-    i
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn common_prefix_lengths() {
-        assert_eq!(common_prefix(b"abcdefghijkl", b"abcdefghijXl"), 10);
-        assert_eq!(common_prefix(b"abc", b"abc"), 3);
-        assert_eq!(common_prefix(b"", b"abc"), 0);
-    }
 
     #[test]
     fn invalid_utf8_in_a_new_frame_fails_and_resets() {
