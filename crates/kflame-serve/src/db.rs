@@ -27,11 +27,18 @@ pub(crate) struct Db {
 impl Db {
     /// Opens one connection now, so that a missing or foreign file fails at start.
     pub(crate) fn open(path: PathBuf) -> Result<Db, StoreError> {
-        let series_cache = Arc::new(SeriesCache::new());
-        let mut first = Sqlite::open(&path, OpenMode::Read)?;
-        first.set_series_cache(series_cache.clone());
-        let id = std::fs::metadata(&path).map(|m| (m.dev(), m.ino())).unwrap_or_default();
-        Ok(Db { path, idle: Mutex::new(vec![(first, id)]), series_cache })
+        let mut db = Db { path, idle: Mutex::new(Vec::new()), series_cache: Arc::new(SeriesCache::new()) };
+        let first = db.connect()?;
+        let id = std::fs::metadata(&db.path).map(|m| (m.dev(), m.ino())).unwrap_or_default();
+        db.idle = Mutex::new(vec![(first, id)]);
+        Ok(db)
+    }
+
+    /// A new read-only connection, sharing the series cache.
+    fn connect(&self) -> Result<Sqlite, StoreError> {
+        let mut c = Sqlite::open(&self.path, OpenMode::Read)?;
+        c.set_series_cache(self.series_cache.clone());
+        Ok(c)
     }
 
     /// Summarizes the metric rows of the last day of history (what the page's first charts
@@ -107,11 +114,7 @@ impl Db {
         });
         let conn = match conn {
             Some((c, _)) => c,
-            None => {
-                let mut c = Sqlite::open(&self.path, OpenMode::Read).map_err(ApiError::store)?;
-                c.set_series_cache(self.series_cache.clone());
-                c
-            }
+            None => self.connect().map_err(ApiError::store)?,
         };
         let result = f(&conn);
         // A connection that failed may be in a bad state: drop it.
