@@ -2041,19 +2041,30 @@ impl Query for Sqlite {
                     let data = r.get_ref(2).map_err(e)?.as_blob().map_err(|err| e(err.into()))?;
                     let corrupt =
                         |d: String| self.corrupt(format!("metric span of host {host_id} at {start}: {d}"));
+                    // The values of the series `js` (indexes into `ids`) into `vals`.
+                    let decode = |js: &[usize], vals: &mut [Vec<(i64, f64)>]| -> Result<(), StoreError> {
+                        let want: Vec<i64> = js.iter().map(|&j| ids[j]).collect();
+                        let mut got = vec![Vec::new(); want.len()];
+                        codec::decode_span_many(data, start, &want, &mut got).map_err(corrupt)?;
+                        for (&j, v) in js.iter().zip(got) {
+                            vals[j] = v;
+                        }
+                        Ok(())
+                    };
+                    vals.iter_mut().for_each(Vec::clear);
+                    // Series whose values are in `vals` already.
+                    let mut decoded: Vec<usize> = Vec::new();
                     if let Some((cache, _)) = summarized {
                         // The row's series' summaries (made once); a row that the range
                         // cuts inside a slot is read value by value instead.
                         let hash = summary::blob_hash(data);
                         let mut have: Vec<Option<std::sync::Arc<[Piece]>>> =
                             ids.iter().map(|&id| cache.get((host_id, start, hash, id))).collect();
-                        let missing: Vec<usize> = (0..ids.len()).filter(|&j| have[j].is_none()).collect();
-                        if !missing.is_empty() {
-                            let want: Vec<i64> = missing.iter().map(|&j| ids[j]).collect();
-                            let mut got = vec![Vec::new(); want.len()];
-                            codec::decode_span_many(data, start, &want, &mut got).map_err(corrupt)?;
-                            for (&j, v) in missing.iter().zip(&got) {
-                                let slots: std::sync::Arc<[Piece]> = summary::slots(v).into();
+                        decoded = (0..ids.len()).filter(|&j| have[j].is_none()).collect();
+                        if !decoded.is_empty() {
+                            decode(&decoded, &mut vals)?;
+                            for &j in &decoded {
+                                let slots: std::sync::Arc<[Piece]> = summary::slots(&vals[j]).into();
                                 cache.put((host_id, start, hash, ids[j]), slots.clone());
                                 have[j] = Some(slots);
                             }
@@ -2075,8 +2086,11 @@ impl Query for Sqlite {
                             continue;
                         }
                     }
-                    vals.iter_mut().for_each(Vec::clear);
-                    codec::decode_span_many(data, start, &ids, &mut vals).map_err(corrupt)?;
+                    // Value by value: the series not decoded for their summaries above.
+                    let rest: Vec<usize> = (0..ids.len()).filter(|j| !decoded.contains(j)).collect();
+                    if !rest.is_empty() {
+                        decode(&rest, &mut vals)?;
+                    }
                     for (&k, v) in at.iter().zip(&vals) {
                         pieces[k].extend(v.iter().filter(in_range).map(|&(t, v)| Piece::value(t, v)));
                     }
