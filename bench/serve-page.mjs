@@ -1,5 +1,5 @@
 // The page of a kflame serve in headless Chromium (Debian's, through tests/browser's
-// playwright-core): first paint (navigation to charts drawn, and to the flame graph) with the last
+// playwright-core): first paint (navigation to the frame that shows the charts, and the flame graph) with the last
 // 24 h shown (median of 3 fresh pages), and the time from releasing the brush after moving a 1 h selection to the new
 // flame graph drawn, median of 5. Usage: node serve-page.mjs BASE TOKEN
 import { chromium } from '../tests/browser/node_modules/playwright-core/index.mjs';
@@ -17,7 +17,9 @@ for (let k = 0; k < 3; k++) {
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   page.on('pageerror', (e) => errors.push(e.message));
   await page.goto(`${base}/?token=${token}`);
-  await page.waitForFunction(() => globalThis.kflameServe && kflameServe.S.loaded > 0 && kflameServe.S.chartsLoaded > 0,
+  // Times of the frames that put the charts and the flame graph on the screen (the page
+  // records them a task after the animation frame that follows their drawing).
+  await page.waitForFunction(() => globalThis.kflameServe && kflameServe.S.chartsAt && kflameServe.S.flameAt,
     null, { timeout: 30000 });
   paints.push(await page.evaluate(() => ({ charts: kflameServe.S.chartsAt, flame: kflameServe.S.flameAt })));
 }
@@ -43,7 +45,7 @@ for (let k = 0; k < 5; k++) {
   times.push((await page.evaluate(() => performance.now())) - t0);
 }
 times.sort((a, b) => a - b);
-console.log(`first paint with ${hours.toFixed(0)} h of metrics: charts drawn ${paint.charts.toFixed(0)} ms after navigation, median of 3 fresh pages (runs ${paints.map((p) => p.charts.toFixed(0)).join(', ')}; target <= 1000 ms), ` +
+console.log(`first paint with ${hours.toFixed(0)} h of metrics: charts on the screen ${paint.charts.toFixed(0)} ms after navigation, median of 3 fresh pages (runs ${paints.map((p) => p.charts.toFixed(0)).join(', ')}; target <= 1000 ms), ` +
   `flame graph of the default selection (last 15 min) ${paint.flame.toFixed(0)} ms`);
 console.log(`brush moved over 1 h: flame graph redrawn in ${times[2].toFixed(0)} ms median (min ${times[0].toFixed(0)}, max ${times[4].toFixed(0)}; target <= 300 ms)`);
 if (errors.length) { console.log('page errors: ' + errors.join('; ')); process.exitCode = 1; }

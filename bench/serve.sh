@@ -19,6 +19,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p bench/out
 db=${DB:-bench/out/store.db}
+# A history that an older kflame generated (before metric spans, schema 4) would measure the
+# old read path: the default one is generated again.
+if [ -z "${DB:-}" ] && [ -f "$db" ] && ! python3 - "$db" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect('file:' + sys.argv[1] + '?mode=ro', uri=True)
+sys.exit(0 if c.execute("SELECT 1 FROM sqlite_master WHERE name = 'metric_spans'").fetchone() else 1)
+PY
+then
+  echo "== $db was written by an older kflame: generating it again"
+  rm -f "$db" "$db"-*
+fi
 if [ ! -f "$db" ]; then
   DB="$db" bash bench/store.sh
 fi

@@ -183,44 +183,53 @@ function zoomOut() {
   loadCharts();
 }
 
-async function loadCharts() {
+/** Asks for the charts of the view at `width` points: the events, the CPU chart's series (of
+ * the CPU chosen) and the other charts' series (every label). A browser opens six
+ * connections to a server at most: those series go in four requests of about as many series
+ * each, side by side. */
+function askCharts(width) {
+  const q = `from=${ns(S.view.from)}&to=${ns(S.view.to)}&points=${Math.round(Math.max(100, Math.min(4000, width)))}&layout=columns`;
+  const ask = (groups, label) => groups.length === 0 ? Promise.resolve({ series: [] }) :
+    api(`/api/series?names=${encodeURIComponent(groups.flatMap((g) => g.names).join(','))}${label}&${q}`);
+  const bins = [[], [], [], []], sizes = [0, 0, 0, 0];
+  for (const g of S.groups.filter((g) => g.key !== 'cpu')) {
+    const k = sizes.indexOf(Math.min(...sizes));
+    bins[k].push(g);
+    sizes[k] += g.names.length;
+  }
+  return Promise.all([
+    api(`/api/events?from=${ns(S.view.from)}&to=${ns(S.view.to)}`),
+    ask(S.groups.filter((g) => g.key === 'cpu'), '&label=' + encodeURIComponent(S.cpu)),
+    ...bins.map((b) => ask(b, '')),
+  ]);
+}
+
+/** Draws the charts of the view; `pending` is their answers when they were asked for already
+ * (the first paint asks before the page is built). */
+async function loadCharts(pending) {
   const seq = (S.chartSeq = (S.chartSeq || 0) + 1);
   D.brush.set(S.view, S.range, S.base);
   drawAxis(D.axis, S.view);
-  const width = Math.max(100, Math.min(4000, D.charts.clientWidth - PAD_LEFT - PAD_RIGHT));
-  const q = `from=${ns(S.view.from)}&to=${ns(S.view.to)}&points=${width}`;
   try {
-    // A browser opens six connections to a server at most: the events, the CPU chart's
-    // series (of the CPU chosen) and the other charts' series (every label) in four
-    // requests of about as many series each, side by side.
-    const ask = (groups, label) => groups.length === 0 ? Promise.resolve({ series: [] }) :
-      api(`/api/series?names=${encodeURIComponent(groups.flatMap((g) => g.names).join(','))}${label}&${q}`);
-    const bins = [[], [], [], []], sizes = [0, 0, 0, 0];
-    for (const g of S.groups.filter((g) => g.key !== 'cpu')) {
-      const k = sizes.indexOf(Math.min(...sizes));
-      bins[k].push(g);
-      sizes[k] += g.names.length;
-    }
-    const [events, ...answers] = await Promise.all([
-      api(`/api/events?from=${ns(S.view.from)}&to=${ns(S.view.to)}`),
-      ask(S.groups.filter((g) => g.key === 'cpu'), '&label=' + encodeURIComponent(S.cpu)),
-      ...bins.map((b) => ask(b, '')),
-    ]);
+    const [events, ...answers] = await (pending || askCharts(D.charts.clientWidth - PAD_LEFT - PAD_RIGHT));
     if (seq !== S.chartSeq) return;
     const series = answers.flatMap((a) => a.series);
     // The answer keeps the order of the names asked: each chart takes its own, in order.
-    S.groups.forEach((g, k) => S.charts[k].setData(series.filter((s) => g.names.includes(s.name)), S.view));
+    S.groups.forEach((g, k) => S.charts[k].setData(series.filter((s) => g.names.includes(s.name))));
+    const width = S.charts.length ? S.charts[0].canvas.clientWidth : 0;
+    for (const c of S.charts) c.draw(S.view, width);
     S.events = events.events;
     drawEvents();
     S.chartsLoaded = (S.chartsLoaded || 0) + 1;
-    if (!S.chartsAt) S.chartsAt = performance.now();
+    painted('chartsAt');
   } catch (e) {
     D.status.textContent = 'Cannot load the charts: ' + e.message;
   }
 }
 
 function drawCharts() {
-  for (const c of S.charts) c.draw(S.view);
+  const width = S.charts.length ? S.charts[0].canvas.clientWidth : 0;
+  for (const c of S.charts) c.draw(S.view, width);
   drawAxis(D.axis, S.view);
   D.brush.set(S.view, S.range, S.base);
   drawEvents();
@@ -307,7 +316,15 @@ function show(data, title, note) {
   globalThis.kflameViewer = S.viewer;
   S.last = { total: data.total, samples: data.samples, info: data.info };
   S.loaded++;
-  if (!S.flameAt) S.flameAt = performance.now();
+  painted('flameAt');
+}
+
+/** Records in `S[key]`, the first time only, when the frame drawn now is on the screen (a
+ * task after the next animation frame: the canvases are rasterized by then). */
+function painted(key) {
+  if (S[key] !== undefined) return;
+  S[key] = null;
+  requestAnimationFrame(() => setTimeout(() => { S[key] = performance.now(); }, 0));
 }
 
 /** ", 1234 of 56789 stacks below 0.0083 % merged" when the server merged narrow stacks. */
@@ -333,7 +350,7 @@ function changed(now, final) {
   setDownloads(rq);
   clearTimeout(S.timer);
   S.event = null;
-  if (!S.chartsAt) return; // the first flame graph waits for the charts (main)
+  if (!S.ready) return; // the first flame graph waits for the charts (main)
   if (now || final) loadPanel();
   else S.timer = setTimeout(loadPanel, 120);
 }
@@ -437,10 +454,14 @@ async function main() {
   if (only.length) S.groups = S.groups.filter((g) => only.includes(g.key));
   readUrl();
   S.follow = S.info.live && S.range.to >= S.bounds.to;
+  // The charts are asked for before the page is built (its first layout takes a while in a
+  // fresh browser): as wide as the window less the page's padding, which is what they get.
+  const first = askCharts(window.innerWidth - 24 - PAD_LEFT - PAD_RIGHT);
+  first.catch(() => {}); // reported by loadCharts
   buildDom();
   changed(true);
-  await loadCharts();
-  S.chartsAt = S.chartsAt || performance.now();
+  await loadCharts(first);
+  S.ready = true;
   loadPanel();
   if (S.info.live) live();
 }

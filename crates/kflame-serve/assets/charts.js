@@ -91,6 +91,83 @@ function groupMetrics(metrics) {
     });
 }
 
+const GRID_CSS = '#dddddd';
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
+/** A colour for `Pixels`: `#rrggbb` with its channels and its opaque pixel. */
+function colorOf(css) {
+  const v = parseInt(css.slice(1), 16), r = (v >> 16) & 255, g = (v >> 8) & 255, b = v & 255;
+  return { r, g, b, word: LITTLE_ENDIAN ? ((255 << 24) | (b << 16) | (g << 8) | r) | 0 : ((r << 24) | (g << 16) | (b << 8) | 255) | 0 };
+}
+const GRID = colorOf(GRID_CSS);
+
+/** A canvas's pixels, drawn in JS and put at once: spans of columns within [lo, hi),
+ * opaque or blended over what is there (source over, as the canvas blends). */
+class Pixels {
+  constructor(w, h, lo, hi) {
+    this.w = w;
+    this.h = h;
+    this.lo = Math.max(0, lo);
+    this.hi = Math.min(w, hi);
+    this.image = new ImageData(w, h);
+    this.bytes = this.image.data;
+    this.words = new Int32Array(this.bytes.buffer);
+  }
+
+  /** Fills [x0, x1) x [y0, y1) with the colour c, opaque. */
+  fill(x0, x1, y0, y1, c) {
+    if (x0 < this.lo) x0 = this.lo;
+    if (x1 > this.hi) x1 = this.hi;
+    if (y0 < 0) y0 = 0;
+    if (y1 > this.h) y1 = this.h;
+    const w = this.w, word = c.word, words = this.words;
+    if (x1 - x0 > 8) {
+      for (let y = y0; y < y1; y++) words.fill(word, y * w + x0, y * w + x1);
+      return;
+    }
+    for (let x = x0; x < x1; x++) for (let i = y0 * w + x, end = y1 * w + x; i < end; i += w) words[i] = word;
+  }
+
+  /** Blends the colour c at `alpha` over [x0, x1) x [y0, y1). */
+  blend(x0, x1, y0, y1, c, alpha) {
+    if (x0 < this.lo) x0 = this.lo;
+    if (x1 > this.hi) x1 = this.hi;
+    if (y0 < 0) y0 = 0;
+    if (y1 > this.h) y1 = this.h;
+    const d = this.bytes, words = this.words, w = this.w, r = c.r * alpha, g = c.g * alpha, b = c.b * alpha;
+    // Over a transparent pixel: the colour at alpha, one word.
+    const A = Math.round(alpha * 255);
+    const bare = LITTLE_ENDIAN ? ((A << 24) | (c.b << 16) | (c.g << 8) | c.r) | 0 : ((c.r << 24) | (c.g << 16) | (c.b << 8) | A) | 0;
+    for (let x = x0; x < x1; x++) {
+      for (let j = y0 * w + x, end = y1 * w + x; j < end; j += w) {
+        if (words[j] === 0) {
+          words[j] = bare;
+          continue;
+        }
+        const i = j * 4, k = (d[i + 3] / 255) * (1 - alpha), oa = alpha + k;
+        d[i] = (r + d[i] * k) / oa;
+        d[i + 1] = (g + d[i + 1] * k) / oa;
+        d[i + 2] = (b + d[i + 2] * k) / oa;
+        d[i + 3] = oa * 255;
+      }
+    }
+  }
+
+  /** A line `thick` pixels wide from (xa, ya) to (xb, yb), xa <= xb: in each column, the
+   * pixels between its heights at the column's two edges. */
+  line(xa, ya, xb, yb, thick, c) {
+    if (xb <= xa) {
+      this.fill(xa, xa + thick, Math.min(ya, yb), Math.max(ya, yb) + thick, c);
+      return;
+    }
+    const slope = (yb - ya) / (xb - xa);
+    for (let x = xa; x < xb; x++) {
+      const y0 = ya + slope * (x - xa), y1 = y0 + slope;
+      this.fill(x, x + thick, Math.round(Math.min(y0, y1)), Math.round(Math.max(y0, y1)) + thick, c);
+    }
+  }
+}
+
 /** One chart: a canvas drawing series over [view.from, view.to]. */
 class Chart {
   constructor(group) {
@@ -102,17 +179,16 @@ class Chart {
       el('div', { class: 'ks-chart-title', text: group.title }), this.legend, this.canvas);
   }
 
-  /** Sets the series ({name, label, points: [[tNs, min, max, avg, count]]}) and redraws. */
-  setData(series, view) {
-    this.series = series.map((s, k) => ({
-      name: s.name, label: s.label, color: COLORS[k % COLORS.length],
-      unit: unitOf(s.name),
-      t: s.points.map((p) => p[0] / 1e6), min: s.points.map((p) => p[1]), max: s.points.map((p) => p[2]),
-      avg: s.points.map((p) => p[3]),
-    }));
+  /** Sets the series (the API's `layout=columns`: {name, label, t0 (ns), t (ms after t0),
+   * min, max, avg}); `draw` shows them. */
+  setData(series) {
+    this.series = series.map((s, k) => {
+      const t0 = s.t0 / 1e6, t = new Float64Array(s.t.length);
+      for (let i = 0; i < t.length; i++) t[i] = t0 + s.t[i];
+      return { name: s.name, label: s.label, color: COLORS[k % COLORS.length], unit: unitOf(s.name), t, min: s.min, max: s.max, avg: s.avg };
+    });
     this.legend.replaceChildren(...this.series.map((s) => el('span', { class: 'ks-key' },
       el('i', { style: 'background:' + s.color }), this.seriesName(s))));
-    this.draw(view);
   }
 
   seriesName(s) {
@@ -125,9 +201,11 @@ class Chart {
     return PAD_LEFT + ((ms - view.from) / (view.to - view.from)) * (this.width - PAD_LEFT - PAD_RIGHT);
   }
 
-  draw(view) {
+  /** Draws the series over the view, `width` CSS pixels wide (the canvas's own width when
+   * not given: charts drawn together read it once, not after each other's changes). */
+  draw(view, width) {
     const c = this.canvas, dpr = window.devicePixelRatio || 1;
-    this.width = c.clientWidth || 800;
+    this.width = width || c.clientWidth || 800;
     c.width = this.width * dpr;
     c.height = HEIGHT * dpr;
     const g = c.getContext('2d');
@@ -147,48 +225,125 @@ class Chart {
     ymax = ymax || 1;
     this.ymax = ymax;
     const y = (v) => bottom - (v / ymax) * h;
-    g.strokeStyle = '#ddd';
+    const left = PAD_LEFT, right = this.width - PAD_RIGHT, grid = [0, 0.5, 1].map((f) => ymax * f);
+    // Dense series (a point for two pixels or more, what a chart asks for) are drawn pixel by
+    // pixel; sparser ones as paths through their points.
+    if (this.series.length > 0 && this.series.every((s) => s.t.length * 2 >= right - left)) {
+      this.drawPixels(g, view, y, dpr, grid);
+    } else {
+      this.drawPaths(g, view, y, grid);
+    }
     g.fillStyle = '#666';
     g.font = '10px sans-serif';
     g.textAlign = 'right';
-    for (const f of [0, 0.5, 1]) {
-      g.beginPath();
-      g.moveTo(PAD_LEFT, y(ymax * f) + 0.5);
-      g.lineTo(this.width - PAD_RIGHT, y(ymax * f) + 0.5);
-      g.stroke();
-      g.fillText(fmtValue(ymax * f, this.series[0] ? this.series[0].unit : this.group.unit), PAD_LEFT - 4, y(ymax * f) + 3);
+    for (const v of grid) g.fillText(fmtValue(v, this.series[0] ? this.series[0].unit : this.group.unit), PAD_LEFT - 4, y(v) + 3);
+  }
+
+  /** A dense chart in whole pixels: a point fills the columns of its time, to the next
+   * point's start or, for the last one and before a gap (over 1.5 times the narrowest
+   * spacing of the series: its cells), a cell. Written into the canvas's pixels at once: a
+   * call into the canvas per column (some 40,000 for a page of charts of a day) and the
+   * rasterizer's smoothing of a polygon of a thousand points each cost several times more,
+   * for the same picture. */
+  drawPixels(g, view, y, dpr, grid) {
+    const L = Math.round(PAD_LEFT * dpr), R = Math.round((this.width - PAD_RIGHT) * dpr);
+    const px = new Pixels(g.canvas.width, g.canvas.height, L, R);
+    const x0 = PAD_LEFT, span = view.to - view.from, scale = (this.width - PAD_LEFT - PAD_RIGHT) / span;
+    const X = (ms) => Math.round((x0 + (ms - view.from) * scale) * dpr), Y = (v) => Math.round(y(v) * dpr);
+    const thick = Math.max(1, Math.round(dpr));
+    for (const v of grid) px.fill(L, R, Y(v), Y(v) + thick, GRID);
+    const cellOf = (t) => {
+      let cell = Infinity;
+      for (let i = 1; i < t.length; i++) if (t[i] - t[i - 1] < cell) cell = t[i] - t[i - 1];
+      return Number.isFinite(cell) ? cell : 1000;
+    };
+    /** The column after the last of point i (of times t). */
+    const end = (t, i, cell, a) => Math.max(a + 1, X(i + 1 < t.length && t[i + 1] - t[i] <= cell * 1.5 ? t[i + 1] : t[i] + cell));
+    if (this.group.stacked) {
+      const t = this.series[0].t, n = t.length, base = new Float64Array(n), cell = cellOf(t);
+      for (const s of this.series) {
+        const c = colorOf(s.color), avg = s.avg;
+        for (let i = 0; i < n; i++) {
+          const v = avg[i] || 0;
+          if (v > 0) {
+            const a = X(t[i]);
+            px.fill(a, end(t, i, cell, a), Y(base[i] + v), Y(base[i]), c);
+          }
+          base[i] += v;
+        }
+      }
+    } else {
+      for (const s of this.series) {
+        // The min-max band (at least a pixel high) keeps spikes visible; the line is the
+        // average.
+        const c = colorOf(s.color), t = s.t, cell = cellOf(t), min = s.min, max = s.max, avg = s.avg;
+        for (let i = 0; i < t.length; i++) {
+          if (max[i] === null || min[i] === null) continue;
+          const a = X(t[i]), top = Y(max[i]);
+          px.blend(a, end(t, i, cell, a), top, Math.max(top + 1, Y(min[i])), c, 0.2);
+        }
+        let px0 = 0, py0 = 0, on = false;
+        for (let i = 0; i < t.length; i++) {
+          if (avg[i] === null) { on = false; continue; }
+          const px1 = X(t[i]), py1 = Y(avg[i]);
+          if (on && t[i] - t[i - 1] <= cell * 1.5) px.line(px0, py0, px1, py1, thick, c);
+          else px.fill(px1, px1 + thick, py1, py1 + thick, c);
+          px0 = px1;
+          py0 = py1;
+          on = true;
+        }
+      }
     }
+    g.putImageData(px.image, 0, 0);
+  }
+
+  /** A sparse chart: polygons and lines through the points. */
+  drawPaths(g, view, y, grid) {
+    const left = PAD_LEFT, right = this.width - PAD_RIGHT;
+    g.strokeStyle = GRID_CSS;
+    for (const v of grid) {
+      g.beginPath();
+      g.moveTo(left, Math.round(y(v)) + 0.5);
+      g.lineTo(right, Math.round(y(v)) + 0.5);
+      g.stroke();
+    }
+    g.save();
+    g.beginPath();
+    g.rect(left, 0, right - left, HEIGHT);
+    g.clip();
+    const area = (s, lower, upper) => {
+      g.beginPath();
+      for (let i = 0; i < s.t.length; i++) g.lineTo(this.x(s.t[i], view), y(upper(i) || 0));
+      for (let i = s.t.length - 1; i >= 0; i--) g.lineTo(this.x(s.t[i], view), y(lower(i) || 0));
+      g.closePath();
+      g.fill();
+    };
     if (this.group.stacked) {
       const n = this.series[0] ? this.series[0].avg.length : 0;
       const base = new Float64Array(n);
       for (const s of this.series) {
-        g.beginPath();
-        for (let i = 0; i < n; i++) g.lineTo(this.x(s.t[i], view), y(base[i] + (s.avg[i] || 0)));
-        for (let i = n - 1; i >= 0; i--) g.lineTo(this.x(s.t[i], view), y(base[i]));
-        g.closePath();
         g.fillStyle = s.color;
-        g.fill();
+        area(s, (i) => base[i], (i) => base[i] + (s.avg[i] || 0));
         for (let i = 0; i < n; i++) base[i] += s.avg[i] || 0;
       }
     } else {
       for (const s of this.series) {
-        // The min-max band keeps spikes visible; the line is the average.
-        g.beginPath();
-        for (let i = 0; i < s.t.length; i++) g.lineTo(this.x(s.t[i], view), y(s.max[i]));
-        for (let i = s.t.length - 1; i >= 0; i--) g.lineTo(this.x(s.t[i], view), y(s.min[i]));
-        g.closePath();
         g.globalAlpha = 0.2;
         g.fillStyle = s.color;
-        g.fill();
+        area(s, (i) => s.min[i], (i) => s.max[i]);
         g.globalAlpha = 1;
         g.beginPath();
-        for (let i = 0; i < s.t.length; i++) g.lineTo(this.x(s.t[i], view), y(s.avg[i]));
+        for (let i = 0; i < s.t.length; i++) {
+          if (s.avg[i] === null) continue;
+          g.lineTo(this.x(s.t[i], view), y(s.avg[i]));
+        }
         g.strokeStyle = s.color;
         g.lineWidth = 1.5;
         g.stroke();
         g.lineWidth = 1;
       }
     }
+    g.restore();
   }
 
   /** The values at time ms (the nearest point before it): [[name, text]]. */

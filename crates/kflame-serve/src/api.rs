@@ -206,6 +206,11 @@ async fn series(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
         None => return Err(ApiError::bad("names: missing (metric names, comma-separated: cpu.usr,cpu.sys)")),
     };
     let points = num_param::<usize>(&args, "points", "a number of points (1 to 10000)")?;
+    let columns = match args.get("layout").map(String::as_str) {
+        None | Some("points") => false,
+        Some("columns") => true,
+        Some(other) => return Err(ApiError::bad(format!("layout={other:?}: expected points or columns"))),
+    };
     if points.is_some_and(|p| p == 0 || p > MAX_POINTS) {
         return Err(ApiError::bad(format!("points: expected 1 to {MAX_POINTS}")));
     }
@@ -225,32 +230,73 @@ async fn series(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
             };
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
             // One read of the history for every series of the chart.
-            for s in db.series_many(&names, &q).map_err(ApiError::store)? {
+            let t0 = Instant::now();
+            let found = db.series_many(&names, &q).map_err(ApiError::store)?;
+            let store = t0.elapsed();
+            for s in found {
                 if !first {
                     out.push(',');
                 }
                 first = false;
                 let _ = write!(
                     out,
-                    "{{\"host\":{},\"name\":{},\"label\":{},\"points\":[",
+                    "{{\"host\":{},\"name\":{},\"label\":{},",
                     Value::from(s.host),
                     Value::from(s.name),
                     Value::from(s.label)
                 );
-                for (i, p) in s.points.iter().enumerate() {
-                    let _ = write!(out, "{}[{},", if i > 0 { "," } else { "" }, p.time_ns);
-                    for v in [p.min, p.max, p.avg] {
-                        write_num(&mut out, v);
-                        out.push(',');
+                if columns {
+                    write_columns(&mut out, &s.points);
+                } else {
+                    out.push_str("\"points\":[");
+                    for (i, p) in s.points.iter().enumerate() {
+                        let _ = write!(out, "{}[{},", if i > 0 { "," } else { "" }, p.time_ns);
+                        for v in [p.min, p.max, p.avg] {
+                            write_num(&mut out, v);
+                            out.push(',');
+                        }
+                        let _ = write!(out, "{}]", p.count);
                     }
-                    let _ = write!(out, "{}]", p.count);
+                    out.push(']');
                 }
-                out.push_str("]}");
+                out.push('}');
             }
             let _ = write!(out, "],\"from\":{from},\"to\":{to}}}");
-            Ok(json_response(out))
+            let timing = format!("store;dur={:.1}, encode;dur={:.1}", ms(store), ms(t0.elapsed() - store));
+            let mut resp = json_response(out);
+            if let Ok(v) = HeaderValue::from_str(&timing) {
+                resp.headers_mut().insert("server-timing", v);
+            }
+            Ok(resp)
         })
         .await
+}
+
+/// A series' points as columns (`layout=columns`: what the page asks for, some 45 % smaller
+/// and quicker to read than an array per point): `t0` the first point's time in ns, `t` every
+/// point's offset from it in ms, then `min`, `max`, `avg` and `count`.
+fn write_columns(out: &mut String, points: &[kflame_store::Point]) {
+    let t0 = points.first().map_or(0, |p| p.time_ns);
+    let _ = write!(out, "\"t0\":{t0},\"t\":[");
+    let column = |out: &mut String, f: &dyn Fn(&kflame_store::Point) -> f64| {
+        for (i, p) in points.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            write_num(out, f(p));
+        }
+    };
+    column(out, &|p| (p.time_ns - t0) as f64 / 1e6);
+    for (name, f) in [
+        ("min", &(|p: &kflame_store::Point| p.min) as &dyn Fn(&kflame_store::Point) -> f64),
+        ("max", &|p| p.max),
+        ("avg", &|p| p.avg),
+        ("count", &|p| f64::from(p.count)),
+    ] {
+        let _ = write!(out, "],\"{name}\":[");
+        column(out, f);
+    }
+    out.push(']');
 }
 
 /// A JSON number into `out` (NaN and infinities, which JSON lacks, as null).

@@ -290,6 +290,32 @@ async fn series_keep_their_extremes_when_resampled() {
     assert_eq!(labels, ["", "cpu0", "cpu1"]);
 }
 
+/// `layout=columns` (what the page asks for) holds the same points as the array per point.
+#[tokio::test]
+async fn series_as_columns_hold_the_same_points() {
+    let (_, _, app) = setup("columns", 900);
+    let q = format!("names=cpu.usr,cpu.sys,io.util&from={T0}&to={}&points=70", T0 + 900 * SEC);
+    let rows = json(&app, &format!("/api/series?{q}")).await;
+    let cols = json(&app, &format!("/api/series?{q}&layout=columns")).await;
+    let (rows, cols) = (rows["series"].as_array().unwrap(), cols["series"].as_array().unwrap());
+    assert_eq!(rows.len(), cols.len());
+    assert!(rows.len() >= 3, "{rows:?}");
+    for (r, c) in rows.iter().zip(cols) {
+        assert_eq!((&r["name"], &r["label"]), (&c["name"], &c["label"]));
+        let points = r["points"].as_array().unwrap();
+        assert!(points.len() > 10);
+        let t0 = c["t0"].as_i64().unwrap();
+        for (i, p) in points.iter().enumerate() {
+            let t = t0 + (c["t"][i].as_f64().unwrap() * 1e6).round() as i64;
+            assert_eq!(p[0].as_i64().unwrap(), t, "{} point {i}", r["name"]);
+            for (k, col) in ["min", "max", "avg", "count"].iter().enumerate() {
+                assert_eq!(p[k + 1].as_f64(), c[col][i].as_f64(), "{} {col} {i}", r["name"]);
+            }
+        }
+        assert_eq!(c["t"].as_array().unwrap().len(), points.len());
+    }
+}
+
 #[tokio::test]
 async fn events_reports_and_comparisons() {
     let (_, hist, app) = setup("events", 200);
@@ -339,6 +365,7 @@ async fn bad_requests_get_400_with_a_message() {
         ("/api/profile?format=png", "format=\"png\""),
         ("/api/profile?offset_from_ms=500&offset_to_ms=100", "bad offsets"),
         ("/api/series?names=cpu.usr&points=0", "points"),
+        ("/api/series?names=cpu.usr&layout=rows", "layout"),
         ("/api/series", "names: missing"),
         ("/api/heatmap?row_ms=7", "row_ms=7"),
         ("/api/heatmap?from=0&to=1764000000000000000", "at most 21600 s"),

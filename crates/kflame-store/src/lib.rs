@@ -422,7 +422,9 @@ pub struct SeriesQuery<'a> {
     /// End (exclusive), UTC ns.
     pub to_ns: i64,
     /// Resample to at most this many points of equal width (min, max, average of each);
-    /// `None` keeps every value.
+    /// `None` keeps every value. Through a [`SeriesCache`], points of a minute or more are
+    /// cells of whole 20-s slots aligned on the epoch, and the first and last cells are
+    /// whole: they may hold values just outside `[from_ns, to_ns)`.
     pub points: Option<usize>,
 }
 

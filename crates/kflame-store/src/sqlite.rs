@@ -1994,8 +1994,9 @@ impl Query for Sqlite {
                  WHERE series = ?1 AND start_ns < ?3 AND start_ns > ?2 - ?4 AND end_ns > ?2 ORDER BY start_ns",
             )
             .map_err(e)?;
-        let in_range = |v: &&(i64, f64)| v.0 >= q.from_ns && v.0 < q.to_ns;
-        // Points this wide come from the summaries of the rows the range covers whole.
+        // Points this wide come from the summaries of the rows, on a grid of whole cells: the
+        // range grows to the cells its ends fall in, so that no slot is cut and no row is
+        // decoded for its ends.
         let summarized = match (q.points, &self.series_cache) {
             (Some(n), Some(cache))
                 if n > 0 && (q.to_ns - q.from_ns) / n as i64 >= summary::SUMMARY_MIN_WIDTH_NS =>
@@ -2004,10 +2005,15 @@ impl Query for Sqlite {
             }
             _ => None,
         };
+        let (from_ns, to_ns) = match summarized {
+            Some((_, w)) => summary::whole_cells(q.from_ns, q.to_ns, w),
+            None => (q.from_ns, q.to_ns),
+        };
+        let in_range = |v: &&(i64, f64)| v.0 >= from_ns && v.0 < to_ns;
         let mut pieces: Vec<Vec<Piece>> = vec![Vec::new(); found.len()];
         // Rows of schema 3 and older, one series each.
         for (k, &(id, ..)) in found.iter().enumerate() {
-            let mut rows = blocks.query(params![id, q.from_ns, q.to_ns, MAX_BUCKET_NS]).map_err(e)?;
+            let mut rows = blocks.query(params![id, from_ns, to_ns, MAX_BUCKET_NS]).map_err(e)?;
             while let Some(r) = rows.next().map_err(e)? {
                 let start: i64 = r.get(0).map_err(e)?;
                 let data = r.get_ref(1).map_err(e)?.as_blob().map_err(|err| e(err.into()))?;
@@ -2022,7 +2028,7 @@ impl Query for Sqlite {
             let mut span_rows = self
                 .conn
                 .prepare_cached(
-                    "SELECT start_ns, end_ns, data FROM metric_spans
+                    "SELECT start_ns, data FROM metric_spans
                      WHERE host = ?1 AND start_ns < ?3 AND start_ns > ?2 - ?4 AND end_ns > ?2 ORDER BY start_ns",
                 )
                 .map_err(e)?;
@@ -2033,12 +2039,10 @@ impl Query for Sqlite {
                 let at: Vec<usize> = (0..found.len()).filter(|&k| found[k].1 == host_id).collect();
                 let ids: Vec<i64> = at.iter().map(|&k| found[k].0).collect();
                 let mut vals: Vec<Vec<(i64, f64)>> = vec![Vec::new(); ids.len()];
-                let mut rows =
-                    span_rows.query(params![host_id, q.from_ns, q.to_ns, MAX_BUCKET_NS]).map_err(e)?;
+                let mut rows = span_rows.query(params![host_id, from_ns, to_ns, MAX_BUCKET_NS]).map_err(e)?;
                 while let Some(r) = rows.next().map_err(e)? {
                     let start: i64 = r.get(0).map_err(e)?;
-                    let end: i64 = r.get(1).map_err(e)?;
-                    let data = r.get_ref(2).map_err(e)?.as_blob().map_err(|err| e(err.into()))?;
+                    let data = r.get_ref(1).map_err(e)?.as_blob().map_err(|err| e(err.into()))?;
                     let corrupt =
                         |d: String| self.corrupt(format!("metric span of host {host_id} at {start}: {d}"));
                     // The values of the series `js` (indexes into `ids`) into `vals`.
@@ -2052,45 +2056,29 @@ impl Query for Sqlite {
                         Ok(())
                     };
                     vals.iter_mut().for_each(Vec::clear);
-                    // Series whose values are in `vals` already.
-                    let mut decoded: Vec<usize> = Vec::new();
                     if let Some((cache, _)) = summarized {
-                        // The row's series' summaries (made once); a row that the range
-                        // cuts inside a slot is read value by value instead.
+                        // The row's series' summaries (made once). The range is whole cells
+                        // of whole slots: every slot is inside it or outside.
                         let hash = summary::blob_hash(data);
                         let mut have: Vec<Option<std::sync::Arc<[Piece]>>> =
                             ids.iter().map(|&id| cache.get((host_id, start, hash, id))).collect();
-                        decoded = (0..ids.len()).filter(|&j| have[j].is_none()).collect();
-                        if !decoded.is_empty() {
-                            decode(&decoded, &mut vals)?;
-                            for &j in &decoded {
+                        let missing: Vec<usize> = (0..ids.len()).filter(|&j| have[j].is_none()).collect();
+                        if !missing.is_empty() {
+                            decode(&missing, &mut vals)?;
+                            for &j in &missing {
                                 let slots: std::sync::Arc<[Piece]> = summary::slots(&vals[j]).into();
                                 cache.put((host_id, start, hash, ids[j]), slots.clone());
                                 have[j] = Some(slots);
                             }
                         }
-                        let whole = start >= q.from_ns && end <= q.to_ns;
-                        let cut = !whole
-                            && have.iter().flatten().any(|s| {
-                                s.iter().any(|p| summary::placement(p, q.from_ns, q.to_ns).is_none())
-                            });
-                        if !cut {
-                            for (&k, slots) in at.iter().zip(&have) {
-                                let slots = slots.as_deref().unwrap_or_default();
-                                pieces[k].extend(
-                                    slots
-                                        .iter()
-                                        .filter(|p| summary::placement(p, q.from_ns, q.to_ns) == Some(true)),
-                                );
-                            }
-                            continue;
+                        for (&k, slots) in at.iter().zip(&have) {
+                            let slots = slots.as_deref().unwrap_or_default();
+                            pieces[k]
+                                .extend(slots.iter().filter(|p| p.first_ns >= from_ns && p.last_ns < to_ns));
                         }
+                        continue;
                     }
-                    // Value by value: the series not decoded for their summaries above.
-                    let rest: Vec<usize> = (0..ids.len()).filter(|j| !decoded.contains(j)).collect();
-                    if !rest.is_empty() {
-                        decode(&rest, &mut vals)?;
-                    }
+                    decode(&(0..ids.len()).collect::<Vec<_>>(), &mut vals)?;
                     for (&k, v) in at.iter().zip(&vals) {
                         pieces[k].extend(v.iter().filter(in_range).map(|&(t, v)| Piece::value(t, v)));
                     }

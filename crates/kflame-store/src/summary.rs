@@ -5,11 +5,11 @@
 //! values of each series is the cost (the metric codec spends about 100 ns a value). A
 //! [`SeriesCache`] keeps, per metric row and series, a summary of every [`SLOT_NS`] of its
 //! values (min, max, sum, count); a range whose points are at least [`SUMMARY_MIN_WIDTH_NS`]
-//! wide reads the rows it reaches from their summaries, on a grid of whole slots, and
-//! decodes only a row with a slot that holds values on both sides of an end of the range. Each point is then exactly the min, max, mean and count of
-//! the values in its span (a slot never straddles two points); only the grid differs from
-//! the one a range decoded value by value would get (points of whole slots, aligned on
-//! multiples of the slot since the epoch). Rows are keyed by their content (a hash of the
+//! wide reads the rows it reaches from their summaries only, on a grid of cells of whole
+//! slots aligned on the epoch: the range grows to the cells its ends fall in. Each point is
+//! then exactly the min, max, mean and count of the values of its cell (a slot never
+//! straddles two cells), the first and last cells included, whole; only the grid differs
+//! from the one a range decoded value by value would get. Rows are keyed by their content (a hash of the
 //! blob), so that a row written again is summarized again.
 
 use std::sync::{Arc, Mutex};
@@ -22,18 +22,6 @@ use crate::Point;
 pub(crate) const SLOT_NS: i64 = 20_000_000_000;
 /// Points at least this wide are read from summaries.
 pub(crate) const SUMMARY_MIN_WIDTH_NS: i64 = 60_000_000_000;
-/// How a slot lies in `[from, to)`: `Some(true)` inside, `Some(false)` outside, `None`
-/// across an end (its values must be read one by one).
-pub(crate) fn placement(p: &Piece, from: i64, to: i64) -> Option<bool> {
-    if p.first_ns >= from && p.last_ns < to {
-        Some(true)
-    } else if p.last_ns < from || p.first_ns >= to {
-        Some(false)
-    } else {
-        None
-    }
-}
-
 /// Series rows kept at most (each about 180 slots of 40 bytes: some 58 MB).
 const MAX_ENTRIES: usize = 8192;
 
@@ -154,6 +142,11 @@ pub(crate) fn slot_width(from: i64, to: i64, points: usize) -> i64 {
         w += SLOT_NS;
     }
     w
+}
+
+/// `[from, to)` grown to the cells of `width` (aligned on the epoch) its ends fall in.
+pub(crate) fn whole_cells(from: i64, to: i64, width: i64) -> (i64, i64) {
+    (from.div_euclid(width) * width, (to - 1).div_euclid(width) * width + width)
 }
 
 /// Points of width `width` whose starts are `origin` plus multiples of it, from pieces in

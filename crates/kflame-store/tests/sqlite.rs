@@ -779,9 +779,9 @@ fn compact_all(db: &mut Sqlite, now: i64) -> u64 {
 }
 
 /// A chart of hours read through a summary cache: every point is exactly the min, max,
-/// mean and count of the values in its span (as the values read one by one give on the
-/// same grid), the second read comes from the cache, and a range cutting rows still
-/// counts only its own values.
+/// mean and count of the values of its cell (as the values read one by one give on the
+/// same grid), the second read comes from the cache, and a range whose ends cut rows, or
+/// cells, gets the cells its ends fall in whole.
 #[test]
 fn wide_series_from_summaries_are_those_of_their_values() {
     let path = dir("summaries").join("h.db");
@@ -822,18 +822,25 @@ fn wide_series_from_summaries_are_those_of_their_values() {
             to_ns: to,
             points: None,
         };
-        let every = plain.series_many(&names, &q).unwrap();
         let wide = kflame_store::SeriesQuery { points: Some(points), ..q };
         let first = cached.series_many(&names, &wide).unwrap();
         let again = cached.series_many(&names, &wide).unwrap();
         assert_eq!(first, again);
         assert!(!cache.is_empty());
+        // The cells (1 Hz values leave none empty): whole slots, aligned on the epoch, from
+        // the one `from` falls in to the one `to` falls in.
+        let width = first[0].points[1].time_ns - first[0].points[0].time_ns;
+        assert_eq!(width % (20 * SEC), 0, "a grid of whole slots");
+        assert_eq!(first[0].points[0].time_ns, from.div_euclid(width) * width);
+        let end = first[0].points.last().unwrap().time_ns + width;
+        assert_eq!(end, (to - 1).div_euclid(width) * width + width);
+        // Every value of those cells, read one by one.
+        let cells = kflame_store::SeriesQuery { from_ns: first[0].points[0].time_ns, to_ns: end, ..q };
+        let every = plain.series_many(&names, &cells).unwrap();
         assert_eq!(first.len(), every.len());
         for (s, all) in first.iter().zip(&every) {
             assert_eq!((&s.name, &s.label), (&all.name, &all.label));
             assert!(s.points.len() <= points, "{} points", s.points.len());
-            let width = s.points[1].time_ns - s.points[0].time_ns;
-            assert_eq!(width % (20 * SEC), 0, "a grid of whole slots");
             assert_eq!(s.points.iter().map(|p| u64::from(p.count)).sum::<u64>(), all.points.len() as u64);
             for p in &s.points {
                 let inside: Vec<f64> = all
