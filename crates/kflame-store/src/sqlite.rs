@@ -365,6 +365,9 @@ pub struct Sqlite {
     pub(crate) compact_skip: rustc_hash::FxHashSet<CompactKey>,
     /// Summaries of metric rows for wide chart ranges (see `summary.rs`), when set.
     series_cache: Option<std::sync::Arc<SeriesCache>>,
+    /// The file's (device, inode) when it was opened: part of the series cache's keys, so
+    /// that a file replaced under the same name never meets the summaries of another.
+    file_id: (u64, u64),
 }
 
 /// The key of an hour's buckets for compaction.
@@ -600,6 +603,9 @@ impl Sqlite {
             metric_block_ns: 60_000_000_000,
             compact_skip: Default::default(),
             series_cache: None,
+            file_id: std::fs::metadata(path)
+                .map(|m| (std::os::unix::fs::MetadataExt::dev(&m), std::os::unix::fs::MetadataExt::ino(&m)))
+                .unwrap_or_default(),
         };
         if mode == OpenMode::Write {
             db.prepare_for_writing(tables == 0, version, target)?;
@@ -1113,15 +1119,20 @@ fn write_block(
     }
     let (series, group_preds) = span_series(named);
     let (start, end) = closed.unwrap_or((block, block + block_ns));
+    // A new row's id is above every id there is, the rows it replaces included: an id is
+    // never given twice, so readers key the summaries of a row on it (see `summary.rs`).
+    let id: i64 = conn
+        .prepare_cached("SELECT COALESCE(MAX(id), 0) + 1 FROM metric_spans")?
+        .query_row([], |r| r.get(0))?;
     if let Some((from, to)) = closed {
         conn.prepare_cached("DELETE FROM metric_spans WHERE host = ?1 AND start_ns >= ?2 AND start_ns < ?3")?
             .execute(params![host, from, to])?;
     }
     let data = codec::encode_span(start, &series, &group_preds);
     conn.prepare_cached(
-        "INSERT OR REPLACE INTO metric_spans(host, start_ns, end_ns, data) VALUES (?1, ?2, ?3, ?4)",
+        "INSERT OR REPLACE INTO metric_spans(id, host, start_ns, end_ns, data) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?
-    .execute(params![host, start, end, data])?;
+    .execute(params![id, host, start, end, data])?;
     Ok(())
 }
 
@@ -2028,7 +2039,7 @@ impl Query for Sqlite {
             let mut span_rows = self
                 .conn
                 .prepare_cached(
-                    "SELECT start_ns, data FROM metric_spans
+                    "SELECT start_ns, data, id, end_ns, length(data) FROM metric_spans
                      WHERE host = ?1 AND start_ns < ?3 AND start_ns > ?2 - ?4 AND end_ns > ?2 ORDER BY start_ns",
                 )
                 .map_err(e)?;
@@ -2042,14 +2053,24 @@ impl Query for Sqlite {
                 let mut rows = span_rows.query(params![host_id, from_ns, to_ns, MAX_BUCKET_NS]).map_err(e)?;
                 while let Some(r) = rows.next().map_err(e)? {
                     let start: i64 = r.get(0).map_err(e)?;
-                    let data = r.get_ref(1).map_err(e)?.as_blob().map_err(|err| e(err.into()))?;
+                    // The blob is read only when it is decoded (SQLite reads a column's
+                    // pages when it is asked for): a row summarized already is not read.
+                    let data = || r.get_ref(1).map_err(e)?.as_blob().map_err(|err| e(err.into()));
+                    let row = summary::Row {
+                        file: self.file_id,
+                        host: host_id,
+                        start,
+                        id: r.get(2).map_err(e)?,
+                        end: r.get(3).map_err(e)?,
+                        len: r.get(4).map_err(e)?,
+                    };
                     let corrupt =
                         |d: String| self.corrupt(format!("metric span of host {host_id} at {start}: {d}"));
                     // The values of the series `js` (indexes into `ids`) into `vals`.
                     let decode = |js: &[usize], vals: &mut [Vec<(i64, f64)>]| -> Result<(), StoreError> {
                         let want: Vec<i64> = js.iter().map(|&j| ids[j]).collect();
                         let mut got = vec![Vec::new(); want.len()];
-                        codec::decode_span_many(data, start, &want, &mut got).map_err(corrupt)?;
+                        codec::decode_span_many(data()?, start, &want, &mut got).map_err(corrupt)?;
                         for (&j, v) in js.iter().zip(got) {
                             vals[j] = v;
                         }
@@ -2059,15 +2080,14 @@ impl Query for Sqlite {
                     if let Some((cache, _)) = summarized {
                         // The row's series' summaries (made once). The range is whole cells
                         // of whole slots: every slot is inside it or outside.
-                        let hash = summary::blob_hash(data);
                         let mut have: Vec<Option<std::sync::Arc<[Piece]>>> =
-                            ids.iter().map(|&id| cache.get((host_id, start, hash, id))).collect();
+                            ids.iter().map(|&id| cache.get((row, id))).collect();
                         let missing: Vec<usize> = (0..ids.len()).filter(|&j| have[j].is_none()).collect();
                         if !missing.is_empty() {
                             decode(&missing, &mut vals)?;
                             for &j in &missing {
                                 let slots: std::sync::Arc<[Piece]> = summary::slots(&vals[j]).into();
-                                cache.put((host_id, start, hash, ids[j]), slots.clone());
+                                cache.put((row, ids[j]), slots.clone());
                                 have[j] = Some(slots);
                             }
                         }

@@ -1,5 +1,5 @@
 //! Resampling metric series for charts, and the summaries that let a wide range skip
-//! decoding its values.
+//! decoding its values (or reading them).
 //!
 //! A chart of 24 h asks a point per pixel (about 80 s each): decoding the day's 86,400
 //! values of each series is the cost (the metric codec spends about 100 ns a value). A
@@ -9,12 +9,12 @@
 //! slots aligned on the epoch: the range grows to the cells its ends fall in. Each point is
 //! then exactly the min, max, mean and count of the values of its cell (a slot never
 //! straddles two cells), the first and last cells included, whole; only the grid differs
-//! from the one a range decoded value by value would get. Rows are keyed by their content (a hash of the
-//! blob), so that a row written again is summarized again.
+//! from the one a range decoded value by value would get. Rows are keyed by their id, which
+//! a writer never gives twice (see [`Row`]): a row summarized already is not even read.
 
 use std::sync::{Arc, Mutex};
 
-use rustc_hash::{FxHashMap, FxHasher};
+use rustc_hash::FxHashMap;
 
 use crate::Point;
 
@@ -44,8 +44,24 @@ impl Piece {
     }
 }
 
-/// The key of one series in one row: (host, row start, content hash, series id).
-type Key = (i64, i64, u64, i64);
+/// A metric row as the cache knows it. A writer gives every row it writes (a new one, or
+/// one that replaces rows) an id above all the ids in the table, so a row's content never
+/// changes under its id; the file's identity, the row's time span and its length are in
+/// the key as well, so that another file under the same name, or a row of another writer
+/// that reused an id, is another key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Row {
+    /// The file's (device, inode).
+    pub(crate) file: (u64, u64),
+    pub(crate) host: i64,
+    pub(crate) start: i64,
+    pub(crate) id: i64,
+    pub(crate) end: i64,
+    pub(crate) len: i64,
+}
+
+/// The key of one series in one row: the row and the series id.
+type Key = (Row, i64);
 
 /// Summaries of metric rows, shared by the connections of a reader (`kflame serve`).
 #[derive(Debug, Default)]
@@ -97,15 +113,6 @@ impl SeriesCache {
         let now = inner.clock;
         inner.map.insert(key, (slots, now));
     }
-}
-
-/// The content hash of a row's blob.
-pub(crate) fn blob_hash(data: &[u8]) -> u64 {
-    use std::hash::Hasher;
-    let mut h = FxHasher::default();
-    h.write(data);
-    h.write_usize(data.len());
-    h.finish()
 }
 
 /// The slots of `values` (time-ordered): a piece per [`SLOT_NS`] (aligned on the epoch)
@@ -226,14 +233,15 @@ mod tests {
     fn the_cache_forgets_the_least_used_half_when_full() {
         let c = SeriesCache::new();
         let one: Arc<[Piece]> = Arc::from(vec![Piece::value(0, 1.0)]);
+        let key = |start: i64| (Row { file: (1, 2), host: 1, start, id: start, end: start + 1, len: 10 }, 7);
         for i in 0..MAX_ENTRIES as i64 {
-            c.put((0, i, 0, 0), one.clone());
+            c.put(key(i), one.clone());
         }
-        assert!(c.get((0, 0, 0, 0)).is_some()); // used again: kept
-        c.put((0, -1, 0, 0), one.clone());
+        assert!(c.get(key(0)).is_some()); // used again: kept
+        c.put(key(-1), one.clone());
         assert!(c.len() <= MAX_ENTRIES / 2 + 2);
-        assert!(c.get((0, 0, 0, 0)).is_some());
-        assert!(c.get((0, -1, 0, 0)).is_some());
-        assert!(c.get((0, 1, 0, 0)).is_none());
+        assert!(c.get(key(0)).is_some());
+        assert!(c.get(key(-1)).is_some());
+        assert!(c.get(key(1)).is_none());
     }
 }

@@ -858,3 +858,64 @@ fn wide_series_from_summaries_are_those_of_their_values() {
         }
     }
 }
+
+/// A writer that flushes as it goes writes the rows of its current block and hour again
+/// (a block replaced in place, blocks folded into rows): a reader that keeps summaries of
+/// rows sees every value written, never the summary of a row as it was.
+#[test]
+fn summaries_follow_rows_written_again() {
+    let path = dir("rewritten").join("h.db");
+    let mut w = Sqlite::open(&path, OpenMode::Write).unwrap();
+    w.set_metric_block(10 * SEC);
+    let mut cached = Sqlite::open(&path, OpenMode::Read).unwrap();
+    cached.set_series_cache(std::sync::Arc::new(kflame_store::SeriesCache::new()));
+    let plain = Sqlite::open(&path, OpenMode::Read).unwrap();
+    let mut t = 0i64;
+    let mut rows_seen: std::collections::HashMap<i64, (i64, i64, Vec<u8>)> = Default::default();
+    // Flushes in the middle of a block, at its end, and across the end of an hour.
+    for step in [3i64, 7, 10, 95, 1, 3600, 13, 2, 400, 3] {
+        for _ in 0..step {
+            let m = [Metric { name: "load1", label: "", value: ((t * 37) % 977) as f64 / 10.0 }];
+            w.append_metrics("web1", T0 + t * SEC + 250_000_000, &m).unwrap();
+            t += 1;
+        }
+        w.flush().unwrap();
+        let (from, to) = (T0, T0 + 2 * 3600 * SEC);
+        let q = kflame_store::SeriesQuery {
+            name: "",
+            label: None,
+            host: None,
+            from_ns: from,
+            to_ns: to,
+            points: Some(60),
+        };
+        let wide = cached.series_many(&["load1"], &q).unwrap();
+        let values = plain.series_many(&["load1"], &kflame_store::SeriesQuery { points: None, ..q }).unwrap();
+        let count: u64 = wide[0].points.iter().map(|p| u64::from(p.count)).sum();
+        assert_eq!(count, t as u64, "after {t} values");
+        assert_eq!(values[0].points.len() as i64, t);
+        let max = values[0].points.iter().map(|p| p.max).fold(f64::MIN, f64::max);
+        assert_eq!(wide[0].points.iter().map(|p| p.max).fold(f64::MIN, f64::max), max);
+        let sum: f64 = values[0].points.iter().map(|p| p.avg).sum();
+        let wide_sum: f64 = wide[0].points.iter().map(|p| p.avg * f64::from(p.count)).sum();
+        assert!((sum - wide_sum).abs() < 1e-6 * sum.abs().max(1.0), "{sum} vs {wide_sum}");
+        // A row's id always names the same row: never given to another content.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let rows: Vec<(i64, i64, i64, Vec<u8>)> = conn
+            .prepare("SELECT id, start_ns, end_ns, data FROM metric_spans")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        for (id, start, end, data) in rows {
+            match rows_seen.get(&id) {
+                Some(seen) => assert_eq!(seen, &(start, end, data), "row id {id} given twice"),
+                None => {
+                    rows_seen.insert(id, (start, end, data));
+                }
+            }
+        }
+    }
+    assert!(rows_seen.len() > 5, "{} rows", rows_seen.len());
+}
