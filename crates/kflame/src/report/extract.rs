@@ -5,8 +5,8 @@ use std::collections::VecDeque;
 use super::fields::{self, Fields};
 use super::frame::{arm32_caller, parse_frame};
 use super::prefix::strip;
-use super::start::{Role, Start, classify};
-use super::title::title_function;
+use super::start::{Role, Start, classify, is_checker_warning};
+use super::title::{is_machinery, title_function};
 use super::{
     ExtraStack, Frame, Kind, MAX_EXTRA_FRAMES, MAX_EXTRA_STACKS, MAX_FRAMES, MAX_OPEN, Report, Section,
 };
@@ -237,7 +237,21 @@ impl ReportExtractor {
         let function = if r.kind == Some(Kind::Panic) && !stack_panic {
             o.function.filter(|f| !f.bytes().all(|b| b.is_ascii_hexdigit()))
         } else {
-            let candidates: Vec<String> = o.function.into_iter().chain(o.lock_sites).collect();
+            // An IRQ lock inversion (`HARDIRQ-safe -> HARDIRQ-unsafe lock order detected`,
+            // kernel/locking/lockdep.c print_bad_irq_dependency) is about the lock taken
+            // where it `became HARDIRQ-irq-safe`: that stack's first frame that is not
+            // locking machinery, before the lock sites.
+            let irq_safe = (r.kind == Some(Kind::Lockdep) && r.header.contains("lock order detected"))
+                .then(|| r.extra_stacks.iter().find(|e| e.label.contains("-irq-safe at:")))
+                .flatten()
+                .and_then(|e| {
+                    e.frames
+                        .iter()
+                        .find(|f| !f.unreliable && !is_machinery(&f.function, Kind::Lockdep, &r.header))
+                })
+                .map(|f| f.function.clone());
+            let candidates: Vec<String> =
+                irq_safe.into_iter().chain(o.function).chain(o.lock_sites).collect();
             title_function(&r, &candidates)
         };
         r.title = match function {
@@ -298,7 +312,7 @@ impl Open {
     /// A generic `WARNING`/`kernel BUG` whose next line names the problem (`refcount_t:
     /// underflow`, `ODEBUG: free active`, `list_del corruption`).
     fn refinable(&self, s: &Start) -> bool {
-        matches!(self.prefix.as_str(), "WARNING" | "kernel BUG")
+        (matches!(self.prefix.as_str(), "WARNING" | "kernel BUG") || is_checker_warning(&self.prefix))
             && matches!(s.kind, Kind::Warning | Kind::Bug)
     }
 
@@ -463,6 +477,18 @@ impl Open {
             || t.starts_with("stack backtrace:");
         if !main_or_extra {
             return false;
+        }
+        // kernel/rcu/tree_stall.h rcu_check_gp_kthread_starvation(): `Stack dump where RCU GP
+        // kthread last ran:` then dump_cpu_task()'s `Task dump for CPU 0:`: that CPU's stack
+        // is about the grace-period kthread, not the stall.
+        if t.starts_with("Task dump for CPU")
+            && self.state == State::Trace
+            && self.target == Target::Extra
+            && self.r.extra_stacks.last().is_some_and(|e| {
+                e.frames.is_empty() && e.label.starts_with("Stack dump where RCU GP kthread last ran")
+            })
+        {
+            return true;
         }
         if self.main_started {
             self.open_extra(t);

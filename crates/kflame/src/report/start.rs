@@ -295,17 +295,43 @@ fn lockdep(t: &str) -> Option<Start> {
         .map(|(_, title)| Start::new(Kind::Lockdep, *title))
 }
 
+/// Checkers that warn about their caller's misuse: a WARNING in these files is named by the
+/// checker (`WARNING: locking bug in foo`), the caller being the culprit (the machinery of
+/// the checker, `machinery.txt`, is left out of the frame the title names).
+const CHECKER_WARNINGS: &[(&str, &str)] = &[
+    // kernel/locking/lockdep.c (DEBUG_LOCKS_WARN_ON, register_lock_class...), mutex debug.
+    ("kernel/locking/", "WARNING: locking bug"),
+    // fs/proc/generic.c proc_register(): `proc_dir_entry 'x' already registered`.
+    ("fs/proc/generic.c", "WARNING: proc registration bug"),
+    // lib/kobject.c: a kobject added without a name, released while in use...
+    ("lib/kobject.c", "WARNING: kobject bug"),
+    // lib/refcount.c refcount_warn_saturate() (older kernels WARN there directly).
+    ("lib/refcount.c", "WARNING: refcount bug"),
+    // lib/debugobjects.c debug_print_object().
+    ("lib/debugobjects.c", "WARNING: ODEBUG bug"),
+];
+
+/// Whether `prefix` is the title of a `WARNING` in a checker's file.
+pub(crate) fn is_checker_warning(prefix: &str) -> bool {
+    CHECKER_WARNINGS.iter().any(|(_, t)| *t == prefix)
+}
+
+/// The title of a `WARNING` at `file` (`kernel/locking/lockdep.c:734`).
+fn warning_title(file: &str) -> &'static str {
+    CHECKER_WARNINGS.iter().find(|(f, _)| file.starts_with(f)).map_or("WARNING", |(_, t)| t)
+}
+
 fn warning(t: &str) -> Option<Start> {
     if let Some(r) = t.strip_prefix("WARNING: CPU: ") {
-        let mut s = Start::new(Kind::Warning, "WARNING");
+        let at = r.split_once(" at ").map(|(_, at)| at);
+        let mut s = Start::new(Kind::Warning, warning_title(at.unwrap_or("")));
         s.cpu = leading_number(r);
-        s.function =
-            r.split_once(" at ").and_then(|(_, at)| at.split_whitespace().nth(1)).map(header_function);
+        s.function = at.and_then(|at| at.split_whitespace().nth(1)).map(header_function);
         return Some(s);
     }
     if let Some(r) = t.strip_prefix("WARNING: at ") {
         let func = r.split_whitespace().nth(1).map(header_function);
-        return Some(Start::new(Kind::Warning, "WARNING").func(func));
+        return Some(Start::new(Kind::Warning, warning_title(r)).func(func));
     }
     if let Some(r) = t.strip_prefix("WARNING: ") {
         // 6.17+: `WARNING: kernel/foo.c:12 at func+0x1/0x2, CPU#0: comm/123`, possibly after a
@@ -320,7 +346,7 @@ fn warning(t: &str) -> Option<Start> {
                 .split_once(" at ")
                 .map(|(_, f)| header_function(f.trim_end_matches(',')))
                 .filter(|f| !f.starts_with("0x"));
-            return Some(Start::new(Kind::Warning, "WARNING").func(func));
+            return Some(Start::new(Kind::Warning, warning_title(first)).func(func));
         }
         for (pat, title) in [
             ("kernel stack regs", "WARNING: kernel stack regs has bad value"),

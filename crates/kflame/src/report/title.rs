@@ -109,6 +109,8 @@ fn kind_sections(kind: Kind, header: &str) -> &'static [&'static str] {
         Kind::Lockdep if header.contains("suspicious RCU usage") => &["rcu_usage"],
         Kind::Panic if header.contains("corrupted stack end") => &["stall", "stack_end"],
         Kind::Panic if header.contains("stack-protector") => &["stack_protector"],
+        Kind::Warning if header.contains("kernel/locking/") => &["locking"],
+        Kind::Warning if header.contains("fs/proc/generic.c") => &["proc_registration"],
         _ => &[],
     }
 }
