@@ -9,6 +9,8 @@ use crate::trailer::{FixesTrailer, parse_fixes};
 pub(crate) struct Commit {
     /// Full hash.
     pub(crate) id: String,
+    /// Full hashes of its parents.
+    pub(crate) parents: Vec<String>,
     /// Author date, ISO 8601 (`2023-11-08T11:23:34-08:00`).
     pub(crate) date: String,
     pub(crate) subject: String,
@@ -28,18 +30,22 @@ pub(crate) struct Commit {
 /// The separator that starts each commit in the `git log` stream (see [`crate::git`]).
 pub(crate) const RECORD_START: u8 = 0x1e;
 
-/// Parses one record of `git log --format=%x1e%H%n%aI%n%B%x1d -p` (the text after the
-/// `0x1e`). `None` when the record does not start with a commit hash.
+/// Parses one record of `git log --format=%x1e%H %P%n%aI%n%B%x1d -p` (the text after the
+/// `0x1e`; the parents may be absent). `None` when the record does not start with a commit
+/// hash.
 pub(crate) fn parse_record(rec: &str) -> Option<Commit> {
     let (header, diff) = match rec.split_once('\u{1d}') {
         Some((h, d)) => (h, d),
         None => (rec, ""),
     };
     let mut lines = header.splitn(3, '\n');
-    let id = lines.next()?.trim();
-    if id.len() < 40 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+    let mut ids = lines.next()?.split_ascii_whitespace();
+    let id = ids.next()?;
+    let hash = |h: &str| h.len() >= 40 && h.bytes().all(|b| b.is_ascii_hexdigit());
+    if !hash(id) {
         return None;
     }
+    let parents: Vec<String> = ids.filter(|p| hash(p)).map(str::to_ascii_lowercase).collect();
     let date = lines.next().unwrap_or("").trim().to_string();
     let message = lines.next().unwrap_or("");
     let (subject, body) = match message.split_once('\n') {
@@ -48,6 +54,7 @@ pub(crate) fn parse_record(rec: &str) -> Option<Commit> {
     };
     let mut c = Commit {
         id: id.to_ascii_lowercase(),
+        parents,
         date,
         fixes: parse_fixes(message),
         subject,

@@ -106,7 +106,7 @@ impl Repo {
             "--no-color",
             "--no-ext-diff",
             "--no-textconv",
-            "--format=%x1e%H%n%aI%n%B%x1d",
+            "--format=%x1e%H %P%n%aI%n%B%x1d",
             // The histogram diff: the same changed lines and hunk functions for what the
             // index keeps, and some 40% less of git's time than the default (Myers) on a
             // history of large files (libbpf replayed: 9.0 s -> 5.4 s for 2,000 commits).

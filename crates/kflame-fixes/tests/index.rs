@@ -139,3 +139,50 @@ fn bad_repositories_revisions_and_queries_are_named() {
     let e = idx.search(&Query { limit: 5, ..Query::default() }).unwrap_err();
     assert!(matches!(e, Error::EmptyQuery));
 }
+
+/// `--after` reads the commits after a revision from the graph kept beside the index; the
+/// answers are git's (`rev-list REV..HEAD`, asked when the graph is missing), merges and
+/// their side branches included, after an incremental update too.
+#[test]
+fn after_from_the_graph_is_what_git_says() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (repo, order) = clone_at(tmp.path(), 2000);
+    drop(Index::open_or_build(&repo, None).unwrap());
+    git(&repo, &["update-ref", "refs/heads/small", order.last().unwrap()]);
+    let idx = Index::open_or_build(&repo, None).unwrap();
+    assert_eq!(idx.stats().added, order.len() - 2000);
+    let graph = idx.dir().join("kflame-fixes.graph");
+    assert_eq!(std::fs::read_to_string(&graph).unwrap().lines().count(), order.len());
+    // Revisions: the side parents of the merges (commits after them include the mainline's
+    // commits that are not their ancestors), and points along the history.
+    let merges = git(&repo, &["rev-list", "--merges", "HEAD"]);
+    assert!(!merges.is_empty(), "the history has merges");
+    let mut revs: Vec<String> =
+        merges.lines().map(|m| git(&repo, &["rev-parse", &format!("{m}^2")])).collect();
+    revs.extend([order[10].clone(), order[1500].clone(), order[2100].clone()]);
+    let queries = ["bpf_object__load", "btf__parse", "libbpf_find_kernel_btf", "bpf_map__set_value_size"];
+    let run = |idx: &Index| -> Vec<Vec<(String, bool)>> {
+        let mut all = Vec::new();
+        for rev in &revs {
+            for f in queries {
+                let q = Query { after: Some(rev.clone()), limit: 20, ..query(f) };
+                all.push(idx.search(&q).unwrap().into_iter().map(|h| (h.id, h.after)).collect());
+            }
+        }
+        all
+    };
+    let from_graph = run(&idx);
+    assert!(from_graph.iter().any(|hits| hits.iter().any(|h| h.1)), "some hits come after");
+    drop(idx);
+    std::fs::remove_file(&graph).unwrap();
+    let idx = Index::open_or_build(&repo, None).unwrap();
+    assert_eq!(idx.stats().added, 0);
+    let from_git = run(&idx);
+    for (k, (g, r)) in from_graph.iter().zip(&from_git).enumerate() {
+        let (rev, f) = (&revs[k / queries.len()], queries[k % queries.len()]);
+        let only = |a: &[(String, bool)], b: &[(String, bool)]| -> Vec<String> {
+            a.iter().filter(|x| !b.contains(x)).map(|x| format!("{}:{}", &x.0[..8], x.1)).collect()
+        };
+        assert_eq!(g, r, "after {rev} for {f}: graph only {:?}, git only {:?}", only(g, r), only(r, g));
+    }
+}
