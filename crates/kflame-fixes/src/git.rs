@@ -1,7 +1,7 @@
 //! Reading a repository through the `git` binary: discovery, revisions, and the commit
 //! stream (`git log -p`), read as it is produced.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -90,19 +90,74 @@ impl Repo {
     }
 
     /// Every commit of `range`, oldest first (topological order), with its patch, given to
-    /// `each` as git produces them.
+    /// `each` in that order. git's diffs are the cost (some 2.5 ms a commit of libbpf's
+    /// history): a long range is read in chunks of [`CHUNK`] commits by [`WORKERS`] git
+    /// processes side by side, each chunk parsed on its worker's thread and handed over in
+    /// order (at most two chunks a worker wait in memory).
     pub(crate) fn log(
         &self,
         range: &str,
         mut each: impl FnMut(Commit) -> Result<(), Error>,
     ) -> Result<(), Error> {
         let mut cmd = self.git();
+        cmd.args(["rev-list", "--topo-order", "--reverse", range]);
+        let out = run(cmd, "rev-list")?;
+        check(&out, "rev-list")?;
+        let ids: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(WORKERS);
+        if ids.len() <= CHUNK || workers < 2 {
+            return self.log_ids(&ids, &mut each);
+        }
+        let chunks: Vec<&[String]> = ids.chunks(CHUNK).collect();
+        std::thread::scope(|scope| {
+            let mut inboxes = Vec::new();
+            for w in 0..workers {
+                let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Vec<Commit>, Error>>(1);
+                inboxes.push(rx);
+                let mine: Vec<&[String]> = chunks.iter().skip(w).step_by(workers).copied().collect();
+                scope.spawn(move || {
+                    for chunk in mine {
+                        let mut got = Vec::with_capacity(chunk.len());
+                        let r = self.log_ids(chunk, &mut |c| {
+                            got.push(c);
+                            Ok(())
+                        });
+                        // The reader went away (an error): stop.
+                        if tx.send(r.map(|()| got)).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+            for k in 0..chunks.len() {
+                let got = inboxes[k % workers].recv().map_err(|_| Error::Git {
+                    what: "log -p".into(),
+                    said: "a reader of the history stopped".into(),
+                })??;
+                for c in got {
+                    each(c)?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// The commits `ids`, in that order, with their patches (`git log --no-walk --stdin`).
+    fn log_ids(
+        &self,
+        ids: &[String],
+        each: &mut dyn FnMut(Commit) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut cmd = self.git();
         cmd.args([
             "-c",
             "core.quotepath=off",
             "log",
-            "--topo-order",
-            "--reverse",
+            "--no-walk=unsorted",
+            "--stdin",
             "--no-color",
             "--no-ext-diff",
             "--no-textconv",
@@ -112,10 +167,18 @@ impl Repo {
             // history of large files (libbpf replayed: 9.0 s -> 5.4 s for 2,000 commits).
             "--diff-algorithm=histogram",
             "-p",
-            range,
         ]);
-        cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null());
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::piped());
         let mut child = cmd.spawn().map_err(|source| Error::GitMissing { source })?;
+        let mut stdin = child.stdin.take();
+        let list: String = ids.iter().flat_map(|i| [i.as_str(), "\n"]).collect();
+        // git reads the whole list before it prints: written on a thread all the same, so
+        // that nothing here depends on the size of a pipe.
+        let in_thread = std::thread::spawn(move || {
+            if let Some(mut w) = stdin.take() {
+                let _ = w.write_all(list.as_bytes());
+            }
+        });
         let stdout = child
             .stdout
             .take()
@@ -158,6 +221,7 @@ impl Repo {
         }
         drop(reader);
         let status = child.wait().map_err(|source| Error::GitMissing { source })?;
+        let _ = in_thread.join();
         let err = err_thread.join().unwrap_or_default();
         result?;
         if !status.success() {
@@ -166,6 +230,10 @@ impl Repo {
         Ok(())
     }
 }
+
+/// Commits a git process of [`Repo::log`] reads at a time, and how many run side by side.
+const CHUNK: usize = 500;
+const WORKERS: usize = 2;
 
 fn run(mut cmd: Command, what: &str) -> Result<std::process::Output, Error> {
     let _ = what;
