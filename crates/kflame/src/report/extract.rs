@@ -250,8 +250,21 @@ impl ReportExtractor {
                         .find(|f| !f.unreliable && !is_machinery(&f.function, Kind::Lockdep, &r.header))
                 })
                 .map(|f| f.function.clone());
+            // A circular dependency whose lock sites are all machinery (work items and
+            // workqueues: `process_one_work`): the first frame of the dependency chain's
+            // stacks (`-> #N (...):`, the oldest link first) that is not.
+            let chain = (r.kind == Some(Kind::Lockdep) && r.header.contains("circular locking"))
+                .then(|| {
+                    r.extra_stacks.iter().filter(|e| e.label.starts_with("-> #")).find_map(|e| {
+                        e.frames
+                            .iter()
+                            .find(|f| !f.unreliable && !is_machinery(&f.function, Kind::Lockdep, &r.header))
+                    })
+                })
+                .flatten()
+                .map(|f| f.function.clone());
             let candidates: Vec<String> =
-                irq_safe.into_iter().chain(o.function).chain(o.lock_sites).collect();
+                irq_safe.into_iter().chain(o.function).chain(o.lock_sites).chain(chain).collect();
             title_function(&r, &candidates)
         };
         r.title = match function {
