@@ -81,9 +81,10 @@ impl Repo {
     }
 
     /// Full hashes of the commits in `range` (`a..b`, or one commit for its whole history).
-    pub(crate) fn rev_list(&self, range: &str) -> Result<Vec<String>, Error> {
+    /// `git rev-list ARGS...`: the commits, one hash each.
+    pub(crate) fn rev_list(&self, args: &[&str]) -> Result<Vec<String>, Error> {
         let mut cmd = self.git();
-        cmd.args(["rev-list", range]);
+        cmd.arg("rev-list").args(args);
         let out = run(cmd, "rev-list")?;
         check(&out, "rev-list")?;
         Ok(String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect())
@@ -99,11 +100,7 @@ impl Repo {
         range: &str,
         mut each: impl FnMut(Commit) -> Result<(), Error>,
     ) -> Result<(), Error> {
-        let mut cmd = self.git();
-        cmd.args(["rev-list", "--topo-order", "--reverse", range]);
-        let out = run(cmd, "rev-list")?;
-        check(&out, "rev-list")?;
-        let ids: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+        let ids = self.rev_list(&["--topo-order", "--reverse", range])?;
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(WORKERS);
         if ids.len() <= CHUNK || workers < 2 {
             return self.log_ids(&ids, &mut each);

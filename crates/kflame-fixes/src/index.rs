@@ -318,7 +318,7 @@ impl Index {
                 let graph = self.graph.get_or_init(|| Graph::read(&self.dir.join(GRAPH), self.stats.total));
                 let after = match graph.as_ref().and_then(|g| g.ancestors(&id)) {
                     Some(before) => After::Seqs(Arc::new(before)),
-                    None => After::Ids(self.repo.rev_list(&format!("{id}..{}", self.tip))?),
+                    None => After::Ids(self.repo.rev_list(&[&format!("{id}..{}", self.tip)])?),
                 };
                 Some((rev.clone(), id, subject, after))
             }

@@ -216,8 +216,7 @@ async function loadCharts(pending) {
     const series = answers.flatMap((a) => a.series);
     // The answer keeps the order of the names asked: each chart takes its own, in order.
     S.groups.forEach((g, k) => S.charts[k].setData(series.filter((s) => g.names.includes(s.name))));
-    const width = S.charts.length ? S.charts[0].canvas.clientWidth : 0;
-    for (const c of S.charts) c.draw(S.view, width);
+    drawCanvases();
     S.events = events.events;
     drawEvents();
     S.chartsLoaded = (S.chartsLoaded || 0) + 1;
@@ -227,9 +226,14 @@ async function loadCharts(pending) {
   }
 }
 
-function drawCharts() {
+/** Every chart over the view, at the width read once (not after each other's changes). */
+function drawCanvases() {
   const width = S.charts.length ? S.charts[0].canvas.clientWidth : 0;
   for (const c of S.charts) c.draw(S.view, width);
+}
+
+function drawCharts() {
+  drawCanvases();
   drawAxis(D.axis, S.view);
   D.brush.set(S.view, S.range, S.base);
   drawEvents();

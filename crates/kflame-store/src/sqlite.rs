@@ -2079,7 +2079,7 @@ impl Query for Sqlite {
                     vals.iter_mut().for_each(Vec::clear);
                     if let Some((cache, _)) = summarized {
                         // The row's series' summaries (made once). The range is whole cells
-                        // of whole slots: every slot is inside it or outside.
+                        // of whole slots: every slot, by its start, is inside it or outside.
                         let mut have: Vec<Option<std::sync::Arc<[Piece]>>> =
                             ids.iter().map(|&id| cache.get((row, id))).collect();
                         let missing: Vec<usize> = (0..ids.len()).filter(|&j| have[j].is_none()).collect();
@@ -2094,7 +2094,7 @@ impl Query for Sqlite {
                         for (&k, slots) in at.iter().zip(&have) {
                             let slots = slots.as_deref().unwrap_or_default();
                             pieces[k]
-                                .extend(slots.iter().filter(|p| p.first_ns >= from_ns && p.last_ns < to_ns));
+                                .extend(slots.iter().filter(|p| p.time_ns >= from_ns && p.time_ns < to_ns));
                         }
                         continue;
                     }

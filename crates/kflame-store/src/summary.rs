@@ -29,9 +29,6 @@ const MAX_ENTRIES: usize = 8192;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Piece {
     pub(crate) time_ns: i64,
-    /// Times of the first and the last value it holds.
-    pub(crate) first_ns: i64,
-    pub(crate) last_ns: i64,
     pub(crate) min: f64,
     pub(crate) max: f64,
     pub(crate) sum: f64,
@@ -40,7 +37,7 @@ pub(crate) struct Piece {
 
 impl Piece {
     pub(crate) fn value(time_ns: i64, v: f64) -> Piece {
-        Piece { time_ns, first_ns: time_ns, last_ns: time_ns, min: v, max: v, sum: v, count: 1 }
+        Piece { time_ns, min: v, max: v, sum: v, count: 1 }
     }
 }
 
@@ -130,8 +127,6 @@ pub(crate) fn slots(values: &[(i64, f64)]) -> Vec<Piece> {
 }
 
 fn add(p: &mut Piece, q: &Piece) {
-    p.first_ns = p.first_ns.min(q.first_ns);
-    p.last_ns = p.last_ns.max(q.last_ns);
     p.min = p.min.min(q.min);
     p.max = p.max.max(q.max);
     p.sum += q.sum;

@@ -778,6 +778,11 @@ fn compact_all(db: &mut Sqlite, now: i64) -> u64 {
     panic!("compaction never ended ({n} buckets)");
 }
 
+/// Every series of every host and label over `[from, to)`, resampled to `points`.
+fn series_query(from: i64, to: i64, points: Option<usize>) -> kflame_store::SeriesQuery<'static> {
+    kflame_store::SeriesQuery { name: "", label: None, host: None, from_ns: from, to_ns: to, points }
+}
+
 /// A chart of hours read through a summary cache: every point is exactly the min, max,
 /// mean and count of the values of its cell (as the values read one by one give on the
 /// same grid), the second read comes from the cache, and a range whose ends cut rows, or
@@ -807,21 +812,14 @@ fn wide_series_from_summaries_are_those_of_their_values() {
     let names = ["cpu.usr", "load1"];
     let ranges = [
         (T0, T0 + hours * SEC, 120usize),
-        // Rows cut between slots (their summaries serve), inside a slot (read value by
-        // value), and a millisecond after the first value's slot began.
+        // Ends between slots, inside a slot, and a millisecond after the first value's slot
+        // began: each grows to the cells it falls in.
         (T0 + 1800 * SEC, T0 + 10_000 * SEC, 50),
         (T0 + 1810 * SEC, T0 + 9_999 * SEC + 500_000_000, 40),
         (T0 + 1_000_000, T0 + hours * SEC, 100),
     ];
     for (from, to, points) in ranges {
-        let q = kflame_store::SeriesQuery {
-            name: "",
-            label: None,
-            host: None,
-            from_ns: from,
-            to_ns: to,
-            points: None,
-        };
+        let q = series_query(from, to, None);
         let wide = kflame_store::SeriesQuery { points: Some(points), ..q };
         let first = cached.series_many(&names, &wide).unwrap();
         let again = cached.series_many(&names, &wide).unwrap();
@@ -880,15 +878,7 @@ fn summaries_follow_rows_written_again() {
             t += 1;
         }
         w.flush().unwrap();
-        let (from, to) = (T0, T0 + 2 * 3600 * SEC);
-        let q = kflame_store::SeriesQuery {
-            name: "",
-            label: None,
-            host: None,
-            from_ns: from,
-            to_ns: to,
-            points: Some(60),
-        };
+        let q = series_query(T0, T0 + 2 * 3600 * SEC, Some(60));
         let wide = cached.series_many(&["load1"], &q).unwrap();
         let values = plain.series_many(&["load1"], &kflame_store::SeriesQuery { points: None, ..q }).unwrap();
         let count: u64 = wide[0].points.iter().map(|p| u64::from(p.count)).sum();

@@ -237,32 +237,28 @@ impl ReportExtractor {
         let function = if r.kind == Some(Kind::Panic) && !stack_panic {
             o.function.filter(|f| !f.bytes().all(|b| b.is_ascii_hexdigit()))
         } else {
+            // The first reliable frame that is not locking machinery in the extra stacks
+            // whose label `wanted` accepts, when the header says `about`.
+            let caller = |about: &str, wanted: &dyn Fn(&str) -> bool| {
+                (r.kind == Some(Kind::Lockdep) && r.header.contains(about))
+                    .then(|| {
+                        r.extra_stacks.iter().filter(|e| wanted(&e.label)).find_map(|e| {
+                            e.frames.iter().find(|f| {
+                                !f.unreliable && !is_machinery(&f.function, Kind::Lockdep, &r.header)
+                            })
+                        })
+                    })
+                    .flatten()
+                    .map(|f| f.function.clone())
+            };
             // An IRQ lock inversion (`HARDIRQ-safe -> HARDIRQ-unsafe lock order detected`,
             // kernel/locking/lockdep.c print_bad_irq_dependency) is about the lock taken
-            // where it `became HARDIRQ-irq-safe`: that stack's first frame that is not
-            // locking machinery, before the lock sites.
-            let irq_safe = (r.kind == Some(Kind::Lockdep) && r.header.contains("lock order detected"))
-                .then(|| r.extra_stacks.iter().find(|e| e.label.contains("-irq-safe at:")))
-                .flatten()
-                .and_then(|e| {
-                    e.frames
-                        .iter()
-                        .find(|f| !f.unreliable && !is_machinery(&f.function, Kind::Lockdep, &r.header))
-                })
-                .map(|f| f.function.clone());
+            // where it `became HARDIRQ-irq-safe`: that stack's caller, before the lock sites.
+            let irq_safe = caller("lock order detected", &|l| l.contains("-irq-safe at:"));
             // A circular dependency whose lock sites are all machinery (work items and
-            // workqueues: `process_one_work`): the first frame of the dependency chain's
-            // stacks (`-> #N (...):`, the oldest link first) that is not.
-            let chain = (r.kind == Some(Kind::Lockdep) && r.header.contains("circular locking"))
-                .then(|| {
-                    r.extra_stacks.iter().filter(|e| e.label.starts_with("-> #")).find_map(|e| {
-                        e.frames
-                            .iter()
-                            .find(|f| !f.unreliable && !is_machinery(&f.function, Kind::Lockdep, &r.header))
-                    })
-                })
-                .flatten()
-                .map(|f| f.function.clone());
+            // workqueues: `process_one_work`): the caller in the dependency chain's stacks
+            // (`-> #N (...):`, the oldest link first).
+            let chain = caller("circular locking", &|l| l.starts_with("-> #"));
             let candidates: Vec<String> =
                 irq_safe.into_iter().chain(o.function).chain(o.lock_sites).chain(chain).collect();
             title_function(&r, &candidates)
