@@ -54,6 +54,7 @@ pub mod fixes;
 pub mod output;
 pub mod profile;
 pub mod reports;
+pub mod run;
 pub mod source;
 
 use serde::Serialize;

@@ -299,3 +299,183 @@ mod tests {
         assert_eq!(kernel_frames(&["x", "a_[k]"]), [false, true]);
     }
 }
+
+/// One function's change between two profiles, in shares of each profile's own total (so
+/// that profiles of different lengths compare).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FunctionChange {
+    /// Frame name as folded (annotations removed).
+    pub function: String,
+    /// Kernel code in either profile.
+    pub kernel: bool,
+    /// Self share before, percent.
+    pub self_before: f64,
+    /// Self share after, percent.
+    pub self_after: f64,
+    /// Total (inclusive) share before, percent.
+    pub total_before: f64,
+    /// Total share after, percent.
+    pub total_after: f64,
+    /// `total_after - total_before`, percentage points.
+    pub delta: f64,
+}
+
+/// What changed from one profile to another.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ProfileDiff {
+    /// Unit of both profiles.
+    pub unit: String,
+    /// BEFORE's total weight.
+    pub total_before: Share,
+    /// AFTER's total weight.
+    pub total_after: Share,
+    /// The kernel's share before and after, percent.
+    pub kernel_before: f64,
+    /// The kernel's share after, percent.
+    pub kernel_after: f64,
+    /// Functions whose total share grew most, largest first.
+    pub grew: Vec<FunctionChange>,
+    /// Functions whose total share shrank most, largest first.
+    pub shrank: Vec<FunctionChange>,
+    /// Plain sentences.
+    pub summary: Vec<String>,
+}
+
+/// Per-function weights of one profile.
+#[derive(Default)]
+struct Weights {
+    total: Weight,
+    kernel: Weight,
+    selfw: HashMap<String, (Weight, bool)>,
+    totalw: HashMap<String, (Weight, bool)>,
+}
+
+impl Weights {
+    fn of<'a>(stacks: impl IntoIterator<Item = (&'a [u8], Weight)>) -> Weights {
+        let mut w = Weights::default();
+        for (stack, weight) in stacks {
+            w.total += weight;
+            let text = String::from_utf8_lossy(stack);
+            let frames: Vec<&str> = text.split(';').filter(|f| !f.is_empty()).collect();
+            let kern = kernel_frames(&frames);
+            if kern.last() == Some(&true) {
+                w.kernel += weight;
+            }
+            let names: Vec<&str> = frames.iter().map(|f| clean(f).0).collect();
+            if let Some(leaf) = names.last() {
+                let e = w.selfw.entry((*leaf).to_string()).or_insert((Weight::ZERO, false));
+                e.0 += weight;
+                e.1 |= kern.last() == Some(&true);
+            }
+            let mut seen: Vec<&str> = Vec::with_capacity(names.len());
+            for (n, k) in names.iter().zip(&kern) {
+                if seen.contains(n) {
+                    continue;
+                }
+                seen.push(n);
+                let e = w.totalw.entry((*n).to_string()).or_insert((Weight::ZERO, false));
+                e.0 += weight;
+                e.1 |= *k;
+            }
+        }
+        w
+    }
+
+    fn percent(&self, w: Weight) -> f64 {
+        let t = self.total.as_f64();
+        if t > 0.0 { (w.as_f64() / t * 10000.0).round() / 100.0 } else { 0.0 }
+    }
+
+    fn share(&self, w: Weight, unit: &Unit) -> Share {
+        Share { weight: w.to_string(), display: human(w.as_f64(), unit), percent: self.percent(w) }
+    }
+}
+
+/// Compares two profiles of the same unit: each function's self and total share before and
+/// after, the `limit` that grew most and the `limit` that shrank most.
+pub fn diff<'a, 'b>(
+    before: impl IntoIterator<Item = (&'a [u8], Weight)>,
+    after: impl IntoIterator<Item = (&'b [u8], Weight)>,
+    unit: &Unit,
+    limit: usize,
+) -> ProfileDiff {
+    let (b, a) = (Weights::of(before), Weights::of(after));
+    let mut names: Vec<&String> = b.totalw.keys().chain(a.totalw.keys()).collect();
+    names.sort();
+    names.dedup();
+    let get = |w: &Weights, m: &HashMap<String, (Weight, bool)>, n: &str| {
+        m.get(n).map_or((0.0, false), |e| (w.percent(e.0), e.1))
+    };
+    let mut changes: Vec<FunctionChange> = names
+        .into_iter()
+        .map(|n| {
+            let (tb, kb) = get(&b, &b.totalw, n);
+            let (ta, ka) = get(&a, &a.totalw, n);
+            FunctionChange {
+                function: n.clone(),
+                kernel: kb || ka,
+                self_before: get(&b, &b.selfw, n).0,
+                self_after: get(&a, &a.selfw, n).0,
+                total_before: tb,
+                total_after: ta,
+                delta: ((ta - tb) * 100.0).round() / 100.0,
+            }
+        })
+        .filter(|c| c.delta != 0.0)
+        .collect();
+    changes.sort_by(|x, y| y.delta.total_cmp(&x.delta).then_with(|| x.function.cmp(&y.function)));
+    let grew: Vec<FunctionChange> = changes.iter().filter(|c| c.delta > 0.0).take(limit).cloned().collect();
+    let shrank: Vec<FunctionChange> =
+        changes.iter().rev().filter(|c| c.delta < 0.0).take(limit).cloned().collect();
+    let mut summary = vec![format!(
+        "BEFORE totals {}, AFTER {}; the kernel's share went from {:.1}% to {:.1}%.",
+        human(b.total.as_f64(), unit),
+        human(a.total.as_f64(), unit),
+        b.percent(b.kernel),
+        a.percent(a.kernel)
+    )];
+    if let Some(g) = grew.first() {
+        summary.push(format!(
+            "{} grew most: {:.1}% of the profile before, {:.1}% after (+{:.1} points).",
+            g.function, g.total_before, g.total_after, g.delta
+        ));
+    }
+    if let Some(s) = shrank.first() {
+        summary.push(format!(
+            "{} shrank most: {:.1}% before, {:.1}% after ({:.1} points).",
+            s.function, s.total_before, s.total_after, s.delta
+        ));
+    }
+    ProfileDiff {
+        unit: unit.name().to_string(),
+        total_before: b.share(b.total, unit),
+        total_after: a.share(a.total, unit),
+        kernel_before: b.percent(b.kernel),
+        kernel_after: a.percent(a.kernel),
+        grew,
+        shrank,
+        summary,
+    }
+}
+
+#[cfg(test)]
+mod diff_tests {
+    use super::*;
+
+    #[test]
+    fn shares_compare_profiles_of_different_lengths() {
+        let w = Weight::from_u64;
+        let before: Vec<(&[u8], Weight)> =
+            vec![(b"main;read_file;vfs_read_[k]", w(50)), (b"main;compute", w(50))];
+        let after: Vec<(&[u8], Weight)> =
+            vec![(b"main;read_file;vfs_read_[k]", w(300)), (b"main;compute", w(100))];
+        let d = diff(before, after, &Unit::Samples, 5);
+        assert_eq!(d.grew[0].function, "read_file");
+        assert_eq!((d.grew[0].total_before, d.grew[0].total_after, d.grew[0].delta), (50.0, 75.0, 25.0));
+        assert!(d.grew[0..2].iter().any(|c| c.function == "vfs_read" && c.kernel));
+        assert_eq!(d.shrank[0].function, "compute");
+        assert_eq!(d.shrank[0].delta, -25.0);
+        assert!(d.grew.iter().all(|c| c.function != "main"), "main is 100% in both");
+        assert_eq!((d.kernel_before, d.kernel_after), (50.0, 75.0));
+    }
+}

@@ -2,15 +2,13 @@
 //! and crash output become report groups (Error / Resolution / Summary), any other input a
 //! profile summary; `source` looks a function up in a kernel tree.
 
-use std::io::{BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use kflame::collapse::options::{CollapseOptions, Target, check};
-use kflame::collapse::{Engine, Format, Order, crash};
-use kflame::input::{Collapser, Sinks};
+use kflame_analyze::run::Run;
 use kflame_analyze::source::{KernelSource, SourceIndex, SourceLookup, Vmlinux};
-use kflame_analyze::{Analysis, Fix, FixQuery, FixSearch, ReportAnalyzer, output, profile};
+use kflame_analyze::{Fix, FixQuery, FixSearch, output};
 
 use crate::input::{self, Input};
 use crate::output as out;
@@ -191,82 +189,17 @@ pub(crate) fn run(args: Args) -> Result<()> {
         }
         None => None,
     };
-    let mut analyzer = ReportAnalyzer::new();
-    let mut analysis = Analysis::default();
-    let options = CollapseOptions::default();
-    let mut read_any = false;
+    let mut run = Run::new(args.limit);
     for path in input::paths_or_stdin(&args.files)? {
         let input = Input::open(&path)?;
-        let name = input.name.clone();
         if input.is_empty() {
-            out::message(format!("warning: {name} is empty"));
+            out::message(format!("warning: {} is empty", input.name));
             continue;
         }
-        read_any = true;
-        let Some(format) = input.detect() else {
-            bail!("cannot tell the format of {name}: its first lines match none of the formats kflame reads");
-        };
-        match format {
-            Format::KernelLog => {
-                let before = analyzer.reports();
-                let mut reports = kflame::report::reports(BufReader::with_capacity(1 << 16, input.reader()));
-                for r in reports.by_ref() {
-                    analyzer.add_report(&name, &r.with_context(|| format!("reading {name}"))?);
-                }
-                let d = reports.diagnostics().report(&name).to_string();
-                if !d.is_empty() {
-                    analysis.notes.push(d);
-                }
-                if analyzer.reports() == before {
-                    analysis.notes.push(format!("{name}: no kernel report found in this kernel log"));
-                }
-            }
-            Format::Crash => {
-                let before = analyzer.reports();
-                let mut tasks = crash::tasks(BufReader::with_capacity(1 << 16, input.reader()));
-                for t in tasks.by_ref() {
-                    analyzer.add_task(&name, &t.with_context(|| format!("reading {name}"))?);
-                }
-                let d = tasks.diagnostics().report(&name).to_string();
-                if !d.is_empty() {
-                    analysis.notes.push(d);
-                }
-                if analyzer.reports() == before {
-                    analysis.notes.push(format!("{name}: no task backtrace found in this crash output"));
-                }
-            }
-            _ => {
-                let target = Target::of(format, &options, &input.head);
-                check(&options, &target, &name)?;
-                let collapsed = match target.collapser(&name, &options, Sinks::default())? {
-                    Collapser::Lines(c) => {
-                        Engine::default().run(c, input.reader()).with_context(|| format!("reading {name}"))?
-                    }
-                    Collapser::PerfData(opts) => super::perf_data::collapse(input, &opts, Order::Sorted)?,
-                    Collapser::Import(kind) => super::import::collapse(input, kind, Order::Sorted)?,
-                };
-                let d = collapsed.diag.report(&name).to_string();
-                if !d.is_empty() {
-                    analysis.notes.push(d);
-                }
-                if collapsed.stacks.is_empty() {
-                    analysis.notes.push(format!("{name}: no stacks in this {format} input"));
-                    continue;
-                }
-                let stacks = collapsed.stacks.in_output_order();
-                analysis.profiles.push(profile::analyze(&name, stacks, &collapsed.meta.unit, args.limit));
-            }
-        }
+        run.add(input, None)?;
     }
-    if !read_any {
-        bail!("nothing to analyze: every input is empty");
-    }
-    analysis.reports = analyzer.reports();
     let lookup = source.as_ref().map(|s| s as &dyn SourceLookup);
-    let mut groups = analyzer.finish(lookup, fixes.as_ref().map(|f| f as &dyn FixSearch), args.limit);
-    analysis.groups_total = groups.len();
-    groups.truncate(args.limit);
-    analysis.groups = groups;
+    let analysis = run.finish(lookup, fixes.as_ref().map(|f| f as &dyn FixSearch))?;
     let text = if args.json {
         output::json(&analysis)
     } else {

@@ -2,12 +2,12 @@
 
 use anyhow::{Context, Result, bail};
 use kflame::collapse::options::CollapseOptions;
-use kflame::collapse::{self, Collapse, Engine, Format, Order};
+use kflame::collapse::{Engine, Format, Order};
 use kflame::fold::{Stacks, write::write_folded};
 use kflame::input::{Collapser, Sinks};
 
 pub(crate) use super::collapse_args::Args;
-use crate::input::{self, Input, ReadAs};
+use crate::input::{self, Input, InputExt, ReadAs};
 use crate::output;
 use kflame::collapse::options::{Target, check};
 
@@ -80,9 +80,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
         }
         let sample = input.sample();
         let out = match build(&target, &name, &options, &args) {
-            Ok(Collapser::Lines(c)) => collapse_one(&engine, c, input),
-            Ok(Collapser::PerfData(opts)) => super::perf_data::collapse(input, &opts, engine.order),
-            Ok(Collapser::Import(kind)) => super::import::collapse(input, kind, engine.order),
+            Ok(c) => input.collapse(&engine, c).map_err(anyhow::Error::from),
             // perf.data has always reported its option errors as a failed input.
             Err(e) if format == Format::PerfData => Err(e),
             Err(e) => return Err(e),
@@ -138,11 +136,6 @@ pub(crate) fn run(args: Args) -> Result<()> {
     // the exit (by tens of milliseconds on a large recording).
     std::mem::forget(stacks);
     Ok(())
-}
-
-fn collapse_one(engine: &Engine, c: Box<dyn Collapse>, input: Input) -> Result<collapse::Output> {
-    let name = input.name.clone();
-    engine.run(c, input.reader()).with_context(|| format!("reading {name}"))
 }
 
 /// The inputs that could not be read, reported together at the end of the run.
