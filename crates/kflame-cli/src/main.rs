@@ -67,6 +67,9 @@ enum Command {
     /// Search a kernel git history for the commits that fix a function (Fixes: trailers,
     /// hunk headers, touched files), ranked with BM25.
     Fixes(cmd::fixes::Args),
+    /// Serve the analyzer, kernel source, fix search, profiles and history to AI assistants
+    /// (Model Context Protocol, over stdio or HTTP).
+    Mcp(cmd::mcp::Args),
 }
 
 fn main() -> ExitCode {
@@ -90,6 +93,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => cmd::serve::run(args),
         Command::Scatter(args) => cmd::scatter::run(args),
         Command::Fixes(args) => cmd::fixes::run(args),
+        Command::Mcp(args) => cmd::mcp::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

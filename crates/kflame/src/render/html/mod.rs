@@ -13,7 +13,8 @@
 //! formatting), `palette.js`, `render.js` (`FlameView`: canvas layout and hit testing of one
 //! tree), `ui.js` (DOM helper, top-functions table, URL state) and `viewer.js` (`FlameViewer`,
 //! the whole UI, and `start(element, meta, nodes)`). Two small entry modules differ only in
-//! where the data comes from: `page.js` reads it from the page, `served.js` fetches it.
+//! where the data comes from: `page.js` reads it from the page, `served.js` fetches it
+//! (and `mcp_app.js`, the MCP Apps view, receives it from the assistant's host).
 //!
 //! - [`write_html`]: one self-contained file that works from `file://` with no network. As
 //!   modules cannot import each other there, the page inlines them in order, each turned
@@ -166,6 +167,13 @@ pub fn encode(profile: &HtmlProfile<'_>, opts: &HtmlOptions) -> ViewerData {
         profile: page::profile_json(&encoded, &totals, profile.meta, opts),
         nodes: encode::base64(&encoded.nodes),
     }
+}
+
+/// Writes the MCP Apps view (`kflame mcp`'s `ui://kflame/flamegraph`): the viewer's
+/// modules inlined, with `mcp_app.js` as entry, which takes its [`ViewerData::to_json`] from
+/// the host's tool results (`_meta["kflame/view"]`) instead of the page.
+pub fn write_app_page(out: &mut dyn Write, title: &str) -> io::Result<()> {
+    page::write_app_page(out, title)
 }
 
 /// Writes a page that loads the viewer's modules and style from `assets_base` (a URL prefix

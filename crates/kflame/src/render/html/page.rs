@@ -24,7 +24,7 @@ const JS: &str = "text/javascript; charset=utf-8";
 /// `served.js` on data it fetches; the others are the same for both. `scatter.js` (the
 /// latency scatter view, which draws its flame graphs with `viewer.js`), its entry
 /// `scatter_page.js` and `scatter.css` make the scatter page (`scatter.rs`).
-pub const ASSETS: [Asset; 11] = [
+pub const ASSETS: [Asset; 12] = [
     Asset { path: "model.js", content_type: JS, text: include_str!("assets/model.js") },
     Asset { path: "palette.js", content_type: JS, text: include_str!("assets/palette.js") },
     Asset { path: "render.js", content_type: JS, text: include_str!("assets/render.js") },
@@ -32,6 +32,7 @@ pub const ASSETS: [Asset; 11] = [
     Asset { path: "viewer.js", content_type: JS, text: include_str!("assets/viewer.js") },
     Asset { path: "page.js", content_type: JS, text: include_str!("assets/page.js") },
     Asset { path: "served.js", content_type: JS, text: include_str!("assets/served.js") },
+    Asset { path: "mcp_app.js", content_type: JS, text: include_str!("assets/mcp_app.js") },
     Asset { path: "viewer.css", content_type: "text/css; charset=utf-8", text: STYLE },
     Asset { path: "scatter.js", content_type: JS, text: include_str!("assets/scatter.js") },
     Asset { path: "scatter_page.js", content_type: JS, text: include_str!("assets/scatter_page.js") },
@@ -44,6 +45,9 @@ pub const ASSETS: [Asset; 11] = [
 
 /// The modules the self-contained page inlines, in dependency order.
 const OFFLINE_MODULES: [&str; 6] = ["model.js", "palette.js", "render.js", "ui.js", "viewer.js", "page.js"];
+
+/// The modules of the MCP Apps view: the viewer, then its entry module instead of page.js.
+const APP_MODULES: [&str; 6] = ["model.js", "palette.js", "render.js", "ui.js", "viewer.js", "mcp_app.js"];
 
 const STYLE: &str = include_str!("assets/viewer.css");
 
@@ -102,6 +106,26 @@ pub(crate) fn write_served_page(
 }
 
 /// The offline page's script: the viewer's ES modules as one classic script, built once.
+/// The MCP Apps view: the viewer's modules inlined as in the offline page, with `mcp_app.js`
+/// as entry; no data (the host sends it). Its CSP is the offline page's: nothing is loaded.
+pub(crate) fn write_app_page(out: &mut dyn Write, title: &str) -> io::Result<()> {
+    write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n\
+         <div id=\"kflame\"></div>\n<script>\n",
+        escape_html(title)
+    )?;
+    for name in APP_MODULES {
+        if let Some(asset) = ASSETS.iter().find(|a| a.path == name) {
+            out.write_all(inline_module(asset.path, asset.text).as_bytes())?;
+        }
+    }
+    out.write_all(b"</script>\n</body>\n</html>\n")
+}
+
 fn bundle() -> &'static str {
     static BUNDLE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     BUNDLE.get_or_init(|| {

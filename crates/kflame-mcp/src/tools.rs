@@ -1,0 +1,677 @@
+//! The tools: their arguments (JSON schemas generated from these types, descriptions from
+//! their doc comments), and what each one does with the library. Every tool is a plain
+//! function from a [`Context`] and its arguments to an [`Answer`] (structured JSON plus a
+//! short text for the model) or a [`ToolError`]; the server runs it on a blocking thread
+//! under the time limit.
+
+use std::io::BufReader;
+use std::path::PathBuf;
+
+use kflame::collapse::Format;
+use kflame::fold::{Meta, Stacks};
+use kflame::open::Input;
+use kflame::render::html::{HtmlOptions, HtmlProfile};
+use kflame_analyze::run::Run;
+use kflame_analyze::source::SourceLookup;
+use kflame_analyze::{FixSearch, ReportAnalyzer, output, profile};
+use kflame_store::time::{format_time, now_ns, parse_time};
+use kflame_store::{Event, Kind, OpenMode, ProfileQuery, Query, SeriesQuery, Sqlite};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::{Answer, Context, ToolError};
+
+/// Most report groups, functions, paths, callers, fixes or events a tool returns.
+pub const MAX_LIMIT: usize = 50;
+/// Frame lines kept per report in a tool result (the rest are counted in `trace_more`).
+const MAX_TRACE: usize = 24;
+/// Source lines kept per definition in a tool result.
+const MAX_SOURCE_LINES: usize = 80;
+/// Stacks sent to the flame graph view (the heaviest; the rest are merged into their
+/// heaviest ancestors by the pruning of the viewer's encoder).
+const MAX_VIEW_STACKS: usize = 20_000;
+
+fn limit(l: Option<usize>, default: usize) -> usize {
+    l.unwrap_or(default).clamp(1, MAX_LIMIT)
+}
+
+/// Arguments of `analyze_kernel_log`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KernelLogArgs {
+    /// Absolute path of a kernel log (dmesg, journalctl -k, serial console, kern.log,
+    /// syzkaller report; gzip/zstd/xz read as they are), under a directory the server allows.
+    pub path: String,
+    /// At most this many report groups (default 5, at most 50), most frequent first.
+    pub limit: Option<usize>,
+}
+
+/// Arguments of `analyze_crash`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CrashArgs {
+    /// Absolute path of the output of the `crash` utility (`bt`, `bt -a`, `foreach bt`).
+    pub path: String,
+    /// At most this many groups of tasks (default 5, at most 50).
+    pub limit: Option<usize>,
+}
+
+/// A range of the history database (`kflame watch --db`).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Range {
+    /// Start: RFC 3339 (`2026-11-25T03:14:00Z`), `now`, or relative (`-1h`, `-10m`, `-2d`).
+    pub from: String,
+    /// End (exclusive), same forms; default `now`.
+    pub to: Option<String>,
+    /// Profile kind: `cpu` (default), `offcpu`, `mem`, `syscalls`, `blocked`.
+    pub kind: Option<String>,
+    /// Only this host.
+    pub host: Option<String>,
+}
+
+/// Arguments of `summarize_profile`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileArgs {
+    /// Absolute path of any profile kflame reads (perf.data, perf script, folded stacks,
+    /// ftrace, bpftrace/bcc output, pprof, speedscope, ...). Give this or `range`.
+    pub path: Option<String>,
+    /// A range of the server's history database instead of a file.
+    pub range: Option<Range>,
+    /// At most this many functions and paths per list (default 10, at most 50).
+    pub limit: Option<usize>,
+}
+
+/// One side of `diff_profiles`: a file or a range of the history.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileSource {
+    /// Absolute path of a profile file.
+    pub path: Option<String>,
+    /// A range of the history database.
+    pub range: Option<Range>,
+}
+
+/// Arguments of `diff_profiles`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DiffArgs {
+    /// The baseline.
+    pub before: ProfileSource,
+    /// The profile compared with it.
+    pub after: ProfileSource,
+    /// At most this many functions that grew and that shrank (default 10, at most 50).
+    pub limit: Option<usize>,
+}
+
+/// Arguments of `kernel_source`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SourceArgs {
+    /// Function, macro or syscall name as a stack shows it (`vfs_read`,
+    /// `__x64_sys_openat`, `foo.isra.0`; an offset `+0x1a/0x80` is ignored).
+    pub function: String,
+}
+
+/// Arguments of `find_callers`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CallersArgs {
+    /// The function whose callers to list.
+    pub function: String,
+    /// At most this many callers (default 20, at most 50).
+    pub limit: Option<usize>,
+}
+
+/// Arguments of `search_fixes`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FixArgs {
+    /// Function names, the culprit first, then nearby frames.
+    #[serde(default)]
+    pub functions: Vec<String>,
+    /// Source paths (`mm/slub.c`) or base names.
+    #[serde(default)]
+    pub files: Vec<String>,
+    /// Words of the report's title (`use-after-free`, `deadlock`).
+    #[serde(default)]
+    pub words: Vec<String>,
+    /// A revision (tag or commit) of the reports' kernel: commits after it rank first.
+    pub after: Option<String>,
+    /// At most this many commits (default 5, at most 50).
+    pub limit: Option<usize>,
+}
+
+/// Arguments of `list_reports`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReportsArgs {
+    /// Start (default `-7d`): RFC 3339, `now`, or relative (`-1h`).
+    pub from: Option<String>,
+    /// End (default `now`).
+    pub to: Option<String>,
+    /// Only this host.
+    pub host: Option<String>,
+    /// At most this many groups (default 10, at most 50).
+    pub limit: Option<usize>,
+}
+
+/// What `query_history` reads.
+#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum HistoryWhat {
+    /// Metric series (CPU, memory, IO, pressure ...), resampled.
+    Metrics,
+    /// Triggers, captures and kernel reports, in time order.
+    Events,
+    /// What the database holds: hosts, time span, metric names.
+    Overview,
+}
+
+/// Arguments of `query_history`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryArgs {
+    /// `overview`, `metrics` or `events`.
+    pub what: HistoryWhat,
+    /// Start (default `-1h`).
+    pub from: Option<String>,
+    /// End (default `now`).
+    pub to: Option<String>,
+    /// Only this host.
+    pub host: Option<String>,
+    /// Metrics: these names only (`cpu.usr`, `psi.io.some`; default the first 8 stored).
+    #[serde(default)]
+    pub names: Vec<String>,
+    /// Metrics: at most this many points per series (default 30, at most 200).
+    pub points: Option<usize>,
+    /// Events: at most this many (default 20, at most 50).
+    pub limit: Option<usize>,
+}
+
+fn input(ctx: &Context, path: &str, what: &str) -> Result<Input, ToolError> {
+    let real = ctx.roots.file(path, what)?;
+    let name = path.to_string();
+    let f = std::fs::File::open(&real).map_err(|e| ToolError::input(format!("{what} {path:?}: {e}")))?;
+    Input::from_reader(name, Some(real), Box::new(f)).map_err(|e| ToolError::input(e.to_string()))
+}
+
+/// Trims an analysis (as `kflame analyze --json` writes it) to what fits a model's context:
+/// frame lines and source text cut, with counts of what was cut.
+fn trim_analysis(v: &mut Value) {
+    let Some(groups) = v.get_mut("groups").and_then(Value::as_array_mut) else { return };
+    for g in groups {
+        if let Some(err) = g.get_mut("error").and_then(Value::as_object_mut)
+            && let Some(Value::Array(t)) = err.get_mut("trace")
+            && t.len() > MAX_TRACE
+        {
+            let cut = t.len() - MAX_TRACE;
+            t.truncate(MAX_TRACE);
+            let more = err.get("trace_more").and_then(Value::as_u64).unwrap_or(0) + cut as u64;
+            err.insert("trace_more".into(), json!(more));
+        }
+        if let Some(Value::Object(src)) = g.pointer_mut("/resolution/source")
+            && let Some(Value::String(text)) = src.get_mut("text")
+        {
+            *text = cut_lines(text, MAX_SOURCE_LINES);
+        }
+    }
+}
+
+fn cut_lines(text: &str, max: usize) -> String {
+    let n = text.lines().count();
+    if n <= max {
+        return text.to_string();
+    }
+    let mut out: String = text.lines().take(max).map(|l| format!("{l}\n")).collect();
+    out.push_str(&format!("... ({} more lines)\n", n - max));
+    out
+}
+
+fn reports_answer(ctx: &Context, path: &str, format: Format, limit: usize) -> Result<Answer, ToolError> {
+    let mut run = Run::new(limit);
+    let read = run.add(input(ctx, path, "path")?, Some(format)).map_err(|e| ToolError::input(e.0))?;
+    if read.is_none() {
+        return Err(ToolError::input(format!("{path} is empty")));
+    }
+    let (source, fixes) = (ctx.source()?, ctx.fixes()?);
+    let analysis = run
+        .finish(
+            source.as_deref().map(|s| s as &dyn SourceLookup),
+            fixes.as_deref().map(|f| f as &dyn FixSearch),
+        )
+        .map_err(|e| ToolError::input(e.0))?;
+    let text = output::text(&analysis, true);
+    let mut v: Value = serde_json::from_str(&output::json(&analysis)).map_err(ToolError::internal)?;
+    trim_analysis(&mut v);
+    Ok(Answer::new(v, cut_lines(&text, 120)))
+}
+
+/// `analyze_kernel_log`.
+pub fn analyze_kernel_log(ctx: &Context, a: KernelLogArgs) -> Result<Answer, ToolError> {
+    reports_answer(ctx, &a.path, Format::KernelLog, limit(a.limit, 5))
+}
+
+/// `analyze_crash`.
+pub fn analyze_crash(ctx: &Context, a: CrashArgs) -> Result<Answer, ToolError> {
+    reports_answer(ctx, &a.path, Format::Crash, limit(a.limit, 5))
+}
+
+/// A profile read from a file or the store: its stacks and metadata, and its name.
+struct Loaded {
+    name: String,
+    stacks: Stacks,
+    meta: Meta,
+    notes: Vec<String>,
+}
+
+fn range_of(r: &Range) -> Result<(i64, i64, Kind), ToolError> {
+    let now = now_ns();
+    let from = parse_time(&r.from, now).map_err(|e| ToolError::input(format!("range.from: {e}")))?;
+    let to = parse_time(r.to.as_deref().unwrap_or("now"), now)
+        .map_err(|e| ToolError::input(format!("range.to: {e}")))?;
+    if to <= from {
+        return Err(ToolError::input(format!(
+            "the range is empty: to ({}) is not after from ({})",
+            format_time(to),
+            format_time(from)
+        )));
+    }
+    let kind: Kind = r
+        .kind
+        .as_deref()
+        .unwrap_or("cpu")
+        .parse()
+        .map_err(|e| ToolError::input(format!("range.kind: {e}")))?;
+    Ok((from, to, kind))
+}
+
+fn load(ctx: &Context, path: Option<&str>, range: Option<&Range>, what: &str) -> Result<Loaded, ToolError> {
+    match (path, range) {
+        (Some(p), None) => {
+            let input = input(ctx, p, what)?;
+            if input.is_empty() {
+                return Err(ToolError::input(format!("{what} {p:?} is empty")));
+            }
+            let Some(format) = input.detect() else {
+                return Err(ToolError::input(format!(
+                    "{what} {p:?}: its first lines match none of the formats kflame reads"
+                )));
+            };
+            if matches!(format, Format::KernelLog | Format::Crash) {
+                return Err(ToolError::input(format!(
+                    "{what} {p:?} is {format} input: use analyze_kernel_log or analyze_crash"
+                )));
+            }
+            let opts = kflame::collapse::options::CollapseOptions::default();
+            let target = kflame::collapse::options::Target::of(format, &opts, &input.head);
+            let collapser = target
+                .collapser(p, &opts, kflame::input::Sinks::default())
+                .map_err(|e| ToolError::input(e.to_string()))?;
+            let out = input
+                .collapse(&kflame::collapse::Engine::default(), collapser)
+                .map_err(|e| ToolError::input(e.0))?;
+            let mut notes = Vec::new();
+            let d = out.diag.report(p).to_string();
+            if !d.is_empty() {
+                notes.push(d);
+            }
+            Ok(Loaded { name: p.to_string(), stacks: out.stacks, meta: out.meta, notes })
+        }
+        (None, Some(r)) => {
+            let (from, to, kind) = range_of(r)?;
+            let db = ctx.db()?;
+            let q = ProfileQuery { host: r.host.as_deref(), ..ProfileQuery::new(kind, from, to) };
+            let p = db.profile(&q).map_err(|e| ToolError::input(e.to_string()))?;
+            let mut notes = Vec::new();
+            if p.mixed_units > 0 {
+                notes.push(format!("{} buckets of another unit left out", p.mixed_units));
+            }
+            let name = format!("{kind} {}..{}", format_time(from), format_time(to));
+            Ok(Loaded { name, stacks: p.stacks, meta: p.meta, notes })
+        }
+        _ => Err(ToolError::input(format!("{what}: give exactly one of `path` and `range`"))),
+    }
+}
+
+/// The flame graph view's data for a profile: what the `ui://` viewer draws.
+fn view(stacks: &Stacks, before: Option<&Stacks>, meta: &Meta, title: &str) -> Value {
+    let profile = match before {
+        Some(b) => HtmlProfile::differential(stacks, b, meta),
+        None => HtmlProfile::new(stacks, meta),
+    };
+    let opts = HtmlOptions { title: Some(title.to_string()), ..HtmlOptions::default() };
+    let data = kflame::render::html::encode(&profile, &opts);
+    serde_json::from_str(&data.to_json()).unwrap_or(Value::Null)
+}
+
+fn heaviest(stacks: Stacks) -> Stacks {
+    if stacks.len() <= MAX_VIEW_STACKS {
+        return stacks;
+    }
+    let mut v: Vec<(Vec<u8>, kflame::fold::Weight)> =
+        stacks.in_output_order().into_iter().map(|(s, w)| (s.to_vec(), w)).collect();
+    v.sort_by_key(|e| std::cmp::Reverse(e.1));
+    v.truncate(MAX_VIEW_STACKS);
+    let mut counts = kflame::fold::StackCounts::new();
+    for (s, w) in v {
+        counts.add(&s, w);
+    }
+    Stacks::Counts(counts)
+}
+
+/// `summarize_profile`.
+pub fn summarize_profile(ctx: &Context, a: ProfileArgs) -> Result<Answer, ToolError> {
+    let p = load(ctx, a.path.as_deref(), a.range.as_ref(), "profile")?;
+    if p.stacks.is_empty() {
+        return Err(ToolError::input(format!("{}: no stacks in this profile", p.name)));
+    }
+    let analysis = profile::analyze(&p.name, p.stacks.in_output_order(), &p.meta.unit, limit(a.limit, 10));
+    let mut text = String::new();
+    for s in &analysis.summary {
+        text.push_str(s);
+        text.push('\n');
+    }
+    let mut v = serde_json::to_value(&analysis).map_err(ToolError::internal)?;
+    if !p.notes.is_empty() {
+        v["notes"] = json!(p.notes);
+    }
+    let stacks = heaviest(p.stacks);
+    Ok(Answer::new(v, text).with_view(view(&stacks, None, &p.meta, &p.name)))
+}
+
+/// `diff_profiles`.
+pub fn diff_profiles(ctx: &Context, a: DiffArgs) -> Result<Answer, ToolError> {
+    let b = load(ctx, a.before.path.as_deref(), a.before.range.as_ref(), "before")?;
+    let af = load(ctx, a.after.path.as_deref(), a.after.range.as_ref(), "after")?;
+    if b.meta.unit.name() != af.meta.unit.name() {
+        return Err(ToolError::input(format!(
+            "before is in {} and after in {}: profiles of different units do not compare",
+            b.meta.unit.name(),
+            af.meta.unit.name()
+        )));
+    }
+    let d = profile::diff(
+        b.stacks.in_output_order(),
+        af.stacks.in_output_order(),
+        &af.meta.unit,
+        limit(a.limit, 10),
+    );
+    let text = d.summary.join("\n") + "\n";
+    let mut v = serde_json::to_value(&d).map_err(ToolError::internal)?;
+    v["before"] = json!(b.name);
+    v["after"] = json!(af.name);
+    let title = format!("{} → {}", b.name, af.name);
+    let (bs, as_) = (heaviest(b.stacks), heaviest(af.stacks));
+    Ok(Answer::new(v, text).with_view(view(&as_, Some(&bs), &af.meta, &title)))
+}
+
+/// `kernel_source`.
+pub fn kernel_source(ctx: &Context, a: SourceArgs) -> Result<Answer, ToolError> {
+    let src = ctx.source()?.ok_or_else(|| ToolError::unavailable("kernel source", "--kernel-src DIR"))?;
+    let name = a.function.split('+').next().unwrap_or("").trim();
+    if name.is_empty() {
+        return Err(ToolError::input("function: empty name".into()));
+    }
+    let defs = src.definitions(name);
+    if defs.is_empty() {
+        return Err(ToolError::input(format!(
+            "{name} is not defined in the kernel tree {}",
+            src.index.root().display()
+        )));
+    }
+    let mut out = Vec::new();
+    let mut text = String::new();
+    for d in defs.iter().take(5) {
+        let body = src.text(&d.file, d.start, d.end).map_err(|e| ToolError::input(e.to_string()))?;
+        let body = cut_lines(&body, MAX_SOURCE_LINES);
+        text.push_str(&format!("{}:{}-{} ({})\n{body}", d.file, d.start, d.end, d.kind));
+        out.push(json!({"name": d.name, "file": d.file, "start": d.start, "end": d.end, "kind": d.kind, "text": body}));
+    }
+    Ok(Answer::new(json!({"function": name, "definitions": out, "definitions_total": defs.len()}), text))
+}
+
+/// `find_callers`.
+pub fn find_callers(ctx: &Context, a: CallersArgs) -> Result<Answer, ToolError> {
+    let src = ctx.source()?.ok_or_else(|| ToolError::unavailable("kernel source", "--kernel-src DIR"))?;
+    let name = a.function.split('+').next().unwrap_or("").trim().to_string();
+    let callers = src.callers(&name);
+    let n = limit(a.limit, 20);
+    let text: String =
+        callers.iter().take(n).map(|c| format!("{}:{}: {}\n", c.file, c.line, c.function)).collect();
+    let text = if callers.is_empty() { format!("no function of the tree calls {name}\n") } else { text };
+    let shown: Vec<_> = callers.iter().take(n).collect();
+    Ok(Answer::new(json!({"function": name, "callers": shown, "callers_total": callers.len()}), text))
+}
+
+/// `search_fixes`.
+pub fn search_fixes(ctx: &Context, a: FixArgs) -> Result<Answer, ToolError> {
+    let index = ctx.fixes()?.ok_or_else(|| ToolError::unavailable("fix search", "--kernel-git DIR"))?;
+    if a.functions.is_empty() && a.files.is_empty() && a.words.is_empty() {
+        return Err(ToolError::input("give at least one of functions, files and words".into()));
+    }
+    let q = kflame_fixes::Query {
+        functions: a.functions,
+        files: a.files,
+        words: a.words,
+        after: a.after.or_else(|| index.after.clone()),
+        limit: limit(a.limit, 5),
+    };
+    let hits = index.index.search(&q).map_err(|e| ToolError::input(e.to_string()))?;
+    let text: String = hits
+        .iter()
+        .map(|h| {
+            format!(
+                "{} {} {} (matched: {})\n",
+                &h.id[..h.id.len().min(12)],
+                h.date,
+                h.subject,
+                h.matched.join(", ")
+            )
+        })
+        .collect();
+    let text = if hits.is_empty() { "no commit matches\n".to_string() } else { text };
+    let hits: Vec<Value> = hits
+        .into_iter()
+        .map(|h| {
+            json!({"id": h.id, "date": h.date, "subject": h.subject, "score": h.score,
+                   "matched": h.matched, "fixes_trailer": h.fixes_trailer})
+        })
+        .collect();
+    Ok(Answer::new(json!({"fixes": hits}), text))
+}
+
+fn times(from: Option<&str>, to: Option<&str>, default_from: &str) -> Result<(i64, i64), ToolError> {
+    let now = now_ns();
+    let f =
+        parse_time(from.unwrap_or(default_from), now).map_err(|e| ToolError::input(format!("from: {e}")))?;
+    let t = parse_time(to.unwrap_or("now"), now).map_err(|e| ToolError::input(format!("to: {e}")))?;
+    if t <= f {
+        return Err(ToolError::input(format!(
+            "the range is empty: to ({}) is not after from ({})",
+            format_time(t),
+            format_time(f)
+        )));
+    }
+    Ok((f, t))
+}
+
+/// `list_reports`: the kernel reports `kflame watch` stored, grouped by signature as
+/// `analyze_kernel_log` groups them.
+pub fn list_reports(ctx: &Context, a: ReportsArgs) -> Result<Answer, ToolError> {
+    let db = ctx.db()?;
+    let (from, to) = times(a.from.as_deref(), a.to.as_deref(), "-7d")?;
+    let events = db.events(from, to, a.host.as_deref()).map_err(|e| ToolError::input(e.to_string()))?;
+    let mut analyzer = ReportAnalyzer::new();
+    let mut seen: std::collections::BTreeMap<String, (i64, i64, std::collections::BTreeSet<String>)> =
+        std::collections::BTreeMap::new();
+    let mut stored = 0;
+    for ev in &events {
+        let Event::Report { host, time_ns, text, .. } = ev else { continue };
+        stored += 1;
+        let mut reports = kflame::report::reports(BufReader::new(text.as_bytes()));
+        for r in reports.by_ref().flatten() {
+            let input = format!("{host} {}", format_time(*time_ns));
+            analyzer.add_report(&input, &r);
+            let key = r.title.clone();
+            let e = seen.entry(key).or_insert((*time_ns, *time_ns, Default::default()));
+            e.0 = e.0.min(*time_ns);
+            e.1 = e.1.max(*time_ns);
+            e.2.insert(host.clone());
+        }
+    }
+    let n = limit(a.limit, 10);
+    let mut groups = analyzer.finish(None, None, n);
+    let total = groups.len();
+    groups.truncate(n);
+    let mut text = format!(
+        "{stored} kernel reports stored from {} to {}; {total} groups\n",
+        format_time(from),
+        format_time(to)
+    );
+    let mut out = Vec::new();
+    for g in &groups {
+        let mut v = serde_json::to_value(g).map_err(ToolError::internal)?;
+        if let Some(t) = v.pointer_mut("/error/trace").and_then(Value::as_array_mut) {
+            t.truncate(MAX_TRACE);
+        }
+        let (mut first, mut last, mut hosts) = (i64::MAX, i64::MIN, std::collections::BTreeSet::new());
+        for title in &g.titles {
+            if let Some((f, l, h)) = seen.get(title) {
+                first = first.min(*f);
+                last = last.max(*l);
+                hosts.extend(h.iter().cloned());
+            }
+        }
+        if first != i64::MAX {
+            v["stored_first"] = json!(format_time(first));
+            v["stored_last"] = json!(format_time(last));
+        }
+        v["hosts"] = json!(hosts);
+        text.push_str(&format!(
+            "{} x{}: {}\n",
+            g.signature,
+            g.count,
+            g.titles.first().map_or("", |s| s.as_str())
+        ));
+        out.push(v);
+    }
+    Ok(Answer::new(json!({"reports": stored, "groups_total": total, "groups": out}), text))
+}
+
+/// `query_history`.
+pub fn query_history(ctx: &Context, a: HistoryArgs) -> Result<Answer, ToolError> {
+    let db = ctx.db()?;
+    let host = a.host.as_deref();
+    let err = |e: kflame_store::StoreError| ToolError::input(e.to_string());
+    match a.what {
+        HistoryWhat::Overview => {
+            let hosts = db.hosts().map_err(err)?;
+            let bounds = db.time_bounds().map_err(err)?;
+            let names = db.metric_names(host).map_err(err)?;
+            let names: Vec<&str> = names
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            let span = bounds.map(|(f, t)| json!({"from": format_time(f), "to": format_time(t)}));
+            let text = format!(
+                "hosts: {}; span: {}; {} metrics\n",
+                hosts.join(", "),
+                bounds.map_or("empty".to_string(), |(f, t)| format!(
+                    "{} to {}",
+                    format_time(f),
+                    format_time(t)
+                )),
+                names.len()
+            );
+            Ok(Answer::new(json!({"hosts": hosts, "span": span, "metrics": names}), text))
+        }
+        HistoryWhat::Metrics => {
+            let (from, to) = times(a.from.as_deref(), a.to.as_deref(), "-1h")?;
+            let mut names = a.names.clone();
+            if names.is_empty() {
+                let mut all: Vec<String> =
+                    db.metric_names(host).map_err(err)?.into_iter().map(|(n, _)| n).collect();
+                all.sort();
+                all.dedup();
+                names = all.into_iter().take(8).collect();
+            }
+            let points = a.points.unwrap_or(30).clamp(1, 200);
+            let mut out = Vec::new();
+            let mut text = String::new();
+            for name in names.iter().take(MAX_LIMIT) {
+                let q = SeriesQuery {
+                    name,
+                    label: Some(""),
+                    host,
+                    from_ns: from,
+                    to_ns: to,
+                    points: Some(points),
+                };
+                for s in db.series(&q).map_err(err)? {
+                    let (mut lo, mut hi, mut sum, mut n) = (f64::INFINITY, f64::NEG_INFINITY, 0.0, 0u64);
+                    let pts: Vec<Value> = s
+                        .points
+                        .iter()
+                        .map(|p| {
+                            lo = lo.min(p.min);
+                            hi = hi.max(p.max);
+                            sum += p.avg * f64::from(p.count);
+                            n += u64::from(p.count);
+                            json!({"t": format_time(p.time_ns), "min": p.min, "max": p.max, "avg": p.avg})
+                        })
+                        .collect();
+                    if n > 0 {
+                        text.push_str(&format!(
+                            "{} {}: min {lo:.2} avg {:.2} max {hi:.2}\n",
+                            s.host,
+                            s.name,
+                            sum / n as f64
+                        ));
+                    }
+                    out.push(json!({"host": s.host, "name": s.name, "label": s.label, "points": pts}));
+                }
+            }
+            if out.is_empty() {
+                text.push_str("no values of these metrics in the range\n");
+            }
+            Ok(Answer::new(json!({"from": format_time(from), "to": format_time(to), "series": out}), text))
+        }
+        HistoryWhat::Events => {
+            let (from, to) = times(a.from.as_deref(), a.to.as_deref(), "-1h")?;
+            let evs = db.events(from, to, host).map_err(err)?;
+            let n = limit(a.limit, 20);
+            let mut text = format!("{} events\n", evs.len());
+            let mut out = Vec::new();
+            for ev in evs.iter().take(n) {
+                let v = match ev {
+                    Event::Trigger { host, time_ns, rule, metric, value, threshold, .. } => json!({
+                        "type": "trigger", "host": host, "time": format_time(*time_ns), "rule": rule,
+                        "metric": metric, "value": value, "threshold": threshold}),
+                    Event::Capture { id, host, kind, start_ns, end_ns, note, .. } => json!({
+                        "type": "capture", "id": id.0, "host": host, "kind": kind.as_str(), "time": format_time(*start_ns),
+                        "end": end_ns.map(format_time), "note": note}),
+                    Event::Report { host, time_ns, kind, title, .. } => json!({
+                        "type": "report", "host": host, "time": format_time(*time_ns), "kind": kind, "title": title}),
+                };
+                text.push_str(&format!(
+                    "{} {} {}\n",
+                    v["time"].as_str().unwrap_or(""),
+                    v["type"].as_str().unwrap_or(""),
+                    v.get("title").or(v.get("rule")).or(v.get("kind")).and_then(Value::as_str).unwrap_or("")
+                ));
+                out.push(v);
+            }
+            Ok(Answer::new(json!({"events_total": evs.len(), "events": out}), text))
+        }
+    }
+}
+
+/// Where the server's history database is, for messages.
+pub(crate) fn open_db(path: &PathBuf) -> Result<Sqlite, ToolError> {
+    Sqlite::open(path, OpenMode::Read).map_err(|e| ToolError::input(format!("history database: {e}")))
+}
