@@ -47,7 +47,41 @@ fn schema<T: JsonSchema>() -> Value {
         o.remove("$schema");
         o.remove("title");
     }
+    not_nullable(&mut v);
     v
+}
+
+/// Optional arguments are written as absent, never as `null`: `Option<T>`'s `"type": [T,
+/// "null"]` and `anyOf: [T, {"type": "null"}]` become plain `T`, which every client's schema
+/// dialect reads (some map tool schemas onto a single-`type` subset).
+fn not_nullable(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            if let Some(Value::Array(types)) = o.get("type") {
+                let rest: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+                if rest.len() == 1 {
+                    o.insert("type".into(), rest[0].clone());
+                }
+            }
+            if let Some(Value::Array(any)) = o.get("anyOf") {
+                let rest: Vec<Value> =
+                    any.iter().filter(|s| s.get("type") != Some(&json!("null"))).cloned().collect();
+                if rest.len() == 1 && any.len() == 2 {
+                    o.remove("anyOf");
+                    if let Value::Object(inner) = &rest[0] {
+                        for (k, val) in inner {
+                            o.entry(k.clone()).or_insert_with(|| val.clone());
+                        }
+                    }
+                }
+            }
+            for (_, child) in o.iter_mut() {
+                not_nullable(child);
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(not_nullable),
+        _ => {}
+    }
 }
 
 fn call<T: DeserializeOwned>(

@@ -12,7 +12,7 @@
 //! in typed arrays, decoding, hide/focus/sandwich/top-function computations, unit
 //! formatting), `palette.js`, `render.js` (`FlameView`: canvas layout and hit testing of one
 //! tree), `ui.js` (DOM helper, top-functions table, URL state) and `viewer.js` (`FlameViewer`,
-//! the whole UI, and `start(element, meta, nodes)`). Two small entry modules differ only in
+//! the whole UI, and `start(element, meta, nodes)`). Three small entry modules differ only in
 //! where the data comes from: `page.js` reads it from the page, `served.js` fetches it
 //! (and `mcp_app.js`, the MCP Apps view, receives it from the assistant's host).
 //!
