@@ -129,6 +129,39 @@ impl FixQuery {
     }
 }
 
+/// A kernel history's fix index (`kflame-fixes`) as the analyzer's fix searcher: what
+/// `kflame analyze --kernel-git` and the MCP tools search with.
+pub struct GitFixes {
+    /// The index.
+    pub index: kflame_fixes::Index,
+    /// Default `--after`.
+    pub after: Option<String>,
+}
+
+impl FixSearch for GitFixes {
+    fn search(&self, q: &FixQuery, limit: usize) -> Result<Vec<Fix>, String> {
+        let query = kflame_fixes::Query {
+            functions: q.functions.clone(),
+            files: q.file.iter().cloned().collect(),
+            words: q.words.clone(),
+            after: self.after.clone(),
+            limit,
+        };
+        let hits = self.index.search(&query).map_err(|e| e.to_string())?;
+        Ok(hits
+            .into_iter()
+            .map(|h| Fix {
+                id: h.id,
+                date: h.date,
+                subject: h.subject,
+                score: f64::from(h.score),
+                matched: h.matched,
+                fixes_trailer: h.fixes_trailer,
+            })
+            .collect())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

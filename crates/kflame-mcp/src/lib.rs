@@ -24,12 +24,12 @@ pub mod prompts;
 pub mod server;
 pub mod tools;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use kflame_analyze::fixes::GitFixes;
 use kflame_analyze::source::{KernelSource, SourceIndex, Vmlinux};
-use kflame_analyze::{Fix, FixQuery, FixSearch};
 use serde_json::Value;
 
 pub use paths::Roots;
@@ -115,38 +115,6 @@ impl ToolError {
     }
 }
 
-/// A kernel history's fix index as the analyzer's fix searcher.
-pub struct GitFixes {
-    /// The index.
-    pub index: kflame_fixes::Index,
-    /// Default `--after`.
-    pub after: Option<String>,
-}
-
-impl FixSearch for GitFixes {
-    fn search(&self, q: &FixQuery, limit: usize) -> Result<Vec<Fix>, String> {
-        let query = kflame_fixes::Query {
-            functions: q.functions.clone(),
-            files: q.file.iter().cloned().collect(),
-            words: q.words.clone(),
-            after: self.after.clone(),
-            limit,
-        };
-        let hits = self.index.search(&query).map_err(|e| e.to_string())?;
-        Ok(hits
-            .into_iter()
-            .map(|h| Fix {
-                id: h.id,
-                date: h.date,
-                subject: h.subject,
-                score: f64::from(h.score),
-                matched: h.matched,
-                fixes_trailer: h.fixes_trailer,
-            })
-            .collect())
-    }
-}
-
 /// What every tool call sees: the roots, and the indexes, opened on first use (the first
 /// call that needs one builds or updates it, in the cache directory).
 pub struct Context {
@@ -156,16 +124,6 @@ pub struct Context {
     source: OnceLock<Result<Arc<KernelSource>, String>>,
     fixes: OnceLock<Result<Arc<GitFixes>, String>>,
     opening: Mutex<()>,
-}
-
-/// 64-bit FNV-1a of a path, naming its index in the cache.
-fn path_hash(p: &Path) -> String {
-    let canon = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in canon.to_string_lossy().bytes() {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{h:016x}")
 }
 
 impl Context {
@@ -191,7 +149,7 @@ impl Context {
         let Some(tree) = &self.config.kernel_src else { return Ok(None) };
         let _g = self.opening.lock().unwrap_or_else(|p| p.into_inner());
         let r = self.source.get_or_init(|| {
-            let index = self.config.cache_dir.join(format!("source-{}.idx", path_hash(tree)));
+            let index = kflame_analyze::source::index_file(&self.config.cache_dir, tree);
             let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
             let (idx, _) = SourceIndex::open(tree, &index, threads).map_err(|e| e.to_string())?;
             let vmlinux =
@@ -206,7 +164,7 @@ impl Context {
         let Some(git) = &self.config.kernel_git else { return Ok(None) };
         let _g = self.opening.lock().unwrap_or_else(|p| p.into_inner());
         let r = self.fixes.get_or_init(|| {
-            let dir = self.config.cache_dir.join(format!("fixes-{}", path_hash(git)));
+            let dir = self.config.cache_dir.join(format!("fixes-{}", kflame_analyze::source::path_key(git)));
             let index = kflame_fixes::Index::open_or_build(git, Some(&dir)).map_err(|e| e.to_string())?;
             Ok(Arc::new(GitFixes { index, after: self.config.after.clone() }))
         });

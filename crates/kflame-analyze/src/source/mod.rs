@@ -205,3 +205,33 @@ fn relative_in_tree(path: &str, defs: &[Definition], root: &std::path::Path) -> 
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
     (0..parts.len()).map(|i| parts[i..].join("/")).find(|rel| root.join(rel).is_file())
 }
+
+/// kflame's cache directory: `$XDG_CACHE_HOME/kflame`, else `$HOME/.cache/kflame`; `None`
+/// when neither is set.
+pub fn cache_dir() -> Option<std::path::PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| std::path::PathBuf::from(h).join(".cache"))
+        })?;
+    Some(base.join("kflame"))
+}
+
+/// A name for the index of `path` (a tree or a repository) in a cache directory: 64-bit
+/// FNV-1a of its canonical path, in hex.
+pub fn path_key(path: &std::path::Path) -> String {
+    let canon = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in canon.to_string_lossy().bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// The source index file of `tree` in the cache directory `cache`.
+pub fn index_file(cache: &std::path::Path, tree: &std::path::Path) -> std::path::PathBuf {
+    cache.join(format!("source-{}.idx", path_key(tree)))
+}

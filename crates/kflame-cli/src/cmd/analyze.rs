@@ -6,9 +6,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use kflame_analyze::fixes::GitFixes;
 use kflame_analyze::run::Run;
 use kflame_analyze::source::{KernelSource, SourceIndex, SourceLookup, Vmlinux};
-use kflame_analyze::{Fix, FixQuery, FixSearch, output};
+use kflame_analyze::{FixSearch, output};
 
 use crate::input::{self, Input};
 use crate::output as out;
@@ -103,19 +104,10 @@ pub(crate) struct SourceArgs {
 
 /// Where the index of `tree` lives unless `--index` says.
 fn default_index(tree: &Path) -> Result<PathBuf> {
-    let cache =
-        std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()).map(PathBuf::from).or_else(|| {
-            std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".cache"))
-        });
-    let Some(cache) = cache else {
+    let Some(cache) = kflame_analyze::source::cache_dir() else {
         bail!("no cache directory (HOME and XDG_CACHE_HOME unset): give the index file with --index");
     };
-    let canon = std::fs::canonicalize(tree).unwrap_or_else(|_| tree.to_path_buf());
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in canon.to_string_lossy().bytes() {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    Ok(cache.join("kflame").join(format!("source-{h:016x}.idx")))
+    Ok(kflame_analyze::source::index_file(&cache, tree))
 }
 
 fn open_tree(tree: &Path, index: Option<&Path>) -> Result<SourceIndex> {
@@ -141,36 +133,6 @@ fn open_tree(tree: &Path, index: Option<&Path>) -> Result<SourceIndex> {
         ));
     }
     Ok(idx)
-}
-
-/// A kernel history's fix index (`kflame-fixes`) as the analyzer's fix searcher.
-struct GitFixes {
-    index: kflame_fixes::Index,
-    after: Option<String>,
-}
-
-impl FixSearch for GitFixes {
-    fn search(&self, q: &FixQuery, limit: usize) -> Result<Vec<Fix>, String> {
-        let query = kflame_fixes::Query {
-            functions: q.functions.clone(),
-            files: q.file.iter().cloned().collect(),
-            words: q.words.clone(),
-            after: self.after.clone(),
-            limit,
-        };
-        let hits = self.index.search(&query).map_err(|e| e.to_string())?;
-        Ok(hits
-            .into_iter()
-            .map(|h| Fix {
-                id: h.id,
-                date: h.date,
-                subject: h.subject,
-                score: f64::from(h.score),
-                matched: h.matched,
-                fixes_trailer: h.fixes_trailer,
-            })
-            .collect())
-    }
 }
 
 pub(crate) fn run(args: Args) -> Result<()> {

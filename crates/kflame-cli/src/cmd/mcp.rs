@@ -73,14 +73,9 @@ pub(crate) struct Args {
 }
 
 fn cache_dir(given: Option<PathBuf>) -> Result<PathBuf> {
-    if let Some(d) = given {
-        return Ok(d);
-    }
-    let base =
-        std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()).map(PathBuf::from).or_else(|| {
-            std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".cache"))
-        });
-    base.map(|b| b.join("kflame")).ok_or_else(|| anyhow!("no cache directory (HOME unset): give --cache-dir"))
+    given
+        .or_else(kflame_analyze::source::cache_dir)
+        .ok_or_else(|| anyhow!("no cache directory (HOME and XDG_CACHE_HOME unset): give --cache-dir"))
 }
 
 pub(crate) fn run(args: Args) -> Result<()> {
