@@ -96,6 +96,14 @@ pub(crate) fn run(args: Args) -> Result<()> {
         );
     }
     let ctx = Arc::new(Context::new(config).map_err(|e| anyhow!(e))?);
+    // The source and fix indexes are opened (built the first time) while the client connects,
+    // so that its first question does not wait for them; a call that needs one meanwhile waits.
+    let warming = ctx.clone();
+    std::thread::spawn(move || {
+        for e in warming.warm() {
+            crate::output::message(format!("kflame mcp: {e}"));
+        }
+    });
     let runtime = kflame_serve::runtime().context("starting the server's threads")?;
     match args.http {
         None => runtime.block_on(kflame_mcp::http::serve_stdio(ctx)).map_err(|e| anyhow!(e)),
