@@ -164,9 +164,47 @@ fn old_kernel_maps_do_not_claim_user_addresses() {
 }
 
 /// A user-mode sample at a kernel-space address (perf 4.4): `[unknown]`, as perf names it.
+/// Its two LOST_SAMPLES records (one sample each; `perf report`: "Total Lost Samples: 2")
+/// are said in the notes.
 #[test]
 fn lost_samples_file() {
-    check("quipper/lost_samples-4.4");
+    let data = check("quipper/lost_samples-4.4");
+    let lost = data.diag.get("lost samples").expect("a lost samples note");
+    assert_eq!(lost.count, 2);
+    assert!(lost.message.contains("LOST_SAMPLES"), "{}", lost.message);
+}
+
+/// A record whose size field is damaged, 70% into callgraph-3.8's records: reading stops
+/// there, the stacks before it are kept, and one line says how much was lost (bytes of the
+/// data section) and how many samples were read.
+#[test]
+fn a_damaged_record_says_what_was_lost() {
+    let mut bytes = std::fs::read(data_dir().join("quipper/callgraph-3.8.data")).unwrap();
+    let word = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let (start, size) = (word(&bytes, 40) as usize, word(&bytes, 48) as usize);
+    // Walk the records: { u32 type, u16 misc, u16 size }.
+    let mut heads = Vec::new();
+    let mut at = start;
+    while at < start + size {
+        heads.push((at, u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())));
+        at += u16::from_le_bytes(bytes[at + 6..at + 8].try_into().unwrap()) as usize;
+    }
+    let (damaged, _) = heads[heads.len() * 7 / 10];
+    let samples_before = heads.iter().filter(|(at, t)| *at < damaged && *t == 9).count();
+    bytes[damaged + 6..damaged + 8].copy_from_slice(&3u16.to_le_bytes());
+    let out = collapse_bytes(&bytes, &options(), Order::Sorted).expect("read up to the damage");
+    assert!(!out.stacks.is_empty());
+    assert_eq!(out.diag.skipped(), 1);
+    let report = out.diag.report("callgraph-3.8").to_string();
+    let line = report.lines().find(|l| l.contains("damaged record")).expect("a damaged record line");
+    let lost = start + size - damaged;
+    for want in [
+        format!("byte {} of the data section", damaged - start),
+        format!("its last {lost} bytes"),
+        format!("the {samples_before} samples read before it are kept"),
+    ] {
+        assert!(line.contains(&want), "{want:?} not in {line}");
+    }
 }
 
 /// `-e '{cpu-clock,task-clock}:S'` with perf 6.1 on Linux 6.18: read values with
