@@ -12,7 +12,9 @@
 # Exceptions to the plain `perf script -i F`: Intel PT files get `--no-itrace` (the trace is
 # not decoded); perf.data.weight_struct gets `-F comm,tid,time,period,event,ip,sym,dso`: its
 # default fields (data source, weights) are not perf script sample lines a collapser reads.
-# The tests copy the small files (tests/data/perf-data/quipper); this checks all of them.
+# The tests hold a copy of every file with its perf script text (tests/data/perf-data/quipper,
+# test every_corpus_file_agrees_with_perf_script); this runs the same check with the CLI
+# and the perf of this machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WS=$(pwd)

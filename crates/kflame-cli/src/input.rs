@@ -113,6 +113,8 @@ impl Sample {
                  (`bzip2 -dc {name} | kflame ...`); gzip, zstd and xz are read as they are"
             ),
             Content::PerfData => match read_as {
+                // Read as what it is: its own notes say why nothing came of it.
+                _ if read_as.format() == Format::PerfData => return String::new(),
                 ReadAs::Folded => {
                     format!(
                         "it is a perf.data file: fold it first, `kflame collapse {name} | kflame flamegraph`"

@@ -302,3 +302,55 @@ fn format_values_are_listed_and_completed() {
     // Aliases still work.
     assert!(kflame(&["collapse", "--format", "collapsed", &data(FOLDED)], b"").status.success());
 }
+
+/// A perf.data file that gives no stack is an error whose reason its own notes give, not a
+/// hint to read it as what it already is: an event filter naming no event of the file
+/// (quipper's hybrid_topology.data), a record damaged before the first sample (its
+/// callgraph-3.8.data with the size of its first SAMPLE record damaged).
+#[test]
+fn perf_data_without_stacks_is_an_error_saying_why() {
+    let hybrid = data("perf-data/quipper/hybrid_topology.data");
+    let out = kflame(&["collapse", "--no-host-lookups", "--event-filter", "instructions", &hybrid], b"");
+    fails_with(
+        &out,
+        &[
+            "no event of the file is named `instructions` (--event-filter); it recorded `cpu_core/cycles:ppp/`",
+            "hybrid_topology.data: no stacks found in this perf-data input",
+        ],
+    );
+    assert!(!text(&out.stderr).contains("leave --format out"), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty());
+
+    let mut bytes = fs::read(data("perf-data/quipper/callgraph-3.8.data")).expect("fixture");
+    let word = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap()) as usize;
+    let mut at = word(&bytes, 40);
+    // Records: { u32 type, u16 misc, u16 size }; 9 is SAMPLE.
+    while u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) != 9 {
+        at += u16::from_le_bytes(bytes[at + 6..at + 8].try_into().unwrap()) as usize;
+    }
+    bytes[at + 6..at + 8].copy_from_slice(&3u16.to_le_bytes());
+    let damaged = tmp("callgraph-damaged.data");
+    fs::write(&damaged, &bytes).unwrap();
+    let out = kflame(&["collapse", "--no-host-lookups", damaged.to_str().unwrap()], b"");
+    fails_with(
+        &out,
+        &[
+            "record size 3 is impossible here",
+            "the 0 samples read before it are kept",
+            "callgraph-damaged.data: no stacks found in this perf-data input, only 1 damaged record",
+        ],
+    );
+    assert!(!text(&out.stderr).contains("leave --format out"), "{}", text(&out.stderr));
+}
+
+/// `perf record -o - | kflame collapse -`: a pipe-mode file read from stdin folds as the
+/// same file named on the command line (quipper's piped.header_feautres_group_desc-6.8).
+#[test]
+fn pipe_mode_perf_data_from_stdin() {
+    let file = data("perf-data/quipper/piped.header_feautres_group_desc-6.8.data");
+    let named = kflame(&["collapse", "--no-host-lookups", &file], b"");
+    let piped = kflame(&["collapse", "--no-host-lookups", "-"], &fs::read(&file).unwrap());
+    assert!(named.status.success() && piped.status.success(), "{}", text(&piped.stderr));
+    assert!(!named.stdout.is_empty());
+    assert_eq!(text(&piped.stdout), text(&named.stdout));
+}

@@ -7,9 +7,10 @@
 //! `[unknown]`/`[dso]`. Kernel frames are compared as "a kernel frame" only: perf names a
 //! user-mode address in kernel space `[unknown]` where the kernel map alone would say
 //! `[kernel.kallsyms]`, which neither side can check without the recorded kernel.
-//! The whole corpus these come from is compared by `bench/perfdata-corpus.sh`. Each check
-//! prints its figures (total weights, overlap): `cargo test --test perf_data_foreign --
-//! --nocapture`.
+//! Every file of the corpus these come from is compared (`every_corpus_file_agrees_with_
+//! perf_script`), as `bench/perfdata-corpus.sh` compares them with the release CLI and
+//! perf run on the spot. Each check prints its figures (total weights, overlap): `cargo
+//! test --test perf_data_foreign -- --nocapture`.
 #![allow(clippy::print_stdout)]
 
 use std::collections::HashMap;
@@ -63,26 +64,46 @@ fn from_script(name: &str) -> Output {
 }
 
 fn from_data(name: &str, opts: &Options) -> Output {
-    collapse_file(&data_dir().join(format!("{name}.data")), opts, Order::Sorted)
-        .unwrap_or_else(|e| panic!("{name}.data: {e}"))
+    let plain = data_dir().join(format!("{name}.data"));
+    if plain.exists() {
+        return collapse_file(&plain, opts, Order::Sorted).unwrap_or_else(|e| panic!("{name}.data: {e}"));
+    }
+    // The larger copies are gzipped; read in memory, as the CLI reads stdin.
+    let gz = std::fs::read(data_dir().join(format!("{name}.data.gz")))
+        .unwrap_or_else(|e| panic!("{name}.data(.gz): {e}"));
+    let mut bytes = Vec::new();
+    flate2::read::GzDecoder::new(&gz[..]).read_to_end(&mut bytes).expect("gunzip");
+    collapse_bytes(&bytes, opts, Order::Sorted).unwrap_or_else(|e| panic!("{name}.data.gz: {e}"))
+}
+
+/// Total weights of both sides and the share of perf script's weight on stacks both name
+/// identically.
+struct Agreement {
+    data: u64,
+    script: u64,
+    overlap: f64,
+    /// The heaviest stacks only perf script's text has.
+    only_script: Vec<(String, u64)>,
+}
+
+fn agreement(data: &Output, script: &Output) -> Agreement {
+    let (d, s) = (folded(data), folded(script));
+    let (td, ts): (u64, u64) = (d.values().sum(), s.values().sum());
+    let both: u64 = s.iter().map(|(k, w)| (*w).min(d.get(k).copied().unwrap_or(0))).sum();
+    let overlap = both as f64 / ts.max(1) as f64;
+    let mut only: Vec<(String, u64)> = s.into_iter().filter(|(k, _)| !d.contains_key(k)).collect();
+    only.sort_by_key(|(_, w)| std::cmp::Reverse(*w));
+    only.truncate(5);
+    Agreement { data: td, script: ts, overlap, only_script: only }
 }
 
 /// Same total weight, and at least 99% of it on stacks both name identically.
 fn assert_agree(name: &str, data: &Output, script: &Output) {
-    let (d, s) = (folded(data), folded(script));
-    let (td, ts): (u64, u64) = (d.values().sum(), s.values().sum());
-    assert!(ts > 0, "{name}: the script text gave no stacks");
-    let both: u64 = s.iter().map(|(k, w)| (*w).min(d.get(k).copied().unwrap_or(0))).sum();
-    let overlap = both as f64 / ts as f64;
-    println!("{name}: total weight {td} (perf script {ts}), overlap {overlap:.4}");
-    assert_eq!(td, ts, "{name}: total weight differs from perf script's");
-    let mut only: Vec<_> = s.iter().filter(|(k, _)| !d.contains_key(*k)).collect();
-    only.sort_by_key(|(_, w)| std::cmp::Reverse(**w));
-    assert!(
-        overlap >= 0.99,
-        "{name}: overlap {overlap:.4}; only in perf script: {:#?}",
-        &only[..only.len().min(5)]
-    );
+    let a = agreement(data, script);
+    println!("{name}: total weight {} (perf script {}), overlap {:.4}", a.data, a.script, a.overlap);
+    assert!(a.script > 0, "{name}: the script text gave no stacks");
+    assert_eq!(a.data, a.script, "{name}: total weight differs from perf script's");
+    assert!(a.overlap >= 0.99, "{name}: overlap {:.4}; only in perf script: {:#?}", a.overlap, a.only_script);
 }
 
 fn check(name: &str) -> Output {
@@ -143,9 +164,47 @@ fn old_kernel_maps_do_not_claim_user_addresses() {
 }
 
 /// A user-mode sample at a kernel-space address (perf 4.4): `[unknown]`, as perf names it.
+/// Its two LOST_SAMPLES records (one sample each; `perf report`: "Total Lost Samples: 2")
+/// are said in the notes.
 #[test]
 fn lost_samples_file() {
-    check("quipper/lost_samples-4.4");
+    let data = check("quipper/lost_samples-4.4");
+    let lost = data.diag.get("lost samples").expect("a lost samples note");
+    assert_eq!(lost.count, 2);
+    assert!(lost.message.contains("LOST_SAMPLES"), "{}", lost.message);
+}
+
+/// A record whose size field is damaged, 70% into callgraph-3.8's records: reading stops
+/// there, the stacks before it are kept, and one line says how much was lost (bytes of the
+/// data section) and how many samples were read.
+#[test]
+fn a_damaged_record_says_what_was_lost() {
+    let mut bytes = std::fs::read(data_dir().join("quipper/callgraph-3.8.data")).unwrap();
+    let word = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let (start, size) = (word(&bytes, 40) as usize, word(&bytes, 48) as usize);
+    // Walk the records: { u32 type, u16 misc, u16 size }.
+    let mut heads = Vec::new();
+    let mut at = start;
+    while at < start + size {
+        heads.push((at, u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())));
+        at += u16::from_le_bytes(bytes[at + 6..at + 8].try_into().unwrap()) as usize;
+    }
+    let (damaged, _) = heads[heads.len() * 7 / 10];
+    let samples_before = heads.iter().filter(|(at, t)| *at < damaged && *t == 9).count();
+    bytes[damaged + 6..damaged + 8].copy_from_slice(&3u16.to_le_bytes());
+    let out = collapse_bytes(&bytes, &options(), Order::Sorted).expect("read up to the damage");
+    assert!(!out.stacks.is_empty());
+    assert_eq!(out.diag.skipped(), 1);
+    let report = out.diag.report("callgraph-3.8").to_string();
+    let line = report.lines().find(|l| l.contains("damaged record")).expect("a damaged record line");
+    let lost = start + size - damaged;
+    for want in [
+        format!("byte {} of the data section", damaged - start),
+        format!("its last {lost} bytes"),
+        format!("the {samples_before} samples read before it are kept"),
+    ] {
+        assert!(line.contains(&want), "{want:?} not in {line}");
+    }
 }
 
 /// `-e '{cpu-clock,task-clock}:S'` with perf 6.1 on Linux 6.18: read values with
@@ -222,4 +281,42 @@ fn compressed2_and_larger_attributes_of_newer_perf() {
     assert_eq!(newer.diag.skipped(), 0);
     assert_eq!(folded(&newer), folded(&read("compressed-pipe.data")));
     assert_agree("compressed2-attr136-pipe", &newer, &from_script("compressed-pipe"));
+}
+
+/// The target: every file of the quipper corpus (all 18 are copied under
+/// `quipper/`, the larger ones gzipped) read directly gives the same total weight as perf
+/// 6.1's `perf script` text of it collapsed, and at least 99% of that weight on identical
+/// stacks. Prints one line per file; fails after all files were compared.
+#[test]
+fn every_corpus_file_agrees_with_perf_script() {
+    let dir = data_dir().join("quipper");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("quipper fixtures")
+        .filter_map(|e| {
+            let file = e.ok()?.file_name().into_string().ok()?;
+            let stem = file.strip_suffix(".data.gz").or_else(|| file.strip_suffix(".data"))?;
+            Some(format!("quipper/{stem}"))
+        })
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 18, "the corpus has 18 files: {names:#?}");
+    let mut missed = Vec::new();
+    println!("{:<48} {:>12} {:>12} {:>8}", "file", "kflame", "perf script", "overlap");
+    for name in &names {
+        let data = from_data(name, &options());
+        let a = agreement(&data, &from_script(name));
+        let ok = a.script > 0 && a.data == a.script && a.overlap >= 0.99;
+        println!(
+            "{:<48} {:>12} {:>12} {:>8.4}{}",
+            name.trim_start_matches("quipper/"),
+            a.data,
+            a.script,
+            a.overlap,
+            if ok { "" } else { "  MISSED" }
+        );
+        if !ok {
+            missed.push(format!("{name}: only in perf script: {:#?}", a.only_script));
+        }
+    }
+    assert!(missed.is_empty(), "targets missed:\n{}", missed.join("\n"));
 }

@@ -103,13 +103,17 @@ pub(crate) fn run(args: Args) -> Result<()> {
             };
             let hint = sample.hint(read_as);
             let skipped = out.diag.skipped();
-            if skipped > 0 || !hint.is_empty() {
-                // Nothing but malformed lines, or not what it was read as: an error. A valid
-                // input with nothing to report (a clean kernel log) is not.
+            if skipped > 0 || !hint.is_empty() || format == Format::PerfData {
+                // Nothing but malformed lines, or not what it was read as: an error. So is a
+                // perf.data file without a sample to fold (its notes say why: another event,
+                // damage). A valid text input with nothing to report (a clean kernel log) is
+                // not.
+                // What the reader skips: lines of text, records of a perf.data file.
+                let unit = if format == Format::PerfData { "damaged record" } else { "malformed line" };
                 let only = match skipped {
                     0 => String::new(),
-                    1 => ", only 1 malformed line".to_string(),
-                    n => format!(", only {n} malformed lines"),
+                    1 => format!(", only 1 {unit}"),
+                    n => format!(", only {n} {unit}s"),
                 };
                 failures.add(format!("{name}: {what} found in this {format} input{only}{hint}"));
                 continue;

@@ -4,8 +4,8 @@ use std::io::Cursor;
 use std::path::{Path, PathBuf};
 
 use linux_perf_data::linux_perf_event_reader::{
-    CommOrExecRecord, CpuMode, EventRecord, ForkOrExitRecord, Mmap2FileId, RawData, RawEventRecord,
-    RecordParseInfo, SampleRecord,
+    CommOrExecRecord, CpuMode, Endianness, EventRecord, ForkOrExitRecord, Mmap2FileId, RawData,
+    RawEventRecord, RecordParseInfo, SampleRecord,
 };
 use linux_perf_data::{DsoKey, PerfFileReader, PerfFileRecord};
 use rustc_hash::FxHashMap;
@@ -176,10 +176,11 @@ fn read_all<R: std::io::Read>(
                 st.out.diag.skip("damaged record", 0, || {
                     format!(
                         "reading stopped at byte {} of the data section: {}; its last {left} bytes ({:.1}% of \
-                         the records) are lost, the stacks read before it are kept",
+                         the data section) are lost, the {} samples read before it are kept",
                         d.offset,
                         d.what,
-                        left as f64 * 100.0 / len as f64
+                        left as f64 * 100.0 / len as f64,
+                        st.samples_read
                     )
                 });
             }
@@ -198,9 +199,13 @@ fn read_all<R: std::io::Read>(
                     }
                     Ok(None) => break,
                     Err(e) => {
+                        let n = st.samples_read;
                         st.out.diag.skip("damaged record", 0, || {
-                        format!("reading stopped at a damaged record ({e}); the stacks read before it are kept")
-                    });
+                            format!(
+                                "reading stopped at a damaged record ({e}); the rest of the file is lost, the {n} \
+                                 samples read before it are kept"
+                            )
+                        });
                         break;
                     }
                 }
@@ -332,7 +337,13 @@ struct State<'o> {
     /// Which of them had samples.
     selected_seen: Vec<bool>,
     other_events: u64,
+    /// SAMPLE records read, of any event (what a damaged record leaves).
+    samples_read: u64,
+    /// Lost counts of LOST records (events the kernel could not write: samples and others).
     lost: u64,
+    /// Lost counts of LOST_SAMPLES records (samples the kernel could not make, e.g. PEBS;
+    /// perf report's "Total Lost Samples").
+    lost_samples: u64,
     no_callchain: u64,
     bad_chains: u64,
     /// Bytes of AUX trace data (Intel PT...) in the file, not decoded.
@@ -385,7 +396,9 @@ impl<'o> State<'o> {
             selected: Vec::new(),
             selected_seen: Vec::new(),
             other_events: 0,
+            samples_read: 0,
             lost: 0,
+            lost_samples: 0,
             no_callchain: 0,
             bad_chains: 0,
             aux_bytes: 0,
@@ -408,6 +421,27 @@ impl<'o> State<'o> {
         if rec.record_type.0 == KSYMBOL {
             self.ksymbol(rec);
             return;
+        }
+        if rec.record_type.0 == LOST_SAMPLES {
+            // { u64 lost; struct sample_id } (linux-perf-event-reader 0.10 does not parse it).
+            let mut data = rec.data;
+            let lost = match rec.parse_info.endian {
+                Endianness::LittleEndian => data.read_u64::<byteorder::LittleEndian>(),
+                Endianness::BigEndian => data.read_u64::<byteorder::BigEndian>(),
+            };
+            match lost {
+                Ok(n) => self.lost_samples = self.lost_samples.saturating_add(n),
+                Err(_) => {
+                    let at = at_byte(self.at);
+                    self.out.diag.skip("damaged record", 0, || {
+                        format!("a LOST_SAMPLES record{at} is shorter than its lost count")
+                    });
+                }
+            }
+            return;
+        }
+        if rec.record_type.0 == SAMPLE {
+            self.samples_read += 1;
         }
         if rec.record_type.0 == SAMPLE
             && let RawData::Single(body) = rec.data
@@ -766,7 +800,7 @@ impl<'o> State<'o> {
             "only the process name" => "the sampled address alone under the process name",
             paired => paired,
         };
-        let (other, lost, nocc) = (self.other_events, self.lost, self.no_callchain);
+        let (other, nocc) = (self.other_events, self.no_callchain);
         if self.bad_chains > 0 {
             self.out.diag.add(crate::diag::Severity::Note, "corrupt call chain", 0, self.bad_chains, || {
                 format!("call chains with an invalid context marker were dropped (as perf does): {stackless}")
@@ -795,9 +829,15 @@ impl<'o> State<'o> {
                 format!("only samples of event `{name}` were kept; choose another with --event-filter")
             });
         }
+        let records = match (self.lost > 0, self.lost_samples > 0) {
+            (true, true) => "LOST and LOST_SAMPLES records",
+            (true, false) => "LOST records",
+            (false, _) => "LOST_SAMPLES records",
+        };
+        let lost = self.lost.saturating_add(self.lost_samples);
         if lost > 0 {
             self.out.diag.add(crate::diag::Severity::Note, "lost samples", 0, lost, || {
-                "the kernel lost samples while recording (LOST records)".into()
+                format!("the kernel lost samples while recording ({records})")
             });
         }
         if nocc > 0 {
@@ -902,7 +942,7 @@ struct Stripped {
 /// bodies and the values; `None` when the body is too short for them.
 /// `lost`: the read format has `PERF_FORMAT_LOST`.
 fn strip_read(rec: &RawEventRecord<'_>, lost: bool) -> Option<Stripped> {
-    use linux_perf_data::linux_perf_event_reader::{Endianness, ReadFormat};
+    use linux_perf_data::linux_perf_event_reader::ReadFormat;
     let info = rec.parse_info;
     let body = rec.data.as_slice();
     let before = [
@@ -978,6 +1018,8 @@ fn sample_mode(mode: CpuMode) -> Mode {
 const SAMPLE: u32 = 9;
 const MMAP2: u32 = 10;
 const KSYMBOL: u32 = 17;
+/// `PERF_RECORD_LOST_SAMPLES`.
+const LOST_SAMPLES: u32 = 13;
 /// `PERF_RECORD_MISC_MMAP_BUILD_ID`: the MMAP2 record holds a build id, not an inode.
 const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
 
