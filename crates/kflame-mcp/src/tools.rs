@@ -507,12 +507,16 @@ pub fn list_reports(ctx: &Context, a: ReportsArgs) -> Result<Answer, ToolError> 
     let mut analyzer = ReportAnalyzer::new();
     let mut seen: std::collections::BTreeMap<String, (i64, i64, std::collections::BTreeSet<String>)> =
         std::collections::BTreeMap::new();
-    let mut stored = 0;
+    let (mut stored, mut unread) = (0, Vec::new());
     for ev in &events {
-        let Event::Report { host, time_ns, text, .. } = ev else { continue };
+        let Event::Report { host, time_ns, text, title, .. } = ev else { continue };
         stored += 1;
+        let before = analyzer.reports();
         let mut reports = kflame::report::reports(BufReader::new(text.as_bytes()));
-        for r in reports.by_ref().flatten() {
+        let mut failed = None;
+        let found: Vec<_> =
+            reports.by_ref().filter_map(|r| r.map_err(|e| failed = Some(e.to_string())).ok()).collect();
+        for r in found {
             let input = format!("{host} {}", format_time(*time_ns));
             analyzer.add_report(&input, &r);
             let key = r.title.clone();
@@ -520,6 +524,13 @@ pub fn list_reports(ctx: &Context, a: ReportsArgs) -> Result<Answer, ToolError> 
             e.0 = e.0.min(*time_ns);
             e.1 = e.1.max(*time_ns);
             e.2.insert(host.clone());
+        }
+        if analyzer.reports() == before {
+            // Stored, but its text gives no report now (an older extractor stored it, or it
+            // was cut): counted and named, not dropped.
+            let why = failed
+                .map_or("no report in its text".to_string(), |e| format!("its text could not be read: {e}"));
+            unread.push(json!({"host": host, "time": format_time(*time_ns), "title": title, "why": why}));
         }
     }
     let n = limit(a.limit, 10);
@@ -558,7 +569,10 @@ pub fn list_reports(ctx: &Context, a: ReportsArgs) -> Result<Answer, ToolError> 
         ));
         out.push(v);
     }
-    Ok(Answer::new(json!({"reports": stored, "groups_total": total, "groups": out}), text))
+    if !unread.is_empty() {
+        text.push_str(&format!("{} stored reports could not be grouped (see `unread`)\n", unread.len()));
+    }
+    Ok(Answer::new(json!({"reports": stored, "groups_total": total, "groups": out, "unread": unread}), text))
 }
 
 /// `query_history`.

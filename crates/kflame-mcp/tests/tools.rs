@@ -295,6 +295,16 @@ fn history_tools_read_a_watched_database() {
             })
             .unwrap();
         }
+        // A stored report whose text holds no report (cut before its header): counted, not dropped.
+        st.append_report(&StoredReport {
+            host: "testvm",
+            time_ns: 1_764_062_995_000_000_000,
+            kind: "oops",
+            title: "Oops: cut",
+            stack: "",
+            text: "[  12.000000] Modules linked in: x\n",
+        })
+        .unwrap();
         st.flush().unwrap();
     }
     let mut c = config(vec![], tmp.path());
@@ -329,7 +339,9 @@ fn history_tools_read_a_watched_database() {
     assert_eq!(got["total"]["weight"], json!(p.stacks.total().to_string()));
     let (err, got, text) = call(&s, "list_reports", json!({"from": "2020-01-01T00:00:00Z"}));
     assert!(!err, "{text}");
-    assert_eq!(got["reports"], 2);
+    assert_eq!(got["reports"], 3);
+    assert_eq!(got["unread"].as_array().unwrap().len(), 1, "{got}");
+    assert_eq!(got["unread"][0]["title"], "Oops: cut");
     assert_eq!(got["groups"][0]["count"], 2);
     assert_eq!(got["groups"][0]["signature"], "hung_task:mnt_want_write");
     assert_eq!(got["groups"][0]["hosts"], json!(["othervm", "testvm"]));
