@@ -91,6 +91,28 @@ impl Machinery {
 
 static RULES: LazyLock<Machinery> = LazyLock::new(|| Machinery::parse(MACHINERY));
 
+/// `skip.txt`: frames skipped in every kind of report, one regular expression per line
+/// (syzkaller's guilty-frame skip list and a few additions), shared with the analyzer.
+const SKIP: &str = include_str!("skip.txt");
+
+/// The patterns of `skip.txt`, compiled once. A line that does not compile is left out
+/// (the unit test below checks that none is).
+static SKIP_SET: LazyLock<regex::RegexSet> = LazyLock::new(|| {
+    let lines: Vec<&str> = skip_lines().filter(|l| regex::Regex::new(l).is_ok()).collect();
+    regex::RegexSet::new(lines).unwrap_or_else(|_| regex::RegexSet::empty())
+});
+
+fn skip_lines() -> impl Iterator<Item = &'static str> {
+    SKIP.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#'))
+}
+
+/// True when `function` (compiler suffixes ignored) is on the list of frames skipped in every
+/// kind of report (`report/skip.txt`): reporting, sanitizer, locking, allocation, copying,
+/// printing and waiting machinery, never the guilty frame.
+pub fn is_skipped_frame(function: &str) -> bool {
+    SKIP_SET.is_match(base_name(function))
+}
+
 /// The sections of `machinery.txt` a report of `kind` (first line `header`) skips, besides
 /// `[all]`.
 fn kind_sections(kind: Kind, header: &str) -> &'static [&'static str] {
@@ -117,7 +139,9 @@ fn kind_sections(kind: Kind, header: &str) -> &'static [&'static str] {
 
 /// True when `function` is machinery rather than the culprit in a report of `kind`.
 pub(crate) fn is_machinery(function: &str, kind: Kind, header: &str) -> bool {
-    RULES.matches("all", function) || kind_sections(kind, header).iter().any(|s| RULES.matches(s, function))
+    is_skipped_frame(function)
+        || RULES.matches("all", function)
+        || kind_sections(kind, header).iter().any(|s| RULES.matches(s, function))
 }
 
 /// Reports whose trace shows code that looped (stalls, lockups, stack overflows): the title
@@ -263,6 +287,15 @@ mod tests {
         for s in ["all", "hung_task", "hang_anchor", "stall", "stall_start", "stall_anchor", "memory_leak"] {
             assert!(!RULES.section(s).is_empty(), "section {s}");
         }
+    }
+
+    #[test]
+    fn skip_patterns_compile() {
+        for l in skip_lines() {
+            assert!(regex::Regex::new(l).is_ok(), "{l}");
+        }
+        assert!(is_skipped_frame("kasan_report") && is_skipped_frame("__might_resched.cold"));
+        assert!(!is_skipped_frame("ext4_readdir"));
     }
 
     #[test]
