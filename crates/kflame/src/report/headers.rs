@@ -78,6 +78,18 @@ pub(crate) const HEADERS: &[Header] = &[
         "WARNING: kernel/foo.c:12 at bar+0x1/0x2, CPU#0: sh/1",
     ),
     // lib/bug.c
+    h(
+        Prefix("kernel BUG at lib/list_debug.c"),
+        Bug,
+        "lib/list_debug.c: BUG_ON() of the list checks (CONFIG_BUG_ON_DATA_CORRUPTION): `BUG: corrupted list`",
+        "kernel BUG at lib/list_debug.c:53!",
+    ),
+    h(
+        Prefix("kernel BUG at mm/usercopy.c"),
+        Bug,
+        "mm/usercopy.c: usercopy_abort(): `BUG: bad usercopy`",
+        "kernel BUG at mm/usercopy.c:99!",
+    ),
     h(Prefix("kernel BUG at "), Bug, "lib/bug.c: report_bug() via BUG()", "kernel BUG at mm/slub.c:4112!"),
     h(
         Prefix("Kernel BUG"),
@@ -634,6 +646,30 @@ pub(crate) const HEADERS: &[Header] = &[
         Other,
         "net/core/dev.c: netdev_wait_allrefs_any()",
         "unregister_netdevice: waiting for lo to become free. Usage count = 2",
+    ),
+    h(
+        Prefix("Booting the kernel."),
+        Other,
+        "arch/x86/boot/compressed/misc.c: extract_kernel() (a reboot: syzkaller's `unexpected kernel reboot`)",
+        "Booting the kernel.",
+    ),
+    h(
+        Both("trusty: ", "ASSERT FAILED at ("),
+        Other,
+        "drivers/trusty/trusty-log.c (Android kernels): the Trusty TEE's failed assertion",
+        "trusty: panic (caller 0xffffffffe000fbb8): ASSERT FAILED at (trusty/kernel/lib/trusty/ipc.c:472): !list_in_list(&chan->node)",
+    ),
+    h(
+        Prefix("trusty: panic ("),
+        Other,
+        "drivers/trusty/trusty-log.c (Android kernels): the Trusty TEE panicked",
+        "trusty: panic (caller 0xffffffffe0002314): failed(-5) to start app 6",
+    ),
+    h(
+        Prefix("SYZFAIL:"),
+        Other,
+        "syzkaller's executor, executor/common.h fail() (not the kernel: the same console)",
+        "SYZFAIL: negative running",
     ),
     h(
         Prefix("BUG: "),

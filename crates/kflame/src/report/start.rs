@@ -230,6 +230,15 @@ fn faults(t: &str) -> Option<Start> {
     ];
     for (pat, kind, title, role) in table {
         if t.starts_with(pat) {
+            // BUG()s of the kernel's checkers are named by what they check, as WARNINGs in
+            // the same files are: lib/list_debug.c (`__list_add_valid()` and friends with
+            // CONFIG_BUG_ON_DATA_CORRUPTION, older kernels' BUG_ON) and mm/usercopy.c
+            // (usercopy_abort()).
+            let title = match t.strip_prefix("kernel BUG at ") {
+                Some(at) if at.starts_with("lib/list_debug.c") => "BUG: corrupted list",
+                Some(at) if at.starts_with("mm/usercopy.c") => "BUG: bad usercopy",
+                _ => title,
+            };
             return Some(Start::new(kind, title).role(role));
         }
     }
@@ -405,7 +414,10 @@ fn bug(t: &str) -> Option<Start> {
         let what = msg.split(" in preemptible").next().unwrap_or(msg);
         return Some(Start::new(Kind::Bug, format!("BUG: {what} in preemptible code")));
     }
-    Some(Start::new(Kind::Bug, format!("BUG: {}", clean(msg))))
+    // fs/dcache.c umount_check(): `BUG: Dentry ... still in use (1) [unmount of ext4 sda1]`
+    // names the operation, not a function; syzkaller's title names it (`in unmount`).
+    let op = (msg.starts_with("Dentry ") && msg.contains("[unmount of ")).then(|| "unmount".to_string());
+    Some(Start::new(Kind::Bug, format!("BUG: {}", clean(msg))).func(op))
 }
 
 /// mm/slub.c slab_bug(): `BUG kmalloc-8 (Not tainted): Object already free`, the message
@@ -470,6 +482,25 @@ fn misc(t: &str) -> Option<Start> {
             Start::new(Kind::Other, "VFS: Close: file count is zero (use-after-free)").role(Role::Single),
         );
     }
+    if let Some(s) = trusty_panic(t) {
+        return Some(s);
+    }
+    if let Some(r) = t.strip_prefix("SYZFAIL:") {
+        // syzkaller's executor failing (executor/common.h fail()): not the kernel's output,
+        // but printed on the same console; `SYZFAIL: SIGBUS` is memory exhaustion, not a bug.
+        if !r.trim_start().starts_with("SIGBUS") {
+            let msg: String = r.trim().chars().take(MAX_TITLE).collect();
+            return Some(Start::new(Kind::Other, format!("SYZFAIL: {msg}")).role(Role::Single));
+        }
+    }
+    if t.starts_with("Booting the kernel.")
+        && !["Parsing ELF", "Decompressing Linux", "Unknown parameter '"].iter().any(|p| t.contains(p))
+    {
+        // arch/x86/boot/compressed/misc.c extract_kernel(): the decompressor hands over to a
+        // new kernel, so the one that was running rebooted (syzkaller's `unexpected kernel
+        // reboot`). Only the exact line: a boot option echoed back in a message is not one.
+        return Some(Start::new(Kind::Other, "unexpected kernel reboot").role(Role::Single));
+    }
     if t.starts_with("unreferenced object 0x") {
         return Some(Start::new(Kind::MemoryLeak, "memory leak"));
     }
@@ -490,6 +521,25 @@ fn misc(t: &str) -> Option<Start> {
         );
     }
     None
+}
+
+/// The Trusty TEE's log relayed by its Linux driver (drivers/trusty/trusty-log.c of Android
+/// kernels): the secure OS panicked, `trusty: panic (caller 0x...): message`, or an assertion
+/// failed, `... ASSERT FAILED at (file:line): condition` (the `caller` part is often cut by
+/// the driver's next log line, so the assertion is matched anywhere after `trusty: `).
+fn trusty_panic(t: &str) -> Option<Start> {
+    let i = t.find("trusty: ")?;
+    let r = &t[i..];
+    let detail = |r: &str| r.split_once("): ").map_or("", |(_, m)| m).trim().to_string();
+    let title = if let Some(j) = r.find("ASSERT FAILED at (") {
+        format!("trusty: ASSERT FAILED: {}", detail(&r[j..]))
+    } else if r.starts_with("trusty: panic (") {
+        format!("trusty: panic: {}", detail(r))
+    } else {
+        return None;
+    };
+    let title: String = title.trim_end().chars().take(MAX_TITLE).collect();
+    Some(Start::new(Kind::Other, title).role(Role::Single))
 }
 
 /// A message made title-sized: cut at the first detail (`:`, `!`, ` at 0x`...), numbers
