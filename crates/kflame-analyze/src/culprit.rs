@@ -313,12 +313,16 @@ fn stall_frame<'a>(
         // The stalled code is what the timer interrupt that noticed the stall interrupted
         // (the first timer interrupt entry: a second one further down is an older one).
         // Some kernels print the interrupt after the task's frames: then the whole stack.
+        // Lockup detectors print the interrupted context itself (show_regs()): its stack
+        // starts at the looping code, an interrupt entry in it is where that code runs.
+        let from_tick = !matches!(kind, Kind::SoftLockup | Kind::HardLockup);
         let entry =
             |f: &Frame| ["apic_timer_interrupt", "el1h_64_irq"].iter().any(|t| f.function.contains(t));
         let from = stack
             .iter()
             .position(entry)
             .or_else(|| stack.iter().rposition(|f| TIMER_IRQ.iter().any(|t| f.function.contains(t))))
+            .filter(|_| from_tick)
             .map_or(0, |i| i + 1);
         if let Some(f) = stall_in(&stack[from..], kind, extra).or_else(|| stall_in(stack, kind, extra)) {
             return Some((f, origin));

@@ -531,6 +531,9 @@ impl Open {
             "BUG: held lock freed",
             "WARNING: lock held when returning",
             "WARNING: still has locks held",
+            // kernel/locking/lockdep.c print_lock_nested_lock_not_held(): `is trying to
+            // lock: ... at: site` before its stack, which another report often cuts off.
+            "WARNING: nested lock was not taken",
         ];
         if self.r.kind == Some(Kind::Lockdep)
             && self.lock_sites.len() < 2

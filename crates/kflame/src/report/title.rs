@@ -117,7 +117,8 @@ pub fn is_skipped_frame(function: &str) -> bool {
 /// `[all]`.
 fn kind_sections(kind: Kind, header: &str) -> &'static [&'static str] {
     match kind {
-        Kind::Kasan => &["kasan"],
+        Kind::Kasan => &["kasan", "fault"],
+        Kind::PageFault | Kind::GeneralProtectionFault | Kind::Oops | Kind::Kfence => &["fault"],
         Kind::Kmsan if header.contains("kernel-usb-infoleak") => &["kmsan_usb"],
         Kind::Kmsan => &["kmsan"],
         Kind::MemoryLeak => &["memory_leak"],
@@ -167,13 +168,21 @@ fn guilty_in(r: &Report) -> Option<(&Frame, Option<&'static str>)> {
         .then(|| r.extra_stacks.iter().find(|e| e.label.starts_with("page last allocated")))
         .flatten();
     let trace = owner.map_or(&r.frames, |e| &e.frames);
+    // Inlined frames of symbolized traces (`func file.c:12 [inline]`) are not candidates:
+    // the title names the function they were compiled into, the one an unsymbolized trace
+    // of the same bug shows (syzkaller's frame pattern does not match them either).
     let frames: Vec<&Frame> =
-        trace.iter().filter(|f| !f.unreliable && !f.function.starts_with("0x")).collect();
+        trace.iter().filter(|f| !f.unreliable && !f.inline && !f.function.starts_with("0x")).collect();
     let skip = |f: &&Frame| is_machinery(&f.function, kind, &r.header);
+    // Lockup detectors (kernel/watchdog.c, watchdog_hld.c) print the trace of the interrupted
+    // context (show_regs()): it starts at the looping code, and an interrupt entry in it is
+    // where that code runs. RCU stall warnings (kernel/rcu/tree_stall.h) dump the stack from
+    // the tick that noticed the stall: the looping code is after its interrupt entry.
+    let from_tick = !matches!(kind, Kind::SoftLockup | Kind::HardLockup);
     if is_stall(kind, &r.header)
-        && let Some(f) = stall_frame(&frames, &skip)
+        && let Some(found) = stall_frame(&frames, &skip, from_tick)
     {
-        return Some((f, None));
+        return Some(found);
     }
     if kind == Kind::HungTask && !r.header.contains("can't die") {
         let rules: &'static Machinery = &RULES;
@@ -186,11 +195,18 @@ fn guilty_in(r: &Report) -> Option<(&Frame, Option<&'static str>)> {
     frames.iter().find(|f| !skip(f)).or_else(|| frames.first()).map(|f| (*f, None))
 }
 
-/// The stalled code: the frames after the interrupt that found the stall (or outside the
-/// NMI that printed it), machinery left out; the frame called by the first dispatcher
-/// (`[stall_anchor]`), else the first frame.
-fn stall_frame<'a>(frames: &[&'a Frame], skip: &dyn Fn(&&'a Frame) -> bool) -> Option<&'a Frame> {
-    let start = frames.iter().position(|f| RULES.matches("stall_start", &f.function));
+/// The stalled code: the frames after the interrupt that found the stall when `from_tick`
+/// (or outside the NMI that printed it), machinery left out; the frame called by the first
+/// dispatcher (`[stall_anchor]`), else the first frame. A cross-CPU call is named
+/// `smp_call_function` whatever its variant, as syzkaller names it: one bucket for the
+/// stalls waiting on other CPUs.
+fn stall_frame<'a>(
+    frames: &[&'a Frame],
+    skip: &dyn Fn(&&'a Frame) -> bool,
+    from_tick: bool,
+) -> Option<(&'a Frame, Option<&'static str>)> {
+    let start =
+        if from_tick { frames.iter().position(|f| RULES.matches("stall_start", &f.function)) } else { None };
     let interrupted: Vec<&Frame> = match start {
         Some(i) => frames[i + 1..].to_vec(),
         None => frames.iter().copied().filter(|f| f.section != Section::Nmi).collect(),
@@ -202,13 +218,13 @@ fn stall_frame<'a>(frames: &[&'a Frame], skip: &dyn Fn(&&'a Frame) -> bool) -> O
     for f in &kept {
         if RULES.matches("stall_anchor", &f.function) {
             if f.function.contains("smp_call_function") {
-                return Some(f);
+                return Some((f, Some("smp_call_function")));
             }
-            return prev.or(Some(f));
+            return prev.or(Some(f)).map(|f| (f, None));
         }
         prev = Some(f);
     }
-    kept.first().copied()
+    kept.first().map(|f| (*f, None))
 }
 
 /// Prefixes of system call entry points that differ between architectures and kernel
