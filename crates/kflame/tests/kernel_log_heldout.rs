@@ -284,8 +284,8 @@ fn held_out_reports_meet_the_targets() {
     println!("targets (99% / 98% / 95%) met: {}", det >= 0.99 && kind >= 0.98 && frame >= 0.95);
     // The targets are not all met yet; these floors (the figures reached) keep them from
     // going back. Raise them as the extractor improves.
-    assert!(det >= 0.97, "detection {:.1}% fell below 97%", det * 100.0);
-    assert!(kind >= 0.97, "kind {:.1}% fell below 97%", kind * 100.0);
+    assert!(det >= 0.98, "detection {:.1}% fell below 98%", det * 100.0);
+    assert!(kind >= 0.975, "kind {:.1}% fell below 97.5%", kind * 100.0);
     assert!(frame >= 0.92, "guilty function {:.1}% fell below 92%", frame * 100.0);
 }
 

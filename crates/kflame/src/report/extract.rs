@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use super::fields::{self, Fields};
 use super::frame::{arm32_caller, parse_frame};
 use super::prefix::strip;
-use super::start::{Role, Start, classify, is_checker_warning};
+use super::start::{RUST_PANIC, Role, Start, classify, embedded, is_checker_warning};
 use super::title::{is_machinery, title_function};
 use super::{
     ExtraStack, Frame, Kind, MAX_EXTRA_FRAMES, MAX_EXTRA_STACKS, MAX_FRAMES, MAX_OPEN, Report, Section,
@@ -141,6 +141,11 @@ impl ReportExtractor {
         if let Some(start) = classify(&text).filter(|st| !st.needs_stamp || s.stamped) {
             self.time = s.time.map(time_text); // only report starts keep their time
             self.on_start(own, start, n, &text, s.caller, s.stamped);
+            return;
+        }
+        if let Some((at, start)) = embedded(&text) {
+            self.time = s.time.map(time_text);
+            self.on_start(own, start, n, &text[at..], s.caller, s.stamped);
             return;
         }
         let Some(i) = idx else { return };
@@ -353,6 +358,11 @@ impl Open {
         let t = text.trim();
         if self.stamped && !stamped {
             return true; // console output of another program between the kernel's lines
+        }
+        if self.prefix == RUST_PANIC && !self.main_started && !t.is_empty() && !t.starts_with("---") {
+            // The line after `rust_kernel: panicked at ...` is the panic's message.
+            self.prefix = t.chars().take(MAX_HEADER).collect();
+            return true;
         }
         if let Some(f) = fields::parse_fields(t) {
             self.fill(f);

@@ -666,6 +666,24 @@ pub(crate) const HEADERS: &[Header] = &[
         "trusty: panic (caller 0xffffffffe0002314): failed(-5) to start app 6",
     ),
     h(
+        Prefix("rust_kernel: panicked at "),
+        Other,
+        "rust/kernel/lib.rs: the Rust panic handler (the message on the next line, then BUG())",
+        "rust_kernel: panicked at drivers/android/binder/node.rs:877:13:",
+    ),
+    h(
+        Contains("SYZFATAL:"),
+        Other,
+        "syzkaller's Go tools, pkg/log Fatal (not the kernel: the same console)",
+        "2024/06/11 12:53:40 SYZFATAL: failed to recv *flatrpc.HostMessageRaw: EOF",
+    ),
+    h(
+        Prefix("fatal error: "),
+        Other,
+        "the Go runtime's fatal errors of syzkaller's programs (not the kernel: the same console)",
+        "fatal error: runtimer: bad p",
+    ),
+    h(
         Prefix("SYZFAIL:"),
         Other,
         "syzkaller's executor, executor/common.h fail() (not the kernel: the same console)",

@@ -13,6 +13,9 @@ static OOM: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(" invoked o
 static ALLOC_FAILURE: LazyLock<Finder<'static>> =
     LazyLock::new(|| Finder::new(": page allocation failure: order:"));
 
+/// The title of a Rust panic until its message line is read (`extract.rs`).
+pub(crate) const RUST_PANIC: &str = "rust_kernel: panicked";
+
 /// Characters kept of a message in a title.
 const MAX_TITLE: usize = 160;
 
@@ -485,6 +488,21 @@ fn misc(t: &str) -> Option<Start> {
     if let Some(s) = trusty_panic(t) {
         return Some(s);
     }
+    if t.starts_with("rust_kernel: panicked at ") {
+        // rust/kernel/lib.rs, the kernel's Rust panic handler: `panicked at file:line:col:`,
+        // the panic message on the next line, then BUG() (absorbed). The title is the message.
+        return Some(Start::new(Kind::Other, RUST_PANIC).role(Role::Leads));
+    }
+    if let Some(i) = t.find("SYZFATAL:") {
+        // syzkaller's Go tools failing (pkg/log Fatal): `2024/06/11 12:53:40 SYZFATAL: ...`
+        let msg: String = t[i + 9..].trim().chars().take(MAX_TITLE).collect();
+        return Some(Start::new(Kind::Other, format!("SYZFATAL: {msg}")).role(Role::Single));
+    }
+    if t.starts_with("fatal error: ") && !t.contains("cannot create timer") {
+        // The Go runtime's fatal error (runtime.fatal) of syzkaller's programs on the console;
+        // no kernel message starts so (ALSA's `seq fatal error: cannot create timer` is not one).
+        return Some(Start::new(Kind::Other, "go runtime error").role(Role::Single));
+    }
     if let Some(r) = t.strip_prefix("SYZFAIL:") {
         // syzkaller's executor failing (executor/common.h fail()): not the kernel's output,
         // but printed on the same console; `SYZFAIL: SIGBUS` is memory exhaustion, not a bug.
@@ -540,6 +558,59 @@ fn trusty_panic(t: &str) -> Option<Start> {
     };
     let title: String = title.trim_end().chars().take(MAX_TITLE).collect();
     Some(Start::new(Kind::Other, title).role(Role::Single))
+}
+
+/// Headers distinctive enough to be recognized in the middle of a line, where console
+/// output printed without a newline (another program's, or a `pr_cont()` left open) puts
+/// them: each is printed only as the first line of a kernel report (syzkaller matches its
+/// headers anywhere in a line). Generic words (`WARNING:`, `BUG:` alone) are not.
+const EMBEDDED: &[&str] = &[
+    "BUG: KASAN: ",
+    "BUG: KMSAN: ",
+    "BUG: KFENCE: ",
+    "BUG: KCSAN: ",
+    "UBSAN: ",
+    "general protection fault",
+    "kernel BUG at ",
+    "Kernel panic - not syncing: ",
+    "WARNING: CPU: ",
+    "BUG: unable to handle ",
+    "BUG: kernel NULL pointer dereference",
+    "Unable to handle kernel ",
+    "divide error: ",
+    "invalid opcode: ",
+    "stack segment: ",
+    "PANIC: double fault",
+    "Internal error: Oops",
+    "BUG: soft lockup",
+    "Watchdog detected hard LOCKUP",
+    "INFO: rcu_",
+    "INFO: task ",
+    "BUG: sleeping function called from invalid context",
+    "BUG: scheduling while atomic",
+    "BUG: Bad page state",
+    "BUG: memory leak",
+    "unreferenced object 0x",
+    "possible circular locking dependency detected",
+];
+
+/// The report start inside `text` when the line does not start with one: the earliest
+/// [`EMBEDDED`] header preceded by a non-word character, classified from there. A user
+/// task's fault (`traps: a[1] general protection fault ip:... error:0 in ...`) is not one.
+pub(crate) fn embedded(text: &str) -> Option<(usize, Start)> {
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let at = EMBEDDED
+        .iter()
+        .filter_map(|h| {
+            let i = text.find(h)?;
+            (i > 0 && !word(text.as_bytes()[i - 1])).then_some(i)
+        })
+        .min()?;
+    let rest = &text[at..];
+    if rest.starts_with("general protection fault") && rest.contains(" error:") && rest.contains(" in ") {
+        return None;
+    }
+    classify(rest).filter(|s| !s.needs_stamp).map(|s| (at, s))
 }
 
 /// A message made title-sized: cut at the first detail (`:`, `!`, ` at 0x`...), numbers

@@ -273,7 +273,12 @@ pub(crate) fn title_function(r: &Report, named: &[String]) -> Option<String> {
         return Some(f.split(" / ").map(title_name).collect::<Vec<_>>().join(" / "));
     }
     let (frame, rename) = guilty_in(r)?;
-    Some(rename.map_or_else(|| title_name(&frame.function).to_string(), str::to_string))
+    // Rust v0 symbols are named demangled (`<kernel::Foo>::bar`), as syzkaller titles them.
+    let name = |f: &str| match f.starts_with("_R") {
+        true => crate::symbols::demangle(f).into_owned(),
+        false => title_name(f).to_string(),
+    };
+    Some(rename.map_or_else(|| name(&frame.function), str::to_string))
 }
 
 /// `foo.cold.12` → `foo`; `.foo` (ppc64 ELFv1 entry points) → `foo`.
