@@ -68,6 +68,8 @@ struct Open {
     /// The caller named by the last arm32 `(func) from (caller)` frame, pushed as the
     /// outermost frame if the trace ends without listing it.
     arm_caller: Option<Frame>,
+    /// `Preemption disabled at:` was read: the next frame is that site, not the trace.
+    preempt_site: bool,
     gap: u32,
     idle: u32,
     touched: u64,
@@ -303,6 +305,7 @@ impl Open {
             stamped,
             awaits_other_cpus: false,
             arm_caller: None,
+            preempt_site: false,
             gap: 0,
             idle: 0,
             touched: tick,
@@ -455,6 +458,16 @@ impl Open {
     /// Lines that introduce a secondary stack (or, for kmemleak/KCSAN, the main one).
     fn on_stack_opener(&mut self, t: &str) -> bool {
         let t = t.strip_prefix("rcu: ").unwrap_or(t);
+        if let Some(rest) = t.strip_prefix(PREEMPT_SITE) {
+            // kernel/sched/core.c (__might_resched(), __schedule_bug()): where preemption
+            // was disabled, one frame printed before the report's own trace, on this line
+            // or the next: kept as an extra stack, never the start of the main trace.
+            match parse_frame(rest.as_bytes()) {
+                Some(f) => self.site_stack(f),
+                None => self.preempt_site = true,
+            }
+            return true;
+        }
         if t.starts_with("Sending NMI from CPU") {
             self.awaits_other_cpus = true;
             return true;
@@ -522,7 +535,18 @@ impl Open {
         true
     }
 
+    /// One frame as an extra stack of its own ([`PREEMPT_SITE`]), the main trace untouched.
+    fn site_stack(&mut self, f: Frame) {
+        if self.r.extra_stacks.len() < MAX_EXTRA_STACKS {
+            self.r.extra_stacks.push(ExtraStack { label: PREEMPT_SITE.to_string(), frames: vec![f] });
+        }
+    }
+
     fn on_frame(&mut self, mut f: Frame) -> bool {
+        if std::mem::take(&mut self.preempt_site) && !self.main_started {
+            self.site_stack(f);
+            return true;
+        }
         match self.state {
             State::Trace => {}
             State::Header if !self.main_started => self.start_trace(),
@@ -675,6 +699,9 @@ impl Open {
         frames.push(f);
     }
 }
+
+/// The line before the frame where preemption was disabled, in sleep-in-atomic reports.
+const PREEMPT_SITE: &str = "Preemption disabled at:";
 
 /// A time as the report keeps it: /dev/kmsg microseconds become seconds like dmesg's
 /// (`220317` is `0.220317`, a record of the first second after boot).
