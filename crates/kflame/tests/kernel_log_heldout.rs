@@ -286,7 +286,7 @@ fn held_out_reports_meet_the_targets() {
     // going back. Raise them as the extractor improves.
     assert!(det >= 0.98, "detection {:.1}% fell below 98%", det * 100.0);
     assert!(kind >= 0.975, "kind {:.1}% fell below 97.5%", kind * 100.0);
-    assert!(frame >= 0.93, "guilty function {:.1}% fell below 93%", frame * 100.0);
+    assert!(frame >= 0.935, "guilty function {:.1}% fell below 93.5%", frame * 100.0);
 }
 
 /// The same figures on the rest of `syzkaller/report/` (not held out), printed with every

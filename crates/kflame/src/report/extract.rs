@@ -240,7 +240,9 @@ impl ReportExtractor {
         }
         // Panics name a function only when their message does (`corrupted in: foo`), or when
         // the stack itself is the problem (`corrupted stack end`, stack protector).
-        let stack_panic = o.prefix.contains("stack end") || o.prefix.contains("stack is corrupted");
+        let stack_panic = o.prefix.contains("stack end")
+            || o.prefix.contains("stack is corrupted")
+            || o.prefix.starts_with("kernel stack overflow");
         let function = if r.kind == Some(Kind::Panic) && !stack_panic {
             o.function.filter(|f| !f.bytes().all(|b| b.is_ascii_hexdigit()))
         } else {

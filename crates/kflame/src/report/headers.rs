@@ -54,6 +54,12 @@ use Pat::{Both, Contains, Prefix};
 pub(crate) const HEADERS: &[Header] = &[
     // kernel/panic.c
     h(
+        Prefix("Kernel panic - not syncing: kernel stack overflow"),
+        Panic,
+        "arch/arm64/kernel/traps.c: handle_bad_stack(); x86 handle_stack_overflow(): `kernel stack overflow in FUNC`",
+        "Kernel panic - not syncing: kernel stack overflow",
+    ),
+    h(
         Prefix("Kernel panic - not syncing: "),
         Panic,
         "kernel/panic.c: panic()",

@@ -118,6 +118,11 @@ fn panic_line(t: &str) -> Option<Start> {
         "kernel panic: stack is corrupted".to_string()
     } else if msg.starts_with("corrupted stack end") {
         "kernel panic: corrupted stack end".to_string()
+    } else if msg.starts_with("kernel stack overflow") {
+        // arch/arm64/kernel/traps.c handle_bad_stack() (after `Insufficient stack space to
+        // handle exception!`), x86 handle_stack_overflow(): named by the recursing code, as
+        // syzkaller's `kernel stack overflow in FUNC`.
+        "kernel stack overflow".to_string()
     } else {
         format!("kernel panic: {}", clean_panic(msg))
     };
@@ -321,6 +326,8 @@ const CHECKER_WARNINGS: &[(&str, &str)] = &[
     ("lib/refcount.c", "WARNING: refcount bug"),
     // lib/debugobjects.c debug_print_object().
     ("lib/debugobjects.c", "WARNING: ODEBUG bug"),
+    // mm/usercopy.c usercopy_warn() (hardened usercopy in warn-only mode).
+    ("mm/usercopy.c", "WARNING: bad usercopy"),
 ];
 
 /// Whether `prefix` is the title of a `WARNING` in a checker's file.

@@ -131,6 +131,7 @@ fn kind_sections(kind: Kind, header: &str) -> &'static [&'static str] {
         Kind::Bug if header.contains("BUG: spinlock") || header.contains("BUG: rwlock") => &["spinlock"],
         Kind::Lockdep if header.contains("suspicious RCU usage") => &["rcu_usage"],
         Kind::Panic if header.contains("corrupted stack end") => &["stall", "stack_end"],
+        Kind::Panic if header.contains("kernel stack overflow") => &["stall", "stack_overflow"],
         Kind::Panic if header.contains("stack-protector") => &["stack_protector"],
         Kind::Warning if header.contains("kernel/locking/") => &["locking"],
         Kind::Warning if header.contains("fs/proc/generic.c") => &["proc_registration"],
@@ -151,6 +152,7 @@ fn is_stall(kind: Kind, header: &str) -> bool {
     matches!(kind, Kind::RcuStall | Kind::SoftLockup | Kind::HardLockup)
         || header.contains("stack guard page was hit")
         || header.contains("corrupted stack end")
+        || header.contains("kernel stack overflow")
 }
 
 /// The guilty frame of a report's main trace: see [`Report::guilty_frame`].
