@@ -179,7 +179,6 @@ enum Picked<'a> {
 
 /// The skip list ([`skip.txt`](../skip.txt)): patterns for every report and per kind.
 struct Skip {
-    all: regex::RegexSet,
     by_kind: Vec<(String, regex::RegexSet)>,
     stall_anchors: regex::RegexSet,
     /// (substring, group name it stands for: itself when empty).
@@ -211,7 +210,6 @@ const SKIP_DATA: &str = include_str!("skip.txt");
 fn skip_list() -> &'static Skip {
     static SKIP: std::sync::OnceLock<Skip> = std::sync::OnceLock::new();
     SKIP.get_or_init(|| {
-        let mut all = Vec::new();
         let mut kinds: Vec<(String, Vec<String>)> = Vec::new();
         for line in SKIP_DATA.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
             if let Some(rest) = line.strip_prefix('@') {
@@ -220,8 +218,6 @@ fn skip_list() -> &'static Skip {
                     Some((_, v)) => v.push(pat.trim().to_string()),
                     None => kinds.push((kind.to_string(), vec![pat.trim().to_string()])),
                 }
-            } else {
-                all.push(line.to_string());
             }
         }
         // The list is part of the program: a pattern that does not compile is dropped
@@ -260,7 +256,6 @@ fn skip_list() -> &'static Skip {
             })
             .collect();
         Skip {
-            all: set(&all),
             by_kind: kinds.iter().map(|(k, v)| (k.clone(), set(v))).collect(),
             stall_anchors: set(&stall),
             hang_anchors,
@@ -270,11 +265,13 @@ fn skip_list() -> &'static Skip {
     })
 }
 
-/// True when `function` is machinery for a report of `kind` (see `skip.txt`).
+/// True when `function` is machinery for a report of `kind`: on the list shared with the report
+/// extractor ([`kflame::report::is_skipped_frame`]) or on a per-kind line of `skip.txt`.
 pub fn is_skipped(function: &str, kind: Kind) -> bool {
     let f = base_name(function);
     let s = skip_list();
-    s.all.is_match(f) || s.by_kind.iter().any(|(k, set)| k == kind.name() && set.is_match(f))
+    kflame::report::is_skipped_frame(f)
+        || s.by_kind.iter().any(|(k, set)| k == kind.name() && set.is_match(f))
 }
 
 /// The first frame of `stack` from `from` on (towards the root) that is reliable and not
@@ -316,12 +313,16 @@ fn stall_frame<'a>(
         // The stalled code is what the timer interrupt that noticed the stall interrupted
         // (the first timer interrupt entry: a second one further down is an older one).
         // Some kernels print the interrupt after the task's frames: then the whole stack.
+        // Lockup detectors print the interrupted context itself (show_regs()): its stack
+        // starts at the looping code, an interrupt entry in it is where that code runs.
+        let from_tick = !matches!(kind, Kind::SoftLockup | Kind::HardLockup);
         let entry =
             |f: &Frame| ["apic_timer_interrupt", "el1h_64_irq"].iter().any(|t| f.function.contains(t));
         let from = stack
             .iter()
             .position(entry)
             .or_else(|| stack.iter().rposition(|f| TIMER_IRQ.iter().any(|t| f.function.contains(t))))
+            .filter(|_| from_tick)
             .map_or(0, |i| i + 1);
         if let Some(f) = stall_in(&stack[from..], kind, extra).or_else(|| stall_in(stack, kind, extra)) {
             return Some((f, origin));

@@ -118,7 +118,9 @@ fn kernelci_warnings_and_page_faults_after_resets() {
             "apply_returns"
         ]
     );
-    assert_eq!(r[1].title, "BUG: unable to handle kernel paging request in string_nocheck");
+    // The fault is in lib/vsprintf.c's string helpers (skipped as syzkaller skips them): the
+    // title names their caller, which passed the bad pointer.
+    assert_eq!(r[1].title, "BUG: unable to handle kernel paging request in __devm_ioremap_resource");
     assert_eq!((r[1].pid, r[1].comm.as_deref()), (Some(185), Some("udevd")));
     assert_eq!(r[2].title, "kernel panic: Fatal exception");
 }
@@ -158,8 +160,10 @@ fn kernelci_many_kinds_in_one_boot() {
         titles,
         [
             "UBSAN: shift-out-of-bounds in __roundup_pow_of_two",
-            "INFO: trying to register non-static key in __wake_up_common_lock",
-            "BUG: unable to handle kernel NULL pointer dereference in __wake_up_common",
+            // Wait-queue wakeups are skipped as syzkaller skips them: the caller woke a
+            // wait queue of a bad object.
+            "INFO: trying to register non-static key in amdgpu_debugfs_wait_dump",
+            "BUG: unable to handle kernel NULL pointer dereference in amdgpu_debugfs_wait_dump",
             "BUG: sleeping function called from invalid context in exit_signals",
             "BUG: workqueue lockup",
         ]

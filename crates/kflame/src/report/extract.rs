@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use super::fields::{self, Fields};
 use super::frame::{arm32_caller, parse_frame};
 use super::prefix::strip;
-use super::start::{Role, Start, classify, is_checker_warning};
+use super::start::{RUST_PANIC, Role, Start, classify, embedded, is_checker_warning};
 use super::title::{is_machinery, title_function};
 use super::{
     ExtraStack, Frame, Kind, MAX_EXTRA_FRAMES, MAX_EXTRA_STACKS, MAX_FRAMES, MAX_OPEN, Report, Section,
@@ -68,6 +68,8 @@ struct Open {
     /// The caller named by the last arm32 `(func) from (caller)` frame, pushed as the
     /// outermost frame if the trace ends without listing it.
     arm_caller: Option<Frame>,
+    /// `Preemption disabled at:` was read: the next frame is that site, not the trace.
+    preempt_site: bool,
     gap: u32,
     idle: u32,
     touched: u64,
@@ -141,6 +143,11 @@ impl ReportExtractor {
         if let Some(start) = classify(&text).filter(|st| !st.needs_stamp || s.stamped) {
             self.time = s.time.map(time_text); // only report starts keep their time
             self.on_start(own, start, n, &text, s.caller, s.stamped);
+            return;
+        }
+        if let Some((at, start)) = embedded(&text) {
+            self.time = s.time.map(time_text);
+            self.on_start(own, start, n, &text[at..], s.caller, s.stamped);
             return;
         }
         let Some(i) = idx else { return };
@@ -233,7 +240,9 @@ impl ReportExtractor {
         }
         // Panics name a function only when their message does (`corrupted in: foo`), or when
         // the stack itself is the problem (`corrupted stack end`, stack protector).
-        let stack_panic = o.prefix.contains("stack end") || o.prefix.contains("stack is corrupted");
+        let stack_panic = o.prefix.contains("stack end")
+            || o.prefix.contains("stack is corrupted")
+            || o.prefix.starts_with("kernel stack overflow");
         let function = if r.kind == Some(Kind::Panic) && !stack_panic {
             o.function.filter(|f| !f.bytes().all(|b| b.is_ascii_hexdigit()))
         } else {
@@ -298,6 +307,7 @@ impl Open {
             stamped,
             awaits_other_cpus: false,
             arm_caller: None,
+            preempt_site: false,
             gap: 0,
             idle: 0,
             touched: tick,
@@ -353,6 +363,11 @@ impl Open {
         let t = text.trim();
         if self.stamped && !stamped {
             return true; // console output of another program between the kernel's lines
+        }
+        if self.prefix == RUST_PANIC && !self.main_started && !t.is_empty() && !t.starts_with("---") {
+            // The line after `rust_kernel: panicked at ...` is the panic's message.
+            self.prefix = t.chars().take(MAX_HEADER).collect();
+            return true;
         }
         if let Some(f) = fields::parse_fields(t) {
             self.fill(f);
@@ -445,6 +460,16 @@ impl Open {
     /// Lines that introduce a secondary stack (or, for kmemleak/KCSAN, the main one).
     fn on_stack_opener(&mut self, t: &str) -> bool {
         let t = t.strip_prefix("rcu: ").unwrap_or(t);
+        if let Some(rest) = t.strip_prefix(PREEMPT_SITE) {
+            // kernel/sched/core.c (__might_resched(), __schedule_bug()): where preemption
+            // was disabled, one frame printed before the report's own trace, on this line
+            // or the next: kept as an extra stack, never the start of the main trace.
+            match parse_frame(rest.as_bytes()) {
+                Some(f) => self.site_stack(f),
+                None => self.preempt_site = true,
+            }
+            return true;
+        }
         if t.starts_with("Sending NMI from CPU") {
             self.awaits_other_cpus = true;
             return true;
@@ -512,7 +537,18 @@ impl Open {
         true
     }
 
+    /// One frame as an extra stack of its own ([`PREEMPT_SITE`]), the main trace untouched.
+    fn site_stack(&mut self, f: Frame) {
+        if self.r.extra_stacks.len() < MAX_EXTRA_STACKS {
+            self.r.extra_stacks.push(ExtraStack { label: PREEMPT_SITE.to_string(), frames: vec![f] });
+        }
+    }
+
     fn on_frame(&mut self, mut f: Frame) -> bool {
+        if std::mem::take(&mut self.preempt_site) && !self.main_started {
+            self.site_stack(f);
+            return true;
+        }
         match self.state {
             State::Trace => {}
             State::Header if !self.main_started => self.start_trace(),
@@ -531,6 +567,9 @@ impl Open {
             "BUG: held lock freed",
             "WARNING: lock held when returning",
             "WARNING: still has locks held",
+            // kernel/locking/lockdep.c print_lock_nested_lock_not_held(): `is trying to
+            // lock: ... at: site` before its stack, which another report often cuts off.
+            "WARNING: nested lock was not taken",
         ];
         if self.r.kind == Some(Kind::Lockdep)
             && self.lock_sites.len() < 2
@@ -662,6 +701,9 @@ impl Open {
         frames.push(f);
     }
 }
+
+/// The line before the frame where preemption was disabled, in sleep-in-atomic reports.
+const PREEMPT_SITE: &str = "Preemption disabled at:";
 
 /// A time as the report keeps it: /dev/kmsg microseconds become seconds like dmesg's
 /// (`220317` is `0.220317`, a record of the first second after boot).

@@ -54,6 +54,12 @@ use Pat::{Both, Contains, Prefix};
 pub(crate) const HEADERS: &[Header] = &[
     // kernel/panic.c
     h(
+        Prefix("Kernel panic - not syncing: kernel stack overflow"),
+        Panic,
+        "arch/arm64/kernel/traps.c: handle_bad_stack(); x86 handle_stack_overflow(): `kernel stack overflow in FUNC`",
+        "Kernel panic - not syncing: kernel stack overflow",
+    ),
+    h(
         Prefix("Kernel panic - not syncing: "),
         Panic,
         "kernel/panic.c: panic()",
@@ -78,6 +84,18 @@ pub(crate) const HEADERS: &[Header] = &[
         "WARNING: kernel/foo.c:12 at bar+0x1/0x2, CPU#0: sh/1",
     ),
     // lib/bug.c
+    h(
+        Prefix("kernel BUG at lib/list_debug.c"),
+        Bug,
+        "lib/list_debug.c: BUG_ON() of the list checks (CONFIG_BUG_ON_DATA_CORRUPTION): `BUG: corrupted list`",
+        "kernel BUG at lib/list_debug.c:53!",
+    ),
+    h(
+        Prefix("kernel BUG at mm/usercopy.c"),
+        Bug,
+        "mm/usercopy.c: usercopy_abort(): `BUG: bad usercopy`",
+        "kernel BUG at mm/usercopy.c:99!",
+    ),
     h(Prefix("kernel BUG at "), Bug, "lib/bug.c: report_bug() via BUG()", "kernel BUG at mm/slub.c:4112!"),
     h(
         Prefix("Kernel BUG"),
@@ -634,6 +652,48 @@ pub(crate) const HEADERS: &[Header] = &[
         Other,
         "net/core/dev.c: netdev_wait_allrefs_any()",
         "unregister_netdevice: waiting for lo to become free. Usage count = 2",
+    ),
+    h(
+        Prefix("Booting the kernel."),
+        Other,
+        "arch/x86/boot/compressed/misc.c: extract_kernel() (a reboot: syzkaller's `unexpected kernel reboot`)",
+        "Booting the kernel.",
+    ),
+    h(
+        Both("trusty: ", "ASSERT FAILED at ("),
+        Other,
+        "drivers/trusty/trusty-log.c (Android kernels): the Trusty TEE's failed assertion",
+        "trusty: panic (caller 0xffffffffe000fbb8): ASSERT FAILED at (trusty/kernel/lib/trusty/ipc.c:472): !list_in_list(&chan->node)",
+    ),
+    h(
+        Prefix("trusty: panic ("),
+        Other,
+        "drivers/trusty/trusty-log.c (Android kernels): the Trusty TEE panicked",
+        "trusty: panic (caller 0xffffffffe0002314): failed(-5) to start app 6",
+    ),
+    h(
+        Prefix("rust_kernel: panicked at "),
+        Other,
+        "rust/kernel/lib.rs: the Rust panic handler (the message on the next line, then BUG())",
+        "rust_kernel: panicked at drivers/android/binder/node.rs:877:13:",
+    ),
+    h(
+        Contains("SYZFATAL:"),
+        Other,
+        "syzkaller's Go tools, pkg/log Fatal (not the kernel: the same console)",
+        "2024/06/11 12:53:40 SYZFATAL: failed to recv *flatrpc.HostMessageRaw: EOF",
+    ),
+    h(
+        Prefix("fatal error: "),
+        Other,
+        "the Go runtime's fatal errors of syzkaller's programs (not the kernel: the same console)",
+        "fatal error: runtimer: bad p",
+    ),
+    h(
+        Prefix("SYZFAIL:"),
+        Other,
+        "syzkaller's executor, executor/common.h fail() (not the kernel: the same console)",
+        "SYZFAIL: negative running",
     ),
     h(
         Prefix("BUG: "),

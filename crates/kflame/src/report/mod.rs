@@ -38,7 +38,8 @@
 //!    frames that could be read, when cut mid-trace at the end of input, when the next report
 //!    of its caller starts before any frame, or when printk dropped messages inside it.
 //!    Its title is then built from the start line and the guilty frame (`title.rs`): the
-//!    first frame that is not machinery (`machinery.txt`, per kind of report). The headers
+//!    first frame that is not machinery (`skip.txt`, the list shared with the analyzer, and
+//!    `machinery.txt`, per kind of report). The headers
 //!    recognized, with the kernel code that prints each, are listed in `headers.rs`.
 //!
 //! ```
@@ -76,6 +77,7 @@ use serde::Serialize;
 pub use extract::ReportExtractor;
 pub use frame::parse_frame;
 pub use stream::{Reports, reports};
+pub use title::is_skipped_frame;
 
 /// True when `text` (a log line with its prefixes stripped, see [`prefix::strip`]) is the
 /// first line of a kernel report. Generic `WARNING: message` lines, which start a report

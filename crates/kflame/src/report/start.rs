@@ -13,6 +13,9 @@ static OOM: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(" invoked o
 static ALLOC_FAILURE: LazyLock<Finder<'static>> =
     LazyLock::new(|| Finder::new(": page allocation failure: order:"));
 
+/// The title of a Rust panic until its message line is read (`extract.rs`).
+pub(crate) const RUST_PANIC: &str = "rust_kernel: panicked";
+
 /// Characters kept of a message in a title.
 const MAX_TITLE: usize = 160;
 
@@ -115,6 +118,11 @@ fn panic_line(t: &str) -> Option<Start> {
         "kernel panic: stack is corrupted".to_string()
     } else if msg.starts_with("corrupted stack end") {
         "kernel panic: corrupted stack end".to_string()
+    } else if msg.starts_with("kernel stack overflow") {
+        // arch/arm64/kernel/traps.c handle_bad_stack() (after `Insufficient stack space to
+        // handle exception!`), x86 handle_stack_overflow(): named by the recursing code, as
+        // syzkaller's `kernel stack overflow in FUNC`.
+        "kernel stack overflow".to_string()
     } else {
         format!("kernel panic: {}", clean_panic(msg))
     };
@@ -230,6 +238,15 @@ fn faults(t: &str) -> Option<Start> {
     ];
     for (pat, kind, title, role) in table {
         if t.starts_with(pat) {
+            // BUG()s of the kernel's checkers are named by what they check, as WARNINGs in
+            // the same files are: lib/list_debug.c (`__list_add_valid()` and friends with
+            // CONFIG_BUG_ON_DATA_CORRUPTION, older kernels' BUG_ON) and mm/usercopy.c
+            // (usercopy_abort()).
+            let title = match t.strip_prefix("kernel BUG at ") {
+                Some(at) if at.starts_with("lib/list_debug.c") => "BUG: corrupted list",
+                Some(at) if at.starts_with("mm/usercopy.c") => "BUG: bad usercopy",
+                _ => title,
+            };
             return Some(Start::new(kind, title).role(role));
         }
     }
@@ -309,6 +326,8 @@ const CHECKER_WARNINGS: &[(&str, &str)] = &[
     ("lib/refcount.c", "WARNING: refcount bug"),
     // lib/debugobjects.c debug_print_object().
     ("lib/debugobjects.c", "WARNING: ODEBUG bug"),
+    // mm/usercopy.c usercopy_warn() (hardened usercopy in warn-only mode).
+    ("mm/usercopy.c", "WARNING: bad usercopy"),
 ];
 
 /// Whether `prefix` is the title of a `WARNING` in a checker's file.
@@ -405,7 +424,10 @@ fn bug(t: &str) -> Option<Start> {
         let what = msg.split(" in preemptible").next().unwrap_or(msg);
         return Some(Start::new(Kind::Bug, format!("BUG: {what} in preemptible code")));
     }
-    Some(Start::new(Kind::Bug, format!("BUG: {}", clean(msg))))
+    // fs/dcache.c umount_check(): `BUG: Dentry ... still in use (1) [unmount of ext4 sda1]`
+    // names the operation, not a function; syzkaller's title names it (`in unmount`).
+    let op = (msg.starts_with("Dentry ") && msg.contains("[unmount of ")).then(|| "unmount".to_string());
+    Some(Start::new(Kind::Bug, format!("BUG: {}", clean(msg))).func(op))
 }
 
 /// mm/slub.c slab_bug(): `BUG kmalloc-8 (Not tainted): Object already free`, the message
@@ -470,6 +492,40 @@ fn misc(t: &str) -> Option<Start> {
             Start::new(Kind::Other, "VFS: Close: file count is zero (use-after-free)").role(Role::Single),
         );
     }
+    if let Some(s) = trusty_panic(t) {
+        return Some(s);
+    }
+    if t.starts_with("rust_kernel: panicked at ") {
+        // rust/kernel/lib.rs, the kernel's Rust panic handler: `panicked at file:line:col:`,
+        // the panic message on the next line, then BUG() (absorbed). The title is the message.
+        return Some(Start::new(Kind::Other, RUST_PANIC).role(Role::Leads));
+    }
+    if let Some(i) = t.find("SYZFATAL:") {
+        // syzkaller's Go tools failing (pkg/log Fatal): `2024/06/11 12:53:40 SYZFATAL: ...`
+        let msg: String = t[i + 9..].trim().chars().take(MAX_TITLE).collect();
+        return Some(Start::new(Kind::Other, format!("SYZFATAL: {msg}")).role(Role::Single));
+    }
+    if t.starts_with("fatal error: ") && !t.contains("cannot create timer") {
+        // The Go runtime's fatal error (runtime.fatal) of syzkaller's programs on the console;
+        // no kernel message starts so (ALSA's `seq fatal error: cannot create timer` is not one).
+        return Some(Start::new(Kind::Other, "go runtime error").role(Role::Single));
+    }
+    if let Some(r) = t.strip_prefix("SYZFAIL:") {
+        // syzkaller's executor failing (executor/common.h fail()): not the kernel's output,
+        // but printed on the same console; `SYZFAIL: SIGBUS` is memory exhaustion, not a bug.
+        if !r.trim_start().starts_with("SIGBUS") {
+            let msg: String = r.trim().chars().take(MAX_TITLE).collect();
+            return Some(Start::new(Kind::Other, format!("SYZFAIL: {msg}")).role(Role::Single));
+        }
+    }
+    if t.starts_with("Booting the kernel.")
+        && !["Parsing ELF", "Decompressing Linux", "Unknown parameter '"].iter().any(|p| t.contains(p))
+    {
+        // arch/x86/boot/compressed/misc.c extract_kernel(): the decompressor hands over to a
+        // new kernel, so the one that was running rebooted (syzkaller's `unexpected kernel
+        // reboot`). Only the exact line: a boot option echoed back in a message is not one.
+        return Some(Start::new(Kind::Other, "unexpected kernel reboot").role(Role::Single));
+    }
     if t.starts_with("unreferenced object 0x") {
         return Some(Start::new(Kind::MemoryLeak, "memory leak"));
     }
@@ -490,6 +546,78 @@ fn misc(t: &str) -> Option<Start> {
         );
     }
     None
+}
+
+/// The Trusty TEE's log relayed by its Linux driver (drivers/trusty/trusty-log.c of Android
+/// kernels): the secure OS panicked, `trusty: panic (caller 0x...): message`, or an assertion
+/// failed, `... ASSERT FAILED at (file:line): condition` (the `caller` part is often cut by
+/// the driver's next log line, so the assertion is matched anywhere after `trusty: `).
+fn trusty_panic(t: &str) -> Option<Start> {
+    let i = t.find("trusty: ")?;
+    let r = &t[i..];
+    let detail = |r: &str| r.split_once("): ").map_or("", |(_, m)| m).trim().to_string();
+    let title = if let Some(j) = r.find("ASSERT FAILED at (") {
+        format!("trusty: ASSERT FAILED: {}", detail(&r[j..]))
+    } else if r.starts_with("trusty: panic (") {
+        format!("trusty: panic: {}", detail(r))
+    } else {
+        return None;
+    };
+    let title: String = title.trim_end().chars().take(MAX_TITLE).collect();
+    Some(Start::new(Kind::Other, title).role(Role::Single))
+}
+
+/// Headers distinctive enough to be recognized in the middle of a line, where console
+/// output printed without a newline (another program's, or a `pr_cont()` left open) puts
+/// them: each is printed only as the first line of a kernel report (syzkaller matches its
+/// headers anywhere in a line). Generic words (`WARNING:`, `BUG:` alone) are not.
+const EMBEDDED: &[&str] = &[
+    "BUG: KASAN: ",
+    "BUG: KMSAN: ",
+    "BUG: KFENCE: ",
+    "BUG: KCSAN: ",
+    "UBSAN: ",
+    "general protection fault",
+    "kernel BUG at ",
+    "Kernel panic - not syncing: ",
+    "WARNING: CPU: ",
+    "BUG: unable to handle ",
+    "BUG: kernel NULL pointer dereference",
+    "Unable to handle kernel ",
+    "divide error: ",
+    "invalid opcode: ",
+    "stack segment: ",
+    "PANIC: double fault",
+    "Internal error: Oops",
+    "BUG: soft lockup",
+    "Watchdog detected hard LOCKUP",
+    "INFO: rcu_",
+    "INFO: task ",
+    "BUG: sleeping function called from invalid context",
+    "BUG: scheduling while atomic",
+    "BUG: Bad page state",
+    "BUG: memory leak",
+    "unreferenced object 0x",
+    "possible circular locking dependency detected",
+];
+
+/// The report start inside `text` when the line does not start with one: the earliest
+/// [`EMBEDDED`] header preceded by a non-word character, classified from there. A user
+/// task's fault (`traps: a[1] general protection fault ip:... error:0 in ...`) is not one.
+pub(crate) fn embedded(text: &str) -> Option<(usize, Start)> {
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let at = EMBEDDED
+        .iter()
+        .filter_map(|h| {
+            let i = text.find(h)?;
+            (i > 0 && !word(text.as_bytes()[i - 1])).then_some(i)
+        })
+        .min()?;
+    let rest = &text[at..];
+    if rest.starts_with("general protection fault") && rest.contains(" error:") && rest.contains(" in ") {
+        return None;
+    }
+    classify(rest).filter(|s| !s.needs_stamp).map(|s| (at, s))
 }
 
 /// A message made title-sized: cut at the first detail (`:`, `!`, ` at 0x`...), numbers

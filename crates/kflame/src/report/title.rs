@@ -91,11 +91,34 @@ impl Machinery {
 
 static RULES: LazyLock<Machinery> = LazyLock::new(|| Machinery::parse(MACHINERY));
 
+/// `skip.txt`: frames skipped in every kind of report, one regular expression per line
+/// (syzkaller's guilty-frame skip list and a few additions), shared with the analyzer.
+const SKIP: &str = include_str!("skip.txt");
+
+/// The patterns of `skip.txt`, compiled once. A line that does not compile is left out
+/// (the unit test below checks that none is).
+static SKIP_SET: LazyLock<regex::RegexSet> = LazyLock::new(|| {
+    let lines: Vec<&str> = skip_lines().filter(|l| regex::Regex::new(l).is_ok()).collect();
+    regex::RegexSet::new(lines).unwrap_or_else(|_| regex::RegexSet::empty())
+});
+
+fn skip_lines() -> impl Iterator<Item = &'static str> {
+    SKIP.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#'))
+}
+
+/// True when `function` (compiler suffixes ignored) is on the list of frames skipped in every
+/// kind of report (`report/skip.txt`): reporting, sanitizer, locking, allocation, copying,
+/// printing and waiting machinery, never the guilty frame.
+pub fn is_skipped_frame(function: &str) -> bool {
+    SKIP_SET.is_match(base_name(function))
+}
+
 /// The sections of `machinery.txt` a report of `kind` (first line `header`) skips, besides
 /// `[all]`.
 fn kind_sections(kind: Kind, header: &str) -> &'static [&'static str] {
     match kind {
-        Kind::Kasan => &["kasan"],
+        Kind::Kasan => &["kasan", "fault"],
+        Kind::PageFault | Kind::GeneralProtectionFault | Kind::Oops | Kind::Kfence => &["fault"],
         Kind::Kmsan if header.contains("kernel-usb-infoleak") => &["kmsan_usb"],
         Kind::Kmsan => &["kmsan"],
         Kind::MemoryLeak => &["memory_leak"],
@@ -108,6 +131,7 @@ fn kind_sections(kind: Kind, header: &str) -> &'static [&'static str] {
         Kind::Bug if header.contains("BUG: spinlock") || header.contains("BUG: rwlock") => &["spinlock"],
         Kind::Lockdep if header.contains("suspicious RCU usage") => &["rcu_usage"],
         Kind::Panic if header.contains("corrupted stack end") => &["stall", "stack_end"],
+        Kind::Panic if header.contains("kernel stack overflow") => &["stall", "stack_overflow"],
         Kind::Panic if header.contains("stack-protector") => &["stack_protector"],
         Kind::Warning if header.contains("kernel/locking/") => &["locking"],
         Kind::Warning if header.contains("fs/proc/generic.c") => &["proc_registration"],
@@ -117,7 +141,9 @@ fn kind_sections(kind: Kind, header: &str) -> &'static [&'static str] {
 
 /// True when `function` is machinery rather than the culprit in a report of `kind`.
 pub(crate) fn is_machinery(function: &str, kind: Kind, header: &str) -> bool {
-    RULES.matches("all", function) || kind_sections(kind, header).iter().any(|s| RULES.matches(s, function))
+    is_skipped_frame(function)
+        || RULES.matches("all", function)
+        || kind_sections(kind, header).iter().any(|s| RULES.matches(s, function))
 }
 
 /// Reports whose trace shows code that looped (stalls, lockups, stack overflows): the title
@@ -126,6 +152,7 @@ fn is_stall(kind: Kind, header: &str) -> bool {
     matches!(kind, Kind::RcuStall | Kind::SoftLockup | Kind::HardLockup)
         || header.contains("stack guard page was hit")
         || header.contains("corrupted stack end")
+        || header.contains("kernel stack overflow")
 }
 
 /// The guilty frame of a report's main trace: see [`Report::guilty_frame`].
@@ -143,13 +170,21 @@ fn guilty_in(r: &Report) -> Option<(&Frame, Option<&'static str>)> {
         .then(|| r.extra_stacks.iter().find(|e| e.label.starts_with("page last allocated")))
         .flatten();
     let trace = owner.map_or(&r.frames, |e| &e.frames);
+    // Inlined frames of symbolized traces (`func file.c:12 [inline]`) are not candidates:
+    // the title names the function they were compiled into, the one an unsymbolized trace
+    // of the same bug shows (syzkaller's frame pattern does not match them either).
     let frames: Vec<&Frame> =
-        trace.iter().filter(|f| !f.unreliable && !f.function.starts_with("0x")).collect();
+        trace.iter().filter(|f| !f.unreliable && !f.inline && !f.function.starts_with("0x")).collect();
     let skip = |f: &&Frame| is_machinery(&f.function, kind, &r.header);
+    // Lockup detectors (kernel/watchdog.c, watchdog_hld.c) print the trace of the interrupted
+    // context (show_regs()): it starts at the looping code, and an interrupt entry in it is
+    // where that code runs. RCU stall warnings (kernel/rcu/tree_stall.h) dump the stack from
+    // the tick that noticed the stall: the looping code is after its interrupt entry.
+    let from_tick = !matches!(kind, Kind::SoftLockup | Kind::HardLockup);
     if is_stall(kind, &r.header)
-        && let Some(f) = stall_frame(&frames, &skip)
+        && let Some(found) = stall_frame(&frames, &skip, from_tick)
     {
-        return Some((f, None));
+        return Some(found);
     }
     if kind == Kind::HungTask && !r.header.contains("can't die") {
         let rules: &'static Machinery = &RULES;
@@ -162,11 +197,18 @@ fn guilty_in(r: &Report) -> Option<(&Frame, Option<&'static str>)> {
     frames.iter().find(|f| !skip(f)).or_else(|| frames.first()).map(|f| (*f, None))
 }
 
-/// The stalled code: the frames after the interrupt that found the stall (or outside the
-/// NMI that printed it), machinery left out; the frame called by the first dispatcher
-/// (`[stall_anchor]`), else the first frame.
-fn stall_frame<'a>(frames: &[&'a Frame], skip: &dyn Fn(&&'a Frame) -> bool) -> Option<&'a Frame> {
-    let start = frames.iter().position(|f| RULES.matches("stall_start", &f.function));
+/// The stalled code: the frames after the interrupt that found the stall when `from_tick`
+/// (or outside the NMI that printed it), machinery left out; the frame called by the first
+/// dispatcher (`[stall_anchor]`), else the first frame. A cross-CPU call is named
+/// `smp_call_function` whatever its variant, as syzkaller names it: one bucket for the
+/// stalls waiting on other CPUs.
+fn stall_frame<'a>(
+    frames: &[&'a Frame],
+    skip: &dyn Fn(&&'a Frame) -> bool,
+    from_tick: bool,
+) -> Option<(&'a Frame, Option<&'static str>)> {
+    let start =
+        if from_tick { frames.iter().position(|f| RULES.matches("stall_start", &f.function)) } else { None };
     let interrupted: Vec<&Frame> = match start {
         Some(i) => frames[i + 1..].to_vec(),
         None => frames.iter().copied().filter(|f| f.section != Section::Nmi).collect(),
@@ -178,13 +220,13 @@ fn stall_frame<'a>(frames: &[&'a Frame], skip: &dyn Fn(&&'a Frame) -> bool) -> O
     for f in &kept {
         if RULES.matches("stall_anchor", &f.function) {
             if f.function.contains("smp_call_function") {
-                return Some(f);
+                return Some((f, Some("smp_call_function")));
             }
-            return prev.or(Some(f));
+            return prev.or(Some(f)).map(|f| (f, None));
         }
         prev = Some(f);
     }
-    kept.first().copied()
+    kept.first().map(|f| (*f, None))
 }
 
 /// Prefixes of system call entry points that differ between architectures and kernel
@@ -233,7 +275,12 @@ pub(crate) fn title_function(r: &Report, named: &[String]) -> Option<String> {
         return Some(f.split(" / ").map(title_name).collect::<Vec<_>>().join(" / "));
     }
     let (frame, rename) = guilty_in(r)?;
-    Some(rename.map_or_else(|| title_name(&frame.function).to_string(), str::to_string))
+    // Rust v0 symbols are named demangled (`<kernel::Foo>::bar`), as syzkaller titles them.
+    let name = |f: &str| match f.starts_with("_R") {
+        true => crate::symbols::demangle(f).into_owned(),
+        false => title_name(f).to_string(),
+    };
+    Some(rename.map_or_else(|| name(&frame.function), str::to_string))
 }
 
 /// `foo.cold.12` → `foo`; `.foo` (ppc64 ELFv1 entry points) → `foo`.
@@ -263,6 +310,15 @@ mod tests {
         for s in ["all", "hung_task", "hang_anchor", "stall", "stall_start", "stall_anchor", "memory_leak"] {
             assert!(!RULES.section(s).is_empty(), "section {s}");
         }
+    }
+
+    #[test]
+    fn skip_patterns_compile() {
+        for l in skip_lines() {
+            assert!(regex::Regex::new(l).is_ok(), "{l}");
+        }
+        assert!(is_skipped_frame("kasan_report") && is_skipped_frame("__might_resched.cold"));
+        assert!(!is_skipped_frame("ext4_readdir"));
     }
 
     #[test]
