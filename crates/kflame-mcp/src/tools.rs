@@ -545,9 +545,6 @@ pub fn list_reports(ctx: &Context, a: ReportsArgs) -> Result<Answer, ToolError> 
     let mut out = Vec::new();
     for g in &groups {
         let mut v = serde_json::to_value(g).map_err(ToolError::internal)?;
-        if let Some(t) = v.pointer_mut("/error/trace").and_then(Value::as_array_mut) {
-            t.truncate(MAX_TRACE);
-        }
         let (mut first, mut last, mut hosts) = (i64::MAX, i64::MIN, std::collections::BTreeSet::new());
         for title in &g.titles {
             if let Some((f, l, h)) = seen.get(title) {
@@ -572,7 +569,9 @@ pub fn list_reports(ctx: &Context, a: ReportsArgs) -> Result<Answer, ToolError> 
     if !unread.is_empty() {
         text.push_str(&format!("{} stored reports could not be grouped (see `unread`)\n", unread.len()));
     }
-    Ok(Answer::new(json!({"reports": stored, "groups_total": total, "groups": out, "unread": unread}), text))
+    let mut v = json!({"reports": stored, "groups_total": total, "groups": out, "unread": unread});
+    trim_analysis(&mut v);
+    Ok(Answer::new(v, text))
 }
 
 /// `query_history`.
