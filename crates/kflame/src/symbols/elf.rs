@@ -1,10 +1,14 @@
 //! ELF symbol tables of user-space binaries, keyed by file offset as perf does.
 
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use object::elf::{SHF_ALLOC, SHF_EXECINSTR};
+use object::read::elf::{ElfFile, FileHeader, SectionHeader, Sym};
 use object::{
-    Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable, ReadRef, SectionFlags, SymbolKind,
+    Endianness, Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable, ReadRef, SectionFlags,
+    SymbolKind,
 };
 
 use super::table::{Binding, Entry, Names, SymbolTable};
@@ -33,19 +37,25 @@ impl ElfSymbols {
     /// stale names, never a SIGBUS, and a table kept for long holds no file open.
     pub fn open(path: &Path, debug_root: &Path) -> Result<ElfSymbols, SymbolError> {
         let io = |source| SymbolError::Io { path: path.to_path_buf(), source };
-        let data = object::ReadCache::new(open_file(path).map_err(io)?);
+        let handle = open_file(path).map_err(io)?;
+        let data = object::ReadCache::new(&handle);
         let file = parse(path, &data)?;
         let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
         if !has_symtab(&file)
             && let Some(debug_path) = build_id.as_deref().map(|b| debug_file_path(debug_root, b))
-            && let Ok(debug) = open_file(&debug_path).map(object::ReadCache::new)
-            && let Ok(dfile) = object::File::parse(&debug)
-            && has_symtab(&dfile)
+            && let Ok(debug) = open_file(&debug_path)
         {
-            let table = read_symbols(&dfile, &file, true, Names::default());
-            return Ok(ElfSymbols { table, build_id, symbols_from: Some(debug_path) });
+            let ddata = object::ReadCache::new(&debug);
+            if let Ok(dfile) = object::File::parse(&ddata)
+                && has_symtab(&dfile)
+            {
+                let table =
+                    read_symbols((&dfile, Some(&debug)), (&file, Some(&handle)), true, Names::default());
+                return Ok(ElfSymbols { table, build_id, symbols_from: Some(debug_path) });
+            }
         }
-        let table = read_symbols(&file, &file, has_symtab(&file), Names::default());
+        let table =
+            read_symbols((&file, Some(&handle)), (&file, Some(&handle)), has_symtab(&file), Names::default());
         Ok(ElfSymbols { table, build_id, symbols_from: Some(path.to_path_buf()) })
     }
 
@@ -53,7 +63,7 @@ impl ElfSymbols {
     pub fn parse(data: &[u8]) -> Result<ElfSymbols, SymbolError> {
         let file = parse(Path::new("<memory>"), data)?;
         let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
-        let table = read_symbols(&file, &file, has_symtab(&file), Names::default());
+        let table = read_symbols((&file, None), (&file, None), has_symtab(&file), Names::default());
         Ok(ElfSymbols { table, build_id, symbols_from: None })
     }
 
@@ -121,8 +131,8 @@ pub fn debug_file_path(root: &Path, build_id: &[u8]) -> PathBuf {
 }
 
 /// A regular file opened for reading (a directory is refused: reading it fails late).
-fn open_file(path: &Path) -> std::io::Result<std::fs::File> {
-    let file = std::fs::File::open(path)?;
+fn open_file(path: &Path) -> std::io::Result<File> {
+    let file = File::open(path)?;
     if file.metadata()?.is_dir() {
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "is a directory"));
     }
@@ -142,10 +152,11 @@ fn has_symtab<'d, R: ReadRef<'d>>(file: &object::File<'d, R>) -> bool {
 
 /// Symbols of `syms` (`.symtab` when `symtab`, else `.dynsym`), converted to file offsets
 /// through the loadable segments of `runtime` (the binary actually mapped), their names
-/// copied into `names`.
+/// copied into `names`. Each parsed file comes with the file it was read from, if any: names
+/// are then taken from its string tables read in large chunks (see [`Strings`]).
 fn read_symbols<'d, 'r, R: ReadRef<'d>, Q: ReadRef<'r>>(
-    syms: &object::File<'d, R>,
-    runtime: &object::File<'r, Q>,
+    (syms, syms_file): (&object::File<'d, R>, Option<&File>),
+    (runtime, runtime_file): (&object::File<'r, Q>, Option<&File>),
     symtab: bool,
     mut names: Names,
 ) -> SymbolTable {
@@ -153,23 +164,197 @@ fn read_symbols<'d, 'r, R: ReadRef<'d>, Q: ReadRef<'r>>(
         runtime.segments().map(|s| (s.address(), s.size(), s.file_range().0)).collect();
     let iter: Box<dyn Iterator<Item = object::Symbol<'d, '_, R>>> =
         if symtab { Box::new(syms.symbols()) } else { Box::new(syms.dynamic_symbols()) };
+    let mut source = NameSource::new(syms, syms_file, !symtab);
     let mut entries = Vec::new();
     for sym in iter {
-        if let Some(e) = entry(syms, &sym, &segments, &mut names) {
+        if let Some(e) = entry(syms, &sym, &segments, &mut source, &mut names) {
             entries.push(e);
         }
     }
+    drop(source);
     entries.shrink_to_fit();
     let mut table = SymbolTable::with_names(entries, names, super::demangle);
-    let plt = plt_symbols(runtime, table.names_mut());
+    let plt = plt_symbols(runtime, NameSource::new(runtime, runtime_file, true), table.names_mut());
     table.add_sized(plt);
     table.names_mut().shrink();
     table
 }
 
+/// Where the names of a symbol table's symbols come from.
+enum NameSource<'f, 'd> {
+    /// Through `object`: an image in memory, read in place.
+    Object,
+    /// The table's string table in `strings`, at offsets (`st_name`) read from `raw`.
+    File { raw: RawSymbols<'d>, strings: Strings<'f> },
+}
+
+impl<'f, 'd> NameSource<'f, 'd> {
+    /// The names of `file`'s `.symtab` (`dynamic`: `.dynsym`), read from `handle` if given.
+    fn new<R: ReadRef<'d>>(file: &object::File<'d, R>, handle: Option<&'f File>, dynamic: bool) -> Self {
+        let Some(handle) = handle else { return NameSource::Object };
+        let (raw, range) = match file {
+            object::File::Elf32(f) => {
+                let (syms, range) = raw_symbols(f, dynamic);
+                (RawSymbols::Elf32(syms, f.endian()), range)
+            }
+            object::File::Elf64(f) => {
+                let (syms, range) = raw_symbols(f, dynamic);
+                (RawSymbols::Elf64(syms, f.endian()), range)
+            }
+            _ => return NameSource::Object,
+        };
+        NameSource::File { raw, strings: Strings::new(handle, range) }
+    }
+
+    /// The name of `sym`, a symbol of the table this source was made for (`None` where
+    /// `object` would give an error).
+    fn name<'s, R: ReadRef<'d>>(&'s mut self, sym: &object::Symbol<'d, '_, R>) -> Option<&'s [u8]> {
+        match self {
+            NameSource::Object => sym.name_bytes().ok(),
+            NameSource::File { raw, strings } => strings.get(raw.st_name(sym.index().0)?),
+        }
+    }
+}
+
+/// The entries of a symbol table, as stored in the file.
+#[derive(Clone, Copy)]
+enum RawSymbols<'d> {
+    Elf32(&'d [object::elf::Sym32<Endianness>], Endianness),
+    Elf64(&'d [object::elf::Sym64<Endianness>], Endianness),
+}
+
+impl RawSymbols<'_> {
+    /// `st_name` of symbol `index`: the offset of its name in the string table.
+    fn st_name(self, index: usize) -> Option<u32> {
+        match self {
+            RawSymbols::Elf32(syms, endian) => syms.get(index).map(|s| s.st_name(endian)),
+            RawSymbols::Elf64(syms, endian) => syms.get(index).map(|s| s.st_name(endian)),
+        }
+    }
+}
+
+/// The entries of `file`'s `.symtab` (`dynamic`: `.dynsym`) and the file range
+/// `(offset, size)` of its string table (`None`: no string table).
+fn raw_symbols<'d, Elf: FileHeader<Endian = Endianness>, R: ReadRef<'d>>(
+    file: &ElfFile<'d, Elf, R>,
+    dynamic: bool,
+) -> (&'d [Elf::Sym], Option<(u64, u64)>) {
+    let table = if dynamic { file.elf_dynamic_symbol_table() } else { file.elf_symbol_table() };
+    let index = table.string_section();
+    let range = (index.0 != 0)
+        .then(|| file.elf_section_table().section(index).ok())
+        .flatten()
+        .map(|s| (s.sh_offset(file.endian()).into(), s.sh_size(file.endian()).into()));
+    (table.symbols(), range)
+}
+
+/// A string table (`.strtab`, `.dynstr`) read from its file in chunks of [`CHUNK`](Self::CHUNK)
+/// bytes, at most [`SLOTS`](Self::SLOTS) of them held at once: a name costs no system call
+/// of its own (names are laid out in about the order of their symbols, so each chunk is
+/// read once), and the memory taken stays bounded however large the table (tens of MB for
+/// a large C++ library). Should the names be read out of order (more chunk reads than the
+/// table has chunks, twice over), the table is read whole, once, instead.
+struct Strings<'f> {
+    file: &'f File,
+    offset: u64,
+    size: u64,
+    /// `(chunk number, bytes)`; chunk `k` goes to slot `k % SLOTS`; `u64::MAX`: empty.
+    slots: Vec<(u64, Vec<u8>)>,
+    /// The whole table, once reading it by chunks proved wasteful.
+    whole: Option<Vec<u8>>,
+    reads: u64,
+    /// A name that runs across chunks, put together.
+    long: Vec<u8>,
+}
+
+impl<'f> Strings<'f> {
+    const CHUNK: u64 = 1 << 18;
+    const SLOTS: usize = 16;
+
+    fn new(file: &'f File, range: Option<(u64, u64)>) -> Self {
+        let (offset, size) = range.unwrap_or((0, 0));
+        Strings {
+            file,
+            offset,
+            size,
+            slots: vec![(u64::MAX, Vec::new()); Self::SLOTS],
+            whole: None,
+            reads: 0,
+            long: Vec::new(),
+        }
+    }
+
+    /// The slot holding chunk `k`, read unless held; `None` past the end or when the read
+    /// fails (a file truncated meanwhile).
+    fn chunk(&mut self, k: u64) -> Option<usize> {
+        let start = k.checked_mul(Self::CHUNK).filter(|&s| s < self.size)?;
+        let slot = (k % Self::SLOTS as u64) as usize;
+        if self.slots[slot].0 != k {
+            let len = usize::try_from((self.size - start).min(Self::CHUNK)).ok()?;
+            let (held, buf) = &mut self.slots[slot];
+            *held = u64::MAX;
+            buf.resize(len, 0);
+            self.file.read_exact_at(buf, self.offset.checked_add(start)?).ok()?;
+            *held = k;
+            self.reads += 1;
+        }
+        Some(slot)
+    }
+
+    /// Reads the table whole if chunks were read out of order; true when it is held whole.
+    fn whole_if_wasteful(&mut self) -> bool {
+        if self.whole.is_none() && self.reads > 2 * self.size.div_ceil(Self::CHUNK) + Self::SLOTS as u64 {
+            let mut all = vec![0; usize::try_from(self.size).unwrap_or(0)];
+            if self.file.read_exact_at(&mut all, self.offset).is_ok() {
+                self.whole = Some(all);
+                self.slots = Vec::new();
+            }
+        }
+        self.whole.is_some()
+    }
+
+    /// The string at `offset` in the table, up to its NUL (`None` past the end of the
+    /// table or with no NUL before it, as `object` reads strings).
+    fn get(&mut self, offset: u32) -> Option<&[u8]> {
+        let offset = u64::from(offset);
+        if offset >= self.size {
+            return None;
+        }
+        if self.whole_if_wasteful() {
+            let rest = self.whole.as_deref()?.get(usize::try_from(offset).ok()?..)?;
+            return rest.get(..memchr::memchr(0, rest)?);
+        }
+        let mut k = offset / Self::CHUNK;
+        let pos = (offset % Self::CHUNK) as usize;
+        let slot = self.chunk(k)?;
+        if let Some(n) = memchr::memchr(0, &self.slots[slot].1[pos..]) {
+            return Some(&self.slots[slot].1[pos..pos + n]);
+        }
+        self.long.clear();
+        self.long.extend_from_slice(&self.slots[slot].1[pos..]);
+        loop {
+            k += 1;
+            let slot = self.chunk(k)?;
+            let bytes = &self.slots[slot].1;
+            match memchr::memchr(0, bytes) {
+                Some(n) => {
+                    self.long.extend_from_slice(&bytes[..n]);
+                    return Some(&self.long);
+                }
+                None => self.long.extend_from_slice(bytes),
+            }
+        }
+    }
+}
+
 /// perf's synthesized PLT symbols: one `NAME@plt` per `.rela.plt` entry, laid out after the
-/// `.plt` header, `sh_entsize` bytes each, at file offsets.
-fn plt_symbols<'d, R: ReadRef<'d>>(file: &object::File<'d, R>, names: &mut Names) -> Vec<Entry> {
+/// `.plt` header, `sh_entsize` bytes each, at file offsets. `dynstr` gives the names of
+/// `file`'s `.dynsym`.
+fn plt_symbols<'d, R: ReadRef<'d>>(
+    file: &object::File<'d, R>,
+    mut dynstr: NameSource<'_, 'd>,
+    names: &mut Names,
+) -> Vec<Entry> {
     let (Some(rela), Some(plt)) = (file.section_by_name(".rela.plt"), file.section_by_name(".plt")) else {
         return Vec::new();
     };
@@ -183,8 +368,9 @@ fn plt_symbols<'d, R: ReadRef<'d>>(file: &object::File<'d, R>, names: &mut Names
     for rel in data.chunks_exact(24) {
         let info = u64::from_le_bytes(rel[8..16].try_into().unwrap_or_default());
         let index = object::SymbolIndex((info >> 32) as usize);
-        let name = dynsyms.symbol_by_index(index).ok().and_then(|s| s.name().ok()).unwrap_or("");
-        let name = format!("{}@plt", super::demangle(name));
+        let sym = dynsyms.symbol_by_index(index).ok();
+        let name = sym.as_ref().and_then(|s| dynstr.name(s)).and_then(|n| std::str::from_utf8(n).ok());
+        let name = format!("{}@plt", super::demangle(name.unwrap_or("")));
         let name = names.push(&name);
         out.push(Entry { start: offset, end: offset + entsize, binding: Binding::Global, name });
         offset += entsize;
@@ -213,12 +399,12 @@ fn entry<'d, R: ReadRef<'d>>(
     file: &object::File<'d, R>,
     sym: &object::Symbol<'d, '_, R>,
     segments: &[(u64, u64, u64)],
+    source: &mut NameSource<'_, 'd>,
     names: &mut Names,
 ) -> Option<Entry> {
     if sym.is_undefined() {
         return None;
     }
-    let name = sym.name_bytes().ok().filter(|n| !n.is_empty())?;
     let section = sym.section_index().and_then(|i| file.section_by_index(i).ok())?;
     let flags = match section.flags() {
         SectionFlags::Elf { sh_flags } => sh_flags,
@@ -235,6 +421,8 @@ fn entry<'d, R: ReadRef<'d>>(
     let value = sym.address();
     let &(vaddr, _, offset) = segments.iter().find(|&&(a, size, _)| value >= a && value - a < size)?;
     let start = value - vaddr + offset;
+    // The name last: symbols kept out above need none.
+    let name = source.name(sym).filter(|n| !n.is_empty())?;
     let binding = if sym.is_weak() {
         Binding::Weak
     } else if sym.is_global() {
@@ -301,6 +489,61 @@ mod tests {
         assert!(ElfSymbols::open(&copy, Path::new("/nonexistent")).is_err());
         std::fs::write(&copy, b"\x7fELF").unwrap();
         assert!(ElfSymbols::open(&copy, Path::new("/nonexistent")).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Names read by chunks are those of the table in memory: across chunk ends too, with
+    /// each chunk read once when read in order; read out of order, the table is read whole
+    /// once and gives the same names. Past the end, or with no NUL before it: no name.
+    #[test]
+    fn strings_by_chunks() {
+        let chunk = Strings::CHUNK as usize;
+        let mut table = vec![0u8];
+        let mut offsets = Vec::new();
+        for i in 0.. {
+            if table.len() > 40 * chunk {
+                break;
+            }
+            offsets.push(table.len());
+            table.extend_from_slice(format!("name{i}_{}", "x".repeat(i % 500)).as_bytes());
+            table.push(0);
+            if i == 1000 {
+                // One name longer than two chunks.
+                offsets.push(table.len());
+                table.extend(std::iter::repeat_n(b'y', 2 * chunk + 100));
+                table.push(0);
+            }
+        }
+        let unterminated = table.len();
+        table.extend_from_slice(b"tail");
+        let name = |o: usize| table[o..].split(|&b| b == 0).next().unwrap();
+
+        let dir = std::env::temp_dir().join(format!("kflame-elf-strings-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("strtab");
+        let mut bytes = vec![b'j'; 100];
+        bytes.extend_from_slice(&table);
+        bytes.extend_from_slice(b"after\0");
+        std::fs::write(&path, &bytes).unwrap();
+        let file = File::open(&path).unwrap();
+        let range = Some((100, table.len() as u64));
+
+        let mut strings = Strings::new(&file, range);
+        for &o in &offsets {
+            assert_eq!(strings.get(o as u32), Some(name(o)), "at {o}");
+        }
+        assert_eq!(strings.reads, (table.len() as u64).div_ceil(Strings::CHUNK));
+        assert!(strings.whole.is_none());
+        assert_eq!(strings.get(unterminated as u32), None);
+        assert_eq!(strings.get(table.len() as u32), None);
+
+        let mut strings = Strings::new(&file, range);
+        for j in 0..offsets.len() {
+            let o = offsets[j * 7919 % offsets.len()];
+            assert_eq!(strings.get(o as u32), Some(name(o)), "at {o}");
+        }
+        assert!(strings.whole.is_some());
+        assert_eq!(strings.get(unterminated as u32), None);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
