@@ -176,43 +176,7 @@ pub fn analyze<'a>(
     unit: &Unit,
     limit: usize,
 ) -> ProfileAnalysis {
-    let mut total = Weight::ZERO;
-    let mut kernel = Weight::ZERO;
-    let mut selfw: HashMap<String, (Weight, bool)> = HashMap::new();
-    let mut totalw: HashMap<String, (Weight, bool)> = HashMap::new();
-    let mut paths: Vec<(Vec<String>, Weight)> = Vec::new();
-    let mut roots: HashMap<String, Weight> = HashMap::new();
-    let mut count = 0usize;
-    for (stack, w) in stacks {
-        count += 1;
-        total += w;
-        let text = String::from_utf8_lossy(stack);
-        let frames: Vec<&str> = text.split(';').filter(|f| !f.is_empty()).collect();
-        let kern = kernel_frames(&frames);
-        if kern.last() == Some(&true) {
-            kernel += w;
-        }
-        let names: Vec<String> = frames.iter().map(|f| clean(f).0.to_string()).collect();
-        if let Some(root) = names.first() {
-            *roots.entry(root.clone()).or_insert(Weight::ZERO) += w;
-        }
-        if let Some(leaf) = names.last() {
-            let e = selfw.entry(leaf.clone()).or_insert((Weight::ZERO, false));
-            e.0 += w;
-            e.1 |= kern.last() == Some(&true);
-        }
-        let mut seen: Vec<&str> = Vec::with_capacity(names.len());
-        for (n, k) in names.iter().zip(&kern) {
-            if seen.contains(&n.as_str()) {
-                continue;
-            }
-            seen.push(n);
-            let e = totalw.entry(n.clone()).or_insert((Weight::ZERO, false));
-            e.0 += w;
-            e.1 |= *k;
-        }
-        paths.push((names, w));
-    }
+    let Weights { total, kernel, selfw, totalw, mut paths, roots, count } = Weights::of(stacks, true);
     let t = total.as_f64();
     let share = |w: Weight| Share {
         weight: w.to_string(),
@@ -341,19 +305,23 @@ pub struct ProfileDiff {
     pub summary: Vec<String>,
 }
 
-/// Per-function weights of one profile.
+/// Per-function weights of one profile, and with `keep_paths` its whole stacks and roots.
 #[derive(Default)]
 struct Weights {
     total: Weight,
     kernel: Weight,
     selfw: HashMap<String, (Weight, bool)>,
     totalw: HashMap<String, (Weight, bool)>,
+    paths: Vec<(Vec<String>, Weight)>,
+    roots: HashMap<String, Weight>,
+    count: usize,
 }
 
 impl Weights {
-    fn of<'a>(stacks: impl IntoIterator<Item = (&'a [u8], Weight)>) -> Weights {
+    fn of<'a>(stacks: impl IntoIterator<Item = (&'a [u8], Weight)>, keep_paths: bool) -> Weights {
         let mut w = Weights::default();
         for (stack, weight) in stacks {
+            w.count += 1;
             w.total += weight;
             let text = String::from_utf8_lossy(stack);
             let frames: Vec<&str> = text.split(';').filter(|f| !f.is_empty()).collect();
@@ -361,21 +329,27 @@ impl Weights {
             if kern.last() == Some(&true) {
                 w.kernel += weight;
             }
-            let names: Vec<&str> = frames.iter().map(|f| clean(f).0).collect();
+            let names: Vec<String> = frames.iter().map(|f| clean(f).0.to_string()).collect();
             if let Some(leaf) = names.last() {
-                let e = w.selfw.entry((*leaf).to_string()).or_insert((Weight::ZERO, false));
+                let e = w.selfw.entry(leaf.clone()).or_insert((Weight::ZERO, false));
                 e.0 += weight;
                 e.1 |= kern.last() == Some(&true);
             }
             let mut seen: Vec<&str> = Vec::with_capacity(names.len());
             for (n, k) in names.iter().zip(&kern) {
-                if seen.contains(n) {
+                if seen.contains(&n.as_str()) {
                     continue;
                 }
                 seen.push(n);
-                let e = w.totalw.entry((*n).to_string()).or_insert((Weight::ZERO, false));
+                let e = w.totalw.entry(n.clone()).or_insert((Weight::ZERO, false));
                 e.0 += weight;
                 e.1 |= *k;
+            }
+            if keep_paths {
+                if let Some(root) = names.first() {
+                    *w.roots.entry(root.clone()).or_insert(Weight::ZERO) += weight;
+                }
+                w.paths.push((names, weight));
             }
         }
         w
@@ -399,7 +373,7 @@ pub fn diff<'a, 'b>(
     unit: &Unit,
     limit: usize,
 ) -> ProfileDiff {
-    let (b, a) = (Weights::of(before), Weights::of(after));
+    let (b, a) = (Weights::of(before, false), Weights::of(after, false));
     let mut names: Vec<&String> = b.totalw.keys().chain(a.totalw.keys()).collect();
     names.sort();
     names.dedup();

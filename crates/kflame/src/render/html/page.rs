@@ -65,16 +65,7 @@ pub(crate) struct Totals {
 
 /// Writes the whole page.
 pub(crate) fn write_page(out: &mut dyn Write, data: &ViewerData, opts: &HtmlOptions) -> io::Result<()> {
-    let title = opts.title_or_default();
-    write!(
-        out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>{}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n\
-         <div id=\"kflame\"></div>\n",
-        escape_html(title)
-    )?;
+    write_offline_head(out, opts.title_or_default())?;
     out.write_all(b"<script type=\"application/json\" id=\"kflame-profile\">")?;
     out.write_all(data.profile.as_bytes())?;
     out.write_all(b"</script>\n<script type=\"application/octet-stream\" id=\"kflame-nodes\">")?;
@@ -105,19 +96,25 @@ pub(crate) fn write_served_page(
     )
 }
 
-/// The offline page's script: the viewer's ES modules as one classic script, built once.
-/// The MCP Apps view: the viewer's modules inlined as in the offline page, with `mcp_app.js`
-/// as entry; no data (the host sends it). Its CSP is the offline page's: nothing is loaded.
-pub(crate) fn write_app_page(out: &mut dyn Write, title: &str) -> io::Result<()> {
+/// The head and the viewer's element of a page that loads nothing (the offline page and the
+/// MCP Apps view): its CSP allows inline script and style only.
+fn write_offline_head(out: &mut dyn Write, title: &str) -> io::Result<()> {
     write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <title>{}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n\
-         <div id=\"kflame\"></div>\n<script>\n",
+         <div id=\"kflame\"></div>\n",
         escape_html(title)
-    )?;
+    )
+}
+
+/// The MCP Apps view: the viewer's modules inlined as in the offline page, with `mcp_app.js`
+/// as entry; no data (the host sends it). Its CSP is the offline page's: nothing is loaded.
+pub(crate) fn write_app_page(out: &mut dyn Write, title: &str) -> io::Result<()> {
+    write_offline_head(out, title)?;
+    out.write_all(b"<script>\n")?;
     for name in APP_MODULES {
         if let Some(asset) = ASSETS.iter().find(|a| a.path == name) {
             out.write_all(inline_module(asset.path, asset.text).as_bytes())?;
@@ -126,6 +123,7 @@ pub(crate) fn write_app_page(out: &mut dyn Write, title: &str) -> io::Result<()>
     out.write_all(b"</script>\n</body>\n</html>\n")
 }
 
+/// The offline page's script: the viewer's ES modules as one classic script, built once.
 fn bundle() -> &'static str {
     static BUNDLE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     BUNDLE.get_or_init(|| {
