@@ -75,13 +75,7 @@ impl Run {
                 }
             }
             _ => {
-                let options = CollapseOptions::default();
-                let target = Target::of(format, &options, &input.head);
-                check(&options, &target, &name).map_err(|e| RunError(e.to_string()))?;
-                let collapser = target
-                    .collapser(&name, &options, Sinks::default())
-                    .map_err(|e| RunError(e.to_string()))?;
-                let collapsed = input.collapse(&Engine::default(), collapser).map_err(|e| RunError(e.0))?;
+                let collapsed = collapse_profile(input, format)?;
                 self.note(collapsed.diag.report(&name).to_string());
                 if collapsed.stacks.is_empty() {
                     self.note(format!("{name}: no stacks in this {format} input"));
@@ -128,4 +122,16 @@ impl Run {
         analysis.groups = groups;
         Ok(analysis)
     }
+}
+
+/// Collapses a profile input (any format but kernel logs and crash output) with the default
+/// options, as `kflame collapse` would without flags; errors name the input.
+pub fn collapse_profile(input: Input, format: Format) -> Result<kflame::collapse::Output, RunError> {
+    let name = input.name.clone();
+    let options = CollapseOptions::default();
+    let target = Target::of(format, &options, &input.head);
+    check(&options, &target, &name).map_err(|e| RunError(e.to_string()))?;
+    let collapser =
+        target.collapser(&name, &options, Sinks::default()).map_err(|e| RunError(e.to_string()))?;
+    input.collapse(&Engine::default(), collapser).map_err(|e| RunError(e.0))
 }

@@ -268,17 +268,7 @@ struct Loaded {
 }
 
 fn range_of(r: &Range) -> Result<(i64, i64, Kind), ToolError> {
-    let now = now_ns();
-    let from = parse_time(&r.from, now).map_err(|e| ToolError::input(format!("range.from: {e}")))?;
-    let to = parse_time(r.to.as_deref().unwrap_or("now"), now)
-        .map_err(|e| ToolError::input(format!("range.to: {e}")))?;
-    if to <= from {
-        return Err(ToolError::input(format!(
-            "the range is empty: to ({}) is not after from ({})",
-            format_time(to),
-            format_time(from)
-        )));
-    }
+    let (from, to) = times(Some(&r.from), r.to.as_deref(), "-1h", "range.")?;
     let kind: Kind = r
         .kind
         .as_deref()
@@ -305,14 +295,8 @@ fn load(ctx: &Context, path: Option<&str>, range: Option<&Range>, what: &str) ->
                     "{what} {p:?} is {format} input: use analyze_kernel_log or analyze_crash"
                 )));
             }
-            let opts = kflame::collapse::options::CollapseOptions::default();
-            let target = kflame::collapse::options::Target::of(format, &opts, &input.head);
-            let collapser = target
-                .collapser(p, &opts, kflame::input::Sinks::default())
-                .map_err(|e| ToolError::input(e.to_string()))?;
-            let out = input
-                .collapse(&kflame::collapse::Engine::default(), collapser)
-                .map_err(|e| ToolError::input(e.0))?;
+            let out =
+                kflame_analyze::run::collapse_profile(input, format).map_err(|e| ToolError::input(e.0))?;
             let mut notes = Vec::new();
             let d = out.diag.report(p).to_string();
             if !d.is_empty() {
@@ -483,11 +467,17 @@ pub fn search_fixes(ctx: &Context, a: FixArgs) -> Result<Answer, ToolError> {
     Ok(Answer::new(json!({"fixes": hits}), text))
 }
 
-fn times(from: Option<&str>, to: Option<&str>, default_from: &str) -> Result<(i64, i64), ToolError> {
+/// `[from, to)` in UTC ns (`to` defaults to now); `what` prefixes the argument names in errors.
+fn times(
+    from: Option<&str>,
+    to: Option<&str>,
+    default_from: &str,
+    what: &str,
+) -> Result<(i64, i64), ToolError> {
     let now = now_ns();
-    let f =
-        parse_time(from.unwrap_or(default_from), now).map_err(|e| ToolError::input(format!("from: {e}")))?;
-    let t = parse_time(to.unwrap_or("now"), now).map_err(|e| ToolError::input(format!("to: {e}")))?;
+    let f = parse_time(from.unwrap_or(default_from), now)
+        .map_err(|e| ToolError::input(format!("{what}from: {e}")))?;
+    let t = parse_time(to.unwrap_or("now"), now).map_err(|e| ToolError::input(format!("{what}to: {e}")))?;
     if t <= f {
         return Err(ToolError::input(format!(
             "the range is empty: to ({}) is not after from ({})",
@@ -502,7 +492,7 @@ fn times(from: Option<&str>, to: Option<&str>, default_from: &str) -> Result<(i6
 /// `analyze_kernel_log` groups them.
 pub fn list_reports(ctx: &Context, a: ReportsArgs) -> Result<Answer, ToolError> {
     let db = ctx.db()?;
-    let (from, to) = times(a.from.as_deref(), a.to.as_deref(), "-7d")?;
+    let (from, to) = times(a.from.as_deref(), a.to.as_deref(), "-7d", "")?;
     let events = db.events(from, to, a.host.as_deref()).map_err(|e| ToolError::input(e.to_string()))?;
     let mut analyzer = ReportAnalyzer::new();
     let mut seen: std::collections::BTreeMap<String, (i64, i64, std::collections::BTreeSet<String>)> =
@@ -604,7 +594,7 @@ pub fn query_history(ctx: &Context, a: HistoryArgs) -> Result<Answer, ToolError>
             Ok(Answer::new(json!({"hosts": hosts, "span": span, "metrics": names}), text))
         }
         HistoryWhat::Metrics => {
-            let (from, to) = times(a.from.as_deref(), a.to.as_deref(), "-1h")?;
+            let (from, to) = times(a.from.as_deref(), a.to.as_deref(), "-1h", "")?;
             let mut names = a.names.clone();
             if names.is_empty() {
                 let mut all: Vec<String> =
@@ -655,7 +645,7 @@ pub fn query_history(ctx: &Context, a: HistoryArgs) -> Result<Answer, ToolError>
             Ok(Answer::new(json!({"from": format_time(from), "to": format_time(to), "series": out}), text))
         }
         HistoryWhat::Events => {
-            let (from, to) = times(a.from.as_deref(), a.to.as_deref(), "-1h")?;
+            let (from, to) = times(a.from.as_deref(), a.to.as_deref(), "-1h", "")?;
             let evs = db.events(from, to, host).map_err(err)?;
             let n = limit(a.limit, 20);
             let mut text = format!("{} events\n", evs.len());

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow};
 use kflame_mcp::{Config, Context};
-use kflame_serve::Token;
 
 /// Arguments of `kflame mcp`.
 #[derive(clap::Args, Debug)]
@@ -108,14 +107,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
     match args.http {
         None => runtime.block_on(kflame_mcp::http::serve_stdio(ctx)).map_err(|e| anyhow!(e)),
         Some(listen) => {
-            let token = match &args.token_file {
-                Some(path) => {
-                    let text =
-                        std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
-                    Token::new(&text).with_context(|| format!("{}", path.display()))?
-                }
-                None => Token::random()?,
-            };
+            let token = super::serve::token(args.token_file.as_deref())?;
             let printed = args.token_file.is_none().then(|| token.as_str().to_string());
             runtime.block_on(async move {
                 let bound = kflame_mcp::http::bind(ctx, listen, args.allow_remote, token, &args.allow_origin)

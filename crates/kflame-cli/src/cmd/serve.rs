@@ -35,13 +35,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> Result<()> {
-    let token = match &args.token_file {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
-            Token::new(&text).with_context(|| format!("{}", path.display()))?
-        }
-        None => Token::random()?,
-    };
+    let token = token(args.token_file.as_deref())?;
     let config =
         Config { db: args.db, listen: args.listen, allow_remote: args.allow_remote, token, live: args.live };
     let runtime = tokio_runtime()?;
@@ -56,4 +50,15 @@ pub(crate) fn run(args: Args) -> Result<()> {
 
 fn tokio_runtime() -> Result<kflame_serve::Runtime> {
     kflame_serve::runtime().context("starting the server's threads")
+}
+
+/// The token of `--token-file` (surrounding whitespace ignored), or a random one.
+pub(crate) fn token(file: Option<&std::path::Path>) -> Result<Token> {
+    Ok(match file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+            Token::new(&text).with_context(|| format!("{}", path.display()))?
+        }
+        None => Token::random()?,
+    })
 }
