@@ -352,6 +352,61 @@ pub trait Store: Send {
     /// Retention, downsampling, disk budget; cheap to call every minute; never blocks
     /// readers for long (each step is a short transaction).
     fn maintain(&mut self, policy: &Policy) -> Result<Maintenance, StoreError>;
+    /// What the store has to say since the last call (a remote database gone or back, a
+    /// spool filling), for the writer's log. Nothing by default.
+    fn notes(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+impl<S: Store + ?Sized> Store for Box<S> {
+    fn append_metrics(&mut self, host: &str, time_ns: i64, metrics: &[Metric<'_>]) -> Result<(), StoreError> {
+        (**self).append_metrics(host, time_ns, metrics)
+    }
+    fn append_bucket(&mut self, bucket: &Bucket<'_>) -> Result<(), StoreError> {
+        (**self).append_bucket(bucket)
+    }
+    fn append_trigger(&mut self, t: &TriggerFired<'_>) -> Result<TriggerId, StoreError> {
+        (**self).append_trigger(t)
+    }
+    fn begin_capture(&mut self, c: &CaptureStart<'_>) -> Result<CaptureId, StoreError> {
+        (**self).begin_capture(c)
+    }
+    fn end_capture(&mut self, id: CaptureId, end_ns: i64, note: &str) -> Result<(), StoreError> {
+        (**self).end_capture(id, end_ns, note)
+    }
+    fn append_events(&mut self, capture: CaptureId, events: &[EventRecord<'_>]) -> Result<(), StoreError> {
+        (**self).append_events(capture, events)
+    }
+    fn append_report(&mut self, r: &StoredReport<'_>) -> Result<(), StoreError> {
+        (**self).append_report(r)
+    }
+    fn flush(&mut self) -> Result<(), StoreError> {
+        (**self).flush()
+    }
+    fn maintain(&mut self, policy: &Policy) -> Result<Maintenance, StoreError> {
+        (**self).maintain(policy)
+    }
+    fn notes(&mut self) -> Vec<String> {
+        (**self).notes()
+    }
+}
+
+/// One host's part of a profile: the weight of its samples whose stack holds a frame, and
+/// of all its samples (what "which hosts spend time in `shrink_slab`" asks).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostShare {
+    /// Host name.
+    pub host: String,
+    /// Weight of the samples whose stack holds the frame.
+    pub frame: Weight,
+    /// Weight of all its samples of the query.
+    pub total: Weight,
+}
+
+/// True when the folded stack `stack` (`a;b;c`) has the frame `frame`.
+pub fn stack_has_frame(stack: &[u8], frame: &[u8]) -> bool {
+    !frame.is_empty() && stack.split(|&b| b == b';').any(|f| f == frame)
 }
 
 /// Which profile samples to merge.
@@ -365,6 +420,8 @@ pub struct ProfileQuery<'a> {
     pub to_ns: i64,
     /// Only this host (`None`: every host).
     pub host: Option<&'a str>,
+    /// Only these hosts (`None`: every host; with `host` too, both must hold).
+    pub hosts: Option<&'a [String]>,
     /// Only this capture; `None` means every bucket of the kind, always-on and captures.
     pub capture: Option<CaptureId>,
     /// Only samples of this cgroup (a path; a sample matches when its cgroup is this path
@@ -375,7 +432,7 @@ pub struct ProfileQuery<'a> {
 impl<'a> ProfileQuery<'a> {
     /// Every host, capture and cgroup.
     pub fn new(kind: Kind, from_ns: i64, to_ns: i64) -> ProfileQuery<'a> {
-        ProfileQuery { kind, from_ns, to_ns, host: None, capture: None, cgroup: None }
+        ProfileQuery { kind, from_ns, to_ns, host: None, hosts: None, capture: None, cgroup: None }
     }
 }
 
@@ -597,4 +654,29 @@ pub trait Query {
     fn hosts(&self) -> Result<Vec<String>, StoreError>;
     /// The first and last time of anything stored (`None` when empty).
     fn time_bounds(&self) -> Result<Option<(i64, i64)>, StoreError>;
+    /// Each host's weight in stacks that hold `frame`, and its total, over the query's range
+    /// (its own host selection applies), the hosts with most in the frame first. Backends
+    /// that can aggregate by host do it in one statement; this default merges one profile
+    /// per host.
+    fn host_shares(&self, q: &ProfileQuery<'_>, frame: &str) -> Result<Vec<HostShare>, StoreError> {
+        let mut out = Vec::new();
+        for host in self.hosts()? {
+            if q.host.is_some_and(|h| h != host) || q.hosts.is_some_and(|l| !l.contains(&host)) {
+                continue;
+            }
+            let p = self.profile(&ProfileQuery { host: Some(&host), ..*q })?;
+            let total = p.stacks.total();
+            let mut inside = Weight::ZERO;
+            for (stack, w) in p.stacks.in_output_order() {
+                if stack_has_frame(stack, frame.as_bytes()) {
+                    inside += w;
+                }
+            }
+            if p.buckets > 0 {
+                out.push(HostShare { host, frame: inside, total });
+            }
+        }
+        out.sort_by(|a, b| b.frame.cmp(&a.frame).then_with(|| a.host.cmp(&b.host)));
+        Ok(out)
+    }
 }

@@ -1379,6 +1379,15 @@ impl Sqlite {
         if host.is_some() {
             sql.push_str(" AND host = ?5");
         }
+        if let Some(names) = q.hosts {
+            let mut ids = Vec::new();
+            for name in names {
+                if let Some(Some(id)) = self.host_lookup(Some(name))? {
+                    ids.push(id.to_string());
+                }
+            }
+            sql.push_str(&format!(" AND host IN ({})", ids.join(",")));
+        }
         if q.capture.is_some() {
             sql.push_str(" AND capture = ?6");
         }

@@ -119,6 +119,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
         from_ns: from,
         to_ns: to,
         host: args.host.as_deref(),
+        hosts: None,
         capture: args.capture.map(CaptureId),
         cgroup: args.cgroup.as_deref(),
     };

@@ -1,0 +1,270 @@
+//! The HTTP interface of ClickHouse, spoken directly: one POST per statement on its own
+//! connection (`Connection: close`), the statement in the `query` parameter or the body,
+//! settings as URL parameters, HTTP basic authentication. Every ClickHouse since 2016 speaks
+//! it the same way; nothing else is needed from an HTTP library.
+
+use std::io::{self, BufRead, BufReader, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use crate::location::Location;
+
+/// Why a statement failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HttpError {
+    /// No answer: refused, reset, timed out, name not resolved. The statement may be sent
+    /// again later.
+    #[error("unreachable: {0}")]
+    Unreachable(String),
+    /// The server answered with an error (ClickHouse's exception text).
+    #[error("the server refused it (HTTP {status}): {message}")]
+    Server {
+        /// HTTP status.
+        status: u16,
+        /// The exception text, first line.
+        message: String,
+        /// ClickHouse's exception code (`Code: 60`), 0 when the text has none.
+        code: u32,
+    },
+}
+
+impl HttpError {
+    /// True when the server never answered.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, HttpError::Unreachable(_))
+    }
+}
+
+/// A client of one server.
+#[derive(Clone, Debug)]
+pub struct Client {
+    loc: Location,
+    auth: String,
+    /// Time to connect.
+    pub connect_timeout: Duration,
+    /// Time to wait for each read or write.
+    pub io_timeout: Duration,
+}
+
+/// `%`-encoding of a URL parameter value.
+fn encode(s: &str, out: &mut String) {
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+}
+
+fn base64(input: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(input.len().div_ceil(3) * 4);
+    for c in input.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn unreachable(what: &str, e: io::Error) -> HttpError {
+    HttpError::Unreachable(format!("{what}: {e}"))
+}
+
+impl Client {
+    /// A client of the server of `loc`.
+    pub fn new(loc: &Location) -> Client {
+        Client {
+            auth: base64(format!("{}:{}", loc.user, loc.password).as_bytes()),
+            loc: loc.clone(),
+            connect_timeout: Duration::from_secs(3),
+            io_timeout: Duration::from_secs(60),
+        }
+    }
+
+    /// Runs `sql` (its text in the body) and returns the answer's body.
+    pub fn query(&self, sql: &str, settings: &[(&str, &str)]) -> Result<Vec<u8>, HttpError> {
+        self.post(None, settings, sql.as_bytes())
+    }
+
+    /// Runs `INSERT INTO table (columns) FORMAT RowBinary` with `rows` as its data.
+    pub fn insert(
+        &self,
+        table: &str,
+        columns: &str,
+        rows: &[u8],
+        settings: &[(&str, &str)],
+    ) -> Result<(), HttpError> {
+        let sql = format!("INSERT INTO {table} ({columns}) FORMAT RowBinary");
+        self.post(Some(&sql), settings, rows).map(drop)
+    }
+
+    fn post(
+        &self,
+        query: Option<&str>,
+        settings: &[(&str, &str)],
+        body: &[u8],
+    ) -> Result<Vec<u8>, HttpError> {
+        let mut target = String::from("/?");
+        let mut params: Vec<(&str, &str)> = settings.to_vec();
+        if let Some(q) = query {
+            params.push(("query", q));
+        }
+        for (i, (k, v)) in params.iter().enumerate() {
+            if i > 0 {
+                target.push('&');
+            }
+            target.push_str(k);
+            target.push('=');
+            encode(v, &mut target);
+        }
+        let host =
+            if self.loc.host.contains(':') { format!("[{}]", self.loc.host) } else { self.loc.host.clone() };
+        let head = format!(
+            "POST {target} HTTP/1.1\r\nHost: {host}:{}\r\nAuthorization: Basic {}\r\n\
+             Content-Length: {}\r\nConnection: close\r\nUser-Agent: kflame/{}\r\n\r\n",
+            self.loc.port,
+            self.auth,
+            body.len(),
+            env!("CARGO_PKG_VERSION"),
+        );
+        let addrs: Vec<_> = (self.loc.host.as_str(), self.loc.port)
+            .to_socket_addrs()
+            .map_err(|e| unreachable(&format!("cannot resolve {}", self.loc.host), e))?
+            .collect();
+        let mut last = None;
+        let mut stream = None;
+        for a in &addrs {
+            match TcpStream::connect_timeout(a, self.connect_timeout) {
+                Ok(s) => {
+                    stream = Some(s);
+                    break;
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        let mut stream = stream.ok_or_else(|| {
+            unreachable(
+                &format!("cannot connect to {}:{}", self.loc.host, self.loc.port),
+                last.unwrap_or_else(|| io::Error::other("no address")),
+            )
+        })?;
+        let _ = stream.set_nodelay(true);
+        stream.set_read_timeout(Some(self.io_timeout)).map_err(|e| unreachable("socket", e))?;
+        stream.set_write_timeout(Some(self.io_timeout)).map_err(|e| unreachable("socket", e))?;
+        stream.write_all(head.as_bytes()).map_err(|e| unreachable("sending", e))?;
+        stream.write_all(body).map_err(|e| unreachable("sending", e))?;
+        stream.flush().map_err(|e| unreachable("sending", e))?;
+        read_response(BufReader::with_capacity(1 << 16, stream))
+    }
+}
+
+/// Reads an HTTP/1.1 response to the end (the connection closes after it).
+fn read_response(mut r: impl BufRead) -> Result<Vec<u8>, HttpError> {
+    let mut line = String::new();
+    r.read_line(&mut line).map_err(|e| unreachable("reading the answer", e))?;
+    let status: u16 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| HttpError::Unreachable(format!("not an HTTP answer: {:?}", line.trim_end())))?;
+    let (mut chunked, mut length) = (false, None::<usize>);
+    let mut exception = None;
+    loop {
+        line.clear();
+        if r.read_line(&mut line).map_err(|e| unreachable("reading the answer", e))? == 0 {
+            return Err(HttpError::Unreachable("the answer ended in its headers".into()));
+        }
+        let h = line.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        let Some((name, value)) = h.split_once(':') else { continue };
+        let value = value.trim();
+        match name.to_ascii_lowercase().as_str() {
+            "transfer-encoding" => chunked = value.eq_ignore_ascii_case("chunked"),
+            "content-length" => length = value.parse().ok(),
+            "x-clickhouse-exception-code" => exception = value.parse::<u32>().ok(),
+            _ => {}
+        }
+    }
+    let mut body = Vec::new();
+    if chunked {
+        loop {
+            line.clear();
+            r.read_line(&mut line).map_err(|e| unreachable("reading the answer", e))?;
+            let size = usize::from_str_radix(line.trim_end().split(';').next().unwrap_or(""), 16)
+                .map_err(|_| HttpError::Unreachable(format!("bad chunk size {:?}", line.trim_end())))?;
+            if size == 0 {
+                break;
+            }
+            let at = body.len();
+            body.resize(at + size, 0);
+            r.read_exact(&mut body[at..]).map_err(|e| unreachable("reading the answer", e))?;
+            let mut crlf = [0u8; 2];
+            r.read_exact(&mut crlf).map_err(|e| unreachable("reading the answer", e))?;
+        }
+    } else if let Some(n) = length {
+        body.resize(n, 0);
+        r.read_exact(&mut body).map_err(|e| unreachable("reading the answer", e))?;
+    } else {
+        r.read_to_end(&mut body).map_err(|e| unreachable("reading the answer", e))?;
+    }
+    // An exception met while the answer streams is appended to a 200 body; the header or
+    // the status says so beforehand in every other case.
+    if status != 200 || exception.is_some() {
+        let text = String::from_utf8_lossy(&body);
+        let message = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
+        let code = exception.or_else(|| {
+            message
+                .strip_prefix("Code: ")
+                .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+        });
+        let message = message.chars().take(2000).collect();
+        return Err(HttpError::Server { status, message, code: code.unwrap_or(0) });
+    }
+    Ok(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_the_rfc_examples() {
+        for (i, o) in [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foobar", "Zm9vYmFy")] {
+            assert_eq!(base64(i.as_bytes()), o);
+        }
+    }
+
+    #[test]
+    fn responses_chunked_sized_and_failed() {
+        let ok = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
+        assert_eq!(read_response(&ok[..]).unwrap(), b"abcde");
+        let ok = b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nhiXX";
+        assert_eq!(read_response(&ok[..]).unwrap(), b"hi");
+        let text = "Code: 60, e.displayText() = DB::Exception: Table x doesn't exist\n";
+        let bad =
+            format!("HTTP/1.1 500 Internal Server Error\r\nContent-Length: {}\r\n\r\n{text}", text.len());
+        match read_response(bad.as_bytes()).unwrap_err() {
+            HttpError::Server { status: 500, code: 60, message } => {
+                assert!(message.contains("doesn't exist"))
+            }
+            e => panic!("{e:?}"),
+        }
+        assert!(read_response(&b"garbage"[..]).unwrap_err().is_unreachable());
+        assert!(
+            read_response(&b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nabc"[..])
+                .unwrap_err()
+                .is_unreachable()
+        );
+    }
+}

@@ -1,0 +1,609 @@
+//! The reading side: [`Reader`] implements `kflame_store::Query` on ClickHouse with one SQL
+//! statement per question, aggregated by the server (every shard in parallel on a cluster),
+//! answered in `RowBinary`.
+
+use kflame::fold::{Meta, StackCounts, Stacks, Unit, Weight};
+use kflame_store::{
+    CaptureId, Event, HostShare, Kind, Point, Profile, ProfileQuery, Query, SamplePoint, Series, SeriesQuery,
+    StackId, StoreError, StoredEvent, TriggerId,
+};
+use rustc_hash::FxHashMap;
+
+use crate::http::{Client, HttpError};
+use crate::location::Location;
+use crate::rowbinary::{ReadError, Reader as Rows};
+use crate::schema;
+use crate::writer::day_of;
+
+/// A ClickHouse store being read.
+#[derive(Debug, Clone)]
+pub struct Reader {
+    loc: Location,
+    client: Client,
+}
+
+/// A SQL string literal.
+pub fn lit(s: &str) -> String {
+    lit_bytes(s.as_bytes())
+}
+
+/// A SQL string literal of any bytes.
+pub fn lit_bytes(s: &[u8]) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('\'');
+    for &b in s {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'\'' => out.push_str("\\'"),
+            0x20..=0x7e => out.push(b as char),
+            _ => out.push_str(&format!("\\x{b:02X}")),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// The `WHERE` terms of a profile query, after `kind`.
+fn profile_filter(q: &ProfileQuery<'_>) -> String {
+    let mut w = format!(
+        "kind = {} AND time_ns >= {} AND time_ns < {} AND day >= toDate({}) AND day <= toDate({})",
+        q.kind.code(),
+        q.from_ns,
+        q.to_ns,
+        day_of(q.from_ns),
+        day_of(q.to_ns.saturating_sub(1)),
+    );
+    w.push_str(&host_filter(q.host, q.hosts));
+    if let Some(c) = q.capture {
+        w.push_str(&format!(" AND capture = {}", c.0));
+    }
+    if let Some(cg) = q.cgroup {
+        let cg = cg.trim_end_matches('/');
+        if !cg.is_empty() {
+            w.push_str(&format!(
+                " AND (cgroup = {} OR startsWith(cgroup, {}))",
+                lit(cg),
+                lit(&format!("{cg}/"))
+            ));
+        }
+    }
+    w
+}
+
+fn host_filter(host: Option<&str>, hosts: Option<&[String]>) -> String {
+    let mut w = String::new();
+    if let Some(h) = host {
+        w.push_str(&format!(" AND host = {}", lit(h)));
+    }
+    if let Some(list) = hosts {
+        if list.is_empty() {
+            w.push_str(" AND 0");
+        } else {
+            let l: Vec<String> = list.iter().map(|h| lit(h)).collect();
+            w.push_str(&format!(" AND host IN ({})", l.join(", ")));
+        }
+    }
+    w
+}
+
+impl Reader {
+    /// A reader of `loc`; fails when the server does not answer or lacks kflame's tables.
+    pub fn open(loc: &Location) -> Result<Reader, StoreError> {
+        let client = Client::new(loc);
+        schema::check(&client, loc)
+            .map_err(|e| StoreError::Other { path: loc.to_string().into(), detail: e.to_string() })?;
+        Ok(Reader { loc: loc.clone(), client })
+    }
+
+    /// The location read.
+    pub fn location(&self) -> &Location {
+        &self.loc
+    }
+
+    fn http(&self, e: HttpError) -> StoreError {
+        StoreError::Other { path: self.loc.to_string().into(), detail: e.to_string() }
+    }
+
+    fn malformed(&self, e: ReadError) -> StoreError {
+        StoreError::Corrupt { path: self.loc.to_string().into(), detail: e.to_string() }
+    }
+
+    /// Runs a `SELECT` and returns its rows in `RowBinary`.
+    pub fn select(&self, sql: &str) -> Result<Vec<u8>, StoreError> {
+        self.client
+            .query(
+                &format!("{sql} FORMAT RowBinary"),
+                // A subquery over a distributed table inside a query over one reads each
+                // shard's own part: a host's stacks live on its samples' shard.
+                &[("max_query_size", "16777216"), ("distributed_product_mode", "local")],
+            )
+            .map_err(|e| self.http(e))
+    }
+
+    fn t(&self, name: &str) -> String {
+        self.loc.table(name)
+    }
+
+    /// Stack texts by id, for the days `[from, to)` spans.
+    fn texts(&self, ids: &[u64], from_ns: i64, to_ns: i64) -> Result<FxHashMap<u64, Vec<u8>>, StoreError> {
+        let mut out = FxHashMap::default();
+        for chunk in ids.chunks(100_000) {
+            let list: Vec<String> = chunk.iter().map(u64::to_string).collect();
+            let data = self.select(&format!(
+                "SELECT stack_id, any(stack) FROM {} WHERE day >= toDate({}) AND day <= toDate({}) \
+                 AND stack_id IN ({}) GROUP BY stack_id",
+                self.t("stacks"),
+                day_of(from_ns),
+                day_of(to_ns.saturating_sub(1)),
+                list.join(",")
+            ))?;
+            let mut r = Rows::new(&data);
+            while !r.done() {
+                let id = r.u64().map_err(|e| self.malformed(e))?;
+                let text = r.bytes().map_err(|e| self.malformed(e))?;
+                out.insert(id, text.to_vec());
+            }
+        }
+        Ok(out)
+    }
+
+    /// The first bucket's unit and event in the range, and how many buckets have it and how
+    /// many another unit.
+    fn bucket_units(&self, q: &ProfileQuery<'_>) -> Result<(Option<Meta>, u64, u64), StoreError> {
+        let mut w = format!(
+            "kind = {} AND start_ns < {} AND end_ns > {} AND day >= toDate({}) AND day <= toDate({})",
+            q.kind.code(),
+            q.to_ns,
+            q.from_ns,
+            day_of(q.from_ns.saturating_sub(3_600_000_000_000)),
+            day_of(q.to_ns.saturating_sub(1)),
+        );
+        w.push_str(&host_filter(q.host, q.hosts));
+        if let Some(c) = q.capture {
+            w.push_str(&format!(" AND capture = {}", c.0));
+        }
+        let data = self.select(&format!(
+            "SELECT unit, argMin(event, start_ns), min(start_ns) AS first, count() FROM {} WHERE {w} \
+             GROUP BY unit ORDER BY first",
+            self.t("buckets")
+        ))?;
+        let mut r = Rows::new(&data);
+        let (mut meta, mut same, mut mixed) = (None, 0, 0);
+        while !r.done() {
+            let m = |e| self.malformed(e);
+            let unit = r.string().map_err(m)?;
+            let event = r.string().map_err(m)?;
+            let _first = r.i64().map_err(m)?;
+            let n = r.u64().map_err(m)?;
+            if meta.is_none() {
+                meta =
+                    Some(Meta { unit: Unit::from_name(&unit), event: (!event.is_empty()).then_some(event) });
+                same = n;
+            } else {
+                mixed += n;
+            }
+        }
+        Ok((meta, same, mixed))
+    }
+
+    /// Host names with their newest labels (`key=value,...`), sorted by name.
+    pub fn host_labels(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let data = self.select(&format!(
+            "SELECT host, argMax(labels, time_ns) FROM {} GROUP BY host ORDER BY host",
+            self.t("hosts")
+        ))?;
+        let mut r = Rows::new(&data);
+        let mut out = Vec::new();
+        while !r.done() {
+            let h = r.string().map_err(|e| self.malformed(e))?;
+            let l = r.string().map_err(|e| self.malformed(e))?;
+            out.push((h, l));
+        }
+        Ok(out)
+    }
+
+    /// Compressed and uncompressed bytes and rows of each table's active parts on the server
+    /// read (not the whole cluster), from `system.parts`.
+    pub fn storage(&self) -> Result<Vec<(String, u64, u64, u64)>, StoreError> {
+        let data = self.select(&format!(
+            "SELECT table, sum(data_compressed_bytes), sum(data_uncompressed_bytes), sum(rows) FROM system.parts \
+             WHERE database = {} AND active GROUP BY table ORDER BY table",
+            lit(&self.loc.database)
+        ))?;
+        let mut r = Rows::new(&data);
+        let mut out = Vec::new();
+        while !r.done() {
+            let m = |e| self.malformed(e);
+            out.push((r.string().map_err(m)?, r.u64().map_err(m)?, r.u64().map_err(m)?, r.u64().map_err(m)?));
+        }
+        Ok(out)
+    }
+}
+
+impl Query for Reader {
+    fn profile(&self, q: &ProfileQuery<'_>) -> Result<Profile, StoreError> {
+        let (meta, buckets, mixed) = self.bucket_units(q)?;
+        let Some(meta) = meta else {
+            return Ok(Profile {
+                stacks: Stacks::Counts(StackCounts::new()),
+                meta: Meta::default(),
+                samples: 0,
+                buckets: 0,
+                mixed_units: 0,
+            });
+        };
+        let unit = if meta.unit == Unit::Unspecified { String::new() } else { meta.unit.name().to_string() };
+        let data = self.select(&format!(
+            "SELECT stack_id, sum(weight), count() FROM {} WHERE {} AND unit = {} GROUP BY stack_id",
+            self.t("samples"),
+            profile_filter(q),
+            lit(&unit)
+        ))?;
+        let mut r = Rows::new(&data);
+        let mut sums: Vec<(u64, Weight)> = Vec::new();
+        let mut samples = 0u64;
+        while !r.done() {
+            let m = |e| self.malformed(e);
+            let id = r.u64().map_err(m)?;
+            let w = r.weight().map_err(m)?;
+            samples += r.u64().map_err(m)?;
+            sums.push((id, w));
+        }
+        let ids: Vec<u64> = sums.iter().map(|s| s.0).collect();
+        let texts = self.texts(&ids, q.from_ns, q.to_ns)?;
+        let mut counts = StackCounts::new();
+        counts.reserve(sums.len());
+        let mut missing = 0u64;
+        for (id, w) in sums {
+            match texts.get(&id) {
+                Some(t) => counts.add(t, w),
+                None => missing += 1,
+            }
+        }
+        if missing > 0 {
+            return Err(StoreError::Corrupt {
+                path: self.loc.to_string().into(),
+                detail: format!("{missing} stacks of the range have samples but no text in the stacks table"),
+            });
+        }
+        Ok(Profile { stacks: Stacks::Counts(counts), meta, samples, buckets, mixed_units: mixed })
+    }
+
+    fn samples(&self, q: &ProfileQuery<'_>) -> Result<Vec<SamplePoint>, StoreError> {
+        let data = self.select(&format!(
+            "SELECT time_ns, cpu, stack_id, weight FROM {} WHERE {} AND timed = 1 ORDER BY time_ns, cpu",
+            self.t("samples"),
+            profile_filter(q)
+        ))?;
+        let mut r = Rows::new(&data);
+        let mut out = Vec::new();
+        while !r.done() {
+            let m = |e| self.malformed(e);
+            out.push(SamplePoint {
+                time_ns: r.i64().map_err(m)?,
+                cpu: r.u32().map_err(m)?,
+                stack: StackId(r.u64().map_err(m)? as i64),
+                weight: r.weight().map_err(m)?,
+            });
+        }
+        Ok(out)
+    }
+
+    fn stack_text(&self, id: StackId) -> Result<Vec<u8>, StoreError> {
+        let mut t = self.stack_texts(&[id])?;
+        Ok(t.pop().unwrap_or_default())
+    }
+
+    fn stack_texts(&self, ids: &[StackId]) -> Result<Vec<Vec<u8>>, StoreError> {
+        let raw: Vec<u64> = ids.iter().map(|i| i.0 as u64).collect();
+        let texts = self.texts(&raw, 0, i64::MAX)?;
+        raw.iter()
+            .map(|id| {
+                texts.get(id).cloned().ok_or_else(|| StoreError::Invalid {
+                    path: self.loc.to_string().into(),
+                    detail: format!("no stack {}", *id as i64),
+                })
+            })
+            .collect()
+    }
+
+    fn series(&self, q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError> {
+        self.series_many(&[q.name], q)
+    }
+
+    fn series_many(&self, names: &[&str], q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError> {
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list: Vec<String> = names.iter().map(|n| lit(n)).collect();
+        let mut w = format!(
+            "name IN ({}) AND time_ns >= {} AND time_ns < {} AND day >= toDate({}) AND day <= toDate({})",
+            list.join(", "),
+            q.from_ns,
+            q.to_ns,
+            day_of(q.from_ns),
+            day_of(q.to_ns.saturating_sub(1))
+        );
+        if let Some(l) = q.label {
+            w.push_str(&format!(" AND label = {}", lit(l)));
+        }
+        w.push_str(&host_filter(q.host, None));
+        // Resampled on the server when asked for: cells of equal width from the range's
+        // start (as the embedded store does), each with min, max, mean and count.
+        let width = q
+            .points
+            .filter(|&n| n > 0)
+            .map(|n| (((q.to_ns - q.from_ns) as i128 + n as i128 - 1) / n as i128).max(1) as i64);
+        let sql = match width {
+            Some(width) => format!(
+                "SELECT name, host, label, {from} + intDiv(time_ns - {from}, {width}) * {width} AS cell, \
+                 min(value), max(value), avg(value), count(), any(time_ns) FROM {} WHERE {w} \
+                 GROUP BY name, host, label, cell ORDER BY name, host, label, cell",
+                self.t("metrics"),
+                from = q.from_ns,
+            ),
+            None => format!(
+                "SELECT name, host, label, time_ns, value, value, value, toUInt64(1), time_ns FROM {} WHERE {w} \
+                 ORDER BY name, host, label, time_ns",
+                self.t("metrics")
+            ),
+        };
+        let data = self.select(&sql)?;
+        let mut r = Rows::new(&data);
+        let mut found: Vec<(String, Series)> = Vec::new();
+        while !r.done() {
+            let m = |e| self.malformed(e);
+            let name = r.string().map_err(m)?;
+            let host = r.string().map_err(m)?;
+            let label = r.string().map_err(m)?;
+            let cell = r.i64().map_err(m)?;
+            let (min, max, avg) = (r.f64().map_err(m)?, r.f64().map_err(m)?, r.f64().map_err(m)?);
+            let count = r.u64().map_err(m)?;
+            let one_time = r.i64().map_err(m)?;
+            let point = Point {
+                // A cell of one value is that value at its own time.
+                time_ns: if count == 1 { one_time } else { cell },
+                min,
+                max,
+                avg,
+                count: u32::try_from(count).unwrap_or(u32::MAX),
+            };
+            match found.last_mut() {
+                Some((n, s)) if *n == name && s.host == host && s.label == label => s.points.push(point),
+                _ => found.push((name.clone(), Series { host, name, label, points: vec![point] })),
+            }
+        }
+        // A series of at most `points` values keeps every value, as in the embedded store.
+        if let (Some(n), Some(_)) = (q.points, width) {
+            for (_, s) in &mut found {
+                let values: u64 = s.points.iter().map(|p| u64::from(p.count)).sum();
+                if values as usize <= n && s.points.iter().any(|p| p.count > 1) {
+                    let raw = self.series_many(
+                        &[s.name.as_str()],
+                        &SeriesQuery { label: Some(&s.label), host: Some(&s.host), points: None, ..*q },
+                    )?;
+                    if let Some(one) = raw.into_iter().next() {
+                        s.points = one.points;
+                    }
+                }
+            }
+        }
+        // In the order of `names`, then host and label.
+        let mut out = Vec::with_capacity(found.len());
+        for name in names {
+            out.extend(found.iter().filter(|(n, _)| n == name).map(|(_, s)| s.clone()));
+        }
+        Ok(out)
+    }
+
+    fn metric_names(&self, host: Option<&str>) -> Result<Vec<(String, String)>, StoreError> {
+        let data = self.select(&format!(
+            "SELECT DISTINCT name, label FROM {} WHERE 1{} ORDER BY name, label",
+            self.t("metrics"),
+            host_filter(host, None)
+        ))?;
+        let mut r = Rows::new(&data);
+        let mut out = Vec::new();
+        while !r.done() {
+            let n = r.string().map_err(|e| self.malformed(e))?;
+            let l = r.string().map_err(|e| self.malformed(e))?;
+            out.push((n, l));
+        }
+        Ok(out)
+    }
+
+    fn events(&self, from_ns: i64, to_ns: i64, host: Option<&str>) -> Result<Vec<Event>, StoreError> {
+        let hf = host_filter(host, None);
+        let mut out = Vec::new();
+        let data = self.select(&format!(
+            "SELECT id, host, time_ns, rule, metric, value, threshold FROM {} \
+             WHERE time_ns >= {from_ns} AND time_ns < {to_ns}{hf}",
+            self.t("triggers")
+        ))?;
+        let mut r = Rows::new(&data);
+        while !r.done() {
+            let m = |e| self.malformed(e);
+            out.push(Event::Trigger {
+                id: TriggerId(r.i64().map_err(m)?),
+                host: r.string().map_err(m)?,
+                time_ns: r.i64().map_err(m)?,
+                rule: r.string().map_err(m)?,
+                metric: r.string().map_err(m)?,
+                value: r.f64().map_err(m)?,
+                threshold: r.f64().map_err(m)?,
+            });
+        }
+        // Captures with their end (a row of its own, when there is one).
+        let data = self.select(&format!(
+            "SELECT c.id, c.host, c.kind, c.start_ns, e.n, e.end_ns, e.note, c.trigger FROM \
+             (SELECT id, host, kind, start_ns, trigger FROM {} WHERE start_ns < {to_ns}{hf}) AS c \
+             ANY LEFT JOIN (SELECT id, count() AS n, any(end_ns) AS end_ns, any(note) AS note FROM {} GROUP BY id) AS e \
+             USING id",
+            self.t("captures"),
+            self.t("capture_ends")
+        ))?;
+        let mut r = Rows::new(&data);
+        while !r.done() {
+            let m = |e| self.malformed(e);
+            let id = r.i64().map_err(m)?;
+            let host = r.string().map_err(m)?;
+            let code = r.u8().map_err(m)?;
+            let start_ns = r.i64().map_err(m)?;
+            let ended = r.u64().map_err(m)? > 0;
+            let end_ns = r.i64().map_err(m)?;
+            let note = r.string().map_err(m)?;
+            let trigger = r.i64().map_err(m)?;
+            let end = ended.then_some(end_ns);
+            // As the embedded store: captures that overlap the range or start in it.
+            if !(end.is_none_or(|e| e > from_ns) || start_ns >= from_ns) {
+                continue;
+            }
+            let kind = Kind::from_code(i64::from(code)).ok_or_else(|| StoreError::Corrupt {
+                path: self.loc.to_string().into(),
+                detail: format!("capture {id} has unknown kind {code}"),
+            })?;
+            out.push(Event::Capture {
+                id: CaptureId(id),
+                host,
+                kind,
+                start_ns,
+                end_ns: end,
+                trigger: (trigger != 0).then_some(TriggerId(trigger)),
+                note: ended.then_some(note),
+            });
+        }
+        let data = self.select(&format!(
+            "SELECT host, time_ns, kind, title, stack, text FROM {} WHERE time_ns >= {from_ns} AND time_ns < {to_ns}{hf}",
+            self.t("reports")
+        ))?;
+        let mut r = Rows::new(&data);
+        while !r.done() {
+            let m = |e| self.malformed(e);
+            out.push(Event::Report {
+                host: r.string().map_err(m)?,
+                time_ns: r.i64().map_err(m)?,
+                kind: r.string().map_err(m)?,
+                title: r.string().map_err(m)?,
+                stack: r.string().map_err(m)?,
+                text: r.string().map_err(m)?,
+            });
+        }
+        out.sort_by(|a, b| a.time_ns().cmp(&b.time_ns()).then_with(|| a.host().cmp(b.host())));
+        Ok(out)
+    }
+
+    fn capture_events(
+        &self,
+        capture: CaptureId,
+        from_ns: i64,
+        to_ns: i64,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let data = self.select(&format!(
+            "SELECT time_ns, duration_ns, pid, tid, comm, cpu, kind, event, stack_id, weight FROM {} \
+             WHERE capture = {} AND time_ns >= {from_ns} AND time_ns < {to_ns} ORDER BY time_ns",
+            self.t("events"),
+            capture.0
+        ))?;
+        let mut r = Rows::new(&data);
+        let mut out = Vec::new();
+        while !r.done() {
+            let m = |e| self.malformed(e);
+            let time_ns = r.i64().map_err(m)?;
+            let d = r.i64().map_err(m)?;
+            out.push(StoredEvent {
+                capture,
+                time_ns,
+                duration_ns: (d >= 0).then_some(d as u64),
+                pid: r.u32().map_err(m)?,
+                tid: r.u32().map_err(m)?,
+                comm: r.string().map_err(m)?,
+                cpu: r.u32().map_err(m)?,
+                kind: r.string().map_err(m)?,
+                event: r.string().map_err(m)?,
+                stack: StackId(r.u64().map_err(m)? as i64),
+                weight: r.u64().map_err(m)?,
+            });
+        }
+        Ok(out)
+    }
+
+    fn hosts(&self) -> Result<Vec<String>, StoreError> {
+        Ok(self.host_labels()?.into_iter().map(|(h, _)| h).collect())
+    }
+
+    fn time_bounds(&self) -> Result<Option<(i64, i64)>, StoreError> {
+        let data = self.select(&format!(
+            "SELECT count(), min(start_ns), max(end_ns) FROM {} \
+             UNION ALL SELECT count(), min(time_ns), max(time_ns) FROM {} \
+             UNION ALL SELECT count(), min(time_ns), max(time_ns) FROM {} \
+             UNION ALL SELECT count(), min(start_ns), max(start_ns) FROM {} \
+             UNION ALL SELECT count(), min(end_ns), max(end_ns) FROM {} \
+             UNION ALL SELECT count(), min(time_ns), max(time_ns) FROM {}",
+            self.t("buckets"),
+            self.t("metrics"),
+            self.t("triggers"),
+            self.t("captures"),
+            self.t("capture_ends"),
+            self.t("reports"),
+        ))?;
+        let mut r = Rows::new(&data);
+        let mut bounds: Option<(i64, i64)> = None;
+        while !r.done() {
+            let m = |e| self.malformed(e);
+            let n = r.u64().map_err(m)?;
+            let (lo, hi) = (r.i64().map_err(m)?, r.i64().map_err(m)?);
+            if n > 0 {
+                bounds = Some(bounds.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+            }
+        }
+        Ok(bounds)
+    }
+
+    fn host_shares(&self, q: &ProfileQuery<'_>, frame: &str) -> Result<Vec<HostShare>, StoreError> {
+        let (meta, _, _) = self.bucket_units(q)?;
+        let Some(meta) = meta else { return Ok(Vec::new()) };
+        let unit = if meta.unit == Unit::Unspecified { String::new() } else { meta.unit.name().to_string() };
+        // The stacks that hold the frame, found in the texts of the range's days; then each
+        // host's weight in them and in all.
+        let frame_match = format!(
+            "(stack = {f} OR startsWith(stack, {fs}) OR endsWith(stack, {sf}) OR position(stack, {sfs}) > 0)",
+            f = lit(frame),
+            fs = lit(&format!("{frame};")),
+            sf = lit(&format!(";{frame}")),
+            sfs = lit(&format!(";{frame};")),
+        );
+        let data = self.select(&format!(
+            "SELECT host, sumIf(weight, stack_id IN (SELECT stack_id FROM {stacks} WHERE day >= toDate({d0}) \
+             AND day <= toDate({d1}) AND {frame_match})) AS inside, sum(weight) AS total \
+             FROM {samples} WHERE {w} AND unit = {u} GROUP BY host ORDER BY inside DESC, host",
+            stacks = self.t("stacks"),
+            samples = self.t("samples"),
+            d0 = day_of(q.from_ns),
+            d1 = day_of(q.to_ns.saturating_sub(1)),
+            w = profile_filter(q),
+            u = lit(&unit),
+        ))?;
+        let mut r = Rows::new(&data);
+        let mut out = Vec::new();
+        while !r.done() {
+            let m = |e| self.malformed(e);
+            out.push(HostShare {
+                host: r.string().map_err(m)?,
+                frame: r.weight().map_err(m)?,
+                total: r.weight().map_err(m)?,
+            });
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_escape_quotes_backslashes_and_bytes() {
+        assert_eq!(lit("a'b\\c"), "'a\\'b\\\\c'");
+        assert_eq!(lit_bytes(b"x\n\xff"), "'x\\x0A\\xFF'");
+    }
+}

@@ -1,0 +1,202 @@
+//! A rig of real ClickHouse servers for tests and benchmarks: `clickhouse-server` processes
+//! on loopback, on free ports, with their data in a temporary directory, a password, and a
+//! `remote_servers` cluster (`kflame_rig`) with one shard per server. Servers can be stopped
+//! and started again (an outage). Everything is removed when the rig is dropped.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::http::Client;
+use crate::location::Location;
+
+/// The cluster name the rig's servers know.
+pub const CLUSTER: &str = "kflame_rig";
+
+/// One server of the rig.
+#[derive(Debug)]
+pub struct Server {
+    child: Option<Child>,
+    dir: PathBuf,
+    /// Its HTTP port on 127.0.0.1.
+    pub http_port: u16,
+    /// Its native protocol port (what shards talk to each other on).
+    pub tcp_port: u16,
+}
+
+/// Servers on loopback.
+#[derive(Debug)]
+pub struct Rig {
+    /// The servers, shard 1 first.
+    pub servers: Vec<Server>,
+    /// The password of user `default`.
+    pub password: String,
+    root: PathBuf,
+}
+
+fn free_port() -> Result<u16, String> {
+    let l = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free port: {e}"))?;
+    l.local_addr().map(|a| a.port()).map_err(|e| e.to_string())
+}
+
+/// The `clickhouse-server` binary, if installed.
+pub fn server_binary() -> Option<PathBuf> {
+    ["/usr/bin/clickhouse-server", "/usr/sbin/clickhouse-server", "/usr/local/bin/clickhouse-server"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+}
+
+impl Rig {
+    /// Starts `n` servers and waits until each answers (at most 60 s each).
+    pub fn start(n: usize) -> Result<Rig, String> {
+        let bin = server_binary().ok_or(
+            "clickhouse-server is not installed (Debian: apt-get install clickhouse-server; scripts/test does it)",
+        )?;
+        let root = std::env::temp_dir().join(format!(
+            "kflame-ch-rig-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+        ));
+        let mut servers = Vec::new();
+        for i in 0..n {
+            let dir = root.join(format!("s{i}"));
+            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            servers.push(Server { child: None, dir, http_port: free_port()?, tcp_port: free_port()? });
+        }
+        let mut rig = Rig { servers, password: format!("rig-{}", std::process::id()), root };
+        let shards: String = rig
+            .servers
+            .iter()
+            .map(|s| format!("<shard><replica><host>127.0.0.1</host><port>{}</port><password>{}</password></replica></shard>", s.tcp_port, rig.password))
+            .collect();
+        for s in &rig.servers {
+            let d = s.dir.display();
+            std::fs::write(
+                s.dir.join("config.xml"),
+                format!(
+                    r#"<?xml version="1.0"?>
+<yandex>
+  <logger><level>warning</level><log>{d}/log/server.log</log><errorlog>{d}/log/error.log</errorlog><size>50M</size><count>1</count></logger>
+  <http_port>{}</http_port>
+  <tcp_port>{}</tcp_port>
+  <listen_host>127.0.0.1</listen_host>
+  <path>{d}/data/</path>
+  <tmp_path>{d}/tmp/</tmp_path>
+  <user_files_path>{d}/user_files/</user_files_path>
+  <format_schema_path>{d}/format_schemas/</format_schema_path>
+  <users_config>{d}/users.xml</users_config>
+  <default_profile>default</default_profile>
+  <default_database>default</default_database>
+  <mark_cache_size>268435456</mark_cache_size>
+  <uncompressed_cache_size>268435456</uncompressed_cache_size>
+  <max_concurrent_queries>100</max_concurrent_queries>
+  <remote_servers><{CLUSTER}>{shards}</{CLUSTER}></remote_servers>
+</yandex>
+"#,
+                    s.http_port, s.tcp_port
+                ),
+            )
+            .map_err(|e| e.to_string())?;
+            std::fs::write(
+                s.dir.join("users.xml"),
+                format!(
+                    r#"<?xml version="1.0"?>
+<yandex>
+  <profiles><default><max_memory_usage>4000000000</max_memory_usage></default></profiles>
+  <users><default><password>{}</password><networks><ip>127.0.0.1</ip><ip>::1</ip></networks><profile>default</profile><quota>default</quota></default></users>
+  <quotas><default></default></quotas>
+</yandex>
+"#,
+                    rig.password
+                ),
+            )
+            .map_err(|e| e.to_string())?;
+        }
+        for i in 0..n {
+            rig.start_server(&bin, i)?;
+        }
+        Ok(rig)
+    }
+
+    fn start_server(&mut self, bin: &Path, i: usize) -> Result<(), String> {
+        let s = &mut self.servers[i];
+        let log = std::fs::File::create(s.dir.join("stdout.log")).map_err(|e| e.to_string())?;
+        let child = Command::new(bin)
+            .arg(format!("--config-file={}", s.dir.join("config.xml").display()))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
+        s.child = Some(child);
+        let loc = self.location(i, "default", false);
+        let client = Client::new(&loc);
+        let start = Instant::now();
+        loop {
+            if client.query("SELECT 1", &[]).is_ok() {
+                return Ok(());
+            }
+            if let Some(c) = self.servers[i].child.as_mut()
+                && let Ok(Some(st)) = c.try_wait()
+            {
+                let log =
+                    std::fs::read_to_string(self.servers[i].dir.join("log/error.log")).unwrap_or_default();
+                return Err(format!(
+                    "clickhouse-server {i} exited ({st}): {}",
+                    log.lines().last().unwrap_or("")
+                ));
+            }
+            if start.elapsed() > Duration::from_secs(60) {
+                return Err(format!("clickhouse-server {i} did not answer within 60 s"));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The store URL's location of server `i`, database `db`, over the cluster or not.
+    pub fn location(&self, i: usize, db: &str, cluster: bool) -> Location {
+        Location {
+            host: "127.0.0.1".into(),
+            port: self.servers[i].http_port,
+            database: db.into(),
+            user: "default".into(),
+            password: self.password.clone(),
+            cluster: cluster.then(|| CLUSTER.to_string()),
+        }
+    }
+
+    /// The URL of [`Rig::location`] (the password goes in `KFLAME_CLICKHOUSE_PASSWORD`).
+    pub fn url(&self, i: usize, db: &str, cluster: bool) -> String {
+        let mut u = format!("clickhouse+http://127.0.0.1:{}/{db}", self.servers[i].http_port);
+        if cluster {
+            u.push_str(&format!("?cluster={CLUSTER}"));
+        }
+        u
+    }
+
+    /// Stops server `i` (SIGKILL: an outage, not a shutdown) and waits for it.
+    pub fn stop(&mut self, i: usize) {
+        if let Some(mut c) = self.servers[i].child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts server `i` again on its ports and data.
+    pub fn restart(&mut self, i: usize) -> Result<(), String> {
+        self.stop(i);
+        let bin = server_binary().ok_or("clickhouse-server is gone")?;
+        self.start_server(&bin, i)
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        for i in 0..self.servers.len() {
+            self.stop(i);
+        }
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}

@@ -1,0 +1,335 @@
+//! The tables, the SQL that makes them, and the check that a database has them.
+//!
+//! Every table has `day Date` (UTC day of the row's time, the partition key: retention drops
+//! whole days) and `host String`. On one server the tables are `MergeTree`; on a cluster
+//! (`?cluster=NAME`) each shard has `<table>_local` and every server has a `Distributed`
+//! table of the plain name over them, sharded by `cityHash64(host)`: one host's rows, stacks
+//! included, live on one shard. The SQL uses only what ClickHouse 18.16 (Debian 12's) and
+//! current releases both run; `TTL` is added where the server has it (19.6 and later).
+
+use crate::http::{Client, HttpError};
+use crate::location::Location;
+
+/// A table: its name and columns (name, type), and its sort key.
+#[derive(Debug)]
+pub struct Table {
+    /// Name (without database; `_local` is added on a cluster).
+    pub name: &'static str,
+    /// Columns in order: the order of every insert's `RowBinary` rows.
+    pub columns: &'static [(&'static str, &'static str)],
+    /// `ORDER BY` of the MergeTree: what range and stack queries filter on first.
+    pub order_by: &'static str,
+}
+
+impl Table {
+    /// `a, b, c`: the column list of an insert.
+    pub fn column_list(&self) -> String {
+        self.columns.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// Profile samples: one row per sample with its own time (`timed` 1), or per aggregated
+/// stack of a bucket (`timed` 0, time = the bucket's start).
+pub const SAMPLES: Table = Table {
+    name: "samples",
+    columns: &[
+        ("day", "Date"),
+        ("host", "String"),
+        ("kind", "UInt8"),
+        ("time_ns", "Int64"),
+        ("timed", "UInt8"),
+        ("cpu", "UInt32"),
+        ("cgroup", "String"),
+        ("capture", "Int64"),
+        ("unit", "String"),
+        ("stack_id", "UInt64"),
+        ("weight", "Decimal128(9)"),
+    ],
+    order_by: "kind, host, time_ns",
+};
+
+/// One row per profile bucket: its span, unit and event, how many rows it wrote.
+pub const BUCKETS: Table = Table {
+    name: "buckets",
+    columns: &[
+        ("day", "Date"),
+        ("host", "String"),
+        ("kind", "UInt8"),
+        ("start_ns", "Int64"),
+        ("end_ns", "Int64"),
+        ("capture", "Int64"),
+        ("unit", "String"),
+        ("event", "String"),
+        ("samples", "UInt64"),
+    ],
+    order_by: "kind, host, start_ns",
+};
+
+/// Stack texts by id (xxh3-64 of the text), written by each host once per day it uses them.
+pub const STACKS: Table = Table {
+    name: "stacks",
+    columns: &[("day", "Date"), ("host", "String"), ("stack_id", "UInt64"), ("stack", "String")],
+    order_by: "stack_id",
+};
+
+/// Metric values.
+pub const METRICS: Table = Table {
+    name: "metrics",
+    columns: &[
+        ("day", "Date"),
+        ("host", "String"),
+        ("name", "String"),
+        ("label", "String"),
+        ("time_ns", "Int64"),
+        ("value", "Float64"),
+    ],
+    order_by: "name, host, label, time_ns",
+};
+
+/// Trigger firings.
+pub const TRIGGERS: Table = Table {
+    name: "triggers",
+    columns: &[
+        ("day", "Date"),
+        ("host", "String"),
+        ("id", "Int64"),
+        ("time_ns", "Int64"),
+        ("rule", "String"),
+        ("metric", "String"),
+        ("value", "Float64"),
+        ("threshold", "Float64"),
+    ],
+    order_by: "host, time_ns",
+};
+
+/// Captures as they start (`trigger` 0: none).
+pub const CAPTURES: Table = Table {
+    name: "captures",
+    columns: &[
+        ("day", "Date"),
+        ("host", "String"),
+        ("id", "Int64"),
+        ("kind", "UInt8"),
+        ("start_ns", "Int64"),
+        ("trigger", "Int64"),
+        ("unit", "String"),
+        ("event", "String"),
+    ],
+    order_by: "host, start_ns",
+};
+
+/// Captures as they end (a row of its own: rows are never updated).
+pub const CAPTURE_ENDS: Table = Table {
+    name: "capture_ends",
+    columns: &[("day", "Date"), ("host", "String"), ("id", "Int64"), ("end_ns", "Int64"), ("note", "String")],
+    order_by: "host, id",
+};
+
+/// Per-event records of captures (`duration_ns` -1: a single event).
+pub const EVENTS: Table = Table {
+    name: "events",
+    columns: &[
+        ("day", "Date"),
+        ("host", "String"),
+        ("capture", "Int64"),
+        ("time_ns", "Int64"),
+        ("duration_ns", "Int64"),
+        ("pid", "UInt32"),
+        ("tid", "UInt32"),
+        ("comm", "String"),
+        ("cpu", "UInt32"),
+        ("kind", "String"),
+        ("event", "String"),
+        ("stack_id", "UInt64"),
+        ("weight", "UInt64"),
+    ],
+    order_by: "capture, time_ns",
+};
+
+/// Kernel reports.
+pub const REPORTS: Table = Table {
+    name: "reports",
+    columns: &[
+        ("day", "Date"),
+        ("host", "String"),
+        ("time_ns", "Int64"),
+        ("kind", "String"),
+        ("title", "String"),
+        ("stack", "String"),
+        ("text", "String"),
+    ],
+    order_by: "host, time_ns",
+};
+
+/// Hosts as they start writing (and once a day): their labels (`key=value,...`).
+pub const HOSTS: Table = Table {
+    name: "hosts",
+    columns: &[("day", "Date"), ("host", "String"), ("time_ns", "Int64"), ("labels", "String")],
+    order_by: "host, time_ns",
+};
+
+/// Every table.
+/// Every table, in the order a writer sends its batches: stacks before the samples that
+/// name them, samples before the bucket row that counts them.
+pub const TABLES: [&Table; 10] =
+    [&STACKS, &HOSTS, &SAMPLES, &BUCKETS, &METRICS, &TRIGGERS, &CAPTURES, &CAPTURE_ENDS, &EVENTS, &REPORTS];
+
+/// What `kflame store init` makes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct InitOptions {
+    /// Keep this many days (a `TTL` on servers that have it; `kflame store prune` elsewhere).
+    pub retain_days: Option<u32>,
+}
+
+/// A server's version, `(major, minor)`.
+pub fn server_version(client: &Client) -> Result<(u32, u32), HttpError> {
+    let v = client.query("SELECT version() FORMAT TSV", &[])?;
+    let v = String::from_utf8_lossy(&v);
+    let mut parts = v.trim().split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    Ok((parts.next().unwrap_or(0), parts.next().unwrap_or(0)))
+}
+
+/// True when a server of this version takes `TTL` on MergeTree tables.
+pub fn has_ttl(version: (u32, u32)) -> bool {
+    version >= (19, 6)
+}
+
+/// The statements that make the database and its tables (every one `IF NOT EXISTS`).
+pub fn ddl(loc: &Location, opts: &InitOptions, version: (u32, u32)) -> Vec<String> {
+    let mut out = vec![format!("CREATE DATABASE IF NOT EXISTS {}", loc.database)];
+    for t in TABLES {
+        let cols: Vec<String> = t.columns.iter().map(|(n, ty)| format!("{n} {ty}")).collect();
+        let ttl = match opts.retain_days {
+            Some(d) if has_ttl(version) => format!(" TTL day + toIntervalDay({d})"),
+            _ => String::new(),
+        };
+        out.push(format!(
+            "CREATE TABLE IF NOT EXISTS {} ({}) ENGINE = MergeTree PARTITION BY day ORDER BY ({}){ttl} \
+             SETTINGS index_granularity = 8192",
+            loc.local_table(t.name),
+            cols.join(", "),
+            t.order_by,
+        ));
+        if let Some(cluster) = &loc.cluster {
+            out.push(format!(
+                "CREATE TABLE IF NOT EXISTS {} AS {} ENGINE = Distributed({cluster}, {}, {}_local, cityHash64(host))",
+                loc.table(t.name),
+                loc.local_table(t.name),
+                loc.database,
+                t.name,
+            ));
+        }
+    }
+    out
+}
+
+/// Why a database cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SchemaError {
+    /// The server did not answer or refused.
+    #[error(transparent)]
+    Http(#[from] HttpError),
+    /// Tables are missing or have other columns.
+    #[error("{0}")]
+    Mismatch(String),
+}
+
+/// Makes the tables on the server of `loc` (on a cluster: run it once per server; each gets
+/// its local tables and the distributed ones). Returns the statements run.
+pub fn init(client: &Client, loc: &Location, opts: &InitOptions) -> Result<Vec<String>, SchemaError> {
+    let version = server_version(client)?;
+    if let Some(cluster) = &loc.cluster {
+        let found = client.query(
+            &format!("SELECT count() FROM system.clusters WHERE cluster = '{cluster}' FORMAT TSV"),
+            &[],
+        )?;
+        if String::from_utf8_lossy(&found).trim() == "0" {
+            return Err(SchemaError::Mismatch(format!(
+                "the server has no cluster {cluster:?} in its remote_servers configuration"
+            )));
+        }
+    }
+    let stmts = ddl(loc, opts, version);
+    for s in &stmts {
+        client.query(s, &[])?;
+    }
+    check(client, loc)?;
+    Ok(stmts)
+}
+
+/// Checks that every table exists with kflame's columns (names in order).
+pub fn check(client: &Client, loc: &Location) -> Result<(), SchemaError> {
+    let answer = client.query(
+        &format!(
+            "SELECT table, name FROM system.columns WHERE database = '{}' ORDER BY table, position FORMAT TSV",
+            loc.database
+        ),
+        &[],
+    );
+    // 18.16's system.columns has no `position`: fall back to its natural order.
+    let answer = match answer {
+        Err(HttpError::Server { .. }) => client.query(
+            &format!("SELECT table, name FROM system.columns WHERE database = '{}' FORMAT TSV", loc.database),
+            &[],
+        )?,
+        other => other?,
+    };
+    let text = String::from_utf8_lossy(&answer);
+    let mut missing = Vec::new();
+    for t in TABLES {
+        let want: Vec<&str> = t.columns.iter().map(|(n, _)| *n).collect();
+        let mut have = Vec::new();
+        for local in [false, true] {
+            if local && loc.cluster.is_none() {
+                continue;
+            }
+            let name = if local { format!("{}_local", t.name) } else { t.name.to_string() };
+            have.clear();
+            have.extend(
+                text.lines().filter_map(|l| l.split_once('\t')).filter(|(tb, _)| *tb == name).map(|(_, c)| c),
+            );
+            if have.is_empty() {
+                missing.push(format!("{}.{name}", loc.database));
+            } else if have != want {
+                return Err(SchemaError::Mismatch(format!(
+                    "{}.{name} has columns ({}), kflame writes ({}): made by another kflame version",
+                    loc.database,
+                    have.join(", "),
+                    want.join(", ")
+                )));
+            }
+        }
+    }
+    if !missing.is_empty() {
+        return Err(SchemaError::Mismatch(format!(
+            "{loc}: no table {}; run `kflame store init --store {loc}` first",
+            missing.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// Drops the day partitions before `keep_from_day` (days since the epoch) of every local
+/// table on the server of `loc`; returns how many were dropped.
+pub fn prune(client: &Client, loc: &Location, keep_from_day: u16) -> Result<u64, HttpError> {
+    let mut dropped = 0;
+    for t in TABLES {
+        let local = loc.local_table(t.name);
+        let (db, table) = local.split_once('.').unwrap_or((&loc.database, t.name));
+        let parts = client.query(
+            &format!(
+                "SELECT DISTINCT partition_id FROM system.parts WHERE database = '{db}' AND table = '{table}' \
+                 AND active AND max_date < toDate({keep_from_day}) FORMAT TSV"
+            ),
+            &[],
+        )?;
+        for id in String::from_utf8_lossy(&parts).lines().filter(|l| !l.is_empty()) {
+            if !id.bytes().all(|b| b.is_ascii_digit()) {
+                continue;
+            }
+            client.query(&format!("ALTER TABLE {local} DROP PARTITION ID '{id}'"), &[])?;
+            dropped += 1;
+        }
+    }
+    Ok(dropped)
+}

@@ -1,0 +1,670 @@
+//! The writing side: [`Writer`] implements `kflame_store::Store` on ClickHouse.
+//!
+//! Rows are encoded into one `RowBinary` buffer per table and sent in batches: when a buffer
+//! holds `batch_bytes`, when its oldest row is `batch_interval` old, on `flush` and on drop.
+//! A batch ClickHouse does not take (unreachable, or an error) goes to the [`Spool`] in
+//! order, and the spool is sent first when ClickHouse answers again (retries back off from
+//! 1 s to 30 s). When the spool is full the call that does not fit is refused with
+//! `StoreError::DiskFull` and nothing of it is kept: the caller holds or drops it, counted.
+//!
+//! Stack texts are sent once per host and day (`stacks`, keyed by the xxh3-64 of the text);
+//! trigger and capture ids are random 63-bit numbers, unique across a fleet in practice.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use kflame::events::EventRecord;
+use kflame::fold::{Unit, Weight};
+use kflame_store::{
+    Bucket, CaptureId, CaptureStart, Maintenance, Metric, Policy, Store, StoreError, StoredReport,
+    TriggerFired, TriggerId, stored_metric_value,
+};
+use rustc_hash::{FxHashMap, FxHashSet};
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::http::{Client, HttpError};
+use crate::location::Location;
+use crate::rowbinary::{MAX_DECIMAL_RAW, Put};
+use crate::schema::{self, TABLES};
+use crate::spool::Spool;
+
+const NS_PER_DAY: i64 = 86_400_000_000_000;
+/// A bucket lasts at most this long (as in the embedded store).
+const MAX_BUCKET_NS: i64 = 3_600_000_000_000;
+
+/// The `Date` (days since 1970-01-01) of a time; times outside `Date`'s range are clamped.
+pub fn day_of(time_ns: i64) -> u16 {
+    time_ns.div_euclid(NS_PER_DAY).clamp(0, i64::from(u16::MAX)) as u16
+}
+
+/// The id of a stack text, the same on every host.
+pub fn stack_id(text: &[u8]) -> u64 {
+    xxh3_64(text)
+}
+
+/// How a [`Writer`] batches and spools.
+#[derive(Clone, Debug)]
+pub struct WriterOptions {
+    /// Send when the buffers hold this many bytes.
+    pub batch_bytes: usize,
+    /// Send when the oldest buffered row is this old.
+    pub batch_interval: Duration,
+    /// The spool's bound.
+    pub spool_max_bytes: u64,
+    /// `key=value` labels of the host, written to `hosts` (`role=db,rack=r12`).
+    pub labels: String,
+}
+
+impl Default for WriterOptions {
+    fn default() -> WriterOptions {
+        WriterOptions {
+            batch_bytes: 16 << 20,
+            batch_interval: Duration::from_secs(1),
+            spool_max_bytes: 1 << 30,
+            labels: String::new(),
+        }
+    }
+}
+
+/// What a writer has done.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriterStats {
+    /// Rows ClickHouse took.
+    pub rows_sent: u64,
+    /// Inserts ClickHouse took.
+    pub batches_sent: u64,
+    /// Batches that went to the spool.
+    pub batches_spooled: u64,
+    /// Spooled batches sent later.
+    pub batches_resent: u64,
+}
+
+#[derive(Default)]
+struct Buf {
+    rows: u64,
+    data: Vec<u8>,
+}
+
+/// Where the buffers were before a call: what undoing it truncates to.
+struct Mark {
+    lens: [(usize, u64); TABLES.len()],
+    stacks: usize,
+}
+
+/// A ClickHouse store being written.
+pub struct Writer {
+    loc: Location,
+    client: Client,
+    settings: Vec<(&'static str, &'static str)>,
+    opts: WriterOptions,
+    bufs: [Buf; TABLES.len()],
+    oldest: Option<Instant>,
+    /// (day, host hash, stack id) already sent, of today and yesterday.
+    sent_stacks: FxHashSet<(u16, u64, u64)>,
+    new_stacks: Vec<(u16, u64, u64)>,
+    newest_day: u16,
+    sent_hosts: FxHashSet<(u16, String)>,
+    captures: FxHashMap<i64, String>,
+    spool: Spool,
+    retry_at: Option<Instant>,
+    backoff: Duration,
+    down: Option<String>,
+    notes: Vec<String>,
+    rng: u64,
+    stats: WriterStats,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Writer({}, {:?})", self.loc, self.spool)
+    }
+}
+
+fn t(name: &str) -> usize {
+    TABLES.iter().position(|t| t.name == name).expect("a table of the schema")
+}
+
+fn unit_name(unit: &Unit) -> &str {
+    if *unit == Unit::Unspecified { "" } else { unit.name() }
+}
+
+impl Writer {
+    /// A writer to `loc`, spooling in the SQLite file `spool`. The tables must exist
+    /// (`kflame store init`); when ClickHouse cannot be reached now, the writer starts all
+    /// the same and spools.
+    pub fn open(loc: &Location, spool: &Path, opts: WriterOptions) -> Result<Writer, StoreError> {
+        let client = Client::new(loc);
+        let spool = Spool::open(spool, opts.spool_max_bytes)?;
+        let mut notes = Vec::new();
+        let mut down = None;
+        match schema::check(&client, loc) {
+            Ok(()) => {}
+            Err(schema::SchemaError::Http(e)) if e.is_unreachable() => {
+                notes.push(format!("{loc} is {e}; spooling in {} until it answers", spool.path().display()));
+                down = Some(e.to_string());
+            }
+            Err(e) => return Err(StoreError::Other { path: loc.to_string().into(), detail: e.to_string() }),
+        }
+        if !spool.is_empty() {
+            notes.push(format!(
+                "{} batches ({} bytes) of an earlier run wait in {}: sending them first",
+                spool.len(),
+                spool.bytes(),
+                spool.path().display()
+            ));
+        }
+        let mut settings = vec![("max_query_size", "16777216")];
+        if loc.cluster.is_some() {
+            // The insert returns once every shard has its rows: a batch taken is a batch
+            // stored, and may leave the spool.
+            settings.push(("insert_distributed_sync", "1"));
+        }
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+            ^ (u64::from(std::process::id()) << 32)
+            ^ xxh3_64(loc.to_string().as_bytes());
+        Ok(Writer {
+            loc: loc.clone(),
+            client,
+            settings,
+            opts,
+            bufs: Default::default(),
+            oldest: None,
+            sent_stacks: FxHashSet::default(),
+            new_stacks: Vec::new(),
+            newest_day: 0,
+            sent_hosts: FxHashSet::default(),
+            captures: FxHashMap::default(),
+            spool,
+            retry_at: down.as_ref().map(|_| Instant::now()),
+            backoff: Duration::from_secs(1),
+            down,
+            notes,
+            rng: seed,
+            stats: WriterStats::default(),
+        })
+    }
+
+    /// What was sent and spooled.
+    pub fn stats(&self) -> WriterStats {
+        self.stats
+    }
+
+    /// Batches and bytes waiting in the spool.
+    pub fn spooled(&self) -> (u64, u64) {
+        (self.spool.len(), self.spool.bytes())
+    }
+
+    fn invalid(&self, detail: String) -> StoreError {
+        StoreError::Invalid { path: self.loc.to_string().into(), detail }
+    }
+
+    fn new_id(&mut self) -> i64 {
+        // splitmix64: ids differ between hosts and runs by the seed.
+        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) >> 1).max(1) as i64
+    }
+
+    fn mark(&self) -> Mark {
+        let mut lens = [(0, 0); TABLES.len()];
+        for (l, b) in lens.iter_mut().zip(&self.bufs) {
+            *l = (b.data.len(), b.rows);
+        }
+        Mark { lens, stacks: self.new_stacks.len() }
+    }
+
+    fn rollback(&mut self, m: &Mark) {
+        for (b, &(len, rows)) in self.bufs.iter_mut().zip(&m.lens) {
+            if b.data.len() >= len {
+                b.data.truncate(len);
+                b.rows = rows;
+            }
+        }
+        for k in self.new_stacks.drain(m.stacks..) {
+            self.sent_stacks.remove(&k);
+        }
+    }
+
+    fn buf(&mut self, table: usize) -> &mut Vec<u8> {
+        let b = &mut self.bufs[table];
+        b.rows += 1;
+        if self.oldest.is_none() {
+            self.oldest = Some(Instant::now());
+        }
+        &mut b.data
+    }
+
+    fn host_row(&mut self, host: &str, day: u16, time_ns: i64) {
+        if self.sent_hosts.contains(&(day, host.to_string())) {
+            return;
+        }
+        self.sent_hosts.retain(|(d, _)| *d + 1 >= day);
+        self.sent_hosts.insert((day, host.to_string()));
+        let labels = self.opts.labels.clone();
+        let b = self.buf(t("hosts"));
+        b.u16(day);
+        b.str(host);
+        b.i64(time_ns);
+        b.str(&labels);
+    }
+
+    /// Queues the text of a stack unless this host sent it today; returns its id.
+    fn stack(&mut self, host: &str, host_hash: u64, day: u16, text: &[u8]) -> u64 {
+        let id = stack_id(text);
+        let key = (day, host_hash, id);
+        if day > self.newest_day {
+            self.newest_day = day;
+            self.sent_stacks.retain(|k| k.0 + 1 >= day);
+        }
+        if self.sent_stacks.insert(key) {
+            self.new_stacks.push(key);
+            let b = self.buf(t("stacks"));
+            b.u16(day);
+            b.str(host);
+            b.u64(id);
+            b.bytes(text);
+        }
+        id
+    }
+
+    fn pending_bytes(&self) -> u64 {
+        self.bufs.iter().map(|b| b.data.len() as u64).sum()
+    }
+
+    fn due(&self) -> bool {
+        let retry_due = self.retry_at.is_none_or(|t| Instant::now() >= t);
+        retry_due
+            && (self.pending_bytes() >= self.opts.batch_bytes as u64
+                || self.oldest.is_some_and(|o| o.elapsed() >= self.opts.batch_interval)
+                || (!self.spool.is_empty() && self.down.is_some()))
+    }
+
+    fn failed(&mut self, e: HttpError) {
+        let first = self.down.is_none();
+        let text = e.to_string();
+        if first || self.down.as_deref() != Some(text.as_str()) {
+            self.notes.push(format!(
+                "ClickHouse at {}: {text}; batches go to the spool {} (retrying)",
+                self.loc,
+                self.spool.path().display()
+            ));
+        }
+        self.down = Some(text);
+        self.retry_at = Some(Instant::now() + self.backoff);
+        self.backoff = (self.backoff * 2).min(Duration::from_secs(30));
+    }
+
+    fn insert(&mut self, table: &str, rows: u64, body: &[u8]) -> Result<(), HttpError> {
+        let tb = TABLES.iter().find(|t| t.name == table).map_or(String::new(), |t| t.column_list());
+        self.client.insert(&self.loc.table(table), &tb, body, &self.settings)?;
+        self.stats.rows_sent += rows;
+        self.stats.batches_sent += 1;
+        Ok(())
+    }
+
+    /// Sends the spool, then the buffers. `Err` leaves what was not sent where it was.
+    fn send(&mut self) -> Result<(), StoreError> {
+        if self.retry_at.is_some_and(|t| Instant::now() < t) {
+            return Err(self.unsent());
+        }
+        let resent = self.spool.len();
+        while let Some(b) = self.spool.front()? {
+            if let Err(e) = self.insert(&b.table, b.rows, &b.body) {
+                self.failed(e);
+                return Err(self.unsent());
+            }
+            self.spool.remove(&b)?;
+            self.stats.batches_resent += 1;
+        }
+        for (i, table) in TABLES.iter().enumerate() {
+            if self.bufs[i].rows == 0 {
+                continue;
+            }
+            let body = std::mem::take(&mut self.bufs[i].data);
+            let rows = self.bufs[i].rows;
+            if let Err(e) = self.insert(table.name, rows, &body) {
+                self.bufs[i].data = body;
+                self.failed(e);
+                return Err(self.unsent());
+            }
+            self.bufs[i].rows = 0;
+            let mut body = body;
+            body.clear();
+            self.bufs[i].data = body;
+        }
+        self.oldest = None;
+        self.new_stacks.clear();
+        if let Some(was) = self.down.take() {
+            self.notes.push(format!(
+                "ClickHouse at {} answers again (it was {was}): {resent} spooled batches sent",
+                self.loc
+            ));
+        }
+        self.retry_at = None;
+        self.backoff = Duration::from_secs(1);
+        Ok(())
+    }
+
+    fn unsent(&self) -> StoreError {
+        StoreError::Other {
+            path: self.loc.to_string().into(),
+            detail: self.down.clone().unwrap_or_else(|| "waiting to retry".into()),
+        }
+    }
+
+    /// Moves the buffers to the spool; `false` when they do not fit.
+    fn spool_buffers(&mut self) -> Result<bool, StoreError> {
+        let need = self.pending_bytes();
+        if need == 0 {
+            return Ok(true);
+        }
+        if !self.spool.fits(need) {
+            return Ok(false);
+        }
+        let batches: Vec<(&str, u64, &[u8])> = TABLES
+            .iter()
+            .zip(&self.bufs)
+            .filter(|(_, b)| b.rows > 0)
+            .map(|(t, b)| (t.name, b.rows, b.data.as_slice()))
+            .collect();
+        let n = batches.len() as u64;
+        self.spool.push(&batches)?;
+        self.stats.batches_spooled += n;
+        for b in &mut self.bufs {
+            b.rows = 0;
+            b.data.clear();
+        }
+        self.oldest = None;
+        self.new_stacks.clear();
+        Ok(true)
+    }
+
+    /// After a call queued its rows: sends when due; what cannot be sent is spooled; a call
+    /// that does not fit in the spool is undone and refused.
+    fn commit(&mut self, mark: Mark, force: bool) -> Result<(), StoreError> {
+        if !force && !self.due() {
+            // Down and not yet time to retry: the spool, not memory, keeps what comes.
+            if self.down.is_some() {
+                return self.spool_or_refuse(mark);
+            }
+            return Ok(());
+        }
+        match self.send() {
+            Ok(()) => Ok(()),
+            Err(StoreError::Other { .. }) => self.spool_or_refuse(mark),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn spool_or_refuse(&mut self, mark: Mark) -> Result<(), StoreError> {
+        if self.spool_buffers()? {
+            return Ok(());
+        }
+        self.rollback(&mark);
+        let _ = self.spool_buffers();
+        Err(StoreError::DiskFull {
+            path: self.spool.path().to_path_buf(),
+            detail: format!(
+                "ClickHouse at {} is {} and the spool holds {} of its {} bytes; nothing of this write was stored",
+                self.loc,
+                self.down.as_deref().unwrap_or("not answering"),
+                self.spool.bytes(),
+                self.spool.max_bytes
+            ),
+        })
+    }
+}
+
+impl Store for Writer {
+    fn append_metrics(&mut self, host: &str, time_ns: i64, metrics: &[Metric<'_>]) -> Result<(), StoreError> {
+        let mark = self.mark();
+        let day = day_of(time_ns);
+        self.host_row(host, day, time_ns);
+        for m in metrics {
+            let b = self.buf(t("metrics"));
+            b.u16(day);
+            b.str(host);
+            b.str(m.name);
+            b.str(m.label);
+            b.i64(time_ns);
+            b.f64(stored_metric_value(m.value));
+        }
+        self.commit(mark, false)
+    }
+
+    fn append_bucket(&mut self, b: &Bucket<'_>) -> Result<(), StoreError> {
+        if b.end_ns <= b.start_ns || b.end_ns - b.start_ns > MAX_BUCKET_NS {
+            return Err(self.invalid(format!(
+                "a {} bucket of {} must end after it starts and last at most 1 h (start {}, end {})",
+                b.kind, b.host, b.start_ns, b.end_ns
+            )));
+        }
+        if let Some(s) = b.samples.iter().find(|s| s.time_ns < b.start_ns || s.time_ns >= b.end_ns) {
+            return Err(self.invalid(format!(
+                "a {} bucket of {} [{}, {}) holds a sample at {} outside it",
+                b.kind, b.host, b.start_ns, b.end_ns, s.time_ns
+            )));
+        }
+        let too_big = |w: &Weight| w.raw() > MAX_DECIMAL_RAW;
+        if b.samples.iter().any(|s| too_big(&s.weight)) || b.aggregated.iter().any(|(_, w)| too_big(w)) {
+            return Err(self.invalid(format!(
+                "a {} bucket of {} holds a weight of more than 29 digits, more than ClickHouse's Decimal128(9) holds",
+                b.kind, b.host
+            )));
+        }
+        let mark = self.mark();
+        let host_hash = xxh3_64(b.host.as_bytes());
+        let unit = unit_name(&b.meta.unit).to_string();
+        let kind = b.kind.code() as u8;
+        let capture = b.capture.map_or(0, |c| c.0);
+        self.host_row(b.host, day_of(b.start_ns), b.start_ns);
+        let mut last: Option<(&[u8], u16, u64)> = None;
+        for s in b.samples {
+            let day = day_of(s.time_ns);
+            let id = match last {
+                Some((text, d, id)) if d == day && text == s.stack => id,
+                _ => self.stack(b.host, host_hash, day, s.stack),
+            };
+            last = Some((s.stack, day, id));
+            let r = self.buf(t("samples"));
+            r.u16(day);
+            r.str(b.host);
+            r.u8(kind);
+            r.i64(s.time_ns);
+            r.u8(1);
+            r.u32(s.cpu);
+            r.str(s.cgroup.unwrap_or(""));
+            r.i64(capture);
+            r.str(&unit);
+            r.u64(id);
+            r.weight(s.weight);
+        }
+        let day = day_of(b.start_ns);
+        for (text, w) in b.aggregated {
+            let id = self.stack(b.host, host_hash, day, text);
+            let r = self.buf(t("samples"));
+            r.u16(day);
+            r.str(b.host);
+            r.u8(kind);
+            r.i64(b.start_ns);
+            r.u8(0);
+            r.u32(0);
+            r.str("");
+            r.i64(capture);
+            r.str(&unit);
+            r.u64(id);
+            r.weight(*w);
+        }
+        let r = self.buf(t("buckets"));
+        r.u16(day);
+        r.str(b.host);
+        r.u8(kind);
+        r.i64(b.start_ns);
+        r.i64(b.end_ns);
+        r.i64(capture);
+        r.str(&unit);
+        r.str(b.meta.event.as_deref().unwrap_or(""));
+        r.u64((b.samples.len() + b.aggregated.len()) as u64);
+        self.commit(mark, false)
+    }
+
+    fn append_trigger(&mut self, tr: &TriggerFired<'_>) -> Result<TriggerId, StoreError> {
+        let mark = self.mark();
+        let id = self.new_id();
+        let day = day_of(tr.time_ns);
+        self.host_row(tr.host, day, tr.time_ns);
+        let b = self.buf(t("triggers"));
+        b.u16(day);
+        b.str(tr.host);
+        b.i64(id);
+        b.i64(tr.time_ns);
+        b.str(tr.rule);
+        b.str(tr.metric);
+        b.f64(tr.value);
+        b.f64(tr.threshold);
+        self.commit(mark, false).map(|()| TriggerId(id))
+    }
+
+    fn begin_capture(&mut self, c: &CaptureStart<'_>) -> Result<CaptureId, StoreError> {
+        let mark = self.mark();
+        let id = self.new_id();
+        let day = day_of(c.start_ns);
+        self.host_row(c.host, day, c.start_ns);
+        let b = self.buf(t("captures"));
+        b.u16(day);
+        b.str(c.host);
+        b.i64(id);
+        b.u8(c.kind.code() as u8);
+        b.i64(c.start_ns);
+        b.i64(c.trigger.map_or(0, |t| t.0));
+        b.str(unit_name(&c.meta.unit));
+        b.str(c.meta.event.as_deref().unwrap_or(""));
+        self.commit(mark, false)?;
+        self.captures.insert(id, c.host.to_string());
+        Ok(CaptureId(id))
+    }
+
+    fn end_capture(&mut self, id: CaptureId, end_ns: i64, note: &str) -> Result<(), StoreError> {
+        let Some(host) = self.captures.get(&id.0).cloned() else {
+            return Err(self.invalid(format!("no capture {} was begun by this writer", id.0)));
+        };
+        let mark = self.mark();
+        let b = self.buf(t("capture_ends"));
+        b.u16(day_of(end_ns));
+        b.str(&host);
+        b.i64(id.0);
+        b.i64(end_ns);
+        b.str(note);
+        self.commit(mark, false)
+    }
+
+    fn append_events(&mut self, capture: CaptureId, events: &[EventRecord<'_>]) -> Result<(), StoreError> {
+        if let Some(i) = events
+            .iter()
+            .position(|ev| ev.ts_ns.is_none_or(|t| t > i64::MAX as u64) || ev.weight > i64::MAX as u64)
+        {
+            return Err(self.invalid(format!(
+                "event {} of {} has no time or a weight out of range: nothing of the batch stored",
+                i + 1,
+                events.len()
+            )));
+        }
+        let Some(host) = self.captures.get(&capture.0).cloned() else {
+            return Err(self.invalid(format!("no capture {} was begun by this writer", capture.0)));
+        };
+        let mark = self.mark();
+        let host_hash = xxh3_64(host.as_bytes());
+        let mut text = Vec::new();
+        for ev in events {
+            let time_ns = ev.ts_ns.unwrap_or(0) as i64;
+            let day = day_of(time_ns);
+            text.clear();
+            for (i, f) in ev.stack.iter().enumerate() {
+                if i > 0 {
+                    text.push(b';');
+                }
+                text.extend_from_slice(f);
+            }
+            let id = self.stack(&host, host_hash, day, &text);
+            let b = self.buf(t("events"));
+            b.u16(day);
+            b.str(&host);
+            b.i64(capture.0);
+            b.i64(time_ns);
+            b.i64(ev.duration_ns.map_or(-1, |d| d.min(i64::MAX as u64) as i64));
+            b.u32(ev.pid.unwrap_or(0));
+            b.u32(ev.tid.unwrap_or(0));
+            b.str(ev.comm.unwrap_or(""));
+            b.u32(ev.cpu);
+            b.str(ev.kind.name());
+            b.str(ev.event);
+            b.u64(id);
+            b.u64(ev.weight);
+        }
+        self.commit(mark, false)
+    }
+
+    fn append_report(&mut self, r: &StoredReport<'_>) -> Result<(), StoreError> {
+        let mark = self.mark();
+        let day = day_of(r.time_ns);
+        self.host_row(r.host, day, r.time_ns);
+        let b = self.buf(t("reports"));
+        b.u16(day);
+        b.str(r.host);
+        b.i64(r.time_ns);
+        b.str(r.kind);
+        b.str(r.title);
+        b.str(r.stack);
+        b.str(r.text);
+        self.commit(mark, false)
+    }
+
+    fn flush(&mut self) -> Result<(), StoreError> {
+        let mark = self.mark();
+        // A retry not yet due waits no longer: the caller asks for everything now.
+        self.retry_at = None;
+        self.commit(mark, true)
+    }
+
+    fn maintain(&mut self, _policy: &Policy) -> Result<Maintenance, StoreError> {
+        // Retention is the database's (TTL, or `kflame store prune`); the writer's part is
+        // to empty its spool when ClickHouse is back.
+        let before = self.spool.bytes();
+        if self.down.is_some() && self.retry_at.is_none_or(|t| Instant::now() >= t) {
+            let mark = self.mark();
+            let _ = self.commit(mark, true);
+        }
+        Ok(Maintenance { bytes_before: before, bytes_after: self.spool.bytes(), ..Maintenance::default() })
+    }
+
+    fn notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        if self.pending_bytes() > 0 {
+            let _ = self.flush();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn days_are_utc_days_since_the_epoch() {
+        assert_eq!(day_of(0), 0);
+        assert_eq!(day_of(NS_PER_DAY - 1), 0);
+        assert_eq!(day_of(NS_PER_DAY), 1);
+        assert_eq!(day_of(-5), 0);
+        // 2026-11-27 is day 20_784.
+        assert_eq!(day_of(1_795_737_600 * 1_000_000_000), 20_784);
+    }
+}

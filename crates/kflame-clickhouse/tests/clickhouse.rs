@@ -1,0 +1,594 @@
+//! The ClickHouse store against real `clickhouse-server` processes started here (Debian's
+//! 18.16, on loopback, see `kflame_clickhouse::rig`): what three hosts write reads back as
+//! the embedded SQLite store reads the same writes; two shards hold each host once and answer
+//! together; an outage in the middle of writing loses nothing; bad setups are refused with a
+//! clear error.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kflame::events::{EventKind, EventRecord, Frames};
+use kflame::fold::{Meta, StackCounts, Stacks, Unit, Weight};
+use kflame_clickhouse::rig::Rig;
+use kflame_clickhouse::{InitOptions, Location, Reader, Writer, WriterOptions, schema};
+use kflame_store::{
+    Bucket, CaptureStart, Event, Kind, Metric, OpenMode, ProfileQuery, Query, Sample, SeriesQuery, Sqlite,
+    Store, StoreError, StoredReport, TriggerFired,
+};
+
+const T0: i64 = 1_764_000_000_000_000_000;
+const SEC: i64 = 1_000_000_000;
+/// Host names; over two shards `cityHash64` puts db1 and web1 on one, db2 on the other.
+const HOSTS: [&str; 3] = ["db1", "db2", "web1"];
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("kflame-ch-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Stacks of a real system-wide capture (the render fixtures' perf capture), one per sample.
+fn real_stacks() -> Vec<Vec<u8>> {
+    let text = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../kflame/tests/data/render/perf-sys-cpuclock.folded"
+    ))
+    .unwrap();
+    let mut out = Vec::new();
+    for line in text.split(|&b| b == b'\n').filter(|l| !l.is_empty() && l[0] != b'#') {
+        let sp = line.iter().rposition(|&b| b == b' ').unwrap();
+        let n: usize = std::str::from_utf8(&line[sp + 1..]).unwrap().parse().unwrap();
+        for _ in 0..n {
+            out.push(line[..sp].to_vec());
+        }
+    }
+    out
+}
+
+struct Owned {
+    time_ns: i64,
+    cpu: u32,
+    cgroup: Option<&'static str>,
+    stack: Vec<u8>,
+    weight: Weight,
+}
+
+/// `seconds` of 19 Hz samples on 2 CPUs for host number `h`, stacks drawn in turn from the
+/// capture starting at a place of the host's own.
+fn generate(h: usize, seconds: i64, stacks: &[Vec<u8>]) -> Vec<Owned> {
+    let mut out = Vec::new();
+    let mut k = h * 1_000;
+    for cpu in 0..2u32 {
+        let mut t = T0 + i64::from(cpu) * 7_000_000 + h as i64 * 3_000_000;
+        while t < T0 + seconds * SEC {
+            let cgroup = match k % 3 {
+                0 => Some("/system.slice/nginx.service"),
+                1 => Some("/user.slice"),
+                _ => None,
+            };
+            out.push(Owned {
+                time_ns: t,
+                cpu,
+                cgroup,
+                stack: stacks[k % stacks.len()].clone(),
+                weight: Weight::from_u64(1),
+            });
+            k += 1;
+            t += SEC / 19;
+        }
+    }
+    out.sort_by_key(|s| s.time_ns);
+    out
+}
+
+/// Writes `seconds` of one host's history: metrics every second, 10-s cpu buckets, a
+/// trigger, a capture of syscall events and an aggregated offcpu bucket, a kernel report.
+fn write_host(store: &mut dyn Store, h: usize, seconds: i64, stacks: &[Vec<u8>]) -> u64 {
+    let host = HOSTS[h];
+    let meta = Meta { unit: Unit::Samples, event: Some("cpu-clock".into()) };
+    let samples = generate(h, seconds, stacks);
+    for s in 0..seconds {
+        let t = T0 + s * SEC;
+        let v = (s as f64 * 1.7 + h as f64 * 10.0) % 100.0;
+        store
+            .append_metrics(
+                host,
+                t,
+                &[
+                    Metric { name: "cpu.usr", label: "", value: v },
+                    Metric { name: "cpu.usr", label: "cpu1", value: v / 2.0 },
+                    Metric { name: "psi.io.some", label: "", value: 0.25 * h as f64 },
+                ],
+            )
+            .unwrap();
+    }
+    let mut written = 0;
+    for b in 0..seconds / 10 {
+        let (a, z) = (T0 + b * 10 * SEC, T0 + (b + 1) * 10 * SEC);
+        let part: Vec<Sample<'_>> = samples
+            .iter()
+            .filter(|s| s.time_ns >= a && s.time_ns < z)
+            .map(|s| Sample {
+                time_ns: s.time_ns,
+                cpu: s.cpu,
+                cgroup: s.cgroup,
+                stack: &s.stack,
+                weight: s.weight,
+            })
+            .collect();
+        written += part.len() as u64;
+        store
+            .append_bucket(&Bucket {
+                host,
+                kind: Kind::Cpu,
+                start_ns: a,
+                end_ns: z,
+                capture: None,
+                meta: &meta,
+                samples: &part,
+                aggregated: &[],
+            })
+            .unwrap();
+    }
+    let trig = store
+        .append_trigger(&TriggerFired {
+            host,
+            time_ns: T0 + 20 * SEC,
+            rule: "cpu > 80% for 5s => syscalls 10s",
+            metric: "cpu",
+            value: 91.5,
+            threshold: 80.0,
+        })
+        .unwrap();
+    let ns = Meta { unit: Unit::Nanoseconds, event: None };
+    let cap = store
+        .begin_capture(&CaptureStart {
+            host,
+            kind: Kind::Syscalls,
+            start_ns: T0 + 20 * SEC,
+            trigger: Some(trig),
+            meta: &ns,
+        })
+        .unwrap();
+    let frames: Vec<Vec<u8>> = vec![b"nginx".to_vec(), b"entry_SYSCALL_64".to_vec(), b"ksys_write".to_vec()];
+    let events: Vec<EventRecord<'_>> = (0..50u64)
+        .map(|i| EventRecord {
+            kind: EventKind::Syscall,
+            ts_ns: Some((T0 + 20 * SEC) as u64 + i * 100_000_000),
+            duration_ns: Some(1_000 * (i + 1) * (h as u64 + 1)),
+            cpu: (i % 2) as u32,
+            pid: Some(100 + i as u32),
+            tid: Some(100 + i as u32),
+            comm: Some("nginx"),
+            event: "syscall:write",
+            weight: 1_000 * (i + 1) * (h as u64 + 1),
+            stack: Frames::Owned(&frames),
+        })
+        .collect();
+    store.append_events(cap, &events).unwrap();
+    let agg: Vec<(&[u8], Weight)> =
+        vec![(b"nginx;entry_SYSCALL_64;ksys_write".as_slice(), Weight::from_u64(55_000 * (h as u64 + 1)))];
+    store
+        .append_bucket(&Bucket {
+            host,
+            kind: Kind::Syscalls,
+            start_ns: T0 + 20 * SEC,
+            end_ns: T0 + 30 * SEC,
+            capture: Some(cap),
+            meta: &ns,
+            samples: &[],
+            aggregated: &agg,
+        })
+        .unwrap();
+    store.end_capture(cap, T0 + 30 * SEC, "done").unwrap();
+    store
+        .append_report(&StoredReport {
+            host,
+            time_ns: T0 + 25 * SEC,
+            kind: "warning",
+            title: "WARNING in shrink_slab",
+            stack: "kswapd;balance_pgdat;shrink_node;shrink_slab",
+            text: "WARNING: CPU: 1 PID: 77 at mm/vmscan.c:512 shrink_slab+0x1f/0x300\n",
+        })
+        .unwrap();
+    store.flush().unwrap();
+    written
+}
+
+fn folded(s: &Stacks) -> Vec<(Vec<u8>, Weight)> {
+    let mut v: Vec<(Vec<u8>, Weight)> =
+        s.in_output_order().into_iter().map(|(k, w)| (k.to_vec(), w)).collect();
+    v.sort();
+    v
+}
+
+fn without_ids(mut evs: Vec<Event>) -> Vec<Event> {
+    for e in &mut evs {
+        match e {
+            Event::Trigger { id, .. } => id.0 = 0,
+            Event::Capture { id, trigger, .. } => {
+                id.0 = 0;
+                *trigger = trigger.map(|_| kflame_store::TriggerId(0));
+            }
+            Event::Report { .. } => {}
+        }
+    }
+    evs.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+    evs
+}
+
+/// Every answer of the ClickHouse reader equals the SQLite store's on the same writes.
+fn compare(ch: &dyn Query, db: &dyn Query) {
+    assert_eq!(ch.hosts().unwrap(), db.hosts().unwrap());
+    let (lo, hi) = db.time_bounds().unwrap().unwrap();
+    let (clo, chi) = ch.time_bounds().unwrap().unwrap();
+    assert_eq!(clo, lo);
+    assert!(chi >= hi - 1_000_000_000 && chi <= hi, "{chi} vs {hi}");
+    for (from, to) in [(T0, T0 + 60 * SEC), (T0 + 3 * SEC, T0 + 17 * SEC), (T0 + 55 * SEC, T0 + 70 * SEC)] {
+        for host in [None, Some("web1")] {
+            for cgroup in [None, Some("/system.slice"), Some("/user.slice/")] {
+                let q = ProfileQuery { host, cgroup, ..ProfileQuery::new(Kind::Cpu, from, to) };
+                let (a, b) = (ch.profile(&q).unwrap(), db.profile(&q).unwrap());
+                assert_eq!(folded(&a.stacks), folded(&b.stacks), "{from} {to} {host:?} {cgroup:?}");
+                assert_eq!(
+                    (a.samples, a.buckets, a.mixed_units, &a.meta),
+                    (b.samples, b.buckets, b.mixed_units, &b.meta)
+                );
+            }
+        }
+        let q = ProfileQuery::new(Kind::Cpu, from, to);
+        let (a, b) = (ch.samples(&q).unwrap(), db.samples(&q).unwrap());
+        assert_eq!(a.len(), b.len());
+        let ta = ch.stack_texts(&a.iter().take(50).map(|p| p.stack).collect::<Vec<_>>()).unwrap();
+        let tb = db.stack_texts(&b.iter().take(50).map(|p| p.stack).collect::<Vec<_>>()).unwrap();
+        assert_eq!(ta, tb);
+    }
+    let sys = ProfileQuery::new(Kind::Syscalls, T0, T0 + 60 * SEC);
+    assert_eq!(folded(&ch.profile(&sys).unwrap().stacks), folded(&db.profile(&sys).unwrap().stacks));
+    assert_eq!(ch.metric_names(None).unwrap(), db.metric_names(None).unwrap());
+    assert_eq!(ch.metric_names(Some("db1")).unwrap(), db.metric_names(Some("db1")).unwrap());
+    for points in [None, Some(10), Some(1000)] {
+        let q = SeriesQuery {
+            name: "cpu.usr",
+            label: None,
+            host: None,
+            from_ns: T0,
+            to_ns: T0 + 60 * SEC,
+            points,
+        };
+        let (a, b) = (ch.series(&q).unwrap(), db.series(&q).unwrap());
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!((&x.host, &x.name, &x.label), (&y.host, &y.name, &y.label));
+            assert_eq!(x.points.len(), y.points.len(), "{points:?} {}", x.host);
+            for (p, r) in x.points.iter().zip(&y.points) {
+                assert_eq!((p.time_ns, p.count), (r.time_ns, r.count), "{points:?}");
+                assert!(
+                    (p.min - r.min).abs() < 1e-9
+                        && (p.max - r.max).abs() < 1e-9
+                        && (p.avg - r.avg).abs() < 1e-9
+                );
+            }
+        }
+    }
+    let (a, b) = (ch.events(T0, T0 + 60 * SEC, None).unwrap(), db.events(T0, T0 + 60 * SEC, None).unwrap());
+    assert_eq!(without_ids(a.clone()), without_ids(b.clone()));
+    let cap = |evs: &[Event], host: &str| {
+        evs.iter()
+            .find_map(|e| match e {
+                Event::Capture { id, host: h, .. } if h == host => Some(*id),
+                _ => None,
+            })
+            .unwrap()
+    };
+    for host in HOSTS {
+        let x = ch.capture_events(cap(&a, host), T0, T0 + 60 * SEC).unwrap();
+        let y = db.capture_events(cap(&b, host), T0, T0 + 60 * SEC).unwrap();
+        assert_eq!(x.len(), 50);
+        let strip = |v: &[kflame_store::StoredEvent]| {
+            v.iter()
+                .map(|e| {
+                    (
+                        e.time_ns,
+                        e.duration_ns,
+                        e.pid,
+                        e.comm.clone(),
+                        e.kind.clone(),
+                        e.event.clone(),
+                        e.weight,
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(strip(&x), strip(&y));
+        assert_eq!(ch.stack_text(x[0].stack).unwrap(), db.stack_text(y[0].stack).unwrap());
+    }
+    // Which hosts spend time in a frame: ClickHouse's one statement equals the default
+    // (one profile per host) on SQLite.
+    let q = ProfileQuery::new(Kind::Cpu, T0, T0 + 60 * SEC);
+    let frame = "ksys_write";
+    let (a, b) = (ch.host_shares(&q, frame).unwrap(), db.host_shares(&q, frame).unwrap());
+    assert_eq!(a, b);
+    assert_eq!(a.len(), 3);
+    assert!(a.iter().all(|s| !s.frame.is_zero() && s.frame < s.total), "{a:?}");
+}
+
+fn sqlite_of(name: &str, seconds: i64, stacks: &[Vec<u8>]) -> (Sqlite, u64) {
+    let path = dir(name).join("history.db");
+    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    let mut n = 0;
+    for h in 0..HOSTS.len() {
+        n += write_host(&mut db, h, seconds, stacks);
+    }
+    drop(db);
+    (Sqlite::open(&path, OpenMode::Read).unwrap(), n)
+}
+
+#[test]
+fn three_hosts_on_one_server_read_back_as_the_embedded_store_reads_them() {
+    let rig = Rig::start(1).unwrap();
+    let loc = rig.location(0, "fleet", false);
+    let client = kflame_clickhouse::http::Client::new(&loc);
+    // Before init: readers and writers say what to do.
+    let e = Reader::open(&loc).unwrap_err().to_string();
+    assert!(e.contains("run `kflame store init"), "{e}");
+    let stmts = schema::init(&client, &loc, &InitOptions { retain_days: Some(30) }).unwrap();
+    assert!(stmts.iter().all(|s| !s.contains("TTL")), "18.16 has no TTL: {stmts:?}");
+    // Twice is harmless.
+    schema::init(&client, &loc, &InitOptions::default()).unwrap();
+    let stacks = real_stacks();
+    let spool = dir("one-server").join("spool.db");
+    let mut w = Writer::open(&loc, &spool, WriterOptions::default()).unwrap();
+    let mut written = 0;
+    for h in 0..HOSTS.len() {
+        written += write_host(&mut w, h, 60, &stacks);
+    }
+    assert_eq!(w.spooled(), (0, 0));
+    drop(w);
+    let (db, n) = sqlite_of("one-server-sqlite", 60, &stacks);
+    assert_eq!(written, n);
+    let ch = Reader::open(&loc).unwrap();
+    let all = ch.profile(&ProfileQuery::new(Kind::Cpu, 0, i64::MAX)).unwrap();
+    assert_eq!(all.samples, written);
+    assert_eq!(all.stacks.total(), Weight::from_u64(written));
+    compare(&ch, &db);
+}
+
+#[test]
+fn two_shards_hold_each_host_once_and_answer_together() {
+    let rig = Rig::start(2).unwrap();
+    let stacks = real_stacks();
+    for i in 0..2 {
+        let loc = rig.location(i, "fleet", true);
+        schema::init(&kflame_clickhouse::http::Client::new(&loc), &loc, &InitOptions::default()).unwrap();
+    }
+    // Three writers, one per host, each through a server of its own choosing.
+    let mut written = 0;
+    for h in 0..HOSTS.len() {
+        let loc = rig.location(h % 2, "fleet", true);
+        let mut w =
+            Writer::open(&loc, &dir(&format!("shard-spool-{h}")).join("spool.db"), WriterOptions::default())
+                .unwrap();
+        written += write_host(&mut w, h, 60, &stacks);
+        assert_eq!(w.spooled(), (0, 0));
+    }
+    // Each host's samples are on one shard, the two shards hold all of them.
+    let mut per_shard = Vec::new();
+    for i in 0..2 {
+        let loc = rig.location(i, "fleet", false);
+        let c = kflame_clickhouse::http::Client::new(&loc);
+        let text = c
+            .query(
+                "SELECT host, count() FROM fleet.samples_local GROUP BY host ORDER BY host FORMAT TSV",
+                &[],
+            )
+            .unwrap();
+        per_shard.push(String::from_utf8(text).unwrap());
+    }
+    let mut hosts_seen = Vec::new();
+    let mut total = 0u64;
+    for text in &per_shard {
+        for line in text.lines() {
+            let (h, n) = line.split_once('\t').unwrap();
+            hosts_seen.push(h.to_string());
+            total += n.parse::<u64>().unwrap();
+        }
+    }
+    hosts_seen.sort();
+    assert_eq!(hosts_seen, HOSTS.map(String::from).to_vec(), "shards: {per_shard:?}");
+    assert!(per_shard.iter().all(|t| !t.is_empty()), "both shards hold hosts: {per_shard:?}");
+    assert_eq!(total, written + HOSTS.len() as u64, "timed samples plus one aggregated row per host");
+    // Through either server, the fleet reads as the embedded store of the same writes.
+    let (db, _) = sqlite_of("two-shards-sqlite", 60, &stacks);
+    for i in 0..2 {
+        let ch = Reader::open(&rig.location(i, "fleet", true)).unwrap();
+        compare(&ch, &db);
+        let only: Vec<String> = vec!["db1".into(), "db2".into()];
+        let q = ProfileQuery { hosts: Some(&only), ..ProfileQuery::new(Kind::Cpu, T0, T0 + 60 * SEC) };
+        assert_eq!(folded(&ch.profile(&q).unwrap().stacks), folded(&db.profile(&q).unwrap().stacks));
+    }
+}
+
+#[test]
+fn an_outage_while_writing_loses_nothing() {
+    let mut rig = Rig::start(1).unwrap();
+    let loc = rig.location(0, "fleet", false);
+    schema::init(&kflame_clickhouse::http::Client::new(&loc), &loc, &InitOptions::default()).unwrap();
+    let stacks = real_stacks();
+    let samples = generate(0, 120, &stacks);
+    let meta = Meta { unit: Unit::Samples, event: None };
+    let spool = dir("outage").join("spool.db");
+    let opts = WriterOptions { batch_interval: Duration::ZERO, ..WriterOptions::default() };
+    let mut w = Writer::open(&loc, &spool, opts).unwrap();
+    let mut notes = Vec::new();
+    let mut expect = StackCounts::new();
+    for b in 0..12 {
+        if b == 4 {
+            rig.stop(0);
+        }
+        if b == 9 {
+            rig.restart(0).unwrap();
+        }
+        let (a, z) = (T0 + b * 10 * SEC, T0 + (b + 1) * 10 * SEC);
+        let part: Vec<Sample<'_>> = samples
+            .iter()
+            .filter(|s| s.time_ns >= a && s.time_ns < z)
+            .map(|s| Sample {
+                time_ns: s.time_ns,
+                cpu: s.cpu,
+                cgroup: s.cgroup,
+                stack: &s.stack,
+                weight: s.weight,
+            })
+            .collect();
+        for s in &part {
+            expect.add(s.stack, s.weight);
+        }
+        let bucket = Bucket {
+            host: "db1",
+            kind: Kind::Cpu,
+            start_ns: a,
+            end_ns: z,
+            capture: None,
+            meta: &meta,
+            samples: &part,
+            aggregated: &[],
+        };
+        w.append_bucket(&bucket).unwrap();
+        w.append_metrics("db1", a, &[Metric { name: "load1", label: "", value: b as f64 }]).unwrap();
+        if (4..9).contains(&b) {
+            assert!(w.spooled().0 > 0, "bucket {b} waits in the spool");
+        }
+        notes.extend(w.notes());
+        // The writer retries after a back-off: give it the time a watcher's bucket takes.
+        if b >= 9 {
+            std::thread::sleep(Duration::from_millis(1100));
+            w.flush().unwrap();
+        }
+    }
+    w.flush().unwrap();
+    notes.extend(w.notes());
+    assert_eq!(w.spooled(), (0, 0), "{notes:?}");
+    assert!(
+        w.stats().batches_spooled > 0 && w.stats().batches_resent == w.stats().batches_spooled,
+        "{:?}",
+        w.stats()
+    );
+    assert!(notes.iter().any(|n| n.contains("unreachable")), "{notes:?}");
+    assert!(notes.iter().any(|n| n.contains("answers again")), "{notes:?}");
+    drop(w);
+    let ch = Reader::open(&loc).unwrap();
+    let p = ch.profile(&ProfileQuery::new(Kind::Cpu, 0, i64::MAX)).unwrap();
+    assert_eq!(folded(&p.stacks), folded(&Stacks::Counts(expect)));
+    assert_eq!(p.buckets, 12);
+    let s = ch
+        .series(&SeriesQuery {
+            name: "load1",
+            label: None,
+            host: None,
+            from_ns: 0,
+            to_ns: i64::MAX,
+            points: None,
+        })
+        .unwrap();
+    assert_eq!(s[0].points.iter().map(|p| p.avg as i64).collect::<Vec<_>>(), (0..12).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_full_spool_refuses_the_write_whole_and_takes_it_later() {
+    let mut rig = Rig::start(1).unwrap();
+    let loc = rig.location(0, "fleet", false);
+    schema::init(&kflame_clickhouse::http::Client::new(&loc), &loc, &InitOptions::default()).unwrap();
+    rig.stop(0);
+    let stacks = real_stacks();
+    let samples = generate(1, 30, &stacks);
+    let meta = Meta { unit: Unit::Samples, event: None };
+    let spool = dir("full").join("spool.db");
+    let opts = WriterOptions {
+        batch_interval: Duration::ZERO,
+        spool_max_bytes: 150_000,
+        ..WriterOptions::default()
+    };
+    let mut w = Writer::open(&loc, &spool, opts).unwrap();
+    let bucket = |b: i64| {
+        let (a, z) = (T0 + b * 10 * SEC, T0 + (b + 1) * 10 * SEC);
+        samples
+            .iter()
+            .filter(|s| s.time_ns >= a && s.time_ns < z)
+            .map(|s| Sample {
+                time_ns: s.time_ns,
+                cpu: s.cpu,
+                cgroup: s.cgroup,
+                stack: &s.stack,
+                weight: s.weight,
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut refused = 0;
+    let mut stored = 0;
+    for b in 0..3 {
+        let part = bucket(b);
+        let r = w.append_bucket(&Bucket {
+            host: "web1",
+            kind: Kind::Cpu,
+            start_ns: T0 + b * 10 * SEC,
+            end_ns: T0 + (b + 1) * 10 * SEC,
+            capture: None,
+            meta: &meta,
+            samples: &part,
+            aggregated: &[],
+        });
+        match r {
+            Ok(()) => stored += part.len(),
+            Err(e @ StoreError::DiskFull { .. }) => {
+                assert!(e.to_string().contains("nothing of this write was stored"), "{e}");
+                assert!(e.to_string().contains("spool.db"), "{e}");
+                refused += 1;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(refused > 0 && stored > 0, "refused {refused}, stored {stored}");
+    assert!(w.spooled().1 <= 150_000);
+    rig.restart(0).unwrap();
+    std::thread::sleep(Duration::from_millis(1100));
+    w.flush().unwrap();
+    drop(w);
+    let p = Reader::open(&loc).unwrap().profile(&ProfileQuery::new(Kind::Cpu, 0, i64::MAX)).unwrap();
+    assert_eq!(p.samples as usize, stored, "what was taken is there, what was refused is not");
+}
+
+#[test]
+fn bad_setups_are_refused_with_what_to_do() {
+    let rig = Rig::start(1).unwrap();
+    // A wrong password.
+    let mut loc = rig.location(0, "fleet", false);
+    loc.password = "wrong".into();
+    let e = Reader::open(&loc).unwrap_err().to_string();
+    assert!(e.contains("refused") && e.contains("fleet"), "{e}");
+    assert!(!e.contains("wrong"), "no password in messages: {e}");
+    // A cluster the server does not know.
+    let loc = Location { cluster: Some("nope".into()), ..rig.location(0, "fleet", false) };
+    let e =
+        schema::init(&kflame_clickhouse::http::Client::new(&loc), &loc, &InitOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("no cluster \"nope\""), "{e}");
+    // Nothing listening: a reader fails at once; a writer starts and spools.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let loc = Location { port, ..rig.location(0, "fleet", false) };
+    let e = Reader::open(&loc).unwrap_err().to_string();
+    assert!(e.contains("unreachable") && e.contains(&port.to_string()), "{e}");
+    let mut w = Writer::open(&loc, &dir("bad").join("spool.db"), WriterOptions::default()).unwrap();
+    assert!(w.notes().iter().any(|n| n.contains("spooling")));
+    // Tables of another shape.
+    let loc = rig.location(0, "other", false);
+    let c = kflame_clickhouse::http::Client::new(&loc);
+    c.query("CREATE DATABASE other", &[]).unwrap();
+    c.query(
+        "CREATE TABLE other.samples (day Date, x UInt8) ENGINE = MergeTree PARTITION BY day ORDER BY x",
+        &[],
+    )
+    .unwrap();
+    let e = Reader::open(&loc).unwrap_err().to_string();
+    assert!(e.contains("other.samples has columns (day, x)"), "{e}");
+}
