@@ -51,6 +51,7 @@
 
 pub mod culprit;
 pub mod fixes;
+pub mod fleet;
 pub mod output;
 pub mod profile;
 pub mod reports;

@@ -94,6 +94,18 @@ struct Building {
     culprit_file: Option<String>,
 }
 
+/// The group a report belongs to, `kind:culprit` (`warning:shrink_slab`), or `kind:title`
+/// when no frame is the culprit; and the culprit.
+pub fn signature(report: &Report) -> (String, Option<Culprit>) {
+    let c = culprit(report);
+    let kind = report.kind().name();
+    let signature = match &c {
+        Some(c) => format!("{kind}:{}", base_name(&c.function)),
+        None => format!("{kind}:{}", report.title),
+    };
+    (signature, c)
+}
+
 impl ReportAnalyzer {
     /// An empty analyzer.
     pub fn new() -> ReportAnalyzer {
@@ -108,12 +120,7 @@ impl ReportAnalyzer {
     /// Adds one report of the input named `input`.
     pub fn add_report(&mut self, input: &str, report: &Report) {
         self.reports += 1;
-        let c = culprit(report);
-        let kind = report.kind().name().to_string();
-        let signature = match &c {
-            Some(c) => format!("{kind}:{}", base_name(&c.function)),
-            None => format!("{kind}:{}", report.title),
-        };
+        let (signature, c) = signature(report);
         let seen = Seen { input: input.to_string(), line: report.line, time: report.time.clone() };
         if let Some(&i) = self.by_signature.get(&signature) {
             let b = &mut self.groups[i];

@@ -61,6 +61,8 @@ enum Command {
     Query(cmd::query::Args),
     /// Serve a web page over a history database: metric charts, range brush, flame graphs.
     Serve(cmd::serve::Args),
+    /// Make and look after a ClickHouse store for a fleet (init, prune, stats).
+    Store(cmd::store::Args),
     /// Draw per-event latency (`record -o X.json`, `collapse --events-json`) as a scatter
     /// plot linked to flame graphs: one self-contained HTML page.
     Scatter(cmd::scatter::Args),
@@ -91,6 +93,7 @@ fn main() -> ExitCode {
         Command::Watch(args) => cmd::watch::run(args),
         Command::Query(args) => cmd::query::run(args),
         Command::Serve(args) => cmd::serve::run(args),
+        Command::Store(args) => cmd::store::run(args),
         Command::Scatter(args) => cmd::scatter::run(args),
         Command::Fixes(args) => cmd::fixes::run(args),
         Command::Mcp(args) => cmd::mcp::run(args),

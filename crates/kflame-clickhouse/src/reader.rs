@@ -186,22 +186,6 @@ impl Reader {
         Ok((meta, same, mixed))
     }
 
-    /// Host names with their newest labels (`key=value,...`), sorted by name.
-    pub fn host_labels(&self) -> Result<Vec<(String, String)>, StoreError> {
-        let data = self.select(&format!(
-            "SELECT host, argMax(labels, time_ns) FROM {} GROUP BY host ORDER BY host",
-            self.t("hosts")
-        ))?;
-        let mut r = Rows::new(&data);
-        let mut out = Vec::new();
-        while !r.done() {
-            let h = r.string().map_err(|e| self.malformed(e))?;
-            let l = r.string().map_err(|e| self.malformed(e))?;
-            out.push((h, l));
-        }
-        Ok(out)
-    }
-
     /// Compressed and uncompressed bytes and rows of each table's active parts on the server
     /// read (not the whole cluster), from `system.parts`.
     pub fn storage(&self) -> Result<Vec<(String, u64, u64, u64)>, StoreError> {
@@ -529,6 +513,21 @@ impl Query for Reader {
 
     fn hosts(&self) -> Result<Vec<String>, StoreError> {
         Ok(self.host_labels()?.into_iter().map(|(h, _)| h).collect())
+    }
+
+    fn host_labels(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let data = self.select(&format!(
+            "SELECT host, argMax(labels, time_ns) FROM {} GROUP BY host ORDER BY host",
+            self.t("hosts")
+        ))?;
+        let mut r = Rows::new(&data);
+        let mut out = Vec::new();
+        while !r.done() {
+            let h = r.string().map_err(|e| self.malformed(e))?;
+            let l = r.string().map_err(|e| self.malformed(e))?;
+            out.push((h, l));
+        }
+        Ok(out)
     }
 
     fn time_bounds(&self) -> Result<Option<(i64, i64)>, StoreError> {

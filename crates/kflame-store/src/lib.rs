@@ -652,6 +652,11 @@ pub trait Query {
     ) -> Result<Vec<StoredEvent>, StoreError>;
     /// Every host name, sorted.
     fn hosts(&self) -> Result<Vec<String>, StoreError>;
+    /// Every host name with its labels (`key=value,...`, as the writer was given them;
+    /// empty when it had none), sorted by name.
+    fn host_labels(&self) -> Result<Vec<(String, String)>, StoreError> {
+        Ok(self.hosts()?.into_iter().map(|h| (h, String::new())).collect())
+    }
     /// The first and last time of anything stored (`None` when empty).
     fn time_bounds(&self) -> Result<Option<(i64, i64)>, StoreError>;
     /// Each host's weight in stacks that hold `frame`, and its total, over the query's range

@@ -742,6 +742,10 @@ impl<S: Store> Watcher<S> {
             }
         }
         self.status.waiting_buckets = self.waiting.len();
+        // A remote store's word on itself (gone, spooling, back).
+        for note in self.store.notes() {
+            control.log(Level::Warn, &note);
+        }
         if all {
             // Metric values the store buffers until their block ends (the CLI makes a block
             // one bucket long: a kill -9 loses the bucket in progress, no more).

@@ -1,6 +1,7 @@
-//! `kflame query`: read a history database (`kflame watch --db`): the merged profile of a
-//! time range, metric series, events, or the difference of two ranges. The queries are the
-//! store crate's; this file maps flags onto them and formats the answers.
+//! `kflame query`: read a history (`kflame watch --db` or `--store`): the merged profile of a
+//! time range, metric series, events, the difference of two ranges; over a fleet also the
+//! hosts, which hosts spend time in a frame, and kernel reports grouped across hosts. The
+//! queries are the store crates'; this file maps flags onto them and formats the answers.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,7 +13,9 @@ use kflame::fold::{StackCounts, Stacks};
 use kflame::render::html::{HtmlOptions, HtmlProfile, write_html};
 use kflame::render::{self, Options, OutputKind};
 use kflame_store::time::{format_time, now_ns, parse_time};
-use kflame_store::{CaptureId, Event, Kind, OpenMode, Profile, ProfileQuery, Query, SeriesQuery, Sqlite};
+use kflame_store::{CaptureId, Event, Kind, Profile, ProfileQuery, SeriesQuery};
+
+use crate::cmd::history::{History, HistoryArgs};
 
 use crate::output;
 
@@ -27,11 +30,16 @@ Examples:
   kflame query --db h.db --from 2026-11-25T03:14:00Z --to 2026-11-25T03:15:00Z --kind offcpu -o stall.html
   kflame query --db h.db --metrics --name cpu.usr --name psi.io.some --from -10m
   kflame query --db h.db --events --from -1d
-  kflame query --db h.db --from -1h --diff-from -2h --diff-to -1h | kflame flamegraph > diff.svg")]
+  kflame query --db h.db --from -1h --diff-from -2h --diff-to -1h | kflame flamegraph > diff.svg
+
+A fleet in ClickHouse (`kflame watch --store`):
+  kflame query --store clickhouse+http://ch1:8123/kflame --list-hosts
+  kflame query --store URL --from -1h --hosts 'web*' -o web-fleet.svg
+  kflame query --store URL --from -1h --by-host shrink_slab
+  kflame query --store URL --from -7d --reports --label role=db")]
 pub(crate) struct Args {
-    /// The history database (written by `kflame watch --db`).
-    #[arg(long, value_name = "FILE")]
-    db: PathBuf,
+    #[command(flatten)]
+    history: HistoryArgs,
     /// Start of the range (inclusive).
     #[arg(long, value_name = "TIME", default_value = "-1h", allow_hyphen_values = true)]
     from: String,
@@ -67,6 +75,17 @@ pub(crate) struct Args {
     /// reports of the range, one a line.
     #[arg(long, conflicts_with = "diff_from")]
     events: bool,
+    /// The hosts of the history with their labels, one a line.
+    #[arg(long, conflicts_with_all = ["metrics", "events", "diff_from", "by_host", "reports"])]
+    list_hosts: bool,
+    /// Which hosts spend time in FRAME (a function name, as in the stacks): per host, the
+    /// weight of its samples whose stack holds it, its total, and the share.
+    #[arg(long, value_name = "FRAME", conflicts_with_all = ["metrics", "events", "diff_from", "reports"])]
+    by_host: Option<String>,
+    /// Kernel reports of the range grouped by signature (kind and culprit) across hosts:
+    /// reports, hosts, first and last seen, kernel versions; the widest spread first.
+    #[arg(long, conflicts_with_all = ["metrics", "events", "diff_from"])]
+    reports: bool,
     /// Compare: the range --diff-from..--diff-to is BEFORE, --from..--to AFTER; writes
     /// `stack BEFORE AFTER` lines for `kflame flamegraph`.
     #[arg(long, value_name = "TIME", requires = "diff_to", allow_hyphen_values = true)]
@@ -107,22 +126,30 @@ pub(crate) fn run(args: Args) -> Result<()> {
             )
         })?,
     };
-    let db = Sqlite::open(&args.db, OpenMode::Read)?;
-    if args.metrics {
-        return metrics(&db, &args, from, to);
+    let history = args.history.open()?;
+    let db = history.query.as_ref();
+    if args.list_hosts {
+        return list_hosts(&history, &args);
     }
-    if args.events {
-        return events(&db, &args, from, to);
+    let hosts = args.history.select(&history)?;
+    if args.metrics {
+        return metrics(&history, &args, hosts.as_deref(), from, to);
+    }
+    if args.events || args.reports {
+        return events(&history, &args, hosts.as_deref(), from, to);
     }
     let q = ProfileQuery {
         kind,
         from_ns: from,
         to_ns: to,
         host: args.host.as_deref(),
-        hosts: None,
+        hosts: hosts.as_deref(),
         capture: args.capture.map(CaptureId),
         cgroup: args.cgroup.as_deref(),
     };
+    if let Some(frame) = &args.by_host {
+        return by_host(&history, &args, &q, frame);
+    }
     let after = db.profile(&q)?;
     note_mixed(&after);
     if let (Some(df), Some(dt)) = (&args.diff_from, &args.diff_to) {
@@ -135,7 +162,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
             );
         }
         if before.samples == 0 && after.samples == 0 {
-            bail!("no {kind} samples in either range in {}", args.db.display());
+            bail!("no {kind} samples in either range in {}", history.name);
         }
         let lines = diff::diff(&counts(before.stacks), &counts(after.stacks), DiffOptions::default());
         let mut out = output::create(args.output.as_deref())?;
@@ -152,7 +179,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
             "no {kind} samples from {} to {} in {} ({hint})",
             format_time(from),
             format_time(to),
-            args.db.display()
+            history.name
         );
     }
     let mut out = output::create(args.output.as_deref())?;
@@ -224,7 +251,60 @@ fn write_json(out: &mut impl Write, p: &Profile, kind: Kind, from: i64, to: i64)
     Ok(())
 }
 
-fn metrics(db: &Sqlite, args: &Args, from: i64, to: i64) -> Result<()> {
+fn list_hosts(history: &History, args: &Args) -> Result<()> {
+    let all = history.query.host_labels()?;
+    if all.is_empty() {
+        output::message(format!("{} holds no host yet", history.name));
+    }
+    let mut out = output::create(args.output.as_deref())?;
+    for (h, labels) in all {
+        if labels.is_empty() {
+            writeln!(out, "{h}")?;
+        } else {
+            writeln!(out, "{h} {labels}")?;
+        }
+    }
+    out.finish()
+}
+
+/// Per host: the weight in stacks holding `frame`, the total, the share.
+fn by_host(history: &History, args: &Args, q: &ProfileQuery<'_>, frame: &str) -> Result<()> {
+    let shares = history.query.host_shares(q, frame)?;
+    if shares.is_empty() {
+        bail!(
+            "no {} samples from {} to {} in {}",
+            q.kind,
+            format_time(q.from_ns),
+            format_time(q.to_ns),
+            history.name
+        );
+    }
+    let mut out = output::create(args.output.as_deref())?;
+    let (mut inside, mut total) = (kflame::fold::Weight::ZERO, kflame::fold::Weight::ZERO);
+    for s in &shares {
+        inside += s.frame;
+        total += s.total;
+    }
+    let pct = |a: kflame::fold::Weight, b: kflame::fold::Weight| {
+        if b.is_zero() { 0.0 } else { 100.0 * a.as_f64() / b.as_f64() }
+    };
+    writeln!(
+        out,
+        "# {frame}: {} of {} hosts, {:.2}% of the fleet's {} profile",
+        shares.iter().filter(|s| !s.frame.is_zero()).count(),
+        shares.len(),
+        pct(inside, total),
+        q.kind
+    )?;
+    writeln!(out, "host\tin_frame\ttotal\tshare")?;
+    for s in &shares {
+        writeln!(out, "{}\t{}\t{}\t{:.2}%", s.host, s.frame, s.total, pct(s.frame, s.total))?;
+    }
+    out.finish()
+}
+
+fn metrics(history: &History, args: &Args, hosts: Option<&[String]>, from: i64, to: i64) -> Result<()> {
+    let db = history.query.as_ref();
     let mut names: Vec<String> = args.name.clone();
     if names.is_empty() {
         names = db.metric_names(args.host.as_deref())?.into_iter().map(|(n, _)| n).collect();
@@ -249,9 +329,9 @@ fn metrics(db: &Sqlite, args: &Args, from: i64, to: i64) -> Result<()> {
                 .collect::<std::collections::BTreeSet<_>>()
                 .into_iter()
                 .collect();
-            bail!("no metric {name:?} in {} (it has: {})", args.db.display(), known.join(", "));
+            bail!("no metric {name:?} in {} (it has: {})", history.name, known.join(", "));
         }
-        all.extend(found);
+        all.extend(found.into_iter().filter(|s| hosts.is_none_or(|h| h.contains(&s.host))));
     }
     let mut out = output::create(args.output.as_deref())?;
     if args.json {
@@ -297,8 +377,12 @@ fn metrics(db: &Sqlite, args: &Args, from: i64, to: i64) -> Result<()> {
     out.finish()
 }
 
-fn events(db: &Sqlite, args: &Args, from: i64, to: i64) -> Result<()> {
-    let evs = db.events(from, to, args.host.as_deref())?;
+fn events(history: &History, args: &Args, hosts: Option<&[String]>, from: i64, to: i64) -> Result<()> {
+    let mut evs = history.query.events(from, to, args.host.as_deref())?;
+    evs.retain(|e| hosts.is_none_or(|h| h.iter().any(|x| x == e.host())));
+    if args.reports {
+        return report_groups(args, &evs, from, to);
+    }
     if evs.is_empty() {
         output::message(format!(
             "no triggers, captures or reports from {} to {}",
@@ -330,6 +414,38 @@ fn events(db: &Sqlite, args: &Args, from: i64, to: i64) -> Result<()> {
                 writeln!(out, "{} {host} report {kind}: {title}", format_time(*time_ns))?
             }
         }
+    }
+    out.finish()
+}
+
+/// Kernel reports grouped by signature across hosts.
+fn report_groups(args: &Args, evs: &[Event], from: i64, to: i64) -> Result<()> {
+    use kflame_analyze::fleet::{HostReport, fleet_groups};
+    let reports = evs.iter().filter_map(|e| match e {
+        Event::Report { host, time_ns, kind, title, text, .. } => {
+            Some(HostReport { host, time_ns: *time_ns, kind, title, text })
+        }
+        _ => None,
+    });
+    let groups = fleet_groups(reports);
+    if groups.is_empty() {
+        output::message(format!("no kernel reports from {} to {}", format_time(from), format_time(to)));
+    }
+    let mut out = output::create(args.output.as_deref())?;
+    for g in &groups {
+        let hosts: Vec<String> = g.hosts.iter().take(8).map(|(h, n)| format!("{h}×{n}")).collect();
+        let more = g.hosts.len().saturating_sub(8);
+        writeln!(out, "{} reports on {} hosts  {}  {}", g.count, g.hosts.len(), g.signature, g.title)?;
+        writeln!(out, "  first {}  last {}", format_time(g.first_ns), format_time(g.last_ns))?;
+        if !g.kernels.is_empty() {
+            writeln!(out, "  kernels {}", g.kernels.iter().cloned().collect::<Vec<_>>().join(", "))?;
+        }
+        writeln!(
+            out,
+            "  hosts {}{}",
+            hosts.join(" "),
+            if more > 0 { format!(" and {more} more") } else { String::new() }
+        )?;
     }
     out.finish()
 }

@@ -33,8 +33,22 @@ Trigger rules: METRIC OP VALUE [for DURATION] [=> KIND [DURATION]]
 #[command(after_help = EXAMPLES)]
 pub(crate) struct Args {
     /// History database, created if missing [default: /var/lib/kflame/kflame.db].
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "store")]
     db: Option<PathBuf>,
+    /// Write to a ClickHouse store instead (`clickhouse+http://HOST:8123/DB[?cluster=NAME]`,
+    /// made by `kflame store init`); user from the URL or KFLAME_CLICKHOUSE_USER, password
+    /// from the file named by KFLAME_CLICKHOUSE_PASSWORD_FILE or from
+    /// KFLAME_CLICKHOUSE_PASSWORD. What it cannot take waits in --spool.
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
+    /// With --store: the local file where batches wait while ClickHouse is unreachable,
+    /// bounded by --disk-budget (default 1G) [default: /var/lib/kflame/clickhouse-spool.db].
+    #[arg(long, value_name = "FILE", requires = "store")]
+    spool: Option<PathBuf>,
+    /// With --store: a label of this host (`role=db`; repeatable), for `--label` in query,
+    /// serve and mcp.
+    #[arg(long = "label", value_name = "KEY=VALUE", requires = "store")]
+    labels: Vec<String>,
     /// TOML configuration; flags given here override it. SIGHUP reads it again.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -254,7 +268,20 @@ pub(crate) fn run(args: Args) -> Result<()> {
         return print_check(&args, &settings);
     }
     let bucket_ns = i64::try_from(settings.bucket.as_nanos()).unwrap_or(i64::MAX);
-    let store = crate::cmd::watch_store::open(&settings.db, bucket_ns)?;
+    let (store, target): (Box<dyn kflame_store::Store>, String) = match &args.store {
+        None => (
+            Box::new(crate::cmd::watch_store::open(&settings.db, bucket_ns)?),
+            settings.db.display().to_string(),
+        ),
+        Some(url) => {
+            let spool =
+                args.spool.clone().unwrap_or_else(|| PathBuf::from("/var/lib/kflame/clickhouse-spool.db"));
+            let budget = if settings.disk_budget > 0 { settings.disk_budget } else { 1 << 30 };
+            let w = crate::cmd::watch_store::open_clickhouse(url, &spool, budget, &args.labels)?;
+            let name = w.to_string();
+            (w.into_store(), name)
+        }
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let reload = Arc::new(AtomicBool::new(false));
     {
@@ -283,16 +310,14 @@ pub(crate) fn run(args: Args) -> Result<()> {
         &format!(
             "watching {} into {} ({} Hz profile in {} s buckets, {})",
             settings.host,
-            settings.db.display(),
+            target,
             settings.rate,
             settings.bucket.as_secs(),
             settings.rules_summary()
         ),
     );
-    let db = settings.db.clone();
     let mut watcher = Watcher::new(settings, store, Environment::default());
-    let status =
-        watcher.run(stop, reload, &mut cli).with_context(|| format!("watching into {}", db.display()))?;
+    let status = watcher.run(stop, reload, &mut cli).with_context(|| format!("watching into {target}"))?;
     cli.log(
         Level::Info,
         &format!(
@@ -305,7 +330,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
         ),
     );
     if status.waiting_buckets > 0 {
-        bail!("{} profile buckets could not be stored (disk full)", status.waiting_buckets);
+        bail!("{} profile buckets could not be stored (disk or spool full)", status.waiting_buckets);
     }
     Ok(())
 }

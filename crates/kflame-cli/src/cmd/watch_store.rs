@@ -1,4 +1,4 @@
-//! Opening the history database of `kflame watch`.
+//! Opening the history store of `kflame watch`: the SQLite file, or a ClickHouse store.
 
 use std::path::Path;
 
@@ -15,4 +15,39 @@ pub(crate) fn open(path: &Path, bucket_ns: i64) -> Result<Sqlite> {
     let mut db = Sqlite::open(path, OpenMode::Write)?;
     db.set_metric_block(bucket_ns);
     Ok(db)
+}
+
+/// A ClickHouse writer for `kflame watch --store URL`, spooling in `spool` up to `budget`
+/// bytes, with the host's labels.
+pub(crate) struct ClickHouse(kflame_clickhouse::Writer, String);
+
+impl std::fmt::Display for ClickHouse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.1)
+    }
+}
+
+impl ClickHouse {
+    pub(crate) fn into_store(self) -> Box<dyn kflame_store::Store> {
+        Box::new(self.0)
+    }
+}
+
+pub(crate) fn open_clickhouse(url: &str, spool: &Path, budget: u64, labels: &[String]) -> Result<ClickHouse> {
+    use kflame_clickhouse::{Location, Writer, WriterOptions, is_clickhouse};
+    if !is_clickhouse(url) {
+        anyhow::bail!("--store {url:?}: expected clickhouse+http://HOST:PORT/DATABASE (a file goes in --db)");
+    }
+    for l in labels {
+        let ok = l.split_once('=').is_some_and(|(k, _)| !k.is_empty()) && !l.contains(',');
+        if !ok {
+            anyhow::bail!("--label {l:?}: expected KEY=VALUE without commas");
+        }
+    }
+    let loc = Location::parse(url)?;
+    let name = format!("{loc} (spool {})", spool.display());
+    let opts =
+        WriterOptions { spool_max_bytes: budget, labels: labels.join(","), ..WriterOptions::default() };
+    let w = Writer::open(&loc, spool, opts).with_context(|| format!("opening {loc}"))?;
+    Ok(ClickHouse(w, name))
 }
