@@ -3,7 +3,7 @@
 //!
 //! - syzkaller: every file of `syzkaller/heldout/` (the upstream reports never copied into
 //!   `syzkaller/report/`), plus the files of `syzkaller/report/` whose name hashes to 0
-//!   modulo 5 ([`held_out_name`], 32-bit FNV-1a of the file name's bytes);
+//!   modulo 5 (`common::syzkaller::held_out_name`, 32-bit FNV-1a of the file name's bytes);
 //! - kernelci: the kernel reports that kernelci/logspec's own test suite expects in the
 //!   `kernelci/` logs, and the real hung task captures of `captures/`.
 //!
@@ -29,19 +29,9 @@ use std::path::Path;
 use kflame::report::{Kind, Report, ReportExtractor};
 
 mod common;
-use common::syzkaller::{expected_kind, split, title_functions};
+use common::syzkaller::{expected_kind, held_out_name, split, title_functions};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/kernel-log");
-
-/// 32-bit FNV-1a of `name`; a file of `syzkaller/report/` is held out when it is 0 mod 5.
-fn held_out_name(name: &str) -> bool {
-    let mut h: u32 = 0x811c_9dc5;
-    for b in name.bytes() {
-        h ^= u32::from(b);
-        h = h.wrapping_mul(0x0100_0193);
-    }
-    h.is_multiple_of(5)
-}
 
 fn base(f: &str) -> &str {
     let f = f.strip_prefix('.').unwrap_or(f);

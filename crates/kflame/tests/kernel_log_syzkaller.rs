@@ -7,6 +7,12 @@
 //! Every miss must be listed with its reason in
 //! `tests/data/kernel-log/syzkaller-accepted-misses.txt`, and every listed miss must still
 //! be a miss (so the list shrinks as the extractor improves).
+//!
+//! The held-out files of the corpus (`common::syzkaller::held_out_name`, see
+//! `tests/data/kernel-log/README.md`) are checked too, but never itemized: neither this
+//! test's output nor its failure messages name them or show their titles. Their misses are
+//! counted per check and held to ceilings ([`HELD_OUT_MAX_MISSES`]); the accepted list does
+//! not name them.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -17,11 +23,15 @@ use std::path::Path;
 use kflame::report::{Report, ReportExtractor};
 
 mod common;
-use common::syzkaller::{Expected, expected_kind, split, title_functions};
+use common::syzkaller::{Expected, expected_kind, held_out_name, split, title_functions};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/kernel-log/syzkaller/report");
 const ACCEPTED: &str =
     concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/kernel-log/syzkaller-accepted-misses.txt");
+
+/// Most misses allowed on the held-out files, per check (detection, kind, frame): the counts
+/// reached. Lower them as the extractor improves.
+const HELD_OUT_MAX_MISSES: [u32; 3] = [0, 1, 7];
 
 fn base(f: &str) -> &str {
     f.split('.').next().unwrap_or(f)
@@ -83,43 +93,59 @@ fn syzkaller_corpus() {
         fs::read_dir(DIR).expect("corpus folder").map(|e| e.unwrap().file_name()).collect();
     names.sort();
     let mut misses: BTreeMap<(String, String), String> = BTreeMap::new();
+    // Misses of the held-out files: counts per check only (detection, kind, frame).
+    let mut held_out_misses = [0u32; 3];
+    let mut held_out_files = 0;
     let (mut det, mut kinds, mut kind_n, mut frames, mut frame_n) = (0, 0, 0, 0, 0);
     let (mut titles, mut title_n) = (0, 0);
     for name in &names {
         let name = name.to_string_lossy().into_owned();
+        let held_out = held_out_name(&name);
+        held_out_files += u32::from(held_out);
         let data = fs::read(Path::new(DIR).join(&name)).unwrap();
         let (exp, log) = split(&data);
         let o = check(&exp, &ReportExtractor::extract_all(log));
+        let mut miss = |check: usize, what: &str| {
+            if held_out {
+                held_out_misses[check] += 1;
+            } else {
+                misses.insert((name.clone(), what.into()), o.detail.clone());
+            }
+        };
         det += o.detected_ok as u32;
         if !exp.title.is_empty() {
             title_n += 1;
             titles += o.title_same as u32;
         }
         if !o.detected_ok {
-            misses.insert((name.clone(), "detection".into()), o.detail.clone());
+            miss(0, "detection");
         }
         if let Some(ok) = o.kind_ok {
             kind_n += 1;
             kinds += ok as u32;
             if !ok {
-                misses.insert((name.clone(), "kind".into()), o.detail.clone());
+                miss(1, "kind");
             }
         }
         if let Some(ok) = o.frame_ok {
             frame_n += 1;
             frames += ok as u32;
             if !ok {
-                misses.insert((name.clone(), "frame".into()), o.detail.clone());
+                miss(2, "frame");
             }
         }
     }
     let pct = |a: u32, b: u32| 100.0 * a as f64 / b.max(1) as f64;
-    println!("syzkaller corpus: {} files", names.len());
+    println!("syzkaller corpus: {} files ({held_out_files} of them held out)", names.len());
     println!("detection: {det}/{} = {:.1}%", names.len(), pct(det, names.len() as u32));
     println!("kind:      {kinds}/{kind_n} = {:.1}%", pct(kinds, kind_n));
     println!("frame:     {frames}/{frame_n} = {:.1}%", pct(frames, frame_n));
     println!("same title as syzkaller (informative): {titles}/{title_n} = {:.1}%", pct(titles, title_n));
+    let [hd, hk, hf] = held_out_misses;
+    println!("held-out files, misses (not itemized): detection {hd}, kind {hk}, frame {hf}");
     let accepted = accepted();
+    let listed_held_out = accepted.keys().filter(|(f, _)| held_out_name(f)).count();
+    assert_eq!(listed_held_out, 0, "the accepted list names {listed_held_out} held-out files: remove them");
     let mut unexplained = Vec::new();
     for (key, detail) in &misses {
         match accepted.get(key) {
@@ -133,4 +159,8 @@ fn syzkaller_corpus() {
     }
     assert!(unexplained.is_empty(), "{} misses not in the accepted list (see output)", unexplained.len());
     assert!(stale.is_empty(), "accepted misses that now pass (remove them): {stale:?}");
+    for (i, check) in ["detection", "kind", "frame"].iter().enumerate() {
+        let (n, max) = (held_out_misses[i], HELD_OUT_MAX_MISSES[i]);
+        assert!(n <= max, "{n} {check} misses on the held-out files, more than {max}");
+    }
 }
