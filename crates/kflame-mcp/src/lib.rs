@@ -46,6 +46,8 @@ pub struct Config {
     pub timeout: Duration,
     /// The history database of `kflame watch` (`list_reports`, `query_history`, ranges).
     pub db: Option<PathBuf>,
+    /// A remote history (a fleet's ClickHouse store) instead of `db`.
+    pub store: Option<kflame_store::RemoteStore>,
     /// A kernel source tree (`kernel_source`, `find_callers`, the culprit's source).
     pub kernel_src: Option<PathBuf>,
     /// A vmlinux with DWARF matching the reports.
@@ -171,11 +173,17 @@ impl Context {
         r.clone().map(Some).map_err(|e| ToolError::Input(format!("fix search: {e}")))
     }
 
-    /// The history database.
-    pub fn db(&self) -> Result<kflame_store::Sqlite, ToolError> {
-        let path =
-            self.config.db.as_ref().ok_or_else(|| ToolError::unavailable("the history", "--db FILE"))?;
-        tools::open_db(path)
+    /// The history: the remote store, or a new read-only connection to the database file.
+    pub fn db(&self) -> Result<Box<dyn kflame_store::Query>, ToolError> {
+        if let Some(r) = &self.config.store {
+            return Ok(Box::new(r.store.clone()));
+        }
+        let path = self
+            .config
+            .db
+            .as_ref()
+            .ok_or_else(|| ToolError::unavailable("the history", "--db FILE or --store URL"))?;
+        Ok(Box::new(tools::open_db(path)?))
     }
 
     /// Opens every index now (so that the first tool call does not pay for it).

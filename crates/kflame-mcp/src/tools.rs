@@ -166,8 +166,12 @@ pub enum HistoryWhat {
     Metrics,
     /// Triggers, captures and kernel reports, in time order.
     Events,
-    /// What the database holds: hosts, time span, metric names.
+    /// What the database holds: hosts (with their labels), time span, metric names.
     Overview,
+    /// Which hosts spend time in `frame` over the range: per host, the weight of samples
+    /// whose stack holds it, the total, the share (a fleet's ClickHouse store answers in one
+    /// statement).
+    ByHost,
 }
 
 /// Arguments of `query_history`.
@@ -189,6 +193,10 @@ pub struct HistoryArgs {
     pub points: Option<usize>,
     /// Events: at most this many (default 20, at most 50).
     pub limit: Option<usize>,
+    /// ByHost: the frame (a function name as in the stacks, `shrink_slab`).
+    pub frame: Option<String>,
+    /// ByHost: the profile kind (`cpu` default, `offcpu`, `mem`, `syscalls`, `blocked`).
+    pub kind: Option<String>,
 }
 
 fn input(ctx: &Context, path: &str, what: &str) -> Result<Input, ToolError> {
@@ -570,6 +578,43 @@ pub fn query_history(ctx: &Context, a: HistoryArgs) -> Result<Answer, ToolError>
     let host = a.host.as_deref();
     let err = |e: kflame_store::StoreError| ToolError::input(e.to_string());
     match a.what {
+        HistoryWhat::ByHost => {
+            let frame = a.frame.as_deref().filter(|f| !f.is_empty()).ok_or_else(|| {
+                ToolError::input(
+                    "by_host needs `frame`: the function to look for (`shrink_slab`)".to_string(),
+                )
+            })?;
+            let (from, to) = times(a.from.as_deref(), a.to.as_deref(), "-1h", "")?;
+            let kind: kflame_store::Kind = a
+                .kind
+                .as_deref()
+                .unwrap_or("cpu")
+                .parse()
+                .map_err(|e: kflame_store::UnknownKind| ToolError::input(e.to_string()))?;
+            let q = ProfileQuery { host, ..ProfileQuery::new(kind, from, to) };
+            let shares = db.host_shares(&q, frame).map_err(err)?;
+            let limit = a.limit.unwrap_or(20).clamp(1, MAX_LIMIT);
+            let mut text = format!(
+                "{frame} on {} of {} hosts ({kind}, {} to {})\n",
+                shares.iter().filter(|s| !s.frame.is_zero()).count(),
+                shares.len(),
+                format_time(from),
+                format_time(to)
+            );
+            let mut out = Vec::new();
+            for s in shares.iter().take(limit) {
+                let pct = if s.total.is_zero() { 0.0 } else { 100.0 * s.frame.as_f64() / s.total.as_f64() };
+                text.push_str(&format!("{} {} of {} ({pct:.2}%)\n", s.host, s.frame, s.total));
+                out.push(
+                    json!({"host": s.host, "in_frame": s.frame.to_string(), "total": s.total.to_string(),
+                    "percent": (pct * 100.0).round() / 100.0}),
+                );
+            }
+            Ok(Answer::new(
+                json!({"frame": frame, "kind": kind.as_str(), "hosts_total": shares.len(), "hosts": out}),
+                text,
+            ))
+        }
         HistoryWhat::Overview => {
             let hosts = db.hosts().map_err(err)?;
             let bounds = db.time_bounds().map_err(err)?;

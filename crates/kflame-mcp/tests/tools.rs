@@ -26,6 +26,7 @@ fn config(allow: Vec<PathBuf>, cache: &Path) -> Config {
         max_input_bytes: 64 << 20,
         timeout: Duration::from_secs(120),
         db: None,
+        store: None,
         kernel_src: None,
         vmlinux: None,
         kernel_git: None,

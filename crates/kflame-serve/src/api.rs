@@ -32,9 +32,7 @@ use axum::routing::get;
 use kflame::fold::{Meta, StackCounts, Stacks, Weight};
 use kflame::render::html::{HtmlOptions, HtmlProfile, encode, write_html};
 use kflame_store::time::{format_time, now_ns, parse_time};
-use kflame_store::{
-    CaptureId, Event, Kind, Profile, ProfileQuery, Query, SeriesQuery, Sqlite, StackId, StoreError,
-};
+use kflame_store::{CaptureId, Event, Kind, Profile, ProfileQuery, Query, SeriesQuery, StackId, StoreError};
 use serde_json::{Value, json};
 
 use crate::{App, prune};
@@ -146,7 +144,7 @@ fn kind_param(args: &HashMap<String, String>, name: &str) -> Result<Kind> {
 }
 
 /// `[from, to)` of the request, missing bounds from the history's own.
-fn range(db: &Sqlite, args: &HashMap<String, String>, from: &str, to: &str) -> Result<(i64, i64)> {
+fn range(db: &dyn Query, args: &HashMap<String, String>, from: &str, to: &str) -> Result<(i64, i64)> {
     let (f, t) = (time_param(args, from)?, time_param(args, to)?);
     let (f, t) = match (f, t) {
         (Some(f), Some(t)) => (f, t),
@@ -334,7 +332,7 @@ fn cgroup_param(args: &HashMap<String, String>) -> Result<Option<String>> {
 /// The profile of the request: a range (or a capture), optionally only the samples at an
 /// offset within their second (a heat map rectangle).
 fn query_profile(
-    db: &Sqlite,
+    db: &dyn Query,
     args: &HashMap<String, String>,
     prefix: &str,
 ) -> Result<(Merged, Kind, i64, i64)> {
@@ -381,7 +379,7 @@ fn query_profile(
 }
 
 /// The samples of `q` whose offset within their second is in `[lo, hi)` ns.
-fn by_offset(db: &Sqlite, q: &ProfileQuery<'_>, lo: i64, hi: i64) -> Result<Merged> {
+fn by_offset(db: &dyn Query, q: &ProfileQuery<'_>, lo: i64, hi: i64) -> Result<Merged> {
     let t0 = Instant::now();
     let points = db.samples(q).map_err(ApiError::store)?;
     let mut weights: HashMap<StackId, Weight> = HashMap::new();
@@ -412,7 +410,7 @@ fn by_offset(db: &Sqlite, q: &ProfileQuery<'_>, lo: i64, hi: i64) -> Result<Merg
 }
 
 /// (kind, start, end) of a capture.
-fn find_capture(db: &Sqlite, id: CaptureId) -> Result<(Kind, i64, i64)> {
+fn find_capture(db: &dyn Query, id: CaptureId) -> Result<(Kind, i64, i64)> {
     for e in db.events(i64::MIN, i64::MAX, None).map_err(ApiError::store)? {
         if let Event::Capture { id: cid, kind, start_ns, end_ns, .. } = e
             && cid == id
@@ -554,7 +552,7 @@ fn ms(d: Duration) -> f64 {
 
 /// The cache key of a closed range's answer, `None` for an open one: the file (device,
 /// inode), the history's first time (retention and the disk budget move it) and the query.
-fn cache_key(app: &App, db: &Sqlite, args: &HashMap<String, String>) -> Result<Option<String>> {
+fn cache_key(app: &App, db: &dyn Query, args: &HashMap<String, String>) -> Result<Option<String>> {
     let Some(id) = app.db.file_id() else { return Ok(None) };
     let Some((first, newest)) = db.time_bounds().map_err(ApiError::store)? else { return Ok(None) };
     // Without an end (the history's, or a capture's that may still be running) it is open.

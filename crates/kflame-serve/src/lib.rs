@@ -8,8 +8,9 @@
 //! - [`security`]: the token (URL → HttpOnly cookie), `Host`/`Origin`/`Sec-Fetch-Site`
 //!   checks and the security headers, as one middleware in front of every route.
 //! - [`api`]: the `/api/` handlers; each runs its store query on a blocking thread.
-//! - `db`: a small pool of read-only [`kflame_store::Sqlite`] connections; a database that
-//!   is gone or corrupt becomes a 5xx answer with a message, never a crash.
+//! - `db`: a small pool of read-only [`kflame_store::Sqlite`] connections, or a
+//!   [`RemoteStore`] (ClickHouse) read through `kflame_store::Query`; a database that is
+//!   gone or corrupt becomes a 5xx answer with a message, never a crash.
 //! - `page`: the page, its own ES modules (`assets/`) and the viewer's modules under
 //!   `/viewer/`, served from [`kflame::render::html::ASSETS`] (shared, not copied).
 //!
@@ -39,11 +40,15 @@ pub use security::{Token, TokenError};
 /// The default listen address.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7420";
 
+pub use kflame_store::RemoteStore;
+
 /// What to serve and how.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// The history database (opened read-only).
+    /// The history database (opened read-only); not read when `remote` is given.
     pub db: PathBuf,
+    /// A remote store to serve instead of the file.
+    pub remote: Option<RemoteStore>,
     /// Where to listen.
     pub listen: SocketAddr,
     /// Accept a listen address that is not loopback.
@@ -173,7 +178,10 @@ pub async fn bind(config: Config) -> Result<Bound, ServeError> {
     if !config.listen.ip().is_loopback() && !config.allow_remote {
         return Err(ServeError::NotLoopback(config.listen));
     }
-    let db = Arc::new(db::Db::open(config.db.clone())?);
+    let db = Arc::new(match &config.remote {
+        Some(r) => db::Db::remote(r.store.clone(), r.name.clone()),
+        None => db::Db::open(config.db.clone())?,
+    });
     db.warm();
     let listener = TcpListener::bind(config.listen)
         .await

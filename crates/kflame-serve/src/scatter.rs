@@ -18,7 +18,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use kflame::render::html::scatter::{ScatterBuilder, ScatterEvent, ScatterOptions, StackRef};
-use kflame_store::{CaptureId, Event, Query, StackId};
+use kflame_store::{CaptureId, Event, StackId};
 use serde_json::json;
 
 use crate::App;

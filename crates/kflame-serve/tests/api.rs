@@ -406,6 +406,7 @@ fn a_foreign_file_or_a_remote_address_is_refused_at_start() {
     let rt = kflame_serve::runtime().unwrap();
     let config = |db: &Path, listen: &str, allow_remote| kflame_serve::Config {
         db: db.to_path_buf(),
+        remote: None,
         listen: listen.parse().unwrap(),
         allow_remote,
         token: Token::new(TOKEN).unwrap(),
@@ -431,6 +432,7 @@ fn over_loopback() {
     let rt = kflame_serve::runtime().unwrap();
     let config = kflame_serve::Config {
         db,
+        remote: None,
         listen: "127.0.0.1:0".parse().unwrap(),
         allow_remote: false,
         token: Token::new(TOKEN).unwrap(),

@@ -392,6 +392,76 @@ impl<S: Store + ?Sized> Store for Box<S> {
     }
 }
 
+/// A shared or boxed reader is a reader (a server shares one remote store between requests).
+macro_rules! delegate_query {
+    ($t:ty) => {
+        impl<Q: Query + ?Sized> Query for $t {
+            fn profile(&self, q: &ProfileQuery<'_>) -> Result<Profile, StoreError> {
+                (**self).profile(q)
+            }
+            fn samples(&self, q: &ProfileQuery<'_>) -> Result<Vec<SamplePoint>, StoreError> {
+                (**self).samples(q)
+            }
+            fn stack_text(&self, id: StackId) -> Result<Vec<u8>, StoreError> {
+                (**self).stack_text(id)
+            }
+            fn stack_texts(&self, ids: &[StackId]) -> Result<Vec<Vec<u8>>, StoreError> {
+                (**self).stack_texts(ids)
+            }
+            fn series(&self, q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError> {
+                (**self).series(q)
+            }
+            fn series_many(&self, names: &[&str], q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError> {
+                (**self).series_many(names, q)
+            }
+            fn metric_names(&self, host: Option<&str>) -> Result<Vec<(String, String)>, StoreError> {
+                (**self).metric_names(host)
+            }
+            fn events(&self, from_ns: i64, to_ns: i64, host: Option<&str>) -> Result<Vec<Event>, StoreError> {
+                (**self).events(from_ns, to_ns, host)
+            }
+            fn capture_events(
+                &self,
+                capture: CaptureId,
+                from_ns: i64,
+                to_ns: i64,
+            ) -> Result<Vec<StoredEvent>, StoreError> {
+                (**self).capture_events(capture, from_ns, to_ns)
+            }
+            fn hosts(&self) -> Result<Vec<String>, StoreError> {
+                (**self).hosts()
+            }
+            fn host_labels(&self) -> Result<Vec<(String, String)>, StoreError> {
+                (**self).host_labels()
+            }
+            fn time_bounds(&self) -> Result<Option<(i64, i64)>, StoreError> {
+                (**self).time_bounds()
+            }
+            fn host_shares(&self, q: &ProfileQuery<'_>, frame: &str) -> Result<Vec<HostShare>, StoreError> {
+                (**self).host_shares(q, frame)
+            }
+        }
+    };
+}
+delegate_query!(Box<Q>);
+delegate_query!(std::sync::Arc<Q>);
+
+/// A store read through [`Query`] alone and shared between threads (a ClickHouse reader),
+/// with its name for messages: what a server reads instead of a SQLite file.
+#[derive(Clone)]
+pub struct RemoteStore {
+    /// The store.
+    pub store: std::sync::Arc<dyn Query + Send + Sync>,
+    /// Its name in messages (a URL without password).
+    pub name: String,
+}
+
+impl fmt::Debug for RemoteStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RemoteStore({})", self.name)
+    }
+}
+
 /// One host's part of a profile: the weight of its samples whose stack holds a frame, and
 /// of all its samples (what "which hosts spend time in `shrink_slab`" asks).
 #[derive(Clone, Debug, PartialEq, Eq)]

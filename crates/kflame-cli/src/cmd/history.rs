@@ -67,6 +67,17 @@ pub(crate) fn open_url(url: &str) -> Result<History> {
     Ok(History { query: Box::new(reader), name })
 }
 
+/// Opens a ClickHouse store to be shared between threads (`serve`, `mcp`).
+pub(crate) fn open_remote(url: &str) -> Result<kflame_store::RemoteStore> {
+    if !is_clickhouse(url) {
+        bail!("--store {url:?}: expected clickhouse+http://HOST:PORT/DATABASE (a file goes in --db)");
+    }
+    let loc = Location::parse(url)?;
+    let name = loc.to_string();
+    let reader = Reader::open(&loc).with_context(|| format!("opening {name}"))?;
+    Ok(kflame_store::RemoteStore { store: std::sync::Arc::new(reader), name })
+}
+
 /// True when `name` matches `pattern`, where `*` stands for any characters.
 fn glob(pattern: &str, name: &str) -> bool {
     let parts: Vec<&str> = pattern.split('*').collect();

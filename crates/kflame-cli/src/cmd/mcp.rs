@@ -33,8 +33,11 @@ pub(crate) struct Args {
     #[arg(long = "allow", value_name = "DIR")]
     allow: Vec<PathBuf>,
     /// The history database of `kflame watch` (list_reports, query_history, ranges).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "store")]
     db: Option<PathBuf>,
+    /// A fleet's ClickHouse store instead (`clickhouse+http://HOST:8123/DB[?cluster=NAME]`).
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
     /// A kernel source tree (kernel_source, find_callers, the culprit's source).
     #[arg(long, value_name = "DIR")]
     kernel_src: Option<PathBuf>,
@@ -78,7 +81,15 @@ fn cache_dir(given: Option<PathBuf>) -> Result<PathBuf> {
 }
 
 pub(crate) fn run(args: Args) -> Result<()> {
+    let store = match &args.store {
+        None => None,
+        Some(url) => {
+            let h = crate::cmd::history::open_remote(url)?;
+            Some(h)
+        }
+    };
     let config = Config {
+        store,
         allow: args.allow,
         max_input_bytes: args.max_input_bytes,
         timeout: Duration::from_secs(args.timeout.max(1)),
@@ -89,7 +100,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
         after: args.after,
         cache_dir: cache_dir(args.cache_dir)?,
     };
-    if config.allow.is_empty() && config.db.is_none() {
+    if config.allow.is_empty() && config.db.is_none() && config.store.is_none() {
         crate::output::message(
             "kflame mcp: no --allow directory and no --db: only kernel_source, find_callers and search_fixes can answer",
         );

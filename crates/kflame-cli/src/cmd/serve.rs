@@ -15,11 +15,16 @@ cookie and drops it from the address), or send `Authorization: Bearer TOKEN`.
 
 Examples:
   kflame serve --db /var/lib/kflame/history.db
+  KFLAME_CLICKHOUSE_PASSWORD_FILE=/etc/kflame/ch.pw kflame serve --store clickhouse+http://ch1:8123/kflame
   curl -H \"Authorization: Bearer $(cat tok)\" 'http://127.0.0.1:7420/api/info'")]
 pub(crate) struct Args {
     /// The history database (`kflame watch --db`), opened read-only.
-    #[arg(long, value_name = "FILE")]
-    db: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "store", conflicts_with = "store")]
+    db: Option<PathBuf>,
+    /// A ClickHouse store instead (`clickhouse+http://HOST:8123/DB[?cluster=NAME]`, what
+    /// `kflame watch --store` writes): the page shows every host, one at a time or merged.
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
     /// Address and port to listen on.
     #[arg(long, value_name = "ADDR:PORT", default_value = DEFAULT_LISTEN)]
     listen: SocketAddr,
@@ -36,8 +41,16 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: Args) -> Result<()> {
     let token = token(args.token_file.as_deref())?;
+    let (db, remote) = match (args.db, args.store) {
+        (Some(db), None) => (db, None),
+        (None, Some(url)) => {
+            let remote = crate::cmd::history::open_remote(&url)?;
+            (PathBuf::from(&remote.name), Some(remote))
+        }
+        _ => anyhow::bail!("give --db FILE or --store URL"),
+    };
     let config =
-        Config { db: args.db, listen: args.listen, allow_remote: args.allow_remote, token, live: args.live };
+        Config { db, remote, listen: args.listen, allow_remote: args.allow_remote, token, live: args.live };
     let runtime = tokio_runtime()?;
     runtime.block_on(kflame_serve::run(config, |bound| {
         let mut out = std::io::stdout().lock();
