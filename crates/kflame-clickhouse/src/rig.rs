@@ -200,3 +200,111 @@ impl Drop for Rig {
         let _ = std::fs::remove_dir_all(&self.root);
     }
 }
+
+/// Simulated hosts for tests and benchmarks: real stacks spread over hosts and time.
+pub mod fleet {
+    use kflame::fold::{Meta, Weight};
+    use kflame_store::{Bucket, Kind, Sample, Store, StoreError};
+
+    /// One sample, owning its stack.
+    #[derive(Clone, Debug)]
+    pub struct OwnedSample {
+        /// UTC ns.
+        pub time_ns: i64,
+        /// CPU.
+        pub cpu: u32,
+        /// Cgroup.
+        pub cgroup: Option<&'static str>,
+        /// Folded stack.
+        pub stack: Vec<u8>,
+        /// Weight.
+        pub weight: Weight,
+    }
+
+    impl OwnedSample {
+        /// As the store takes it.
+        pub fn sample(&self) -> Sample<'_> {
+            Sample { time_ns: self.time_ns, cpu: self.cpu, cgroup: self.cgroup, stack: &self.stack, weight: self.weight }
+        }
+    }
+
+    /// The stacks of folded text (`stack count` lines; `#` headers skipped), one entry per
+    /// sample counted.
+    pub fn expand(folded: &[u8]) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for line in folded.split(|&b| b == b'\n').filter(|l| !l.is_empty() && l[0] != b'#') {
+            let Some(sp) = line.iter().rposition(|&b| b == b' ') else { continue };
+            let n: usize = std::str::from_utf8(&line[sp + 1..]).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+            for _ in 0..n {
+                out.push(line[..sp].to_vec());
+            }
+        }
+        out
+    }
+
+    /// Host number `h`'s samples: `seconds` from `t0` at `hz` per CPU on `cpus` CPUs, stacks
+    /// drawn in turn from `stacks` from a place of the host's own, cgroups in turn, in time
+    /// order.
+    pub fn host_samples(h: usize, t0: i64, seconds: i64, hz: i64, cpus: u32, stacks: &[Vec<u8>]) -> Vec<OwnedSample> {
+        let mut out = Vec::new();
+        let mut k = h.wrapping_mul(7919) % stacks.len().max(1);
+        for cpu in 0..cpus {
+            let mut t = t0 + i64::from(cpu) * 7_000_000 + (h as i64 % 50) * 3_000_000;
+            while t < t0 + seconds * 1_000_000_000 {
+                let cgroup = match k % 3 {
+                    0 => Some("/system.slice/nginx.service"),
+                    1 => Some("/user.slice"),
+                    _ => None,
+                };
+                out.push(OwnedSample {
+                    time_ns: t,
+                    cpu,
+                    cgroup,
+                    stack: stacks[k % stacks.len()].clone(),
+                    weight: Weight::from_u64(1),
+                });
+                k += 1;
+                t += 1_000_000_000 / hz;
+            }
+        }
+        out.sort_by_key(|s| s.time_ns);
+        out
+    }
+
+    /// Writes `samples` as always-on buckets of `bucket_ns` from `t0`; returns the samples
+    /// written.
+    pub fn write_buckets(
+        store: &mut dyn Store,
+        host: &str,
+        kind: Kind,
+        meta: &Meta,
+        samples: &[OwnedSample],
+        t0: i64,
+        bucket_ns: i64,
+    ) -> Result<u64, StoreError> {
+        let mut written = 0;
+        let mut i = 0;
+        let mut start = t0;
+        while i < samples.len() {
+            let end = start + bucket_ns;
+            let j = i + samples[i..].partition_point(|s| s.time_ns < end);
+            let part: Vec<Sample<'_>> = samples[i..j].iter().map(OwnedSample::sample).collect();
+            if !part.is_empty() {
+                store.append_bucket(&Bucket {
+                    host,
+                    kind,
+                    start_ns: start,
+                    end_ns: end,
+                    capture: None,
+                    meta,
+                    samples: &part,
+                    aggregated: &[],
+                })?;
+                written += part.len() as u64;
+            }
+            i = j;
+            start = end;
+        }
+        Ok(written)
+    }
+}

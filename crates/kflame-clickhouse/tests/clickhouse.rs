@@ -10,6 +10,7 @@ use std::time::Duration;
 use kflame::events::{EventKind, EventRecord, Frames};
 use kflame::fold::{Meta, StackCounts, Stacks, Unit, Weight};
 use kflame_clickhouse::rig::Rig;
+use kflame_clickhouse::rig::fleet::{self, OwnedSample};
 use kflame_clickhouse::{InitOptions, Location, Reader, Writer, WriterOptions, schema};
 use kflame_store::{
     Bucket, CaptureStart, Event, Kind, Metric, OpenMode, ProfileQuery, Query, Sample, SeriesQuery, Sqlite,
@@ -30,56 +31,15 @@ fn dir(name: &str) -> PathBuf {
 
 /// Stacks of a real system-wide capture (the render fixtures' perf capture), one per sample.
 fn real_stacks() -> Vec<Vec<u8>> {
-    let text = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../kflame/tests/data/render/perf-sys-cpuclock.folded"
-    ))
-    .unwrap();
-    let mut out = Vec::new();
-    for line in text.split(|&b| b == b'\n').filter(|l| !l.is_empty() && l[0] != b'#') {
-        let sp = line.iter().rposition(|&b| b == b' ').unwrap();
-        let n: usize = std::str::from_utf8(&line[sp + 1..]).unwrap().parse().unwrap();
-        for _ in 0..n {
-            out.push(line[..sp].to_vec());
-        }
-    }
-    out
+    fleet::expand(
+        &std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../kflame/tests/data/render/perf-sys-cpuclock.folded"))
+            .unwrap(),
+    )
 }
 
-struct Owned {
-    time_ns: i64,
-    cpu: u32,
-    cgroup: Option<&'static str>,
-    stack: Vec<u8>,
-    weight: Weight,
-}
-
-/// `seconds` of 19 Hz samples on 2 CPUs for host number `h`, stacks drawn in turn from the
-/// capture starting at a place of the host's own.
-fn generate(h: usize, seconds: i64, stacks: &[Vec<u8>]) -> Vec<Owned> {
-    let mut out = Vec::new();
-    let mut k = h * 1_000;
-    for cpu in 0..2u32 {
-        let mut t = T0 + i64::from(cpu) * 7_000_000 + h as i64 * 3_000_000;
-        while t < T0 + seconds * SEC {
-            let cgroup = match k % 3 {
-                0 => Some("/system.slice/nginx.service"),
-                1 => Some("/user.slice"),
-                _ => None,
-            };
-            out.push(Owned {
-                time_ns: t,
-                cpu,
-                cgroup,
-                stack: stacks[k % stacks.len()].clone(),
-                weight: Weight::from_u64(1),
-            });
-            k += 1;
-            t += SEC / 19;
-        }
-    }
-    out.sort_by_key(|s| s.time_ns);
-    out
+/// `seconds` of 19 Hz samples on 2 CPUs for host number `h`.
+fn generate(h: usize, seconds: i64, stacks: &[Vec<u8>]) -> Vec<OwnedSample> {
+    fleet::host_samples(h, T0, seconds, 19, 2, stacks)
 }
 
 /// Writes `seconds` of one host's history: metrics every second, 10-s cpu buckets, a
