@@ -252,6 +252,11 @@ pub(crate) struct ProducerArgs {
     /// (stackcount).
     #[arg(long, value_enum, value_name = "UNIT", help_heading = "bcc / bpftrace options")]
     pub(crate) bcc_unit: Option<BccUnit>,
+    /// pprof: the sample type to read, by type (`inuse_space`) or type/unit
+    /// (`alloc_objects/count`); default: the profile's default sample type, else its last one
+    /// (as `go tool pprof`). An unknown name is an error listing the profile's types.
+    #[arg(long, value_name = "NAME", help_heading = "pprof options")]
+    pub(crate) sample_type: Option<String>,
 }
 
 /// Values of `--bcc-unit`.

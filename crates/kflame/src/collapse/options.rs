@@ -86,6 +86,8 @@ pub struct CollapseOptions {
     pub event_filter: Option<String>,
     /// perf: count samples instead of summing periods.
     pub counts: bool,
+    /// pprof: the sample type to read (`alloc_space`, `inuse_space/bytes`).
+    pub sample_type: Option<String>,
     /// What a trace collapse measures.
     pub mode: Option<Mode>,
     /// The page allocation order as a root frame.
@@ -337,6 +339,13 @@ pub const RULES: &[Rule] = &[
         given: |o| o.event_filter.is_some(),
         applies: Target::samples,
         takes: "perf-script and perf-data without --mode (--mode pairs the events it needs)",
+    },
+    Rule {
+        id: "sample_type",
+        flag: "--sample-type",
+        given: |o| o.sample_type.is_some(),
+        applies: |t| t.format == Format::Pprof,
+        takes: "pprof",
     },
     Rule {
         id: "counts",
