@@ -108,6 +108,22 @@ fn collapse_reads_back_what_flamegraph_wrote() {
 }
 
 #[test]
+fn speedscope_per_process_reads_back_the_same_stacks() {
+    let input = data("render/perf-sys-cpuclock.folded");
+    let file = scratch("per-process.speedscope.json");
+    ok(&["flamegraph", "--per-process", &input, "-o", s(&file)]);
+    let json = std::fs::read_to_string(&file).unwrap();
+    assert!(json.contains("\"name\":\"bash\"") && json.contains("per-process"), "{json:.300}");
+    assert_eq!(stacks_only(&ok(&["collapse", s(&file)])), stacks_only(&ok(&["collapse", &input])));
+    // Only speedscope has profiles to split.
+    for other in [&["-o", "x.svg"][..], &["--format", "pprof"]] {
+        let out = kflame(&[&["flamegraph", "--per-process", &input][..], other].concat(), b"");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains("--per-process") && err.contains("speedscope"), "{err}");
+    }
+}
+
+#[test]
 fn damaged_inputs_fail_naming_the_file() {
     let gz = std::fs::read(data("pprof/go-cpu.pb.gz")).unwrap();
     let cut = scratch("cut.pb.gz");

@@ -85,6 +85,60 @@ fn otlp_round_trip_keeps_stacks_totals_and_units() {
 }
 
 #[test]
+fn speedscope_per_process_has_one_profile_per_first_frame_and_reads_back_the_same() {
+    for rel in FOLDED {
+        for time_order in [false, true] {
+            let (stacks, meta) = folded(rel, time_order);
+            let mut bytes = Vec::new();
+            let profile = Profile { stacks: &stacks, meta: &meta, name: Some("test") };
+            export::speedscope::write_per_process(&profile, &mut bytes).unwrap();
+            let file: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+            let profiles = file["profiles"].as_array().unwrap();
+            // One profile per distinct first frame, named by it, weighing what it weighs.
+            let mut processes: Vec<(Vec<u8>, Weight)> = Vec::new();
+            for (stack, w) in stacks.in_output_order() {
+                let first = stack.split(|&b| b == b';').next().unwrap().to_vec();
+                match processes.iter_mut().find(|(p, _)| *p == first) {
+                    Some((_, t)) => *t += w,
+                    None => processes.push((first, w)),
+                }
+            }
+            assert_eq!(profiles.len(), processes.len(), "{rel}");
+            for (p, (name, total)) in profiles.iter().zip(&processes) {
+                assert_eq!(p["name"].as_str().unwrap().as_bytes(), &name[..], "{rel}");
+                assert_eq!(p["endValue"].to_string(), total.to_string(), "{rel}");
+            }
+            // Read back, each profile's name is the root frame again: the same stacks,
+            // grouped by process (in time order, the order within each process is kept).
+            let back = import::read(Kind::Speedscope, &bytes, time_order, &Limits::default()).unwrap();
+            assert_eq!(back.stacks.total(), stacks.total(), "{rel}");
+            let mut want = lines(&stacks);
+            if time_order {
+                let first = |s: &[u8]| s.split(|&b| b == b';').next().unwrap().to_vec();
+                want.sort_by_key(|(s, _)| processes.iter().position(|(p, _)| *p == first(s)).unwrap());
+                // Runs of one process that were apart in time may now touch.
+                let mut merged = OrderedStacks::new();
+                for (s, w) in &want {
+                    merged.push(s, *w);
+                }
+                want = lines(&Stacks::Ordered(merged));
+            }
+            assert_eq!(lines(&back.stacks), want, "{rel} (time order {time_order})");
+        }
+    }
+    // One process alone still comes back under its own name.
+    let mut one = StackCounts::new();
+    one.add(b"dd;write;vfs_write", Weight::from_u64(3));
+    one.add(b"dd", Weight::from_u64(1));
+    let (stacks, meta) = (Stacks::Counts(one), Meta::default());
+    let mut bytes = Vec::new();
+    export::speedscope::write_per_process(&Profile { stacks: &stacks, meta: &meta, name: None }, &mut bytes)
+        .unwrap();
+    let back = import::read(Kind::Speedscope, &bytes, false, &Limits::default()).unwrap();
+    assert_eq!(lines(&back.stacks), lines(&stacks));
+}
+
+#[test]
 fn speedscope_round_trip_keeps_stacks_totals_and_units() {
     for rel in FOLDED {
         for time_order in [false, true] {
