@@ -95,13 +95,14 @@ pub fn write_per_process(profile: &Profile<'_>, out: &mut dyn Write) -> Result<(
     write_file(profile, true, out)
 }
 
+/// A profile being built: its name, samples, weights and total.
+type Group<'a> = (std::borrow::Cow<'a, str>, Vec<Vec<u32>>, Vec<serde_json::Number>, Weight);
+
 fn write_file(profile: &Profile<'_>, per_process: bool, out: &mut dyn Write) -> Result<(), ExportError> {
     let name = profile.name.unwrap_or("kflame");
     let mut index: HashMap<String, u32> = HashMap::new();
     let mut frames = Vec::new();
-    // Per profile: its name, samples, weights and total.
-    let mut groups: Vec<(std::borrow::Cow<'_, str>, Vec<Vec<u32>>, Vec<serde_json::Number>, Weight)> =
-        Vec::new();
+    let mut groups: Vec<Group<'_>> = Vec::new();
     let mut group_of: HashMap<std::borrow::Cow<'_, str>, usize> = HashMap::new();
     if !per_process {
         let title = profile.meta.event.as_deref().unwrap_or(name);
@@ -136,12 +137,21 @@ fn write_file(profile: &Profile<'_>, per_process: bool, out: &mut dyn Write) -> 
     }
     if groups.is_empty() {
         // No stacks: one empty profile, as without per-process.
-        groups.push((profile.meta.event.as_deref().unwrap_or(name).into(), Vec::new(), Vec::new(), Weight::ZERO));
+        groups.push((
+            profile.meta.event.as_deref().unwrap_or(name).into(),
+            Vec::new(),
+            Vec::new(),
+            Weight::ZERO,
+        ));
     }
     let version = env!("CARGO_PKG_VERSION");
     let file = File {
         schema: SCHEMA,
-        exporter: if per_process { format!("kflame {version}{PER_PROCESS}") } else { format!("kflame {version}") },
+        exporter: if per_process {
+            format!("kflame {version}{PER_PROCESS}")
+        } else {
+            format!("kflame {version}")
+        },
         name,
         active_profile_index: 0,
         shared: Shared { frames },
