@@ -119,8 +119,30 @@ fn speedscope_per_process_reads_back_the_same_stacks() {
     for other in [&["-o", "x.svg"][..], &["--format", "pprof"]] {
         let out = kflame(&[&["flamegraph", "--per-process", &input][..], other].concat(), b"");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success() && err.contains("--per-process") && err.contains("speedscope"), "{err}");
+        assert!(
+            !out.status.success() && err.contains("--per-process") && err.contains("speedscope"),
+            "{err}"
+        );
     }
+}
+
+#[test]
+fn collapse_writes_other_formats_by_name_keeping_perf_sample_times() {
+    let input = data("perf/captures/perf-sys-cpuclock.script.txt");
+    let ordered = ok(&["collapse", "--time-order", &input]);
+    let summed = ok(&["collapse", &input]);
+    let file = scratch("perf-times.otlp.pb");
+    ok(&["collapse", "--time-order", &input, "-o", s(&file)]);
+    // The time stamps put the stacks back in the order they happened; summed, the same totals.
+    assert_eq!(
+        String::from_utf8_lossy(&ok(&["collapse", "--time-order", s(&file)])),
+        String::from_utf8_lossy(&ordered)
+    );
+    assert_eq!(String::from_utf8_lossy(&ok(&["collapse", s(&file)])), String::from_utf8_lossy(&summed));
+    // Any format the name asks for, as flamegraph -o.
+    let pprof = scratch("perf-times.pb.gz");
+    ok(&["collapse", &input, "-o", s(&pprof)]);
+    assert_eq!(String::from_utf8_lossy(&ok(&["collapse", s(&pprof)])), String::from_utf8_lossy(&summed));
 }
 
 #[test]
@@ -333,9 +355,12 @@ fn needs_go_collapse_of_go_profiles_agrees_with_go_tool_pprof() {
 fn needs_go_each_sample_type_of_a_heap_profile_agrees_with_go_tool_pprof() {
     let Some(go) = go() else { return };
     let file = PathBuf::from(data("pprof/go-heap.pb.gz"));
-    for (sample, unit) in
-        [("alloc_objects", None), ("alloc_space", Some("B")), ("inuse_objects", None), ("inuse_space", Some("B"))]
-    {
+    for (sample, unit) in [
+        ("alloc_objects", None),
+        ("alloc_space", Some("B")),
+        ("inuse_objects", None),
+        ("inuse_space", Some("B")),
+    ] {
         let (stacks, top, traces) = go_pprof(go, &file, unit, Some(sample));
         let folded = ok(&["collapse", "--sample-type", sample, s(&file)]);
         let event = format!("# event={sample}");
