@@ -143,6 +143,16 @@ fn collapse_writes_other_formats_by_name_keeping_perf_sample_times() {
     let pprof = scratch("perf-times.pb.gz");
     ok(&["collapse", &input, "-o", s(&pprof)]);
     assert_eq!(String::from_utf8_lossy(&ok(&["collapse", s(&pprof)])), String::from_utf8_lossy(&summed));
+    // What the format cannot hold is refused naming the input and the output.
+    let frac = scratch("fraction.folded");
+    std::fs::write(&frac, "a;b 1.5\na 2\n").unwrap();
+    let out = kflame(&["collapse", s(&frac), "-o", s(&pprof)], b"");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("fraction.folded") && err.contains("perf-times.pb.gz"),
+        "{err}"
+    );
+    assert!(err.contains("integers"), "{err}");
 }
 
 #[test]

@@ -141,7 +141,11 @@ pub(crate) fn run(args: Args) -> Result<()> {
                 _ => None,
             };
             let profile = kflame::export::Profile { stacks: &stacks, meta: units.meta(), name };
-            let what = || format!("writing the {} profile", format.name());
+            let inputs = if paths.len() == 1 { paths[0].clone() } else { format!("{} inputs", paths.len()) };
+            let what = || {
+                let to = args.output.as_deref().map_or(String::new(), |p| format!(" {}", p.display()));
+                format!("writing the {} profile{to} from {inputs}", format.name())
+            };
             kflame::export::write(format, &profile, &mut out).with_context(what)?;
             out.finish().with_context(what)?;
         }
