@@ -484,3 +484,30 @@ fn otlp_read_in_time_order_follows_the_time_stamps() {
     assert_eq!(lines(&back.stacks), lines(&Stacks::Ordered(reversed)));
     assert_eq!(back.stacks.total(), stacks.total());
 }
+
+#[test]
+fn otlp_of_time_ordered_perf_data_carries_the_times_perf_script_prints() {
+    use kflame::collapse::Order;
+    use kflame::perf_data::{Host, Options, collapse_file};
+    // The same recording as perf.data and as `perf script` text (which prints µs).
+    let name = "perf-data/compressed";
+    let opts = Options { host: Host::Isolated, ..Options::default() };
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/{name}.data"));
+    let out = collapse_file(&path, &opts, Order::Time).unwrap();
+    let req = export::otlp::request(&Profile { stacks: &out.stacks, meta: &out.meta, name: None }).unwrap();
+    let p = &req.resource_profiles[0].scope_profiles[0].profiles[0];
+    let mut got: Vec<(u64, u64)> = p
+        .samples
+        .iter()
+        .flat_map(|s| s.timestamps_unix_nano.iter().zip(&s.values).map(|(&t, &v)| (t / 1000, v as u64)))
+        .collect();
+    let mut want: Vec<(u64, u64)> =
+        perf_sample_times(&String::from_utf8_lossy(&common::read(&format!("{name}.script.txt"))))
+            .into_iter()
+            .map(|(t, v)| (t / 1000, v))
+            .collect();
+    assert!(want.len() > 10, "{name}: {} samples", want.len());
+    got.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(got, want, "{name}: (µs, period) of every sample");
+}

@@ -34,7 +34,7 @@ pub(crate) struct Args {
     /// Write the folded output here instead of stdout. A name ending in `.otlp.pb`,
     /// `.pb.gz`, `.speedscope.json` or `.trace.json` writes that format instead (as
     /// `kflame flamegraph -o`), with what folded text cannot hold: with --time-order, the
-    /// time of each perf script sample in OTLP's per-sample time stamps.
+    /// time of each perf script or perf.data sample in OTLP's per-sample time stamps.
     #[arg(short, long, value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
 

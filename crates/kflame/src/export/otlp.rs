@@ -12,14 +12,14 @@
 //! event are kept in the profile's attribute `kflame.unit` / `kflame.event`.
 //!
 //! Samples: one per distinct stack with its summed value; in time order, one per run of
-//! identical stacks. Where every sample kept its time ([`crate::fold::OrderedStacks::sample_times`]:
-//! `kflame collapse --time-order` of `perf script` output with time stamps, written
-//! straight to OTLP), one sample per distinct stack carries every observation, a value and
-//! its time stamp in `timestamps_unix_nano` each, in time order, and the profile's
-//! `time_unix_nano` and `duration_nano` span them. The times are perf's as printed: Unix
-//! time when recorded with `perf record -k CLOCK_REALTIME`, else perf's default clock (time
-//! since boot). Folded text keeps no time stamps, so `kflame flamegraph --format otlp` of a
-//! folded file writes none.
+//! identical stacks. Where every sample kept its time
+//! ([`crate::fold::OrderedStacks::sample_times`]: `kflame collapse --time-order` of
+//! `perf script` output with time stamps or of perf.data, written straight to OTLP), one
+//! sample per distinct stack carries every observation, a value and its time stamp in
+//! `timestamps_unix_nano` each, in time order, and the profile's `time_unix_nano` and
+//! `duration_nano` span them. The times are perf's: Unix time when recorded with
+//! `perf record -k CLOCK_REALTIME`, else perf's default clock (time since boot). Folded text
+//! keeps no time stamps, so `kflame flamegraph --format otlp` of a folded file writes none.
 
 use std::collections::HashMap;
 use std::io::Write;
