@@ -9,10 +9,10 @@
 //! (one per observation), or, as the specification says for samples without values, one per
 //! time stamp; values and time stamps of different counts are skipped and counted. In time
 //! order (`collapse --time-order`), samples with time stamps give their observations in the
-//! order of their times (a flame chart of when they happened), the others in file order
-//! after them; summed, the time stamps are not needed. Stacks list their
-//! locations leaf first; a location's lines are innermost first. Samples with a negative
-//! value or an index past a table are skipped and counted.
+//! order of their times (a flame chart of when they happened), after the samples without
+//! time stamps of the same profile (in file order); summed, the time stamps are not needed.
+//! Stacks list their locations leaf first; a location's lines are innermost first. Samples
+//! with a negative value or an index past a table are skipped and counted.
 
 use prost::Message;
 
