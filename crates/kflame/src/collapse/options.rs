@@ -578,7 +578,7 @@ mod tests {
     fn every_field_has_a_rule() {
         let all = serde_json::to_value(CollapseOptions::default()).unwrap();
         let fields: Vec<String> = all.as_object().unwrap().keys().cloned().collect();
-        assert_eq!(fields.len(), 32);
+        assert_eq!(fields.len(), 33);
         for field in &fields {
             let value = match &all[field.as_str()] {
                 serde_json::Value::Bool(_) => serde_json::json!(true),
