@@ -54,6 +54,34 @@ test('speedscope files validate against the schema speedscope ships', () => {
   }
 });
 
+test('speedscope files of one profile per process validate against the schema too', () => {
+  const schema = JSON.parse(readFileSync(join(DIST, 'file-format-schema.json'), 'utf8'));
+  const ajv = new Ajv({ strict: false });
+  const validate = ajv.compile(schema);
+  for (const rel of FOLDED) {
+    for (const flags of [[], ['--flamechart']]) {
+      const file = JSON.parse(kflame(['flamegraph', '--format', 'speedscope', '--per-process', ...flags, join(DATA, rel)]));
+      assert.ok(validate(file), `${rel}: ${ajv.errorsText(validate.errors)}`);
+      const folded = parseFolded(kflame(['collapse', ...(flags.length ? ['--time-order'] : []), join(DATA, rel)]));
+      // Per process (first frame), in order of first appearance: the rest of each stack.
+      const byProcess = new Map();
+      for (const [frames, w] of folded) {
+        if (!byProcess.has(frames[0])) byProcess.set(frames[0], []);
+        byProcess.get(frames[0]).push([frames.slice(1), w]);
+      }
+      assert.deepEqual(file.profiles.map((p) => p.name), [...byProcess.keys()], rel);
+      for (const p of file.profiles) {
+        const want = byProcess.get(p.name);
+        assert.equal(p.samples.length, want.length, `${rel} ${p.name}`);
+        const sum = p.weights.reduce((a, b) => a + b, 0);
+        assert.equal(sum, want.reduce((a, [, w]) => a + w, 0), `${rel} ${p.name}`);
+        assert.equal(p.endValue, sum, `${rel} ${p.name}`);
+        p.samples.forEach((s, i) => assert.deepEqual(s.map((f) => file.shared.frames[f].name), want[i][0]));
+      }
+    }
+  }
+});
+
 /** A loopback server of speedscope's built app and one profile. */
 async function serve(profile) {
   const types = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.json': 'application/json',

@@ -100,6 +100,7 @@ fn targets() -> Vec<Target> {
         t("crash", s(&["-F", "crash"]), vec![data("crash/bt-a-irq-nmi.txt")]),
         t("kernel-log --json", s(&["-F", "kernel-log", "--json"]), logs.clone()),
         t("crash --json", s(&["-F", "crash", "--json"]), vec![data("crash/foreach-UN-bt.txt")]),
+        t("pprof", s(&[]), vec![data("pprof/go-heap.pb.gz")]),
     ]
 }
 
@@ -121,6 +122,7 @@ const NOT_JSON: &[&str] = &[
     "stap",
     "kernel-log",
     "crash",
+    "pprof",
 ];
 
 /// The specification: option (with its value) → the inputs that take it.
@@ -171,6 +173,7 @@ fn spec(scratch: &str) -> Vec<(Vec<String>, Vec<&'static str>)> {
         ),
         (o(&["--bpftrace-map", "@wk"]), vec!["bpftrace"]),
         (o(&["--bcc-unit", "us"]), vec!["bcc"]),
+        (o(&["--sample-type", "inuse_space"]), vec!["pprof"]),
         (o(&["--offsets"]), vec!["kernel-log"]),
         (o(&["--unreliable"]), vec!["kernel-log"]),
         (

@@ -108,6 +108,54 @@ fn collapse_reads_back_what_flamegraph_wrote() {
 }
 
 #[test]
+fn speedscope_per_process_reads_back_the_same_stacks() {
+    let input = data("render/perf-sys-cpuclock.folded");
+    let file = scratch("per-process.speedscope.json");
+    ok(&["flamegraph", "--per-process", &input, "-o", s(&file)]);
+    let json = std::fs::read_to_string(&file).unwrap();
+    assert!(json.contains("\"name\":\"bash\"") && json.contains("per-process"), "{json:.300}");
+    assert_eq!(stacks_only(&ok(&["collapse", s(&file)])), stacks_only(&ok(&["collapse", &input])));
+    // Only speedscope has profiles to split.
+    for other in [&["-o", "x.svg"][..], &["--format", "pprof"]] {
+        let out = kflame(&[&["flamegraph", "--per-process", &input][..], other].concat(), b"");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains("--per-process") && err.contains("speedscope"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn collapse_writes_other_formats_by_name_keeping_perf_sample_times() {
+    let input = data("perf/captures/perf-sys-cpuclock.script.txt");
+    let ordered = ok(&["collapse", "--time-order", &input]);
+    let summed = ok(&["collapse", &input]);
+    let file = scratch("perf-times.otlp.pb");
+    ok(&["collapse", "--time-order", &input, "-o", s(&file)]);
+    // The time stamps put the stacks back in the order they happened; summed, the same totals.
+    assert_eq!(
+        String::from_utf8_lossy(&ok(&["collapse", "--time-order", s(&file)])),
+        String::from_utf8_lossy(&ordered)
+    );
+    assert_eq!(String::from_utf8_lossy(&ok(&["collapse", s(&file)])), String::from_utf8_lossy(&summed));
+    // Any format the name asks for, as flamegraph -o.
+    let pprof = scratch("perf-times.pb.gz");
+    ok(&["collapse", &input, "-o", s(&pprof)]);
+    assert_eq!(String::from_utf8_lossy(&ok(&["collapse", s(&pprof)])), String::from_utf8_lossy(&summed));
+    // What the format cannot hold is refused naming the input and the output.
+    let frac = scratch("fraction.folded");
+    std::fs::write(&frac, "a;b 1.5\na 2\n").unwrap();
+    let out = kflame(&["collapse", s(&frac), "-o", s(&pprof)], b"");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("fraction.folded") && err.contains("perf-times.pb.gz"),
+        "{err}"
+    );
+    assert!(err.contains("integers"), "{err}");
+}
+
+#[test]
 fn damaged_inputs_fail_naming_the_file() {
     let gz = std::fs::read(data("pprof/go-cpu.pb.gz")).unwrap();
     let cut = scratch("cut.pb.gz");
@@ -172,13 +220,22 @@ fn go() -> Option<&'static str> {
 
 /// What `go tool pprof` makes of `file`: each stack (root first, `;`-joined) with its summed
 /// value, from `-raw` (full function names: `-traces` shortens C++ and Rust names), and the
-/// totals of `-top` and of `-traces`, in `unit` (`-unit`, none for counts).
-fn go_pprof(go: &str, file: &Path, unit: Option<&str>) -> (BTreeMap<String, u128>, u128, u128) {
+/// totals of `-top` and of `-traces`, in `unit` (`-unit`, none for counts), of the sample
+/// type `sample` (`-sample_index`; none: pprof's default).
+fn go_pprof(
+    go: &str,
+    file: &Path,
+    unit: Option<&str>,
+    sample: Option<&str>,
+) -> (BTreeMap<String, u128>, u128, u128) {
     let run = |what: &str| {
         let mut c = Command::new(go);
         c.args(["tool", "pprof", what]);
         if let Some(u) = unit {
             c.arg(format!("-unit={u}"));
+        }
+        if let Some(t) = sample {
+            c.arg(format!("-sample_index={t}"));
         }
         let out = c.arg(file).output().expect("go tool pprof runs");
         assert!(out.status.success(), "go tool pprof {what}: {}", String::from_utf8_lossy(&out.stderr));
@@ -194,7 +251,10 @@ fn go_pprof(go: &str, file: &Path, unit: Option<&str>) -> (BTreeMap<String, u128
     let raw = run("-raw");
     let mut lines = raw.lines().skip_while(|l| *l != "Samples:").skip(1);
     let header: Vec<&str> = lines.next().expect("sample types").split_whitespace().collect();
-    let index = header.iter().position(|t| t.ends_with("[dflt]")).unwrap_or(header.len() - 1);
+    let index = match sample {
+        Some(t) => header.iter().position(|h| h.split('/').next() == Some(t)).expect("the sample type"),
+        None => header.iter().position(|t| t.ends_with("[dflt]")).unwrap_or(header.len() - 1),
+    };
     let mut samples = Vec::new();
     let mut locations: BTreeMap<u64, Vec<String>> = BTreeMap::new();
     let mut last = 0;
@@ -280,7 +340,7 @@ fn needs_go_pprof_reads_the_same_stacks_and_totals() {
         };
         let file = scratch(&format!("go-{}.pb.gz", rel.replace('/', "_")));
         ok(&["flamegraph", &input, "-o", s(&file)]);
-        let (stacks, top, traces) = go_pprof(go, &file, unit);
+        let (stacks, top, traces) = go_pprof(go, &file, unit, None);
         let expected = summed(&folded);
         let total = expected.values().sum::<u128>();
         assert_eq!((top, traces), (total, total), "{rel}: -top and -traces totals");
@@ -293,12 +353,60 @@ fn needs_go_collapse_of_go_profiles_agrees_with_go_tool_pprof() {
     let Some(go) = go() else { return };
     for (rel, unit) in [("pprof/go-cpu.pb.gz", "ns"), ("pprof/go-heap.pb.gz", "B")] {
         let file = PathBuf::from(data(rel));
-        let (stacks, top, traces) = go_pprof(go, &file, Some(unit));
+        let (stacks, top, traces) = go_pprof(go, &file, Some(unit), None);
         let ours = summed(&ok(&["collapse", &data(rel)]));
         let total = ours.values().sum::<u128>();
         assert_eq!((top, traces), (total, total), "{rel}: -top and -traces totals");
         assert_same(&ours, &stacks, rel);
     }
+}
+
+#[test]
+fn needs_go_each_sample_type_of_a_heap_profile_agrees_with_go_tool_pprof() {
+    let Some(go) = go() else { return };
+    let file = PathBuf::from(data("pprof/go-heap.pb.gz"));
+    for (sample, unit) in [
+        ("alloc_objects", None),
+        ("alloc_space", Some("B")),
+        ("inuse_objects", None),
+        ("inuse_space", Some("B")),
+    ] {
+        let (stacks, top, traces) = go_pprof(go, &file, unit, Some(sample));
+        let folded = ok(&["collapse", "--sample-type", sample, s(&file)]);
+        let event = format!("# event={sample}");
+        assert!(String::from_utf8_lossy(&folded).lines().any(|l| l == event), "{sample}");
+        let ours = summed(&folded);
+        let total = ours.values().sum::<u128>();
+        assert_eq!((top, traces), (total, total), "{sample}: -top and -traces totals");
+        assert_same(&ours, &stacks, sample);
+        // By type/unit too.
+        let u = if unit.is_some() { "bytes" } else { "count" };
+        assert_eq!(summed(&ok(&["collapse", "--sample-type", &format!("{sample}/{u}"), s(&file)])), ours);
+    }
+}
+
+#[test]
+fn a_sample_type_is_chosen_by_name_or_refused_with_the_choices() {
+    let heap = data("pprof/go-heap.pb.gz");
+    // The default is the profile's default sample type (alloc_space), as go tool pprof.
+    let default = ok(&["collapse", &heap]);
+    assert_eq!(default, ok(&["collapse", "--sample-type", "alloc_space", &heap]));
+    assert_ne!(summed(&default), summed(&ok(&["collapse", "--sample-type", "inuse_space", &heap])));
+    let out = kflame(&["collapse", "--sample-type", "inuse", &heap], b"");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    for want in [
+        "go-heap.pb.gz",
+        "`inuse`",
+        "alloc_objects/count, alloc_space/bytes, inuse_objects/count, inuse_space/bytes",
+        "default: alloc_space",
+    ] {
+        assert!(err.contains(want), "{want}: {err}");
+    }
+    // Only pprof input takes it.
+    let out = kflame(&["collapse", "--sample-type", "cpu", &data("render/perf-sys-cpuclock.folded")], b"");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("--sample-type") && err.contains("pprof"), "{err}");
 }
 
 /// The two maps are equal; else the entries that differ.

@@ -27,9 +27,10 @@ pub enum Collapser {
     Lines(Box<dyn Collapse>),
     /// perf.data input, for [`perf_data::collapse_file`] / [`perf_data::collapse_bytes`].
     PerfData(Box<perf_data::Options>),
-    /// Another tool's profile (pprof, speedscope), read whole by [`crate::import::read`]
-    /// with this reader.
-    Import(crate::import::Kind),
+    /// Another tool's profile (pprof, speedscope, OTLP), read whole by
+    /// [`crate::import::read_sample_type`] with this reader and, for pprof, the sample type
+    /// asked for (`sample_type`).
+    Import(crate::import::Kind, Option<String>),
 }
 
 impl Target {
@@ -65,9 +66,9 @@ impl Target {
             Format::Stap => Collapser::Lines(Box::new(crate::collapse::stap::Stap::new())),
             Format::KernelLog => Collapser::Lines(kernel_log(opts, c.group_by)),
             Format::Crash => Collapser::Lines(crash(opts, c.group_by)),
-            Format::Pprof => Collapser::Import(crate::import::Kind::Pprof),
-            Format::Speedscope => Collapser::Import(crate::import::Kind::Speedscope),
-            Format::Otlp => Collapser::Import(crate::import::Kind::Otlp),
+            Format::Pprof => Collapser::Import(crate::import::Kind::Pprof, opts.sample_type.clone()),
+            Format::Speedscope => Collapser::Import(crate::import::Kind::Speedscope, None),
+            Format::Otlp => Collapser::Import(crate::import::Kind::Otlp, None),
         })
     }
 

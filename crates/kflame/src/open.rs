@@ -137,7 +137,7 @@ impl Input {
                     perf_data::collapse_bytes(&data, &opts, order).map_err(|e| err("perf.data ", &e))
                 }
             },
-            Collapser::Import(kind) => {
+            Collapser::Import(kind, sample_type) => {
                 let what = match kind {
                     Kind::Pprof => "pprof profile ",
                     Kind::Speedscope => "speedscope file ",
@@ -145,8 +145,15 @@ impl Input {
                 };
                 let mut data = Vec::new();
                 self.reader().read_to_end(&mut data).map_err(|e| err("", &e))?;
-                let got = import::read(kind, &data, order == Order::Time, &Limits::default())
-                    .map_err(|e| err(what, &e))?;
+                let time_order = order == Order::Time;
+                let got = import::read_sample_type(
+                    kind,
+                    &data,
+                    time_order,
+                    sample_type.as_deref(),
+                    &Limits::default(),
+                )
+                .map_err(|e| err(what, &e))?;
                 Ok(Output { stacks: got.stacks, diag: got.diag, meta: got.meta })
             }
         }

@@ -85,6 +85,60 @@ fn otlp_round_trip_keeps_stacks_totals_and_units() {
 }
 
 #[test]
+fn speedscope_per_process_has_one_profile_per_first_frame_and_reads_back_the_same() {
+    for rel in FOLDED {
+        for time_order in [false, true] {
+            let (stacks, meta) = folded(rel, time_order);
+            let mut bytes = Vec::new();
+            let profile = Profile { stacks: &stacks, meta: &meta, name: Some("test") };
+            export::speedscope::write_per_process(&profile, &mut bytes).unwrap();
+            let file: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+            let profiles = file["profiles"].as_array().unwrap();
+            // One profile per distinct first frame, named by it, weighing what it weighs.
+            let mut processes: Vec<(Vec<u8>, Weight)> = Vec::new();
+            for (stack, w) in stacks.in_output_order() {
+                let first = stack.split(|&b| b == b';').next().unwrap().to_vec();
+                match processes.iter_mut().find(|(p, _)| *p == first) {
+                    Some((_, t)) => *t += w,
+                    None => processes.push((first, w)),
+                }
+            }
+            assert_eq!(profiles.len(), processes.len(), "{rel}");
+            for (p, (name, total)) in profiles.iter().zip(&processes) {
+                assert_eq!(p["name"].as_str().unwrap().as_bytes(), &name[..], "{rel}");
+                assert_eq!(p["endValue"].to_string(), total.to_string(), "{rel}");
+            }
+            // Read back, each profile's name is the root frame again: the same stacks,
+            // grouped by process (in time order, the order within each process is kept).
+            let back = import::read(Kind::Speedscope, &bytes, time_order, &Limits::default()).unwrap();
+            assert_eq!(back.stacks.total(), stacks.total(), "{rel}");
+            let mut want = lines(&stacks);
+            if time_order {
+                let first = |s: &[u8]| s.split(|&b| b == b';').next().unwrap().to_vec();
+                want.sort_by_key(|(s, _)| processes.iter().position(|(p, _)| *p == first(s)).unwrap());
+                // Runs of one process that were apart in time may now touch.
+                let mut merged = OrderedStacks::new();
+                for (s, w) in &want {
+                    merged.push(s, *w);
+                }
+                want = lines(&Stacks::Ordered(merged));
+            }
+            assert_eq!(lines(&back.stacks), want, "{rel} (time order {time_order})");
+        }
+    }
+    // One process alone still comes back under its own name.
+    let mut one = StackCounts::new();
+    one.add(b"dd;write;vfs_write", Weight::from_u64(3));
+    one.add(b"dd", Weight::from_u64(1));
+    let (stacks, meta) = (Stacks::Counts(one), Meta::default());
+    let mut bytes = Vec::new();
+    export::speedscope::write_per_process(&Profile { stacks: &stacks, meta: &meta, name: None }, &mut bytes)
+        .unwrap();
+    let back = import::read(Kind::Speedscope, &bytes, false, &Limits::default()).unwrap();
+    assert_eq!(lines(&back.stacks), lines(&stacks));
+}
+
+#[test]
 fn speedscope_round_trip_keeps_stacks_totals_and_units() {
     for rel in FOLDED {
         for time_order in [false, true] {
@@ -338,4 +392,122 @@ fn every_cut_and_byte_change_is_an_error_or_stacks() {
             }
         }
     }
+}
+
+/// (time in ns, period) of every sample header of `perf script` text (`comm pid [cpu]
+/// SECS.FRAC: PERIOD event:`), read here on its own, apart from the collapser.
+fn perf_sample_times(text: &str) -> Vec<(u64, u64)> {
+    let mut got = Vec::new();
+    for line in text.lines().filter(|l| !l.is_empty() && !l.starts_with(char::is_whitespace)) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let Some(i) = words.iter().position(|w| {
+            w.ends_with(':')
+                && w[..w.len() - 1].split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        }) else {
+            continue;
+        };
+        let (secs, frac) = words[i].trim_end_matches(':').split_once('.').unwrap();
+        let ns = secs.parse::<u64>().unwrap() * 1_000_000_000 + format!("{frac:0<9}").parse::<u64>().unwrap();
+        got.push((ns, words[i + 1].parse::<u64>().unwrap()));
+    }
+    got
+}
+
+#[test]
+fn otlp_of_time_ordered_perf_samples_carries_each_sample_time() {
+    use kflame::collapse::perf::{PerfOptions, PerfScript};
+    use kflame::collapse::{Engine, Order};
+    let rel = "perf/captures/perf-sys-cpuclock.script.txt";
+    let text = common::read(rel);
+    let expected = perf_sample_times(&String::from_utf8_lossy(&text));
+    assert!(expected.len() > 100, "{rel}: {} samples", expected.len());
+    for threads in [1, 2] {
+        let engine = Engine { threads, order: Order::Time, block_size: 4096 };
+        let out = engine.run(Box::new(PerfScript::new(PerfOptions::default())), &text[..]).unwrap();
+        assert!(out.diag.get("other events").is_none(), "{rel}: one event only");
+        let Stacks::Ordered(ordered) = &out.stacks else { panic!("time order") };
+        assert!(ordered.sample_times().is_some(), "{rel}: every sample has its time");
+        let profile = Profile { stacks: &out.stacks, meta: &out.meta, name: None };
+        let req = export::otlp::request(&profile).unwrap();
+        let p = &req.resource_profiles[0].scope_profiles[0].profiles[0];
+        // Every sample's (time, period), exactly those of the input.
+        let mut got: Vec<(u64, u64)> = Vec::new();
+        let mut stacks_seen = std::collections::HashSet::new();
+        for s in &p.samples {
+            assert_eq!(s.values.len(), s.timestamps_unix_nano.len(), "one value per time stamp");
+            assert!(s.timestamps_unix_nano.is_sorted(), "a stack's observations in time order");
+            assert!(stacks_seen.insert(s.stack_index), "one sample per stack");
+            got.extend(s.timestamps_unix_nano.iter().zip(&s.values).map(|(&t, &v)| (t, v as u64)));
+        }
+        let mut want = expected.clone();
+        want.sort_unstable();
+        got.sort_unstable();
+        assert_eq!(got, want, "{rel} ({threads} threads)");
+        let (first, last) = (want[0].0, want[want.len() - 1].0);
+        assert_eq!((p.time_unix_nano, p.duration_nano), (first, last - first + 1));
+        // Totals still match the folded stacks, and reading back in time order gives the
+        // time-ordered stacks again; summed, the summed ones.
+        let total: u64 = want.iter().map(|&(_, v)| v).sum();
+        assert_eq!(out.stacks.total(), Weight::from_u64(total));
+        let bytes = write(export::Format::Otlp, &out.stacks, &out.meta);
+        let back = import::read(Kind::Otlp, &bytes, true, &Limits::default()).unwrap();
+        assert_eq!(lines(&back.stacks), lines(&out.stacks), "{rel}: time order back");
+        let summed = import::read(Kind::Otlp, &bytes, false, &Limits::default()).unwrap();
+        let mut sum = Stacks::Counts(StackCounts::new());
+        sum.append(out.stacks.clone());
+        assert_eq!(lines(&summed.stacks), lines(&sum), "{rel}: summed back");
+    }
+    // Summed stacks, or folded text read back (which keeps no times), carry none.
+    let engine = Engine { threads: 1, order: Order::Sorted, block_size: 4096 };
+    let out = engine.run(Box::new(PerfScript::new(PerfOptions::default())), &text[..]).unwrap();
+    let req = export::otlp::request(&Profile { stacks: &out.stacks, meta: &out.meta, name: None }).unwrap();
+    let p = &req.resource_profiles[0].scope_profiles[0].profiles[0];
+    assert!(p.samples.iter().all(|s| s.timestamps_unix_nano.is_empty() && s.values.len() == 1));
+    assert_eq!(p.time_unix_nano, 0);
+}
+
+#[test]
+fn otlp_read_in_time_order_follows_the_time_stamps() {
+    let (stacks, meta) = folded("render/perf-sys-cpuclock.folded", true);
+    let mut ordered = OrderedStacks::new();
+    for (i, (s, w)) in stacks.in_output_order().into_iter().enumerate() {
+        // Out of order in time: the reader puts them back in order.
+        ordered.push_at(s, w, 1_000 - i as u64);
+    }
+    let timed = Stacks::Ordered(ordered);
+    let bytes = write(export::Format::Otlp, &timed, &meta);
+    let back = import::read(Kind::Otlp, &bytes, true, &Limits::default()).unwrap();
+    let mut reversed = OrderedStacks::new();
+    for (s, w) in stacks.in_output_order().into_iter().rev() {
+        reversed.push(s, w);
+    }
+    assert_eq!(lines(&back.stacks), lines(&Stacks::Ordered(reversed)));
+    assert_eq!(back.stacks.total(), stacks.total());
+}
+
+#[test]
+fn otlp_of_time_ordered_perf_data_carries_the_times_perf_script_prints() {
+    use kflame::collapse::Order;
+    use kflame::perf_data::{Host, Options, collapse_file};
+    // The same recording as perf.data and as `perf script` text (which prints µs).
+    let name = "perf-data/compressed";
+    let opts = Options { host: Host::Isolated, ..Options::default() };
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/{name}.data"));
+    let out = collapse_file(&path, &opts, Order::Time).unwrap();
+    let req = export::otlp::request(&Profile { stacks: &out.stacks, meta: &out.meta, name: None }).unwrap();
+    let p = &req.resource_profiles[0].scope_profiles[0].profiles[0];
+    let mut got: Vec<(u64, u64)> = p
+        .samples
+        .iter()
+        .flat_map(|s| s.timestamps_unix_nano.iter().zip(&s.values).map(|(&t, &v)| (t / 1000, v as u64)))
+        .collect();
+    let mut want: Vec<(u64, u64)> =
+        perf_sample_times(&String::from_utf8_lossy(&common::read(&format!("{name}.script.txt"))))
+            .into_iter()
+            .map(|(t, v)| (t / 1000, v))
+            .collect();
+    assert!(want.len() > 10, "{name}: {} samples", want.len());
+    got.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(got, want, "{name}: (µs, period) of every sample");
 }

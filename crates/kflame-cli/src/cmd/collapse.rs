@@ -132,8 +132,28 @@ pub(crate) fn run(args: Args) -> Result<()> {
     }
     let stacks = total.unwrap_or_else(|| engine.order.empty_stacks());
     let mut out = output::create(args.output.as_deref())?;
-    write_folded(&mut out, &stacks, units.meta()).context("writing folded output")?;
-    out.finish().context("writing folded output")?;
+    // `-o x.otlp.pb` (or another tool's file ending): that format, straight from the stacks
+    // in memory, so that what folded text cannot hold (perf's sample times) is kept.
+    match args.output.as_deref().and_then(kflame::export::Format::from_path) {
+        Some(format) => {
+            let name = match paths.as_slice() {
+                [one] if one != "-" => std::path::Path::new(one).file_name().and_then(|n| n.to_str()),
+                _ => None,
+            };
+            let profile = kflame::export::Profile { stacks: &stacks, meta: units.meta(), name };
+            let inputs = if paths.len() == 1 { paths[0].clone() } else { format!("{} inputs", paths.len()) };
+            let what = || {
+                let to = args.output.as_deref().map_or(String::new(), |p| format!(" {}", p.display()));
+                format!("writing the {} profile{to} from {inputs}", format.name())
+            };
+            kflame::export::write(format, &profile, &mut out).with_context(what)?;
+            out.finish().with_context(what)?;
+        }
+        None => {
+            write_folded(&mut out, &stacks, units.meta()).context("writing folded output")?;
+            out.finish().context("writing folded output")?;
+        }
+    }
     super::trace_args::finish_events(args.shared.events_json.as_deref())?;
     super::outliers::finish(&args.latency)?;
     // The process ends here: freeing a hundred thousand stacks one by one would only delay

@@ -31,7 +31,10 @@ pub(crate) struct Args {
     #[arg(short = 'F', long, value_name = "FORMAT", value_parser = FormatParser)]
     pub(crate) format: Option<Format>,
 
-    /// Write the folded output here instead of stdout.
+    /// Write the folded output here instead of stdout. A name ending in `.otlp.pb`,
+    /// `.pb.gz`, `.speedscope.json` or `.trace.json` writes that format instead (as
+    /// `kflame flamegraph -o`), with what folded text cannot hold: with --time-order, the
+    /// time of each perf script or perf.data sample in OTLP's per-sample time stamps.
     #[arg(short, long, value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
 
@@ -252,6 +255,11 @@ pub(crate) struct ProducerArgs {
     /// (stackcount).
     #[arg(long, value_enum, value_name = "UNIT", help_heading = "bcc / bpftrace options")]
     pub(crate) bcc_unit: Option<BccUnit>,
+    /// pprof: the sample type to read, by type (`inuse_space`) or type/unit
+    /// (`alloc_objects/count`); default: the profile's default sample type, else its last one
+    /// (as `go tool pprof`). An unknown name is an error listing the profile's types.
+    #[arg(long, value_name = "NAME", help_heading = "pprof options")]
+    pub(crate) sample_type: Option<String>,
 }
 
 /// Values of `--bcc-unit`.

@@ -31,6 +31,7 @@ impl Args {
             inline: self.perf.inline,
             event_filter: self.perf.event_filter.clone(),
             counts: self.perf.counts,
+            sample_type: self.producers.sample_type.clone(),
             mode: self.trace.mode.map(TraceMode::mode),
             order: self.trace.order,
             page_type: self.trace.page_type,

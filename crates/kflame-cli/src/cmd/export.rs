@@ -12,16 +12,25 @@ use kflame::fold::{OrderedStacks, StackCounts, Stacks};
 use crate::input;
 use crate::output;
 
+/// How a profile is written besides its format.
+#[derive(Copy, Clone, Debug, Default)]
+pub(crate) struct How {
+    /// Keep the input order (`--flamechart`, and always for a Chrome trace), else sum.
+    pub(crate) time_order: bool,
+    /// speedscope: one profile per process (`--per-process`).
+    pub(crate) per_process: bool,
+}
+
 /// Reads the folded `files` (stdin when none) and writes them in `format` to `out` (stdout
-/// when none). With `time_order` (`--flamechart`, and always for a Chrome trace) the stacks
-/// keep their input order, else they are summed.
+/// when none), as `how` says.
 pub(crate) fn write(
     files: &[String],
     out_path: Option<&Path>,
     format: Format,
-    time_order: bool,
+    how: How,
     units: crate::units::MixedUnits,
 ) -> Result<()> {
+    let time_order = how.time_order;
     let mut stacks =
         if time_order { Stacks::Ordered(OrderedStacks::new()) } else { Stacks::Counts(StackCounts::new()) };
     let mut merge = units.merger();
@@ -68,8 +77,12 @@ pub(crate) fn write(
     };
     let profile = Profile { stacks: &stacks, meta: &meta, name };
     let mut out = output::create(out_path)?;
-    export::write(format, &profile, &mut out)
-        .with_context(|| format!("writing the {} profile", format.name()))?;
+    let written = if how.per_process && format == Format::Speedscope {
+        export::speedscope::write_per_process(&profile, &mut out)
+    } else {
+        export::write(format, &profile, &mut out)
+    };
+    written.with_context(|| format!("writing the {} profile", format.name()))?;
     out.finish().with_context(|| format!("writing the {} profile", format.name()))?;
     Ok(())
 }

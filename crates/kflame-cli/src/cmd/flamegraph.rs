@@ -43,6 +43,10 @@ pub(crate) struct Args {
     /// .html/.htm, .speedscope.json, .pb.gz/.pprof, .otlp.pb, .trace.json; else svg).
     #[arg(long, value_enum, value_name = "FORMAT")]
     format: Option<OutputFormat>,
+    /// speedscope: one profile per process (the first frame of each stack: the comm, or
+    /// `comm-PID` from `collapse --pid`, names the profile) instead of one in all.
+    #[arg(long)]
+    per_process: bool,
 
     #[command(flatten)]
     units: crate::units::MixedUnits,
@@ -135,8 +139,9 @@ pub(crate) enum OutputFormat {
     /// --height --minwidth --font* --bgcolors --hash --random --cp --factor --total
     /// --encoding --nameattr --nametype) do not apply to it.
     Html,
-    /// speedscope's JSON file format (one sampled profile, weights in its unit: none,
-    /// bytes or nanoseconds), for speedscope.app or the `speedscope` command.
+    /// speedscope's JSON file format (one sampled profile, or one per process with
+    /// --per-process; weights in its unit: none, bytes or nanoseconds), for speedscope.app or
+    /// the `speedscope` command.
     Speedscope,
     /// pprof's gzipped profile.proto (sample type in the input's unit: samples/count,
     /// cpu/nanoseconds, alloc_space/bytes, off_cpu or latency/nanoseconds), for `go tool
@@ -191,6 +196,14 @@ impl OutputFormat {
 pub(crate) fn run(args: Args) -> Result<()> {
     let format = OutputFormat::choose(args.format, args.output.as_deref());
     check_options(&args)?;
+    if args.per_process && format != OutputFormat::Speedscope {
+        return Err(crate::Usage(format!(
+            "--per-process splits a speedscope file into one profile per process; the output is {}: \
+             add --format speedscope (or -o NAME.speedscope.json)",
+            format.export().map_or(if format == OutputFormat::Html { "html" } else { "svg" }, |f| f.name())
+        ))
+        .into());
+    }
     if let Some(export) = format.export() {
         let mut ignored = svg_only_options(&args);
         ignored.extend(page_options(&args));
@@ -204,7 +217,8 @@ pub(crate) fn run(args: Args) -> Result<()> {
             ));
         }
         let time_order = args.flamechart || export == kflame::export::Format::ChromeTrace;
-        return super::export::write(&args.files, args.output.as_deref(), export, time_order, args.units);
+        let how = super::export::How { time_order, per_process: args.per_process };
+        return super::export::write(&args.files, args.output.as_deref(), export, how, args.units);
     }
     if format == OutputFormat::Html {
         let ignored = svg_only_options(&args);

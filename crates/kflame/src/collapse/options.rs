@@ -86,6 +86,8 @@ pub struct CollapseOptions {
     pub event_filter: Option<String>,
     /// perf: count samples instead of summing periods.
     pub counts: bool,
+    /// pprof: the sample type to read (`alloc_space`, `inuse_space/bytes`).
+    pub sample_type: Option<String>,
     /// What a trace collapse measures.
     pub mode: Option<Mode>,
     /// The page allocation order as a root frame.
@@ -339,6 +341,13 @@ pub const RULES: &[Rule] = &[
         takes: "perf-script and perf-data without --mode (--mode pairs the events it needs)",
     },
     Rule {
+        id: "sample_type",
+        flag: "--sample-type",
+        given: |o| o.sample_type.is_some(),
+        applies: |t| t.format == Format::Pprof,
+        takes: "pprof",
+    },
+    Rule {
         id: "counts",
         flag: "--counts",
         given: |o| o.counts,
@@ -569,7 +578,7 @@ mod tests {
     fn every_field_has_a_rule() {
         let all = serde_json::to_value(CollapseOptions::default()).unwrap();
         let fields: Vec<String> = all.as_object().unwrap().keys().cloned().collect();
-        assert_eq!(fields.len(), 32);
+        assert_eq!(fields.len(), 33);
         for field in &fields {
             let value = match &all[field.as_str()] {
                 serde_json::Value::Bool(_) => serde_json::json!(true),

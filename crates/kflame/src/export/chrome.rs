@@ -6,7 +6,8 @@
 //! The time axis: weights in nanoseconds (latency, off-CPU time, `cpu-clock`/`task-clock`
 //! periods) are placed at their real length, one after the other; any other unit has no
 //! time, and each unit of weight (one sample, one byte) takes one microsecond: `otherData`
-//! says which. Folded stacks keep no time stamps, so the gaps between samples are not
+//! says which. Folded stacks keep no time stamps, and sample times the stacks may carry
+//! (`collapse --time-order -o`) are not used here, so the gaps between samples are not
 //! there; time-ordered stacks (`kflame collapse --time-order`) give a flame chart in the
 //! order they happened, summed stacks one sorted by name.
 

@@ -84,7 +84,8 @@ impl Format {
 #[derive(Clone, Copy, Debug)]
 pub struct Profile<'a> {
     /// The stacks: summed (one sample per distinct stack) or in time order (one sample per
-    /// run of identical stacks, in order).
+    /// run of identical stacks, in order, with each sample's time where it was kept:
+    /// [`crate::fold::OrderedStacks::sample_times`], written by [`otlp`]).
     pub stacks: &'a Stacks,
     /// Unit and event of the weights.
     pub meta: &'a Meta,

@@ -8,9 +8,18 @@
 //! the dictionary holds every string, function, location and stack once (entry 0 of each
 //! table is the zero value, as the specification asks). One location per distinct frame
 //! name; a stack lists its locations leaf first. Frames kflame marks as kernel (`_[k]`,
-//! `collapse --kernel`) carry the attribute `profile.frame.type` = `kernel`. Folded stacks
-//! have no per-sample time stamps, so none are written. The unit and event are kept in the
-//! profile's attribute `kflame.unit` / `kflame.event`.
+//! `collapse --kernel`) carry the attribute `profile.frame.type` = `kernel`. The unit and
+//! event are kept in the profile's attribute `kflame.unit` / `kflame.event`.
+//!
+//! Samples: one per distinct stack with its summed value; in time order, one per run of
+//! identical stacks. Where every sample kept its time
+//! ([`crate::fold::OrderedStacks::sample_times`]: `kflame collapse --time-order` of
+//! `perf script` output with time stamps or of perf.data, written straight to OTLP), one
+//! sample per distinct stack carries every observation, a value and its time stamp in
+//! `timestamps_unix_nano` each, in time order, and the profile's `time_unix_nano` and
+//! `duration_nano` span them. The times are perf's: Unix time when recorded with
+//! `perf record -k CLOCK_REALTIME`, else perf's default clock (time since boot). Folded text
+//! keeps no time stamps, so `kflame flamegraph --format otlp` of a folded file writes none.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -18,6 +27,7 @@ use std::io::Write;
 use prost::Message;
 
 use super::{ExportError, Profile};
+use crate::fold::Stacks;
 use crate::proto::opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceRequest;
 use crate::proto::opentelemetry::proto::common::v1::{AnyValue, InstrumentationScope, any_value};
 use crate::proto::opentelemetry::proto::profiles::v1development as pb;
@@ -72,7 +82,13 @@ pub fn request(profile: &Profile<'_>) -> Result<ExportProfilesServiceRequest, Ex
     let mut locations: HashMap<String, i32> = HashMap::new();
     let mut stacks: HashMap<Vec<i32>, i32> = HashMap::new();
     let mut samples = Vec::new();
-    for (stack, weight) in profile.stacks.in_output_order() {
+    let times = match profile.stacks {
+        Stacks::Ordered(o) => o.sample_times(),
+        Stacks::Counts(_) => None,
+    };
+    // With times: the sample of each stack index.
+    let mut sample_of: HashMap<i32, usize> = HashMap::new();
+    for (run, (stack, weight)) in profile.stacks.in_output_order().into_iter().enumerate() {
         let value = super::integer("OTLP", stack, weight)?;
         let mut ids = Vec::new();
         for name in super::frames(stack) {
@@ -104,12 +120,32 @@ pub fn request(profile: &Profile<'_>) -> Result<ExportProfilesServiceRequest, Ex
             d.stack_table.push(pb::Stack { location_indices: ids });
             next
         });
-        samples.push(pb::Sample { stack_index, values: vec![value], ..Default::default() });
+        match &times {
+            Some(times) => {
+                let next = samples.len();
+                let i = *sample_of.entry(stack_index).or_insert(next);
+                if i == next {
+                    samples.push(pb::Sample { stack_index, ..Default::default() });
+                }
+                for &(t, w) in times[run] {
+                    samples[i].values.push(super::integer("OTLP", stack, w)?);
+                    samples[i].timestamps_unix_nano.push(t);
+                }
+            }
+            None => samples.push(pb::Sample { stack_index, values: vec![value], ..Default::default() }),
+        }
     }
+    let span = times.as_ref().and_then(|t| {
+        let all = || t.iter().flat_map(|run| run.iter().map(|&(t, _)| t));
+        Some((all().min()?, all().max()?))
+    });
     let profile = pb::Profile {
         sample_type: Some(sample_type),
         samples,
         attribute_indices: profile_attrs,
+        // The time stamps fall within [time_unix_nano, time_unix_nano + duration_nano).
+        time_unix_nano: span.map_or(0, |(first, _)| first),
+        duration_nano: span.map_or(0, |(first, last)| last - first + 1),
         ..Default::default()
     };
     Ok(ExportProfilesServiceRequest {

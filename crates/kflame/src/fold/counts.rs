@@ -83,9 +83,19 @@ impl StackCounts {
 }
 
 /// Stacks in time order; identical consecutive stacks are merged, others never are.
+///
+/// Each sample may come with its time ([`OrderedStacks::push_at`], e.g. perf script's time
+/// stamp): the runs then keep their samples' times and weights, which
+/// [`OrderedStacks::sample_times`] gives when every sample had one.
 #[derive(Default, Clone, Debug)]
 pub struct OrderedStacks {
     items: Vec<(Box<[u8]>, Weight)>,
+    /// (time in ns, weight) of every timed sample, run after run.
+    times: Vec<(u64, Weight)>,
+    /// Where each run's samples start in `times`.
+    starts: Vec<usize>,
+    /// A sample came without a time.
+    untimed: bool,
 }
 
 impl OrderedStacks {
@@ -96,17 +106,52 @@ impl OrderedStacks {
 
     /// Appends a stack, merging it into the previous one when identical.
     pub fn push(&mut self, stack: &[u8], weight: Weight) {
+        self.untimed = true;
+        self.push_run(stack, weight);
+    }
+
+    /// Appends a stack that happened at `time_ns`, merging it into the previous one when
+    /// identical.
+    pub fn push_at(&mut self, stack: &[u8], weight: Weight, time_ns: u64) {
+        self.push_run(stack, weight);
+        self.times.push((time_ns, weight));
+    }
+
+    fn push_run(&mut self, stack: &[u8], weight: Weight) {
         match self.items.last_mut() {
             Some((last, w)) if **last == *stack => *w += weight,
-            _ => self.items.push((stack.into(), weight)),
+            _ => {
+                self.items.push((stack.into(), weight));
+                self.starts.push(self.times.len());
+            }
         }
     }
 
-    /// Appends a later sequence (merging at the seam).
+    /// Appends a later sequence (merging at the seam), times included.
     pub fn append(&mut self, other: OrderedStacks) {
-        for (s, w) in other.items {
-            self.push(&s, w);
+        let timed = other.sample_times().is_some();
+        self.untimed |= other.untimed;
+        for (i, (s, w)) in other.items.iter().enumerate() {
+            if timed {
+                let end = other.starts.get(i + 1).copied().unwrap_or(other.times.len());
+                for &(t, sw) in &other.times[other.starts[i]..end] {
+                    self.push_at(s, sw, t);
+                }
+            } else {
+                self.push(s, *w);
+            }
         }
+    }
+
+    /// The (time in ns, weight) of each run's samples, in order, when every sample was
+    /// pushed with its time ([`OrderedStacks::push_at`]); `None` when one was not, or when
+    /// there is none.
+    pub fn sample_times(&self) -> Option<Vec<&[(u64, Weight)]>> {
+        if self.untimed || self.items.is_empty() {
+            return None;
+        }
+        let mut ends = self.starts.iter().skip(1).copied().chain(std::iter::once(self.times.len()));
+        Some(self.starts.iter().map(|&a| &self.times[a..ends.next().unwrap_or(a)]).collect())
     }
 
     /// The stacks in order.
@@ -146,6 +191,15 @@ impl Stacks {
         match self {
             Stacks::Counts(c) => c.add(stack, weight),
             Stacks::Ordered(o) => o.push(stack, weight),
+        }
+    }
+
+    /// Adds one stack that happened at `time_ns` (the time is kept in time order only).
+    #[inline]
+    pub fn add_at(&mut self, stack: &[u8], weight: Weight, time_ns: u64) {
+        match self {
+            Stacks::Counts(c) => c.add(stack, weight),
+            Stacks::Ordered(o) => o.push_at(stack, weight, time_ns),
         }
     }
 

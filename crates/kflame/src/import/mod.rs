@@ -85,6 +85,19 @@ pub enum ImportError {
         /// The one kflame reads.
         expected: &'static str,
     },
+    /// A sample type the profile does not have was asked for.
+    #[error(
+        "the profile has no sample type `{asked}`; it has {available} (the default: {default}); \
+         name one by its type or type/unit"
+    )]
+    SampleType {
+        /// The name asked for.
+        asked: String,
+        /// The profile's sample types, `type/unit`, comma-separated.
+        available: String,
+        /// The type read when none is asked for.
+        default: String,
+    },
     /// Something the format requires is wrong.
     #[error("{0}")]
     Invalid(String),
@@ -99,8 +112,25 @@ pub enum ImportError {
 /// Reads `bytes` with the reader of `kind`; stacks in file order when `time_order`, else
 /// summed.
 pub fn read(kind: Kind, bytes: &[u8], time_order: bool, limits: &Limits) -> Result<Imported, ImportError> {
+    read_sample_type(kind, bytes, time_order, None, limits)
+}
+
+/// [`read`], with the sample type of a pprof profile named ([`pprof::read_sample_type`]);
+/// `sample_type` is for pprof only: given for another kind, it is an error.
+pub fn read_sample_type(
+    kind: Kind,
+    bytes: &[u8],
+    time_order: bool,
+    sample_type: Option<&str>,
+    limits: &Limits,
+) -> Result<Imported, ImportError> {
+    if sample_type.is_some() && kind != Kind::Pprof {
+        return Err(ImportError::Invalid(
+            "a sample type is chosen in pprof profiles only; this file has one kind of weight".into(),
+        ));
+    }
     match kind {
-        Kind::Pprof => pprof::read(bytes, time_order, limits),
+        Kind::Pprof => pprof::read_sample_type(bytes, time_order, sample_type, limits),
         Kind::Speedscope => speedscope::read(bytes, time_order, limits),
         Kind::Otlp => otlp::read(bytes, time_order, limits),
     }

@@ -5,10 +5,14 @@
 //! Every profile of every resource and scope is read; with several, each gets a root frame
 //! `profile N` (its resource's `service.name` is not looked at). Units as for pprof
 //! ([`super::pprof`]), or exactly as written by kflame (its `kflame.unit` / `kflame.event`
-//! profile attributes); all profiles must share one. A sample weighs its first value, or, as
-//! the specification says for samples without values, one per time stamp. Stacks list their
-//! locations leaf first; a location's lines are innermost first. Samples with a negative
-//! value or an index past a table are skipped and counted.
+//! profile attributes); all profiles must share one. A sample weighs the sum of its values
+//! (one per observation), or, as the specification says for samples without values, one per
+//! time stamp; values and time stamps of different counts are skipped and counted. In time
+//! order (`collapse --time-order`), samples with time stamps give their observations in the
+//! order of their times (a flame chart of when they happened), after the samples without
+//! time stamps of the same profile (in file order); summed, the time stamps are not needed.
+//! Stacks list their locations leaf first; a location's lines are innermost first. Samples
+//! with a negative value or an index past a table are skipped and counted.
 
 use prost::Message;
 
@@ -101,16 +105,28 @@ pub fn read(bytes: &[u8], time_order: bool, limits: &Limits) -> Result<Imported,
             _ => {}
         }
         let mut frames: Vec<std::borrow::Cow<'_, str>> = Vec::new();
+        // In time order: (time, sample, weight) of each timed observation, added at the end.
+        let mut timed: Vec<(u64, usize, Weight)> = Vec::new();
+        let mut timed_stacks: Vec<(u64, Vec<std::borrow::Cow<'_, str>>)> = Vec::new();
         'samples: for s in &p.samples {
             index += 1;
-            let weight = match s.values.first() {
-                Some(&v) if v < 0 => {
-                    b.diag.skip("negative value", index, || format!("a value of at least 0, found {v}"));
-                    continue;
-                }
+            let (n_values, n_times) = (s.values.len(), s.timestamps_unix_nano.len());
+            if n_values > 0 && n_times > 0 && n_values != n_times {
+                b.diag.skip("values and time stamps differ", index, || {
+                    format!("as many values as time stamps, found {n_values} and {n_times}")
+                });
+                continue;
+            }
+            if let Some(&v) = s.values.iter().find(|&&v| v < 0) {
+                b.diag.skip("negative value", index, || format!("a value of at least 0, found {v}"));
+                continue;
+            }
+            let value = |i: usize| match s.values.get(i) {
                 Some(&v) => Weight::from_u64(v as u64).saturating_mul(scale),
-                None => Weight::from_u64(s.timestamps_unix_nano.len() as u64),
+                None => Weight::ONE,
             };
+            let weight =
+                if n_values > 0 { (0..n_values).map(value).sum() } else { Weight::from_u64(n_times as u64) };
             if weight.is_zero() {
                 continue;
             }
@@ -142,7 +158,21 @@ pub fn read(bytes: &[u8], time_order: bool, limits: &Limits) -> Result<Imported,
                     frames.push(format!("0x{:x}", loc.address).into());
                 }
             }
+            if time_order && n_times > 0 {
+                let k = timed_stacks.len();
+                timed_stacks.push((index, frames.clone()));
+                timed.extend(s.timestamps_unix_nano.iter().enumerate().map(|(i, &t)| (t, k, value(i))));
+                continue;
+            }
             b.add(index, frames.iter().map(|f| &**f), weight)?;
+        }
+        // Stable: observations at the same time keep their file order.
+        timed.sort_by_key(|&(t, _, _)| t);
+        for (_, k, w) in timed {
+            let (index, frames) = &timed_stacks[k];
+            if !w.is_zero() {
+                b.add(*index, frames.iter().map(|f| &**f), w)?;
+            }
         }
     }
     Ok(Imported { stacks: b.stacks, meta: meta.unwrap_or_default(), diag: b.diag })

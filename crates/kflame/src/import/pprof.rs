@@ -1,7 +1,10 @@
 //! pprof `profile.proto` (google/pprof), gzipped (`.pb.gz`, what Go writes) or not.
 //!
-//! The sample type read is the profile's `default_sample_type`, else the last one (as
-//! `go tool pprof` chooses: `cpu` of a Go CPU profile, `inuse_space` of a heap profile).
+//! The sample type read is the one asked for by name ([`read_sample_type`], `kflame collapse
+//! --sample-type`: its type, `alloc_space`, or type and unit, `alloc_space/bytes`), else the
+//! profile's `default_sample_type`, else the last one (as `go tool pprof` chooses: `cpu` of a
+//! Go CPU profile, `inuse_space` of a heap profile without a default). A name the profile
+//! does not have is an error listing the ones it has.
 //! Each sample's locations (leaf first) become frames root first, a location's inlined
 //! lines caller first; a location without lines is named by its address. Units: `count` of
 //! `samples` are samples, other counts events, `bytes` bytes, `nanoseconds` (and micro-,
@@ -130,8 +133,19 @@ pub(crate) fn gunzip(bytes: &[u8], limit: usize) -> Result<std::borrow::Cow<'_, 
     Ok(std::borrow::Cow::Owned(out))
 }
 
-/// Reads a pprof profile (gzipped or not).
+/// Reads a pprof profile (gzipped or not), its default sample type.
 pub fn read(bytes: &[u8], time_order: bool, limits: &Limits) -> Result<Imported, ImportError> {
+    read_sample_type(bytes, time_order, None, limits)
+}
+
+/// Reads a pprof profile (gzipped or not), the sample type named `sample_type` (`type` or
+/// `type/unit`) when given, else the default one.
+pub fn read_sample_type(
+    bytes: &[u8],
+    time_order: bool,
+    sample_type: Option<&str>,
+    limits: &Limits,
+) -> Result<Imported, ImportError> {
     let bytes = gunzip(bytes, limits.max_decompressed)?;
     let p = pb::Profile::decode(&*bytes)
         .map_err(|e| ImportError::Protobuf { what: "pprof Profile", detail: e.to_string() })?;
@@ -148,10 +162,21 @@ pub fn read(bytes: &[u8], time_order: bool, limits: &Limits) -> Result<Imported,
         .iter()
         .map(|t| (string(t.r#type).unwrap_or(""), string(t.unit).unwrap_or("")))
         .collect();
-    let chosen = string(p.default_sample_type)
+    let default = string(p.default_sample_type)
         .filter(|d| !d.is_empty())
         .and_then(|d| types.iter().position(|(t, _)| t == &d))
         .unwrap_or(types.len() - 1);
+    let chosen = match sample_type {
+        None => default,
+        Some(asked) => types
+            .iter()
+            .position(|&(t, u)| t == asked || format!("{t}/{u}") == asked)
+            .ok_or_else(|| ImportError::SampleType {
+                asked: asked.to_string(),
+                available: types.iter().map(|(t, u)| format!("{t}/{u}")).collect::<Vec<_>>().join(", "),
+                default: types[default].0.to_string(),
+            })?,
+    };
     let (ty, unit) = types[chosen];
     let (meta, scale) = match p.comment.iter().filter_map(|&c| string(c)).find_map(kflame_meta) {
         Some(meta) => (meta, 1),

@@ -6,7 +6,9 @@
 //! Units: `none` is sample counts without a declared unit (as folded files without a header), `bytes` bytes, `nanoseconds` nanoseconds, `microseconds`,
 //! `milliseconds` and `seconds` are converted to nanoseconds. Every profile of a file must
 //! have the same unit. One profile gives its stacks as they are; several get their
-//! profile's name as a root frame, so that threads or processes stay apart.
+//! profile's name as a root frame, so that threads or processes stay apart, and so do the
+//! profiles of a file kflame wrote one per process (its `exporter` ends in
+//! [`PER_PROCESS`]) even when there is one: what was the first frame of each stack is again.
 //!
 //! Errors: another `$schema`, JSON that is not this structure, a frame index past the
 //! shared frames, a negative or non-finite weight, unbalanced events, no samples at all.
@@ -14,7 +16,7 @@
 use serde::Deserialize;
 
 use super::{Builder, ImportError, Imported, Limits, weight_of_f64};
-use crate::export::speedscope::SCHEMA;
+use crate::export::speedscope::{PER_PROCESS, SCHEMA};
 use crate::fold::{Meta, Unit, Weight};
 
 /// Confidence 0-100 that `head` (the start of an input) is a speedscope file: JSON naming
@@ -33,6 +35,8 @@ pub fn detect(head: &[u8]) -> u8 {
 struct File {
     #[serde(rename = "$schema")]
     schema: String,
+    #[serde(default)]
+    exporter: Option<String>,
     shared: Shared,
     profiles: Vec<Profile>,
 }
@@ -105,7 +109,8 @@ pub fn read(bytes: &[u8], time_order: bool, limits: &Limits) -> Result<Imported,
     let names: Vec<&str> = file.shared.frames.iter().map(|f| f.name.as_str()).collect();
     let mut b = Builder::new(time_order, limits);
     let mut meta: Option<(Unit, String)> = None;
-    let several = file.profiles.len() > 1;
+    let several = file.profiles.len() > 1
+        || file.exporter.as_deref().is_some_and(|e| e.starts_with("kflame ") && e.ends_with(PER_PROCESS));
     let mut index = 0u64;
     for (pi, p) in file.profiles.iter().enumerate() {
         let label = if p.name.is_empty() { format!("profile {}", pi + 1) } else { p.name.clone() };

@@ -598,7 +598,7 @@ impl<'o> State<'o> {
         let leaf = h.ip.map(|ip| (ip, sample_mode(CpuMode::from_misc(misc))));
         self.chain_frames(h.chain.map(super::sample::chain_words), leaf, pid, root.java);
         let weight = self.plain_weight(attr_index, h.period);
-        self.stacks.add(root, &self.frames, weight, &self.resolver, &mut self.out);
+        self.stacks.add(root, &self.frames, weight, h.time, &self.resolver, &mut self.out);
         true
     }
 
@@ -637,7 +637,7 @@ impl<'o> State<'o> {
         let root = self.stacks.root(&self.machine, pid, tid, self.opts.include_pid, self.opts.include_tid);
         self.collect_frames(s, true, pid, root.java);
         let Some(weight) = self.weight(attr_index, s) else { return };
-        self.stacks.add(root, &self.frames, weight, &self.resolver, &mut self.out);
+        self.stacks.add(root, &self.frames, weight, s.timestamp, &self.resolver, &mut self.out);
     }
 
     /// A sample with read values (`PERF_SAMPLE_READ`, e.g. `-e '{a,b}:S'`), delivered as

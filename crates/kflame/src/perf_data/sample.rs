@@ -13,6 +13,8 @@ pub(crate) struct Head<'a> {
     pub(crate) ip: Option<u64>,
     pub(crate) pid: Option<i32>,
     pub(crate) tid: Option<i32>,
+    /// The sample's time (perf's clock, ns).
+    pub(crate) time: Option<u64>,
     pub(crate) period: Option<u64>,
     /// The call chain: little-endian addresses and context markers, leaf first.
     pub(crate) chain: Option<&'a [u8]>,
@@ -46,9 +48,8 @@ pub(crate) fn head(body: &[u8], format: SampleFormat) -> Option<Head<'_>> {
         Some(v) => (Some(v as u32 as i32), Some((v >> 32) as u32 as i32)),
         None => (None, None),
     };
-    for flag in
-        [SampleFormat::TIME, SampleFormat::ADDR, SampleFormat::ID, SampleFormat::STREAM_ID, SampleFormat::CPU]
-    {
+    let time = w.take_if(format, SampleFormat::TIME)?;
+    for flag in [SampleFormat::ADDR, SampleFormat::ID, SampleFormat::STREAM_ID, SampleFormat::CPU] {
         w.skip_if(format, flag)?;
     }
     let period = w.take_if(format, SampleFormat::PERIOD)?;
@@ -59,7 +60,7 @@ pub(crate) fn head(body: &[u8], format: SampleFormat) -> Option<Head<'_>> {
         }
         None => None,
     };
-    Some(Head { ip, pid, tid, period, chain })
+    Some(Head { ip, pid, tid, time, period, chain })
 }
 
 /// 64-bit words read one after the other.

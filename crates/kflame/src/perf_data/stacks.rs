@@ -184,12 +184,24 @@ impl StackTable {
         root
     }
 
-    /// Adds one sample: `frames` leaf first.
-    pub(crate) fn add(&mut self, root: Root, frames: &[u32], weight: u64, r: &Resolver, out: &mut Output) {
+    /// Adds one sample: `frames` leaf first; in time order with its `time` when the
+    /// sample has one.
+    pub(crate) fn add(
+        &mut self,
+        root: Root,
+        frames: &[u32],
+        weight: u64,
+        time: Option<u64>,
+        r: &Resolver,
+        out: &mut Output,
+    ) {
         if self.order == Order::Time {
             let root = &self.roots[root.id as usize];
             build_text(&mut self.text, root, frames.iter().rev().copied(), r.texts());
-            out.stacks.add(&self.text, Weight::from_u64(weight));
+            match time {
+                Some(t) => out.stacks.add_at(&self.text, Weight::from_u64(weight), t),
+                None => out.stacks.add(&self.text, Weight::from_u64(weight)),
+            }
             return;
         }
         self.summer.add(root.id, frames, weight);

@@ -137,6 +137,8 @@ struct Record {
     skip: bool,
     java: bool,
     weight: Weight,
+    /// The sample's time stamp in ns, when perf printed one.
+    time: Option<u64>,
     root: Vec<u8>,
     /// Rendered frames, leaf first, one group per stack line.
     frames: Vec<u8>,
@@ -235,6 +237,7 @@ impl PerfScript {
             return;
         };
         self.rec.weight = weight;
+        self.rec.time = ev.time.and_then(pairs::parse_time_ns);
         self.set_root(&ev);
         if self.mode != Mode::Bytes && !ev.trailer.is_empty() {
             // A sample with one frame may carry it on the header line.
@@ -354,7 +357,11 @@ impl PerfScript {
                 rec.stack.extend_from_slice(&rec.frames[s..end]);
                 end = s;
             }
-            out.stacks.add(&rec.stack, rec.weight);
+            match rec.time {
+                // In time order the sample keeps its time (for OTLP's per-sample times).
+                Some(t) => out.stacks.add_at(&rec.stack, rec.weight, t),
+                None => out.stacks.add(&rec.stack, rec.weight),
+            }
         }
         rec.active = false;
         rec.skip = false;
