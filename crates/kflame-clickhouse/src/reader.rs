@@ -186,11 +186,15 @@ impl Reader {
         Ok((meta, same, mixed))
     }
 
-    /// Compressed and uncompressed bytes and rows of each table's active parts on the server
-    /// read (not the whole cluster), from `system.parts`.
+    /// Compressed and uncompressed bytes and rows of each table's active parts, from
+    /// `system.parts`: of every shard on a cluster, of the server read otherwise.
     pub fn storage(&self) -> Result<Vec<(String, u64, u64, u64)>, StoreError> {
+        let parts = match &self.loc.cluster {
+            Some(c) => format!("cluster({}, system.parts)", lit(c)),
+            None => "system.parts".to_string(),
+        };
         let data = self.select(&format!(
-            "SELECT table, sum(data_compressed_bytes), sum(data_uncompressed_bytes), sum(rows) FROM system.parts \
+            "SELECT table, sum(data_compressed_bytes), sum(data_uncompressed_bytes), sum(rows) FROM {parts} \
              WHERE database = {} AND active GROUP BY table ORDER BY table",
             lit(&self.loc.database)
         ))?;

@@ -224,7 +224,13 @@ pub mod fleet {
     impl OwnedSample {
         /// As the store takes it.
         pub fn sample(&self) -> Sample<'_> {
-            Sample { time_ns: self.time_ns, cpu: self.cpu, cgroup: self.cgroup, stack: &self.stack, weight: self.weight }
+            Sample {
+                time_ns: self.time_ns,
+                cpu: self.cpu,
+                cgroup: self.cgroup,
+                stack: &self.stack,
+                weight: self.weight,
+            }
         }
     }
 
@@ -234,7 +240,8 @@ pub mod fleet {
         let mut out = Vec::new();
         for line in folded.split(|&b| b == b'\n').filter(|l| !l.is_empty() && l[0] != b'#') {
             let Some(sp) = line.iter().rposition(|&b| b == b' ') else { continue };
-            let n: usize = std::str::from_utf8(&line[sp + 1..]).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+            let n: usize =
+                std::str::from_utf8(&line[sp + 1..]).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
             for _ in 0..n {
                 out.push(line[..sp].to_vec());
             }
@@ -245,7 +252,14 @@ pub mod fleet {
     /// Host number `h`'s samples: `seconds` from `t0` at `hz` per CPU on `cpus` CPUs, stacks
     /// drawn in turn from `stacks` from a place of the host's own, cgroups in turn, in time
     /// order.
-    pub fn host_samples(h: usize, t0: i64, seconds: i64, hz: i64, cpus: u32, stacks: &[Vec<u8>]) -> Vec<OwnedSample> {
+    pub fn host_samples(
+        h: usize,
+        t0: i64,
+        seconds: i64,
+        hz: i64,
+        cpus: u32,
+        stacks: &[Vec<u8>],
+    ) -> Vec<OwnedSample> {
         let mut out = Vec::new();
         let mut k = h.wrapping_mul(7919) % stacks.len().max(1);
         for cpu in 0..cpus {

@@ -32,8 +32,11 @@ fn dir(name: &str) -> PathBuf {
 /// Stacks of a real system-wide capture (the render fixtures' perf capture), one per sample.
 fn real_stacks() -> Vec<Vec<u8>> {
     fleet::expand(
-        &std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../kflame/tests/data/render/perf-sys-cpuclock.folded"))
-            .unwrap(),
+        &std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../kflame/tests/data/render/perf-sys-cpuclock.folded"
+        ))
+        .unwrap(),
     )
 }
 

@@ -53,7 +53,8 @@ enum Action {
         #[arg(long, value_name = "DURATION")]
         retain: String,
     },
-    /// Space on disk per table and per host-day (the server of --store), hosts, time span.
+    /// Space on disk per table and per host-day (every shard with `?cluster=`), hosts, time
+    /// span.
     Stats {
         /// The store.
         #[arg(long, value_name = "URL")]
@@ -136,7 +137,8 @@ pub(crate) fn run(args: Args) -> Result<()> {
                 }
                 None => writeln!(out, "{} hosts, no rows", hosts.len())?,
             }
-            writeln!(out, "table\trows\tcompressed\tuncompressed\tratio   (this server's parts)")?;
+            let whose = if loc.cluster.is_some() { "every shard's parts" } else { "this server's parts" };
+            writeln!(out, "table\trows\tcompressed\tuncompressed\tratio   ({whose})")?;
             let (mut c, mut u) = (0u64, 0u64);
             for (t, comp, uncomp, rows) in &tables {
                 c += comp;

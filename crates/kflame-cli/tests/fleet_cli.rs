@@ -1,0 +1,277 @@
+//! The fleet on ClickHouse through the `kflame` command, against real `clickhouse-server`
+//! processes started here on loopback (two shards, `kflame_clickhouse::rig`):
+//! `store init` on both servers, hosts written by a replay of real stacks (and, live, by
+//! three `kflame watch --store` processes through an outage of one server), then `query`
+//! (hosts, a fleet-wide profile, a host subset, `--by-host`, `--reports`), `store stats` and
+//! `serve --store`, each checked against what was written.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use kflame::fold::{Meta, Unit};
+use kflame_clickhouse::rig::Rig;
+use kflame_clickhouse::rig::fleet::{self, OwnedSample};
+use kflame_clickhouse::{Reader, Writer, WriterOptions};
+use kflame_store::{Kind, ProfileQuery, Query, Store, StoredReport};
+
+const KFLAME: &str = env!("CARGO_BIN_EXE_kflame");
+const T0: i64 = 1_764_000_000_000_000_000;
+const SEC: i64 = 1_000_000_000;
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("kflame-fleet-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn kflame(rig: &Rig, args: &[&str]) -> Output {
+    Command::new(KFLAME).args(args).env("KFLAME_CLICKHOUSE_PASSWORD", &rig.password).output().unwrap()
+}
+
+fn ok(rig: &Rig, args: &[&str]) -> String {
+    let out = kflame(rig, args);
+    assert!(out.status.success(), "kflame {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn init_both(rig: &Rig) {
+    for i in 0..2 {
+        let text = ok(rig, &["store", "init", "--store", &rig.url(i, "fleet", true), "--retain", "30d"]);
+        assert!(text.contains("10 tables ready on ClickHouse"), "{text}");
+        assert!(text.contains("no TTL"), "Debian's 18.16 has none: {text}");
+    }
+}
+
+/// Sum of folded output's counts, and that of the lines holding `frame`.
+fn totals(folded: &str, frame: &str) -> (u64, u64) {
+    let (mut all, mut inside) = (0, 0);
+    for l in folded.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+        let (stack, n) = l.rsplit_once(' ').unwrap();
+        let n: u64 = n.parse().unwrap();
+        all += n;
+        if stack.split(';').any(|f| f == frame) {
+            inside += n;
+        }
+    }
+    (all, inside)
+}
+
+#[test]
+fn a_replayed_fleet_reads_back_through_query_store_and_serve() {
+    let rig = Rig::start(2).unwrap();
+    init_both(&rig);
+    let stacks = fleet::expand(
+        &std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../kflame/tests/data/render/perf-sys-cpuclock.folded"
+        ))
+        .unwrap(),
+    );
+    let hung = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../kflame/tests/data/kernel-log/captures/dmesg-hung-task-calltrace.txt"
+    ))
+    .unwrap();
+    // Three hosts, each writing through a server of its own, two labelled web.
+    let hosts = [("db1", "role=db"), ("web1", "role=web"), ("web7", "role=web")];
+    let meta = Meta { unit: Unit::Samples, event: Some("cpu-clock".into()) };
+    let frame = "do_syscall_64";
+    let mut expect: Vec<(String, u64, u64)> = Vec::new();
+    for (h, (host, label)) in hosts.iter().enumerate() {
+        let loc = rig.location(h % 2, "fleet", true);
+        let opts = WriterOptions { labels: label.to_string(), ..WriterOptions::default() };
+        let mut w = Writer::open(&loc, &dir(&format!("spool-{h}")).join("spool.db"), opts).unwrap();
+        let samples: Vec<OwnedSample> = fleet::host_samples(h, T0, 60, 19, 2, &stacks);
+        let n = fleet::write_buckets(&mut w, host, Kind::Cpu, &meta, &samples, T0, 10 * SEC).unwrap();
+        let inside =
+            samples.iter().filter(|s| s.stack.split(|&b| b == b';').any(|f| f == frame.as_bytes())).count();
+        expect.push((host.to_string(), inside as u64, n));
+        // The same hung task on two hosts; a report whose text gives nothing on the third.
+        let (title, text) = if *host == "web7" {
+            ("Out of memory: Killed process 4242 (java)", "garbled")
+        } else {
+            ("INFO: task sh:9657 blocked for more than 120 seconds.", hung.as_str())
+        };
+        w.append_report(&StoredReport {
+            host,
+            time_ns: T0 + (10 + h as i64) * SEC,
+            kind: if *host == "web7" { "oom" } else { "hung_task" },
+            title,
+            stack: "",
+            text,
+        })
+        .unwrap();
+        w.flush().unwrap();
+    }
+    let url = rig.url(1, "fleet", true);
+    let range = ["--from", "2025-11-24T16:00:00Z", "--to", "2025-11-24T16:01:00Z"];
+    assert_eq!(T0, 1_764_000_000 * SEC, "the range above is T0's minute");
+    // Hosts with their labels.
+    let listed = ok(&rig, &["query", "--store", &url, "--list-hosts"]);
+    assert_eq!(listed, "db1 role=db\nweb1 role=web\nweb7 role=web\n");
+    // The fleet-wide profile: every host merged.
+    let all = ok(&rig, &[&["query", "--store", &url], &range[..]].concat());
+    let written: u64 = expect.iter().map(|e| e.2).sum();
+    assert_eq!(totals(&all, frame).0, written);
+    // A subset by glob and by label.
+    let web: u64 = expect.iter().filter(|e| e.0.starts_with("web")).map(|e| e.2).sum();
+    for sel in [&["--hosts", "web*"][..], &["--label", "role=web"][..], &["--hosts", "web1,web7"][..]] {
+        let out = ok(&rig, &[&["query", "--store", &url], &range[..], sel].concat());
+        assert_eq!(totals(&out, frame).0, web, "{sel:?}");
+    }
+    let e = kflame(&rig, &[&["query", "--store", &url], &range[..], &["--hosts", "nope*"]].concat());
+    let err = String::from_utf8_lossy(&e.stderr);
+    assert!(
+        !e.status.success() && err.contains("no host matches") && err.contains("web7 (role=web)"),
+        "{err}"
+    );
+    // Which hosts spend time in a frame: the numbers the test counted from what it wrote.
+    let by = ok(&rig, &[&["query", "--store", &url], &range[..], &["--by-host", frame]].concat());
+    let mut rows: Vec<(String, u64, u64)> = by
+        .lines()
+        .skip(2)
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (f[0].to_string(), f[1].parse().unwrap(), f[2].parse().unwrap())
+        })
+        .collect();
+    rows.sort();
+    assert_eq!(rows, expect, "{by}");
+    assert!(by.starts_with(&format!("# {frame}: 3 of 3 hosts")), "{by}");
+    // Kernel reports grouped across hosts.
+    let rep = ok(
+        &rig,
+        &[
+            "query",
+            "--store",
+            &url,
+            "--reports",
+            "--from",
+            "2025-11-24T16:00:00Z",
+            "--to",
+            "2025-11-24T16:01:00Z",
+        ],
+    );
+    let first = rep.lines().next().unwrap();
+    assert!(first.starts_with("2 reports on 2 hosts  hung_task:"), "{rep}");
+    assert!(rep.contains("hosts db1×1 web1×1"), "{rep}");
+    assert!(rep.contains("kernels 6.18.44-fc-v669"), "{rep}");
+    assert!(rep.contains("1 reports on 1 hosts  oom:Out of memory: Killed process 4242 (java)"), "{rep}");
+    // Space per table (every shard's parts) and per host-day.
+    let stats = ok(&rig, &["store", "stats", "--store", &url]);
+    let rows: u64 = stats
+        .lines()
+        .find(|l| l.starts_with("samples_local\t"))
+        .and_then(|l| l.split('\t').nth(1))
+        .unwrap_or_else(|| panic!("{stats}"))
+        .parse()
+        .unwrap();
+    assert_eq!(rows, written, "every shard's samples: {stats}");
+    assert!(stats.contains("every shard's parts") && stats.contains("bytes per host-day"), "{stats}");
+    // The same answers through the web server's API.
+    let d = dir("serve");
+    let token = d.join("token");
+    std::fs::write(&token, "fleet-token-1\n").unwrap();
+    let mut serve = Command::new(KFLAME)
+        .args(["serve", "--store", &url, "--listen", "127.0.0.1:0", "--token-file"])
+        .arg(&token)
+        .env("KFLAME_CLICKHOUSE_PASSWORD", &rig.password)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(serve.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+    let get = |path: &str| -> String {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer fleet-token-1\r\nConnection: close\r\n\r\n").unwrap();
+        let mut r = String::new();
+        s.read_to_string(&mut r).unwrap();
+        r
+    };
+    let info = get("/api/info");
+    let _ = serve.kill();
+    let _ = serve.wait();
+    assert!(info.starts_with("HTTP/1.1 200"), "{info}");
+    assert!(info.contains(r#""hosts":["db1","web1","web7"]"#), "{info}");
+}
+
+fn watcher(rig: &Rig, i: usize, d: &Path) -> Child {
+    Command::new(KFLAME)
+        .args(["watch", "--store", &rig.url(i % 2, "fleet", true), "--host", &format!("fleet-h{i}")])
+        .args(["--label", &format!("n={i}"), "--spool"])
+        .arg(d.join(format!("spool-{i}.db")))
+        .args(["--no-kmsg", "--bucket", "2s", "--log-level", "info"])
+        .env("KFLAME_CLICKHOUSE_PASSWORD", &rig.password)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn live_three_watchers_write_through_an_outage_and_lose_nothing() {
+    let Some(_env) = common::Env::get("live_three_watchers_write_through_an_outage") else { return };
+    let mut rig = Rig::start(2).unwrap();
+    init_both(&rig);
+    let d = dir("live");
+    let mut ws: Vec<Child> = (0..3).map(|i| watcher(&rig, i, &d)).collect();
+    std::thread::sleep(Duration::from_secs(8));
+    // Shard 2 goes away for 6 s: its hosts' rows, and every write sent through it, wait in
+    // the watchers' spools.
+    rig.stop(1);
+    std::thread::sleep(Duration::from_secs(6));
+    rig.restart(1).unwrap();
+    std::thread::sleep(Duration::from_secs(8));
+    for w in &ws {
+        assert!(Command::new("kill").arg("-INT").arg(w.id().to_string()).status().unwrap().success());
+    }
+    let mut stored = Vec::new();
+    let started = Instant::now();
+    for (i, w) in ws.drain(..).enumerate() {
+        let out = w.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "watcher {i}: {err}");
+        // "stopped after 22 s: 1234 samples in 11 buckets, ..."
+        let stop = err.lines().find(|l| l.contains("stopped after")).unwrap_or_else(|| panic!("{err}"));
+        let num = |word: &str| -> u64 {
+            let at = stop.find(word).unwrap();
+            stop[..at].trim_end().rsplit(' ').next().unwrap().parse().unwrap()
+        };
+        stored.push((num(" samples"), num(" buckets"), err));
+    }
+    assert!(started.elapsed() < Duration::from_secs(60));
+    let outage_seen = stored.iter().any(|(_, _, e)| e.contains("unreachable") || e.contains("refused it"));
+    assert!(
+        outage_seen,
+        "no watcher noticed the outage: {:?}",
+        stored.iter().map(|s| &s.2).collect::<Vec<_>>()
+    );
+    assert!(stored.iter().any(|(_, _, e)| e.contains("answers again")));
+    let r = Reader::open(&rig.location(0, "fleet", true)).unwrap();
+    for (i, (samples, buckets, err)) in stored.iter().enumerate() {
+        let host = format!("fleet-h{i}");
+        let p = r
+            .profile(&ProfileQuery { host: Some(&host), ..ProfileQuery::new(Kind::Cpu, 0, i64::MAX) })
+            .unwrap();
+        assert_eq!((p.samples, p.buckets), (*samples, *buckets), "{host}: {err}");
+        assert!(*samples > 0);
+        let spool = kflame_clickhouse::spool::Spool::open(&d.join(format!("spool-{i}.db")), 1 << 30).unwrap();
+        assert!(spool.is_empty(), "{host}: spool left with {spool:?}");
+    }
+    assert_eq!(
+        r.host_labels().unwrap(),
+        (0..3).map(|i| (format!("fleet-h{i}"), format!("n={i}"))).collect::<Vec<_>>()
+    );
+}
