@@ -107,11 +107,48 @@ impl Client {
         self.post(Some(&sql), settings, rows).map(drop)
     }
 
+    /// Runs `sql` (in the URL) with an external table `name` of `structure`
+    /// (`stack_id UInt64`) whose rows are `rows` in `RowBinary`: a set of any size without
+    /// putting it in the SQL text (and sent on to every shard a distributed query reads).
+    pub fn query_with_table(
+        &self,
+        sql: &str,
+        settings: &[(&str, &str)],
+        name: &str,
+        structure: &str,
+        rows: &[u8],
+    ) -> Result<Vec<u8>, HttpError> {
+        const BOUNDARY: &str = "kflame-external-table-7f3c1e";
+        let structure_key = format!("{name}_structure");
+        let format_key = format!("{name}_format");
+        let mut params: Vec<(&str, &str)> = settings.to_vec();
+        params.push((&structure_key, structure));
+        params.push((&format_key, "RowBinary"));
+        let mut body = format!(
+            "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{name}\"\r\n\
+             Content-Type: application/octet-stream\r\n\r\n"
+        )
+        .into_bytes();
+        body.extend_from_slice(rows);
+        body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
+        self.send(Some(sql), &params, &body, Some(&format!("multipart/form-data; boundary={BOUNDARY}")))
+    }
+
     fn post(
         &self,
         query: Option<&str>,
         settings: &[(&str, &str)],
         body: &[u8],
+    ) -> Result<Vec<u8>, HttpError> {
+        self.send(query, settings, body, None)
+    }
+
+    fn send(
+        &self,
+        query: Option<&str>,
+        settings: &[(&str, &str)],
+        body: &[u8],
+        content_type: Option<&str>,
     ) -> Result<Vec<u8>, HttpError> {
         let mut target = String::from("/?");
         let mut params: Vec<(&str, &str)> = settings.to_vec();
@@ -130,11 +167,12 @@ impl Client {
             if self.loc.host.contains(':') { format!("[{}]", self.loc.host) } else { self.loc.host.clone() };
         let head = format!(
             "POST {target} HTTP/1.1\r\nHost: {host}:{}\r\nAuthorization: Basic {}\r\n\
-             Content-Length: {}\r\nConnection: close\r\nUser-Agent: kflame/{}\r\n\r\n",
+             Content-Length: {}\r\nConnection: close\r\nUser-Agent: kflame/{}\r\n{}\r\n",
             self.loc.port,
             self.auth,
             body.len(),
             env!("CARGO_PKG_VERSION"),
+            content_type.map_or(String::new(), |t| format!("Content-Type: {t}\r\n")),
         );
         let addrs: Vec<_> = (self.loc.host.as_str(), self.loc.port)
             .to_socket_addrs()

@@ -113,9 +113,11 @@ impl Reader {
         self.client
             .query(
                 &format!("{sql} FORMAT RowBinary"),
-                // A subquery over a distributed table inside a query over one reads each
-                // shard's own part: a host's stacks live on its samples' shard.
-                &[("max_query_size", "16777216"), ("distributed_product_mode", "local")],
+                &[
+                    ("max_query_size", "67108864"),
+                    ("max_ast_elements", "4000000"),
+                    ("max_expanded_ast_elements", "4000000"),
+                ],
             )
             .map_err(|e| self.http(e))
     }
@@ -124,25 +126,33 @@ impl Reader {
         self.loc.table(name)
     }
 
-    /// Stack texts by id, for the days `[from, to)` spans.
+    /// Stack texts by id, for the days `[from, to)` spans. The ids go as an external table,
+    /// not as SQL text: a fleet's profile names tens of thousands.
     fn texts(&self, ids: &[u64], from_ns: i64, to_ns: i64) -> Result<FxHashMap<u64, Vec<u8>>, StoreError> {
         let mut out = FxHashMap::default();
-        for chunk in ids.chunks(100_000) {
-            let list: Vec<String> = chunk.iter().map(u64::to_string).collect();
-            let data = self.select(&format!(
-                "SELECT stack_id, any(stack) FROM {} WHERE day >= toDate({}) AND day <= toDate({}) \
-                 AND stack_id IN ({}) GROUP BY stack_id",
-                self.t("stacks"),
-                day_of(from_ns),
-                day_of(to_ns.saturating_sub(1)),
-                list.join(",")
-            ))?;
-            let mut r = Rows::new(&data);
-            while !r.done() {
-                let id = r.u64().map_err(|e| self.malformed(e))?;
-                let text = r.bytes().map_err(|e| self.malformed(e))?;
-                out.insert(id, text.to_vec());
-            }
+        if ids.is_empty() {
+            return Ok(out);
+        }
+        let mut rows = Vec::with_capacity(ids.len() * 8);
+        for id in ids {
+            rows.extend_from_slice(&id.to_le_bytes());
+        }
+        let sql = format!(
+            "SELECT stack_id, any(stack) FROM {} WHERE day >= toDate({}) AND day <= toDate({}) \
+             AND stack_id GLOBAL IN (SELECT stack_id FROM wanted) GROUP BY stack_id FORMAT RowBinary",
+            self.t("stacks"),
+            day_of(from_ns),
+            day_of(to_ns.saturating_sub(1)),
+        );
+        let data = self
+            .client
+            .query_with_table(&sql, &[], "wanted", "stack_id UInt64", &rows)
+            .map_err(|e| self.http(e))?;
+        let mut r = Rows::new(&data);
+        while !r.done() {
+            let id = r.u64().map_err(|e| self.malformed(e))?;
+            let text = r.bytes().map_err(|e| self.malformed(e))?;
+            out.insert(id, text.to_vec());
         }
         Ok(out)
     }
@@ -221,11 +231,12 @@ impl Query for Reader {
             });
         };
         let unit = if meta.unit == Unit::Unspecified { String::new() } else { meta.unit.name().to_string() };
+        // Only when another unit is in the range does the unit column need reading.
+        let unit_filter = if mixed > 0 { format!(" AND unit = {}", lit(&unit)) } else { String::new() };
         let data = self.select(&format!(
-            "SELECT stack_id, sum(weight), count() FROM {} WHERE {} AND unit = {} GROUP BY stack_id",
+            "SELECT stack_id, sum(weight), sum(weight_nano), count() FROM {} WHERE {}{unit_filter} GROUP BY stack_id",
             self.t("samples"),
             profile_filter(q),
-            lit(&unit)
         ))?;
         let mut r = Rows::new(&data);
         let mut sums: Vec<(u64, Weight)> = Vec::new();
@@ -233,7 +244,7 @@ impl Query for Reader {
         while !r.done() {
             let m = |e| self.malformed(e);
             let id = r.u64().map_err(m)?;
-            let w = r.weight().map_err(m)?;
+            let w = r.weight_sum().map_err(m)?;
             samples += r.u64().map_err(m)?;
             sums.push((id, w));
         }
@@ -259,7 +270,7 @@ impl Query for Reader {
 
     fn samples(&self, q: &ProfileQuery<'_>) -> Result<Vec<SamplePoint>, StoreError> {
         let data = self.select(&format!(
-            "SELECT time_ns, cpu, stack_id, weight FROM {} WHERE {} AND timed = 1 ORDER BY time_ns, cpu",
+            "SELECT time_ns, cpu, stack_id, weight, weight_nano FROM {} WHERE {} AND timed = 1 ORDER BY time_ns, cpu",
             self.t("samples"),
             profile_filter(q)
         ))?;
@@ -563,11 +574,11 @@ impl Query for Reader {
     }
 
     fn host_shares(&self, q: &ProfileQuery<'_>, frame: &str) -> Result<Vec<HostShare>, StoreError> {
-        let (meta, _, _) = self.bucket_units(q)?;
+        let (meta, _, mixed) = self.bucket_units(q)?;
         let Some(meta) = meta else { return Ok(Vec::new()) };
         let unit = if meta.unit == Unit::Unspecified { String::new() } else { meta.unit.name().to_string() };
-        // The stacks that hold the frame, found in the texts of the range's days; then each
-        // host's weight in them and in all.
+        // The stacks that hold the frame, found once in the texts of the range's days (on
+        // every shard: GLOBAL), then each host's weight in them and in all.
         let frame_match = format!(
             "(stack = {f} OR startsWith(stack, {fs}) OR endsWith(stack, {sf}) OR position(stack, {sfs}) > 0)",
             f = lit(frame),
@@ -576,15 +587,15 @@ impl Query for Reader {
             sfs = lit(&format!(";{frame};")),
         );
         let data = self.select(&format!(
-            "SELECT host, sumIf(weight, stack_id IN (SELECT stack_id FROM {stacks} WHERE day >= toDate({d0}) \
-             AND day <= toDate({d1}) AND {frame_match})) AS inside, sum(weight) AS total \
-             FROM {samples} WHERE {w} AND unit = {u} GROUP BY host ORDER BY inside DESC, host",
+            "SELECT host, sumIf(weight, (stack_id GLOBAL IN (SELECT stack_id FROM {stacks} WHERE day >= toDate({d0}) \
+             AND day <= toDate({d1}) AND {frame_match})) AS inside), sumIf(weight_nano, inside), \
+             sum(weight), sum(weight_nano) FROM {samples} WHERE {w}{u} GROUP BY host",
             stacks = self.t("stacks"),
             samples = self.t("samples"),
             d0 = day_of(q.from_ns),
             d1 = day_of(q.to_ns.saturating_sub(1)),
             w = profile_filter(q),
-            u = lit(&unit),
+            u = if mixed > 0 { format!(" AND unit = {}", lit(&unit)) } else { String::new() },
         ))?;
         let mut r = Rows::new(&data);
         let mut out = Vec::new();
@@ -592,10 +603,11 @@ impl Query for Reader {
             let m = |e| self.malformed(e);
             out.push(HostShare {
                 host: r.string().map_err(m)?,
-                frame: r.weight().map_err(m)?,
-                total: r.weight().map_err(m)?,
+                frame: r.weight_sum().map_err(m)?,
+                total: r.weight_sum().map_err(m)?,
             });
         }
+        out.sort_by(|a, b| b.frame.cmp(&a.frame).then_with(|| a.host.cmp(&b.host)));
         Ok(out)
     }
 }

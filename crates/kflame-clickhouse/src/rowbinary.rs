@@ -1,11 +1,10 @@
 //! ClickHouse's `RowBinary` format: values back to back, little-endian, strings as a LEB128
-//! length and their bytes, `Decimal128` as its 16-byte scaled integer. kflame writes and
-//! reads its rows in it: no escaping, no text parsing of numbers, any byte in a string.
+//! length and their bytes. kflame writes and reads its rows in it: no escaping, no text
+//! parsing of numbers, any byte in a string. A weight (exact, 9 decimals) is two columns:
+//! its whole part (`UInt64`) and its billionths (`UInt32`); sums of both give the exact sum
+//! (the servers sum integers faster than decimals, and the billionths are mostly 0).
 
 use kflame::fold::Weight;
-
-/// The largest weight a `Decimal128(9)` column holds (38 digits, scaled by 10^9).
-pub const MAX_DECIMAL_RAW: u128 = 10u128.pow(38) - 1;
 
 /// Appends values to a row buffer.
 pub trait Put {
@@ -27,7 +26,8 @@ pub trait Put {
     fn str(&mut self, v: &str) {
         self.bytes(v.as_bytes());
     }
-    /// `Decimal128(9)`: the weight's exact fixed point (callers check [`MAX_DECIMAL_RAW`]).
+    /// A weight as `UInt64` whole part and `UInt32` billionths (callers check that the
+    /// whole part fits).
     fn weight(&mut self, w: Weight);
 }
 
@@ -64,7 +64,9 @@ impl Put for Vec<u8> {
         self.extend_from_slice(v);
     }
     fn weight(&mut self, w: Weight) {
-        self.extend_from_slice(&(w.raw() as i128).to_le_bytes());
+        let (whole, nanos) = w.to_parts();
+        self.u64(u64::try_from(whole).unwrap_or(u64::MAX));
+        self.u32(nanos);
     }
 }
 
@@ -159,12 +161,17 @@ impl<'a> Reader<'a> {
     pub fn string(&mut self) -> Result<String, ReadError> {
         Ok(String::from_utf8_lossy(self.bytes()?).into_owned())
     }
-    /// `Decimal128(9)` (or `Decimal(38, 9)`, a sum of them) as a weight; negative is an error.
+    /// A weight of one row: whole part `UInt64`, billionths `UInt32`.
     pub fn weight(&mut self) -> Result<Weight, ReadError> {
-        let v = i128::from_le_bytes(self.array("a Decimal128")?);
-        u128::try_from(v)
-            .map(Weight::from_raw)
-            .map_err(|_| ReadError { at: self.at, what: "a weight not below zero" })
+        let whole = self.u64()?;
+        let nanos = self.u32()?;
+        Ok(Weight::from_raw(u128::from(whole) * 1_000_000_000 + u128::from(nanos)))
+    }
+    /// A sum of weights: `sum(weight)` and `sum(weight_nano)`, both `UInt64`.
+    pub fn weight_sum(&mut self) -> Result<Weight, ReadError> {
+        let whole = self.u64()?;
+        let nanos = self.u64()?;
+        Ok(Weight::from_raw(u128::from(whole) * 1_000_000_000 + u128::from(nanos)))
     }
 }
 
@@ -195,6 +202,10 @@ mod tests {
         assert_eq!(r.bytes().unwrap(), &long[..]);
         assert_eq!(r.string().unwrap(), "swapper;cpu_idle");
         assert_eq!(r.weight().unwrap(), Weight::parse(b"12.5").unwrap());
+        let mut b = Vec::new();
+        b.u64(3);
+        b.u64(2_500_000_000);
+        assert_eq!(Reader::new(&b).weight_sum().unwrap(), Weight::parse(b"5.5").unwrap());
         assert!(r.done());
         assert!(r.u8().is_err());
         // A length past the end is an error, not a panic.

@@ -3,8 +3,8 @@
 //! Every table has `day Date` (UTC day of the row's time, the partition key: retention drops
 //! whole days) and `host String`. On one server the tables are `MergeTree`; on a cluster
 //! (`?cluster=NAME`) each shard has `<table>_local` and every server has a `Distributed`
-//! table of the plain name over them, sharded by `cityHash64(host)`: one host's rows, stacks
-//! included, live on one shard. The SQL uses only what ClickHouse 18.16 (Debian 12's) and
+//! table of the plain name over them, sharded by `cityHash64(host)` (one host's rows live on
+//! one shard) except the stack texts, sharded by their id (each text once in the fleet). The SQL uses only what ClickHouse 18.16 (Debian 12's) and
 //! current releases both run; `TTL` is added where the server has it (19.6 and later).
 
 use crate::http::{Client, HttpError};
@@ -19,6 +19,10 @@ pub struct Table {
     pub columns: &'static [(&'static str, &'static str)],
     /// `ORDER BY` of the MergeTree: what range and stack queries filter on first.
     pub order_by: &'static str,
+    /// The table engine (`MergeTree`, or `ReplacingMergeTree` for rows written many times).
+    pub engine: &'static str,
+    /// The `Distributed` sharding key.
+    pub shard_by: &'static str,
 }
 
 impl Table {
@@ -43,9 +47,12 @@ pub const SAMPLES: Table = Table {
         ("capture", "Int64"),
         ("unit", "String"),
         ("stack_id", "UInt64"),
-        ("weight", "Decimal128(9)"),
+        ("weight", "UInt64"),
+        ("weight_nano", "UInt32"),
     ],
     order_by: "kind, host, time_ns",
+    engine: "MergeTree",
+    shard_by: "cityHash64(host)",
 };
 
 /// One row per profile bucket: its span, unit and event, how many rows it wrote.
@@ -63,13 +70,20 @@ pub const BUCKETS: Table = Table {
         ("samples", "UInt64"),
     ],
     order_by: "kind, host, start_ns",
+    engine: "MergeTree",
+    shard_by: "cityHash64(host)",
 };
 
-/// Stack texts by id (xxh3-64 of the text), written by each host once per day it uses them.
+/// Stack texts by id (xxh3-64 of the text), written by each host once per day it uses them;
+/// the copies of a day are merged into one row in the background (`ReplacingMergeTree`,
+/// `host` is then one of the writers'), and on a cluster a stack lives on the shard of its
+/// id: a fleet's flame graph reads each text once, not once per host.
 pub const STACKS: Table = Table {
     name: "stacks",
     columns: &[("day", "Date"), ("host", "String"), ("stack_id", "UInt64"), ("stack", "String")],
     order_by: "stack_id",
+    engine: "ReplacingMergeTree",
+    shard_by: "stack_id",
 };
 
 /// Metric values.
@@ -84,6 +98,8 @@ pub const METRICS: Table = Table {
         ("value", "Float64"),
     ],
     order_by: "name, host, label, time_ns",
+    engine: "MergeTree",
+    shard_by: "cityHash64(host)",
 };
 
 /// Trigger firings.
@@ -100,6 +116,8 @@ pub const TRIGGERS: Table = Table {
         ("threshold", "Float64"),
     ],
     order_by: "host, time_ns",
+    engine: "MergeTree",
+    shard_by: "cityHash64(host)",
 };
 
 /// Captures as they start (`trigger` 0: none).
@@ -116,6 +134,8 @@ pub const CAPTURES: Table = Table {
         ("event", "String"),
     ],
     order_by: "host, start_ns",
+    engine: "MergeTree",
+    shard_by: "cityHash64(host)",
 };
 
 /// Captures as they end (a row of its own: rows are never updated).
@@ -123,6 +143,8 @@ pub const CAPTURE_ENDS: Table = Table {
     name: "capture_ends",
     columns: &[("day", "Date"), ("host", "String"), ("id", "Int64"), ("end_ns", "Int64"), ("note", "String")],
     order_by: "host, id",
+    engine: "MergeTree",
+    shard_by: "cityHash64(host)",
 };
 
 /// Per-event records of captures (`duration_ns` -1: a single event).
@@ -144,6 +166,8 @@ pub const EVENTS: Table = Table {
         ("weight", "UInt64"),
     ],
     order_by: "capture, time_ns",
+    engine: "MergeTree",
+    shard_by: "cityHash64(host)",
 };
 
 /// Kernel reports.
@@ -159,6 +183,8 @@ pub const REPORTS: Table = Table {
         ("text", "String"),
     ],
     order_by: "host, time_ns",
+    engine: "MergeTree",
+    shard_by: "cityHash64(host)",
 };
 
 /// Hosts as they start writing (and once a day): their labels (`key=value,...`).
@@ -166,6 +192,8 @@ pub const HOSTS: Table = Table {
     name: "hosts",
     columns: &[("day", "Date"), ("host", "String"), ("time_ns", "Int64"), ("labels", "String")],
     order_by: "host, time_ns",
+    engine: "MergeTree",
+    shard_by: "cityHash64(host)",
 };
 
 /// Every table.
@@ -204,19 +232,21 @@ pub fn ddl(loc: &Location, opts: &InitOptions, version: (u32, u32)) -> Vec<Strin
             _ => String::new(),
         };
         out.push(format!(
-            "CREATE TABLE IF NOT EXISTS {} ({}) ENGINE = MergeTree PARTITION BY day ORDER BY ({}){ttl} \
+            "CREATE TABLE IF NOT EXISTS {} ({}) ENGINE = {} PARTITION BY day ORDER BY ({}){ttl} \
              SETTINGS index_granularity = 8192",
             loc.local_table(t.name),
             cols.join(", "),
+            t.engine,
             t.order_by,
         ));
         if let Some(cluster) = &loc.cluster {
             out.push(format!(
-                "CREATE TABLE IF NOT EXISTS {} AS {} ENGINE = Distributed({cluster}, {}, {}_local, cityHash64(host))",
+                "CREATE TABLE IF NOT EXISTS {} AS {} ENGINE = Distributed({cluster}, {}, {}_local, {})",
                 loc.table(t.name),
                 loc.local_table(t.name),
                 loc.database,
                 t.name,
+                t.shard_by,
             ));
         }
     }

@@ -24,7 +24,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use crate::http::{Client, HttpError};
 use crate::location::Location;
-use crate::rowbinary::{MAX_DECIMAL_RAW, Put};
+use crate::rowbinary::Put;
 use crate::schema::{self, TABLES};
 use crate::spool::Spool;
 
@@ -449,10 +449,10 @@ impl Store for Writer {
                 b.kind, b.host, b.start_ns, b.end_ns, s.time_ns
             )));
         }
-        let too_big = |w: &Weight| w.raw() > MAX_DECIMAL_RAW;
+        let too_big = |w: &Weight| w.to_parts().0 > u128::from(u64::MAX);
         if b.samples.iter().any(|s| too_big(&s.weight)) || b.aggregated.iter().any(|(_, w)| too_big(w)) {
             return Err(self.invalid(format!(
-                "a {} bucket of {} holds a weight of more than 29 digits, more than ClickHouse's Decimal128(9) holds",
+                "a {} bucket of {} holds a weight of 2^64 or more, more than the store's UInt64 holds",
                 b.kind, b.host
             )));
         }
