@@ -92,7 +92,14 @@ impl Client {
 
     /// Runs `sql` (its text in the body) and returns the answer's body.
     pub fn query(&self, sql: &str, settings: &[(&str, &str)]) -> Result<Vec<u8>, HttpError> {
-        self.post(None, settings, sql.as_bytes())
+        let out = self.post(None, settings, sql.as_bytes());
+        if crate::sqllog::enabled() && out.is_ok() {
+            let tsv = sql
+                .strip_suffix(" FORMAT RowBinary")
+                .and_then(|s| self.post(None, settings, format!("{s} FORMAT TSV").as_bytes()).ok());
+            crate::sqllog::record(sql, None, tsv.as_deref());
+        }
+        out
     }
 
     /// Runs `INSERT INTO table (columns) FORMAT RowBinary` with `rows` as its data.
@@ -104,7 +111,9 @@ impl Client {
         settings: &[(&str, &str)],
     ) -> Result<(), HttpError> {
         let sql = format!("INSERT INTO {table} ({columns}) FORMAT RowBinary");
-        self.post(Some(&sql), settings, rows).map(drop)
+        self.post(Some(&sql), settings, rows)?;
+        crate::sqllog::record(&sql, Some(("insert", rows)), None);
+        Ok(())
     }
 
     /// Runs `sql` (in the URL) with an external table `name` of `structure`
@@ -131,7 +140,15 @@ impl Client {
         .into_bytes();
         body.extend_from_slice(rows);
         body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
-        self.send(Some(sql), &params, &body, Some(&format!("multipart/form-data; boundary={BOUNDARY}")))
+        let ct = format!("multipart/form-data; boundary={BOUNDARY}");
+        let out = self.send(Some(sql), &params, &body, Some(&ct));
+        if crate::sqllog::enabled() && out.is_ok() {
+            let tsv = sql
+                .strip_suffix(" FORMAT RowBinary")
+                .and_then(|s| self.send(Some(&format!("{s} FORMAT TSV")), &params, &body, Some(&ct)).ok());
+            crate::sqllog::record(sql, Some((&format!("{name}:{structure}"), rows)), tsv.as_deref());
+        }
+        out
     }
 
     fn post(

@@ -17,6 +17,7 @@ pub mod rig;
 pub mod rowbinary;
 pub mod schema;
 pub mod spool;
+pub mod sqllog;
 pub mod writer;
 
 pub use location::{Location, LocationError, is_clickhouse};

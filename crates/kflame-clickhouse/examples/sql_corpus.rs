@@ -1,0 +1,173 @@
+//! Runs every statement kflame sends to ClickHouse once against a real server of the rig
+//! (Debian's 18.16): the tables made, three hosts' history written (metrics, profile buckets
+//! timed and aggregated, a trigger, a capture with its events, kernel reports), and every
+//! question of `kflame_store::Query` asked. With `KFLAME_CLICKHOUSE_SQL_LOG=DIR` set, the
+//! statements, their data and their answers land in DIR: `tests/clickhouse/test_chdb.py`
+//! runs the same SQL on a current ClickHouse (chdb) and compares the answers.
+
+use kflame::events::{EventKind, EventRecord, Frames};
+use kflame::fold::{Meta, Unit, Weight};
+use kflame_clickhouse::rig::Rig;
+use kflame_clickhouse::rig::fleet;
+use kflame_clickhouse::{InitOptions, Location, Reader, Writer, WriterOptions, schema};
+use kflame_store::{
+    Bucket, CaptureStart, Kind, Metric, ProfileQuery, Query, SeriesQuery, Store, StoredReport, TriggerFired,
+};
+
+const T0: i64 = 1_764_000_000_000_000_000;
+const SEC: i64 = 1_000_000_000;
+
+fn main() {
+    let stacks = fleet::expand(
+        &std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../kflame/tests/data/render/perf-sys-cpuclock.folded"
+        ))
+        .expect("the render fixture"),
+    );
+    let rig = Rig::start(1).expect("a ClickHouse server");
+    let loc = rig.location(0, "kflame", false);
+    // What `kflame store init --retain 30d` sends to a current server (TTL and all), for the
+    // test to run there too.
+    if let Some(dir) = std::env::var_os("KFLAME_CLICKHOUSE_SQL_LOG") {
+        let modern = Location { database: "kflame_modern".into(), ..loc.clone() };
+        let ddl = schema::ddl(&modern, &InitOptions { retain_days: Some(30) }, (26, 9));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(std::path::Path::new(&dir).join("ddl-26.sql"), ddl.join(";\n") + ";\n").unwrap();
+    }
+    schema::init(&kflame_clickhouse::http::Client::new(&loc), &loc, &InitOptions { retain_days: Some(30) })
+        .unwrap();
+    let spool = std::env::temp_dir().join(format!("kflame-sql-corpus-{}", std::process::id()));
+    {
+        let opts = WriterOptions { labels: "role=corpus".into(), ..WriterOptions::default() };
+        let mut w = Writer::open(&loc, &spool.join("spool.db"), opts).unwrap();
+        let meta = Meta { unit: Unit::Samples, event: Some("cpu-clock".into()) };
+        for (h, host) in ["db1", "web1", "web2"].iter().enumerate() {
+            let samples = fleet::host_samples(h, T0, 60, 19, 2, &stacks);
+            fleet::write_buckets(&mut w, host, Kind::Cpu, &meta, &samples, T0, 10 * SEC).unwrap();
+            for s in 0..60 {
+                let v = (s as f64 * 1.7 + h as f64) % 100.0;
+                let m = [
+                    Metric { name: "cpu.usr", label: "", value: v },
+                    Metric { name: "cpu.usr", label: "cpu1", value: v / 2.0 },
+                ];
+                w.append_metrics(host, T0 + s * SEC, &m).unwrap();
+            }
+            let trig = w
+                .append_trigger(&TriggerFired {
+                    host,
+                    time_ns: T0 + 20 * SEC,
+                    rule: "cpu > 80% => syscalls 10s",
+                    metric: "cpu",
+                    value: 91.0,
+                    threshold: 80.0,
+                })
+                .unwrap();
+            let ns = Meta { unit: Unit::Nanoseconds, event: None };
+            let cap = w
+                .begin_capture(&CaptureStart {
+                    host,
+                    kind: Kind::Syscalls,
+                    start_ns: T0 + 20 * SEC,
+                    trigger: Some(trig),
+                    meta: &ns,
+                })
+                .unwrap();
+            let frames: Vec<Vec<u8>> = vec![b"nginx".to_vec(), b"ksys_write".to_vec()];
+            let events: Vec<EventRecord<'_>> = (0..20u64)
+                .map(|i| EventRecord {
+                    kind: EventKind::Syscall,
+                    ts_ns: Some((T0 + 20 * SEC) as u64 + i * 100_000_000),
+                    duration_ns: Some(1_000 * (i + 1)),
+                    cpu: 0,
+                    pid: Some(7),
+                    tid: Some(7),
+                    comm: Some("nginx"),
+                    event: "syscall:write",
+                    weight: 1_000 * (i + 1),
+                    stack: Frames::Owned(&frames),
+                })
+                .collect();
+            w.append_events(cap, &events).unwrap();
+            let agg: Vec<(&[u8], Weight)> =
+                vec![(b"nginx;ksys_write".as_slice(), Weight::parse(b"210000.5").unwrap())];
+            w.append_bucket(&Bucket {
+                host,
+                kind: Kind::Syscalls,
+                start_ns: T0 + 20 * SEC,
+                end_ns: T0 + 30 * SEC,
+                capture: Some(cap),
+                meta: &ns,
+                samples: &[],
+                aggregated: &agg,
+            })
+            .unwrap();
+            w.end_capture(cap, T0 + 30 * SEC, "done").unwrap();
+            w.append_report(&StoredReport {
+                host,
+                time_ns: T0 + 25 * SEC,
+                kind: "warning",
+                title: "WARNING in shrink_slab",
+                stack: "shrink_slab",
+                text: "WARNING: it's \"quoted\"\n",
+            })
+            .unwrap();
+        }
+        w.flush().unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&spool);
+    let r = Reader::open(&loc).unwrap();
+    let full = ProfileQuery::new(Kind::Cpu, T0, T0 + 60 * SEC);
+    let some: Vec<String> = vec!["db1".into(), "web2".into()];
+    r.profile(&full).unwrap();
+    r.profile(&ProfileQuery { host: Some("web1"), cgroup: Some("/system.slice"), ..full }).unwrap();
+    r.profile(&ProfileQuery {
+        hosts: Some(&some),
+        ..ProfileQuery::new(Kind::Cpu, T0 + 3 * SEC, T0 + 17 * SEC)
+    })
+    .unwrap();
+    let evs = r.events(T0, T0 + 60 * SEC, None).unwrap();
+    let cap = evs.iter().find_map(|e| match e {
+        kflame_store::Event::Capture { id, .. } => Some(*id),
+        _ => None,
+    });
+    r.profile(&ProfileQuery { capture: cap, ..ProfileQuery::new(Kind::Syscalls, T0, T0 + 60 * SEC) })
+        .unwrap();
+    let pts = r.samples(&ProfileQuery { host: Some("db1"), ..full }).unwrap();
+    r.stack_texts(&pts.iter().take(20).map(|p| p.stack).collect::<Vec<_>>()).unwrap();
+    for points in [None, Some(10)] {
+        r.series(&SeriesQuery {
+            name: "cpu.usr",
+            label: None,
+            host: None,
+            from_ns: T0,
+            to_ns: T0 + 60 * SEC,
+            points,
+        })
+        .unwrap();
+    }
+    r.series_many(
+        &["cpu.usr"],
+        &SeriesQuery {
+            name: "",
+            label: Some("cpu1"),
+            host: Some("web1"),
+            from_ns: T0,
+            to_ns: T0 + 60 * SEC,
+            points: Some(1000),
+        },
+    )
+    .unwrap();
+    r.metric_names(None).unwrap();
+    r.metric_names(Some("db1")).unwrap();
+    r.events(T0, T0 + 60 * SEC, Some("web2")).unwrap();
+    if let Some(c) = cap {
+        r.capture_events(c, T0, T0 + 60 * SEC).unwrap();
+    }
+    r.hosts().unwrap();
+    r.host_labels().unwrap();
+    r.time_bounds().unwrap();
+    r.host_shares(&full, "ksys_write").unwrap();
+    r.host_shares(&ProfileQuery { hosts: Some(&some), ..full }, "do_syscall_64").unwrap();
+    r.storage().unwrap();
+}

@@ -1,0 +1,73 @@
+//! `KFLAME_CLICKHOUSE_SQL_LOG=DIR`: every statement kflame sends to ClickHouse is written to
+//! `DIR/statements.jsonl` (one JSON object a line: `sql`, and `data` naming the file of an
+//! insert's `RowBinary` rows or of an external table's), and each `SELECT` is run a second
+//! time as TSV, its answer kept in a file named by `tsv`. For support (what exactly did it
+//! ask?) and for running the same SQL on another ClickHouse version (`tests/clickhouse/`).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+
+struct Log {
+    dir: PathBuf,
+    file: std::fs::File,
+    n: u64,
+}
+
+fn log() -> Option<&'static Mutex<Log>> {
+    static LOG: OnceLock<Option<Mutex<Log>>> = OnceLock::new();
+    LOG.get_or_init(|| {
+        let dir = PathBuf::from(std::env::var_os("KFLAME_CLICKHOUSE_SQL_LOG")?);
+        std::fs::create_dir_all(&dir).ok()?;
+        let file =
+            std::fs::OpenOptions::new().create(true).append(true).open(dir.join("statements.jsonl")).ok()?;
+        Some(Mutex::new(Log { dir, file, n: 0 }))
+    })
+    .as_ref()
+}
+
+/// True when statements are logged.
+pub fn enabled() -> bool {
+    log().is_some()
+}
+
+fn json(s: &str) -> String {
+    let mut o = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            '\r' => o.push_str("\\r"),
+            '\t' => o.push_str("\\t"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+/// Records one statement: its SQL, the data sent with it (`kind` `insert` or an external
+/// table's `name:structure`), and a TSV answer.
+pub fn record(sql: &str, data: Option<(&str, &[u8])>, tsv: Option<&[u8]>) {
+    let Some(l) = log() else { return };
+    let Ok(mut l) = l.lock() else { return };
+    l.n += 1;
+    let n = l.n;
+    let mut line = format!("{{\"n\": {n}, \"sql\": {}", json(sql));
+    if let Some((kind, bytes)) = data {
+        let name = format!("{n:05}.bin");
+        if std::fs::write(l.dir.join(&name), bytes).is_ok() {
+            line.push_str(&format!(", \"data\": {}, \"data_kind\": {}", json(&name), json(kind)));
+        }
+    }
+    if let Some(t) = tsv {
+        let name = format!("{n:05}.tsv");
+        if std::fs::write(l.dir.join(&name), t).is_ok() {
+            line.push_str(&format!(", \"tsv\": {}", json(&name)));
+        }
+    }
+    line.push_str("}\n");
+    let _ = l.file.write_all(line.as_bytes());
+}
