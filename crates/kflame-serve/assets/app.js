@@ -5,8 +5,14 @@
  *
  * URL: ?from&to (the selection, ms since the epoch), vfrom&vto (the charts' span), kind,
  * cpu, cgroup (only that cgroup's samples), bfrom&bto (the comparison base), mode (flame |
- * diff | heat), charts (only these charts: cpu,mem,io,...); the viewer keeps its own state
- * (search, zoom, hide/focus) in the hash.
+ * diff | heat), charts (only these charts: cpu,mem,io,...), hosts (only these hosts, comma-
+ * separated; none: every host merged, the fleet); the viewer keeps its own state (search,
+ * zoom, hide/focus) in the hash.
+ *
+ * Hosts: with more than one host in the history, the header offers all of them (merged) or
+ * a subset, chosen by name or by label (`role=db`); the choice narrows charts, events, flame
+ * graph, heat map and comparison. "Hosts with this frame" breaks the frame selected in the
+ * flame graph down by host (/api/frame_hosts).
  *
  * First paint: the charts are asked for first, at one point per pixel; the flame graph of
  * the selection is asked for once they are drawn, pruned to what its width can show. */
@@ -33,7 +39,7 @@ async function api(path) {
 
 const S = {
   info: null, bounds: null, view: null, range: null, base: null, kind: 'cpu', cpu: '', cgroup: '', mode: 'flame',
-  event: null, seq: 0, loaded: 0, last: null, follow: false,
+  event: null, seq: 0, loaded: 0, last: null, follow: false, hosts: [], frame: null,
 };
 const D = {};
 
@@ -54,6 +60,8 @@ function readUrl() {
   S.cpu = p.get('cpu') || '';
   S.cgroup = (p.get('cgroup') || '').startsWith('/') ? p.get('cgroup') : '';
   S.mode = ['flame', 'diff', 'heat'].includes(p.get('mode')) ? p.get('mode') : 'flame';
+  const known = S.info.hosts, chosen = (p.get('hosts') || '').split(',').filter((h) => known.includes(h));
+  S.hosts = chosen.length < known.length ? [...new Set(chosen)].sort() : [];
   if (S.mode === 'diff' && !S.base) S.mode = 'flame';
 }
 
@@ -67,6 +75,7 @@ function writeUrl() {
   if (S.kind !== 'cpu') p.set('kind', S.kind);
   if (S.cpu) p.set('cpu', S.cpu);
   if (S.cgroup) p.set('cgroup', S.cgroup);
+  if (S.hosts.length) p.set('hosts', S.hosts.join(','));
   if (S.base) { p.set('bfrom', r(S.base.from)); p.set('bto', r(S.base.to)); }
   if (S.mode !== 'flame') p.set('mode', S.mode);
   const charts = new URLSearchParams(location.search).get('charts');
@@ -127,20 +136,152 @@ function buildDom() {
   D.heat = el('div', { class: 'ks-heat-panel', hidden: '' });
   D.viewer = el('div', { class: 'ks-viewer' });
   D.status = el('div', { class: 'ks-status', role: 'status' });
-  const hosts = S.info.hosts.join(', ');
+  D.frameHosts = button('Hosts with this frame', 'Click a frame in the flame graph first', frameHosts, { class: 'ks-frame-hosts' });
+  D.frameHosts.disabled = true;
+  D.fhPanel = el('section', { class: 'ks-fh-panel', hidden: '' });
+  const fleet = S.info.hosts.length > 1;
+  if (!fleet) D.frameHosts.hidden = true;
+  const hostsEl = fleet ? buildHostPicker() : el('span', { class: 'ks-hosts', text: S.info.hosts.join(', ') });
   root.replaceChildren(
-    el('header', { class: 'ks-header' }, el('h1', { text: 'kflame serve' }), el('span', { class: 'ks-hosts', text: hosts }), D.rangeText, el('a', { href: '/scatter', class: 'ks-tab-scatter', text: 'Latency scatter' })),
+    el('header', { class: 'ks-header' }, el('h1', { text: 'kflame serve' }), hostsEl, D.rangeText, el('a', { href: '/scatter', class: 'ks-tab-scatter', text: 'Latency scatter' })),
     toolbar, D.chartArea, D.axis, D.events, D.values,
-    el('div', { class: 'ks-panel-head' }, D.panelTitle, D.downloads), D.panelNote, D.status, D.report, D.heat, D.viewer);
+    el('div', { class: 'ks-panel-head' }, D.panelTitle, D.downloads, D.frameHosts), D.panelNote, D.status, D.fhPanel, D.report, D.heat, D.viewer);
   S.charts = S.groups.map((g) => new Chart(g));
   D.charts.replaceChildren(...S.charts.map((c) => c.element));
   D.brush = new Brush(D.overlay, (r, final) => { S.range = r; S.follow = false; changed(false, final); }, cursor);
   S.heatmap = new HeatMap(D.heat, heatSelect);
   window.addEventListener('resize', () => { drawCharts(); });
+  document.addEventListener('click', (e) => {
+    if (D.hostMenu && !D.hostMenu.hidden && !D.hostPicker.contains(e.target)) D.hostMenu.hidden = true;
+  });
+}
+
+// ---- hosts ----------------------------------------------------------------------------------
+
+/** A host's labels, `key=value` each (the store keeps them as `k=v,k2=v2`). */
+const labelsOf = (host) => ((S.info.host_labels || {})[host] || '').split(',').map((l) => l.trim()).filter((l) => l);
+
+/** The header's host picker: a button naming the selection and a menu with every host (a
+ * checkbox each), "All hosts", and a label filter with a chip per label. */
+function buildHostPicker() {
+  D.hostButton = button('', 'Which hosts the charts, events and flame graph show', () => {
+    D.hostMenu.hidden = !D.hostMenu.hidden;
+  }, { class: 'ks-host-button', 'aria-haspopup': 'true' });
+  D.hostChecks = S.info.hosts.map((h) => {
+    const box = el('input', { type: 'checkbox', class: 'ks-host', value: h });
+    box.addEventListener('change', hostsChecked);
+    const labels = labelsOf(h);
+    return el('label', { class: 'ks-host-row' }, box, ' ', el('span', { class: 'ks-host-name', text: h }),
+      ...(labels.length ? [' ', el('span', { class: 'ks-host-labels', text: labels.join(', ') })] : []));
+  });
+  D.labelFilter = el('input', { type: 'text', class: 'ks-host-label', spellcheck: 'false', size: '16',
+    placeholder: 'label: role=db', title: 'Only the hosts with every label given (key=value, space-separated); Enter applies' });
+  D.labelFilter.addEventListener('change', () => chooseByLabels(D.labelFilter.value));
+  const all = [...new Set(S.info.hosts.flatMap(labelsOf))].sort();
+  const chips = all.map((l) => button(l, 'Only the hosts labelled ' + l, () => { D.labelFilter.value = l; chooseByLabels(l); },
+    { class: 'ks-label-chip' }));
+  D.hostMenu = el('div', { class: 'ks-host-menu', hidden: '' },
+    el('div', { class: 'ks-host-tools' },
+      button('All hosts', 'Every host, merged (the fleet)', () => chooseHosts([]), { class: 'ks-hosts-all' }), D.labelFilter),
+    ...(chips.length ? [el('div', { class: 'ks-label-chips' }, ...chips)] : []),
+    el('div', { class: 'ks-host-list' }, ...D.hostChecks));
+  D.hostPicker = el('span', { class: 'ks-host-picker' }, D.hostButton, D.hostMenu);
+  showHosts();
+  return D.hostPicker;
+}
+
+/** The picker shows `S.hosts`. */
+function showHosts() {
+  if (!D.hostButton) return;
+  const n = S.info.hosts.length, k = S.hosts.length;
+  D.hostButton.textContent = k === 0 ? `All ${n} hosts ▾` : k === 1 ? `Host ${S.hosts[0]} ▾` : `${k} of ${n} hosts: ${S.hosts.join(', ')} ▾`;
+  for (const row of D.hostChecks) {
+    const box = row.querySelector('input');
+    box.checked = k === 0 || S.hosts.includes(box.value);
+  }
+}
+
+/** Shows `hosts` (none: every host) everywhere. */
+function chooseHosts(hosts) {
+  const set = [...new Set(hosts)].filter((h) => S.info.hosts.includes(h)).sort();
+  S.hosts = set.length === S.info.hosts.length ? [] : set;
+  showHosts();
+  changed(true);
+  loadCharts();
+}
+
+function hostsChecked() {
+  const on = D.hostChecks.map((r) => r.querySelector('input')).filter((b) => b.checked).map((b) => b.value);
+  if (on.length === 0) {
+    D.status.textContent = 'Choose at least one host (or All hosts).';
+    showHosts();
+    return;
+  }
+  chooseHosts(on);
+}
+
+/** The hosts with every label of `text` (`role=db zone=a`); empty: every host. */
+function chooseByLabels(text) {
+  const want = text.split(/[\s,]+/).filter((w) => w);
+  if (want.some((w) => !w.includes('='))) { D.status.textContent = 'A label is key=value, like role=db.'; return; }
+  const hosts = S.info.hosts.filter((h) => want.every((w) => labelsOf(h).includes(w)));
+  if (hosts.length === 0) { D.status.textContent = 'No host has the labels ' + want.join(' ') + '.'; return; }
+  D.status.textContent = '';
+  chooseHosts(want.length ? hosts : []);
+}
+
+/** The host selection as a query parameter. */
+const hq = () => (S.hosts.length ? '&hosts=' + encodeURIComponent(S.hosts.join(',')) : '');
+
+/** The flame graph's selected frame changed (the viewer's `kf-select`). */
+function frameSelected(name) {
+  S.frame = name;
+  D.frameHosts.disabled = !name;
+  D.frameHosts.title = name ? 'Which hosts spend time in ' + name : 'Click a frame in the flame graph first';
+}
+
+/** The per-host breakdown of the selected frame over the selection's range and hosts: a
+ * table, the hosts with most in the frame first; a host's name selects that host alone. */
+async function frameHosts() {
+  const frame = S.frame, r = S.range;
+  if (!frame) return;
+  const seq = (S.fhSeq = (S.fhSeq || 0) + 1);
+  try {
+    const a = await api(`/api/frame_hosts?frame=${encodeURIComponent(frame)}&kind=${S.kind}&from=${ns(r.from)}&to=${ns(r.to)}${hq()}${cgq()}`);
+    if (seq !== S.fhSeq) return;
+    const num = (v) => Number(v).toLocaleString('en-US');
+    const pct = (v) => (v >= 10 ? v.toFixed(1) : v.toPrecision(2)) + ' %';
+    const rows = a.hosts.map((h) => {
+      const pick = button(h.host, 'Show ' + h.host + ' alone', () => { chooseHosts([h.host]); markHost(h.host); }, { class: 'ks-fh-host' });
+      const bar = el('span', { class: 'ks-fh-bar' }, el('i', { style: `width:${Math.min(100, h.percent).toFixed(2)}%` }));
+      return el('tr', { 'data-host': h.host }, el('td', {}, pick), el('td', { class: 'ks-num', text: num(h.in_frame) }),
+        el('td', { class: 'ks-num', text: num(h.total) }), el('td', { class: 'ks-num' }, bar, pct(h.percent)));
+    });
+    const inHosts = a.hosts.filter((h) => Number(h.in_frame) > 0).length;
+    const close = button('×', 'Close', () => { D.fhPanel.hidden = true; }, { class: 'ks-fh-close' });
+    D.fhPanel.replaceChildren(
+      el('div', { class: 'ks-fh-head' }, el('span', {},
+        el('b', { text: 'Hosts with ' }), el('code', { class: 'ks-fh-frame', text: frame }),
+        el('span', { class: 'ks-fh-note', text: `: ${inHosts} of ${a.hosts.length} hosts, ${num(a.in_frame)} of ${num(a.total)} (${pct(a.percent)}), ` +
+          `${KIND_NAMES[a.kind] || a.kind}, ${fmtTime(a.from / MS, true)} – ${fmtTime(a.to / MS)} UTC` })), close),
+      el('table', { class: 'ks-fh-table' },
+        el('thead', {}, el('tr', {}, ...['Host', 'In frame', 'Total', 'Share'].map((t) => el('th', { text: t })))),
+        el('tbody', {}, ...rows)));
+    D.fhPanel.hidden = false;
+    markHost(S.hosts.length === 1 ? S.hosts[0] : null);
+  } catch (e) {
+    D.status.textContent = 'Cannot break the frame down by host: ' + e.message;
+  }
+}
+
+/** Marks the breakdown's row of the host shown alone. */
+function markHost(host) {
+  for (const tr of D.fhPanel.querySelectorAll('tbody tr')) tr.classList.toggle('ks-fh-on', tr.dataset.host === host);
 }
 
 /** The shared cursor: time and every chart's values there. */
 function cursor(ms) {
+  S.cursorAt = ms;
   if (ms === null) { D.values.hidden = true; return; }
   D.values.hidden = false;
   const rows = [el('b', { text: fmtTime(ms, true) + ' UTC' })];
@@ -190,7 +331,7 @@ function zoomOut() {
 function askCharts(width) {
   const q = `from=${ns(S.view.from)}&to=${ns(S.view.to)}&points=${Math.round(Math.max(100, Math.min(4000, width)))}&layout=columns`;
   const ask = (groups, label) => groups.length === 0 ? Promise.resolve({ series: [] }) :
-    api(`/api/series?names=${encodeURIComponent(groups.flatMap((g) => g.names).join(','))}${label}&${q}`);
+    api(`/api/series?names=${encodeURIComponent(groups.flatMap((g) => g.names).join(','))}${label}&${q}${hq()}`);
   const bins = [[], [], [], []], sizes = [0, 0, 0, 0];
   for (const g of S.groups.filter((g) => g.key !== 'cpu')) {
     const k = sizes.indexOf(Math.min(...sizes));
@@ -198,7 +339,7 @@ function askCharts(width) {
     sizes[k] += g.names.length;
   }
   return Promise.all([
-    api(`/api/events?from=${ns(S.view.from)}&to=${ns(S.view.to)}`),
+    api(`/api/events?from=${ns(S.view.from)}&to=${ns(S.view.to)}${hq()}`),
     ask(S.groups.filter((g) => g.key === 'cpu'), '&label=' + encodeURIComponent(S.cpu)),
     ...bins.map((b) => ask(b, '')),
   ]);
@@ -217,6 +358,8 @@ async function loadCharts(pending) {
     // The answer keeps the order of the names asked: each chart takes its own, in order.
     S.groups.forEach((g, k) => S.charts[k].setData(series.filter((s) => g.names.includes(s.name))));
     drawCanvases();
+    // The values under the cursor are the new series' (other hosts, another CPU).
+    if (S.cursorAt !== null && S.cursorAt !== undefined) cursor(S.cursorAt);
     S.events = events.events;
     drawEvents();
     S.chartsLoaded = (S.chartsLoaded || 0) + 1;
@@ -290,7 +433,7 @@ async function openEvent(e) {
 async function compareCapture(id) {
   const seq = ++S.seq, r = S.range;
   try {
-    const d = await api(`/api/diff?from=${ns(r.from)}&to=${ns(r.to)}&base_capture=${id}${cgq()}`);
+    const d = await api(`/api/diff?from=${ns(r.from)}&to=${ns(r.to)}&base_capture=${id}${cgq()}${hq()}`);
     if (seq !== S.seq) return;
     show(d, `Compared: ${fmtTime(r.from, true)} – ${fmtTime(r.to)} UTC against capture #${id}`,
       `${d.info.base_total} in the capture, ${d.total} in the selection; red grew, blue shrank`);
@@ -318,6 +461,9 @@ function show(data, title, note) {
   D.viewer.replaceChildren(box);
   S.viewer = new FlameViewer(box, decodeTree(data.profile, data.nodes), data.profile);
   globalThis.kflameViewer = S.viewer;
+  box.addEventListener('kf-select', (e) => frameSelected(e.detail.name));
+  const sel = S.viewer.state.selected;
+  frameSelected(sel >= 0 ? S.viewer.tree.names[sel] : null);
   S.last = { total: data.total, samples: data.samples, info: data.info };
   S.loaded++;
   painted('flameAt');
@@ -350,13 +496,19 @@ function changed(now, final) {
   D.brush.set(S.view, S.range, S.base);
   D.compare.disabled = !S.base;
   D.rangeText.textContent = `${fmtTime(S.range.from, true)} – ${fmtTime(S.range.to)} UTC (${fmtSpan(S.range.to - S.range.from)})`;
-  const rq = `kind=${S.kind}&from=${ns(S.range.from)}&to=${ns(S.range.to)}${cgq()}`;
+  const rq = `kind=${S.kind}&from=${ns(S.range.from)}&to=${ns(S.range.to)}${cgq()}${hq()}`;
   setDownloads(rq);
   clearTimeout(S.timer);
   S.event = null;
   if (!S.ready) return; // the first flame graph waits for the charts (main)
   if (now || final) loadPanel();
   else S.timer = setTimeout(loadPanel, 120);
+}
+
+/** ", hosts a, b" for a title when some hosts are chosen; ", all N hosts" in a fleet. */
+function hostsText() {
+  if (S.hosts.length) return (S.hosts.length === 1 ? ', host ' : ', hosts ') + S.hosts.join(', ');
+  return S.info.hosts.length > 1 ? `, all ${S.info.hosts.length} hosts` : '';
 }
 
 /** The cgroup filter as a query parameter. */
@@ -370,9 +522,9 @@ function prune() {
 }
 
 async function loadPanel() {
-  const seq = ++S.seq, r = S.range, rq = `kind=${S.kind}&from=${ns(r.from)}&to=${ns(r.to)}${cgq()}`;
+  const seq = ++S.seq, r = S.range, rq = `kind=${S.kind}&from=${ns(r.from)}&to=${ns(r.to)}${cgq()}${hq()}`;
   const what = `${KIND_NAMES[S.kind]}, ${fmtTime(r.from, true)} – ${fmtTime(r.to)} UTC (${fmtSpan(r.to - r.from)})` +
-    (S.cgroup ? ', cgroup ' + S.cgroup : '');
+    (S.cgroup ? ', cgroup ' + S.cgroup : '') + hostsText();
   try {
     if (S.mode === 'diff' && S.base) {
       D.heat.hidden = true;
@@ -409,7 +561,7 @@ async function heatSelect({ c0, c1, r0, r1 }) {
   if (!h) return;
   const from = BigInt(h.start) + BigInt(c0) * 1000000000n, to = BigInt(h.start) + BigInt(c1 + 1) * 1000000000n;
   const offs = `offset_from_ms=${r0 * h.row_ms}&offset_to_ms=${(r1 + 1) * h.row_ms}`;
-  const q = `kind=${S.kind}&from=${from}&to=${to}&${offs}${cgq()}`;
+  const q = `kind=${S.kind}&from=${from}&to=${to}&${offs}${cgq()}${hq()}`;
   try {
     const p = await api(`/api/profile?${q}`);
     if (seq !== S.seq) return;

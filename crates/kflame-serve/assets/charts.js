@@ -182,10 +182,12 @@ class Chart {
   /** Sets the series (the API's `layout=columns`: {name, label, t0 (ns), t (ms after t0),
    * min, max, avg}); `draw` shows them. */
   setData(series) {
+    // Series of several hosts (a fleet) are named with their host.
+    const many = new Set(series.map((s) => s.host)).size > 1;
     this.series = series.map((s, k) => {
       const t0 = s.t0 / 1e6, t = new Float64Array(s.t.length);
       for (let i = 0; i < t.length; i++) t[i] = t0 + s.t[i];
-      return { name: s.name, label: s.label, color: COLORS[k % COLORS.length], unit: unitOf(s.name), t, min: s.min, max: s.max, avg: s.avg };
+      return { name: s.name, label: s.label, host: many ? s.host : '', color: COLORS[k % COLORS.length], unit: unitOf(s.name), t, min: s.min, max: s.max, avg: s.avg };
     });
     this.legend.replaceChildren(...this.series.map((s) => el('span', { class: 'ks-key' },
       el('i', { style: 'background:' + s.color }), this.seriesName(s))));
@@ -193,7 +195,8 @@ class Chart {
 
   seriesName(s) {
     const short = this.group.stacked ? s.name.slice(4) : s.name;
-    return s.label ? short + ' ' + s.label : short;
+    const name = s.label ? short + ' ' + s.label : short;
+    return s.host ? name + ' (' + s.host + ')' : name;
   }
 
   /** x pixel of time ms. */

@@ -4,10 +4,13 @@
 //! ```text
 //! cargo run -p kflame-serve --example history -- OUT.db SECONDS
 //! cargo run -p kflame-serve --example history -- --follow OUT.db FROM TO PACE_MS
+//! cargo run -p kflame-serve --example history -- --fleet OUT.db SECONDS
 //! ```
 //!
 //! `--follow` goes on writing a history written by the first form, from second FROM to TO,
 //! one second every PACE_MS milliseconds, as a running watcher does (the `--live` test).
+//! `--fleet` writes three hosts (`db-1`, `db-2`, `web-1`), each its own mix and amount of
+//! the stacks (the host selection test).
 
 // A program, not the library: it tells its user what went wrong.
 #![allow(clippy::print_stderr)]
@@ -36,8 +39,12 @@ fn main() -> ExitCode {
             }
         };
     }
-    let [out, seconds] = &args[..] else {
-        eprintln!("usage: history OUT.db SECONDS | history --follow OUT.db FROM TO PACE_MS");
+    let (fleet, args) = match args.split_first() {
+        Some((flag, rest)) if flag == "--fleet" => (true, rest),
+        _ => (false, &args[..]),
+    };
+    let [out, seconds] = args else {
+        eprintln!("usage: history [--fleet] OUT.db SECONDS | history --follow OUT.db FROM TO PACE_MS");
         return ExitCode::from(2);
     };
     let Ok(seconds) = seconds.parse::<i64>() else {
@@ -48,8 +55,13 @@ fn main() -> ExitCode {
         eprintln!("history: {out} exists; give a new file");
         return ExitCode::FAILURE;
     }
-    match history::write(std::path::Path::new(out), seconds, false) {
-        Ok(_) => ExitCode::SUCCESS,
+    let written = if fleet {
+        history::write_fleet(std::path::Path::new(out), seconds).map(drop)
+    } else {
+        history::write(std::path::Path::new(out), seconds, false).map(drop)
+    };
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("history: {e}");
             ExitCode::FAILURE

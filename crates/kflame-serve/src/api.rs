@@ -4,14 +4,18 @@
 //!
 //! | route | what |
 //! | --- | --- |
-//! | `/api/info` | hosts, time bounds, metric names, profile kinds, live or not |
-//! | `/api/series?names=cpu.usr,cpu.sys&from&to&points=600[&label=][&host=]` | metric series, resampled to `points` spans (min, max, average of each) |
-//! | `/api/profile?kind=cpu&from&to[&host][&cgroup=PATH][&capture=ID][&offset_from_ms&offset_to_ms][&prune=PCT][&format=json\|folded\|svg\|html]` | the merged profile; JSON is the viewer's data, stacks under `prune` % of the total merged (`prune.rs`; default [`PRUNE_PCT`]) |
-//! | `/api/diff?kind&from&to&base_from&base_to[&cgroup]` or `&base_capture=ID` | differential profile (base → range) |
-//! | `/api/events?from&to[&host]` | triggers, captures and kernel reports |
+//! | `/api/info` | hosts and their labels, time bounds, metric names, profile kinds, live or not |
+//! | `/api/series?names=cpu.usr,cpu.sys&from&to&points=600[&label=][&host=][&hosts=]` | metric series, resampled to `points` spans (min, max, average of each) |
+//! | `/api/profile?kind=cpu&from&to[&host][&hosts=A,B][&cgroup=PATH][&capture=ID][&offset_from_ms&offset_to_ms][&prune=PCT][&format=json\|folded\|svg\|html]` | the merged profile; JSON is the viewer's data, stacks under `prune` % of the total merged (`prune.rs`; default [`PRUNE_PCT`]) |
+//! | `/api/diff?kind&from&to&base_from&base_to[&hosts][&cgroup]` or `&base_capture=ID` | differential profile (base → range) |
+//! | `/api/events?from&to[&host][&hosts]` | triggers, captures and kernel reports |
 //! | `/api/report?time=NS[&host]` | one kernel report: title, text and its stack as viewer data |
-//! | `/api/heatmap?kind&from&to[&row_ms=20][&cgroup]` | samples per (second, offset in the second) |
+//! | `/api/heatmap?kind&from&to[&row_ms=20][&hosts][&cgroup]` | samples per (second, offset in the second) |
+//! | `/api/frame_hosts?frame=F&kind&from&to[&hosts][&cgroup]` | each host's weight in stacks holding frame `F`, its total and the share |
 //! | `/api/live` | server-sent events: the history's newest time and a version that changes with every write, every second (`--live`) |
+//!
+//! `host=NAME` keeps one host, `hosts=A,B` (comma-separated) a set of them; without either,
+//! every host (a fleet's profile is all of them merged).
 //!
 //! Errors are `{"error": "..."}`: 400 for a bad request (range, kind, number), 404 for an
 //! unknown capture or report, 503 when the database is gone, 500 when it is corrupt.
@@ -103,6 +107,7 @@ pub(crate) fn routes() -> Router<Arc<App>> {
         .route("/events", get(events))
         .route("/report", get(report))
         .route("/heatmap", get(heatmap))
+        .route("/frame_hosts", get(frame_hosts))
         .route("/live", get(live))
         .fallback(|| async { ApiError::not_found("no such API path; see /api/info and the README") })
 }
@@ -168,13 +173,65 @@ fn host_param(args: &HashMap<String, String>) -> Option<String> {
     args.get("host").filter(|h| !h.is_empty()).cloned()
 }
 
+/// The hosts of a request: `host=NAME` (one) and `hosts=A,B` (a set); both may be given
+/// (both must hold). Neither: every host.
+#[derive(Clone, Debug, Default)]
+struct Hosts {
+    host: Option<String>,
+    hosts: Option<Vec<String>>,
+}
+
+impl Hosts {
+    fn of(args: &HashMap<String, String>) -> Hosts {
+        let hosts = args.get("hosts").map(|l| {
+            let mut v: Vec<String> =
+                l.split(',').map(str::trim).filter(|h| !h.is_empty()).map(str::to_string).collect();
+            v.sort();
+            v.dedup();
+            v
+        });
+        Hosts { host: host_param(args), hosts: hosts.filter(|v| !v.is_empty()) }
+    }
+
+    /// The one host a query can be narrowed to in the store (`host`, or a set of one).
+    fn single(&self) -> Option<&str> {
+        self.host.as_deref().or(match self.hosts.as_deref() {
+            Some([one]) => Some(one.as_str()),
+            _ => None,
+        })
+    }
+
+    fn matches(&self, host: &str) -> bool {
+        self.host.as_deref().is_none_or(|h| h == host)
+            && self.hosts.as_ref().is_none_or(|l| l.iter().any(|h| h == host))
+    }
+
+    /// Narrows a profile query.
+    fn apply<'a>(&'a self, q: &mut ProfileQuery<'a>) {
+        q.host = self.host.as_deref();
+        q.hosts = self.hosts.as_deref();
+    }
+
+    /// The selection for an answer's `info`: the set, or `null` for every host.
+    fn json(&self) -> Value {
+        match (&self.host, &self.hosts) {
+            (None, None) => Value::Null,
+            (Some(h), None) => json!([h]),
+            (_, Some(l)) => json!(l.iter().filter(|h| self.matches(h)).collect::<Vec<_>>()),
+        }
+    }
+}
+
 // ---- handlers -----------------------------------------------------------------------------
 
 async fn info(State(app): State<Arc<App>>) -> Result<Response> {
     let live = app.live;
     app.db
         .with(move |db| {
-            let hosts = db.hosts().map_err(ApiError::store)?;
+            let labelled = db.host_labels().map_err(ApiError::store)?;
+            let hosts: Vec<&str> = labelled.iter().map(|(h, _)| h.as_str()).collect();
+            let host_labels: serde_json::Map<String, Value> =
+                labelled.iter().map(|(h, l)| (h.clone(), Value::from(l.as_str()))).collect();
             let bounds = db.time_bounds().map_err(ApiError::store)?;
             let metrics: Vec<Value> = db
                 .metric_names(None)
@@ -186,6 +243,7 @@ async fn info(State(app): State<Arc<App>>) -> Result<Response> {
             Ok(json_response(
                 json!({
                     "hosts": hosts,
+                    "host_labels": host_labels,
                     "from": bounds.map(|b| b.0),
                     "to": bounds.map(|b| b.1),
                     "metrics": metrics,
@@ -215,13 +273,13 @@ async fn series(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
     app.db
         .with(move |db| {
             let (from, to) = range(db, &args, "from", "to")?;
-            let host = host_param(&args);
+            let hosts = Hosts::of(&args);
             let mut out = String::from("{\"series\":[");
             let mut first = true;
             let q = SeriesQuery {
                 name: "",
                 label: args.get("label").map(String::as_str),
-                host: host.as_deref(),
+                host: hosts.single(),
                 from_ns: from,
                 to_ns: to,
                 points,
@@ -231,7 +289,7 @@ async fn series(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
             let t0 = Instant::now();
             let found = db.series_many(&names, &q).map_err(ApiError::store)?;
             let store = t0.elapsed();
-            for s in found {
+            for s in found.into_iter().filter(|s| hosts.matches(&s.host)) {
                 if !first {
                     out.push(',');
                 }
@@ -351,10 +409,10 @@ fn query_profile(
         }
         None => range(db, args, &key("from"), &key("to"))?,
     };
-    let host = host_param(args);
+    let hosts = Hosts::of(args);
     let cgroup = cgroup_param(args)?;
     let mut q = ProfileQuery::new(kind, from, to);
-    q.host = host.as_deref();
+    hosts.apply(&mut q);
     q.capture = capture;
     q.cgroup = cgroup.as_deref();
     let off_from = num_param::<i64>(args, "offset_from_ms", "milliseconds 0 to 1000")?;
@@ -510,7 +568,8 @@ async fn profile(State(app): State<Arc<App>>, headers: HeaderMap, Params(args): 
                         None,
                         &opts,
                         json!({ "kind": kind.as_str(), "from": from, "to": to, "pruned": pruned,
-                                "cgroup": args.get("cgroup").filter(|c| !c.is_empty()) }),
+                                "cgroup": args.get("cgroup").filter(|c| !c.is_empty()),
+                                "hosts": Hosts::of(&args).json() }),
                     );
                     // The exact total of the range, whatever was merged.
                     debug_assert_eq!(m.stacks.total(), total);
@@ -611,6 +670,7 @@ async fn diff(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respons
                 .filter_map(|(k, v)| k.strip_prefix("base_").map(|k| (k.to_string(), v.clone())))
                 .chain(args.get("kind").map(|k| ("kind".to_string(), k.clone())))
                 .chain(args.get("host").map(|h| ("host".to_string(), h.clone())))
+                .chain(args.get("hosts").map(|h| ("hosts".to_string(), h.clone())))
                 .chain(args.get("cgroup").map(|c| ("cgroup".to_string(), c.clone())))
                 .collect();
             let has_range = base_args.contains_key("from") && base_args.contains_key("to");
@@ -634,7 +694,8 @@ async fn diff(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respons
                 Some(&before.stacks),
                 &opts,
                 json!({ "kind": kind.as_str(), "from": from, "to": to, "base_from": bfrom, "base_to": bto,
-                        "base_samples": before.samples, "base_total": before.stacks.total().to_string() }),
+                        "base_samples": before.samples, "base_total": before.stacks.total().to_string(),
+                        "hosts": Hosts::of(&args).json() }),
             )))
         })
         .await
@@ -668,9 +729,10 @@ async fn events(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
     app.db
         .with(move |db| {
             let (from, to) = range(db, &args, "from", "to")?;
-            let host = host_param(&args);
-            let list = db.events(from, to, host.as_deref()).map_err(ApiError::store)?;
-            let events: Vec<Value> = list.iter().map(event_json).collect();
+            let hosts = Hosts::of(&args);
+            let list = db.events(from, to, hosts.single()).map_err(ApiError::store)?;
+            let events: Vec<Value> =
+                list.iter().filter(|e| hosts.matches(e.host())).map(event_json).collect();
             Ok(json_response(json!({ "events": events, "from": from, "to": to }).to_string()))
         })
         .await
@@ -729,10 +791,10 @@ async fn heatmap(State(app): State<Arc<App>>, Params(args): Args) -> Result<Resp
                 )));
             }
             let rows = 1000 / row_ms;
-            let host = host_param(&args);
+            let hosts = Hosts::of(&args);
             let cgroup = cgroup_param(&args)?;
             let mut q = ProfileQuery::new(kind, from, to);
-            q.host = host.as_deref();
+            hosts.apply(&mut q);
             q.cgroup = cgroup.as_deref();
             let mut counts = vec![0u32; (columns * rows) as usize];
             let mut total = 0u64;
@@ -761,6 +823,72 @@ async fn heatmap(State(app): State<Arc<App>>, Params(args): Args) -> Result<Resp
             Ok(json_response(out))
         })
         .await
+}
+
+/// Which hosts spend weight in stacks holding one frame (`Query::host_shares`): each host's
+/// weight in the frame, its total and the share, the most in the frame first.
+async fn frame_hosts(State(app): State<Arc<App>>, Params(args): Args) -> Result<Response> {
+    let frame = match args.get("frame").map(String::as_str) {
+        None | Some("") => {
+            return Err(ApiError::bad(
+                "frame: missing (one frame name as the flame graph shows it, like shrink_slab)",
+            ));
+        }
+        Some(f) if f.contains(';') => {
+            return Err(ApiError::bad(format!(
+                "frame={f:?}: one frame name, without ';' (a frame, not a stack)"
+            )));
+        }
+        Some(f) => f.to_string(),
+    };
+    app.db
+        .with(move |db| {
+            let kind = kind_param(&args, "kind")?;
+            let (from, to) = range(db, &args, "from", "to")?;
+            let hosts = Hosts::of(&args);
+            let cgroup = cgroup_param(&args)?;
+            let mut q = ProfileQuery::new(kind, from, to);
+            hosts.apply(&mut q);
+            q.cgroup = cgroup.as_deref();
+            let t0 = Instant::now();
+            let shares = db.host_shares(&q, &frame).map_err(ApiError::store)?;
+            let store = t0.elapsed();
+            let (mut in_frame, mut total) = (Weight::ZERO, Weight::ZERO);
+            let mut out = String::from("{\"hosts\":[");
+            for (i, s) in shares.iter().enumerate() {
+                in_frame += s.frame;
+                total += s.total;
+                let _ = write!(
+                    out,
+                    "{}{{\"host\":{},\"in_frame\":{},\"total\":{},\"percent\":",
+                    if i > 0 { "," } else { "" },
+                    Value::from(s.host.as_str()),
+                    s.frame,
+                    s.total
+                );
+                write_num(&mut out, percent(s.frame, s.total));
+                out.push('}');
+            }
+            let _ = write!(
+                out,
+                "],\"frame\":{},\"kind\":\"{kind}\",\"from\":{from},\"to\":{to},\"in_frame\":{in_frame},\
+                 \"total\":{total},\"percent\":",
+                Value::from(frame.as_str())
+            );
+            write_num(&mut out, percent(in_frame, total));
+            out.push('}');
+            let mut resp = json_response(out);
+            if let Ok(v) = HeaderValue::from_str(&format!("store;dur={:.1}", ms(store))) {
+                resp.headers_mut().insert("server-timing", v);
+            }
+            Ok(resp)
+        })
+        .await
+}
+
+/// `part` in % of `whole` (0 when `whole` is 0).
+fn percent(part: Weight, whole: Weight) -> f64 {
+    if whole == Weight::ZERO { 0.0 } else { part.as_f64() / whole.as_f64() * 100.0 }
 }
 
 async fn live(State(app): State<Arc<App>>) -> Result<Response> {

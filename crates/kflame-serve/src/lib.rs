@@ -209,6 +209,14 @@ pub fn app(db: PathBuf, token: Token, addr: SocketAddr, live: bool) -> Result<Ro
     Ok(router(Arc::new(App { db, token, addr, live, shutdown, cache: Cache::default(), _keep: Some(keep) })))
 }
 
+/// The application over a store read through `kflame_store::Query` alone (as a ClickHouse
+/// store is read), without a socket: tests give it a store of their own.
+pub fn app_with_store(store: RemoteStore, token: Token, addr: SocketAddr, live: bool) -> Router {
+    let db = Arc::new(db::Db::remote(store.store, store.name));
+    let (keep, shutdown) = watch::channel(false);
+    router(Arc::new(App { db, token, addr, live, shutdown, cache: Cache::default(), _keep: Some(keep) }))
+}
+
 /// Every route, behind the security middleware.
 fn router(app: Arc<App>) -> Router {
     Router::new()

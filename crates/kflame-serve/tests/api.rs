@@ -658,3 +658,244 @@ async fn a_cgroup_filter_on_a_real_watched_history() {
     let e = error(&app, "/api/profile?kind=cpu&cgroup=system.slice", StatusCode::BAD_REQUEST).await;
     assert!(e.contains("/system.slice/foo.service"), "{e}");
 }
+
+// ---- a fleet: three hosts in one history ----------------------------------------------------
+
+/// A SQLite history read as a fleet's store is read (through `Query` alone), with the labels
+/// a ClickHouse store keeps for its hosts (a SQLite file keeps none).
+struct Labelled(std::sync::Mutex<kflame_store::Sqlite>);
+
+impl Labelled {
+    fn db(&self) -> std::sync::MutexGuard<'_, kflame_store::Sqlite> {
+        self.0.lock().unwrap()
+    }
+}
+
+impl kflame_store::Query for Labelled {
+    fn profile(
+        &self,
+        q: &kflame_store::ProfileQuery<'_>,
+    ) -> Result<kflame_store::Profile, kflame_store::StoreError> {
+        self.db().profile(q)
+    }
+    fn samples(
+        &self,
+        q: &kflame_store::ProfileQuery<'_>,
+    ) -> Result<Vec<kflame_store::SamplePoint>, kflame_store::StoreError> {
+        self.db().samples(q)
+    }
+    fn stack_text(&self, id: kflame_store::StackId) -> Result<Vec<u8>, kflame_store::StoreError> {
+        self.db().stack_text(id)
+    }
+    fn stack_texts(&self, ids: &[kflame_store::StackId]) -> Result<Vec<Vec<u8>>, kflame_store::StoreError> {
+        self.db().stack_texts(ids)
+    }
+    fn series(
+        &self,
+        q: &kflame_store::SeriesQuery<'_>,
+    ) -> Result<Vec<kflame_store::Series>, kflame_store::StoreError> {
+        self.db().series(q)
+    }
+    fn metric_names(&self, host: Option<&str>) -> Result<Vec<(String, String)>, kflame_store::StoreError> {
+        self.db().metric_names(host)
+    }
+    fn events(
+        &self,
+        from_ns: i64,
+        to_ns: i64,
+        host: Option<&str>,
+    ) -> Result<Vec<kflame_store::Event>, kflame_store::StoreError> {
+        self.db().events(from_ns, to_ns, host)
+    }
+    fn capture_events(
+        &self,
+        capture: kflame_store::CaptureId,
+        from_ns: i64,
+        to_ns: i64,
+    ) -> Result<Vec<kflame_store::StoredEvent>, kflame_store::StoreError> {
+        self.db().capture_events(capture, from_ns, to_ns)
+    }
+    fn hosts(&self) -> Result<Vec<String>, kflame_store::StoreError> {
+        self.db().hosts()
+    }
+    fn host_labels(&self) -> Result<Vec<(String, String)>, kflame_store::StoreError> {
+        Ok(history::FLEET.iter().map(|(h, l)| (h.to_string(), l.to_string())).collect())
+    }
+    fn time_bounds(&self) -> Result<Option<(i64, i64)>, kflame_store::StoreError> {
+        self.db().time_bounds()
+    }
+}
+
+/// The fleet's history, the server on its file, and the server on the same file read as a
+/// labelled remote store.
+fn fleet_setup(name: &str, seconds: i64) -> (history::Fleet, Router, Router) {
+    let path = dir(name).join("fleet.db");
+    let fleet = history::write_fleet(&path, seconds).unwrap();
+    let token = || Token::new(TOKEN).unwrap();
+    let app = kflame_serve::app(path.clone(), token(), ADDR.parse().unwrap(), false).unwrap();
+    let sqlite = kflame_store::Sqlite::open(&path, kflame_store::OpenMode::Read).unwrap();
+    let store = kflame_serve::RemoteStore {
+        store: std::sync::Arc::new(Labelled(std::sync::Mutex::new(sqlite))),
+        name: "labelled".into(),
+    };
+    let labelled = kflame_serve::app_with_store(store, token(), ADDR.parse().unwrap(), false);
+    (fleet, app, labelled)
+}
+
+/// A query parameter's value, percent-encoded.
+fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+fn has_frame(stack: &[u8], frame: &str) -> bool {
+    stack.split(|&b| b == b';').any(|f| f == frame.as_bytes())
+}
+
+#[tokio::test]
+async fn a_fleet_selects_hosts_merges_them_and_breaks_a_frame_down_by_host() {
+    let (fleet, app, labelled) = fleet_setup("fleet", 60);
+    let (from, to) = (T0 + 5 * SEC + 1234, T0 + 47 * SEC);
+    let all: Vec<&str> = fleet.hosts.iter().map(|(h, _)| h.as_str()).collect();
+    let of = |names: &[&str], from: i64, to: i64| {
+        expected(
+            fleet.hosts.iter().filter(|(h, _)| names.contains(&h.as_str())).map(|(_, w)| &w[..]),
+            from,
+            to,
+        )
+    };
+    // The hosts and their labels (none in a SQLite file; a fleet's store keeps them).
+    let info = json(&app, "/api/info").await;
+    assert_eq!(info["hosts"], serde_json::json!(all));
+    assert_eq!(info["host_labels"], serde_json::json!({ "db-1": "", "db-2": "", "web-1": "" }));
+    let info = json(&labelled, "/api/info").await;
+    let labels: serde_json::Map<String, Value> =
+        history::FLEET.iter().map(|(h, l)| (h.to_string(), Value::from(*l))).collect();
+    assert_eq!(info["host_labels"], Value::Object(labels));
+    // Every host merged, one, two, all three named: exactly their samples, in the profile,
+    // the heat map and the differential graph, through the file and through `Query` alone.
+    for sel in
+        [vec![], vec!["db-1"], vec!["web-1"], vec!["db-2", "web-1"], vec!["web-1", "db-1"], all.clone()]
+    {
+        let hq = if sel.is_empty() { String::new() } else { format!("&hosts={}", sel.join(",")) };
+        let names = if sel.is_empty() { &all } else { &sel };
+        let want = of(names, from, to);
+        let total: u64 = want.values().sum();
+        assert!(total > 0);
+        for app in [&app, &labelled] {
+            let (status, _, body) =
+                send(app, authed(&format!("/api/profile?kind=cpu&from={from}&to={to}{hq}&format=folded")))
+                    .await;
+            assert_eq!(status, StatusCode::OK);
+            assert_eq!(parse_folded(&body), want, "{sel:?}");
+            let v = json(app, &format!("/api/profile?kind=cpu&from={from}&to={to}{hq}")).await;
+            assert_eq!(v["total"].as_u64(), Some(total), "{sel:?}");
+            let mut shown = sel.clone();
+            shown.sort();
+            let shown = if sel.is_empty() { Value::Null } else { serde_json::json!(shown) };
+            assert_eq!(v["info"]["hosts"], shown);
+            let h = json(app, &format!("/api/heatmap?kind=cpu&from={from}&to={to}{hq}")).await;
+            assert_eq!(h["total"].as_u64(), Some(total), "{sel:?}");
+        }
+        let d =
+            json(&app, &format!("/api/diff?kind=cpu&from={from}&to={to}&base_from={T0}&base_to={from}{hq}"))
+                .await;
+        assert_eq!(d["total"].as_u64(), Some(total));
+        let before: u64 = of(names, T0, from).values().sum();
+        assert_eq!(d["info"]["base_total"].as_str(), Some(before.to_string().as_str()));
+    }
+    // `host` and `hosts` together: both hold. A host the history lacks: nothing.
+    let v = json(&app, &format!("/api/profile?from={from}&to={to}&hosts=db-1,db-2&host=db-2")).await;
+    assert_eq!(v["total"].as_u64(), Some(of(&["db-2"], from, to).values().sum()));
+    let v = json(&app, &format!("/api/profile?from={from}&to={to}&hosts=nope")).await;
+    assert_eq!(v["total"].as_u64(), Some(0));
+    // Series and events of the chosen hosts only.
+    let v =
+        json(&app, &format!("/api/series?names=cpu.usr&label=&from={from}&to={to}&hosts=web-1,db-1")).await;
+    let hosts: Vec<&str> =
+        v["series"].as_array().unwrap().iter().map(|s| s["host"].as_str().unwrap()).collect();
+    assert_eq!(hosts, ["db-1", "web-1"]);
+    let v = json(&app, &format!("/api/series?names=cpu.usr&label=&from={from}&to={to}")).await;
+    assert_eq!(v["series"].as_array().unwrap().len(), 3);
+    let events = |v: Value| -> Vec<(String, String)> {
+        v["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (e["type"].as_str().unwrap().to_string(), e["host"].as_str().unwrap().to_string()))
+            .collect()
+    };
+    let ev = |s: &str, h: &str| (s.to_string(), h.to_string());
+    assert_eq!(events(json(&app, "/api/events").await), [ev("trigger", "db-2"), ev("report", "web-1")]);
+    assert_eq!(events(json(&app, "/api/events?hosts=db-1,db-2").await), [ev("trigger", "db-2")]);
+    assert_eq!(events(json(&app, "/api/events?hosts=web-1").await), [ev("report", "web-1")]);
+    assert_eq!(events(json(&app, "/api/events?hosts=db-1").await), []);
+
+    // The per-host breakdown of a frame only web-1 runs and of a frame every host runs (the
+    // second frame of db-1's first sample in the range), computed from what was written.
+    let common = {
+        let w = fleet.hosts[0].1.iter().find(|w| w.time_ns >= from).unwrap();
+        let frames: Vec<&[u8]> = w.stack.split(|&b| b == b';').collect();
+        String::from_utf8(frames[1].to_vec()).unwrap()
+    };
+    for frame in [history::WEB_FRAME, common.as_str()] {
+        for sel in [None, Some(vec!["db-1", "web-1"]), Some(vec!["db-2"])] {
+            let hq = sel.as_ref().map_or(String::new(), |s| format!("&hosts={}", s.join(",")));
+            let mut want: Vec<(String, u64, u64)> = fleet
+                .hosts
+                .iter()
+                .filter(|(h, _)| sel.as_ref().is_none_or(|s| s.contains(&h.as_str())))
+                .map(|(h, ws)| {
+                    let inside = ws.iter().filter(|w| w.time_ns >= from && w.time_ns < to);
+                    let total = inside.clone().count() as u64;
+                    (h.clone(), inside.filter(|w| has_frame(&w.stack, frame)).count() as u64, total)
+                })
+                .collect();
+            want.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            for app in [&app, &labelled] {
+                let uri = format!("/api/frame_hosts?frame={}&kind=cpu&from={from}&to={to}{hq}", enc(frame));
+                let v = json(app, &uri).await;
+                let got: Vec<(String, u64, u64)> = v["hosts"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| {
+                        let (i, t) = (r["in_frame"].as_u64().unwrap(), r["total"].as_u64().unwrap());
+                        let pct = r["percent"].as_f64().unwrap();
+                        assert!((pct - i as f64 / t as f64 * 100.0).abs() < 1e-9, "{uri}: {r}");
+                        (r["host"].as_str().unwrap().to_string(), i, t)
+                    })
+                    .collect();
+                assert_eq!(got, want, "{uri}");
+                assert_eq!(v["frame"], frame);
+                assert_eq!(v["in_frame"].as_u64(), Some(want.iter().map(|w| w.1).sum()));
+                assert_eq!(v["total"].as_u64(), Some(want.iter().map(|w| w.2).sum()));
+            }
+        }
+    }
+    // Only web-1 runs nginx; every host runs the common frame.
+    let v = json(&app, &format!("/api/frame_hosts?frame={}&from={from}&to={to}", history::WEB_FRAME)).await;
+    let rows = v["hosts"].as_array().unwrap();
+    assert_eq!(rows[0]["host"], "web-1");
+    assert!(rows[0]["in_frame"].as_u64().unwrap() > 0);
+    assert!(rows[1..].iter().all(|r| r["in_frame"].as_u64() == Some(0)));
+    // Bad requests: what is wrong, in words.
+    for (uri, want) in [
+        ("/api/frame_hosts", "frame: missing"),
+        ("/api/frame_hosts?frame=", "frame: missing"),
+        ("/api/frame_hosts?frame=a%3Bb", "without ';'"),
+        ("/api/frame_hosts?frame=x&kind=gpu", "unknown profile kind"),
+        ("/api/frame_hosts?frame=x&from=20&to=10", "bad range"),
+        ("/api/frame_hosts?frame=x&cgroup=nope", "cgroup=\"nope\""),
+    ] {
+        let msg = error(&app, uri, StatusCode::BAD_REQUEST).await;
+        assert!(msg.contains(want), "{uri}: {msg}");
+    }
+}

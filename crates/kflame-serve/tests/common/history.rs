@@ -187,6 +187,86 @@ pub fn write(path: &Path, seconds: i64, keep: bool) -> Result<History, StoreErro
     Ok(hist)
 }
 
+/// The hosts of [`write_fleet`], and the labels a fleet's store would keep for them.
+pub const FLEET: [(&str, &str); 3] =
+    [("db-1", "role=db,zone=a"), ("db-2", "role=db,zone=b"), ("web-1", "role=web,zone=a")];
+/// A frame only `web-1` runs (in every fifth of its samples), under the comm `nginx`.
+pub const WEB_FRAME: &str = "ngx_http_process_request";
+
+/// What [`write_fleet`] wrote: each host's samples.
+#[derive(Debug, Default)]
+pub struct Fleet {
+    /// (host, its always-on CPU samples), in the order of [`FLEET`].
+    pub hosts: Vec<(String, Vec<Written>)>,
+    /// When `db-2`'s trigger fired and `web-1`'s report was logged.
+    pub trigger_ns: i64,
+    /// See `trigger_ns`.
+    pub report_ns: i64,
+}
+
+/// Writes `seconds` of history of the three hosts of [`FLEET`] to `path` (created), as a
+/// fleet's store holds them: each host its own mix of the real stacks and its own amount
+/// (`db-1` every sample of [`second_samples`], `db-2` two thirds, `web-1` one third, a fifth
+/// of those in [`WEB_FRAME`]), its own metric values (the pattern of [`metrics_of`] shifted by
+/// 10 % a host), a trigger on `db-2` and a kernel report on `web-1`.
+pub fn write_fleet(path: &Path, seconds: i64) -> Result<Fleet, StoreError> {
+    let mut db = Sqlite::open(path, OpenMode::Write)?;
+    let meta = Meta::with_unit(Unit::Samples);
+    let stacks = real_stacks();
+    let web_stack = format!("nginx;entry_SYSCALL_64;do_syscall_64;{WEB_FRAME};tcp_sendmsg").into_bytes();
+    let mut fleet = Fleet::default();
+    for (i, (host, _)) in FLEET.iter().enumerate() {
+        let mut k = i * 7919;
+        let mut kept = Vec::new();
+        let mut bucket: Vec<Written> = Vec::new();
+        for s in 0..seconds {
+            let ms = metrics_of(s);
+            let metrics: Vec<Metric<'_>> = ms
+                .iter()
+                .map(|(n, l, v)| Metric { name: n, label: l, value: *v * (1.0 + 0.1 * i as f64) })
+                .collect();
+            db.append_metrics(host, T0 + s * SEC, &metrics)?;
+            let mut all = Vec::new();
+            second_samples(&stacks, s, &mut k, &mut all);
+            for (n, mut w) in all.into_iter().enumerate() {
+                if n % 3 < i {
+                    continue;
+                }
+                if i == 2 && n % 5 == 0 {
+                    w.stack = web_stack.clone();
+                }
+                bucket.push(w);
+            }
+            if (s + 1) * SEC % BUCKET == 0 || s + 1 == seconds {
+                let start = T0 + (s * SEC / BUCKET) * BUCKET;
+                append(&mut db, host, Kind::Cpu, start, start + BUCKET, None, &meta, &bucket)?;
+                kept.append(&mut bucket);
+            }
+        }
+        fleet.hosts.push((host.to_string(), kept));
+    }
+    fleet.trigger_ns = T0 + 20 * SEC;
+    db.append_trigger(&TriggerFired {
+        host: "db-2",
+        time_ns: fleet.trigger_ns,
+        rule: "cpu > 60% for 5s => cpu 10s",
+        metric: "cpu",
+        value: 65.0,
+        threshold: 60.0,
+    })?;
+    fleet.report_ns = T0 + 40 * SEC;
+    db.append_report(&StoredReport {
+        host: "web-1",
+        time_ns: fleet.report_ns,
+        kind: "warning",
+        title: "WARNING: <i>web-1</i> at net/x.c",
+        stack: "ret_from_fork;kthread;<b>net_rx</b>",
+        text: "WARNING: <script>alert(5)</script>",
+    })?;
+    db.flush()?;
+    Ok(fleet)
+}
+
 /// Goes on writing the history [`write`] wrote to `path`, as a running watcher does: second
 /// `from_s` to `to_s` (relative to T0), one second of history every `pace` of wall time,
 /// metrics flushed each second, a bucket at each bucket's end.

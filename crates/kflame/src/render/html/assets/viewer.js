@@ -6,7 +6,9 @@
  * subtitle, notes, unit, countname, palette, inverted, flamechart. Every piece of profile
  * text is inserted with textContent. With meta.embedded (a viewer that is part of another
  * view, such as the scatter page's), it keeps no state in the URL and answers no keys
- * outside its own element.
+ * outside its own element. Selecting a frame (a click, a zoom, the top table) dispatches
+ * `kf-select` (bubbling) on the viewer's element, `detail.name` the frame's name (null: none), for a
+ * page that offers more about the selected frame.
  */
 import * as model from './model.js';
 import * as palette from './palette.js';
@@ -121,6 +123,7 @@ class FlameViewer {
   select(nm) {
     this.state.selected = nm;
     this.dom.selName.textContent = nm >= 0 ? this.tree.names[nm] : 'none (click a frame)';
+    this.dom.root.dispatchEvent(new CustomEvent('kf-select', { bubbles: true, detail: { name: nm >= 0 ? this.tree.names[nm] : null } }));
   }
 
   /** Sets the search regex; '' clears it. */
