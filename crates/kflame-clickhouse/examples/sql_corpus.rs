@@ -120,6 +120,8 @@ fn main() {
     let full = ProfileQuery::new(Kind::Cpu, T0, T0 + 60 * SEC);
     let some: Vec<String> = vec!["db1".into(), "web2".into()];
     r.profile(&full).unwrap();
+    // Whole 10-minute slots over every host: the fleet's per-slot sums.
+    r.profile(&ProfileQuery::new(Kind::Cpu, T0 - 590 * SEC, T0 + 630 * SEC)).unwrap();
     r.profile(&ProfileQuery { host: Some("web1"), cgroup: Some("/system.slice"), ..full }).unwrap();
     r.profile(&ProfileQuery {
         hosts: Some(&some),

@@ -12,7 +12,7 @@ use rustc_hash::FxHashMap;
 use crate::http::{Client, HttpError};
 use crate::location::Location;
 use crate::rowbinary::{ReadError, Reader as Rows};
-use crate::schema;
+use crate::schema::{self, SLOT_NS};
 use crate::writer::day_of;
 
 /// A ClickHouse store being read.
@@ -233,11 +233,34 @@ impl Query for Reader {
         let unit = if meta.unit == Unit::Unspecified { String::new() } else { meta.unit.name().to_string() };
         // Only when another unit is in the range does the unit column need reading.
         let unit_filter = if mixed > 0 { format!(" AND unit = {}", lit(&unit)) } else { String::new() };
-        let data = self.select(&format!(
-            "SELECT stack_id, sum(weight), sum(weight_nano), count() FROM {} WHERE {}{unit_filter} GROUP BY stack_id",
+        // Every host, every capture and cgroup: whole 10-minute slots come from the fleet's
+        // per-slot sums, only the edges from the samples.
+        let (a, b) = (
+            q.from_ns.div_euclid(SLOT_NS).saturating_add(i64::from(q.from_ns.rem_euclid(SLOT_NS) != 0))
+                * SLOT_NS,
+            q.to_ns.div_euclid(SLOT_NS) * SLOT_NS,
+        );
+        let whole_slots =
+            q.host.is_none() && q.hosts.is_none() && q.capture.is_none() && q.cgroup.is_none() && a < b;
+        let mut sql = format!(
+            "SELECT stack_id, sum(weight) AS w, sum(weight_nano) AS n, count() AS c FROM {} WHERE {}{unit_filter}{} \
+             GROUP BY stack_id",
             self.t("samples"),
             profile_filter(q),
-        ))?;
+            if whole_slots { format!(" AND (time_ns < {a} OR time_ns >= {b})") } else { String::new() },
+        );
+        if whole_slots {
+            sql = format!(
+                "SELECT stack_id, sum(w), sum(n), sum(c) FROM ({sql} UNION ALL SELECT stack_id, sum(weight), \
+                 sum(weight_nano), sum(samples) FROM {} WHERE kind = {} AND slot >= {a} AND slot < {b} \
+                 AND day >= toDate({}) AND day <= toDate({}){unit_filter} GROUP BY stack_id) GROUP BY stack_id",
+                self.t("samples_10m"),
+                q.kind.code(),
+                day_of(a),
+                day_of(b - 1),
+            );
+        }
+        let data = self.select(&sql)?;
         let mut r = Rows::new(&data);
         let mut sums: Vec<(u64, Weight)> = Vec::new();
         let mut samples = 0u64;

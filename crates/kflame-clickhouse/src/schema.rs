@@ -197,10 +197,47 @@ pub const HOSTS: Table = Table {
 };
 
 /// Every table.
+/// The length of a slot of [`SAMPLES_10M`].
+pub const SLOT_NS: i64 = 600_000_000_000;
+
+/// The fleet's profile by 10-minute slot: every sample of `samples` summed per (kind, slot,
+/// unit, stack) as it is inserted (a materialized view on each server), `host` `*` (every
+/// host). A range of whole slots over every host reads this, tens of times fewer rows than
+/// the samples; writers never write it.
+pub const SAMPLES_10M: Table = Table {
+    name: "samples_10m",
+    columns: &[
+        ("day", "Date"),
+        ("host", "String"),
+        ("kind", "UInt8"),
+        ("slot", "Int64"),
+        ("unit", "String"),
+        ("stack_id", "UInt64"),
+        ("weight", "UInt64"),
+        ("weight_nano", "UInt64"),
+        ("samples", "UInt64"),
+    ],
+    order_by: "kind, unit, slot, stack_id",
+    // Only these are summed when rows of one key merge (not `day`).
+    engine: "SummingMergeTree((weight, weight_nano, samples))",
+    shard_by: "stack_id",
+};
+
 /// Every table, in the order a writer sends its batches: stacks before the samples that
 /// name them, samples before the bucket row that counts them.
-pub const TABLES: [&Table; 10] =
-    [&STACKS, &HOSTS, &SAMPLES, &BUCKETS, &METRICS, &TRIGGERS, &CAPTURES, &CAPTURE_ENDS, &EVENTS, &REPORTS];
+pub const TABLES: [&Table; 11] = [
+    &STACKS,
+    &HOSTS,
+    &SAMPLES,
+    &BUCKETS,
+    &METRICS,
+    &TRIGGERS,
+    &CAPTURES,
+    &CAPTURE_ENDS,
+    &EVENTS,
+    &REPORTS,
+    &SAMPLES_10M,
+];
 
 /// What `kflame store init` makes.
 #[derive(Clone, Copy, Debug, Default)]
@@ -250,6 +287,16 @@ pub fn ddl(loc: &Location, opts: &InitOptions, version: (u32, u32)) -> Vec<Strin
             ));
         }
     }
+    // The view that fills samples_10m from the samples each server stores.
+    out.push(format!(
+        "CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.samples_10m_mv TO {to} AS SELECT day, '*' AS host, kind, \
+         intDiv(time_ns, {SLOT_NS}) * {SLOT_NS} AS slot, unit, stack_id, sum(weight) AS weight, \
+         toUInt64(sum(weight_nano)) AS weight_nano, count() AS samples FROM {from} \
+         GROUP BY day, kind, slot, unit, stack_id",
+        db = loc.database,
+        to = loc.local_table("samples_10m"),
+        from = loc.local_table("samples"),
+    ));
     out
 }
 
@@ -329,6 +376,9 @@ pub fn check(client: &Client, loc: &Location) -> Result<(), SchemaError> {
                 )));
             }
         }
+    }
+    if !text.lines().any(|l| l.starts_with("samples_10m_mv\t")) {
+        missing.push(format!("{}.samples_10m_mv", loc.database));
     }
     if !missing.is_empty() {
         return Err(SchemaError::Mismatch(format!(

@@ -188,7 +188,15 @@ fn compare(ch: &dyn Query, db: &dyn Query) {
     let (clo, chi) = ch.time_bounds().unwrap().unwrap();
     assert_eq!(clo, lo);
     assert!(chi >= hi - 1_000_000_000 && chi <= hi, "{chi} vs {hi}");
-    for (from, to) in [(T0, T0 + 60 * SEC), (T0 + 3 * SEC, T0 + 17 * SEC), (T0 + 55 * SEC, T0 + 70 * SEC)] {
+    // The last two ranges hold whole 10-minute slots: over every host they are read from the
+    // fleet's per-slot sums (and the edges from the samples).
+    for (from, to) in [
+        (T0, T0 + 60 * SEC),
+        (T0 + 3 * SEC, T0 + 17 * SEC),
+        (T0 + 55 * SEC, T0 + 70 * SEC),
+        (T0, T0 + 600 * SEC),
+        (T0 - 590 * SEC, T0 + 1200 * SEC + 30 * SEC),
+    ] {
         for host in [None, Some("web1")] {
             for cgroup in [None, Some("/system.slice"), Some("/user.slice/")] {
                 let q = ProfileQuery { host, cgroup, ..ProfileQuery::new(Kind::Cpu, from, to) };
