@@ -184,6 +184,9 @@ class Chart {
   setData(series) {
     // Series of several hosts (a fleet) are named with their host.
     const many = new Set(series.map((s) => s.host)).size > 1;
+    // The shares of one host's CPUs stack to its busy total; several hosts' shares do not
+    // add up to anything (two busy hosts are not 200 % of one): they are drawn as lines.
+    this.stacked = this.group.stacked && !many;
     this.series = series.map((s, k) => {
       const t0 = s.t0 / 1e6, t = new Float64Array(s.t.length);
       for (let i = 0; i < t.length; i++) t[i] = t0 + s.t[i];
@@ -217,7 +220,7 @@ class Chart {
     const top = 18, bottom = HEIGHT - 4, h = bottom - top;
     // The scale: stacked shares sum, lines their largest max.
     let ymax = 0;
-    if (this.group.stacked) {
+    if (this.stacked) {
       const n = this.series[0] ? this.series[0].avg.length : 0;
       for (let i = 0; i < n; i++) ymax = Math.max(ymax, this.series.reduce((a, s) => a + (s.avg[i] || 0), 0));
       ymax = Math.max(100, ymax);
@@ -262,7 +265,7 @@ class Chart {
     };
     /** The column after the last of point i (of times t). */
     const end = (t, i, cell, a) => Math.max(a + 1, X(i + 1 < t.length && t[i + 1] - t[i] <= cell * 1.5 ? t[i + 1] : t[i] + cell));
-    if (this.group.stacked) {
+    if (this.stacked) {
       const t = this.series[0].t, n = t.length, base = new Float64Array(n), cell = cellOf(t);
       for (const s of this.series) {
         const c = colorOf(s.color), avg = s.avg;
@@ -321,7 +324,7 @@ class Chart {
       g.closePath();
       g.fill();
     };
-    if (this.group.stacked) {
+    if (this.stacked) {
       const n = this.series[0] ? this.series[0].avg.length : 0;
       const base = new Float64Array(n);
       for (const s of this.series) {
