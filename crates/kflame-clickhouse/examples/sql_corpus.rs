@@ -5,14 +5,10 @@
 //! statements, their data and their answers land in DIR: `tests/clickhouse/test_chdb.py`
 //! runs the same SQL on a current ClickHouse (chdb) and compares the answers.
 
-use kflame::events::{EventKind, EventRecord, Frames};
-use kflame::fold::{Meta, Unit, Weight};
 use kflame_clickhouse::rig::Rig;
 use kflame_clickhouse::rig::fleet;
 use kflame_clickhouse::{InitOptions, Location, Reader, Writer, WriterOptions, schema};
-use kflame_store::{
-    Bucket, CaptureStart, Kind, Metric, ProfileQuery, Query, SeriesQuery, Store, StoredReport, TriggerFired,
-};
+use kflame_store::{Kind, ProfileQuery, Query, SeriesQuery, Store};
 
 const T0: i64 = 1_764_000_000_000_000_000;
 const SEC: i64 = 1_000_000_000;
@@ -41,77 +37,8 @@ fn main() {
     {
         let opts = WriterOptions { labels: "role=corpus".into(), ..WriterOptions::default() };
         let mut w = Writer::open(&loc, &spool.join("spool.db"), opts).unwrap();
-        let meta = Meta { unit: Unit::Samples, event: Some("cpu-clock".into()) };
         for (h, host) in ["db1", "web1", "web2"].iter().enumerate() {
-            let samples = fleet::host_samples(h, T0, 60, 19, 2, &stacks);
-            fleet::write_buckets(&mut w, host, Kind::Cpu, &meta, &samples, T0, 10 * SEC).unwrap();
-            for s in 0..60 {
-                let v = (s as f64 * 1.7 + h as f64) % 100.0;
-                let m = [
-                    Metric { name: "cpu.usr", label: "", value: v },
-                    Metric { name: "cpu.usr", label: "cpu1", value: v / 2.0 },
-                ];
-                w.append_metrics(host, T0 + s * SEC, &m).unwrap();
-            }
-            let trig = w
-                .append_trigger(&TriggerFired {
-                    host,
-                    time_ns: T0 + 20 * SEC,
-                    rule: "cpu > 80% => syscalls 10s",
-                    metric: "cpu",
-                    value: 91.0,
-                    threshold: 80.0,
-                })
-                .unwrap();
-            let ns = Meta { unit: Unit::Nanoseconds, event: None };
-            let cap = w
-                .begin_capture(&CaptureStart {
-                    host,
-                    kind: Kind::Syscalls,
-                    start_ns: T0 + 20 * SEC,
-                    trigger: Some(trig),
-                    meta: &ns,
-                })
-                .unwrap();
-            let frames: Vec<Vec<u8>> = vec![b"nginx".to_vec(), b"ksys_write".to_vec()];
-            let events: Vec<EventRecord<'_>> = (0..20u64)
-                .map(|i| EventRecord {
-                    kind: EventKind::Syscall,
-                    ts_ns: Some((T0 + 20 * SEC) as u64 + i * 100_000_000),
-                    duration_ns: Some(1_000 * (i + 1)),
-                    cpu: 0,
-                    pid: Some(7),
-                    tid: Some(7),
-                    comm: Some("nginx"),
-                    event: "syscall:write",
-                    weight: 1_000 * (i + 1),
-                    stack: Frames::Owned(&frames),
-                })
-                .collect();
-            w.append_events(cap, &events).unwrap();
-            let agg: Vec<(&[u8], Weight)> =
-                vec![(b"nginx;ksys_write".as_slice(), Weight::parse(b"210000.5").unwrap())];
-            w.append_bucket(&Bucket {
-                host,
-                kind: Kind::Syscalls,
-                start_ns: T0 + 20 * SEC,
-                end_ns: T0 + 30 * SEC,
-                capture: Some(cap),
-                meta: &ns,
-                samples: &[],
-                aggregated: &agg,
-            })
-            .unwrap();
-            w.end_capture(cap, T0 + 30 * SEC, "done").unwrap();
-            w.append_report(&StoredReport {
-                host,
-                time_ns: T0 + 25 * SEC,
-                kind: "warning",
-                title: "WARNING in shrink_slab",
-                stack: "shrink_slab",
-                text: "WARNING: it's \"quoted\"\n",
-            })
-            .unwrap();
+            fleet::write_history(&mut w, host, h, T0, 60, &stacks).unwrap();
         }
         w.flush().unwrap();
     }

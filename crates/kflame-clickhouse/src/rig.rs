@@ -203,8 +203,13 @@ impl Drop for Rig {
 
 /// Simulated hosts for tests and benchmarks: real stacks spread over hosts and time.
 pub mod fleet {
-    use kflame::fold::{Meta, Weight};
-    use kflame_store::{Bucket, Kind, Sample, Store, StoreError};
+    use kflame::events::{EventKind, EventRecord, Frames};
+    use kflame::fold::{Meta, Unit, Weight};
+    use kflame_store::{
+        Bucket, CaptureStart, Kind, Metric, Sample, Store, StoreError, StoredReport, TriggerFired,
+    };
+
+    const SEC: i64 = 1_000_000_000;
 
     /// One sample, owning its stack.
     #[derive(Clone, Debug)]
@@ -319,6 +324,92 @@ pub mod fleet {
             i = j;
             start = end;
         }
+        Ok(written)
+    }
+
+    /// Writes `seconds` from `t0` of host number `h`'s history as `kflame watch` would:
+    /// metrics every second, 10-s CPU buckets of [`host_samples`] (19 Hz, 2 CPUs), a trigger
+    /// at 20 s, the syscall capture it starts (50 events and an aggregated bucket), a kernel
+    /// report at 25 s; flushed. Returns the CPU samples written.
+    pub fn write_history(
+        store: &mut dyn Store,
+        host: &str,
+        h: usize,
+        t0: i64,
+        seconds: i64,
+        stacks: &[Vec<u8>],
+    ) -> Result<u64, StoreError> {
+        for s in 0..seconds {
+            let v = (s as f64 * 1.7 + h as f64 * 10.0) % 100.0;
+            let m = [
+                Metric { name: "cpu.usr", label: "", value: v },
+                Metric { name: "cpu.usr", label: "cpu1", value: v / 2.0 },
+                Metric { name: "psi.io.some", label: "", value: 0.25 * h as f64 },
+            ];
+            store.append_metrics(host, t0 + s * SEC, &m)?;
+        }
+        let meta = Meta { unit: Unit::Samples, event: Some("cpu-clock".into()) };
+        let samples = host_samples(h, t0, seconds, 19, 2, stacks);
+        let written = write_buckets(store, host, Kind::Cpu, &meta, &samples, t0, 10 * SEC)?;
+        let at = t0 + 20 * SEC;
+        let trig = store.append_trigger(&TriggerFired {
+            host,
+            time_ns: at,
+            rule: "cpu > 80% for 5s => syscalls 10s",
+            metric: "cpu",
+            value: 91.5,
+            threshold: 80.0,
+        })?;
+        let ns = Meta { unit: Unit::Nanoseconds, event: None };
+        let cap = store.begin_capture(&CaptureStart {
+            host,
+            kind: Kind::Syscalls,
+            start_ns: at,
+            trigger: Some(trig),
+            meta: &ns,
+        })?;
+        let frames: Vec<Vec<u8>> =
+            vec![b"nginx".to_vec(), b"entry_SYSCALL_64".to_vec(), b"ksys_write".to_vec()];
+        let k = h as u64 + 1;
+        let events: Vec<EventRecord<'_>> = (0..50u64)
+            .map(|i| EventRecord {
+                kind: EventKind::Syscall,
+                ts_ns: Some(at as u64 + i * 100_000_000),
+                duration_ns: Some(1_000 * (i + 1) * k),
+                cpu: (i % 2) as u32,
+                pid: Some(100 + i as u32),
+                tid: Some(100 + i as u32),
+                comm: Some("nginx"),
+                event: "syscall:write",
+                weight: 1_000 * (i + 1) * k,
+                stack: Frames::Owned(&frames),
+            })
+            .collect();
+        store.append_events(cap, &events)?;
+        let agg: Vec<(&[u8], Weight)> = vec![(
+            b"nginx;entry_SYSCALL_64;ksys_write".as_slice(),
+            Weight::parse(b"55000.25").unwrap_or(Weight::ONE).saturating_mul(k),
+        )];
+        store.append_bucket(&Bucket {
+            host,
+            kind: Kind::Syscalls,
+            start_ns: at,
+            end_ns: at + 10 * SEC,
+            capture: Some(cap),
+            meta: &ns,
+            samples: &[],
+            aggregated: &agg,
+        })?;
+        store.end_capture(cap, at + 10 * SEC, "done")?;
+        store.append_report(&StoredReport {
+            host,
+            time_ns: t0 + 25 * SEC,
+            kind: "warning",
+            title: "WARNING in shrink_slab",
+            stack: "kswapd;balance_pgdat;shrink_node;shrink_slab",
+            text: "WARNING: CPU: 1 PID: 77 at mm/vmscan.c:512 shrink_slab+0x1f/0x300 \"it's\"\n",
+        })?;
+        store.flush()?;
         Ok(written)
     }
 }

@@ -7,14 +7,13 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use kflame::events::{EventKind, EventRecord, Frames};
 use kflame::fold::{Meta, StackCounts, Stacks, Unit, Weight};
 use kflame_clickhouse::rig::Rig;
 use kflame_clickhouse::rig::fleet::{self, OwnedSample};
 use kflame_clickhouse::{InitOptions, Location, Reader, Writer, WriterOptions, schema};
 use kflame_store::{
-    Bucket, CaptureStart, Event, Kind, Metric, OpenMode, ProfileQuery, Query, Sample, SeriesQuery, Sqlite,
-    Store, StoreError, StoredReport, TriggerFired,
+    Bucket, Event, Kind, Metric, OpenMode, ProfileQuery, Query, Sample, SeriesQuery, Sqlite, Store,
+    StoreError,
 };
 
 const T0: i64 = 1_764_000_000_000_000_000;
@@ -45,118 +44,9 @@ fn generate(h: usize, seconds: i64, stacks: &[Vec<u8>]) -> Vec<OwnedSample> {
     fleet::host_samples(h, T0, seconds, 19, 2, stacks)
 }
 
-/// Writes `seconds` of one host's history: metrics every second, 10-s cpu buckets, a
-/// trigger, a capture of syscall events and an aggregated offcpu bucket, a kernel report.
+/// Writes `seconds` of one host's history (see `rig::fleet::write_history`).
 fn write_host(store: &mut dyn Store, h: usize, seconds: i64, stacks: &[Vec<u8>]) -> u64 {
-    let host = HOSTS[h];
-    let meta = Meta { unit: Unit::Samples, event: Some("cpu-clock".into()) };
-    let samples = generate(h, seconds, stacks);
-    for s in 0..seconds {
-        let t = T0 + s * SEC;
-        let v = (s as f64 * 1.7 + h as f64 * 10.0) % 100.0;
-        store
-            .append_metrics(
-                host,
-                t,
-                &[
-                    Metric { name: "cpu.usr", label: "", value: v },
-                    Metric { name: "cpu.usr", label: "cpu1", value: v / 2.0 },
-                    Metric { name: "psi.io.some", label: "", value: 0.25 * h as f64 },
-                ],
-            )
-            .unwrap();
-    }
-    let mut written = 0;
-    for b in 0..seconds / 10 {
-        let (a, z) = (T0 + b * 10 * SEC, T0 + (b + 1) * 10 * SEC);
-        let part: Vec<Sample<'_>> = samples
-            .iter()
-            .filter(|s| s.time_ns >= a && s.time_ns < z)
-            .map(|s| Sample {
-                time_ns: s.time_ns,
-                cpu: s.cpu,
-                cgroup: s.cgroup,
-                stack: &s.stack,
-                weight: s.weight,
-            })
-            .collect();
-        written += part.len() as u64;
-        store
-            .append_bucket(&Bucket {
-                host,
-                kind: Kind::Cpu,
-                start_ns: a,
-                end_ns: z,
-                capture: None,
-                meta: &meta,
-                samples: &part,
-                aggregated: &[],
-            })
-            .unwrap();
-    }
-    let trig = store
-        .append_trigger(&TriggerFired {
-            host,
-            time_ns: T0 + 20 * SEC,
-            rule: "cpu > 80% for 5s => syscalls 10s",
-            metric: "cpu",
-            value: 91.5,
-            threshold: 80.0,
-        })
-        .unwrap();
-    let ns = Meta { unit: Unit::Nanoseconds, event: None };
-    let cap = store
-        .begin_capture(&CaptureStart {
-            host,
-            kind: Kind::Syscalls,
-            start_ns: T0 + 20 * SEC,
-            trigger: Some(trig),
-            meta: &ns,
-        })
-        .unwrap();
-    let frames: Vec<Vec<u8>> = vec![b"nginx".to_vec(), b"entry_SYSCALL_64".to_vec(), b"ksys_write".to_vec()];
-    let events: Vec<EventRecord<'_>> = (0..50u64)
-        .map(|i| EventRecord {
-            kind: EventKind::Syscall,
-            ts_ns: Some((T0 + 20 * SEC) as u64 + i * 100_000_000),
-            duration_ns: Some(1_000 * (i + 1) * (h as u64 + 1)),
-            cpu: (i % 2) as u32,
-            pid: Some(100 + i as u32),
-            tid: Some(100 + i as u32),
-            comm: Some("nginx"),
-            event: "syscall:write",
-            weight: 1_000 * (i + 1) * (h as u64 + 1),
-            stack: Frames::Owned(&frames),
-        })
-        .collect();
-    store.append_events(cap, &events).unwrap();
-    let agg: Vec<(&[u8], Weight)> =
-        vec![(b"nginx;entry_SYSCALL_64;ksys_write".as_slice(), Weight::from_u64(55_000 * (h as u64 + 1)))];
-    store
-        .append_bucket(&Bucket {
-            host,
-            kind: Kind::Syscalls,
-            start_ns: T0 + 20 * SEC,
-            end_ns: T0 + 30 * SEC,
-            capture: Some(cap),
-            meta: &ns,
-            samples: &[],
-            aggregated: &agg,
-        })
-        .unwrap();
-    store.end_capture(cap, T0 + 30 * SEC, "done").unwrap();
-    store
-        .append_report(&StoredReport {
-            host,
-            time_ns: T0 + 25 * SEC,
-            kind: "warning",
-            title: "WARNING in shrink_slab",
-            stack: "kswapd;balance_pgdat;shrink_node;shrink_slab",
-            text: "WARNING: CPU: 1 PID: 77 at mm/vmscan.c:512 shrink_slab+0x1f/0x300\n",
-        })
-        .unwrap();
-    store.flush().unwrap();
-    written
+    fleet::write_history(store, HOSTS[h], h, T0, seconds, stacks).unwrap()
 }
 
 fn folded(s: &Stacks) -> Vec<(Vec<u8>, Weight)> {
