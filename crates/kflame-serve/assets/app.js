@@ -235,9 +235,13 @@ const hq = () => (S.hosts.length ? '&hosts=' + encodeURIComponent(S.hosts.join('
 
 /** The flame graph's selected frame changed (the viewer's `kf-select`). */
 function frameSelected(name) {
-  S.frame = name;
-  D.frameHosts.disabled = !name;
-  D.frameHosts.title = name ? 'Which hosts spend time in ' + name : 'Click a frame in the flame graph first';
+  // The frame the server made of narrow stacks it merged (`(12 stacks below 0.005% merged)`)
+  // is in no stored stack: no host has it.
+  const merged = !!name && /^\(\d+ stacks? below .* merged\)$/.test(name);
+  S.frame = merged ? null : name;
+  D.frameHosts.disabled = !S.frame;
+  D.frameHosts.title = S.frame ? 'Which hosts spend time in ' + name
+    : merged ? 'Narrow stacks merged by the server: no stored stack has this frame' : 'Click a frame in the flame graph first';
 }
 
 /** The per-host breakdown of the selected frame over the selection's range and hosts: a
