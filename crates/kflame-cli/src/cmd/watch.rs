@@ -224,10 +224,19 @@ fn print_check(args: &Args, settings: &Settings) -> Result<()> {
         Some(p) => writeln!(out, "configuration {}: valid", p.display())?,
         None => writeln!(out, "configuration: none (defaults and flags)")?,
     }
+    let target = match &args.store {
+        Some(url) => match kflame_clickhouse::Location::parse(url) {
+            Ok(loc) => format!(
+                "store {loc} (spool {})",
+                args.spool.as_deref().unwrap_or(Path::new("/var/lib/kflame/clickhouse-spool.db")).display()
+            ),
+            Err(e) => format!("store: {e}"),
+        },
+        None => format!("database {}", settings.db.display()),
+    };
     writeln!(
         out,
-        "database {}, host {}, profile {} Hz in buckets of {} s, retain {} s, disk budget {}",
-        settings.db.display(),
+        "{target}, host {}, profile {} Hz in buckets of {} s, retain {} s, disk budget {}",
         settings.host,
         settings.rate,
         settings.bucket.as_secs_f64(),
