@@ -6,6 +6,8 @@
 #
 #   HOSTS=N    simulated hosts (default 100)
 #   WRITERS=N  writer threads (default 2)
+#   MODE=local each writer inserts into its server's local tables (insert=local) instead of
+#              through the Distributed tables (default distributed)
 #
 # Targets: ingest >= 1 M rows/s; the fleet flame graph of 1 h <= 1 s; the per-host
 # breakdown <= 500 ms; storage per host-day reported.
@@ -23,5 +25,5 @@ fi
 echo "== building the fleet benchmark (release)"
 cargo build --release --locked -p kflame-clickhouse --example fleet_bench
 echo "== load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-target/release/examples/fleet_bench "$folded" "${HOSTS:-100}" "${WRITERS:-2}"
+target/release/examples/fleet_bench "$folded" "${HOSTS:-100}" "${WRITERS:-2}" "${MODE:-distributed}"
 echo "== load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -5,7 +5,10 @@
 //! questions: the fleet-wide flame graph of the hour, the per-host breakdown of a frame, and
 //! the space per host-day.
 //!
-//! Usage: fleet_bench FOLDED [HOSTS] [WRITERS]
+//! Usage: fleet_bench FOLDED [HOSTS] [WRITERS] [distributed|local]
+//!
+//! `local`: each writer puts its hosts' rows in the local tables of the server it writes to
+//! (`?cluster=...&insert=local`), not through the Distributed tables.
 
 #![allow(clippy::print_stdout)]
 
@@ -24,6 +27,7 @@ fn main() {
     let folded = std::fs::read(args.get(1).expect("usage: fleet_bench FOLDED [HOSTS] [WRITERS]")).unwrap();
     let hosts: usize = args.get(2).map_or(100, |s| s.parse().unwrap());
     let writers: usize = args.get(3).map_or(2, |s| s.parse().unwrap());
+    let local = args.get(4).is_some_and(|m| m == "local");
     // Stacks by their counts, the command frame without `-PID`, shuffled (a fixed LCG).
     // The capture's counts are cpu-clock periods (ns): one sample is the smallest of them.
     let lines: Vec<(&[u8], u64)> = folded
@@ -63,14 +67,22 @@ fn main() {
     }
     let per_host = 2 * 19 * 3600;
     let rows = hosts * per_host;
-    println!("ingest: {hosts} hosts x 1 h x 19 Hz x 2 CPUs = {rows} sample rows, {writers} writers");
+    println!(
+        "ingest: {hosts} hosts x 1 h x 19 Hz x 2 CPUs = {rows} sample rows, {writers} writers, {}",
+        if local {
+            "into each server's local tables (insert=local)"
+        } else {
+            "through the Distributed tables"
+        }
+    );
     let spool_dir = std::env::temp_dir().join(format!("kflame-fleet-bench-{}", std::process::id()));
     let start = Instant::now();
     std::thread::scope(|sc| {
         for w in 0..writers {
             let (rig, stacks, spool_dir) = (&rig, &stacks, &spool_dir);
             sc.spawn(move || {
-                let loc = rig.location(w % 2, "fleet", true);
+                let loc =
+                    kflame_clickhouse::Location { insert_local: local, ..rig.location(w % 2, "fleet", true) };
                 let opts = WriterOptions {
                     batch_bytes: 64 << 20,
                     batch_interval: Duration::from_secs(3600),

@@ -24,6 +24,11 @@ pub struct Location {
     /// The cluster of `remote_servers` whose shards hold the data: tables are
     /// `Distributed` over `<name>_local` tables on every shard. `None`: one server.
     pub cluster: Option<String>,
+    /// `insert=local` (with a cluster): a writer puts its rows in the local tables of the
+    /// server named, not through the `Distributed` tables: one hop and one split less per
+    /// row. Each host must then write to one server only (its rows stay on one shard, as
+    /// readers expect); reads still go over the whole cluster.
+    pub insert_local: bool,
 }
 
 impl fmt::Debug for Location {
@@ -40,6 +45,9 @@ impl fmt::Display for Location {
         write!(f, "clickhouse+http://{}@{host}:{}/{}", self.user, self.port, self.database)?;
         if let Some(c) = &self.cluster {
             write!(f, "?cluster={c}")?;
+            if self.insert_local {
+                write!(f, "&insert=local")?;
+            }
         }
         Ok(())
     }
@@ -117,6 +125,7 @@ impl Location {
             )));
         }
         let mut cluster = None;
+        let mut insert_local = false;
         let mut password_file = env("KFLAME_CLICKHOUSE_PASSWORD_FILE").map(PathBuf::from);
         for kv in query.split('&').filter(|s| !s.is_empty()) {
             match kv.split_once('=') {
@@ -125,7 +134,13 @@ impl Location {
                     return Err(err(format!("cluster name {c:?}: letters, digits and _ only")));
                 }
                 Some(("password_file", p)) if !p.is_empty() => password_file = Some(PathBuf::from(p)),
-                _ => return Err(err(format!("unknown parameter {kv:?} (known: cluster=, password_file=)"))),
+                Some(("insert", "local")) => insert_local = true,
+                Some(("insert", "distributed")) => insert_local = false,
+                _ => {
+                    return Err(err(format!(
+                        "unknown parameter {kv:?} (known: cluster=, insert=local|distributed, password_file=)"
+                    )));
+                }
             }
         }
         let user = match userinfo {
@@ -139,7 +154,10 @@ impl Location {
                 .to_string(),
             None => env("KFLAME_CLICKHOUSE_PASSWORD").unwrap_or_default(),
         };
-        Ok(Location { host, port, database: database.to_string(), user, password, cluster })
+        if insert_local && cluster.is_none() {
+            return Err(err("insert=local needs cluster=NAME (one server has only local tables)".into()));
+        }
+        Ok(Location { host, port, database: database.to_string(), user, password, cluster, insert_local })
     }
 
     /// Parses a URL, with the password from the process environment.
@@ -208,6 +226,9 @@ mod tests {
         assert_eq!(l.table("samples"), "kflame.samples");
         assert_eq!(l.local_table("samples"), "kflame.samples_local");
         assert_eq!(l.to_string(), "clickhouse+http://ops@[::1]:8123/kflame?cluster=two_shards");
+        let l = Location::parse_with("clickhouse+http://h/db?cluster=c&insert=local", &env(&[])).unwrap();
+        assert!(l.insert_local);
+        assert_eq!(l.to_string(), "clickhouse+http://default@h:8123/db?cluster=c&insert=local");
         assert!(!format!("{l:?}").contains("s3cret"));
     }
 
@@ -220,6 +241,7 @@ mod tests {
             ("clickhouse+http://h/db;drop", "database name"),
             ("clickhouse+http://h/db?cluster=a b", "cluster name"),
             ("clickhouse+http://h/db?shard=1", "unknown parameter"),
+            ("clickhouse+http://h/db?insert=local", "insert=local needs cluster"),
             ("clickhouse+http://:8123/db", "no host"),
             ("clickhouse+http://h/db?password_file=/nonexistent/pw", "cannot read the password file"),
         ] {

@@ -164,6 +164,7 @@ impl Rig {
             user: "default".into(),
             password: self.password.clone(),
             cluster: cluster.then(|| CLUSTER.to_string()),
+            insert_local: false,
         }
     }
 

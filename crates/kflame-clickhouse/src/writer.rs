@@ -154,7 +154,7 @@ impl Writer {
             ));
         }
         let mut settings = vec![("max_query_size", "16777216")];
-        if loc.cluster.is_some() {
+        if loc.cluster.is_some() && !loc.insert_local {
             // The insert returns once every shard has its rows: a batch taken is a batch
             // stored, and may leave the spool.
             settings.push(("insert_distributed_sync", "1"));
@@ -300,7 +300,8 @@ impl Writer {
 
     fn insert(&mut self, table: &str, rows: u64, body: &[u8]) -> Result<(), HttpError> {
         let tb = TABLES.iter().find(|t| t.name == table).map_or(String::new(), |t| t.column_list());
-        self.client.insert(&self.loc.table(table), &tb, body, &self.settings)?;
+        let target = if self.loc.insert_local { self.loc.local_table(table) } else { self.loc.table(table) };
+        self.client.insert(&target, &tb, body, &self.settings)?;
         self.stats.rows_sent += rows;
         self.stats.batches_sent += 1;
         Ok(())

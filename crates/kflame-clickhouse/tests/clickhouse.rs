@@ -224,10 +224,11 @@ fn two_shards_hold_each_host_once_and_answer_together() {
         let loc = rig.location(i, "fleet", true);
         schema::init(&kflame_clickhouse::http::Client::new(&loc), &loc, &InitOptions::default()).unwrap();
     }
-    // Three writers, one per host, each through a server of its own choosing.
+    // Three writers, one per host, each through a server of its own choosing; web1 puts its
+    // rows straight into that server's local tables (insert=local).
     let mut written = 0;
     for h in 0..HOSTS.len() {
-        let loc = rig.location(h % 2, "fleet", true);
+        let loc = Location { insert_local: HOSTS[h] == "web1", ..rig.location(h % 2, "fleet", true) };
         let mut w =
             Writer::open(&loc, &dir(&format!("shard-spool-{h}")).join("spool.db"), WriterOptions::default())
                 .unwrap();
