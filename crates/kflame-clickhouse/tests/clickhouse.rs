@@ -227,8 +227,8 @@ fn two_shards_hold_each_host_once_and_answer_together() {
     // Three writers, one per host, each through a server of its own choosing; web1 puts its
     // rows straight into that server's local tables (insert=local).
     let mut written = 0;
-    for h in 0..HOSTS.len() {
-        let loc = Location { insert_local: HOSTS[h] == "web1", ..rig.location(h % 2, "fleet", true) };
+    for (h, host) in HOSTS.iter().enumerate() {
+        let loc = Location { insert_local: *host == "web1", ..rig.location(h % 2, "fleet", true) };
         let mut w =
             Writer::open(&loc, &dir(&format!("shard-spool-{h}")).join("spool.db"), WriterOptions::default())
                 .unwrap();
