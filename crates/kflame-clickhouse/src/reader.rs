@@ -5,7 +5,7 @@
 use kflame::fold::{Meta, StackCounts, Stacks, Unit, Weight};
 use kflame_store::{
     CaptureId, Event, HostShare, Kind, Point, Profile, ProfileQuery, Query, SamplePoint, Series, SeriesQuery,
-    StackId, StoreError, StoredEvent, TriggerId,
+    StackId, StoreError, StoredEvent, TriggerId, stored_unit_name,
 };
 use rustc_hash::FxHashMap;
 
@@ -14,6 +14,15 @@ use crate::location::Location;
 use crate::rowbinary::{ReadError, Reader as Rows};
 use crate::schema::{self, SLOT_NS};
 use crate::writer::day_of;
+
+/// The units of a range's buckets: the first bucket's (a profile's), how many buckets have
+/// it and how many another, and the `unit` term a query of the samples then needs.
+struct Units {
+    meta: Meta,
+    buckets: u64,
+    mixed: u64,
+    filter: String,
+}
 
 /// A ClickHouse store being read.
 #[derive(Debug, Clone)]
@@ -157,9 +166,8 @@ impl Reader {
         Ok(out)
     }
 
-    /// The first bucket's unit and event in the range, and how many buckets have it and how
-    /// many another unit.
-    fn bucket_units(&self, q: &ProfileQuery<'_>) -> Result<(Option<Meta>, u64, u64), StoreError> {
+    /// The units of the range's buckets (`None`: no bucket in the range).
+    fn bucket_units(&self, q: &ProfileQuery<'_>) -> Result<Option<Units>, StoreError> {
         let mut w = format!(
             "kind = {} AND start_ns < {} AND end_ns > {} AND day >= toDate({}) AND day <= toDate({})",
             q.kind.code(),
@@ -193,7 +201,15 @@ impl Reader {
                 mixed += n;
             }
         }
-        Ok((meta, same, mixed))
+        Ok(meta.map(|meta: Meta| {
+            // Only when another unit is in the range does the unit column need reading.
+            let filter = if mixed > 0 {
+                format!(" AND unit = {}", lit(stored_unit_name(&meta.unit)))
+            } else {
+                String::new()
+            };
+            Units { meta, buckets: same, mixed, filter }
+        }))
     }
 
     /// Compressed and uncompressed bytes and rows of each table's active parts, from
@@ -220,8 +236,7 @@ impl Reader {
 
 impl Query for Reader {
     fn profile(&self, q: &ProfileQuery<'_>) -> Result<Profile, StoreError> {
-        let (meta, buckets, mixed) = self.bucket_units(q)?;
-        let Some(meta) = meta else {
+        let Some(Units { meta, buckets, mixed, filter: unit_filter }) = self.bucket_units(q)? else {
             return Ok(Profile {
                 stacks: Stacks::Counts(StackCounts::new()),
                 meta: Meta::default(),
@@ -230,9 +245,6 @@ impl Query for Reader {
                 mixed_units: 0,
             });
         };
-        let unit = if meta.unit == Unit::Unspecified { String::new() } else { meta.unit.name().to_string() };
-        // Only when another unit is in the range does the unit column need reading.
-        let unit_filter = if mixed > 0 { format!(" AND unit = {}", lit(&unit)) } else { String::new() };
         // Every host, every capture and cgroup: whole 10-minute slots come from the fleet's
         // per-slot sums, only the edges from the samples.
         let (a, b) = (
@@ -597,9 +609,7 @@ impl Query for Reader {
     }
 
     fn host_shares(&self, q: &ProfileQuery<'_>, frame: &str) -> Result<Vec<HostShare>, StoreError> {
-        let (meta, _, mixed) = self.bucket_units(q)?;
-        let Some(meta) = meta else { return Ok(Vec::new()) };
-        let unit = if meta.unit == Unit::Unspecified { String::new() } else { meta.unit.name().to_string() };
+        let Some(units) = self.bucket_units(q)? else { return Ok(Vec::new()) };
         // The stacks that hold the frame, found once in the texts of the range's days (on
         // every shard: GLOBAL), then each host's weight in them and in all.
         let frame_match = format!(
@@ -618,7 +628,7 @@ impl Query for Reader {
             d0 = day_of(q.from_ns),
             d1 = day_of(q.to_ns.saturating_sub(1)),
             w = profile_filter(q),
-            u = if mixed > 0 { format!(" AND unit = {}", lit(&unit)) } else { String::new() },
+            u = units.filter,
         ))?;
         let mut r = Rows::new(&data);
         let mut out = Vec::new();

@@ -14,10 +14,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use kflame::events::EventRecord;
-use kflame::fold::{Unit, Weight};
+use kflame::fold::Weight;
 use kflame_store::{
     Bucket, CaptureId, CaptureStart, Maintenance, Metric, Policy, Store, StoreError, StoredReport,
-    TriggerFired, TriggerId, stored_metric_value,
+    TriggerFired, TriggerId, stored_metric_value, stored_unit_name,
 };
 use rustc_hash::{FxHashMap, FxHashSet};
 use xxhash_rust::xxh3::xxh3_64;
@@ -122,10 +122,6 @@ impl std::fmt::Debug for Writer {
 
 fn t(name: &str) -> usize {
     TABLES.iter().position(|t| t.name == name).expect("a table of the schema")
-}
-
-fn unit_name(unit: &Unit) -> &str {
-    if *unit == Unit::Unspecified { "" } else { unit.name() }
 }
 
 impl Writer {
@@ -459,7 +455,7 @@ impl Store for Writer {
         }
         let mark = self.mark();
         let host_hash = xxh3_64(b.host.as_bytes());
-        let unit = unit_name(&b.meta.unit).to_string();
+        let unit = stored_unit_name(&b.meta.unit).to_string();
         let kind = b.kind.code() as u8;
         let capture = b.capture.map_or(0, |c| c.0);
         self.host_row(b.host, day_of(b.start_ns), b.start_ns);
@@ -542,7 +538,7 @@ impl Store for Writer {
         b.u8(c.kind.code() as u8);
         b.i64(c.start_ns);
         b.i64(c.trigger.map_or(0, |t| t.0));
-        b.str(unit_name(&c.meta.unit));
+        b.str(stored_unit_name(&c.meta.unit));
         b.str(c.meta.event.as_deref().unwrap_or(""));
         self.commit(mark, false)?;
         self.captures.insert(id, c.host.to_string());

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use kflame::events::EventRecord;
-use kflame::fold::{Meta, Stacks, Weight};
+use kflame::fold::{Meta, Stacks, Unit, Weight};
 
 mod bucket;
 mod chunks;
@@ -390,6 +390,12 @@ impl<S: Store + ?Sized> Store for Box<S> {
     fn notes(&mut self) -> Vec<String> {
         (**self).notes()
     }
+}
+
+/// How a unit is stored in a unit column: its name, `""` for a headerless profile's
+/// (`Unit::from_name("")` reads it back as unspecified).
+pub fn stored_unit_name(unit: &Unit) -> &str {
+    if *unit == Unit::Unspecified { "" } else { unit.name() }
 }
 
 /// A shared or boxed reader is a reader (a server shares one remote store between requests).

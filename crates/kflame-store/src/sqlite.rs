@@ -1228,10 +1228,6 @@ fn stack_id(conn: &Connection, c: &mut Caches, text: &[u8]) -> rusqlite::Result<
     Ok(i64::from(id))
 }
 
-fn unit_name(meta: &Meta) -> &str {
-    if meta.unit == Unit::Unspecified { "" } else { meta.unit.name() }
-}
-
 fn cgroup_matches(cg: &str, want: &str) -> bool {
     let want = want.trim_end_matches('/');
     want.is_empty() || cg == want || (cg.starts_with(want) && cg.as_bytes().get(want.len()) == Some(&b'/'))
@@ -1640,7 +1636,7 @@ impl Store for Sqlite {
                 bucket::MAX_SAMPLES
             )));
         }
-        let unit = unit_name(b.meta).to_string();
+        let unit = crate::stored_unit_name(&b.meta.unit).to_string();
         let event = b.meta.event.clone();
         self.write(|conn, c| {
             let host = host_id(conn, c, b.host)?;
@@ -1700,7 +1696,7 @@ impl Store for Sqlite {
     }
 
     fn begin_capture(&mut self, cs: &CaptureStart<'_>) -> Result<CaptureId, StoreError> {
-        let unit = unit_name(cs.meta).to_string();
+        let unit = crate::stored_unit_name(&cs.meta.unit).to_string();
         let event = cs.meta.event.clone();
         self.write(|conn, c| {
             let host = host_id(conn, c, cs.host)?;
