@@ -56,23 +56,23 @@ pub(crate) fn open_file(path: &Path) -> Result<History> {
     Ok(History { query: Box::new(db), name: path.display().to_string() })
 }
 
-/// Opens a ClickHouse store for reading.
-pub(crate) fn open_url(url: &str) -> Result<History> {
+/// The ClickHouse store a `--store URL` names (a file goes in `--db`).
+pub(crate) fn location(url: &str) -> Result<Location> {
     if !is_clickhouse(url) {
         bail!("--store {url:?}: expected clickhouse+http://HOST:PORT/DATABASE (a file goes in --db)");
     }
-    let loc = Location::parse(url)?;
-    let name = loc.to_string();
-    let reader = Reader::open(&loc).with_context(|| format!("opening {name}"))?;
-    Ok(History { query: Box::new(reader), name })
+    Ok(Location::parse(url)?)
+}
+
+/// Opens a ClickHouse store for reading.
+pub(crate) fn open_url(url: &str) -> Result<History> {
+    let r = open_remote(url)?;
+    Ok(History { query: Box::new(r.store), name: r.name })
 }
 
 /// Opens a ClickHouse store to be shared between threads (`serve`, `mcp`).
 pub(crate) fn open_remote(url: &str) -> Result<kflame_store::RemoteStore> {
-    if !is_clickhouse(url) {
-        bail!("--store {url:?}: expected clickhouse+http://HOST:PORT/DATABASE (a file goes in --db)");
-    }
-    let loc = Location::parse(url)?;
+    let loc = location(url)?;
     let name = loc.to_string();
     let reader = Reader::open(&loc).with_context(|| format!("opening {name}"))?;
     Ok(kflame_store::RemoteStore { store: std::sync::Arc::new(reader), name })

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use anyhow::{Context, Result, bail};
 use kflame_clickhouse::http::Client;
-use kflame_clickhouse::{InitOptions, Location, Reader, is_clickhouse, schema};
+use kflame_clickhouse::{InitOptions, Reader, schema};
 use kflame_store::Query;
 use kflame_store::time::{format_time, now_ns, parse_duration};
 
@@ -62,12 +62,7 @@ enum Action {
     },
 }
 
-fn location(url: &str) -> Result<Location> {
-    if !is_clickhouse(url) {
-        bail!("--store {url:?}: expected clickhouse+http://HOST:PORT/DATABASE");
-    }
-    Ok(Location::parse(url)?)
-}
+use crate::cmd::history::location;
 
 fn days(retain: &str) -> Result<u32> {
     let ns = parse_duration(retain).map_err(|e| anyhow::anyhow!("--retain {retain:?}: {e}"))?;

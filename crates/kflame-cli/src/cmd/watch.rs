@@ -91,6 +91,11 @@ pub(crate) struct Args {
 }
 
 impl Args {
+    /// `--spool`, or its default.
+    fn spool_path(&self) -> PathBuf {
+        self.spool.clone().unwrap_or_else(|| PathBuf::from("/var/lib/kflame/clickhouse-spool.db"))
+    }
+
     fn flags(&self) -> File {
         File {
             db: self.db.clone(),
@@ -225,11 +230,8 @@ fn print_check(args: &Args, settings: &Settings) -> Result<()> {
         None => writeln!(out, "configuration: none (defaults and flags)")?,
     }
     let target = match &args.store {
-        Some(url) => match kflame_clickhouse::Location::parse(url) {
-            Ok(loc) => format!(
-                "store {loc} (spool {})",
-                args.spool.as_deref().unwrap_or(Path::new("/var/lib/kflame/clickhouse-spool.db")).display()
-            ),
+        Some(url) => match crate::cmd::history::location(url) {
+            Ok(loc) => format!("store {loc} (spool {})", args.spool_path().display()),
             Err(e) => format!("store: {e}"),
         },
         None => format!("database {}", settings.db.display()),

@@ -34,17 +34,14 @@ impl ClickHouse {
 }
 
 pub(crate) fn open_clickhouse(url: &str, spool: &Path, budget: u64, labels: &[String]) -> Result<ClickHouse> {
-    use kflame_clickhouse::{Location, Writer, WriterOptions, is_clickhouse};
-    if !is_clickhouse(url) {
-        anyhow::bail!("--store {url:?}: expected clickhouse+http://HOST:PORT/DATABASE (a file goes in --db)");
-    }
+    use kflame_clickhouse::{Writer, WriterOptions};
+    let loc = crate::cmd::history::location(url)?;
     for l in labels {
         let ok = l.split_once('=').is_some_and(|(k, _)| !k.is_empty()) && !l.contains(',');
         if !ok {
             anyhow::bail!("--label {l:?}: expected KEY=VALUE without commas");
         }
     }
-    let loc = Location::parse(url)?;
     let name = format!("{loc} (spool {})", spool.display());
     let opts =
         WriterOptions { spool_max_bytes: budget, labels: labels.join(","), ..WriterOptions::default() };
