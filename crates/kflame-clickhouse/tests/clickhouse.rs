@@ -39,6 +39,11 @@ fn real_stacks() -> Vec<Vec<u8>> {
     )
 }
 
+/// The samples of `[a, z)`, as a bucket takes them.
+fn bucket_samples(samples: &[OwnedSample], a: i64, z: i64) -> Vec<Sample<'_>> {
+    samples.iter().filter(|s| s.time_ns >= a && s.time_ns < z).map(OwnedSample::sample).collect()
+}
+
 /// `seconds` of 19 Hz samples on 2 CPUs for host number `h`.
 fn generate(h: usize, seconds: i64, stacks: &[Vec<u8>]) -> Vec<OwnedSample> {
     fleet::host_samples(h, T0, seconds, 19, 2, stacks)
@@ -293,17 +298,7 @@ fn an_outage_while_writing_loses_nothing() {
             rig.restart(0).unwrap();
         }
         let (a, z) = (T0 + b * 10 * SEC, T0 + (b + 1) * 10 * SEC);
-        let part: Vec<Sample<'_>> = samples
-            .iter()
-            .filter(|s| s.time_ns >= a && s.time_ns < z)
-            .map(|s| Sample {
-                time_ns: s.time_ns,
-                cpu: s.cpu,
-                cgroup: s.cgroup,
-                stack: &s.stack,
-                weight: s.weight,
-            })
-            .collect();
+        let part: Vec<Sample<'_>> = bucket_samples(&samples, a, z);
         for s in &part {
             expect.add(s.stack, s.weight);
         }
@@ -375,17 +370,7 @@ fn a_full_spool_refuses_the_write_whole_and_takes_it_later() {
     let mut w = Writer::open(&loc, &spool, opts).unwrap();
     let bucket = |b: i64| {
         let (a, z) = (T0 + b * 10 * SEC, T0 + (b + 1) * 10 * SEC);
-        samples
-            .iter()
-            .filter(|s| s.time_ns >= a && s.time_ns < z)
-            .map(|s| Sample {
-                time_ns: s.time_ns,
-                cpu: s.cpu,
-                cgroup: s.cgroup,
-                stack: &s.stack,
-                weight: s.weight,
-            })
-            .collect::<Vec<_>>()
+        bucket_samples(&samples, a, z)
     };
     let mut refused = 0;
     let mut stored = 0;
