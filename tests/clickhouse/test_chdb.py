@@ -6,7 +6,7 @@ asks every question of the store's reader, with KFLAME_CLICKHOUSE_SQL_LOG set: e
 statement, the rows sent with it and, for each SELECT, 18.16's answer as TSV are logged.
 This test replays that log in order on chdb (ClickHouse 26.x in-process, PyPI chdb-core):
 the same DDL (local tables; Distributed tables need a cluster, which chdb has not), the
-same rows (read from the logged RowBinary files with file()), and every SELECT, whose
+same rows (read from the logged Native blocks with file()), and every SELECT, whose
 answer must equal 18.16's (rows compared as sorted sets: kflame sorts what it needs sorted).
 """
 
@@ -56,7 +56,7 @@ class SameSqlOnCurrentClickHouse(unittest.TestCase):
                     continue
                 data = os.path.join(log, st["data"]) if "data" in st else None
                 if st.get("data_kind") == "insert":
-                    head = sql[len("INSERT INTO "):sql.index(" FORMAT RowBinary")]
+                    head, fmt = sql[len("INSERT INTO "):].rsplit(" FORMAT ", 1)
                     table, cols = head.split(" (", 1)
                     cols = cols.rstrip(")")
                     db, name = table.split(".")
@@ -66,7 +66,7 @@ class SameSqlOnCurrentClickHouse(unittest.TestCase):
                             f"SELECT name, type FROM system.columns WHERE database = '{db}' AND table = '{name}'",
                             "TSV")).splitlines())
                     structure = ", ".join(f"{c} {types[c]}" for c in cols.split(", "))
-                    s.query(f"INSERT INTO {table} ({cols}) SELECT * FROM file('{data}', 'RowBinary', '{structure}')")
+                    s.query(f"INSERT INTO {table} ({cols}) SELECT * FROM file('{data}', '{fmt}', '{structure}')")
                     inserted.add(table)
                     continue
                 if data is not None:
@@ -101,8 +101,8 @@ class SameSqlOnCurrentClickHouse(unittest.TestCase):
                 s.query(stmt)
             ttl = str(s.query("SELECT count() FROM system.tables WHERE database = 'kflame_modern' "
                               "AND create_table_query LIKE '%TTL day + toIntervalDay(30)%'", "TSV")).strip()
-            self.assertEqual(ttl, "11", ddl)
-            self.assertEqual(len(inserted), 10, f"every table written to (samples_10m is the view's): {inserted}")
+            self.assertEqual(ttl, "12", ddl)
+            self.assertEqual(len(inserted), 12, f"every table written to: {inserted}")
             self.assertGreater(compared, 25)
             self.assertEqual(kinds, {"MergeTree", "ReplacingMergeTree", "SummingMergeTree"})
 

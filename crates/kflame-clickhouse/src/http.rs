@@ -102,15 +102,17 @@ impl Client {
         out
     }
 
-    /// Runs `INSERT INTO table (columns) FORMAT RowBinary` with `rows` as its data.
+    /// Runs `INSERT INTO table (columns) FORMAT format` with `rows` as its data (`Native`
+    /// blocks, or `RowBinary` rows).
     pub fn insert(
         &self,
         table: &str,
         columns: &str,
+        format: &str,
         rows: &[u8],
         settings: &[(&str, &str)],
     ) -> Result<(), HttpError> {
-        let sql = format!("INSERT INTO {table} ({columns}) FORMAT RowBinary");
+        let sql = format!("INSERT INTO {table} ({columns}) FORMAT {format}");
         self.post(Some(&sql), settings, rows)?;
         crate::sqllog::record(&sql, Some(("insert", rows)), None);
         Ok(())

@@ -12,8 +12,10 @@
 
 pub mod http;
 pub mod location;
+pub mod native;
 pub mod reader;
 pub mod rig;
+pub mod rollup;
 pub mod rowbinary;
 pub mod schema;
 pub mod spool;

@@ -79,6 +79,14 @@ fn profile_filter(q: &ProfileQuery<'_>) -> String {
     w
 }
 
+/// The whole 10-minute slots of a query's range, `[a, b)` (`a >= b`: none).
+fn whole_slots(q: &ProfileQuery<'_>) -> (i64, i64) {
+    (
+        q.from_ns.div_euclid(SLOT_NS).saturating_add(i64::from(q.from_ns.rem_euclid(SLOT_NS) != 0)) * SLOT_NS,
+        q.to_ns.div_euclid(SLOT_NS) * SLOT_NS,
+    )
+}
+
 fn host_filter(host: Option<&str>, hosts: Option<&[String]>) -> String {
     let mut w = String::new();
     if let Some(h) = host {
@@ -119,16 +127,17 @@ impl Reader {
 
     /// Runs a `SELECT` and returns its rows in `RowBinary`.
     pub fn select(&self, sql: &str) -> Result<Vec<u8>, StoreError> {
-        self.client
-            .query(
-                &format!("{sql} FORMAT RowBinary"),
-                &[
-                    ("max_query_size", "67108864"),
-                    ("max_ast_elements", "4000000"),
-                    ("max_expanded_ast_elements", "4000000"),
-                ],
-            )
-            .map_err(|e| self.http(e))
+        self.select_with(sql, &[])
+    }
+
+    fn select_with(&self, sql: &str, more: &[(&str, &str)]) -> Result<Vec<u8>, StoreError> {
+        let mut settings = vec![
+            ("max_query_size", "67108864"),
+            ("max_ast_elements", "4000000"),
+            ("max_expanded_ast_elements", "4000000"),
+        ];
+        settings.extend_from_slice(more);
+        self.client.query(&format!("{sql} FORMAT RowBinary"), &settings).map_err(|e| self.http(e))
     }
 
     fn t(&self, name: &str) -> String {
@@ -247,11 +256,7 @@ impl Query for Reader {
         };
         // Every host, every capture and cgroup: whole 10-minute slots come from the fleet's
         // per-slot sums, only the edges from the samples.
-        let (a, b) = (
-            q.from_ns.div_euclid(SLOT_NS).saturating_add(i64::from(q.from_ns.rem_euclid(SLOT_NS) != 0))
-                * SLOT_NS,
-            q.to_ns.div_euclid(SLOT_NS) * SLOT_NS,
-        );
+        let (a, b) = whole_slots(q);
         let whole_slots =
             q.host.is_none() && q.hosts.is_none() && q.capture.is_none() && q.cgroup.is_none() && a < b;
         let mut sql = format!(
@@ -262,15 +267,22 @@ impl Query for Reader {
             if whole_slots { format!(" AND (time_ns < {a} OR time_ns >= {b})") } else { String::new() },
         );
         if whole_slots {
-            sql = format!(
-                "SELECT stack_id, sum(w), sum(n), sum(c) FROM ({sql} UNION ALL SELECT stack_id, sum(weight), \
-                 sum(weight_nano), sum(samples) FROM {} WHERE kind = {} AND slot >= {a} AND slot < {b} \
-                 AND day >= toDate({}) AND day <= toDate({}){unit_filter} GROUP BY stack_id) GROUP BY stack_id",
+            let slots = format!(
+                "SELECT stack_id, sum(weight), sum(weight_nano), sum(samples) FROM {} WHERE kind = {} AND slot >= {a} \
+                 AND slot < {b} AND day >= toDate({}) AND day <= toDate({}){unit_filter} GROUP BY stack_id",
                 self.t("samples_10m"),
                 q.kind.code(),
                 day_of(a),
                 day_of(b - 1),
             );
+            // A range of whole slots has no edges to read from the samples.
+            sql = if (a, b) == (q.from_ns, q.to_ns) {
+                slots
+            } else {
+                format!(
+                    "SELECT stack_id, sum(w), sum(n), sum(c) FROM ({sql} UNION ALL {slots}) GROUP BY stack_id"
+                )
+            };
         }
         let data = self.select(&sql)?;
         let mut r = Rows::new(&data);
@@ -610,8 +622,11 @@ impl Query for Reader {
 
     fn host_shares(&self, q: &ProfileQuery<'_>, frame: &str) -> Result<Vec<HostShare>, StoreError> {
         let Some(units) = self.bucket_units(q)? else { return Ok(Vec::new()) };
-        // The stacks that hold the frame, found once in the texts of the range's days (on
-        // every shard: GLOBAL), then each host's weight in them and in all.
+        // The stacks that hold the frame, found by each shard in its own texts (a host's
+        // texts live on its samples' shard: `distributed_product_mode=local` reads the local
+        // table in the subquery; PREWHERE tests the exact frame only on texts that hold its
+        // name). Then each host's weight in them and in all: whole 10-minute slots from its
+        // per-slot sums (host_stacks_10m), the edges of the range from the samples.
         let frame_match = format!(
             "(stack = {f} OR startsWith(stack, {fs}) OR endsWith(stack, {sf}) OR position(stack, {sfs}) > 0)",
             f = lit(frame),
@@ -619,17 +634,49 @@ impl Query for Reader {
             sf = lit(&format!(";{frame}")),
             sfs = lit(&format!(";{frame};")),
         );
-        let data = self.select(&format!(
-            "SELECT host, sumIf(weight, (stack_id GLOBAL IN (SELECT stack_id FROM {stacks} WHERE day >= toDate({d0}) \
-             AND day <= toDate({d1}) AND {frame_match})) AS inside), sumIf(weight_nano, inside), \
-             sum(weight), sum(weight_nano) FROM {samples} WHERE {w}{u} GROUP BY host",
-            stacks = self.t("stacks"),
-            samples = self.t("samples"),
-            d0 = day_of(q.from_ns),
-            d1 = day_of(q.to_ns.saturating_sub(1)),
-            w = profile_filter(q),
-            u = units.filter,
-        ))?;
+        let holding = format!(
+            "SELECT stack_id FROM {} PREWHERE position(stack, {}) > 0 WHERE day >= toDate({}) AND day <= toDate({}) \
+             AND {frame_match}",
+            self.t("stacks"),
+            lit(frame),
+            day_of(q.from_ns),
+            day_of(q.to_ns.saturating_sub(1)),
+        );
+        let (a, b) = whole_slots(q);
+        let whole = q.capture.is_none() && q.cgroup.is_none() && a < b;
+        let u = &units.filter;
+        // Each branch: the host, its weight in those stacks (whole part, billionths), in all.
+        let sums = "sumIf(weight, stack_id IN h) AS f, sumIf(weight_nano, stack_id IN h) AS fn, sum(weight) AS t, \
+                    sum(weight_nano) AS tn";
+        let edges = format!(
+            "SELECT host, {sums} FROM {} WHERE {}{u}{} GROUP BY host",
+            self.t("samples"),
+            profile_filter(q),
+            if whole { format!(" AND (time_ns < {a} OR time_ns >= {b})") } else { String::new() },
+        );
+        let sql = if whole {
+            let slots = format!(
+                "SELECT host, {sums} FROM {} WHERE kind = {} AND slot >= {a} AND slot < {b} AND day >= toDate({}) \
+                 AND day <= toDate({}){u}{} GROUP BY host",
+                self.t("host_stacks_10m"),
+                q.kind.code(),
+                day_of(a),
+                day_of(b - 1),
+                host_filter(q.host, q.hosts),
+            );
+            // A range of whole slots has no edges to read from the samples.
+            if (a, b) == (q.from_ns, q.to_ns) {
+                slots
+            } else {
+                format!(
+                    "SELECT host, sum(f), sum(fn), sum(t), sum(tn) FROM ({edges} UNION ALL {slots}) GROUP BY host"
+                )
+            }
+        } else {
+            edges
+        };
+        let sql = sql.replace("stack_id IN h", &format!("stack_id IN ({holding})"));
+        let data = self.select_with(&sql, &[("distributed_product_mode", "local")])?;
         let mut r = Rows::new(&data);
         let mut out = Vec::new();
         while !r.done() {

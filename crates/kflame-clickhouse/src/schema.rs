@@ -3,9 +3,11 @@
 //! Every table has `day Date` (UTC day of the row's time, the partition key: retention drops
 //! whole days) and `host String`. On one server the tables are `MergeTree`; on a cluster
 //! (`?cluster=NAME`) each shard has `<table>_local` and every server has a `Distributed`
-//! table of the plain name over them, sharded by `cityHash64(host)` (one host's rows live on
-//! one shard) except the stack texts, sharded by their id (each text once in the fleet). The SQL uses only what ClickHouse 18.16 (Debian 12's) and
-//! current releases both run; `TTL` is added where the server has it (19.6 and later).
+//! table of the plain name over them, sharded by `cityHash64(host)`: one host's rows live on
+//! one shard, stack texts included, so a shard answers "which of my samples are in stacks
+//! holding this frame" from its own tables. The SQL uses only what ClickHouse 18.16 (Debian
+//! 12's) and current releases both run; `TTL` is added where the server has it (19.6 and
+//! later).
 
 use crate::http::{Client, HttpError};
 use crate::location::Location;
@@ -76,14 +78,14 @@ pub const BUCKETS: Table = Table {
 
 /// Stack texts by id (xxh3-64 of the text), written by each host once per day it uses them;
 /// the copies of a day are merged into one row in the background (`ReplacingMergeTree`,
-/// `host` is then one of the writers'), and on a cluster a stack lives on the shard of its
-/// id: a fleet's flame graph reads each text once, not once per host.
+/// `host` is then one of the writers'). On a cluster the texts of a host are on its shard,
+/// beside its samples: a text is kept at most once per shard and day.
 pub const STACKS: Table = Table {
     name: "stacks",
     columns: &[("day", "Date"), ("host", "String"), ("stack_id", "UInt64"), ("stack", "String")],
     order_by: "stack_id",
     engine: "ReplacingMergeTree",
-    shard_by: "stack_id",
+    shard_by: "cityHash64(host)",
 };
 
 /// Metric values.
@@ -200,10 +202,10 @@ pub const HOSTS: Table = Table {
 /// The length of a slot of [`SAMPLES_10M`].
 pub const SLOT_NS: i64 = 600_000_000_000;
 
-/// The fleet's profile by 10-minute slot: every sample of `samples` summed per (kind, slot,
-/// unit, stack) as it is inserted (a materialized view on each server), `host` `*` (every
-/// host). A range of whole slots over every host reads this, tens of times fewer rows than
-/// the samples; writers never write it.
+/// The fleet's profile by 10-minute slot: the samples of `samples` summed per (kind, unit,
+/// slot, stack), `host` `*` (every host). Each writer sums the samples of a batch and sends
+/// the sums with them (the server then adds up rows of one key as it merges parts): a range of
+/// whole slots over every host reads this, tens of times fewer rows than the samples.
 pub const SAMPLES_10M: Table = Table {
     name: "samples_10m",
     columns: &[
@@ -223,9 +225,31 @@ pub const SAMPLES_10M: Table = Table {
     shard_by: "stack_id",
 };
 
+/// Each host's profile by 10-minute slot: the samples of `samples` summed per (kind, unit,
+/// slot, host, stack), sent by the writer with each batch like [`SAMPLES_10M`]. Which hosts
+/// spend time in a frame over whole slots, and how much each spends in all, is read here:
+/// several times fewer rows than the samples, and no time column to read.
+pub const HOST_STACKS_10M: Table = Table {
+    name: "host_stacks_10m",
+    columns: &[
+        ("day", "Date"),
+        ("host", "String"),
+        ("kind", "UInt8"),
+        ("slot", "Int64"),
+        ("unit", "String"),
+        ("stack_id", "UInt64"),
+        ("weight", "UInt64"),
+        ("weight_nano", "UInt64"),
+        ("samples", "UInt64"),
+    ],
+    order_by: "kind, unit, slot, host, stack_id",
+    engine: "SummingMergeTree((weight, weight_nano, samples))",
+    shard_by: "cityHash64(host)",
+};
+
 /// Every table, in the order a writer sends its batches: stacks before the samples that
 /// name them, samples before the bucket row that counts them.
-pub const TABLES: [&Table; 11] = [
+pub const TABLES: [&Table; 12] = [
     &STACKS,
     &HOSTS,
     &SAMPLES,
@@ -237,6 +261,7 @@ pub const TABLES: [&Table; 11] = [
     &EVENTS,
     &REPORTS,
     &SAMPLES_10M,
+    &HOST_STACKS_10M,
 ];
 
 /// What `kflame store init` makes.
@@ -287,17 +312,21 @@ pub fn ddl(loc: &Location, opts: &InitOptions, version: (u32, u32)) -> Vec<Strin
             ));
         }
     }
-    // The view that fills samples_10m from the samples each server stores.
-    out.push(format!(
-        "CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.samples_10m_mv TO {to} AS SELECT day, '*' AS host, kind, \
-         intDiv(time_ns, {SLOT_NS}) * {SLOT_NS} AS slot, unit, stack_id, sum(weight) AS weight, \
-         toUInt64(sum(weight_nano)) AS weight_nano, count() AS samples FROM {from} \
-         GROUP BY day, kind, slot, unit, stack_id",
-        db = loc.database,
-        to = loc.local_table("samples_10m"),
-        from = loc.local_table("samples"),
-    ));
     out
+}
+
+/// The materialized view that filled `samples_10m` in databases of earlier kflame versions.
+const OLD_VIEW: &str = "samples_10m_mv";
+
+fn has_old_view(client: &Client, loc: &Location) -> Result<bool, HttpError> {
+    let n = client.query(
+        &format!(
+            "SELECT count() FROM system.tables WHERE database = '{}' AND name = '{OLD_VIEW}' FORMAT TSV",
+            loc.database
+        ),
+        &[],
+    )?;
+    Ok(String::from_utf8_lossy(&n).trim() != "0")
 }
 
 /// Why a database cannot be used.
@@ -326,7 +355,12 @@ pub fn init(client: &Client, loc: &Location, opts: &InitOptions) -> Result<Vec<S
             )));
         }
     }
-    let stmts = ddl(loc, opts, version);
+    let mut stmts = ddl(loc, opts, version);
+    // Databases made by kflame before writers summed the slots themselves have a
+    // materialized view doing it on the server: with both, every sample would count twice.
+    if has_old_view(client, loc)? {
+        stmts.push(format!("DROP TABLE {}.{OLD_VIEW}", loc.database));
+    }
     for s in &stmts {
         client.query(s, &[])?;
     }
@@ -377,8 +411,12 @@ pub fn check(client: &Client, loc: &Location) -> Result<(), SchemaError> {
             }
         }
     }
-    if !text.lines().any(|l| l.starts_with("samples_10m_mv\t")) {
-        missing.push(format!("{}.samples_10m_mv", loc.database));
+    if text.lines().any(|l| l.starts_with(&format!("{OLD_VIEW}\t"))) {
+        return Err(SchemaError::Mismatch(format!(
+            "{}.{OLD_VIEW} fills samples_10m on the server, as kflame did before its writers sent the \
+             sums themselves: run `kflame store init --store {loc}` to drop it",
+            loc.database
+        )));
     }
     if !missing.is_empty() {
         return Err(SchemaError::Mismatch(format!(

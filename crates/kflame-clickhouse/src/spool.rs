@@ -17,7 +17,9 @@ pub struct Batch {
     pub table: String,
     /// Rows in it.
     pub rows: u64,
-    /// The rows, `RowBinary`.
+    /// The rows' format: `Native` (`RowBinary` in spools of earlier kflame versions).
+    pub format: String,
+    /// The rows.
     pub body: Vec<u8>,
 }
 
@@ -81,9 +83,24 @@ impl Spool {
         }
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS clickhouse_spool(
-                seq INTEGER PRIMARY KEY AUTOINCREMENT, tbl TEXT NOT NULL, rows INTEGER NOT NULL, body BLOB NOT NULL)",
+                seq INTEGER PRIMARY KEY AUTOINCREMENT, tbl TEXT NOT NULL, rows INTEGER NOT NULL, body BLOB NOT NULL,
+                fmt TEXT NOT NULL DEFAULT 'Native')",
         )
         .map_err(e)?;
+        // Spools of kflame versions that sent RowBinary have no format column: theirs is that.
+        let has_fmt: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM pragma_table_info('clickhouse_spool') WHERE name = 'fmt'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(e)?;
+        if has_fmt == 0 {
+            conn.execute_batch(
+                "ALTER TABLE clickhouse_spool ADD COLUMN fmt TEXT NOT NULL DEFAULT 'RowBinary'",
+            )
+            .map_err(e)?;
+        }
         let (bytes, batches): (i64, i64) = conn
             .query_row("SELECT coalesce(sum(length(body)), 0), count(*) FROM clickhouse_spool", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))
@@ -117,14 +134,16 @@ impl Spool {
         self.bytes.saturating_add(more) <= self.max_bytes
     }
 
-    /// Adds batches, all or none, after those waiting.
+    /// Adds batches of `Native` blocks, all or none, after those waiting.
     pub fn push(&mut self, batches: &[(&str, u64, &[u8])]) -> Result<(), StoreError> {
         let path = self.path.clone();
         let e = |x| err(&path, x);
         let tx = self.conn.transaction().map_err(e)?;
         {
             let mut st = tx
-                .prepare_cached("INSERT INTO clickhouse_spool(tbl, rows, body) VALUES (?1, ?2, ?3)")
+                .prepare_cached(
+                    "INSERT INTO clickhouse_spool(tbl, rows, body, fmt) VALUES (?1, ?2, ?3, 'Native')",
+                )
                 .map_err(e)?;
             for (table, rows, body) in batches {
                 st.execute(params![table, *rows as i64, body]).map_err(e)?;
@@ -139,14 +158,19 @@ impl Spool {
     /// The oldest batch.
     pub fn front(&self) -> Result<Option<Batch>, StoreError> {
         self.conn
-            .query_row("SELECT seq, tbl, rows, body FROM clickhouse_spool ORDER BY seq LIMIT 1", [], |r| {
-                Ok(Batch {
-                    seq: r.get(0)?,
-                    table: r.get(1)?,
-                    rows: r.get::<_, i64>(2)? as u64,
-                    body: r.get(3)?,
-                })
-            })
+            .query_row(
+                "SELECT seq, tbl, rows, body, fmt FROM clickhouse_spool ORDER BY seq LIMIT 1",
+                [],
+                |r| {
+                    Ok(Batch {
+                        seq: r.get(0)?,
+                        table: r.get(1)?,
+                        rows: r.get::<_, i64>(2)? as u64,
+                        body: r.get(3)?,
+                        format: r.get(4)?,
+                    })
+                },
+            )
             .optional()
             .map_err(|x| err(&self.path, x))
     }
@@ -182,10 +206,29 @@ mod tests {
         let mut s = Spool::open(&path, 100).unwrap();
         assert_eq!((s.len(), s.bytes()), (2, 6));
         let b = s.front().unwrap().unwrap();
-        assert_eq!((b.table.as_str(), b.rows, &b.body[..]), ("samples", 2, &b"abcd"[..]));
+        assert_eq!(
+            (b.table.as_str(), b.rows, &b.body[..], b.format.as_str()),
+            ("samples", 2, &b"abcd"[..], "Native")
+        );
         s.remove(&b).unwrap();
         assert_eq!(s.front().unwrap().unwrap().table, "stacks");
         assert_eq!((s.len(), s.bytes()), (1, 2));
+        // A spool of a version that sent RowBinary keeps its batches, marked as such.
+        let old = dir.join("old.db");
+        Connection::open(&old)
+            .unwrap()
+            .execute_batch(
+                "CREATE TABLE clickhouse_spool(seq INTEGER PRIMARY KEY AUTOINCREMENT, tbl TEXT NOT NULL, \
+                 rows INTEGER NOT NULL, body BLOB NOT NULL); INSERT INTO clickhouse_spool(tbl, rows, body) \
+                 VALUES ('metrics', 1, x'00');",
+            )
+            .unwrap();
+        let mut s = Spool::open(&old, 100).unwrap();
+        assert_eq!(s.front().unwrap().unwrap().format, "RowBinary");
+        s.push(&[("metrics", 1, b"z")]).unwrap();
+        let b = s.front().unwrap().unwrap();
+        s.remove(&b).unwrap();
+        assert_eq!(s.front().unwrap().unwrap().format, "Native");
         // A kflame history database (or any other) is not taken for a spool.
         let other = dir.join("other.db");
         Connection::open(&other).unwrap().execute_batch("CREATE TABLE buckets(x)").unwrap();

@@ -1,7 +1,7 @@
 //! `KFLAME_CLICKHOUSE_SQL_LOG=DIR`: every statement kflame sends to ClickHouse is written to
 //! `DIR/statements.jsonl` (one JSON object a line: `sql`, and `data` naming the file of an
-//! insert's `RowBinary` rows or of an external table's), and each `SELECT` is run a second
-//! time as TSV, its answer kept in a file named by `tsv`. For support (what exactly did it
+//! insert's rows (`Native`) or of an external table's (`RowBinary`)), and each `SELECT` is
+//! run a second time as TSV, its answer kept in a file named by `tsv`. For support (what exactly did it
 //! ask?) and for running the same SQL on another ClickHouse version (`tests/clickhouse/`).
 
 use std::io::Write;

@@ -1,7 +1,9 @@
 //! The writing side: [`Writer`] implements `kflame_store::Store` on ClickHouse.
 //!
-//! Rows are encoded into one `RowBinary` buffer per table and sent in batches: when a buffer
-//! holds `batch_bytes`, when its oldest row is `batch_interval` old, on `flush` and on drop.
+//! Rows are buffered by column, one set of columns per table, and sent in batches as `Native`
+//! blocks: when the buffers hold `batch_bytes`, when the oldest row is `batch_interval` old,
+//! on `flush` and on drop. The sums of the batch's samples per 10-minute slot go with it
+//! (`samples_10m`, `host_stacks_10m`: see [`crate::rollup`]).
 //! A batch ClickHouse does not take (unreachable, or an error) goes to the [`Spool`] in
 //! order, and the spool is sent first when ClickHouse answers again (retries back off from
 //! 1 s to 30 s). When the spool is full the call that does not fit is refused with
@@ -24,6 +26,8 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use crate::http::{Client, HttpError};
 use crate::location::Location;
+use crate::native::{Columns, ColumnsMark};
+use crate::rollup::Rollup;
 use crate::rowbinary::Put;
 use crate::schema::{self, TABLES};
 use crate::spool::Spool;
@@ -79,15 +83,9 @@ pub struct WriterStats {
     pub batches_resent: u64,
 }
 
-#[derive(Default)]
-struct Buf {
-    rows: u64,
-    data: Vec<u8>,
-}
-
 /// Where the buffers were before a call: what undoing it truncates to.
 struct Mark {
-    lens: [(usize, u64); TABLES.len()],
+    lens: Vec<ColumnsMark>,
     stacks: usize,
 }
 
@@ -97,7 +95,8 @@ pub struct Writer {
     client: Client,
     settings: Vec<(&'static str, &'static str)>,
     opts: WriterOptions,
-    bufs: [Buf; TABLES.len()],
+    bufs: Vec<Columns>,
+    rollup: Rollup,
     oldest: Option<Instant>,
     /// (day, host hash, stack id) already sent, of today and yesterday.
     sent_stacks: FxHashSet<(u16, u64, u64)>,
@@ -165,7 +164,8 @@ impl Writer {
             client,
             settings,
             opts,
-            bufs: Default::default(),
+            bufs: TABLES.iter().map(|t| Columns::new(t.columns.len())).collect(),
+            rollup: Rollup::default(),
             oldest: None,
             sent_stacks: FxHashSet::default(),
             new_stacks: Vec::new(),
@@ -205,33 +205,32 @@ impl Writer {
         ((z ^ (z >> 31)) >> 1).max(1) as i64
     }
 
-    fn mark(&self) -> Mark {
-        let mut lens = [(0, 0); TABLES.len()];
-        for (l, b) in lens.iter_mut().zip(&self.bufs) {
-            *l = (b.data.len(), b.rows);
-        }
-        Mark { lens, stacks: self.new_stacks.len() }
+    /// Where the buffers are as a call begins.
+    fn mark(&mut self) -> Mark {
+        self.rollup.begin_call();
+        Mark { lens: self.bufs.iter().map(Columns::mark).collect(), stacks: self.new_stacks.len() }
     }
 
     fn rollback(&mut self, m: &Mark) {
-        for (b, &(len, rows)) in self.bufs.iter_mut().zip(&m.lens) {
-            if b.data.len() >= len {
-                b.data.truncate(len);
-                b.rows = rows;
-            }
+        // The call's samples are taken back unless they were sent already; their sums with them
+        // (sums leave only after their samples: see `send`).
+        let samples = t("samples");
+        if self.bufs[samples].rows() >= m.lens[samples].rows() {
+            self.rollup.undo_call();
+        }
+        for (b, l) in self.bufs.iter_mut().zip(&m.lens) {
+            b.truncate(l);
         }
         for k in self.new_stacks.drain(m.stacks..) {
             self.sent_stacks.remove(&k);
         }
     }
 
-    fn buf(&mut self, table: usize) -> &mut Vec<u8> {
-        let b = &mut self.bufs[table];
-        b.rows += 1;
+    fn buf(&mut self, table: usize) -> &mut Columns {
         if self.oldest.is_none() {
             self.oldest = Some(Instant::now());
         }
-        &mut b.data
+        &mut self.bufs[table]
     }
 
     fn host_row(&mut self, host: &str, day: u16, time_ns: i64) {
@@ -268,15 +267,18 @@ impl Writer {
     }
 
     fn pending_bytes(&self) -> u64 {
-        self.bufs.iter().map(|b| b.data.len() as u64).sum()
+        self.bufs.iter().map(|b| b.bytes() as u64).sum::<u64>() + self.rollup.bytes() as u64
+    }
+
+    /// The buffers hold a batch: enough bytes, or rows old enough.
+    fn batch_full(&self) -> bool {
+        self.pending_bytes() >= self.opts.batch_bytes as u64
+            || self.oldest.is_some_and(|o| o.elapsed() >= self.opts.batch_interval)
     }
 
     fn due(&self) -> bool {
         let retry_due = self.retry_at.is_none_or(|t| Instant::now() >= t);
-        retry_due
-            && (self.pending_bytes() >= self.opts.batch_bytes as u64
-                || self.oldest.is_some_and(|o| o.elapsed() >= self.opts.batch_interval)
-                || (!self.spool.is_empty() && self.down.is_some()))
+        retry_due && (self.batch_full() || (!self.spool.is_empty() && self.down.is_some()))
     }
 
     fn failed(&mut self, e: HttpError) {
@@ -294,10 +296,10 @@ impl Writer {
         self.backoff = (self.backoff * 2).min(Duration::from_secs(30));
     }
 
-    fn insert(&mut self, table: &str, rows: u64, body: &[u8]) -> Result<(), HttpError> {
+    fn insert(&mut self, table: &str, rows: u64, format: &str, body: &[u8]) -> Result<(), HttpError> {
         let tb = TABLES.iter().find(|t| t.name == table).map_or(String::new(), |t| t.column_list());
         let target = if self.loc.insert_local { self.loc.local_table(table) } else { self.loc.table(table) };
-        self.client.insert(&target, &tb, body, &self.settings)?;
+        self.client.insert(&target, &tb, format, body, &self.settings)?;
         self.stats.rows_sent += rows;
         self.stats.batches_sent += 1;
         Ok(())
@@ -310,28 +312,23 @@ impl Writer {
         }
         let resent = self.spool.len();
         while let Some(b) = self.spool.front()? {
-            if let Err(e) = self.insert(&b.table, b.rows, &b.body) {
+            if let Err(e) = self.insert(&b.table, b.rows, &b.format, &b.body) {
                 self.failed(e);
                 return Err(self.unsent());
             }
             self.spool.remove(&b)?;
             self.stats.batches_resent += 1;
         }
+        // In the order of TABLES: stacks before the samples naming them, samples before their
+        // sums.
         for (i, table) in TABLES.iter().enumerate() {
-            if self.bufs[i].rows == 0 {
-                continue;
-            }
-            let body = std::mem::take(&mut self.bufs[i].data);
-            let rows = self.bufs[i].rows;
-            if let Err(e) = self.insert(table.name, rows, &body) {
-                self.bufs[i].data = body;
+            let Some((rows, body)) = self.encode(i) else { continue };
+            if let Err(e) = self.insert(table.name, rows, "Native", &body) {
                 self.failed(e);
                 return Err(self.unsent());
             }
-            self.bufs[i].rows = 0;
-            let mut body = body;
-            body.clear();
-            self.bufs[i].data = body;
+            self.bufs[i].clear();
+            self.rollup.clear(table.name);
         }
         self.oldest = None;
         self.new_stacks.clear();
@@ -346,6 +343,23 @@ impl Writer {
         Ok(())
     }
 
+    /// Table `i`'s buffered rows as a `Native` block, and their count.
+    fn encode(&self, i: usize) -> Option<(u64, Vec<u8>)> {
+        let table = TABLES[i];
+        if self.bufs[i].rows() > 0 {
+            // Stack texts in the order of their sort key, the id.
+            let key = (table.name == schema::STACKS.name)
+                .then(|| table.columns.iter().position(|c| c.0 == "stack_id"))
+                .flatten();
+            let body = match key {
+                Some(k) => self.bufs[i].encode_sorted_by(table, k),
+                None => self.bufs[i].encode(table),
+            };
+            return Some((self.bufs[i].rows(), body));
+        }
+        self.rollup.encode(table.name)
+    }
+
     fn unsent(&self) -> StoreError {
         StoreError::Other {
             path: self.loc.to_string().into(),
@@ -355,25 +369,28 @@ impl Writer {
 
     /// Moves the buffers to the spool; `false` when they do not fit.
     fn spool_buffers(&mut self) -> Result<bool, StoreError> {
-        let need = self.pending_bytes();
+        let bodies: Vec<(&str, u64, Vec<u8>)> = TABLES
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| self.encode(i).map(|(rows, body)| (t.name, rows, body)))
+            .collect();
+        let need: u64 = bodies.iter().map(|b| b.2.len() as u64).sum();
         if need == 0 {
             return Ok(true);
         }
         if !self.spool.fits(need) {
             return Ok(false);
         }
-        let batches: Vec<(&str, u64, &[u8])> = TABLES
-            .iter()
-            .zip(&self.bufs)
-            .filter(|(_, b)| b.rows > 0)
-            .map(|(t, b)| (t.name, b.rows, b.data.as_slice()))
-            .collect();
+        let batches: Vec<(&str, u64, &[u8])> =
+            bodies.iter().map(|(t, r, b)| (*t, *r, b.as_slice())).collect();
         let n = batches.len() as u64;
         self.spool.push(&batches)?;
         self.stats.batches_spooled += n;
         for b in &mut self.bufs {
-            b.rows = 0;
-            b.data.clear();
+            b.clear();
+        }
+        for t in TABLES {
+            self.rollup.clear(t.name);
         }
         self.oldest = None;
         self.new_stacks.clear();
@@ -384,8 +401,10 @@ impl Writer {
     /// that does not fit in the spool is undone and refused.
     fn commit(&mut self, mark: Mark, force: bool) -> Result<(), StoreError> {
         if !force && !self.due() {
-            // Down and not yet time to retry: the spool, not memory, keeps what comes.
-            if self.down.is_some() {
+            // Down and not yet time to retry: a batch that would have been sent goes to the
+            // spool, whole. Memory holds no more than when ClickHouse answers, and the spool
+            // drains in batch-sized inserts, not one small insert (and part) per call.
+            if self.down.is_some() && self.batch_full() {
                 return self.spool_or_refuse(mark);
             }
             return Ok(());
@@ -459,6 +478,7 @@ impl Store for Writer {
         let kind = b.kind.code() as u8;
         let capture = b.capture.map_or(0, |c| c.0);
         self.host_row(b.host, day_of(b.start_ns), b.start_ns);
+        let mut sums = Vec::with_capacity(b.samples.len() + b.aggregated.len());
         let mut last: Option<(&[u8], u16, u64)> = None;
         for s in b.samples {
             let day = day_of(s.time_ns);
@@ -467,6 +487,7 @@ impl Store for Writer {
                 _ => self.stack(b.host, host_hash, day, s.stack),
             };
             last = Some((s.stack, day, id));
+            sums.push((s.time_ns, id, s.weight));
             let r = self.buf(t("samples"));
             r.u16(day);
             r.str(b.host);
@@ -483,6 +504,7 @@ impl Store for Writer {
         let day = day_of(b.start_ns);
         for (text, w) in b.aggregated {
             let id = self.stack(b.host, host_hash, day, text);
+            sums.push((b.start_ns, id, *w));
             let r = self.buf(t("samples"));
             r.u16(day);
             r.str(b.host);
@@ -506,6 +528,11 @@ impl Store for Writer {
         r.str(&unit);
         r.str(b.meta.event.as_deref().unwrap_or(""));
         r.u64((b.samples.len() + b.aggregated.len()) as u64);
+        let mut rollup = self.rollup.bucket(b.host, kind, &unit);
+        for (time_ns, id, w) in sums {
+            rollup.add(time_ns, id, w);
+        }
+        self.rollup.end_call();
         self.commit(mark, false)
     }
 

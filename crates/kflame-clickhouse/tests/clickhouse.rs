@@ -171,13 +171,20 @@ fn compare(ch: &dyn Query, db: &dyn Query) {
         assert_eq!(ch.stack_text(x[0].stack).unwrap(), db.stack_text(y[0].stack).unwrap());
     }
     // Which hosts spend time in a frame: ClickHouse's one statement equals the default
-    // (one profile per host) on SQLite.
-    let q = ProfileQuery::new(Kind::Cpu, T0, T0 + 60 * SEC);
-    let frame = "ksys_write";
-    let (a, b) = (ch.host_shares(&q, frame).unwrap(), db.host_shares(&q, frame).unwrap());
-    assert_eq!(a, b);
-    assert_eq!(a.len(), 3);
-    assert!(a.iter().all(|s| !s.frame.is_zero() && s.frame < s.total), "{a:?}");
+    // (one profile per host) on SQLite; over samples only, over one whole 10-minute slot (from
+    // the hosts' per-slot sums only), and over whole slots with edges, for every host, a list
+    // of hosts, one host.
+    let two = ["web1".to_string(), "db1".to_string()];
+    for (from, to) in [(T0, T0 + 60 * SEC), (T0, T0 + 600 * SEC), (T0 - 590 * SEC, T0 + 1230 * SEC)] {
+        for (host, hosts, n) in [(None, None, 3), (None, Some(&two[..]), 2), (Some("web1"), None, 1)] {
+            let q = ProfileQuery { host, hosts, ..ProfileQuery::new(Kind::Cpu, from, to) };
+            let frame = "ksys_write";
+            let (a, b) = (ch.host_shares(&q, frame).unwrap(), db.host_shares(&q, frame).unwrap());
+            assert_eq!(a, b, "{from} {to} {host:?} {hosts:?}");
+            assert_eq!(a.len(), n);
+            assert!(a.iter().all(|s| !s.frame.is_zero() && s.frame < s.total), "{a:?}");
+        }
+    }
 }
 
 fn sqlite_of(name: &str, seconds: i64, stacks: &[Vec<u8>]) -> (Sqlite, u64) {
@@ -402,8 +409,15 @@ fn a_full_spool_refuses_the_write_whole_and_takes_it_later() {
     std::thread::sleep(Duration::from_millis(1100));
     w.flush().unwrap();
     drop(w);
-    let p = Reader::open(&loc).unwrap().profile(&ProfileQuery::new(Kind::Cpu, 0, i64::MAX)).unwrap();
+    let r = Reader::open(&loc).unwrap();
+    let q = ProfileQuery::new(Kind::Cpu, 0, i64::MAX);
+    let p = r.profile(&q).unwrap();
     assert_eq!(p.samples as usize, stored, "what was taken is there, what was refused is not");
+    // The per-slot sums sent with the samples count the same: the refused write's are gone too.
+    let shares = r.host_shares(&q, "no-such-frame").unwrap();
+    assert_eq!(shares.len(), 1);
+    assert_eq!(shares[0].total.whole() as usize, stored);
+    assert_eq!(shares[0].frame.whole(), 0);
 }
 
 #[test]
