@@ -452,4 +452,23 @@ fn bad_setups_are_refused_with_what_to_do() {
     .unwrap();
     let e = Reader::open(&loc).unwrap_err().to_string();
     assert!(e.contains("other.samples has columns (day, x)"), "{e}");
+    // A database of an earlier kflame, whose server filled samples_10m with a materialized
+    // view: refused (each sample would count twice) until init drops the view.
+    let loc = rig.location(0, "older", false);
+    let c = kflame_clickhouse::http::Client::new(&loc);
+    schema::init(&c, &loc, &InitOptions::default()).unwrap();
+    c.query(
+        "CREATE MATERIALIZED VIEW older.samples_10m_mv TO older.samples_10m AS SELECT day, '*' AS host, kind, \
+         intDiv(time_ns, 600000000000) * 600000000000 AS slot, unit, stack_id, sum(weight) AS weight, \
+         toUInt64(sum(weight_nano)) AS weight_nano, count() AS samples FROM older.samples \
+         GROUP BY day, kind, slot, unit, stack_id",
+        &[],
+    )
+    .unwrap();
+    let e =
+        Writer::open(&loc, &dir("older").join("spool.db"), WriterOptions::default()).unwrap_err().to_string();
+    assert!(e.contains("samples_10m_mv") && e.contains("kflame store init"), "{e}");
+    let ran = schema::init(&c, &loc, &InitOptions::default()).unwrap();
+    assert!(ran.iter().any(|s| s == "DROP TABLE older.samples_10m_mv"), "{ran:?}");
+    Reader::open(&loc).unwrap();
 }
