@@ -51,8 +51,9 @@ pub struct Rollup {
     hosts: Vec<String>,
     stacks: FxHashMap<StackKey, Sums>,
     totals: FxHashMap<HostKey, Sums>,
-    call_stacks: FxHashMap<StackKey, Sums>,
-    call_totals: FxHashMap<HostKey, Sums>,
+    /// The call's sums (one bucket: one host, `call_host`).
+    call: FxHashMap<StackKey, Sums>,
+    call_host: u32,
 }
 
 fn intern(v: &mut Vec<String>, s: &str) -> u32 {
@@ -75,7 +76,6 @@ pub struct BucketSums<'a> {
     r: &'a mut Rollup,
     kind: u8,
     unit: u32,
-    host: u32,
 }
 
 impl BucketSums<'_> {
@@ -84,46 +84,43 @@ impl BucketSums<'_> {
         let (whole, nanos) = w.to_parts();
         let s = Sums { whole: u64::try_from(whole).unwrap_or(u64::MAX), nano: u64::from(nanos), samples: 1 };
         let slot = slot_of(time_ns);
-        self.r.call_stacks.entry((self.kind, self.unit, slot, stack_id)).or_default().add(s);
-        self.r.call_totals.entry((self.kind, self.unit, slot, self.host, stack_id)).or_default().add(s);
+        self.r.call.entry((self.kind, self.unit, slot, stack_id)).or_default().add(s);
     }
 }
 
 impl Rollup {
     /// A new call starts: what the last one added can no longer be taken back.
     pub fn begin_call(&mut self) {
-        self.call_stacks.clear();
-        self.call_totals.clear();
+        self.call.clear();
     }
 
-    /// Sums the samples of a bucket of `host` into the call's.
+    /// Sums the samples of a bucket of `host` into the call's (a call writes one bucket).
     pub fn bucket(&mut self, host: &str, kind: u8, unit: &str) -> BucketSums<'_> {
         let unit = intern(&mut self.units, unit);
-        let host = intern(&mut self.hosts, host);
-        BucketSums { r: self, kind, unit, host }
+        self.call_host = intern(&mut self.hosts, host);
+        BucketSums { r: self, kind, unit }
     }
 
     /// Adds the call's sums to the batch's.
     pub fn end_call(&mut self) {
-        for (k, s) in &self.call_stacks {
-            self.stacks.entry(*k).or_default().add(*s);
-        }
-        for (k, s) in &self.call_totals {
-            self.totals.entry(*k).or_default().add(*s);
+        let h = self.call_host;
+        for (&(kind, unit, slot, stack), s) in &self.call {
+            self.stacks.entry((kind, unit, slot, stack)).or_default().add(*s);
+            self.totals.entry((kind, unit, slot, h, stack)).or_default().add(*s);
         }
     }
 
     /// Takes the last call's sums back out (it was refused as a whole).
     pub fn undo_call(&mut self) {
-        for (k, s) in self.call_stacks.drain() {
-            if let Some(e) = self.stacks.get_mut(&k) {
+        let h = self.call_host;
+        for ((kind, unit, slot, stack), s) in self.call.drain() {
+            if let Some(e) = self.stacks.get_mut(&(kind, unit, slot, stack)) {
                 e.sub(s);
                 if e.samples == 0 {
-                    self.stacks.remove(&k);
+                    self.stacks.remove(&(kind, unit, slot, stack));
                 }
             }
-        }
-        for (k, s) in self.call_totals.drain() {
+            let k = (kind, unit, slot, h, stack);
             if let Some(e) = self.totals.get_mut(&k) {
                 e.sub(s);
                 if e.samples == 0 {
