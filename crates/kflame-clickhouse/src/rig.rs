@@ -11,6 +11,11 @@ use std::time::{Duration, Instant};
 use crate::http::Client;
 use crate::location::Location;
 
+/// The jemalloc options ClickHouse's own Linux builds are compiled with, given to Debian's
+/// build (which links the system jemalloc) through `MALLOC_CONF`.
+pub const JEMALLOC_CONF: &str =
+    "percpu_arena:percpu,oversize_threshold:0,muzzy_decay_ms:5000,dirty_decay_ms:5000";
+
 /// The cluster name the rig's servers know.
 pub const CLUSTER: &str = "kflame_rig";
 
@@ -125,6 +130,11 @@ impl Rig {
         let log = std::fs::File::create(s.dir.join("stdout.log")).map_err(|e| e.to_string())?;
         let child = Command::new(bin)
             .arg(format!("--config-file={}", s.dir.join("config.xml").display()))
+            // Debian's server links the system jemalloc with jemalloc's defaults; ClickHouse's
+            // own builds set these (contrib/jemalloc-cmake: keep freed pages 5 s instead of
+            // returning them at once, one arena per CPU). Without them the servers spent a
+            // fifth of their insert time faulting pages back in (bench/fleet.sh, perf).
+            .env("MALLOC_CONF", JEMALLOC_CONF)
             .stdin(Stdio::null())
             .stdout(log.try_clone().map_err(|e| e.to_string())?)
             .stderr(log)
