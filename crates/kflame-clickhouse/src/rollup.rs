@@ -66,6 +66,18 @@ fn intern(v: &mut Vec<String>, s: &str) -> u32 {
     }
 }
 
+/// Each name's place in the names sorted (rows are sent in the table's order, where the
+/// names sort as strings).
+fn ranks(names: &[String]) -> Vec<u32> {
+    let mut order: Vec<usize> = (0..names.len()).collect();
+    order.sort_by(|&a, &b| names[a].cmp(&names[b]));
+    let mut rank = vec![0u32; names.len()];
+    for (r, i) in order.into_iter().enumerate() {
+        rank[i] = r as u32;
+    }
+    rank
+}
+
 /// The start of the slot of a time.
 pub fn slot_of(time_ns: i64) -> i64 {
     time_ns.div_euclid(SLOT_NS) * SLOT_NS
@@ -144,15 +156,9 @@ impl Rollup {
     /// order, and their count; `None` when there are none.
     pub fn encode(&self, table: &str) -> Option<(u64, Vec<u8>)> {
         if table == SAMPLES_10M.name && !self.stacks.is_empty() {
+            let unit = ranks(&self.units);
             let mut rows: Vec<(&StackKey, &Sums)> = self.stacks.iter().collect();
-            rows.sort_unstable_by(|a, b| {
-                (a.0.0, &self.units[a.0.1 as usize], a.0.2, a.0.3).cmp(&(
-                    b.0.0,
-                    &self.units[b.0.1 as usize],
-                    b.0.2,
-                    b.0.3,
-                ))
-            });
+            rows.sort_unstable_by_key(|(k, _)| (k.0, unit[k.1 as usize], k.2, k.3));
             let mut c = Columns::new(SAMPLES_10M.columns.len());
             for ((kind, unit, slot, stack), s) in rows {
                 c.u16(day_of(*slot));
@@ -168,11 +174,9 @@ impl Rollup {
             return Some((c.rows(), c.encode(&SAMPLES_10M)));
         }
         if table == HOST_STACKS_10M.name && !self.totals.is_empty() {
+            let (unit, host) = (ranks(&self.units), ranks(&self.hosts));
             let mut rows: Vec<(&HostKey, &Sums)> = self.totals.iter().collect();
-            let key = |k: &HostKey| {
-                (k.0, self.units[k.1 as usize].as_str(), k.2, self.hosts[k.3 as usize].as_str(), k.4)
-            };
-            rows.sort_unstable_by(|a, b| key(a.0).cmp(&key(b.0)));
+            rows.sort_unstable_by_key(|(k, _)| (k.0, unit[k.1 as usize], k.2, host[k.3 as usize], k.4));
             let mut c = Columns::new(HOST_STACKS_10M.columns.len());
             for ((kind, unit, slot, host, stack), s) in rows {
                 c.u16(day_of(*slot));
@@ -238,6 +242,22 @@ mod tests {
         r.clear("samples_10m");
         r.clear("host_stacks_10m");
         assert!(r.is_empty() && r.encode("samples_10m").is_none());
+    }
+
+    #[test]
+    fn rows_go_out_in_the_order_of_the_names() {
+        let names = ["web".to_string(), "db".to_string(), "app".to_string()];
+        assert_eq!(ranks(&names), [2, 1, 0]);
+        let mut r = Rollup::default();
+        r.begin_call();
+        r.bucket("web", 0, "samples").add(0, 5, w(1));
+        r.end_call();
+        r.begin_call();
+        r.bucket("db", 0, "samples").add(0, 9, w(1));
+        r.end_call();
+        let (_, block) = r.encode("host_stacks_10m").unwrap();
+        let text = String::from_utf8_lossy(&block);
+        assert!(text.find("db").unwrap() < text.find("web").unwrap(), "{text:?}");
     }
 
     #[test]
