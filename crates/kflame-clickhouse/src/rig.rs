@@ -30,7 +30,8 @@ pub struct Server {
     pub tcp_port: u16,
 }
 
-/// Servers on loopback.
+/// Servers on loopback. Each server is killed when the thread that started it ends (and when
+/// the rig is dropped): start, restart and drop a rig on one thread.
 #[derive(Debug)]
 pub struct Rig {
     /// The servers, shard 1 first.
@@ -38,6 +39,21 @@ pub struct Rig {
     /// The password of user `default`.
     pub password: String,
     root: PathBuf,
+}
+
+/// A server of the rig gets SIGKILL when the thread that started it ends: a test or bench
+/// killed before it could drop its rig leaves no server behind.
+#[allow(unsafe_code)]
+fn die_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and touches no memory of the
+    // parent; it runs in the child between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
 }
 
 fn free_port() -> Result<u16, String> {
@@ -128,13 +144,15 @@ impl Rig {
     fn start_server(&mut self, bin: &Path, i: usize) -> Result<(), String> {
         let s = &mut self.servers[i];
         let log = std::fs::File::create(s.dir.join("stdout.log")).map_err(|e| e.to_string())?;
-        let child = Command::new(bin)
-            .arg(format!("--config-file={}", s.dir.join("config.xml").display()))
+        let mut cmd = Command::new(bin);
+        cmd.arg(format!("--config-file={}", s.dir.join("config.xml").display()))
             // Debian's server links the system jemalloc with jemalloc's defaults; ClickHouse's
             // own builds set these (contrib/jemalloc-cmake: keep freed pages 5 s instead of
             // returning them at once, one arena per CPU). Without them the servers spent a
             // fifth of their insert time faulting pages back in (bench/fleet.sh, perf).
-            .env("MALLOC_CONF", JEMALLOC_CONF)
+            .env("MALLOC_CONF", JEMALLOC_CONF);
+        die_with_parent(&mut cmd);
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(log.try_clone().map_err(|e| e.to_string())?)
             .stderr(log)
