@@ -12,7 +12,7 @@ use rustc_hash::FxHashMap;
 use crate::http::{Client, HttpError};
 use crate::location::Location;
 use crate::rowbinary::{ReadError, Reader as Rows};
-use crate::schema::{self, SLOT_NS};
+use crate::schema::{self, HOUR_NS, SLOT_NS};
 use crate::writer::day_of;
 
 /// The units of a range's buckets: the first bucket's (a profile's), how many buckets have
@@ -79,11 +79,12 @@ fn profile_filter(q: &ProfileQuery<'_>) -> String {
     w
 }
 
-/// The whole 10-minute slots of a query's range, `[a, b)` (`a >= b`: none).
-fn whole_slots(q: &ProfileQuery<'_>) -> (i64, i64) {
+/// The whole slots of `len` ns (10 minutes, an hour) of a query's range, `[a, b)` (`a >= b`:
+/// none).
+fn whole_slots(q: &ProfileQuery<'_>, len: i64) -> (i64, i64) {
     (
-        q.from_ns.div_euclid(SLOT_NS).saturating_add(i64::from(q.from_ns.rem_euclid(SLOT_NS) != 0)) * SLOT_NS,
-        q.to_ns.div_euclid(SLOT_NS) * SLOT_NS,
+        q.from_ns.div_euclid(len).saturating_add(i64::from(q.from_ns.rem_euclid(len) != 0)) * len,
+        q.to_ns.div_euclid(len) * len,
     )
 }
 
@@ -256,7 +257,7 @@ impl Query for Reader {
         };
         // Every host, every capture and cgroup: whole 10-minute slots come from the fleet's
         // per-slot sums, only the edges from the samples.
-        let (a, b) = whole_slots(q);
+        let (a, b) = whole_slots(q, SLOT_NS);
         let whole_slots =
             q.host.is_none() && q.hosts.is_none() && q.capture.is_none() && q.cgroup.is_none() && a < b;
         let mut sql = format!(
@@ -625,8 +626,8 @@ impl Query for Reader {
         // The stacks that hold the frame, found by each shard in its own texts (a host's
         // texts live on its samples' shard: `distributed_product_mode=local` reads the local
         // table in the subquery; PREWHERE tests the exact frame only on texts that hold its
-        // name). Then each host's weight in them and in all: whole 10-minute slots from its
-        // per-slot sums (host_stacks_10m), the edges of the range from the samples.
+        // name). Then each host's weight in them and in all: whole hours from its
+        // hourly sums (host_stacks_1h), the edges of the range from the samples.
         let frame_match = format!(
             "(stack = {f} OR startsWith(stack, {fs}) OR endsWith(stack, {sf}) OR position(stack, {sfs}) > 0)",
             f = lit(frame),
@@ -642,7 +643,7 @@ impl Query for Reader {
             day_of(q.from_ns),
             day_of(q.to_ns.saturating_sub(1)),
         );
-        let (a, b) = whole_slots(q);
+        let (a, b) = whole_slots(q, HOUR_NS);
         let whole = q.capture.is_none() && q.cgroup.is_none() && a < b;
         let u = &units.filter;
         // Each branch: the host, its weight in those stacks (whole part, billionths), in all.
@@ -658,13 +659,13 @@ impl Query for Reader {
             let slots = format!(
                 "SELECT host, {sums} FROM {} WHERE kind = {} AND slot >= {a} AND slot < {b} AND day >= toDate({}) \
                  AND day <= toDate({}){u}{} GROUP BY host",
-                self.t("host_stacks_10m"),
+                self.t("host_stacks_1h"),
                 q.kind.code(),
                 day_of(a),
                 day_of(b - 1),
                 host_filter(q.host, q.hosts),
             );
-            // A range of whole slots has no edges to read from the samples.
+            // A range of whole hours has no edges to read from the samples.
             if (a, b) == (q.from_ns, q.to_ns) {
                 slots
             } else {

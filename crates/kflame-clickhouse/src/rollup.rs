@@ -1,6 +1,6 @@
 //! The sums a writer sends with its samples: per (kind, unit, 10-minute slot, stack) for the
-//! whole fleet (`samples_10m`, host `*`) and per (kind, unit, slot, host, stack)
-//! (`host_stacks_10m`). They
+//! whole fleet (`samples_10m`, host `*`) and per (kind, unit, hour, host, stack)
+//! (`host_stacks_1h`). They
 //! are summed over a whole batch before it leaves, so a batch of a million samples is sent
 //! with a few hundred thousand sums, already in the tables' order; the server adds up rows of
 //! one key again as it merges parts (SummingMergeTree). Doing this on the writer instead of in
@@ -15,7 +15,7 @@ use rustc_hash::FxHashMap;
 
 use crate::native::Columns;
 use crate::rowbinary::Put;
-use crate::schema::{HOST_STACKS_10M, SAMPLES_10M, SLOT_NS};
+use crate::schema::{HOST_STACKS_1H, HOUR_NS, SAMPLES_10M, SLOT_NS};
 use crate::writer::day_of;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -41,7 +41,7 @@ impl Sums {
 
 /// (kind, unit, slot, stack id).
 type StackKey = (u8, u32, i64, u64);
-/// (kind, unit, slot, host, stack id).
+/// (kind, unit, hour, host, stack id).
 type HostKey = (u8, u32, i64, u32, u64);
 
 /// The sums of a writer's unsent samples.
@@ -78,9 +78,14 @@ fn ranks(names: &[String]) -> Vec<u32> {
     rank
 }
 
-/// The start of the slot of a time.
+/// The start of the 10-minute slot of a time.
 pub fn slot_of(time_ns: i64) -> i64 {
     time_ns.div_euclid(SLOT_NS) * SLOT_NS
+}
+
+/// The start of the hour of a time (or of a slot: slots nest in hours).
+pub fn hour_of(time_ns: i64) -> i64 {
+    time_ns.div_euclid(HOUR_NS) * HOUR_NS
 }
 
 /// Samples of one bucket being summed: see [`Rollup::bucket`].
@@ -118,7 +123,7 @@ impl Rollup {
         let h = self.call_host;
         for (&(kind, unit, slot, stack), s) in &self.call {
             self.stacks.entry((kind, unit, slot, stack)).or_default().add(*s);
-            self.totals.entry((kind, unit, slot, h, stack)).or_default().add(*s);
+            self.totals.entry((kind, unit, hour_of(slot), h, stack)).or_default().add(*s);
         }
     }
 
@@ -132,7 +137,7 @@ impl Rollup {
                     self.stacks.remove(&(kind, unit, slot, stack));
                 }
             }
-            let k = (kind, unit, slot, h, stack);
+            let k = (kind, unit, hour_of(slot), h, stack);
             if let Some(e) = self.totals.get_mut(&k) {
                 e.sub(s);
                 if e.samples == 0 {
@@ -152,7 +157,7 @@ impl Rollup {
         self.stacks.is_empty() && self.totals.is_empty()
     }
 
-    /// The rows of `table` (`samples_10m` or `host_stacks_10m`) as a `Native` block, in the table's
+    /// The rows of `table` (`samples_10m` or `host_stacks_1h`) as a `Native` block, in the table's
     /// order, and their count; `None` when there are none.
     pub fn encode(&self, table: &str) -> Option<(u64, Vec<u8>)> {
         if table == SAMPLES_10M.name && !self.stacks.is_empty() {
@@ -173,11 +178,11 @@ impl Rollup {
             }
             return Some((c.rows(), c.encode(&SAMPLES_10M)));
         }
-        if table == HOST_STACKS_10M.name && !self.totals.is_empty() {
+        if table == HOST_STACKS_1H.name && !self.totals.is_empty() {
             let (unit, host) = (ranks(&self.units), ranks(&self.hosts));
             let mut rows: Vec<(&HostKey, &Sums)> = self.totals.iter().collect();
             rows.sort_unstable_by_key(|(k, _)| (k.0, unit[k.1 as usize], k.2, host[k.3 as usize], k.4));
-            let mut c = Columns::new(HOST_STACKS_10M.columns.len());
+            let mut c = Columns::new(HOST_STACKS_1H.columns.len());
             for ((kind, unit, slot, host, stack), s) in rows {
                 c.u16(day_of(*slot));
                 c.str(&self.hosts[*host as usize]);
@@ -189,7 +194,7 @@ impl Rollup {
                 c.u64(s.nano);
                 c.u64(s.samples);
             }
-            return Some((c.rows(), c.encode(&HOST_STACKS_10M)));
+            return Some((c.rows(), c.encode(&HOST_STACKS_1H)));
         }
         None
     }
@@ -198,7 +203,7 @@ impl Rollup {
     pub fn clear(&mut self, table: &str) {
         if table == SAMPLES_10M.name {
             self.stacks.clear();
-        } else if table == HOST_STACKS_10M.name {
+        } else if table == HOST_STACKS_1H.name {
             self.totals.clear();
         }
     }
@@ -231,16 +236,16 @@ mod tests {
         assert_eq!(r.stacks.len(), 3);
         assert_eq!(r.stacks[&(1, 0, 0, 7)], Sums { whole: 2, nano: 0, samples: 1 });
         assert_eq!(r.stacks[&(1, 0, 0, 8)], Sums { whole: 0, nano: 500_000_000, samples: 1 });
-        assert_eq!(r.totals[&(1, 0, 0, 0, 7)], Sums { whole: 2, nano: 0, samples: 1 });
+        // Per host by hour: the first two slots are one hour.
+        assert_eq!(r.totals[&(1, 0, 0, 0, 7)], Sums { whole: 5, nano: 0, samples: 2 });
         assert_eq!(r.totals[&(1, 0, 0, 0, 8)], Sums { whole: 0, nano: 500_000_000, samples: 1 });
-        assert_eq!(r.totals[&(1, 0, SLOT_NS, 0, 7)], Sums { whole: 3, nano: 0, samples: 1 });
-        assert!(!r.totals.contains_key(&(1, 0, 2 * SLOT_NS, 0, 9)));
+        assert!(!r.totals.contains_key(&(1, 0, 0, 0, 9)));
         let (rows, _) = r.encode("samples_10m").unwrap();
         assert_eq!(rows, 3);
-        let (rows, _) = r.encode("host_stacks_10m").unwrap();
-        assert_eq!(rows, 3);
+        let (rows, _) = r.encode("host_stacks_1h").unwrap();
+        assert_eq!(rows, 2);
         r.clear("samples_10m");
-        r.clear("host_stacks_10m");
+        r.clear("host_stacks_1h");
         assert!(r.is_empty() && r.encode("samples_10m").is_none());
     }
 
@@ -255,7 +260,7 @@ mod tests {
         r.begin_call();
         r.bucket("db", 0, "samples").add(0, 9, w(1));
         r.end_call();
-        let (_, block) = r.encode("host_stacks_10m").unwrap();
+        let (_, block) = r.encode("host_stacks_1h").unwrap();
         let text = String::from_utf8_lossy(&block);
         assert!(text.find("db").unwrap() < text.find("web").unwrap(), "{text:?}");
     }
@@ -266,5 +271,7 @@ mod tests {
         assert_eq!(slot_of(SLOT_NS - 1), 0);
         assert_eq!(slot_of(SLOT_NS), SLOT_NS);
         assert_eq!(slot_of(-1), -SLOT_NS);
+        assert_eq!(hour_of(SLOT_NS * 5), 0);
+        assert_eq!(hour_of(SLOT_NS * 6), HOUR_NS);
     }
 }

@@ -3,7 +3,7 @@
 //! Rows are buffered by column, one set of columns per table, and sent in batches as `Native`
 //! blocks: when the buffers hold `batch_bytes`, when the oldest row is `batch_interval` old,
 //! on `flush` and on drop. The sums of the batch's samples per 10-minute slot go with it
-//! (`samples_10m`, `host_stacks_10m`: see [`crate::rollup`]).
+//! (`samples_10m`, `host_stacks_1h`: see [`crate::rollup`]).
 //! A batch ClickHouse does not take (unreachable, or an error) goes to the [`Spool`] in
 //! order, and the spool is sent first when ClickHouse answers again (retries back off from
 //! 1 s to 30 s). When the spool is full the call that does not fit is refused with

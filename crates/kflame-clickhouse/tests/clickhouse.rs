@@ -171,11 +171,11 @@ fn compare(ch: &dyn Query, db: &dyn Query) {
         assert_eq!(ch.stack_text(x[0].stack).unwrap(), db.stack_text(y[0].stack).unwrap());
     }
     // Which hosts spend time in a frame: ClickHouse's one statement equals the default
-    // (one profile per host) on SQLite; over samples only, over one whole 10-minute slot (from
-    // the hosts' per-slot sums only), and over whole slots with edges, for every host, a list
-    // of hosts, one host.
+    // (one profile per host) on SQLite; over samples only, over one whole hour (from the
+    // hosts' hourly sums only), and over a whole hour with edges, for every host, a list of
+    // hosts, one host.
     let two = ["web1".to_string(), "db1".to_string()];
-    for (from, to) in [(T0, T0 + 60 * SEC), (T0, T0 + 600 * SEC), (T0 - 590 * SEC, T0 + 1230 * SEC)] {
+    for (from, to) in [(T0, T0 + 60 * SEC), (T0, T0 + 3600 * SEC), (T0 - 590 * SEC, T0 + 3630 * SEC)] {
         for (host, hosts, n) in [(None, None, 3), (None, Some(&two[..]), 2), (Some("web1"), None, 1)] {
             let q = ProfileQuery { host, hosts, ..ProfileQuery::new(Kind::Cpu, from, to) };
             let frame = "ksys_write";
