@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The fleet store on ClickHouse: a two-shard rig of Debian's clickhouse-server on loopback,
 # 100 simulated hosts writing 1 h of 19 Hz samples on 2 CPUs each (13.7 M rows; stacks of
-# the shared large capture), then the fleet-wide flame graph of the hour, the per-host
+# the shared large capture). Ingest is timed end to end (writers and servers on the same
+# cores) and for the rig alone (the writers spool while the servers are down, then the
+# servers take the spools); then the fleet-wide flame graph of the hour, the per-host
 # breakdown of a frame, and the space per host-day from system.parts.
 #
 #   HOSTS=N    simulated hosts (default 100)
