@@ -8,7 +8,7 @@
 //! [`Columns`] fills a table's columns row by row through [`Put`]: each call appends the next
 //! column's value, so a writer writes its rows exactly as it would write `RowBinary`.
 
-use crate::rowbinary::Put;
+use crate::rowbinary::{Put, varint};
 use crate::schema::Table;
 use kflame::fold::Weight;
 
@@ -151,18 +151,6 @@ impl Columns {
             self.rows += 1;
         }
         &mut self.cols[i]
-    }
-}
-
-fn varint(out: &mut Vec<u8>, mut n: u64) {
-    loop {
-        let b = (n & 0x7f) as u8;
-        n >>= 7;
-        if n == 0 {
-            out.push(b);
-            return;
-        }
-        out.push(b | 0x80);
     }
 }
 

@@ -15,7 +15,7 @@ use rustc_hash::FxHashMap;
 
 use crate::native::Columns;
 use crate::rowbinary::Put;
-use crate::schema::{HOST_STACKS_1H, HOUR_NS, SAMPLES_10M, SLOT_NS};
+use crate::schema::{HOST_STACKS_1H, HOUR_NS, SAMPLES_10M, SLOT_NS, Table};
 use crate::writer::day_of;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -160,43 +160,48 @@ impl Rollup {
     /// The rows of `table` (`samples_10m` or `host_stacks_1h`) as a `Native` block, in the table's
     /// order, and their count; `None` when there are none.
     pub fn encode(&self, table: &str) -> Option<(u64, Vec<u8>)> {
+        let unit = ranks(&self.units);
         if table == SAMPLES_10M.name && !self.stacks.is_empty() {
-            let unit = ranks(&self.units);
             let mut rows: Vec<(&StackKey, &Sums)> = self.stacks.iter().collect();
             rows.sort_unstable_by_key(|(k, _)| (k.0, unit[k.1 as usize], k.2, k.3));
-            let mut c = Columns::new(SAMPLES_10M.columns.len());
-            for ((kind, unit, slot, stack), s) in rows {
-                c.u16(day_of(*slot));
-                c.str("*");
-                c.u8(*kind);
-                c.i64(*slot);
-                c.str(&self.units[*unit as usize]);
-                c.u64(*stack);
-                c.u64(s.whole);
-                c.u64(s.nano);
-                c.u64(s.samples);
-            }
-            return Some((c.rows(), c.encode(&SAMPLES_10M)));
+            return Some(
+                self.block(&SAMPLES_10M, rows.into_iter().map(|(k, s)| (None, k.0, k.1, k.2, k.3, s))),
+            );
         }
         if table == HOST_STACKS_1H.name && !self.totals.is_empty() {
-            let (unit, host) = (ranks(&self.units), ranks(&self.hosts));
+            let host = ranks(&self.hosts);
             let mut rows: Vec<(&HostKey, &Sums)> = self.totals.iter().collect();
             rows.sort_unstable_by_key(|(k, _)| (k.0, unit[k.1 as usize], k.2, host[k.3 as usize], k.4));
-            let mut c = Columns::new(HOST_STACKS_1H.columns.len());
-            for ((kind, unit, slot, host, stack), s) in rows {
-                c.u16(day_of(*slot));
-                c.str(&self.hosts[*host as usize]);
-                c.u8(*kind);
-                c.i64(*slot);
-                c.str(&self.units[*unit as usize]);
-                c.u64(*stack);
-                c.u64(s.whole);
-                c.u64(s.nano);
-                c.u64(s.samples);
-            }
-            return Some((c.rows(), c.encode(&HOST_STACKS_1H)));
+            return Some(
+                self.block(
+                    &HOST_STACKS_1H,
+                    rows.into_iter().map(|(k, s)| (Some(k.3), k.0, k.1, k.2, k.4, s)),
+                ),
+            );
         }
         None
+    }
+
+    /// Rows (host, kind, unit, slot, stack, sums) of a table of sums (host `None`: `*`, every
+    /// host) as a `Native` block, and their count.
+    fn block<'a>(
+        &self,
+        table: &Table,
+        rows: impl Iterator<Item = (Option<u32>, u8, u32, i64, u64, &'a Sums)>,
+    ) -> (u64, Vec<u8>) {
+        let mut c = Columns::new(table.columns.len());
+        for (host, kind, unit, slot, stack, s) in rows {
+            c.u16(day_of(slot));
+            c.str(host.map_or("*", |h| &self.hosts[h as usize]));
+            c.u8(kind);
+            c.i64(slot);
+            c.str(&self.units[unit as usize]);
+            c.u64(stack);
+            c.u64(s.whole);
+            c.u64(s.nano);
+            c.u64(s.samples);
+        }
+        (c.rows(), c.encode(table))
     }
 
     /// Forgets the rows of `table`: they were sent or spooled.

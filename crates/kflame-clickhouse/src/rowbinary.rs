@@ -51,22 +51,26 @@ impl Put for Vec<u8> {
         self.extend_from_slice(&v.to_le_bytes());
     }
     fn bytes(&mut self, v: &[u8]) {
-        let mut n = v.len() as u64;
-        loop {
-            let b = (n & 0x7f) as u8;
-            n >>= 7;
-            if n == 0 {
-                self.push(b);
-                break;
-            }
-            self.push(b | 0x80);
-        }
+        varint(self, v.len() as u64);
         self.extend_from_slice(v);
     }
     fn weight(&mut self, w: Weight) {
         let (whole, nanos) = w.to_parts();
         self.u64(u64::try_from(whole).unwrap_or(u64::MAX));
         self.u32(nanos);
+    }
+}
+
+/// Appends `n` as LEB128 (a string's length; a `Native` block's column and row counts).
+pub fn varint(out: &mut Vec<u8>, mut n: u64) {
+    loop {
+        let b = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(b);
+            return;
+        }
+        out.push(b | 0x80);
     }
 }
 

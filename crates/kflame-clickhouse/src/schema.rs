@@ -202,23 +202,27 @@ pub const HOSTS: Table = Table {
 /// The length of a slot of [`SAMPLES_10M`].
 pub const SLOT_NS: i64 = 600_000_000_000;
 
+/// The columns of the tables of sums: the slot (its start), the stack, and the sums of the
+/// whole parts and billionths of the weights and of the rows.
+const SUMS_COLUMNS: &[(&str, &str)] = &[
+    ("day", "Date"),
+    ("host", "String"),
+    ("kind", "UInt8"),
+    ("slot", "Int64"),
+    ("unit", "String"),
+    ("stack_id", "UInt64"),
+    ("weight", "UInt64"),
+    ("weight_nano", "UInt64"),
+    ("samples", "UInt64"),
+];
+
 /// The fleet's profile by 10-minute slot: the samples of `samples` summed per (kind, unit,
 /// slot, stack), `host` `*` (every host). Each writer sums the samples of a batch and sends
 /// the sums with them (the server then adds up rows of one key as it merges parts): a range of
 /// whole slots over every host reads this, tens of times fewer rows than the samples.
 pub const SAMPLES_10M: Table = Table {
     name: "samples_10m",
-    columns: &[
-        ("day", "Date"),
-        ("host", "String"),
-        ("kind", "UInt8"),
-        ("slot", "Int64"),
-        ("unit", "String"),
-        ("stack_id", "UInt64"),
-        ("weight", "UInt64"),
-        ("weight_nano", "UInt64"),
-        ("samples", "UInt64"),
-    ],
+    columns: SUMS_COLUMNS,
     order_by: "kind, unit, slot, stack_id",
     // Only these are summed when rows of one key merge (not `day`).
     engine: "SummingMergeTree((weight, weight_nano, samples))",
@@ -235,17 +239,7 @@ pub const HOUR_NS: i64 = 3_600_000_000_000;
 /// read); the range's edges come from the samples.
 pub const HOST_STACKS_1H: Table = Table {
     name: "host_stacks_1h",
-    columns: &[
-        ("day", "Date"),
-        ("host", "String"),
-        ("kind", "UInt8"),
-        ("slot", "Int64"),
-        ("unit", "String"),
-        ("stack_id", "UInt64"),
-        ("weight", "UInt64"),
-        ("weight_nano", "UInt64"),
-        ("samples", "UInt64"),
-    ],
+    columns: SUMS_COLUMNS,
     order_by: "kind, unit, slot, host, stack_id",
     engine: "SummingMergeTree((weight, weight_nano, samples))",
     shard_by: "cityHash64(host)",
