@@ -87,6 +87,8 @@ pub struct WriterStats {
 struct Mark {
     lens: Vec<ColumnsMark>,
     stacks: usize,
+    /// `Writer::samples_left` then.
+    samples_left: u64,
 }
 
 /// A ClickHouse store being written.
@@ -97,6 +99,8 @@ pub struct Writer {
     opts: WriterOptions,
     bufs: Vec<Columns>,
     rollup: Rollup,
+    /// How many times buffered samples left (sent or spooled).
+    samples_left: u64,
     oldest: Option<Instant>,
     /// (day, host hash, stack id) already sent, of today and yesterday.
     sent_stacks: FxHashSet<(u16, u64, u64)>,
@@ -166,6 +170,7 @@ impl Writer {
             opts,
             bufs: TABLES.iter().map(|t| Columns::new(t.columns.len())).collect(),
             rollup: Rollup::default(),
+            samples_left: 0,
             oldest: None,
             sent_stacks: FxHashSet::default(),
             new_stacks: Vec::new(),
@@ -208,14 +213,17 @@ impl Writer {
     /// Where the buffers are as a call begins.
     fn mark(&mut self) -> Mark {
         self.rollup.begin_call();
-        Mark { lens: self.bufs.iter().map(Columns::mark).collect(), stacks: self.new_stacks.len() }
+        Mark {
+            lens: self.bufs.iter().map(Columns::mark).collect(),
+            stacks: self.new_stacks.len(),
+            samples_left: self.samples_left,
+        }
     }
 
     fn rollback(&mut self, m: &Mark) {
-        // The call's samples are taken back unless they were sent already; their sums with them
-        // (sums leave only after their samples: see `send`).
-        let samples = t("samples");
-        if self.bufs[samples].rows() >= m.lens[samples].rows() {
+        // The call's samples are taken back unless they left already (then they are stored
+        // or spooled, and so are, or will be, their sums: sums leave after their samples).
+        if self.samples_left == m.samples_left {
             self.rollup.undo_call();
         }
         for (b, l) in self.bufs.iter_mut().zip(&m.lens) {
@@ -327,6 +335,9 @@ impl Writer {
                 self.failed(e);
                 return Err(self.unsent());
             }
+            if self.bufs[i].rows() > 0 && table.name == schema::SAMPLES.name {
+                self.samples_left += 1;
+            }
             self.bufs[i].clear();
             self.rollup.clear(table.name);
         }
@@ -386,6 +397,7 @@ impl Writer {
         let n = batches.len() as u64;
         self.spool.push(&batches)?;
         self.stats.batches_spooled += n;
+        self.samples_left += 1;
         for b in &mut self.bufs {
             b.clear();
         }

@@ -472,3 +472,40 @@ fn bad_setups_are_refused_with_what_to_do() {
     assert!(ran.iter().any(|s| s == "DROP TABLE older.samples_10m_mv"), "{ran:?}");
     Reader::open(&loc).unwrap();
 }
+
+#[test]
+fn a_write_refused_after_its_samples_were_stored_keeps_their_sums() {
+    let rig = Rig::start(1).unwrap();
+    let loc = rig.location(0, "partial", false);
+    let c = kflame_clickhouse::http::Client::new(&loc);
+    schema::init(&c, &loc, &InitOptions::default()).unwrap();
+    let stacks = real_stacks();
+    let samples = generate(1, 10, &stacks);
+    let opts =
+        WriterOptions { batch_interval: Duration::ZERO, spool_max_bytes: 10, ..WriterOptions::default() };
+    let mut w = Writer::open(&loc, &dir("partial").join("spool.db"), opts).unwrap();
+    // The buckets table goes away after the writer checked it: a batch's samples are stored,
+    // its bucket row is not, and the spool is too small for the rest: the call is refused.
+    c.query("RENAME TABLE partial.buckets TO partial.buckets_away", &[]).unwrap();
+    let meta = Meta { unit: Unit::Samples, event: None };
+    let part = bucket_samples(&samples, T0, T0 + 10 * SEC);
+    let r = w.append_bucket(&Bucket {
+        host: "web1",
+        kind: Kind::Cpu,
+        start_ns: T0,
+        end_ns: T0 + 10 * SEC,
+        capture: None,
+        meta: &meta,
+        samples: &part,
+        aggregated: &[],
+    });
+    assert!(matches!(r, Err(StoreError::DiskFull { .. })), "{r:?}");
+    c.query("RENAME TABLE partial.buckets_away TO partial.buckets", &[]).unwrap();
+    w.flush().unwrap();
+    // The samples that were stored have their sums: the refusal took back only what it could.
+    let n = |sql: &str| String::from_utf8_lossy(&c.query(sql, &[]).unwrap()).trim().to_string();
+    let stored = n("SELECT count() FROM partial.samples FORMAT TSV");
+    assert_eq!(stored, part.len().to_string());
+    assert_eq!(n("SELECT sum(samples) FROM partial.samples_10m FORMAT TSV"), stored);
+    assert_eq!(n("SELECT sum(samples) FROM partial.host_stacks_1h FORMAT TSV"), stored);
+}
