@@ -8,7 +8,7 @@
 //! [`Columns`] fills a table's columns row by row through [`Put`]: each call appends the next
 //! column's value, so a writer writes its rows exactly as it would write `RowBinary`.
 
-use crate::rowbinary::{Put, varint};
+use crate::rowbinary::{Put, Reader, varint};
 use crate::schema::Table;
 use kflame::fold::Weight;
 
@@ -27,13 +27,6 @@ pub struct ColumnsMark {
     rows: u64,
 }
 
-impl ColumnsMark {
-    /// The rows there were.
-    pub fn rows(&self) -> u64 {
-        self.rows
-    }
-}
-
 impl Columns {
     /// Empty columns, `n` of them.
     pub fn new(n: usize) -> Columns {
@@ -48,11 +41,6 @@ impl Columns {
     /// Bytes held.
     pub fn bytes(&self) -> usize {
         self.cols.iter().map(Vec::len).sum()
-    }
-
-    /// Column `i`'s values.
-    pub fn column(&self, i: usize) -> &[u8] {
-        &self.cols[i]
     }
 
     /// Where the columns are now.
@@ -84,6 +72,28 @@ impl Columns {
 
     /// The rows as one `Native` block of `table`'s columns.
     pub fn encode(&self, table: &Table) -> Vec<u8> {
+        self.block(table, None)
+    }
+
+    /// The rows as one `Native` block of `table`'s columns, ordered by the `UInt64` column
+    /// `key` (the table's sort key): the server then finds the block sorted and does not sort
+    /// it (stack texts come in the order of first use, their ids at random).
+    pub fn encode_sorted_by(&self, table: &Table, key: usize) -> Vec<u8> {
+        let keys: Vec<u64> = self.cols[key]
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+            .collect();
+        if keys.len() as u64 != self.rows || keys.windows(2).all(|w| w[0] <= w[1]) {
+            return self.block(table, None);
+        }
+        let mut order: Vec<u32> = (0..self.rows as u32).collect();
+        order.sort_unstable_by_key(|&i| keys[i as usize]);
+        self.block(table, Some(&order))
+    }
+
+    /// One `Native` block: the column and row counts, then each column's name, type and
+    /// values, its rows in `order` (row numbers) if given.
+    fn block(&self, table: &Table, order: Option<&[u32]>) -> Vec<u8> {
         debug_assert_eq!(self.next, 0, "encoding a partial row");
         debug_assert_eq!(self.cols.len(), table.columns.len());
         let mut out = Vec::with_capacity(self.bytes() + 32 * self.cols.len() + 20);
@@ -92,49 +102,25 @@ impl Columns {
         for ((name, ty), data) in table.columns.iter().zip(&self.cols) {
             out.bytes(name.as_bytes());
             out.bytes(ty.as_bytes());
-            out.extend_from_slice(data);
-        }
-        out
-    }
-
-    /// The rows as one `Native` block of `table`'s columns, ordered by the `UInt64` column
-    /// `key` (the table's sort key): the server then finds the block sorted and does not sort
-    /// it (stack texts come in the order of first use, their ids at random).
-    pub fn encode_sorted_by(&self, table: &Table, key: usize) -> Vec<u8> {
-        debug_assert_eq!(self.next, 0, "encoding a partial row");
-        let n = self.rows as usize;
-        let keys: Vec<u64> = self.cols[key]
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-            .collect();
-        if keys.len() != n || keys.windows(2).all(|w| w[0] <= w[1]) {
-            return self.encode(table);
-        }
-        let mut order: Vec<u32> = (0..n as u32).collect();
-        order.sort_unstable_by_key(|&i| keys[i as usize]);
-        let mut out = Vec::with_capacity(self.bytes() + 32 * self.cols.len() + 20);
-        varint(&mut out, self.cols.len() as u64);
-        varint(&mut out, self.rows);
-        for ((name, ty), data) in table.columns.iter().zip(&self.cols) {
-            out.bytes(name.as_bytes());
-            out.bytes(ty.as_bytes());
+            let Some(order) = order else {
+                out.extend_from_slice(data);
+                continue;
+            };
             match fixed_width(ty) {
                 Some(w) => {
-                    for &i in &order {
+                    for &i in order {
                         out.extend_from_slice(&data[i as usize * w..(i as usize + 1) * w]);
                     }
                 }
                 None => {
-                    // Strings: where each value starts (its length's first byte).
-                    let mut starts = Vec::with_capacity(n + 1);
-                    let mut at = 0;
-                    while at < data.len() {
-                        starts.push(at);
-                        let (len, used) = read_varint(&data[at..]);
-                        at += used + len as usize;
+                    // Strings: where each value starts, read as RowBinary reads them.
+                    let mut starts = Vec::with_capacity(order.len() + 1);
+                    starts.push(0);
+                    let mut r = Reader::new(data);
+                    while !r.done() && r.bytes().is_ok() {
+                        starts.push(r.offset());
                     }
-                    starts.push(data.len());
-                    for &i in &order {
+                    for &i in order {
                         out.extend_from_slice(&data[starts[i as usize]..starts[i as usize + 1]]);
                     }
                 }
@@ -163,18 +149,6 @@ fn fixed_width(ty: &str) -> Option<usize> {
         "UInt64" | "Int64" | "Float64" => Some(8),
         _ => None,
     }
-}
-
-/// A LEB128 number and the bytes it took.
-fn read_varint(b: &[u8]) -> (u64, usize) {
-    let mut n = 0u64;
-    for (i, &x) in b.iter().enumerate().take(10) {
-        n |= u64::from(x & 0x7f) << (7 * i);
-        if x & 0x80 == 0 {
-            return (n, i + 1);
-        }
-    }
-    (n, b.len().min(10))
 }
 
 impl Put for Columns {
@@ -210,7 +184,6 @@ impl Put for Columns {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rowbinary::Reader;
     use crate::schema::HOSTS;
 
     #[test]

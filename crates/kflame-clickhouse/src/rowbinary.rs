@@ -101,6 +101,11 @@ impl<'a> Reader<'a> {
         self.at >= self.data.len()
     }
 
+    /// Bytes read so far: where the next value starts.
+    pub fn offset(&self) -> usize {
+        self.at
+    }
+
     fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], ReadError> {
         let end = self
             .at
