@@ -88,21 +88,11 @@ pub fn hour_of(time_ns: i64) -> i64 {
     time_ns.div_euclid(HOUR_NS) * HOUR_NS
 }
 
-/// Samples of one bucket being summed: see [`Rollup::bucket`].
-pub struct BucketSums<'a> {
-    r: &'a mut Rollup,
+/// The bucket a call sums the samples of: see [`Rollup::bucket`].
+#[derive(Clone, Copy, Debug)]
+pub struct BucketKey {
     kind: u8,
     unit: u32,
-}
-
-impl BucketSums<'_> {
-    /// One sample (or one aggregated stack of a bucket, counted as one row).
-    pub fn add(&mut self, time_ns: i64, stack_id: u64, w: Weight) {
-        let (whole, nanos) = w.to_parts();
-        let s = Sums { whole: u64::try_from(whole).unwrap_or(u64::MAX), nano: u64::from(nanos), samples: 1 };
-        let slot = slot_of(time_ns);
-        self.r.call.entry((self.kind, self.unit, slot, stack_id)).or_default().add(s);
-    }
 }
 
 impl Rollup {
@@ -111,11 +101,18 @@ impl Rollup {
         self.call.clear();
     }
 
-    /// Sums the samples of a bucket of `host` into the call's (a call writes one bucket).
-    pub fn bucket(&mut self, host: &str, kind: u8, unit: &str) -> BucketSums<'_> {
-        let unit = intern(&mut self.units, unit);
+    /// The call writes a bucket of `host` (a call writes one bucket): the key its samples
+    /// are summed under with [`Rollup::add`].
+    pub fn bucket(&mut self, host: &str, kind: u8, unit: &str) -> BucketKey {
         self.call_host = intern(&mut self.hosts, host);
-        BucketSums { r: self, kind, unit }
+        BucketKey { kind, unit: intern(&mut self.units, unit) }
+    }
+
+    /// One sample of the call's bucket (or one aggregated stack of it, counted as one row).
+    pub fn add(&mut self, b: BucketKey, time_ns: i64, stack_id: u64, w: Weight) {
+        let (whole, nanos) = w.to_parts();
+        let s = Sums { whole: u64::try_from(whole).unwrap_or(u64::MAX), nano: u64::from(nanos), samples: 1 };
+        self.call.entry((b.kind, b.unit, slot_of(time_ns), stack_id)).or_default().add(s);
     }
 
     /// Adds the call's sums to the batch's.
@@ -150,11 +147,6 @@ impl Rollup {
     /// Roughly the bytes the sums will take as rows.
     pub fn bytes(&self) -> usize {
         (self.stacks.len() + self.totals.len()) * 60
-    }
-
-    /// True when there is nothing to send.
-    pub fn is_empty(&self) -> bool {
-        self.stacks.is_empty() && self.totals.is_empty()
     }
 
     /// The rows of `table` (`samples_10m` or `host_stacks_1h`) as a `Native` block, in the table's
@@ -226,15 +218,15 @@ mod tests {
     fn a_refused_call_takes_its_sums_back_and_an_earlier_call_keeps_its_own() {
         let mut r = Rollup::default();
         r.begin_call();
-        let mut b = r.bucket("h1", 1, "samples");
-        b.add(5, 7, w(2));
-        b.add(SLOT_NS + 1, 7, w(3));
-        b.add(6, 8, Weight::parse(b"0.5").unwrap());
+        let b = r.bucket("h1", 1, "samples");
+        r.add(b, 5, 7, w(2));
+        r.add(b, SLOT_NS + 1, 7, w(3));
+        r.add(b, 6, 8, Weight::parse(b"0.5").unwrap());
         r.end_call();
         r.begin_call();
-        let mut b = r.bucket("h1", 1, "samples");
-        b.add(9, 7, w(10));
-        b.add(SLOT_NS * 2, 9, w(1));
+        let b = r.bucket("h1", 1, "samples");
+        r.add(b, 9, 7, w(10));
+        r.add(b, SLOT_NS * 2, 9, w(1));
         r.end_call();
         assert_eq!(r.stacks.len(), 4);
         r.undo_call();
@@ -251,7 +243,7 @@ mod tests {
         assert_eq!(rows, 2);
         r.clear("samples_10m");
         r.clear("host_stacks_1h");
-        assert!(r.is_empty() && r.encode("samples_10m").is_none());
+        assert!(r.encode("samples_10m").is_none() && r.encode("host_stacks_1h").is_none());
     }
 
     #[test]
@@ -260,10 +252,12 @@ mod tests {
         assert_eq!(ranks(&names), [2, 1, 0]);
         let mut r = Rollup::default();
         r.begin_call();
-        r.bucket("web", 0, "samples").add(0, 5, w(1));
+        let b = r.bucket("web", 0, "samples");
+        r.add(b, 0, 5, w(1));
         r.end_call();
         r.begin_call();
-        r.bucket("db", 0, "samples").add(0, 9, w(1));
+        let b = r.bucket("db", 0, "samples");
+        r.add(b, 0, 9, w(1));
         r.end_call();
         let (_, block) = r.encode("host_stacks_1h").unwrap();
         let text = String::from_utf8_lossy(&block);

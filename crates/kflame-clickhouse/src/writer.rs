@@ -490,7 +490,7 @@ impl Store for Writer {
         let kind = b.kind.code() as u8;
         let capture = b.capture.map_or(0, |c| c.0);
         self.host_row(b.host, day_of(b.start_ns), b.start_ns);
-        let mut sums = Vec::with_capacity(b.samples.len() + b.aggregated.len());
+        let sums = self.rollup.bucket(b.host, kind, &unit);
         let mut last: Option<(&[u8], u16, u64)> = None;
         for s in b.samples {
             let day = day_of(s.time_ns);
@@ -499,7 +499,7 @@ impl Store for Writer {
                 _ => self.stack(b.host, host_hash, day, s.stack),
             };
             last = Some((s.stack, day, id));
-            sums.push((s.time_ns, id, s.weight));
+            self.rollup.add(sums, s.time_ns, id, s.weight);
             let r = self.buf(t("samples"));
             r.u16(day);
             r.str(b.host);
@@ -516,7 +516,7 @@ impl Store for Writer {
         let day = day_of(b.start_ns);
         for (text, w) in b.aggregated {
             let id = self.stack(b.host, host_hash, day, text);
-            sums.push((b.start_ns, id, *w));
+            self.rollup.add(sums, b.start_ns, id, *w);
             let r = self.buf(t("samples"));
             r.u16(day);
             r.str(b.host);
@@ -540,10 +540,6 @@ impl Store for Writer {
         r.str(&unit);
         r.str(b.meta.event.as_deref().unwrap_or(""));
         r.u64((b.samples.len() + b.aggregated.len()) as u64);
-        let mut rollup = self.rollup.bucket(b.host, kind, &unit);
-        for (time_ns, id, w) in sums {
-            rollup.add(time_ns, id, w);
-        }
         self.rollup.end_call();
         self.commit(mark, false)
     }
