@@ -88,6 +88,25 @@ fn whole_slots(q: &ProfileQuery<'_>, len: i64) -> (i64, i64) {
     )
 }
 
+/// A range read in two parts: its whole slots `[a, b)` by `slots` (a query of a table of
+/// sums) and the rest by `edges(term)` (a query of the samples, `term` keeping only the
+/// edges), their rows summed again by `outer` grouped by `key`. A range of whole slots has
+/// no edges to read.
+fn slots_and_edges(
+    q: &ProfileQuery<'_>,
+    (a, b): (i64, i64),
+    slots: String,
+    edges: impl FnOnce(&str) -> String,
+    outer: &str,
+    key: &str,
+) -> String {
+    if (a, b) == (q.from_ns, q.to_ns) {
+        return slots;
+    }
+    let edges = edges(&format!(" AND (time_ns < {a} OR time_ns >= {b})"));
+    format!("SELECT {key}, {outer} FROM ({edges} UNION ALL {slots}) GROUP BY {key}")
+}
+
 fn host_filter(host: Option<&str>, hosts: Option<&[String]>) -> String {
     let mut w = String::new();
     if let Some(h) = host {
@@ -260,14 +279,15 @@ impl Query for Reader {
         let (a, b) = whole_slots(q, SLOT_NS);
         let whole_slots =
             q.host.is_none() && q.hosts.is_none() && q.capture.is_none() && q.cgroup.is_none() && a < b;
-        let mut sql = format!(
-            "SELECT stack_id, sum(weight) AS w, sum(weight_nano) AS n, count() AS c FROM {} WHERE {}{unit_filter}{} \
-             GROUP BY stack_id",
-            self.t("samples"),
-            profile_filter(q),
-            if whole_slots { format!(" AND (time_ns < {a} OR time_ns >= {b})") } else { String::new() },
-        );
-        if whole_slots {
+        let edges = |term: &str| {
+            format!(
+                "SELECT stack_id, sum(weight) AS w, sum(weight_nano) AS n, count() AS c FROM {} WHERE {}{unit_filter}\
+                 {term} GROUP BY stack_id",
+                self.t("samples"),
+                profile_filter(q),
+            )
+        };
+        let sql = if whole_slots {
             let slots = format!(
                 "SELECT stack_id, sum(weight), sum(weight_nano), sum(samples) FROM {} WHERE kind = {} AND slot >= {a} \
                  AND slot < {b} AND day >= toDate({}) AND day <= toDate({}){unit_filter} GROUP BY stack_id",
@@ -276,15 +296,10 @@ impl Query for Reader {
                 day_of(a),
                 day_of(b - 1),
             );
-            // A range of whole slots has no edges to read from the samples.
-            sql = if (a, b) == (q.from_ns, q.to_ns) {
-                slots
-            } else {
-                format!(
-                    "SELECT stack_id, sum(w), sum(n), sum(c) FROM ({sql} UNION ALL {slots}) GROUP BY stack_id"
-                )
-            };
-        }
+            slots_and_edges(q, (a, b), slots, edges, "sum(w), sum(n), sum(c)", "stack_id")
+        } else {
+            edges("")
+        };
         let data = self.select(&sql)?;
         let mut r = Rows::new(&data);
         let mut sums: Vec<(u64, Weight)> = Vec::new();
@@ -647,14 +662,17 @@ impl Query for Reader {
         let whole = q.capture.is_none() && q.cgroup.is_none() && a < b;
         let u = &units.filter;
         // Each branch: the host, its weight in those stacks (whole part, billionths), in all.
-        let sums = "sumIf(weight, stack_id IN h) AS f, sumIf(weight_nano, stack_id IN h) AS fn, sum(weight) AS t, \
-                    sum(weight_nano) AS tn";
-        let edges = format!(
-            "SELECT host, {sums} FROM {} WHERE {}{u}{} GROUP BY host",
-            self.t("samples"),
-            profile_filter(q),
-            if whole { format!(" AND (time_ns < {a} OR time_ns >= {b})") } else { String::new() },
+        let sums = format!(
+            "sumIf(weight, stack_id IN ({holding})) AS f, sumIf(weight_nano, stack_id IN ({holding})) AS fn, \
+             sum(weight) AS t, sum(weight_nano) AS tn"
         );
+        let edges = |term: &str| {
+            format!(
+                "SELECT host, {sums} FROM {} WHERE {}{u}{term} GROUP BY host",
+                self.t("samples"),
+                profile_filter(q)
+            )
+        };
         let sql = if whole {
             let slots = format!(
                 "SELECT host, {sums} FROM {} WHERE kind = {} AND slot >= {a} AND slot < {b} AND day >= toDate({}) \
@@ -665,18 +683,10 @@ impl Query for Reader {
                 day_of(b - 1),
                 host_filter(q.host, q.hosts),
             );
-            // A range of whole hours has no edges to read from the samples.
-            if (a, b) == (q.from_ns, q.to_ns) {
-                slots
-            } else {
-                format!(
-                    "SELECT host, sum(f), sum(fn), sum(t), sum(tn) FROM ({edges} UNION ALL {slots}) GROUP BY host"
-                )
-            }
+            slots_and_edges(q, (a, b), slots, edges, "sum(f), sum(fn), sum(t), sum(tn)", "host")
         } else {
-            edges
+            edges("")
         };
-        let sql = sql.replace("stack_id IN h", &format!("stack_id IN ({holding})"));
         let data = self.select_with(&sql, &[("distributed_product_mode", "local")])?;
         let mut r = Rows::new(&data);
         let mut out = Vec::new();
