@@ -93,11 +93,8 @@ impl Client {
     /// Runs `sql` (its text in the body) and returns the answer's body.
     pub fn query(&self, sql: &str, settings: &[(&str, &str)]) -> Result<Vec<u8>, HttpError> {
         let out = self.post(None, settings, sql.as_bytes());
-        if crate::sqllog::enabled() && out.is_ok() {
-            let tsv = sql
-                .strip_suffix(" FORMAT RowBinary")
-                .and_then(|s| self.post(None, settings, format!("{s} FORMAT TSV").as_bytes()).ok());
-            crate::sqllog::record(sql, None, tsv.as_deref());
+        if out.is_ok() {
+            crate::sqllog::record_select(sql, None, |tsv| self.post(None, settings, tsv.as_bytes()).ok());
         }
         out
     }
@@ -144,11 +141,10 @@ impl Client {
         body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
         let ct = format!("multipart/form-data; boundary={BOUNDARY}");
         let out = self.send(Some(sql), &params, &body, Some(&ct));
-        if crate::sqllog::enabled() && out.is_ok() {
-            let tsv = sql
-                .strip_suffix(" FORMAT RowBinary")
-                .and_then(|s| self.send(Some(&format!("{s} FORMAT TSV")), &params, &body, Some(&ct)).ok());
-            crate::sqllog::record(sql, Some((&format!("{name}:{structure}"), rows)), tsv.as_deref());
+        if out.is_ok() {
+            crate::sqllog::record_select(sql, Some((&format!("{name}:{structure}"), rows)), |tsv| {
+                self.send(Some(tsv), &params, &body, Some(&ct)).ok()
+            });
         }
         out
     }

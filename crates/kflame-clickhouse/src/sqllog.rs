@@ -48,6 +48,16 @@ fn json(s: &str) -> String {
     o
 }
 
+/// Records a `SELECT` that was answered, with the data sent with it; when it asked for
+/// `RowBinary`, `as_tsv` runs the same statement asking for TSV and its answer is kept too.
+pub fn record_select(sql: &str, data: Option<(&str, &[u8])>, as_tsv: impl FnOnce(&str) -> Option<Vec<u8>>) {
+    if !enabled() {
+        return;
+    }
+    let tsv = sql.strip_suffix(" FORMAT RowBinary").and_then(|s| as_tsv(&format!("{s} FORMAT TSV")));
+    record(sql, data, tsv.as_deref());
+}
+
 /// Records one statement: its SQL, the data sent with it (`kind` `insert` or an external
 /// table's `name:structure`), and a TSV answer.
 pub fn record(sql: &str, data: Option<(&str, &[u8])>, tsv: Option<&[u8]>) {
