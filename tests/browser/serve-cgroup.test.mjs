@@ -4,9 +4,9 @@
 // a copy, on loopback.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, launchBrowser, scratch, screenshot, startServe, stopServe } from './lib.mjs';
+import { ROOT, launchBrowser, scratch, screenshot, startServe, stopServe, writeText } from './lib.mjs';
 
 const TOKEN = 'browser-cgroup-token-3';
 let browser, served, base;
@@ -15,8 +15,7 @@ before(async () => {
   const dir = scratch();
   const db = join(dir, 'history.db');
   copyFileSync(join(ROOT, 'crates/kflame-serve/tests/data/watched-cgroups.db'), db);
-  writeFileSync(join(dir, 'token'), TOKEN);
-  served = await startServe(['--db', db, '--token-file', join(dir, 'token')]);
+  served = await startServe(['--db', db, '--token-file', writeText(dir, 'token', TOKEN)]);
   base = served.base;
   browser = await launchBrowser();
 });

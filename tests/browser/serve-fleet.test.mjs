@@ -7,9 +7,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, launchBrowser, scratch, screenshot, startServe, stopServe } from './lib.mjs';
+import { ROOT, launchBrowser, scratch, screenshot, startServe, stopServe, writeText } from './lib.mjs';
 
 const TOKEN = 'browser-fleet-token-7';
 const WEB_FRAME = 'ngx_http_process_request';
@@ -21,8 +20,7 @@ before(async () => {
   execFileSync('cargo', ['build', '-q', '-p', 'kflame-serve', '--example', 'history'], { cwd: ROOT, stdio: 'inherit' });
   const db = join(dir, 'fleet.db');
   execFileSync(join(ROOT, 'target/debug/examples/history'), ['--fleet', db, '120']);
-  writeFileSync(join(dir, 'token'), TOKEN);
-  served = await startServe(['--db', db, '--token-file', join(dir, 'token')]);
+  served = await startServe(['--db', db, '--token-file', writeText(dir, 'token', TOKEN)]);
   base = served.base;
   browser = await launchBrowser();
 });

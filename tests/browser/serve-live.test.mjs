@@ -7,9 +7,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, launchBrowser, scratch, screenshot, startServe, stopServe } from './lib.mjs';
+import { ROOT, launchBrowser, scratch, screenshot, startServe, stopServe, writeText } from './lib.mjs';
 
 const TOKEN = 'browser-live-token-7';
 const T0_MS = 1764000000000;
@@ -20,8 +19,7 @@ before(async () => {
   execFileSync('cargo', ['build', '-q', '-p', 'kflame-serve', '--example', 'history'], { cwd: ROOT, stdio: 'inherit' });
   db = join(dir, 'history.db');
   execFileSync(join(ROOT, 'target/debug/examples/history'), [db, '120']);
-  writeFileSync(join(dir, 'token'), TOKEN + '\n');
-  served = await startServe(['--live', '--db', db, '--token-file', join(dir, 'token')]);
+  served = await startServe(['--live', '--db', db, '--token-file', writeText(dir, 'token', TOKEN + '\n')]);
   base = served.base;
   browser = await launchBrowser();
 });

@@ -5,10 +5,9 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { join } from 'node:path';
-import { ROOT, launchBrowser, scratch, screenshot, startServe, stopServe } from './lib.mjs';
+import { ROOT, launchBrowser, scratch, screenshot, startServe, stopServe, writeText } from './lib.mjs';
 
 const TOKEN = 'browser-test-token-42';
 let browser, served, base;
@@ -18,8 +17,7 @@ before(async () => {
   execFileSync('cargo', ['build', '-q', '-p', 'kflame-serve', '--example', 'history'], { cwd: ROOT, stdio: 'inherit' });
   const db = join(dir, 'history.db');
   execFileSync(join(ROOT, 'target/debug/examples/history'), [db, '900']);
-  writeFileSync(join(dir, 'token'), '  ' + TOKEN + '\n');
-  served = await startServe(['--db', db, '--token-file', join(dir, 'token')]);
+  served = await startServe(['--db', db, '--token-file', writeText(dir, 'token', '  ' + TOKEN + '\n')]);
   base = served.base;
   assert.equal(served.token, TOKEN);
   browser = await launchBrowser();

@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { ROOT, launchBrowser, scratch, screenshot, startServe, stopServe } from './lib.mjs';
+import { ROOT, launchBrowser, scratch, screenshot, startServe, stopServe, writeText } from './lib.mjs';
 
 const TOKEN = 'scatter-tab-token-7';
 const DB_GZ = join(ROOT, 'crates/kflame-serve/tests/data/watch-syscalls-capture.db.gz');
@@ -18,8 +18,7 @@ before(async () => {
   const dir = scratch();
   db = join(dir, 'history.db');
   writeFileSync(db, gunzipSync(readFileSync(DB_GZ)));
-  writeFileSync(join(dir, 'token'), TOKEN + '\n');
-  served = await startServe(['--db', db, '--token-file', join(dir, 'token')]);
+  served = await startServe(['--db', db, '--token-file', writeText(dir, 'token', TOKEN + '\n')]);
   base = served.base;
   browser = await launchBrowser();
 });
