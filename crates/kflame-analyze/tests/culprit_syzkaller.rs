@@ -9,8 +9,8 @@
 //! first space, as titles are cut there). The figure is printed and must be at least 95%.
 //!
 //! With `KFLAME_SYZKALLER_TESTDATA` set to a checkout's `pkg/report/testdata/linux`
-//! directory, the same is measured on its `report/` files and, on its `guilty/` files (not
-//! copied into the project), the culprit's printed source file is compared with the
+//! directory, the same is measured on its `report/` files. On syzkaller's `guilty/` files
+//! (copied into the project), the culprit's printed source file is compared with the
 //! expected `FILE:`.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -193,11 +193,17 @@ fn culprit_on_an_external_syzkaller_checkout() {
     }
     let h = measure(held_out.path(), true);
     print("reports not copied into the project", &h);
+}
+
+/// syzkaller's `guilty/` reports (copied into the project, see its README): the culprit's
+/// printed source file compared with the `FILE:` syzkaller blames.
+#[test]
+fn culprit_source_file_on_syzkaller_guilty_reports() {
     // guilty/: `FILE:` is the source file of syzkaller's guilty frame.
     let mut compared = 0;
     let mut agreed = 0;
     let mut entries: Vec<_> =
-        fs::read_dir(root.join("guilty")).unwrap().flatten().map(|e| e.path()).collect();
+        fs::read_dir(Path::new(DIR).with_file_name("guilty")).unwrap().flatten().map(|e| e.path()).collect();
     entries.sort();
     for path in entries {
         let data = fs::read(&path).unwrap();
@@ -214,10 +220,12 @@ fn culprit_on_an_external_syzkaller_checkout() {
             println!("  guilty miss {}: want {file}, got {got:?} ({title:?})", path.display());
         }
     }
-    println!(
-        "culprit source file agreement with syzkaller guilty/ FILE: {agreed}/{compared} = {:.1}%",
-        100.0 * agreed as f64 / compared.max(1) as f64
-    );
+    let pct = 100.0 * agreed as f64 / compared.max(1) as f64;
+    println!("culprit source file agreement with syzkaller guilty/ FILE: {agreed}/{compared} = {pct:.1}%");
+    // syzkaller blames a file past its own list of files (`include/`, `lib/`, `mm/`, net
+    // core...), where the culprit is a function past machinery: the figure is informative,
+    // and its floor keeps it from going back.
+    assert!(compared == 68 && agreed >= 39, "{agreed}/{compared}");
 }
 
 /// The same on the reports set aside for the report extractor (`syzkaller/heldout/`, see

@@ -375,3 +375,62 @@ fn streamed_reports_equal_extract_all() {
     }
     assert!(logs > 50 && total > 50, "{logs} logs, {total} reports");
 }
+
+fn guilty_log(name: &str) -> Vec<u8> {
+    let data = read(&format!("syzkaller/guilty/{name}"));
+    let start = data.windows(2).position(|w| w == b"\n\n").map_or(0, |i| i + 2);
+    data[start..].to_vec()
+}
+
+#[test]
+fn a_header_symbolized_once_per_inlining_level_is_one_report() {
+    // syzkaller's symbolizer prints a first line whose function was inlined once per level
+    // (`BUG: KASAN: use-after-free in atomic_read ... [inline]`, then the next function out,
+    // the real one last): 4, 2 and 2 such lines here. Each log holds one report.
+    for (name, lines) in [("10", 4), ("13", 2), ("14", 4), ("28", 2), ("52", 2), ("53", 2)] {
+        let log = guilty_log(name);
+        let text = String::from_utf8_lossy(&log);
+        let header = text.lines().find(|l| l.starts_with("BUG: ") || l.starts_with("WARNING: ")).unwrap();
+        let stem = &header[..header.find(" in ").or_else(|| header.find(" at ")).unwrap()];
+        assert_eq!(text.lines().filter(|l| l.starts_with(stem)).count(), lines, "guilty/{name}");
+        let r = ReportExtractor::extract_all(&log);
+        let titles: Vec<&str> = r.iter().map(|r| r.title.as_str()).collect();
+        assert_eq!(r.len(), 1, "guilty/{name}: {titles:?}");
+        // Named by a function of its trace, not the checker's.
+        let f = r[0].title.rsplit_once(" in ").map(|(_, f)| f).unwrap_or_else(|| panic!("{titles:?}"));
+        assert!(r[0].frames.iter().any(|fr| fr.function == f), "{f}");
+        assert!(!f.contains("kasan") && !f.contains("ref_tracker") && !f.contains("spin"), "{f}");
+    }
+}
+
+#[test]
+fn another_tasks_frames_before_the_dump_are_not_the_trace() {
+    // Between the KASAN header and its dump (`CPU: 0 PID: 10914 ...`, `Call Trace:`), the
+    // console printed the end of another task's trace (`entry_SYSCALL_64_after_hwframe`, a
+    // user-mode `RIP: 0033:` and its registers).
+    let r = ReportExtractor::extract_all(&guilty_log("39"));
+    assert_eq!(r.len(), 1);
+    let k = &r[0];
+    assert_eq!(k.pid, Some(10914));
+    assert_eq!(k.frames[0].function, "__dump_stack");
+    let stray: Vec<&str> = k
+        .extra_stacks
+        .iter()
+        .filter(|e| e.label.starts_with("printed before"))
+        .flat_map(|e| e.frames.iter().map(|f| f.function.as_str()))
+        .collect();
+    assert_eq!(stray, ["entry_SYSCALL_64_after_hwframe"]);
+    // memcmp and strnstr are library helpers: the caller that compared is named.
+    assert_eq!(k.title, "KASAN: global-out-of-bounds Read in __aa_lookupn_ns");
+}
+
+#[test]
+fn lockdep_sites_printed_per_inlining_level_name_the_real_frame() {
+    // `is trying to lock: ... at: spin_lock ... [inline]`, `... at: inode_sb_list_del ...
+    // [inline]`, `... at: evict+0x90/0x334`: one site, printed three times. The report is
+    // cut by a fault in lockdep's own printing.
+    let r = ReportExtractor::extract_all(&guilty_log("55"));
+    assert_eq!(r[0].kind(), Kind::Lockdep);
+    assert_eq!(r[0].title, "WARNING: nested lock was not taken in evict");
+    assert_eq!(r[1].kind(), Kind::PageFault);
+}

@@ -55,6 +55,8 @@ struct Open {
     function: Option<String>,
     /// Functions of the lockdep `at:` lines that name the lock sites of a deadlock, first two.
     lock_sites: Vec<String>,
+    /// The first line up to the function it names, when it names one (see [`Open::repeats`]).
+    stem: Option<String>,
     lead: bool,
     state: State,
     target: Target,
@@ -68,6 +70,11 @@ struct Open {
     /// The caller named by the last arm32 `(func) from (caller)` frame, pushed as the
     /// outermost frame if the trace ends without listing it.
     arm_caller: Option<Frame>,
+    /// The main trace began at a bare frame, with no `Call Trace:` before it.
+    bare_start: bool,
+    /// ... and a dump header (`CPU: 0 PID: 9 Comm: ...`) followed those frames: they were
+    /// another task's, printed in between, if a `Call Trace:` comes next.
+    dump_after_bare: bool,
     /// `Preemption disabled at:` was read: the next frame is that site, not the trace.
     preempt_site: bool,
     gap: u32,
@@ -207,6 +214,11 @@ impl ReportExtractor {
             return;
         }
         if let Some(i) = idx {
+            if self.open[i].repeats(&start, text) {
+                self.open[i].touched = self.tick;
+                self.open[i].idle = 0;
+                return;
+            }
             if self.open[i].absorbs(&start) {
                 let o = &mut self.open[i];
                 o.touched = self.tick;
@@ -292,7 +304,9 @@ impl Open {
             caller: caller.map(|c| String::from_utf8_lossy(c).into_owned()),
             ..Report::default()
         };
+        let stem = stem(text.trim(), start.function.as_deref()).map(str::to_string);
         Open {
+            stem,
             key: caller.map(<[u8]>::to_vec),
             r,
             prefix: start.prefix,
@@ -308,6 +322,8 @@ impl Open {
             awaits_other_cpus: false,
             arm_caller: None,
             preempt_site: false,
+            bare_start: false,
+            dump_after_bare: false,
             gap: 0,
             idle: 0,
             touched: tick,
@@ -326,6 +342,27 @@ impl Open {
             _ if fresh && self.generic_bug() && matches!(s.kind, Kind::Warning | Kind::Bug) => true,
             _ => fresh && self.r.kind == Some(s.kind) && s.kind == Kind::MemoryLeak,
         }
+    }
+
+    /// The same first line again, naming the next function out: a symbolizer (syzkaller's,
+    /// `scripts/decode_stacktrace.sh`) prints a header whose function was inlined once per
+    /// inlining level (`BUG: KASAN: use-after-free in atomic_read ... [inline]`, then `... in
+    /// queued_spin_lock_slowpath+0xb0a/0xfd0 ...`). One report; the first function that is
+    /// not machinery names it.
+    fn repeats(&mut self, s: &Start, text: &str) -> bool {
+        let same = !self.main_started
+            && self.r.frames.is_empty()
+            && self.r.kind == Some(s.kind)
+            && self.r.header.contains(" [inline]")
+            && self.stem.as_deref().is_some_and(|a| stem(text.trim(), s.function.as_deref()) == Some(a));
+        if !same {
+            return false;
+        }
+        let kind = s.kind;
+        if self.function.as_deref().is_none_or(|f| is_machinery(f, kind, &self.r.header)) {
+            self.function = s.function.clone().or(self.function.take());
+        }
+        true
     }
 
     /// A generic `WARNING`/`kernel BUG` whose next line names the problem (`refcount_t:
@@ -394,6 +431,9 @@ impl Open {
             r.hardware = r.hardware.take().or(f.hardware);
             return;
         }
+        if self.bare_start && self.state == State::Trace && f.pid.is_some() && f.comm.is_some() {
+            self.dump_after_bare = true;
+        }
         r.cpu = r.cpu.or(f.cpu);
         r.pid = r.pid.or(f.pid);
         r.comm = r.comm.take().or(f.comm);
@@ -450,6 +490,7 @@ impl Open {
                 true
             }
             "Call Trace:" | "Call trace:" | "Call Trace" | "Backtrace:" | "Call Trace: " => {
+                self.restart_after_stray_frames();
                 self.start_trace();
                 true
             }
@@ -551,7 +592,10 @@ impl Open {
         }
         match self.state {
             State::Trace => {}
-            State::Header if !self.main_started => self.start_trace(),
+            State::Header if !self.main_started => {
+                self.start_trace();
+                self.bare_start = true;
+            }
             _ => return false,
         }
         self.gap = 0;
@@ -571,10 +615,17 @@ impl Open {
             // lock: ... at: site` before its stack, which another report often cuts off.
             "WARNING: nested lock was not taken",
         ];
+        // Before 4.15 lockdep printed `[ INFO: inconsistent lock state ]`, a report named by
+        // the lock site of its `... takes:` line (syzkaller's format for it has no stack);
+        // the `WARNING:` form of later kernels is named by its stack.
+        let old_inconsistent = self.r.header.contains("INFO: inconsistent lock state");
+        let sites = if old_inconsistent { 1 } else { 2 };
         if self.r.kind == Some(Kind::Lockdep)
-            && self.lock_sites.len() < 2
-            && by_site.iter().any(|p| self.prefix.starts_with(p))
+            && self.lock_sites.len() < sites
+            && (old_inconsistent || by_site.iter().any(|p| self.prefix.starts_with(p)))
             && let Some((_, at)) = t.split_once("}, at: ")
+            // A symbolizer prints a site once per inlining level, the real frame last.
+            && !at.trim_end().ends_with("[inline]")
             && let Some(f) = lock_site(at)
         {
             self.lock_sites.push(f);
@@ -619,6 +670,27 @@ impl Open {
             }
         }
         false
+    }
+
+    /// A report's dump (`CPU: 0 PID: 9 Comm: ...`, then `Call Trace:`) after bare frames
+    /// that began its main trace: those frames were the end of another task's trace,
+    /// printed between the report's first lines and its dump (`entry_SYSCALL_64_after_hwframe`
+    /// then a user-mode `RIP: 0033:`). They are kept as an extra stack, and the main trace
+    /// starts again at this `Call Trace:`.
+    fn restart_after_stray_frames(&mut self) {
+        if !std::mem::take(&mut self.dump_after_bare) || self.target != Target::Main {
+            return;
+        }
+        self.bare_start = false;
+        let stray = std::mem::take(&mut self.r.frames);
+        if self.r.extra_stacks.len() < MAX_EXTRA_STACKS {
+            self.r
+                .extra_stacks
+                .push(ExtraStack { label: "printed before the report's dump".into(), frames: stray });
+        }
+        self.main_started = false;
+        self.state = State::Header;
+        self.sections.clear();
     }
 
     fn section(&self) -> Section {
@@ -702,6 +774,12 @@ impl Open {
     }
 }
 
+/// A first line up to the function it names (`WARNING: CPU: 1 PID: 9 at lib/x.c:38 `).
+fn stem<'a>(line: &'a str, function: Option<&str>) -> Option<&'a str> {
+    let f = function?;
+    line.find(&format!(" {f}")).map(|i| &line[..i])
+}
+
 /// The line before the frame where preemption was disabled, in sleep-in-atomic reports.
 const PREEMPT_SITE: &str = "Preemption disabled at:";
 
@@ -743,7 +821,119 @@ fn is_register_line(t: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::time_text;
+    use super::{ReportExtractor, time_text};
+    use crate::report::Kind;
+
+    fn titles(log: &str) -> Vec<(String, Kind)> {
+        ReportExtractor::extract_all(log.as_bytes())
+            .into_iter()
+            .map(|r| (r.title.clone(), r.kind()))
+            .collect()
+    }
+
+    /// Before 4.15 lockdep's `[ INFO: inconsistent lock state ]` is named by the lock site of
+    /// its `takes:` line, not by its stack (which starts in lockdep's own `valid_state`).
+    #[test]
+    fn old_inconsistent_lock_state_is_named_by_the_site_it_takes() {
+        let log = "\
+[  762.903890] [ INFO: inconsistent lock state ]
+[  762.903903] 3.3.4 #8 Not tainted
+[  762.904344] inconsistent {IN-SOFTIRQ-W} -> {SOFTIRQ-ON-W} usage.
+[  762.904542] squid/1603 [HC0[0]:SC0[0]:HE1:SE1] takes:
+[  762.904542]  (key#3){+.?...}, at: [<c0232cc4>] __percpu_counter_sum+0xd/0x58
+[  762.904542] {IN-SOFTIRQ-W} state was registered at:
+[  762.904542]   [<c0158b84>] __lock_acquire+0x284/0xc26
+[  762.904542]   [<c0232c93>] __percpu_counter_add+0x58/0x7c
+[  762.904542] 1 lock held by squid/1603:
+[  762.904542]  #0:  (sk_lock-AF_INET){+.+.+.}, at: [<c03055c0>] tcp_sendmsg+0xa/0xc
+[  762.904542] stack backtrace:
+[  762.904542] Pid: 1603, comm: squid Not tainted 3.3.4 #8
+[  762.904542] Call Trace:
+[  762.904542]  [<c015873a>] valid_state+0x1f6/0x201
+[  762.904542]  [<c0158816>] mark_lock+0xd1/0x1bb
+[  762.904542]  [<c0159111>] mark_irqflags+0x9a/0x130
+[  762.904542]  [<c0232cc4>] __percpu_counter_sum+0xd/0x58
+";
+        assert_eq!(
+            titles(log),
+            [("inconsistent lock state in __percpu_counter_sum".to_string(), Kind::Lockdep)]
+        );
+        // The form of later kernels is named by its stack, past lockdep's own frames.
+        let new = log.replace("[ INFO: inconsistent lock state ]", "WARNING: inconsistent lock state");
+        assert_eq!(
+            titles(&new),
+            [("inconsistent lock state in __percpu_counter_sum".to_string(), Kind::Lockdep)]
+        );
+        let new = new.replace(
+            "]  [<c0232cc4>] __percpu_counter_sum+0xd/0x58\n",
+            "]  [<c0232cc4>] tcp_push+0xd/0x58\n",
+        );
+        assert_eq!(titles(&new), [("inconsistent lock state in tcp_push".to_string(), Kind::Lockdep)]);
+    }
+
+    /// A report's first word alone on its line (the rest went to another line when two CPUs'
+    /// output interleaved) is a report of that kind, named `corrupted` as syzkaller does.
+    #[test]
+    fn a_first_word_alone_is_a_corrupted_report() {
+        let log = "[ 10.1] BUG:\n[ 10.2] CPU: 0 PID: 1 Comm: sh Not tainted 6.1.0 #1\n[ 10.3] Call Trace:\n[ 10.4]  foo+0x1/0x2\n";
+        let t = titles(log);
+        assert_eq!((t.len(), t[0].1), (1, Kind::Bug));
+        assert!(t[0].0.starts_with("BUG: corrupted"), "{t:?}");
+        assert_eq!(titles(&log.replace("BUG:", "WARNING:"))[0].1, Kind::Warning);
+        // Not a word inside a message, and not the word with its message.
+        assert!(titles("[ 10.1] foo: BUG:\n").is_empty());
+    }
+
+    /// SLUB before 2.6.35 printed no taint in its first line (`BUG cache: message`); an
+    /// object's `INFO: Allocated in 0xfdc88c28` (an unsymbolized module) names no function.
+    #[test]
+    fn old_slub_reports() {
+        let log = "\
+BUG sas_task: Objects remaining on kmem_cache_close()
+INFO: Slab 0xffffea001f0eba00 objects=34 used=1 fp=0xffff8807c3aecb00 flags=0x8000000000004080
+Pid: 22919, comm: modprobe Not tainted 3.2.0 #2
+Call Trace:
+ [<ffffffff810fcdcd>] slab_err+0xb0/0xd2
+ [<ffffffff81100486>] kmem_cache_destroy+0x11d/0x270
+ [<ffffffffa0112bdc>] sas_class_exit+0x10/0x12 [libsas]
+";
+        let t = titles(log);
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].1, Kind::Bug);
+        assert!(t[0].0.starts_with("BUG: Objects remaining on kmem_cache_close()"), "{t:?}");
+        let log = "\
+BUG kmalloc-64 (Not tainted): Poison overwritten
+INFO: 0xf2751962-0xf2751995. First byte 0x98 instead of 0x6b
+INFO: Allocated in 0xfdc88c28 age=79 cpu=0 pid=1329
+ __slab_alloc+0x49f/0x533
+ kmem_cache_alloc_trace+0x10d/0x140
+ 0xfdc88c28
+";
+        let t = titles(log);
+        assert!(!t[0].0.contains("0xfdc88c28"), "{t:?}");
+    }
+
+    /// arm32's `Internal error: kernel stack overflow` is titled by its first frame as any
+    /// `Internal error`, not by the stall rule of the panic that arm64 and x86 print.
+    #[test]
+    fn arm32_stack_overflow_is_an_internal_error() {
+        let log = "\
+Insufficient stack space to handle exception!
+Internal error: kernel stack overflow: 0 [#1] PREEMPT SMP ARM
+CPU: 0 PID: 29545 Comm: syz-executor.0 Not tainted 6.3.0 #0
+PC is at should_fail_ex+0x4/0x1f4
+Backtrace:
+[<80471b28>] (__alloc_pages) from [<80436d94>] (__kmalloc_large_node+0x50/0xac)
+[<80436d44>] (__kmalloc_large_node) from [<812ffc04>] (kmalloc_reserve+0x68/0xfc)
+[<812ffb9c>] (kmalloc_reserve) from [<81304bd0>] (pskb_expand_head+0x84/0x368)
+[<81304b4c>] (pskb_expand_head) from [<8151cf58>] (ip_tunnel_xmit+0x4e8/0xaf4)
+[<8151ca70>] (ip_tunnel_xmit) from [<8152dae0>] (__gre_xmit+0x140/0x234)
+[<80d1e2c0>] (sock_sendmsg) from [<80d1f0a0>] (packet_sendmsg+0x24/0x30)
+";
+        let t = titles(log);
+        assert_eq!(t[0].1, Kind::Oops);
+        assert_eq!(t[0].0, "Internal error in pskb_expand_head");
+    }
 
     /// /dev/kmsg microseconds read as dmesg prints them, in the first second after boot too.
     #[test]

@@ -19,6 +19,8 @@ pub(crate) enum Pat {
     Contains(&'static str),
     /// The line starts with the first and contains the second.
     Both(&'static str, &'static str),
+    /// The line is exactly this.
+    Exact(&'static str),
 }
 
 impl Pat {
@@ -27,6 +29,7 @@ impl Pat {
             Pat::Prefix(p) => line.starts_with(p),
             Pat::Contains(p) => line.contains(p),
             Pat::Both(p, c) => line.starts_with(p) && line.contains(c),
+            Pat::Exact(p) => line == p,
         }
     }
 }
@@ -47,7 +50,7 @@ const fn h(pattern: Pat, kind: Kind, source: &'static str, example: &'static str
 }
 
 use Kind::*;
-use Pat::{Both, Contains, Prefix};
+use Pat::{Both, Contains, Exact, Prefix};
 
 /// Every report header the extractor recognizes. Order matters only for the tests' lookup of
 /// a real header: the first matching entry is the one that covers it.
@@ -345,6 +348,12 @@ pub(crate) const HEADERS: &[Header] = &[
         "WARNING: suspicious RCU usage",
     ),
     h(
+        Contains("suspicious rcu_dereference_check() usage"),
+        Lockdep,
+        "kernel/lockdep.c: lockdep_rcu_dereference() (2.6.34 to 3.2)",
+        "[ INFO: suspicious rcu_dereference_check() usage. ]",
+    ),
+    h(
         Prefix("INFO: trying to register non-static key"),
         Lockdep,
         "kernel/locking/lockdep.c: assign_lock_key()",
@@ -520,6 +529,12 @@ pub(crate) const HEADERS: &[Header] = &[
         "BUG kmalloc-96 (Not tainted): Objects remaining in kmalloc-96 on __kmem_cache_shutdown()",
     ),
     h(
+        Contains(": Objects remaining on kmem_cache_close()"),
+        Bug,
+        "mm/slub.c: list_slab_objects() (before 2.6.35: no taint in the line)",
+        "BUG sas_task: Objects remaining on kmem_cache_close()",
+    ),
+    h(
         Prefix("INFO: Allocated in "),
         Other,
         "mm/slub.c: print_track() (old kernels)",
@@ -652,6 +667,25 @@ pub(crate) const HEADERS: &[Header] = &[
         Other,
         "net/core/dev.c: netdev_wait_allrefs_any()",
         "unregister_netdevice: waiting for lo to become free. Usage count = 2",
+    ),
+    h(
+        Exact("BUG:"),
+        Bug,
+        "any `BUG: ` whose message went to another line (a console interleaving two CPUs' \
+         output): syzkaller's `BUG: corrupted`",
+        "BUG:",
+    ),
+    h(
+        Exact("WARNING:"),
+        Warning,
+        "any `WARNING: ` whose message went to another line: syzkaller's `WARNING: corrupted`",
+        "WARNING:",
+    ),
+    h(
+        Exact("INFO:"),
+        Other,
+        "any `INFO: ` whose message went to another line: syzkaller's `INFO: corrupted`",
+        "INFO:",
     ),
     h(
         Prefix("Booting the kernel."),

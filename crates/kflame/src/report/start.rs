@@ -295,6 +295,8 @@ fn lockdep(t: &str) -> Option<Start> {
         ("SOFTIRQ-safe -> SOFTIRQ-unsafe", "possible deadlock"),
         ("inconsistent lock state", "inconsistent lock state"),
         ("suspicious RCU usage", "WARNING: suspicious RCU usage"),
+        // kernel/lockdep.c lockdep_rcu_dereference(), 2.6.34 to 3.2
+        ("suspicious rcu_dereference_check() usage", "WARNING: suspicious RCU usage"),
         ("trying to register non-static key", "INFO: trying to register non-static key"),
         ("bad unlock balance", "WARNING: bad unlock balance"),
         ("lock held when returning to user space", "WARNING: lock held when returning to user space"),
@@ -434,11 +436,14 @@ fn bug(t: &str) -> Option<Start> {
 /// when it is one of SLUB's object checks (other `BUG cache (...)` lines are not reports).
 fn slub_bug(t: &str) -> Option<&str> {
     let rest = t.strip_prefix("BUG ")?;
-    let (cache, rest) = rest.split_once(" (")?;
+    // `BUG cache (Not tainted): msg`; before 2.6.35 `BUG cache: msg`, no taint.
+    let (cache, msg) = match rest.split_once(" (") {
+        Some((cache, rest)) if !cache.contains(':') => (cache, rest.split_once("): ")?.1),
+        _ => rest.split_once(": ")?,
+    };
     if cache.is_empty() || cache.contains(' ') {
         return None;
     }
-    let (_, msg) = rest.split_once("): ")?;
     let known = [
         "Object already free",
         "Freepointer corrupt",
@@ -517,6 +522,12 @@ fn misc(t: &str) -> Option<Start> {
             let msg: String = r.trim().chars().take(MAX_TITLE).collect();
             return Some(Start::new(Kind::Other, format!("SYZFAIL: {msg}")).role(Role::Single));
         }
+    }
+    // A report's first words alone on their line, its message gone to another line when
+    // two CPUs' output interleaved: a report whose kind is all that can be read.
+    let alone = [("BUG:", Kind::Bug), ("WARNING:", Kind::Warning), ("INFO:", Kind::Other)];
+    if let Some((w, kind)) = alone.iter().find(|(w, _)| t == *w) {
+        return Some(Start::new(*kind, format!("{w} corrupted")));
     }
     if t.starts_with("Booting the kernel.")
         && !["Parsing ELF", "Decompressing Linux", "Unknown parameter '"].iter().any(|p| t.contains(p))

@@ -152,7 +152,9 @@ fn is_stall(kind: Kind, header: &str) -> bool {
     matches!(kind, Kind::RcuStall | Kind::SoftLockup | Kind::HardLockup)
         || header.contains("stack guard page was hit")
         || header.contains("corrupted stack end")
-        || header.contains("kernel stack overflow")
+        // arm32 `Internal error: kernel stack overflow` (arch/arm/kernel/traps.c
+        // handle_bad_stack() -> die()) is titled as any `Internal error`, by its first frame.
+        || (header.contains("kernel stack overflow") && !header.starts_with("Internal error"))
 }
 
 /// The guilty frame of a report's main trace: see [`Report::guilty_frame`].
@@ -266,11 +268,9 @@ pub(crate) fn title_name(function: &str) -> &str {
 /// first line names, lockdep's lock sites) that is not machinery, else the guilty frame's.
 pub(crate) fn title_function(r: &Report, named: &[String]) -> Option<String> {
     let kind = r.kind();
-    let named = named.iter().find(|f| {
-        !is_machinery(f, kind, &r.header)
-            && !f.bytes().all(|b| b.is_ascii_hexdigit())
-            && !is_stall(kind, &r.header)
-    });
+    let named = named
+        .iter()
+        .find(|f| !is_machinery(f, kind, &r.header) && !is_address(f) && !is_stall(kind, &r.header));
     if let Some(f) = named {
         return Some(f.split(" / ").map(title_name).collect::<Vec<_>>().join(" / "));
     }
@@ -281,6 +281,13 @@ pub(crate) fn title_function(r: &Report, named: &[String]) -> Option<String> {
         false => title_name(f).to_string(),
     };
     Some(rename.map_or_else(|| name(&frame.function), str::to_string))
+}
+
+/// A bare address where a name should be (`ffffffff81000000`, `0xfdc88c28`): an
+/// unsymbolized frame names no function.
+fn is_address(f: &str) -> bool {
+    let hex = f.strip_prefix("0x").unwrap_or(f);
+    !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// `foo.cold.12` → `foo`; `.foo` (ppc64 ELFv1 entry points) → `foo`.
