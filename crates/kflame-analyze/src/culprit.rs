@@ -388,6 +388,12 @@ fn pick(report: &Report) -> Option<(Picked<'_>, Origin)> {
     }
     match rule.map(|r| r.mode) {
         Some(Mode::Leaf) => {
+            // lockdep's site line (`is trying to release lock (X) at:` and the frame after
+            // it) comes first, as in syzkaller's format for it; then the trace.
+            let site = report.extra_stacks.iter().find(|s| s.label == kflame::report::LOCK_SITE);
+            if let Some(f) = site.and_then(|s| walk(&s.frames, 0, kind, extra)) {
+                return Some((Picked::Frame(f), Origin::ExtraStack));
+            }
             if let Some(f) = walk(&report.frames, 0, kind, extra) {
                 return Some((Picked::Frame(f), Origin::MainTrace));
             }

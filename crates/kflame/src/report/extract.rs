@@ -76,7 +76,7 @@ struct Open {
     /// another task's, printed in between, if a `Call Trace:` comes next.
     dump_after_bare: bool,
     /// `Preemption disabled at:` was read: the next frame is that site, not the trace.
-    preempt_site: bool,
+    site: Option<&'static str>,
     gap: u32,
     idle: u32,
     touched: u64,
@@ -321,7 +321,7 @@ impl Open {
             stamped,
             awaits_other_cpus: false,
             arm_caller: None,
-            preempt_site: false,
+            site: None,
             bare_start: false,
             dump_after_bare: false,
             gap: 0,
@@ -406,6 +406,8 @@ impl Open {
             self.prefix = t.chars().take(MAX_HEADER).collect();
             return true;
         }
+        // A site (`Preemption disabled at:`, lockdep's `... at:`) is the very next line's frame.
+        let site = self.site.take();
         if let Some(f) = fields::parse_fields(t) {
             self.fill(f);
             return true;
@@ -418,6 +420,7 @@ impl Open {
             return true;
         }
         if let Some(f) = parse_frame(text.as_bytes()) {
+            self.site = site;
             return self.on_frame(f);
         }
         self.on_other(t)
@@ -506,8 +509,8 @@ impl Open {
             // was disabled, one frame printed before the report's own trace, on this line
             // or the next: kept as an extra stack, never the start of the main trace.
             match parse_frame(rest.as_bytes()) {
-                Some(f) => self.site_stack(f),
-                None => self.preempt_site = true,
+                Some(f) => self.site_stack(f, PREEMPT_SITE),
+                None => self.site = Some(PREEMPT_SITE),
             }
             return true;
         }
@@ -544,6 +547,13 @@ impl Open {
             self.open_extra(t);
             return true;
         }
+        if self.r.kind == Some(Kind::Lockdep) && !self.main_started && t.ends_with(" at:") {
+            // kernel/locking/lockdep.c print_unlock_imbalance_bug(): `is trying to release
+            // lock (X) at:` and the site on the next line, before `stack backtrace:`: a lock
+            // site (named first, as syzkaller does), not the start of the trace.
+            self.site = Some(LOCK_SITE);
+            return true;
+        }
         let main_or_extra = t.starts_with("backtrace:")
             || t.starts_with("backtrace (crc")
             || (t.contains(" by task ") && t.contains(" on cpu ") && t.ends_with(':'))
@@ -578,16 +588,22 @@ impl Open {
         true
     }
 
-    /// One frame as an extra stack of its own ([`PREEMPT_SITE`]), the main trace untouched.
-    fn site_stack(&mut self, f: Frame) {
+    /// One frame as an extra stack of its own ([`PREEMPT_SITE`], [`LOCK_SITE`]), the main
+    /// trace untouched.
+    fn site_stack(&mut self, f: Frame, label: &str) {
+        if label == LOCK_SITE && self.lock_sites.len() < 2 {
+            self.lock_sites.push(f.function.clone());
+        }
         if self.r.extra_stacks.len() < MAX_EXTRA_STACKS {
-            self.r.extra_stacks.push(ExtraStack { label: PREEMPT_SITE.to_string(), frames: vec![f] });
+            self.r.extra_stacks.push(ExtraStack { label: label.to_string(), frames: vec![f] });
         }
     }
 
     fn on_frame(&mut self, mut f: Frame) -> bool {
-        if std::mem::take(&mut self.preempt_site) && !self.main_started {
-            self.site_stack(f);
+        if let Some(label) = self.site.take()
+            && !self.main_started
+        {
+            self.site_stack(f, label);
             return true;
         }
         match self.state {
@@ -782,6 +798,10 @@ fn stem<'a>(line: &'a str, function: Option<&str>) -> Option<&'a str> {
 
 /// The line before the frame where preemption was disabled, in sleep-in-atomic reports.
 const PREEMPT_SITE: &str = "Preemption disabled at:";
+
+/// The label of the extra stack holding the lock site lockdep prints on the line after its
+/// `... at:` (`is trying to release lock (X) at:`).
+pub const LOCK_SITE: &str = "lock site";
 
 /// A time as the report keeps it: /dev/kmsg microseconds become seconds like dmesg's
 /// (`220317` is `0.220317`, a record of the first second after boot).

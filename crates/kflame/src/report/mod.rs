@@ -74,7 +74,7 @@ mod title;
 
 use serde::Serialize;
 
-pub use extract::ReportExtractor;
+pub use extract::{LOCK_SITE, ReportExtractor};
 pub use frame::parse_frame;
 pub use stream::{Reports, reports};
 pub use title::is_skipped_frame;

@@ -5,6 +5,7 @@ use std::sync::LazyLock;
 use memchr::memmem::Finder;
 
 use super::Kind;
+use super::title::is_kmalloc_warning;
 
 /// Substrings searched in every line, with their searchers built once.
 static HARD_LOCKUP: LazyLock<Finder<'static>> =
@@ -337,9 +338,22 @@ pub(crate) fn is_checker_warning(prefix: &str) -> bool {
     CHECKER_WARNINGS.iter().any(|(_, t)| *t == prefix)
 }
 
-/// The title of a `WARNING` at `file` (`kernel/locking/lockdep.c:734`).
-fn warning_title(file: &str) -> &'static str {
-    CHECKER_WARNINGS.iter().find(|(f, _)| file.starts_with(f)).map_or("WARNING", |(_, t)| t)
+/// The title of a `WARNING` at `at` (`kernel/locking/lockdep.c:734 func+0x1/0x2`).
+fn warning_title(at: &str) -> &'static str {
+    if let Some((_, t)) = CHECKER_WARNINGS.iter().find(|(f, _)| at.starts_with(f)) {
+        return t;
+    }
+    // An allocator warning about its caller's size or flags (mm/slab_common.c, mm/util.c
+    // kvmalloc_node(), mm/page_alloc.c), and vmalloc's warning on a zero size; syzkaller's
+    // `WARNING: kmalloc bug` and `WARNING: zero-size vmalloc`.
+    let line = format!(" {at}");
+    if is_kmalloc_warning(&line) {
+        "WARNING: kmalloc bug"
+    } else if at.starts_with("mm/vmalloc.c") && at.contains("__vmalloc_node") {
+        "WARNING: zero-size vmalloc"
+    } else {
+        "WARNING"
+    }
 }
 
 fn warning(t: &str) -> Option<Start> {
@@ -367,7 +381,7 @@ fn warning(t: &str) -> Option<Start> {
                 .split_once(" at ")
                 .map(|(_, f)| header_function(f.trim_end_matches(',')))
                 .filter(|f| !f.starts_with("0x"));
-            return Some(Start::new(Kind::Warning, warning_title(first)).func(func));
+            return Some(Start::new(Kind::Warning, warning_title(r)).func(func));
         }
         for (pat, title) in [
             ("kernel stack regs", "WARNING: kernel stack regs has bad value"),

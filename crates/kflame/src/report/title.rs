@@ -117,7 +117,17 @@ pub fn is_skipped_frame(function: &str) -> bool {
 /// `[all]`.
 fn kind_sections(kind: Kind, header: &str) -> &'static [&'static str] {
     match kind {
+        Kind::Kasan if header.contains("invalid-free") || header.contains("double-free") => {
+            &["kasan", "kasan_invalid_free", "fault"]
+        }
         Kind::Kasan => &["kasan", "fault"],
+        Kind::Ubsan => &["ubsan"],
+        Kind::AtomicSleep if header.contains("scheduling while atomic") => &["atomic_schedule"],
+        Kind::Lockdep if header.contains("non-static key") => &["non_static_key"],
+        Kind::Warning if header.contains("Invalid wait context") => &["locking"],
+        Kind::Bug if header.starts_with("kernel BUG at") && !header.contains("mm/usercopy.c") => {
+            &["kernel_bug"]
+        }
         Kind::PageFault | Kind::GeneralProtectionFault | Kind::Oops | Kind::Kfence => &["fault"],
         Kind::Kmsan if header.contains("kernel-usb-infoleak") => &["kmsan_usb"],
         Kind::Kmsan => &["kmsan"],
@@ -133,10 +143,34 @@ fn kind_sections(kind: Kind, header: &str) -> &'static [&'static str] {
         Kind::Panic if header.contains("corrupted stack end") => &["stall", "stack_end"],
         Kind::Panic if header.contains("kernel stack overflow") => &["stall", "stack_overflow"],
         Kind::Panic if header.contains("stack-protector") => &["stack_protector"],
+        Kind::Warning if header.contains("lib/debugobjects.c") || header.starts_with("ODEBUG:") => {
+            &["odebug"]
+        }
+        Kind::Warning if header.contains("mm/usercopy.c") || header.starts_with("usercopy:") => &["usercopy"],
+        Kind::Bug if header.contains("mm/usercopy.c") || header.starts_with("usercopy:") => &["usercopy"],
+        Kind::Warning if header.contains("lib/kobject.c") => &["kobject"],
+        Kind::Warning if header.contains("lib/refcount.c") || header.starts_with("refcount_t:") => {
+            &["refcount"]
+        }
+        Kind::Warning if is_kmalloc_warning(header) => &["kmalloc"],
+        Kind::Warning if header.contains(" usb_submit_urb") => &["usb_submit_urb"],
         Kind::Warning if header.contains("kernel/locking/") => &["locking"],
         Kind::Warning if header.contains("fs/proc/generic.c") => &["proc_registration"],
         _ => &[],
     }
+}
+
+/// A `WARNING` of an allocator in `mm/` about its caller's size or flags (syzkaller's
+/// `WARNING: .*mm/.*\.c.* k?.?malloc`: `kmalloc_slab`, `kvmalloc_node`...).
+pub(crate) fn is_kmalloc_warning(header: &str) -> bool {
+    let Some(at) = header.find(" mm/") else { return false };
+    let rest = &header[at + 4..];
+    let Some(c) = rest.find(".c") else { return false };
+    rest[c..].split(' ').skip(1).any(|w| {
+        let w = w.strip_prefix('k').unwrap_or(w);
+        let w = if w.starts_with("malloc") { w } else { w.get(1..).unwrap_or("") };
+        w.starts_with("malloc")
+    })
 }
 
 /// True when `function` is machinery rather than the culprit in a report of `kind`.
@@ -314,7 +348,21 @@ mod tests {
             let (pat, why) = l.split_once('#').unwrap_or((l, ""));
             assert!(!pat.trim().is_empty() && !why.trim().is_empty(), "no reason: {line}");
         }
-        for s in ["all", "hung_task", "hang_anchor", "stall", "stall_start", "stall_anchor", "memory_leak"] {
+        for s in [
+            "all",
+            "hung_task",
+            "hang_anchor",
+            "stall",
+            "stall_start",
+            "stall_anchor",
+            "memory_leak",
+            "odebug",
+            "usercopy",
+            "kobject",
+            "refcount",
+            "kmalloc",
+            "usb_submit_urb",
+        ] {
             assert!(!RULES.section(s).is_empty(), "section {s}");
         }
     }
