@@ -272,11 +272,11 @@ fn held_out_reports_meet_the_targets() {
     all.print("all held-out inputs");
     let (det, kind, frame) = all.rates();
     println!("targets (99% / 98% / 95%) met: {}", det >= 0.99 && kind >= 0.98 && frame >= 0.95);
-    // The targets are not all met yet; these floors (the figures reached) keep them from
-    // going back. Raise them as the extractor improves.
-    assert!(det >= 0.98, "detection {:.1}% fell below 98%", det * 100.0);
-    assert!(kind >= 0.975, "kind {:.1}% fell below 97.5%", kind * 100.0);
-    assert!(frame >= 0.935, "guilty function {:.1}% fell below 93.5%", frame * 100.0);
+    // The kind and guilty function targets are met; detection is not yet: the floors keep
+    // the figures from going back (all held-out inputs: 98.6%, 98.8%, 95.2%).
+    assert!(det >= 0.985, "detection {:.1}% fell below 98.5%", det * 100.0);
+    assert!(kind >= 0.98, "kind {:.1}% fell below the 98% target", kind * 100.0);
+    assert!(frame >= 0.95, "guilty function {:.1}% fell below the 95% target", frame * 100.0);
 }
 
 /// The same figures on the rest of `syzkaller/report/` (not held out), printed with every

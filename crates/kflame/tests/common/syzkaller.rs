@@ -95,6 +95,13 @@ pub fn expected_kind(title: &str) -> Kind {
         ("Internal error", Kind::Oops),
         ("Unhandled fault", Kind::Oops),
         ("invalid opcode", Kind::Oops),
+        // Titles of the kernel's own words that fell to `Other` by default: x86's int3 trap
+        // and arm's alignment trap die() as oopses (`int3: 0000 [#1]`, `Alignment trap:`);
+        // syzkaller's `kernel stack overflow in FUNC` is `Kernel panic - not syncing: kernel
+        // stack overflow` (arm64 handle_bad_stack(), x86 handle_stack_overflow()).
+        ("int3", Kind::Oops),
+        ("Alignment trap", Kind::Oops),
+        ("kernel stack overflow", Kind::Panic),
     ];
     table.iter().find(|(p, _)| title.starts_with(p)).map_or(Kind::Other, |(_, k)| *k)
 }
