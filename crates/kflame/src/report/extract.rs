@@ -902,6 +902,8 @@ mod tests {
         assert_eq!(titles(&log.replace("BUG:", "WARNING:"))[0].1, Kind::Warning);
         // Not a word inside a message, and not the word with its message.
         assert!(titles("[ 10.1] foo: BUG:\n").is_empty());
+        // syz-executor's message is not the kernel's.
+        assert!(titles("[ 10.1] BUG: no syscalls can create resource fd_bpf_map\n").is_empty());
     }
 
     /// SLUB before 2.6.35 printed no taint in its first line (`BUG cache: message`); an

@@ -421,6 +421,11 @@ fn bug(t: &str) -> Option<Start> {
         return Some(Start::new(Kind::Bug, format!("BUG: {}", clean(msg))));
     }
     let msg = t.strip_prefix("BUG: ")?;
+    if msg.starts_with("no syscalls can create resource") {
+        // syz-executor's own message on the console, not the kernel's (one of syzkaller's
+        // suppressions for `BUG:`).
+        return None;
+    }
     if msg.starts_with("Invalid wait context") {
         // kernel/locking/lockdep.c print_lock_invalid_wait_context()
         return Some(Start::new(Kind::Warning, "WARNING: locking bug"));
