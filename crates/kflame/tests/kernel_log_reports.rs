@@ -279,11 +279,16 @@ fn other_formats_are_not_claimed() {
     assert!(checked > 20, "only {checked} captures checked");
 }
 
-fn syzkaller_log(name: &str) -> Vec<u8> {
-    // Skip the corpus header (up to the first empty line).
-    let data = read(&format!("syzkaller/report/{name}"));
+/// A file of syzkaller's corpus (`report/`, `guilty/`) without its header (up to the first
+/// empty line).
+fn corpus_log(dir: &str, name: &str) -> Vec<u8> {
+    let data = read(&format!("syzkaller/{dir}/{name}"));
     let start = data.windows(2).position(|w| w == b"\n\n").map_or(0, |i| i + 2);
     data[start..].to_vec()
+}
+
+fn syzkaller_log(name: &str) -> Vec<u8> {
+    corpus_log("report", name)
 }
 
 #[test]
@@ -377,9 +382,7 @@ fn streamed_reports_equal_extract_all() {
 }
 
 fn guilty_log(name: &str) -> Vec<u8> {
-    let data = read(&format!("syzkaller/guilty/{name}"));
-    let start = data.windows(2).position(|w| w == b"\n\n").map_or(0, |i| i + 2);
-    data[start..].to_vec()
+    corpus_log("guilty", name)
 }
 
 #[test]
