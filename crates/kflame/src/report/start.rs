@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 use memchr::memmem::Finder;
 
 use super::Kind;
-use super::title::is_kmalloc_warning;
+use super::title::is_kmalloc_site;
 
 /// Substrings searched in every line, with their searchers built once.
 static HARD_LOCKUP: LazyLock<Finder<'static>> =
@@ -315,39 +315,63 @@ fn lockdep(t: &str) -> Option<Start> {
         .map(|(_, title)| Start::new(Kind::Lockdep, *title))
 }
 
-/// Checkers that warn about their caller's misuse: a WARNING in these files is named by the
-/// checker (`WARNING: locking bug in foo`), the caller being the culprit (the machinery of
-/// the checker, `machinery.txt`, is left out of the frame the title names).
-const CHECKER_WARNINGS: &[(&str, &str)] = &[
+/// A checker that warns about its caller's misuse: a WARNING in its file is titled by the
+/// checker (`WARNING: locking bug in foo`) and named by the caller, past the checker's
+/// machinery (its `machinery.txt` section, syzkaller's skip list for the format).
+pub(crate) struct Checker {
+    /// The checker's file, as a WARNING's `at FILE:LINE` names it.
+    file: &'static str,
+    /// The line the checker prints before its WARNING (`refcount_t: underflow`), if any.
+    lead: Option<&'static str>,
+    title: &'static str,
+    /// The sections of `machinery.txt` its reports skip.
+    pub(crate) sections: &'static [&'static str],
+}
+
+const fn checker(
+    file: &'static str,
+    lead: Option<&'static str>,
+    title: &'static str,
+    sections: &'static [&'static str],
+) -> Checker {
+    Checker { file, lead, title, sections }
+}
+
+const CHECKERS: &[Checker] = &[
     // kernel/locking/lockdep.c (DEBUG_LOCKS_WARN_ON, register_lock_class...), mutex debug.
-    ("kernel/locking/", "WARNING: locking bug"),
+    checker("kernel/locking/", None, "WARNING: locking bug", &["locking"]),
     // fs/proc/generic.c proc_register(): `proc_dir_entry 'x' already registered`.
-    ("fs/proc/generic.c", "WARNING: proc registration bug"),
+    checker("fs/proc/generic.c", None, "WARNING: proc registration bug", &["proc_registration"]),
     // lib/kobject.c: a kobject added without a name, released while in use...
-    ("lib/kobject.c", "WARNING: kobject bug"),
+    checker("lib/kobject.c", None, "WARNING: kobject bug", &["kobject"]),
     // lib/refcount.c refcount_warn_saturate() (older kernels WARN there directly).
-    ("lib/refcount.c", "WARNING: refcount bug"),
+    checker("lib/refcount.c", Some("refcount_t:"), "WARNING: refcount bug", &["refcount"]),
     // lib/debugobjects.c debug_print_object().
-    ("lib/debugobjects.c", "WARNING: ODEBUG bug"),
+    checker("lib/debugobjects.c", Some("ODEBUG:"), "WARNING: ODEBUG bug", &["odebug"]),
     // mm/usercopy.c usercopy_warn() (hardened usercopy in warn-only mode).
-    ("mm/usercopy.c", "WARNING: bad usercopy"),
+    checker("mm/usercopy.c", Some("usercopy:"), "WARNING: bad usercopy", &["usercopy"]),
 ];
 
 /// Whether `prefix` is the title of a `WARNING` in a checker's file.
 pub(crate) fn is_checker_warning(prefix: &str) -> bool {
-    CHECKER_WARNINGS.iter().any(|(_, t)| *t == prefix)
+    CHECKERS.iter().any(|c| c.title == prefix)
+}
+
+/// The checker a report's first line comes from: its file named in the line, or the line
+/// it prints before its WARNING.
+pub(crate) fn checker_of(header: &str) -> Option<&'static Checker> {
+    CHECKERS.iter().find(|c| header.contains(c.file) || c.lead.is_some_and(|l| header.starts_with(l)))
 }
 
 /// The title of a `WARNING` at `at` (`kernel/locking/lockdep.c:734 func+0x1/0x2`).
 fn warning_title(at: &str) -> &'static str {
-    if let Some((_, t)) = CHECKER_WARNINGS.iter().find(|(f, _)| at.starts_with(f)) {
-        return t;
+    if let Some(c) = CHECKERS.iter().find(|c| at.starts_with(c.file)) {
+        return c.title;
     }
     // An allocator warning about its caller's size or flags (mm/slab_common.c, mm/util.c
     // kvmalloc_node(), mm/page_alloc.c), and vmalloc's warning on a zero size; syzkaller's
     // `WARNING: kmalloc bug` and `WARNING: zero-size vmalloc`.
-    let line = format!(" {at}");
-    if is_kmalloc_warning(&line) {
+    if is_kmalloc_site(at) {
         "WARNING: kmalloc bug"
     } else if at.starts_with("mm/vmalloc.c") && at.contains("__vmalloc_node") {
         "WARNING: zero-size vmalloc"

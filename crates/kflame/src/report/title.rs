@@ -7,6 +7,7 @@
 
 use std::sync::LazyLock;
 
+use super::start::checker_of;
 use super::{Frame, Kind, Report, Section};
 
 /// `machinery.txt`, the patterns of frames that are machinery, by section.
@@ -143,28 +144,27 @@ fn kind_sections(kind: Kind, header: &str) -> &'static [&'static str] {
         Kind::Panic if header.contains("corrupted stack end") => &["stall", "stack_end"],
         Kind::Panic if header.contains("kernel stack overflow") => &["stall", "stack_overflow"],
         Kind::Panic if header.contains("stack-protector") => &["stack_protector"],
-        Kind::Warning if header.contains("lib/debugobjects.c") || header.starts_with("ODEBUG:") => {
-            &["odebug"]
-        }
-        Kind::Warning if header.contains("mm/usercopy.c") || header.starts_with("usercopy:") => &["usercopy"],
-        Kind::Bug if header.contains("mm/usercopy.c") || header.starts_with("usercopy:") => &["usercopy"],
-        Kind::Warning if header.contains("lib/kobject.c") => &["kobject"],
-        Kind::Warning if header.contains("lib/refcount.c") || header.starts_with("refcount_t:") => {
-            &["refcount"]
-        }
+        // `kernel BUG at mm/usercopy.c` and `usercopy: Kernel memory exposure attempt` too.
+        Kind::Warning | Kind::Bug if let Some(c) = checker_of(header) => match kind {
+            Kind::Bug if c.sections != ["usercopy"] => &[],
+            _ => c.sections,
+        },
         Kind::Warning if is_kmalloc_warning(header) => &["kmalloc"],
         Kind::Warning if header.contains(" usb_submit_urb") => &["usb_submit_urb"],
-        Kind::Warning if header.contains("kernel/locking/") => &["locking"],
-        Kind::Warning if header.contains("fs/proc/generic.c") => &["proc_registration"],
         _ => &[],
     }
 }
 
 /// A `WARNING` of an allocator in `mm/` about its caller's size or flags (syzkaller's
 /// `WARNING: .*mm/.*\.c.* k?.?malloc`: `kmalloc_slab`, `kvmalloc_node`...).
-pub(crate) fn is_kmalloc_warning(header: &str) -> bool {
-    let Some(at) = header.find(" mm/") else { return false };
-    let rest = &header[at + 4..];
+fn is_kmalloc_warning(header: &str) -> bool {
+    header.find(" mm/").is_some_and(|at| is_kmalloc_site(&header[at + 1..]))
+}
+
+/// The place a `WARNING` names (`mm/slab_common.c:1000 kmalloc_slab+0x10/0x20`) is an
+/// allocator in `mm/` and a `k?.?malloc` function after its file.
+pub(crate) fn is_kmalloc_site(at: &str) -> bool {
+    let Some(rest) = at.strip_prefix("mm/") else { return false };
     let Some(c) = rest.find(".c") else { return false };
     rest[c..].split(' ').skip(1).any(|w| {
         let w = w.strip_prefix('k').unwrap_or(w);
