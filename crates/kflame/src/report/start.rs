@@ -5,7 +5,6 @@ use std::sync::LazyLock;
 use memchr::memmem::Finder;
 
 use super::Kind;
-use super::title::is_kmalloc_site;
 
 /// Substrings searched in every line, with their searchers built once.
 static HARD_LOCKUP: LazyLock<Finder<'static>> =
@@ -361,6 +360,24 @@ pub(crate) fn is_checker_warning(prefix: &str) -> bool {
 /// it prints before its WARNING.
 pub(crate) fn checker_of(header: &str) -> Option<&'static Checker> {
     CHECKERS.iter().find(|c| header.contains(c.file) || c.lead.is_some_and(|l| header.starts_with(l)))
+}
+
+/// A `WARNING` of an allocator in `mm/` about its caller's size or flags (syzkaller's
+/// `WARNING: .*mm/.*\.c.* k?.?malloc`: `kmalloc_slab`, `kvmalloc_node`...).
+pub(crate) fn is_kmalloc_warning(header: &str) -> bool {
+    header.find(" mm/").is_some_and(|at| is_kmalloc_site(&header[at + 1..]))
+}
+
+/// The place a `WARNING` names (`mm/slab_common.c:1000 kmalloc_slab+0x10/0x20`) is an
+/// allocator in `mm/` and a `k?.?malloc` function after its file.
+pub(crate) fn is_kmalloc_site(at: &str) -> bool {
+    let Some(rest) = at.strip_prefix("mm/") else { return false };
+    let Some(c) = rest.find(".c") else { return false };
+    rest[c..].split(' ').skip(1).any(|w| {
+        let w = w.strip_prefix('k').unwrap_or(w);
+        let w = if w.starts_with("malloc") { w } else { w.get(1..).unwrap_or("") };
+        w.starts_with("malloc")
+    })
 }
 
 /// The title of a `WARNING` at `at` (`kernel/locking/lockdep.c:734 func+0x1/0x2`).

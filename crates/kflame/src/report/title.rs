@@ -7,7 +7,7 @@
 
 use std::sync::LazyLock;
 
-use super::start::checker_of;
+use super::start::{checker_of, is_kmalloc_warning};
 use super::{Frame, Kind, Report, Section};
 
 /// `machinery.txt`, the patterns of frames that are machinery, by section.
@@ -153,24 +153,6 @@ fn kind_sections(kind: Kind, header: &str) -> &'static [&'static str] {
         Kind::Warning if header.contains(" usb_submit_urb") => &["usb_submit_urb"],
         _ => &[],
     }
-}
-
-/// A `WARNING` of an allocator in `mm/` about its caller's size or flags (syzkaller's
-/// `WARNING: .*mm/.*\.c.* k?.?malloc`: `kmalloc_slab`, `kvmalloc_node`...).
-fn is_kmalloc_warning(header: &str) -> bool {
-    header.find(" mm/").is_some_and(|at| is_kmalloc_site(&header[at + 1..]))
-}
-
-/// The place a `WARNING` names (`mm/slab_common.c:1000 kmalloc_slab+0x10/0x20`) is an
-/// allocator in `mm/` and a `k?.?malloc` function after its file.
-pub(crate) fn is_kmalloc_site(at: &str) -> bool {
-    let Some(rest) = at.strip_prefix("mm/") else { return false };
-    let Some(c) = rest.find(".c") else { return false };
-    rest[c..].split(' ').skip(1).any(|w| {
-        let w = w.strip_prefix('k').unwrap_or(w);
-        let w = if w.starts_with("malloc") { w } else { w.get(1..).unwrap_or("") };
-        w.starts_with("malloc")
-    })
 }
 
 /// True when `function` is machinery rather than the culprit in a report of `kind`.
