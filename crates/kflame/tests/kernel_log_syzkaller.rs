@@ -164,3 +164,25 @@ fn syzkaller_corpus() {
         assert!(n <= max, "{n} {check} misses on the held-out files, more than {max}");
     }
 }
+
+/// syzkaller's `all/` reports (`syzkaller/all/`): what its parsers of every OS share, the Go
+/// runtime's `panic:` and syzkaller's own `SYZFATAL:` on the console. Each is a one-line
+/// report whose title is its message, numbers and addresses replaced as syzkaller does, so
+/// the titles must be syzkaller's exactly.
+#[test]
+fn syzkaller_common_reports_have_syzkallers_titles() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/kernel-log/syzkaller/all");
+    let mut names: Vec<_> = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    names.sort();
+    assert_eq!(names.len(), 7);
+    for name in names {
+        let data = fs::read(dir.join(&name)).unwrap();
+        let (exp, log) = split(&data);
+        let reports = ReportExtractor::extract_all(log);
+        let titles: Vec<&str> =
+            std::iter::once(exp.title.as_str()).chain(exp.alts.iter().map(String::as_str)).collect();
+        let got = reports.first().map(|r| r.title.as_str());
+        assert!(got.is_some_and(|g| titles.contains(&g)), "{name:?}: expected {titles:?}, got {got:?}");
+        assert_eq!(expected_kind(&exp.title), reports[0].kind(), "{name:?}");
+    }
+}

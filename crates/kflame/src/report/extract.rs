@@ -29,6 +29,9 @@ pub struct ReportExtractor {
     split_task: Option<(u64, Option<Vec<u8>>, String)>,
     /// Time of the current line (see [`Report::time`]).
     time: Option<String>,
+    /// Some kernel line so far carried a timestamp: the log is timestamped, so a generic
+    /// `WARNING: message` without one is not the kernel's.
+    seen_stamp: bool,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -77,6 +80,10 @@ struct Open {
     dump_after_bare: bool,
     /// `Preemption disabled at:` was read: the next frame is that site, not the trace.
     site: Option<&'static str>,
+    /// A generic `WARNING: message` without a timestamp, in a log that has none so far:
+    /// boot firmware prints such lines too (`WARNING: RO_VPD is uninitialized`), so it is a
+    /// report only if a call trace follows; closed without a frame, it is dropped.
+    tentative: bool,
     gap: u32,
     idle: u32,
     touched: u64,
@@ -147,7 +154,11 @@ impl ReportExtractor {
             self.split_task = Some((n, s.caller.map(<[u8]>::to_vec), text.into_owned()));
             return;
         }
-        if let Some(start) = classify(&text).filter(|st| !st.needs_stamp || s.stamped) {
+        let seen_stamp = self.seen_stamp;
+        self.seen_stamp |= s.stamped;
+        if let Some(start) = classify(&text).filter(|st| !st.needs_stamp || s.stamped || !seen_stamp) {
+            // A generic `WARNING: message` in a log without timestamps (a console without
+            // printk.time) is the kernel's only if a trace follows (see `Open::tentative`).
             self.time = s.time.map(time_text); // only report starts keep their time
             self.on_start(own, start, n, &text, s.caller, s.stamped);
             return;
@@ -245,6 +256,9 @@ impl ReportExtractor {
 
     fn close(&mut self, mut o: Open) {
         o.flush_arm_caller();
+        if o.tentative && o.r.frames.is_empty() {
+            return;
+        }
         let mut r = o.r;
         r.extra_stacks.retain(|e| !e.frames.is_empty());
         if r.kernel.is_none() {
@@ -322,6 +336,7 @@ impl Open {
             awaits_other_cpus: false,
             arm_caller: None,
             site: None,
+            tentative: start.needs_stamp && !stamped,
             bare_start: false,
             dump_after_bare: false,
             gap: 0,
@@ -958,6 +973,62 @@ Backtrace:
     }
 
     /// /dev/kmsg microseconds read as dmesg prints them, in the first second after boot too.
+    #[test]
+    fn a_generic_warning_without_timestamps_needs_a_trace() {
+        let trace = "CPU: 0 PID: 1 Comm: sh Not tainted 6.1.0 #1\nCall Trace:\n foo_bar+0x1/0x2\n";
+        // A console without printk.time: the WARN() message and its trace.
+        let log = format!("random: crng init done\nWARNING: something odd happened\n{trace}");
+        let t = titles(&log);
+        assert_eq!(t.len(), 1, "{t:?}");
+        assert_eq!(t[0], ("WARNING: something odd happened in foo_bar".to_string(), Kind::Warning));
+        // Boot firmware's line, no trace after it, before a timestamped kernel log.
+        let firmware =
+            "WARNING: RO_VPD is uninitialized\nStarting kernel ...\n[    0.000000] Linux version 6.1.0\n";
+        assert!(titles(firmware).is_empty(), "{:?}", titles(firmware));
+        // Once the log is timestamped, an unstamped one is someone else's.
+        let late = format!("[    0.000000] Linux version 6.1.0\nWARNING: something odd happened\n{trace}");
+        assert!(titles(&late).iter().all(|(t, _)| !t.starts_with("WARNING")), "{:?}", titles(&late));
+    }
+
+    #[test]
+    fn specific_headers_are_found_in_the_middle_of_a_line() {
+        let trace = "[ 10.2] Call Trace:\n[ 10.3]  foo_bar+0x1/0x2\n";
+        for (line, want) in [
+            ("executing program 1WARNING: possible circular locking dependency detected", Kind::Lockdep),
+            ("syz-executor: INFO: trying to register non-static key.", Kind::Lockdep),
+            ("xyz BUG: spinlock lockup suspected on CPU#0, sh/1", Kind::Bug),
+            ("abc WARNING: kernel/foo.c:12 at foo_bar+0x1/0x2, CPU#0: sh/1", Kind::Warning),
+            ("abcgeneral protection fault: 0000 [#1] SMP KASAN", Kind::GeneralProtectionFault),
+        ] {
+            let t = titles(&format!("[ 10.1] {line}\n{trace}"));
+            assert_eq!(t.iter().map(|t| t.1).collect::<Vec<_>>(), [want], "{line}: {t:?}");
+        }
+        // The first words alone, or inside another word, are not a report mid-line; nor is
+        // a user task's fault.
+        for line in [
+            "usb 1-1: BUG: something odd",
+            "dm: WARNING: something odd",
+            "Boot_DEBUG: Bad page state",
+            "traps: a[1] general protection fault ip:4004 sp:7ffc error:0 in a[400000+1000]",
+            "general protection fault ip:4004 sp:7ffc error:0",
+        ] {
+            assert!(titles(&format!("[ 10.1] {line}\n")).is_empty(), "{line}");
+        }
+    }
+
+    #[test]
+    fn go_runtime_panics_are_one_line_reports() {
+        let log = "[ 10.1] ok\npanic: runtime error: index out of range [3] with length 3\n\ngoroutine 1 [running]:\n";
+        assert_eq!(
+            titles(log),
+            [("panic: runtime error: index out of range [NUM] with length NUM".to_string(), Kind::Other)]
+        );
+        let sentry = "panic: Sentry detected 1 stuck task(s):\n";
+        assert_eq!(titles(sentry)[0].0, "panic: Sentry detected stuck tasks");
+        // Not a kernel function's name ending in `panic:`.
+        assert!(titles("[ 10.1] skb_over_panic: text:0000 len:1\n").is_empty());
+    }
+
     #[test]
     fn kmsg_microseconds_become_dmesg_seconds() {
         assert_eq!(time_text(b"3626182076"), "3626.182076");

@@ -724,6 +724,12 @@ pub(crate) const HEADERS: &[Header] = &[
         "fatal error: runtimer: bad p",
     ),
     h(
+        Prefix("panic: "),
+        Other,
+        "the Go runtime's panics (syzkaller's programs, gVisor's sentry; not the kernel: the same console)",
+        "panic: runtime error: invalid memory address or nil pointer dereference",
+    ),
+    h(
         Prefix("SYZFAIL:"),
         Other,
         "syzkaller's executor, executor/common.h fail() (not the kernel: the same console)",
@@ -775,7 +781,9 @@ mod tests {
     fn every_real_report_header_is_in_the_table() {
         let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/kernel-log");
         let mut files = Vec::new();
-        for dir in ["syzkaller/report", "kernelci/linux_boot", "kernelci/test_baseline", "captures"] {
+        for dir in
+            ["syzkaller/report", "syzkaller/all", "kernelci/linux_boot", "kernelci/test_baseline", "captures"]
+        {
             for e in fs::read_dir(data.join(dir)).unwrap() {
                 files.push(e.unwrap().path());
             }

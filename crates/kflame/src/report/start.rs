@@ -55,6 +55,9 @@ pub(crate) struct Start {
     /// Only a report start on a line with a timestamp: the words are generic enough that
     /// boot firmware prints them too (`WARNING: RO_VPD is uninitialized`).
     pub(crate) needs_stamp: bool,
+    /// Only a report start at the beginning of a line: the first words alone (`BUG: msg`),
+    /// which other programs' output may hold too (see [`embedded`]).
+    pub(crate) generic: bool,
 }
 
 impl Start {
@@ -68,6 +71,7 @@ impl Start {
             pid: None,
             cpu: None,
             needs_stamp: false,
+            generic: false,
         }
     }
     fn func(mut self, f: Option<String>) -> Start {
@@ -256,7 +260,7 @@ fn faults(t: &str) -> Option<Start> {
     }
     let oops = t.strip_prefix("Oops: ").unwrap_or(t);
     let oops = oops.strip_prefix("segment-related ").unwrap_or(oops);
-    if oops.starts_with("general protection fault") {
+    if oops.starts_with("general protection fault") && !is_user_fault(oops) {
         return Some(Start::new(Kind::GeneralProtectionFault, "general protection fault"));
     }
     exceptions(oops, oops.len() != t.len())
@@ -438,6 +442,7 @@ fn warning(t: &str) -> Option<Start> {
         if !WARNING_NOTICES.iter().any(|n| r.starts_with(n)) && !r.trim().is_empty() {
             let mut s = Start::new(Kind::Warning, format!("WARNING: {}", clean(r)));
             s.needs_stamp = true;
+            s.generic = true;
             return Some(s);
         }
     }
@@ -482,6 +487,11 @@ fn bug(t: &str) -> Option<Start> {
             return Some(Start::new(kind, title).role(Role::Leads));
         }
     }
+    if msg.contains("stack guard page was hit at") {
+        // arch/x86/mm/fault.c (`BUG: stack guard page was hit at`, 6.x `BUG: TASK stack
+        // guard page was hit at`): the recursion is named by the trace, as syzkaller does.
+        return Some(Start::new(Kind::Bug, "BUG: stack guard page was hit"));
+    }
     if msg.starts_with("using ") && msg.contains("preemptible") {
         let what = msg.split(" in preemptible").next().unwrap_or(msg);
         return Some(Start::new(Kind::Bug, format!("BUG: {what} in preemptible code")));
@@ -489,8 +499,27 @@ fn bug(t: &str) -> Option<Start> {
     // fs/dcache.c umount_check(): `BUG: Dentry ... still in use (1) [unmount of ext4 sda1]`
     // names the operation, not a function; syzkaller's title names it (`in unmount`).
     let op = (msg.starts_with("Dentry ") && msg.contains("[unmount of ")).then(|| "unmount".to_string());
-    Some(Start::new(Kind::Bug, format!("BUG: {}", clean(msg))).func(op))
+    let mut s = Start::new(Kind::Bug, format!("BUG: {}", clean(msg))).func(op);
+    s.generic = !KNOWN_BUGS.iter().any(|k| msg.starts_with(k));
+    Some(s)
 }
+
+/// `BUG:` messages of the kernel's own checks (besides those named above), distinctive
+/// enough to be a report start in the middle of a line (see [`embedded`]); any other `BUG:
+/// msg` is one only at the start of a line.
+const KNOWN_BUGS: &[&str] = &[
+    "spinlock ",                       // kernel/locking/spinlock_debug.c spin_bug()
+    "rwlock ",                         // kernel/locking/spinlock_debug.c rwlock_bug()
+    "workqueue lockup",                // kernel/workqueue.c wq_watchdog_timer_fn()
+    "workqueue leaked lock or atomic", // kernel/workqueue.c process_one_work()
+    "Bad page ",                       // mm/page_alloc.c bad_page(), mm/memory.c print_bad_pte()
+    "Bad rss-counter state",           // kernel/fork.c check_mm()
+    "non-zero nr_",                    // kernel/fork.c check_mm(), older kernels
+    "non-zero pgtables_bytes",         // kernel/fork.c check_mm()
+    "Dentry ",                         // fs/dcache.c umount_check()
+    "key ",                            // kernel/locking/lockdep.c lockdep_init_map_type()
+    "recent printk recursion",         // kernel/printk/printk.c
+];
 
 /// mm/slub.c slab_bug(): `BUG kmalloc-8 (Not tainted): Object already free`, the message
 /// when it is one of SLUB's object checks (other `BUG cache (...)` lines are not reports).
@@ -567,7 +596,7 @@ fn misc(t: &str) -> Option<Start> {
     }
     if let Some(i) = t.find("SYZFATAL:") {
         // syzkaller's Go tools failing (pkg/log Fatal): `2024/06/11 12:53:40 SYZFATAL: ...`
-        let msg: String = t[i + 9..].trim().chars().take(MAX_TITLE).collect();
+        let msg = message_title(&t[i + 9..]);
         return Some(Start::new(Kind::Other, format!("SYZFATAL: {msg}")).role(Role::Single));
     }
     if t.starts_with("fatal error: ") && !t.contains("cannot create timer") {
@@ -575,11 +604,22 @@ fn misc(t: &str) -> Option<Start> {
         // no kernel message starts so (ALSA's `seq fatal error: cannot create timer` is not one).
         return Some(Start::new(Kind::Other, "go runtime error").role(Role::Single));
     }
+    if let Some(msg) = t.strip_prefix("panic: ") {
+        // The Go runtime's panic (`panic: runtime error: index out of range`, then the
+        // goroutines) of a Go program on the console: syzkaller's tools, gVisor's sentry.
+        // No kernel message starts so (the kernel's own is `Kernel panic - not syncing:`).
+        let title = if msg.starts_with("Sentry detected ") && msg.contains(" stuck task") {
+            "panic: Sentry detected stuck tasks".to_string()
+        } else {
+            format!("panic: {}", message_title(msg))
+        };
+        return Some(Start::new(Kind::Other, title).role(Role::Single));
+    }
     if let Some(r) = t.strip_prefix("SYZFAIL:") {
         // syzkaller's executor failing (executor/common.h fail()): not the kernel's output,
         // but printed on the same console; `SYZFAIL: SIGBUS` is memory exhaustion, not a bug.
         if !r.trim_start().starts_with("SIGBUS") {
-            let msg: String = r.trim().chars().take(MAX_TITLE).collect();
+            let msg = message_title(r);
             return Some(Start::new(Kind::Other, format!("SYZFAIL: {msg}")).role(Role::Single));
         }
     }
@@ -587,7 +627,9 @@ fn misc(t: &str) -> Option<Start> {
     // two CPUs' output interleaved: a report whose kind is all that can be read.
     let alone = [("BUG:", Kind::Bug), ("WARNING:", Kind::Warning), ("INFO:", Kind::Other)];
     if let Some((w, kind)) = alone.iter().find(|(w, _)| t == *w) {
-        return Some(Start::new(*kind, format!("{w} corrupted")));
+        let mut s = Start::new(*kind, format!("{w} corrupted"));
+        s.generic = true;
+        return Some(s);
     }
     if t.starts_with("Booting the kernel.")
         && !["Parsing ELF", "Decompressing Linux", "Unknown parameter '"].iter().any(|p| t.contains(p))
@@ -638,57 +680,71 @@ fn trusty_panic(t: &str) -> Option<Start> {
     Some(Start::new(Kind::Other, title).role(Role::Single))
 }
 
-/// Headers distinctive enough to be recognized in the middle of a line, where console
-/// output printed without a newline (another program's, or a `pr_cont()` left open) puts
-/// them: each is printed only as the first line of a kernel report (syzkaller matches its
-/// headers anywhere in a line). Generic words (`WARNING:`, `BUG:` alone) are not.
+/// Headers recognized in the middle of a line, where console output printed without a
+/// newline (another program's, or a `pr_cont()` left open) puts them, as syzkaller matches
+/// its headers anywhere in a line. A line matched at one of these is classified from there
+/// and kept when what it says is specific to a kernel report: not the first words alone
+/// (`BUG: msg`, `WARNING: msg`, see [`Start::generic`]).
 const EMBEDDED: &[&str] = &[
-    "BUG: KASAN: ",
-    "BUG: KMSAN: ",
-    "BUG: KFENCE: ",
-    "BUG: KCSAN: ",
+    "BUG: ",
+    "WARNING: ",
+    "INFO: ",
     "UBSAN: ",
     "general protection fault",
     "kernel BUG at ",
+    "Kernel BUG at ",
     "Kernel panic - not syncing: ",
-    "WARNING: CPU: ",
-    "BUG: unable to handle ",
-    "BUG: kernel NULL pointer dereference",
     "Unable to handle kernel ",
     "divide error: ",
+    "divide_error: ",
     "invalid opcode: ",
     "stack segment: ",
+    "int3: ",
     "PANIC: double fault",
-    "Internal error: Oops",
-    "BUG: soft lockup",
+    "Internal error: ",
+    "Unhandled fault: ",
+    "Alignment trap: not handling",
     "Watchdog detected hard LOCKUP",
-    "INFO: rcu_",
-    "INFO: task ",
-    "BUG: sleeping function called from invalid context",
-    "BUG: scheduling while atomic",
-    "BUG: Bad page state",
-    "BUG: memory leak",
     "unreferenced object 0x",
-    "possible circular locking dependency detected",
+    "VFS: Busy inodes after unmount",
+    "VFS: Close: file count is 0",
+    "unregister_netdevice: waiting for",
+    "list_add corruption",
+    "list_del corruption",
+    "refcount_t: ",
+    "Oops: ",
+    "BUG kmalloc-",
+    "SYZFAIL:",
 ];
 
-/// The report start inside `text` when the line does not start with one: the earliest
-/// [`EMBEDDED`] header preceded by a non-word character, classified from there. A user
-/// task's fault (`traps: a[1] general protection fault ip:... error:0 in ...`) is not one.
+/// One searcher for every [`EMBEDDED`] header.
+static EMBEDDED_RE: LazyLock<regex::Regex> = LazyLock::new(|| {
+    let alternatives: Vec<String> = EMBEDDED.iter().map(|h| regex::escape(h)).collect();
+    regex::Regex::new(&alternatives.join("|")).expect("literal alternatives")
+});
+
+/// The report start inside `text` when the line does not start with one: the first
+/// [`EMBEDDED`] header that says something specific, classified from there (the first words
+/// alone, `BUG: msg`, do not; nor does `DEBUG:`, which holds `BUG:`). A user task's fault
+/// (`traps: a[1] general protection fault ip:... error:0 in ...`) is not a kernel report.
 pub(crate) fn embedded(text: &str) -> Option<(usize, Start)> {
-    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
-    let at = EMBEDDED
-        .iter()
-        .filter_map(|h| {
-            let i = text.find(h)?;
-            (i > 0 && !word(text.as_bytes()[i - 1])).then_some(i)
-        })
-        .min()?;
-    let rest = &text[at..];
-    if rest.starts_with("general protection fault") && rest.contains(" error:") && rest.contains(" in ") {
-        return None;
-    }
-    classify(rest).filter(|s| !s.needs_stamp).map(|s| (at, s))
+    EMBEDDED_RE.find_iter(text).filter(|m| m.start() > 0).find_map(|m| {
+        if m.as_str() == "BUG: " && text[..m.start()].ends_with("DE") {
+            return None;
+        }
+        let rest = &text[m.start()..];
+        if is_user_fault(rest) {
+            return None;
+        }
+        classify(rest).filter(|s| !s.needs_stamp && !s.generic).map(|s| (m.start(), s))
+    })
+}
+
+/// x86 show_signal() of a user task's fault: `general protection fault ip:... sp:...
+/// error:0 in libc.so[...]` (after `traps: comm[pid] `), not a kernel report.
+fn is_user_fault(t: &str) -> bool {
+    t.starts_with("general protection fault ip:")
+        || (t.starts_with("general protection fault") && t.contains(" error:") && t.contains(" in "))
 }
 
 /// A message made title-sized: cut at the first detail (`:`, `!`, ` at 0x`...), numbers
@@ -705,8 +761,35 @@ fn clean(msg: &str) -> String {
     let number = |w: &str| w.bytes().all(|b| b.is_ascii_hexdigit()) && w.bytes().any(|b| b.is_ascii_digit());
     let words: Vec<&str> = msg[..end].split_whitespace().map(|w| if number(w) { "NUM" } else { w }).collect();
     let s = words.join(" ");
-    let s = s.trim_end_matches(['.', ' ']).to_string();
+    let s = s.trim_end_matches(['.', ' ']);
+    let s = s.strip_suffix(" at").unwrap_or(s).to_string(); // `... at ADDR`, the address gone
     if s.is_empty() { msg.trim().chars().take(80).collect() } else { s.chars().take(MAX_TITLE).collect() }
+}
+
+/// A one-line report's whole message made a title that groups its repeats: what looks like
+/// an address (6 or more hex digits) becomes `ADDR`, a decimal number `NUM`, as syzkaller's
+/// titles do (`executor 2: failed (errno 0)` → `executor NUM: failed (errno NUM)`).
+fn message_title(msg: &str) -> String {
+    let msg: String = msg.trim().chars().take(MAX_TITLE).collect();
+    let mut out = String::with_capacity(msg.len());
+    let mut rest = msg.as_str();
+    while let Some(c) = rest.chars().next() {
+        let n = rest.find(|c: char| !c.is_ascii_alphanumeric()).unwrap_or(rest.len()).max(c.len_utf8());
+        let (w, tail) = rest.split_at(n);
+        let hex = w.strip_prefix("0x").unwrap_or(w);
+        if hex.len() >= 6
+            && hex.bytes().all(|b| b.is_ascii_hexdigit())
+            && hex.bytes().any(|b| b.is_ascii_digit())
+        {
+            out.push_str("ADDR");
+        } else if w.bytes().all(|b| b.is_ascii_digit()) {
+            out.push_str("NUM");
+        } else {
+            out.push_str(w);
+        }
+        rest = tail;
+    }
+    out
 }
 
 /// A panic message made title-sized: panics often say `subsystem: what`, so unlike
