@@ -55,6 +55,9 @@ pub struct Resolution {
     pub fixes: Option<Vec<Fix>>,
     /// The query a fix search uses (or would use) for this group.
     pub query: FixQuery,
+    /// The sections of the tree's `MAINTAINERS` covering the blamed file, most specific
+    /// first (empty when no tree was given, or no file is blamed).
+    pub maintainers: Vec<crate::maintainers::Section>,
     /// Plain sentences on what was and was not looked at (no `--kernel-src`, no
     /// `--kernel-git`, function not found...).
     pub notes: Vec<String>,

@@ -26,6 +26,7 @@
 //!       "kind", "title", "header", "kernel", "taint", "cpu", "pid", "comm",
 //!       "culprit": {"function", "offset", "module", "confidence", "level", "origin",
 //!                   "doubts": [..], "source"} | null,
+//!       "blame": {"file", "function"} | null,   // the file whose maintainers to tell
 //!       "callers": ["vfs_read+0xa0/0x2f0", ...], "trace": [raw frame lines],
 //!       "trace_more": 0, "truncated": false },
 //!     "resolution": {
@@ -34,6 +35,9 @@
 //!                  "callers": [{"function", "file", "line"}], "callers_total"} | null,
 //!       "fixes": [{"id", "date", "subject", "score", "matched": [..], "fixes_trailer"}]
 //!                | null,                // null: no search was run (see notes)
+//!       "maintainers": [{"name", "status", "maintainers": [..], "reviewers": [..],
+//!                        "lists": [..], "trees": [..], "matched"}],  // MAINTAINERS of
+//!                                       // the tree (--kernel-src) for the blamed file
 //!       "query": {"kind", "functions", "file", "words"},
 //!       "notes": ["no kernel git history given (--kernel-git): fixes not searched"] },
 //!     "summary": ["sentence", ...] } ],
@@ -49,9 +53,11 @@
 //! Fields are only ever added within a version; a removal or a change of meaning bumps
 //! [`SCHEMA_VERSION`].
 
+pub mod blame;
 pub mod culprit;
 pub mod fixes;
 pub mod fleet;
+pub mod maintainers;
 pub mod output;
 pub mod profile;
 pub mod reports;

@@ -133,7 +133,13 @@ fn group(o: &mut String, n: usize, g: &Group, md: bool) {
             let _ = writeln!(o, "{bullet}culprit: none could be read from the report");
         }
     }
-    if e.truncated {
+    if let Some(b) = &e.blame {
+        let from =
+            b.function.as_deref().map(|f| format!(" (frame {})", code_line(md, f))).unwrap_or_default();
+        let _ = writeln!(o, "{bullet}file to blame: {}{from}", code_line(md, &b.file));
+    }
+    if e.truncated && e.culprit.is_none() {
+        // (With a culprit, its doubts say so.)
         let _ = writeln!(o, "{bullet}the report was cut before it ended");
     }
     if g.titles.len() > 1 {
@@ -181,6 +187,24 @@ fn group(o: &mut String, n: usize, g: &Group, md: bool) {
         if all > excerpt.len() {
             let _ = writeln!(o, "{}... {} more lines", if md { "" } else { "    " }, all - excerpt.len());
         }
+    }
+    for m in r.maintainers.iter().take(3) {
+        let status = m.status.as_deref().map(|s| format!(", {s}")).unwrap_or_default();
+        let mut who: Vec<String> = m.maintainers.clone();
+        who.extend(m.reviewers.iter().map(|r| format!("{r} (reviewer)")));
+        who.extend(m.lists.iter().map(|l| format!("list {l}")));
+        let _ = writeln!(
+            o,
+            "{bullet}maintainers of {} ({}{status}, F: {}): {}",
+            e.blame.as_ref().map_or("", |b| b.file.as_str()),
+            m.name,
+            m.matched,
+            if who.is_empty() { "nobody listed".to_string() } else { who.join("; ") }
+        );
+    }
+    if r.maintainers.len() > 3 {
+        let _ =
+            writeln!(o, "{bullet}and {} broader MAINTAINERS sections (see --json)", r.maintainers.len() - 3);
     }
     if let Some(fixes) = &r.fixes {
         if fixes.is_empty() {

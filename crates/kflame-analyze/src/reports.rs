@@ -7,6 +7,7 @@ use kflame::collapse::crash::CrashTask;
 use kflame::report::{Frame, Kind, Report};
 use serde::Serialize;
 
+use crate::blame::{Blame, blame};
 use crate::culprit::{Culprit, Origin, base_name, culprit};
 use crate::fixes::{FixQuery, FixSearch, Resolution};
 use crate::source::SourceLookup;
@@ -43,6 +44,9 @@ pub struct ErrorInfo {
     pub comm: Option<String>,
     /// The culprit frame, with its confidence; `None` when no frame, PC or title names one.
     pub culprit: Option<Culprit>,
+    /// The source file the report is blamed on (whose maintainers should hear of it), when
+    /// the report names source files ([`crate::blame`]).
+    pub blame: Option<Blame>,
     /// Frames of the culprit's stack after it (its callers), as printed, reliable ones only,
     /// at most 8.
     pub callers: Vec<String>,
@@ -180,6 +184,7 @@ impl ReportAnalyzer {
         fix_limit: usize,
     ) -> Vec<Group> {
         let mut out: Vec<Group> = Vec::with_capacity(self.groups.len());
+        let maintainers = source.and_then(|s| s.maintainers());
         for b in self.groups {
             let mut g = b.group;
             g.kernels = b.kernels.into_iter().collect();
@@ -226,7 +231,16 @@ impl ReportAnalyzer {
                     }
                 },
             };
-            g.resolution = Resolution { source: info, fixes: found, query, notes };
+            let blamed = g.error.blame.as_ref().map(|b| b.file.as_str());
+            let owners = match (&maintainers, blamed) {
+                (Some(m), Some(file)) => m.for_file(file),
+                (None, Some(_)) if source.is_some() => {
+                    notes.push("the kernel tree has no MAINTAINERS file: maintainers not looked up".into());
+                    Vec::new()
+                }
+                _ => Vec::new(),
+            };
+            g.resolution = Resolution { source: info, fixes: found, query, maintainers: owners, notes };
             g.summary = summary(&g);
             out.push(g);
         }
@@ -279,6 +293,7 @@ fn error_info(report: &Report, c: Option<Culprit>) -> (ErrorInfo, FixQuery, Opti
         pid: report.pid,
         comm: report.comm.clone(),
         culprit: c,
+        blame: blame(report),
         callers,
         trace_more: report.frames.len().saturating_sub(trace.len()) + report.dropped_frames as usize,
         trace,
@@ -414,6 +429,12 @@ fn summary(g: &Group) -> Vec<String> {
             ));
         }
         None => {}
+    }
+    if let (Some(b), Some(m)) = (&e.blame, g.resolution.maintainers.first()) {
+        let mut to: Vec<&str> = m.maintainers.iter().map(|x| x.split(" <").next().unwrap_or(x)).collect();
+        to.extend(m.lists.iter().map(|l| l.split(' ').next().unwrap_or(l)));
+        let to = if to.is_empty() { "no one listed".to_string() } else { to.join(", ") };
+        s.push(format!("Its file to blame, {}, belongs to {} in MAINTAINERS ({to}).", b.file, m.name));
     }
     s
 }

@@ -177,3 +177,49 @@ fn frames_resolve_to_the_lines_addr2line_gives() {
     let e = kflame_analyze::source::Vmlinux::open(&dir.join("tiny.c")).unwrap_err().to_string();
     assert!(e.contains("tiny.c") && e.contains("not an ELF"), "{e}");
 }
+
+/// A report analysed against a tree with a `MAINTAINERS` file (written for the test in the
+/// file's format): the file to blame, its sections most specific first, and the summary
+/// that names who to tell; without the file, a note says so.
+#[test]
+fn maintainers_of_the_blamed_file() {
+    use kflame::report::ReportExtractor;
+    use kflame_analyze::ReportAnalyzer;
+
+    let t = tree();
+    write(
+        t.path(),
+        "MAINTAINERS",
+        "List of maintainers\n===================\n\n\
+         FILESYSTEMS (VFS and infrastructure)\nM:\tA Maintainer <a@example.org>\nL:\tfsdevel@example.org\n\
+         S:\tMaintained\nF:\tfs/*\nX:\tfs/ext4/\n\n\
+         THE REST\nM:\tB Maintainer <b@example.org>\nL:\tkernel@example.org\nS:\tBuried alive\nF:\t*\nF:\t*/\n",
+    );
+    let log = "\
+BUG: KASAN: use-after-free in helper+0x1/0x2 fs/read_write.c:4
+Call Trace:
+ dump_stack_lvl+0x1/0x2 lib/dump_stack.c:106
+ kasan_report+0x1/0x2 mm/kasan/report.c:400
+ helper+0x1/0x2 fs/read_write.c:4
+ ksys_read+0x1/0x2 fs/read_write.c:9
+";
+    let analyse = |tree: &Path| {
+        let idx = tempfile::tempdir().unwrap();
+        let (src, _) = open(tree, &idx.path().join("i"));
+        let mut a = ReportAnalyzer::new();
+        for r in ReportExtractor::extract_all(log.as_bytes()) {
+            a.add_report("test.log", &r);
+        }
+        a.finish(Some(&src), None, 5).remove(0)
+    };
+    let g = analyse(t.path());
+    assert_eq!(g.error.blame.as_ref().map(|b| b.file.as_str()), Some("fs/read_write.c"));
+    let names: Vec<&str> = g.resolution.maintainers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["FILESYSTEMS (VFS and infrastructure)", "THE REST"]);
+    assert_eq!(g.resolution.maintainers[0].maintainers, ["A Maintainer <a@example.org>"]);
+    assert!(g.summary.iter().any(|s| s.contains("A Maintainer, fsdevel@example.org")), "{:?}", g.summary);
+    fs::remove_file(t.path().join("MAINTAINERS")).unwrap();
+    let g = analyse(t.path());
+    assert!(g.resolution.maintainers.is_empty());
+    assert!(g.resolution.notes.iter().any(|n| n.contains("no MAINTAINERS")), "{:?}", g.resolution.notes);
+}

@@ -15,6 +15,7 @@ pub use scan::{Def, DefKind, scan};
 pub use vmlinux::{SourceLine, Vmlinux};
 
 use crate::culprit::{Culprit, base_name};
+use crate::maintainers::Maintainers;
 
 /// Longest definition text kept (lines); longer ones are cut with a note.
 pub const MAX_TEXT_LINES: usize = 400;
@@ -74,6 +75,11 @@ pub struct SourceInfo {
 pub trait SourceLookup {
     /// The source of `culprit`, `Ok(None)` when the tree does not define it.
     fn describe(&self, culprit: &Culprit) -> Result<Option<SourceInfo>, String>;
+
+    /// The tree's `MAINTAINERS` file, parsed; `None` when the tree has none.
+    fn maintainers(&self) -> Option<Maintainers> {
+        None
+    }
 }
 
 /// A kernel tree's index, and optionally the matching `vmlinux`.
@@ -163,6 +169,11 @@ fn choose<'a>(defs: &'a [Definition], c: &Culprit, line: Option<&SourceLine>) ->
 }
 
 impl SourceLookup for KernelSource {
+    fn maintainers(&self) -> Option<Maintainers> {
+        let text = fs::read(self.index.root().join("MAINTAINERS")).ok()?;
+        Some(Maintainers::parse(&String::from_utf8_lossy(&text))).filter(|m| !m.is_empty())
+    }
+
     fn describe(&self, c: &Culprit) -> Result<Option<SourceInfo>, String> {
         let line = match (&self.vmlinux, &c.offset) {
             (Some(v), Some(off)) if c.module.is_none() => {
