@@ -2,7 +2,8 @@
 //!
 //! Method: every file of syzkaller's report corpus (`kflame/tests/data/kernel-log/syzkaller/
 //! report/`, Apache-2.0) whose expected `TITLE:` (or an `ALT:`) names a function (`... in
-//! FUNC`) is run through the report extractor; the culprit of its first report
+//! FUNC`) is run through the report extractor; the culprit of its first bug report (not an
+//! OOM kill or an allocation failure, which syzkaller's parser does not report)
 //! ([`kflame_analyze::culprit`]) agrees when its name, compiler suffixes removed, is one of
 //! the functions the titles name. A file whose report is not found counts as a
 //! disagreement (and a culprit named only by a Rust symbol is compared demangled, up to the
@@ -23,7 +24,13 @@ use kflame_analyze::culprit::{base_name, culprit};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../kflame/tests/data/kernel-log/syzkaller/report");
 
-/// The header lines (`KEY: value`) above the log, and the log.
+/// The log's reports that syzkaller's parser would give: bugs, not memory running out (an
+/// OOM kill or an allocation failure, `Report::is_bug`).
+fn bug_reports(log: &[u8]) -> Vec<kflame::report::Report> {
+    ReportExtractor::extract_all(log).into_iter().filter(kflame::report::Report::is_bug).collect()
+}
+
+/// The header lines (`KEY: value`) above the log, and the log (without the expected report).
 fn split(data: &[u8]) -> (Vec<(String, String)>, &[u8]) {
     let mut head = Vec::new();
     let mut rest = data;
@@ -44,7 +51,10 @@ fn split(data: &[u8]) -> (Vec<(String, String)>, &[u8]) {
         head.push((key.to_string(), line[key.len() + 1..].trim().to_string()));
         rest = &rest[nl + 1..];
     }
-    (head, rest)
+    // The log ends where an empty line and `REPORT:` begin the report syzkaller's authors
+    // expect to be cut from it (pkg/report/report_test.go): not console output.
+    let end = rest.windows(10).position(|w| w == b"\n\nREPORT:\n").map_or(rest.len(), |i| i + 1);
+    (head, &rest[..end])
 }
 
 /// The functions a title names after its last ` in ` (`a / b` for races).
@@ -138,7 +148,7 @@ fn measure(dir: &Path, all_held_out: bool) -> Tally {
             continue;
         }
         t.compared += 1;
-        let reports = ReportExtractor::extract_all(log);
+        let reports = bug_reports(log);
         let got = reports.first().and_then(culprit);
         // Rust frames are compared demangled, up to the first space as the titles are cut.
         let name = |c: &kflame_analyze::Culprit| match &c.demangled {
@@ -226,7 +236,7 @@ fn culprit_source_file_on_syzkaller_guilty_reports() {
         let (head, log) = split(&data);
         let Some((_, file)) = head.iter().find(|(k, _)| k == "FILE") else { continue };
         compared += 1;
-        let reports = ReportExtractor::extract_all(log);
+        let reports = bug_reports(log);
         let got = reports.first().and_then(culprit).and_then(|c| c.source);
         let got = got.as_deref().map(|s| s.split(':').next().unwrap_or(s));
         if got == Some(file.as_str()) {
@@ -258,7 +268,7 @@ fn blamed_file_on_syzkaller_guilty_reports() {
         let (head, log) = split(&data);
         let Some((_, file)) = head.iter().find(|(k, _)| k == "FILE") else { continue };
         compared += 1;
-        let reports = ReportExtractor::extract_all(log);
+        let reports = bug_reports(log);
         let got = reports.first().and_then(kflame_analyze::blame::blame).map(|b| b.file);
         // An empty `FILE:` is syzkaller blaming no file.
         if got.as_deref().unwrap_or("") == file.as_str() {

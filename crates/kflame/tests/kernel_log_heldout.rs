@@ -8,7 +8,9 @@
 //!   `kernelci/` logs, and the real hung task captures of `captures/`.
 //!
 //! Scored as syzkaller scores its own parser: a file holds a report when its `TITLE` is not
-//! empty (detection: we report something exactly when it does); the kind is ours for the
+//! empty (detection: we report a bug exactly when it does; an OOM kill or an allocation
+//! failure is memory running out, not a report syzkaller's parser gives, see
+//! `Report::is_bug`, and the first bug report is the one scored); the kind is ours for the
 //! `TITLE` or for one of the `ALT` titles; the guilty function is the function our title
 //! names (that is, [`kflame::report::Report::guilty_frame`] unless the report's first line
 //! names its function itself), compared with the function named by `TITLE` or any `ALT`,
@@ -29,7 +31,7 @@ use std::path::Path;
 use kflame::report::{Kind, Report, ReportExtractor};
 
 mod common;
-use common::syzkaller::{expected_kind, held_out_name, split, title_functions};
+use common::syzkaller::{crash_reports, expected_kind, held_out_name, split, title_functions};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/kernel-log");
 
@@ -104,7 +106,7 @@ fn title_function(r: &Report) -> Option<&str> {
 
 fn score_syzkaller(name: &str, data: &[u8], s: &mut Score) {
     let (exp, log) = split(data);
-    let reports = ReportExtractor::extract_all(log);
+    let reports = crash_reports(log);
     s.files += 1;
     let want = !exp.title.is_empty();
     if want != reports.is_empty() {
@@ -273,8 +275,8 @@ fn held_out_reports_meet_the_targets() {
     let (det, kind, frame) = all.rates();
     println!("targets (99% / 98% / 95%) met: {}", det >= 0.99 && kind >= 0.98 && frame >= 0.95);
     // The kind and guilty function targets are met; detection is not yet: the floors keep
-    // the figures from going back (all held-out inputs: 98.6%, 98.8%, 95.2%).
-    assert!(det >= 0.985, "detection {:.1}% fell below 98.5%", det * 100.0);
+    // the figures from going back (all held-out inputs: 98.9%, 98.8%, 95.2%).
+    assert!(det >= 0.988, "detection {:.1}% fell below 98.8%", det * 100.0);
     assert!(kind >= 0.98, "kind {:.1}% fell below the 98% target", kind * 100.0);
     assert!(frame >= 0.95, "guilty function {:.1}% fell below the 95% target", frame * 100.0);
 }

@@ -82,7 +82,9 @@ struct Open {
     site: Option<&'static str>,
     /// A generic `WARNING: message` without a timestamp, in a log that has none so far:
     /// boot firmware prints such lines too (`WARNING: RO_VPD is uninitialized`), so it is a
-    /// report only if a call trace follows; closed without a frame, it is dropped.
+    /// report only if a call trace follows; closed without a frame, it is dropped. (A
+    /// timestamped one is the kernel's and a report, trace or not, as syzkaller takes every
+    /// `WARNING:` line but its list of notices; drivers' pr_warn() notices among them.)
     tentative: bool,
     gap: u32,
     idle: u32,
@@ -140,6 +142,15 @@ impl ReportExtractor {
         if let Some(k) = fields::banner_release(&text) {
             self.banner_kernel = Some(k);
         }
+        if text.contains("** replaying previous printk message **") {
+            // kernel/printk/printk.c console_prepend_replay(): the console prints again a
+            // message it had begun, so the line before was cut: a report it started, still
+            // without a frame, starts again with the whole line.
+            if let Some(i) = self.open.iter().rposition(|o| o.r.line + 1 == n && o.r.frames.is_empty()) {
+                self.open.remove(i);
+            }
+            return;
+        }
         let (idx, borrowed) = self.route(s.caller);
         // Another CPU's own report never joins the report that asked for its backtrace.
         let own = if borrowed { None } else { idx };
@@ -157,8 +168,8 @@ impl ReportExtractor {
         let seen_stamp = self.seen_stamp;
         self.seen_stamp |= s.stamped;
         if let Some(start) = classify(&text).filter(|st| !st.needs_stamp || s.stamped || !seen_stamp) {
-            // A generic `WARNING: message` in a log without timestamps (a console without
-            // printk.time) is the kernel's only if a trace follows (see `Open::tentative`).
+            // A generic `WARNING: message` without a timestamp (a console without printk.time)
+            // is the kernel's only if a trace follows (see `Open::tentative`).
             self.time = s.time.map(time_text); // only report starts keep their time
             self.on_start(own, start, n, &text, s.caller, s.stamped);
             return;
@@ -1014,6 +1025,38 @@ Backtrace:
         ] {
             assert!(titles(&format!("[ 10.1] {line}\n")).is_empty(), "{line}");
         }
+    }
+
+    #[test]
+    fn a_line_the_console_replays_starts_its_report_once() {
+        let log = "\
+[ 10.1] WARNING: CPU: 0 PID: 1 at fs/fo
+** replaying previous printk message **
+[ 10.1] WARNING: CPU: 0 PID: 1 at fs/foo.c:12 foo_bar+0x1/0x2
+[ 10.2] Call Trace:
+[ 10.3]  foo_bar+0x1/0x2
+";
+        let t = titles(log);
+        assert_eq!(t, [("WARNING in foo_bar".to_string(), Kind::Warning)]);
+    }
+
+    #[test]
+    fn memory_running_out_is_not_a_bug() {
+        let log = "\
+[ 10.1] syz-executor invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0
+[ 10.2] Call Trace:
+[ 10.3]  dump_stack+0x1/0x2
+[ 10.4]  oom_kill_process+0x1/0x2
+[ 11.1] syz-executor: page allocation failure: order:4, mode:0x40dc0(GFP_KERNEL|__GFP_COMP)
+[ 11.2] Call Trace:
+[ 11.3]  warn_alloc+0x1/0x2
+[ 12.1] WARNING: CPU: 0 PID: 1 at fs/foo.c:1 foo_bar+0x1/0x2
+[ 12.2] Call Trace:
+[ 12.3]  foo_bar+0x1/0x2
+";
+        let r = ReportExtractor::extract_all(log.as_bytes());
+        let bugs: Vec<bool> = r.iter().map(super::Report::is_bug).collect();
+        assert_eq!(bugs, [false, false, true], "{:?}", r.iter().map(|r| &r.title).collect::<Vec<_>>());
     }
 
     #[test]

@@ -294,6 +294,15 @@ impl Report {
         self.kind.unwrap_or(Kind::Other)
     }
 
+    /// Whether the report is of a kernel bug rather than of memory running out: an OOM
+    /// kill (`invoked oom-killer`) or an allocation failure (mm/page_alloc.c warn_alloc(),
+    /// `page allocation failure`) is the kernel handling exhaustion as designed. Crash
+    /// collectors, syzkaller's parser among them, report neither; `watch` keeps them as
+    /// events.
+    pub fn is_bug(&self) -> bool {
+        !(self.kind() == Kind::Oom || self.title.starts_with(start::ALLOC_FAILURE_TITLE))
+    }
+
     /// The guilty frame of the main trace, as syzkaller picks it: the leaf-most reliable
     /// frame that is not reporting, locking, allocation, sanitizer or printing machinery
     /// (the patterns of `report/machinery.txt`, per kind of report), falling back to the

@@ -13,6 +13,9 @@ static OOM: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(" invoked o
 static ALLOC_FAILURE: LazyLock<Finder<'static>> =
     LazyLock::new(|| Finder::new(": page allocation failure: order:"));
 
+/// The title of an allocation failure report (mm/page_alloc.c warn_alloc()).
+pub(crate) const ALLOC_FAILURE_TITLE: &str = "page allocation failure";
+
 /// The title of a Rust panic until its message line is read (`extract.rs`).
 pub(crate) const RUST_PANIC: &str = "rust_kernel: panicked";
 
@@ -562,7 +565,7 @@ fn misc(t: &str) -> Option<Start> {
         ("ODEBUG: ", Kind::Warning, "WARNING: ODEBUG bug"),
     ];
     for (pat, kind, title) in leads {
-        if t.starts_with(pat) {
+        if t.starts_with(pat) && (pat != "ODEBUG: " || is_odebug_bug(t)) {
             return Some(Start::new(kind, title).role(Role::Leads));
         }
     }
@@ -643,7 +646,7 @@ fn misc(t: &str) -> Option<Start> {
         return Some(Start::new(Kind::MemoryLeak, "memory leak"));
     }
     if let Some(i) = find(t, &ALLOC_FAILURE) {
-        let mut s = Start::new(Kind::Other, "page allocation failure");
+        let mut s = Start::new(Kind::Other, ALLOC_FAILURE_TITLE);
         s.comm = Some(t[..i].to_string());
         return Some(s);
     }
@@ -659,6 +662,17 @@ fn misc(t: &str) -> Option<Start> {
         );
     }
     None
+}
+
+/// lib/debugobjects.c: the messages that come before its WARNING (debug_print_object()'s
+/// `ODEBUG: free active (active state 0) object type: timer_list hint: ...`, the on-stack
+/// checks, a failed selftest); not its notices (`ODEBUG: Out of memory. ODEBUG disabled`,
+/// `selftest passed`, `N of N active objects replaced`), which no report follows.
+fn is_odebug_bug(t: &str) -> bool {
+    t.contains("object type:")
+        || t.contains("(active state")
+        || t.contains("on stack")
+        || (t.contains("selftest") && !t.contains("passed"))
 }
 
 /// The Trusty TEE's log relayed by its Linux driver (drivers/trusty/trusty-log.c of Android
@@ -870,6 +884,9 @@ mod tests {
             "Spectre V2 : WARNING: Unprivileged eBPF",
             "BUG UNIX (Not tainted): kasan: bad access detected",
             "Oops, something",
+            "ODEBUG: Out of memory. ODEBUG disabled",
+            "ODEBUG: selftest passed",
+            "ODEBUG: 12 of 12 active objects replaced",
         ] {
             assert_eq!(k(t), None, "{t}");
         }

@@ -1,7 +1,7 @@
 //! syzkaller's report corpus files: the header its authors wrote above each log, and the
 //! definitions the report tests score against.
 
-use kflame::report::Kind;
+use kflame::report::{Kind, Report, ReportExtractor};
 
 /// The header syzkaller's authors wrote above a log.
 #[derive(Default)]
@@ -25,8 +25,16 @@ pub fn held_out_name(name: &str) -> bool {
     h.is_multiple_of(5)
 }
 
-/// Splits a syzkaller corpus file into its header and the log.
+/// Splits a syzkaller corpus file into its header and the log. The log ends where an
+/// empty line and `REPORT:` begin the report syzkaller's authors expect to be cut from it
+/// (pkg/report/report_test.go parseReport()): that text is not console output.
 pub fn split(data: &[u8]) -> (Expected, &[u8]) {
+    let (exp, rest) = split_header(data);
+    let log = memchr::memmem::find(rest, b"\n\nREPORT:\n").map_or(rest, |i| &rest[..i + 1]);
+    (exp, log)
+}
+
+fn split_header(data: &[u8]) -> (Expected, &[u8]) {
     let mut exp = Expected::default();
     let mut rest = data;
     while let Some(nl) = rest.iter().position(|&b| b == b'\n') {
@@ -111,4 +119,11 @@ pub fn title_functions(title: &str) -> Vec<String> {
     let Some((_, f)) = title.rsplit_once(" in ") else { return Vec::new() };
     let f = f.split_whitespace().next().unwrap_or("");
     f.split('/').map(str::trim).filter(|s| !s.is_empty() && *s != "corrupted").map(str::to_string).collect()
+}
+
+/// The reports of `log` that syzkaller's parser would give: kernel bugs, in order. An OOM
+/// kill or an allocation failure is memory running out, which syzkaller does not report
+/// (neither is one of its report headers; [`Report::is_bug`]).
+pub fn crash_reports(log: &[u8]) -> Vec<Report> {
+    ReportExtractor::extract_all(log).into_iter().filter(Report::is_bug).collect()
 }
