@@ -57,6 +57,7 @@ pub mod blame;
 pub mod culprit;
 pub mod fixes;
 pub mod fleet;
+pub mod fuzzing;
 pub mod maintainers;
 pub mod output;
 pub mod profile;
