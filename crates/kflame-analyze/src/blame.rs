@@ -117,8 +117,25 @@ fn file_of(line: &str) -> Option<String> {
     FILE_LINE.captures(line).map(|c| clean(&c[1]))
 }
 
-/// `a/./b/../c.c` → `a/c.c`.
+/// The top-level directories of a kernel tree: an absolute path (a kernel built elsewhere,
+/// `/build/linux/fs/x.c`) is named from the first of them.
+const TREE_DIRS: &[&str] = &[
+    "arch", "block", "certs", "crypto", "drivers", "fs", "include", "init", "io_uring", "ipc", "kernel",
+    "lib", "mm", "net", "rust", "samples", "security", "sound", "tools", "usr", "virt",
+];
+
+/// `a/./b/../c.c` → `a/c.c`; `/build/linux/fs/x.c` → `fs/x.c`.
 fn clean(path: &str) -> String {
+    let path = match path.strip_prefix('/') {
+        Some(abs) => {
+            let parts: Vec<&str> = abs.split('/').collect();
+            match parts.iter().position(|p| TREE_DIRS.contains(p)) {
+                Some(i) => return clean(&parts[i..].join("/")),
+                None => abs,
+            }
+        }
+        None => path,
+    };
     let mut parts: Vec<&str> = Vec::new();
     for p in path.split('/') {
         match p {
@@ -172,6 +189,7 @@ Call Trace:
         assert!(is_ignored("include/linux/skbuff.h") && is_ignored("kernel/sched/core.c"));
         assert!(!is_ignored("net/ipv4/tcp.c"));
         assert_eq!(clean("fs/ext4/../ext4/./inode.c"), "fs/ext4/inode.c");
+        assert_eq!(clean("/build/linux-6.1/fs/ext4/inode.c"), "fs/ext4/inode.c");
     }
 
     #[test]

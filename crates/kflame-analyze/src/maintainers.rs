@@ -38,8 +38,8 @@ pub struct Maintainers {
 #[derive(Debug)]
 struct Entry {
     section: Section,
-    files: Vec<(String, Regex)>,
-    excludes: Vec<Regex>,
+    files: Vec<String>,
+    excludes: Vec<String>,
     names: Vec<(String, Regex)>,
 }
 
@@ -56,7 +56,7 @@ impl Maintainers {
         for line in text.lines() {
             let field = line.as_bytes().get(1) == Some(&b':')
                 && line.as_bytes()[0].is_ascii_uppercase()
-                && line[2..].starts_with([' ', '\t']);
+                && (line.len() == 2 || line[2..].starts_with([' ', '\t']));
             if field {
                 let Some(e) = current.as_mut() else { continue };
                 let value = line[2..].trim().to_string();
@@ -66,14 +66,11 @@ impl Maintainers {
                     "L" => e.section.lists.push(value),
                     "S" => e.section.status = Some(value),
                     "T" => e.section.trees.push(value),
-                    "F" => {
-                        if let Some(re) = file_pattern(&value) {
-                            e.files.push((value, re));
-                        }
-                    }
-                    "X" => e.excludes.extend(file_pattern(&value)),
-                    "N" => {
-                        if let Ok(re) = Regex::new(&value) {
+                    "F" if !value.is_empty() => e.files.push(value),
+                    "X" if !value.is_empty() => e.excludes.push(value),
+                    "N" if !value.is_empty() => {
+                        // Extended syntax, as get_maintainer.pl matches them (`m/$regex/x`).
+                        if let Ok(re) = Regex::new(&format!("(?x){value}")) {
                             e.names.push((value, re));
                         }
                     }
@@ -119,14 +116,14 @@ impl Maintainers {
     pub fn for_file(&self, file: &str) -> Vec<Section> {
         let mut found: Vec<(usize, usize, Section)> = Vec::new();
         for (i, e) in self.sections.iter().enumerate() {
-            if e.excludes.iter().any(|x| x.is_match(file)) {
+            if e.excludes.iter().any(|x| file_matches(x, file)) {
                 continue;
             }
             let by_file = e
                 .files
                 .iter()
-                .filter(|(_, re)| re.is_match(file))
-                .map(|(p, _)| (specificity(p), p))
+                .filter(|p| file_matches(p, file))
+                .map(|p| (specificity(p), p))
                 .max_by_key(|(s, _)| *s);
             let by_name = e.names.iter().find(|(_, re)| re.is_match(file)).map(|(p, _)| (1, p));
             if let Some((score, pattern)) = by_file.or(by_name) {
@@ -141,34 +138,58 @@ impl Maintainers {
 }
 
 /// How specific an `F:` pattern is: its depth in directories, more for a file than for a
-/// directory, nothing for a pattern of wildcards only.
+/// directory; little for a pattern that starts with a wildcard (`*/net/*`), nothing for
+/// wildcards only (`*`, `*/`).
 fn specificity(p: &str) -> usize {
     let literal = p.trim_matches(|c| c == '*' || c == '/' || c == '?');
     if literal.is_empty() {
         return 0;
     }
+    if p.starts_with(['*', '?']) {
+        return 1;
+    }
     2 * p.trim_end_matches('/').matches('/').count() + 2 + usize::from(!p.ends_with('/') && !p.contains('*'))
 }
 
-/// The regular expression of an `F:`/`X:` pattern.
-fn file_pattern(p: &str) -> Option<Regex> {
-    let mut re = String::from("^");
-    for c in p.chars() {
-        match c {
-            '*' => re.push_str("[^/]*"),
-            '?' => re.push_str("[^/]"),
-            c => re.push_str(&regex::escape(&c.to_string())),
+/// Whether `file` matches an `F:`/`X:` pattern: a trailing `/` takes everything in and below
+/// the directory; otherwise the pattern names a file (or, without wildcards, also a
+/// directory given without its slash); `*` and `?` match within one path component.
+fn file_matches(pattern: &str, file: &str) -> bool {
+    let dir = pattern.ends_with('/');
+    let pat: Vec<&str> = pattern.trim_end_matches('/').split('/').collect();
+    let path: Vec<&str> = file.split('/').collect();
+    let wild = pattern.contains(['*', '?']);
+    let prefix_ok =
+        |n: usize| path.len() >= n && pat.iter().zip(&path).all(|(p, f)| glob(p.as_bytes(), f.as_bytes()));
+    if dir || !wild {
+        // In and below a directory (for a plain pattern, the file itself too).
+        (path.len() > pat.len() && prefix_ok(pat.len()))
+            || (!dir && path.len() == pat.len() && prefix_ok(pat.len()))
+    } else {
+        path.len() == pat.len() && prefix_ok(pat.len())
+    }
+}
+
+/// `*` and `?` glob within one component.
+fn glob(p: &[u8], s: &[u8]) -> bool {
+    let (mut pi, mut si, mut star, mut mark) = (0, 0, None, 0);
+    while si < s.len() {
+        if pi < p.len() && (p[pi] == b'?' || p[pi] == s[si]) {
+            pi += 1;
+            si += 1;
+        } else if pi < p.len() && p[pi] == b'*' {
+            star = Some(pi);
+            mark = si;
+            pi += 1;
+        } else if let Some(st) = star {
+            pi = st + 1;
+            mark += 1;
+            si = mark;
+        } else {
+            return false;
         }
     }
-    if p.ends_with('/') {
-        // Everything in and below the directory.
-    } else if p.contains(['*', '?']) {
-        re.push('$');
-    } else {
-        // A file, or a directory named without its slash.
-        re.push_str("(?:$|/)");
-    }
-    Regex::new(&re).ok()
+    p[pi..].iter().all(|&c| c == b'*')
 }
 
 #[cfg(test)]
@@ -234,5 +255,13 @@ F:\t*/
         );
         assert_eq!(s.matched, "drivers/net/");
         assert!(Maintainers::parse("no sections here\n").is_empty());
+        assert!(file_matches("fs/ext?/", "fs/ext4/inode.c") && !file_matches("fs/ext?/", "fs/ext44/x.c"));
+        assert!(file_matches("*/net/*", "drivers/net/x.c") && !file_matches("*/net/*", "drivers/net/y/x.c"));
+        assert!(file_matches("include/linux/skbuff.h", "include/linux/skbuff.h"));
+        assert!(
+            file_matches("drivers/net", "drivers/net/x.c")
+                && !file_matches("drivers/net", "drivers/network.c")
+        );
+        assert!(specificity("*/net/*") < specificity("drivers/net/"));
     }
 }

@@ -134,8 +134,10 @@ fn group(o: &mut String, n: usize, g: &Group, md: bool) {
         }
     }
     if let Some(b) = &e.blame {
-        let from =
-            b.function.as_deref().map(|f| format!(" (frame {})", code_line(md, f))).unwrap_or_default();
+        let from = match b.function.as_deref() {
+            Some(f) => format!(" (frame {})", code_line(md, f)),
+            None => " (the report's first line)".to_string(),
+        };
         let _ = writeln!(o, "{bullet}file to blame: {}{from}", code_line(md, &b.file));
     }
     if e.truncated && e.culprit.is_none() {

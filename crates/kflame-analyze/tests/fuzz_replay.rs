@@ -32,3 +32,26 @@ fn every_seed_and_past_crash_passes() {
         assert!(seeds > 0, "{name}: no seed in fuzz/corpus/{name}");
     }
 }
+
+/// Every target of the fuzz crate that calls `kflame_analyze::fuzzing` is listed in
+/// [`TARGETS`] (so replayed above) and built; and every listed one has its target.
+#[test]
+fn every_analyzer_target_is_built_and_listed() {
+    let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+    let manifest = fs::read_to_string(fuzz.join("Cargo.toml")).unwrap();
+    for (name, _) in TARGETS {
+        let text = fs::read_to_string(fuzz.join(format!("fuzz_targets/{name}.rs"))).unwrap();
+        assert!(text.contains(&format!("kflame_analyze::fuzzing::{name}(")), "{name}.rs");
+        assert!(manifest.contains(&format!("name = \"{name}\"")), "fuzz/Cargo.toml has no [[bin]] {name}");
+    }
+    for e in fs::read_dir(fuzz.join("fuzz_targets")).unwrap().flatten() {
+        let stem = e.path().file_stem().unwrap_or_default().to_string_lossy().into_owned();
+        let text = fs::read_to_string(e.path()).unwrap();
+        if text.contains("kflame_analyze::fuzzing::") {
+            assert!(
+                TARGETS.iter().any(|(n, _)| *n == stem),
+                "{stem} is not in kflame_analyze::fuzzing::TARGETS"
+            );
+        }
+    }
+}

@@ -151,6 +151,14 @@ impl ReportExtractor {
             }
             return;
         }
+        let seen_stamp = self.seen_stamp;
+        self.seen_stamp |= s.stamped;
+        if s.stamped && !seen_stamp {
+            // The log turns out timestamped: an unstamped generic WARNING still waiting for
+            // its trace was boot firmware's (see `Open::tentative`), and must not take over
+            // the kernel's first report (a `Kernel panic` it would absorb).
+            self.open.retain(|o| !(o.tentative && o.r.frames.is_empty()));
+        }
         let (idx, borrowed) = self.route(s.caller);
         // Another CPU's own report never joins the report that asked for its backtrace.
         let own = if borrowed { None } else { idx };
@@ -165,8 +173,6 @@ impl ReportExtractor {
             self.split_task = Some((n, s.caller.map(<[u8]>::to_vec), text.into_owned()));
             return;
         }
-        let seen_stamp = self.seen_stamp;
-        self.seen_stamp |= s.stamped;
         if let Some(start) = classify(&text).filter(|st| !st.needs_stamp || s.stamped || !seen_stamp) {
             // A generic `WARNING: message` without a timestamp (a console without printk.time)
             // is the kernel's only if a trace follows (see `Open::tentative`).
@@ -996,6 +1002,13 @@ Backtrace:
         let firmware =
             "WARNING: RO_VPD is uninitialized\nStarting kernel ...\n[    0.000000] Linux version 6.1.0\n";
         assert!(titles(firmware).is_empty(), "{:?}", titles(firmware));
+        // Firmware's line does not take over the kernel's first report.
+        let panic = "WARNING: RO_VPD is uninitialized\n[    0.0] Linux version 6.1.0\n\
+[    0.5] Kernel panic - not syncing: VFS: Unable to mount root fs on unknown-block(0,0)\n\
+[    0.6] Call Trace:\n[    0.7]  mount_block_root+0x1/0x2\n";
+        let t = titles(panic);
+        assert_eq!(t.len(), 1, "{t:?}");
+        assert!(t[0].0.starts_with("kernel panic: VFS: Unable to mount root fs"), "{t:?}");
         // Once the log is timestamped, an unstamped one is someone else's.
         let late = format!("[    0.000000] Linux version 6.1.0\nWARNING: something odd happened\n{trace}");
         assert!(titles(&late).iter().all(|(t, _)| !t.starts_with("WARNING")), "{:?}", titles(&late));
@@ -1022,6 +1035,12 @@ Backtrace:
             "Boot_DEBUG: Bad page state",
             "traps: a[1] general protection fault ip:4004 sp:7ffc error:0 in a[400000+1000]",
             "general protection fault ip:4004 sp:7ffc error:0",
+            "foo: Internal error: bad state",
+            "mkfs: WARNING: at least 1 block needed",
+            "Xorg: WARNING: xf86.c:120: oops",
+            "ssh-agent BUG: key not found",
+            "app INFO: Allocated in foo",
+            "CPUINFO: task foo blocked for more than 10 seconds.",
         ] {
             assert!(titles(&format!("[ 10.1] {line}\n")).is_empty(), "{line}");
         }

@@ -412,7 +412,10 @@ fn warning(t: &str) -> Option<Start> {
         s.function = at.and_then(|at| at.split_whitespace().nth(1)).map(header_function);
         return Some(s);
     }
-    if let Some(r) = t.strip_prefix("WARNING: at ") {
+    if let Some(r) = t.strip_prefix("WARNING: at ")
+        && is_source_line(r.split_whitespace().next().unwrap_or(""))
+    {
+        // Before 3.x: `WARNING: at kernel/foo.c:12 func+0x1/0x2()`.
         let func = r.split_whitespace().nth(1).map(header_function);
         return Some(Start::new(Kind::Warning, warning_title(r)).func(func));
     }
@@ -423,8 +426,9 @@ fn warning(t: &str) -> Option<Start> {
             Some((_, rest)) => rest,
             None => r,
         };
-        let first = r.split_whitespace().next().unwrap_or("");
-        if first.contains(".c:") || first.contains(".h:") || first.contains(".rs:") {
+        let mut words = r.split_whitespace();
+        let first = words.next().unwrap_or("");
+        if is_source_line(first) && words.next() == Some("at") {
             let func = r
                 .split_once(" at ")
                 .map(|(_, f)| header_function(f.trim_end_matches(',')))
@@ -450,6 +454,14 @@ fn warning(t: &str) -> Option<Start> {
         }
     }
     None
+}
+
+/// `kernel/foo.c:12`: a source file of the kernel (`.c`, `.h`, `.rs`, `.S`) and a line.
+fn is_source_line(w: &str) -> bool {
+    let Some((file, line)) = w.trim_end_matches(',').rsplit_once(':') else { return false };
+    [".c", ".h", ".rs", ".S"].iter().any(|e| file.ends_with(e))
+        && !line.is_empty()
+        && line.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// `WARNING:` lines that are notices, not bug reports: mount options, CPU mitigations, fbcon.
@@ -503,7 +515,10 @@ fn bug(t: &str) -> Option<Start> {
     // names the operation, not a function; syzkaller's title names it (`in unmount`).
     let op = (msg.starts_with("Dentry ") && msg.contains("[unmount of ")).then(|| "unmount".to_string());
     let mut s = Start::new(Kind::Bug, format!("BUG: {}", clean(msg))).func(op);
-    s.generic = !KNOWN_BUGS.iter().any(|k| msg.starts_with(k));
+    // kernel/locking/lockdep.c: `BUG: key <addr> has not been registered!`, `not in .data!`
+    let lockdep_key =
+        msg.starts_with("key ") && (msg.contains("not been registered") || msg.contains("not in .data"));
+    s.generic = !lockdep_key && !KNOWN_BUGS.iter().any(|k| msg.starts_with(k));
     Some(s)
 }
 
@@ -520,7 +535,6 @@ const KNOWN_BUGS: &[&str] = &[
     "non-zero nr_",                    // kernel/fork.c check_mm(), older kernels
     "non-zero pgtables_bytes",         // kernel/fork.c check_mm()
     "Dentry ",                         // fs/dcache.c umount_check()
-    "key ",                            // kernel/locking/lockdep.c lockdep_init_map_type()
     "recent printk recursion",         // kernel/printk/printk.c
 ];
 
@@ -578,7 +592,9 @@ fn misc(t: &str) -> Option<Start> {
     if let Some(r) = t.strip_prefix("INFO: Allocated in ").or_else(|| t.strip_prefix("INFO: Freed in ")) {
         // mm/slub.c print_track(): the object's history in a SLUB report (old kernels)
         let what = if t.starts_with("INFO: Allocated") { "INFO: Allocated" } else { "INFO: Freed" };
-        return Some(Start::new(Kind::Other, what).role(Role::Follows).func(Some(header_function(r))));
+        let mut s = Start::new(Kind::Other, what).role(Role::Follows).func(Some(header_function(r)));
+        s.generic = true; // inside a SLUB report, never after other output on its line
+        return Some(s);
     }
     if t.starts_with("Kernel BUG") {
         // lib/bug.c report_bug() without file and line; riscv die("Kernel BUG")
@@ -734,25 +750,59 @@ const EMBEDDED: &[&str] = &[
 /// One searcher for every [`EMBEDDED`] header.
 static EMBEDDED_RE: LazyLock<regex::Regex> = LazyLock::new(|| {
     let alternatives: Vec<String> = EMBEDDED.iter().map(|h| regex::escape(h)).collect();
-    regex::Regex::new(&alternatives.join("|")).expect("literal alternatives")
+    // Literals only: the prefilter finds them; a small lazy-DFA cache is plenty.
+    regex::RegexBuilder::new(&alternatives.join("|"))
+        .unicode(false)
+        .dfa_size_limit(1 << 16)
+        .build()
+        .expect("literal alternatives")
 });
 
 /// The report start inside `text` when the line does not start with one: the first
 /// [`EMBEDDED`] header that says something specific, classified from there (the first words
-/// alone, `BUG: msg`, do not; nor does `DEBUG:`, which holds `BUG:`). A user task's fault
-/// (`traps: a[1] general protection fault ip:... error:0 in ...`) is not a kernel report.
+/// alone, `BUG: msg`, do not; nor do they inside a word, `DEBUG:`; an exception's first line
+/// must carry die()'s `[#N]`). A user task's fault (`traps: a[1] general protection fault
+/// ip:... error:0 in ...`) is not a kernel report.
 pub(crate) fn embedded(text: &str) -> Option<(usize, Start)> {
-    EMBEDDED_RE.find_iter(text).filter(|m| m.start() > 0).find_map(|m| {
-        if m.as_str() == "BUG: " && text[..m.start()].ends_with("DE") {
-            return None;
+    let bare = |h: &str| matches!(h, "BUG: " | "WARNING: " | "INFO: ");
+    // die()'s counter: the exceptions' first lines mid-line must be the kernel's own.
+    let die = |h: &str| {
+        matches!(
+            h,
+            "Internal error: "
+                | "Oops: "
+                | "divide error: "
+                | "divide_error: "
+                | "invalid opcode: "
+                | "stack segment: "
+                | "int3: "
+        )
+    };
+    // A few matches, each classified from at most EMBEDDED_SPAN bytes: a line of many
+    // `INFO: ` (a progress bar redrawn with `\r`) costs no more than a short one.
+    EMBEDDED_RE.find_iter(text).filter(|m| m.start() > 0).take(EMBEDDED_TRIES).find_map(|m| {
+        let before = text.as_bytes()[m.start() - 1];
+        if bare(m.as_str()) && (before.is_ascii_alphabetic() || before == b'_') {
+            return None; // `DEBUG:`, `CPUINFO:`: not the word
         }
         let rest = &text[m.start()..];
-        if is_user_fault(rest) {
+        let mut end = rest.len().min(EMBEDDED_SPAN);
+        while !rest.is_char_boundary(end) {
+            end -= 1;
+        }
+        let rest = &rest[..end];
+        if is_user_fault(rest) || (die(m.as_str()) && !rest.contains("[#")) {
             return None;
         }
         classify(rest).filter(|s| !s.needs_stamp && !s.generic).map(|s| (m.start(), s))
     })
 }
+
+/// Header matches tried in one line by [`embedded`].
+const EMBEDDED_TRIES: usize = 4;
+/// Bytes of a line classified from a header match by [`embedded`] (report first lines are
+/// shorter).
+const EMBEDDED_SPAN: usize = 512;
 
 /// x86 show_signal() of a user task's fault: `general protection fault ip:... sp:...
 /// error:0 in libc.so[...]` (after `traps: comm[pid] `), not a kernel report.
@@ -781,8 +831,8 @@ fn clean(msg: &str) -> String {
 }
 
 /// A one-line report's whole message made a title that groups its repeats: what looks like
-/// an address (6 or more hex digits) becomes `ADDR`, a decimal number `NUM`, as syzkaller's
-/// titles do (`executor 2: failed (errno 0)` → `executor NUM: failed (errno NUM)`).
+/// an address (6 or more hex digits, so also a decimal number that long) becomes `ADDR`, a
+/// shorter decimal number `NUM`, as syzkaller's titles do (`executor 2: failed (errno 0)` → `executor NUM: failed (errno NUM)`).
 fn message_title(msg: &str) -> String {
     let msg: String = msg.trim().chars().take(MAX_TITLE).collect();
     let mut out = String::with_capacity(msg.len());
