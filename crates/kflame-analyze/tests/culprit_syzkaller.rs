@@ -221,22 +221,31 @@ fn culprit_on_an_external_syzkaller_checkout() {
     print("reports not copied into the project", &h);
 }
 
-/// syzkaller's `guilty/` reports (copied into the project, see its README): the culprit's
-/// printed source file compared with the `FILE:` syzkaller blames.
-#[test]
-fn culprit_source_file_on_syzkaller_guilty_reports() {
-    // guilty/: `FILE:` is the source file of syzkaller's guilty frame.
-    let mut compared = 0;
-    let mut agreed = 0;
+/// syzkaller's `guilty/` reports (copied into the project, see its README), each with the
+/// `FILE:` syzkaller blames (empty when it blames none) and its bug reports.
+fn guilty_reports() -> Vec<(std::path::PathBuf, String, Vec<kflame::report::Report>)> {
     let mut entries: Vec<_> =
         fs::read_dir(Path::new(DIR).with_file_name("guilty")).unwrap().flatten().map(|e| e.path()).collect();
     entries.sort();
+    let mut out = Vec::new();
     for path in entries {
         let data = fs::read(&path).unwrap();
         let (head, log) = split(&data);
         let Some((_, file)) = head.iter().find(|(k, _)| k == "FILE") else { continue };
-        compared += 1;
-        let reports = bug_reports(log);
+        let (file, reports) = (file.clone(), bug_reports(log));
+        out.push((path, file, reports));
+    }
+    out
+}
+
+/// The culprit's printed source file compared with the `FILE:` of syzkaller's `guilty/`
+/// reports.
+#[test]
+fn culprit_source_file_on_syzkaller_guilty_reports() {
+    let guilty = guilty_reports();
+    let compared = guilty.len();
+    let mut agreed = 0;
+    for (path, file, reports) in &guilty {
         let got = reports.first().and_then(culprit).and_then(|c| c.source);
         let got = got.as_deref().map(|s| s.split(':').next().unwrap_or(s));
         if got == Some(file.as_str()) {
@@ -258,17 +267,10 @@ fn culprit_source_file_on_syzkaller_guilty_reports() {
 /// blames in its `guilty/` reports (the file whose maintainers it mails).
 #[test]
 fn blamed_file_on_syzkaller_guilty_reports() {
-    let mut compared = 0;
+    let guilty = guilty_reports();
+    let compared = guilty.len();
     let mut agreed = 0;
-    let mut entries: Vec<_> =
-        fs::read_dir(Path::new(DIR).with_file_name("guilty")).unwrap().flatten().map(|e| e.path()).collect();
-    entries.sort();
-    for path in entries {
-        let data = fs::read(&path).unwrap();
-        let (head, log) = split(&data);
-        let Some((_, file)) = head.iter().find(|(k, _)| k == "FILE") else { continue };
-        compared += 1;
-        let reports = bug_reports(log);
+    for (path, file, reports) in &guilty {
         let got = reports.first().and_then(kflame_analyze::blame::blame).map(|b| b.file);
         // An empty `FILE:` is syzkaller blaming no file.
         if got.as_deref().unwrap_or("") == file.as_str() {
