@@ -28,8 +28,9 @@ pub(crate) enum OutFormat {
 #[command(after_help = "\
 Kernel logs (dmesg, journal, console, syslog) and crash `bt` output give one section per
 group of reports with the same kind and culprit function, most frequent first: Error (kind,
-title, kernel, taint, task, culprit frame with a confidence), Resolution (the culprit's
-source with --kernel-src, its exact line with --vmlinux) and Summary. Any other input
+title, kernel, taint, task, culprit frame with a confidence, file to blame), Resolution
+(the culprit's source and the file's MAINTAINERS sections with --kernel-src, its exact
+line with --vmlinux) and Summary. Any other input
 `kflame collapse` reads gives its hottest functions and paths and the kernel's share.
 
 Examples:
@@ -50,7 +51,8 @@ pub(crate) struct Args {
     /// At most this many report groups, and functions and paths per profile.
     #[arg(long, value_name = "N", default_value_t = 10)]
     limit: usize,
-    /// A kernel source tree: the culprit's definition, its callers.
+    /// A kernel source tree: the culprit's definition, its callers, and the MAINTAINERS
+    /// sections of the file to blame.
     #[arg(long, value_name = "DIR")]
     kernel_src: Option<PathBuf>,
     /// The index of --kernel-src (default: in the user's cache directory).
