@@ -156,18 +156,17 @@ fn specificity(p: &str) -> usize {
 /// directory given without its slash); `*` and `?` match within one path component.
 fn file_matches(pattern: &str, file: &str) -> bool {
     let dir = pattern.ends_with('/');
-    let pat: Vec<&str> = pattern.trim_end_matches('/').split('/').collect();
-    let path: Vec<&str> = file.split('/').collect();
-    let wild = pattern.contains(['*', '?']);
-    let prefix_ok =
-        |n: usize| path.len() >= n && pat.iter().zip(&path).all(|(p, f)| glob(p.as_bytes(), f.as_bytes()));
-    if dir || !wild {
-        // In and below a directory (for a plain pattern, the file itself too).
-        (path.len() > pat.len() && prefix_ok(pat.len()))
-            || (!dir && path.len() == pat.len() && prefix_ok(pat.len()))
+    let pattern = pattern.trim_end_matches('/');
+    let (np, nf) = (pattern.split('/').count(), file.split('/').count());
+    // In and below a directory; one file for a wildcard pattern; either for a plain one.
+    let depth_ok = if dir {
+        nf > np
+    } else if pattern.contains(['*', '?']) {
+        nf == np
     } else {
-        path.len() == pat.len() && prefix_ok(pat.len())
-    }
+        nf >= np
+    };
+    depth_ok && pattern.split('/').zip(file.split('/')).all(|(p, f)| glob(p.as_bytes(), f.as_bytes()))
 }
 
 /// `*` and `?` glob within one component.

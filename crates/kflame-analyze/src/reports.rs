@@ -184,7 +184,8 @@ impl ReportAnalyzer {
         fix_limit: usize,
     ) -> Vec<Group> {
         let mut out: Vec<Group> = Vec::with_capacity(self.groups.len());
-        let maintainers = source.and_then(|s| s.maintainers());
+        // Read only when a group names a file to blame.
+        let maintainers = std::cell::OnceCell::new();
         for b in self.groups {
             let mut g = b.group;
             g.kernels = b.kernels.into_iter().collect();
@@ -232,14 +233,18 @@ impl ReportAnalyzer {
                 },
             };
             let blamed = g.error.blame.as_ref().map(|b| b.file.as_str());
-            let owners = match (&maintainers, blamed) {
-                (Some(m), Some(file)) => m.for_file(file),
-                (None, Some(_)) if source.is_some() => {
-                    notes.push("the kernel tree has no MAINTAINERS file: maintainers not looked up".into());
-                    Vec::new()
-                }
-                _ => Vec::new(),
-            };
+            let tree = blamed.and(source);
+            let owners =
+                match (tree.and_then(|s| maintainers.get_or_init(|| s.maintainers()).as_ref()), blamed) {
+                    (Some(m), Some(file)) => m.for_file(file),
+                    (None, Some(_)) if source.is_some() => {
+                        notes.push(
+                            "the kernel tree has no MAINTAINERS file: maintainers not looked up".into(),
+                        );
+                        Vec::new()
+                    }
+                    _ => Vec::new(),
+                };
             g.resolution = Resolution { source: info, fixes: found, query, maintainers: owners, notes };
             g.summary = summary(&g);
             out.push(g);

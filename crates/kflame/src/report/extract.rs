@@ -157,7 +157,7 @@ impl ReportExtractor {
             // The log turns out timestamped: an unstamped generic WARNING still waiting for
             // its trace was boot firmware's (see `Open::tentative`), and must not take over
             // the kernel's first report (a `Kernel panic` it would absorb).
-            self.open.retain(|o| !(o.tentative && o.r.frames.is_empty()));
+            self.open.retain(|o| !o.unconfirmed());
         }
         let (idx, borrowed) = self.route(s.caller);
         // Another CPU's own report never joins the report that asked for its backtrace.
@@ -273,7 +273,7 @@ impl ReportExtractor {
 
     fn close(&mut self, mut o: Open) {
         o.flush_arm_caller();
-        if o.tentative && o.r.frames.is_empty() {
+        if o.unconfirmed() {
             return;
         }
         let mut r = o.r;
@@ -324,6 +324,11 @@ impl ReportExtractor {
 }
 
 impl Open {
+    /// A tentative report no trace has confirmed (see [`Open::tentative`]): not a report.
+    fn unconfirmed(&self) -> bool {
+        self.tentative && self.r.frames.is_empty()
+    }
+
     fn new(start: Start, n: u64, text: &str, caller: Option<&[u8]>, tick: u64, stamped: bool) -> Open {
         let r = Report {
             kind: Some(start.kind),

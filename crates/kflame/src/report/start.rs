@@ -56,7 +56,7 @@ pub(crate) struct Start {
     /// CPU named by the line (`CPU#3 stuck`).
     pub(crate) cpu: Option<u32>,
     /// Only a report start on a line with a timestamp: the words are generic enough that
-    /// boot firmware prints them too (`WARNING: RO_VPD is uninitialized`).
+    /// boot firmware prints them too (`WARNING: RO_VPD is uninitialized`). Implies `generic`.
     pub(crate) needs_stamp: bool,
     /// Only a report start at the beginning of a line: the first words alone (`BUG: msg`),
     /// which other programs' output may hold too (see [`embedded`]).
@@ -791,10 +791,11 @@ pub(crate) fn embedded(text: &str) -> Option<(usize, Start)> {
             end -= 1;
         }
         let rest = &rest[..end];
-        if is_user_fault(rest) || (die(m.as_str()) && !rest.contains("[#")) {
+        if die(m.as_str()) && !rest.contains("[#") {
             return None;
         }
-        classify(rest).filter(|s| !s.needs_stamp && !s.generic).map(|s| (m.start(), s))
+        // (`classify` itself refuses a user task's fault, and a `needs_stamp` start is generic.)
+        classify(rest).filter(|s| !s.generic).map(|s| (m.start(), s))
     })
 }
 
