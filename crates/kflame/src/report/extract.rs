@@ -6,7 +6,7 @@ use super::fields::{self, Fields};
 use super::frame::{arm32_caller, parse_frame};
 use super::prefix::strip;
 use super::start::{RUST_PANIC, Role, Start, classify, embedded, is_checker_warning};
-use super::title::{is_machinery, title_function};
+use super::title::{is_machinery, title_function, title_name};
 use super::{
     ExtraStack, Frame, Kind, MAX_EXTRA_FRAMES, MAX_EXTRA_STACKS, MAX_FRAMES, MAX_OPEN, Report, Section,
 };
@@ -311,9 +311,14 @@ impl ReportExtractor {
             // workqueues: `process_one_work`): the caller in the dependency chain's stacks
             // (`-> #N (...):`, the oldest link first).
             let chain = caller("circular locking", &|l| l.starts_with("-> #"));
-            let candidates: Vec<String> =
-                irq_safe.into_iter().chain(o.function).chain(o.lock_sites).chain(chain).collect();
-            title_function(&r, &candidates)
+            match raw_site(&r, &o.lock_sites) {
+                Some(site) => Some(site),
+                None => {
+                    let candidates: Vec<String> =
+                        irq_safe.into_iter().chain(o.function).chain(o.lock_sites).chain(chain).collect();
+                    title_function(&r, &candidates)
+                }
+            }
         };
         r.title = match function {
             Some(f) => format!("{} in {f}", o.prefix),
@@ -853,6 +858,32 @@ fn time_text(t: &[u8]) -> String {
 }
 
 /// `[<ffffffff81234567>] func+0x1/0x2 file.c:12` / `func+0x1/0x2` after lockdep's `at: `.
+/// Lockdep reports that syzkaller's formats (pkg/report/linux.go) name by their first lock
+/// site as printed, with no skip list (a `report:` pattern and no stack): recursive locking
+/// and irq lock inversion (`is trying to acquire lock:`/`just changed the state of lock:`,
+/// then `..., at: FUNC`), a held lock freed, locks still held, a lock held when returning to
+/// user space, and the pre-4.15 `[ INFO: ... ]` forms. The site is the `_RET_IP_` lockdep
+/// was given: a locking wrapper there (`lock_sock_nested` taking `sk_lock.slock`) is what
+/// those titles name. A circular dependency is not one of them: its format skips machinery.
+const RAW_SITE_HEADERS: &[&str] = &[
+    "possible recursive locking detected",
+    "possible irq lock inversion dependency detected",
+    "held lock freed",
+    "still has locks held",
+    "lock held when returning to user space",
+    "INFO: possible circular locking dependency detected",
+    "INFO: SOFTIRQ-safe -> SOFTIRQ-unsafe lock order detected",
+    "INFO: inconsistent lock state",
+];
+
+/// The first lock site of `r` when its format names it as printed ([`RAW_SITE_HEADERS`]).
+fn raw_site(r: &Report, sites: &[String]) -> Option<String> {
+    let site = sites.first()?;
+    let named = r.kind == Some(Kind::Lockdep) && RAW_SITE_HEADERS.iter().any(|h| r.header.contains(h));
+    let address = site.trim_start_matches("0x").bytes().all(|b| b.is_ascii_hexdigit());
+    (named && !address).then(|| title_name(site).to_string())
+}
+
 fn lock_site(at: &str) -> Option<String> {
     let f = parse_frame(at.as_bytes()).or_else(|| parse_frame(at.split_whitespace().last()?.as_bytes()))?;
     Some(f.function)
@@ -886,6 +917,53 @@ mod tests {
             .into_iter()
             .map(|r| (r.title.clone(), r.kind()))
             .collect()
+    }
+
+    /// Recursive locking is named by the site printed after `is trying to acquire lock:`,
+    /// locking wrapper or not (lockdep's `_RET_IP_`, as syzkaller's format takes it); a
+    /// circular dependency skips the machinery in the same place.
+    #[test]
+    fn recursive_locking_is_named_by_the_site_as_printed() {
+        let log = "\
+[   40.1] WARNING: possible recursive locking detected
+[   40.1] 6.1.0 #1 Not tainted
+[   40.1] --------------------------------------------
+[   40.1] syz-executor/5000 is trying to acquire lock:
+[   40.1] ffff8880 (slock-AF_INET){+.-.}-{2:2}, at: lock_sock_nested+0x3a/0xf0
+[   40.1] 
+[   40.1] but task is already holding lock:
+[   40.1] ffff8880 (slock-AF_INET){+.-.}-{2:2}, at: tcp_v4_rcv+0x1f00/0x2c00
+[   40.1] stack backtrace:
+[   40.1] Call Trace:
+[   40.1]  <TASK>
+[   40.1]  dump_stack_lvl+0x1/0x2
+[   40.1]  __lock_acquire+0x1/0x2
+[   40.1]  lock_acquire+0x1/0x2
+[   40.1]  _raw_spin_lock_bh+0x1/0x2
+[   40.1]  lock_sock_nested+0x3a/0xf0
+[   40.1]  tcp_sendmsg+0x1/0x2
+";
+        assert_eq!(titles(log), [("possible deadlock in lock_sock_nested".to_string(), Kind::Lockdep)]);
+    }
+
+    /// A fault in a function whose name looks like a primitive (`raw_sendmsg` of
+    /// net/ipv4/raw.c) is named by it: only syzkaller's skip list and what prints a report
+    /// are machinery for every report.
+    #[test]
+    fn a_fault_in_raw_sendmsg_is_named_by_it() {
+        let log = "\
+[   50.1] general protection fault, probably for non-canonical address 0xdffffc0000000001: 0000 [#1] PREEMPT SMP KASAN
+[   50.1] CPU: 0 PID: 5000 Comm: syz-executor Not tainted 6.1.0 #1
+[   50.1] RIP: 0010:raw_sendmsg+0x123/0x1a00
+[   50.1] Call Trace:
+[   50.1]  <TASK>
+[   50.1]  inet_sendmsg+0x1/0x2
+[   50.1]  sock_sendmsg+0x1/0x2
+";
+        assert_eq!(
+            titles(log),
+            [("general protection fault in raw_sendmsg".to_string(), Kind::GeneralProtectionFault)]
+        );
     }
 
     /// Before 4.15 lockdep's `[ INFO: inconsistent lock state ]` is named by the lock site of

@@ -345,7 +345,7 @@ const fn checker(
 
 const CHECKERS: &[Checker] = &[
     // kernel/locking/lockdep.c (DEBUG_LOCKS_WARN_ON, register_lock_class...), mutex debug.
-    checker("kernel/locking/", None, "WARNING: locking bug", &["locking"]),
+    checker("kernel/locking/", Some("DEBUG_LOCKS_WARN_ON("), "WARNING: locking bug", &["locking"]),
     // fs/proc/generic.c proc_register(): `proc_dir_entry 'x' already registered`.
     checker("fs/proc/generic.c", None, "WARNING: proc registration bug", &["proc_registration"]),
     // lib/kobject.c: a kobject added without a name, released while in use...

@@ -145,7 +145,7 @@ fn kind_sections(kind: Kind, header: &str) -> &'static [&'static str] {
         Kind::Panic if header.contains("kernel stack overflow") => &["stall", "stack_overflow"],
         Kind::Panic if header.contains("stack-protector") => &["stack_protector"],
         // `kernel BUG at mm/usercopy.c` and `usercopy: Kernel memory exposure attempt` too.
-        Kind::Warning | Kind::Bug if let Some(c) = checker_of(header) => match kind {
+        Kind::Warning | Kind::Bug | Kind::Lockdep if let Some(c) = checker_of(header) => match kind {
             Kind::Bug if c.sections != ["usercopy"] => &[],
             _ => c.sections,
         },
