@@ -419,6 +419,20 @@ impl Open {
     }
 
     fn absorb(&mut self, s: Start) {
+        // lib/list_debug.c CHECK_DATA_CORRUPTION(): with CONFIG_BUG_ON_DATA_CORRUPTION its
+        // message is followed by `kernel BUG at lib/list_debug.c` ("BUG: corrupted list");
+        // without it the check WARN()s, and the report is that WARNING, whichever of its
+        // message and its `WARNING:` line the kernel printed first.
+        let corrupted_list = "BUG: corrupted list";
+        if !self.main_started
+            && ((self.prefix == corrupted_list && s.kind == Kind::Warning && s.prefix == "WARNING")
+                || (self.prefix == "WARNING" && s.prefix == corrupted_list))
+        {
+            self.r.kind = Some(Kind::Warning);
+            self.prefix = "WARNING".to_string();
+            self.function = self.function.take().or(s.function);
+            return;
+        }
         if (s.role == Role::Leads || s.kind != Kind::Panic) && self.refinable(&s) && !self.main_started {
             self.prefix = s.prefix.clone();
             if matches!(s.kind, Kind::HardLockup | Kind::SoftLockup) {
@@ -944,6 +958,31 @@ mod tests {
 [   40.1]  tcp_sendmsg+0x1/0x2
 ";
         assert_eq!(titles(log), [("possible deadlock in lock_sock_nested".to_string(), Kind::Lockdep)]);
+    }
+
+    /// lib/list_debug.c's check BUG()s with CONFIG_BUG_ON_DATA_CORRUPTION and WARN()s
+    /// without it: the same message makes a corrupted-list BUG or a WARNING, as printed.
+    #[test]
+    fn a_list_corruption_is_the_bug_or_the_warning_the_kernel_printed() {
+        let trace = "\
+[ 12.5] CPU: 0 PID: 5000 Comm: syz Not tainted 6.1.0 #1
+[ 12.5] RIP: 0010:__list_del_entry_valid+0x1/0x2
+[ 12.5] Call Trace:
+[ 12.5]  <TASK>
+[ 12.5]  foo_bar+0x1/0x2
+[ 12.5]  baz+0x1/0x2
+";
+        let msg = "[ 12.4] list_del corruption. prev->next should be ffff888, but was ffff999\n";
+        let bug = format!(
+            "{msg}[ 12.4] kernel BUG at lib/list_debug.c:62!\n[ 12.4] invalid opcode: 0000 [#1] SMP\n{trace}"
+        );
+        assert_eq!(titles(&bug), [("BUG: corrupted list in foo_bar".to_string(), Kind::Bug)]);
+        let warn =
+            "[ 12.4] WARNING: CPU: 0 PID: 5000 at lib/list_debug.c:62 __list_del_entry_valid+0x1/0x2\n";
+        let expected = [("WARNING in foo_bar".to_string(), Kind::Warning)];
+        assert_eq!(titles(&format!("{msg}{warn}{trace}")), expected);
+        // Before 4.10 WARN() printed its message after the `WARNING:` line.
+        assert_eq!(titles(&format!("{warn}{msg}{trace}")), expected);
     }
 
     /// A fault in a function whose name looks like a primitive (`raw_sendmsg` of
