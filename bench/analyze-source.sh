@@ -14,7 +14,8 @@ cd "$(dirname "$0")/.."
 TREE=${1:?usage: bench/analyze-source.sh KERNEL_TREE}
 [ -d "$TREE/kernel" ] || { echo "$TREE: no kernel/ directory, not a kernel tree" >&2; exit 2; }
 
-cargo build --release -p kflame-cli -p kflame-analyze --example source_lookup >&2
+# (`--example` alone would build only the example: the CLI is asked for by name.)
+cargo build --release -p kflame-cli --bin kflame -p kflame-analyze --example source_lookup >&2
 KFLAME=$PWD/target/release/kflame
 LOOKUP=$PWD/target/release/examples/source_lookup
 tmp=$(mktemp -d)
