@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use super::fields::{self, Fields};
 use super::frame::{arm32_caller, parse_frame};
 use super::prefix::strip;
-use super::start::{RUST_PANIC, Role, Start, classify, embedded, is_checker_warning};
+use super::start::{ALLOC_FAILURE_TITLE, RUST_PANIC, Role, Start, classify, embedded, is_checker_warning};
 use super::title::{is_machinery, title_function, title_name};
 use super::{
     ExtraStack, Frame, Kind, MAX_EXTRA_FRAMES, MAX_EXTRA_STACKS, MAX_FRAMES, MAX_OPEN, Report, Section,
@@ -376,7 +376,12 @@ impl Open {
     fn absorbs(&self, s: &Start) -> bool {
         let fresh = !self.main_started;
         match s.role {
-            Role::Follows => true,
+            // A consequence (a panic, die()'s `Oops:`) never joins an OOM kill or an
+            // allocation failure, which are memory running out, not bugs: mm/oom_kill.c
+            // panics after its report when nothing can be killed (`Out of memory and no
+            // killable processes...`, `System is deadlocked on memory`, panic_on_oom), and
+            // the machine dying is a report of its own.
+            Role::Follows => !self.is_exhaustion(),
             _ if fresh && self.lead => true,
             Role::Leads => fresh && self.refinable(s),
             _ if fresh && matches!(s.kind, Kind::HardLockup | Kind::SoftLockup) && self.refinable(s) => true,
@@ -412,6 +417,11 @@ impl Open {
     fn refinable(&self, s: &Start) -> bool {
         (matches!(self.prefix.as_str(), "WARNING" | "kernel BUG") || is_checker_warning(&self.prefix))
             && matches!(s.kind, Kind::Warning | Kind::Bug)
+    }
+
+    /// An OOM kill or an allocation failure ([`Report::is_bug`] is false for them).
+    fn is_exhaustion(&self) -> bool {
+        self.r.kind == Some(Kind::Oom) || self.prefix.starts_with(ALLOC_FAILURE_TITLE)
     }
 
     fn generic_bug(&self) -> bool {
@@ -958,6 +968,34 @@ mod tests {
 [   40.1]  tcp_sendmsg+0x1/0x2
 ";
         assert_eq!(titles(log), [("possible deadlock in lock_sock_nested".to_string(), Kind::Lockdep)]);
+    }
+
+    /// mm/oom_kill.c panics when nothing can be killed: the OOM kill is memory running out,
+    /// the panic that follows it is a report of its own (a crash), not part of the kill's.
+    #[test]
+    fn a_panic_after_an_oom_kill_is_its_own_report() {
+        let log = "\
+[ 12.1] syz invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=1000
+[ 12.1] CPU: 0 PID: 5000 Comm: syz Not tainted 6.1.0 #1
+[ 12.1] Call Trace:
+[ 12.1]  <TASK>
+[ 12.1]  dump_stack_lvl+0x1/0x2
+[ 12.1]  dump_header+0x1/0x2
+[ 12.1]  out_of_memory+0x1/0x2
+[ 12.1]  __alloc_pages+0x1/0x2
+[ 12.1]  </TASK>
+[ 12.2] Kernel panic - not syncing: System is deadlocked on memory
+";
+        let reports = ReportExtractor::extract_all(log.as_bytes());
+        let kinds: Vec<Kind> = reports.iter().map(|r| r.kind()).collect();
+        assert_eq!(kinds, [Kind::Oom, Kind::Panic]);
+        assert_eq!(reports[1].title, "kernel panic: System is deadlocked on memory");
+        // A panic after a bug report is still that report's consequence.
+        let bug = log.replace(
+            "syz invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=1000",
+            "kernel BUG at mm/foo.c:12!",
+        );
+        assert_eq!(ReportExtractor::extract_all(bug.as_bytes()).len(), 1);
     }
 
     /// lib/list_debug.c's check BUG()s with CONFIG_BUG_ON_DATA_CORRUPTION and WARN()s
