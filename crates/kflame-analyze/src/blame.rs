@@ -104,9 +104,7 @@ fn ordered_frames(report: &Report) -> Vec<&Frame> {
         main.chain(extra).collect()
     };
     if report.kind() == Kind::RcuStall
-        && let Some(i) = all.iter().position(|f| {
-            f.function.contains("apic_timer_interrupt") || f.function.starts_with("el1h_64_irq")
-        })
+        && let Some(i) = all.iter().position(|f| kflame::report::is_stall_interrupt_entry(&f.function))
     {
         return all[i..].to_vec();
     }

@@ -316,8 +316,7 @@ fn stall_frame<'a>(
         // Lockup detectors print the interrupted context itself (show_regs()): its stack
         // starts at the looping code, an interrupt entry in it is where that code runs.
         let from_tick = !matches!(kind, Kind::SoftLockup | Kind::HardLockup);
-        let entry =
-            |f: &Frame| ["apic_timer_interrupt", "el1h_64_irq"].iter().any(|t| f.function.contains(t));
+        let entry = |f: &Frame| kflame::report::is_stall_interrupt_entry(&f.function);
         let from = stack
             .iter()
             .position(entry)

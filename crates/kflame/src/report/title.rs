@@ -114,6 +114,13 @@ pub fn is_skipped_frame(function: &str) -> bool {
     SKIP_SET.is_match(base_name(function))
 }
 
+/// True when `function` is the interrupt entry after which a stall report's trace shows the
+/// stalled code (`machinery.txt [stall_start]`: x86 `apic_timer_interrupt` and its
+/// `sysvec_` forms, arm64 `el1h_64_irq`, and `el1_irq` of older arm64 kernels).
+pub fn is_stall_interrupt_entry(function: &str) -> bool {
+    RULES.matches("stall_start", function)
+}
+
 /// The sections of `machinery.txt` a report of `kind` (first line `header`) skips, besides
 /// `[all]`.
 fn kind_sections(kind: Kind, header: &str) -> &'static [&'static str] {
