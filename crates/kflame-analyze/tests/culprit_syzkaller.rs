@@ -19,43 +19,16 @@
 use std::fs;
 use std::path::Path;
 
-use kflame::report::ReportExtractor;
 use kflame_analyze::culprit::{base_name, culprit};
 
+// The reader of syzkaller's corpus files the extractor's tests use: one definition of the
+// header, of the held-out files and of the reports scored.
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../kflame/tests/common/syzkaller.rs"]
+mod syzkaller;
+use syzkaller::{crash_reports as bug_reports, held_out_name, split};
+
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../kflame/tests/data/kernel-log/syzkaller/report");
-
-/// The log's reports that syzkaller's parser would give: bugs, not memory running out (an
-/// OOM kill or an allocation failure, `Report::is_bug`).
-fn bug_reports(log: &[u8]) -> Vec<kflame::report::Report> {
-    ReportExtractor::extract_all(log).into_iter().filter(kflame::report::Report::is_bug).collect()
-}
-
-/// The header lines (`KEY: value`) above the log, and the log (without the expected report).
-fn split(data: &[u8]) -> (Vec<(String, String)>, &[u8]) {
-    let mut head = Vec::new();
-    let mut rest = data;
-    while let Some(nl) = rest.iter().position(|&b| b == b'\n') {
-        let line = String::from_utf8_lossy(&rest[..nl]).into_owned();
-        if line.starts_with('#') {
-            rest = &rest[nl + 1..];
-            continue;
-        }
-        let key = line.split(':').next().unwrap_or("");
-        let is_header = !key.is_empty() && key.bytes().all(|b| b.is_ascii_uppercase() || b == b'_');
-        if line.is_empty() || !is_header {
-            if line.is_empty() {
-                rest = &rest[nl + 1..];
-            }
-            break;
-        }
-        head.push((key.to_string(), line[key.len() + 1..].trim().to_string()));
-        rest = &rest[nl + 1..];
-    }
-    // The log ends where an empty line and `REPORT:` begin the report syzkaller's authors
-    // expect to be cut from it (pkg/report/report_test.go): not console output.
-    let end = rest.windows(10).position(|w| w == b"\n\nREPORT:\n").map_or(rest.len(), |i| i + 1);
-    (head, &rest[..end])
-}
 
 /// The functions a title names after its last ` in ` (`a / b` for races).
 fn title_functions(t: &str) -> Vec<String> {
@@ -100,18 +73,6 @@ fn strip(f: &str) -> &str {
 /// The target.
 const TARGET: f64 = 95.0;
 
-/// Whether a file of `syzkaller/report/` is held out from the report rules (see
-/// `kflame/tests/data/kernel-log/README.md`): the 32-bit FNV-1a hash of its name is 0
-/// modulo 5. Its misses are counted, never printed.
-fn held_out_name(name: &str) -> bool {
-    let mut h: u32 = 0x811c_9dc5;
-    for b in name.bytes() {
-        h ^= u32::from(b);
-        h = h.wrapping_mul(0x0100_0193);
-    }
-    h.is_multiple_of(5)
-}
-
 struct Tally {
     compared: usize,
     agreed: usize,
@@ -141,8 +102,11 @@ fn measure(dir: &Path, all_held_out: bool) -> Tally {
     for path in names {
         let data = fs::read(&path).unwrap();
         let (head, log) = split(&data);
-        let titles: Vec<&str> =
-            head.iter().filter(|(k, _)| k == "TITLE" || k == "ALT").map(|(_, v)| v.as_str()).collect();
+        let titles: Vec<&str> = std::iter::once(&head.title)
+            .chain(&head.alts)
+            .filter(|t| !t.is_empty())
+            .map(String::as_str)
+            .collect();
         let want: Vec<String> = titles.iter().flat_map(|t| title_functions(t)).collect();
         if want.is_empty() {
             continue;
@@ -231,8 +195,8 @@ fn guilty_reports() -> Vec<(std::path::PathBuf, String, Vec<kflame::report::Repo
     for path in entries {
         let data = fs::read(&path).unwrap();
         let (head, log) = split(&data);
-        let Some((_, file)) = head.iter().find(|(k, _)| k == "FILE") else { continue };
-        let (file, reports) = (file.clone(), bug_reports(log));
+        let Some(file) = head.file else { continue };
+        let reports = bug_reports(log);
         out.push((path, file, reports));
     }
     out

@@ -1,5 +1,6 @@
 //! syzkaller's report corpus files: the header its authors wrote above each log, and the
-//! definitions the report tests score against.
+//! definitions the report tests score against. Also read by the analyzer's tests
+//! (`kflame-analyze/tests/culprit_syzkaller.rs`, by path).
 
 use kflame::report::{Kind, Report, ReportExtractor};
 
@@ -12,6 +13,8 @@ pub struct Expected {
     pub alts: Vec<String>,
     /// `CORRUPTED: Y`: not scored for the function.
     pub corrupted: bool,
+    /// `FILE:` of the `guilty/` reports: the source file syzkaller blames (empty: none).
+    pub file: Option<String>,
 }
 
 /// Whether a file of `syzkaller/report/` is held out (see `tests/data/kernel-log/README.md`):
@@ -54,6 +57,7 @@ fn split_header(data: &[u8]) -> (Expected, &[u8]) {
             "TITLE" => exp.title = value,
             "ALT" => exp.alts.push(value),
             "CORRUPTED" => exp.corrupted = value == "Y",
+            "FILE" => exp.file = Some(value),
             _ => {}
         }
         rest = &rest[nl + 1..];
