@@ -970,6 +970,38 @@ mod tests {
         assert_eq!(titles(log), [("possible deadlock in lock_sock_nested".to_string(), Kind::Lockdep)]);
     }
 
+    /// A UBSAN check reported in full (`UBSAN: array-index-out-of-bounds in file:line`) and
+    /// the same check trapping (CONFIG_UBSAN_TRAP: x86 `UBSAN: array index out of bounds at
+    /// func+off`, arm64 `Internal error: UBSAN: ...`) are one bug with one title.
+    #[test]
+    fn ubsan_reports_and_traps_share_a_title() {
+        let x86 = "\
+[ 12.4] CPU: 0 PID: 5000 Comm: syz Not tainted 6.1.0 #1
+[ 12.4] RIP: 0010:foo_bar+0x1/0x2
+[ 12.4] Call Trace:
+[ 12.4]  <TASK>
+[ 12.4]  baz+0x1/0x2
+";
+        let want = [("UBSAN: array-index-out-of-bounds in foo_bar".to_string(), Kind::Ubsan)];
+        let full = format!("[ 12.3] UBSAN: array-index-out-of-bounds in net/foo.c:12:3\n{x86}");
+        assert_eq!(titles(&full), want);
+        let trap = format!(
+            "[ 12.3] UBSAN: array index out of bounds at foo_bar+0x12/0x30\n\
+             [ 12.3] Oops: invalid opcode: 0000 [#1] PREEMPT SMP KASAN\n{x86}"
+        );
+        assert_eq!(titles(&trap), want);
+        let arm64 = "\
+[ 12.4] Internal error: UBSAN: array index out of bounds: 00000000f2005512 [#1] PREEMPT SMP
+[ 12.4] CPU: 0 PID: 5000 Comm: syz Not tainted 6.1.0 #1
+[ 12.4] pc : foo_bar+0x1/0x2
+[ 12.4] lr : baz+0x1/0x2
+[ 12.4] Call trace:
+[ 12.4]  foo_bar+0x1/0x2
+[ 12.4]  baz+0x1/0x2
+";
+        assert_eq!(titles(arm64), want);
+    }
+
     /// mm/oom_kill.c panics when nothing can be killed: the OOM kill is memory running out,
     /// the panic that follows it is a report of its own (a crash), not part of the kill's.
     #[test]

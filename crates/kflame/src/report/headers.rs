@@ -237,6 +237,12 @@ pub(crate) const HEADERS: &[Header] = &[
         "Unable to handle kernel NULL pointer dereference at virtual address 0000000000000008",
     ),
     h(
+        Prefix("Internal error: UBSAN: "),
+        Ubsan,
+        "arch/arm64/kernel/traps.c: ubsan_handler() -> die(report_ubsan_failure()) (CONFIG_UBSAN_TRAP)",
+        "Internal error: UBSAN: array index out of bounds: 00000000f2005512 [#1] PREEMPT SMP",
+    ),
+    h(
         Prefix("Internal error: "),
         Oops,
         "arch/arm64/kernel/traps.c, arch/arm/kernel/traps.c: die()",
@@ -592,7 +598,7 @@ pub(crate) const HEADERS: &[Header] = &[
     h(
         Prefix("UBSAN: "),
         Ubsan,
-        "lib/ubsan.c: ubsan_prologue()",
+        "lib/ubsan.c: ubsan_prologue(); with CONFIG_UBSAN_TRAP arch/x86/kernel/traps.c handle_bug(): `UBSAN: <check> at <func+off>`",
         "UBSAN: shift-out-of-bounds in fs/foo.c:12:34",
     ),
     h(

@@ -146,6 +146,18 @@ fn sanitizer(t: &str) -> Option<Start> {
     ];
     for (pat, kind, title) in table {
         let Some(rest) = t.strip_prefix(pat) else { continue };
+        if kind == Kind::Ubsan
+            && !rest.contains(" in ")
+            && let Some((check, at)) = rest.rsplit_once(" at ")
+            && at.contains('+')
+        {
+            // A UBSAN trap (CONFIG_UBSAN_TRAP): x86 handle_bug() prints lib/ubsan.c
+            // report_ubsan_failure()'s name of the check and the trapping code,
+            // `UBSAN: array index out of bounds at foo+0x12/0x30`.
+            return Some(
+                Start::new(kind, format!("UBSAN: {}", ubsan_check(check))).func(Some(header_function(at))),
+            );
+        }
         let (what, func) = match rest.split_once(" in ") {
             Some((w, f)) => (w, Some(f)),
             None => (rest, None),
@@ -163,6 +175,17 @@ fn sanitizer(t: &str) -> Option<Start> {
         return Some(Start::new(Kind::Kasan, "KASAN: null-ptr-deref").role(Role::Follows));
     }
     None
+}
+
+/// A UBSAN trap's check as lib/ubsan.c report_ubsan_failure() names it (`array index out of
+/// bounds`) in the words of the same check's full report (`array-index-out-of-bounds`), so
+/// that both forms of one bug share a title.
+fn ubsan_check(check: &str) -> String {
+    match check.trim() {
+        "array index out of bounds" => "array-index-out-of-bounds".to_string(),
+        "shift out of bounds" => "shift-out-of-bounds".to_string(),
+        c => c.to_string(),
+    }
 }
 
 /// `func+0x1/0x2` or `func / func2` → the function part(s).
@@ -280,6 +303,12 @@ fn exceptions(t: &str, after_oops: bool) -> Option<Start> {
         ("double fault", "PANIC: double fault"),
         ("Internal error", "Internal error"),
     ];
+    if let Some(rest) = t.strip_prefix("Internal error: UBSAN: ") {
+        // arm64 ubsan_handler(): a UBSAN trap dies with report_ubsan_failure()'s name of the
+        // check (`Internal error: UBSAN: array index out of bounds: 00000000f2005512 [#1]`).
+        let check = rest.rsplit_once(": ").map_or(rest, |(c, _)| c);
+        return Some(Start::new(Kind::Ubsan, format!("UBSAN: {}", ubsan_check(check))).role(Role::Follows));
+    }
     for (pat, title) in table {
         if t.starts_with(pat) && t[pat.len()..].starts_with(':') {
             return Some(Start::new(Kind::Oops, title).role(Role::Follows));
