@@ -32,6 +32,10 @@ pub struct ReportExtractor {
     /// Some kernel line so far carried a timestamp: the log is timestamped, so a generic
     /// `WARNING: message` without one is not the kernel's.
     seen_stamp: bool,
+    /// A one-line report (`Role::Single`) held until the next line: the console may say that
+    /// the line was cut and replay it (`** replaying previous printk message **`), and the
+    /// whole line then makes the report once.
+    single: Option<Open>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -113,7 +117,7 @@ impl ReportExtractor {
 
     /// True while some report is open (begun and not ended).
     pub fn has_open(&self) -> bool {
-        !self.open.is_empty()
+        !self.open.is_empty() || self.single.is_some()
     }
 
     /// The next finished report, in the order reports were completed.
@@ -123,6 +127,7 @@ impl ReportExtractor {
 
     /// End of input: closes every open report (marking those cut mid-trace as truncated).
     pub fn finish(&mut self) {
+        self.release_single();
         let mut open = std::mem::take(&mut self.open);
         open.sort_by_key(|o| o.r.line);
         for mut o in open {
@@ -149,8 +154,12 @@ impl ReportExtractor {
             if let Some(i) = self.open.iter().rposition(|o| o.r.line + 1 == n && o.r.frames.is_empty()) {
                 self.open.remove(i);
             }
+            if self.single.as_ref().is_some_and(|o| o.r.line + 1 == n) {
+                self.single = None;
+            }
             return;
         }
+        self.release_single();
         let seen_stamp = self.seen_stamp;
         self.seen_stamp |= s.stamped;
         if s.stamped && !seen_stamp {
@@ -238,7 +247,8 @@ impl ReportExtractor {
             let mut o = Open::new(start, n, text, caller, self.tick, stamped);
             o.r.time = self.time.take();
             o.state = State::After;
-            self.close(o);
+            self.release_single();
+            self.single = Some(o);
             return;
         }
         if let Some(i) = idx {
@@ -269,6 +279,13 @@ impl ReportExtractor {
         let mut o = Open::new(start, n, text, caller, self.tick, stamped);
         o.r.time = self.time.take();
         self.open.push(o);
+    }
+
+    /// Ends the held one-line report (see `single`).
+    fn release_single(&mut self) {
+        if let Some(o) = self.single.take() {
+            self.close(o);
+        }
     }
 
     fn close(&mut self, mut o: Open) {
@@ -1249,6 +1266,20 @@ Backtrace:
 ";
         let t = titles(log);
         assert_eq!(t, [("WARNING in foo_bar".to_string(), Kind::Warning)]);
+    }
+
+    /// A one-line report the console cut and replays is one report, not two.
+    #[test]
+    fn a_one_line_report_the_console_replays_counts_once() {
+        let log = "\
+[ 10.1] unregister_netdevice: waiting for lo to be
+** replaying previous printk message **
+[ 10.1] unregister_netdevice: waiting for lo to become free. Usage count = 2
+[ 20.1] unregister_netdevice: waiting for lo to become free. Usage count = 2
+";
+        let r = ReportExtractor::extract_all(log.as_bytes());
+        assert_eq!(r.iter().map(|r| r.line).collect::<Vec<_>>(), [3, 4]);
+        assert!(r.iter().all(|r| r.title == "unregister_netdevice: waiting for DEV to become free"));
     }
 
     #[test]
