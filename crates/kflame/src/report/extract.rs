@@ -147,15 +147,19 @@ impl ReportExtractor {
         if let Some(k) = fields::banner_release(&text) {
             self.banner_kernel = Some(k);
         }
-        if text.contains("** replaying previous printk message **") {
+        if let Some(at) = text.find("** replaying previous printk message **") {
             // kernel/printk/printk.c console_prepend_replay(): the console prints again a
-            // message it had begun, so the line before was cut: a report it started, still
-            // without a frame, starts again with the whole line.
-            if let Some(i) = self.open.iter().rposition(|o| o.r.line + 1 == n && o.r.frames.is_empty()) {
-                self.open.remove(i);
-            }
-            if self.single.as_ref().is_some_and(|o| o.r.line + 1 == n) {
-                self.single = None;
+            // message it had begun. On a line of its own the marker says the line before was
+            // cut: a report that line started, still without a frame, starts again with the
+            // whole line. After other text, that text is the cut message, and the line
+            // before it was whole.
+            if text[..at].trim().is_empty() {
+                if let Some(i) = self.open.iter().rposition(|o| o.r.line + 1 == n && o.r.frames.is_empty()) {
+                    self.open.remove(i);
+                }
+                if self.single.as_ref().is_some_and(|o| o.r.line + 1 == n) {
+                    self.single = None;
+                }
             }
             return;
         }
@@ -961,8 +965,7 @@ mod tests {
     }
 
     /// Recursive locking is named by the site printed after `is trying to acquire lock:`,
-    /// locking wrapper or not (lockdep's `_RET_IP_`, as syzkaller's format takes it); a
-    /// circular dependency skips the machinery in the same place.
+    /// locking wrapper or not (lockdep's `_RET_IP_`, as syzkaller's format takes it).
     #[test]
     fn recursive_locking_is_named_by_the_site_as_printed() {
         let log = "\
@@ -1017,6 +1020,15 @@ mod tests {
 [ 12.4]  baz+0x1/0x2
 ";
         assert_eq!(titles(arm64), want);
+        // Another check, and a trap in code without a symbol (named by its trace).
+        let div = format!("[ 12.3] UBSAN: integer division overflow at foo_bar+0x12/0x30\n{x86}");
+        assert_eq!(titles(&div), [("UBSAN: division-overflow in foo_bar".to_string(), Kind::Ubsan)]);
+        let anon = format!("[ 12.3] UBSAN: shift out of bounds at 0xffffffffc0001234\n{x86}");
+        assert_eq!(titles(&anon), [("UBSAN: shift-out-of-bounds in foo_bar".to_string(), Kind::Ubsan)]);
+        // The arm64 trap after another report is a report of its own.
+        let after =
+            format!("[ 11.0] BUG: sleeping function called from invalid context at fs/foo.c:1\n{x86}{arm64}");
+        assert_eq!(titles(&after).len(), 2);
     }
 
     /// mm/oom_kill.c panics when nothing can be killed: the OOM kill is memory running out,
@@ -1280,6 +1292,14 @@ Backtrace:
         let r = ReportExtractor::extract_all(log.as_bytes());
         assert_eq!(r.iter().map(|r| r.line).collect::<Vec<_>>(), [3, 4]);
         assert!(r.iter().all(|r| r.title == "unregister_netdevice: waiting for DEV to become free"));
+        // The marker after other text: that text is the message cut, the line before is whole.
+        let log = "\
+[ 10.0] unregister_netdevice: waiting for lo to become free. Usage count = 2
+[ 10.1] e1000e: eth0 NIC Link is Up 1000 Mbps Fu** replaying previous printk message **
+[ 10.1] e1000e: eth0 NIC Link is Up 1000 Mbps Full Duplex
+";
+        let r = ReportExtractor::extract_all(log.as_bytes());
+        assert_eq!(r.iter().map(|r| r.line).collect::<Vec<_>>(), [1]);
     }
 
     #[test]

@@ -12,7 +12,8 @@
 //!
 //! Accepted line prefixes (stripped before parsing, see [`prefix`]): `dmesg` with or without
 //! `-T`/`-x`, raw `/dev/kmsg` records, `journalctl -k`, syslog (`Mon DD HH:MM:SS host
-//! kernel:` and RFC 3339), `<N>` priorities, printk caller ids `[  T123]` / `[    C0]`.
+//! kernel:`, with `kern.warn` before `kernel:` as some templates write it, and RFC 3339),
+//! `<N>` priorities, printk caller ids `[  T123]` / `[    C0]`.
 //! With caller ids, lines of reports printed concurrently by several CPUs are routed to the
 //! report of their caller.
 //!

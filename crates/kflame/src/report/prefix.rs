@@ -1,7 +1,6 @@
 //! Stripping the prefixes that logging layers put before a kernel message.
 //!
-//! Handled, in any sensible combination: the time of a program relaying the console
-//! (syz-manager's `2018/01/09 14:28:48 `), syslog priorities `<4>`, raw `/dev/kmsg` records
+//! Handled, in any sensible combination: syslog priorities `<4>`, raw `/dev/kmsg` records
 //! (`6,351,3626185822,-;text`, with an optional `caller=T12` field), syslog and `journalctl
 //! -k` lines (`Nov 22 00:32:10 host kernel: `, `host kern.warn kernel: `, RFC 3339 `2026-11-22T00:32:10.123+00:00 host
 //! kernel: `), `dmesg -x` facility/level (`kern  :warn  : `), timestamps (`[   12.345678]`,
@@ -27,7 +26,6 @@ pub struct Stripped<'a> {
 /// Strips the known prefixes of `line`.
 pub fn strip(line: &[u8]) -> Stripped<'_> {
     let mut s = Stripped { text: line, caller: None, kernel: true, stamped: false, time: None };
-    s.text = go_log_time(s.text);
     s.text = priority(s.text);
     if let Some((rest, caller, usec)) = kmsg_record(s.text) {
         s.text = rest;
@@ -74,36 +72,6 @@ pub fn strip(line: &[u8]) -> Stripped<'_> {
         }
     }
     s
-}
-
-/// `2018/01/09 14:28:48 ` (Go's log package, microseconds optional): the time a program
-/// that relays the console (syz-manager) wrote a line at. Not the kernel's: the line is not
-/// counted as timestamped for it.
-fn go_log_time(s: &[u8]) -> &[u8] {
-    let digits = |r: std::ops::Range<usize>| s.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
-    let shape = s.len() > 20
-        && digits(0..4)
-        && s[4] == b'/'
-        && digits(5..7)
-        && s[7] == b'/'
-        && digits(8..10)
-        && s[10] == b' '
-        && digits(11..13)
-        && s[13] == b':'
-        && digits(14..16)
-        && s[16] == b':'
-        && digits(17..19);
-    if !shape {
-        return s;
-    }
-    let mut end = 19;
-    if s[end] == b'.' {
-        end += 1;
-        while s.get(end).is_some_and(u8::is_ascii_digit) {
-            end += 1;
-        }
-    }
-    s[end..].strip_prefix(b" ").unwrap_or(s)
 }
 
 /// `<N>` (syslog priority).
@@ -278,8 +246,6 @@ mod tests {
             "2026-11-22T00:32:10+0000 myhost kernel: Call Trace:",
             "Call Trace:",
             "Nov 22 00:32:10 myhost kern.warn kernel: [ 3626.185837] Call Trace:",
-            "2018/01/09 14:28:48 [ 3626.185837] Call Trace:",
-            "2018/01/09 14:28:48.123456 Call Trace:",
         ];
         for c in cases {
             assert_eq!(text(c).0, "Call Trace:", "{c}");

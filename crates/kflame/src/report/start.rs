@@ -149,14 +149,13 @@ fn sanitizer(t: &str) -> Option<Start> {
         if kind == Kind::Ubsan
             && !rest.contains(" in ")
             && let Some((check, at)) = rest.rsplit_once(" at ")
-            && at.contains('+')
+            && (at.contains('+') || at.starts_with("0x"))
         {
             // A UBSAN trap (CONFIG_UBSAN_TRAP): x86 handle_bug() prints lib/ubsan.c
             // report_ubsan_failure()'s name of the check and the trapping code,
             // `UBSAN: array index out of bounds at foo+0x12/0x30`.
-            return Some(
-                Start::new(kind, format!("UBSAN: {}", ubsan_check(check))).func(Some(header_function(at))),
-            );
+            let func = Some(header_function(at)).filter(|f| !f.starts_with("0x"));
+            return Some(Start::new(kind, format!("UBSAN: {}", ubsan_check(check))).func(func));
         }
         let (what, func) = match rest.split_once(" in ") {
             Some((w, f)) => (w, Some(f)),
@@ -178,14 +177,25 @@ fn sanitizer(t: &str) -> Option<Start> {
 }
 
 /// A UBSAN trap's check as lib/ubsan.c report_ubsan_failure() names it (`array index out of
-/// bounds`) in the words of the same check's full report (`array-index-out-of-bounds`), so
-/// that both forms of one bug share a title.
+/// bounds`) in the words of the same check's full report (`array-index-out-of-bounds`,
+/// lib/ubsan.c ubsan_prologue()), so that both forms of one bug share a title. A trap does
+/// not say an overflow's signedness: the kernel instruments signed arithmetic. Names without
+/// a counterpart are kept as printed.
 fn ubsan_check(check: &str) -> String {
-    match check.trim() {
-        "array index out of bounds" => "array-index-out-of-bounds".to_string(),
-        "shift out of bounds" => "shift-out-of-bounds".to_string(),
-        c => c.to_string(),
-    }
+    let c = check.trim();
+    let full = match c {
+        "array index out of bounds" => "array-index-out-of-bounds",
+        "shift out of bounds" => "shift-out-of-bounds",
+        "integer addition overflow" | "integer subtraction overflow" | "integer multiplication overflow" => {
+            "signed-integer-overflow"
+        }
+        "integer negation overflow" => "negation-overflow",
+        "integer division overflow" => "division-overflow",
+        "loading invalid value" => "invalid-load",
+        "alignment assumption" => "alignment-assumption",
+        _ => c,
+    };
+    full.to_string()
 }
 
 /// `func+0x1/0x2` or `func / func2` → the function part(s).
@@ -307,7 +317,8 @@ fn exceptions(t: &str, after_oops: bool) -> Option<Start> {
         // arm64 ubsan_handler(): a UBSAN trap dies with report_ubsan_failure()'s name of the
         // check (`Internal error: UBSAN: array index out of bounds: 00000000f2005512 [#1]`).
         let check = rest.rsplit_once(": ").map_or(rest, |(c, _)| c);
-        return Some(Start::new(Kind::Ubsan, format!("UBSAN: {}", ubsan_check(check))).role(Role::Follows));
+        // It is the trap's first line (nothing is printed before die()): a report of its own.
+        return Some(Start::new(Kind::Ubsan, format!("UBSAN: {}", ubsan_check(check))));
     }
     for (pat, title) in table {
         if t.starts_with(pat) && t[pat.len()..].starts_with(':') {

@@ -13,7 +13,8 @@ pub struct Expected {
     pub alts: Vec<String>,
     /// `CORRUPTED: Y`: not scored for the function.
     pub corrupted: bool,
-    /// `FILE:` of the `guilty/` reports: the source file syzkaller blames (empty: none).
+    /// `FILE:` of the `guilty/` reports: the source file syzkaller blames (`None` without the
+    /// key, empty when it blames none).
     pub file: Option<String>,
 }
 
