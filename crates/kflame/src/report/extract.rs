@@ -957,6 +957,19 @@ mod tests {
     use super::{ReportExtractor, time_text};
     use crate::report::Kind;
 
+    /// An x86 oops dump after its first line: the task, the faulting PC in `rip`, and a
+    /// call trace of `callers`.
+    fn x86_dump(rip: &str, callers: &[&str]) -> String {
+        let mut s = format!(
+            "[ 12.5] CPU: 0 PID: 5000 Comm: syz Not tainted 6.1.0 #1\n[ 12.5] RIP: 0010:{rip}+0x1/0x2\n\
+             [ 12.5] Call Trace:\n[ 12.5]  <TASK>\n"
+        );
+        for c in callers {
+            s.push_str(&format!("[ 12.5]  {c}+0x1/0x2\n"));
+        }
+        s
+    }
+
     fn titles(log: &str) -> Vec<(String, Kind)> {
         ReportExtractor::extract_all(log.as_bytes())
             .into_iter()
@@ -995,13 +1008,7 @@ mod tests {
     /// func+off`, arm64 `Internal error: UBSAN: ...`) are one bug with one title.
     #[test]
     fn ubsan_reports_and_traps_share_a_title() {
-        let x86 = "\
-[ 12.4] CPU: 0 PID: 5000 Comm: syz Not tainted 6.1.0 #1
-[ 12.4] RIP: 0010:foo_bar+0x1/0x2
-[ 12.4] Call Trace:
-[ 12.4]  <TASK>
-[ 12.4]  baz+0x1/0x2
-";
+        let x86 = &x86_dump("foo_bar", &["baz"]);
         let want = [("UBSAN: array-index-out-of-bounds in foo_bar".to_string(), Kind::Ubsan)];
         let full = format!("[ 12.3] UBSAN: array-index-out-of-bounds in net/foo.c:12:3\n{x86}");
         assert_eq!(titles(&full), want);
@@ -1063,14 +1070,7 @@ mod tests {
     /// without it: the same message makes a corrupted-list BUG or a WARNING, as printed.
     #[test]
     fn a_list_corruption_is_the_bug_or_the_warning_the_kernel_printed() {
-        let trace = "\
-[ 12.5] CPU: 0 PID: 5000 Comm: syz Not tainted 6.1.0 #1
-[ 12.5] RIP: 0010:__list_del_entry_valid+0x1/0x2
-[ 12.5] Call Trace:
-[ 12.5]  <TASK>
-[ 12.5]  foo_bar+0x1/0x2
-[ 12.5]  baz+0x1/0x2
-";
+        let trace = &x86_dump("__list_del_entry_valid", &["foo_bar", "baz"]);
         let msg = "[ 12.4] list_del corruption. prev->next should be ffff888, but was ffff999\n";
         let bug = format!(
             "{msg}[ 12.4] kernel BUG at lib/list_debug.c:62!\n[ 12.4] invalid opcode: 0000 [#1] SMP\n{trace}"
