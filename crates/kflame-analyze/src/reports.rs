@@ -233,18 +233,18 @@ impl ReportAnalyzer {
                 },
             };
             let blamed = g.error.blame.as_ref().map(|b| b.file.as_str());
-            let tree = blamed.and(source);
-            let owners =
-                match (tree.and_then(|s| maintainers.get_or_init(|| s.maintainers()).as_ref()), blamed) {
-                    (Some(m), Some(file)) => m.for_file(file),
-                    (None, Some(_)) if source.is_some() => {
+            let owners = match (blamed, source) {
+                (Some(file), Some(tree)) => match maintainers.get_or_init(|| tree.maintainers()) {
+                    Some(m) => m.for_file(file),
+                    None => {
                         notes.push(
                             "the kernel tree has no MAINTAINERS file: maintainers not looked up".into(),
                         );
                         Vec::new()
                     }
-                    _ => Vec::new(),
-                };
+                },
+                _ => Vec::new(),
+            };
             g.resolution = Resolution { source: info, fixes: found, query, maintainers: owners, notes };
             g.summary = summary(&g);
             out.push(g);

@@ -32,13 +32,7 @@ const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../kflame/tests/data/ker
 
 /// The functions a title names after its last ` in ` (`a / b` for races).
 fn title_functions(t: &str) -> Vec<String> {
-    let Some((_, f)) = t.rsplit_once(" in ") else { return Vec::new() };
-    let f = f.split_whitespace().next().unwrap_or("");
-    f.split('/')
-        .map(str::trim)
-        .filter(|s| !s.is_empty() && *s != "corrupted")
-        .map(|s| base_name(s).to_string())
-        .collect()
+    syzkaller::title_functions(t).iter().map(|f| base_name(f).to_string()).collect()
 }
 
 /// The name without the syscall wrapper prefixes syzkaller removes from titles

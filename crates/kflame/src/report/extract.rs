@@ -6,7 +6,7 @@ use super::fields::{self, Fields};
 use super::frame::{arm32_caller, parse_frame};
 use super::prefix::strip;
 use super::start::{ALLOC_FAILURE_TITLE, RUST_PANIC, Role, Start, classify, embedded, is_checker_warning};
-use super::title::{is_machinery, title_function, title_name};
+use super::title::{is_address, is_machinery, title_function, title_name};
 use super::{
     ExtraStack, Frame, Kind, MAX_EXTRA_FRAMES, MAX_EXTRA_STACKS, MAX_FRAMES, MAX_OPEN, Report, Section,
 };
@@ -332,14 +332,11 @@ impl ReportExtractor {
             // workqueues: `process_one_work`): the caller in the dependency chain's stacks
             // (`-> #N (...):`, the oldest link first).
             let chain = caller("circular locking", &|l| l.starts_with("-> #"));
-            match raw_site(&r, &o.lock_sites) {
-                Some(site) => Some(site),
-                None => {
-                    let candidates: Vec<String> =
-                        irq_safe.into_iter().chain(o.function).chain(o.lock_sites).chain(chain).collect();
-                    title_function(&r, &candidates)
-                }
-            }
+            raw_site(&r, &o.lock_sites).or_else(|| {
+                let candidates: Vec<String> =
+                    irq_safe.into_iter().chain(o.function).chain(o.lock_sites).chain(chain).collect();
+                title_function(&r, &candidates)
+            })
         };
         r.title = match function {
             Some(f) => format!("{} in {f}", o.prefix),
@@ -902,7 +899,6 @@ fn time_text(t: &[u8]) -> String {
     t.into_owned()
 }
 
-/// `[<ffffffff81234567>] func+0x1/0x2 file.c:12` / `func+0x1/0x2` after lockdep's `at: `.
 /// Lockdep reports that syzkaller's formats (pkg/report/linux.go) name by their first lock
 /// site as printed, with no skip list (a `report:` pattern and no stack): recursive locking
 /// and irq lock inversion (`is trying to acquire lock:`/`just changed the state of lock:`,
@@ -925,10 +921,10 @@ const RAW_SITE_HEADERS: &[&str] = &[
 fn raw_site(r: &Report, sites: &[String]) -> Option<String> {
     let site = sites.first()?;
     let named = r.kind == Some(Kind::Lockdep) && RAW_SITE_HEADERS.iter().any(|h| r.header.contains(h));
-    let address = site.trim_start_matches("0x").bytes().all(|b| b.is_ascii_hexdigit());
-    (named && !address).then(|| title_name(site).to_string())
+    (named && !site.is_empty() && !is_address(site)).then(|| title_name(site).to_string())
 }
 
+/// `[<ffffffff81234567>] func+0x1/0x2 file.c:12` / `func+0x1/0x2` after lockdep's `at: `.
 fn lock_site(at: &str) -> Option<String> {
     let f = parse_frame(at.as_bytes()).or_else(|| parse_frame(at.split_whitespace().last()?.as_bytes()))?;
     Some(f.function)

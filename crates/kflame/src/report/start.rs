@@ -181,9 +181,8 @@ fn sanitizer(t: &str) -> Option<Start> {
 /// lib/ubsan.c ubsan_prologue()), so that both forms of one bug share a title. A trap does
 /// not say an overflow's signedness: the kernel instruments signed arithmetic. Names without
 /// a counterpart are kept as printed.
-fn ubsan_check(check: &str) -> String {
-    let c = check.trim();
-    let full = match c {
+fn ubsan_check(check: &str) -> &str {
+    match check.trim() {
         "array index out of bounds" => "array-index-out-of-bounds",
         "shift out of bounds" => "shift-out-of-bounds",
         "integer addition overflow" | "integer subtraction overflow" | "integer multiplication overflow" => {
@@ -193,9 +192,8 @@ fn ubsan_check(check: &str) -> String {
         "integer division overflow" => "division-overflow",
         "loading invalid value" => "invalid-load",
         "alignment assumption" => "alignment-assumption",
-        _ => c,
-    };
-    full.to_string()
+        c => c,
+    }
 }
 
 /// `func+0x1/0x2` or `func / func2` → the function part(s).
@@ -873,7 +871,8 @@ fn clean(msg: &str) -> String {
 
 /// A one-line report's whole message made a title that groups its repeats: what looks like
 /// an address (6 or more hex digits, so also a decimal number that long) becomes `ADDR`, a
-/// shorter decimal number `NUM`, as syzkaller's titles do (`executor 2: failed (errno 0)` → `executor NUM: failed (errno NUM)`).
+/// shorter decimal number `NUM`, as syzkaller's titles do (`executor 2: failed (errno 0)`
+/// → `executor NUM: failed (errno NUM)`).
 fn message_title(msg: &str) -> String {
     let msg: String = msg.trim().chars().take(MAX_TITLE).collect();
     let mut out = String::with_capacity(msg.len());

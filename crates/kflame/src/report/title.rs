@@ -233,7 +233,7 @@ fn stall_frame<'a>(
     from_tick: bool,
 ) -> Option<(&'a Frame, Option<&'static str>)> {
     let start =
-        if from_tick { frames.iter().position(|f| RULES.matches("stall_start", &f.function)) } else { None };
+        if from_tick { frames.iter().position(|f| is_stall_interrupt_entry(&f.function)) } else { None };
     let interrupted: Vec<&Frame> = match start {
         Some(i) => frames[i + 1..].to_vec(),
         None => frames.iter().copied().filter(|f| f.section != Section::Nmi).collect(),
@@ -308,7 +308,7 @@ pub(crate) fn title_function(r: &Report, named: &[String]) -> Option<String> {
 
 /// A bare address where a name should be (`ffffffff81000000`, `0xfdc88c28`): an
 /// unsymbolized frame names no function.
-fn is_address(f: &str) -> bool {
+pub(crate) fn is_address(f: &str) -> bool {
     let hex = f.strip_prefix("0x").unwrap_or(f);
     !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit())
 }
