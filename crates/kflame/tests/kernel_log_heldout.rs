@@ -274,11 +274,16 @@ fn held_out_reports_meet_the_targets() {
     all.print("all held-out inputs");
     let (det, kind, frame) = all.rates();
     println!("targets (99% / 98% / 95%) met: {}", det >= 0.99 && kind >= 0.98 && frame >= 0.95);
-    // The kind and guilty function targets are met; detection is not yet: the floors keep
-    // the figures from going back (all held-out inputs: 98.9%, 98.8%, 96.4%).
-    assert!(det >= 0.988, "detection {:.1}% fell below 98.8%", det * 100.0);
-    assert!(kind >= 0.98, "kind {:.1}% fell below the 98% target", kind * 100.0);
-    assert!(frame >= 0.96, "guilty function {:.1}% fell below 96% (target 95%)", frame * 100.0);
+    // The targets are met, on the held-out syzkaller reports alone (99.1%, 98.8%, 96.4%) and
+    // on all held-out inputs (99.2%, 98.8%, 96.4%): asserted, the guilty function at the
+    // 96% floor it reached rather than the 95% target.
+    for (what, (det, kind, frame)) in
+        [("held-out syzkaller reports", syz.rates()), ("all held-out inputs", (det, kind, frame))]
+    {
+        assert!(det >= 0.99, "{what}: detection {:.1}% fell below the 99% target", det * 100.0);
+        assert!(kind >= 0.98, "{what}: kind {:.1}% fell below the 98% target", kind * 100.0);
+        assert!(frame >= 0.96, "{what}: guilty function {:.1}% fell below 96% (target 95%)", frame * 100.0);
+    }
 }
 
 /// The same figures on the rest of `syzkaller/report/` (not held out), printed with every

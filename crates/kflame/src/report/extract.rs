@@ -193,7 +193,7 @@ impl ReportExtractor {
             self.on_start(own, start, n, &text, s.caller, s.stamped);
             return;
         }
-        if let Some((at, start)) = embedded(&text) {
+        if let Some((at, start)) = embedded(&text, s.stamped || !seen_stamp) {
             self.time = s.time.map(time_text);
             self.on_start(own, start, n, &text[at..], s.caller, s.stamped);
             return;
@@ -470,7 +470,8 @@ impl Open {
         if self.function.is_none() {
             self.function = s.function;
         }
-        if self.r.kind == Some(Kind::Panic) && s.kind != Kind::Panic && !self.main_started {
+        // (A generic `INFO:` line after a panic is one of its lines, not what the panic was.)
+        if self.r.kind == Some(Kind::Panic) && s.kind != Kind::Panic && !s.generic && !self.main_started {
             self.r.kind = Some(s.kind);
             self.prefix = s.prefix;
         }
@@ -1244,22 +1245,42 @@ Backtrace:
             let t = titles(&format!("[ 10.1] {line}\n{trace}"));
             assert_eq!(t.iter().map(|t| t.1).collect::<Vec<_>>(), [want], "{line}: {t:?}");
         }
-        // The first words alone, or inside another word, are not a report mid-line; nor is
-        // a user task's fault.
+        // Inside another word, in a quotation, a user task's fault, or an exception's words
+        // without die()'s counter: not a report mid-line.
         for line in [
-            "usb 1-1: BUG: something odd",
-            "dm: WARNING: something odd",
             "Boot_DEBUG: Bad page state",
             "traps: a[1] general protection fault ip:4004 sp:7ffc error:0 in a[400000+1000]",
             "general protection fault ip:4004 sp:7ffc error:0",
             "foo: Internal error: bad state",
-            "mkfs: WARNING: at least 1 block needed",
-            "Xorg: WARNING: xf86.c:120: oops",
-            "ssh-agent BUG: key not found",
-            "app INFO: Allocated in foo",
             "CPUINFO: task foo blocked for more than 10 seconds.",
+            "OF: ERROR: next of_node_put() will result in a kobject warning 'refcount_t: underflow; use-after-free.'",
         ] {
             assert!(titles(&format!("[ 10.1] {line}\n")).is_empty(), "{line}");
+        }
+        // The first words alone after a message prefix, on a line printk stamped, are the
+        // kernel's (`pr_fmt()`, dev_printk()): a report, as syzkaller takes them; but not
+        // the filesystems' notices about their images.
+        for (line, want) in [
+            ("usb 1-1: BUG: something odd", "BUG: something odd"),
+            (
+                "md: WARNING: sda1 appears to be on the same physical disk as sdb1.",
+                "WARNING: sda1 appears to be on the same physical disk as sdb1",
+            ),
+            ("eth0: rxq[0]: HW BUG: zero DMA desc", "BUG: zero DMA desc"),
+        ] {
+            let t = titles(&format!("[ 10.1] {line}\n"));
+            assert_eq!(t.iter().map(|t| t.0.as_str()).collect::<Vec<_>>(), [want], "{line}");
+        }
+        for line in [
+            "XFS (loop4): WARNING: Reset corrupted AGFL on AG 0. 1 blocks leaked.",
+            "EXT4-fs (loop0): warning: mounting fs with errors, running e2fsck is recommended",
+            "capability: warning: `syz' uses deprecated v2 capabilities in a way that may be insecure",
+        ] {
+            assert!(titles(&format!("[ 10.1] {line}\n")).is_empty(), "{line}");
+        }
+        // Without a timestamp in a timestamped log, the line is another program's.
+        for line in ["mkfs: WARNING: at least 1 block needed", "ssh-agent BUG: key not found"] {
+            assert!(titles(&format!("[ 10.0] Linux version 6.1.0\n{line}\n")).is_empty(), "{line}");
         }
     }
 

@@ -255,9 +255,9 @@ pub(crate) const HEADERS: &[Header] = &[
         "Unhandled fault: alignment exception (0x001) at 0x00000000",
     ),
     h(
-        Prefix("Alignment trap: not handling instruction"),
+        Prefix("Alignment trap: not handling "),
         Oops,
-        "arch/arm/mm/alignment.c: do_alignment()",
+        "arch/arm/mm/alignment.c: do_alignment() (`swp instruction`, `ldm with s-bit set` lead to this)",
         "Alignment trap: not handling instruction e1940f9f at [<c0123456>]",
     ),
     // kernel/watchdog.c, kernel/hung_task.c, kernel/rcu/tree_stall.h, kernel/workqueue.c
@@ -577,10 +577,16 @@ pub(crate) const HEADERS: &[Header] = &[
         "unreferenced object 0xffff888012345678 (size 32):",
     ),
     h(
-        Prefix("usercopy: "),
+        Prefix("usercopy: Kernel memory "),
         Bug,
         "mm/usercopy.c: usercopy_abort()",
         "usercopy: Kernel memory exposure attempt detected from SLUB object 'kmalloc-64' (offset 0, size 80)!",
+    ),
+    h(
+        Prefix("usercopy: kernel memory "),
+        Bug,
+        "mm/usercopy.c: report_usercopy() (4.8 to 4.15)",
+        "usercopy: kernel memory exposure attempt detected from ffff88003a4b6c40 (kmalloc-64) (80 bytes)",
     ),
     h(
         Contains("stack guard page was hit"),
@@ -647,8 +653,15 @@ pub(crate) const HEADERS: &[Header] = &[
     h(
         Prefix("WARNING: "),
         Warning,
-        "WARN() with a message; unwind_orc.c orc_warn() (timestamped lines only)",
+        "WARN() with a message; unwind_orc.c orc_warn(); drivers' pr_warn() (timestamped lines only)",
         "WARNING: can't access registers at asm_common_interrupt+0x1e/0x40",
+    ),
+    h(
+        Prefix("INFO: "),
+        Other,
+        "kernel/time/timekeeping.c: timekeeping_check_update(); drivers' pr_info() (timestamped lines \
+         only; a line of the report open in its context)",
+        "INFO: timekeeping: Cycle offset (1234) is larger than the 'kvm-clock' clock's 50% safety margin (5678)",
     ),
     h(
         Prefix("BUG: Dentry "),

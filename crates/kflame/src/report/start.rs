@@ -270,7 +270,9 @@ fn faults(t: &str) -> Option<Start> {
         ),
         ("Unable to handle kernel", page, paging, Role::Leads),
         ("Unhandled fault", Kind::Oops, "Unhandled fault", Role::New),
-        ("Alignment trap: not handling instruction", Kind::Oops, "Alignment trap", Role::Leads),
+        // arch/arm/mm/alignment.c do_alignment(): `not handling swp instruction` and `ldm with
+        // s-bit set` go on to `not handling instruction ... at [<pc>]`, then the fault's oops.
+        ("Alignment trap: not handling ", Kind::Oops, "Alignment trap", Role::Leads),
         ("PANIC: double fault", Kind::Oops, "PANIC: double fault", Role::New),
         ("kernel BUG at ", Kind::Bug, "kernel BUG", Role::New),
     ];
@@ -484,7 +486,10 @@ fn warning(t: &str) -> Option<Start> {
         }
         // Any other `WARNING:` the kernel prints is a report (WARN() with a message, the
         // unwinders' `can't access registers`), except the notices below.
-        if !WARNING_NOTICES.iter().any(|n| r.starts_with(n)) && !r.trim().is_empty() {
+        if !WARNING_NOTICES.iter().any(|n| r.starts_with(n))
+            && !is_legacy_api_notice(r)
+            && !r.trim().is_empty()
+        {
             let mut s = Start::new(Kind::Warning, format!("WARNING: {}", clean(r)));
             s.needs_stamp = true;
             s.generic = true;
@@ -514,6 +519,15 @@ const WARNING_NOTICES: &[&str] = &[
     "Unsupported flag value",
     "/etc/ssh/moduli",
 ];
+
+/// kernel/capability.c warn_legacy_capability_use() and net/wireless/wext-core.c
+/// wireless_warn_cfg80211_wext(): `capability: warning: `comm' uses deprecated v2
+/// capabilities ...`, `warning: `comm' uses wireless extensions ...`, in whatever case a
+/// syslog copy put them.
+fn is_legacy_api_notice(msg: &str) -> bool {
+    let m = msg.to_ascii_lowercase();
+    m.contains(" uses deprecated v2 capabilities") || m.contains(" uses wireless extensions")
+}
 
 fn bug(t: &str) -> Option<Start> {
     if let Some(msg) = slub_bug(t) {
@@ -611,7 +625,10 @@ fn misc(t: &str) -> Option<Start> {
         ("kasan: GPF could be caused by", Kind::GeneralProtectionFault, "general protection fault"),
         ("list_add corruption", Kind::Bug, "BUG: corrupted list"),
         ("list_del corruption", Kind::Bug, "BUG: corrupted list"),
-        ("usercopy: ", Kind::Bug, "BUG: bad usercopy"),
+        // mm/usercopy.c usercopy_abort() (`usercopy: Kernel memory exposure attempt detected
+        // ...`), not its boot option's notice (`usercopy: Invalid option string ...`).
+        ("usercopy: Kernel memory ", Kind::Bug, "BUG: bad usercopy"),
+        ("usercopy: kernel memory ", Kind::Bug, "BUG: bad usercopy"),
         ("DEBUG_LOCKS_WARN_ON(", Kind::Warning, "WARNING: locking bug"),
         ("refcount_t: ", Kind::Warning, "WARNING: refcount bug"),
         ("ODEBUG: ", Kind::Warning, "WARNING: ODEBUG bug"),
@@ -715,8 +732,41 @@ fn misc(t: &str) -> Option<Start> {
                 .role(Role::Single),
         );
     }
-    None
+    generic_info(t)
 }
+
+/// Any other `INFO: message` the kernel prints is a report, as syzkaller takes every `INFO:`
+/// line but its list of notices (`INFO: timekeeping: Cycle offset ... is larger than ...`,
+/// kernel/time/timekeeping.c; drivers' own): generic, so only at the start of a printk
+/// line with a timestamp. Inside an open report it is one of that report's lines (SLUB's
+/// `INFO: Slab 0x... objects=`, `INFO: Object 0x... @offset=`), as `Role::Follows` makes it.
+fn generic_info(t: &str) -> Option<Start> {
+    let msg = t.strip_prefix("INFO: ")?.trim();
+    // `INFO: task NAME:PID blocked` split by a newline in NAME waits for its second half
+    // (`extract.rs`); the rest are notices no report follows.
+    if msg.is_empty() || msg.starts_with("task ") || INFO_NOTICES.iter().any(|n| msg.starts_with(n)) {
+        return None;
+    }
+    if (msg.contains("handler") || msg.contains("interrupt")) && msg.contains("took too long") {
+        return None; // kernel/events/core.c perf_duration_warn(), NMI handlers
+    }
+    if msg.starts_with("sys_") && msg.contains(" is not present in /proc/kallsyms") {
+        return None; // syz-executor's own message in debug mode
+    }
+    let mut s = Start::new(Kind::Other, format!("INFO: {}", clean(msg))).role(Role::Follows);
+    s.needs_stamp = true;
+    s.generic = true;
+    Some(s)
+}
+
+/// `INFO:` lines that are notices, not bug reports (syzkaller's list for `INFO:`).
+const INFO_NOTICES: &[&str] = &[
+    "lockdep is turned off",                    // kernel/locking/lockdep.c, inside reports
+    "Stall ended before state dump start",      // kernel/rcu/tree_stall.h
+    "NMI handler",                              // arch/x86/kernel/nmi.c nmi_check_duration()
+    "recovery required on readonly filesystem", // fs/ext4, fs/jbd2 notices
+    "no syscalls can create resource",          // syz-executor's own message
+];
 
 /// lib/debugobjects.c: the messages that come before its WARNING (debug_print_object()'s
 /// `ODEBUG: free active (active state 0) object type: timer_list hint: ...`, the on-stack
@@ -797,11 +847,16 @@ static EMBEDDED_RE: LazyLock<regex::Regex> = LazyLock::new(|| {
 });
 
 /// The report start inside `text` when the line does not start with one: the first
-/// [`EMBEDDED`] header that says something specific, classified from there (the first words
-/// alone, `BUG: msg`, do not; nor do they inside a word, `DEBUG:`; an exception's first line
-/// must carry die()'s `[#N]`). A user task's fault (`traps: a[1] general protection fault
-/// ip:... error:0 in ...`) is not a kernel report.
-pub(crate) fn embedded(text: &str) -> Option<(usize, Start)> {
+/// [`EMBEDDED`] header that says something specific, classified from there; nor inside a
+/// word (`DEBUG:`) or a quotation (`'refcount_t: underflow'`); an exception's first line must
+/// carry die()'s `[#N]`. The first words alone (`BUG: msg`) count only on a line that is
+/// the kernel's (`printk_line`: it carries a printk timestamp, or the log has none), after
+/// a message prefix (`md: WARNING: sda appears to be on the same physical disk as sdb`,
+/// `eth0: BUG: no free descriptors`), as syzkaller takes them anywhere in a line; without
+/// a timestamp they wait for a trace like a line-start generic `WARNING:`. A user task's
+/// fault (`traps: a[1] general protection fault ip:... error:0 in ...`) is not a kernel
+/// report.
+pub(crate) fn embedded(text: &str, printk_line: bool) -> Option<(usize, Start)> {
     let bare = |h: &str| matches!(h, "BUG: " | "WARNING: " | "INFO: ");
     // die()'s counter: the exceptions' first lines mid-line must be the kernel's own.
     let die = |h: &str| {
@@ -823,6 +878,9 @@ pub(crate) fn embedded(text: &str) -> Option<(usize, Start)> {
         if bare(m.as_str()) && (before.is_ascii_alphabetic() || before == b'_') {
             return None; // `DEBUG:`, `CPUINFO:`: not the word
         }
+        if matches!(before, b'\'' | b'"' | b'`') {
+            return None; // a message quoting another (drivers/of/dynamic.c: `... 'refcount_t: underflow; ...'`)
+        }
         let rest = &text[m.start()..];
         let mut end = rest.len().min(EMBEDDED_SPAN);
         while !rest.is_char_boundary(end) {
@@ -832,8 +890,29 @@ pub(crate) fn embedded(text: &str) -> Option<(usize, Start)> {
         if die(m.as_str()) && !rest.contains("[#") {
             return None;
         }
-        // (`classify` itself refuses a user task's fault, and a `needs_stamp` start is generic.)
-        classify(rest).filter(|s| !s.generic).map(|s| (m.start(), s))
+        // (`classify` itself refuses a user task's fault.)
+        let mut s = classify(rest)?;
+        if s.generic {
+            if !printk_line || is_notice_prefix(&text[..m.start()]) {
+                return None;
+            }
+            s.needs_stamp = true;
+        }
+        Some((m.start(), s))
+    })
+}
+
+/// A message prefix whose `WARNING:`/`BUG:`/`INFO:` are the filesystem's notices about its
+/// image, not kernel bugs: ext4's `__ext4_msg()` and `__ext4_warning()` (`EXT4-fs (loop0):
+/// warning: ...`), XFS's `xfs_warn()` (`XFS (loop4): WARNING: Reset corrupted AGFL ...`), as
+/// syzkaller's list of notices has them.
+fn is_notice_prefix(before: &str) -> bool {
+    if before.contains("EXT4-fs") || before.contains("EXT4-FS") {
+        return true;
+    }
+    let b = before.trim_end();
+    b.strip_suffix("):").and_then(|b| b.rsplit_once("XFS (")).is_some_and(|(_, dev)| {
+        !dev.is_empty() && dev.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
     })
 }
 
@@ -977,8 +1056,37 @@ mod tests {
             "ODEBUG: Out of memory. ODEBUG disabled",
             "ODEBUG: selftest passed",
             "ODEBUG: 12 of 12 active objects replaced",
+            "INFO: Stall ended before state dump start",
+            "INFO: recovery required on readonly filesystem.",
+            "INFO: task syz-executor",
+            "usercopy: Invalid option string for hardened_usercopy: 'x'",
+            "WARNING: `syz' uses wireless extensions which will stop working for Wi-Fi 7 hardware",
         ] {
             assert_eq!(k(t), None, "{t}");
         }
+    }
+
+    /// Messages syzkaller takes for reports by their first words, and the kernel prints.
+    #[test]
+    fn generic_info_and_leads() {
+        // kernel/time/timekeeping.c timekeeping_check_update(): generic, timestamped only, a
+        // line of an open report.
+        let s = classify("INFO: timekeeping: Cycle offset (31) is larger than the 'kvm-clock' clock's 50% safety margin (7)")
+            .unwrap();
+        assert_eq!((s.kind, s.prefix.as_str(), s.role), (Kind::Other, "INFO: timekeeping", Role::Follows));
+        assert!(s.generic && s.needs_stamp);
+        // arch/arm/mm/alignment.c do_alignment(): each `not handling` leads the fault's oops.
+        for t in [
+            "Alignment trap: not handling swp instruction",
+            "Alignment trap: not handling ldm with s-bit set",
+        ] {
+            let s = classify(t).unwrap();
+            assert_eq!((s.kind, s.role), (Kind::Oops, Role::Leads), "{t}");
+        }
+        assert_eq!(
+            k("usercopy: Kernel memory overwrite attempt detected to kernel text (offset 1, size 7)!")
+                .map(|s| s.1),
+            Some("BUG: bad usercopy".to_string())
+        );
     }
 }
