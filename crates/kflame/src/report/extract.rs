@@ -470,7 +470,8 @@ impl Open {
         if self.function.is_none() {
             self.function = s.function;
         }
-        // (A generic `INFO:` line after a panic is one of its lines, not what the panic was.)
+        // (A generic line absorbed after a panic, `INFO: msg`, is one of its lines, not what
+        // the panic was.)
         if self.r.kind == Some(Kind::Panic) && s.kind != Kind::Panic && !s.generic && !self.main_started {
             self.r.kind = Some(s.kind);
             self.prefix = s.prefix;
@@ -1275,6 +1276,9 @@ Backtrace:
             "XFS (loop4): WARNING: Reset corrupted AGFL on AG 0. 1 blocks leaked.",
             "EXT4-fs (loop0): warning: mounting fs with errors, running e2fsck is recommended",
             "capability: warning: `syz' uses deprecated v2 capabilities in a way that may be insecure",
+            // The same upper-cased whole by a syslog copy: `WARNING:` as syzkaller's header.
+            "EXT4-FS (LOOP0): WARNING: MOUNTING FS WITH ERRORS, RUNNING E2FSCK IS RECOMMENDED",
+            "CAPABILITY: WARNING: `SYZ' USES DEPRECATED V2 CAPABILITIES IN A WAY THAT MAY BE INSECURE",
         ] {
             assert!(titles(&format!("[ 10.1] {line}\n")).is_empty(), "{line}");
         }

@@ -82,8 +82,8 @@ pub use title::{is_skipped_frame, is_stall_interrupt_entry};
 
 /// True when `text` (a log line with its prefixes stripped, see [`prefix::strip`]) is the
 /// first line of a kernel report, or holds one after other output printed without a
-/// newline. Generic `WARNING: message` (and `INFO:`) lines, which start a report only when timestamped,
-/// are not counted.
+/// newline. Generic `WARNING: message` and `INFO: message` lines, which start a report only
+/// when timestamped, are not counted.
 pub fn is_report_start(text: &[u8]) -> bool {
     let text = String::from_utf8_lossy(text);
     start::classify(&text).is_some_and(|s| !s.needs_stamp) || start::embedded(&text, false).is_some()

@@ -3,9 +3,10 @@
 //! Handled, in any sensible combination: syslog priorities `<4>`, raw `/dev/kmsg` records
 //! (`6,351,3626185822,-;text`, with an optional `caller=T12` field), syslog and `journalctl
 //! -k` lines (`Nov 22 00:32:10 host kernel: `, `host kern.warn kernel: `, RFC 3339
-//! `2026-11-22T00:32:10.123+00:00 host kernel: `), `dmesg -x` facility/level (`kern  :warn  : `), timestamps (`[   12.345678]`,
-//! `dmesg -T` `[Sun Nov 22 00:32:10 2026]`) and printk caller ids (`[  T123]`, `[    C0]`,
-//! right after the timestamp or on their own).
+//! `2026-11-22T00:32:10.123+00:00 host kernel: `), `dmesg -x` facility/level
+//! (`kern  :warn  : `), timestamps (`[   12.345678]`, `dmesg -T` `[Sun Nov 22 00:32:10
+//! 2026]`) and printk caller ids (`[  T123]`, `[    C0]`, right after the timestamp or on
+//! their own).
 
 /// A log line with its prefixes removed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

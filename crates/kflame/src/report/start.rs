@@ -735,11 +735,13 @@ fn misc(t: &str) -> Option<Start> {
     generic_info(t)
 }
 
-/// Any other `INFO: message` the kernel prints is a report, as syzkaller takes every `INFO:`
-/// line but its list of notices (`INFO: timekeeping: Cycle offset ... is larger than ...`,
-/// kernel/time/timekeeping.c; drivers' own): generic, so only at the start of a printk
-/// line with a timestamp. Inside an open report it is one of that report's lines (SLUB's
-/// `INFO: Slab 0x... objects=`, `INFO: Object 0x... @offset=`), as `Role::Follows` makes it.
+/// Any other `INFO: message` the kernel prints (kernel/time/timekeeping.c `INFO: timekeeping:
+/// Cycle offset ... is larger than ...`, drivers' own) is a report, as syzkaller takes every
+/// `INFO:` line but its list of notices. It is generic: a report on a timestamped line (at
+/// its start, or after a message prefix, see [`embedded`]), and without timestamps only if
+/// a trace follows. A report open in its context takes it as one of its lines (SLUB's `INFO:
+/// Slab 0x... objects=`, `INFO: Object 0x... @offset=`), as `Role::Follows` makes it, except
+/// an OOM kill or an allocation failure (`Open::absorbs`).
 fn generic_info(t: &str) -> Option<Start> {
     let msg = t.strip_prefix("INFO: ")?.trim();
     // `INFO: task NAME:PID blocked` split by a newline in NAME waits for its second half
@@ -748,7 +750,7 @@ fn generic_info(t: &str) -> Option<Start> {
         return None;
     }
     if (msg.contains("handler") || msg.contains("interrupt")) && msg.contains("took too long") {
-        return None; // kernel/events/core.c perf_duration_warn(), NMI handlers
+        return None; // syzkaller's `(handler|interrupt).*took too long` notice
     }
     if msg.starts_with("sys_") && msg.contains(" is not present in /proc/kallsyms") {
         return None; // syz-executor's own message in debug mode
@@ -849,8 +851,9 @@ static EMBEDDED_RE: LazyLock<regex::Regex> = LazyLock::new(|| {
 /// The report start inside `text` when the line does not start with one: the first
 /// [`EMBEDDED`] header that says something specific, classified from there; nor inside a
 /// word (`DEBUG:`) or a quotation (`'refcount_t: underflow'`); an exception's first line must
-/// carry die()'s `[#N]`. The first words alone (`BUG: msg`) count only on a line that is
-/// the kernel's (`printk_line`: it carries a printk timestamp, or the log has none), after
+/// carry die()'s `[#N]`. The first words alone (`BUG: msg`) count only on a line taken for
+/// the kernel's (`printk_line`: it carries a timestamp, or no line of the log so far did;
+/// a program writing to /dev/kmsg gets a timestamp too), after
 /// a message prefix (`md: WARNING: sda appears to be on the same physical disk as sdb`,
 /// `eth0: BUG: no free descriptors`), as syzkaller takes them anywhere in a line; without
 /// a timestamp they wait for a trace like a line-start generic `WARNING:`. A user task's
@@ -903,9 +906,10 @@ pub(crate) fn embedded(text: &str, printk_line: bool) -> Option<(usize, Start)> 
 }
 
 /// A message prefix whose `WARNING:`/`BUG:`/`INFO:` are the filesystem's notices about its
-/// image, not kernel bugs: ext4's `__ext4_msg()` and `__ext4_warning()` (`EXT4-fs (loop0):
-/// warning: ...`), XFS's `xfs_warn()` (`XFS (loop4): WARNING: Reset corrupted AGFL ...`), as
-/// syzkaller's list of notices has them.
+/// image, not kernel bugs: ext4's messages (`EXT4-fs (loop0): ...`, upper-cased whole by some
+/// syslog copies, `EXT4-FS (LOOP0): WARNING: ...`), XFS's `xfs_warn()` (`XFS (loop4): WARNING:
+/// Reset corrupted AGFL ...`), as syzkaller's list of notices has them (its `\w+` device: not
+/// `dm-0`).
 fn is_notice_prefix(before: &str) -> bool {
     if before.contains("EXT4-fs") || before.contains("EXT4-FS") {
         return true;
