@@ -57,7 +57,8 @@ impl Collapse for Folded {
 /// other than comments and blank lines, up to 200) are `stack count`, and none is an indented
 /// frame line. One bad record among stacks of several frames is allowed, so that a short file
 /// with one malformed line is still recognised; a file of `# unit=`/`# event=` headers alone
-/// (an empty profile written by kflame) is recognised with a low score.
+/// (an empty profile written by kflame) is recognised with a low score, and so is a lone
+/// one-frame record without a header, too weak to claim an input on.
 pub fn detect(head: &[u8]) -> u8 {
     let (mut good, mut bad, mut framed, mut header) = (0u32, 0u32, 0u32, false);
     for (_, line) in lines(head, 1).take(200) {
@@ -84,6 +85,9 @@ pub fn detect(head: &[u8]) -> u8 {
     match (good, bad) {
         (0, 0) if header => 30,
         (0, _) => 0,
+        // One line of text that ends in a number is no evidence of a profile (a log line
+        // "... to 38000"): a lone record needs frames or kflame's header to be claimed.
+        (1, 0) if framed == 0 && !header => 20,
         (_, 0) => 60,
         (g, b) if g >= 4 * b => 40,
         (_, 1) if framed >= 1 => 40,

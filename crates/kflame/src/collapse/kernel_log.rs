@@ -177,13 +177,16 @@ impl Collapse for KernelLog {
 /// Confidence (0-100) that `head` is a kernel log: 85 when it holds the first line of a
 /// kernel report, 40 when most lines carry kernel log prefixes (a clean dmesg) or when a
 /// timestamped `Linux version` banner stands among a good share of them (a serial console
-/// with bootloader output), else 0.
+/// with bootloader output), or when the text opens with the kernel's banner (`dmesg -t`,
+/// a boot log without timestamps: `Linux version 6.1.0-...`), else 0.
 pub fn detect(head: &[u8]) -> u8 {
     let (mut total, mut stamped, mut banner) = (0u32, 0u32, false);
+    let mut opened_with_banner = false;
     for (_, line) in lines(head, 1) {
         if line.is_empty() {
             continue;
         }
+        opened_with_banner |= total == 0 && opens_with_banner(line);
         total += 1;
         let s = prefix::strip(line);
         stamped += (s.stamped && s.kernel && looks_like_kernel_prefix(line)) as u32;
@@ -194,7 +197,15 @@ pub fn detect(head: &[u8]) -> u8 {
     }
     let mostly_stamped = total > 0 && stamped * 10 >= total * 8;
     let booted_here = banner && stamped * 10 >= total * 3;
-    if mostly_stamped || booted_here { 40 } else { 0 }
+    if mostly_stamped || booted_here || opened_with_banner { 40 } else { 0 }
+}
+
+/// The first line the kernel prints, `linux_banner` of init/version.c:
+/// `Linux version UTS_RELEASE (USER@HOST) (COMPILER) #N ...`, without a log prefix.
+fn opens_with_banner(line: &[u8]) -> bool {
+    line.strip_prefix(b"Linux version ").is_some_and(|r| {
+        r.first().is_some_and(u8::is_ascii_digit) && memchr::memmem::find(r, b") #").is_some()
+    })
 }
 
 /// A line that begins with a kernel log prefix (not just somewhere inside it).

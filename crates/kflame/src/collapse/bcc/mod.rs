@@ -266,13 +266,23 @@ impl Collapse for Bcc {
 }
 
 /// Confidence (0-100) that `head` is bcc output.
+///
+/// bcc prints its stacks indented (frames, `-  comm (pid)`, the count) or folded, and little
+/// else: its own messages (`Sampling at ...`, `^C`, `WARNING: ...`). Text that is mostly
+/// other unindented lines is not bcc output, whatever few lines of it look like counts
+/// (a kernel log without timestamps has indented numbers and command lines).
 pub fn detect(head: &[u8]) -> u8 {
     let (mut counts, mut procs, mut header, mut folded_dash, mut folded) = (0, 0, false, 0, 0);
+    let (mut lines_seen, mut foreign) = (0u32, 0u32);
     for (_, l) in lines(head, 1).take(1000) {
         let t = l.trim_ascii();
+        if t.is_empty() {
+            continue;
+        }
+        lines_seen += 1;
         header |= header_unit(t).is_some();
         let indented = l.first().is_some_and(|b| *b == b' ' || *b == b'\t');
-        if indented && !t.is_empty() && t.iter().all(u8::is_ascii_digit) {
+        if indented && t.iter().all(u8::is_ascii_digit) {
             counts += 1;
         } else if indented && process(t, false).is_some() {
             procs += 1;
@@ -282,7 +292,12 @@ pub fn detect(head: &[u8]) -> u8 {
             if memchr::memmem::find(s, b";-;").is_some() || memchr::memmem::find(s, b"[Missed ").is_some() {
                 folded_dash += 1;
             }
+        } else if !indented && !is_chatter(t) {
+            foreign += 1;
         }
+    }
+    if foreign > 3 && foreign * 10 > lines_seen {
+        return 0;
     }
     match () {
         _ if counts >= 1 && (header || procs >= 1) => 90,

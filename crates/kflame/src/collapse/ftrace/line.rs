@@ -42,10 +42,17 @@ pub(crate) fn parse_header(line: &[u8]) -> Result<Header<'_>, &'static str> {
     Ok(Header { comm, pid, cpu, ts_ns, body })
 }
 
+/// How far into a line the CPU column may open. The kernel prints the task as `%16s-%-7d`
+/// (`TASK_COMM_LEN` is 16), then an optional `(%7s)` TGID column; trace-cmd puts an instance
+/// name before it. 512 bytes is far beyond any of them, and bounds the work on a line that is
+/// not a trace line: each candidate `[N]` costs a look at the text before it, so an unbounded
+/// search is quadratic in the line's length (megabytes of `[0] ` took minutes).
+const MAX_CPU_COLUMN: usize = 512;
+
 /// Finds the first `[N]` preceded by `-PID` (and optionally `(TGID)`): returns the task
 /// text before it, the CPU, and the rest after `]`.
 fn find_cpu_column(line: &[u8]) -> Option<(&[u8], u32, &[u8])> {
-    for open in memchr::memchr_iter(b'[', line) {
+    for open in memchr::memchr_iter(b'[', &line[..line.len().min(MAX_CPU_COLUMN)]) {
         let rest = &line[open + 1..];
         let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
         if digits == 0 || digits > 9 || rest.get(digits) != Some(&b']') {

@@ -4,10 +4,20 @@ use super::bytes::{is_blank, trim_start};
 use super::{event, frame};
 use crate::collapse::lines;
 
+/// The fewest hex digits of a frame address printed without a `(dso)` column that detection
+/// takes as evidence (perf prints user and kernel addresses in full: `7f3a...`, `ffffffff8...`).
+const MIN_BARE_ADDRESS: usize = 6;
+
 /// Confidence (0-100) that `head` is `perf script` output: sample headers
 /// (`comm tid ... event:`) followed by frame lines (`address symbol (dso)`), or at least
 /// many headers. ftrace/trace-cmd text (`comm-pid [cpu] ...`), bpftrace maps, kernel logs
 /// and folded stacks have no `comm TID ... event:` header followed by a frame.
+///
+/// One header and frame among other text is not enough: a kmemleak hex dump row whose
+/// ASCII column ends in `:` reads as a header (`00 41 ... ..user:`), and the next row as a
+/// bare frame. So a pair counts only when its frame is plausible (a `(dso)` column, or an
+/// address of at least [`MIN_BARE_ADDRESS`] hex digits), and the high score needs two
+/// pairs, or one pair and nothing else (a one-sample capture).
 pub fn detect(head: &[u8]) -> u8 {
     let whole = memchr::memrchr(b'\n', head).map_or(head.len(), |i| i + 1);
     let (mut pairs, mut headers, mut other) = (0u32, 0u32, 0u32);
@@ -18,8 +28,12 @@ pub fn detect(head: &[u8]) -> u8 {
             after_header = false;
             continue;
         }
-        if after_header && frame::parse(line, line.first().is_some_and(|&b| is_blank(b))).is_some() {
-            pairs += 1;
+        if after_header && let Some(f) = frame::parse(line, line.first().is_some_and(|&b| is_blank(b))) {
+            if f.module.is_some() || f.pc.len() >= MIN_BARE_ADDRESS {
+                pairs += 1;
+            } else {
+                other += 1;
+            }
             after_header = false;
             continue;
         }
@@ -31,7 +45,7 @@ pub fn detect(head: &[u8]) -> u8 {
             other += 1;
         }
     }
-    if pairs > 0 && other <= 2 * pairs + 8 {
+    if (pairs >= 2 && other <= 2 * pairs + 8) || (pairs == 1 && other == 0) {
         90
     } else if headers >= 3 && other * 4 <= headers {
         55
