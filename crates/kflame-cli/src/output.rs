@@ -146,6 +146,14 @@ pub(crate) fn stderr_is_terminal() -> bool {
     io::stderr().is_terminal()
 }
 
+/// `1 trigger`, `2 triggers`, `0 triggers`: a count and its noun (plural with an `s`).
+pub(crate) fn count(n: impl Into<u64>, noun: &str) -> String {
+    match n.into() {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

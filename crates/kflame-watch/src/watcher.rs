@@ -265,6 +265,10 @@ pub struct Watcher<S: Store> {
     profile_meta: Meta,
     /// Rules that held without firing at the last evaluation, and why.
     held: HashMap<usize, &'static str>,
+    /// When the log last said that a rule holds without firing, per rule and reason: said
+    /// again only once the cooldown (or the hour of the budget) has passed, so that a
+    /// condition that comes and goes during a cooldown is one line, not one per return.
+    said_held: HashMap<(usize, &'static str), i64>,
 }
 
 impl<S: Store> Watcher<S> {
@@ -289,6 +293,7 @@ impl<S: Store> Watcher<S> {
             rx,
             profile_meta: meta_of(CaptureKind::Cpu),
             held: HashMap::new(),
+            said_held: HashMap::new(),
         }
     }
 
@@ -479,6 +484,8 @@ impl<S: Store> Watcher<S> {
                     );
                 }
                 self.evaluator.reload(new.rules.clone(), new.limits);
+                self.held.clear(); // rule indices change with the rules
+                self.said_held.clear();
                 let db = self.settings.db.clone();
                 let rate = self.settings.rate;
                 self.settings = Settings { db, rate, ..new };
@@ -536,15 +543,22 @@ impl<S: Store> Watcher<S> {
         // Said once per rule and reason, not every second it holds.
         let mut now_held = HashMap::new();
         for h in held {
-            let (i, why) = match h {
-                Held::Cooldown { rule } => (rule, "in its cooldown"),
-                Held::Budget { rule } => (rule, "the budget of triggers per hour is spent"),
+            let (i, why, quiet) = match h {
+                Held::Cooldown { rule } => (rule, "in its cooldown", self.settings.limits.cooldown),
+                Held::Budget { rule } => {
+                    (rule, "the budget of triggers per hour is spent", Duration::from_secs(3600))
+                }
             };
             now_held.insert(i, why);
+            let quiet_ns = i64::try_from(quiet.as_nanos()).unwrap_or(i64::MAX);
+            let said_lately =
+                self.said_held.get(&(i, why)).is_some_and(|&t| now.saturating_sub(t) < quiet_ns);
             if self.held.get(&i) != Some(&why)
+                && !said_lately
                 && let Some(r) = self.evaluator.rules().get(i)
             {
                 control.log(Level::Info, &format!("`{}` holds but does not fire: {why}", r.text));
+                self.said_held.insert((i, why), now);
             }
         }
         if !fired.is_empty()

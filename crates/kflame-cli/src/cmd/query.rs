@@ -395,9 +395,11 @@ fn events(history: &History, args: &Args, hosts: Option<&[String]>, from: i64, t
         match e {
             Event::Trigger { id, host, time_ns, rule, metric, value, threshold } => writeln!(
                 out,
-                "{} {host} trigger #{} {metric}={value} (threshold {threshold}) rule {rule:?}",
+                "{} {host} trigger #{} {metric}={} (threshold {}) rule {rule:?}",
                 format_time(*time_ns),
-                id.0
+                id.0,
+                short_number(*value),
+                short_number(*threshold),
             )?,
             Event::Capture { id, host, kind, start_ns, end_ns, trigger, note } => {
                 let end = end_ns.map_or_else(|| "(not ended)".to_string(), format_time);
@@ -416,6 +418,18 @@ fn events(history: &History, args: &Args, hosts: Option<&[String]>, from: i64, t
         }
     }
     out.finish()
+}
+
+/// A measured value as a person reads it: 4 significant digits at most (2 decimals at most
+/// above 1), no trailing zeros: `78.02`, `0.001234`, `1500`, `3`.
+fn short_number(v: f64) -> String {
+    if !v.is_finite() || v == 0.0 {
+        return format!("{v}");
+    }
+    let magnitude = v.abs().log10().floor() as i32;
+    let decimals = (3 - magnitude).clamp(0, if v.abs() >= 1.0 { 2 } else { 12 }) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
 }
 
 /// Kernel reports grouped by signature across hosts.
@@ -448,4 +462,19 @@ fn report_groups(args: &Args, evs: &[Event], from: i64, to: i64) -> Result<()> {
         )?;
     }
     out.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_number;
+
+    #[test]
+    fn values_are_short() {
+        assert_eq!(short_number(78.01956368991597), "78.02");
+        assert_eq!(short_number(60.0), "60");
+        assert_eq!(short_number(1500.25), "1500");
+        assert_eq!(short_number(0.00123456), "0.001235");
+        assert_eq!(short_number(-2.5), "-2.5");
+        assert_eq!(short_number(0.0), "0");
+    }
 }

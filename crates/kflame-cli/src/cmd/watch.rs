@@ -12,7 +12,7 @@ use clap::Args as ClapArgs;
 use kflame_watch::config::{self, ConfigError, File, Level, Settings};
 use kflame_watch::{Control, Environment, Status, Watcher};
 
-use crate::Usage;
+use crate::{Usage, output};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -194,17 +194,17 @@ impl Control for Cli {
         };
         let waiting = match s.waiting_buckets {
             0 => String::new(),
-            n => format!(", {n} buckets waiting for disk space"),
+            n => format!(", {} waiting for disk space", output::count(n as u64, "bucket")),
         };
         let text = format!(
-            "[{:>6.0} s] cpu {} mem.available {}; {} samples in {} buckets, {} triggers, {} reports{capturing}{waiting}",
+            "[{:>6.0} s] cpu {} mem.available {}; {} in {}, {}, {}{capturing}{waiting}",
             s.elapsed.as_secs_f64(),
             pct(s.cpu),
             pct(s.mem_available),
-            s.samples,
-            s.buckets,
-            s.triggers,
-            s.reports
+            output::count(s.samples, "sample"),
+            output::count(s.buckets, "bucket"),
+            output::count(s.triggers, "trigger"),
+            output::count(s.reports, "report"),
         );
         let mut err = std::io::stderr().lock();
         let _ = write!(err, "\r\x1b[K{text}");
@@ -332,12 +332,12 @@ pub(crate) fn run(args: Args) -> Result<()> {
     cli.log(
         Level::Info,
         &format!(
-            "stopped after {:.0} s: {} samples in {} buckets, {} triggers, {} kernel reports stored",
+            "stopped after {:.0} s: {} in {}, {}, {} stored",
             status.elapsed.as_secs_f64(),
-            status.samples,
-            status.buckets,
-            status.triggers,
-            status.reports
+            output::count(status.samples, "sample"),
+            output::count(status.buckets, "bucket"),
+            output::count(status.triggers, "trigger"),
+            output::count(status.reports, "kernel report"),
         ),
     );
     if status.waiting_buckets > 0 {
