@@ -25,7 +25,7 @@ reports_per_block=$(grep -c 'INFO: task' "$block")
 echo "input: $reps x $block_bytes bytes = $((reps * block_bytes >> 20)) MB, $((reps * reports_per_block)) hung task reports"
 start=$(date +%s.%N)
 for _ in $(seq "$reps"); do cat "$block"; done \
-    | /usr/bin/time -f "peak RSS %M KB, %e s elapsed, %U s user" "$bin" collapse -F kernel-log -j1 >"$block.out"
+    | /usr/bin/time -f "peak RSS %M KB, %e s elapsed, %U s user" "$bin" collapse --format kernel-log -j1 >"$block.out"
 end=$(date +%s.%N)
 echo "output:"; cat "$block.out"; rm -f "$block.out"
 awk -v b=$((reps * block_bytes)) -v s="$start" -v e="$end" 'BEGIN { printf "throughput: %.1f MB/s\n", b / (e - s) / 1048576 }'

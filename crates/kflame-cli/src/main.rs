@@ -17,7 +17,8 @@ mod units;
 const EXAMPLES: &str = "\
 Examples:
   # Record the whole system for 10 s with perf, then fold and render:
-  perf record -F 99 -a -g -- sleep 10 && perf script | kflame collapse | kflame flamegraph > out.svg
+  perf record -F 99 -a -g -- sleep 10 &&
+      perf script | kflame collapse | kflame flamegraph > out.svg
 
   # Fold a saved perf script, keeping pids and marking kernel frames with _[k]:
   kflame collapse --pid --kernel perf.script.txt -o out.folded
@@ -170,5 +171,37 @@ mod tests {
     #[test]
     fn cli_is_consistent() {
         Cli::command().debug_assert();
+    }
+}
+
+#[cfg(test)]
+mod help_tests {
+    use super::*;
+
+    /// Every command of the tree, the root included.
+    fn all(cmd: &clap::Command, out: &mut Vec<clap::Command>) {
+        out.push(cmd.clone());
+        for sub in cmd.get_subcommands() {
+            all(sub, out);
+        }
+    }
+
+    /// Example lines (indented lines of the text after the options) fit in 80 columns, so
+    /// that clap never breaks a command in the middle: what `--help` shows can be pasted.
+    #[test]
+    fn examples_are_never_wrapped() {
+        let mut cmds = Vec::new();
+        all(&Cli::command(), &mut cmds);
+        let mut long = Vec::new();
+        for c in &cmds {
+            for text in [c.get_after_help(), c.get_after_long_help()].into_iter().flatten() {
+                for line in text.to_string().lines() {
+                    if line.starts_with(' ') && line.chars().count() > 79 {
+                        long.push(format!("{}: {line}", c.get_name()));
+                    }
+                }
+            }
+        }
+        assert!(long.is_empty(), "example lines over 79 columns:\n{}", long.join("\n"));
     }
 }

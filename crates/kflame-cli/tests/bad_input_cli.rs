@@ -67,18 +67,18 @@ fn forced_formats_on_garbage_fail_with_a_hint() {
     let garbage = tmp("garbage.bin");
     fs::write(&garbage, binary()).unwrap();
     let g = garbage.to_str().unwrap();
-    let out = kflame(&["collapse", "-F", "folded", g], b"");
+    let out = kflame(&["collapse", "--format", "folded", g], b"");
     fails_with(&out, &["garbage.bin: no stacks found in this folded input, only", "binary data"]);
-    let out = kflame(&["collapse", "-F", "kernel-log", g], b"");
+    let out = kflame(&["collapse", "--format", "kernel-log", g], b"");
     fails_with(&out, &["garbage.bin: no kernel report found in this kernel-log input", "binary data"]);
 
-    let out = kflame(&["collapse", "-F", "perf-script", &data(FOLDED)], b"");
+    let out = kflame(&["collapse", "--format", "perf-script", &data(FOLDED)], b"");
     fails_with(
         &out,
         &["no stacks found in this perf-script input, only", "it looks like folded input", "--format folded"],
     );
     // host-free: read as folded text, refused before the perf.data reader would run.
-    let out = kflame(&["collapse", "-F", "folded", &data("perf-data/inline-fp.data")], b"");
+    let out = kflame(&["collapse", "--format", "folded", &data("perf-data/inline-fp.data")], b"");
     fails_with(&out, &["it is a perf.data file: leave --format out"]);
     // Read as what they are, the same files are fine.
     assert!(kflame(&["collapse", &data(FOLDED)], b"").status.success());
@@ -136,8 +136,8 @@ fn an_over_long_line_is_reported_and_the_rest_read() {
     let mut input = vec![0u8; kflame::text::MAX_LINE + 1000];
     input.extend_from_slice(b"\na;b 1\n");
     input.extend_from_slice(&fs::read(data(FOLDED)).unwrap());
-    let want = kflame(&["collapse", "-F", "folded", &data(FOLDED)], b"");
-    for cmd in [&["collapse", "-F", "folded"][..], &["collapse", "-F", "folded", "-j", "1"]] {
+    let want = kflame(&["collapse", "--format", "folded", &data(FOLDED)], b"");
+    for cmd in [&["collapse", "--format", "folded"][..], &["collapse", "--format", "folded", "-j", "1"]] {
         let out = kflame(cmd, &input);
         assert!(out.status.success(), "{}", text(&out.stderr));
         let err = text(&out.stderr);
@@ -279,7 +279,7 @@ fn detection_reads_whole_records() {
     fs::write(&one_bad, lines.join("\n") + "\n").unwrap();
     for f in [&long_first, &one_bad] {
         let f = f.to_str().unwrap();
-        let forced = kflame(&["collapse", "-F", "folded", f], b"");
+        let forced = kflame(&["collapse", "--format", "folded", f], b"");
         let detected = kflame(&["collapse", f], b"");
         assert!(detected.status.success(), "{f}: {}", text(&detected.stderr));
         assert_eq!(detected.stdout, forced.stdout, "{f}");

@@ -31,10 +31,10 @@ fn targets() -> Vec<Target> {
         data("kernel-log/syzkaller/report/100"),
     ];
     vec![
-        t("folded", s(&["-F", "folded"]), vec![data("html/bpftrace-mm_page_alloc-bytes.folded")]),
+        t("folded", s(&["--format", "folded"]), vec![data("html/bpftrace-mm_page_alloc-bytes.folded")]),
         t(
             "perf-script",
-            s(&["-F", "perf-script"]),
+            s(&["--format", "perf-script"]),
             vec![
                 data("perf/captures/perf-syscalls-dd.script.txt"),
                 pd("jit-node.script.txt"),
@@ -43,12 +43,12 @@ fn targets() -> Vec<Target> {
         ),
         t(
             "perf-script kmem",
-            s(&["-F", "perf-script"]),
+            s(&["--format", "perf-script"]),
             vec![data("perf/captures/perf-mm-page-alloc.script.txt")],
         ),
         t(
             "perf-script --mode syscalls",
-            s(&["-F", "perf-script", "--mode", "syscalls"]),
+            s(&["--format", "perf-script", "--mode", "syscalls"]),
             vec![data("perf/captures/perf-syscalls-dd.script.txt")],
         ),
         t(
@@ -77,29 +77,37 @@ fn targets() -> Vec<Target> {
             ],
             vec![pd("pairs-offcpu.data")],
         ),
-        t("ftrace alloc", s(&["-F", "ftrace"]), vec![data("ftrace/ftrace-mm_page_alloc-stacktrace.txt")]),
-        t("ftrace syscalls", s(&["-F", "ftrace"]), vec![data("ftrace/ftrace-dd-mixed-stacktrace.txt")]),
+        t(
+            "ftrace alloc",
+            s(&["--format", "ftrace"]),
+            vec![data("ftrace/ftrace-mm_page_alloc-stacktrace.txt")],
+        ),
+        t("ftrace syscalls", s(&["--format", "ftrace"]), vec![data("ftrace/ftrace-dd-mixed-stacktrace.txt")]),
         t(
             "trace-cmd alloc",
-            s(&["-F", "trace-cmd"]),
+            s(&["--format", "trace-cmd"]),
             vec![data("ftrace/trace-cmd-report-mm_page_alloc.txt")],
         ),
-        t("function-graph", s(&["-F", "function-graph"]), vec![data("function-graph/raw-abstime-proc.txt")]),
-        t("proc-stacks", s(&["-F", "proc-stacks"]), vec![data("proc-stacks/proc-stacks-snapshot.txt")]),
+        t(
+            "function-graph",
+            s(&["--format", "function-graph"]),
+            vec![data("function-graph/raw-abstime-proc.txt")],
+        ),
+        t("proc-stacks", s(&["--format", "proc-stacks"]), vec![data("proc-stacks/proc-stacks-snapshot.txt")]),
         t(
             "bpftrace",
-            s(&["-F", "bpftrace"]),
+            s(&["--format", "bpftrace"]),
             vec![
                 data("bpftrace/bpftrace-profile-kstack.txt"),
                 data("bpftrace/bpftrace-uprobe-and-syscall-latency.txt"),
             ],
         ),
-        t("bcc", s(&["-F", "bcc"]), vec![data("bcc/stackcount-example-P-d.txt")]),
-        t("stap", s(&["-F", "stap"]), vec![data("stap/handwritten-profile.txt")]),
-        t("kernel-log", s(&["-F", "kernel-log"]), logs.clone()),
-        t("crash", s(&["-F", "crash"]), vec![data("crash/bt-a-irq-nmi.txt")]),
-        t("kernel-log --json", s(&["-F", "kernel-log", "--json"]), logs.clone()),
-        t("crash --json", s(&["-F", "crash", "--json"]), vec![data("crash/foreach-UN-bt.txt")]),
+        t("bcc", s(&["--format", "bcc"]), vec![data("bcc/stackcount-example-P-d.txt")]),
+        t("stap", s(&["--format", "stap"]), vec![data("stap/handwritten-profile.txt")]),
+        t("kernel-log", s(&["--format", "kernel-log"]), logs.clone()),
+        t("crash", s(&["--format", "crash"]), vec![data("crash/bt-a-irq-nmi.txt")]),
+        t("kernel-log --json", s(&["--format", "kernel-log", "--json"]), logs.clone()),
+        t("crash --json", s(&["--format", "crash", "--json"]), vec![data("crash/foreach-UN-bt.txt")]),
         t("pprof", s(&[]), vec![data("pprof/go-heap.pb.gz")]),
     ]
 }

@@ -55,7 +55,8 @@ fn memory_flame_graph_with_events_json() {
 #[test]
 fn syscall_mode_by_flag_and_format_name() {
     let input = fixture("ftrace-dd-mixed-stacktrace.txt");
-    let out = kflame(&["collapse", "-F", "ftrace", "--mode", "syscalls", "--comm", input.to_str().unwrap()]);
+    let out =
+        kflame(&["collapse", "--format", "ftrace", "--mode", "syscalls", "--comm", input.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(stdout.starts_with("# unit=ns\n"), "{stdout}");

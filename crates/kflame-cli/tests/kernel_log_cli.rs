@@ -39,7 +39,7 @@ fn options_group_by_offsets_unreliable() {
         ),
         "{stdout}"
     );
-    let bad = kflame(&["collapse", "-F", "kernel-log", "--group-by", "kind,colour", &f]);
+    let bad = kflame(&["collapse", "--format", "kernel-log", "--group-by", "kind,colour", &f]);
     assert!(!bad.status.success());
     assert!(text(&bad.stderr).contains("unknown group key `colour`"), "{}", text(&bad.stderr));
 }

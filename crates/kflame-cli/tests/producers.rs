@@ -75,7 +75,7 @@ fn bad_lines_are_reported_with_file_and_line() {
     std::fs::write(&path, " 0)               |  f() {\nthis is not a trace\n 0)   2.000 us    |  }\n")
         .unwrap();
     let p = path.to_string_lossy().into_owned();
-    let o = kflame(&["collapse", "-F", "function-graph", &p]);
+    let o = kflame(&["collapse", "--format", "function-graph", &p]);
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(o.status.success());
     assert_eq!(stdout(&o), "# unit=ns\n# event=function_graph\nf 2000\n");

@@ -51,7 +51,7 @@ fn samples_and_bytes_are_refused_everywhere_naming_both_files() {
     let cpu = cpu.to_str().expect("utf-8 path");
     for (a, b) in [(cpu_plain(), mem_bytes()), (cpu.to_string(), mem_bytes()), (mem_bytes(), syscalls_ns())] {
         for cmd in [
-            vec!["collapse", "-F", "folded", &a, &b],
+            vec!["collapse", "--format", "folded", &a, &b],
             vec!["flamegraph", &a, &b],
             vec!["flamegraph", "--format", "html", &a, &b],
             vec!["diff", &a, &b],
@@ -79,12 +79,12 @@ fn samples_and_bytes_are_refused_everywhere_naming_both_files() {
 fn files_without_a_header_merge_with_declared_samples() {
     let cpu = cpu_declared("merge");
     let cpu = cpu.to_str().expect("utf-8 path");
-    let out = kflame(&["collapse", "-F", "folded", &cpu_plain(), cpu]);
+    let out = kflame(&["collapse", "--format", "folded", &cpu_plain(), cpu]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let folded = text(&out.stdout);
     assert!(folded.starts_with("# unit=samples\n# event=cpu-clock\n"), "{:.200}", folded);
     // Every stack twice.
-    let once = text(&kflame(&["collapse", "-F", "folded", &cpu_plain()]).stdout);
+    let once = text(&kflame(&["collapse", "--format", "folded", &cpu_plain()]).stdout);
     let total = |s: &str| -> u64 {
         s.lines()
             .filter(|l| !l.starts_with('#'))
@@ -105,7 +105,7 @@ fn mixed_units_adds_them_anyway_with_a_warning() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let err = text(&out.stderr);
     assert!(err.contains("warning:") && err.contains("counted as bytes"), "{err}");
-    let out = kflame(&["collapse", "-F", "folded", "--mixed-units", &mem_bytes(), &syscalls_ns()]);
+    let out = kflame(&["collapse", "--format", "folded", "--mixed-units", &mem_bytes(), &syscalls_ns()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("plain numbers"), "{}", text(&out.stderr));
     assert!(!text(&out.stdout).starts_with('#'), "no unit header for a mix of units");
@@ -115,7 +115,7 @@ fn mixed_units_adds_them_anyway_with_a_warning() {
 
 #[test]
 fn the_same_unit_merges_and_keeps_its_header() {
-    let out = kflame(&["collapse", "-F", "folded", &syscalls_ns(), &syscalls_ns()]);
+    let out = kflame(&["collapse", "--format", "folded", &syscalls_ns(), &syscalls_ns()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).starts_with("# unit=ns\n# event=syscalls\n"));
     assert!(out.stderr.is_empty(), "{}", text(&out.stderr));

@@ -35,7 +35,8 @@ line with --vmlinux) and Summary. Any other input
 
 Examples:
   kflame analyze /var/log/kern.log
-  kflame analyze --kernel-src ~/linux --vmlinux ~/linux/vmlinux console.log --format md
+  kflame analyze --kernel-src ~/linux --vmlinux ~/linux/vmlinux --format md \\
+      console.log
   kflame analyze --json dmesg.txt > report.json
   kflame analyze perf.data")]
 pub(crate) struct Args {

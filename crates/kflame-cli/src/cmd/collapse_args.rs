@@ -12,13 +12,18 @@ use kflame::collapse::Format;
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
 Examples:
-  perf record -F 99 -a -g -- sleep 10 && perf script | kflame collapse | kflame flamegraph > out.svg
+  perf record -F 99 -a -g -- sleep 10 &&
+      perf script | kflame collapse | kflame flamegraph > out.svg
   kflame collapse --pid --kernel perf.script.txt -o out.folded
   kflame collapse --format folded a.folded b.folded > merged.folded
-  journalctl -k -b -1 | kflame collapse --format kernel-log --group-by kind,title > oopses.folded
-  kflame collapse --json dmesg.txt            # one JSON object per kernel report
-  kflame collapse --format crash foreach-UN-bt.txt   # crash output: tasks by state and stack
-  kflame collapse --mode syscalls --top 10 --split-outliers slow/ trace.txt   # the 10 slowest
+  journalctl -k -b -1 |
+      kflame collapse --format kernel-log --group-by kind,title > oopses.folded
+  # One JSON object per kernel report:
+  kflame collapse --json dmesg.txt
+  # crash output: tasks by state and stack:
+  kflame collapse --format crash foreach-UN-bt.txt
+  # The 10 slowest syscalls, each alone, and each in its own file under slow/:
+  kflame collapse --mode syscalls --top 10 --split-outliers slow/ trace.txt
 
 An option that an input does not take is refused (exit 1), naming the formats that take it.")]
 pub(crate) struct Args {
@@ -28,7 +33,7 @@ pub(crate) struct Args {
 
     /// Input format; guessed from the content when absent. gzip, zstd and xz input is
     /// decompressed first, whatever the format.
-    #[arg(short = 'F', long, value_name = "FORMAT", value_parser = FormatParser)]
+    #[arg(long, value_name = "FORMAT", value_parser = FormatParser)]
     pub(crate) format: Option<Format>,
 
     /// Write the folded output here instead of stdout. A name ending in `.otlp.pb`,
@@ -250,7 +255,7 @@ pub(crate) struct ProducerArgs {
     #[arg(long, value_name = "@NAME", help_heading = "bcc / bpftrace options")]
     pub(crate) bpftrace_map: Option<String>,
     /// bcc: unit of the counts, for input without a header line that tells it (folded `-f`
-    /// output, read with `-F bcc`; given, it overrides a header):
+    /// output, read with `--format bcc`; given, it overrides a header):
     /// `us` (offcputime and friends; converted to ns), `samples` (profile), `events`
     /// (stackcount).
     #[arg(long, value_enum, value_name = "UNIT", help_heading = "bcc / bpftrace options")]

@@ -17,7 +17,8 @@ use crate::output;
 #[command(after_help = "\
 Examples:
   kflame diff before.folded after.folded | kflame flamegraph > diff.svg
-  kflame diff -n before.folded after.folded | kflame flamegraph --negate > diff.svg")]
+  kflame diff -n before.folded after.folded |
+      kflame flamegraph --negate > diff.svg")]
 pub(crate) struct Args {
     /// The earlier profile (folded; `-` for stdin).
     #[arg(value_name = "BEFORE")]

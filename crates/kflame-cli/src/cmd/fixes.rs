@@ -26,7 +26,7 @@ Examples:
   # Who fixed bpf_object__load after v1.2.0 broke it?
   kflame fixes --git ~/linux --function bpf_object__load --after v1.2.0
 
-  # The culprit and a nearby frame of a crash, its file and title words, as JSON:
+  # A crash's culprit and a nearby frame, its file and title words, as JSON:
   kflame fixes --git ~/linux --function __bpf_get_stack bpf_get_task_stack \\
       --file kernel/bpf/stackmap.c --words \"null pointer\" --json"
 )]

@@ -24,12 +24,14 @@ const PALETTE_FILE: &str = "palette.map";
 #[command(after_help = "\
 Examples:
   kflame collapse perf.script.txt | kflame flamegraph > cpu.svg
-  kflame flamegraph --colors kernel --title 'CPU, host1' host1.folded -o host1.svg
-  kflame collapse --time-order perf.script.txt | kflame flamegraph --flamechart > chart.svg
+  kflame flamegraph --colors kernel --title 'CPU, host1' host1.folded -o h1.svg
+  kflame collapse --time-order perf.script.txt |
+      kflame flamegraph --flamechart > chart.svg
   kflame diff before.folded after.folded | kflame flamegraph > diff.svg
-  kflame flamegraph cpu.folded -o cpu.speedscope.json     # speedscope
-  kflame flamegraph cpu.folded -o cpu.pb.gz               # go tool pprof, Pyroscope, Parca
-  kflame collapse --time-order perf.script.txt | kflame flamegraph --format chrome-trace -o cpu.trace.json")]
+  kflame flamegraph cpu.folded -o cpu.speedscope.json
+  kflame flamegraph cpu.folded -o cpu.pb.gz  # pprof, Pyroscope, Parca
+  kflame collapse --time-order perf.script.txt |
+      kflame flamegraph --format chrome-trace -o cpu.trace.json")]
 pub(crate) struct Args {
     /// Folded input files (`-` or none: stdin); several are merged.
     #[arg(value_name = "FOLDED")]

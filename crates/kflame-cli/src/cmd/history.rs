@@ -11,8 +11,9 @@ use kflame_store::{OpenMode, Query, Sqlite};
 /// The options that name a history and select its hosts.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub(crate) struct HistoryArgs {
-    /// The history database (written by `kflame watch --db`).
-    #[arg(long, value_name = "FILE", required_unless_present = "store", conflicts_with = "store")]
+    /// The history database (written by `kflame watch --db`) [default:
+    /// /var/lib/kflame/kflame.db, where `kflame watch` writes].
+    #[arg(long, value_name = "FILE", conflicts_with = "store")]
     pub(crate) db: Option<PathBuf>,
     /// A ClickHouse store instead (`clickhouse+http://HOST:8123/DB[?cluster=NAME]`; user
     /// from the URL or KFLAME_CLICKHOUSE_USER, password from the file named by
@@ -40,6 +41,7 @@ impl HistoryArgs {
         match (&self.db, &self.store) {
             (Some(p), None) => open_file(p),
             (None, Some(url)) => open_url(url),
+            (None, None) => open_file(Path::new(kflame_watch::config::DEFAULT_DB)),
             _ => bail!("give --db FILE or --store URL"),
         }
     }

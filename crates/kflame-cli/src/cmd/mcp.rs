@@ -22,8 +22,10 @@ history database, the kernel tree and git history given here. The source and fix
 are built on first use in the cache directory.
 
 Examples:
-  kflame mcp --allow /var/log --allow ~/captures --kernel-src ~/linux --kernel-git ~/linux
-  kflame mcp --http 127.0.0.1:7421 --token-file ~/.config/kflame/token --db /var/lib/kflame/history.db
+  kflame mcp --allow /var/log --allow ~/captures \\
+      --kernel-src ~/linux --kernel-git ~/linux
+  kflame mcp --http 127.0.0.1:7421 --token-file ~/.config/kflame/token \\
+      --db /var/lib/kflame/kflame.db
 
 Client configuration (Claude Desktop, VS Code and others take the same shape):
   {\"mcpServers\": {\"kflame\": {\"command\": \"kflame\",

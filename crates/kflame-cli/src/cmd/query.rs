@@ -26,11 +26,14 @@ Times are RFC 3339 (2026-11-25T03:14:00Z, 2026-11-25T05:14:00+02:00), `now`, or 
 to now: -1h, -10m, -30s, -2d (`--from -1h` and `--from=-10m` both work).
 
 Examples:
-  kflame query --db /var/lib/kflame/history.db --from -1h -o last-hour.svg
-  kflame query --db h.db --from 2026-11-25T03:14:00Z --to 2026-11-25T03:15:00Z --kind offcpu -o stall.html
-  kflame query --db h.db --metrics --name cpu.usr --name psi.io.some --from -10m
-  kflame query --db h.db --events --from -1d
-  kflame query --db h.db --from -1h --diff-from -2h --diff-to -1h | kflame flamegraph > diff.svg
+  kflame query --from -1h -o last-hour.svg     # /var/lib/kflame/kflame.db
+  kflame query --db other.db --from -1h -o other.svg
+  kflame query --from 2026-11-25T03:14:00Z --to 2026-11-25T03:15:00Z \\
+      --kind offcpu -o stall.html
+  kflame query --metrics --name cpu.usr --name psi.io.some --from -10m
+  kflame query --events --from -1d
+  kflame query --from -1h --diff-from -2h --diff-to -1h |
+      kflame flamegraph > diff.svg
 
 A fleet in ClickHouse (`kflame watch --store`):
   kflame query --store clickhouse+http://ch1:8123/kflame --list-hosts

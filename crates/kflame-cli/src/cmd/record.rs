@@ -23,20 +23,20 @@ mod sink;
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
 Examples (as root):
-  kflame record -F 99 -d 10 -o cpu.folded            # every CPU for 10 s
-  kflame record -p 1234 -d 5 -o app.json             # one process, one JSON line per sample
-  kflame record -t 1240 -d 5 -o thread.folded        # one thread of it
-  kflame record -o make.folded -- make -j2           # a command and its children
-  kflame record -a -o all.folded -- sleep 10         # every task, while the command runs
+  kflame record -F 99 -d 10 -o cpu.folded       # every CPU for 10 s
+  kflame record -p 1234 -d 5 -o app.json        # one process, JSON lines
+  kflame record -t 1240 -d 5 -o thread.folded   # one thread of it
+  kflame record -o make.folded -- make -j2      # a command and its children
+  kflame record -a -o all.folded -- sleep 10    # everything, while it runs
   kflame record --mem --every 60 --for 5 -o mem.folded
   kflame record --off-cpu -d 5 -o offcpu.folded
   kflame record --syscalls -p 1234 -d 5 -o syscalls.folded
-  kflame record --blocked -o blocked.folded          # every task's kernel stack, D state first
-  kflame record --blocked --every 0.5 -d 30 -o b.svg # a snapshot every 0.5 s, aggregated
+  # Every task's kernel stack, D state first; a snapshot every 0.5 s, summed:
+  kflame record --blocked -o blocked.folded
+  kflame record --blocked --every 0.5 -d 30 -o b.svg
+  # One session, a file per mode: stall.cpu.html, stall.mem.html, ...:
   kflame record --cpu --mem --off-cpu -d 10 -o stall.html
-                                 # one session, one file per mode: stall.cpu.html, stall.mem.html,
-                                 # stall.offcpu.html
-  kflame record --check                              # what this kernel allows")]
+  kflame record --check                         # what this kernel allows")]
 pub(crate) struct Args {
     /// Command to start and record with its children until it exits (after `--`).
     #[arg(value_name = "COMMAND", last = true)]

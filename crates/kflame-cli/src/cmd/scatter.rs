@@ -19,7 +19,8 @@ function_graph calls); gzip, zstd and xz inputs are decompressed. Events without
 duration are skipped and counted; events without a stack are kept under `[no stack]`.
 
 Examples:
-  kflame record --syscalls -d 10 -o sys.json && kflame scatter sys.json -o scatter.html
+  kflame record --syscalls -d 10 -o sys.json &&
+      kflame scatter sys.json -o scatter.html
   kflame collapse --mode syscalls --events-json ev.json trace.txt > /dev/null
   kflame scatter ev.json -o scatter.html --title 'dd latency'")]
 pub(crate) struct Args {

@@ -14,12 +14,15 @@ Every request needs the token: open the printed URL once (the page keeps the tok
 cookie and drops it from the address), or send `Authorization: Bearer TOKEN`.
 
 Examples:
-  kflame serve --db /var/lib/kflame/history.db
-  KFLAME_CLICKHOUSE_PASSWORD_FILE=/etc/kflame/ch.pw kflame serve --store clickhouse+http://ch1:8123/kflame
+  kflame serve             # /var/lib/kflame/kflame.db, what `watch` writes
+  kflame serve --db other.db
+  KFLAME_CLICKHOUSE_PASSWORD_FILE=/etc/kflame/ch.pw \\
+      kflame serve --store clickhouse+http://ch1:8123/kflame
   curl -H \"Authorization: Bearer $(cat tok)\" 'http://127.0.0.1:7420/api/info'")]
 pub(crate) struct Args {
-    /// The history database (`kflame watch --db`), opened read-only.
-    #[arg(long, value_name = "FILE", required_unless_present = "store", conflicts_with = "store")]
+    /// The history database (`kflame watch --db`), opened read-only [default:
+    /// /var/lib/kflame/kflame.db, where `kflame watch` writes].
+    #[arg(long, value_name = "FILE", conflicts_with = "store")]
     db: Option<PathBuf>,
     /// A ClickHouse store instead (`clickhouse+http://HOST:8123/DB[?cluster=NAME]`, what
     /// `kflame watch --store` writes): the page shows every host, one at a time or merged.
@@ -43,6 +46,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
     let token = token(args.token_file.as_deref())?;
     let (db, remote) = match (args.db, args.store) {
         (Some(db), None) => (db, None),
+        (None, None) => (PathBuf::from(kflame_watch::config::DEFAULT_DB), None),
         (None, Some(url)) => {
             let remote = crate::cmd::history::open_remote(&url)?;
             (PathBuf::from(&remote.name), Some(remote))

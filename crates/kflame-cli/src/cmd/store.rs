@@ -15,10 +15,13 @@ use crate::output;
 #[command(after_help = "\
 Examples:
   kflame store init --store clickhouse+http://ch1:8123/kflame --retain 30d
-  # A cluster: run init on every server of it (each gets its local tables and the
-  # Distributed ones over the cluster's shards):
-  for h in ch1 ch2; do kflame store init --store \"clickhouse+http://$h:8123/kflame?cluster=fleet\"; done
-  kflame store prune --store clickhouse+http://ch1:8123/kflame --retain 30d   # servers without TTL
+  # A cluster: run init on every server of it (each gets its local tables
+  # and the Distributed ones over the cluster's shards):
+  for h in ch1 ch2; do
+    kflame store init --store \"clickhouse+http://$h:8123/kflame?cluster=fleet\"
+  done
+  # Servers without TTL:
+  kflame store prune --store clickhouse+http://ch1:8123/kflame --retain 30d
   kflame store stats --store clickhouse+http://ch1:8123/kflame
 
 The password comes from the file named by KFLAME_CLICKHOUSE_PASSWORD_FILE, or from

@@ -16,17 +16,18 @@ use crate::{Usage, output};
 
 const EXAMPLES: &str = "\
 Examples:
-  kflame watch --check                                   # what this kernel allows
-  kflame watch --trigger 'cpu > 80% for 5s => cpu 30s' --trigger 'mem.available < 10% => mem 60s'
-  kflame watch --config /etc/kflame/watch.toml           # rules in a file: triggers = [...]
-  systemctl kill -s HUP kflame-watch                     # reload rules and thresholds
+  kflame watch --check                          # what this kernel allows
+  kflame watch --trigger 'cpu > 80% for 5s => cpu 30s' \\
+      --trigger 'mem.available < 10% => mem 60s'
+  kflame watch --config /etc/kflame/watch.toml  # rules in a file
+  systemctl kill -s HUP kflame-watch            # reload rules and thresholds
 
 Trigger rules: METRIC OP VALUE [for DURATION] [=> KIND [DURATION]]
-  OP: > >= < <=; VALUE: 80, 80%, 512M (bytes), 2*ncpu; METRIC[LABEL] picks a CPU or device
-  (without a label: the total, or the busiest device); KIND: cpu (99 Hz), mem (page
-  allocations by bytes, 2 s of every 10 s), offcpu, syscalls, blocked (one snapshot);
-  DURATION default 30s. `report` or `report.KIND` (oops, warning, hung_task, soft_lockup,
-  rcu_stall, oom, kasan, ...) fire on kernel reports from /dev/kmsg.";
+OP: > >= < <=; VALUE: 80, 80%, 512M (bytes), 2*ncpu; METRIC[LABEL] picks a CPU or \
+device (without a label: the total, or the busiest device); KIND: cpu (99 Hz), mem \
+(page allocations by bytes, 2 s of every 10 s), offcpu, syscalls, blocked (one \
+snapshot); DURATION default 30s. `report` or `report.KIND` (oops, warning, hung_task, \
+soft_lockup, rcu_stall, oom, kasan, ...) fire on kernel reports from /dev/kmsg.";
 
 /// Arguments of `kflame watch`.
 #[derive(ClapArgs, Debug)]
