@@ -237,6 +237,10 @@ fn group(o: &mut String, n: usize, g: &Group, md: bool) {
 fn profile(o: &mut String, p: &ProfileAnalysis, md: bool) {
     heading(o, md, 2, &format!("Profile {} ({})", p.input, p.unit));
     let _ = writeln!(o, "{}\n", p.summary.join(" "));
+    // The weight columns are as wide as their widest entry, in both tables alike.
+    let all = || p.by_self.iter().chain(&p.by_total);
+    let ws = all().map(|f| f.self_.display.chars().count()).max().unwrap_or(0);
+    let wt = all().map(|f| f.total.display.chars().count()).max().unwrap_or(0);
     let row = |f: &FunctionHeat| {
         let k = if f.kernel { " [k]" } else { "" };
         if md {
@@ -246,7 +250,7 @@ fn profile(o: &mut String, p: &ProfileAnalysis, md: bool) {
             )
         } else {
             format!(
-                "  {:>6.2}% {:>14}  {:>6.2}% {:>14}  {}{k}",
+                "  {:>6.2}% {:>ws$}  {:>6.2}% {:>wt$}  {}{k}",
                 f.self_.percent, f.self_.display, f.total.percent, f.total.display, f.function
             )
         }
@@ -258,7 +262,7 @@ fn profile(o: &mut String, p: &ProfileAnalysis, md: bool) {
         if md {
             let _ = writeln!(o, "| self % | self | total % | total | function |\n|---:|---:|---:|---:|---|");
         } else {
-            let _ = writeln!(o, "  {:>7} {:>14}  {:>7} {:>14}  function", "self", "", "total", "");
+            let _ = writeln!(o, "  {:>7} {:>ws$}  {:>7} {:>wt$}  function", "self", "", "total", "");
         }
         for f in list {
             let _ = writeln!(o, "{}", row(f));

@@ -162,7 +162,15 @@ fn human(w: f64, unit: &Unit) -> String {
             }
         }
         other => {
-            let n = if w.fract() == 0.0 { format!("{w:.0}") } else { format!("{w:.3}") };
+            // Counts and periods past a million are read by their magnitude (a cpu-clock
+            // period sum of 1777777760 is "1.78 G"); below it, as they are.
+            let n = match w.abs() {
+                a if a >= 1e12 => format!("{:.2} T", w / 1e12),
+                a if a >= 1e9 => format!("{:.2} G", w / 1e9),
+                a if a >= 1e6 => format!("{:.2} M", w / 1e6),
+                _ if w.fract() == 0.0 => format!("{w:.0}"),
+                _ => format!("{w:.3}"),
+            };
             format!("{n} {}", other.name())
         }
     }
