@@ -1,11 +1,16 @@
 //! Live tests of `kflame watch` (root): a CPU burner crossing a trigger, SIGTERM, kill -9
-//! and a restart on the same database, and tracefs left as it was. Each run is bounded by
-//! the test's own timer; the database is read back through `kflame_store::Query`.
+//! and a restart on the same database, and tracefs left as it was. The tests wait for what
+//! they look for (a capture ended, a bucket written, a line logged), polling the database
+//! read-only or the watcher's log with a generous bound, never for a fixed time: a loaded
+//! machine makes them slower, not wrong. The database is read back through
+//! `kflame_store::Query`.
 
 mod common;
 
+use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{Env, TracingState, wait_timeout};
@@ -23,16 +28,82 @@ fn now_ns() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as i64
 }
 
-fn watch(env: &Env, db: &Path, args: &[&str]) -> Child {
-    Command::new(env.kflame)
-        .arg("watch")
-        .arg("--db")
-        .arg(db)
-        .args(["--no-kmsg", "--log-level", "info"])
-        .args(args)
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start kflame watch")
+/// How long a test waits for what it expects before it fails: far beyond what an idle
+/// machine needs (seconds), so that only a watcher that never gets there fails.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// Polls `f` every 100 ms until it gives a value, for at most [`PATIENCE`]; panics with
+/// `what` (and the watcher's log) after that.
+fn wait_for<T>(what: &str, w: &Watch, mut f: impl FnMut() -> Option<T>) -> T {
+    let end = Instant::now() + PATIENCE;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < end, "waited {PATIENCE:?} for {what}; the watcher's log:\n{}", w.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A `kflame watch` process and its log (stderr), read as it comes on a thread of its own.
+struct Watch {
+    child: Child,
+    log: Arc<Mutex<String>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watch {
+    fn log(&self) -> String {
+        self.log.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Waits until the log holds `text` (after the first `skip` bytes of it).
+    fn wait_log(&self, text: &str, skip: usize) {
+        wait_for(&format!("{text:?} in the log"), self, || {
+            self.log().get(skip..)?.contains(text).then_some(())
+        });
+    }
+
+    /// Stops it with SIGTERM: its exit status, how long it took, and its whole log.
+    fn term(mut self) -> (std::process::ExitStatus, Duration, String) {
+        signal(&self.child, 15);
+        let started = Instant::now();
+        let status = wait_timeout(&mut self.child, Duration::from_secs(10))
+            .expect("kflame watch did not stop within 10 s of SIGTERM");
+        let took = started.elapsed();
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+        (status, took, self.log())
+    }
+}
+
+fn spawn_watch(cmd: &mut Command) -> Watch {
+    let mut child = cmd.stderr(Stdio::piped()).spawn().expect("start kflame watch");
+    let log = Arc::new(Mutex::new(String::new()));
+    let mut err = child.stderr.take().expect("piped stderr");
+    let sink = log.clone();
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = err.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap_or_else(|e| e.into_inner()).push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    Watch { child, log, reader: Some(reader) }
+}
+
+fn watch(env: &Env, db: &Path, args: &[&str]) -> Watch {
+    spawn_watch(
+        Command::new(env.kflame)
+            .arg("watch")
+            .arg("--db")
+            .arg(db)
+            .args(["--no-kmsg", "--log-level", "info"])
+            .args(args),
+    )
 }
 
 fn signal(child: &Child, sig: i32) {
@@ -40,9 +111,20 @@ fn signal(child: &Child, sig: i32) {
     assert!(status.success());
 }
 
-fn stderr_of(child: Child) -> (Option<i32>, String) {
-    let out = child.wait_with_output().expect("wait");
-    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+/// The database, once the watcher has made it (read-only, as `query` opens it).
+fn open_read(db: &Path) -> Option<Sqlite> {
+    Sqlite::open(db, OpenMode::Read).ok()
+}
+
+/// The first capture of `kind` that has ended: (id, start, end).
+fn ended_capture(db: &Path, kind: Kind) -> Option<(kflame_store::CaptureId, i64, i64)> {
+    let events = open_read(db)?.events(0, i64::MAX, None).ok()?;
+    events.iter().find_map(|e| match e {
+        Event::Capture { id, kind: k, start_ns, end_ns: Some(end), .. } if *k == kind => {
+            Some((*id, *start_ns, *end))
+        }
+        _ => None,
+    })
 }
 
 fn db_path(env: &Env, name: &str) -> std::path::PathBuf {
@@ -56,7 +138,7 @@ fn db_path(env: &Env, name: &str) -> std::path::PathBuf {
 /// The newest sample time of the always-on profile.
 fn last_sample(db: &Sqlite) -> Option<i64> {
     let q = ProfileQuery::new(Kind::Cpu, 0, i64::MAX);
-    let all = db.samples(&q).unwrap();
+    let all = db.samples(&q).ok()?;
     let capture_free: Vec<i64> = all.iter().map(|s| s.time_ns).collect();
     capture_free.into_iter().max()
 }
@@ -67,18 +149,12 @@ fn live_cpu_trigger_capture_shows_the_burner_and_sigterm_writes_the_last_bucket(
     let Some(env) = Env::get("live_cpu_trigger_capture_shows_the_burner") else { return };
     let db = db_path(&env, "trigger");
     let before = TracingState::read();
-    let mut burner = Command::new(&env.workload).args(["cpu", "25"]).stdout(Stdio::null()).spawn().unwrap();
+    // The burner outlasts any wait; it is killed once the watcher stopped.
+    let mut burner = Command::new(&env.workload).args(["cpu", "300"]).stdout(Stdio::null()).spawn().unwrap();
     let w = watch(&env, &db, &["--bucket", "2s", "--trigger", "cpu > 40% for 2s => cpu 5s"]);
-    // Room for the capture's first window (a fresh symbolizer) on a loaded machine.
-    std::thread::sleep(Duration::from_secs(15));
+    wait_for("the trigger's capture to end", &w, || ended_capture(&db, Kind::Cpu));
     let term = now_ns();
-    signal(&w, 15);
-    let started = Instant::now();
-    let mut w = w;
-    let status = wait_timeout(&mut w, Duration::from_secs(10))
-        .expect("kflame watch did not stop within 10 s of SIGTERM");
-    let took = started.elapsed();
-    let (_, err) = stderr_of(w);
+    let (status, took, err) = w.term();
     let _ = burner.kill();
     let _ = burner.wait();
     assert_eq!(status.code(), Some(0), "{err}");
@@ -133,12 +209,14 @@ fn live_kill_9_loses_at_most_the_bucket_in_progress_and_a_restart_continues() {
     let _serial = serial();
     let Some(env) = Env::get("live_kill_9_loses_at_most_the_bucket_in_progress") else { return };
     let db = db_path(&env, "kill9");
-    let mut burner = Command::new(&env.workload).args(["cpu", "20"]).stdout(Stdio::null()).spawn().unwrap();
+    let mut burner = Command::new(&env.workload).args(["cpu", "300"]).stdout(Stdio::null()).spawn().unwrap();
     let mut w = watch(&env, &db, &["--bucket", "2s"]);
-    std::thread::sleep(Duration::from_secs(10));
+    // Killed right after a bucket is written: a first bucket, then the next one.
+    let first = wait_for("a first bucket", &w, || last_sample(&open_read(&db)?));
+    wait_for("a second bucket", &w, || last_sample(&open_read(&db)?).filter(|&t| t > first));
     let killed = now_ns();
-    signal(&w, 9);
-    let _ = w.wait();
+    signal(&w.child, 9);
+    let _ = w.child.wait();
     {
         // A reader opens it at once: no recovery step, no error.
         let r = Sqlite::open(&db, OpenMode::Read).unwrap();
@@ -169,11 +247,10 @@ fn live_kill_9_loses_at_most_the_bucket_in_progress_and_a_restart_continues() {
     }
     let restarted = now_ns();
     let w = watch(&env, &db, &["--bucket", "2s"]);
-    std::thread::sleep(Duration::from_secs(6));
-    signal(&w, 15);
-    let mut w = w;
-    let status = wait_timeout(&mut w, Duration::from_secs(10)).expect("stopped");
-    let (_, err) = stderr_of(w);
+    wait_for("a bucket written after the restart", &w, || {
+        last_sample(&open_read(&db)?).filter(|&t| t > restarted + 2_000_000_000)
+    });
+    let (status, _, err) = w.term();
     let _ = burner.kill();
     let _ = burner.wait();
     assert_eq!(status.code(), Some(0), "{err}");
@@ -195,17 +272,16 @@ fn live_sighup_reloads_rules_and_refuses_a_bad_file() {
     let cfg = env.dir.join(format!("{}-hup.toml", std::process::id()));
     std::fs::write(&cfg, "triggers = []\n").unwrap();
     let w = watch(&env, &db, &["--config", cfg.to_str().unwrap()]);
-    std::thread::sleep(Duration::from_secs(3));
+    // SIGHUP is handled once the watcher runs: it says so first.
+    w.wait_log("watching ", 0);
     std::fs::write(&cfg, "triggers = [\"load1 > 1000*ncpu\", \"psi.io.some > 99\"]\n").unwrap();
-    signal(&w, 1);
-    std::thread::sleep(Duration::from_secs(3));
+    signal(&w.child, 1);
+    w.wait_log("configuration reloaded", 0);
+    let seen = w.log().len();
     std::fs::write(&cfg, "triggers = [\"load1 >> 3\"]\n").unwrap();
-    signal(&w, 1);
-    std::thread::sleep(Duration::from_secs(3));
-    signal(&w, 15);
-    let mut w = w;
-    let status = wait_timeout(&mut w, Duration::from_secs(10)).expect("stopped");
-    let (_, err) = stderr_of(w);
+    signal(&w.child, 1);
+    w.wait_log("reload refused", seen);
+    let (status, _, err) = w.term();
     assert_eq!(status.code(), Some(0), "{err}");
     assert!(err.contains("configuration reloaded: 2 trigger rules"), "{err}");
     assert!(
@@ -267,15 +343,11 @@ fn live_memory_trigger_capture_is_weighted_in_bytes() {
     let _serial = serial();
     let Some(env) = Env::get("live_memory_trigger_capture_is_weighted_in_bytes") else { return };
     let db = db_path(&env, "mem");
-    let mut churn = Command::new(&env.workload).args(["churn", "20"]).stdout(Stdio::null()).spawn().unwrap();
+    let mut churn = Command::new(&env.workload).args(["churn", "300"]).stdout(Stdio::null()).spawn().unwrap();
     // Always true, so that it fires at the first reading: what is tested is the capture.
     let w = watch(&env, &db, &["--trigger", "mem.available < 100% => mem 4s"]);
-    // Room for the capture's first window (a fresh symbolizer) on a loaded machine.
-    std::thread::sleep(Duration::from_secs(15));
-    signal(&w, 15);
-    let mut w = w;
-    let status = wait_timeout(&mut w, Duration::from_secs(10)).expect("stopped");
-    let (_, err) = stderr_of(w);
+    wait_for("the memory capture to end", &w, || ended_capture(&db, Kind::Mem));
+    let (status, _, err) = w.term();
     let _ = churn.kill();
     let _ = churn.wait();
     assert_eq!(status.code(), Some(0), "{err}");
@@ -303,11 +375,8 @@ fn live_io_trigger_offcpu_capture_shows_the_block_io_wait() {
         .spawn()
         .unwrap();
     let w = watch(&env, &db, &["--trigger", "io.util > 2% => offcpu 4s"]);
-    std::thread::sleep(Duration::from_secs(9));
-    signal(&w, 15);
-    let mut w = w;
-    let status = wait_timeout(&mut w, Duration::from_secs(10)).expect("stopped");
-    let (_, err) = stderr_of(w);
+    wait_for("the off-CPU capture to end", &w, || ended_capture(&db, Kind::OffCpu));
+    let (status, _, err) = w.term();
     let _ = dd.kill();
     let _ = dd.wait();
     let _ = std::fs::remove_file(&file);
@@ -332,15 +401,15 @@ fn live_kernel_report_is_stored_and_fires_its_rule() {
     use std::io::Write;
     let Some(env) = Env::get("live_kernel_report_is_stored_and_fires_its_rule") else { return };
     let db = db_path(&env, "kmsg");
-    let w = Command::new(env.kflame)
-        .arg("watch")
-        .arg("--db")
-        .arg(&db)
-        .args(["--trigger", "report.warning => blocked"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_secs(3));
+    let w = spawn_watch(Command::new(env.kflame).arg("watch").arg("--db").arg(&db).args([
+        "--log-level",
+        "info",
+        "--trigger",
+        "report.warning => blocked",
+    ]));
+    // /dev/kmsg is followed from its end from the moment the watcher runs, which it says
+    // by listing its rules.
+    w.wait_log("trigger: report.warning", 0);
     {
         let mut kmsg = std::fs::OpenOptions::new().write(true).open("/dev/kmsg").unwrap(); // live: the kernel log
         for line in [
@@ -356,11 +425,15 @@ fn live_kernel_report_is_stored_and_fires_its_rule() {
             kmsg.write_all(format!("<4>{line}").as_bytes()).unwrap();
         }
     }
-    std::thread::sleep(Duration::from_secs(4));
-    signal(&w, 15);
-    let mut w = w;
-    let status = wait_timeout(&mut w, Duration::from_secs(10)).expect("stopped");
-    let (_, err) = stderr_of(w);
+    wait_for("the report stored and its rule's snapshot taken", &w, || {
+        let events = open_read(&db)?.events(0, i64::MAX, None).ok()?;
+        let stored = events
+            .iter()
+            .any(|e| matches!(e, Event::Report { stack, .. } if stack.contains("kflame_watch_test_warning")));
+        let snapshot = events.iter().any(|e| matches!(e, Event::Capture { kind: Kind::Blocked, .. }));
+        (stored && snapshot).then_some(())
+    });
+    let (status, _, err) = w.term();
     assert_eq!(status.code(), Some(0), "{err}");
     let db = Sqlite::open(&db, OpenMode::Read).unwrap();
     let events = db.events(0, i64::MAX, None).unwrap();
