@@ -100,6 +100,32 @@ test('a click zooms; the tooltip gives the weight and both percentages', async (
   await page.close();
 });
 
+test('a click zooms in place: the canvas keeps its size and the frame stays under the pointer', async () => {
+  const stacks = folded(PERF);
+  // A frame two levels up in the heaviest tower: its subtree is shallower than the graph.
+  const [root] = heaviest(stacks, (s) => s.frames[0])[0];
+  const under = stacks.filter((s) => s.frames[0] === root);
+  const [child] = heaviest(under, (s) => s.frames[1])[0];
+  const { page, problems } = await open(perfPage);
+  const size = () => page.evaluate(() => {
+    const r = document.querySelector('.kf-flame canvas').getBoundingClientRect();
+    const box = document.querySelector('.kf-scroll');
+    return { width: Math.round(r.width), scrollHeight: box.scrollHeight, scrollTop: box.scrollTop };
+  });
+  const p = await page.evaluate((f) => kflameViewer.pointOf(kflameViewer.nodeByPath(f)), [root, child]);
+  const before = await size();
+  await page.mouse.click(p.x, p.y);
+  const node = await page.evaluate((f) => kflameViewer.nodeByPath(f), [root, child]);
+  assert.equal(await page.evaluate(() => kflameViewer.state.zoom), node);
+  assert.deepEqual(await size(), before, 'the graph keeps its width, height and scroll position');
+  // What is under the pointer now is the zoomed frame itself.
+  const tip = await hover(page, [root, child]);
+  const again = await page.evaluate((f) => kflameViewer.pointOf(kflameViewer.nodeByPath(f)), [root, child]);
+  assert.equal(Math.round(again.y), Math.round(p.y), tip);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('regex search highlights and reports Matched, with the ignore-case toggle', async () => {
   const stacks = folded(PERF), total = sum(stacks);
   const expected = sum(stacks.filter((s) => s.frames.includes('do_syscall_64')));

@@ -49,7 +49,10 @@ class FlameView {
   draw(state, width) {
     const t0 = performance.now();
     const tree = this.tree;
-    this.rows = this.depthUnder(state.zoom);
+    // The height of the whole graph whatever the zoom (as flamegraph.pl's SVG): a zoom
+    // redraws the frames above the clicked one in place, so the clicked frame stays under
+    // the pointer instead of the canvas shrinking to the subtree's depth around it.
+    this.rows = this.depthUnder(0);
     this.height = (this.rows + 1) * this.rowHeight + 4;
     this.state = state;
     this.width = width;

@@ -277,6 +277,8 @@ class FlameViewer {
     if (box.dataset.scrolled === key) return;
     box.dataset.scrolled = key;
     const y = view.rowY(view.tree.depth[zoom]), rh = view.rowHeight;
+    // A frame already in sight (the one just clicked) stays where it is.
+    if (box.clientHeight > 0 && y >= box.scrollTop && y + rh <= box.scrollTop + box.clientHeight) return;
     box.scrollTop = view.state.inverted ? Math.max(0, y - 3 * rh) : Math.max(0, y + 4 * rh - box.clientHeight);
   }
 
