@@ -6,7 +6,7 @@ use super::fields::{self, Fields};
 use super::frame::{arm32_caller, parse_frame};
 use super::prefix::strip;
 use super::start::{ALLOC_FAILURE_TITLE, RUST_PANIC, Role, Start, classify, embedded, is_checker_warning};
-use super::title::{is_address, is_machinery, title_function, title_name};
+use super::title::{is_address, is_machinery, title_function, title_name, volatile_parts_replaced};
 use super::{
     ExtraStack, Frame, Kind, MAX_EXTRA_FRAMES, MAX_EXTRA_STACKS, MAX_FRAMES, MAX_OPEN, Report, Section,
 };
@@ -338,10 +338,10 @@ impl ReportExtractor {
                 title_function(&r, &candidates)
             })
         };
-        r.title = match function {
+        r.title = volatile_parts_replaced(&match function {
             Some(f) => format!("{} in {f}", o.prefix),
             None => o.prefix,
-        };
+        });
         self.done.push_back(r);
     }
 }

@@ -322,6 +322,47 @@ pub(crate) fn base_name(function: &str) -> &str {
     }
 }
 
+/// The parts of a title that change from one occurrence of a bug to the next replaced by
+/// placeholders, so that its repeats share one title (and one group): syzkaller's
+/// `dynamicTitleReplacement` (pkg/report/report.go), rule for rule and in its order.
+/// Executor processes lose their number (`syz-executor209` → `syz-executor`), what looks
+/// like an address becomes `ADDR`, an IPv4 address `IP`, a `file.c:123` line `file.c:LINE`,
+/// `func+0x12/0x34` its function, `CPU#0` `CPU`, and any other decimal number standing
+/// alone `NUM` (`failed(-5)` → `failed(-NUM)`; digits inside a word, as in `nl80211_x`,
+/// stay).
+pub(crate) fn volatile_parts_replaced(title: &str) -> String {
+    use regex::Regex;
+    static RULES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
+        [
+            (r"syz-executor\.?[0-9]+((/|:)[0-9]+)?", "syz-executor"),
+            (r"syzkaller[0-9]+((/|:)[0-9]+)?", "syzkaller"),
+            (r"([^a-zA-Z0-9])(?:0x)?[0-9a-f]{6,}", "${1}ADDR"),
+            (r"([0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3})", "IP"),
+            (r"(\.\w+)(:[0-9]+)+", "${1}:LINE"),
+            (r"([a-zA-Z][a-zA-Z0-9_.]+)\+0x[0-9a-z]+/0x[0-9a-z]+", "${1}"),
+            (r"CPU#[0-9]+", "CPU"),
+            (r"(\W)(\d+)(\W|$)", "${1}NUM${3}"),
+            (r"\d{7,}", "NUM"),
+        ]
+        .into_iter()
+        .map(|(re, with)| (Regex::new(re).expect("a valid pattern"), with))
+        .collect()
+    });
+    let mut t = title.to_string();
+    for (re, with) in RULES.iter() {
+        // Matches may overlap (`0,1,2`): replaced again until nothing changes, as syzkaller
+        // notes of its NUM rule; each pass shortens or keeps the text, so this ends.
+        for _ in 0..8 {
+            let next = re.replace_all(&t, *with);
+            if next == t {
+                break;
+            }
+            t = next.into_owned();
+        }
+    }
+    t
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -382,5 +423,40 @@ mod tests {
         assert_eq!(title_name("SyS_ioctl"), "ioctl");
         assert_eq!(title_name("foo.isra.0"), "foo");
         assert_eq!(title_name("sys_"), "sys_");
+    }
+}
+
+#[cfg(test)]
+mod volatile_tests {
+    use super::volatile_parts_replaced as v;
+
+    #[test]
+    fn what_changes_between_occurrences_is_replaced() {
+        assert_eq!(v("WARNING in dev_watchdog on CPU#0"), "WARNING in dev_watchdog on CPU");
+        assert_eq!(
+            v("BUG: Bad page state in process syz-executor209"),
+            "BUG: Bad page state in process syz-executor"
+        );
+        assert_eq!(v("INFO: task syz-executor.3:1234 blocked"), "INFO: task syz-executor blocked");
+        assert_eq!(
+            v("EXT4-fs error: ext4_read_inode_bitmap failed(-5)"),
+            "EXT4-fs error: ext4_read_inode_bitmap failed(-NUM)"
+        );
+        assert_eq!(v("kernel BUG at fs/ext4/inode.c:1234!"), "kernel BUG at fs/ext4/inode.c:LINE!");
+        assert_eq!(
+            v("general protection fault in ip6_fragment+0x1052/0x2d80"),
+            "general protection fault in ip6_fragment"
+        );
+        assert_eq!(
+            v("unable to handle page fault for address ffff888012345678"),
+            "unable to handle page fault for address ADDR"
+        );
+        assert_eq!(v("executor 2: failed (errno 0,1,2)"), "executor NUM: failed (errno NUM,NUM,NUM)");
+        // Digits inside names stay: they are part of the function.
+        assert_eq!(v("WARNING in nl80211_send_iface"), "WARNING in nl80211_send_iface");
+        assert_eq!(
+            v("KASAN: use-after-free Read in ext4_xattr_set_entry"),
+            "KASAN: use-after-free Read in ext4_xattr_set_entry"
+        );
     }
 }
