@@ -63,8 +63,11 @@ fn profile_filter(q: &ProfileQuery<'_>) -> String {
         day_of(q.to_ns.saturating_sub(1)),
     );
     w.push_str(&host_filter(q.host, q.hosts));
-    if let Some(c) = q.capture {
-        w.push_str(&format!(" AND capture = {}", c.0));
+    match q.capture {
+        Some(c) => w.push_str(&format!(" AND capture = {}", c.0)),
+        // The always-on profile (capture 0): captures are kept apart (Kind::has_always_on).
+        None if q.kind.has_always_on() => w.push_str(" AND capture = 0"),
+        None => {}
     }
     if let Some(cg) = q.cgroup {
         let cg = cg.trim_end_matches('/');
@@ -206,8 +209,10 @@ impl Reader {
             day_of(q.to_ns.saturating_sub(1)),
         );
         w.push_str(&host_filter(q.host, q.hosts));
-        if let Some(c) = q.capture {
-            w.push_str(&format!(" AND capture = {}", c.0));
+        match q.capture {
+            Some(c) => w.push_str(&format!(" AND capture = {}", c.0)),
+            None if q.kind.has_always_on() => w.push_str(" AND capture = 0"),
+            None => {}
         }
         let data = self.select(&format!(
             "SELECT unit, argMin(event, start_ns), min(start_ns) AS first, count() FROM {} WHERE {w} \

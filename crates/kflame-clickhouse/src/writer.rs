@@ -489,6 +489,9 @@ impl Store for Writer {
         let unit = stored_unit_name(&b.meta.unit).to_string();
         let kind = b.kind.code() as u8;
         let capture = b.capture.map_or(0, |c| c.0);
+        // The fleet's sums hold what a range's profile reads without a capture: for a kind
+        // with an always-on profile, that one alone (its captures are kept apart).
+        let summed = capture == 0 || !b.kind.has_always_on();
         self.host_row(b.host, day_of(b.start_ns), b.start_ns);
         let sums = self.rollup.bucket(b.host, kind, &unit);
         let mut last: Option<(&[u8], u16, u64)> = None;
@@ -499,7 +502,9 @@ impl Store for Writer {
                 _ => self.stack(b.host, host_hash, day, s.stack),
             };
             last = Some((s.stack, day, id));
-            self.rollup.add(sums, s.time_ns, id, s.weight);
+            if summed {
+                self.rollup.add(sums, s.time_ns, id, s.weight);
+            }
             let r = self.buf(t("samples"));
             r.u16(day);
             r.str(b.host);
@@ -516,7 +521,9 @@ impl Store for Writer {
         let day = day_of(b.start_ns);
         for (text, w) in b.aggregated {
             let id = self.stack(b.host, host_hash, day, text);
-            self.rollup.add(sums, b.start_ns, id, *w);
+            if summed {
+                self.rollup.add(sums, b.start_ns, id, *w);
+            }
             let r = self.buf(t("samples"));
             r.u16(day);
             r.str(b.host);

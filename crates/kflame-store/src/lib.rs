@@ -54,6 +54,15 @@ impl Kind {
     /// Every kind, in their stored order.
     pub const ALL: [Kind; 5] = [Kind::Cpu, Kind::OffCpu, Kind::Mem, Kind::Syscalls, Kind::Blocked];
 
+    /// Whether the kind has an always-on profile beside its captures (CPU: the watcher's
+    /// low-rate profile runs all the time, a capture samples the same CPUs at its own,
+    /// higher rate). A range's profile of such a kind is the always-on one; its captures
+    /// are kept apart (asked for by id), since adding both would count the capture's
+    /// seconds twice and at another rate. The other kinds exist only as captures.
+    pub fn has_always_on(self) -> bool {
+        self == Kind::Cpu
+    }
+
     /// `cpu`, `offcpu`, `mem`, `syscalls`, `blocked`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -498,7 +507,9 @@ pub struct ProfileQuery<'a> {
     pub host: Option<&'a str>,
     /// Only these hosts (`None`: every host; with `host` too, both must hold).
     pub hosts: Option<&'a [String]>,
-    /// Only this capture; `None` means every bucket of the kind, always-on and captures.
+    /// Only this capture. `None`: the always-on profile of a kind that has one
+    /// ([`Kind::has_always_on`], CPU; its captures are kept apart), every capture of the
+    /// others.
     pub capture: Option<CaptureId>,
     /// Only samples of this cgroup (a path; a sample matches when its cgroup is this path
     /// or below it).
@@ -506,7 +517,8 @@ pub struct ProfileQuery<'a> {
 }
 
 impl<'a> ProfileQuery<'a> {
-    /// Every host, capture and cgroup.
+    /// Every host and cgroup; the always-on profile (or, for kinds without one, every
+    /// capture).
     pub fn new(kind: Kind, from_ns: i64, to_ns: i64) -> ProfileQuery<'a> {
         ProfileQuery { kind, from_ns, to_ns, host: None, hosts: None, capture: None, cgroup: None }
     }

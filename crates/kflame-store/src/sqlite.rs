@@ -1386,6 +1386,8 @@ impl Sqlite {
         }
         if q.capture.is_some() {
             sql.push_str(" AND capture = ?6");
+        } else if q.kind.has_always_on() {
+            sql.push_str(" AND capture IS NULL");
         }
         sql.push_str(" ORDER BY start_ns");
         let mut st = self.conn.prepare_cached(&sql).map_err(e)?;

@@ -221,12 +221,11 @@ fn live_cpu_trigger_captures_the_burner() {
         "{in_capture:?} of {} samples in the burner: {top:#?}",
         cap.samples
     );
-    // the always-on profile: every CPU bucket (capture ones too) read back, samples timed
-    // inside the watch, the burner in it outside the capture as well
+    // the always-on profile: its own buckets only (the capture's 99 Hz samples are kept
+    // apart, not added to its 19 Hz ones), samples timed inside the watch, the burner in it
     let all = db.profile(&ProfileQuery::new(Kind::Cpu, 0, i64::MAX)).unwrap();
-    assert!(all.buckets >= cap.buckets + 3, "{} buckets, {} of the capture", all.buckets, cap.buckets);
-    assert!(all.samples > cap.samples);
-    assert!(weight_of(&stacks(&all), "kflame_watch_test_burner") > in_capture);
+    assert!(all.buckets >= 3, "{} always-on buckets", all.buckets);
+    assert!(weight_of(&stacks(&all), "kflame_watch_test_burner") > Weight::ZERO);
     let times = db.samples(&ProfileQuery::new(Kind::Cpu, 0, i64::MAX)).unwrap();
     assert!(
         times.iter().all(|s| s.time_ns >= began - 2 * SEC && s.time_ns <= ended),

@@ -155,6 +155,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
     }
     let after = db.profile(&q)?;
     note_mixed(&after);
+    note_captures_apart(db, &q)?;
     if let (Some(df), Some(dt)) = (&args.diff_from, &args.diff_to) {
         let (bf, bt) = range(df, dt, now).context("the BEFORE range")?;
         let before = db.profile(&ProfileQuery { from_ns: bf, to_ns: bt, ..q })?;
@@ -218,6 +219,36 @@ fn counts(s: Stacks) -> StackCounts {
             c
         }
     }
+}
+
+/// A range's profile of a kind with an always-on profile leaves its captures out (another
+/// rate over the same seconds): says which captures the range holds and how to see one.
+fn note_captures_apart(db: &dyn kflame_store::Query, q: &ProfileQuery<'_>) -> Result<()> {
+    if q.capture.is_some() || !q.kind.has_always_on() {
+        return Ok(());
+    }
+    let ids: Vec<String> = db
+        .events(q.from_ns, q.to_ns, q.host)?
+        .iter()
+        .filter_map(|e| match e {
+            Event::Capture { id, kind, .. } if *kind == q.kind => Some(format!("#{}", id.0)),
+            _ => None,
+        })
+        .collect();
+    if let Some(first) = ids.first() {
+        output::message(format!(
+            "the always-on {} profile; {} of this range ({}) sampled at {} own rate and {} kept apart: \
+             --capture {} shows {}",
+            q.kind,
+            output::count(ids.len() as u64, "capture"),
+            ids.join(", "),
+            if ids.len() == 1 { "its" } else { "their" },
+            if ids.len() == 1 { "is" } else { "are" },
+            &first[1..],
+            if ids.len() == 1 { "it" } else { "the first" },
+        ));
+    }
+    Ok(())
 }
 
 fn note_mixed(p: &Profile) {
