@@ -6,11 +6,11 @@
 //! | --- | --- |
 //! | `/api/info` | hosts and their labels, time bounds, metric names, profile kinds, live or not |
 //! | `/api/series?names=cpu.usr,cpu.sys&from&to&points=600[&label=][&host=][&hosts=]` | metric series, resampled to `points` spans (min, max, average of each) |
-//! | `/api/profile?kind=cpu&from&to[&host][&hosts=A,B][&cgroup=PATH][&capture=ID][&offset_from_ms&offset_to_ms][&prune=PCT][&format=json\|folded\|svg\|html]` | the merged profile; JSON is the viewer's data, stacks under `prune` % of the total merged (`prune.rs`; default [`PRUNE_PCT`]) |
+//! | `/api/profile?kind=cpu&from&to[&host][&hosts=A,B][&cgroup=PATH][&capture=ID][&offset_from_ms&offset_to_ms][&prune=PCT][&format=json\|folded\|svg\|html]` | the merged profile; JSON is the viewer's data, stacks under `prune` % of the total merged (`prune.rs`; default [`PRUNE_PCT`]); its `info.captures_apart` lists the captures a CPU range's always-on profile leaves out |
 //! | `/api/diff?kind&from&to&base_from&base_to[&hosts][&cgroup]` or `&base_capture=ID` | differential profile (base → range) |
 //! | `/api/events?from&to[&host][&hosts]` | triggers, captures and kernel reports |
 //! | `/api/report?time=NS[&host]` | one kernel report: title, text and its stack as viewer data |
-//! | `/api/heatmap?kind&from&to[&row_ms=20][&hosts][&cgroup]` | samples per (second, offset in the second) |
+//! | `/api/heatmap?kind&from&to[&row_ms=20\|auto][&hosts][&cgroup]` | samples per (second, offset in the second); `rate_hz`, the rate per CPU the samples show; `auto`: rows of at least two sampling periods |
 //! | `/api/frame_hosts?frame=F&kind&from&to[&hosts][&cgroup]` | each host's weight in stacks holding frame `F`, its total and the share |
 //! | `/api/live` | server-sent events: the history's newest time and a version that changes with every write, every second (`--live`) |
 //!
@@ -562,6 +562,7 @@ async fn profile(State(app): State<Arc<App>>, headers: HeaderMap, Params(args): 
                         m.stacks = p.stacks;
                     }
                     let prune_time = t0.elapsed();
+                    let apart = captures_apart(db, &args, kind, from, to)?;
                     let t1 = Instant::now();
                     let mut body = viewer_json(
                         &m,
@@ -569,7 +570,7 @@ async fn profile(State(app): State<Arc<App>>, headers: HeaderMap, Params(args): 
                         &opts,
                         json!({ "kind": kind.as_str(), "from": from, "to": to, "pruned": pruned,
                                 "cgroup": args.get("cgroup").filter(|c| !c.is_empty()),
-                                "hosts": Hosts::of(&args).json() }),
+                                "hosts": Hosts::of(&args).json(), "captures_apart": apart }),
                     );
                     // The exact total of the range, whatever was merged.
                     debug_assert_eq!(m.stacks.total(), total);
@@ -596,6 +597,35 @@ async fn profile(State(app): State<Arc<App>>, headers: HeaderMap, Params(args): 
             }
         })
         .await
+}
+
+/// The captures of a range's kind left out of its profile (`Kind::has_always_on`: the
+/// profile is the always-on one, a capture samples the same seconds at its own rate), as
+/// `[{id, host, start, end}]` (`end` null while running); empty for a capture's own profile
+/// and for kinds that exist only as captures.
+fn captures_apart(
+    db: &dyn Query,
+    args: &HashMap<String, String>,
+    kind: Kind,
+    from: i64,
+    to: i64,
+) -> Result<Value> {
+    if !kind.has_always_on() || args.contains_key("capture") {
+        return Ok(json!([]));
+    }
+    let hosts = Hosts::of(args);
+    let list = db.events(from, to, hosts.single()).map_err(ApiError::store)?;
+    let apart: Vec<Value> = list
+        .iter()
+        .filter(|e| hosts.matches(e.host()))
+        .filter_map(|e| match e {
+            Event::Capture { id, host, kind: k, start_ns, end_ns, .. } if *k == kind => {
+                Some(json!({ "id": id.0, "host": host, "start": start_ns, "end": end_ns }))
+            }
+            _ => None,
+        })
+        .collect();
+    Ok(Value::from(apart))
 }
 
 /// The default of `prune`: a tenth of a pixel of a flame graph 2000 pixels wide.
@@ -775,9 +805,16 @@ async fn report(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
 }
 
 async fn heatmap(State(app): State<Arc<App>>, Params(args): Args) -> Result<Response> {
-    let row_ms = num_param::<i64>(&args, "row_ms", "milliseconds, a divisor of 1000")?.unwrap_or(20);
-    if row_ms <= 0 || 1000 % row_ms != 0 {
-        return Err(ApiError::bad(format!("row_ms={row_ms}: expected a divisor of 1000 (10, 20, 50, 100)")));
+    let auto = args.get("row_ms").is_some_and(|r| r == "auto");
+    let row_ms = if auto {
+        0
+    } else {
+        num_param::<i64>(&args, "row_ms", "milliseconds, a divisor of 1000, or auto")?.unwrap_or(20)
+    };
+    if !auto && (row_ms <= 0 || 1000 % row_ms != 0) {
+        return Err(ApiError::bad(format!(
+            "row_ms={row_ms}: expected a divisor of 1000 (10, 20, 50, 100) or auto"
+        )));
     }
     app.db
         .with(move |db| {
@@ -790,15 +827,18 @@ async fn heatmap(State(app): State<Arc<App>>, Params(args): Args) -> Result<Resp
                     "the heat map range is {columns} s long; at most {HEATMAP_MAX_SECONDS} s (pick a shorter range)"
                 )));
             }
-            let rows = 1000 / row_ms;
             let hosts = Hosts::of(&args);
             let cgroup = cgroup_param(&args)?;
             let mut q = ProfileQuery::new(kind, from, to);
             hosts.apply(&mut q);
             q.cgroup = cgroup.as_deref();
+            let samples = db.samples(&q).map_err(ApiError::store)?;
+            let rate = sample_rate(&samples);
+            let row_ms = if auto { rows_for(rate) } else { row_ms };
+            let rows = 1000 / row_ms;
             let mut counts = vec![0u32; (columns * rows) as usize];
             let mut total = 0u64;
-            for p in db.samples(&q).map_err(ApiError::store)? {
+            for p in samples {
                 let d = p.time_ns - start;
                 let (c, r) = (d / SEC, (d % SEC) / (row_ms * 1_000_000));
                 if let Some(slot) = counts.get_mut((c * rows + r) as usize) {
@@ -811,7 +851,7 @@ async fn heatmap(State(app): State<Arc<App>>, Params(args): Args) -> Result<Resp
             let _ = write!(
                 out,
                 "{{\"kind\":\"{kind}\",\"start\":{start},\"from\":{from},\"to\":{to},\"columns\":{columns},\
-                 \"rows\":{rows},\"row_ms\":{row_ms},\"max\":{max},\"total\":{total},\"counts\":["
+                 \"rows\":{rows},\"row_ms\":{row_ms},\"rate_hz\":{rate},\"max\":{max},\"total\":{total},\"counts\":["
             );
             for (i, c) in counts.iter().enumerate() {
                 if i > 0 {
@@ -823,6 +863,54 @@ async fn heatmap(State(app): State<Arc<App>>, Params(args): Args) -> Result<Resp
             Ok(json_response(out))
         })
         .await
+}
+
+/// The sampling rate the samples show, per CPU: the sampling instants (distinct
+/// milliseconds) of one CPU in one second, the 90th percentile over the CPU-seconds that
+/// have samples (a CPU idle part of a second, or a second cut by the range, shows fewer);
+/// 0 without samples. Samples come in time order.
+fn sample_rate(samples: &[kflame_store::SamplePoint]) -> u32 {
+    // Per CPU: (its current second, the last millisecond seen, instants in the second).
+    let mut cpus: HashMap<u32, (i64, i64, u32)> = HashMap::new();
+    let mut histogram = [0u64; 1001];
+    for p in samples {
+        let ms = p.time_ns.div_euclid(1_000_000);
+        let sec = ms.div_euclid(1000);
+        let c = cpus.entry(p.cpu).or_insert((sec, i64::MIN, 0));
+        if c.0 != sec {
+            histogram[c.2.min(1000) as usize] += 1;
+            *c = (sec, i64::MIN, 0);
+        }
+        if c.1 != ms {
+            c.1 = ms;
+            c.2 += 1;
+        }
+    }
+    for (_, _, n) in cpus.into_values() {
+        histogram[n.min(1000) as usize] += 1;
+    }
+    histogram[0] = 0;
+    let seconds: u64 = histogram.iter().sum();
+    let mut below = 0;
+    for (n, count) in histogram.iter().enumerate() {
+        below += count;
+        if seconds > 0 && below * 10 >= seconds * 9 {
+            return n as u32;
+        }
+    }
+    0
+}
+
+/// The heat map's row height for a rate (`row_ms=auto`): at least two sampling periods,
+/// so that every row of a busy CPU's second holds samples (rows of half a period would
+/// draw the sampling instants as stripes), a divisor of 1000 ms, 10 ms at least.
+fn rows_for(rate_hz: u32) -> i64 {
+    const ROWS: [i64; 11] = [10, 20, 25, 40, 50, 100, 125, 200, 250, 500, 1000];
+    if rate_hz == 0 {
+        return 20;
+    }
+    let want = 2000.0 / f64::from(rate_hz);
+    ROWS.into_iter().find(|&r| r as f64 >= want).unwrap_or(1000)
 }
 
 /// Which hosts spend weight in stacks holding one frame (`Query::host_shares`): each host's
