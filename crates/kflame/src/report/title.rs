@@ -219,7 +219,9 @@ fn guilty_in(r: &Report) -> Option<(&Frame, Option<&'static str>)> {
             }
         }
     }
-    frames.iter().find(|f| !skip(f)).or_else(|| frames.first()).map(|f| (*f, None))
+    // Only machinery (a trace cut after `dump_stack`, an interleaved one): no guilty frame
+    // rather than a reporting function, which no title should name.
+    frames.iter().find(|f| !skip(f)).map(|f| (*f, None))
 }
 
 /// The stalled code: the frames after the interrupt that found the stall when `from_tick`
