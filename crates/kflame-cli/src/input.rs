@@ -126,6 +126,11 @@ impl Sample {
                 "it is a binary trace-cmd .dat file: turn it into text first, \
                  `trace-cmd report -i {name} | kflame collapse`"
             ),
+            // pprof and OTLP profiles are binary: read as one, their notes say what was
+            // skipped.
+            Content::Binary if matches!(read_as.format(), Format::Pprof | Format::Otlp) => {
+                return String::new();
+            }
             Content::Binary => "it looks like binary data, not text".to_string(),
             Content::Text(Some(f)) if f != read_as.format() => match read_as {
                 ReadAs::Folded if f == Format::PerfScript => {
@@ -168,6 +173,11 @@ mod tests {
         );
         assert_eq!(sample(b"a;b 1\n").hint(ReadAs::Folded), "");
         assert!(sample(&[0u8; 100]).hint(ReadAs::Folded).contains("binary"));
+        // A pprof profile is binary: read as one, it gets no hint that it is not text.
+        let pprof = b"\x0a\x04\x08\x01\x10\x02\x12\x06\x0a\x01\x01\x12\x01\x01\x00\xff";
+        assert!(sample(pprof).hint(ReadAs::Folded).contains("binary"));
+        assert_eq!(sample(pprof).hint(ReadAs::Detected(Format::Pprof)), "");
+        assert_eq!(sample(pprof).hint(ReadAs::Forced(Format::Otlp)), "");
         assert!(sample(b"\x17\x08\x44tracing6").hint(ReadAs::Folded).contains("trace-cmd report -i x"));
         assert!(sample(b"PERFILE2").hint(ReadAs::Folded).contains("kflame collapse x"));
     }

@@ -289,7 +289,13 @@ fn range_of(r: &Range) -> Result<(i64, i64, Kind), ToolError> {
 fn load(ctx: &Context, path: Option<&str>, range: Option<&Range>, what: &str) -> Result<Loaded, ToolError> {
     match (path, range) {
         (Some(p), None) => {
-            let input = input(ctx, p, what)?;
+            // The reader of another tool's profile stops at the server's time limit, as the
+            // answer does, rather than going on once the call is abandoned.
+            let limits = kflame::import::Limits {
+                deadline: std::time::Instant::now().checked_add(ctx.config().timeout),
+                ..kflame::import::Limits::default()
+            };
+            let input = input(ctx, p, what)?.with_limits(limits);
             if input.is_empty() {
                 return Err(ToolError::input(format!("{what} {p:?} is empty")));
             }

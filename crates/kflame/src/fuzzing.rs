@@ -39,6 +39,12 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("import_pprof", import_pprof),
     ("import_speedscope", import_speedscope),
     ("import_otlp", import_otlp),
+    ("detect", detect),
+    ("decompress", decompress),
+    ("symbols_elf", symbols_elf),
+    ("symbols_dwarf", symbols_dwarf),
+    ("kallsyms", kallsyms),
+    ("perf_map", perf_map),
 ];
 
 /// Stacks (in output order) and diagnostics of a run, for comparing runs.
@@ -332,17 +338,15 @@ pub fn scatter_events(data: &[u8]) {
     write_scatter_page(&mut out, &page, &opts).expect("writing to memory");
 }
 
-/// The bounds of the import readers under the fuzzer: within the replay test's memory limit.
-fn import_limits() -> crate::import::Limits {
-    crate::import::Limits { max_decompressed: 2 << 20, max_stack_bytes: 64 << 10, max_total_bytes: 4 << 20 }
-}
-
 /// Reads `data` with an import reader summed and in time order (the same total, the same
-/// error), and writes what it read back out through `export` and reads it again: the same
-/// stacks (unless the writer refuses the weights, which it may).
+/// error), with the limits the command line and the MCP server read with (a hostile file
+/// must end in bounded time and memory there, so it must here), and writes what it read
+/// back out through `export` and reads it again: the same stacks (unless the writer refuses
+/// the weights, which it may). A profile with no stack writes as an empty profile, which
+/// reads back as [`crate::import::ImportError::NoSamples`], as any empty profile does.
 fn import(kind: crate::import::Kind, export: crate::export::Format, data: &[u8]) {
-    use crate::import::read;
-    let limits = import_limits();
+    use crate::import::{ImportError, Limits, read};
+    let limits = Limits::default();
     let sorted = read(kind, data, false, &limits);
     let timed = read(kind, data, true, &limits);
     match (&sorted, &timed) {
@@ -356,7 +360,12 @@ fn import(kind: crate::import::Kind, export: crate::export::Format, data: &[u8])
     if crate::export::write(export, &profile, &mut out).is_err() {
         return;
     }
-    let again = read(kind, &out, false, &crate::import::Limits::default()).expect("reading what was written");
+    let again = read(kind, &out, false, &limits);
+    if got.stacks.is_empty() {
+        assert_eq!(again.err(), Some(ImportError::NoSamples), "an empty profile read back");
+        return;
+    }
+    let again = again.expect("reading what was written");
     let lines =
         |s: &Stacks| s.in_output_order().into_iter().map(|(s, w)| (s.to_vec(), w)).collect::<Vec<_>>();
     assert_eq!(lines(&again.stacks), lines(&got.stacks), "written and read back");
@@ -376,4 +385,112 @@ pub fn import_otlp(data: &[u8]) {
 /// speedscope files: as [`import_pprof`].
 pub fn import_speedscope(data: &[u8]) {
     import(crate::import::Kind::Speedscope, crate::export::Format::Speedscope, data);
+}
+
+/// Format detection on an arbitrary head: every format's score is at most 100, the format
+/// detected is one scoring above 0, and what an input is (`content`, for the command line's
+/// hints) is answered, never a panic.
+pub fn detect(data: &[u8]) {
+    use crate::collapse::{Format, content, detect};
+    let _ = content(data);
+    let _ = crate::collapse::looks_binary(data);
+    let scores: Vec<(Format, u8)> = Format::ALL.iter().map(|&f| (f, f.detect(data))).collect();
+    for (f, score) in &scores {
+        assert!(*score <= 100, "{f} scored {score}");
+    }
+    if let Some(f) = detect(data) {
+        assert!(scores.iter().any(|&(g, s)| g == f && s > 0), "{f} detected with a score of 0");
+    }
+}
+
+/// The decompression layer of [`crate::open`] (gzip, zstd, xz by magic number, or the bytes
+/// as they are): the head and up to 64 MiB of the rest read through, streamed (never held);
+/// an error says which decompression failed.
+pub fn decompress(data: &[u8]) {
+    use std::io::Read;
+    let check = |e: io::Error| {
+        let msg = e.to_string();
+        assert!(msg.contains("decompression failed"), "an error not naming its decoder: {msg}");
+    };
+    let input = match crate::open::Input::from_reader(
+        "fuzz".into(),
+        None,
+        Box::new(io::Cursor::new(data.to_vec())),
+    ) {
+        Ok(input) => input,
+        Err(e) => return check(e),
+    };
+    let _ = input.detect();
+    let head = input.head.len() as u64;
+    let (mut reader, mut buf, mut total) = (input.reader(), vec![0u8; 64 << 10], 0u64);
+    while total < 64 << 20 {
+        match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => total += n as u64,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return check(e),
+        }
+    }
+    assert!(total >= head, "the head is read again");
+}
+
+/// Addresses to look up in a symbol table read from `data`: both ends, and a few taken from
+/// the input itself.
+fn addresses(data: &[u8]) -> impl Iterator<Item = u64> + '_ {
+    let taken = data.chunks_exact(8).take(16).map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])));
+    [0, 1, 0x1000, u64::MAX].into_iter().chain(taken)
+}
+
+/// An ELF file's symbol tables (`.symtab`, `.dynsym`) and build id, read from memory: an
+/// error or a table, never a panic; every symbol found covers the address looked up.
+pub fn symbols_elf(data: &[u8]) {
+    use crate::symbols::ElfSymbols;
+    let _ = crate::symbols::read_build_id(data);
+    let Ok(table) = ElfSymbols::parse(data) else { return };
+    let _ = table.build_id();
+    for a in addresses(data) {
+        if let Some(s) = table.lookup(a) {
+            assert!(s.start <= a, "a symbol starting after the address looked up");
+        }
+    }
+}
+
+/// DWARF function names and inline chains (the `addr2line` path), read from an ELF image in
+/// memory: an error, nothing, or names, never a panic.
+pub fn symbols_dwarf(data: &[u8]) {
+    use crate::symbols::DwarfNames;
+    let Ok(Some(names)) = DwarfNames::parse(data) else { return };
+    for a in addresses(data) {
+        let _ = names.functions(a);
+        let _ = names.frames(a);
+    }
+}
+
+/// `/proc/kallsyms` text: parsed (malformed lines counted), looked up, never a panic; every
+/// symbol found covers the address looked up.
+pub fn kallsyms(data: &[u8]) {
+    use crate::symbols::Kallsyms;
+    let k = Kallsyms::parse(data);
+    let _ = (k.len(), k.skipped());
+    let _ = (k.end(), k.text_address());
+    for a in addresses(data) {
+        if let Some(s) = k.lookup(a) {
+            assert!(s.start <= a, "a symbol starting after the address looked up");
+        }
+        let _ = k.lookup_module(a);
+    }
+}
+
+/// JIT perf maps (`/tmp/perf-PID.map`): parsed, looked up and turned into a symbol table,
+/// never a panic.
+pub fn perf_map(data: &[u8]) {
+    use crate::symbols::PerfMap;
+    let map = PerfMap::parse(&String::from_utf8_lossy(data));
+    for a in addresses(data) {
+        let _ = map.lookup(a);
+    }
+    let table = map.to_symbols();
+    for a in addresses(data) {
+        let _ = table.lookup(a);
+    }
 }

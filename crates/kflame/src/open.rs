@@ -58,6 +58,10 @@ pub struct Input {
     pub head: Vec<u8>,
     /// True when the head is the whole input.
     pub complete: bool,
+    /// How it was compressed, if it was.
+    compression: Option<Compression>,
+    /// The bounds of the readers that take the input whole (other tools' profiles).
+    limits: Limits,
     rest: Box<dyn Read + Send>,
 }
 
@@ -85,7 +89,14 @@ impl Input {
         let mut head = Vec::with_capacity(HEAD_LEN);
         let complete = read_head(&mut reader, &mut head).map_err(cannot)?;
         let path = if compression.is_some() { None } else { path };
-        Ok(Input { name, path, head, complete, rest: reader })
+        Ok(Input { name, path, head, complete, compression, limits: Limits::default(), rest: reader })
+    }
+
+    /// This input read with `limits` when it is another tool's profile (a deadline, other
+    /// bounds) rather than [`Limits::default`].
+    pub fn with_limits(mut self, limits: Limits) -> Input {
+        self.limits = limits;
+        self
     }
 
     /// True when the input has no bytes at all (after decompression).
@@ -132,8 +143,20 @@ impl Input {
                     perf_data::collapse_file(&path, &opts, order).map_err(|e| err("perf.data ", &e))
                 }
                 None => {
-                    let mut data = Vec::new();
-                    self.reader().read_to_end(&mut data).map_err(|e| err("", &e))?;
+                    // Read whole: a pipe holds what its writer wrote, but a compressed file
+                    // can inflate without bound, so it is capped.
+                    let cap = self.compression.map(|c| (MAX_PERF_DATA_DECOMPRESSED, c));
+                    let data = read_capped(self.reader(), cap.map_or(usize::MAX, |c| c.0))
+                        .map_err(|e| err("", &e))?;
+                    let Some(data) = data else {
+                        let (cap, c) = cap.unwrap_or((0, Compression::Gzip));
+                        return Err(OpenError(format!(
+                            "reading perf.data {name}: more than {cap} bytes once {}-decompressed, the \
+                             limit of a compressed perf.data file (it is read into memory); decompress \
+                             it to a file first, which is mapped whatever its size",
+                            c.name()
+                        )));
+                    };
                     perf_data::collapse_bytes(&data, &opts, order).map_err(|e| err("perf.data ", &e))
                 }
             },
@@ -143,21 +166,28 @@ impl Input {
                     Kind::Speedscope => "speedscope file ",
                     Kind::Otlp => "OTLP profiles request ",
                 };
-                let mut data = Vec::new();
-                self.reader().read_to_end(&mut data).map_err(|e| err("", &e))?;
+                let limits = self.limits;
+                let cap = limits.max_decompressed;
+                let Some(data) = read_capped(self.reader(), cap).map_err(|e| err("", &e))? else {
+                    return Err(err(what, &import::ImportError::TooLargeDecompressed(cap)));
+                };
                 let time_order = order == Order::Time;
-                let got = import::read_sample_type(
-                    kind,
-                    &data,
-                    time_order,
-                    sample_type.as_deref(),
-                    &Limits::default(),
-                )
-                .map_err(|e| err(what, &e))?;
+                let got = import::read_sample_type(kind, &data, time_order, sample_type.as_deref(), &limits)
+                    .map_err(|e| err(what, &e))?;
                 Ok(Output { stacks: got.stacks, diag: got.diag, meta: got.meta })
             }
         }
     }
+}
+
+/// The largest perf.data read into memory from a compressed input: 1 GiB.
+pub const MAX_PERF_DATA_DECOMPRESSED: usize = 1 << 30;
+
+/// All of `r`, or `None` when it holds more than `cap` bytes (read no further than that).
+fn read_capped(r: impl Read, cap: usize) -> io::Result<Option<Vec<u8>>> {
+    let mut data = Vec::new();
+    r.take((cap as u64).saturating_add(1)).read_to_end(&mut data)?;
+    Ok(if data.len() > cap { None } else { Some(data) })
 }
 
 /// `e` and its causes, `: `-separated (as `anyhow` prints them with `{:#}`), a cause that

@@ -230,6 +230,12 @@ replay_tests!(
     import_pprof,
     import_speedscope,
     import_otlp,
+    detect,
+    decompress,
+    symbols_elf,
+    symbols_dwarf,
+    kallsyms,
+    perf_map,
 );
 
 /// The list above names every target of `kflame::fuzzing`.

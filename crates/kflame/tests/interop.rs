@@ -298,6 +298,12 @@ fn damaged_speedscope_is_an_error() {
     assert!(e.to_string().contains("samples but"), "{e}");
     let e = read(&good.replacen("\"weights\":[", "\"weights\":[1e999,", 1)).unwrap_err();
     assert!(matches!(e, ImportError::Json(_)), "{e}");
+    // A weight too large for a weight is said as it was written, not as 309 digits.
+    let (w, rest) = good.split_at(good.find("\"weights\":[").unwrap() + "\"weights\":[".len());
+    let first = &rest[..rest.find([',', ']']).unwrap()];
+    let huge = format!("{w}1e308{}", &rest[first.len()..]);
+    let e = read(&huge).unwrap_err().to_string();
+    assert!(e.contains("weight 1e308 ") && e.len() < 200, "{e}");
     let e = read(&good.replace("\"unit\":\"bytes\"", "\"unit\":\"furlongs\"")).unwrap_err();
     assert!(e.to_string().contains("furlongs"), "{e}");
     let none = good.replace("\"type\":\"sampled\"", "\"type\":\"sampled\",\"x\":0").replacen(

@@ -109,7 +109,11 @@ pub(crate) fn run(args: Args) -> Result<()> {
                 // damage). A valid text input with nothing to report (a clean kernel log) is
                 // not.
                 // What the reader skips: lines of text, records of a perf.data file.
-                let unit = if format == Format::PerfData { "damaged record" } else { "malformed line" };
+                let unit = match format {
+                    Format::PerfData => "damaged record",
+                    Format::Pprof | Format::Otlp | Format::Speedscope => "skipped sample",
+                    _ => "malformed line",
+                };
                 let only = match skipped {
                     0 => String::new(),
                     1 => format!(", only 1 {unit}"),

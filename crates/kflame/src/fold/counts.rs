@@ -26,6 +26,11 @@ impl StackCounts {
         }
     }
 
+    /// Adds `weight` to `stack`, taking the stack's bytes when it is new.
+    pub fn add_boxed(&mut self, stack: Box<[u8]>, weight: Weight) {
+        *self.map.entry(stack).or_default() += weight;
+    }
+
     /// Makes room for `additional` more distinct stacks.
     pub fn reserve(&mut self, additional: usize) {
         self.map.reserve(additional);

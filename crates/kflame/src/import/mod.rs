@@ -15,6 +15,8 @@ pub mod pprof;
 pub mod speedscope;
 
 use crate::diag::Diagnostics;
+use rustc_hash::FxHashMap;
+
 use crate::fold::{Meta, OrderedStacks, StackCounts, Stacks, Weight};
 
 /// Which reader.
@@ -28,23 +30,39 @@ pub enum Kind {
     Otlp,
 }
 
-/// Bounds on what a file may make a reader allocate.
+/// Bounds on what a file may make a reader allocate, and on how long it may take.
+///
+/// The defaults are what the command line and the MCP server read with, and what the fuzz
+/// targets read with: a hostile file of any kind ends in a few seconds and a few hundred MiB,
+/// with an error naming the limit it crossed.
 #[derive(Copy, Clone, Debug)]
 pub struct Limits {
-    /// A gzipped profile larger than this once decompressed is refused.
+    /// A profile larger than this once decompressed (it is read whole) is refused.
     pub max_decompressed: usize,
     /// A stack whose folded text is longer is skipped and counted.
     pub max_stack_bytes: usize,
-    /// All stacks' folded text together: a profile whose stacks need more is refused.
+    /// Folded text built in all (each distinct stack once, and once more per run of a
+    /// time-ordered profile): a profile whose stacks need more is refused.
     pub max_total_bytes: usize,
+    /// The reader stops with [`ImportError::TimedOut`] once this instant has passed.
+    pub deadline: Option<std::time::Instant>,
 }
+
+/// [`Limits::max_decompressed`] of the defaults: 64 MiB, several times the largest
+/// profiles Go, Parca or speedscope write, while their decoded form (a few times the bytes)
+/// stays in a few hundred MiB.
+pub const MAX_DECOMPRESSED: usize = 64 << 20;
+
+/// [`Limits::max_total_bytes`] of the defaults: 128 MiB of folded text.
+pub const MAX_TOTAL_BYTES: usize = 128 << 20;
 
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
-            max_decompressed: 4 << 30,
+            max_decompressed: MAX_DECOMPRESSED,
             max_stack_bytes: crate::text::MAX_LINE,
-            max_total_bytes: usize::MAX,
+            max_total_bytes: MAX_TOTAL_BYTES,
+            deadline: None,
         }
     }
 }
@@ -105,8 +123,17 @@ pub enum ImportError {
     #[error("the profile holds no samples")]
     NoSamples,
     /// The stacks need more memory than [`Limits::max_total_bytes`].
-    #[error("the profile's stacks take more than {0} bytes of folded text; refused")]
+    #[error(
+        "the profile's stacks take more than {0} bytes of folded text (the limit of an imported \
+         profile); refused"
+    )]
     TooLarge(usize),
+    /// The file is larger than [`Limits::max_decompressed`] once decompressed.
+    #[error("more than {0} bytes once decompressed (the limit of an imported profile); refused")]
+    TooLargeDecompressed(usize),
+    /// [`Limits::deadline`] passed before the reading ended.
+    #[error("reading stopped at its time limit")]
+    TimedOut,
 }
 
 /// Reads `bytes` with the reader of `kind`; stacks in file order when `time_order`, else
@@ -136,70 +163,157 @@ pub fn read_sample_type(
     }
 }
 
-/// Stacks being built, with the limits of [`Limits`] applied.
+/// Stacks being built, with the limits of [`Limits`] applied. Readers resolve each
+/// distinct stack of a file once (per location list, stack index, or open frame) into a
+/// slot, a stack of folded text interned here, and add weights to slots: a stack repeated
+/// by many samples is built once, not once per sample. Every byte of folded text built
+/// counts against [`Limits::max_total_bytes`], so that the work and the memory of a file are
+/// bounded whatever it repeats.
 pub(crate) struct Builder {
-    pub(crate) stacks: Stacks,
     pub(crate) diag: Diagnostics,
     limits: Limits,
-    total_bytes: usize,
-    buf: Vec<u8>,
+    time_order: bool,
+    built: usize,
+    slots: FxHashMap<Box<[u8]>, u32>,
+    /// Per slot: its text's length, weight, and whether anything was added to it.
+    info: Vec<(usize, Weight, bool)>,
+    /// Time order: (slot, weight) runs, consecutive equal slots merged.
+    runs: Vec<(u32, Weight)>,
+    ticks: u32,
 }
+
+/// The separator of frames in folded text.
+pub(crate) const SEP: u8 = b';';
 
 impl Builder {
     pub(crate) fn new(time_order: bool, limits: &Limits) -> Builder {
         Builder {
-            stacks: if time_order {
-                Stacks::Ordered(OrderedStacks::new())
-            } else {
-                Stacks::Counts(StackCounts::new())
-            },
             diag: Diagnostics::new(),
             limits: *limits,
-            total_bytes: 0,
-            buf: Vec::new(),
+            time_order,
+            built: 0,
+            slots: FxHashMap::default(),
+            info: Vec::new(),
+            runs: Vec::new(),
+            ticks: 0,
         }
     }
 
-    /// Adds the stack of `frames` (root first) with `weight`; `index` is the sample's
-    /// number for messages.
-    pub(crate) fn add<'a>(
-        &mut self,
-        index: u64,
-        frames: impl Iterator<Item = &'a str>,
-        weight: Weight,
-    ) -> Result<(), ImportError> {
-        self.buf.clear();
-        for (i, f) in frames.enumerate() {
-            if i > 0 {
-                self.buf.push(b';');
-            }
-            push_frame(&mut self.buf, f);
-            if self.buf.len() > self.limits.max_stack_bytes {
-                let max = self.limits.max_stack_bytes;
-                self.diag.skip("stack too long", index, || format!("a stack of at most {max} bytes"));
-                return Ok(());
-            }
+    /// The longest stack kept, in bytes of folded text.
+    pub(crate) fn max_stack(&self) -> usize {
+        self.limits.max_stack_bytes
+    }
+
+    /// Counts `bytes` of folded text built (a stack, a cached part of stacks) against
+    /// [`Limits::max_total_bytes`]; also where the deadline is looked at.
+    pub(crate) fn charge(&mut self, bytes: usize) -> Result<(), ImportError> {
+        self.built = self.built.saturating_add(bytes);
+        if self.built > self.limits.max_total_bytes {
+            return Err(ImportError::TooLarge(self.limits.max_total_bytes));
         }
-        if self.buf.is_empty() {
-            self.buf.extend_from_slice(b"[no stack]");
+        self.tick()
+    }
+
+    /// Fails once the deadline has passed (looked at every 256 calls).
+    pub(crate) fn tick(&mut self) -> Result<(), ImportError> {
+        self.ticks = self.ticks.wrapping_add(1);
+        if self.ticks.is_multiple_of(256)
+            && let Some(d) = self.limits.deadline
+            && std::time::Instant::now() >= d
+        {
+            return Err(ImportError::TimedOut);
         }
-        let new = self.stacks.len();
-        self.stacks.add(&self.buf, weight);
-        if self.stacks.len() > new {
-            self.total_bytes = self.total_bytes.saturating_add(self.buf.len());
-            if self.total_bytes > self.limits.max_total_bytes {
-                return Err(ImportError::TooLarge(self.limits.max_total_bytes));
+        Ok(())
+    }
+
+    /// The slot of the stack whose folded text is `text` (`[no stack]` when empty).
+    pub(crate) fn intern(&mut self, text: &[u8]) -> Result<u32, ImportError> {
+        let text: &[u8] = if text.is_empty() { b"[no stack]" } else { text };
+        self.charge(text.len())?;
+        if let Some(&s) = self.slots.get(text) {
+            return Ok(s);
+        }
+        let s = u32::try_from(self.info.len())
+            .map_err(|_| ImportError::Invalid("more than 2^32 distinct stacks".into()))?;
+        self.slots.insert(text.into(), s);
+        self.info.push((text.len(), Weight::ZERO, false));
+        Ok(s)
+    }
+
+    /// Adds `weight` to the stack of `slot`.
+    pub(crate) fn add(&mut self, slot: u32, weight: Weight) -> Result<(), ImportError> {
+        self.tick()?;
+        let Some(info) = self.info.get_mut(slot as usize) else {
+            return Err(ImportError::Invalid("internal: a stack slot out of range".into()));
+        };
+        info.2 = true;
+        if !self.time_order {
+            info.1 += weight;
+            return Ok(());
+        }
+        let len = info.0;
+        match self.runs.last_mut() {
+            Some((s, w)) if *s == slot => *w += weight,
+            _ => {
+                self.charge(len)?;
+                self.runs.push((slot, weight));
             }
         }
         Ok(())
     }
+
+    /// Counts the sample `index` as skipped for a stack longer than the limit.
+    pub(crate) fn too_long(&mut self, index: u64) {
+        let max = self.limits.max_stack_bytes;
+        self.diag.skip("stack too long", index, || format!("a stack of at most {max} bytes"));
+    }
+
+    /// The stacks: summed, or the runs in order.
+    pub(crate) fn finish(self) -> (Stacks, Diagnostics) {
+        if !self.time_order {
+            let mut counts = StackCounts::new();
+            counts.reserve(self.info.iter().filter(|i| i.2).count());
+            for (text, s) in self.slots {
+                let (_, w, used) = self.info[s as usize];
+                if used {
+                    counts.add_boxed(text, w);
+                }
+            }
+            return (Stacks::Counts(counts), self.diag);
+        }
+        let mut texts: Vec<Box<[u8]>> = vec![Box::default(); self.info.len()];
+        for (text, s) in self.slots {
+            texts[s as usize] = text;
+        }
+        let mut ordered = OrderedStacks::new();
+        for (s, w) in self.runs {
+            ordered.push(&texts[s as usize], w);
+        }
+        (Stacks::Ordered(ordered), self.diag)
+    }
+}
+
+/// The length of `name` as a frame of folded text ([`push_frame`]).
+pub(crate) fn frame_len(name: &str) -> usize {
+    if name.is_empty() { UNKNOWN.len() } else { name.len() }
+}
+
+/// The text of a frame without a name.
+const UNKNOWN: &[u8] = b"[unknown]";
+
+/// Appends `name` as the next frame of `buf` (after a separator unless `buf` is empty).
+pub(crate) fn push_next(buf: &mut Vec<u8>, name: &str) {
+    if !buf.is_empty() {
+        buf.push(SEP);
+    }
+    push_frame(buf, name);
 }
 
 /// A frame name as folded text: `;` (the frame separator) becomes `:`, line breaks become
 /// spaces, an empty name `[unknown]`.
 fn push_frame(buf: &mut Vec<u8>, name: &str) {
     if name.is_empty() {
-        buf.extend_from_slice(b"[unknown]");
+        buf.extend_from_slice(UNKNOWN);
         return;
     }
     buf.extend(name.bytes().map(|b| match b {

@@ -14,12 +14,15 @@
 //! Stacks list their locations leaf first; a location's lines are innermost first. Samples
 //! with a negative value or an index past a table are skipped and counted.
 
+use std::collections::HashMap;
+
 use prost::Message;
 
 use super::{Builder, ImportError, Imported, Limits};
 use crate::fold::{Meta, Unit, Weight};
 use crate::proto::opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceRequest;
 use crate::proto::opentelemetry::proto::common::v1::any_value;
+use crate::proto::opentelemetry::proto::profiles::v1development::{Location, ProfilesDictionary};
 
 /// Confidence 0-100 that `head` (decompressed, possibly cut anywhere) is an OTLP profiles
 /// export request: its first field is `resource_profiles` (1) or `dictionary` (2) holding
@@ -69,6 +72,7 @@ pub fn read(bytes: &[u8], time_order: bool, limits: &Limits) -> Result<Imported,
         return Err(ImportError::NoSamples);
     }
     let mut b = Builder::new(time_order, limits);
+    let mut parts: HashMap<i32, Part> = HashMap::new();
     let mut meta: Option<Meta> = None;
     let several = profiles.len() > 1;
     let mut index = 0u64;
@@ -104,12 +108,15 @@ pub fn read(bytes: &[u8], time_order: bool, limits: &Limits) -> Result<Imported,
             }
             _ => {}
         }
-        let mut frames: Vec<std::borrow::Cow<'_, str>> = Vec::new();
-        // In time order: (time, sample, weight) of each timed observation, added at the end.
-        let mut timed: Vec<(u64, usize, Weight)> = Vec::new();
-        let mut timed_stacks: Vec<(u64, Vec<std::borrow::Cow<'_, str>>)> = Vec::new();
-        'samples: for s in &p.samples {
+        // Each stack of the dictionary is made once per profile (its root frame differs
+        // between profiles), each location once: samples repeating them cost a lookup.
+        let mut slots: HashMap<i32, Option<u32>> = HashMap::new();
+        // In time order: (time, sample's index, slot, weight) of each timed observation,
+        // added at the end.
+        let mut timed: Vec<(u64, u64, u32, Weight)> = Vec::new();
+        for s in &p.samples {
             index += 1;
+            b.tick()?;
             let (n_values, n_times) = (s.values.len(), s.timestamps_unix_nano.len());
             if n_values > 0 && n_times > 0 && n_values != n_times {
                 b.diag.skip("values and time stamps differ", index, || {
@@ -130,50 +137,133 @@ pub fn read(bytes: &[u8], time_order: bool, limits: &Limits) -> Result<Imported,
             if weight.is_zero() {
                 continue;
             }
-            let bad = |what: &str, i: i32| format!("an index into the {what} table, found {i}");
-            let Some(stack) = usize::try_from(s.stack_index).ok().and_then(|i| d.stack_table.get(i)) else {
-                let i = s.stack_index;
-                b.diag.skip("bad index", index, || bad("stack", i));
+            let slot = match slots.get(&s.stack_index) {
+                Some(&slot) => slot,
+                None => {
+                    match stack_slot(d, s.stack_index, several.then_some(label.as_str()), &mut parts, &mut b)?
+                    {
+                        Ok(slot) => {
+                            slots.insert(s.stack_index, slot);
+                            slot
+                        }
+                        Err((what, i)) => {
+                            b.diag.skip("bad index", index, || {
+                                format!("an index into the {what} table, found {i}")
+                            });
+                            continue;
+                        }
+                    }
+                }
+            };
+            let Some(slot) = slot else {
+                b.too_long(index);
                 continue;
             };
-            frames.clear();
-            if several {
-                frames.push(label.as_str().into());
-            }
-            for &li in stack.location_indices.iter().rev() {
-                let Some(loc) = usize::try_from(li).ok().and_then(|i| d.location_table.get(i)) else {
-                    b.diag.skip("bad index", index, || bad("location", li));
-                    continue 'samples;
-                };
-                for line in loc.lines.iter().rev() {
-                    let f = usize::try_from(line.function_index).ok().and_then(|i| d.function_table.get(i));
-                    let Some(name) = f.and_then(|f| string(f.name_strindex)) else {
-                        let fi = line.function_index;
-                        b.diag.skip("bad index", index, || bad("function or string", fi));
-                        continue 'samples;
-                    };
-                    frames.push(name.into());
-                }
-                if loc.lines.is_empty() {
-                    frames.push(format!("0x{:x}", loc.address).into());
-                }
-            }
             if time_order && n_times > 0 {
-                let k = timed_stacks.len();
-                timed_stacks.push((index, frames.clone()));
-                timed.extend(s.timestamps_unix_nano.iter().enumerate().map(|(i, &t)| (t, k, value(i))));
+                timed.extend(
+                    s.timestamps_unix_nano.iter().enumerate().map(|(i, &t)| (t, index, slot, value(i))),
+                );
                 continue;
             }
-            b.add(index, frames.iter().map(|f| &**f), weight)?;
+            b.add(slot, weight)?;
         }
         // Stable: observations at the same time keep their file order.
-        timed.sort_by_key(|&(t, _, _)| t);
-        for (_, k, w) in timed {
-            let (index, frames) = &timed_stacks[k];
+        timed.sort_by_key(|&(t, _, _, _)| t);
+        for (_, _, slot, w) in timed {
             if !w.is_zero() {
-                b.add(*index, frames.iter().map(|f| &**f), w)?;
+                b.add(slot, w)?;
             }
         }
     }
-    Ok(Imported { stacks: b.stacks, meta: meta.unwrap_or_default(), diag: b.diag })
+    let (stacks, diag) = b.finish();
+    Ok(Imported { stacks, meta: meta.unwrap_or_default(), diag })
+}
+
+/// A location's frames as folded text (caller first), or why it gives none.
+enum Part {
+    Text(Box<[u8]>),
+    /// Longer than a stack may be: its length.
+    Long(usize),
+    /// An index past the function or string table.
+    Bad(i32),
+}
+
+/// The slot of stack `stack_index` of the dictionary under the root frame `label`, or
+/// `None` when it is longer than a stack may be; `Err((table, index))` for an index past a
+/// table. Locations are made once, into `parts`.
+#[allow(clippy::type_complexity)]
+fn stack_slot(
+    d: &ProfilesDictionary,
+    stack_index: i32,
+    label: Option<&str>,
+    parts: &mut HashMap<i32, Part>,
+    b: &mut Builder,
+) -> Result<Result<Option<u32>, (&'static str, i32)>, ImportError> {
+    let Some(stack) = usize::try_from(stack_index).ok().and_then(|i| d.stack_table.get(i)) else {
+        return Ok(Err(("stack", stack_index)));
+    };
+    let mut len = label.map_or(0, |l| super::frame_len(l) + 1);
+    for &li in stack.location_indices.iter().rev() {
+        let part = match parts.entry(li) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let Some(loc) = usize::try_from(li).ok().and_then(|i| d.location_table.get(i)) else {
+                    return Ok(Err(("location", li)));
+                };
+                e.insert(location_part(d, loc, b)?)
+            }
+        };
+        match part {
+            Part::Bad(fi) => return Ok(Err(("function or string", *fi))),
+            Part::Long(n) => len = len.saturating_add(*n + 1),
+            Part::Text(t) => len = len.saturating_add(t.len() + 1),
+        }
+    }
+    if len.saturating_sub(1) > b.max_stack() {
+        return Ok(Ok(None));
+    }
+    let mut buf = Vec::with_capacity(len);
+    if let Some(l) = label {
+        super::push_next(&mut buf, l);
+    }
+    for li in stack.location_indices.iter().rev() {
+        if let Some(Part::Text(t)) = parts.get(li) {
+            if !buf.is_empty() {
+                buf.push(super::SEP);
+            }
+            buf.extend_from_slice(t);
+        }
+    }
+    Ok(Ok(Some(b.intern(&buf)?)))
+}
+
+/// The frames of `loc`: its lines caller first, or its address when it has none; its length
+/// is known before it is built, so that a location longer than a stack costs no text.
+fn location_part(d: &ProfilesDictionary, loc: &Location, b: &mut Builder) -> Result<Part, ImportError> {
+    let name = |fi: i32| {
+        let f = usize::try_from(fi).ok().and_then(|i| d.function_table.get(i))?;
+        usize::try_from(f.name_strindex).ok().and_then(|i| d.string_table.get(i)).map(String::as_str)
+    };
+    let mut len = 0usize;
+    for line in &loc.lines {
+        let Some(n) = name(line.function_index) else { return Ok(Part::Bad(line.function_index)) };
+        len = len.saturating_add(super::frame_len(n) + 1);
+    }
+    if loc.lines.is_empty() {
+        let text = format!("0x{:x}", loc.address);
+        b.charge(text.len())?;
+        return Ok(Part::Text(text.into_bytes().into()));
+    }
+    let len = len - 1;
+    if len > b.max_stack() {
+        return Ok(Part::Long(len));
+    }
+    b.charge(len)?;
+    let mut text = Vec::with_capacity(len);
+    for line in loc.lines.iter().rev() {
+        if let Some(n) = name(line.function_index) {
+            super::push_next(&mut text, n);
+        }
+    }
+    Ok(Part::Text(text.into()))
 }

@@ -128,7 +128,7 @@ pub(crate) fn gunzip(bytes: &[u8], limit: usize) -> Result<std::borrow::Cow<'_, 
         .read_to_end(&mut out)
         .map_err(|e| ImportError::Gzip(e.to_string()))?;
     if out.len() > limit {
-        return Err(ImportError::Gzip(format!("more than {limit} bytes once decompressed; refused")));
+        return Err(ImportError::TooLargeDecompressed(limit));
     }
     Ok(std::borrow::Cow::Owned(out))
 }
@@ -187,9 +187,14 @@ pub fn read_sample_type(
         p.function.iter().map(|f| (f.id, string(f.name).unwrap_or(""))).collect();
     let locations: HashMap<u64, &pb::Location> = p.location.iter().map(|l| (l.id, l)).collect();
     let mut b = Builder::new(time_order, limits);
-    let mut frames: Vec<std::borrow::Cow<'_, str>> = Vec::new();
+    // Each location's frames are made once, each distinct list of locations into a stack
+    // once: samples repeating them cost a lookup.
+    let mut parts: HashMap<u64, Part> = HashMap::new();
+    let mut stacks: HashMap<&[u64], Option<u32>> = HashMap::new();
+    let mut buf = Vec::new();
     'samples: for (i, s) in p.sample.iter().enumerate() {
         let index = i as u64 + 1;
+        b.tick()?;
         if s.value.len() != types.len() {
             let n = types.len();
             b.diag.skip("wrong value count", index, || format!("{n} values, one per sample type"));
@@ -206,30 +211,103 @@ pub fn read_sample_type(
             continue;
         }
         let weight = Weight::from_u64(v as u64).saturating_mul(scale);
-        frames.clear();
-        for id in s.location_id.iter().rev() {
-            let Some(loc) = locations.get(id) else {
-                b.diag
-                    .skip("unknown location", index, || format!("a location id of the profile, found {id}"));
-                continue 'samples;
-            };
-            if loc.line.is_empty() {
-                frames.push(format!("0x{:x}", loc.address).into());
-            }
-            for line in loc.line.iter().rev() {
-                let Some(name) = functions.get(&line.function_id) else {
-                    let f = line.function_id;
-                    b.diag.skip("unknown function", index, || {
-                        format!("a function id of the profile, found {f}")
-                    });
-                    continue 'samples;
+        let slot = match stacks.get(&s.location_id[..]) {
+            Some(&slot) => slot,
+            None => {
+                let mut len = 0usize;
+                for id in s.location_id.iter().rev() {
+                    let part = match parts.get(id) {
+                        Some(part) => part,
+                        None => {
+                            let Some(loc) = locations.get(id) else {
+                                b.diag.skip("unknown location", index, || {
+                                    format!("a location id of the profile, found {id}")
+                                });
+                                continue 'samples;
+                            };
+                            let part = location_part(loc, &functions, &mut b)?;
+                            parts.entry(*id).or_insert(part)
+                        }
+                    };
+                    match part {
+                        Part::UnknownFunction(f) => {
+                            let f = *f;
+                            b.diag.skip("unknown function", index, || {
+                                format!("a function id of the profile, found {f}")
+                            });
+                            continue 'samples;
+                        }
+                        Part::Long(n) => len = len.saturating_add(n + 1),
+                        Part::Text(t) => len = len.saturating_add(t.len() + 1),
+                    }
+                }
+                let slot = if len.saturating_sub(1) > b.max_stack() {
+                    None
+                } else {
+                    buf.clear();
+                    for id in s.location_id.iter().rev() {
+                        if let Some(Part::Text(t)) = parts.get(id) {
+                            if !buf.is_empty() {
+                                buf.push(super::SEP);
+                            }
+                            buf.extend_from_slice(t);
+                        }
+                    }
+                    Some(b.intern(&buf)?)
                 };
-                frames.push((*name).into());
+                stacks.insert(&s.location_id, slot);
+                slot
             }
+        };
+        match slot {
+            Some(slot) => b.add(slot, weight)?,
+            None => b.too_long(index),
         }
-        b.add(index, frames.iter().map(|f| &**f), weight)?;
     }
-    Ok(Imported { stacks: b.stacks, meta, diag: b.diag })
+    let (stacks, diag) = b.finish();
+    Ok(Imported { stacks, meta, diag })
+}
+
+/// A location's frames as folded text (caller first), or why it gives none.
+enum Part {
+    Text(Box<[u8]>),
+    /// Longer than a stack may be: its length.
+    Long(usize),
+    /// A line names a function the profile does not have.
+    UnknownFunction(u64),
+}
+
+/// The frames of `loc`: its lines caller first, or its address when it has none; its length
+/// is known before it is built, so that a location longer than a stack costs no text.
+fn location_part(
+    loc: &pb::Location,
+    functions: &HashMap<u64, &str>,
+    b: &mut Builder,
+) -> Result<Part, ImportError> {
+    let mut len = 0usize;
+    for line in &loc.line {
+        let Some(name) = functions.get(&line.function_id) else {
+            return Ok(Part::UnknownFunction(line.function_id));
+        };
+        len = len.saturating_add(super::frame_len(name) + 1);
+    }
+    if loc.line.is_empty() {
+        let text = format!("0x{:x}", loc.address);
+        b.charge(text.len())?;
+        return Ok(Part::Text(text.into_bytes().into()));
+    }
+    let len = len - 1;
+    if len > b.max_stack() {
+        return Ok(Part::Long(len));
+    }
+    b.charge(len)?;
+    let mut text = Vec::with_capacity(len);
+    for line in loc.line.iter().rev() {
+        if let Some(name) = functions.get(&line.function_id) {
+            super::push_next(&mut text, name);
+        }
+    }
+    Ok(Part::Text(text.into()))
 }
 
 /// The unit and event of a `kflame unit=U event=E` comment.

@@ -13,6 +13,8 @@
 //! Errors: another `$schema`, JSON that is not this structure, a frame index past the
 //! shared frames, a negative or non-finite weight, unbalanced events, no samples at all.
 
+use std::collections::HashMap;
+
 use serde::Deserialize;
 
 use super::{Builder, ImportError, Imported, Limits, weight_of_f64};
@@ -114,7 +116,6 @@ pub fn read(bytes: &[u8], time_order: bool, limits: &Limits) -> Result<Imported,
     let mut index = 0u64;
     for (pi, p) in file.profiles.iter().enumerate() {
         let label = if p.name.is_empty() { format!("profile {}", pi + 1) } else { p.name.clone() };
-        let mut frames: Vec<&str> = Vec::new();
         let (u, scale) = unit(&p.unit)?;
         match &meta {
             None => meta = Some((u.clone(), label.clone())),
@@ -137,10 +138,30 @@ pub fn read(bytes: &[u8], time_order: bool, limits: &Limits) -> Result<Imported,
         let weigh = |v: f64| {
             weight_of_f64(v * scale).ok_or_else(|| {
                 ImportError::Invalid(format!(
-                    "profile {label:?}: weight {v} is not a finite non-negative number"
+                    "profile {label:?}: weight {v:?} is not a finite non-negative number of at most {:e}",
+                    u128::MAX as f64 / 1e9 / scale
                 ))
             })
         };
+        let root = if several { super::frame_len(&label) } else { 0 };
+        // The text of the stack of frames `f` (root first), or `None` when longer than a
+        // stack may be: the length is known before the text is built.
+        let build =
+            |b: &mut Builder, frames: &mut dyn Iterator<Item = &str>| -> Result<Option<u32>, ImportError> {
+                let names: Vec<&str> = frames.collect();
+                let len = names.iter().fold(root, |n, f| n.saturating_add(super::frame_len(f) + 1));
+                if len.saturating_sub(1) > b.max_stack() {
+                    return Ok(None);
+                }
+                let mut buf = Vec::with_capacity(len);
+                if several {
+                    super::push_next(&mut buf, &label);
+                }
+                for f in names {
+                    super::push_next(&mut buf, f);
+                }
+                b.intern(&buf).map(Some)
+            };
         match p.kind.as_str() {
             "sampled" => {
                 let samples = p.samples.as_deref().unwrap_or(&[]);
@@ -154,8 +175,11 @@ pub fn read(bytes: &[u8], time_order: bool, limits: &Limits) -> Result<Imported,
                         w.len()
                     )));
                 }
+                // Each distinct stack is made once: samples repeating it cost a lookup.
+                let mut slots: HashMap<&[u64], Option<u32>> = HashMap::new();
                 for (si, s) in samples.iter().enumerate() {
                     index += 1;
+                    b.tick()?;
                     let w = match weights {
                         Some(w) => weigh(w[si])?,
                         None => Weight::ONE,
@@ -163,48 +187,89 @@ pub fn read(bytes: &[u8], time_order: bool, limits: &Limits) -> Result<Imported,
                     if w.is_zero() {
                         continue;
                     }
-                    frames.clear();
-                    if several {
-                        frames.push(&label);
+                    let slot = match slots.get(&s[..]) {
+                        Some(&slot) => slot,
+                        None => {
+                            let names = s.iter().map(|&f| frame(f)).collect::<Result<Vec<_>, _>>()?;
+                            let slot = build(&mut b, &mut names.into_iter())?;
+                            slots.insert(s, slot);
+                            slot
+                        }
+                    };
+                    match slot {
+                        Some(slot) => b.add(slot, w)?,
+                        None => b.too_long(index),
                     }
-                    for &f in s {
-                        frames.push(frame(f)?);
-                    }
-                    b.add(index, frames.iter().copied(), w)?;
                 }
             }
             "evented" => {
-                let mut open: Vec<u64> = Vec::new();
+                // The open frames as nodes of a tree: (parent, frame) → node, each node made
+                // once and its stack built once, whatever the depth and the repeats.
+                struct Node {
+                    parent: usize,
+                    frame: u64,
+                    len: usize,
+                    slot: Option<Option<u32>>,
+                }
+                let mut nodes = vec![Node { parent: 0, frame: 0, len: root, slot: None }];
+                let mut children: HashMap<(usize, u64), usize> = HashMap::new();
+                let mut open: Vec<(u64, usize)> = Vec::new();
                 let mut last: Option<f64> = None;
                 for e in p.events.as_deref().unwrap_or(&[]) {
                     index += 1;
+                    b.tick()?;
                     if let Some(t) = last
-                        && !open.is_empty()
+                        && let Some(&(_, top)) = open.last()
                         && e.at > t
                     {
-                        frames.clear();
-                        if several {
-                            frames.push(&label);
+                        let slot = match nodes[top].slot {
+                            Some(slot) => slot,
+                            None => {
+                                let mut ids = Vec::new();
+                                let mut n = top;
+                                while n != 0 {
+                                    ids.push(nodes[n].frame);
+                                    n = nodes[n].parent;
+                                }
+                                let slot = if nodes[top].len > b.max_stack() {
+                                    None
+                                } else {
+                                    let names =
+                                        ids.iter().rev().map(|&f| frame(f)).collect::<Result<Vec<_>, _>>()?;
+                                    build(&mut b, &mut names.into_iter())?
+                                };
+                                nodes[top].slot = Some(slot);
+                                slot
+                            }
+                        };
+                        let w = weigh(e.at - t)?;
+                        match slot {
+                            Some(slot) => b.add(slot, w)?,
+                            None => b.too_long(index),
                         }
-                        for &f in &open {
-                            frames.push(frame(f)?);
-                        }
-                        b.add(index, frames.iter().copied(), weigh(e.at - t)?)?;
                     }
                     if last.is_some_and(|t| e.at < t) {
                         return Err(ImportError::Invalid(format!(
-                            "profile {label:?}: event {index} at {} goes back in time",
+                            "profile {label:?}: event {index} at {:?} goes back in time",
                             e.at
                         )));
                     }
                     last = Some(e.at);
                     match e.kind.as_str() {
                         "O" => {
-                            frame(e.frame)?;
-                            open.push(e.frame);
+                            let name = frame(e.frame)?;
+                            let parent = open.last().map_or(0, |&(_, n)| n);
+                            let next = nodes.len();
+                            let node = *children.entry((parent, e.frame)).or_insert(next);
+                            if node == next {
+                                let sep = usize::from(nodes[parent].len > 0);
+                                let len = nodes[parent].len.saturating_add(sep + super::frame_len(name));
+                                nodes.push(Node { parent, frame: e.frame, len, slot: None });
+                            }
+                            open.push((e.frame, node));
                         }
                         "C" => {
-                            if open.pop() != Some(e.frame) {
+                            if open.pop().map(|(f, _)| f) != Some(e.frame) {
                                 return Err(ImportError::Invalid(format!(
                                     "profile {label:?}: event {index} closes frame {} which is not the \
                                      innermost open frame",
@@ -227,9 +292,10 @@ pub fn read(bytes: &[u8], time_order: bool, limits: &Limits) -> Result<Imported,
             }
         }
     }
-    if b.stacks.is_empty() && b.diag.skipped() == 0 {
+    let (stacks, diag) = b.finish();
+    if stacks.is_empty() && diag.skipped() == 0 {
         return Err(ImportError::NoSamples);
     }
     let unit = meta.map(|(u, _)| u).unwrap_or_default();
-    Ok(Imported { stacks: b.stacks, meta: Meta::with_unit(unit), diag: b.diag })
+    Ok(Imported { stacks, meta: Meta::with_unit(unit), diag })
 }

@@ -108,6 +108,11 @@ impl DwarfNames {
     /// The functions at virtual address `addr` with what symbolizers that fall back on
     /// the symbol table need to know about them (see [`DwarfFrame`]), innermost first.
     pub fn frames(&self, addr: u64) -> Vec<DwarfFrame> {
+        // No range ends past the last address: none covers it (and the lookup would compute
+        // the end of a one-byte range there, which overflows).
+        if addr == u64::MAX {
+            return Vec::new();
+        }
         let unit = self.ctx.find_dwarf_and_unit(addr).skip_all_loads();
         let mut out = Vec::new();
         let Ok(mut frames) = self.ctx.find_frames(addr).skip_all_loads() else { return out };
