@@ -195,7 +195,27 @@ test('event markers open the capture\'s flame graph and the report\'s stack and 
   const capture = await page.evaluate(async (id) => (await (await fetch(`/api/profile?capture=${id}&format=folded`)).text()), cap.id);
   const capTotal = capture.trim().split('\n').filter((l) => !l.startsWith('#')).reduce((a, l) => a + +l.slice(l.lastIndexOf(' ') + 1), 0);
   assert.equal(await page.evaluate(() => kflameViewer.tree.total[0]), capTotal);
-  assert.match(await page.locator('.ks-panel-title').innerText(), /^Capture #1 \(cpu\)$/);
+  // The capture's range is the selection, as if brushed: header, brush and URL.
+  const capFrom = Math.floor(cap.time / 1e6), capTo = Math.ceil(cap.end / 1e6);
+  const utc = (ms) => new Date(ms).toISOString();
+  const rangeText = `${utc(capFrom).slice(0, 10)} ${utc(capFrom).slice(11, 19)} – ${utc(capTo).slice(11, 19)} UTC (${(capTo - capFrom) / 1000} s)`;
+  assert.equal(await page.locator('.ks-panel-title').innerText(), `Capture #1 (CPU), ${rangeText}`);
+  assert.equal(await page.locator('.ks-range').innerText(), rangeText);
+  assert.deepEqual(await page.evaluate(() => kflameServe.S.range), { from: capFrom, to: capTo });
+  const url = new URL(page.url()).searchParams;
+  assert.deepEqual([+url.get('from'), +url.get('to'), url.get('capture')], [capFrom, capTo, String(cap.id)]);
+  const brush = await page.evaluate(([a, b]) => {
+    const { brush } = kflameServe.D;
+    return { range: brush.range, left: parseFloat(brush.sel.style.left) - brush.toX(a), width: parseFloat(brush.sel.style.width) - (brush.toX(b) - brush.toX(a)) };
+  }, [capFrom, capTo]);
+  assert.deepEqual(brush.range, { from: capFrom, to: capTo });
+  assert.ok(Math.abs(brush.left) < 0.01 && Math.abs(brush.width) < 0.01, 'the brush covers the capture: ' + JSON.stringify(brush));
+  // A reload shows the capture again.
+  await page.reload();
+  await ready(page);
+  await page.waitForFunction(() => kflameServe.S.event && kflameServe.S.event.type === 'capture', null, { timeout: 10000 });
+  assert.equal(await page.evaluate(() => kflameViewer.tree.total[0]), capTotal);
+  assert.equal(await page.locator('.ks-range').innerText(), rangeText);
   // A range against the capture: the capture is the BEFORE side.
   await page.click('.ks-compare-capture');
   await page.waitForFunction(() => kflameViewer.meta.differential === true, null, { timeout: 10000 });
@@ -264,12 +284,40 @@ test('heat map: a rectangle of cells gives the flame graph of exactly those samp
   await page.waitForFunction(() => kflameServe.S.heat, null, { timeout: 10000 });
   const heat = await page.evaluate(() => kflameServe.S.heat);
   assert.equal(heat.columns, 60);
-  assert.equal(heat.rows, 50);
-  // Seconds 2..14, offsets 0..100 ms (rows 0..4): the burst of seconds 3 and 13 is in there.
+  // The history samples each CPU 19 times a second (tests/common/history.rs): rows of at
+  // least two periods (105 ms), the shortest such divisor of a second.
+  assert.equal(heat.rate_hz, 19);
+  assert.equal(1000 % heat.row_ms, 0);
+  assert.ok(heat.row_ms * 19 >= 2000, 'rows of two sampling periods at least: ' + heat.row_ms);
+  const shorter = [...Array(heat.row_ms).keys()].filter((d) => d >= 10 && 1000 % d === 0).pop();
+  assert.ok(shorter * 19 < 2000, `${shorter} ms rows would be shorter than two periods: the shortest rows that are not`);
+  assert.equal(heat.rows, 1000 / heat.row_ms);
+  // No stripes: every row of every whole second holds samples of both CPUs; at 20 ms rows,
+  // most rows of the same seconds are empty.
+  for (let c = 0; c < 60; c++) for (let r = 0; r < heat.rows; r++) assert.ok(heat.counts[c * heat.rows + r] >= 2 * 2, `cell ${c},${r}`);
+  const fine = await page.evaluate(async () => (await (await fetch('/api/heatmap?kind=cpu&from=1764000000000000000&to=1764000060000000000&row_ms=20')).json()));
+  const empty = fine.counts.filter((n) => n === 0).length;
+  assert.ok(empty >= fine.counts.length / 4, `20 ms rows at 19 Hz: ${empty} of ${fine.counts.length} cells empty`);
+  // Labelled axes: offsets down (round, in ms, 0 to 1000 at row boundaries), UTC clock
+  // times across (whole seconds at a round step, the date in the title).
+  const axes = await page.evaluate(() => kflameServe.S.heatmap.axes);
+  assert.equal(axes.offsets[0], 0);
+  assert.equal(axes.offsets[axes.offsets.length - 1], 1000);
+  assert.ok(axes.offsets.every((ms) => ms % heat.row_ms === 0), JSON.stringify(axes.offsets));
+  assert.match(axes.offsetTitle, /offset/);
+  assert.equal(axes.timeTitle, 'time (UTC, 2025-11-24), one column per second');
+  const steps = new Set(axes.times.slice(1).map((t, k) => t - axes.times[k]));
+  assert.equal(steps.size, 1);
+  const [step] = steps;
+  assert.ok([1, 2, 5, 10, 15, 30, 60].map((s) => s * 1000).includes(step), 'time step ' + step);
+  assert.ok(axes.times.every((t) => t % step === 0 && t >= 1764000000000 && t <= 1764000060000), JSON.stringify(axes.times));
+  assert.ok(axes.rowPx >= 3);
+  // Seconds 2..14, the first row (offsets up to 125 ms): the bursts of seconds 3 and 13 (in
+  // their first 100 ms) are in there.
   let want = 0;
-  for (let c = 2; c <= 14; c++) for (let r = 0; r <= 4; r++) want += heat.counts[c * heat.rows + r];
+  for (let c = 2; c <= 14; c++) want += heat.counts[c * heat.rows];
   const a = await page.evaluate(() => kflameServe.S.heatmap.pointOf(2, 0));
-  const b = await page.evaluate(() => kflameServe.S.heatmap.pointOf(14, 4));
+  const b = await page.evaluate(() => kflameServe.S.heatmap.pointOf(14, 0));
   const n = await loads(page);
   await page.mouse.move(a.x, a.y);
   await page.mouse.down();
@@ -279,6 +327,82 @@ test('heat map: a rectangle of cells gives the flame graph of exactly those samp
   assert.equal(await page.evaluate(() => kflameViewer.tree.total[0]), want);
   assert.ok(want > 12 * 5, 'the rectangle holds the bursts: ' + want);
   await screenshot(page, 'serve-heatmap');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('charts: the main ones open and short, the others one click away, round ticks clear of the titles', async () => {
+  const { page, problems } = await open();
+  const shown = () => page.locator('.ks-chart').evaluateAll((cs) => cs.filter((c) => !c.hidden).map((c) => c.dataset.chart));
+  assert.deepEqual(await shown(), ['cpu', 'mem', 'io', 'psi']);
+  assert.deepEqual(await page.locator('.ks-more-chart').evaluateAll((bs) => bs.map((b) => b.dataset.chart)), ['io-util']);
+  // The flame graph starts on the first screen of a 1280x900 window, with room to be seen.
+  const graph = await page.locator('.ks-viewer .kf-canvas').first().boundingBox();
+  assert.ok(graph.y < 900 - 250, 'the flame graph starts at ' + graph.y);
+  // Every chart's title sits above its plot (no tick label under it), and its ticks are
+  // round: 0 and equal steps of 1, 2 or 5 times a power of ten, in the unit of the labels,
+  // up to a top at or above the largest value drawn.
+  const charts = await page.evaluate(() => kflameServe.S.charts.filter((c) => !c.element.hidden).map((c) => {
+    const t = c.title.getBoundingClientRect(), p = c.canvas.getBoundingClientRect();
+    const drawn = c.stacked ? Math.max(...c.series[0].avg.map((_, i) => c.series.reduce((a, s) => a + (s.avg[i] || 0), 0)))
+      : Math.max(...c.series.flatMap((s) => s.max.filter((v) => v !== null)));
+    return { key: c.group.key, titleBottom: t.bottom, plotTop: p.top, ticks: c.ticks, labels: c.tickLabels, top: c.ymax, drawn };
+  }));
+  for (const c of charts) {
+    assert.ok(c.titleBottom <= c.plotTop + 0.5, `${c.key}: the title ends at ${c.titleBottom}, the plot starts at ${c.plotTop}`);
+    assert.ok(c.ticks.length >= 2 && c.ticks.length <= 6, `${c.key}: ${c.labels}`);
+    assert.equal(c.ticks[0], 0);
+    assert.equal(c.ticks[c.ticks.length - 1], c.top);
+    assert.ok(c.top >= c.drawn, `${c.key}: top ${c.top} under the data's ${c.drawn}`);
+    const nums = c.labels.map((l) => parseFloat(l)), unit = new Set(c.labels.map((l) => l.replace(/^[\d.]+ ?/, '')));
+    assert.equal(unit.size, 1, `${c.key}: one unit: ${c.labels}`);
+    const step = nums[1] - nums[0], mantissa = +(step / 10 ** Math.floor(Math.log10(step))).toFixed(6);
+    assert.ok([1, 2, 5].includes(mantissa), `${c.key}: step ${step}: ${c.labels}`);
+    nums.forEach((v, k) => assert.ok(Math.abs(v - k * step) < step * 1e-6, `${c.key}: ${c.labels}`));
+    // The label says the value: the tick divided by the label's number is the unit's size.
+    const scale = c.ticks[1] / step;
+    assert.ok([1, 1000, 1024, 1024 ** 2, 1024 ** 3, 1e6].some((u) => Math.abs(scale / u - 1) < 1e-9), `${c.key}: ${scale}`);
+  }
+  assert.ok(charts.some((c) => c.labels.some((l) => / [KMG]iB$/.test(l))), 'memory in binary units');
+  assert.ok(charts.some((c) => c.labels.includes('100 %')), 'shares in %');
+  // Another chart opens from "More charts" (and is in the URL); its title hides it again.
+  await page.click('.ks-more-chart[data-chart="io-util"]');
+  assert.deepEqual(await shown(), ['cpu', 'mem', 'io', 'io-util', 'psi']);
+  assert.equal(new URL(page.url()).searchParams.get('open'), 'cpu,mem,io,io-util,psi');
+  assert.ok(await page.evaluate(() => kflameServe.S.charts.find((c) => c.group.key === 'io-util').ticks.length >= 2), 'drawn when opened');
+  await page.reload();
+  await ready(page);
+  assert.deepEqual(await shown(), ['cpu', 'mem', 'io', 'io-util', 'psi']);
+  await page.click('.ks-chart[data-chart="io-util"] .ks-chart-title');
+  assert.deepEqual(await shown(), ['cpu', 'mem', 'io', 'psi']);
+  assert.equal(new URL(page.url()).searchParams.get('open'), null);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('a range\'s CPU profile says which captures it leaves out, and opens them', async () => {
+  const { page, problems } = await open('&vfrom=1764000000000&vto=1764000300000&from=1764000000000&to=1764000120000');
+  const events = await page.evaluate(async () => (await (await fetch('/api/events?from=1764000000000000000&to=1764000120000000000')).json()).events);
+  const caps = events.filter((e) => e.type === 'capture' && e.kind === 'cpu');
+  assert.equal(caps.length, 1);
+  const info = await page.evaluate(() => kflameServe.S.last.info);
+  assert.deepEqual(info.captures_apart, caps.map((c) => ({ id: c.id, host: c.host, start: c.time, end: c.end })));
+  // The viewer holds the always-on samples alone: those the heat map counts.
+  assert.equal((await totals(page)).viewer, (await totals(page)).heat);
+  const note = await page.locator('.ks-apart').innerText();
+  assert.match(note, /^The always-on CPU profile; 1 capture of this range \(#1\) sampled at its own rate and is kept apart/);
+  const n = await loads(page);
+  await page.click('.ks-open-capture[data-capture="1"]');
+  await reloaded(page, n);
+  const folded = await page.evaluate(async () => (await (await fetch('/api/profile?capture=1&format=folded')).text()));
+  const capTotal = folded.trim().split('\n').filter((l) => !l.startsWith('#')).reduce((a, l) => a + +l.slice(l.lastIndexOf(' ') + 1), 0);
+  assert.equal(await page.evaluate(() => kflameViewer.tree.total[0]), capTotal);
+  assert.deepEqual(await page.evaluate(() => kflameServe.S.range), { from: Math.floor(caps[0].time / 1e6), to: Math.ceil(caps[0].end / 1e6) });
+  assert.equal(new URL(page.url()).searchParams.get('capture'), '1');
+  assert.equal(await page.locator('.ks-apart').count(), 0, 'a capture\'s own profile leaves nothing out');
+  // Another kind has no always-on profile: nothing is said.
+  const off = await page.evaluate(async () => (await (await fetch('/api/profile?kind=offcpu&from=1764000000000000000&to=1764000120000000000')).json()).info);
+  assert.deepEqual(off.captures_apart, []);
   assert.deepEqual(problems, []);
   await page.close();
 });

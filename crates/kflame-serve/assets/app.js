@@ -5,7 +5,9 @@
  *
  * URL: ?from&to (the selection, ms since the epoch), vfrom&vto (the charts' span), kind,
  * cpu, cgroup (only that cgroup's samples), bfrom&bto (the comparison base), mode (flame |
- * diff | heat), charts (only these charts: cpu,mem,io,...), hosts (only these hosts, comma-
+ * diff | heat), charts (only these charts: cpu,mem,io,...), open (the charts drawn, the
+ * others being one click away under "More charts"; default: CPU, memory, IO and pressure),
+ * capture (the capture shown, whose range is the selection), hosts (only these hosts, comma-
  * separated; none: every host merged, the fleet); the viewer keeps its own state (search,
  * zoom, hide/focus) in the hash.
  *
@@ -26,6 +28,9 @@ const MS = 1e6;
 const KIND_NAMES = { cpu: 'CPU', offcpu: 'Off-CPU', mem: 'Memory bytes', syscalls: 'Syscalls', blocked: 'Blocked tasks' };
 const PRESETS = [['15 min', 15 * 60e3], ['1 h', 3600e3], ['24 h', 86400e3]];
 const HEAT_MAX_MS = 6 * 3600e3;
+/** The charts drawn when the URL names none: the rest wait under "More charts", so that the
+ * flame graph is on the first screen. */
+const DEFAULT_OPEN = ['cpu', 'mem', 'io', 'psi'];
 
 /** ms → the API's ns, exactly (ms are whole). */
 const ns = (ms) => (BigInt(Math.round(ms)) * 1000000n).toString();
@@ -60,6 +65,11 @@ function readUrl() {
   S.cpu = p.get('cpu') || '';
   S.cgroup = (p.get('cgroup') || '').startsWith('/') ? p.get('cgroup') : '';
   S.mode = ['flame', 'diff', 'heat'].includes(p.get('mode')) ? p.get('mode') : 'flame';
+  S.capture = num('capture');
+  const keys = S.groups.map((g) => g.key);
+  const open = p.has('open') ? p.get('open').split(',') : DEFAULT_OPEN;
+  S.open = new Set(keys.filter((k) => open.includes(k)));
+  if (!p.has('open') && S.open.size === 0) keys.slice(0, 2).forEach((k) => S.open.add(k));
   const known = S.info.hosts, chosen = (p.get('hosts') || '').split(',').filter((h) => known.includes(h));
   S.hosts = chosen.length < known.length ? [...new Set(chosen)].sort() : [];
   if (S.mode === 'diff' && !S.base) S.mode = 'flame';
@@ -78,6 +88,9 @@ function writeUrl() {
   if (S.hosts.length) p.set('hosts', S.hosts.join(','));
   if (S.base) { p.set('bfrom', r(S.base.from)); p.set('bto', r(S.base.to)); }
   if (S.mode !== 'flame') p.set('mode', S.mode);
+  if (S.capture !== null) p.set('capture', String(S.capture));
+  const open = S.groups.map((g) => g.key).filter((k) => S.open.has(k));
+  if (open.join(',') !== S.groups.map((g) => g.key).filter((k) => DEFAULT_OPEN.includes(k)).join(',')) p.set('open', open.join(','));
   const charts = new URLSearchParams(location.search).get('charts');
   if (charts) p.set('charts', charts);
   history.replaceState(null, '', location.pathname + '?' + p.toString() + location.hash);
@@ -99,8 +112,8 @@ function buildDom() {
     el('option', { value: '', text: 'all CPUs' }), ...cpus.map((l) => el('option', { value: l, text: l })));
   D.cpu.value = S.cpu;
   D.cpu.addEventListener('change', () => { S.cpu = D.cpu.value; writeUrl(); loadCharts(); });
-  D.cgroup = el('input', { class: 'ks-cgroup', type: 'text', spellcheck: 'false', size: '28',
-    placeholder: 'cgroup (all)', title: 'Only the samples of this cgroup and below it, e.g. /system.slice/foo.service; empty: all' });
+  D.cgroup = el('input', { class: 'ks-cgroup', type: 'text', spellcheck: 'false',
+    placeholder: 'cgroup (all)', size: '18', title: 'Only the samples of this cgroup and below it, e.g. /system.slice/foo.service; empty: all' });
   D.cgroup.value = S.cgroup;
   D.cgroup.addEventListener('change', () => {
     const v = D.cgroup.value.trim();
@@ -121,13 +134,14 @@ function buildDom() {
     el('span', { class: 'ks-sep' }), D.kind, D.cpu, D.cgroup, el('span', { class: 'ks-sep' }),
     button('Set base', 'Remember the selection as the comparison base', setBase, { class: 'ks-set-base' }),
     D.compare,
-    button('Heat map', 'Samples per second and 20 ms offset within it', () => { S.mode = S.mode === 'heat' ? 'flame' : 'heat'; changed(true); }, { class: 'ks-heat' }),
+    button('Heat map', 'Samples per second and offset within it (rows of at least two sampling periods)', () => { S.mode = S.mode === 'heat' ? 'flame' : 'heat'; changed(true); }, { class: 'ks-heat' }),
     button('Flame graph', 'The flame graph of the selection', () => { S.mode = 'flame'; S.event = null; changed(true); }, { class: 'ks-flame' }),
   );
   D.charts = el('div', { class: 'ks-charts' });
   D.overlay = el('div', { class: 'ks-overlay' });
   D.axis = el('canvas', { class: 'ks-axis' });
   D.events = el('div', { class: 'ks-events' });
+  D.more = el('div', { class: 'ks-more' });
   D.values = el('div', { class: 'ks-values', hidden: '' });
   D.chartArea = el('div', { class: 'ks-chart-area' }, D.charts, D.overlay);
   D.panelTitle = el('h2', { class: 'ks-panel-title' });
@@ -144,16 +158,36 @@ function buildDom() {
   const hostsEl = fleet ? buildHostPicker() : el('span', { class: 'ks-hosts', text: S.info.hosts.join(', ') });
   root.replaceChildren(
     el('header', { class: 'ks-header' }, el('h1', { text: 'kflame serve' }), hostsEl, D.rangeText, el('a', { href: '/scatter', class: 'ks-tab-scatter', text: 'Latency scatter' })),
-    toolbar, D.chartArea, D.axis, D.events, D.values,
+    toolbar, D.chartArea, D.axis, D.events, D.more, D.values,
     el('div', { class: 'ks-panel-head' }, D.panelTitle, D.downloads, D.frameHosts), D.panelNote, D.status, D.fhPanel, D.report, D.heat, D.viewer);
   S.charts = S.groups.map((g) => new Chart(g));
+  for (const c of S.charts) c.title.addEventListener('click', () => openChart(c.group.key, false));
   D.charts.replaceChildren(...S.charts.map((c) => c.element));
+  showOpen();
   D.brush = new Brush(D.overlay, (r, final) => { S.range = r; S.follow = false; changed(false, final); }, cursor);
   S.heatmap = new HeatMap(D.heat, heatSelect);
   window.addEventListener('resize', () => { drawCharts(); });
   document.addEventListener('click', (e) => {
     if (D.hostMenu && !D.hostMenu.hidden && !D.hostPicker.contains(e.target)) D.hostMenu.hidden = true;
   });
+}
+
+/** Shows the open charts and, under "More charts", a button for each other one. */
+function showOpen() {
+  for (const c of S.charts) c.element.hidden = !S.open.has(c.group.key);
+  const closed = S.charts.filter((c) => !S.open.has(c.group.key));
+  D.more.replaceChildren(...(closed.length ? [el('span', { class: 'ks-more-label', text: 'More charts:' }),
+    ...closed.map((c) => button(c.group.title, 'Show the ' + c.group.title + ' chart', () => openChart(c.group.key, true),
+      { class: 'ks-more-chart', 'data-chart': c.group.key }))] : []));
+}
+
+/** Opens or closes chart `key`. */
+function openChart(key, open) {
+  if (open) S.open.add(key);
+  else S.open.delete(key);
+  showOpen();
+  writeUrl();
+  drawCharts();
 }
 
 // ---- hosts ----------------------------------------------------------------------------------
@@ -289,7 +323,7 @@ function cursor(ms) {
   if (ms === null) { D.values.hidden = true; return; }
   D.values.hidden = false;
   const rows = [el('b', { text: fmtTime(ms, true) + ' UTC' })];
-  for (const c of S.charts) {
+  for (const c of S.charts.filter((c) => S.open.has(c.group.key))) {
     for (const [name, text, color] of c.valuesAt(ms)) {
       rows.push(el('span', { class: 'ks-val' }, el('i', { style: 'background:' + color }), name + ' ' + text));
     }
@@ -375,8 +409,8 @@ async function loadCharts(pending) {
 
 /** Every chart over the view, at the width read once (not after each other's changes). */
 function drawCanvases() {
-  const width = S.charts.length ? S.charts[0].canvas.clientWidth : 0;
-  for (const c of S.charts) c.draw(S.view, width);
+  const width = D.charts.clientWidth;
+  for (const c of S.charts) if (S.open.has(c.group.key)) c.draw(S.view, width);
 }
 
 function drawCharts() {
@@ -394,10 +428,16 @@ const EVENT_TEXT = {
 
 function drawEvents() {
   const w = D.events.clientWidth - PAD_LEFT - PAD_RIGHT, span = S.view.to - S.view.from;
+  const X = (ms) => PAD_LEFT + ((ms - S.view.from) / span) * w;
+  // A capture's time span, under its marker.
+  const spans = (S.events || []).filter((e) => e.type === 'capture').flatMap((e) => {
+    const a = Math.max(PAD_LEFT, X(e.time / MS)), b = Math.min(PAD_LEFT + w, X(e.end !== null ? e.end / MS : S.bounds.to));
+    return b < a ? [] : [el('div', { class: 'ks-capture-span', style: `left:${a}px;width:${Math.max(1, b - a)}px` })];
+  });
   let prev = -Infinity;
-  D.events.replaceChildren(el('span', { class: 'ks-events-label', text: 'Events' }), ...(S.events || []).map((e, k) => {
+  D.events.replaceChildren(el('span', { class: 'ks-events-label', text: 'Events' }), ...spans, ...(S.events || []).map((e, k) => {
     // Events at the same place sit side by side.
-    const x = Math.max(PAD_LEFT + ((e.time / MS - S.view.from) / span) * w, prev + 14);
+    const x = Math.max(X(e.time / MS), prev + 14);
     prev = x;
     const m = button('', fmtTime(e.time / MS, true) + ' UTC ' + e.host + ': ' + EVENT_TEXT[e.type](e), () => openEvent(e),
       { class: 'ks-marker ks-m-' + e.type, 'data-k': String(k), 'data-type': e.type, style: `left:${x - 6}px` });
@@ -406,8 +446,15 @@ function drawEvents() {
 }
 
 async function openEvent(e) {
-  S.event = e;
   S.mode = 'flame';
+  if (e.type !== 'report') {
+    const id = e.type === 'capture' ? e.id : ((S.events || []).find((c) => c.type === 'capture' && c.trigger === e.id) || {}).id;
+    if (id === undefined) { D.status.textContent = 'Cannot open the event: this trigger started no capture'; return; }
+    return openCapture(id, e);
+  }
+  S.event = e;
+  S.capture = null;
+  writeUrl();
   const seq = ++S.seq;
   D.heat.hidden = true;
   try {
@@ -420,16 +467,41 @@ async function openEvent(e) {
       D.downloads.hidden = true;
       return;
     }
-    const id = e.type === 'capture' ? e.id : ((S.events || []).find((c) => c.type === 'capture' && c.trigger === e.id) || {}).id;
-    if (id === undefined) throw new Error('this trigger started no capture');
-    const p = await api(`/api/profile?capture=${id}`);
+  } catch (err) {
+    D.status.textContent = 'Cannot open the event: ' + err.message;
+  }
+}
+
+/** Shows capture `id` (its marker `e`, or the trigger that started it, when known): its
+ * flame graph, and its range as the selection, as if brushed: header, brush and URL. */
+async function openCapture(id, e) {
+  S.mode = 'flame';
+  const seq = ++S.seq;
+  D.heat.hidden = true;
+  try {
+    const p = await api(`/api/profile?capture=${id}&prune=${prune()}`);
     if (seq !== S.seq) return;
-    show(p, `Capture #${id} (${p.info.kind})`, EVENT_TEXT[e.type](e) + `: ${p.samples} samples, ${fmtTime(p.info.from / MS, true)} to ${fmtTime(p.info.to / MS)} UTC `);
+    // A running capture's end is open: the newest data.
+    const from = Math.floor(p.info.from / MS), to = Math.max(from + 1, Math.min(Math.ceil(p.info.to / MS), S.bounds.to));
+    S.range = { from, to };
+    S.follow = false;
+    if (from < S.view.from || to > S.view.to) {
+      const pad = (to - from) * 0.1;
+      S.view = { from: Math.min(S.view.from, from - pad), to: Math.max(S.view.to, to + pad) };
+      loadCharts();
+    }
+    changed(false, false, false);
+    S.capture = id;
+    S.event = e || { type: 'capture', id };
+    writeUrl();
+    const what = e ? EVENT_TEXT[e.type](e) : `capture #${id}: ${p.info.kind}`;
+    show(p, `Capture #${id} (${KIND_NAMES[p.info.kind] || p.info.kind}), ${fmtTime(from, true)} – ${fmtTime(to)} UTC (${fmtSpan(to - from)})`,
+      `${what}: ${p.samples} samples at the capture's own rate` + prunedNote(p) + ' ');
     D.panelNote.append(button('Compare the selection with this capture', 'Differential flame graph: the selection against the capture',
       () => compareCapture(id), { class: 'ks-compare-capture' }));
     setDownloads(`capture=${id}`);
   } catch (err) {
-    D.status.textContent = 'Cannot open the event: ' + err.message;
+    if (seq === S.seq) D.status.textContent = 'Cannot open capture #' + id + ': ' + err.message;
   }
 }
 
@@ -493,8 +565,10 @@ function setDownloads(query) {
   }
 }
 
-/** The state changed: URL, range text, and (debounced while dragging) the panel. */
-function changed(now, final) {
+/** The state changed: URL, range text, and (debounced while dragging) the panel, unless
+ * `panel` is false (the caller fills it). */
+function changed(now, final, panel = true) {
+  S.capture = null;
   writeUrl();
   D.kind.value = S.kind;
   D.brush.set(S.view, S.range, S.base);
@@ -504,7 +578,7 @@ function changed(now, final) {
   setDownloads(rq);
   clearTimeout(S.timer);
   S.event = null;
-  if (!S.ready) return; // the first flame graph waits for the charts (main)
+  if (!S.ready || !panel) return; // the first flame graph waits for the charts (main)
   if (now || final) loadPanel();
   else S.timer = setTimeout(loadPanel, 120);
 }
@@ -543,7 +617,7 @@ async function loadPanel() {
       if (r.to - r.from > HEAT_MAX_MS) {
         S.heatmap.info.textContent = 'Select at most 6 h for the heat map.';
       } else {
-        const h = await api(`/api/heatmap?${rq}&row_ms=20`);
+        const h = await api(`/api/heatmap?${rq}&row_ms=auto`);
         if (seq !== S.seq) return;
         S.heatmap.set(h);
         S.heat = h;
@@ -554,9 +628,26 @@ async function loadPanel() {
     const p = await api(`/api/profile?${rq}&prune=${prune()}`);
     if (seq !== S.seq) return;
     show(p, 'Flame graph: ' + what, `${p.samples} samples` + prunedNote(p));
+    noteCapturesApart(p.info.captures_apart || []);
   } catch (e) {
     if (seq === S.seq) D.status.textContent = 'Cannot load the flame graph: ' + e.message;
   }
+}
+
+/** A range's CPU profile is the always-on one: the captures of the range (their own,
+ * higher rate over the same seconds) are left out. Says so, with a button for each. */
+function noteCapturesApart(list) {
+  if (!list.length) return;
+  const ids = list.map((c) => '#' + c.id).join(', ');
+  const shown = list.slice(0, 5);
+  D.panelNote.append(el('div', { class: 'ks-apart' },
+    `The always-on ${KIND_NAMES[S.kind]} profile; ${list.length === 1 ? '1 capture' : list.length + ' captures'} of this range (${ids}) ` +
+    `sampled at ${list.length === 1 ? 'its' : 'their'} own rate and ${list.length === 1 ? 'is' : 'are'} kept apart: `,
+    ...shown.map((c) => button(`Open capture #${c.id}`,
+      `${fmtTime(c.start / MS, true)} – ${c.end === null ? 'running' : fmtTime(c.end / MS)} UTC on ${c.host}: its flame graph, its range selected`,
+      () => openCapture(c.id, (S.events || []).find((e) => e.type === 'capture' && e.id === c.id)),
+      { class: 'ks-open-capture', 'data-capture': String(c.id) })),
+    list.length > shown.length ? ` and ${list.length - shown.length} more (their markers under the charts)` : ''));
 }
 
 /** A heat map rectangle: the flame graph of exactly those samples. */
@@ -618,11 +709,13 @@ async function main() {
   // fresh browser): as wide as the window less the page's padding, which is what they get.
   const first = askCharts(window.innerWidth - 24 - PAD_LEFT - PAD_RIGHT);
   first.catch(() => {}); // reported by loadCharts
+  const capture = S.capture;
   buildDom();
   changed(true);
   await loadCharts(first);
   S.ready = true;
-  loadPanel();
+  if (capture !== null) openCapture(capture, (S.events || []).find((e) => e.type === 'capture' && e.id === capture));
+  else loadPanel();
   if (S.info.live) live();
 }
 

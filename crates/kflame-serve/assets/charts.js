@@ -2,7 +2,9 @@
  * range brush. Times are milliseconds since the epoch (UTC) here; the API's nanoseconds are
  * converted at its door (app.js). No data is ever put into the DOM as markup. */
 
-const PAD_LEFT = 64, PAD_RIGHT = 12, HEIGHT = 104, AXIS = 22;
+const PAD_LEFT = 64, PAD_RIGHT = 12, HEIGHT = 64, AXIS = 22;
+/** Free pixels above a chart's top value and below its zero: room for their tick labels. */
+const TOP = 6, BOTTOM = 5;
 /** Stacking order of the CPU shares, as mpstat prints them; other cpu.* names follow. */
 const CPU_ORDER = ['usr', 'nice', 'sys', 'iowait', 'irq', 'soft', 'softirq', 'steal', 'guest', 'gnice'];
 const COLORS = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
@@ -44,6 +46,46 @@ function fmtValue(v, unit) {
   while (x >= base && k < units.length - 1) { x /= base; k++; }
   const suffix = unit === 'B' || unit === 'B/s' ? ' ' + units[k] + unit : (units[k] ? units[k] : '') + (unit ? ' ' + unit : '');
   return (v < 0 ? '-' : '') + (x >= 100 ? x.toFixed(0) : x.toFixed(x >= 10 ? 1 : 2)) + suffix;
+}
+
+const BINARY = ['', 'Ki', 'Mi', 'Gi', 'Ti', 'Pi'], DECIMAL = ['', 'k', 'M', 'G', 'T', 'P'];
+
+/** The scale of a chart whose values reach `max` (≥ 0) in `unit`, with about `n` intervals:
+ * a round top and ticks in steps of 1, 2 or 5 times a power of ten of the unit they are
+ * written in (bytes in KiB, MiB, GiB...; counts in k, M...; ms, or s from a second up;
+ * percentages as they are), and each tick's label, as precise as the step needs.
+ * `{ top, ticks: [value], labels: [text] }`. */
+function niceScale(max, unit, n = 3) {
+  const bytes = unit === 'B' || unit === 'B/s';
+  let div = 1, suffix = unit ? ' ' + unit : '';
+  if (bytes || unit === '') {
+    const base = bytes ? 1024 : 1000, names = bytes ? BINARY : DECIMAL;
+    let k = 0;
+    // The unit of the step: ticks 1, 2, 3 GiB, not 0.5, 1.0, 1.5 GiB.
+    while (max / n / div >= base && k < names.length - 1) { div *= base; k++; }
+    suffix = bytes ? ' ' + names[k] + unit : names[k];
+  } else if (unit === 'ms' && max / n >= 1000) {
+    div = 1000;
+    suffix = ' s';
+  }
+  const m = max / div;
+  let step = 1, top = 1;
+  if (m > 0 && Number.isFinite(m)) {
+    const raw = m / n, mag = Math.pow(10, Math.floor(Math.log10(raw)));
+    step = [1, 2, 5, 10].map((f) => f * mag).find((s) => s >= raw * (1 - 1e-9));
+    top = Math.ceil(m / step - 1e-9) * step;
+  } else if (unit === '%') {
+    step = 5;
+    top = 10;
+  }
+  const digits = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
+  const ticks = [], labels = [];
+  for (let k = 0; k * step <= top * (1 + 1e-9); k++) {
+    const v = k * step;
+    ticks.push(v * div);
+    labels.push((v === 0 ? '0' : v.toFixed(digits)) + suffix);
+  }
+  return { top: top * div, ticks, labels };
 }
 
 /** Shares of a whole among `kflame watch`'s metrics whose names do not say so (their
@@ -175,8 +217,9 @@ class Chart {
     this.series = [];
     this.canvas = el('canvas', { class: 'ks-chart-canvas' });
     this.legend = el('div', { class: 'ks-legend' });
+    this.title = el('button', { type: 'button', class: 'ks-chart-title', text: group.title, title: 'Hide this chart (it goes to “More charts” below)' });
     this.element = el('div', { class: 'ks-chart', 'data-chart': group.key },
-      el('div', { class: 'ks-chart-title', text: group.title }), this.legend, this.canvas);
+      el('div', { class: 'ks-chart-head' }, this.title, this.legend), this.canvas);
   }
 
   /** Sets the series (the API's `layout=columns`: {name, label, t0 (ns), t (ms after t0),
@@ -217,8 +260,8 @@ class Chart {
     const g = c.getContext('2d');
     g.setTransform(dpr, 0, 0, dpr, 0, 0);
     g.clearRect(0, 0, this.width, HEIGHT);
-    const top = 18, bottom = HEIGHT - 4, h = bottom - top;
-    // The scale: stacked shares sum, lines their largest max.
+    const top = TOP, bottom = HEIGHT - BOTTOM, h = bottom - top;
+    // The scale: stacked shares sum, lines their largest max; then rounded up to a tick.
     let ymax = 0;
     if (this.stacked) {
       const n = this.series[0] ? this.series[0].avg.length : 0;
@@ -228,10 +271,13 @@ class Chart {
       for (const s of this.series) for (const v of s.max) if (v > ymax) ymax = v;
       if (this.group.unit === '%') ymax = Math.max(ymax, 10);
     }
-    ymax = ymax || 1;
+    const scale = niceScale(ymax, this.series[0] ? this.series[0].unit : this.group.unit, Math.max(2, Math.round(h / 18)));
+    ymax = scale.top;
     this.ymax = ymax;
+    this.ticks = scale.ticks;
+    this.tickLabels = scale.labels;
     const y = (v) => bottom - (v / ymax) * h;
-    const left = PAD_LEFT, right = this.width - PAD_RIGHT, grid = [0, 0.5, 1].map((f) => ymax * f);
+    const left = PAD_LEFT, right = this.width - PAD_RIGHT, grid = scale.ticks;
     // Dense series (a point for two pixels or more, what a chart asks for) are drawn pixel by
     // pixel; sparser ones as paths through their points.
     if (this.series.length > 0 && this.series.every((s) => s.t.length * 2 >= right - left)) {
@@ -242,7 +288,8 @@ class Chart {
     g.fillStyle = '#666';
     g.font = '10px sans-serif';
     g.textAlign = 'right';
-    for (const v of grid) g.fillText(fmtValue(v, this.series[0] ? this.series[0].unit : this.group.unit), PAD_LEFT - 4, y(v) + 3);
+    g.textBaseline = 'middle';
+    grid.forEach((v, k) => g.fillText(scale.labels[k], PAD_LEFT - 4, Math.min(HEIGHT - 5, Math.max(5, y(v)))));
   }
 
   /** A dense chart in whole pixels: a point fills the columns of its time, to the next
@@ -387,7 +434,9 @@ function drawAxis(canvas, view) {
     g.moveTo(x + 0.5, 0);
     g.lineTo(x + 0.5, 5);
     g.stroke();
-    g.fillText(fmtTime(t, step >= 86400000), x, 16);
+    // The labels stay within the canvas.
+    const text = fmtTime(t, step >= 86400000), half = g.measureText(text).width / 2;
+    g.fillText(text, Math.min(w - half - 1, Math.max(PAD_LEFT, x)), 16);
   }
   g.textAlign = 'left';
   g.fillText('UTC', 4, 16);
@@ -509,4 +558,4 @@ class Brush {
   }
 }
 
-export { Brush, Chart, PAD_LEFT, PAD_RIGHT, drawAxis, el, fmtSpan, fmtTime, fmtValue, groupMetrics };
+export { Brush, Chart, PAD_LEFT, PAD_RIGHT, drawAxis, el, fmtSpan, fmtTime, fmtValue, groupMetrics, niceScale };
