@@ -64,6 +64,17 @@ test('the scatter tab lists the stored capture and opens its events', async () =
   const i = await page.evaluate(() => kflameScatter.point);
   assert.equal(await page.evaluate((k) => kflameScatter.d[k], i), dur);
   assert.equal(await page.evaluate(() => kflameScatter.pointViewer.tree.total[0]), dur);
+  // Times read as UTC clock times: the event's start, and the plot's 0 s (the first event)
+  // with its date. (Text: 19-digit times do not fit a JSON number.)
+  const [[start]] = sql('SELECT CAST(time_ns AS TEXT) FROM events ORDER BY duration_ns DESC LIMIT 1');
+  const [[firstNs]] = sql('SELECT CAST(MIN(time_ns) AS TEXT) FROM events');
+  const utc = (ns) => {
+    const t = BigInt(ns), iso = new Date(Number(t / 1000000000n) * 1000).toISOString();
+    return { date: iso.slice(0, 10), clock: iso.slice(11, 19) + '.' + String(t % 1000000000n).padStart(9, '0') };
+  };
+  const s0 = utc(start), f0 = utc(firstNs);
+  assert.match(await page.textContent('dd.sc-start'), new RegExp(`^${s0.clock} UTC, ${s0.date} \\(`));
+  assert.match(await page.textContent('.sc-time-origin'), new RegExp(`${f0.date} ${f0.clock} UTC`));
   await screenshot(page, 'serve-scatter-tab');
   assert.deepEqual(problems, []);
   await page.close();
