@@ -266,7 +266,9 @@ class Chart {
     if (this.stacked) {
       const n = this.series[0] ? this.series[0].avg.length : 0;
       for (let i = 0; i < n; i++) ymax = Math.max(ymax, this.series.reduce((a, s) => a + (s.avg[i] || 0), 0));
-      ymax = Math.max(100, ymax);
+      // One host's shares stack to 100 % (idle is the rest): a sum a little over it is the
+      // rounding of /proc/stat's ticks, clipped rather than scaled to 150 %.
+      ymax = ymax < 110 ? 100 : ymax;
     } else {
       for (const s of this.series) for (const v of s.max) if (v > ymax) ymax = v;
       if (this.group.unit === '%') ymax = Math.max(ymax, 10);
