@@ -180,13 +180,33 @@ impl Input {
     }
 }
 
-/// The largest perf.data read into memory from a compressed input: 1 GiB.
-pub const MAX_PERF_DATA_DECOMPRESSED: usize = 1 << 30;
+/// The largest perf.data read into memory from a compressed input: 256 MiB (its buffer grows
+/// to twice that at most).
+pub const MAX_PERF_DATA_DECOMPRESSED: usize = 256 << 20;
 
 /// All of `r`, or `None` when it holds more than `cap` bytes (read no further than that).
+/// The buffer grows by an eighth at a time rather than doubling, so that it ends near what
+/// was read and the cap, not twice it.
 fn read_capped(r: impl Read, cap: usize) -> io::Result<Option<Vec<u8>>> {
+    let mut r = r.take((cap as u64).saturating_add(1));
     let mut data = Vec::new();
-    r.take((cap as u64).saturating_add(1)).read_to_end(&mut data)?;
+    loop {
+        let start = data.len();
+        let chunk = 64 << 10;
+        if data.capacity() < start + chunk {
+            data.reserve_exact((start / 8).max(chunk));
+        }
+        data.resize(start + chunk, 0);
+        match r.read(&mut data[start..]) {
+            Ok(0) => {
+                data.truncate(start);
+                break;
+            }
+            Ok(n) => data.truncate(start + n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => data.truncate(start),
+            Err(e) => return Err(e),
+        }
+    }
     Ok(if data.len() > cap { None } else { Some(data) })
 }
 
