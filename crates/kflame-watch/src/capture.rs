@@ -60,6 +60,8 @@ pub fn config(kind: CaptureKind, length: Duration) -> Config {
         naming: Naming::default(),
         keep_events: kind == CaptureKind::Syscalls,
         keep_samples: kind != CaptureKind::Blocked,
+        // A second recorder beside the always-on one, with caches of its own.
+        caches: Default::default(),
     }
 }
 

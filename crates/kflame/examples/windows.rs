@@ -31,6 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         naming: Naming::default(),
         keep_events: false,
         keep_samples: false,
+        caches: Default::default(),
     };
     let stop = Arc::new(AtomicBool::new(false));
     let mut recorder = Recorder::start(&config, stop)?;

@@ -29,6 +29,7 @@ fn cpu_config(naming: Naming) -> Config {
         naming,
         keep_events: false,
         keep_samples: false,
+        caches: Default::default(),
     }
 }
 

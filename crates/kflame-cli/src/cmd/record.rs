@@ -270,6 +270,7 @@ impl Args {
             naming,
             keep_events,
             keep_samples: false,
+            caches: Default::default(),
         })
     }
 }

@@ -193,6 +193,27 @@ pub struct Config {
     /// task, cgroup, weight and the index of its stack in [`Recording::sample_stacks`]),
     /// cheap enough for a recorder that never stops; `Mode::Blocked` snapshots have none.
     pub keep_samples: bool,
+    /// Bytes the caches kept from one window to the next may take.
+    pub caches: CacheBudget,
+}
+
+/// Bytes the caches of a recorder may take, whatever runs on the machine (a recorder that
+/// samples programs linked to large libraries keeps their symbol tables).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheBudget {
+    /// Symbol tables of the files sampled, with the names looked up in them (names of
+    /// large string tables stay in their files): past it, the least recently used tables
+    /// are dropped whole (one table larger than this is kept alone while used).
+    pub symbols: usize,
+    /// Frame names by address: emptied when they grow past it.
+    pub names: usize,
+}
+
+impl Default for CacheBudget {
+    /// 24 MiB of symbol tables, 8 MiB of frame names.
+    fn default() -> CacheBudget {
+        CacheBudget { symbols: sym::Symbolizer::DEFAULT_BUDGET, names: stacks::NameCache::BUDGET }
+    }
 }
 
 impl Default for Config {
@@ -209,6 +230,7 @@ impl Default for Config {
             naming: Naming::default(),
             keep_events: false,
             keep_samples: false,
+            caches: CacheBudget::default(),
         }
     }
 }
@@ -273,8 +295,10 @@ impl Stats {
 
 /// The caches a [`Recorder`] keeps from one window to the next ([`Recorder::caches`]),
 /// bounded for recordings that run for days: tasks are forgotten a window after they exit,
-/// a file's symbols after [`Recorder::FILE_IDLE_WINDOWS`] windows unused, and a cache that
-/// still outgrows its bound (exits lost with a full ring buffer) starts over.
+/// a file's symbols after [`Recorder::FILE_IDLE_WINDOWS`] windows unused (or sooner, least
+/// recently used first, to keep them within [`CacheBudget::symbols`] bytes), and a cache
+/// that still outgrows its bound (exits lost with a full ring buffer; frame names past
+/// [`CacheBudget::names`] bytes) starts over.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Caches {
     /// Thread names kept.
@@ -295,8 +319,16 @@ pub struct Caches {
     /// Address spaces forgotten (their process exited: its generations before the exit,
     /// those before an `execve` too).
     pub forgotten_address_spaces: u64,
-    /// Files forgotten (unused for a while).
+    /// Files forgotten (unused for a while, or to keep their tables within
+    /// [`CacheBudget::symbols`]).
     pub forgotten_files: u64,
+    /// Bytes taken by the symbol tables of files and the names looked up in them.
+    pub symbol_bytes: usize,
+    /// Bytes taken by the frame names kept.
+    pub name_bytes: usize,
+    /// Names that could not be read from their file (truncated or rewritten since its
+    /// symbols were read; the frames are named `[file]`, the table read again).
+    pub unreadable_names: u64,
     /// Times a cache was emptied for outgrowing its bound.
     pub resets: u64,
     /// Times `/proc/kallsyms` was read again: kernel addresses had gone unnamed (a module

@@ -88,8 +88,6 @@ pub struct Recorder {
     stats_then: Vec<Stats>,
     sym: Option<Symbolizer>,
     names: NameCache,
-    /// Times the name cache was emptied for growing past its bound.
-    name_resets: u64,
 }
 
 impl Recorder {
@@ -103,6 +101,7 @@ impl Recorder {
         validate(config)?;
         let (target, notes) = resolve(&config.target)?;
         let config = Config { target, ..config.clone() };
+        let names_budget = config.caches.names;
         let snapshots = config.modes.iter().find_map(|m| match m {
             Mode::Blocked { every } => Some(Snapshots::new(*every, &config)),
             _ => None,
@@ -161,8 +160,7 @@ impl Recorder {
             ring_then: Counters::default(),
             stats_then: vec![Stats::default(); kinds],
             sym: None,
-            names: NameCache::default(),
-            name_resets: 0,
+            names: NameCache::with_budget(names_budget),
         };
         if one_snapshot {
             // `--blocked` alone, one snapshot: taken at once.
@@ -301,7 +299,8 @@ impl Recorder {
                     }
                 }
                 None => {
-                    let sym = Symbolizer::new(); // read now: modules loaded meanwhile are named
+                    let mut sym = Symbolizer::new(); // read now: modules loaded meanwhile are named
+                    sym.set_budget(self.config.caches.symbols);
                     if !sym.has_kernel_symbols() {
                         self.notes.push(
                             "kernel symbols are hidden (/proc/kallsyms shows zero addresses: run as root \
@@ -313,9 +312,7 @@ impl Recorder {
                 }
             }
         }
-        if self.names.trim() {
-            self.name_resets += 1;
-        }
+        self.names.trim();
         let mut out = Vec::with_capacity(self.config.modes.len());
         for (i, mode) in self.config.modes.iter().enumerate() {
             let (mut r, total) = match mode {
@@ -371,8 +368,11 @@ impl Recorder {
             forgotten_threads: t.pruned_threads,
             forgotten_address_spaces: t.pruned_maps,
             forgotten_files: self.sym.as_ref().map_or(0, |s| s.pruned_files),
+            symbol_bytes: self.sym.as_ref().map_or(0, Symbolizer::bytes),
+            name_bytes: self.names.bytes(),
+            unreadable_names: self.sym.as_ref().map_or(0, |s| s.unreadable_names),
             kallsyms_reloads: self.sym.as_ref().map_or(0, |s| s.kallsyms_reloads),
-            resets: t.overflows + self.name_resets,
+            resets: t.overflows + self.names.resets(),
         }
     }
 

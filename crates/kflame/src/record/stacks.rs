@@ -306,27 +306,60 @@ fn task_frame(raw: &RawStack, naming: Naming) -> Vec<u8> {
 }
 
 /// Frame names by address, kept across windows so that each address is symbolized once
-/// (bounded: emptied when it grows past [`NameCache::LIMIT`] entries, for recorders that run
-/// for days).
-#[derive(Default)]
+/// (bounded by bytes: emptied when it grows past its budget, [`NameCache::BUDGET`] by
+/// default, for recorders that run for days).
 pub(crate) struct NameCache {
     kernel: FxHashMap<u64, Box<[u8]>>,
     /// Addresses in mapped files, by process generation. Addresses outside any file (JIT
     /// code, whose `/tmp/perf-PID.map` grows while recording) are named again each window.
     user: FxHashMap<(u32, u32, u64), Box<[u8]>>,
+    /// Bytes held by `kernel` and by `user` (names, keys, table slots).
+    kernel_bytes: usize,
+    user_bytes: usize,
+    budget: usize,
+    resets: u64,
+}
+
+impl Default for NameCache {
+    fn default() -> NameCache {
+        NameCache::with_budget(NameCache::BUDGET)
+    }
 }
 
 impl NameCache {
-    /// Entries kept at most (about 100 MiB of names at worst).
-    pub(crate) const LIMIT: usize = 1 << 20;
+    /// Bytes the names take at most by default: some 100k frames of 40-byte names.
+    pub(crate) const BUDGET: usize = 8 << 20;
 
-    /// Empties the cache if it grew past [`NameCache::LIMIT`]; says whether it did.
+    /// What an entry costs besides its name's bytes: key, box, hash table slot.
+    const KERNEL_ENTRY: usize = 8 + 16 + 8;
+    const USER_ENTRY: usize = 16 + 16 + 8;
+
+    /// An empty cache of at most `budget` bytes.
+    pub(crate) fn with_budget(budget: usize) -> NameCache {
+        NameCache {
+            kernel: FxHashMap::default(),
+            user: FxHashMap::default(),
+            kernel_bytes: 0,
+            user_bytes: 0,
+            budget,
+            resets: 0,
+        }
+    }
+
+    /// Empties the cache if it grew past its budget (counted in
+    /// [`resets`](Self::resets)); says whether it did. Called after every name added, so
+    /// that one long window (a whole `record` named at its end) keeps the bound too.
     pub(crate) fn trim(&mut self) -> bool {
-        let full = self.len() > Self::LIMIT;
+        let full = self.bytes() > self.budget;
         if full {
-            *self = NameCache::default();
+            *self = NameCache { resets: self.resets + 1, ..NameCache::with_budget(self.budget) };
         }
         full
+    }
+
+    /// Times the cache was emptied for growing past its budget.
+    pub(crate) fn resets(&self) -> u64 {
+        self.resets
     }
 
     /// Names kept.
@@ -334,9 +367,15 @@ impl NameCache {
         self.kernel.len() + self.user.len()
     }
 
+    /// Bytes the names kept take.
+    pub(crate) fn bytes(&self) -> usize {
+        self.kernel_bytes + self.user_bytes
+    }
+
     /// Forgets the kernel frame names (kallsyms was read again).
     pub(crate) fn forget_kernel(&mut self) {
         self.kernel.clear();
+        self.kernel_bytes = 0;
     }
 
     /// Forgets the user-space names of the processes that exited: those of pid `p` with a
@@ -346,7 +385,15 @@ impl NameCache {
             return;
         }
         let ended: FxHashMap<u32, u32> = ended.iter().copied().collect();
-        self.user.retain(|(pid, g, _), _| ended.get(pid).is_none_or(|below| g >= below));
+        let mut freed = 0;
+        self.user.retain(|(pid, g, _), name| {
+            let keep = ended.get(pid).is_none_or(|below| g >= below);
+            if !keep {
+                freed += name.len() + Self::USER_ENTRY;
+            }
+            keep
+        });
+        self.user_bytes -= freed;
     }
 }
 
@@ -360,8 +407,14 @@ struct Namer<'a> {
 
 impl Namer<'_> {
     fn kernel(&mut self, ip: u64) -> Vec<u8> {
-        let (sym, annotate) = (&*self.sym, self.annotate_kernel);
-        self.cache.kernel.entry(ip).or_insert_with(|| kernel_frame(sym, ip, annotate).into()).to_vec()
+        if let Some(name) = self.cache.kernel.get(&ip) {
+            return name.to_vec();
+        }
+        let name = kernel_frame(self.sym, ip, self.annotate_kernel);
+        self.cache.kernel_bytes += name.len() + NameCache::KERNEL_ENTRY;
+        self.cache.kernel.insert(ip, name.clone().into());
+        self.cache.trim();
+        name
     }
 
     fn user(&mut self, raw: &RawStack, ip: u64) -> Vec<u8> {
@@ -371,7 +424,9 @@ impl Namer<'_> {
         }
         let (name, in_file) = user_frame(self.sym, self.tasks, raw, ip);
         if in_file {
+            self.cache.user_bytes += name.len() + NameCache::USER_ENTRY;
             self.cache.user.insert(key, name.clone().into());
+            self.cache.trim();
         }
         name
     }
@@ -399,7 +454,7 @@ fn user_frame(sym: &mut Symbolizer, tasks: &Tasks, raw: &RawStack, ip: u64) -> (
     let in_file = map.is_some_and(|m| !m.object.is_empty());
     let name = match map {
         Some(m) if !m.object.is_empty() => sym.user(raw.pid, m, ip),
-        _ => sym.jit(raw.pid, ip).map(std::borrow::Cow::Borrowed),
+        _ => sym.jit(raw.pid, ip),
     };
     if let Some(name) = name {
         let mut f = name.as_bytes().to_vec();

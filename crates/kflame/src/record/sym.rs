@@ -3,25 +3,34 @@
 //! file (loaded once per file, as the process sees it), JIT code through
 //! `/tmp/perf-PID.map`. Names follow perf's rules and are demangled as perf shows them.
 
-use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::symbols::{self, ElfSymbols, Kallsyms, PerfMap};
+use crate::symbols::{self, FileSymbols, Kallsyms, PerfMap};
 
 /// One executable mapping of a process (from `/proc/PID/maps` or a `MMAP2` record); the
 /// object is the mapped path.
 pub(crate) type Mapping = symbols::Mapping<Vec<u8>>;
 
-/// Resolves addresses to function names, caching ELF files.
-#[derive(Default)]
+/// Resolves addresses to function names, caching the symbol tables of ELF files within a
+/// budget of bytes.
 pub(crate) struct Symbolizer {
     kernel: Kallsyms,
     /// False when kallsyms shows no address (`kptr_restrict`, or unreadable).
     kernel_visible: bool,
-    /// Symbols of each file (by path), and the window that last used them.
-    files: FxHashMap<Vec<u8>, (Option<ElfSymbols>, u64)>,
+    /// Symbols of each file (by path), with the names asked for so far.
+    files: FxHashMap<Vec<u8>, File>,
+    /// Bytes held by `files` (tables, names, keys).
+    bytes: usize,
+    /// Bytes `files` may hold: past it, the least recently used tables are dropped whole.
+    budget: usize,
+    /// Tables of `files` that keep their file open (names read on demand).
+    open_files: usize,
+    /// Lookups made (the clock of least recent use).
+    tick: u64,
+    /// Names of string tables larger than this stay in their files.
+    names_in_memory: u64,
     /// `/tmp/perf-PID.map` of each process (JIT compilers write them).
     jit: FxHashMap<u32, PerfMap>,
     /// Windows named so far.
@@ -34,8 +43,38 @@ pub(crate) struct Symbolizer {
     kernel_read_at: u64,
     /// Times kallsyms was read again.
     pub(crate) kallsyms_reloads: u64,
-    /// Files forgotten so far.
+    /// Files forgotten so far (unused for long, or to keep within the budget).
     pub(crate) pruned_files: u64,
+    /// Names that could not be read from their file (truncated or rewritten since its
+    /// table was read; the table is dropped and read again when next used).
+    pub(crate) unreadable_names: u64,
+}
+
+/// One file's symbols (or the failure to read them) as the symbolizer keeps them.
+struct File {
+    syms: Option<FileSymbols>,
+    /// The window that last used it.
+    used: u64,
+    /// The lookup that last used it.
+    tick: u64,
+    /// Demangled names of its symbols looked up so far, by symbol index (one lookup in the
+    /// file, one demangling, for every process that maps it).
+    names: FxHashMap<u32, Box<str>>,
+    /// Bytes held, the path that keys it included.
+    bytes: usize,
+}
+
+impl File {
+    /// What an entry of `names` costs besides its text (key, box, hash table slot).
+    const NAME_OVERHEAD: usize = 32;
+    /// What a file costs besides its table and names.
+    const OVERHEAD: usize = 128;
+}
+
+impl Default for Symbolizer {
+    fn default() -> Symbolizer {
+        Symbolizer::with_budget(Symbolizer::DEFAULT_BUDGET)
+    }
 }
 
 impl Symbolizer {
@@ -50,6 +89,43 @@ impl Symbolizer {
         let kernel = Kallsyms::parse(text.as_bytes());
         let kernel_visible = addresses_shown(&text);
         Symbolizer { kernel, kernel_visible, ..Symbolizer::default() }
+    }
+
+    /// Bytes the symbol tables of files and their names take at most by default: the two
+    /// largest libraries of a Rust toolchain (`librustc_driver`, `libLLVM`, 340k symbols)
+    /// take some 17 MiB with their names left in their files.
+    pub(crate) const DEFAULT_BUDGET: usize = 24 << 20;
+
+    /// Tables that keep their file open at most (a descriptor each).
+    pub(crate) const OPEN_FILES: usize = 256;
+
+    /// A symbolizer without kernel symbols whose file tables take at most `budget` bytes
+    /// (a single table larger than that is kept alone while it is used).
+    pub(crate) fn with_budget(budget: usize) -> Symbolizer {
+        Symbolizer {
+            kernel: Kallsyms::default(),
+            kernel_visible: false,
+            files: FxHashMap::default(),
+            bytes: 0,
+            budget,
+            open_files: 0,
+            tick: 0,
+            names_in_memory: FileSymbols::NAMES_IN_MEMORY,
+            jit: FxHashMap::default(),
+            window: 0,
+            kernel_missed: Default::default(),
+            kernel_unnamed: FxHashSet::default(),
+            kernel_read_at: 0,
+            kallsyms_reloads: 0,
+            pruned_files: 0,
+            unreadable_names: 0,
+        }
+    }
+
+    /// Sets the budget of the file tables (see [`with_budget`](Self::with_budget)).
+    pub(crate) fn set_budget(&mut self, budget: usize) {
+        self.budget = budget;
+        self.shrink_to_budget(None);
     }
 
     /// True when kernel addresses can be named.
@@ -107,19 +183,81 @@ impl Symbolizer {
     }
 
     /// The function at user address `addr` inside `map` of process `pid`, demangled.
-    pub(crate) fn user(&mut self, pid: u32, map: &Mapping, addr: u64) -> Option<Cow<'_, str>> {
+    pub(crate) fn user(&mut self, pid: u32, map: &Mapping, addr: u64) -> Option<&str> {
         if !map.object.starts_with(b"/") {
             return None; // [vdso], anonymous memory, ...
         }
-        let window = self.window;
+        self.tick += 1;
+        let (window, tick) = (self.window, self.tick);
         if !self.files.contains_key(&map.object) {
             let path = PathBuf::from(String::from_utf8_lossy(&map.object).into_owned());
-            self.files.insert(map.object.clone(), (load(pid, &path), window));
+            let syms = load(pid, &path, self.names_in_memory);
+            let table = syms.as_ref().map_or(0, FileSymbols::heap_bytes);
+            let bytes = table + map.object.len() + File::OVERHEAD;
+            self.open_files += usize::from(syms.as_ref().is_some_and(FileSymbols::names_in_file));
+            self.bytes += bytes;
+            self.files.insert(
+                map.object.clone(),
+                File { syms, used: window, tick, names: FxHashMap::default(), bytes },
+            );
+            self.shrink_to_budget(Some(&map.object));
         }
-        let entry = self.files.get_mut(&map.object)?;
-        entry.1 = window;
-        let syms = entry.0.as_ref()?;
-        Some(symbols::demangle(syms.lookup(map.file_offset(addr))?.name))
+        let file = self.files.get_mut(&map.object)?;
+        (file.used, file.tick) = (window, tick);
+        let syms = file.syms.as_ref()?;
+        let index = syms.symbol_index(map.file_offset(addr))?;
+        let key = u32::try_from(index).ok()?;
+        if let std::collections::hash_map::Entry::Vacant(slot) = file.names.entry(key) {
+            let Ok(raw) = syms.symbol(index)?.1 else {
+                // Truncated or rewritten under the table: read it again next time.
+                self.unreadable_names += 1;
+                let object = map.object.clone();
+                self.drop_file(&object);
+                return None;
+            };
+            let name: Box<str> = symbols::demangle(&raw).into();
+            let bytes = name.len() + File::NAME_OVERHEAD;
+            slot.insert(name);
+            file.bytes += bytes;
+            self.bytes += bytes;
+            let object = map.object.clone();
+            self.shrink_to_budget(Some(&object));
+        }
+        self.files.get(&map.object)?.names.get(&key).map(|n| &**n)
+    }
+
+    /// Forgets the file of `path` (its table, its names).
+    fn drop_file(&mut self, path: &[u8]) {
+        if let Some(f) = self.files.remove(path) {
+            self.bytes -= f.bytes;
+            self.open_files -= usize::from(f.syms.as_ref().is_some_and(FileSymbols::names_in_file));
+            self.pruned_files += 1;
+        }
+    }
+
+    /// Drops the least recently used tables, whole, while the tables take more than the
+    /// budget or keep more than [`Symbolizer::OPEN_FILES`] files open; never `keep` (the
+    /// table in use).
+    fn shrink_to_budget(&mut self, keep: Option<&[u8]>) {
+        while self.bytes > self.budget || self.open_files > Self::OPEN_FILES {
+            let over_files = self.open_files > Self::OPEN_FILES;
+            let victim = self
+                .files
+                .iter()
+                .filter(|(k, _)| Some(k.as_slice()) != keep)
+                .filter(|(_, f)| !over_files || f.syms.as_ref().is_some_and(FileSymbols::names_in_file))
+                .min_by_key(|(_, f)| f.tick)
+                .map(|(k, _)| k.clone());
+            match victim {
+                Some(path) => self.drop_file(&path),
+                None => break,
+            }
+        }
+    }
+
+    /// Bytes the file tables and their names take.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// Files whose symbols are kept at most.
@@ -131,20 +269,20 @@ impl Symbolizer {
     /// to them while they run, so each window reads them again) and the symbols of files
     /// no stack used in the last [`Symbolizer::IDLE_WINDOWS`] windows (of programs that
     /// ran once, or libraries replaced by an upgrade); past [`Symbolizer::FILES`] files,
-    /// the least recently used go first.
+    /// the least recently used go first (as they do past the budget of bytes).
     pub(crate) fn next_window(&mut self) {
         self.jit.clear();
         self.window += 1;
-        let before = self.files.len();
         let oldest = self.window.saturating_sub(Self::IDLE_WINDOWS);
-        self.files.retain(|_, (_, used)| *used >= oldest);
-        if self.files.len() > Self::FILES {
-            let mut used: Vec<u64> = self.files.values().map(|(_, u)| *u).collect();
-            used.sort_unstable();
-            let keep_from = used[used.len() - Self::FILES];
-            self.files.retain(|_, (_, u)| *u >= keep_from);
+        let mut old: Vec<(u64, Vec<u8>)> = self.files.iter().map(|(k, f)| (f.used, k.clone())).collect();
+        old.sort_unstable();
+        let excess = old.len().saturating_sub(Self::FILES);
+        for (i, (used, path)) in old.into_iter().enumerate() {
+            if used >= oldest && i >= excess {
+                break;
+            }
+            self.drop_file(&path);
         }
-        self.pruned_files += (before - self.files.len()) as u64;
     }
 
     /// Files whose symbols (or failure to read them) are kept.
@@ -173,11 +311,13 @@ fn addresses_shown(text: &str) -> bool {
 
 /// The file as the process sees it (its root may differ), else as we see it. Separate debug
 /// files are looked up by build id on this machine.
-fn load(pid: u32, path: &Path) -> Option<ElfSymbols> {
+fn load(pid: u32, path: &Path, names_in_memory: u64) -> Option<FileSymbols> {
     let rel = path.strip_prefix("/").unwrap_or(path);
     let in_root = Path::new("/proc").join(pid.to_string()).join("root").join(rel);
     let debug_root = Path::new("/");
-    ElfSymbols::open(&in_root, debug_root).or_else(|_| ElfSymbols::open(path, debug_root)).ok()
+    FileSymbols::open_with(&in_root, debug_root, names_in_memory)
+        .or_else(|_| FileSymbols::open_with(path, debug_root, names_in_memory))
+        .ok()
 }
 
 #[cfg(test)]
@@ -222,6 +362,97 @@ mod tests {
         assert_eq!(s.files(), 1);
         assert!(s.files.contains_key(&b"/nonexistent/a"[..]));
         assert_eq!(s.pruned_files, 1);
+    }
+
+    /// A file's path and the start and demangled name of each of its symbols.
+    type Named = (Vec<u8>, Vec<(u64, String)>);
+
+    /// Copies of the fixture binaries under distinct paths, with the names (demangled)
+    /// and start of every symbol, as tables with names in memory give them.
+    fn fixture_files(dir: &Path, copies: usize) -> Vec<Named> {
+        let bin =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/perf-data/symfs/opt/kflame-demo/bin");
+        std::fs::create_dir_all(dir).unwrap();
+        let mut out = Vec::new();
+        let mut entries: Vec<_> = std::fs::read_dir(&bin).unwrap().map(|e| e.unwrap().path()).collect();
+        entries.sort();
+        for c in 0..copies {
+            for src in &entries {
+                let path = dir.join(format!("{}-{c}", src.file_name().unwrap().to_str().unwrap()));
+                std::fs::copy(src, &path).unwrap();
+                let syms = symbols::ElfSymbols::open(&path, Path::new("/nonexistent")).unwrap();
+                let mut named = Vec::new();
+                let mut offset = 0u64;
+                while let Some(next) = next_symbol(&syms, offset) {
+                    let sym = syms.lookup(next).unwrap();
+                    named.push((next, symbols::demangle(sym.name).into_owned()));
+                    offset = next + 1;
+                }
+                out.push((path.to_str().unwrap().as_bytes().to_vec(), named));
+            }
+        }
+        out
+    }
+
+    /// The first file offset at or after `from` where a symbol starts (by lookups).
+    fn next_symbol(syms: &symbols::ElfSymbols, from: u64) -> Option<u64> {
+        (from..from + 0x10000).find(|&o| syms.lookup(o).is_some_and(|s| s.start == o))
+    }
+
+    /// Tables dropped to keep within a small budget, and read again when used, name every
+    /// address as before; the bytes held never pass the budget (no one table here is larger).
+    #[test]
+    fn eviction_under_a_small_budget_keeps_names_right() {
+        let dir = std::env::temp_dir().join(format!("kflame-sym-evict-{}", std::process::id()));
+        let files = fixture_files(&dir, 2);
+        for names_in_memory in [0, FileSymbols::NAMES_IN_MEMORY] {
+            // Room for about three of the fixture tables.
+            let mut s = Symbolizer::with_budget(3 * 8 * 1024);
+            s.names_in_memory = names_in_memory;
+            for round in 0..3 {
+                for (path, named) in &files {
+                    let map = Mapping { start: 0x1000, end: u64::MAX, pgoff: 0, object: path.clone() };
+                    for (offset, name) in named {
+                        let got = s.user(0, &map, offset + 0x1000).map(str::to_string);
+                        assert_eq!(got.as_deref(), Some(name.as_str()), "round {round}");
+                        assert!(s.bytes() <= 3 * 8 * 1024, "{} bytes", s.bytes());
+                    }
+                }
+                s.next_window();
+            }
+            assert!(s.pruned_files > 10, "{} tables dropped", s.pruned_files);
+            assert!(s.files() < files.len());
+            assert_eq!(s.unreadable_names, 0);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Tables and names held stay within the budget for any number of files, and a table
+    /// larger than the budget alone is kept, alone, while it is used.
+    #[test]
+    fn memory_of_many_tables_stays_under_the_budget() {
+        let dir = std::env::temp_dir().join(format!("kflame-sym-many-{}", std::process::id()));
+        let files = fixture_files(&dir, 6);
+        let budget = 20 * 1024;
+        let mut s = Symbolizer::with_budget(budget);
+        let mut unbounded = Symbolizer::with_budget(usize::MAX);
+        for (path, named) in &files {
+            let map = Mapping { start: 0x1000, end: u64::MAX, pgoff: 0, object: path.clone() };
+            for (offset, _) in named {
+                s.user(0, &map, offset + 0x1000);
+                unbounded.user(0, &map, offset + 0x1000);
+            }
+            assert!(s.bytes() <= budget, "{} > {budget}", s.bytes());
+        }
+        assert!(unbounded.bytes() > 4 * budget, "{} bytes unbounded", unbounded.bytes());
+        assert_eq!(unbounded.files(), files.len());
+        s.set_budget(1);
+        assert_eq!(s.files(), 0, "nothing in use is kept");
+        let (path, named) = &files[0];
+        let map = Mapping { start: 0x1000, end: u64::MAX, pgoff: 0, object: path.clone() };
+        assert_eq!(s.user(0, &map, named[0].0 + 0x1000), Some(named[0].1.as_str()));
+        assert_eq!(s.files(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// An address no kernel symbol covers (a module loaded after kallsyms was read) makes

@@ -11,7 +11,7 @@ use object::{
     SymbolKind,
 };
 
-use super::table::{Binding, Entry, Names, SymbolTable};
+use super::table::{Binding, Entry, Names, StrTab, SymbolTable};
 use super::{Symbol, SymbolError};
 
 /// The function and object symbols of one ELF file.
@@ -36,6 +36,16 @@ impl ElfSymbols {
     /// of its names. A binary truncated or rewritten while it is read gives an error or
     /// stale names, never a SIGBUS, and a table kept for long holds no file open.
     pub fn open(path: &Path, debug_root: &Path) -> Result<ElfSymbols, SymbolError> {
+        Self::open_with(path, debug_root, None)
+    }
+
+    /// [`open`](Self::open), leaving the names of a string table larger than
+    /// `names_in_file` bytes in the file (see [`FileSymbols`]).
+    fn open_with(
+        path: &Path,
+        debug_root: &Path,
+        names_in_file: Option<u64>,
+    ) -> Result<ElfSymbols, SymbolError> {
         let io = |source| SymbolError::Io { path: path.to_path_buf(), source };
         let handle = open_file(path).map_err(io)?;
         let data = object::ReadCache::new(&handle);
@@ -49,13 +59,12 @@ impl ElfSymbols {
             if let Ok(dfile) = object::File::parse(&ddata)
                 && has_symtab(&dfile)
             {
-                let table =
-                    read_symbols((&dfile, Some(&debug)), (&file, Some(&handle)), true, Names::default());
+                let table = read_symbols((&dfile, Some(&debug)), (&file, Some(&handle)), true, names_in_file);
                 return Ok(ElfSymbols { table, build_id, symbols_from: Some(debug_path) });
             }
         }
         let table =
-            read_symbols((&file, Some(&handle)), (&file, Some(&handle)), has_symtab(&file), Names::default());
+            read_symbols((&file, Some(&handle)), (&file, Some(&handle)), has_symtab(&file), names_in_file);
         Ok(ElfSymbols { table, build_id, symbols_from: Some(path.to_path_buf()) })
     }
 
@@ -63,7 +72,7 @@ impl ElfSymbols {
     pub fn parse(data: &[u8]) -> Result<ElfSymbols, SymbolError> {
         let file = parse(Path::new("<memory>"), data)?;
         let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
-        let table = read_symbols((&file, None), (&file, None), has_symtab(&file), Names::default());
+        let table = read_symbols((&file, None), (&file, None), has_symtab(&file), None);
         Ok(ElfSymbols { table, build_id, symbols_from: None })
     }
 
@@ -118,6 +127,87 @@ impl ElfSymbols {
     }
 }
 
+/// The symbols of an ELF file as a recorder that runs for days keeps them: addresses and
+/// the offsets of names in memory (32 bytes a symbol, plus 8 for the search), the names
+/// themselves left in the file's string table and read with `pread` when asked for, when
+/// that table is larger than [`FileSymbols::NAMES_IN_MEMORY`] (a large C++ or Rust library
+/// has tens of megabytes of names; the few a profile shows are read once each). The file
+/// stays open while the table lives (a descriptor, no mapping): a file truncated or
+/// rewritten under it gives an error for the names then asked for, never a SIGBUS, and a
+/// file deleted (replaced by an upgrade) keeps its disk space until the table is dropped.
+///
+/// Lookups give what [`ElfSymbols::lookup`] of the same file gives: the same symbols, the
+/// same names.
+#[derive(Debug)]
+pub struct FileSymbols {
+    syms: ElfSymbols,
+}
+
+impl FileSymbols {
+    /// String tables up to this size are copied into memory whole (a descriptor and a
+    /// system call per name would cost more than they save).
+    pub const NAMES_IN_MEMORY: u64 = 256 << 10;
+
+    /// Reads the symbols of `path` as [`ElfSymbols::open`] does.
+    pub fn open(path: &Path, debug_root: &Path) -> Result<FileSymbols, SymbolError> {
+        Self::open_with(path, debug_root, Self::NAMES_IN_MEMORY)
+    }
+
+    /// Like [`open`](Self::open), with names left in the file when their string table is
+    /// larger than `names_in_memory` bytes.
+    pub fn open_with(
+        path: &Path,
+        debug_root: &Path,
+        names_in_memory: u64,
+    ) -> Result<FileSymbols, SymbolError> {
+        ElfSymbols::open_with(path, debug_root, Some(names_in_memory)).map(|syms| FileSymbols { syms })
+    }
+
+    /// The index of the symbol containing file offset `offset`, a key for caching its name
+    /// (see [`Symbol::index`]).
+    pub fn symbol_index(&self, offset: u64) -> Option<usize> {
+        self.syms.table.find(offset)
+    }
+
+    /// The start and raw (mangled) name of symbol `index` (from
+    /// [`symbol_index`](Self::symbol_index)), the name read from the file if it was left
+    /// there: an error if the file no longer holds it (truncated, rewritten).
+    pub fn symbol(&self, index: usize) -> Option<(u64, std::io::Result<std::borrow::Cow<'_, str>>)> {
+        let e = self.syms.table.get(index)?;
+        Some((e.start, self.syms.table.read_name(e)))
+    }
+
+    /// Bytes of memory the table holds.
+    pub fn heap_bytes(&self) -> usize {
+        self.syms.table.heap_bytes() + self.syms.build_id.as_ref().map_or(0, Vec::capacity)
+    }
+
+    /// True when names are read from the file on demand (else copied into memory).
+    pub fn names_in_file(&self) -> bool {
+        self.syms.table.names_in_file()
+    }
+
+    /// The GNU build-id of the binary, if it has one.
+    pub fn build_id(&self) -> Option<&[u8]> {
+        self.syms.build_id()
+    }
+
+    /// The file the symbols were read from (the binary or its debug file).
+    pub fn symbols_from(&self) -> Option<&Path> {
+        self.syms.symbols_from()
+    }
+
+    /// Number of symbols.
+    pub fn len(&self) -> usize {
+        self.syms.len()
+    }
+
+    /// True when the file has no usable symbol.
+    pub fn is_empty(&self) -> bool {
+        self.syms.is_empty()
+    }
+}
+
 /// The GNU build-id note of an ELF image.
 pub fn read_build_id(data: &[u8]) -> Option<Vec<u8>> {
     object::File::parse(data).ok()?.build_id().ok().flatten().map(<[u8]>::to_vec)
@@ -158,18 +248,32 @@ fn read_symbols<'d, 'r, R: ReadRef<'d>, Q: ReadRef<'r>>(
     (syms, syms_file): (&object::File<'d, R>, Option<&File>),
     (runtime, runtime_file): (&object::File<'r, Q>, Option<&File>),
     symtab: bool,
-    mut names: Names,
+    names_in_file: Option<u64>,
 ) -> SymbolTable {
     let segments: Vec<(u64, u64, u64)> =
         runtime.segments().map(|s| (s.address(), s.size(), s.file_range().0)).collect();
     let iter: Box<dyn Iterator<Item = object::Symbol<'d, '_, R>>> =
         if symtab { Box::new(syms.symbols()) } else { Box::new(syms.dynamic_symbols()) };
     let mut source = NameSource::new(syms, syms_file, !symtab);
-    let mut entries = Vec::new();
+    // Names of a string table larger than `names_in_file` stay in the file, which is kept
+    // open (a second descriptor of it: the caller's closes).
+    let mut names = match (names_in_file, source.range(), syms_file) {
+        (Some(max), Some((offset, size)), Some(f)) if size > max => match f.try_clone() {
+            Ok(file) => Names::in_file(StrTab { file, offset, size }),
+            Err(_) => Names::default(),
+        },
+        _ => Names::default(),
+    };
+    // As many entries as the table has symbols at most (read already: no larger than the
+    // file), so that a large table is not copied as it grows.
+    let mut entries = Vec::with_capacity(source.count());
     for sym in iter {
         if let Some(e) = entry(syms, &sym, &segments, &mut source, &mut names) {
             entries.push(e);
         }
+    }
+    if names.has_file() {
+        lengths_in_file(&mut entries, &mut source, &names);
     }
     drop(source);
     entries.shrink_to_fit();
@@ -178,6 +282,30 @@ fn read_symbols<'d, 'r, R: ReadRef<'d>, Q: ReadRef<'r>>(
     table.add_sized(plt);
     table.names_mut().shrink();
     table
+}
+
+/// The lengths of names left in the file, read in the order of the string table (each
+/// chunk once: symbols do not list their names in order, and a large table would otherwise
+/// be read whole); symbols whose name turns out empty or unreadable are removed, as
+/// [`entry`] removes them when it reads names at once.
+fn lengths_in_file(entries: &mut Vec<Entry>, source: &mut NameSource<'_, '_>, names: &Names) {
+    let NameSource::File { strings, .. } = source else { return };
+    let mut order: Vec<(u32, u32)> = entries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| Some((names.file_offset(e.name)?, u32::try_from(i).ok()?)))
+        .collect();
+    order.sort_unstable();
+    let mut keep = vec![false; entries.len()];
+    for (offset, i) in order {
+        let i = i as usize;
+        if let Some(name) = strings.get(offset).filter(|n| !n.is_empty()) {
+            entries[i].name = names.push_in_file(offset, name.len());
+            keep[i] = true;
+        }
+    }
+    let mut keep = keep.into_iter();
+    entries.retain(|_| keep.next().unwrap_or(false));
 }
 
 /// Where the names of a symbol table's symbols come from.
@@ -212,6 +340,31 @@ impl<'f, 'd> NameSource<'f, 'd> {
         match self {
             NameSource::Object => sym.name_bytes().ok(),
             NameSource::File { raw, strings } => strings.get(raw.st_name(sym.index().0)?),
+        }
+    }
+
+    /// The offset of `sym`'s name in the string table, when names are read from the file.
+    fn st_name<R: ReadRef<'d>>(&self, sym: &object::Symbol<'d, '_, R>) -> Option<u32> {
+        match self {
+            NameSource::Object => None,
+            NameSource::File { raw, .. } => raw.st_name(sym.index().0),
+        }
+    }
+
+    /// Symbols in the table (0 when not known).
+    fn count(&self) -> usize {
+        match self {
+            NameSource::Object => 0,
+            NameSource::File { raw: RawSymbols::Elf32(s, _), .. } => s.len(),
+            NameSource::File { raw: RawSymbols::Elf64(s, _), .. } => s.len(),
+        }
+    }
+
+    /// The string table's file range, when names are read from the file.
+    fn range(&self) -> Option<(u64, u64)> {
+        match self {
+            NameSource::Object => None,
+            NameSource::File { strings, .. } => Some((strings.offset, strings.size)),
         }
     }
 }
@@ -421,8 +574,6 @@ fn entry<'d, R: ReadRef<'d>>(
     let value = sym.address();
     let &(vaddr, _, offset) = segments.iter().find(|&&(a, size, _)| value >= a && value - a < size)?;
     let start = value - vaddr + offset;
-    // The name last: symbols kept out above need none.
-    let name = source.name(sym).filter(|n| !n.is_empty())?;
     let binding = if sym.is_weak() {
         Binding::Weak
     } else if sym.is_global() {
@@ -430,12 +581,22 @@ fn entry<'d, R: ReadRef<'d>>(
     } else {
         Binding::Local
     };
+    let end = start + sym.size();
+    if names.has_file()
+        && let Some(offset) = source.st_name(sym)
+    {
+        // Left in the file, its length read afterwards (`lengths_in_file`); read (and made
+        // UTF-8 the same way) when asked for.
+        return Some(Entry { start, end, binding, name: names.push_in_file(offset, 0) });
+    }
+    // The name last: symbols kept out above need none.
+    let name = source.name(sym).filter(|n| !n.is_empty())?;
     // Names are nearly always UTF-8 (checked much faster than `from_utf8_lossy` does).
     let name = match std::str::from_utf8(name) {
         Ok(name) => names.push(name),
         Err(_) => names.push(&String::from_utf8_lossy(name)),
     };
-    Some(Entry { start, end: start + sym.size(), binding, name })
+    Some(Entry { start, end, binding, name })
 }
 
 #[cfg(test)]
@@ -489,6 +650,65 @@ mod tests {
         assert!(ElfSymbols::open(&copy, Path::new("/nonexistent")).is_err());
         std::fs::write(&copy, b"\x7fELF").unwrap();
         assert!(ElfSymbols::open(&copy, Path::new("/nonexistent")).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Every fixture binary with its names left in the file (any string table) names every
+    /// symbol as the table with its names in memory does, PLT names (kept in memory)
+    /// included; tables of small string tables keep names in memory by default.
+    #[test]
+    fn names_read_from_the_file_are_those_copied() {
+        let bin = inline_cxx().parent().unwrap().to_path_buf();
+        let mut seen = 0;
+        for f in std::fs::read_dir(&bin).unwrap() {
+            let path = f.unwrap().path();
+            let copied = ElfSymbols::open(&path, Path::new("/nonexistent")).unwrap();
+            let lazy = FileSymbols::open_with(&path, Path::new("/nonexistent"), 0).unwrap();
+            assert!(lazy.names_in_file(), "{}", path.display());
+            assert!(!FileSymbols::open(&path, Path::new("/nonexistent")).unwrap().names_in_file());
+            assert_eq!(copied.len(), lazy.len());
+            for i in 0..copied.len() {
+                let e = copied.table.get(i).unwrap();
+                let (start, name) = lazy.symbol(i).unwrap();
+                assert_eq!((start, &*name.unwrap()), (e.start, copied.table.name(e)), "{}", path.display());
+                // Lookups inside the symbol find the same one.
+                let at = e.start + (e.end - e.start) / 2;
+                assert_eq!(lazy.symbol_index(at), copied.lookup(at).map(|s| s.index));
+            }
+            assert!(lazy.heap_bytes() < copied.table.heap_bytes() + 64, "{}", path.display());
+            seen += 1;
+        }
+        assert!(seen >= 5, "{seen} binaries");
+    }
+
+    /// A table whose names stay in the file, truncated or rewritten under it: its names are
+    /// errors, never a SIGBUS, and never other bytes taken for names.
+    #[test]
+    fn names_in_a_truncated_or_rewritten_file_are_errors() {
+        let dir = std::env::temp_dir().join(format!("kflame-elf-lazy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let copy = dir.join("inline-cxx");
+        std::fs::copy(inline_cxx(), &copy).unwrap();
+        let syms = FileSymbols::open_with(&copy, Path::new("/nonexistent"), 0).unwrap();
+        let names: Vec<String> = (0..syms.len()).map(|i| syms.symbol(i).unwrap().1.unwrap().into()).collect();
+        // PLT names are made up (`name@plt`), kept in memory: they stay.
+        let in_file = |i: &usize| !names[*i].ends_with("@plt");
+        assert!((0..syms.len()).filter(in_file).count() > 10);
+        // Rewritten in place with other bytes (same inode, same length).
+        let len = std::fs::metadata(&copy).unwrap().len();
+        std::fs::write(&copy, vec![b'x'; len as usize]).unwrap();
+        for (i, before) in names.iter().enumerate() {
+            let (_, name) = syms.symbol(i).unwrap();
+            match in_file(&i) {
+                true => assert!(name.is_err(), "symbol {i}: {name:?}"),
+                false => assert_eq!(&name.unwrap(), before),
+            }
+        }
+        // Truncated.
+        std::fs::OpenOptions::new().write(true).open(&copy).unwrap().set_len(0).unwrap();
+        for i in (0..syms.len()).filter(in_file) {
+            assert!(syms.symbol(i).unwrap().1.is_err());
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -11,7 +11,10 @@
 //! - [`PerfMap`]: `/tmp/perf-PID.map` files of JIT compilers; [`parse_proc_maps_line`]:
 //!   `/proc/PID/maps`.
 //!
-//! Everything here is pure over bytes except the `open` functions, which map files.
+//! - [`FileSymbols`]: the same symbols with their names left in the file, read on demand
+//!   (what a recorder that runs for days keeps).
+//!
+//! Everything here is pure over bytes except the `open` functions, which read (or map) files.
 
 mod demangle;
 mod dwarf;
@@ -25,7 +28,7 @@ mod table;
 
 pub use demangle::demangle;
 pub use dwarf::{DwarfFrame, DwarfNames};
-pub use elf::{ElfSymbols, debug_file_path, read_build_id};
+pub use elf::{ElfSymbols, FileSymbols, debug_file_path, read_build_id};
 pub use file::MappedFile;
 pub use kallsyms::Kallsyms;
 pub use maps::{AddressSpace, Mapping};

@@ -1,7 +1,9 @@
 //! A sorted symbol table with perf's rules for duplicates, missing sizes and lookups.
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, OnceLock};
 
 use rustc_hash::FxHashMap;
 
@@ -30,11 +32,34 @@ pub(crate) struct Entry {
 }
 
 /// Where a name lies in a [`Names`] (8 bytes, so that an [`Entry`] takes 32: a large table
-/// has hundreds of thousands).
+/// has hundreds of thousands): in its buffer, or, with [`NameRef::IN_FILE`] set in `len`,
+/// at offset `start` of its string table in the file.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct NameRef {
     start: u32,
     len: u32,
+}
+
+impl NameRef {
+    /// The bit of `len` saying that the name is in the file (names are cut at 2 GiB).
+    const IN_FILE: u32 = 1 << 31;
+    const MAX_LEN: usize = (1usize << 31) - 1;
+
+    fn in_file(self) -> bool {
+        self.len & Self::IN_FILE != 0
+    }
+
+    fn len(self) -> usize {
+        (self.len & !Self::IN_FILE) as usize
+    }
+}
+
+/// A string table (`.strtab`, `.dynstr`) left in its file: `size` bytes at `offset`.
+#[derive(Debug)]
+pub(crate) struct StrTab {
+    pub(crate) file: File,
+    pub(crate) offset: u64,
+    pub(crate) size: u64,
 }
 
 /// The names of one table, stored end to end in one buffer owned by the table. A large
@@ -42,16 +67,27 @@ pub(crate) struct NameRef {
 /// freeing its table cost as much as reading it. The names are copies, not references into
 /// the binary: a table kept for long (the watcher caches them) holds no mapping of a file
 /// that may be truncated or rewritten under it (reading a truncated mapping is a SIGBUS).
+///
+/// Or, for tables kept for long whose names would take megabytes (a large C++ or Rust
+/// library), the names stay in the file's string table, opened and read with `pread` when
+/// a name is wanted ([`push_in_file`](Self::push_in_file)): a file truncated or rewritten
+/// under the table then gives an error for that name, still never a SIGBUS.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Names {
     text: String,
+    strtab: Option<Arc<StrTab>>,
 }
 
 impl Names {
+    /// Names kept in `strtab`, read on demand (those [`push`](Self::push)ed are still kept).
+    pub(crate) fn in_file(strtab: StrTab) -> Names {
+        Names { text: String::new(), strtab: Some(Arc::new(strtab)) }
+    }
+
     /// Stores `name` (cut at 2 GiB; text past 4 GiB is not stored).
     pub(crate) fn push(&mut self, name: &str) -> NameRef {
         let Ok(start) = u32::try_from(self.text.len()) else { return NameRef::default() };
-        let mut len = name.len().min((1usize << 31) - 1);
+        let mut len = name.len().min(NameRef::MAX_LEN);
         while !name.is_char_boundary(len) {
             len -= 1;
         }
@@ -59,15 +95,77 @@ impl Names {
         NameRef { start, len: len as u32 }
     }
 
-    /// The name stored at `r`.
+    /// The name of `len` bytes at `offset` of the string table given to
+    /// [`in_file`](Self::in_file), without reading it now (a table without one: no name).
+    pub(crate) fn push_in_file(&self, offset: u32, len: usize) -> NameRef {
+        match &self.strtab {
+            Some(_) if len <= NameRef::MAX_LEN => {
+                NameRef { start: offset, len: len as u32 | NameRef::IN_FILE }
+            }
+            _ => NameRef::default(),
+        }
+    }
+
+    /// Where the name `r` lies in the file's string table, if it was left there.
+    pub(crate) fn file_offset(&self, r: NameRef) -> Option<u32> {
+        r.in_file().then_some(r.start)
+    }
+
+    /// The name stored at `r`; empty for a name left in the file (see [`read`](Self::read)).
     pub(crate) fn get(&self, r: NameRef) -> &str {
+        if r.in_file() {
+            return "";
+        }
         let start = r.start as usize;
-        self.text.get(start..start + r.len as usize).unwrap_or_default()
+        self.text.get(start..start + r.len()).unwrap_or_default()
+    }
+
+    /// The name at `r`, read from the file if it was left there (bytes that are not UTF-8
+    /// replaced, as names kept in memory are). An error when the file no longer holds it:
+    /// cut short, or rewritten (the bytes read are not one name ended by a NUL).
+    pub(crate) fn read(&self, r: NameRef) -> std::io::Result<Cow<'_, str>> {
+        if !r.in_file() {
+            return Ok(Cow::Borrowed(self.get(r)));
+        }
+        let mut buf = Vec::new();
+        self.read_into(r, &mut buf)?;
+        Ok(match String::from_utf8(buf) {
+            Ok(s) => Cow::Owned(s),
+            Err(e) => Cow::Owned(String::from_utf8_lossy(e.as_bytes()).into_owned()),
+        })
+    }
+
+    /// Reads the bytes of a name left in the file into `buf` (one `pread`).
+    fn read_into(&self, r: NameRef, buf: &mut Vec<u8>) -> std::io::Result<()> {
+        use std::io::{Error, ErrorKind};
+        let Some(t) = &self.strtab else { return Err(Error::new(ErrorKind::NotFound, "no string table")) };
+        let (start, len) = (u64::from(r.start), r.len());
+        if start + len as u64 >= t.size {
+            return Err(Error::new(ErrorKind::InvalidData, "name past the end of its string table"));
+        }
+        // The NUL after the name too: a file rewritten since has other bytes there.
+        buf.clear();
+        buf.resize(len + 1, 0);
+        t.file.read_exact_at(buf, t.offset + start)?;
+        if buf.pop() != Some(0) || memchr::memchr(0, buf).is_some() {
+            return Err(Error::new(ErrorKind::InvalidData, "the string table changed since it was read"));
+        }
+        Ok(())
     }
 
     /// Frees the spare capacity of the buffer.
     pub(crate) fn shrink(&mut self) {
         self.text.shrink_to_fit();
+    }
+
+    /// Bytes of memory held (the buffer; not the names left in the file).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.text.capacity() + self.strtab.as_ref().map_or(0, |_| std::mem::size_of::<StrTab>())
+    }
+
+    /// True when names are read from a file.
+    pub(crate) fn has_file(&self) -> bool {
+        self.strtab.is_some()
     }
 }
 
@@ -197,6 +295,8 @@ impl SymbolTable {
                 self.entries[i] = aliases.chosen(&self.names, self.display).clone();
             }
         }
+        // Exactly: a large table would otherwise double its capacity for a few PLT entries.
+        self.entries.reserve_exact(extra.len());
         self.entries.extend(extra);
         self.entries.sort_by_key(|e| e.start);
         self.index_starts();
@@ -223,9 +323,34 @@ impl SymbolTable {
         Some(self.undecided.get(&e.start).map_or(e, |a| a.chosen(&self.names, self.display)))
     }
 
-    /// The (raw) name of an entry of this table.
+    /// The (raw) name of an entry of this table; empty for a name left in the file (see
+    /// [`read_name`](Self::read_name)).
     pub(crate) fn name(&self, e: &Entry) -> &str {
         self.names.get(e.name)
+    }
+
+    /// The (raw) name of an entry of this table, read from the file if it was left there.
+    pub(crate) fn read_name(&self, e: &Entry) -> std::io::Result<Cow<'_, str>> {
+        self.names.read(e.name)
+    }
+
+    /// Bytes of memory the table holds (its vectors and names; a small overhead per
+    /// undecided alias group is estimated).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        let aliases: usize = self
+            .undecided
+            .values()
+            .map(|a| a.candidates.capacity() * size_of::<Entry>() + size_of::<(u64, Aliases)>() + 8)
+            .sum();
+        self.entries.capacity() * size_of::<Entry>()
+            + self.starts.capacity() * size_of::<u64>()
+            + self.names.heap_bytes()
+            + aliases
+    }
+
+    /// True when names are read from the file on demand.
+    pub(crate) fn names_in_file(&self) -> bool {
+        self.names.has_file()
     }
 
     /// Number of symbols.
@@ -288,7 +413,9 @@ fn first_is_better(a: &Entry, b: &Entry, names: &Names, display: Display) -> boo
     if let Some(first) = by_kind(a, b) {
         return first;
     }
-    let (na, nb) = (display(names.get(a.name)), display(names.get(b.name)));
+    // A name left in a file that can no longer be read compares as no name.
+    let (ra, rb) = (names.read(a.name).unwrap_or_default(), names.read(b.name).unwrap_or_default());
+    let (na, nb) = (display(&ra), display(&rb));
     let (ua, ub) = (underscores(&na), underscores(&nb));
     if ua != ub {
         return ua < ub;

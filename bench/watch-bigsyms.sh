@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Memory of the default `kflame watch` beside programs with large symbol tables (as root):
+# `rustc -O` of a generated crate of a few thousand lines, in a loop on every CPU, for DUR
+# seconds. rustc runs in `librustc_driver` and `libLLVM` (some 340k symbols, 37 MB of
+# names between them), so the watcher symbolizes two large libraries in a stream of
+# short-lived processes. Prints the watcher's peak RSS (VmHWM) against the 64 MiB target,
+# its RSS every 10 s, its CPU time, and the compilations done.
+#
+# Usage: bench/watch-bigsyms.sh                  (DUR=60 by default)
+#        DUR=120 KFLAME=target/release/kflame bench/watch-bigsyms.sh   (a kflame built elsewhere)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DUR=${DUR:-60}
+NCPU=$(nproc)
+HZ=$(getconf CLK_TCK)
+
+[ "$(id -u)" = 0 ] || { echo "run as root (system-wide recording)" >&2; exit 2; }
+RUSTC=$(rustup which rustc 2>/dev/null || command -v rustc)
+[ -n "$RUSTC" ] || { echo "rustc is not installed" >&2; exit 2; }
+
+if [ -z "${KFLAME:-}" ]; then
+    cargo build --release -p kflame-cli >&2
+    KFLAME=$PWD/${CARGO_TARGET_DIR:-target}/release/kflame
+fi
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# A crate of about 3200 lines: generic code that the optimizer inlines and unrolls, so
+# that rustc spends its time in both libraries.
+gen() {
+    local i
+    echo 'use std::collections::HashMap;'
+    for i in $(seq 200); do
+        cat <<EOF
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct S$i { a: u64, b: Vec<u32>, c: String, d: Option<Box<S$i>> }
+impl S$i {
+    pub fn new(n: u64) -> Self { S$i { a: n, b: (0..n as u32 % 64).collect(), c: format!("{n}"), d: None } }
+    pub fn sum(&self) -> u64 { self.b.iter().map(|&x| x as u64 * $i).sum::<u64>() + self.a }
+    pub fn index(v: &[S$i]) -> HashMap<String, u64> {
+        v.iter().filter(|s| s.a % 3 != 0).map(|s| (s.c.clone(), s.sum())).collect()
+    }
+}
+pub fn run$i(n: u64) -> u64 {
+    let v: Vec<S$i> = (0..n).map(S$i::new).collect();
+    let m = S$i::index(&v);
+    let mut keys: Vec<_> = m.keys().cloned().collect();
+    keys.sort();
+    keys.iter().map(|k| m[k]).fold(0u64, |a, b| a.wrapping_mul(31).wrapping_add(b))
+}
+EOF
+    done
+}
+gen > "$tmp/big.rs"
+echo "workload: $(wc -l < "$tmp/big.rs") lines, rustc -O in a loop on $NCPU CPUs for ${DUR}s ($RUSTC)" >&2
+
+"$KFLAME" watch --db "$tmp/w.db" --log-level warn > /dev/null 2> "$tmp/watch.err" &
+wpid=$!
+pids+=("$wpid")
+sleep 3 # start-up
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+t0=$(ticks "$wpid")
+end=$(( $(date +%s) + DUR ))
+for c in $(seq "$NCPU"); do
+    (
+        n=0
+        while [ "$(date +%s)" -lt "$end" ]; do
+            "$RUSTC" -O --edition 2021 --crate-type lib -o "$tmp/out$c.rlib" "$tmp/big.rs" 2>/dev/null && n=$((n + 1))
+        done
+        echo "$n" > "$tmp/builds.$c"
+    ) &
+    pids+=($!)
+done
+s=0
+while [ "$(date +%s)" -lt "$end" ]; do
+    sleep 10
+    s=$((s + 10))
+    kill -0 "$wpid" 2>/dev/null || { echo "kflame watch died:" >&2; cat "$tmp/watch.err" >&2; exit 1; }
+    printf '  %3ss: watcher RSS %s MiB, load %s\n' "$s" \
+        "$(awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$wpid/status")" "$(cut -d' ' -f1-3 /proc/loadavg)" >&2
+done
+wait "${pids[@]:1}"
+t1=$(ticks "$wpid")
+hwm=$(awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$wpid/status")
+rss=$(awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$wpid/status")
+kill -TERM "$wpid"
+rc=0
+wait "$wpid" || rc=$?
+[ "$rc" = 0 ] || { echo "kflame watch exited with $rc:" >&2; cat "$tmp/watch.err" >&2; exit 1; }
+builds=$(cat "$tmp"/builds.* | awk '{ s += $1 } END { print s }')
+cpu=$(echo "100 * ($t1 - $t0) / $HZ / $DUR" | bc -l)
+printf 'rustc -O builds: %s in %ss on %s CPUs; load after: %s\n' "$builds" "$DUR" "$NCPU" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf 'kflame watch: peak RSS %s MiB (target <= 64), RSS at the end %s MiB, CPU %.2f%% of one CPU\n' "$hwm" "$rss" "$cpu"
