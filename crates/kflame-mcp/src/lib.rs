@@ -22,6 +22,7 @@ pub mod http;
 pub mod paths;
 pub mod prompts;
 pub mod server;
+pub mod stdio;
 pub mod tools;
 
 use std::path::PathBuf;
