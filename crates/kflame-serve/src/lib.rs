@@ -31,6 +31,8 @@ use tower_http::compression::{CompressionLayer, CompressionLevel};
 
 pub mod api;
 mod db;
+#[doc(hidden)]
+pub mod fuzzing;
 mod page;
 mod prune;
 mod scatter;

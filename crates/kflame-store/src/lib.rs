@@ -23,6 +23,8 @@ use kflame::fold::{Meta, Stacks, Unit, Weight};
 mod bucket;
 mod chunks;
 mod codec;
+#[doc(hidden)]
+pub mod fuzzing;
 mod maintain;
 mod rans;
 mod sqlite;
