@@ -144,3 +144,25 @@ fn the_example_configuration_is_accepted_and_shows_every_key() {
     assert!(err.contains(&bad.display().to_string()) && err.contains("unknown metric `mem.avail`"), "{err}");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn a_second_writer_of_a_database_is_refused_naming_the_first() {
+    let d = scratch("two-writers");
+    let db = d.join("history.db");
+    let _ = std::fs::remove_file(&db);
+    // The first writer: this process, as a running `kflame watch` holds it.
+    let first = kflame_store::Sqlite::open(&db, kflame_store::OpenMode::Write).unwrap();
+    let before = std::fs::read(&db).unwrap();
+    let (code, _, err) = kflame(&["watch", "--db", db.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains(&db.display().to_string()), "{err}");
+    assert!(err.contains(&format!("already opened for writing by process {}", std::process::id())), "{err}");
+    assert_eq!(std::fs::read(&db).unwrap(), before, "the refused watcher wrote to the database");
+    // Gone, it leaves no stale lock: the next watcher gets past the lock (to wherever
+    // this machine lets it go; what matters is that it is not refused as a second writer).
+    drop(first);
+    let again = kflame_store::Sqlite::open(&db, kflame_store::OpenMode::Write);
+    assert!(again.is_ok(), "{:?}", again.err());
+    drop(again);
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -3,7 +3,7 @@
 //! settings as URL parameters, HTTP basic authentication. Every ClickHouse since 2016 speaks
 //! it the same way; nothing else is needed from an HTTP library.
 
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
@@ -220,20 +220,48 @@ impl Client {
     }
 }
 
-/// Reads an HTTP/1.1 response to the end (the connection closes after it).
-fn read_response(mut r: impl BufRead) -> Result<Vec<u8>, HttpError> {
+/// Longest status or header line of an answer, and of a chunk's size line.
+const MAX_HEAD_LINE: u64 = 64 << 10;
+
+/// Reads one line of an answer's head, at most [`MAX_HEAD_LINE`] bytes (0: the answer ended).
+fn head_line(r: &mut impl BufRead, line: &mut String) -> Result<usize, HttpError> {
+    line.clear();
+    let n =
+        r.by_ref().take(MAX_HEAD_LINE).read_line(line).map_err(|e| unreachable("reading the answer", e))?;
+    if n as u64 == MAX_HEAD_LINE && !line.ends_with('\n') {
+        return Err(HttpError::Unreachable(format!(
+            "a line of the answer's head is longer than {MAX_HEAD_LINE} bytes"
+        )));
+    }
+    Ok(n)
+}
+
+/// Appends exactly `n` bytes of `r` to `body`, growing it with the bytes that come, never
+/// by the size an answer claims.
+fn read_body(r: &mut impl BufRead, n: u64, body: &mut Vec<u8>) -> Result<(), HttpError> {
+    let got = r.by_ref().take(n).read_to_end(body).map_err(|e| unreachable("reading the answer", e))?;
+    if (got as u64) < n {
+        return Err(HttpError::Unreachable(format!(
+            "the answer ended after {got} of the {n} bytes it announced"
+        )));
+    }
+    Ok(())
+}
+
+/// Reads an HTTP/1.1 response to the end (the connection closes after it). Sizes the
+/// answer announces are not trusted with memory: the body grows with the bytes that come.
+pub(crate) fn read_response(mut r: impl BufRead) -> Result<Vec<u8>, HttpError> {
     let mut line = String::new();
-    r.read_line(&mut line).map_err(|e| unreachable("reading the answer", e))?;
+    head_line(&mut r, &mut line)?;
     let status: u16 = line
         .split_whitespace()
         .nth(1)
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| HttpError::Unreachable(format!("not an HTTP answer: {:?}", line.trim_end())))?;
-    let (mut chunked, mut length) = (false, None::<usize>);
+    let (mut chunked, mut length) = (false, None::<u64>);
     let mut exception = None;
     loop {
-        line.clear();
-        if r.read_line(&mut line).map_err(|e| unreachable("reading the answer", e))? == 0 {
+        if head_line(&mut r, &mut line)? == 0 {
             return Err(HttpError::Unreachable("the answer ended in its headers".into()));
         }
         let h = line.trim_end();
@@ -252,22 +280,18 @@ fn read_response(mut r: impl BufRead) -> Result<Vec<u8>, HttpError> {
     let mut body = Vec::new();
     if chunked {
         loop {
-            line.clear();
-            r.read_line(&mut line).map_err(|e| unreachable("reading the answer", e))?;
-            let size = usize::from_str_radix(line.trim_end().split(';').next().unwrap_or(""), 16)
+            head_line(&mut r, &mut line)?;
+            let size = u64::from_str_radix(line.trim_end().split(';').next().unwrap_or(""), 16)
                 .map_err(|_| HttpError::Unreachable(format!("bad chunk size {:?}", line.trim_end())))?;
             if size == 0 {
                 break;
             }
-            let at = body.len();
-            body.resize(at + size, 0);
-            r.read_exact(&mut body[at..]).map_err(|e| unreachable("reading the answer", e))?;
+            read_body(&mut r, size, &mut body)?;
             let mut crlf = [0u8; 2];
             r.read_exact(&mut crlf).map_err(|e| unreachable("reading the answer", e))?;
         }
     } else if let Some(n) = length {
-        body.resize(n, 0);
-        r.read_exact(&mut body).map_err(|e| unreachable("reading the answer", e))?;
+        read_body(&mut r, n, &mut body)?;
     } else {
         r.read_to_end(&mut body).map_err(|e| unreachable("reading the answer", e))?;
     }
@@ -319,5 +343,14 @@ mod tests {
                 .unwrap_err()
                 .is_unreachable()
         );
+        // Sizes far beyond what came are not allocated: an error, at once.
+        let huge = b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999\r\n\r\nabc";
+        assert!(
+            read_response(&huge[..]).unwrap_err().to_string().contains("after 3 of the 99999999999999 bytes")
+        );
+        let huge = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\nabc";
+        assert!(read_response(&huge[..]).unwrap_err().is_unreachable());
+        let long = format!("HTTP/1.1 200 OK\r\nX: {}", "a".repeat(100 << 10));
+        assert!(read_response(long.as_bytes()).unwrap_err().to_string().contains("longer than"));
     }
 }

@@ -10,6 +10,8 @@
 //! Nothing here prints; every failure is a `StoreError` naming the store's URL (without
 //! password) or the spool file.
 
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod http;
 pub mod location;
 pub mod native;

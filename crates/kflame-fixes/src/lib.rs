@@ -20,6 +20,8 @@
 use std::path::PathBuf;
 
 mod commit;
+#[doc(hidden)]
+pub mod fuzzing;
 mod git;
 mod index;
 mod trailer;

@@ -21,10 +21,11 @@ use crate::{Context, Server};
 /// Largest JSON-RPC request body over HTTP.
 const MAX_BODY: usize = 1 << 20;
 
-/// Serves MCP on stdin/stdout until the client closes it.
+/// Serves MCP on stdin/stdout until the client closes it (see `stdio.rs`: every line gets
+/// an answer, a malformed or overlong one an error).
 pub async fn serve_stdio(ctx: Arc<Context>) -> Result<(), String> {
     let service =
-        Server::new(ctx).serve(rmcp::transport::stdio()).await.map_err(|e| format!("MCP on stdio: {e}"))?;
+        Server::new(ctx).serve(crate::stdio::stdio()).await.map_err(|e| format!("MCP on stdio: {e}"))?;
     service.waiting().await.map_err(|e| format!("MCP on stdio: {e}"))?;
     Ok(())
 }

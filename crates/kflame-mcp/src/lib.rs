@@ -18,10 +18,13 @@
 //!   ([`paths`]); inputs over the size limit are refused; every call has a time limit. Over
 //!   HTTP: loopback by default, a token (`Authorization: Bearer`), Host and Origin checked.
 
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod http;
 pub mod paths;
 pub mod prompts;
 pub mod server;
+pub mod stdio;
 pub mod tools;
 
 use std::path::PathBuf;

@@ -45,6 +45,14 @@ use crate::{App, prune};
 pub const HEATMAP_MAX_SECONDS: i64 = 6 * 3600;
 /// At most this many points in one series.
 pub const MAX_POINTS: usize = 10_000;
+/// At most this many cells (columns × rows) in one heat map: 6 h of 10-ms rows.
+pub const HEATMAP_MAX_CELLS: i64 = HEATMAP_MAX_SECONDS * 100;
+/// At most this many distinct metric names in one `/api/series` request (the watcher
+/// writes some sixty; the page asks them in four requests).
+pub const MAX_NAMES: usize = 256;
+/// At most this many points in one `/api/series` answer, all series together (a chart
+/// page asks some 60 series of at most 4000 points, a few hosts each).
+pub const MAX_ANSWER_POINTS: usize = 2_000_000;
 
 const SEC: i64 = 1_000_000_000;
 
@@ -94,7 +102,7 @@ impl IntoResponse for ApiError {
     }
 }
 
-type Result<T> = std::result::Result<T, ApiError>;
+pub(crate) type Result<T> = std::result::Result<T, ApiError>;
 type Args = Params<HashMap<String, String>>;
 
 /// The `/api/` routes.
@@ -118,7 +126,7 @@ fn json_response(body: String) -> Response {
 
 // ---- parameters ---------------------------------------------------------------------------
 
-fn time_param(args: &HashMap<String, String>, name: &str) -> Result<Option<i64>> {
+pub(crate) fn time_param(args: &HashMap<String, String>, name: &str) -> Result<Option<i64>> {
     let Some(v) = args.get(name).filter(|v| !v.is_empty()) else { return Ok(None) };
     if let Ok(ns) = v.parse::<i64>() {
         return Ok(Some(ns));
@@ -128,7 +136,7 @@ fn time_param(args: &HashMap<String, String>, name: &str) -> Result<Option<i64>>
     })
 }
 
-fn num_param<T: std::str::FromStr>(
+pub(crate) fn num_param<T: std::str::FromStr>(
     args: &HashMap<String, String>,
     name: &str,
     expected: &str,
@@ -141,7 +149,7 @@ fn num_param<T: std::str::FromStr>(
     }
 }
 
-fn kind_param(args: &HashMap<String, String>, name: &str) -> Result<Kind> {
+pub(crate) fn kind_param(args: &HashMap<String, String>, name: &str) -> Result<Kind> {
     match args.get(name) {
         None => Ok(Kind::Cpu),
         Some(k) => k.parse().map_err(|e: kflame_store::UnknownKind| ApiError::bad(format!("{name}: {e}"))),
@@ -169,20 +177,20 @@ fn range(db: &dyn Query, args: &HashMap<String, String>, from: &str, to: &str) -
     Ok((f, t))
 }
 
-fn host_param(args: &HashMap<String, String>) -> Option<String> {
+pub(crate) fn host_param(args: &HashMap<String, String>) -> Option<String> {
     args.get("host").filter(|h| !h.is_empty()).cloned()
 }
 
 /// The hosts of a request: `host=NAME` (one) and `hosts=A,B` (a set); both may be given
 /// (both must hold). Neither: every host.
 #[derive(Clone, Debug, Default)]
-struct Hosts {
+pub(crate) struct Hosts {
     host: Option<String>,
     hosts: Option<Vec<String>>,
 }
 
 impl Hosts {
-    fn of(args: &HashMap<String, String>) -> Hosts {
+    pub(crate) fn of(args: &HashMap<String, String>) -> Hosts {
         let hosts = args.get("hosts").map(|l| {
             let mut v: Vec<String> =
                 l.split(',').map(str::trim).filter(|h| !h.is_empty()).map(str::to_string).collect();
@@ -194,14 +202,14 @@ impl Hosts {
     }
 
     /// The one host a query can be narrowed to in the store (`host`, or a set of one).
-    fn single(&self) -> Option<&str> {
+    pub(crate) fn single(&self) -> Option<&str> {
         self.host.as_deref().or(match self.hosts.as_deref() {
             Some([one]) => Some(one.as_str()),
             _ => None,
         })
     }
 
-    fn matches(&self, host: &str) -> bool {
+    pub(crate) fn matches(&self, host: &str) -> bool {
         self.host.as_deref().is_none_or(|h| h == host)
             && self.hosts.as_ref().is_none_or(|l| l.iter().any(|h| h == host))
     }
@@ -213,7 +221,7 @@ impl Hosts {
     }
 
     /// The selection for an answer's `info`: the set, or `null` for every host.
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         match (&self.host, &self.hosts) {
             (None, None) => Value::Null,
             (Some(h), None) => json!([h]),
@@ -257,10 +265,7 @@ async fn info(State(app): State<Arc<App>>) -> Result<Response> {
 }
 
 async fn series(State(app): State<Arc<App>>, Params(args): Args) -> Result<Response> {
-    let names: Vec<String> = match args.get("names").or_else(|| args.get("name")) {
-        Some(n) => n.split(',').filter(|s| !s.is_empty()).map(str::to_string).collect(),
-        None => return Err(ApiError::bad("names: missing (metric names, comma-separated: cpu.usr,cpu.sys)")),
-    };
+    let names = names_param(&args)?;
     let points = num_param::<usize>(&args, "points", "a number of points (1 to 10000)")?;
     let columns = match args.get("layout").map(String::as_str) {
         None | Some("points") => false,
@@ -289,6 +294,14 @@ async fn series(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
             let t0 = Instant::now();
             let found = db.series_many(&names, &q).map_err(ApiError::store)?;
             let store = t0.elapsed();
+            let total: usize = found.iter().filter(|s| hosts.matches(&s.host)).map(|s| s.points.len()).sum();
+            if total > MAX_ANSWER_POINTS {
+                return Err(ApiError::bad(format!(
+                    "the answer would hold {total} points of {} series; at most {MAX_ANSWER_POINTS}: \
+                     ask fewer names or hosts, fewer points= or a shorter range",
+                    found.len()
+                )));
+            }
             for s in found.into_iter().filter(|s| hosts.matches(&s.host)) {
                 if !first {
                     out.push(',');
@@ -326,6 +339,59 @@ async fn series(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
             Ok(resp)
         })
         .await
+}
+
+/// The metric names of `/api/series` (`names=`, or `name=`): comma-separated, each once
+/// (in the order first given), at most [`MAX_NAMES`].
+pub fn names_param(args: &HashMap<String, String>) -> Result<Vec<String>> {
+    let Some(list) = args.get("names").or_else(|| args.get("name")) else {
+        return Err(ApiError::bad("names: missing (metric names, comma-separated: cpu.usr,cpu.sys)"));
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut names = Vec::new();
+    for n in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        if seen.insert(n) {
+            if names.len() == MAX_NAMES {
+                return Err(ApiError::bad(format!(
+                    "names: more than {MAX_NAMES} distinct metric names in one request; ask in several"
+                )));
+            }
+            names.push(n.to_string());
+        }
+    }
+    if names.is_empty() {
+        return Err(ApiError::bad("names: empty (metric names, comma-separated: cpu.usr,cpu.sys)"));
+    }
+    Ok(names)
+}
+
+/// The cells of a heat map of `[from, to)` in rows of `row_ms` (a divisor of 1000): (the
+/// start of its first second, columns, rows), or why it is too large. Computed without
+/// overflow for any pair of times.
+pub fn heatmap_shape(from: i64, to: i64, row_ms: i64) -> Result<(i64, i64, i64)> {
+    if row_ms <= 0 || 1000 % row_ms != 0 {
+        return Err(ApiError::bad(format!("row_ms={row_ms}: expected a divisor of 1000 (10, 20, 50, 100)")));
+    }
+    let sec = i128::from(SEC);
+    let start = i128::from(from).div_euclid(sec) * sec;
+    let columns = (i128::from(to) - start + sec - 1).div_euclid(sec).max(0);
+    let rows = i128::from(1000 / row_ms);
+    if columns > i128::from(HEATMAP_MAX_SECONDS) {
+        return Err(ApiError::bad(format!(
+            "the heat map range is {columns} s long; at most {HEATMAP_MAX_SECONDS} s (pick a shorter range)"
+        )));
+    }
+    if columns * rows > i128::from(HEATMAP_MAX_CELLS) {
+        return Err(ApiError::bad(format!(
+            "the heat map would have {} cells ({columns} s of {rows} rows); at most {HEATMAP_MAX_CELLS}: \
+             pick a shorter range or longer rows (row_ms)",
+            columns * rows
+        )));
+    }
+    // `from` is at least i64::MIN, so its second's start is within a second of it: the
+    // only start below i64::MIN is that of the first second, which no sample time reaches.
+    let start = i64::try_from(start).unwrap_or(i64::MIN);
+    Ok((start, columns as i64, rows as i64))
 }
 
 /// A series' points as columns (`layout=columns`: what the page asks for, some 45 % smaller
@@ -377,7 +443,7 @@ fn merged(p: Profile, store: Duration) -> Merged {
     Merged { stacks: p.stacks, meta: p.meta, samples: p.samples, store }
 }
 
-fn cgroup_param(args: &HashMap<String, String>) -> Result<Option<String>> {
+pub(crate) fn cgroup_param(args: &HashMap<String, String>) -> Result<Option<String>> {
     match args.get("cgroup").filter(|c| !c.is_empty()) {
         None => Ok(None),
         Some(c) if c.starts_with('/') => Ok(Some(c.clone())),
@@ -811,22 +877,16 @@ async fn heatmap(State(app): State<Arc<App>>, Params(args): Args) -> Result<Resp
     } else {
         num_param::<i64>(&args, "row_ms", "milliseconds, a divisor of 1000, or auto")?.unwrap_or(20)
     };
-    if !auto && (row_ms <= 0 || 1000 % row_ms != 0) {
-        return Err(ApiError::bad(format!(
-            "row_ms={row_ms}: expected a divisor of 1000 (10, 20, 50, 100) or auto"
-        )));
+    if !auto {
+        heatmap_shape(0, 1, row_ms)?;
     }
     app.db
         .with(move |db| {
             let kind = kind_param(&args, "kind")?;
             let (from, to) = range(db, &args, "from", "to")?;
-            let start = from.div_euclid(SEC) * SEC;
-            let columns = (to - start + SEC - 1) / SEC;
-            if columns > HEATMAP_MAX_SECONDS {
-                return Err(ApiError::bad(format!(
-                    "the heat map range is {columns} s long; at most {HEATMAP_MAX_SECONDS} s (pick a shorter range)"
-                )));
-            }
+            // The range checked before anything is read (with whole-second rows when the
+            // rows follow the rate); the cells again once the rows are known.
+            heatmap_shape(from, to, if auto { 1000 } else { row_ms })?;
             let hosts = Hosts::of(&args);
             let cgroup = cgroup_param(&args)?;
             let mut q = ProfileQuery::new(kind, from, to);
@@ -835,13 +895,13 @@ async fn heatmap(State(app): State<Arc<App>>, Params(args): Args) -> Result<Resp
             let samples = db.samples(&q).map_err(ApiError::store)?;
             let rate = sample_rate(&samples);
             let row_ms = if auto { rows_for(rate) } else { row_ms };
-            let rows = 1000 / row_ms;
+            let (start, columns, rows) = heatmap_shape(from, to, row_ms)?;
             let mut counts = vec![0u32; (columns * rows) as usize];
             let mut total = 0u64;
             for p in samples {
-                let d = p.time_ns - start;
+                let Some(d) = p.time_ns.checked_sub(start).filter(|d| *d >= 0) else { continue };
                 let (c, r) = (d / SEC, (d % SEC) / (row_ms * 1_000_000));
-                if let Some(slot) = counts.get_mut((c * rows + r) as usize) {
+                if let Some(slot) = usize::try_from(c * rows + r).ok().and_then(|i| counts.get_mut(i)) {
                     *slot += 1;
                     total += 1;
                 }

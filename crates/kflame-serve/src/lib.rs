@@ -21,6 +21,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::routing::get;
@@ -30,6 +31,8 @@ use tower_http::compression::{CompressionLayer, CompressionLevel};
 
 pub mod api;
 mod db;
+#[doc(hidden)]
+pub mod fuzzing;
 mod page;
 mod prune;
 mod scatter;
@@ -138,12 +141,19 @@ impl Cache {
     }
 }
 
+/// How long a connection may take to send a whole request head, counted from when it is
+/// opened or from the end of its previous answer (so it is also the idle time a kept-alive
+/// connection is given): a connection that sends nothing, half a head, or a byte now and
+/// then is closed after it. A page asks again on a new connection.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// A bound server, not yet serving: [`Bound::url`] is what to print.
 #[derive(Debug)]
 pub struct Bound {
     listener: TcpListener,
     app: Arc<App>,
     stop: watch::Sender<bool>,
+    header_timeout: Duration,
 }
 
 impl Bound {
@@ -157,19 +167,59 @@ impl Bound {
         format!("http://{}/?token={}", self.app.addr, self.app.token.as_str())
     }
 
+    /// Another [`HEADER_TIMEOUT`] (tests; at least 1 ms).
+    pub fn set_header_timeout(&mut self, timeout: Duration) {
+        self.header_timeout = timeout.max(Duration::from_millis(1));
+    }
+
     /// Serves until `stop` completes, then finishes the requests under way (event streams
-    /// are ended).
+    /// are ended) and returns once every connection is closed.
     pub async fn serve(self, stop: impl Future<Output = ()> + Send + 'static) -> Result<(), ServeError> {
-        let Bound { listener, app, stop: tx } = self;
-        let addr = app.addr;
+        let Bound { listener, app, stop: tx, header_timeout } = self;
         let router = router(app);
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move {
-                stop.await;
-                let _ = tx.send(true);
-            })
-            .await
-            .map_err(|source| ServeError::Io { what: format!("serving on {addr}"), source })
+        // Every connection holds a receiver of `open`; `closed()` completes when all are gone.
+        let (open, open_rx) = watch::channel(());
+        let mut stop = std::pin::pin!(stop);
+        loop {
+            let sock = tokio::select! {
+                r = listener.accept() => match r {
+                    Ok((sock, _)) => sock,
+                    // Out of file descriptors, a connection reset before it was accepted:
+                    // the listener stays good; wait a little rather than spin.
+                    Err(_) => {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+                () = &mut stop => break,
+            };
+            let service = hyper_util::service::TowerToHyperService::new(router.clone());
+            let mut shutdown = tx.subscribe();
+            let held = open_rx.clone();
+            tokio::spawn(async move {
+                let mut builder = hyper::server::conn::http1::Builder::new();
+                builder.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(header_timeout);
+                let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(sock), service);
+                let mut conn = std::pin::pin!(conn);
+                let mut ending = false;
+                loop {
+                    tokio::select! {
+                        // A connection's error (a timeout, a reset) ends only that connection.
+                        _ = conn.as_mut() => break,
+                        _ = shutdown.wait_for(|s| *s), if !ending => {
+                            ending = true;
+                            conn.as_mut().graceful_shutdown();
+                        }
+                    }
+                }
+                drop(held);
+            });
+        }
+        let _ = tx.send(true);
+        drop(listener);
+        drop(open_rx);
+        open.closed().await;
+        Ok(())
     }
 }
 
@@ -199,7 +249,7 @@ pub async fn bind(config: Config) -> Result<Bound, ServeError> {
         cache: Cache::default(),
         _keep: None,
     });
-    Ok(Bound { listener, app, stop })
+    Ok(Bound { listener, app, stop, header_timeout: HEADER_TIMEOUT })
 }
 
 /// The application for an address, without a socket (tests call it with `oneshot`).

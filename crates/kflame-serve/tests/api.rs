@@ -901,3 +901,130 @@ async fn a_fleet_selects_hosts_merges_them_and_breaks_a_frame_down_by_host() {
         assert!(msg.contains(want), "{uri}: {msg}");
     }
 }
+
+#[tokio::test]
+async fn hostile_ranges_and_name_lists_get_400_not_a_panic_or_a_flood() {
+    let (_, _, app) = setup("hostile", 30);
+    // Ranges whose length overflows 64 bits.
+    for uri in [
+        "/api/heatmap?from=0&to=9223372036854775807",
+        "/api/heatmap?from=-9223372036854775808&to=9223372036854775807",
+        "/api/heatmap?from=-9223372036854775808&to=0&row_ms=10",
+    ] {
+        let msg = error(&app, uri, StatusCode::BAD_REQUEST).await;
+        assert!(msg.contains("at most 21600 s"), "{uri}: {msg}");
+    }
+    // The largest heat map allowed still answers, the cells counted.
+    let v = json(&app, &format!("/api/heatmap?from={T0}&to={}&row_ms=10", T0 + 21_600 * SEC)).await;
+    assert_eq!(v["columns"], 21_600);
+    assert_eq!(v["counts"].as_array().unwrap().len(), 21_600 * 100);
+    // One name repeated: one series, as if it were given once.
+    let range = format!("from={T0}&to={}&points=100", T0 + 30 * SEC);
+    let once = send(&app, authed(&format!("/api/series?names=cpu.usr&{range}"))).await;
+    assert_eq!(once.0, StatusCode::OK);
+    // As many as a URI holds (the http crate takes up to 64 KiB).
+    let many = vec!["cpu.usr"; 7_000].join(",");
+    let repeated = send(&app, authed(&format!("/api/series?names={many}&{range}"))).await;
+    assert_eq!(repeated.0, StatusCode::OK);
+    assert_eq!(repeated.2, once.2, "a repeated name answered more than the name once");
+    // Too many distinct names: 400, saying the limit.
+    let names: Vec<String> = (0..=kflame_serve::api::MAX_NAMES).map(|i| format!("m{i}")).collect();
+    let msg =
+        error(&app, &format!("/api/series?names={}&{range}", names.join(",")), StatusCode::BAD_REQUEST).await;
+    assert!(
+        msg.contains(&format!("more than {} distinct metric names", kflame_serve::api::MAX_NAMES)),
+        "{msg}"
+    );
+    let msg = error(&app, "/api/series?names=,,,", StatusCode::BAD_REQUEST).await;
+    assert!(msg.contains("names: empty"), "{msg}");
+}
+
+/// Reads from `s` until the server closes it (or `limit` passes: then the test fails).
+fn wait_closed(s: &mut std::net::TcpStream, limit: std::time::Duration) -> (std::time::Duration, Vec<u8>) {
+    use std::io::Read;
+    let start = std::time::Instant::now();
+    s.set_read_timeout(Some(std::time::Duration::from_millis(100))).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        assert!(start.elapsed() < limit, "still open after {:?}", start.elapsed());
+        match s.read(&mut buf) {
+            Ok(0) => return (start.elapsed(), got),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            // A reset is a close too.
+            Err(_) => return (start.elapsed(), got),
+        }
+    }
+}
+
+#[test]
+fn idle_partial_and_slow_connections_are_closed() {
+    use std::io::{Read, Write};
+    use std::time::{Duration, Instant};
+    let d = dir("slow");
+    let db = d.join("h.db");
+    history::write(&db, 5, false).unwrap();
+    let rt = kflame_serve::runtime().unwrap();
+    let config = kflame_serve::Config {
+        db,
+        remote: None,
+        listen: "127.0.0.1:0".parse().unwrap(),
+        allow_remote: false,
+        token: Token::new(TOKEN).unwrap(),
+        live: false,
+    };
+    let mut bound = rt.block_on(kflame_serve::bind(config)).unwrap();
+    let timeout = Duration::from_millis(400);
+    bound.set_header_timeout(timeout);
+    let addr = bound.addr();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = rt.spawn(bound.serve(async move {
+        let _ = stop_rx.await;
+    }));
+    let limit = Duration::from_secs(10);
+    // Connected, never a byte.
+    let mut idle = std::net::TcpStream::connect(addr).unwrap();
+    let (after, got) = wait_closed(&mut idle, limit);
+    assert!(after >= timeout / 2 && (got.is_empty() || got.starts_with(b"HTTP/1.1 408")), "{after:?}");
+    // Half a request head, then nothing.
+    let mut partial = std::net::TcpStream::connect(addr).unwrap();
+    write!(partial, "GET /api/info HTTP/1.1\r\nHost: {addr}\r\n").unwrap();
+    wait_closed(&mut partial, limit);
+    // A byte now and then: the head never completes within the timeout.
+    let mut slow = std::net::TcpStream::connect(addr).unwrap();
+    slow.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
+    let head = format!("GET /api/info HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\n\r\n");
+    let start = Instant::now();
+    let mut closed = false;
+    for b in head.bytes() {
+        if slow.write_all(&[b]).is_err() || matches!(slow.read(&mut [0u8; 64]), Ok(0)) {
+            closed = true;
+            break;
+        }
+        assert!(start.elapsed() < limit);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if !closed {
+        let (_, got) = wait_closed(&mut slow, limit);
+        assert!(!got.starts_with(b"HTTP/1.1 200"), "a head sent over {:?} was served", start.elapsed());
+    }
+    // Kept alive after an answer, then idle: closed too.
+    let mut kept = std::net::TcpStream::connect(addr).unwrap();
+    write!(kept, "GET /api/info HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\n\r\n").unwrap();
+    let (_, got) = wait_closed(&mut kept, limit);
+    assert!(got.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&got));
+    // A prompt client is served as before.
+    let mut ok = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        ok,
+        "GET /api/info HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    ok.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    stop_tx.send(()).unwrap();
+    let done = rt.block_on(async { tokio::time::timeout(Duration::from_secs(10), server).await });
+    assert!(matches!(done, Ok(Ok(Ok(())))), "the server did not stop: {done:?}");
+}

@@ -634,6 +634,10 @@ impl Side {
         let mut k = 0usize;
         let mut at = 0usize;
         let mut last_cg_of_stack = Vec::new();
+        // Each stack's samples decoded, checked against its count in the side data (what a
+        // query of the whole bucket reads instead of the samples) when every window is.
+        let mut seen = vec![0u64; n_dict];
+        let mut every_window = true;
         for (w, runs, n_words, n_esc) in &self.windows {
             let bytes = words.get(at * 4..(at + n_words) * 4).ok_or("coded columns end early")?;
             at += n_words;
@@ -641,6 +645,7 @@ impl Side {
             let esc_end =
                 esc_at.checked_add(*n_esc).filter(|&e| e <= m.escapes.len()).ok_or("time escapes missing")?;
             if !want(self.window_span(start_ns, *w)) {
+                every_window = false;
                 k += count;
                 esc_at = esc_end;
                 continue;
@@ -663,6 +668,9 @@ impl Side {
                 let (mut last_t, mut cpu_cg) = (0i64, 0u32);
                 for _ in 0..count {
                     let si = d.get(ts)? as usize;
+                    if let Some(n) = seen.get_mut(si) {
+                        *n += 1;
+                    }
                     let z = match d.get(tt)? {
                         TIME_ESCAPE => {
                             let z = *m.escapes[..esc_end].get(esc_at).ok_or("a time escape is missing")?;
@@ -710,6 +718,9 @@ impl Side {
         }
         if esc_at != m.escapes.len() {
             return Err("time escapes left over".into());
+        }
+        if every_window && seen != m.stack_counts {
+            return Err("the samples' stacks do not match the stack counts of the side data".into());
         }
         Ok(())
     }

@@ -23,6 +23,8 @@ use kflame::fold::{Meta, Stacks, Unit, Weight};
 mod bucket;
 mod chunks;
 mod codec;
+#[doc(hidden)]
+pub mod fuzzing;
 mod maintain;
 mod rans;
 mod sqlite;
@@ -30,7 +32,7 @@ mod summary;
 pub mod time;
 
 pub use sqlite::{
-    MAX_UNWRITTEN_VALUES, METRIC_DECIMALS, OpenMode, RESERVE_BYTES, SCHEMA_VERSION, Sqlite,
+    MAX_UNWRITTEN_VALUES, METRIC_DECIMALS, OpenMode, RESERVE_BYTES, SCHEMA_VERSION, Sqlite, lock_path,
     stored_metric_value,
 };
 pub use summary::SeriesCache;
@@ -311,6 +313,23 @@ pub enum StoreError {
         path: PathBuf,
         /// SQLite's message.
         detail: String,
+    },
+    /// Another writer (another `kflame watch`) has the database open: a database has one
+    /// writer, two would corrupt it. Readers are not refused.
+    #[error(
+        "{}: already opened for writing by {} (the lock {} is held); a database has one writer: \
+         stop that one or give this one another file (nothing was written)",
+        path.display(),
+        pid.map_or_else(|| "another process".to_string(), |p| format!("process {p}")),
+        lock.display()
+    )]
+    Locked {
+        /// The database.
+        path: PathBuf,
+        /// The lock file beside it.
+        lock: PathBuf,
+        /// The process holding it, as it wrote it into the lock file.
+        pid: Option<u32>,
     },
     /// Input the store refuses (a weight out of range, a bucket ending before it starts).
     #[error("{}: {detail}", path.display())]

@@ -368,6 +368,9 @@ pub struct Sqlite {
     /// The file's (device, inode) when it was opened: part of the series cache's keys, so
     /// that a file replaced under the same name never meets the summaries of another.
     file_id: (u64, u64),
+    /// A writer's lock on [`lock_path`] (see [`lock_writer`]), released when it is dropped,
+    /// after the connection closed (fields drop in order).
+    _lock: Option<File>,
 }
 
 /// The key of an hour's buckets for compaction.
@@ -546,6 +549,150 @@ fn check_file(path: &Path, mode: OpenMode) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// The lock file of a database's writer: `<db>-lock`, beside it, holding the writer's pid.
+pub fn lock_path(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push("-lock");
+    PathBuf::from(p)
+}
+
+/// Takes the one writer's lock of the database at `path`: an exclusive `flock` on
+/// [`lock_path`], held as long as the returned file is open, so that a writer killed
+/// with `kill -9` leaves no stale lock. Two writers would each keep their own maps of
+/// frame and stack ids and refer to stacks the other one stored under the same ids;
+/// readers take no lock. Refused with [`StoreError::Locked`], naming the holder's pid.
+fn lock_writer(path: &Path) -> Result<File, StoreError> {
+    use std::io::{Seek, Write};
+    let lock = lock_path(path);
+    let mut f =
+        std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&lock).map_err(
+            |e| other(path, format!("cannot open the writer's lock file {}: {e}", lock.display())),
+        )?;
+    match rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => {}
+        Err(e) if e == rustix::io::Errno::WOULDBLOCK => {
+            let mut text = String::new();
+            let _ = f.read_to_string(&mut text);
+            let pid = text.trim().parse().ok();
+            return Err(StoreError::Locked { path: path.to_path_buf(), lock, pid });
+        }
+        Err(e) => {
+            return Err(other(path, format!("cannot lock {}: {e}", lock.display())));
+        }
+    }
+    // The pid is for the message of a writer refused; the lock is the flock, not the text.
+    let _ = f.set_len(0).and_then(|()| f.rewind()).and_then(|()| writeln!(f, "{}", std::process::id()));
+    Ok(f)
+}
+
+/// Reads what a database holds, in one read transaction (a writer migrating it meanwhile
+/// is seen before or after, never halfway): (schema entries, schema version). Refuses
+/// another program's database, a schema version out of range and, for a known version,
+/// a table, column or index of that version that is missing.
+fn inspect(conn: &Connection, path: &Path, mode: OpenMode) -> Result<(i64, u32), StoreError> {
+    let e = |err| map_err(path, err);
+    let tx = conn.unchecked_transaction().map_err(e)?;
+    let app: i32 = tx.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(e)?;
+    let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(e)?;
+    let tables: i64 = tx.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(e)?;
+    let corrupt = |detail: String| StoreError::Corrupt { path: path.to_path_buf(), detail };
+    if tables > 0 && app != APP_ID {
+        return Err(StoreError::NotADatabase {
+            path: path.to_path_buf(),
+            detail: format!(
+                "a SQLite database of another program (application_id {app:#x}, {tables} schema entries)"
+            ),
+        });
+    }
+    let Ok(version) = u32::try_from(version) else {
+        return Err(corrupt(format!(
+            "its schema version (PRAGMA user_version) is {version}; kflame writes 1 to {SCHEMA_VERSION}"
+        )));
+    };
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::FutureVersion {
+            path: path.to_path_buf(),
+            found: version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if mode == OpenMode::Read && (tables == 0 || version == 0) {
+        return Err(StoreError::NotADatabase {
+            path: path.to_path_buf(),
+            detail: "an empty database: nothing was recorded in it".into(),
+        });
+    }
+    if version == 0 && tables > 0 {
+        return Err(corrupt(format!(
+            "it is marked as a kflame history but its schema version (PRAGMA user_version) is 0, \
+             with {tables} schema entries; expected 1 to {SCHEMA_VERSION}"
+        )));
+    }
+    if version > 0 {
+        check_schema(&tx, version).map_err(|d| corrupt(format!("schema version {version}: {d}")))?;
+    }
+    Ok((tables, version))
+}
+
+/// The tables (with their columns) and indexes of schema `version`, made by its migrations
+/// in a database in memory: what a file of that version must hold.
+fn expected_schema(version: u32) -> rusqlite::Result<Vec<(String, String, Vec<String>)>> {
+    let mem = Connection::open_in_memory()?;
+    for sql in MIGRATIONS.iter().take(version as usize) {
+        mem.execute_batch(sql)?;
+    }
+    // Migration 5's renamed tables are emptied and dropped in its transaction.
+    if version >= 5 {
+        mem.execute_batch("DROP TABLE stacks_v3; DROP TABLE frames_v3;")?;
+    }
+    schema_of(&mem)
+}
+
+/// (type, name, columns) of every table and named index of a database.
+fn schema_of(conn: &Connection) -> rusqlite::Result<Vec<(String, String, Vec<String>)>> {
+    let entries: Vec<(String, String)> = conn
+        .prepare(
+            "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'index') \
+             AND name NOT LIKE 'sqlite_%' ORDER BY type DESC, name",
+        )?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    let mut out = Vec::with_capacity(entries.len());
+    for (kind, name) in entries {
+        let columns = if kind == "table" {
+            conn.prepare("SELECT name FROM pragma_table_info(?1)")?
+                .query_map([&name], |r| r.get(0))?
+                .collect::<Result<_, _>>()?
+        } else {
+            Vec::new()
+        };
+        out.push((kind, name, columns));
+    }
+    Ok(out)
+}
+
+/// Checks that a database holds every table, column and index of schema `version` (more
+/// is allowed); says which one is missing.
+fn check_schema(conn: &Connection, version: u32) -> Result<(), String> {
+    let expected = expected_schema(version).map_err(|e| format!("cannot build its schema: {e}"))?;
+    let found = schema_of(conn).map_err(|e| format!("cannot read its schema: {e}"))?;
+    for (kind, name, columns) in &expected {
+        let Some((_, _, have)) = found.iter().find(|(k, n, _)| k == kind && n == name) else {
+            let tables: Vec<&str> =
+                expected.iter().filter(|(k, _, _)| k == "table").map(|(_, n, _)| n.as_str()).collect();
+            return Err(if kind == "table" {
+                format!("the table `{name}` is missing (expected the tables {})", tables.join(", "))
+            } else {
+                format!("the index `{name}` is missing")
+            });
+        };
+        if let Some(c) = columns.iter().find(|c| !have.contains(c)) {
+            return Err(format!("the table `{name}` has no column `{c}` (expected {})", columns.join(", ")));
+        }
+    }
+    Ok(())
+}
+
 impl Sqlite {
     /// Opens (or, to write, creates) a history database.
     pub fn open(path: impl AsRef<Path>, mode: OpenMode) -> Result<Sqlite, StoreError> {
@@ -565,33 +712,30 @@ impl Sqlite {
             OpenMode::Read => OpenFlags::SQLITE_OPEN_READ_ONLY,
         } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let e = |err| map_err(path, err);
-        let conn = Connection::open_with_flags(path, flags).map_err(e)?;
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(e)?;
-        let app: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(e)?;
-        let version: u32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(e)?;
-        let tables: i64 =
-            conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(e)?;
-        if tables > 0 && app != APP_ID {
-            return Err(StoreError::NotADatabase {
-                path: path.to_path_buf(),
-                detail: format!(
-                    "a SQLite database of another program (application_id {app:#x}, {tables} schema entries)"
-                ),
-            });
-        }
-        if version > SCHEMA_VERSION {
-            return Err(StoreError::FutureVersion {
-                path: path.to_path_buf(),
-                found: version,
-                supported: SCHEMA_VERSION,
-            });
-        }
-        if mode == OpenMode::Read && (tables == 0 || version == 0) {
-            return Err(StoreError::NotADatabase {
-                path: path.to_path_buf(),
-                detail: "an empty database: nothing was recorded in it".into(),
-            });
-        }
+        let open = |flags| -> Result<Connection, StoreError> {
+            let conn = Connection::open_with_flags(path, flags).map_err(e)?;
+            conn.busy_timeout(BUSY_TIMEOUT).map_err(e)?;
+            Ok(conn)
+        };
+        // A writer refuses what is not ours before leaving a lock file beside it, through a
+        // read-only connection (closing a writable one may checkpoint another writer's WAL
+        // into the file); once the lock is held, it looks again: another writer may have
+        // created or migrated the file meanwhile.
+        let lock = match mode {
+            OpenMode::Write => {
+                if std::fs::metadata(path).is_ok_and(|m| m.len() > 0) {
+                    inspect(
+                        &open(OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?,
+                        path,
+                        mode,
+                    )?;
+                }
+                Some(lock_writer(path)?)
+            }
+            OpenMode::Read => None,
+        };
+        let conn = open(flags)?;
+        let (tables, version) = inspect(&conn, path, mode)?;
         let mut db = Sqlite {
             conn,
             path: path.to_path_buf(),
@@ -606,6 +750,7 @@ impl Sqlite {
             file_id: std::fs::metadata(path)
                 .map(|m| (std::os::unix::fs::MetadataExt::dev(&m), std::os::unix::fs::MetadataExt::ino(&m)))
                 .unwrap_or_default(),
+            _lock: lock,
         };
         if mode == OpenMode::Write {
             db.prepare_for_writing(tables == 0, version, target)?;

@@ -909,3 +909,91 @@ fn summaries_follow_rows_written_again() {
     }
     assert!(rows_seen.len() > 5, "{} rows", rows_seen.len());
 }
+
+#[test]
+fn a_second_writer_is_refused_naming_the_first_and_readers_go_on() {
+    let d = dir("two-writers");
+    let path = d.join("history.db");
+    let meta = Meta::with_unit(Unit::Samples);
+    let mut first = Sqlite::open(&path, OpenMode::Write).unwrap();
+    write_buckets(&mut first, &generate(30), 10 * SEC, "web1", &meta);
+    let before = std::fs::read(&path).unwrap();
+    // Two writers would each number new stacks from their own maps: refused, by pid.
+    let e = Sqlite::open(&path, OpenMode::Write).unwrap_err();
+    match &e {
+        StoreError::Locked { path: p, lock, pid } => {
+            assert_eq!(p, &path);
+            assert_eq!(lock, &kflame_store::lock_path(&path));
+            assert_eq!(*pid, Some(std::process::id()));
+        }
+        other => panic!("expected Locked, got {other}"),
+    }
+    let msg = e.to_string();
+    assert!(msg.contains(&path.display().to_string()), "{msg}");
+    assert!(msg.contains(&format!("process {}", std::process::id())), "{msg}");
+    assert_eq!(std::fs::read(&path).unwrap(), before, "the refused writer wrote to the file");
+    // Readers are not refused while the writer writes.
+    let reader = Sqlite::open(&path, OpenMode::Read).unwrap();
+    let total = reader.profile(&ProfileQuery::new(Kind::Cpu, T0, T0 + 60 * SEC)).unwrap().samples;
+    assert!(total > 0);
+    write_buckets(&mut first, &generate(30), 10 * SEC, "web2", &meta);
+    assert!(reader.profile(&ProfileQuery::new(Kind::Cpu, T0, T0 + 60 * SEC)).unwrap().samples > total);
+    // Once the first writer is gone, the next one gets the file.
+    drop(first);
+    let mut second = Sqlite::open(&path, OpenMode::Write).unwrap();
+    write_buckets(&mut second, &generate(10), 10 * SEC, "web3", &meta);
+    drop(second);
+    drop(reader);
+    let db = Sqlite::open(&path, OpenMode::Read).unwrap();
+    let hosts: Vec<String> = db.host_labels().unwrap().into_iter().map(|(h, _)| h).collect();
+    assert_eq!(hosts, ["web1", "web2", "web3"]);
+}
+
+#[test]
+fn a_missing_table_or_a_bad_version_is_named_and_nothing_is_written() {
+    let d = dir("damaged-schema");
+    let good = d.join("good.db");
+    {
+        let mut db = Sqlite::open(&good, OpenMode::Write).unwrap();
+        write_buckets(&mut db, &generate(30), 10 * SEC, "web1", &Meta::with_unit(Unit::Samples));
+        db.maintain(&Policy::new(T0)).unwrap();
+    }
+    let bytes = std::fs::read(&good).unwrap();
+    let damaged = |name: &str, sql: &str| {
+        let p = d.join(name);
+        std::fs::write(&p, &bytes).unwrap();
+        let c = rusqlite::Connection::open(&p).unwrap();
+        c.execute_batch(sql).unwrap();
+        c.execute_batch("PRAGMA journal_mode = DELETE").unwrap();
+        drop(c);
+        p
+    };
+    let no_buckets = damaged("no-buckets.db", "DROP TABLE buckets");
+    for mode in [OpenMode::Write, OpenMode::Read] {
+        let e = unchanged_after(&no_buckets, mode);
+        assert!(matches!(e, StoreError::Corrupt { .. }), "{e}");
+        let msg = e.to_string();
+        assert!(msg.contains("the table `buckets` is missing"), "{msg}");
+        assert!(msg.contains(&format!("schema version {SCHEMA_VERSION}")), "{msg}");
+    }
+    let no_column = damaged(
+        "no-column.db",
+        "CREATE TABLE r2(id INTEGER PRIMARY KEY, host INTEGER NOT NULL, time_ns INTEGER NOT NULL,
+             kind TEXT NOT NULL, title TEXT NOT NULL, stack TEXT NOT NULL);
+         DROP TABLE reports; ALTER TABLE r2 RENAME TO reports;",
+    );
+    let e = unchanged_after(&no_column, OpenMode::Write);
+    assert!(e.to_string().contains("the table `reports` has no column `text`"), "{e}");
+    let negative = damaged("negative.db", "PRAGMA user_version = -1");
+    for mode in [OpenMode::Write, OpenMode::Read] {
+        let e = unchanged_after(&negative, mode);
+        assert!(matches!(e, StoreError::Corrupt { .. }), "{e}");
+        let msg = e.to_string();
+        assert!(msg.contains("schema version (PRAGMA user_version) is -1"), "{msg}");
+        assert!(msg.contains(&format!("1 to {SCHEMA_VERSION}")), "{msg}");
+        assert!(!msg.contains("out of range at index"), "{msg}");
+    }
+    // The undamaged copy still opens both ways.
+    drop(Sqlite::open(&good, OpenMode::Write).unwrap());
+    drop(Sqlite::open(&good, OpenMode::Read).unwrap());
+}

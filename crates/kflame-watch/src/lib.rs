@@ -8,6 +8,8 @@
 
 pub mod capture;
 pub mod config;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod kmsg;
 pub mod metrics;
 pub mod rules;

@@ -167,15 +167,19 @@ fn every_target_is_built_seeded_and_replayed() {
         assert!(manifest.contains(&format!("name = \"{name}\"")), "fuzz/Cargo.toml has no [[bin]] {name}");
         assert!(!inputs("corpus", name).is_empty(), "fuzz/corpus/{name}/ holds no seed");
     }
-    // The analyzer's targets (a kernel tree's files) are replayed by its own test,
-    // crates/kflame-analyze/tests/fuzz_replay.rs, which checks them the same way.
+    // The targets of the other crates (the analyzer's: a kernel tree's files; the store's,
+    // the server's, the watcher's...) are replayed by each crate's own
+    // tests/fuzz_replay.rs, which checks them the same way.
     let mut analyzer = Vec::new();
     let sources = std::fs::read_dir(fuzz_dir().join("fuzz_targets")).expect("fuzz/fuzz_targets");
     for entry in sources {
         let path = entry.expect("listing fuzz/fuzz_targets").path();
         let stem = path.file_stem().unwrap_or_default().to_string_lossy().into_owned();
         let text = std::fs::read_to_string(&path).unwrap_or_default();
-        if text.contains(&format!("kflame_analyze::fuzzing::{stem}(")) {
+        let other_crate = ["analyze", "store", "serve", "mcp", "watch", "clickhouse", "fixes"]
+            .iter()
+            .any(|c| text.contains(&format!("kflame_{c}::fuzzing::{stem}(")));
+        if other_crate {
             analyzer.push(stem);
             continue;
         }
