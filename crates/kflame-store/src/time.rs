@@ -145,7 +145,11 @@ fn parse_rfc3339(s: &str) -> Result<i64, String> {
         z => {
             let sign = if z.starts_with('-') { -1 } else { 1 };
             let (oh, om) = z[1..].split_once(':').ok_or("zone is not +HH:MM")?;
-            sign * (num(oh, "zone hour")? * 3600 + num(om, "zone minute")? * 60)
+            let (oh, om) = (num(oh, "zone hour")?, num(om, "zone minute")?);
+            if oh > 23 || om > 59 {
+                return Err(format!("no such zone offset {z}"));
+            }
+            sign * (oh * 3600 + om * 60)
         }
     };
     let secs = days_from_civil(y, m, d) * 86_400 + h * 3600 + mi * 60 + se - offset_s;
