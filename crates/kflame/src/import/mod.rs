@@ -301,6 +301,49 @@ pub(crate) fn frame_len(name: &str) -> usize {
 /// The text of a frame without a name.
 const UNKNOWN: &[u8] = b"[unknown]";
 
+/// A location's frames as folded text (caller first), or why it gives none; `E` is the
+/// reference its profile could not resolve.
+pub(crate) enum Part<E> {
+    Text(Box<[u8]>),
+    /// Longer than a stack may be: its length.
+    Long(usize),
+    /// A line refers to a function (or name) the profile does not have.
+    Bad(E),
+}
+
+/// The frames of a location whose `lines` (callee first, as pprof and OTLP list them) are
+/// named by `resolve`: caller first, or its `address` when it has no line. Its length is
+/// known before it is built, so that a location longer than a stack costs no text.
+pub(crate) fn location_part<'a, L, E>(
+    b: &mut Builder,
+    lines: &[L],
+    address: u64,
+    resolve: impl Fn(&L) -> Result<&'a str, E>,
+) -> Result<Part<E>, ImportError> {
+    let mut len = 0usize;
+    for line in lines {
+        match resolve(line) {
+            Ok(name) => len = len.saturating_add(frame_len(name) + 1),
+            Err(e) => return Ok(Part::Bad(e)),
+        }
+    }
+    if lines.is_empty() {
+        let text = format!("0x{address:x}");
+        b.charge(text.len())?;
+        return Ok(Part::Text(text.into_bytes().into()));
+    }
+    let len = len - 1;
+    if len > b.max_stack() {
+        return Ok(Part::Long(len));
+    }
+    b.charge(len)?;
+    let mut text = Vec::with_capacity(len);
+    for name in lines.iter().rev().filter_map(|l| resolve(l).ok()) {
+        push_next(&mut text, name);
+    }
+    Ok(Part::Text(text.into()))
+}
+
 /// Appends `name` as the next frame of `buf` (after a separator unless `buf` is empty).
 pub(crate) fn push_next(buf: &mut Vec<u8>, name: &str) {
     if !buf.is_empty() {

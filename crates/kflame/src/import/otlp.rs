@@ -18,7 +18,7 @@ use std::collections::HashMap;
 
 use prost::Message;
 
-use super::{Builder, ImportError, Imported, Limits};
+use super::{Builder, ImportError, Imported, Limits, Part};
 use crate::fold::{Meta, Unit, Weight};
 use crate::proto::opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceRequest;
 use crate::proto::opentelemetry::proto::common::v1::any_value;
@@ -72,7 +72,7 @@ pub fn read(bytes: &[u8], time_order: bool, limits: &Limits) -> Result<Imported,
         return Err(ImportError::NoSamples);
     }
     let mut b = Builder::new(time_order, limits);
-    let mut parts: HashMap<i32, Part> = HashMap::new();
+    let mut parts: HashMap<i32, Part<i32>> = HashMap::new();
     let mut meta: Option<Meta> = None;
     let several = profiles.len() > 1;
     let mut index = 0u64;
@@ -179,15 +179,6 @@ pub fn read(bytes: &[u8], time_order: bool, limits: &Limits) -> Result<Imported,
     Ok(Imported { stacks, meta: meta.unwrap_or_default(), diag })
 }
 
-/// A location's frames as folded text (caller first), or why it gives none.
-enum Part {
-    Text(Box<[u8]>),
-    /// Longer than a stack may be: its length.
-    Long(usize),
-    /// An index past the function or string table.
-    Bad(i32),
-}
-
 /// The slot of stack `stack_index` of the dictionary under the root frame `label`, or
 /// `None` when it is longer than a stack may be; `Err((table, index))` for an index past a
 /// table. Locations are made once, into `parts`.
@@ -196,7 +187,7 @@ fn stack_slot(
     d: &ProfilesDictionary,
     stack_index: i32,
     label: Option<&str>,
-    parts: &mut HashMap<i32, Part>,
+    parts: &mut HashMap<i32, Part<i32>>,
     b: &mut Builder,
 ) -> Result<Result<Option<u32>, (&'static str, i32)>, ImportError> {
     let Some(stack) = usize::try_from(stack_index).ok().and_then(|i| d.stack_table.get(i)) else {
@@ -239,31 +230,10 @@ fn stack_slot(
 
 /// The frames of `loc`: its lines caller first, or its address when it has none; its length
 /// is known before it is built, so that a location longer than a stack costs no text.
-fn location_part(d: &ProfilesDictionary, loc: &Location, b: &mut Builder) -> Result<Part, ImportError> {
-    let name = |fi: i32| {
-        let f = usize::try_from(fi).ok().and_then(|i| d.function_table.get(i))?;
-        usize::try_from(f.name_strindex).ok().and_then(|i| d.string_table.get(i)).map(String::as_str)
-    };
-    let mut len = 0usize;
-    for line in &loc.lines {
-        let Some(n) = name(line.function_index) else { return Ok(Part::Bad(line.function_index)) };
-        len = len.saturating_add(super::frame_len(n) + 1);
-    }
-    if loc.lines.is_empty() {
-        let text = format!("0x{:x}", loc.address);
-        b.charge(text.len())?;
-        return Ok(Part::Text(text.into_bytes().into()));
-    }
-    let len = len - 1;
-    if len > b.max_stack() {
-        return Ok(Part::Long(len));
-    }
-    b.charge(len)?;
-    let mut text = Vec::with_capacity(len);
-    for line in loc.lines.iter().rev() {
-        if let Some(n) = name(line.function_index) {
-            super::push_next(&mut text, n);
-        }
-    }
-    Ok(Part::Text(text.into()))
+fn location_part(d: &ProfilesDictionary, loc: &Location, b: &mut Builder) -> Result<Part<i32>, ImportError> {
+    super::location_part(b, &loc.lines, loc.address, |line| {
+        let f = usize::try_from(line.function_index).ok().and_then(|i| d.function_table.get(i));
+        let name = f.and_then(|f| usize::try_from(f.name_strindex).ok().and_then(|i| d.string_table.get(i)));
+        name.map(String::as_str).ok_or(line.function_index)
+    })
 }

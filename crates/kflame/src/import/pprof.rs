@@ -21,7 +21,7 @@ use std::io::Read;
 
 use prost::Message;
 
-use super::{Builder, ImportError, Imported, Limits};
+use super::{Builder, ImportError, Imported, Limits, Part};
 use crate::fold::{Meta, Unit, Weight};
 use crate::proto::pprof as pb;
 
@@ -189,7 +189,7 @@ pub fn read_sample_type(
     let mut b = Builder::new(time_order, limits);
     // Each location's frames are made once, each distinct list of locations into a stack
     // once: samples repeating them cost a lookup.
-    let mut parts: HashMap<u64, Part> = HashMap::new();
+    let mut parts: HashMap<u64, Part<u64>> = HashMap::new();
     let mut stacks: HashMap<&[u64], Option<u32>> = HashMap::new();
     let mut buf = Vec::new();
     'samples: for (i, s) in p.sample.iter().enumerate() {
@@ -230,7 +230,7 @@ pub fn read_sample_type(
                         }
                     };
                     match part {
-                        Part::UnknownFunction(f) => {
+                        Part::Bad(f) => {
                             let f = *f;
                             b.diag.skip("unknown function", index, || {
                                 format!("a function id of the profile, found {f}")
@@ -268,46 +268,16 @@ pub fn read_sample_type(
     Ok(Imported { stacks, meta, diag })
 }
 
-/// A location's frames as folded text (caller first), or why it gives none.
-enum Part {
-    Text(Box<[u8]>),
-    /// Longer than a stack may be: its length.
-    Long(usize),
-    /// A line names a function the profile does not have.
-    UnknownFunction(u64),
-}
-
 /// The frames of `loc`: its lines caller first, or its address when it has none; its length
 /// is known before it is built, so that a location longer than a stack costs no text.
 fn location_part(
     loc: &pb::Location,
     functions: &HashMap<u64, &str>,
     b: &mut Builder,
-) -> Result<Part, ImportError> {
-    let mut len = 0usize;
-    for line in &loc.line {
-        let Some(name) = functions.get(&line.function_id) else {
-            return Ok(Part::UnknownFunction(line.function_id));
-        };
-        len = len.saturating_add(super::frame_len(name) + 1);
-    }
-    if loc.line.is_empty() {
-        let text = format!("0x{:x}", loc.address);
-        b.charge(text.len())?;
-        return Ok(Part::Text(text.into_bytes().into()));
-    }
-    let len = len - 1;
-    if len > b.max_stack() {
-        return Ok(Part::Long(len));
-    }
-    b.charge(len)?;
-    let mut text = Vec::with_capacity(len);
-    for line in loc.line.iter().rev() {
-        if let Some(name) = functions.get(&line.function_id) {
-            super::push_next(&mut text, name);
-        }
-    }
-    Ok(Part::Text(text.into()))
+) -> Result<Part<u64>, ImportError> {
+    super::location_part(b, &loc.line, loc.address, |line| {
+        functions.get(&line.function_id).copied().ok_or(line.function_id)
+    })
 }
 
 /// The unit and event of a `kflame unit=U event=E` comment.
