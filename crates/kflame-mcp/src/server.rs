@@ -242,12 +242,32 @@ impl Server {
         };
         let (ctx, handler, view) = (self.ctx.clone(), def.handler, def.view);
         let limit = ctx.config().timeout;
-        let job = tokio::task::spawn_blocking(move || handler(&ctx, args));
-        match tokio::time::timeout(limit, job).await {
-            Err(_) => error_result(format!(
-                "{name} took longer than this server's limit of {} s (--timeout) and was abandoned",
-                limit.as_secs()
-            )),
+        let mut job = tokio::task::spawn_blocking(move || handler(&ctx, args));
+        match tokio::time::timeout(limit, &mut job).await {
+            Err(_) => {
+                // The work cannot be killed, only told to stop: the readers look at the same
+                // deadline. Say on stderr (the client's log over stdio) when it has ended, so
+                // that a call that goes on burning a core is seen.
+                let (tool, abandoned) = (name.to_string(), std::time::Instant::now());
+                tokio::spawn(async move {
+                    let outcome = match job.await {
+                        Ok(Ok(_)) => "an answer nobody waits for".to_string(),
+                        Ok(Err(e)) => format!("error: {e}"),
+                        Err(e) => format!("failure: {e}"),
+                    };
+                    #[allow(clippy::print_stderr)]
+                    {
+                        eprintln!(
+                            "kflame mcp: {tool}, abandoned at the time limit, ended {:.2} s later with {outcome}",
+                            abandoned.elapsed().as_secs_f64()
+                        );
+                    }
+                });
+                error_result(format!(
+                    "{name} took longer than this server's limit of {} s (--timeout) and was abandoned",
+                    limit.as_secs_f64()
+                ))
+            }
             Ok(Err(join)) => error_result(format!("{name} failed: {join}")),
             Ok(Ok(Err(e))) => error_result(e.to_string()),
             Ok(Ok(Ok(answer))) => success(answer, view),

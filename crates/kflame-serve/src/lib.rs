@@ -147,6 +147,12 @@ impl Cache {
 /// then is closed after it. A page asks again on a new connection.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// How many connections are served at once. The next ones wait in the listen queue (the
+/// kernel's) until one closes: a client that opens thousands of connections takes no more
+/// memory than this many, and each idle one is closed after [`HEADER_TIMEOUT`]. A page opens
+/// a handful (its requests and one event stream).
+pub const MAX_CONNECTIONS: usize = 256;
+
 /// A bound server, not yet serving: [`Bound::url`] is what to print.
 #[derive(Debug)]
 pub struct Bound {
@@ -154,6 +160,7 @@ pub struct Bound {
     app: Arc<App>,
     stop: watch::Sender<bool>,
     header_timeout: Duration,
+    max_connections: usize,
 }
 
 impl Bound {
@@ -172,21 +179,32 @@ impl Bound {
         self.header_timeout = timeout.max(Duration::from_millis(1));
     }
 
+    /// Another [`MAX_CONNECTIONS`] (tests; at least 1).
+    pub fn set_max_connections(&mut self, n: usize) {
+        self.max_connections = n.max(1);
+    }
+
     /// Serves until `stop` completes, then finishes the requests under way (event streams
     /// are ended) and returns once every connection is closed.
     pub async fn serve(self, stop: impl Future<Output = ()> + Send + 'static) -> Result<(), ServeError> {
-        let Bound { listener, app, stop: tx, header_timeout } = self;
+        let Bound { listener, app, stop: tx, header_timeout, max_connections } = self;
         let router = router(app);
         // Every connection holds a receiver of `open`; `closed()` completes when all are gone.
         let (open, open_rx) = watch::channel(());
+        // And a permit: none is accepted while all are held.
+        let slots = Arc::new(tokio::sync::Semaphore::new(max_connections));
         let mut stop = std::pin::pin!(stop);
         loop {
-            let sock = tokio::select! {
-                r = listener.accept() => match r {
-                    Ok((sock, _)) => sock,
+            let (sock, permit) = tokio::select! {
+                r = async {
+                    let permit = slots.clone().acquire_owned().await;
+                    (listener.accept().await, permit)
+                } => match r {
+                    (Ok((sock, _)), Ok(permit)) => (sock, permit),
                     // Out of file descriptors, a connection reset before it was accepted:
-                    // the listener stays good; wait a little rather than spin.
-                    Err(_) => {
+                    // the listener stays good; wait a little rather than spin. (The
+                    // semaphore is never closed.)
+                    _ => {
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         continue;
                     }
@@ -213,6 +231,7 @@ impl Bound {
                     }
                 }
                 drop(held);
+                drop(permit);
             });
         }
         let _ = tx.send(true);
@@ -249,7 +268,7 @@ pub async fn bind(config: Config) -> Result<Bound, ServeError> {
         cache: Cache::default(),
         _keep: None,
     });
-    Ok(Bound { listener, app, stop, header_timeout: HEADER_TIMEOUT })
+    Ok(Bound { listener, app, stop, header_timeout: HEADER_TIMEOUT, max_connections: MAX_CONNECTIONS })
 }
 
 /// The application for an address, without a socket (tests call it with `oneshot`).

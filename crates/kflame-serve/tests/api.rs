@@ -425,12 +425,23 @@ fn a_foreign_file_or_a_remote_address_is_refused_at_start() {
     assert_eq!(Token::new("  abc-1\n").unwrap().as_str(), "abc-1");
 }
 
-#[test]
-fn over_loopback() {
-    use std::io::{Read, Write};
-    let d = dir("loopback");
-    let db = d.join("h.db");
-    history::write(&db, 20, false).unwrap();
+/// A server bound on loopback over a history of `seconds` seconds, serving on its own
+/// runtime until [`Served::stop`].
+struct Served {
+    rt: tokio::runtime::Runtime,
+    addr: SocketAddr,
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<Result<(), kflame_serve::ServeError>>,
+}
+
+fn serve_on_loopback(
+    name: &str,
+    seconds: i64,
+    live: bool,
+    tune: impl FnOnce(&mut kflame_serve::Bound),
+) -> Served {
+    let db = dir(name).join("h.db");
+    history::write(&db, seconds, false).unwrap();
     let rt = kflame_serve::runtime().unwrap();
     let config = kflame_serve::Config {
         db,
@@ -438,15 +449,35 @@ fn over_loopback() {
         listen: "127.0.0.1:0".parse().unwrap(),
         allow_remote: false,
         token: Token::new(TOKEN).unwrap(),
-        live: true,
+        live,
     };
-    let bound = rt.block_on(kflame_serve::bind(config)).unwrap();
-    let addr: SocketAddr = bound.addr();
+    let mut bound = rt.block_on(kflame_serve::bind(config)).unwrap();
+    tune(&mut bound);
+    let addr = bound.addr();
     assert_eq!(bound.url(), format!("http://{addr}/?token={TOKEN}"));
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = rt.spawn(bound.serve(async move {
         let _ = stop_rx.await;
     }));
+    Served { rt, addr, stop, server }
+}
+
+impl Served {
+    /// Stops the server and checks that it ends, bounded.
+    fn stop(self) {
+        self.stop.send(()).unwrap();
+        let done = self
+            .rt
+            .block_on(async { tokio::time::timeout(std::time::Duration::from_secs(10), self.server).await });
+        assert!(matches!(done, Ok(Ok(Ok(())))), "the server did not stop: {done:?}");
+    }
+}
+
+#[test]
+fn over_loopback() {
+    use std::io::{Read, Write};
+    let served = serve_on_loopback("loopback", 20, true, |_| {});
+    let addr = served.addr;
     let request = |extra: &str, path: &str| {
         let mut s = std::net::TcpStream::connect(addr).unwrap();
         write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{extra}Connection: close\r\n\r\n").unwrap();
@@ -472,9 +503,7 @@ fn over_loopback() {
     let last = serde_json::from_str::<Value>(body).unwrap()["to"].as_i64().unwrap();
     // The newest time, and the file's version (it changes with every write).
     assert!(got.contains(&format!("data: {{\"to\":{last},\"version\":\"")), "{got}");
-    stop_tx.send(()).unwrap();
-    let done = rt.block_on(async { tokio::time::timeout(std::time::Duration::from_secs(10), server).await });
-    assert!(matches!(done, Ok(Ok(Ok(())))), "the server did not stop: {done:?}");
+    served.stop();
 }
 
 #[tokio::test]
@@ -962,26 +991,9 @@ fn wait_closed(s: &mut std::net::TcpStream, limit: std::time::Duration) -> (std:
 fn idle_partial_and_slow_connections_are_closed() {
     use std::io::{Read, Write};
     use std::time::{Duration, Instant};
-    let d = dir("slow");
-    let db = d.join("h.db");
-    history::write(&db, 5, false).unwrap();
-    let rt = kflame_serve::runtime().unwrap();
-    let config = kflame_serve::Config {
-        db,
-        remote: None,
-        listen: "127.0.0.1:0".parse().unwrap(),
-        allow_remote: false,
-        token: Token::new(TOKEN).unwrap(),
-        live: false,
-    };
-    let mut bound = rt.block_on(kflame_serve::bind(config)).unwrap();
     let timeout = Duration::from_millis(400);
-    bound.set_header_timeout(timeout);
-    let addr = bound.addr();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = rt.spawn(bound.serve(async move {
-        let _ = stop_rx.await;
-    }));
+    let served = serve_on_loopback("slow", 5, false, |b| b.set_header_timeout(timeout));
+    let addr = served.addr;
     let limit = Duration::from_secs(10);
     // Connected, never a byte.
     let mut idle = std::net::TcpStream::connect(addr).unwrap();
@@ -1024,7 +1036,38 @@ fn idle_partial_and_slow_connections_are_closed() {
     let mut out = String::new();
     ok.read_to_string(&mut out).unwrap();
     assert!(out.starts_with("HTTP/1.1 200"), "{out}");
-    stop_tx.send(()).unwrap();
-    let done = rt.block_on(async { tokio::time::timeout(Duration::from_secs(10), server).await });
-    assert!(matches!(done, Ok(Ok(Ok(())))), "the server did not stop: {done:?}");
+    served.stop();
+}
+
+/// At most `max_connections` are served at once: the next one waits, unanswered, until one of
+/// them closes, and is then served.
+#[test]
+fn connections_beyond_the_cap_wait_for_a_free_one() {
+    use std::io::{Read, Write};
+    use std::time::Duration;
+    let served = serve_on_loopback("cap", 5, false, |b| {
+        b.set_max_connections(2);
+        b.set_header_timeout(Duration::from_secs(60));
+    });
+    let addr = served.addr;
+    let idle: Vec<_> = (0..2).map(|_| std::net::TcpStream::connect(addr).unwrap()).collect();
+    let mut third = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        third,
+        "GET /api/info HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    // Unanswered while both slots are held (the two idle connections have 60 s).
+    third.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    let mut buf = [0u8; 64];
+    match third.read(&mut buf) {
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+        other => panic!("the third connection was served while two were open: {other:?}"),
+    }
+    drop(idle);
+    third.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut out = String::new();
+    third.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    served.stop();
 }

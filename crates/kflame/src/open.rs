@@ -121,9 +121,11 @@ impl Input {
         crate::collapse::detect(self.detect_head())
     }
 
-    /// The whole input as a reader, head included.
+    /// The whole input as a reader, head included. With a deadline in its limits, reading
+    /// fails once it has passed (`TimedOut`, "reading stopped at its time limit"), so that
+    /// text collapsed for a caller that gave up stops within one block.
     pub fn reader(self) -> impl Read + Send {
-        io::Cursor::new(self.head).chain(self.rest)
+        Deadline { at: self.limits.deadline, inner: io::Cursor::new(self.head).chain(self.rest) }
     }
 
     /// Collapses the whole input with `collapser` (from
@@ -230,6 +232,21 @@ fn chain(e: &dyn std::error::Error) -> String {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct OpenError(pub String);
+
+/// A reader that fails once `at` has passed.
+struct Deadline<R> {
+    at: Option<std::time::Instant>,
+    inner: R,
+}
+
+impl<R: Read> Read for Deadline<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.at.is_some_and(|at| std::time::Instant::now() >= at) {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "reading stopped at its time limit"));
+        }
+        self.inner.read(buf)
+    }
+}
 
 fn memchr_last_newline(s: &[u8]) -> Option<usize> {
     s.iter().rposition(|&b| b == b'\n')

@@ -58,9 +58,10 @@ pub(crate) struct Args {
     /// Refuse input files larger than this many bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 30)]
     max_input_bytes: u64,
-    /// Time limit of one tool call, seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 120)]
-    timeout: u64,
+    /// Time limit of one tool call, seconds (fractions allowed): the call is answered with an
+    /// error then, and the work it started stops soon after.
+    #[arg(long, value_name = "SECONDS", default_value = "120", value_parser = super::parse_seconds)]
+    timeout: Duration,
     /// Serve streamable HTTP on ADDR:PORT instead of stdio.
     #[arg(long, value_name = "ADDR:PORT")]
     http: Option<SocketAddr>,
@@ -94,7 +95,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
         store,
         allow: args.allow,
         max_input_bytes: args.max_input_bytes,
-        timeout: Duration::from_secs(args.timeout.max(1)),
+        timeout: args.timeout,
         db: args.db,
         kernel_src: args.kernel_src,
         vmlinux: args.vmlinux,

@@ -35,3 +35,13 @@ impl std::fmt::Display for Exit {
 }
 
 impl std::error::Error for Exit {}
+
+/// A positive number of seconds, fractions allowed (`0.5`, `120`): the value of `--duration`,
+/// `--timeout` and the like.
+pub(crate) fn parse_seconds(s: &str) -> Result<std::time::Duration, String> {
+    let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if !(v > 0.0 && v < 1e9) {
+        return Err(format!("`{s}`: expected a positive number of seconds"));
+    }
+    Ok(std::time::Duration::from_secs_f64(v))
+}

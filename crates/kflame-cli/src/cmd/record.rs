@@ -64,7 +64,7 @@ pub(crate) struct Args {
     tid: Vec<u32>,
 
     /// Stop after this many seconds (default: until Ctrl-C, or until the command exits).
-    #[arg(short = 'd', long = "duration", value_name = "SECONDS", value_parser = parse_seconds)]
+    #[arg(short = 'd', long = "duration", value_name = "SECONDS", value_parser = super::parse_seconds)]
     duration: Option<Duration>,
 
     /// Keep only kernel frames (CPU samples taken in user mode are dropped).
@@ -92,11 +92,11 @@ pub(crate) struct Args {
     /// With --for, a duty cycle: record `--for` seconds at the start of each period of this
     /// many seconds (CPU and --mem; the paired modes --off-cpu and --syscalls refuse it).
     /// With --blocked: a snapshot every this many seconds (at the start of each period).
-    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, help_heading = "Modes")]
+    #[arg(long, value_name = "SECONDS", value_parser = super::parse_seconds, help_heading = "Modes")]
     every: Option<Duration>,
 
     /// Duty cycle: seconds recorded at the start of each `--every` period.
-    #[arg(long = "for", id = "active", value_name = "SECONDS", value_parser = parse_seconds,
+    #[arg(long = "for", id = "active", value_name = "SECONDS", value_parser = super::parse_seconds,
           requires = "every", help_heading = "Modes")]
     active: Option<Duration>,
 
@@ -159,14 +159,6 @@ pub(crate) struct Args {
     /// Append `_[k]` to kernel function names.
     #[arg(long, help_heading = "Output")]
     annotate_kernel: bool,
-}
-
-fn parse_seconds(s: &str) -> Result<Duration, String> {
-    let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number of seconds"))?;
-    if !(v > 0.0 && v < 1e9) {
-        return Err(format!("`{s}`: expected a positive number of seconds"));
-    }
-    Ok(Duration::from_secs_f64(v))
 }
 
 impl Args {
