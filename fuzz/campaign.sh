@@ -11,8 +11,10 @@
 # fuzz/work/artifacts/TARGET/; once fixed, minimize it (`BINARY -minimize_crash=1 FILE`) and add
 # it under regressions/TARGET/ with a line in regressions/README.md.
 #
-# The figures go to fuzz/work/campaign.tsv (target, seconds, runs, crashes, peak RSS in MB,
-# largest input in bytes of the scratch corpus) and to standard output.
+# The figures go to fuzz/work/campaign.tsv (target, seconds, CPU seconds it got, runs, crashes,
+# peak RSS in MB, largest input in bytes of the scratch corpus) and to standard output. With
+# more jobs than cores, or beside other work, a target gets less CPU than its seconds: the CPU
+# column says how much.
 set -euo pipefail
 
 seconds=600
@@ -32,6 +34,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 
+command -v /usr/bin/time >/dev/null || { echo "campaign.sh: needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
 if [ ${#targets[@]} -eq 0 ]; then
@@ -50,7 +53,7 @@ fi
 work="$here/work"
 mkdir -p "$work"
 table="$work/campaign.tsv"
-[ -f "$table" ] || printf 'target\tseconds\truns\tcrashes\tpeak_rss_mb\tlargest_input\n' >"$table"
+[ -f "$table" ] || printf 'target\tseconds\tcpu_seconds\truns\tcrashes\tpeak_rss_mb\tlargest_input\n' >"$table"
 
 # One target: a scratch corpus seeded from corpus/TARGET, the run, its line of figures.
 run_one() {
@@ -58,15 +61,17 @@ run_one() {
     mkdir -p "$scratch" "$art" "$(dirname "$log")"
     local before
     before=$(find "$art" -type f | wc -l)
-    "$bin_dir/$t" "$scratch" "$here/corpus/$t" -max_total_time="$seconds" -max_len="$max_len" \
+    /usr/bin/time -f '%U %S' -o "$log.cpu" \
+        "$bin_dir/$t" "$scratch" "$here/corpus/$t" -max_total_time="$seconds" -max_len="$max_len" \
         -len_control=0 -rss_limit_mb=2048 -timeout=25 -print_final_stats=1 \
         -artifact_prefix="$art" >"$log" 2>&1 || true
-    local runs rss crashes largest
+    local runs rss crashes largest cpu
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
     rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -n 1)
     crashes=$(($(find "$art" -type f | wc -l) - before))
     largest=$(find "$scratch" -type f -printf '%s\n' | sort -n | tail -n 1)
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$seconds" "${runs:-?}" "$crashes" "${rss:-?}" \
+    cpu=$(awk 'END { printf "%.0f", $1 + $2 }' "$log.cpu")
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$seconds" "$cpu" "${runs:-?}" "$crashes" "${rss:-?}" \
         "${largest:-0}" | tee -a "$table"
 }
 
