@@ -28,8 +28,7 @@ pub const MAX_LIMIT: usize = 50;
 const MAX_TRACE: usize = 24;
 /// Source lines kept per definition in a tool result.
 const MAX_SOURCE_LINES: usize = 80;
-/// Stacks sent to the flame graph view (the heaviest; the rest are merged into their
-/// heaviest ancestors by the pruning of the viewer's encoder).
+/// Stacks sent to the flame graph view at most, per profile (see [`for_view`]).
 const MAX_VIEW_STACKS: usize = 20_000;
 
 fn limit(l: Option<usize>, default: usize) -> usize {
@@ -335,29 +334,63 @@ fn load(ctx: &Context, path: Option<&str>, range: Option<&Range>, what: &str) ->
 }
 
 /// The flame graph view's data for a profile: what the `ui://` viewer draws.
-fn view(stacks: &Stacks, before: Option<&Stacks>, meta: &Meta, title: &str) -> Value {
+fn view(stacks: &Stacks, before: Option<&Stacks>, meta: &Meta, title: &str, notes: Option<String>) -> Value {
     let profile = match before {
         Some(b) => HtmlProfile::differential(stacks, b, meta),
         None => HtmlProfile::new(stacks, meta),
     };
-    let opts = HtmlOptions { title: Some(title.to_string()), ..HtmlOptions::default() };
+    let opts = HtmlOptions { title: Some(title.to_string()), notes, ..HtmlOptions::default() };
     let data = kflame::render::html::encode(&profile, &opts);
     serde_json::from_str(&data.to_json()).unwrap_or(Value::Null)
 }
 
-fn heaviest(stacks: Stacks) -> Stacks {
-    if stacks.len() <= MAX_VIEW_STACKS {
-        return stacks;
+/// The stacks the view draws of each of `sides` (one profile, or the two of a comparison):
+/// all of them when each has at most [`MAX_VIEW_STACKS`]; else those narrower than a share
+/// of the total merged into placeholder frames by the pruning `kflame serve` uses
+/// ([`kflame::fold::prune`], the two sides of a comparison cut at the same frames), the share
+/// raised from serve's 0.005% until they fit. Weights are moved, never dropped: every total
+/// is the tool's. The note says what was merged.
+fn for_view(sides: Vec<Stacks>) -> (Vec<Stacks>, Option<String>) {
+    if sides.iter().all(|s| s.len() <= MAX_VIEW_STACKS) {
+        return (sides, None);
     }
-    let mut v: Vec<(Vec<u8>, kflame::fold::Weight)> =
-        stacks.in_output_order().into_iter().map(|(s, w)| (s.to_vec(), w)).collect();
-    v.sort_by_key(|e| std::cmp::Reverse(e.1));
-    v.truncate(MAX_VIEW_STACKS);
-    let mut counts = kflame::fold::StackCounts::new();
-    for (s, w) in v {
-        counts.add(&s, w);
+    // Summed stacks: a time-ordered profile's runs are drawn summed in the view anyway.
+    let sides: Vec<Stacks> = sides
+        .into_iter()
+        .map(|s| match s {
+            Stacks::Counts(_) => s,
+            Stacks::Ordered(o) => {
+                let mut c = kflame::fold::StackCounts::new();
+                for (stack, w) in o.items() {
+                    c.add(stack, *w);
+                }
+                Stacks::Counts(c)
+            }
+        })
+        .collect();
+    let mut fraction = 0.000_05;
+    loop {
+        let refs: Vec<&Stacks> = sides.iter().collect();
+        let Some(pruned) = kflame::fold::prune::prune_together(&refs, fraction) else {
+            // Nothing that narrow (stacks that are prefixes of others can be many and wide).
+            if fraction >= 0.5 {
+                return (sides, None);
+            }
+            fraction *= 4.0;
+            continue;
+        };
+        if pruned.iter().all(|p| p.stacks.len() <= MAX_VIEW_STACKS) || fraction >= 0.5 {
+            let pct = kflame::fold::prune::percent(fraction);
+            let said: Vec<String> = pruned.iter().map(|p| format!("{} of {}", p.merged, p.before)).collect();
+            let note = format!(
+                "{} stacks narrower than {pct} of the total are merged into the frame above them \
+                 (\"(N stacks below {pct} merged)\"); totals are exact",
+                said.join(" and ")
+            );
+            return (pruned.into_iter().map(|p| p.stacks).collect(), Some(note));
+        }
+        fraction *= 4.0;
     }
-    Stacks::Counts(counts)
 }
 
 /// `summarize_profile`.
@@ -376,8 +409,9 @@ pub fn summarize_profile(ctx: &Context, a: ProfileArgs) -> Result<Answer, ToolEr
     if !p.notes.is_empty() {
         v["notes"] = json!(p.notes);
     }
-    let stacks = heaviest(p.stacks);
-    Ok(Answer::new(v, text).with_view(view(&stacks, None, &p.meta, &p.name)))
+    let (mut shown, note) = for_view(vec![p.stacks]);
+    let stacks = shown.pop().ok_or_else(|| ToolError::internal("one profile expected"))?;
+    Ok(Answer::new(v, text).with_view(view(&stacks, None, &p.meta, &p.name, note)))
 }
 
 /// `diff_profiles`.
@@ -402,8 +436,9 @@ pub fn diff_profiles(ctx: &Context, a: DiffArgs) -> Result<Answer, ToolError> {
     v["before"] = json!(b.name);
     v["after"] = json!(af.name);
     let title = format!("{} → {}", b.name, af.name);
-    let (bs, as_) = (heaviest(b.stacks), heaviest(af.stacks));
-    Ok(Answer::new(v, text).with_view(view(&as_, Some(&bs), &af.meta, &title)))
+    let (shown, note) = for_view(vec![b.stacks, af.stacks]);
+    let [bs, as_]: [Stacks; 2] = shown.try_into().map_err(|_| ToolError::internal("two sides expected"))?;
+    Ok(Answer::new(v, text).with_view(view(&as_, Some(&bs), &af.meta, &title, note)))
 }
 
 /// `kernel_source`.

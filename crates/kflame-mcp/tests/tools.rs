@@ -184,6 +184,65 @@ fn bad_input_is_a_tool_error_and_the_server_goes_on() {
     assert!(!err);
 }
 
+/// A folded profile of `n` distinct stacks with weights of several magnitudes (a few heavy
+/// paths, a long tail of light ones), seeded by `salt`.
+fn many_stacks(n: u32, salt: u32) -> String {
+    let mut out = String::new();
+    for i in 0..n {
+        let heavy = i % 1000 == 0;
+        let w = if heavy { 1_000_000 + u64::from(i) } else { 1 + u64::from((i ^ salt) % 97) };
+        out.push_str(&format!(
+            "main;loop_{};work_{};step_{};leaf_{} {w}\n",
+            i % 7,
+            (i / 7) % 50,
+            (i ^ salt) % 400,
+            i
+        ));
+    }
+    out
+}
+
+/// The view of a profile of more than 20,000 distinct stacks, summary or comparison, draws
+/// the same totals as the tool's answer and the input: what is too narrow to draw is merged
+/// into placeholder frames, never left out.
+#[test]
+fn the_view_of_a_large_profile_keeps_every_total() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (after, before) = (tmp.path().join("after.folded"), tmp.path().join("before.folded"));
+    std::fs::write(&after, many_stacks(60_000, 0)).unwrap();
+    std::fs::write(&before, many_stacks(45_000, 0x5bd1)).unwrap();
+    let total = |p: &Path| -> u64 {
+        std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+            .sum()
+    };
+    let s = server(config(vec![tmp.path().to_path_buf()], tmp.path()));
+    let r = rt().block_on(s.run_tool("summarize_profile", json!({"path": after.to_str().unwrap()})));
+    let v = serde_json::to_value(&r).unwrap();
+    assert_ne!(v["isError"], json!(true), "{v}");
+    let answer = &v["structuredContent"]["total"]["weight"];
+    let view = &v["_meta"]["kflame/view"];
+    assert_eq!(*answer, json!(total(&after).to_string()));
+    assert_eq!(view["profile"]["total"], *answer, "the view draws the tool's total");
+    let notes = view["profile"]["notes"].as_str().unwrap_or("");
+    assert!(notes.contains("merged into the frame above them"), "{notes}");
+
+    let r = rt().block_on(s.run_tool(
+        "diff_profiles",
+        json!({"before": {"path": before.to_str().unwrap()}, "after": {"path": after.to_str().unwrap()}}),
+    ));
+    let v = serde_json::to_value(&r).unwrap();
+    assert_ne!(v["isError"], json!(true), "{v}");
+    let got = &v["structuredContent"];
+    let view = &v["_meta"]["kflame/view"]["profile"];
+    assert_eq!(got["total_after"]["weight"], json!(total(&after).to_string()));
+    assert_eq!(got["total_before"]["weight"], json!(total(&before).to_string()));
+    assert_eq!(view["total"], got["total_after"]["weight"], "the view's after total");
+    assert_eq!(view["totalBefore"], got["total_before"]["weight"], "the view's before total");
+}
+
 #[test]
 fn a_call_over_the_time_limit_is_abandoned_with_a_message() {
     let tmp = tempfile::tempdir().unwrap();

@@ -39,7 +39,7 @@ use kflame_store::time::{format_time, now_ns, parse_time};
 use kflame_store::{CaptureId, Event, Kind, Profile, ProfileQuery, Query, SeriesQuery, StackId, StoreError};
 use serde_json::{Value, json};
 
-use crate::{App, prune};
+use crate::App;
 
 /// At most this many seconds in one heat map (one column a second).
 pub const HEATMAP_MAX_SECONDS: i64 = 6 * 3600;
@@ -617,8 +617,8 @@ async fn profile(State(app): State<Arc<App>>, headers: HeaderMap, Params(args): 
                     let total = m.stacks.total();
                     let mut pruned = json!(null);
                     let mut opts = opts;
-                    if let Some(p) = prune::prune(&m.stacks, prune_pct / 100.0) {
-                        let pct = prune::percent(prune_pct / 100.0);
+                    if let Some(p) = kflame::fold::prune::prune(&m.stacks, prune_pct / 100.0) {
+                        let pct = kflame::fold::prune::percent(prune_pct / 100.0);
                         opts.notes = Some(format!(
                             "{} of {} stacks narrower than {pct} of the total are merged into the frame above them \
                              (\"(N stacks below {pct} merged)\"); the folded download has them all",

@@ -34,7 +34,6 @@ mod db;
 #[doc(hidden)]
 pub mod fuzzing;
 mod page;
-mod prune;
 mod scatter;
 pub mod security;
 

@@ -14,6 +14,7 @@
 mod counts;
 pub mod diff;
 mod meta;
+pub mod prune;
 pub mod read;
 mod weight;
 pub mod write;

@@ -78,6 +78,22 @@ impl Tree {
             };
             tree.add(&frames, weight, was);
         }
+        // Stacks only BEFORE has: drawn with no width, yet their weight is part of the
+        // before total and of their frames' (a baseline that lost them would be wrong).
+        // (Summed profiles: a time-ordered one is compared run by run, above.)
+        if let (Some(Stacks::Counts(b)), Stacks::Counts(after)) = (before, stacks) {
+            for (stack, was) in b.sorted() {
+                if after.get(stack).is_some() {
+                    continue;
+                }
+                frames.clear();
+                frames.extend(stack.split(|&b| b == b';').filter(|f| !f.is_empty()));
+                if reverse {
+                    frames.reverse();
+                }
+                tree.add(&frames, Weight::ZERO, was);
+            }
+        }
         tree
     }
 

@@ -1,43 +1,45 @@
-//! What the viewer cannot draw, merged before it is sent: a day of a busy machine is
-//! hundreds of thousands of distinct stacks, most of them far narrower than a pixel of the
-//! flame graph (the viewer draws runs of frames under a pixel as one gray block anyway).
+//! What a flame graph cannot draw, merged before it is drawn or sent: a day of a busy
+//! machine is hundreds of thousands of distinct stacks, most of them far narrower than a pixel
+//! (the viewers draw runs of frames under a pixel as one gray block anyway).
 //!
 //! [`prune`] builds the prefix tree of the stacks, and every stack whose frame at some depth
 //! has a total below `min_fraction` of the whole is cut at the deepest frame that is still
 //! wide enough; what was cut goes into one child of that frame named
 //! `(N stacks below P% merged)`. Weights are only moved, never dropped: the total, and the
-//! total of every frame kept, are exactly those of the input.
+//! total of every frame kept, are exactly those of the input. [`prune_together`] does the
+//! same to the two sides of a comparison with one tree, so that both are cut at the same
+//! frames and their placeholders have the same names (a frame is kept when it is wide in
+//! either side).
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use rustc_hash::FxHashMap;
 
-use kflame::fold::{StackCounts, Stacks, Weight, common_prefix};
+use super::{StackCounts, Stacks, Weight, common_prefix};
 
 /// Marks "no node".
 const NONE: u32 = u32::MAX;
 
-/// What [`prune`] made.
+/// What [`prune`] made of one profile.
 #[derive(Debug)]
-pub(crate) struct Pruned {
+pub struct Pruned {
     /// The stacks to draw.
-    pub(crate) stacks: Stacks,
+    pub stacks: Stacks,
     /// Input stacks that were merged into a `(… merged)` frame.
-    pub(crate) merged: u64,
+    pub merged: u64,
     /// Distinct input stacks.
-    pub(crate) before: u64,
+    pub before: u64,
 }
 
 struct Node<'a> {
     name: &'a [u8],
     parent: u32,
     last_child: u32,
-    total: Weight,
 }
 
-/// The percentage `fraction` as the note writes it (`0.005%`).
-pub(crate) fn percent(fraction: f64) -> String {
+/// The percentage `fraction` as the placeholders write it (`0.005%`).
+pub fn percent(fraction: f64) -> String {
     let p = fraction * 100.0;
     let mut s = format!("{p:.6}");
     while s.ends_with('0') {
@@ -51,16 +53,33 @@ pub(crate) fn percent(fraction: f64) -> String {
 
 /// Merges what is narrower than `min_fraction` of the total (see the module). `None` when
 /// nothing is below it (or for time-ordered stacks, whose runs are not merged).
-pub(crate) fn prune(stacks: &Stacks, min_fraction: f64) -> Option<Pruned> {
-    let Stacks::Counts(counts) = stacks else { return None };
-    if min_fraction <= 0.0 || counts.is_empty() {
+pub fn prune(stacks: &Stacks, min_fraction: f64) -> Option<Pruned> {
+    prune_sides(&[stacks], min_fraction).and_then(|mut v| v.pop())
+}
+
+/// [`prune`] of several profiles with one tree (see the module): `None` when nothing is
+/// below `min_fraction` in any (or one is time-ordered), else one [`Pruned`] per profile, in
+/// order. A placeholder counts the distinct stacks it holds over all of them.
+pub fn prune_together(sides: &[&Stacks], min_fraction: f64) -> Option<Vec<Pruned>> {
+    prune_sides(sides, min_fraction)
+}
+
+fn prune_sides(sides: &[&Stacks], min_fraction: f64) -> Option<Vec<Pruned>> {
+    let counts: Vec<&StackCounts> = sides
+        .iter()
+        .map(|s| if let Stacks::Counts(c) = s { Some(c) } else { None })
+        .collect::<Option<_>>()?;
+    let n = counts.len();
+    if min_fraction <= 0.0 || counts.iter().all(|c| c.is_empty()) {
         return None;
     }
     // Each stack with the frames it is filed under: its own text, or, for the rare stack
     // with empty frames (`a;;b`, a leading or trailing `;`), that text without them.
     let mut items: Vec<Filed<'_>> = counts
         .iter()
-        .map(|(stack, w)| {
+        .enumerate()
+        .flat_map(|(side, c)| c.iter().map(move |(stack, w)| (stack, w, side)))
+        .map(|(stack, w, side)| {
             let clean = !stack.starts_with(b";") && !stack.ends_with(b";") && !has_empty_frame(stack);
             let key = if clean {
                 Cow::Borrowed(stack)
@@ -68,20 +87,22 @@ pub(crate) fn prune(stacks: &Stacks, min_fraction: f64) -> Option<Pruned> {
                 let frames: Vec<&[u8]> = stack.split(|&b| b == b';').filter(|f| !f.is_empty()).collect();
                 Cow::Owned(frames.join(&b';'))
             };
-            (key, stack, w)
+            Filed { key, stack, weight: w, side }
         })
         .collect();
     // In frame order, the stacks under any path are consecutive: a child's stacks all come
     // before its next sibling's, so a frame is either the last child of its parent or new.
-    items.sort_unstable_by(|a, b| frame_order(&a.0, &b.0));
-    let mut nodes: Vec<Node<'_>> =
-        vec![Node { name: b"", parent: NONE, last_child: NONE, total: Weight::ZERO }];
+    items.sort_unstable_by(|a, b| frame_order(&a.key, &b.key));
+    let mut nodes: Vec<Node<'_>> = vec![Node { name: b"", parent: NONE, last_child: NONE }];
+    // Each node's total in each profile: `totals[node * n + side]`.
+    let mut totals: Vec<Weight> = vec![Weight::ZERO; n];
     let mut leaves = Vec::with_capacity(items.len());
     // The previous stack's frames (node, end in its text): the frames a stack shares with
     // it are not split and looked up again.
     let mut path: Vec<(u32, usize)> = Vec::new();
     let mut prev: &[u8] = b"";
-    for (key, _, weight) in &items {
+    for item in &items {
+        let key = &item.key;
         let c = common_prefix(prev, key);
         while let Some(&(_, end)) = path.last() {
             if end < c || (end == c && key.get(end).is_none_or(|&b| b == b';')) {
@@ -103,48 +124,74 @@ pub(crate) fn prune(stacks: &Stacks, min_fraction: f64) -> Option<Pruned> {
                 at = last;
             } else {
                 let id = nodes.len() as u32;
-                nodes.push(Node { name: frame, parent: at, last_child: NONE, total: Weight::ZERO });
+                nodes.push(Node { name: frame, parent: at, last_child: NONE });
+                totals.extend(std::iter::repeat_n(Weight::ZERO, n));
                 nodes[at as usize].last_child = id;
                 at = id;
             }
             path.push((at, end));
         }
         prev = key;
-        nodes[at as usize].total += *weight;
+        totals[at as usize * n + item.side] += item.weight;
         leaves.push(at);
     }
     // Children come after their parent: one backward pass sums the subtrees.
     for i in (1..nodes.len()).rev() {
-        let (t, p) = (nodes[i].total, nodes[i].parent);
-        nodes[p as usize].total += t;
+        let p = nodes[i].parent as usize;
+        for side in 0..n {
+            let t = totals[i * n + side];
+            totals[p * n + side] += t;
+        }
     }
-    let cutoff = nodes[0].total.as_f64() * min_fraction;
-    let wide = |n: u32| n == 0 || nodes[n as usize].total.as_f64() >= cutoff;
+    // A profile whose total is zero has no say (every frame of it would be "wide").
+    let cutoffs: Vec<Option<f64>> = (0..n)
+        .map(|side| {
+            let t = totals[side].as_f64();
+            (t > 0.0).then_some(t * min_fraction)
+        })
+        .collect();
+    if cutoffs.iter().all(Option::is_none) {
+        return None;
+    }
+    let wide = |node: u32| {
+        node == 0
+            || cutoffs
+                .iter()
+                .enumerate()
+                .any(|(side, c)| c.is_some_and(|c| totals[node as usize * n + side].as_f64() >= c))
+    };
     if leaves.iter().all(|&l| wide(l)) {
         return None;
     }
-    let mut out = StackCounts::new();
-    // The deepest wide frame of each cut stack → (weight, stacks).
-    let mut cut: FxHashMap<u32, (Weight, u64)> = FxHashMap::default();
-    for ((_, stack, weight), &leaf) in items.iter().zip(&leaves) {
+    let mut out: Vec<StackCounts> = (0..n).map(|_| StackCounts::new()).collect();
+    let mut merged = vec![0u64; n];
+    // The deepest wide frame of each cut stack → (weight in each profile, stacks).
+    let mut cut: FxHashMap<u32, (Vec<Weight>, u64)> = FxHashMap::default();
+    let mut prev_cut: Option<&[u8]> = None; // the key of the stack cut just before
+    for (item, &leaf) in items.iter().zip(&leaves) {
         if wide(leaf) {
-            out.add(stack, *weight);
+            out[item.side].add(item.stack, item.weight);
+            prev_cut = None;
             continue;
         }
         let mut at = nodes[leaf as usize].parent;
         while !wide(at) {
             at = nodes[at as usize].parent;
         }
-        let e = cut.entry(at).or_insert((Weight::ZERO, 0));
-        e.0 += *weight;
-        e.1 += 1;
+        let e = cut.entry(at).or_insert_with(|| (vec![Weight::ZERO; n], 0));
+        e.0[item.side] += item.weight;
+        // One profile: every stack counts. Several: a stack in two of them counts once
+        // (identical stacks are next to each other in frame order).
+        if n == 1 || prev_cut != Some(&item.key[..]) {
+            e.1 += 1;
+        }
+        prev_cut = Some(&item.key);
+        merged[item.side] += 1;
     }
     let pct = percent(min_fraction);
-    let mut merged = 0u64;
     let mut path: Vec<&[u8]> = Vec::new();
     let mut text: Vec<u8> = Vec::new();
-    for (at, (weight, n)) in cut {
-        merged += n;
+    for (at, (weights, count)) in cut {
         path.clear();
         let mut p = at;
         while p != 0 {
@@ -156,15 +203,37 @@ pub(crate) fn prune(stacks: &Stacks, min_fraction: f64) -> Option<Pruned> {
             text.extend_from_slice(name);
             text.push(b';');
         }
-        let s = if n == 1 { "" } else { "s" };
-        text.extend_from_slice(format!("({n} stack{s} below {pct} merged)").as_bytes());
-        out.add(&text, weight);
+        let s = if count == 1 { "" } else { "s" };
+        text.extend_from_slice(format!("({count} stack{s} below {pct} merged)").as_bytes());
+        for (side, w) in weights.into_iter().enumerate() {
+            if w > Weight::ZERO {
+                out[side].add(&text, w);
+            }
+        }
     }
-    Some(Pruned { stacks: Stacks::Counts(out), merged, before: items.len() as u64 })
+    Some(
+        out.into_iter()
+            .zip(merged)
+            .zip(&counts)
+            .map(|((stacks, merged), c)| Pruned {
+                stacks: Stacks::Counts(stacks),
+                merged,
+                before: c.len() as u64,
+            })
+            .collect(),
+    )
 }
 
-/// A stack as filed for the tree: its frames without empty ones, its text, its weight.
-type Filed<'a> = (Cow<'a, [u8]>, &'a [u8], Weight);
+/// A stack as filed for the tree.
+struct Filed<'a> {
+    /// Its frames without empty ones.
+    key: Cow<'a, [u8]>,
+    /// Its text.
+    stack: &'a [u8],
+    weight: Weight,
+    /// The profile it is of.
+    side: usize,
+}
 
 /// True when `stack` holds `;;`.
 fn has_empty_frame(stack: &[u8]) -> bool {
@@ -336,6 +405,41 @@ mod tests {
             }
         }
         assert!(pruned >= 10, "{pruned} rounds of 20 pruned something");
+    }
+
+    #[test]
+    fn two_profiles_are_cut_at_the_same_frames() {
+        // At 1.5%: `main;b` is narrow in `before` (1%) and wide in `after`: kept in both.
+        // `main;c` is wide (2%) and its children narrow (1%) in both: one placeholder of the
+        // same name on each side, counting `main;c;x` (in both) once.
+        let before = counts(&[("main;a", 970), ("main;b", 10), ("main;c;x", 10), ("main;c;y", 10)]);
+        let after = counts(&[("main;a", 500), ("main;b", 480), ("main;c;x", 10), ("main;c;z", 10)]);
+        let p = prune_together(&[&before, &after], 0.015).unwrap();
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[0].stacks.total(), before.total());
+        assert_eq!(p[1].stacks.total(), after.total());
+        assert_eq!(
+            sorted(&p[0].stacks),
+            vec![
+                ("main;a".to_string(), 970),
+                ("main;b".to_string(), 10),
+                ("main;c;(3 stacks below 1.5% merged)".to_string(), 20),
+            ]
+        );
+        assert_eq!(
+            sorted(&p[1].stacks),
+            vec![
+                ("main;a".to_string(), 500),
+                ("main;b".to_string(), 480),
+                ("main;c;(3 stacks below 1.5% merged)".to_string(), 20),
+            ]
+        );
+        assert_eq!((p[0].merged, p[0].before, p[1].merged, p[1].before), (2, 4, 2, 4));
+        // One side empty: the other alone decides.
+        let empty = Stacks::Counts(StackCounts::new());
+        let p = prune_together(&[&empty, &before], 0.015).unwrap();
+        assert!(p[0].stacks.is_empty());
+        assert_eq!(sorted(&p[1].stacks), sorted(&prune(&before, 0.015).unwrap().stacks));
     }
 
     #[test]
