@@ -484,6 +484,19 @@ impl<'o> State<'o> {
         } else {
             rec
         };
+        if rec.record_type.0 == SAMPLE
+            && !super::sample::chain_fits(
+                &rec.data.as_slice(),
+                rec.parse_info.sample_format,
+                matches!(rec.parse_info.endian, Endianness::BigEndian),
+            )
+        {
+            let at = at_byte(self.at);
+            self.out.diag.skip("damaged record", 0, || {
+                format!("a SAMPLE record{at} gives a call chain longer than the record")
+            });
+            return;
+        }
         let parsed = match rec.parse() {
             Ok(p) => p,
             Err(e) => {

@@ -63,6 +63,36 @@ pub(crate) fn head(body: &[u8], format: SampleFormat) -> Option<Head<'_>> {
     Some(Head { ip, pid, tid, time, period, chain })
 }
 
+/// Whether the call chain of a sample body of `format` (read values already cut out: see
+/// `strip_read`) lies within the body. linux-perf-event-reader 0.10 multiplies the chain's
+/// length by 8 unchecked (a panic with overflow checks, a wrong cut without): a sample whose
+/// length word is beyond its record is damaged and never handed to it. True when `format`
+/// has no call chain, or fields this check does not walk (the parser then checks).
+pub(crate) fn chain_fits(body: &[u8], format: SampleFormat, big_endian: bool) -> bool {
+    if !format.contains(SampleFormat::CALLCHAIN) || format.contains(SampleFormat::READ) {
+        return true;
+    }
+    let at = format.intersection(BEFORE_READ).bits().count_ones() as usize * 8;
+    let Some(Ok(word)) = body.get(at..at + 8).map(<[u8; 8]>::try_from) else {
+        // Too short for its length word: the parser says so.
+        return true;
+    };
+    let n = if big_endian { u64::from_be_bytes(word) } else { u64::from_le_bytes(word) };
+    let room = (body.len() - at - 8) / 8;
+    usize::try_from(n).is_ok_and(|n| n <= room)
+}
+
+/// The fields a sample has before its read values (and so before its call chain).
+const BEFORE_READ: SampleFormat = SampleFormat::IDENTIFIER
+    .union(SampleFormat::IP)
+    .union(SampleFormat::TID)
+    .union(SampleFormat::TIME)
+    .union(SampleFormat::ADDR)
+    .union(SampleFormat::ID)
+    .union(SampleFormat::STREAM_ID)
+    .union(SampleFormat::CPU)
+    .union(SampleFormat::PERIOD);
+
 /// 64-bit words read one after the other.
 struct Words<'a> {
     body: &'a [u8],
@@ -132,6 +162,26 @@ mod tests {
         bytes[4..8].copy_from_slice(&64u32.to_le_bytes());
         bytes[24..32].copy_from_slice(&format.bits().to_le_bytes());
         PerfEventAttr::parse::<_, byteorder::LittleEndian>(&bytes[..]).unwrap().0
+    }
+
+    /// A chain whose length word reaches past the record does not fit, whatever the word
+    /// (2^61 would wrap to 0 bytes when multiplied by 8); one within it does.
+    #[test]
+    fn a_chain_longer_than_its_record_does_not_fit() {
+        let format = SampleFormat::IP | SampleFormat::TID | SampleFormat::CALLCHAIN;
+        let good = body(format);
+        assert!(chain_fits(&good, format, false));
+        for n in [5u64, 1 << 61, u64::MAX] {
+            let mut b = good.clone();
+            b[16..24].copy_from_slice(&n.to_le_bytes());
+            assert!(!chain_fits(&b, format, false), "{n}");
+            let mut be = b.clone();
+            be[16..24].copy_from_slice(&n.to_be_bytes());
+            assert!(!chain_fits(&be, format, true), "{n} big-endian");
+        }
+        // Without a chain, or too short for its length word: not this check's to refuse.
+        assert!(chain_fits(&good[..20], format, false));
+        assert!(chain_fits(&good, SampleFormat::IP | SampleFormat::TID, false));
     }
 
     /// `head` reads what the general parser reads, for formats with and without each field.

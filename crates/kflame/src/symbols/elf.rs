@@ -573,7 +573,9 @@ fn entry<'d, R: ReadRef<'d>>(
     }
     let value = sym.address();
     let &(vaddr, _, offset) = segments.iter().find(|&&(a, size, _)| value >= a && value - a < size)?;
-    let start = value - vaddr + offset;
+    // A damaged file's offsets and sizes can reach past the address space: such a symbol is
+    // left out, and one whose size does is cut at its end.
+    let start = (value - vaddr).checked_add(offset)?;
     let binding = if sym.is_weak() {
         Binding::Weak
     } else if sym.is_global() {
@@ -581,7 +583,7 @@ fn entry<'d, R: ReadRef<'d>>(
     } else {
         Binding::Local
     };
-    let end = start + sym.size();
+    let end = start.saturating_add(sym.size());
     if names.has_file()
         && let Some(offset) = source.st_name(sym)
     {
