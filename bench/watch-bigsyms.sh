@@ -8,6 +8,8 @@
 #
 # Usage: bench/watch-bigsyms.sh                  (DUR=60 by default)
 #        DUR=120 KFLAME=target/release/kflame bench/watch-bigsyms.sh   (a kflame built elsewhere)
+#        CAPTURE=1 bench/watch-bigsyms.sh   (with a trigger that keeps a CPU capture running:
+#                                            a second recorder, its own caches, beside the first)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DUR=${DUR:-60}
@@ -60,7 +62,13 @@ EOF
 gen > "$tmp/big.rs"
 echo "workload: $(wc -l < "$tmp/big.rs") lines, rustc -O in a loop on $NCPU CPUs for ${DUR}s ($RUSTC)" >&2
 
-"$KFLAME" watch --db "$tmp/w.db" --log-level warn > /dev/null 2> "$tmp/watch.err" &
+extra=()
+if [ -n "${CAPTURE:-}" ]; then
+    # rustc keeps every CPU busy: the trigger fires at once, and again after each cooldown.
+    extra=(--trigger "cpu > 30% for 2s => cpu 20s" --cooldown 5s --budget 1000)
+    echo "with captures: ${extra[*]}" >&2
+fi
+"$KFLAME" watch --db "$tmp/w.db" --log-level warn "${extra[@]}" > /dev/null 2> "$tmp/watch.err" &
 wpid=$!
 pids+=("$wpid")
 sleep 3 # start-up
@@ -97,3 +105,6 @@ builds=$(cat "$tmp"/builds.* | awk '{ s += $1 } END { print s }')
 cpu=$(echo "100 * ($t1 - $t0) / $HZ / $DUR" | bc -l)
 printf 'rustc -O builds: %s in %ss on %s CPUs; load after: %s\n' "$builds" "$DUR" "$NCPU" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'kflame watch: peak RSS %s MiB (target <= 64), RSS at the end %s MiB, CPU %.2f%% of one CPU\n' "$hwm" "$rss" "$cpu"
+if [ -n "${CAPTURE:-}" ]; then
+    printf 'captures stored: %s\n' "$("$KFLAME" query --db "$tmp/w.db" --events --from -1d 2>/dev/null | grep -c capture || true)"
+fi

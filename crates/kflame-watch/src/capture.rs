@@ -60,7 +60,9 @@ pub fn config(kind: CaptureKind, length: Duration) -> Config {
         naming: Naming::default(),
         keep_events: kind == CaptureKind::Syscalls,
         keep_samples: kind != CaptureKind::Blocked,
-        // A second recorder beside the always-on one, with caches of its own.
+        // A second recorder beside the always-on one, with caches of its own: the symbol
+        // tables of files both use, and the kernel's, are in memory once (shared by the
+        // recorders of the process).
         caches: Default::default(),
     }
 }

@@ -4,6 +4,7 @@
 //! `/tmp/perf-PID.map`. Names follow perf's rules and are demangled as perf shows them.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -16,7 +17,8 @@ pub(crate) type Mapping = symbols::Mapping<Vec<u8>>;
 /// Resolves addresses to function names, caching the symbol tables of ELF files within a
 /// budget of bytes.
 pub(crate) struct Symbolizer {
-    kernel: Kallsyms,
+    /// Shared by the recorders of this process that read the same text ([`shared_kallsyms`]).
+    kernel: Arc<Kallsyms>,
     /// False when kallsyms shows no address (`kptr_restrict`, or unreadable).
     kernel_visible: bool,
     /// Symbols of each file (by path), with the names asked for so far.
@@ -52,7 +54,9 @@ pub(crate) struct Symbolizer {
 
 /// One file's symbols (or the failure to read them) as the symbolizer keeps them.
 struct File {
-    syms: Option<FileSymbols>,
+    /// Shared with the other recorders of this process that use the same file
+    /// ([`load`]).
+    syms: Option<Arc<FileSymbols>>,
     /// The window that last used it.
     used: u64,
     /// The lookup that last used it.
@@ -86,7 +90,7 @@ impl Symbolizer {
 
     /// A symbolizer for the given kallsyms text.
     pub(crate) fn with_kallsyms(text: String) -> Symbolizer {
-        let kernel = Kallsyms::parse(text.as_bytes());
+        let kernel = shared_kallsyms(&text);
         let kernel_visible = addresses_shown(&text);
         Symbolizer { kernel, kernel_visible, ..Symbolizer::default() }
     }
@@ -103,7 +107,7 @@ impl Symbolizer {
     /// (a single table larger than that is kept alone while it is used).
     pub(crate) fn with_budget(budget: usize) -> Symbolizer {
         Symbolizer {
-            kernel: Kallsyms::default(),
+            kernel: Arc::default(),
             kernel_visible: false,
             files: FxHashMap::default(),
             bytes: 0,
@@ -168,8 +172,8 @@ impl Symbolizer {
     pub(crate) fn reload_kernel(&mut self, text: &str) {
         // The old table goes first: with the new one and the text, the three made the
         // recorder's largest transient (some 25 MB for 120k kernel symbols).
-        self.kernel = Kallsyms::default();
-        self.kernel = Kallsyms::parse(text.as_bytes());
+        self.kernel = Arc::default();
+        self.kernel = shared_kallsyms(text);
         self.kernel_visible = addresses_shown(text);
         // Addresses unnamed before: if the new symbols do not name them either, they never
         // will be (not kernel text), and do not make kallsyms stale again.
@@ -192,9 +196,9 @@ impl Symbolizer {
         if !self.files.contains_key(&map.object) {
             let path = PathBuf::from(String::from_utf8_lossy(&map.object).into_owned());
             let syms = load(pid, &path, self.names_in_memory);
-            let table = syms.as_ref().map_or(0, FileSymbols::heap_bytes);
+            let table = syms.as_deref().map_or(0, FileSymbols::heap_bytes);
             let bytes = table + map.object.len() + File::OVERHEAD;
-            self.open_files += usize::from(syms.as_ref().is_some_and(FileSymbols::names_in_file));
+            self.open_files += usize::from(syms.as_deref().is_some_and(FileSymbols::names_in_file));
             self.bytes += bytes;
             self.files.insert(
                 map.object.clone(),
@@ -230,7 +234,7 @@ impl Symbolizer {
     fn drop_file(&mut self, path: &[u8]) {
         if let Some(f) = self.files.remove(path) {
             self.bytes -= f.bytes;
-            self.open_files -= usize::from(f.syms.as_ref().is_some_and(FileSymbols::names_in_file));
+            self.open_files -= usize::from(f.syms.as_deref().is_some_and(FileSymbols::names_in_file));
             self.pruned_files += 1;
         }
     }
@@ -245,7 +249,7 @@ impl Symbolizer {
                 .files
                 .iter()
                 .filter(|(k, _)| Some(k.as_slice()) != keep)
-                .filter(|(_, f)| !over_files || f.syms.as_ref().is_some_and(FileSymbols::names_in_file))
+                .filter(|(_, f)| !over_files || f.syms.as_deref().is_some_and(FileSymbols::names_in_file))
                 .min_by_key(|(_, f)| f.tick)
                 .map(|(k, _)| k.clone());
             match victim {
@@ -300,6 +304,30 @@ impl Symbolizer {
     }
 }
 
+/// The kallsyms table of `text`: the one another recorder of this process parsed from the
+/// same text while it is still in use (a watcher's capture beside its always-on recorder:
+/// one copy of some 10 MB, not two), else parsed now and offered to the next.
+fn shared_kallsyms(text: &str) -> Arc<Kallsyms> {
+    /// The table parsed last, by its text's length and hash.
+    static LAST: Mutex<Option<(usize, u64, Weak<Kallsyms>)>> = Mutex::new(None);
+    let hash = {
+        use std::hash::{Hash, Hasher};
+        let mut h = rustc_hash::FxHasher::default();
+        text.hash(&mut h);
+        h.finish()
+    };
+    let mut last = LAST.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((len, h, table)) = last.as_ref()
+        && (*len, *h) == (text.len(), hash)
+        && let Some(table) = table.upgrade()
+    {
+        return table;
+    }
+    let table = Arc::new(Kallsyms::parse(text.as_bytes()));
+    *last = Some((text.len(), hash, Arc::downgrade(&table)));
+    table
+}
+
 /// True when some kallsyms line has a non-zero address (all zero: hidden by
 /// `kptr_restrict` for this reader).
 fn addresses_shown(text: &str) -> bool {
@@ -311,13 +339,36 @@ fn addresses_shown(text: &str) -> bool {
 
 /// The file as the process sees it (its root may differ), else as we see it. Separate debug
 /// files are looked up by build id on this machine.
-fn load(pid: u32, path: &Path, names_in_memory: u64) -> Option<FileSymbols> {
+///
+/// A table another recorder of this process holds for the same file (device, inode, size
+/// and modification time) is shared rather than read again: a watcher's capture names the
+/// same programs as its always-on recorder, and the large tables (a toolchain's libraries)
+/// are then in memory once. Each recorder still counts the table in its own budget.
+fn load(pid: u32, path: &Path, names_in_memory: u64) -> Option<Arc<FileSymbols>> {
+    use std::os::unix::fs::MetadataExt;
+    /// The identity of a file as opened, and the names-in-memory threshold of its table.
+    type Key = (u64, u64, u64, i64, i64, u64);
+    /// Tables held by some recorder of this process.
+    static SHARED: Mutex<Option<FxHashMap<Key, Weak<FileSymbols>>>> = Mutex::new(None);
     let rel = path.strip_prefix("/").unwrap_or(path);
     let in_root = Path::new("/proc").join(pid.to_string()).join("root").join(rel);
     let debug_root = Path::new("/");
-    FileSymbols::open_with(&in_root, debug_root, names_in_memory)
-        .or_else(|_| FileSymbols::open_with(path, debug_root, names_in_memory))
-        .ok()
+    for p in [in_root.as_path(), path] {
+        let Ok(m) = std::fs::metadata(p) else { continue };
+        let key = (m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec(), names_in_memory);
+        let lock = || SHARED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(table) = lock().as_ref().and_then(|t| t.get(&key)).and_then(Weak::upgrade) {
+            return Some(table);
+        }
+        let Ok(table) = FileSymbols::open_with(p, debug_root, names_in_memory) else { continue };
+        let table = Arc::new(table);
+        let mut shared = lock();
+        let map = shared.get_or_insert_with(FxHashMap::default);
+        map.retain(|_, t| t.strong_count() > 0);
+        map.insert(key, Arc::downgrade(&table));
+        return Some(table);
+    }
+    None
 }
 
 #[cfg(test)]
@@ -362,6 +413,33 @@ mod tests {
         assert_eq!(s.files(), 1);
         assert!(s.files.contains_key(&b"/nonexistent/a"[..]));
         assert_eq!(s.pruned_files, 1);
+    }
+
+    /// Two recorders naming addresses of the same file share one table of it; a file
+    /// changed since is read again.
+    #[test]
+    fn recorders_share_the_table_of_a_file() {
+        let dir = std::env::temp_dir().join(format!("kflame-sym-share-{}", std::process::id()));
+        let files = fixture_files(&dir, 1);
+        let (path, named) = &files[0];
+        let (offset, name) = &named[0];
+        let map = Mapping { start: 0x1000, end: u64::MAX, pgoff: 0, object: path.clone() };
+        let (mut a, mut b) = (Symbolizer::default(), Symbolizer::default());
+        assert_eq!(a.user(0, &map, offset + 0x1000), Some(name.as_str()));
+        assert_eq!(b.user(0, &map, offset + 0x1000), Some(name.as_str()));
+        let table = |s: &Symbolizer| s.files[path].syms.clone().unwrap();
+        assert!(Arc::ptr_eq(&table(&a), &table(&b)));
+        // Both count it in their budgets.
+        assert_eq!(a.bytes(), b.bytes());
+        // Rewritten (another inode): a third recorder reads it anew.
+        let p = std::path::PathBuf::from(String::from_utf8(path.clone()).unwrap());
+        let copy = dir.join("copy");
+        std::fs::copy(&p, &copy).unwrap();
+        std::fs::rename(&copy, &p).unwrap();
+        let mut c = Symbolizer::default();
+        assert_eq!(c.user(0, &map, offset + 0x1000), Some(name.as_str()));
+        assert!(!Arc::ptr_eq(&table(&a), &table(&c)));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A file's path and the start and demangled name of each of its symbols.
