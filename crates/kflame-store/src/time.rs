@@ -65,6 +65,13 @@ pub fn parse_duration(s: &str) -> Result<i64, String> {
     Ok(ns)
 }
 
+/// Reads a length of time with [`parse_duration`]'s grammar (the one every duration of kflame
+/// takes: `--retain 2w`, `for 500ms`, `--cooldown 5m`).
+pub fn parse_span(s: &str) -> Result<std::time::Duration, String> {
+    let ns = parse_duration(s)?;
+    u64::try_from(ns).map(std::time::Duration::from_nanos).map_err(|_| format!("{s:?} is out of range"))
+}
+
 /// Days since 1970-01-01 of a civil date (proleptic Gregorian).
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };

@@ -225,20 +225,11 @@ fn tokens(s: &str) -> Vec<(usize, &str)> {
     out
 }
 
-/// Parses `500ms`, `5s`, `10m`, `1h`, `2d` (a plain number is seconds).
+/// Parses a duration with the grammar of every kflame duration
+/// ([`kflame_store::time::parse_span`]: `500ms`, `5s`, `10m`, `1h`, `2d`, `2w`, fractions
+/// allowed, the unit required).
 pub fn parse_duration(s: &str) -> Option<Duration> {
-    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
-    let (n, unit) = s.split_at(split);
-    let n: f64 = n.parse().ok().filter(|v: &f64| v.is_finite() && *v >= 0.0)?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "" | "s" => n,
-        "m" | "min" => n * 60.0,
-        "h" => n * 3600.0,
-        "d" => n * 86400.0,
-        _ => return None,
-    };
-    Duration::try_from_secs_f64(secs).ok()
+    kflame_store::time::parse_span(s).ok()
 }
 
 impl Rule {
@@ -598,6 +589,18 @@ fn pick<'a>(values: &'a [Value], name: &str, label: Option<&str>, op: Op) -> Opt
         .map(|v| (v.label.as_str(), v.value))
 }
 
+/// `d` in seconds, exactly (`1.5s`, `0.000000001s`): it parses back to the same duration.
+fn seconds(d: Duration) -> String {
+    let mut s = format!("{}.{:09}", d.as_secs(), d.subsec_nanos());
+    while s.ends_with('0') {
+        s.pop();
+    }
+    if s.ends_with('.') {
+        s.pop();
+    }
+    s + "s"
+}
+
 impl std::fmt::Display for Rule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.condition {
@@ -608,14 +611,14 @@ impl std::fmt::Display for Rule {
                 };
                 write!(f, "{} {} {t}", self.metric(), op.as_str())?;
                 if !hold.is_zero() {
-                    write!(f, " for {}s", hold.as_secs_f64())?;
+                    write!(f, " for {}", seconds(*hold))?;
                 }
             }
             Condition::Report { .. } => write!(f, "{}", self.metric())?,
         }
         write!(f, " => {}", self.capture.name())?;
         if !self.length.is_zero() {
-            write!(f, " {}s", self.length.as_secs_f64())?;
+            write!(f, " {}", seconds(self.length))?;
         }
         Ok(())
     }
@@ -629,6 +632,22 @@ mod tests {
 
     fn v(name: &'static str, label: &str, value: f64) -> Value {
         Value { name, label: label.into(), value }
+    }
+
+    /// Durations read as every kflame duration does (the unit required, weeks and
+    /// fractions too), and print back exactly.
+    #[test]
+    fn durations_have_one_grammar() {
+        let r = Rule::parse("cpu > 80% for 1.5m => cpu 0.000000001s").unwrap();
+        assert!(matches!(r.condition, Condition::Metric { hold, .. } if hold == Duration::from_secs(90)));
+        assert_eq!(r.length, Duration::from_nanos(1));
+        assert_eq!(r.to_string(), "cpu > 80 for 90s => cpu 0.000000001s");
+        let again = Rule::parse(&r.to_string()).unwrap();
+        assert_eq!((again.condition, again.length), (r.condition, r.length));
+        assert_eq!(parse_duration("2w"), Some(Duration::from_secs(14 * 86400)));
+        assert_eq!(parse_duration("250us"), Some(Duration::from_micros(250)));
+        let e = Rule::parse("cpu > 80% for 5 => cpu").unwrap_err().to_string();
+        assert!(e.contains("expected a duration") && e.contains("found `5`"), "{e}");
     }
 
     #[test]
