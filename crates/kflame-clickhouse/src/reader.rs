@@ -12,8 +12,7 @@ use rustc_hash::FxHashMap;
 use crate::http::{Client, HttpError};
 use crate::location::Location;
 use crate::rowbinary::{ReadError, Reader as Rows};
-use crate::schema::{self, HOUR_NS, SLOT_NS};
-use crate::writer::day_of;
+use crate::schema::{self, HOUR_NS, SLOT_NS, day_of};
 
 /// The units of a range's buckets: the first bucket's (a profile's), how many buckets have
 /// it and how many another, and the `unit` term a query of the samples then needs.

@@ -15,8 +15,7 @@ use rustc_hash::FxHashMap;
 
 use crate::native::Columns;
 use crate::rowbinary::Put;
-use crate::schema::{HOST_STACKS_1H, HOUR_NS, SAMPLES_10M, SLOT_NS, Table};
-use crate::writer::day_of;
+use crate::schema::{HOST_STACKS_1H, HOUR_NS, SAMPLES_10M, SLOT_NS, Table, day_of};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Sums {

@@ -232,6 +232,14 @@ pub const SAMPLES_10M: Table = Table {
 /// The length of a slot of [`HOST_STACKS_1H`].
 pub const HOUR_NS: i64 = 3_600_000_000_000;
 
+/// Nanoseconds in a day.
+pub(crate) const NS_PER_DAY: i64 = 86_400_000_000_000;
+
+/// The `Date` (days since 1970-01-01) of a time; times outside `Date`'s range are clamped.
+pub fn day_of(time_ns: i64) -> u16 {
+    time_ns.div_euclid(NS_PER_DAY).clamp(0, i64::from(u16::MAX)) as u16
+}
+
 /// Each host's profile by hour: the samples of `samples` summed per (kind, unit, hour, host,
 /// stack), sent by the writer with each batch like [`SAMPLES_10M`]. Which hosts spend time in
 /// a frame over whole hours, and how much each spends in all, is read here (five times fewer

@@ -29,17 +29,11 @@ use crate::location::Location;
 use crate::native::{Columns, ColumnsMark};
 use crate::rollup::Rollup;
 use crate::rowbinary::Put;
-use crate::schema::{self, TABLES};
+use crate::schema::{self, TABLES, day_of};
 use crate::spool::Spool;
 
-const NS_PER_DAY: i64 = 86_400_000_000_000;
 /// A bucket lasts at most this long (as in the embedded store).
 const MAX_BUCKET_NS: i64 = 3_600_000_000_000;
-
-/// The `Date` (days since 1970-01-01) of a time; times outside `Date`'s range are clamped.
-pub fn day_of(time_ns: i64) -> u16 {
-    time_ns.div_euclid(NS_PER_DAY).clamp(0, i64::from(u16::MAX)) as u16
-}
 
 /// The id of a stack text, the same on every host.
 pub fn stack_id(text: &[u8]) -> u64 {
@@ -700,8 +694,8 @@ mod tests {
     #[test]
     fn days_are_utc_days_since_the_epoch() {
         assert_eq!(day_of(0), 0);
-        assert_eq!(day_of(NS_PER_DAY - 1), 0);
-        assert_eq!(day_of(NS_PER_DAY), 1);
+        assert_eq!(day_of(schema::NS_PER_DAY - 1), 0);
+        assert_eq!(day_of(schema::NS_PER_DAY), 1);
         assert_eq!(day_of(-5), 0);
         // 2026-11-27 is day 20_784.
         assert_eq!(day_of(1_795_737_600 * 1_000_000_000), 20_784);

@@ -23,7 +23,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use rustc_hash::FxHashMap;
 
 use crate::StoreError;
-use crate::sqlite::map_err;
+use crate::db::{corrupt, map_err};
 
 /// The format byte of a chunk blob.
 const FORMAT: u8 = 1;
@@ -44,24 +44,6 @@ const LEVEL_OPEN: i32 = 3;
 /// zstd level of a full chunk: level 19 saves another 10 % at 20 times the time (seconds
 /// for a chunk of names in a debug build), which a writer between two buckets cannot spend.
 const LEVEL_FULL: i32 = 9;
-
-/// Damaged chunk data met while writing: carried through rusqlite's error so that the
-/// store reports it as [`crate::StoreError::Corrupt`].
-#[derive(Debug)]
-pub(crate) struct CorruptChunk(pub(crate) String);
-
-impl std::fmt::Display for CorruptChunk {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for CorruptChunk {}
-
-/// A rusqlite error carrying [`CorruptChunk`].
-pub(crate) fn corrupt(detail: String) -> rusqlite::Error {
-    rusqlite::Error::ToSqlConversionFailure(Box::new(CorruptChunk(detail)))
-}
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {

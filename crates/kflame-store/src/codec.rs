@@ -33,7 +33,7 @@
 //! over the reads' interval (`count / secs`, `t` = hundredths of a second). The encoder finds
 //! `t` instant by instant (the predicted one, the previous one, the nearest, a whole
 //! multiple of 100). The store names the relations the watcher's formulas make likely
-//! (`sqlite::span_series`): the whole machine's ticks and shares about the sums of its
+//! (`span_series`): the whole machine's ticks and shares about the sums of its
 //! CPUs', `cpu.idle` as `t − cpu − cpu.iowait`, `io.iops` about reads plus writes, awaits
 //! over the counts of requests, `io.util` and `io.queue` over the interval's ms,
 //! `mem.available` as `mem.available_bytes` over a constant (the memory's total, found
@@ -1518,6 +1518,134 @@ pub(crate) fn decode_span(blob: &[u8], start_ns: i64) -> Result<Vec<(i64, Values
     Ok(out)
 }
 
+/// The planner of a span: which series of the machine's metrics predict which (see the
+/// module).
+/// The group of series whose values at one instant are ratios over one shared whole
+/// (`100 × k / t`), coded with `t` stored once: the shares of one CPU's clock ticks (`cpu`,
+/// `cpu.usr`, ... of one label), and the rates over the interval of the reads. "" none.
+pub(crate) fn ratio_group(name: &str, label: &str) -> String {
+    const RATES: [&str; 7] =
+        ["ctxt", "forks", "io.read_bytes", "io.write_bytes", "io.reads", "io.writes", "io.iops"];
+    if is_cpu_share(name) {
+        format!("cpu/{label}")
+    } else if RATES.contains(&name) {
+        "rate".into()
+    } else {
+        String::new()
+    }
+}
+
+fn is_cpu_share(name: &str) -> bool {
+    name == "cpu" || name.starts_with("cpu.")
+}
+
+/// Whether `label` names one CPU (`cpu0`, `cpu12`).
+fn is_one_cpu(label: &str) -> bool {
+    label.strip_prefix("cpu").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// A series of a span: id, name, label, values.
+pub(crate) type NamedSeries = (i64, String, String, Vec<(i64, f64)>);
+
+/// The series of one span as the codec takes them, with the relations the watcher's
+/// formulas make likely (`kflame-watch`'s `metrics/`); the codec keeps one only where it
+/// gives every value back exactly and codes smaller:
+///
+/// - a share of the whole machine (label "") is about the sum of its CPUs' (its ticks and
+///   the machine's ticks the sums of theirs, read a moment apart), as is the whole
+///   machine's denominator the sum of the CPUs';
+/// - `cpu.idle` is `t − cpu − cpu.iowait` ticks of its CPU;
+/// - `io.iops` is about `io.reads + io.writes` (discards and flushes aside);
+/// - `io.r_await`, `io.w_await` are ticks over the reads' or writes' count (`io.await` over
+///   their sum, or over `io.iops`, its ticks about theirs); `io.util` and `io.queue` are
+///   ticks over the interval's ms (10 × and 1000 × the rates' hundredths of a second).
+pub(crate) fn span_series(all: Vec<NamedSeries>) -> (Vec<SpanSeries>, GroupPreds) {
+    let mut names: Vec<String> = Vec::new();
+    let mut group_id = |g: String| -> u32 {
+        if g.is_empty() {
+            return 0;
+        }
+        match names.iter().position(|n| *n == g) {
+            Some(i) => i as u32 + 1,
+            None => {
+                names.push(g);
+                names.len() as u32
+            }
+        }
+    };
+    let groups: Vec<u32> = all.iter().map(|(_, n, l, _)| group_id(ratio_group(n, l))).collect();
+    let rate = group_id("rate".into());
+    let find = |name: &str, label: &str| all.iter().find(|s| s.1 == name && s.2 == label).map(|s| s.0);
+    let cpus: Vec<&str> = {
+        let mut c: Vec<&str> = all.iter().map(|s| s.2.as_str()).filter(|l| is_one_cpu(l)).collect();
+        c.sort_unstable();
+        c.dedup();
+        c
+    };
+    let plus = |ids: &[Option<i64>]| -> LaneSum {
+        if ids.iter().any(Option::is_none) {
+            return Vec::new();
+        }
+        ids.iter().flatten().map(|&id| (Lane::Series(id), false)).collect()
+    };
+    let mut group_preds = Vec::new();
+    let whole = names.iter().position(|n| n == "cpu/").map(|i| i as u32 + 1);
+    if let Some(g) = whole {
+        let sum: LaneSum = cpus
+            .iter()
+            .filter_map(|c| names.iter().position(|n| *n == format!("cpu/{c}")))
+            .map(|i| (Lane::Den(i as u32 + 1), false))
+            .collect();
+        if !sum.is_empty() {
+            group_preds.push((g, sum));
+        }
+    }
+    let out = all
+        .iter()
+        .zip(&groups)
+        .map(|((id, name, label, values), &group)| {
+            let mut s = SpanSeries { id: *id, group, values: values.clone(), ..Default::default() };
+            let (name, label) = (name.as_str(), label.as_str());
+            if is_cpu_share(name) {
+                if label.is_empty() && !cpus.is_empty() {
+                    s.preds.push(plus(&cpus.iter().map(|c| find(name, c)).collect::<Vec<_>>()));
+                }
+                if name == "cpu.idle"
+                    && let (Some(busy), Some(iowait)) = (find("cpu", label), find("cpu.iowait", label))
+                {
+                    s.preds.push(vec![
+                        (Lane::Den(group), false),
+                        (Lane::Series(busy), true),
+                        (Lane::Series(iowait), true),
+                    ]);
+                }
+            }
+            let (reads, writes) = (find("io.reads", label), find("io.writes", label));
+            match name {
+                "io.iops" => s.preds.push(plus(&[reads, writes])),
+                "io.r_await" => s.dens.push((plus(&[reads]), 100)),
+                "io.w_await" => s.dens.push((plus(&[writes]), 100)),
+                "io.await" => {
+                    s.dens.push((plus(&[find("io.iops", label)]), 100));
+                    s.dens.push((plus(&[reads, writes]), 100));
+                    s.preds.push(plus(&[find("io.r_await", label), find("io.w_await", label)]));
+                }
+                "io.util" => s.dens.push((vec![(Lane::Den(rate), false)], 10)),
+                "io.queue" => s.dens.push((vec![(Lane::Den(rate), false)], 1000)),
+                "mem.available" => {
+                    s.over_constant = find("mem.available_bytes", label);
+                    s.preds.push(plus(&[s.over_constant]));
+                }
+                _ => {}
+            }
+            s.preds.retain(|p| !p.is_empty());
+            s.dens.retain(|d| !d.0.is_empty());
+            s
+        })
+        .collect();
+    (out, group_preds)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1615,7 +1743,7 @@ mod tests {
             .map(|(i, key)| (i as i64 + 1, key.0.clone(), key.1.clone(), by[&key].clone()))
             .collect();
         let names: Vec<(String, String)> = all.iter().map(|s| (s.1.clone(), s.2.clone())).collect();
-        let (series, group_preds) = crate::sqlite::span_series(all);
+        let (series, group_preds) = span_series(all);
         let stream = names.into_iter().zip(series).map(|((n, l), s)| (n, l, s)).collect();
         (stream, group_preds)
     }
@@ -1753,7 +1881,7 @@ mod tests {
 
     /// Series of `(name, label, values)` with the relations the store gives them.
     fn planned(all: Vec<(&str, &str, Values)>) -> (Vec<SpanSeries>, GroupPreds) {
-        crate::sqlite::span_series(
+        span_series(
             all.into_iter()
                 .enumerate()
                 .map(|(i, (n, l, v))| (i as i64 + 1, n.to_string(), l.to_string(), v))

@@ -23,6 +23,7 @@ use kflame::fold::{Meta, Stacks, Unit, Weight};
 mod bucket;
 mod chunks;
 mod codec;
+mod db;
 #[doc(hidden)]
 pub mod fuzzing;
 mod maintain;

@@ -7,7 +7,7 @@ use rustc_hash::FxHashMap;
 
 use crate::bucket::{self, Untimed};
 use crate::chunks::{self, NameSlots, Slots, StackSlots};
-use crate::sqlite::{MAX_BUCKET_NS, TIME_UNIT_NS, has_spans};
+use crate::db::{MAX_BUCKET_NS, TIME_UNIT_NS, has_spans};
 use crate::{Maintenance, Policy, Sqlite, StoreError};
 
 /// Rows deleted or buckets merged per transaction.

@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use kflame::events::EventRecord;
 use kflame::fold::{Meta, StackCounts, Stacks, Unit, Weight};
-use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use rustc_hash::FxHashMap;
 
 use crate::bucket::{self, RawSample, Untimed};
 use crate::chunks::{self, NameSlots, Slots, StackKey, StackSlots};
 use crate::codec;
+use crate::db::{self, MAX_BUCKET_NS, TIME_UNIT_NS, has_spans, map_err};
 use crate::summary::{self, Piece, SeriesCache};
 use crate::{
     Bucket, CaptureId, CaptureStart, Event, Kind, Maintenance, Metric, Point, Policy, Profile, ProfileQuery,
@@ -23,10 +24,6 @@ use crate::{
 
 /// `PRAGMA application_id` of a kflame history database ("kflm").
 const APP_ID: i32 = 0x6b66_6c6d;
-/// The longest profile bucket or metric block accepted (queries look this far back).
-pub(crate) const MAX_BUCKET_NS: i64 = 3_600_000_000_000;
-/// Resolution of stored sample times: 1 ms (times are truncated to it).
-pub(crate) const TIME_UNIT_NS: i64 = 1_000_000;
 /// Metric values are stored to this many decimals of their unit (rounded).
 /// Decimals a metric value keeps in the store (see [`stored_metric_value`]).
 pub const METRIC_DECIMALS: i32 = 2;
@@ -191,12 +188,12 @@ impl Caches {
                 r.get_ref(0)?
                     .as_blob()
                     .map(<[u8]>::to_vec)
-                    .map_err(|_| chunks::corrupt(format!("{table} {id}: not a blob")))
+                    .map_err(|_| db::corrupt(format!("{table} {id}: not a blob")))
             })
         };
         let check = |table: &str, id: i64, count: i64, limit: i64, per: usize| {
             if id < 1 || count < 0 || count as usize > per || id.saturating_add(count) > limit {
-                return Err(chunks::corrupt(format!("{table}: a chunk of {count} ids at {id}")));
+                return Err(db::corrupt(format!("{table}: a chunk of {count} ids at {id}")));
             }
             Ok(((id + count) as u32, count as usize))
         };
@@ -208,7 +205,7 @@ impl Caches {
                 check(NameSlots::TABLE, id, count, i64::from(chunks::MAX_FRAME_ID), NameSlots::PER_CHUNK)?;
             names
                 .decode(&blob(NameSlots::TABLE, id)?, n)
-                .map_err(|d| chunks::corrupt(format!("frame chunk {id}: {d}")))?;
+                .map_err(|d| db::corrupt(format!("frame chunk {id}: {d}")))?;
             for i in 0..n {
                 if let Some(name) = names.get(i) {
                     let fid = id as u32 + i as u32;
@@ -224,12 +221,12 @@ impl Caches {
             let (end, n) = check(StackSlots::TABLE, id, count, i64::from(u32::MAX), StackSlots::PER_CHUNK)?;
             stacks
                 .decode(&blob(StackSlots::TABLE, id)?, n)
-                .map_err(|d| chunks::corrupt(format!("stack chunk {id}: {d}")))?;
+                .map_err(|d| db::corrupt(format!("stack chunk {id}: {d}")))?;
             for i in 0..n {
                 if let Some(frames) = stacks.get(i) {
                     let sid = id as u32 + i as u32;
                     if let Some(f) = frames.iter().find(|f| !digests.contains_key(f)) {
-                        return Err(chunks::corrupt(format!("stack {sid}: frame {f} is missing")));
+                        return Err(db::corrupt(format!("stack {sid}: frame {f} is missing")));
                     }
                     self.stacks.insert(chunks::stack_key(frames.iter().map(|f| digests[f])), sid);
                 }
@@ -252,7 +249,7 @@ impl Caches {
             let id = u32::try_from(id)
                 .ok()
                 .filter(|&i| i < chunks::MAX_FRAME_ID)
-                .ok_or_else(|| chunks::corrupt(format!("frame id {id} out of range")))?;
+                .ok_or_else(|| db::corrupt(format!("frame id {id} out of range")))?;
             let name = r.get_ref(1)?.as_blob()?;
             digests.insert(id, chunks::frame_digest(name));
             self.frames.insert(name.into(), id);
@@ -266,11 +263,11 @@ impl Caches {
             let id = u32::try_from(id)
                 .ok()
                 .filter(|&i| i < u32::MAX)
-                .ok_or_else(|| chunks::corrupt(format!("stack id {id} out of range")))?;
+                .ok_or_else(|| db::corrupt(format!("stack id {id} out of range")))?;
             let frames = legacy_frame_ids(r.get_ref(1)?.as_blob()?)
-                .map_err(|d| chunks::corrupt(format!("stack {id}: {d}")))?;
+                .map_err(|d| db::corrupt(format!("stack {id}: {d}")))?;
             if let Some(f) = frames.iter().find(|f| !digests.contains_key(f)) {
-                return Err(chunks::corrupt(format!("stack {id}: frame {f} is missing")));
+                return Err(db::corrupt(format!("stack {id}: frame {f} is missing")));
             }
             self.stacks.insert(chunks::stack_key(frames.iter().map(|f| digests[f])), id);
             self.next_stack = self.next_stack.max(id + 1);
@@ -285,7 +282,7 @@ impl Caches {
         }
         let id = self.next_frame;
         if id >= chunks::MAX_FRAME_ID {
-            return Err(chunks::corrupt(format!("more than {} frames", chunks::MAX_FRAME_ID)));
+            return Err(db::corrupt(format!("more than {} frames", chunks::MAX_FRAME_ID)));
         }
         self.next_frame += 1;
         self.new_frames.push(name.into());
@@ -386,26 +383,6 @@ fn other(path: &Path, detail: impl Into<String>) -> StoreError {
     StoreError::Other { path: path.to_path_buf(), detail: detail.into() }
 }
 
-/// Maps a SQLite error onto the store's kinds.
-pub(crate) fn map_err(path: &Path, e: rusqlite::Error) -> StoreError {
-    let path = path.to_path_buf();
-    if let rusqlite::Error::ToSqlConversionFailure(inner) = &e
-        && let Some(c) = inner.downcast_ref::<chunks::CorruptChunk>()
-    {
-        return StoreError::Corrupt { path, detail: c.0.clone() };
-    }
-    if let rusqlite::Error::SqliteFailure(f, msg) = &e {
-        let detail = msg.clone().unwrap_or_else(|| f.to_string());
-        return match f.code {
-            ErrorCode::DiskFull => StoreError::DiskFull { path, detail },
-            ErrorCode::DatabaseCorrupt => StoreError::Corrupt { path, detail },
-            ErrorCode::NotADatabase => StoreError::NotADatabase { path, detail },
-            _ => StoreError::Other { path, detail },
-        };
-    }
-    StoreError::Other { path, detail: e.to_string() }
-}
-
 /// Moves the rows of the `stacks` and `frames` tables of schema 3 (renamed `stacks_v3` and
 /// `frames_v3` by migration 5) into chunks, ids kept, and drops them.
 fn convert_v3_stacks(conn: &Connection) -> rusqlite::Result<()> {
@@ -423,7 +400,7 @@ fn convert_v3_stacks(conn: &Connection) -> rusqlite::Result<()> {
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<Result<_, _>>()?;
         if let Some((id, _)) = rows.iter().find(|(id, _)| *id < 1 || *id >= i64::from(chunks::MAX_FRAME_ID)) {
-            return Err(chunks::corrupt(format!("frame id {id} out of range")));
+            return Err(db::corrupt(format!("frame id {id} out of range")));
         }
         chunks::write_all::<NameSlots, _>(conn, &rows)?;
         conn.execute_batch("DROP TABLE frames_v3")?;
@@ -435,10 +412,10 @@ fn convert_v3_stacks(conn: &Connection) -> rusqlite::Result<()> {
         while let Some(r) = q.next()? {
             let id: i64 = r.get(0)?;
             if id < 1 || id > i64::from(u32::MAX) {
-                return Err(chunks::corrupt(format!("stack id {id} out of range")));
+                return Err(db::corrupt(format!("stack id {id} out of range")));
             }
             let blob = r.get_ref(1)?.as_blob()?;
-            let frames = legacy_frame_ids(blob).map_err(|d| chunks::corrupt(format!("stack {id}: {d}")))?;
+            let frames = legacy_frame_ids(blob).map_err(|d| db::corrupt(format!("stack {id}: {d}")))?;
             rows.push((id, frames));
         }
         drop(q);
@@ -1073,133 +1050,6 @@ pub fn stored_metric_value(v: f64) -> f64 {
     codec::round_metric(v, METRIC_DECIMALS)
 }
 
-/// The group of series whose values at one instant are ratios over one shared whole
-/// (`100 × k / t`), coded with `t` stored once: the shares of one CPU's clock ticks (`cpu`,
-/// `cpu.usr`, ... of one label), and the rates over the interval of the reads. "" none.
-pub(crate) fn ratio_group(name: &str, label: &str) -> String {
-    const RATES: [&str; 7] =
-        ["ctxt", "forks", "io.read_bytes", "io.write_bytes", "io.reads", "io.writes", "io.iops"];
-    if is_cpu_share(name) {
-        format!("cpu/{label}")
-    } else if RATES.contains(&name) {
-        "rate".into()
-    } else {
-        String::new()
-    }
-}
-
-fn is_cpu_share(name: &str) -> bool {
-    name == "cpu" || name.starts_with("cpu.")
-}
-
-/// Whether `label` names one CPU (`cpu0`, `cpu12`).
-fn is_one_cpu(label: &str) -> bool {
-    label.strip_prefix("cpu").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// A series of a span: id, name, label, values.
-pub(crate) type NamedSeries = (i64, String, String, Vec<(i64, f64)>);
-
-/// The series of one span as the codec takes them, with the relations the watcher's
-/// formulas make likely (`kflame-watch`'s `metrics/`); the codec keeps one only where it
-/// gives every value back exactly and codes smaller:
-///
-/// - a share of the whole machine (label "") is about the sum of its CPUs' (its ticks and
-///   the machine's ticks the sums of theirs, read a moment apart), as is the whole
-///   machine's denominator the sum of the CPUs';
-/// - `cpu.idle` is `t − cpu − cpu.iowait` ticks of its CPU;
-/// - `io.iops` is about `io.reads + io.writes` (discards and flushes aside);
-/// - `io.r_await`, `io.w_await` are ticks over the reads' or writes' count (`io.await` over
-///   their sum, or over `io.iops`, its ticks about theirs); `io.util` and `io.queue` are
-///   ticks over the interval's ms (10 × and 1000 × the rates' hundredths of a second).
-pub(crate) fn span_series(all: Vec<NamedSeries>) -> (Vec<codec::SpanSeries>, codec::GroupPreds) {
-    use codec::Lane;
-    let mut names: Vec<String> = Vec::new();
-    let mut group_id = |g: String| -> u32 {
-        if g.is_empty() {
-            return 0;
-        }
-        match names.iter().position(|n| *n == g) {
-            Some(i) => i as u32 + 1,
-            None => {
-                names.push(g);
-                names.len() as u32
-            }
-        }
-    };
-    let groups: Vec<u32> = all.iter().map(|(_, n, l, _)| group_id(ratio_group(n, l))).collect();
-    let rate = group_id("rate".into());
-    let find = |name: &str, label: &str| all.iter().find(|s| s.1 == name && s.2 == label).map(|s| s.0);
-    let cpus: Vec<&str> = {
-        let mut c: Vec<&str> = all.iter().map(|s| s.2.as_str()).filter(|l| is_one_cpu(l)).collect();
-        c.sort_unstable();
-        c.dedup();
-        c
-    };
-    let plus = |ids: &[Option<i64>]| -> codec::LaneSum {
-        if ids.iter().any(Option::is_none) {
-            return Vec::new();
-        }
-        ids.iter().flatten().map(|&id| (Lane::Series(id), false)).collect()
-    };
-    let mut group_preds = Vec::new();
-    let whole = names.iter().position(|n| n == "cpu/").map(|i| i as u32 + 1);
-    if let Some(g) = whole {
-        let sum: codec::LaneSum = cpus
-            .iter()
-            .filter_map(|c| names.iter().position(|n| *n == format!("cpu/{c}")))
-            .map(|i| (Lane::Den(i as u32 + 1), false))
-            .collect();
-        if !sum.is_empty() {
-            group_preds.push((g, sum));
-        }
-    }
-    let out = all
-        .iter()
-        .zip(&groups)
-        .map(|((id, name, label, values), &group)| {
-            let mut s = codec::SpanSeries { id: *id, group, values: values.clone(), ..Default::default() };
-            let (name, label) = (name.as_str(), label.as_str());
-            if is_cpu_share(name) {
-                if label.is_empty() && !cpus.is_empty() {
-                    s.preds.push(plus(&cpus.iter().map(|c| find(name, c)).collect::<Vec<_>>()));
-                }
-                if name == "cpu.idle"
-                    && let (Some(busy), Some(iowait)) = (find("cpu", label), find("cpu.iowait", label))
-                {
-                    s.preds.push(vec![
-                        (Lane::Den(group), false),
-                        (Lane::Series(busy), true),
-                        (Lane::Series(iowait), true),
-                    ]);
-                }
-            }
-            let (reads, writes) = (find("io.reads", label), find("io.writes", label));
-            match name {
-                "io.iops" => s.preds.push(plus(&[reads, writes])),
-                "io.r_await" => s.dens.push((plus(&[reads]), 100)),
-                "io.w_await" => s.dens.push((plus(&[writes]), 100)),
-                "io.await" => {
-                    s.dens.push((plus(&[find("io.iops", label)]), 100));
-                    s.dens.push((plus(&[reads, writes]), 100));
-                    s.preds.push(plus(&[find("io.r_await", label), find("io.w_await", label)]));
-                }
-                "io.util" => s.dens.push((vec![(Lane::Den(rate), false)], 10)),
-                "io.queue" => s.dens.push((vec![(Lane::Den(rate), false)], 1000)),
-                "mem.available" => {
-                    s.over_constant = find("mem.available_bytes", label);
-                    s.preds.push(plus(&[s.over_constant]));
-                }
-                _ => {}
-            }
-            s.preds.retain(|p| !p.is_empty());
-            s.dens.retain(|d| !d.0.is_empty());
-            s
-        })
-        .collect();
-    (out, group_preds)
-}
-
 /// The name and label of a series id, from the cache or its row.
 fn name_of(conn: &Connection, c: &mut Caches, id: i64) -> rusqlite::Result<(String, String)> {
     if let Some(n) = c.names.get(&id) {
@@ -1262,7 +1112,7 @@ fn write_block(
         let (name, label) = name_of(conn, c, id)?;
         named.push((id, name, label, vals));
     }
-    let (series, group_preds) = span_series(named);
+    let (series, group_preds) = codec::span_series(named);
     let (start, end) = closed.unwrap_or((block, block + block_ns));
     // A new row's id is above every id there is, the rows it replaces included: an id is
     // never given twice, so readers key the summaries of a row on it (see `summary.rs`).
@@ -1326,13 +1176,6 @@ fn write_series_block(
     Ok(())
 }
 
-/// Whether the file has the rows of schema 4 (`metric_spans`).
-pub(crate) fn has_spans(conn: &Connection) -> rusqlite::Result<bool> {
-    conn.prepare_cached("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'metric_spans'")?
-        .query_row([], |r| r.get::<_, i64>(0))
-        .map(|n| n > 0)
-}
-
 fn host_id(conn: &Connection, c: &mut Caches, name: &str) -> rusqlite::Result<i64> {
     if let Some(&id) = c.hosts.get(name) {
         return Ok(id);
@@ -1362,7 +1205,7 @@ fn stack_id(conn: &Connection, c: &mut Caches, text: &[u8]) -> rusqlite::Result<
     let frames = text.split(|&b| b == b';').map(|f| c.frame_id(f)).collect::<rusqlite::Result<Vec<u32>>>()?;
     let id = c.next_stack;
     if id == u32::MAX {
-        return Err(chunks::corrupt("no stack id left".into()));
+        return Err(db::corrupt("no stack id left".into()));
     }
     c.next_stack += 1;
     c.new_stacks.push((frames, key));

@@ -1,6 +1,6 @@
 //! No two modules import each other, directly or in a circle.
 //!
-//! Every `.rs` file of `crates/kflame/src` and `crates/kflame-cli/src` is one node; a path
+//! Every `.rs` file of each crate's `src` (every crate of the workspace) is one node; a path
 //! that starts with `crate::`, `super::` or `self::` (in a `use` or inline) is an edge from
 //! the file it is written in to the file of the longest module prefix it names. `mod x;`
 //! declarations are not edges (a parent declares its children), but a parent re-exporting
@@ -379,6 +379,12 @@ fn name(m: &[String]) -> String {
 }
 
 fn check(krate: &str) {
+    let p = problems(krate);
+    assert!(p.is_empty(), "{}", p.join("\n"));
+}
+
+/// What is wrong with `krate`'s imports: new circles, and circles of `KNOWN` that are gone.
+fn problems(krate: &str) -> Vec<String> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(krate).join("src");
     let g = graph(&src);
     assert!(g.len() > 5, "{}: read too few modules", src.display());
@@ -430,9 +436,15 @@ fn check(krate: &str) {
             .collect();
         new.push(format!("  circle of {}:\n    {}", c.len(), edges.join("\n    ")));
     }
-    assert!(new.is_empty(), "{krate}: modules that import each other:\n{}", new.join("\n"));
+    let mut out = Vec::new();
+    if !new.is_empty() {
+        out.push(format!("{krate}: modules that import each other:\n{}", new.join("\n")));
+    }
     let gone: Vec<&BTreeSet<String>> = known.difference(&seen).collect();
-    assert!(gone.is_empty(), "{krate}: these circles are gone, take them off KNOWN: {gone:?}");
+    if !gone.is_empty() {
+        out.push(format!("{krate}: these circles are gone, take them off KNOWN: {gone:?}"));
+    }
+    out
 }
 
 /// Circles that are still to be untangled (crate, members). The list only shrinks: a new
@@ -447,6 +459,48 @@ fn no_import_cycles_in_the_library() {
 #[test]
 fn no_import_cycles_in_the_cli() {
     check("kflame-cli");
+}
+
+#[test]
+fn no_import_cycles_in_the_other_crates() {
+    let p: Vec<String> = [
+        "kflame-analyze",
+        "kflame-clickhouse",
+        "kflame-fixes",
+        "kflame-mcp",
+        "kflame-serve",
+        "kflame-store",
+        "kflame-watch",
+    ]
+    .iter()
+    .flat_map(|k| problems(k))
+    .collect();
+    assert!(p.is_empty(), "{}", p.join("\n"));
+}
+
+/// Every crate of the workspace is checked by one of the tests above.
+#[test]
+fn every_crate_is_checked() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut names: Vec<String> = std::fs::read_dir(&crates)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("Cargo.toml").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let checked = [
+        "kflame",
+        "kflame-analyze",
+        "kflame-cli",
+        "kflame-clickhouse",
+        "kflame-fixes",
+        "kflame-mcp",
+        "kflame-serve",
+        "kflame-store",
+        "kflame-watch",
+    ];
+    assert_eq!(names, checked, "a crate without an import-cycle check");
 }
 
 #[test]
