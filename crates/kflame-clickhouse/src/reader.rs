@@ -558,6 +558,12 @@ impl Query for Reader {
         Ok(out)
     }
 
+    fn capture_event_count(&self, capture: CaptureId) -> Result<u64, StoreError> {
+        let data =
+            self.select(&format!("SELECT count() FROM {} WHERE capture = {}", self.t("events"), capture.0))?;
+        Rows::new(&data).u64().map_err(|e| self.malformed(e))
+    }
+
     fn capture_events(
         &self,
         capture: CaptureId,

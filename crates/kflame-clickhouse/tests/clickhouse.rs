@@ -152,6 +152,8 @@ fn compare(ch: &dyn Query, db: &dyn Query) {
         let x = ch.capture_events(cap(&a, host), T0, T0 + 60 * SEC).unwrap();
         let y = db.capture_events(cap(&b, host), T0, T0 + 60 * SEC).unwrap();
         assert_eq!(x.len(), 50);
+        assert_eq!(ch.capture_event_count(cap(&a, host)).unwrap(), 50);
+        assert_eq!(db.capture_event_count(cap(&b, host)).unwrap(), 50);
         let strip = |v: &[kflame_store::StoredEvent]| {
             v.iter()
                 .map(|e| {

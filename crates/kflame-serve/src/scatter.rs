@@ -71,7 +71,7 @@ async fn captures(State(app): State<Arc<App>>) -> Result<Response, ApiError> {
             let mut list = Vec::new();
             for e in db.events(from, to.saturating_add(1), None).map_err(ApiError::store)? {
                 let Event::Capture { id, host, kind, start_ns, end_ns, note, .. } = e else { continue };
-                let events = db.capture_events(id, i64::MIN, i64::MAX).map_err(ApiError::store)?.len();
+                let events = db.capture_event_count(id).map_err(ApiError::store)?;
                 list.push(json!({ "id": id.0, "host": host, "kind": kind.as_str(), "time": start_ns,
                                   "end": end_ns, "note": note, "events": events }));
             }

@@ -463,6 +463,9 @@ macro_rules! delegate_query {
             ) -> Result<Vec<StoredEvent>, StoreError> {
                 (**self).capture_events(capture, from_ns, to_ns)
             }
+            fn capture_event_count(&self, capture: CaptureId) -> Result<u64, StoreError> {
+                (**self).capture_event_count(capture)
+            }
             fn hosts(&self) -> Result<Vec<String>, StoreError> {
                 (**self).hosts()
             }
@@ -758,6 +761,11 @@ pub trait Query {
         from_ns: i64,
         to_ns: i64,
     ) -> Result<Vec<StoredEvent>, StoreError>;
+    /// How many per-event records a capture has (what a list of captures shows). This
+    /// default reads them all; a backend counts them where they are.
+    fn capture_event_count(&self, capture: CaptureId) -> Result<u64, StoreError> {
+        Ok(self.capture_events(capture, i64::MIN, i64::MAX)?.len() as u64)
+    }
     /// Every host name, sorted.
     fn hosts(&self) -> Result<Vec<String>, StoreError>;
     /// Every host name with its labels (`key=value,...`, as the writer was given them;

@@ -2235,6 +2235,14 @@ impl Query for Sqlite {
         Ok(out)
     }
 
+    fn capture_event_count(&self, capture: CaptureId) -> Result<u64, StoreError> {
+        self.conn
+            .prepare_cached("SELECT count(*) FROM events WHERE capture = ?1")
+            .and_then(|mut st| st.query_row([capture.0], |r| r.get::<_, i64>(0)))
+            .map(|n| n as u64)
+            .map_err(|err| map_err(&self.path, err))
+    }
+
     fn capture_events(
         &self,
         capture: CaptureId,

@@ -310,6 +310,8 @@ fn metrics_events_and_reports_come_back() {
     assert!(matches!(&evs[2], Event::Report { kind, .. } if kind == "warning"));
     let recs = db.capture_events(cap, T0, T0 + 300 * SEC).unwrap();
     assert_eq!(recs.len(), 1);
+    assert_eq!(db.capture_event_count(cap).unwrap(), 1);
+    assert_eq!(db.capture_event_count(kflame_store::CaptureId(cap.0 + 1000)).unwrap(), 0);
     assert_eq!(
         (recs[0].pid, recs[0].tid, recs[0].duration_ns, recs[0].comm.as_str()),
         (42, 43, Some(5000), "dd")

@@ -268,6 +268,8 @@ impl Args {
 }
 
 pub(crate) fn run(args: Args) -> Result<()> {
+    // Before any thread starts: a recording of hours keeps one arena, not one per thread.
+    kflame::record::one_malloc_arena();
     if args.check {
         return print_check();
     }

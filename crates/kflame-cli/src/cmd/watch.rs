@@ -268,6 +268,8 @@ fn print_check(args: &Args, settings: &Settings) -> Result<()> {
 }
 
 pub(crate) fn run(args: Args) -> Result<()> {
+    // Before any thread starts: captures run on threads of their own.
+    kflame::record::one_malloc_arena();
     // The configuration and flags are checked first, with --check too: a file that --check
     // accepts is one the watcher starts with.
     let settings = resolve_settings(&args).map_err(|e| match &e {

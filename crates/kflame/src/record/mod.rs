@@ -65,6 +65,7 @@ pub use clock::WallClock;
 pub use run::Recorder;
 pub use session::Counters;
 pub use stacks::{Event, Naming};
+pub use sys::one_malloc_arena;
 
 use crate::events::{EventKind, EventSink};
 use crate::fold::{Meta, StackCounts};

@@ -140,6 +140,21 @@ pub(crate) fn raise_fd_limit() {
     }
 }
 
+/// Makes glibc's allocator use one arena for every thread of the process (as
+/// `MALLOC_ARENA_MAX=1` does) unless the environment chose otherwise. By default each thread
+/// that allocates gets an arena of its own, which keeps what it freed: a watcher's capture
+/// thread that names a few seconds of stacks then holds tens of MiB for the process's life
+/// (`kflame watch` beside `rustc -O` with captures: 88 MiB peak, 61 MiB with one arena). The
+/// recorders allocate little and from few threads, so one arena costs no contention that
+/// shows. Elsewhere (musl, another allocator) it does nothing.
+pub fn one_malloc_arena() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        // SAFETY: mallopt has no memory-safety preconditions; M_ARENA_MAX takes a count.
+        unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) };
+    }
+}
+
 /// The system page size.
 pub(crate) fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
