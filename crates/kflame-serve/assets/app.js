@@ -20,7 +20,8 @@
  * the selection is asked for once they are drawn, pruned to what its width can show. */
 import { FlameViewer } from '/viewer/viewer.js';
 import { decodeTree } from '/viewer/model.js';
-import { Brush, Chart, drawAxis, el, fmtSpan, fmtTime, groupMetrics, PAD_LEFT, PAD_RIGHT } from '/assets/charts.js';
+import { Brush, Chart, drawAxis, fmtSpan, fmtTime, groupMetrics, PAD_LEFT, PAD_RIGHT } from '/assets/charts.js';
+import { api, el } from '/assets/common.js';
 import { HeatMap } from '/assets/heatmap.js';
 
 const root = document.getElementById('app');
@@ -35,12 +36,6 @@ const DEFAULT_OPEN = ['cpu', 'mem', 'io', 'psi'];
 /** ms → the API's ns, exactly (ms are whole). */
 const ns = (ms) => (BigInt(Math.round(ms)) * 1000000n).toString();
 
-async function api(path) {
-  const r = await fetch(path, { credentials: 'same-origin' });
-  const body = await r.json().catch(() => ({ error: 'HTTP ' + r.status + ' ' + r.statusText }));
-  if (!r.ok) throw new Error(body.error || 'HTTP ' + r.status);
-  return body;
-}
 
 const S = {
   info: null, bounds: null, view: null, range: null, base: null, kind: 'cpu', cpu: '', cgroup: '', mode: 'flame',

@@ -1,6 +1,7 @@
 /* kflame serve, charts: metric charts on one time axis (canvas), a shared cursor and the
  * range brush. Times are milliseconds since the epoch (UTC) here; the API's nanoseconds are
  * converted at its door (app.js). No data is ever put into the DOM as markup. */
+import { el } from '/assets/common.js';
 
 const PAD_LEFT = 64, PAD_RIGHT = 12, HEIGHT = 64, AXIS = 22;
 /** Free pixels above a chart's top value and below its zero: room for their tick labels. */
@@ -8,18 +9,6 @@ const TOP = 6, BOTTOM = 5;
 /** Stacking order of the CPU shares, as mpstat prints them; other cpu.* names follow. */
 const CPU_ORDER = ['usr', 'nice', 'sys', 'iowait', 'irq', 'soft', 'softirq', 'steal', 'guest', 'gnice'];
 const COLORS = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
-
-/** A DOM element with attributes and text (never markup). */
-function el(tag, attrs = {}, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === 'text') e.textContent = v;
-    else if (k === 'class') e.className = v;
-    else e.setAttribute(k, v);
-  }
-  for (const c of children) e.append(c);
-  return e;
-}
 
 /** `12:34:56` (UTC) of ms; with the date when `date` is set. */
 function fmtTime(ms, date) {
@@ -560,4 +549,4 @@ class Brush {
   }
 }
 
-export { Brush, Chart, PAD_LEFT, PAD_RIGHT, drawAxis, el, fmtSpan, fmtTime, fmtValue, groupMetrics, niceScale };
+export { Brush, Chart, PAD_LEFT, PAD_RIGHT, drawAxis, fmtSpan, fmtTime, fmtValue, groupMetrics, niceScale };

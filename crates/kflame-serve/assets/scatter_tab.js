@@ -2,16 +2,9 @@
  * scatter view (the shared /viewer/scatter.js, which the offline `kflame scatter` page
  * inlines) of the one chosen (?capture=ID). Every piece of data reaches the DOM as text. */
 import { startScatter } from '/viewer/scatter.js';
-import { el } from '/viewer/ui.js';
+import { api, el } from '/assets/common.js';
 
 const root = document.getElementById('scatter-tab');
-
-async function api(path) {
-  const r = await fetch(path, { credentials: 'same-origin' });
-  const body = await r.json().catch(() => ({ error: 'HTTP ' + r.status + ' ' + r.statusText }));
-  if (!r.ok) throw new Error(body.error || 'HTTP ' + r.status);
-  return body;
-}
 
 const fmtTime = (ns) => new Date(Number(BigInt(ns) / 1000000n)).toISOString().replace('T', ' ').replace('Z', ' UTC');
 

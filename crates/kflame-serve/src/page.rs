@@ -7,8 +7,9 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 /// The page's own files: (name, content type, text).
-pub(crate) const PAGE_ASSETS: [(&str, &str, &str); 4] = [
+pub(crate) const PAGE_ASSETS: [(&str, &str, &str); 5] = [
     ("app.js", JS, include_str!("../assets/app.js")),
+    ("common.js", JS, include_str!("../assets/common.js")),
     ("charts.js", JS, include_str!("../assets/charts.js")),
     ("heatmap.js", JS, include_str!("../assets/heatmap.js")),
     ("app.css", "text/css; charset=utf-8", include_str!("../assets/app.css")),
@@ -28,6 +29,7 @@ const INDEX: &str = "<!DOCTYPE html>
 <link rel=\"preload\" href=\"/api/info\" as=\"fetch\" crossorigin>
 <link rel=\"modulepreload\" href=\"/assets/app.js\">
 <link rel=\"modulepreload\" href=\"/assets/charts.js\">
+<link rel=\"modulepreload\" href=\"/assets/common.js\">
 <link rel=\"modulepreload\" href=\"/assets/heatmap.js\">
 <link rel=\"modulepreload\" href=\"/viewer/viewer.js\">
 <link rel=\"modulepreload\" href=\"/viewer/model.js\">
