@@ -59,8 +59,13 @@ impl Stap {
     }
 
     fn count(&mut self, n: u64, t: &[u8], out: &mut Output) {
+        // A line of digits ends the record whether or not it reads as a count (a split
+        // point is chosen on that alone): an unreadable one takes its frames with it.
         let Ok(w) = Weight::parse(t) else {
-            return out.diag.skip(kinds::BAD_LINE, n, || format!("a count, found `{}`", show(t)));
+            let frames = std::mem::take(&mut self.frames).len();
+            return out.diag.skip(kinds::BAD_LINE, n, || {
+                format!("a count, found `{}` (its stack of {frames} frames left out)", show(t))
+            });
         };
         if self.frames.is_empty() {
             out.diag.note(kinds::EMPTY_STACK, n, || format!("a count with no frames: kept as {EMPTY_STACK}"));

@@ -48,3 +48,16 @@ fn bad_input_is_counted() {
 fn mutations_never_panic() {
     no_panic_on_mutations(&data("stap/handwritten-profile.txt"), || Box::new(Stap::new()));
 }
+
+/// A line of digits too large for a count ends its record on one thread as where the input
+/// is cut for several: the frames before it go with it (found by fuzzing).
+#[test]
+fn an_unreadable_count_ends_its_record() {
+    let big = "9".repeat(70);
+    let text = format!(" 0x1 : f+0x1/0x2 [k]\n\t{big}\n 0x2 : g+0x1/0x2 [k]\n\t5\n");
+    let out = run(Box::new(Stap::new()), text.as_bytes());
+    assert_eq!(folded(&out), "g 5\n");
+    let e = out.diag.get(kinds::BAD_LINE).unwrap();
+    assert_eq!(e.first_line, 2);
+    assert!(e.message.contains("its stack of 1 frames left out"), "{}", e.message);
+}
