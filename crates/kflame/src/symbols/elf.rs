@@ -516,17 +516,20 @@ fn plt_symbols<'d, R: ReadRef<'d>>(
         if file.architecture() == object::Architecture::Aarch64 { 16 } else { plt_entsize(file, &plt) };
     let header = if file.architecture() == object::Architecture::Aarch64 { 32 } else { entsize };
     let Some((plt_offset, _)) = plt.file_range() else { return Vec::new() };
-    let mut offset = plt_offset + header;
+    // A damaged file's offset and entry size can pass the address space: the entries end
+    // there.
+    let Some(mut offset) = plt_offset.checked_add(header) else { return Vec::new() };
     let mut out = Vec::new();
     for rel in data.chunks_exact(24) {
+        let Some(end) = offset.checked_add(entsize) else { break };
         let info = u64::from_le_bytes(rel[8..16].try_into().unwrap_or_default());
         let index = object::SymbolIndex((info >> 32) as usize);
         let sym = dynsyms.symbol_by_index(index).ok();
         let name = sym.as_ref().and_then(|s| dynstr.name(s)).and_then(|n| std::str::from_utf8(n).ok());
         let name = format!("{}@plt", super::demangle(name.unwrap_or("")));
         let name = names.push(&name);
-        out.push(Entry { start: offset, end: offset + entsize, binding: Binding::Global, name });
-        offset += entsize;
+        out.push(Entry { start: offset, end, binding: Binding::Global, name });
+        offset = end;
     }
     out
 }
