@@ -174,6 +174,11 @@ fn now_ns() -> i64 {
     i64::try_from(d.as_nanos()).unwrap()
 }
 
+/// The whole machine's `cpu` series of `host`, all of it.
+fn cpu_of(host: &str) -> SeriesQuery<'_> {
+    SeriesQuery { name: "cpu", label: Some(""), host: Some(host), from_ns: 0, to_ns: i64::MAX, points: None }
+}
+
 /// The stack texts of a profile with their weights.
 fn stacks(p: &kflame_store::Profile) -> Vec<(String, Weight)> {
     p.stacks
@@ -282,16 +287,7 @@ fn live_cpu_trigger_captures_the_burner() {
     );
     assert!(times.windows(2).all(|p| p[0].time_ns <= p[1].time_ns));
     // metrics every second
-    let cpu = db
-        .series(&SeriesQuery {
-            name: "cpu",
-            label: Some(""),
-            host: Some("test-host"),
-            from_ns: 0,
-            to_ns: i64::MAX,
-            points: None,
-        })
-        .unwrap();
+    let cpu = db.series(&cpu_of("test-host")).unwrap();
     let cpu_rows = cpu.iter().map(|s| s.points.len()).sum::<usize>();
     // one a second, a few late while the first windows are named (kallsyms, ELF tables)
     let secs = ran.ran.as_secs_f64() + stop_took.as_secs_f64();
@@ -378,15 +374,8 @@ fn live_disk_full_keeps_running_and_resumes() {
         if !log.iter().any(|l| l.contains("storing resumed")) {
             return false;
         }
-        let query = SeriesQuery {
-            name: "cpu",
-            label: Some(""),
-            host: Some("h"),
-            from_ns: 0,
-            to_ns: i64::MAX,
-            points: None,
-        };
-        let stored = db.series(&query).map(|s| s.iter().map(|s| s.points.len()).sum::<usize>()).unwrap_or(0);
+        let stored =
+            db.series(&cpu_of("h")).map(|s| s.iter().map(|s| s.points.len()).sum::<usize>()).unwrap_or(0);
         let buckets =
             db.profile(&ProfileQuery::new(Kind::Cpu, began - SEC, i64::MAX)).map(|p| p.buckets).unwrap_or(0);
         stored >= 6 && buckets >= 10
@@ -417,16 +406,7 @@ fn live_disk_full_keeps_running_and_resumes() {
     // metrics: stored again once the disk has room, one a second to the end. (Values of a
     // series first seen while the disk is full are not kept: the store cannot create the
     // series row; the error above says so.)
-    let cpu = db
-        .series(&SeriesQuery {
-            name: "cpu",
-            label: Some(""),
-            host: Some("h"),
-            from_ns: 0,
-            to_ns: i64::MAX,
-            points: None,
-        })
-        .unwrap();
+    let cpu = db.series(&cpu_of("h")).unwrap();
     let secs: Vec<i64> =
         cpu.iter().flat_map(|s| s.points.iter().map(|p| (p.time_ns - began) / SEC)).collect();
     assert!(secs.len() >= 3, "cpu values at {secs:?} s");

@@ -21,16 +21,7 @@ pub(crate) struct Head<'a> {
 }
 
 /// The fields [`head`] reads: those before the call chain but read values, and the chain.
-const HEAD_FIELDS: SampleFormat = SampleFormat::IDENTIFIER
-    .union(SampleFormat::IP)
-    .union(SampleFormat::TID)
-    .union(SampleFormat::TIME)
-    .union(SampleFormat::ADDR)
-    .union(SampleFormat::ID)
-    .union(SampleFormat::STREAM_ID)
-    .union(SampleFormat::CPU)
-    .union(SampleFormat::PERIOD)
-    .union(SampleFormat::CALLCHAIN);
+const HEAD_FIELDS: SampleFormat = BEFORE_READ.union(SampleFormat::CALLCHAIN);
 
 /// Whether [`head`] reads samples of `format` (of a little-endian file) entirely: it has
 /// no field but [`HEAD_FIELDS`], so `head` checks the same lengths the general parser does.
