@@ -113,7 +113,7 @@ impl Engine {
         loop {
             fill(&mut input, &mut buf, want)?;
             let eof = buf.len() < want;
-            cap.check(&mut buf, &mut input, &mut out.diag)?;
+            cap.check(&mut buf, &mut input, &mut out.diag, line)?;
             let cut = if eof { buf.len() } else { memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1) };
             if cut == 0 && !eof {
                 // One line longer than the block (and within the cap): read more.
@@ -210,7 +210,7 @@ impl Engine {
         loop {
             fill(&mut input, &mut buf, want)?;
             let eof = buf.len() < want;
-            cap.check(&mut buf, &mut input, &mut diag)?;
+            cap.check(&mut buf, &mut input, &mut diag, line)?;
             let cut = if eof {
                 buf.len()
             } else {
@@ -263,33 +263,49 @@ struct LineCap {
     start: usize,
     /// Offset up to which the buffer was searched for newlines.
     scanned: usize,
-    /// Number of the current line.
-    line: u64,
 }
 
 impl LineCap {
     fn new() -> LineCap {
-        LineCap { start: 0, scanned: 0, line: 1 }
+        LineCap { start: 0, scanned: 0 }
     }
 
-    /// Checks what was added to `buf` since the last call. A current line that is already
-    /// longer than the cap without its newline is read through to its end from `input`
-    /// without being kept.
-    fn check<R: Read>(&mut self, buf: &mut Vec<u8>, input: &mut R, diag: &mut Diagnostics) -> io::Result<()> {
+    /// Checks what was added to `buf` since the last call (`first_line` is the number of
+    /// its first line). A current line that is already longer than the cap without its
+    /// newline is read through to its end from `input` without being kept.
+    fn check<R: Read>(
+        &mut self,
+        buf: &mut Vec<u8>,
+        input: &mut R,
+        diag: &mut Diagnostics,
+        first_line: u64,
+    ) -> io::Result<()> {
+        // The number of the line that starts at `start`: worked out only for a line that is
+        // reported, so that the common case reads no byte twice.
+        let line_at = |buf: &[u8], start: usize| first_line + count_lines(&buf[..start]);
         loop {
+            // Everything from the current line's start on fits in the cap: no line of it can
+            // pass the cap, and only where the last one starts matters.
+            if buf.len() - self.start <= MAX_LINE {
+                if let Some(i) = memchr::memrchr(b'\n', &buf[self.scanned..]) {
+                    self.start = self.scanned + i + 1;
+                }
+                self.scanned = buf.len();
+                return Ok(());
+            }
             match memchr::memchr(b'\n', &buf[self.scanned..]) {
                 Some(i) => {
                     let newline = self.scanned + i;
                     if newline - self.start > MAX_LINE {
                         let len = (newline - self.start) as u64;
+                        let line = line_at(buf, self.start);
                         buf.drain(self.start..newline);
-                        diag.skip(LINE_TOO_LONG, self.line, || line_too_long_message(len));
+                        diag.skip(LINE_TOO_LONG, line, || line_too_long_message(len));
                         self.scanned = self.start + 1;
                     } else {
                         self.scanned = newline + 1;
                     }
                     self.start = self.scanned;
-                    self.line += 1;
                 }
                 None if buf.len() - self.start > MAX_LINE => {
                     let mut len = (buf.len() - self.start) as u64;
@@ -308,12 +324,12 @@ impl LineCap {
                         }
                         len += n as u64;
                     };
+                    let line = line_at(buf, self.start);
                     buf.push(b'\n');
                     buf.extend_from_slice(rest);
-                    diag.skip(LINE_TOO_LONG, self.line, || line_too_long_message(len));
+                    diag.skip(LINE_TOO_LONG, line, || line_too_long_message(len));
                     self.scanned = self.start + 1;
                     self.start = self.scanned;
-                    self.line += 1;
                 }
                 None => {
                     self.scanned = buf.len();
