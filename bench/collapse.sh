@@ -7,6 +7,11 @@
 #                           (default bench/.cache; share one between worktrees)
 #   RUNS=N                  runs per tool (default 5)
 #   THREADS=N               threads for both tools (default: all CPUs)
+#   OLD=PATH                an older kflame binary, run in the same alternation, to see a
+#                           change side by side (its ratio to inferno and to the new build)
+#
+# The last lines say whether the targets hold: at least 3x inferno's throughput, with no
+# more peak memory than inferno.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -53,6 +58,9 @@ echo "== $runs runs each, $threads threads, $(awk -v b="$bytes" 'BEGIN{printf "%
 for i in $(seq "$runs"); do
     run kflame bench/out/kflame.folded "$kflame" collapse --format perf -j "$threads" "$input"
     run inferno bench/out/inferno.folded "$inferno" -n "$threads" "$input"
+    if [ -n "${OLD:-}" ]; then
+        run old bench/out/old.folded "$OLD" collapse --format perf -j "$threads" "$input"
+    fi
 done
 
 median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
@@ -67,10 +75,22 @@ report() {
 echo "== results (medians)"
 report kflame
 report inferno
+[ -z "${OLD:-}" ] || report old
 read -r kw kr <bench/out/kflame.median
 read -r iw ir <bench/out/inferno.median
 awk -v kw="$kw" -v iw="$iw" -v kr="$kr" -v ir="$ir" \
     'BEGIN{printf "throughput ratio kflame/inferno: %.2fx   peak RSS ratio kflame/inferno: %.2f\n", iw/kw, kr/ir}'
+if [ -n "${OLD:-}" ]; then
+    read -r ow or <bench/out/old.median
+    awk -v kw="$kw" -v iw="$iw" -v ow="$ow" \
+        'BEGIN{printf "old build: %.2fx inferno; new build %.2fx faster than the old\n", iw/ow, ow/kw}'
+    cmp -s bench/out/old.folded bench/out/kflame.folded && echo "old and new builds: identical output" ||
+        echo "old and new builds: outputs differ"
+fi
+# The guard: the targets of this benchmark, met or not.
+awk -v kw="$kw" -v iw="$iw" -v kr="$kr" -v ir="$ir" 'BEGIN{
+    printf "target throughput >= 3.00x inferno: %.2fx, %s\n", iw/kw, (iw/kw >= 3) ? "met" : "NOT MET"
+    printf "target peak RSS <= inferno: %.2f, %s\n", kr/ir, (kr <= ir) ? "met" : "NOT MET" }'
 
 # Same stacks and counts. kflame writes metadata as `# key=value` lines first, and it keeps
 # three things the reference drops: C++ `(anonymous namespace)::f` frames (the reference
