@@ -355,19 +355,7 @@ fn for_view(sides: Vec<Stacks>) -> (Vec<Stacks>, Option<String>) {
         return (sides, None);
     }
     // Summed stacks: a time-ordered profile's runs are drawn summed in the view anyway.
-    let sides: Vec<Stacks> = sides
-        .into_iter()
-        .map(|s| match s {
-            Stacks::Counts(_) => s,
-            Stacks::Ordered(o) => {
-                let mut c = kflame::fold::StackCounts::new();
-                for (stack, w) in o.items() {
-                    c.add(stack, *w);
-                }
-                Stacks::Counts(c)
-            }
-        })
-        .collect();
+    let sides: Vec<Stacks> = sides.into_iter().map(|s| Stacks::Counts(s.into_counts())).collect();
     let mut fraction = 0.000_05;
     loop {
         let refs: Vec<&Stacks> = sides.iter().collect();

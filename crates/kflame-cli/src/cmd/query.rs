@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use kflame::fold::diff::{self, DiffOptions};
 use kflame::fold::write::write_lines;
-use kflame::fold::{StackCounts, Stacks};
 use kflame::render::html::{HtmlOptions, HtmlProfile, write_html};
 use kflame::render::{self, Options, OutputKind};
 use kflame_store::time::{format_time, now_ns, parse_time};
@@ -168,7 +167,8 @@ pub(crate) fn run(args: Args) -> Result<()> {
         if before.samples == 0 && after.samples == 0 {
             bail!("no {kind} samples in either range in {}", history.name);
         }
-        let lines = diff::diff(&counts(before.stacks), &counts(after.stacks), DiffOptions::default());
+        let lines =
+            diff::diff(&before.stacks.into_counts(), &after.stacks.into_counts(), DiffOptions::default());
         let mut out = output::create(args.output.as_deref())?;
         out.write_all(after.meta.header().as_bytes())?;
         diff::write_diff(&mut out, &lines).context("writing the differential stacks")?;
@@ -206,19 +206,6 @@ pub(crate) fn run(args: Args) -> Result<()> {
         }
     }
     out.finish()
-}
-
-fn counts(s: Stacks) -> StackCounts {
-    match s {
-        Stacks::Counts(c) => c,
-        Stacks::Ordered(o) => {
-            let mut c = StackCounts::new();
-            for (s, w) in o.items() {
-                c.add(s, *w);
-            }
-            c
-        }
-    }
 }
 
 /// A range's profile of a kind with an always-on profile leaves its captures out (another

@@ -260,6 +260,20 @@ impl Stacks {
         }
     }
 
+    /// The stacks summed per distinct stack (runs of time-ordered stacks added up).
+    pub fn into_counts(self) -> StackCounts {
+        match self {
+            Stacks::Counts(c) => c,
+            Stacks::Ordered(o) => {
+                let mut c = StackCounts::new();
+                for (stack, w) in o.items() {
+                    c.add(stack, *w);
+                }
+                c
+            }
+        }
+    }
+
     /// The stacks in output order: sorted for counts, time order for runs.
     pub fn in_output_order(&self) -> Vec<(&[u8], Weight)> {
         match self {
