@@ -138,7 +138,8 @@ fn malformed_and_overlong_lines_are_answered_and_serving_goes_on() {
 
 /// A tool call abandoned at the server's time limit stops its work too: the readers (another
 /// tool's profile, text read block by block) look at the same deadline, and the server says
-/// on stderr when the work ended and how. Each profile (100,000 distinct deep stacks, as folded
+/// on stderr when the work ended and how. (When the reading meets the deadline first, its own
+/// error is the answer.) Each profile (100,000 distinct deep stacks, as folded
 /// text and as a gzipped pprof) takes far longer to read than the 50 ms limit, so each call is
 /// abandoned whatever the machine's speed.
 #[test]
@@ -173,6 +174,11 @@ fn an_abandoned_call_stops_its_work_and_serving_goes_on() {
         assert_eq!(a["id"], id, "{a}");
         assert_eq!(a["result"]["isError"], true, "{a}");
         let msg = a["result"]["content"][0]["text"].as_str().unwrap();
+        if msg.contains("reading stopped at its time limit") {
+            // The reading met the deadline just before the server's timer did (both are at
+            // 50 ms): the work stopped there all the same, and nothing was abandoned.
+            continue;
+        }
         assert!(msg.contains("limit of 0.05 s (--timeout) and was abandoned"), "{msg}");
 
         // The work ends by itself at the deadline, not when the whole file has been read.
