@@ -10,6 +10,11 @@
 #        DUR=120 KFLAME=target/release/kflame bench/watch-bigsyms.sh   (a kflame built elsewhere)
 #        CAPTURE=1 bench/watch-bigsyms.sh   (with a trigger that keeps a CPU capture running:
 #                                            a second recorder, its own caches, beside the first)
+#        RECORD=1 DUR=1200 bench/watch-bigsyms.sh
+#            (`kflame record -a -F 99` for the whole run instead of `watch`: its RSS, its peak
+#            with the end's naming and writing, its CPU time, and how long it took to end;
+#            OLD=path/to/kflame records with a second build at the same time, on the same
+#            workload, for a side-by-side comparison)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DUR=${DUR:-60}
@@ -61,6 +66,55 @@ EOF
 }
 gen > "$tmp/big.rs"
 echo "workload: $(wc -l < "$tmp/big.rs") lines, rustc -O in a loop on $NCPU CPUs for ${DUR}s ($RUSTC)" >&2
+
+if [ -n "${RECORD:-}" ]; then
+    command -v /usr/bin/time > /dev/null || { echo "needs /usr/bin/time (Debian: apt-get install time)" >&2; exit 2; }
+    builds=("$KFLAME" ${OLD:+"$OLD"})
+    names=(new ${OLD:+old})
+    for i in "${!builds[@]}"; do
+        /usr/bin/time -f '%M %e %U %S' -o "$tmp/time.$i" \
+            "${builds[$i]}" record -a -F 99 -d $((DUR + 3)) -o "$tmp/rec.$i.folded" 2> "$tmp/rec.$i.err" &
+        pids+=($!)
+    done
+    nrec=${#builds[@]}
+    sleep 3
+    end=$(( $(date +%s) + DUR ))
+    for c in $(seq "$NCPU"); do
+        (
+            n=0
+            while [ "$(date +%s)" -lt "$end" ]; do
+                "$RUSTC" -O --edition 2021 --crate-type lib -o "$tmp/out$c.rlib" "$tmp/big.rs" 2>/dev/null && n=$((n + 1))
+            done
+            echo "$n" > "$tmp/builds.$c"
+        ) &
+        pids+=($!)
+    done
+    s=0
+    while [ "$(date +%s)" -lt "$end" ]; do
+        sleep 10
+        s=$((s + 10))
+        line=$(printf '  %4ss:' "$s")
+        for i in $(seq 0 $((nrec - 1))); do
+            child=$(pgrep -P "${pids[$i]}" | head -n 1 || true)
+            rss=$( [ -n "$child" ] && awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$child/status" 2>/dev/null || echo "?")
+            line+=" ${names[$i]} RSS ${rss} MiB,"
+        done
+        echo "$line load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+    done
+    wait "${pids[@]:$nrec}"
+    printf 'rustc -O builds: %s in %ss on %s CPUs; load after: %s\n' \
+        "$(cat "$tmp"/builds.* | awk '{ s += $1 } END { print s }')" "$DUR" "$NCPU" "$(cut -d' ' -f1-3 /proc/loadavg)"
+    for i in $(seq 0 $((nrec - 1))); do
+        rc=0
+        wait "${pids[$i]}" || rc=$?
+        [ "$rc" = 0 ] || { echo "${names[$i]}: kflame record exited with $rc:" >&2; cat "$tmp/rec.$i.err" >&2; exit 1; }
+        read -r kb el us sy < "$tmp/time.$i"
+        printf '%s (%s): peak RSS %.1f MiB, CPU %.1f s, ended %.1f s after recording stopped; %s\n' \
+            "${names[$i]}" "${builds[$i]}" "$(echo "$kb / 1024" | bc -l)" "$(echo "$us + $sy" | bc -l)" \
+            "$(echo "$el - $DUR - 3" | bc -l)" "$(grep -o 'recorded .*' "$tmp/rec.$i.err" | head -n 1)"
+    done
+    exit 0
+fi
 
 extra=()
 if [ -n "${CAPTURE:-}" ]; then

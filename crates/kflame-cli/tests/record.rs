@@ -542,6 +542,43 @@ fn all_cpus_with_a_command_records_every_task_until_the_command_exits() {
     assert!((500_000_000..1_500_000_000).contains(&span), "recorded for {span} ns while `sleep 0.7` ran");
 }
 
+/// A recording longer than a window (10 s) names its stacks window by window and joins them:
+/// a process that ran and exited in the first window keeps its named stacks beside one of the
+/// last window, the events stay in time order, and no sample is lost or counted twice.
+#[test]
+fn a_recording_longer_than_a_window_joins_its_windows() {
+    let Some(env) = Env::get("windows") else { return };
+    let w = env.workload_str();
+    let path = env.dir.join(format!("{}-windows.json", std::process::id()));
+    let out = Command::new(env.kflame)
+        .args(["record", "-F", "199", "-o"])
+        .arg(&path)
+        .args(["--", "sh", "-c", &format!("{w} cpu 1; sleep 10.5; {w} cpu 1")])
+        .output()
+        .expect("run kflame");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let text = std::fs::read_to_string(&path).expect("output file");
+    let _ = std::fs::remove_file(&path);
+    let recorded: u64 = stderr
+        .split("recorded ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no sample count in: {stderr}"));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len() as u64, recorded, "one event per sample counted\n{stderr}");
+    let ts: Vec<u64> = lines.iter().filter_map(|l| json_ts(l)).collect();
+    assert!(ts.windows(2).all(|p| p[0] <= p[1]), "events out of time order across windows");
+    let mut pids: Vec<u64> =
+        lines.iter().filter(|l| l.contains("\"kf_deep_6\"")).filter_map(|l| json_u64(l, "pid")).collect();
+    pids.dedup();
+    assert_eq!(pids.len(), 2, "both workloads, the first long exited, named with their stacks: {pids:?}");
+    let first = lines.iter().find(|l| l.contains("\"kf_deep_6\"")).and_then(|l| json_ts(l)).unwrap_or(0);
+    let last = lines.iter().rev().find(|l| l.contains("\"kf_deep_6\"")).and_then(|l| json_ts(l)).unwrap_or(0);
+    assert!(last - first >= 10_000_000_000, "the two workloads are {} ns apart", last - first);
+}
+
 /// Mistakes are refused before anything is recorded, with a message saying what is wrong.
 #[test]
 fn bad_requests_fail_early_with_a_clear_message() {

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use kflame::record::{
-    self, CommandEnd, Config, DutyCycle, Mode, Naming, Progress, Recorder, Recordings, StackParts, Status,
-    Target,
+    self, CommandEnd, Config, DutyCycle, Mode, Naming, Progress, Recorder, Recording, Recordings, StackParts,
+    Status, Target,
 };
 
 use crate::cmd::Exit;
@@ -305,10 +305,16 @@ pub(crate) fn run(args: Args) -> Result<()> {
     command_result(recordings.command)
 }
 
+/// How often the recording's stacks are named and joined to what came before: the raw
+/// call chains and the mappings of exited tasks are kept no longer than this, so a recording
+/// of hours holds its named stacks and bounded caches, and its end names only the last
+/// window.
+const WINDOW: Duration = Duration::from_secs(10);
+
 /// Records until the duration, the command or the targets end, or SIGINT/SIGTERM arrives;
-/// then closes the events and names the stacks (one window: the whole recording). Until the
-/// events are closed and the command reaped, SIGINT and SIGTERM only stop recording; after
-/// that (while naming stacks or writing) they terminate, as without a handler.
+/// names the stacks every [`WINDOW`], then closes the events and names the last window. Until
+/// the events are closed and the command reaped, SIGINT and SIGTERM only stop recording;
+/// after that (while naming stacks or writing) they terminate, as without a handler.
 fn record_until_end(config: &Config, progress: &mut ProgressLine) -> Result<Recordings> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let stop = Arc::new(AtomicBool::new(false));
@@ -319,16 +325,40 @@ fn record_until_end(config: &Config, progress: &mut ProgressLine) -> Result<Reco
             .and_then(|_| signal_hook::flag::register(sig, stop.clone()))
             .context("installing signal handlers")?;
     }
+    let mut earlier: Option<Vec<Recording>> = None;
     let stopped = (|| -> Result<Recorder> {
         let mut recorder = Recorder::start(config, stop)?;
+        let mut window = Instant::now();
         while recorder.poll(Duration::from_millis(100))? == Status::Running {
             progress.update(&recorder.progress());
+            if window.elapsed() >= WINDOW {
+                window = Instant::now();
+                let kinds = recorder.take_window().kinds;
+                earlier = Some(join(earlier.take(), kinds));
+            }
         }
         recorder.stop()?;
         Ok(recorder)
     })(); // on error, the recorder was dropped: every event closed, the command reaped
     terminate.store(true, Ordering::SeqCst);
-    Ok(stopped?.finish()?)
+    let mut end = stopped?.finish()?;
+    // The last window carries the totals and notes of the whole recording.
+    let totals: Vec<_> = end.kinds.iter_mut().map(|k| (k.stats, std::mem::take(&mut k.notes))).collect();
+    end.kinds = join(earlier, std::mem::take(&mut end.kinds));
+    for (k, (stats, notes)) in end.kinds.iter_mut().zip(totals) {
+        (k.stats, k.notes) = (stats, notes);
+    }
+    Ok(end)
+}
+
+/// The windows so far followed by the next one, mode by mode (the same modes, in the same
+/// order, in every window of a recorder).
+fn join(earlier: Option<Vec<Recording>>, next: Vec<Recording>) -> Vec<Recording> {
+    let Some(mut earlier) = earlier else { return next };
+    for (e, n) in earlier.iter_mut().zip(next) {
+        e.append(n);
+    }
+    earlier
 }
 
 fn report(r: &Recordings, paths: &[Option<PathBuf>]) {

@@ -444,6 +444,49 @@ impl Recording {
         self.sample_stacks.get(sample.stack as usize).map_or(&[], |s| &**s)
     }
 
+    /// Puts a later window of the same mode after this one, so that a long recording keeps
+    /// only named stacks between windows: the stacks' weights are summed, the events and the
+    /// samples appended in their order (each folded stack of [`Recording::sample_stacks`]
+    /// still once), the cgroup names joined. The counters and the notes stay this
+    /// recording's: a caller that joins windows knows which totals it wants.
+    pub fn append(&mut self, later: Recording) {
+        debug_assert_eq!(self.mode, later.mode);
+        self.stacks.merge(later.stacks);
+        if self.events.is_empty() {
+            self.events = later.events;
+        } else {
+            self.events.extend(later.events);
+        }
+        if !later.samples.is_empty() {
+            let mut index: rustc_hash::FxHashMap<Box<[u8]>, u32> = std::mem::take(&mut self.sample_stacks)
+                .into_iter()
+                .enumerate()
+                .map(|(i, s)| (s, u32::try_from(i).unwrap_or(u32::MAX)))
+                .collect();
+            let mut order: Vec<Option<Box<[u8]>>> = vec![None; index.len()];
+            let renumber: Vec<u32> = later
+                .sample_stacks
+                .into_iter()
+                .map(|s| {
+                    let next = u32::try_from(index.len()).unwrap_or(u32::MAX);
+                    *index.entry(s).or_insert(next)
+                })
+                .collect();
+            order.resize(index.len(), None);
+            for (s, i) in index {
+                if let Some(slot) = order.get_mut(i as usize) {
+                    *slot = Some(s);
+                }
+            }
+            self.sample_stacks = order.into_iter().map(Option::unwrap_or_default).collect();
+            self.samples.extend(later.samples.into_iter().map(|mut s| {
+                s.stack = renumber.get(s.stack as usize).copied().unwrap_or(u32::MAX);
+                s
+            }));
+        }
+        self.cgroups.extend(later.cgroups);
+    }
+
     /// An empty recording of `mode`.
     pub fn new(mode: Mode, meta: Meta) -> Recording {
         Recording {
@@ -569,5 +612,48 @@ mod tests {
         let w = now.since(&then);
         assert_eq!(w, Stats { samples: 3, unpaired: 1, open: 4, snapshots: 2, unreadable_tasks: 0 });
         assert_eq!(now.since(&now), Stats { open: 4, ..Stats::default() });
+    }
+
+    fn window(samples: &[(u64, &str)]) -> Recording {
+        let mut r = Recording::new(Mode::OffCpu, Meta::with_unit(crate::fold::Unit::Nanoseconds));
+        for &(ts, stack) in samples {
+            let index = match r.sample_stacks.iter().position(|s| &**s == stack.as_bytes()) {
+                Some(i) => i,
+                None => {
+                    r.sample_stacks.push(stack.as_bytes().into());
+                    r.sample_stacks.len() - 1
+                }
+            };
+            let stack_index = u32::try_from(index).expect("few stacks");
+            r.samples.push(SampleRecord {
+                ts,
+                cpu: 0,
+                pid: 1,
+                tid: 1,
+                cgroup: None,
+                weight: 10,
+                stack: stack_index,
+            });
+            r.stacks.add(stack.as_bytes(), 10.into());
+        }
+        r
+    }
+
+    /// Joined windows are one recording: weights summed, samples in order, each folded stack
+    /// once and every sample still pointing at its own.
+    #[test]
+    fn appended_windows_keep_every_sample_on_its_stack() {
+        let mut whole = window(&[(1, "a;b"), (2, "a;c"), (3, "a;b")]);
+        whole.append(window(&[(4, "a;d"), (5, "a;b"), (6, "a;d")]));
+        whole.append(window(&[]));
+        whole.append(window(&[(7, "a;c")]));
+        let named: Vec<(u64, &[u8])> = whole.samples.iter().map(|s| (s.ts, whole.sample_stack(s))).collect();
+        let expected: Vec<(u64, &[u8])> =
+            vec![(1, b"a;b"), (2, b"a;c"), (3, b"a;b"), (4, b"a;d"), (5, b"a;b"), (6, b"a;d"), (7, b"a;c")];
+        assert_eq!(named, expected);
+        assert_eq!(whole.sample_stacks.len(), 3, "each stack once");
+        assert_eq!(whole.stacks.get(b"a;b"), Some(30.into()));
+        assert_eq!(whole.stacks.get(b"a;c"), Some(20.into()));
+        assert_eq!(whole.stacks.total(), 70.into());
     }
 }
