@@ -344,7 +344,8 @@ fn stall_in<'a>(stack: &'a [Frame], kind: Kind, extra: Option<&regex::RegexSet>)
     let mut prev = *frames.first()?;
     for f in frames {
         let name = base_name(&f.function);
-        if anchors.is_match(name) {
+        // Matched as syzkaller matches it, system call prefixes stripped too.
+        if anchors.is_match(name) || anchors.is_match(kflame::report::title_name(name)) {
             return Some(if name.contains("smp_call_function") { f } else { prev });
         }
         prev = f;

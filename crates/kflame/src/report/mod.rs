@@ -78,7 +78,7 @@ use serde::Serialize;
 pub use extract::{LOCK_SITE, ReportExtractor};
 pub use frame::parse_frame;
 pub use stream::{Reports, reports};
-pub use title::{is_skipped_frame, is_stall_interrupt_entry};
+pub use title::{is_skipped_frame, is_stall_interrupt_entry, title_name};
 
 /// True when `text` (a log line with its prefixes stripped, see [`prefix::strip`]) is the
 /// first line of a kernel report, or holds one after other output printed without a

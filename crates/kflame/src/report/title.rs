@@ -240,12 +240,16 @@ fn stall_frame<'a>(
         Some(i) => frames[i + 1..].to_vec(),
         None => frames.iter().copied().filter(|f| f.section != Section::Nmi).collect(),
     };
+    // An anchor matches the name as titles print it too (syzkaller strips the system call
+    // prefixes before it looks for anchors): `__sys_setsockopt` is the `^setsockopt$` anchor.
+    let anchor = |f: &Frame| {
+        RULES.matches("stall_anchor", &f.function) || RULES.matches("stall_anchor", title_name(&f.function))
+    };
     // Dispatchers stay even when they are machinery (softirq, timers): they are the anchors.
-    let kept: Vec<&Frame> =
-        interrupted.into_iter().filter(|f| RULES.matches("stall_anchor", &f.function) || !skip(f)).collect();
+    let kept: Vec<&Frame> = interrupted.into_iter().filter(|f| anchor(f) || !skip(f)).collect();
     let mut prev: Option<&Frame> = None;
     for f in &kept {
-        if RULES.matches("stall_anchor", &f.function) {
+        if anchor(f) {
             if f.function.contains("smp_call_function") {
                 return Some((f, Some("smp_call_function")));
             }
@@ -278,8 +282,9 @@ const SYSCALL_PREFIXES: &[&str] = &[
 ];
 
 /// A function name as a title names it: compiler suffixes dropped, the longest system call
-/// prefix removed.
-pub(crate) fn title_name(function: &str) -> &str {
+/// prefix removed, one of them (`__x64_sys_rmdir` → `sys_rmdir`, `__sys_setsockopt` → `setsockopt`),
+/// as syzkaller strips frames.
+pub fn title_name(function: &str) -> &str {
     let f = base_name(function);
     let shortest = SYSCALL_PREFIXES
         .iter()
@@ -293,19 +298,36 @@ pub(crate) fn title_name(function: &str) -> &str {
 /// first line names, lockdep's lock sites) that is not machinery, else the guilty frame's.
 pub(crate) fn title_function(r: &Report, named: &[String]) -> Option<String> {
     let kind = r.kind();
+    let named_all = named;
     let named = named
         .iter()
         .find(|f| !is_machinery(f, kind, &r.header) && !is_address(f) && !is_stall(kind, &r.header));
     if let Some(f) = named {
         return Some(f.split(" / ").map(title_name).collect::<Vec<_>>().join(" / "));
     }
-    let (frame, rename) = guilty_in(r)?;
+    let Some((frame, rename)) = guilty_in(r) else {
+        // No frame is left to vouch for another function (the trace was cut or dropped):
+        // the function the report's own line names, machinery or not, is the only evidence
+        // (`BUG: KASAN: slab-out-of-bounds in do_raw_write_lock+0x1a3/0x1d0`, printed from
+        // the faulting ip by `%pS`).
+        return named_fallback(r, kind, named_all);
+    };
     // Rust v0 symbols are named demangled (`<kernel::Foo>::bar`), as syzkaller titles them.
     let name = |f: &str| match f.starts_with("_R") {
         true => crate::symbols::demangle(f).into_owned(),
         false => title_name(f).to_string(),
     };
     Some(rename.map_or_else(|| name(&frame.function), str::to_string))
+}
+
+/// The first function the report's lines name that is not an address, for a report whose
+/// trace holds no frame: none for stalls, whose lines name no culprit.
+fn named_fallback(r: &Report, kind: Kind, named: &[String]) -> Option<String> {
+    if is_stall(kind, &r.header) || r.frames.iter().any(|f| !f.unreliable) {
+        return None;
+    }
+    let f = named.iter().find(|f| !is_address(f))?;
+    Some(f.split(" / ").map(title_name).collect::<Vec<_>>().join(" / "))
 }
 
 /// A bare address where a name should be (`ffffffff81000000`, `0xfdc88c28`): an
@@ -368,6 +390,44 @@ pub(crate) fn volatile_parts_replaced(title: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn title_of(text: &str) -> String {
+        let reports = crate::report::ReportExtractor::extract_all(text.as_bytes());
+        reports.first().map(|r| r.title.clone()).unwrap_or_default()
+    }
+
+    /// A stack overflow recursing in a protocol's handler, entered by a system call whose
+    /// entry is printed with its prefix (`__sys_setsockopt`, net/socket.c): the anchor is the
+    /// stripped name, as syzkaller matches it, and the title names the recursing handler.
+    #[test]
+    fn stall_anchors_match_stripped_system_call_names() {
+        let mut text = String::from(
+            "BUG: TASK stack guard page was hit at ffffc900054afff8 (stack is ffffc900054b0000..ffffc900054b8000)\n\
+             stack guard page: 0000 [#1] PREEMPT SMP KASAN\n\
+             CPU: 0 PID: 12932 Comm: syz-executor.5 Not tainted 5.16.0-rc1 #0\n\
+             RIP: 0010:__sanitizer_cov_trace_const_cmp4+0x17/0x70\n\
+             Call Trace:\n <TASK>\n tls_setsockopt+0x90/0xe40\n",
+        );
+        for _ in 0..20 {
+            text.push_str(" tls_setsockopt+0x128/0xe40\n");
+        }
+        text.push_str(
+            " __sys_setsockopt+0x2db/0x610\n __x64_sys_setsockopt+0xba/0x150\n do_syscall_64+0x35/0xb0\n\
+             entry_SYSCALL_64_after_hwframe+0x44/0xae\n </TASK>\n",
+        );
+        assert_eq!(title_of(&text), "BUG: stack guard page was hit in tls_setsockopt");
+    }
+
+    /// A KASAN report whose trace was lost (`printk messages dropped`): the function its
+    /// first line names (`%pS` of the faulting ip), locking machinery or not, since no frame
+    /// is left to name another.
+    #[test]
+    fn a_report_without_frames_is_named_by_its_own_line() {
+        let text = "CPU: 0 PID: 23312 Comm: syz-executor7 Not tainted 4.9.60 #81\n\
+                    BUG: KASAN: slab-out-of-bounds in do_raw_write_lock+0x1a3/0x1d0 at addr ffff8801c464b568\n\
+                    ffff8801c464b400: fb fb fb fb fb fb fb fb fb fb fb fb fc fc fc fc\n";
+        assert_eq!(title_of(text), "KASAN: slab-out-of-bounds in do_raw_write_lock");
+    }
 
     /// Every line of `machinery.txt` is a section or a pattern with its reason.
     #[test]
