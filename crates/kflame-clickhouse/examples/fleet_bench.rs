@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use kflame::fold::{Meta, Unit, Weight};
 use kflame_clickhouse::rig::Rig;
 use kflame_clickhouse::{InitOptions, Reader, Writer, WriterOptions, schema};
-use kflame_store::{Bucket, Kind, ProfileQuery, Query, Sample, Store};
+use kflame_store_api::{Bucket, Kind, ProfileQuery, Query, Sample, Store};
 
 const T0: i64 = 1_764_000_000_000_000_000;
 const SEC: i64 = 1_000_000_000;

@@ -1,14 +1,14 @@
 //! Runs every statement kflame sends to ClickHouse once against a real server of the rig
 //! (Debian's 18.16): the tables made, three hosts' history written (metrics, profile buckets
 //! timed and aggregated, a trigger, a capture with its events, kernel reports), and every
-//! question of `kflame_store::Query` asked. With `KFLAME_CLICKHOUSE_SQL_LOG=DIR` set, the
+//! question of `kflame_store_api::Query` asked. With `KFLAME_CLICKHOUSE_SQL_LOG=DIR` set, the
 //! statements, their data and their answers land in DIR: `tests/clickhouse/test_chdb.py`
 //! runs the same SQL on a current ClickHouse (chdb) and compares the answers.
 
 use kflame_clickhouse::rig::Rig;
 use kflame_clickhouse::rig::fleet;
 use kflame_clickhouse::{InitOptions, Location, Reader, Writer, WriterOptions, schema};
-use kflame_store::{Kind, ProfileQuery, Query, SeriesQuery, Store};
+use kflame_store_api::{Kind, ProfileQuery, Query, SeriesQuery, Store};
 
 const T0: i64 = 1_764_000_000_000_000_000;
 const SEC: i64 = 1_000_000_000;
@@ -57,7 +57,7 @@ fn main() {
     .unwrap();
     let evs = r.events(T0, T0 + 60 * SEC, None).unwrap();
     let cap = evs.iter().find_map(|e| match e {
-        kflame_store::Event::Capture { id, .. } => Some(*id),
+        kflame_store_api::Event::Capture { id, .. } => Some(*id),
         _ => None,
     });
     r.profile(&ProfileQuery { capture: cap, ..ProfileQuery::new(Kind::Syscalls, T0, T0 + 60 * SEC) })

@@ -1,8 +1,8 @@
 //! kflame's history store on ClickHouse: the profiles, metrics, triggers, captures and
 //! kernel reports of a fleet in one distributed database that fleets already run.
 //!
-//! [`Writer`] implements `kflame_store::Store` (what `kflame watch --store
-//! clickhouse+http://...` writes through), [`Reader`] implements `kflame_store::Query` (what
+//! [`Writer`] implements `kflame_store_api::Store` (what `kflame watch --store
+//! clickhouse+http://...` writes through), [`Reader`] implements `kflame_store_api::Query` (what
 //! `kflame query`, `serve` and `mcp` read through); [`schema`] makes the tables (`kflame store
 //! init`). Every row has its `host`. The SQL is that of ClickHouse 18.16 and of current
 //! releases alike (a test runs it on both).

@@ -1,9 +1,9 @@
-//! The reading side: [`Reader`] implements `kflame_store::Query` on ClickHouse with one SQL
+//! The reading side: [`Reader`] implements `kflame_store_api::Query` on ClickHouse with one SQL
 //! statement per question, aggregated by the server (every shard in parallel on a cluster),
 //! answered in `RowBinary`.
 
 use kflame::fold::{Meta, StackCounts, Stacks, Unit, Weight};
-use kflame_store::{
+use kflame_store_api::{
     CaptureId, Event, HostShare, Kind, Point, Profile, ProfileQuery, Query, SamplePoint, Series, SeriesQuery,
     StackId, StoreError, StoredEvent, TriggerId, stored_unit_name,
 };
@@ -145,6 +145,46 @@ impl Reader {
 
     fn malformed(&self, e: ReadError) -> StoreError {
         StoreError::Corrupt { path: self.loc.to_string().into(), detail: e.to_string() }
+    }
+
+    /// The captures whose row meets `cond` (SQL on `captures`), with their end (a row of
+    /// its own in `capture_ends`, when there is one; `ends` restricts the ends read).
+    fn captures_where(&self, cond: &str, ends: &str) -> Result<Vec<Event>, StoreError> {
+        let data = self.select(&format!(
+            "SELECT c.id, c.host, c.kind, c.start_ns, e.n, e.end_ns, e.note, c.trigger FROM \
+             (SELECT id, host, kind, start_ns, trigger FROM {} WHERE {cond}) AS c \
+             ANY LEFT JOIN (SELECT id, count() AS n, any(end_ns) AS end_ns, any(note) AS note FROM {}{ends} GROUP BY id) AS e \
+             USING id",
+            self.t("captures"),
+            self.t("capture_ends")
+        ))?;
+        let mut out = Vec::new();
+        let mut r = Rows::new(&data);
+        while !r.done() {
+            let m = |e| self.malformed(e);
+            let id = r.i64().map_err(m)?;
+            let host = r.string().map_err(m)?;
+            let code = r.u8().map_err(m)?;
+            let start_ns = r.i64().map_err(m)?;
+            let ended = r.u64().map_err(m)? > 0;
+            let end_ns = r.i64().map_err(m)?;
+            let note = r.string().map_err(m)?;
+            let trigger = r.i64().map_err(m)?;
+            let kind = Kind::from_code(i64::from(code)).ok_or_else(|| StoreError::Corrupt {
+                path: self.loc.to_string().into(),
+                detail: format!("capture {id} has unknown kind {code}"),
+            })?;
+            out.push(Event::Capture {
+                id: CaptureId(id),
+                host,
+                kind,
+                start_ns,
+                end_ns: ended.then_some(end_ns),
+                trigger: (trigger != 0).then_some(TriggerId(trigger)),
+                note: ended.then_some(note),
+            });
+        }
+        Ok(out)
     }
 
     /// Runs a `SELECT` and returns its rows in `RowBinary`.
@@ -499,45 +539,14 @@ impl Query for Reader {
                 threshold: r.f64().map_err(m)?,
             });
         }
-        // Captures with their end (a row of its own, when there is one).
-        let data = self.select(&format!(
-            "SELECT c.id, c.host, c.kind, c.start_ns, e.n, e.end_ns, e.note, c.trigger FROM \
-             (SELECT id, host, kind, start_ns, trigger FROM {} WHERE start_ns < {to_ns}{hf}) AS c \
-             ANY LEFT JOIN (SELECT id, count() AS n, any(end_ns) AS end_ns, any(note) AS note FROM {} GROUP BY id) AS e \
-             USING id",
-            self.t("captures"),
-            self.t("capture_ends")
-        ))?;
-        let mut r = Rows::new(&data);
-        while !r.done() {
-            let m = |e| self.malformed(e);
-            let id = r.i64().map_err(m)?;
-            let host = r.string().map_err(m)?;
-            let code = r.u8().map_err(m)?;
-            let start_ns = r.i64().map_err(m)?;
-            let ended = r.u64().map_err(m)? > 0;
-            let end_ns = r.i64().map_err(m)?;
-            let note = r.string().map_err(m)?;
-            let trigger = r.i64().map_err(m)?;
-            let end = ended.then_some(end_ns);
-            // As the embedded store: captures that overlap the range or start in it.
-            if !(end.is_none_or(|e| e > from_ns) || start_ns >= from_ns) {
-                continue;
+        // As the embedded store: captures that overlap the range or start in it.
+        let captures = self.captures_where(&format!("start_ns < {to_ns}{hf}"), "")?;
+        out.extend(captures.into_iter().filter(|c| match c {
+            Event::Capture { start_ns, end_ns, .. } => {
+                end_ns.is_none_or(|e| e > from_ns) || *start_ns >= from_ns
             }
-            let kind = Kind::from_code(i64::from(code)).ok_or_else(|| StoreError::Corrupt {
-                path: self.loc.to_string().into(),
-                detail: format!("capture {id} has unknown kind {code}"),
-            })?;
-            out.push(Event::Capture {
-                id: CaptureId(id),
-                host,
-                kind,
-                start_ns,
-                end_ns: end,
-                trigger: (trigger != 0).then_some(TriggerId(trigger)),
-                note: ended.then_some(note),
-            });
-        }
+            _ => false,
+        }));
         let data = self.select(&format!(
             "SELECT host, time_ns, kind, title, stack, text FROM {} WHERE time_ns >= {from_ns} AND time_ns < {to_ns}{hf}",
             self.t("reports")
@@ -556,6 +565,11 @@ impl Query for Reader {
         }
         out.sort_by(|a, b| a.time_ns().cmp(&b.time_ns()).then_with(|| a.host().cmp(b.host())));
         Ok(out)
+    }
+
+    fn capture(&self, id: CaptureId) -> Result<Option<Event>, StoreError> {
+        let id = id.0;
+        Ok(self.captures_where(&format!("id = {id}"), &format!(" WHERE id = {id}"))?.pop())
     }
 
     fn capture_event_count(&self, capture: CaptureId) -> Result<u64, StoreError> {

@@ -234,7 +234,7 @@ impl Drop for Rig {
 pub mod fleet {
     use kflame::events::{EventKind, EventRecord, Frames};
     use kflame::fold::{Meta, Unit, Weight};
-    use kflame_store::{
+    use kflame_store_api::{
         Bucket, CaptureStart, Kind, Metric, Sample, Store, StoreError, StoredReport, TriggerFired,
     };
 

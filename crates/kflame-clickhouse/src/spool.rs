@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use kflame_store::StoreError;
+use kflame_store_api::StoreError;
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// A batch waiting in the spool.

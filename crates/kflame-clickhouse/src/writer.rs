@@ -1,4 +1,4 @@
-//! The writing side: [`Writer`] implements `kflame_store::Store` on ClickHouse.
+//! The writing side: [`Writer`] implements `kflame_store_api::Store` on ClickHouse.
 //!
 //! Rows are buffered by column, one set of columns per table, and sent in batches as `Native`
 //! blocks: when the buffers hold `batch_bytes`, when the oldest row is `batch_interval` old,
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use kflame::events::EventRecord;
 use kflame::fold::Weight;
-use kflame_store::{
+use kflame_store_api::{
     Bucket, CaptureId, CaptureStart, Maintenance, Metric, Policy, Store, StoreError, StoredReport,
     TriggerFired, TriggerId, stored_metric_value, stored_unit_name,
 };

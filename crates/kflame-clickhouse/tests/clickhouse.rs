@@ -154,6 +154,13 @@ fn compare(ch: &dyn Query, db: &dyn Query) {
         assert_eq!(x.len(), 50);
         assert_eq!(ch.capture_event_count(cap(&a, host)).unwrap(), 50);
         assert_eq!(db.capture_event_count(cap(&b, host)).unwrap(), 50);
+        // Looked up by id: the capture the range gave, on either store.
+        let by_id = |evs: &[Event]| {
+            evs.iter().find(|e| matches!(e, Event::Capture { host: h, .. } if h == host)).cloned()
+        };
+        assert_eq!(ch.capture(cap(&a, host)).unwrap(), by_id(&a));
+        assert_eq!(db.capture(cap(&b, host)).unwrap(), by_id(&b));
+        assert_eq!(ch.capture(kflame_store::CaptureId(-7)).unwrap(), None);
         let strip = |v: &[kflame_store::StoredEvent]| {
             v.iter()
                 .map(|e| {

@@ -20,7 +20,7 @@
  * the selection is asked for once they are drawn, pruned to what its width can show. */
 import { FlameViewer } from '/viewer/viewer.js';
 import { decodeTree } from '/viewer/model.js';
-import { Brush, Chart, drawAxis, fmtSpan, fmtTime, groupMetrics, PAD_LEFT, PAD_RIGHT } from '/assets/charts.js';
+import { Brush, Chart, drawAxis, fmtSpan, fmtTime, groupMetrics, PAD_LEFT, PAD_RIGHT, useCatalog } from '/assets/charts.js';
 import { api, el } from '/assets/common.js';
 import { HeatMap } from '/assets/heatmap.js';
 
@@ -695,6 +695,7 @@ async function main() {
   S.info = await api('/api/info');
   if (S.info.from === null) { root.textContent = 'The history is empty: nothing was recorded yet.'; return; }
   S.bounds = { from: Math.floor(S.info.from / MS), to: Math.floor(S.info.to / MS) + 1 };
+  useCatalog(S.info);
   S.groups = groupMetrics(S.info.metrics);
   const only = (new URLSearchParams(location.search).get('charts') || '').split(',').filter((k) => k);
   if (only.length) S.groups = S.groups.filter((g) => only.includes(g.key));

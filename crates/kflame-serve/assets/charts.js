@@ -77,22 +77,37 @@ function niceScale(max, unit, n = 3) {
   return { top: top * div, ticks, labels };
 }
 
-/** Shares of a whole among `kflame watch`'s metrics whose names do not say so (their
- * byte counts are `_bytes`). */
-const PERCENT = new Set(['mem.available', 'swap.used']);
+/** The metric catalog the server sends with `/api/info` (`catalog`: each metric's name,
+ * unit, labels, group and meaning; `groups`: the chart groups in order, with their titles),
+ * set by `useCatalog`. A metric the catalog does not know is charted by its prefix, as a
+ * plain number. */
+let CATALOG = new Map();
+let GROUPS = [];
 
-/** The unit of a series, from its name. */
-function unitOf(name) {
-  const prefix = name.split('.')[0];
-  if (prefix === 'cpu' || prefix === 'psi' || PERCENT.has(name) || /util|pct|percent/.test(name)) return '%';
-  if (/await|latency|_ms$/.test(name)) return 'ms';
-  if (/bytes/.test(name)) return prefix === 'mem' ? 'B' : 'B/s';
-  if (prefix === 'mem') return 'B';
-  return '';
+/** Takes the catalog of an `/api/info` answer. */
+function useCatalog(info) {
+  CATALOG = new Map((info.catalog || []).map((m) => [m.name, m]));
+  GROUPS = info.groups || [];
 }
 
-/** The charts a list of [name, label] metrics makes: CPU (stacked shares), memory, IO,
- * PSI, then every other prefix; one chart per prefix and unit, so that one scale fits. */
+/** How the page writes a catalog unit: bytes in binary multiples (`B`, `B/s`), shares and
+ * times as they are; counts and rates (tasks, requests, /s) as plain numbers. */
+const PAGE_UNITS = { '%': '%', bytes: 'B', 'bytes/s': 'B/s', ms: 'ms' };
+
+/** The unit of a series, from the catalog. */
+function unitOf(name) {
+  const m = CATALOG.get(name);
+  return (m && PAGE_UNITS[m.unit]) || '';
+}
+
+/** The chart group of a series, from the catalog (else its name's prefix). */
+function groupOf(name) {
+  const m = CATALOG.get(name);
+  return m ? m.group : name.split('.')[0].replace(/\d+$/, '');
+}
+
+/** The charts a list of [name, label] metrics makes: one per group of the catalog (CPU
+ * shares stacked), in the catalog's order, then groups it does not know. */
 function groupMetrics(metrics) {
   const groups = new Map();
   for (const [name, label] of metrics) {
@@ -100,25 +115,22 @@ function groupMetrics(metrics) {
     // every chart to 100 %.
     // `cpu` is the busy total (100 - idle - iowait): the sum of the shares stacked already.
     if (name === 'cpu.idle' || name === 'cpu') continue;
-    const prefix = name.split('.')[0].replace(/\d+$/, ''), unit = unitOf(name);
-    // IO rates in bytes and in operations (reads/s, IOPS, queue) get charts of their own.
-    const key = prefix + (prefix === 'cpu' || prefix === 'psi' ? '' : unit === '%' ? '-util' : unit === 'ms' ? '-ms' :
-      prefix === 'io' && unit === '' ? '-ops' : '');
-    if (!groups.has(key)) groups.set(key, { key, prefix, unit, names: new Set(), labels: new Set() });
+    const key = groupOf(name);
+    if (!groups.has(key)) groups.set(key, { key, unit: unitOf(name), names: new Set(), labels: new Set() });
     groups.get(key).names.add(name);
     groups.get(key).labels.add(label);
   }
-  const order = ['cpu', 'mem', 'mem-util', 'io', 'io-ops', 'io-util', 'io-ms', 'psi'];
-  const titles = { cpu: 'CPU', mem: 'Memory', 'mem-util': 'Memory available', swap: 'Swap', 'swap-util': 'Swap used', io: 'IO', 'io-ops': 'IO operations', 'io-util': 'IO util', 'io-ms': 'IO wait', psi: 'Pressure (PSI)' };
+  const order = GROUPS.map((g) => g[0]);
+  const titles = Object.fromEntries(GROUPS);
   return [...groups.values()]
     .sort((a, b) => (order.indexOf(a.key) + 1 || 99) - (order.indexOf(b.key) + 1 || 99) || a.key.localeCompare(b.key))
     .map((g) => {
       const names = [...g.names].sort();
-      if (g.prefix === 'cpu') {
+      if (g.key === 'cpu') {
         const rank = (n) => { const i = CPU_ORDER.indexOf(n.slice(4)); return i < 0 ? 99 : i; };
         names.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
       }
-      return { key: g.key, title: titles[g.key] || g.key, names, labels: [...g.labels].sort(), stacked: g.prefix === 'cpu', unit: g.unit };
+      return { key: g.key, title: titles[g.key] || g.key, names, labels: [...g.labels].sort(), stacked: g.key === 'cpu', unit: g.unit };
     });
 }
 
@@ -549,4 +561,4 @@ class Brush {
   }
 }
 
-export { Brush, Chart, PAD_LEFT, PAD_RIGHT, drawAxis, fmtSpan, fmtTime, fmtValue, groupMetrics, niceScale };
+export { Brush, Chart, PAD_LEFT, PAD_RIGHT, drawAxis, fmtSpan, fmtTime, fmtValue, groupMetrics, niceScale, useCatalog };

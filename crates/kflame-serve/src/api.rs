@@ -4,7 +4,7 @@
 //!
 //! | route | what |
 //! | --- | --- |
-//! | `/api/info` | hosts and their labels, time bounds, metric names, profile kinds, live or not |
+//! | `/api/info` | hosts and their labels, time bounds, metric names, profile kinds, live or not, the metric catalog (name, unit, labels, group, meaning) and its chart groups in order |
 //! | `/api/series?names=cpu.usr,cpu.sys&from&to&points=600[&label=][&host=][&hosts=]` | metric series, resampled to `points` spans (min, max, average of each) |
 //! | `/api/profile?kind=cpu&from&to[&host][&hosts=A,B][&cgroup=PATH][&capture=ID][&offset_from_ms&offset_to_ms][&prune=PCT][&format=json\|folded\|svg\|html]` | the merged profile; JSON is the viewer's data, stacks under `prune` % of the total merged (`prune.rs`; default [`PRUNE_PCT`]); its `info.captures_apart` lists the captures a CPU range's always-on profile leaves out |
 //! | `/api/diff?kind&from&to&base_from&base_to[&hosts][&cgroup]` or `&base_capture=ID` | differential profile (base → range) |
@@ -248,6 +248,13 @@ async fn info(State(app): State<Arc<App>>) -> Result<Response> {
                 .map(|(n, l)| json!([n, l]))
                 .collect();
             let kinds: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
+            let catalog: Vec<Value> = kflame_store::metrics::METRICS
+                .iter()
+                .map(|m| {
+                    json!({ "name": m.name, "unit": m.unit, "labels": m.labels, "group": m.group,
+                            "meaning": m.meaning })
+                })
+                .collect();
             Ok(json_response(
                 json!({
                     "hosts": hosts,
@@ -257,6 +264,8 @@ async fn info(State(app): State<Arc<App>>) -> Result<Response> {
                     "metrics": metrics,
                     "kinds": kinds,
                     "live": live,
+                    "catalog": catalog,
+                    "groups": kflame_store::metrics::GROUPS,
                 })
                 .to_string(),
             ))
@@ -535,14 +544,12 @@ fn by_offset(db: &dyn Query, q: &ProfileQuery<'_>, lo: i64, hi: i64) -> Result<M
 
 /// (kind, start, end) of a capture.
 fn find_capture(db: &dyn Query, id: CaptureId) -> Result<(Kind, i64, i64)> {
-    for e in db.events(i64::MIN, i64::MAX, None).map_err(ApiError::store)? {
-        if let Event::Capture { id: cid, kind, start_ns, end_ns, .. } = e
-            && cid == id
-        {
-            return Ok((kind, start_ns, end_ns.map_or(i64::MAX, |e| e.max(start_ns + 1))));
+    match db.capture(id).map_err(ApiError::store)? {
+        Some(Event::Capture { kind, start_ns, end_ns, .. }) => {
+            Ok((kind, start_ns, end_ns.map_or(i64::MAX, |e| e.max(start_ns + 1))))
         }
+        _ => Err(ApiError::not_found(format!("capture {} not found", id.0))),
     }
-    Err(ApiError::not_found(format!("capture {} not found", id.0)))
 }
 
 fn viewer_json(m: &Merged, before: Option<&Stacks>, opts: &HtmlOptions, extra: Value) -> String {

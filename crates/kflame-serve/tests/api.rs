@@ -292,6 +292,29 @@ async fn series_keep_their_extremes_when_resampled() {
     assert_eq!(labels, ["", "cpu0", "cpu1"]);
 }
 
+/// `/api/info` sends the metric catalog, so that the page reads each metric's unit and chart
+/// from it: every metric of the watcher has its entry, each group listed once, in order.
+#[tokio::test]
+async fn info_sends_the_metric_catalog() {
+    let (_, _, app) = setup("catalog", 30);
+    let v = json(&app, "/api/info").await;
+    let catalog = v["catalog"].as_array().unwrap();
+    assert_eq!(catalog.len(), kflame_store::metrics::METRICS.len());
+    let unit_of = |name: &str| {
+        catalog.iter().find(|m| m["name"] == name).map(|m| (m["unit"].clone(), m["group"].clone()))
+    };
+    assert_eq!(unit_of("mem.available"), Some((Value::from("%"), Value::from("mem-util"))));
+    assert_eq!(unit_of("io.read_bytes"), Some((Value::from("bytes/s"), Value::from("io"))));
+    // A stored name the catalog does not know (another version's) has no entry: the page
+    // charts it by its prefix.
+    assert_eq!(unit_of("cpu.softirq"), None);
+    let groups: Vec<&str> = v["groups"].as_array().unwrap().iter().map(|g| g[0].as_str().unwrap()).collect();
+    assert_eq!(groups.first(), Some(&"cpu"));
+    for m in catalog {
+        assert_eq!(groups.iter().filter(|g| m["group"] == **g).count(), 1, "{m}");
+    }
+}
+
 /// `layout=columns` (what the page asks for) holds the same points as the array per point.
 #[tokio::test]
 async fn series_as_columns_hold_the_same_points() {

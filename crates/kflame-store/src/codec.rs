@@ -391,17 +391,7 @@ const DENOMINATOR_WINDOW: i64 = 256;
 /// damaged blob ends here.
 const MAX_DEPTH: u32 = 8;
 
-/// A metric value rounded as the store keeps it: to 0.01 of its unit when finite and small
-/// enough for that to be exact in an f64, else as it is; `-0.0` is kept as `0.0`.
-pub(crate) fn round_metric(v: f64, decimals: i32) -> f64 {
-    let f = 10f64.powi(decimals);
-    if v.is_finite() && v.abs() < 1e13 {
-        let q = (v * f).round() / f;
-        if q == 0.0 { 0.0 } else { q }
-    } else {
-        v
-    }
-}
+pub(crate) use crate::round_metric;
 
 /// The value a ratio column gives back: `100 × k / t`, rounded as stored; `0 / 0` is 0 (an
 /// await with no request). `None` for a negative `t` or `k / 0` (damaged).

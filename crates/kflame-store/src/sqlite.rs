@@ -19,14 +19,11 @@ use crate::summary::{self, Piece, SeriesCache};
 use crate::{
     Bucket, CaptureId, CaptureStart, Event, Kind, Maintenance, Metric, Point, Policy, Profile, ProfileQuery,
     Query, SamplePoint, Series, SeriesQuery, StackId, Store, StoreError, StoredEvent, StoredReport,
-    TriggerFired, TriggerId,
+    TriggerFired, TriggerId, stored_metric_value,
 };
 
 /// `PRAGMA application_id` of a kflame history database ("kflm").
 const APP_ID: i32 = 0x6b66_6c6d;
-/// Metric values are stored to this many decimals of their unit (rounded).
-/// Decimals a metric value keeps in the store (see [`stored_metric_value`]).
-pub const METRIC_DECIMALS: i32 = 2;
 /// Metric rows of blocks written (see [`Sqlite::set_metric_block`]) are folded into one row
 /// of this span when it ends (in files of schema 3, a row of one series never spans more).
 const METRIC_SPAN_NS: i64 = 600_000_000_000;
@@ -1043,13 +1040,6 @@ impl Sqlite {
     }
 }
 
-/// A metric value as stored and read back: rounded to [`METRIC_DECIMALS`] decimals when
-/// finite and small enough for that to be exact in an f64 (all the watcher's are), else kept
-/// as it is.
-pub fn stored_metric_value(v: f64) -> f64 {
-    codec::round_metric(v, METRIC_DECIMALS)
-}
-
 /// The name and label of a series id, from the cache or its row.
 fn name_of(conn: &Connection, c: &mut Caches, id: i64) -> rusqlite::Result<(String, String)> {
     if let Some(n) = c.names.get(&id) {
@@ -1336,6 +1326,40 @@ impl Sqlite {
 
     fn corrupt(&self, detail: String) -> StoreError {
         StoreError::Corrupt { path: self.path.clone(), detail }
+    }
+
+    /// The captures whose row (`c`, host `h`) meets `cond`, with `args` bound.
+    fn captures_where(&self, cond: &str, args: impl rusqlite::Params) -> Result<Vec<Event>, StoreError> {
+        let e = |err| map_err(&self.path, err);
+        let mut st = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT c.id, h.name, c.kind, c.start_ns, c.end_ns, c.trigger, c.note FROM captures c
+                 JOIN hosts h ON h.id = c.host WHERE {cond}"
+            ))
+            .map_err(e)?;
+        let rows = st
+            .query_map(args, |r| {
+                let code: i64 = r.get(2)?;
+                Ok((code, r.get(0)?, r.get(1)?, r.get(3)?, r.get(4)?, r.get::<_, Option<i64>>(5)?, r.get(6)?))
+            })
+            .map_err(e)?;
+        let mut out = Vec::new();
+        for r in rows {
+            let (code, id, host, start_ns, end_ns, trigger, note) = r.map_err(e)?;
+            let kind = Kind::from_code(code)
+                .ok_or_else(|| self.corrupt(format!("capture {id} has unknown kind {code}")))?;
+            out.push(Event::Capture {
+                id: CaptureId(id),
+                host,
+                kind,
+                start_ns,
+                end_ns,
+                trigger: trigger.map(TriggerId),
+                note,
+            });
+        }
+        Ok(out)
     }
 
     fn host_lookup(&self, host: Option<&str>) -> Result<Option<Option<i64>>, StoreError> {
@@ -2169,43 +2193,11 @@ impl Query for Sqlite {
             for r in rows {
                 out.push(r.map_err(e)?);
             }
-            let mut st = self
-                .conn
-                .prepare_cached(
-                    "SELECT c.id, h.name, c.kind, c.start_ns, c.end_ns, c.trigger, c.note FROM captures c
-                     JOIN hosts h ON h.id = c.host
-                     WHERE c.start_ns < ?2 AND (c.end_ns IS NULL OR c.end_ns > ?1 OR c.start_ns >= ?1)
-                       AND (?3 IS NULL OR h.name = ?3)",
-                )
-                .map_err(e)?;
-            let rows = st
-                .query_map(params![from_ns, to_ns, host], |r| {
-                    let code: i64 = r.get(2)?;
-                    Ok((
-                        code,
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get::<_, Option<i64>>(5)?,
-                        r.get(6)?,
-                    ))
-                })
-                .map_err(e)?;
-            for r in rows {
-                let (code, id, host, start_ns, end_ns, trigger, note) = r.map_err(e)?;
-                let kind = Kind::from_code(code)
-                    .ok_or_else(|| self.corrupt(format!("capture {id} has unknown kind {code}")))?;
-                out.push(Event::Capture {
-                    id: CaptureId(id),
-                    host,
-                    kind,
-                    start_ns,
-                    end_ns,
-                    trigger: trigger.map(TriggerId),
-                    note,
-                });
-            }
+            out.extend(self.captures_where(
+                "c.start_ns < ?2 AND (c.end_ns IS NULL OR c.end_ns > ?1 OR c.start_ns >= ?1)
+                 AND (?3 IS NULL OR h.name = ?3)",
+                params![from_ns, to_ns, host],
+            )?);
             let mut st = self
                 .conn
                 .prepare_cached(
@@ -2233,6 +2225,10 @@ impl Query for Sqlite {
         tx.commit().map_err(e)?;
         out.sort_by_key(|ev| ev.time_ns());
         Ok(out)
+    }
+
+    fn capture(&self, id: CaptureId) -> Result<Option<Event>, StoreError> {
+        Ok(self.captures_where("c.id = ?1", params![id.0])?.pop())
     }
 
     fn capture_event_count(&self, capture: CaptureId) -> Result<u64, StoreError> {

@@ -312,6 +312,9 @@ fn metrics_events_and_reports_come_back() {
     assert_eq!(recs.len(), 1);
     assert_eq!(db.capture_event_count(cap).unwrap(), 1);
     assert_eq!(db.capture_event_count(kflame_store::CaptureId(cap.0 + 1000)).unwrap(), 0);
+    // Looked up by id: the same capture as the range gave, none for an unknown id.
+    assert_eq!(db.capture(cap).unwrap().as_ref(), Some(&evs[1]));
+    assert_eq!(db.capture(kflame_store::CaptureId(cap.0 + 1000)).unwrap(), None);
     assert_eq!(
         (recs[0].pid, recs[0].tid, recs[0].duration_ns, recs[0].comm.as_str()),
         (42, 43, Some(5000), "dd")

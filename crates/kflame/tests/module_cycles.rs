@@ -387,7 +387,7 @@ fn check(krate: &str) {
 fn problems(krate: &str) -> Vec<String> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(krate).join("src");
     let g = graph(&src);
-    assert!(g.len() > 5, "{}: read too few modules", src.display());
+    assert!(g.len() > 2, "{}: read too few modules", src.display()); // the smallest crate has 3
     let mut found = cycles(&g);
     // The same between sibling modules, each with its whole subtree: `report` using
     // `collapse` while `collapse::kernel_log` uses `report` is a circle of `collapse` and
@@ -483,7 +483,7 @@ fn every_crate_is_checked() {
 }
 
 /// The crates of the workspace, sorted: each is checked by one of the tests above.
-const CRATES: [&str; 9] = [
+const CRATES: [&str; 10] = [
     "kflame",
     "kflame-analyze",
     "kflame-cli",
@@ -492,6 +492,7 @@ const CRATES: [&str; 9] = [
     "kflame-mcp",
     "kflame-serve",
     "kflame-store",
+    "kflame-store-api",
     "kflame-watch",
 ];
 

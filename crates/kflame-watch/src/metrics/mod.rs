@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 pub use diskstats::DiskStats;
 pub use stat::CpuTimes;
 
-/// One metric value: a name from [`METRICS`], a label (`""` for the machine as a whole,
+/// One metric value: a name from [`METRICS`] (the catalog of `kflame-store-api`), a label (`""` for the machine as a whole,
 /// `cpu3` for one CPU, `sda` for one device) and the value in the unit of the table.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Value {
@@ -29,84 +29,7 @@ pub struct Value {
     pub value: f64,
 }
 
-/// One line of [`METRICS`].
-#[derive(Clone, Copy, Debug)]
-pub struct MetricInfo {
-    /// The name rules and queries use.
-    pub name: &'static str,
-    /// Unit of the value.
-    pub unit: &'static str,
-    /// Labels it carries: `total+cpu`, `total`, `device`.
-    pub labels: &'static str,
-    /// What it measures, and from where.
-    pub meaning: &'static str,
-}
-
-macro_rules! m {
-    ($n:expr, $u:expr, $l:expr, $m:expr) => {
-        MetricInfo { name: $n, unit: $u, labels: $l, meaning: $m }
-    };
-}
-
-/// Every metric the watcher records: name, unit, labels, meaning. `kflame watch --help`
-/// prints this table; rule names are checked against it.
-pub const METRICS: &[MetricInfo] = &[
-    m!("cpu", "%", "total+cpu", "busy time: 100 - idle - iowait (/proc/stat)"),
-    m!("cpu.usr", "%", "total+cpu", "user time without guest time, as mpstat %usr"),
-    m!("cpu.nice", "%", "total+cpu", "niced user time without guest time, as mpstat %nice"),
-    m!("cpu.sys", "%", "total+cpu", "kernel time, as mpstat %sys"),
-    m!("cpu.iowait", "%", "total+cpu", "idle with IO outstanding, as mpstat %iowait"),
-    m!("cpu.irq", "%", "total+cpu", "hard interrupts, as mpstat %irq"),
-    m!("cpu.soft", "%", "total+cpu", "softirqs, as mpstat %soft"),
-    m!("cpu.steal", "%", "total+cpu", "stolen by the hypervisor, as mpstat %steal"),
-    m!("cpu.guest", "%", "total+cpu", "running guests, as mpstat %guest + %gnice"),
-    m!("cpu.idle", "%", "total+cpu", "idle, as mpstat %idle"),
-    m!("ctxt", "/s", "total", "context switches per second (/proc/stat ctxt)"),
-    m!("forks", "/s", "total", "tasks created per second (/proc/stat processes)"),
-    m!("procs.running", "tasks", "total", "runnable tasks (/proc/stat procs_running)"),
-    m!("procs.blocked", "tasks", "total", "tasks blocked on IO (/proc/stat procs_blocked)"),
-    m!("mem.available", "%", "total", "MemAvailable, share of MemTotal (/proc/meminfo)"),
-    m!("mem.available_bytes", "bytes", "total", "MemAvailable"),
-    m!("mem.cached", "bytes", "total", "Cached (page cache)"),
-    m!("mem.dirty", "bytes", "total", "Dirty: waiting to be written back"),
-    m!("mem.writeback", "bytes", "total", "Writeback: being written back"),
-    m!("mem.slab", "bytes", "total", "Slab: kernel slab caches"),
-    m!("swap.used", "%", "total", "swap in use, share of SwapTotal (absent without swap)"),
-    m!("swap.used_bytes", "bytes", "total", "SwapTotal - SwapFree"),
-    m!("io.read_bytes", "bytes/s", "device", "bytes read (/proc/diskstats), as iostat rkB/s"),
-    m!("io.write_bytes", "bytes/s", "device", "bytes written, as iostat wkB/s"),
-    m!("io.reads", "/s", "device", "reads completed, as iostat r/s"),
-    m!("io.writes", "/s", "device", "writes completed, as iostat w/s"),
-    m!("io.iops", "/s", "device", "reads, writes, discards and flushes completed"),
-    m!("io.util", "%", "device", "time with IO in flight (io_ticks), as iostat %util"),
-    m!("io.await", "ms", "device", "mean time of a request, queue included"),
-    m!("io.r_await", "ms", "device", "mean time of a read request, as iostat r_await"),
-    m!("io.w_await", "ms", "device", "mean time of a write request, as iostat w_await"),
-    m!("io.queue", "requests", "device", "mean requests in flight, as iostat aqu-sz"),
-    m!("load1", "tasks", "total", "load average over 1 minute (/proc/loadavg)"),
-    m!("load5", "tasks", "total", "load average over 5 minutes"),
-    m!("load15", "tasks", "total", "load average over 15 minutes"),
-    m!("psi.cpu.some", "%", "total", "some task waited for a CPU, avg10 (/proc/pressure/cpu)"),
-    m!("psi.cpu.full", "%", "total", "all non-idle tasks waited for a CPU, avg10"),
-    m!("psi.mem.some", "%", "total", "some task stalled on memory, avg10 (pressure/memory)"),
-    m!("psi.mem.full", "%", "total", "all non-idle tasks stalled on memory, avg10"),
-    m!("psi.io.some", "%", "total", "some task stalled on IO, avg10 (/proc/pressure/io)"),
-    m!("psi.io.full", "%", "total", "all non-idle tasks stalled on IO, avg10"),
-];
-
-/// The table entry of `name`.
-pub fn info(name: &str) -> Option<&'static MetricInfo> {
-    METRICS.iter().find(|m| m.name == name)
-}
-
-/// The table as text, one metric a line: for `--help`.
-pub fn table() -> String {
-    let mut s = String::new();
-    for m in METRICS {
-        s.push_str(&format!("  {:<20} {:<8} {:<10} {}\n", m.name, m.unit, m.labels, m.meaning));
-    }
-    s
-}
+pub use kflame_store::metrics::{METRICS, MetricInfo, info, table};
 
 /// A file that could not be read or understood. The other files of the read are still used.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,0 +1,131 @@
+//! The catalog of the metrics the watcher records: each metric's name, unit, labels, chart
+//! group and meaning, written once. The watcher checks rule names against it and prints it
+//! in `kflame watch --help`; a server sends it to its page (`/api/info`), which draws one
+//! chart per group with the group's title, in the order of [`GROUPS`], and formats values in
+//! the metric's unit.
+
+/// One metric of the catalog.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MetricInfo {
+    /// The name rules and queries use.
+    pub name: &'static str,
+    /// Unit of the value: `%`, `bytes`, `bytes/s`, `ms`, `/s`, `tasks`, `requests`.
+    pub unit: &'static str,
+    /// Labels it carries: `total+cpu` (the machine and each CPU), `total`, `device`.
+    pub labels: &'static str,
+    /// The chart it is drawn in (a key of [`GROUPS`]): metrics of one group share a unit.
+    pub group: &'static str,
+    /// What it measures, and from where.
+    pub meaning: &'static str,
+}
+
+macro_rules! m {
+    ($n:expr, $u:expr, $l:expr, $g:expr, $m:expr) => {
+        MetricInfo { name: $n, unit: $u, labels: $l, group: $g, meaning: $m }
+    };
+}
+
+/// Every metric the watcher records: name, unit, labels, chart group, meaning.
+pub const METRICS: &[MetricInfo] = &[
+    m!("cpu", "%", "total+cpu", "cpu", "busy time: 100 - idle - iowait (/proc/stat)"),
+    m!("cpu.usr", "%", "total+cpu", "cpu", "user time without guest time, as mpstat %usr"),
+    m!("cpu.nice", "%", "total+cpu", "cpu", "niced user time without guest time, as mpstat %nice"),
+    m!("cpu.sys", "%", "total+cpu", "cpu", "kernel time, as mpstat %sys"),
+    m!("cpu.iowait", "%", "total+cpu", "cpu", "idle with IO outstanding, as mpstat %iowait"),
+    m!("cpu.irq", "%", "total+cpu", "cpu", "hard interrupts, as mpstat %irq"),
+    m!("cpu.soft", "%", "total+cpu", "cpu", "softirqs, as mpstat %soft"),
+    m!("cpu.steal", "%", "total+cpu", "cpu", "stolen by the hypervisor, as mpstat %steal"),
+    m!("cpu.guest", "%", "total+cpu", "cpu", "running guests, as mpstat %guest + %gnice"),
+    m!("cpu.idle", "%", "total+cpu", "cpu", "idle, as mpstat %idle"),
+    m!("ctxt", "/s", "total", "ctxt", "context switches per second (/proc/stat ctxt)"),
+    m!("forks", "/s", "total", "forks", "tasks created per second (/proc/stat processes)"),
+    m!("procs.running", "tasks", "total", "procs", "runnable tasks (/proc/stat procs_running)"),
+    m!("procs.blocked", "tasks", "total", "procs", "tasks blocked on IO (/proc/stat procs_blocked)"),
+    m!("mem.available", "%", "total", "mem-util", "MemAvailable, share of MemTotal (/proc/meminfo)"),
+    m!("mem.available_bytes", "bytes", "total", "mem", "MemAvailable"),
+    m!("mem.cached", "bytes", "total", "mem", "Cached (page cache)"),
+    m!("mem.dirty", "bytes", "total", "mem", "Dirty: waiting to be written back"),
+    m!("mem.writeback", "bytes", "total", "mem", "Writeback: being written back"),
+    m!("mem.slab", "bytes", "total", "mem", "Slab: kernel slab caches"),
+    m!("swap.used", "%", "total", "swap-util", "swap in use, share of SwapTotal (absent without swap)"),
+    m!("swap.used_bytes", "bytes", "total", "swap", "SwapTotal - SwapFree"),
+    m!("io.read_bytes", "bytes/s", "device", "io", "bytes read (/proc/diskstats), as iostat rkB/s"),
+    m!("io.write_bytes", "bytes/s", "device", "io", "bytes written, as iostat wkB/s"),
+    m!("io.reads", "/s", "device", "io-ops", "reads completed, as iostat r/s"),
+    m!("io.writes", "/s", "device", "io-ops", "writes completed, as iostat w/s"),
+    m!("io.iops", "/s", "device", "io-ops", "reads, writes, discards and flushes completed"),
+    m!("io.util", "%", "device", "io-util", "time with IO in flight (io_ticks), as iostat %util"),
+    m!("io.await", "ms", "device", "io-ms", "mean time of a request, queue included"),
+    m!("io.r_await", "ms", "device", "io-ms", "mean time of a read request, as iostat r_await"),
+    m!("io.w_await", "ms", "device", "io-ms", "mean time of a write request, as iostat w_await"),
+    m!("io.queue", "requests", "device", "io-ops", "mean requests in flight, as iostat aqu-sz"),
+    m!("load1", "tasks", "total", "load", "load average over 1 minute (/proc/loadavg)"),
+    m!("load5", "tasks", "total", "load", "load average over 5 minutes"),
+    m!("load15", "tasks", "total", "load", "load average over 15 minutes"),
+    m!("psi.cpu.some", "%", "total", "psi", "some task waited for a CPU, avg10 (/proc/pressure/cpu)"),
+    m!("psi.cpu.full", "%", "total", "psi", "all non-idle tasks waited for a CPU, avg10"),
+    m!("psi.mem.some", "%", "total", "psi", "some task stalled on memory, avg10 (pressure/memory)"),
+    m!("psi.mem.full", "%", "total", "psi", "all non-idle tasks stalled on memory, avg10"),
+    m!("psi.io.some", "%", "total", "psi", "some task stalled on IO, avg10 (/proc/pressure/io)"),
+    m!("psi.io.full", "%", "total", "psi", "all non-idle tasks stalled on IO, avg10"),
+];
+
+/// The chart groups, in the order a page shows them, with their titles. CPU shares are
+/// stacked (`cpu` and `cpu.idle` are what the stack shows already and are not drawn).
+pub const GROUPS: &[(&str, &str)] = &[
+    ("cpu", "CPU"),
+    ("mem", "Memory"),
+    ("mem-util", "Memory available"),
+    ("io", "IO"),
+    ("io-ops", "IO operations"),
+    ("io-util", "IO util"),
+    ("io-ms", "IO wait"),
+    ("psi", "Pressure (PSI)"),
+    ("ctxt", "ctxt"),
+    ("forks", "forks"),
+    ("load", "load"),
+    ("procs", "procs"),
+    ("swap", "Swap"),
+    ("swap-util", "Swap used"),
+];
+
+/// The catalog entry of `name`.
+pub fn info(name: &str) -> Option<&'static MetricInfo> {
+    METRICS.iter().find(|m| m.name == name)
+}
+
+/// The catalog as text, one metric a line: for `--help`.
+pub fn table() -> String {
+    let mut s = String::new();
+    for m in METRICS {
+        s.push_str(&format!("  {:<20} {:<8} {:<10} {}\n", m.name, m.unit, m.labels, m.meaning));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every metric is in a group that is listed, and the metrics of one group share a unit
+    /// (one chart, one scale); names are unique.
+    #[test]
+    fn groups_are_listed_and_share_a_unit() {
+        for m in METRICS {
+            assert!(GROUPS.iter().any(|(g, _)| *g == m.group), "{}: group {} is not listed", m.name, m.group);
+            let first = METRICS.iter().find(|o| o.group == m.group).map(|o| o.unit);
+            let same = |u: &str| matches!(u, "/s" | "tasks" | "requests");
+            assert!(
+                first == Some(m.unit) || (same(m.unit) && first.is_some_and(same)),
+                "{}: unit {} in group {}",
+                m.name,
+                m.unit,
+                m.group
+            );
+            assert_eq!(METRICS.iter().filter(|o| o.name == m.name).count(), 1, "{} twice", m.name);
+        }
+        for (g, _) in GROUPS {
+            assert!(METRICS.iter().any(|m| m.group == *g), "group {g} has no metric");
+        }
+    }
+}
