@@ -350,6 +350,9 @@ impl Recorder {
         // Every sample of a task that exited a window ago is named: forget the task.
         let ended = state.tasks.prune();
         self.names.forget(&ended);
+        if self.sym.as_ref().is_some_and(Symbolizer::churned) {
+            super::sys::release_free_memory(); // what reading a symbol table freed
+        }
         out
     }
 

@@ -155,6 +155,19 @@ pub fn one_malloc_arena() {
     }
 }
 
+/// Gives the pages of memory the allocator holds free back to the system (glibc's
+/// `malloc_trim`, which also releases free pages inside the heap). Naming a window can load
+/// a large symbol table (a test binary with debug information: tens of MiB of `.symtab` and
+/// `.strtab` read to build its compact index) and free it at once; without this the freed
+/// pages stay in the process's RSS. Elsewhere (musl, another allocator) it does nothing.
+pub(crate) fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim has no memory-safety preconditions; 0 keeps no padding.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// The system page size.
 pub(crate) fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
