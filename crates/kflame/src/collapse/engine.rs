@@ -143,11 +143,15 @@ impl Engine {
         let order = self.order;
         let (tx, rx) = mpsc::sync_channel::<Chunk>(threads * 2);
         let rx = std::sync::Mutex::new(rx);
+        // Buffers the workers are done with go back to the reader, which reads the next
+        // blocks into them: no block is allocated (and faulted in) afresh.
+        let (back_tx, back_rx) = mpsc::channel::<Vec<u8>>();
         std::thread::scope(|s| {
             let mut workers = Vec::with_capacity(threads);
             for _ in 0..threads {
                 let mut c = proto.fork().expect("fork checked by caller");
                 let rx = &rx;
+                let back = back_tx.clone();
                 workers.push(s.spawn(move || {
                     let mut sorted = Output::new(order);
                     let mut parts: Vec<(usize, Output)> = Vec::new();
@@ -160,6 +164,9 @@ impl Engine {
                         };
                         c.collapse(&chunk.data, chunk.first_line, &mut out);
                         c.finish(&mut out);
+                        let mut used = chunk.data;
+                        used.clear();
+                        let _ = back.send(used); // the reader may be done: then it is dropped
                         match order {
                             Order::Sorted => sorted = out,
                             Order::Time => parts.push((chunk.seq, out)),
@@ -171,7 +178,8 @@ impl Engine {
                     parts
                 }));
             }
-            let read_result = self.feed(&*proto, head, input, tx);
+            drop(back_tx);
+            let read_result = self.feed(&*proto, head, input, tx, back_rx);
             let mut parts: Vec<(usize, Output)> = Vec::new();
             for w in workers {
                 match w.join() {
@@ -200,6 +208,7 @@ impl Engine {
         mut buf: Vec<u8>,
         mut input: R,
         tx: mpsc::SyncSender<Chunk>,
+        recycled: mpsc::Receiver<Vec<u8>>,
     ) -> io::Result<Diagnostics> {
         let mut diag = Diagnostics::new();
         let block = self.block();
@@ -238,7 +247,9 @@ impl Engine {
                 continue;
             }
             want = block;
-            let rest = buf.split_off(cut);
+            let mut rest = recycled.try_recv().unwrap_or_else(|_| Vec::with_capacity(block));
+            rest.extend_from_slice(&buf[cut..]);
+            buf.truncate(cut);
             let data = std::mem::replace(&mut buf, rest);
             cap.consumed(cut);
             let lines = count_lines(&data);
