@@ -64,6 +64,21 @@ pub fn run$i(n: u64) -> u64 {
 EOF
     done
 }
+# One `rustc -O` loop per CPU until $end, each counting its builds; their pids join $pids.
+workload() {
+    local c
+    for c in $(seq "$NCPU"); do
+        (
+            n=0
+            while [ "$(date +%s)" -lt "$end" ]; do
+                "$RUSTC" -O --edition 2021 --crate-type lib -o "$tmp/out$c.rlib" "$tmp/big.rs" 2>/dev/null && n=$((n + 1))
+            done
+            echo "$n" > "$tmp/builds.$c"
+        ) &
+        pids+=($!)
+    done
+}
+builds_done() { cat "$tmp"/builds.* | awk '{ s += $1 } END { print s }'; }
 gen > "$tmp/big.rs"
 echo "workload: $(wc -l < "$tmp/big.rs") lines, rustc -O in a loop on $NCPU CPUs for ${DUR}s ($RUSTC)" >&2
 
@@ -79,16 +94,7 @@ if [ -n "${RECORD:-}" ]; then
     nrec=${#builds[@]}
     sleep 3
     end=$(( $(date +%s) + DUR ))
-    for c in $(seq "$NCPU"); do
-        (
-            n=0
-            while [ "$(date +%s)" -lt "$end" ]; do
-                "$RUSTC" -O --edition 2021 --crate-type lib -o "$tmp/out$c.rlib" "$tmp/big.rs" 2>/dev/null && n=$((n + 1))
-            done
-            echo "$n" > "$tmp/builds.$c"
-        ) &
-        pids+=($!)
-    done
+    workload
     s=0
     while [ "$(date +%s)" -lt "$end" ]; do
         sleep 10
@@ -103,7 +109,7 @@ if [ -n "${RECORD:-}" ]; then
     done
     wait "${pids[@]:$nrec}"
     printf 'rustc -O builds: %s in %ss on %s CPUs; load after: %s\n' \
-        "$(cat "$tmp"/builds.* | awk '{ s += $1 } END { print s }')" "$DUR" "$NCPU" "$(cut -d' ' -f1-3 /proc/loadavg)"
+        "$(builds_done)" "$DUR" "$NCPU" "$(cut -d' ' -f1-3 /proc/loadavg)"
     for i in $(seq 0 $((nrec - 1))); do
         rc=0
         wait "${pids[$i]}" || rc=$?
@@ -129,16 +135,7 @@ sleep 3 # start-up
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 t0=$(ticks "$wpid")
 end=$(( $(date +%s) + DUR ))
-for c in $(seq "$NCPU"); do
-    (
-        n=0
-        while [ "$(date +%s)" -lt "$end" ]; do
-            "$RUSTC" -O --edition 2021 --crate-type lib -o "$tmp/out$c.rlib" "$tmp/big.rs" 2>/dev/null && n=$((n + 1))
-        done
-        echo "$n" > "$tmp/builds.$c"
-    ) &
-    pids+=($!)
-done
+workload
 s=0
 while [ "$(date +%s)" -lt "$end" ]; do
     sleep 10
@@ -155,7 +152,7 @@ kill -TERM "$wpid"
 rc=0
 wait "$wpid" || rc=$?
 [ "$rc" = 0 ] || { echo "kflame watch exited with $rc:" >&2; cat "$tmp/watch.err" >&2; exit 1; }
-builds=$(cat "$tmp"/builds.* | awk '{ s += $1 } END { print s }')
+builds=$(builds_done)
 cpu=$(echo "100 * ($t1 - $t0) / $HZ / $DUR" | bc -l)
 printf 'rustc -O builds: %s in %ss on %s CPUs; load after: %s\n' "$builds" "$DUR" "$NCPU" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'kflame watch: peak RSS %s MiB (target <= 64), RSS at the end %s MiB, CPU %.2f%% of one CPU\n' "$hwm" "$rss" "$cpu"

@@ -35,9 +35,7 @@ pub(super) fn parse(text: &str, file: &Path, problems: &mut Vec<Problem>) -> Opt
 impl Pressure {
     /// `psi.RESOURCE.some` and `.full`.
     pub(super) fn values(&self, resource: &str, out: &mut Vec<Value>) {
-        let name = |kind: &str| -> Option<&'static str> {
-            super::METRICS.iter().map(|m| m.name).find(|n| *n == format!("psi.{resource}.{kind}"))
-        };
+        let name = |kind: &str| super::info(&format!("psi.{resource}.{kind}")).map(|m| m.name);
         for (kind, v) in [("some", self.some), ("full", self.full)] {
             if let (Some(name), Some(value)) = (name(kind), v) {
                 out.push(Value { name, label: String::new(), value });

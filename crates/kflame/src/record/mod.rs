@@ -458,27 +458,23 @@ impl Recording {
             self.events.extend(later.events);
         }
         if !later.samples.is_empty() {
-            let mut index: rustc_hash::FxHashMap<Box<[u8]>, u32> = std::mem::take(&mut self.sample_stacks)
-                .into_iter()
-                .enumerate()
-                .map(|(i, s)| (s, u32::try_from(i).unwrap_or(u32::MAX)))
-                .collect();
-            let mut order: Vec<Option<Box<[u8]>>> = vec![None; index.len()];
+            // The later window's stacks are each once in it: each is one of ours, or new.
+            let ours: rustc_hash::FxHashMap<&[u8], u32> =
+                (0u32..).zip(&self.sample_stacks).map(|(i, s)| (&**s, i)).collect();
+            let mut fresh = Vec::new();
+            let next = self.sample_stacks.len();
             let renumber: Vec<u32> = later
                 .sample_stacks
                 .into_iter()
                 .map(|s| {
-                    let next = u32::try_from(index.len()).unwrap_or(u32::MAX);
-                    *index.entry(s).or_insert(next)
+                    ours.get(&*s).copied().unwrap_or_else(|| {
+                        fresh.push(s);
+                        u32::try_from(next + fresh.len() - 1).unwrap_or(u32::MAX)
+                    })
                 })
                 .collect();
-            order.resize(index.len(), None);
-            for (s, i) in index {
-                if let Some(slot) = order.get_mut(i as usize) {
-                    *slot = Some(s);
-                }
-            }
-            self.sample_stacks = order.into_iter().map(Option::unwrap_or_default).collect();
+            drop(ours);
+            self.sample_stacks.extend(fresh);
             self.samples.extend(later.samples.into_iter().map(|mut s| {
                 s.stack = renumber.get(s.stack as usize).copied().unwrap_or(u32::MAX);
                 s

@@ -50,8 +50,8 @@ pub(crate) struct Symbolizer {
     /// Names that could not be read from their file (truncated or rewritten since its
     /// table was read; the table is dropped and read again when next used).
     pub(crate) unreadable_names: u64,
-    /// Tables read or dropped since the window began (what [`Symbolizer::churned`] says).
-    churn: u64,
+    /// A table was read or dropped since the window began (see [`Symbolizer::churned`]).
+    churned: bool,
 }
 
 /// One file's symbols (or the failure to read them) as the symbolizer keeps them.
@@ -125,7 +125,7 @@ impl Symbolizer {
             kallsyms_reloads: 0,
             pruned_files: 0,
             unreadable_names: 0,
-            churn: 0,
+            churned: false,
         }
     }
 
@@ -199,7 +199,7 @@ impl Symbolizer {
         if !self.files.contains_key(&map.object) {
             let path = PathBuf::from(String::from_utf8_lossy(&map.object).into_owned());
             let syms = load(pid, &path, self.names_in_memory);
-            self.churn += 1;
+            self.churned = true;
             let table = syms.as_deref().map_or(0, FileSymbols::heap_bytes);
             let bytes = table + map.object.len() + File::OVERHEAD;
             self.open_files += usize::from(syms.as_deref().is_some_and(FileSymbols::names_in_file));
@@ -237,7 +237,7 @@ impl Symbolizer {
     /// Forgets the file of `path` (its table, its names).
     fn drop_file(&mut self, path: &[u8]) {
         if let Some(f) = self.files.remove(path) {
-            self.churn += 1;
+            self.churned = true;
             self.bytes -= f.bytes;
             self.open_files -= usize::from(f.syms.as_deref().is_some_and(FileSymbols::names_in_file));
             self.pruned_files += 1;
@@ -280,7 +280,7 @@ impl Symbolizer {
     /// ran once, or libraries replaced by an upgrade); past [`Symbolizer::FILES`] files,
     /// the least recently used go first (as they do past the budget of bytes).
     pub(crate) fn next_window(&mut self) {
-        self.churn = 0;
+        self.churned = false;
         self.jit.clear();
         self.window += 1;
         let oldest = self.window.saturating_sub(Self::IDLE_WINDOWS);
@@ -298,7 +298,7 @@ impl Symbolizer {
     /// True when a table was read or dropped since the window began: the memory that reading
     /// it took, or the table itself, was freed.
     pub(crate) fn churned(&self) -> bool {
-        self.churn > 0
+        self.churned
     }
 
     /// Files whose symbols (or failure to read them) are kept.

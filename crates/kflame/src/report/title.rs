@@ -298,19 +298,18 @@ pub fn title_name(function: &str) -> &str {
 /// first line names, lockdep's lock sites) that is not machinery, else the guilty frame's.
 pub(crate) fn title_function(r: &Report, named: &[String]) -> Option<String> {
     let kind = r.kind();
-    let named_all = named;
-    let named = named
+    let first = named
         .iter()
         .find(|f| !is_machinery(f, kind, &r.header) && !is_address(f) && !is_stall(kind, &r.header));
-    if let Some(f) = named {
-        return Some(f.split(" / ").map(title_name).collect::<Vec<_>>().join(" / "));
+    if let Some(f) = first {
+        return Some(title_names(f));
     }
     let Some((frame, rename)) = guilty_in(r) else {
         // No frame is left to vouch for another function (the trace was cut or dropped):
         // the function the report's own line names, machinery or not, is the only evidence
         // (`BUG: KASAN: slab-out-of-bounds in do_raw_write_lock+0x1a3/0x1d0`, printed from
         // the faulting ip by `%pS`).
-        return named_fallback(r, kind, named_all);
+        return named_fallback(r, kind, named);
     };
     // Rust v0 symbols are named demangled (`<kernel::Foo>::bar`), as syzkaller titles them.
     let name = |f: &str| match f.starts_with("_R") {
@@ -326,8 +325,12 @@ fn named_fallback(r: &Report, kind: Kind, named: &[String]) -> Option<String> {
     if is_stall(kind, &r.header) || r.frames.iter().any(|f| !f.unreliable) {
         return None;
     }
-    let f = named.iter().find(|f| !is_address(f))?;
-    Some(f.split(" / ").map(title_name).collect::<Vec<_>>().join(" / "))
+    named.iter().find(|f| !is_address(f)).map(|f| title_names(f))
+}
+
+/// `a / b` (a race's two functions) or one function, each as a title names it.
+fn title_names(f: &str) -> String {
+    f.split(" / ").map(title_name).collect::<Vec<_>>().join(" / ")
 }
 
 /// A bare address where a name should be (`ffffffff81000000`, `0xfdc88c28`): an
