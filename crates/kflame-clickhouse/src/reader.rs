@@ -130,7 +130,7 @@ impl Reader {
     pub fn open(loc: &Location) -> Result<Reader, StoreError> {
         let client = Client::new(loc);
         schema::check(&client, loc)
-            .map_err(|e| StoreError::Other { path: loc.to_string().into(), detail: e.to_string() })?;
+            .map_err(|e| StoreError::Other { store: loc.to_string(), detail: e.to_string() })?;
         Ok(Reader { loc: loc.clone(), client })
     }
 
@@ -140,11 +140,11 @@ impl Reader {
     }
 
     fn http(&self, e: HttpError) -> StoreError {
-        StoreError::Other { path: self.loc.to_string().into(), detail: e.to_string() }
+        StoreError::Other { store: self.loc.to_string(), detail: e.to_string() }
     }
 
     fn malformed(&self, e: ReadError) -> StoreError {
-        StoreError::Corrupt { path: self.loc.to_string().into(), detail: e.to_string() }
+        StoreError::Corrupt { store: self.loc.to_string(), detail: e.to_string() }
     }
 
     /// The captures whose row meets `cond` (SQL on `captures`), with their end (a row of
@@ -171,7 +171,7 @@ impl Reader {
             let note = r.string().map_err(m)?;
             let trigger = r.i64().map_err(m)?;
             let kind = Kind::from_code(i64::from(code)).ok_or_else(|| StoreError::Corrupt {
-                path: self.loc.to_string().into(),
+                store: self.loc.to_string(),
                 detail: format!("capture {id} has unknown kind {code}"),
             })?;
             out.push(Event::Capture {
@@ -368,7 +368,7 @@ impl Query for Reader {
         }
         if missing > 0 {
             return Err(StoreError::Corrupt {
-                path: self.loc.to_string().into(),
+                store: self.loc.to_string(),
                 detail: format!("{missing} stacks of the range have samples but no text in the stacks table"),
             });
         }
@@ -406,7 +406,7 @@ impl Query for Reader {
         raw.iter()
             .map(|id| {
                 texts.get(id).cloned().ok_or_else(|| StoreError::Invalid {
-                    path: self.loc.to_string().into(),
+                    store: self.loc.to_string(),
                     detail: format!("no stack {}", *id as i64),
                 })
             })

@@ -42,12 +42,12 @@ impl std::fmt::Debug for Spool {
 fn err(path: &Path, e: rusqlite::Error) -> StoreError {
     match e.sqlite_error_code() {
         Some(rusqlite::ErrorCode::DiskFull) => {
-            StoreError::DiskFull { path: path.to_path_buf(), detail: e.to_string() }
+            StoreError::DiskFull { store: path.display().to_string(), detail: e.to_string() }
         }
         Some(rusqlite::ErrorCode::NotADatabase) => {
-            StoreError::NotADatabase { path: path.to_path_buf(), detail: e.to_string() }
+            StoreError::NotADatabase { store: path.display().to_string(), detail: e.to_string() }
         }
-        _ => StoreError::Other { path: path.to_path_buf(), detail: format!("spool: {e}") },
+        _ => StoreError::Other { store: path.display().to_string(), detail: format!("spool: {e}") },
     }
 }
 
@@ -56,7 +56,7 @@ impl Spool {
     pub fn open(path: &Path, max_bytes: u64) -> Result<Spool, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
             std::fs::create_dir_all(dir).map_err(|e| StoreError::Other {
-                path: path.to_path_buf(),
+                store: path.display().to_string(),
                 detail: format!("cannot create its directory: {e}"),
             })?;
         }
@@ -75,7 +75,7 @@ impl Spool {
             .map_err(e)?;
         if let Some(t) = foreign {
             return Err(StoreError::NotADatabase {
-                path: path.to_path_buf(),
+                store: path.display().to_string(),
                 detail: format!(
                     "it has a table {t:?}: not a kflame spool (give the spool a file of its own)"
                 ),

@@ -136,7 +136,7 @@ impl Writer {
                 notes.push(format!("{loc} is {e}; spooling in {} until it answers", spool.path().display()));
                 down = Some(e.to_string());
             }
-            Err(e) => return Err(StoreError::Other { path: loc.to_string().into(), detail: e.to_string() }),
+            Err(e) => return Err(StoreError::Other { store: loc.to_string(), detail: e.to_string() }),
         }
         if !spool.is_empty() {
             notes.push(format!(
@@ -192,7 +192,7 @@ impl Writer {
     }
 
     fn invalid(&self, detail: String) -> StoreError {
-        StoreError::Invalid { path: self.loc.to_string().into(), detail }
+        StoreError::Invalid { store: self.loc.to_string(), detail }
     }
 
     fn new_id(&mut self) -> i64 {
@@ -367,7 +367,7 @@ impl Writer {
 
     fn unsent(&self) -> StoreError {
         StoreError::Other {
-            path: self.loc.to_string().into(),
+            store: self.loc.to_string(),
             detail: self.down.clone().unwrap_or_else(|| "waiting to retry".into()),
         }
     }
@@ -429,7 +429,7 @@ impl Writer {
         self.rollback(&mark);
         let _ = self.spool_buffers();
         Err(StoreError::DiskFull {
-            path: self.spool.path().to_path_buf(),
+            store: self.spool.path().display().to_string(),
             detail: format!(
                 "ClickHouse at {} is {} and the spool holds {} of its {} bytes; nothing of this write was stored",
                 self.loc,

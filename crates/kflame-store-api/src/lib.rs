@@ -282,22 +282,23 @@ pub struct Maintenance {
     pub bytes_after: u64,
 }
 
-/// Why the store failed. Every variant names the database file.
+/// Why the store failed. Every variant names the store: a database file, or a server's URL
+/// (without its password), as messages show it.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The file is not a SQLite database at all, or a SQLite database of another program.
-    #[error("{}: not a kflame history database ({detail})", path.display())]
+    #[error("{}: not a kflame history database ({detail})", store)]
     NotADatabase {
-        /// The file.
-        path: PathBuf,
+        /// The store (file or URL).
+        store: String,
         /// What was found instead.
         detail: String,
     },
     /// The file is a database but damaged (truncated, corrupt pages).
-    #[error("{}: the database is corrupt ({detail}); it was left as it is", path.display())]
+    #[error("{}: the database is corrupt ({detail}); it was left as it is", store)]
     Corrupt {
-        /// The file.
-        path: PathBuf,
+        /// The store (file or URL).
+        store: String,
         /// SQLite's message.
         detail: String,
     },
@@ -305,11 +306,11 @@ pub enum StoreError {
     #[error(
         "{}: schema version {found} is newer than this kflame knows (up to {supported}); \
          use a newer kflame to read it (nothing was written)",
-        path.display()
+        store
     )]
     FutureVersion {
-        /// The file.
-        path: PathBuf,
+        /// The store (file or URL).
+        store: String,
         /// The file's schema version.
         found: u32,
         /// The newest version this build knows.
@@ -317,10 +318,10 @@ pub enum StoreError {
     },
     /// The disk (or the file system's quota) is full. Nothing of the failed append was
     /// stored; the store stays usable: free space (`maintain` with a budget) and retry.
-    #[error("{}: disk full, nothing of this write was stored ({detail})", path.display())]
+    #[error("{}: disk full, nothing of this write was stored ({detail})", store)]
     DiskFull {
-        /// The file.
-        path: PathBuf,
+        /// The store (file or URL).
+        store: String,
         /// SQLite's message.
         detail: String,
     },
@@ -329,31 +330,31 @@ pub enum StoreError {
     #[error(
         "{}: already opened for writing by {} (the lock {} is held); a database has one writer: \
          stop that one or give this one another file (nothing was written)",
-        path.display(),
+        store,
         pid.map_or_else(|| "another process".to_string(), |p| format!("process {p}")),
         lock.display()
     )]
     Locked {
-        /// The database.
-        path: PathBuf,
+        /// The database file.
+        store: String,
         /// The lock file beside it.
         lock: PathBuf,
         /// The process holding it, as it wrote it into the lock file.
         pid: Option<u32>,
     },
     /// Input the store refuses (a weight out of range, a bucket ending before it starts).
-    #[error("{}: {detail}", path.display())]
+    #[error("{}: {detail}", store)]
     Invalid {
-        /// The file.
-        path: PathBuf,
+        /// The store (file or URL).
+        store: String,
         /// What is wrong.
         detail: String,
     },
     /// Anything else (I/O error, locked too long).
-    #[error("{}: {detail}", path.display())]
+    #[error("{}: {detail}", store)]
     Other {
-        /// The file.
-        path: PathBuf,
+        /// The store (file or URL).
+        store: String,
         /// What happened.
         detail: String,
     },

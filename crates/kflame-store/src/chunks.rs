@@ -450,14 +450,14 @@ pub(crate) fn each_chunk<S: Slots>(
         }
         let count = usize::try_from(count).ok().filter(|&c| c <= S::PER_CHUNK).ok_or_else(|| {
             StoreError::Corrupt {
-                path: path.to_path_buf(),
+                store: path.display().to_string(),
                 detail: format!("{} {id}: {count} slots", S::TABLE),
             }
         })?;
         let mut rows = blob.query([id]).map_err(err)?;
         if let Some(r) = rows.next().map_err(err)? {
             let data = r.get_ref(0).map_err(err)?.as_blob().map_err(|_| StoreError::Corrupt {
-                path: path.to_path_buf(),
+                store: path.display().to_string(),
                 detail: format!("{} {id}: not a blob", S::TABLE),
             })?;
             f(id, count, data)?;

@@ -33,22 +33,22 @@ pub(crate) fn corrupt(detail: String) -> rusqlite::Error {
 
 /// Maps a SQLite error onto the store's kinds.
 pub(crate) fn map_err(path: &Path, e: rusqlite::Error) -> StoreError {
-    let path = path.to_path_buf();
+    let store = path.display().to_string();
     if let rusqlite::Error::ToSqlConversionFailure(inner) = &e
         && let Some(c) = inner.downcast_ref::<CorruptChunk>()
     {
-        return StoreError::Corrupt { path, detail: c.0.clone() };
+        return StoreError::Corrupt { store, detail: c.0.clone() };
     }
     if let rusqlite::Error::SqliteFailure(f, msg) = &e {
         let detail = msg.clone().unwrap_or_else(|| f.to_string());
         return match f.code {
-            ErrorCode::DiskFull => StoreError::DiskFull { path, detail },
-            ErrorCode::DatabaseCorrupt => StoreError::Corrupt { path, detail },
-            ErrorCode::NotADatabase => StoreError::NotADatabase { path, detail },
-            _ => StoreError::Other { path, detail },
+            ErrorCode::DiskFull => StoreError::DiskFull { store, detail },
+            ErrorCode::DatabaseCorrupt => StoreError::Corrupt { store, detail },
+            ErrorCode::NotADatabase => StoreError::NotADatabase { store, detail },
+            _ => StoreError::Other { store, detail },
         };
     }
-    StoreError::Other { path, detail: e.to_string() }
+    StoreError::Other { store, detail: e.to_string() }
 }
 
 /// Whether the file has the rows of schema 4 (`metric_spans`).

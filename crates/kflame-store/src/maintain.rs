@@ -21,7 +21,7 @@ pub(crate) fn run(db: &mut Sqlite, p: &Policy) -> Result<Maintenance, StoreError
     if let Some(after) = p.downsample_after_ns {
         if p.downsample_to_ns < 1_000_000_000 || p.downsample_to_ns > MAX_BUCKET_NS {
             return Err(StoreError::Invalid {
-                path: db.path().to_path_buf(),
+                store: db.path().display().to_string(),
                 detail: format!("downsampled buckets must last 1 s to 1 h, not {} ns", p.downsample_to_ns),
             });
         }
@@ -147,7 +147,7 @@ fn downsample(db: &mut Sqlite, cutoff: i64, width: i64) -> Result<u64, StoreErro
         let mut groups: FxHashMap<Key, Group> = FxHashMap::default();
         for (id, host, kind, start, capture, unit, event, end, data) in rows {
             let d = bucket::decode_bucket(&data, start).map_err(|detail| StoreError::Corrupt {
-                path: path.clone(),
+                store: path.display().to_string(),
                 detail: format!("bucket {id}: {detail}"),
             })?;
             let key = (host, kind, capture, unit, event, start.div_euclid(width));
@@ -287,7 +287,7 @@ fn compact(db: &mut Sqlite, now_ns: i64) -> Result<u64, StoreError> {
         let before = merged;
         for (id, s, e, data) in rows {
             let d = bucket::decode_bucket(&data, s).map_err(|detail| StoreError::Corrupt {
-                path: path.clone(),
+                store: path.display().to_string(),
                 detail: format!("bucket {id}: {detail}"),
             })?;
             if !d.untimed.is_empty() {
@@ -483,7 +483,7 @@ fn delete_orphans(db: &mut Sqlite, frames: bool) -> Result<u64, StoreError> {
             let id: i64 = r.get(0).map_err(e)?;
             let blob = r.get_ref(1).map_err(e)?.as_blob().map_err(|err| e(err.into()))?;
             let ids = bucket::bucket_stacks(blob).map_err(|detail| StoreError::Corrupt {
-                path: path.clone(),
+                store: path.display().to_string(),
                 detail: format!("bucket {id}: {detail}"),
             })?;
             ids.into_iter().for_each(&mut mark);
@@ -502,7 +502,7 @@ fn delete_orphans(db: &mut Sqlite, frames: bool) -> Result<u64, StoreError> {
         let mut slots = StackSlots::default();
         chunks::each_chunk::<StackSlots>(conn, &path, Some(&wanted), |id, count, data| {
             let corrupt = |detail| StoreError::Corrupt {
-                path: path.clone(),
+                store: path.display().to_string(),
                 detail: format!("stack chunk {id}: {detail}"),
             };
             if !any_used(id, count as i64) {
@@ -555,7 +555,7 @@ fn delete_orphans(db: &mut Sqlite, frames: bool) -> Result<u64, StoreError> {
             let mut slots = NameSlots::default();
             chunks::each_chunk::<NameSlots>(conn, &path, None, |id, count, data| {
                 slots.decode(data, count).map_err(|detail| StoreError::Corrupt {
-                    path: path.clone(),
+                    store: path.display().to_string(),
                     detail: format!("frame chunk {id}: {detail}"),
                 })?;
                 let mut kept = NameSlots::default();

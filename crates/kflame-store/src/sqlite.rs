@@ -377,7 +377,7 @@ impl std::fmt::Debug for Sqlite {
 }
 
 fn other(path: &Path, detail: impl Into<String>) -> StoreError {
-    StoreError::Other { path: path.to_path_buf(), detail: detail.into() }
+    StoreError::Other { store: path.display().to_string(), detail: detail.into() }
 }
 
 /// Moves the rows of the `stacks` and `frames` tables of schema 3 (renamed `stacks_v3` and
@@ -464,7 +464,7 @@ fn check_file(path: &Path, mode: OpenMode) -> Result<(), StoreError> {
     };
     if !meta.is_file() {
         return Err(StoreError::NotADatabase {
-            path: path.to_path_buf(),
+            store: path.display().to_string(),
             detail: "not a regular file".into(),
         });
     }
@@ -472,7 +472,7 @@ fn check_file(path: &Path, mode: OpenMode) -> Result<(), StoreError> {
     if len == 0 {
         if mode == OpenMode::Read {
             return Err(StoreError::NotADatabase {
-                path: path.to_path_buf(),
+                store: path.display().to_string(),
                 detail: "the file is empty: nothing was recorded in it".into(),
             });
         }
@@ -498,13 +498,13 @@ fn check_file(path: &Path, mode: OpenMode) -> Result<(), StoreError> {
             .map(|&b| if b.is_ascii_graphic() || b == b' ' { b as char } else { '.' })
             .collect();
         return Err(StoreError::NotADatabase {
-            path: path.to_path_buf(),
+            store: path.display().to_string(),
             detail: format!("it does not start with the SQLite header but with {shown:?}"),
         });
     }
     if n < 100 {
         return Err(StoreError::Corrupt {
-            path: path.to_path_buf(),
+            store: path.display().to_string(),
             detail: format!("truncated: {len} bytes, shorter than the 100-byte SQLite header"),
         });
     }
@@ -516,7 +516,7 @@ fn check_file(path: &Path, mode: OpenMode) -> Result<(), StoreError> {
     let valid = head[24..28] == head[92..96];
     if valid && pages * page_size > len {
         return Err(StoreError::Corrupt {
-            path: path.to_path_buf(),
+            store: path.display().to_string(),
             detail: format!("truncated: its header counts {} bytes, the file has {len}", pages * page_size),
         });
     }
@@ -548,7 +548,7 @@ fn lock_writer(path: &Path) -> Result<File, StoreError> {
             let mut text = String::new();
             let _ = f.read_to_string(&mut text);
             let pid = text.trim().parse().ok();
-            return Err(StoreError::Locked { path: path.to_path_buf(), lock, pid });
+            return Err(StoreError::Locked { store: path.display().to_string(), lock, pid });
         }
         Err(e) => {
             return Err(other(path, format!("cannot lock {}: {e}", lock.display())));
@@ -569,10 +569,10 @@ fn inspect(conn: &Connection, path: &Path, mode: OpenMode) -> Result<(i64, u32),
     let app: i32 = tx.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(e)?;
     let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(e)?;
     let tables: i64 = tx.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(e)?;
-    let corrupt = |detail: String| StoreError::Corrupt { path: path.to_path_buf(), detail };
+    let corrupt = |detail: String| StoreError::Corrupt { store: path.display().to_string(), detail };
     if tables > 0 && app != APP_ID {
         return Err(StoreError::NotADatabase {
-            path: path.to_path_buf(),
+            store: path.display().to_string(),
             detail: format!(
                 "a SQLite database of another program (application_id {app:#x}, {tables} schema entries)"
             ),
@@ -585,14 +585,14 @@ fn inspect(conn: &Connection, path: &Path, mode: OpenMode) -> Result<(i64, u32),
     };
     if version > SCHEMA_VERSION {
         return Err(StoreError::FutureVersion {
-            path: path.to_path_buf(),
+            store: path.display().to_string(),
             found: version,
             supported: SCHEMA_VERSION,
         });
     }
     if mode == OpenMode::Read && (tables == 0 || version == 0) {
         return Err(StoreError::NotADatabase {
-            path: path.to_path_buf(),
+            store: path.display().to_string(),
             detail: "an empty database: nothing was recorded in it".into(),
         });
     }
@@ -738,7 +738,7 @@ impl Sqlite {
         if !new {
             let check: String = self.conn.query_row("PRAGMA quick_check(1)", [], |r| r.get(0)).map_err(e)?;
             if check != "ok" {
-                return Err(StoreError::Corrupt { path: path.clone(), detail: check });
+                return Err(StoreError::Corrupt { store: path.display().to_string(), detail: check });
             }
         } else {
             // Must come before the first table: lets maintenance give pages back to the file
@@ -762,8 +762,8 @@ impl Sqlite {
                     .map_err(|err| other(&path, format!("migration to schema version {}: {err}", i + 1)))?;
             }
             convert_v3_stacks(&tx).map_err(|err| match map_err(&path, err) {
-                StoreError::Other { path, detail } => StoreError::Other {
-                    path,
+                StoreError::Other { store, detail } => StoreError::Other {
+                    store,
                     detail: format!("migration of stacks and frames into chunks: {detail}"),
                 },
                 err => err,
@@ -879,7 +879,7 @@ impl Sqlite {
                 }
                 Err(rusqlite::Error::InvalidQuery) => {
                     return Err(StoreError::Corrupt {
-                        path,
+                        store: path.display().to_string(),
                         detail: "a stored metric span cannot be read".into(),
                     });
                 }
@@ -1230,7 +1230,7 @@ fn sum_buckets(path: &Path, rows: &[BucketRow], q: &ProfileQuery<'_>) -> Result<
     };
     for row in rows {
         let corrupt = |d: String| StoreError::Corrupt {
-            path: path.to_path_buf(),
+            store: path.display().to_string(),
             detail: format!("bucket at {}: {d}", row.start_ns),
         };
         let whole = row.start_ns >= from && row.end_ns <= to;
@@ -1325,7 +1325,7 @@ impl Sqlite {
     }
 
     fn corrupt(&self, detail: String) -> StoreError {
-        StoreError::Corrupt { path: self.path.clone(), detail }
+        StoreError::Corrupt { store: self.path.display().to_string(), detail }
     }
 
     /// The captures whose row (`c`, host `h`) meets `cond`, with `args` bound.
@@ -1628,7 +1628,7 @@ impl Store for Sqlite {
 
     fn append_bucket(&mut self, b: &Bucket<'_>) -> Result<(), StoreError> {
         let path = self.path.clone();
-        let invalid = |detail: String| StoreError::Invalid { path: path.clone(), detail };
+        let invalid = |detail: String| StoreError::Invalid { store: path.display().to_string(), detail };
         if b.end_ns <= b.start_ns || b.end_ns - b.start_ns > MAX_BUCKET_NS {
             return Err(invalid(format!(
                 "a {} bucket of {} must end after it starts and last at most 1 h (start {}, end {})",
@@ -1729,7 +1729,7 @@ impl Store for Sqlite {
         })?;
         if n == 0 {
             return Err(StoreError::Invalid {
-                path: self.path.clone(),
+                store: self.path.display().to_string(),
                 detail: format!("no capture {}", id.0),
             });
         }
@@ -1743,7 +1743,7 @@ impl Store for Sqlite {
             .position(|ev| ev.ts_ns.is_none_or(|t| t > i64::MAX as u64) || ev.weight > i64::MAX as u64)
         {
             return Err(StoreError::Invalid {
-                path,
+                store: path.display().to_string(),
                 detail: format!(
                     "event {} of {} has no time or a weight out of range: nothing of the batch stored",
                     i + 1,
@@ -1757,7 +1757,10 @@ impl Store for Sqlite {
             .optional()
             .map_err(|e| map_err(&path, e))?;
         let Some(host) = host else {
-            return Err(StoreError::Invalid { path, detail: format!("no capture {}", capture.0) });
+            return Err(StoreError::Invalid {
+                store: path.display().to_string(),
+                detail: format!("no capture {}", capture.0),
+            });
         };
         self.write(|conn, c| {
             let mut text = Vec::new();

@@ -926,8 +926,8 @@ fn a_second_writer_is_refused_naming_the_first_and_readers_go_on() {
     // Two writers would each number new stacks from their own maps: refused, by pid.
     let e = Sqlite::open(&path, OpenMode::Write).unwrap_err();
     match &e {
-        StoreError::Locked { path: p, lock, pid } => {
-            assert_eq!(p, &path);
+        StoreError::Locked { store: p, lock, pid } => {
+            assert_eq!(p, &path.display().to_string());
             assert_eq!(lock, &kflame_store::lock_path(&path));
             assert_eq!(*pid, Some(std::process::id()));
         }
