@@ -8,15 +8,22 @@ use crate::{Analysis, SCHEMA, SCHEMA_VERSION};
 
 /// The analysis as one JSON document (see the schema in the crate documentation).
 pub fn json(a: &Analysis) -> String {
-    #[derive(serde::Serialize)]
-    struct Doc<'a> {
-        schema: &'static str,
-        version: u32,
-        #[serde(flatten)]
-        a: &'a Analysis,
-    }
     serde_json::to_string_pretty(&Doc { schema: SCHEMA, version: SCHEMA_VERSION, a }).unwrap_or_default()
         + "\n"
+}
+
+/// The document of [`json`] as a JSON value (for a caller that adds to it before encoding).
+pub fn value(a: &Analysis) -> serde_json::Result<serde_json::Value> {
+    serde_json::to_value(Doc { schema: SCHEMA, version: SCHEMA_VERSION, a })
+}
+
+/// The `--json` document: the schema's name and version, then the analysis.
+#[derive(serde::Serialize)]
+struct Doc<'a> {
+    schema: &'static str,
+    version: u32,
+    #[serde(flatten)]
+    a: &'a Analysis,
 }
 
 /// Text (`md` false) or Markdown (`md` true).

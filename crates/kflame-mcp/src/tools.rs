@@ -8,9 +8,10 @@ use std::io::BufReader;
 use std::path::PathBuf;
 
 use kflame::collapse::Format;
+use kflame::fold::tree::{StackTree, percent};
 use kflame::fold::{Meta, Stacks};
 use kflame::open::Input;
-use kflame::render::html::{HtmlOptions, HtmlProfile};
+use kflame::render::html::{HtmlOptions, encode_tree_as};
 use kflame_analyze::run::Run;
 use kflame_analyze::source::SourceLookup;
 use kflame_analyze::{FixSearch, ReportAnalyzer, output, profile};
@@ -251,7 +252,7 @@ fn reports_answer(ctx: &Context, path: &str, format: Format, limit: usize) -> Re
         )
         .map_err(|e| ToolError::input(e.0))?;
     let text = output::text(&analysis, true);
-    let mut v: Value = serde_json::from_str(&output::json(&analysis)).map_err(ToolError::internal)?;
+    let mut v = output::value(&analysis).map_err(ToolError::internal)?;
     trim_analysis(&mut v);
     Ok(Answer::new(v, cut_lines(&text, 120)))
 }
@@ -333,49 +334,70 @@ fn load(ctx: &Context, path: Option<&str>, range: Option<&Range>, what: &str) ->
     }
 }
 
-/// The flame graph view's data for a profile: what the `ui://` viewer draws.
-fn view(stacks: &Stacks, before: Option<&Stacks>, meta: &Meta, title: &str, notes: Option<String>) -> Value {
-    let profile = match before {
-        Some(b) => HtmlProfile::differential(stacks, b, meta),
-        None => HtmlProfile::new(stacks, meta),
-    };
+/// The flame graph view's data for a profile, or for a comparison with the baseline
+/// `before`: what the `ui://` viewer draws. Stacks are drawn summed (a time-ordered profile's
+/// runs too); more than [`MAX_VIEW_STACKS`] of a side are pruned ([`for_view`]).
+fn view(stacks: &Stacks, before: Option<&Stacks>, meta: &Meta, title: &str) -> Value {
+    fn summed(s: &Stacks) -> std::borrow::Cow<'_, Stacks> {
+        match s {
+            Stacks::Counts(_) => std::borrow::Cow::Borrowed(s),
+            Stacks::Ordered(_) => std::borrow::Cow::Owned(Stacks::Counts(s.clone().into_counts())),
+        }
+    }
+    let after = summed(stacks);
+    let before = before.map(summed);
+    let tree = StackTree::from_stacks(&after, before.as_deref(), false, true);
+    let (tree, notes) = for_view(tree, before.is_some());
     let opts = HtmlOptions { title: Some(title.to_string()), notes, ..HtmlOptions::default() };
-    let data = kflame::render::html::encode(&profile, &opts);
-    serde_json::from_str(&data.to_json()).unwrap_or(Value::Null)
+    let data = encode_tree_as(&tree, meta, &opts, before.is_some());
+    serde_json::to_value(&data).unwrap_or(Value::Null)
 }
 
-/// The stacks the view draws of each of `sides` (one profile, or the two of a comparison):
-/// all of them when each has at most [`MAX_VIEW_STACKS`]; else those narrower than a share
-/// of the total merged into placeholder frames by the pruning `kflame serve` uses
-/// ([`kflame::fold::prune`], the two sides of a comparison cut at the same frames), the share
-/// raised from serve's 0.005% until they fit. Weights are moved, never dropped: every total
-/// is the tool's. The note says what was merged.
-fn for_view(sides: Vec<Stacks>) -> (Vec<Stacks>, Option<String>) {
-    if sides.iter().all(|s| s.len() <= MAX_VIEW_STACKS) {
-        return (sides, None);
+/// Distinct stacks of each side of a tree: (BEFORE, AFTER).
+fn side_stacks(tree: &StackTree) -> (u64, u64) {
+    let ends = tree.nodes().iter().filter(|n| n.ends);
+    ends.fold((0, 0), |(b, a), n| {
+        (b + u64::from(!n.self_before.is_zero()), a + u64::from(!n.self_weight.is_zero()))
+    })
+}
+
+/// The tree the view draws: the whole tree when each side has at most [`MAX_VIEW_STACKS`]
+/// stacks; else with those narrower than a share of the total merged into placeholder frames
+/// by the pruning `kflame serve` uses ([`StackTree::prune`], both sides of a comparison cut at
+/// the same frames), the share raised from serve's 0.005% until they fit. Weights are moved,
+/// never dropped: every total is the tool's. The note says what was merged.
+fn for_view(tree: StackTree, comparison: bool) -> (StackTree, Option<String>) {
+    let fits = |t: &StackTree| {
+        let (b, a) = side_stacks(t);
+        b as usize <= MAX_VIEW_STACKS && a as usize <= MAX_VIEW_STACKS
+    };
+    if fits(&tree) {
+        return (tree, None);
     }
-    // Summed stacks: a time-ordered profile's runs are drawn summed in the view anyway.
-    let sides: Vec<Stacks> = sides.into_iter().map(|s| Stacks::Counts(s.into_counts())).collect();
+    let (before, after) = side_stacks(&tree);
     let mut fraction = 0.000_05;
     loop {
-        let refs: Vec<&Stacks> = sides.iter().collect();
-        let Some(pruned) = kflame::fold::prune::prune_together(&refs, fraction) else {
+        let mut t = tree.clone();
+        let Some(p) = t.prune(fraction) else {
             // Nothing that narrow (stacks that are prefixes of others can be many and wide).
             if fraction >= 0.5 {
-                return (sides, None);
+                return (tree, None);
             }
             fraction *= 4.0;
             continue;
         };
-        if pruned.iter().all(|p| p.stacks.len() <= MAX_VIEW_STACKS) || fraction >= 0.5 {
-            let pct = kflame::fold::prune::percent(fraction);
-            let said: Vec<String> = pruned.iter().map(|p| format!("{} of {}", p.merged, p.before)).collect();
+        if fits(&t) || fraction >= 0.5 {
+            let pct = percent(fraction);
+            let said = if comparison {
+                format!("{} of {} and {} of {}", p.merged_before, before, p.merged_after, after)
+            } else {
+                format!("{} of {}", p.merged_after, after)
+            };
             let note = format!(
-                "{} stacks narrower than {pct} of the total are merged into the frame above them \
-                 (\"(N stacks below {pct} merged)\"); totals are exact",
-                said.join(" and ")
+                "{said} stacks narrower than {pct} of the total are merged into the frame above them \
+                 (\"(N stacks below {pct} merged)\"); totals are exact"
             );
-            return (pruned.into_iter().map(|p| p.stacks).collect(), Some(note));
+            return (t, Some(note));
         }
         fraction *= 4.0;
     }
@@ -397,9 +419,7 @@ pub fn summarize_profile(ctx: &Context, a: ProfileArgs) -> Result<Answer, ToolEr
     if !p.notes.is_empty() {
         v["notes"] = json!(p.notes);
     }
-    let (mut shown, note) = for_view(vec![p.stacks]);
-    let stacks = shown.pop().ok_or_else(|| ToolError::internal("one profile expected"))?;
-    Ok(Answer::new(v, text).with_view(view(&stacks, None, &p.meta, &p.name, note)))
+    Ok(Answer::new(v, text).with_view(view(&p.stacks, None, &p.meta, &p.name)))
 }
 
 /// `diff_profiles`.
@@ -424,9 +444,7 @@ pub fn diff_profiles(ctx: &Context, a: DiffArgs) -> Result<Answer, ToolError> {
     v["before"] = json!(b.name);
     v["after"] = json!(af.name);
     let title = format!("{} → {}", b.name, af.name);
-    let (shown, note) = for_view(vec![b.stacks, af.stacks]);
-    let [bs, as_]: [Stacks; 2] = shown.try_into().map_err(|_| ToolError::internal("two sides expected"))?;
-    Ok(Answer::new(v, text).with_view(view(&as_, Some(&bs), &af.meta, &title, note)))
+    Ok(Answer::new(v, text).with_view(view(&af.stacks, Some(&b.stacks), &af.meta, &title)))
 }
 
 /// `kernel_source`.

@@ -33,10 +33,13 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use kflame::fold::tree::StackTree;
 use kflame::fold::{Meta, StackCounts, Stacks, Weight};
-use kflame::render::html::{HtmlOptions, HtmlProfile, encode, write_html};
+use kflame::render::html::{HtmlOptions, HtmlProfile, ViewerData, ViewerMeta, encode_tree_as, write_html};
+use kflame::render::json::to_script_safe_string;
 use kflame_store::time::{format_time, now_ns, parse_time};
-use kflame_store::{CaptureId, Event, Kind, Profile, ProfileQuery, Query, SeriesQuery, StackId, StoreError};
+use kflame_store::{CaptureId, Event, Kind, ProfileQuery, Query, SeriesQuery, StackId, StoreError};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::App;
@@ -439,17 +442,35 @@ fn write_num(out: &mut String, v: f64) {
     }
 }
 
-/// What `/api/profile` and `/api/diff` answer for one profile.
+/// One profile of `/api/profile` and `/api/diff`, as the viewer draws it.
 struct Merged {
-    stacks: Stacks,
+    tree: StackTree,
     meta: Meta,
     samples: u64,
     /// Time spent in the store's queries (for `Server-Timing`).
     store: Duration,
 }
 
-fn merged(p: Profile, store: Duration) -> Merged {
-    Merged { stacks: p.stacks, meta: p.meta, samples: p.samples, store }
+/// The viewer's answer: its data, with the profile's samples and exact total, and what
+/// the page needs to know besides (`info`). Encoded once, as JSON safe in a page.
+#[derive(serde::Serialize)]
+struct ViewerAnswer {
+    profile: ViewerMeta,
+    nodes: String,
+    samples: u64,
+    /// A JSON number, exact whatever its size.
+    total: Box<RawValue>,
+    info: Value,
+}
+
+fn viewer_answer(data: ViewerData, samples: u64, total: Weight, info: Value) -> ViewerAnswer {
+    ViewerAnswer {
+        profile: data.profile,
+        nodes: data.nodes,
+        samples,
+        total: RawValue::from_string(total.to_string()).unwrap_or_else(|_| RawValue::NULL.to_owned()),
+        info,
+    }
 }
 
 pub(crate) fn cgroup_param(args: &HashMap<String, String>) -> Result<Option<String>> {
@@ -462,13 +483,61 @@ pub(crate) fn cgroup_param(args: &HashMap<String, String>) -> Result<Option<Stri
     }
 }
 
-/// The profile of the request: a range (or a capture), optionally only the samples at an
-/// offset within their second (a heat map rectangle).
-fn query_profile(
-    db: &dyn Query,
-    args: &HashMap<String, String>,
-    prefix: &str,
-) -> Result<(Merged, Kind, i64, i64)> {
+/// The profile a request asks for: a range (or a capture), optionally only the samples at
+/// an offset within their second (a heat map rectangle).
+struct Range {
+    kind: Kind,
+    from: i64,
+    to: i64,
+    capture: Option<CaptureId>,
+    hosts: Hosts,
+    cgroup: Option<String>,
+    /// `[lo, hi)` ns within the second.
+    offsets: Option<(i64, i64)>,
+}
+
+impl Range {
+    fn query(&self) -> ProfileQuery<'_> {
+        let mut q = ProfileQuery::new(self.kind, self.from, self.to);
+        self.hosts.apply(&mut q);
+        q.capture = self.capture;
+        q.cgroup = self.cgroup.as_deref();
+        q
+    }
+
+    /// The profile as the viewer draws it: a tree built by the store from its frame ids.
+    fn tree(&self, db: &dyn Query) -> Result<Merged> {
+        let q = self.query();
+        let t0 = Instant::now();
+        let Some((lo, hi)) = self.offsets else {
+            let p = db.profile_tree(&q).map_err(ApiError::store)?;
+            return Ok(Merged { tree: p.tree, meta: p.meta, samples: p.samples, store: t0.elapsed() });
+        };
+        let (sums, samples, first) = by_offset(db, &q, lo, hi)?;
+        let tree = db.stacks_tree(&sums).map_err(ApiError::store)?;
+        let meta = meta_at(db, &q, first)?;
+        Ok(Merged { tree, meta, samples, store: t0.elapsed() })
+    }
+
+    /// The profile's stacks as the store keeps them: what a download holds.
+    fn stacks(&self, db: &dyn Query) -> Result<(Stacks, Meta)> {
+        let q = self.query();
+        let Some((lo, hi)) = self.offsets else {
+            let p = db.profile(&q).map_err(ApiError::store)?;
+            return Ok((p.stacks, p.meta));
+        };
+        let (sums, _, first) = by_offset(db, &q, lo, hi)?;
+        let mut counts = StackCounts::new();
+        let ids: Vec<StackId> = sums.iter().map(|s| s.0).collect();
+        for (text, (_, w)) in db.stack_texts(&ids).map_err(ApiError::store)?.into_iter().zip(sums) {
+            counts.add(&text, w);
+        }
+        Ok((Stacks::Counts(counts), meta_at(db, &q, first)?))
+    }
+}
+
+/// The profile of the request (see [`Range`]); `prefix` names its parameters (`base_`).
+fn profile_range(db: &dyn Query, args: &HashMap<String, String>, prefix: &str) -> Result<Range> {
     let key = |k: &str| format!("{prefix}{k}");
     let capture = num_param::<i64>(args, &key("capture"), "a capture id")?.map(CaptureId);
     let mut kind = kind_param(args, "kind")?;
@@ -484,20 +553,10 @@ fn query_profile(
         }
         None => range(db, args, &key("from"), &key("to"))?,
     };
-    let hosts = Hosts::of(args);
-    let cgroup = cgroup_param(args)?;
-    let mut q = ProfileQuery::new(kind, from, to);
-    hosts.apply(&mut q);
-    q.capture = capture;
-    q.cgroup = cgroup.as_deref();
     let off_from = num_param::<i64>(args, "offset_from_ms", "milliseconds 0 to 1000")?;
     let off_to = num_param::<i64>(args, "offset_to_ms", "milliseconds 0 to 1000")?;
-    let m = match (off_from, off_to) {
-        (None, None) => {
-            let t0 = Instant::now();
-            let p = db.profile(&q).map_err(ApiError::store)?;
-            merged(p, t0.elapsed())
-        }
+    let offsets = match (off_from, off_to) {
+        (None, None) => None,
         (f, t) => {
             let (f, t) = (f.unwrap_or(0), t.unwrap_or(1000));
             if !(0..=1000).contains(&f) || !(0..=1000).contains(&t) || f >= t {
@@ -505,15 +564,17 @@ fn query_profile(
                     "bad offsets: offset_from_ms={f}, offset_to_ms={t} (expected 0 <= from < to <= 1000)"
                 )));
             }
-            by_offset(db, &q, f * 1_000_000, t * 1_000_000)?
+            Some((f * 1_000_000, t * 1_000_000))
         }
     };
-    Ok((m, kind, from, to))
+    Ok(Range { kind, from, to, capture, hosts: Hosts::of(args), cgroup: cgroup_param(args)?, offsets })
 }
 
+/// Weight by stack of the samples at an offset, how many they are, and the first one's time.
+type AtOffset = (Vec<(StackId, Weight)>, u64, Option<i64>);
+
 /// The samples of `q` whose offset within their second is in `[lo, hi)` ns.
-fn by_offset(db: &dyn Query, q: &ProfileQuery<'_>, lo: i64, hi: i64) -> Result<Merged> {
-    let t0 = Instant::now();
+fn by_offset(db: &dyn Query, q: &ProfileQuery<'_>, lo: i64, hi: i64) -> Result<AtOffset> {
     let points = db.samples(q).map_err(ApiError::store)?;
     let mut weights: HashMap<StackId, Weight> = HashMap::new();
     let mut samples = 0u64;
@@ -526,20 +587,18 @@ fn by_offset(db: &dyn Query, q: &ProfileQuery<'_>, lo: i64, hi: i64) -> Result<M
             first.get_or_insert(p.time_ns);
         }
     }
-    let mut counts = StackCounts::new();
-    let (ids, ws): (Vec<StackId>, Vec<Weight>) = weights.into_iter().unzip();
-    for (text, w) in db.stack_texts(&ids).map_err(ApiError::store)?.into_iter().zip(ws) {
-        counts.add(&text, w);
-    }
-    // The unit is the buckets' (a profile's meta): read it from the one bucket of the first
-    // sample taken, not by merging the whole range a second time.
-    let meta = match first {
+    Ok((weights.into_iter().collect(), samples, first))
+}
+
+/// The unit of samples taken at `first` (a profile's meta is its buckets'): read from the
+/// one bucket of that time, not by merging the whole range a second time.
+fn meta_at(db: &dyn Query, q: &ProfileQuery<'_>, first: Option<i64>) -> Result<Meta> {
+    match first {
         Some(t) => {
-            db.profile(&ProfileQuery { from_ns: t, to_ns: t + 1, ..*q }).map_err(ApiError::store)?.meta
+            Ok(db.profile(&ProfileQuery { from_ns: t, to_ns: t + 1, ..*q }).map_err(ApiError::store)?.meta)
         }
-        None => Meta::default(),
-    };
-    Ok(Merged { stacks: Stacks::Counts(counts), meta, samples, store: t0.elapsed() })
+        None => Ok(Meta::default()),
+    }
 }
 
 /// (kind, start, end) of a capture.
@@ -550,18 +609,6 @@ fn find_capture(db: &dyn Query, id: CaptureId) -> Result<(Kind, i64, i64)> {
         }
         _ => Err(ApiError::not_found(format!("capture {} not found", id.0))),
     }
-}
-
-fn viewer_json(m: &Merged, before: Option<&Stacks>, opts: &HtmlOptions, extra: Value) -> String {
-    let profile = match before {
-        Some(b) => HtmlProfile::differential(&m.stacks, b, &m.meta),
-        None => HtmlProfile::new(&m.stacks, &m.meta),
-    };
-    let data = encode(&profile, opts);
-    let mut out = data.to_json();
-    out.pop();
-    let _ = write!(out, ",\"samples\":{},\"total\":{},\"info\":{}}}", m.samples, m.stacks.total(), extra);
-    out
 }
 
 async fn profile(State(app): State<Arc<App>>, headers: HeaderMap, Params(args): Args) -> Result<Response> {
@@ -592,19 +639,22 @@ async fn profile(State(app): State<Arc<App>>, headers: HeaderMap, Params(args): 
                     return Ok(cached_response(StatusCode::OK, tag, Some(body)));
                 }
             }
-            let (mut m, kind, from, to) = query_profile(db, &args, "")?;
+            let r = profile_range(db, &args, "")?;
+            let (kind, from, to) = (r.kind, r.from, r.to);
             let title = format!("{kind} {} to {}", format_time(from), format_time(to));
             let opts = HtmlOptions { title: Some(title.clone()), ..HtmlOptions::default() };
             let file = format!("kflame-{kind}-{}", format_time(from).replace(':', ""));
             match format.as_str() {
                 "folded" => {
+                    let (stacks, meta) = r.stacks(db)?;
                     let mut out = Vec::new();
-                    kflame::fold::write::write_folded(&mut out, &m.stacks, &m.meta)
+                    kflame::fold::write::write_folded(&mut out, &stacks, &meta)
                         .map_err(|e| ApiError::internal(e.to_string()))?;
                     Ok(download(out, "text/plain; charset=utf-8", &format!("{file}.folded")))
                 }
                 "svg" => {
-                    let mut p = kflame::render::Profile::from_stacks(&m.stacks, &m.meta, false);
+                    let (stacks, meta) = r.stacks(db)?;
+                    let mut p = kflame::render::Profile::from_stacks(&stacks, &meta, false);
                     p.finish();
                     let ropts =
                         kflame::render::Options { title: Some(title), ..kflame::render::Options::default() };
@@ -614,40 +664,37 @@ async fn profile(State(app): State<Arc<App>>, headers: HeaderMap, Params(args): 
                     Ok(download(out, "image/svg+xml", &format!("{file}.svg")))
                 }
                 "html" => {
+                    let (stacks, meta) = r.stacks(db)?;
                     let mut out = Vec::new();
-                    write_html(&mut out, &HtmlProfile::new(&m.stacks, &m.meta), &opts)
+                    write_html(&mut out, &HtmlProfile::new(&stacks, &meta), &opts)
                         .map_err(|e| ApiError::internal(e.to_string()))?;
                     Ok(download(out, "text/html; charset=utf-8", &format!("{file}.html")))
                 }
                 _ => {
+                    let mut m = r.tree(db)?;
                     let t0 = Instant::now();
-                    let total = m.stacks.total();
+                    let total = m.tree.total();
                     let mut pruned = json!(null);
                     let mut opts = opts;
-                    if let Some(p) = kflame::fold::prune::prune(&m.stacks, prune_pct / 100.0) {
-                        let pct = kflame::fold::prune::percent(prune_pct / 100.0);
+                    if let Some(p) = m.tree.prune(prune_pct / 100.0) {
+                        let pct = kflame::fold::tree::percent(prune_pct / 100.0);
                         opts.notes = Some(format!(
                             "{} of {} stacks narrower than {pct} of the total are merged into the frame above them \
                              (\"(N stacks below {pct} merged)\"); the folded download has them all",
                             p.merged, p.before
                         ));
                         pruned = json!({ "stacks": p.merged, "of": p.before, "below_pct": prune_pct });
-                        m.stacks = p.stacks;
                     }
+                    // The exact total of the range, whatever was merged.
+                    debug_assert_eq!(m.tree.total(), total);
                     let prune_time = t0.elapsed();
                     let apart = captures_apart(db, &args, kind, from, to)?;
                     let t1 = Instant::now();
-                    let mut body = viewer_json(
-                        &m,
-                        None,
-                        &opts,
-                        json!({ "kind": kind.as_str(), "from": from, "to": to, "pruned": pruned,
-                                "cgroup": args.get("cgroup").filter(|c| !c.is_empty()),
-                                "hosts": Hosts::of(&args).json(), "captures_apart": apart }),
-                    );
-                    // The exact total of the range, whatever was merged.
-                    debug_assert_eq!(m.stacks.total(), total);
-                    body.shrink_to_fit();
+                    let info = json!({ "kind": kind.as_str(), "from": from, "to": to, "pruned": pruned,
+                                       "cgroup": args.get("cgroup").filter(|c| !c.is_empty()),
+                                       "hosts": r.hosts.json(), "captures_apart": apart });
+                    let data = encode_tree_as(&m.tree, &m.meta, &opts, false);
+                    let body = to_script_safe_string(&viewer_answer(data, m.samples, total, info));
                     let timing = format!(
                         "store;dur={:.1}, prune;dur={:.1}, encode;dur={:.1}",
                         ms(m.store),
@@ -767,7 +814,9 @@ fn download(body: Vec<u8>, content_type: &'static str, name: &str) -> Response {
 async fn diff(State(app): State<Arc<App>>, Params(args): Args) -> Result<Response> {
     app.db
         .with(move |db| {
-            let (after, kind, from, to) = query_profile(db, &args, "")?;
+            let r = profile_range(db, &args, "")?;
+            let (kind, from, to) = (r.kind, r.from, r.to);
+            let mut after = r.tree(db)?;
             let base_args: HashMap<String, String> = args
                 .iter()
                 .filter_map(|(k, v)| k.strip_prefix("base_").map(|k| (k.to_string(), v.clone())))
@@ -780,7 +829,8 @@ async fn diff(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respons
             if !(base_args.contains_key("capture") || has_range) {
                 return Err(ApiError::bad("the base: give base_from and base_to, or base_capture"));
             }
-            let (before, bkind, bfrom, bto) = query_profile(db, &base_args, "")?;
+            let base = profile_range(db, &base_args, "")?;
+            let (bkind, bfrom, bto) = (base.kind, base.from, base.to);
             if bkind != kind {
                 return Err(ApiError::bad(format!("cannot compare a {bkind} profile with a {kind} profile")));
             }
@@ -791,15 +841,15 @@ async fn diff(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respons
                 format_time(bfrom),
                 format_time(bto)
             );
+            let before = base.tree(db)?;
             let opts = HtmlOptions { title: Some(title), ..HtmlOptions::default() };
-            Ok(json_response(viewer_json(
-                &after,
-                Some(&before.stacks),
-                &opts,
-                json!({ "kind": kind.as_str(), "from": from, "to": to, "base_from": bfrom, "base_to": bto,
-                        "base_samples": before.samples, "base_total": before.stacks.total().to_string(),
-                        "hosts": Hosts::of(&args).json() }),
-            )))
+            let total = after.tree.total();
+            after.tree.add_baseline(&before.tree);
+            let info = json!({ "kind": kind.as_str(), "from": from, "to": to, "base_from": bfrom, "base_to": bto,
+                               "base_samples": before.samples, "base_total": before.tree.total().to_string(),
+                               "hosts": r.hosts.json() });
+            let data = encode_tree_as(&after.tree, &after.meta, &opts, true);
+            Ok(json_response(to_script_safe_string(&viewer_answer(data, after.samples, total, info))))
         })
         .await
 }
@@ -841,6 +891,18 @@ async fn events(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
         .await
 }
 
+/// `/api/report`: a stored kernel report, with its stack as the viewer draws it.
+#[derive(serde::Serialize)]
+struct ReportAnswer {
+    host: String,
+    kind: String,
+    stack: String,
+    text: String,
+    time: i64,
+    title: String,
+    profile: ViewerAnswer,
+}
+
 async fn report(State(app): State<Arc<App>>, Params(args): Args) -> Result<Response> {
     let Some(time) = time_param(&args, "time")? else {
         return Err(ApiError::bad("time: missing (the report's time, UTC ns, from /api/events)"));
@@ -857,22 +919,17 @@ async fn report(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
                     format_time(time)
                 )));
             };
-            let mut counts = StackCounts::new();
+            let mut tree = StackTree::new();
+            let frames: Vec<&[u8]> =
+                stack.as_bytes().split(|&b| b == b';').filter(|f| !f.is_empty()).collect();
             if !stack.is_empty() {
-                counts.add(stack.as_bytes(), Weight::from_u64(1));
+                tree.add(&frames, Weight::from_u64(1), Weight::ZERO);
             }
-            let m = Merged {
-                stacks: Stacks::Counts(counts),
-                meta: Meta::default(),
-                samples: 1,
-                store: Duration::ZERO,
-            };
             let opts = HtmlOptions { title: Some(title.clone()), ..HtmlOptions::default() };
-            let profile = viewer_json(&m, None, &opts, json!({ "kind": "report" }));
-            let head = json!({ "host": host, "time": time_ns, "kind": kind, "title": title, "text": text,
-                               "stack": stack })
-            .to_string();
-            Ok(json_response(format!("{},\"profile\":{profile}}}", &head[..head.len() - 1])))
+            let data = encode_tree_as(&tree, &Meta::default(), &opts, false);
+            let profile = viewer_answer(data, 1, tree.total(), json!({ "kind": "report" }));
+            let answer = ReportAnswer { host, kind, stack, text, time: time_ns, title, profile };
+            Ok(json_response(to_script_safe_string(&answer)))
         })
         .await
 }

@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use kflame::events::EventRecord;
+use kflame::fold::tree::StackTree;
 use kflame::fold::{Meta, Stacks, Unit, Weight};
 
 pub mod metrics;
@@ -444,6 +445,12 @@ macro_rules! delegate_query {
             fn profile(&self, q: &ProfileQuery<'_>) -> Result<Profile, StoreError> {
                 (**self).profile(q)
             }
+            fn profile_tree(&self, q: &ProfileQuery<'_>) -> Result<ProfileTree, StoreError> {
+                (**self).profile_tree(q)
+            }
+            fn stacks_tree(&self, stacks: &[(StackId, Weight)]) -> Result<StackTree, StoreError> {
+                (**self).stacks_tree(stacks)
+            }
             fn samples(&self, q: &ProfileQuery<'_>) -> Result<Vec<SamplePoint>, StoreError> {
                 (**self).samples(q)
             }
@@ -574,6 +581,33 @@ pub struct Profile {
     pub buckets: u64,
     /// Buckets left out because their unit differs from the first one's.
     pub mixed_units: u64,
+}
+
+/// A merged profile as a tree of frames ([`Query::profile_tree`]): what a page draws.
+#[derive(Clone, Debug)]
+pub struct ProfileTree {
+    /// The stacks merged by prefix; weights summed (AFTER weights).
+    pub tree: StackTree,
+    /// As [`Profile::meta`].
+    pub meta: Meta,
+    /// As [`Profile::samples`].
+    pub samples: u64,
+    /// As [`Profile::buckets`].
+    pub buckets: u64,
+    /// As [`Profile::mixed_units`].
+    pub mixed_units: u64,
+}
+
+impl From<Profile> for ProfileTree {
+    fn from(p: Profile) -> ProfileTree {
+        ProfileTree {
+            tree: StackTree::from_stacks(&p.stacks, None, false, true),
+            meta: p.meta,
+            samples: p.samples,
+            buckets: p.buckets,
+            mixed_units: p.mixed_units,
+        }
+    }
 }
 
 /// One sample for a heat map: when, where, which stack.
@@ -742,6 +776,25 @@ pub trait Query {
     /// time. Untimed (aggregated or downsampled) entries of a bucket count when the
     /// bucket's start is in the range, so that adjacent ranges never count them twice.
     fn profile(&self, q: &ProfileQuery<'_>) -> Result<Profile, StoreError>;
+    /// [`Query::profile`] as a tree of frames: what a page draws, without a stack's text.
+    /// This default builds it from the profile's texts; a backend that keeps stacks as
+    /// frame ids builds it from them.
+    fn profile_tree(&self, q: &ProfileQuery<'_>) -> Result<ProfileTree, StoreError> {
+        Ok(self.profile(q)?.into())
+    }
+    /// The tree of stored stacks with their weights (an id may repeat: weights add up).
+    /// This default reads their texts ([`Query::stack_texts`]).
+    fn stacks_tree(&self, stacks: &[(StackId, Weight)]) -> Result<StackTree, StoreError> {
+        let ids: Vec<StackId> = stacks.iter().map(|s| s.0).collect();
+        let mut tree = StackTree::new();
+        let mut frames: Vec<&[u8]> = Vec::new();
+        for (text, &(_, w)) in self.stack_texts(&ids)?.iter().zip(stacks) {
+            frames.clear();
+            frames.extend(text.split(|&b| b == b';').filter(|f| !f.is_empty()));
+            tree.add(&frames, w, Weight::ZERO);
+        }
+        Ok(tree)
+    }
     /// Per-sample (time, CPU, stack, weight) of a range, in time order, for heat maps
     /// (downsampled buckets have none).
     fn samples(&self, q: &ProfileQuery<'_>) -> Result<Vec<SamplePoint>, StoreError>;

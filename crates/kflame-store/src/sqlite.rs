@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use kflame::events::EventRecord;
+use kflame::fold::tree::{NameId, StackTree};
 use kflame::fold::{Meta, StackCounts, Stacks, Unit, Weight};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use rustc_hash::FxHashMap;
@@ -18,8 +19,8 @@ use crate::db::{self, MAX_BUCKET_NS, TIME_UNIT_NS, has_spans, map_err};
 use crate::summary::{self, Piece, SeriesCache};
 use crate::{
     Bucket, CaptureId, CaptureStart, Event, Kind, Maintenance, Metric, Point, Policy, Profile, ProfileQuery,
-    Query, SamplePoint, Series, SeriesQuery, StackId, Store, StoreError, StoredEvent, StoredReport,
-    TriggerFired, TriggerId, stored_metric_value,
+    ProfileTree, Query, SamplePoint, Series, SeriesQuery, StackId, Store, StoreError, StoredEvent,
+    StoredReport, TriggerFired, TriggerId, stored_metric_value,
 };
 
 /// `PRAGMA application_id` of a kflame history database ("kflm").
@@ -1307,6 +1308,15 @@ fn sum_buckets(path: &Path, rows: &[BucketRow], q: &ProfileQuery<'_>) -> Result<
 /// Summed weight by stack id, and the samples summed.
 type Sums = (FxHashMap<i64, Weight>, u64);
 
+/// A range's samples summed by stack id ([`Sqlite::sum_range`]).
+struct RangeSums {
+    sums: FxHashMap<i64, Weight>,
+    meta: Meta,
+    samples: u64,
+    buckets: u64,
+    mixed: u64,
+}
+
 /// One bucket row read for a query.
 struct BucketRow {
     start_ns: i64,
@@ -1428,6 +1438,108 @@ impl Sqlite {
             f(row)?;
         }
         Ok(())
+    }
+
+    /// The samples of `q` summed by stack id, in one read of the buckets, decoded on up to
+    /// 8 threads.
+    fn sum_range(&self, q: &ProfileQuery<'_>) -> Result<RangeSums, StoreError> {
+        let mut meta: Option<Meta> = None;
+        let (mut buckets, mut mixed) = (0u64, 0u64);
+        let mut rows: Vec<BucketRow> = Vec::new();
+        self.for_buckets(q, |row| {
+            let m = Meta { unit: Unit::from_name(&row.unit), event: row.event.clone() };
+            match &meta {
+                None => meta = Some(m),
+                Some(first) if first.unit != m.unit => {
+                    mixed += 1;
+                    return Ok(());
+                }
+                Some(_) => {}
+            }
+            buckets += 1;
+            rows.push(row);
+            Ok(())
+        })?;
+        // Decoding is the work: spread the buckets over the CPUs, each summing its own.
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8)
+            .min(rows.len().div_ceil(64).max(rows.len().min(2)))
+            .max(1);
+        let chunk = rows.len().div_ceil(threads).max(1);
+        let path = self.path.as_path();
+        let parts: Vec<Result<Sums, StoreError>> = std::thread::scope(|sc| {
+            let handles: Vec<_> =
+                rows.chunks(chunk).map(|part| sc.spawn(move || sum_buckets(path, part, q))).collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(other(path, "a decoding thread failed"))))
+                .collect()
+        });
+        let mut sums: FxHashMap<i64, Weight> = FxHashMap::default();
+        let mut samples = 0u64;
+        for part in parts {
+            let (m, n) = part?;
+            samples += n;
+            if sums.is_empty() {
+                sums = m;
+            } else {
+                for (id, w) in m {
+                    *sums.entry(id).or_insert(Weight::ZERO) += w;
+                }
+            }
+        }
+        Ok(RangeSums { sums, meta: meta.unwrap_or_default(), samples, buckets, mixed })
+    }
+
+    /// The tree of stacks by id and weight (ids may repeat), built from their frame ids: each
+    /// frame's name is read and interned once, no stack becomes text.
+    fn tree_of(&self, mut stacks: Vec<(i64, Weight)>) -> Result<StackTree, StoreError> {
+        stacks.sort_unstable_by_key(|s| s.0);
+        let mut ids: Vec<i64> = stacks.iter().map(|s| s.0).collect();
+        ids.dedup();
+        let frames = self.stack_frames(&ids)?;
+        let mut need: Vec<bool> = Vec::new();
+        for &fid in &frames.frames {
+            let fid = fid as usize;
+            if need.len() <= fid {
+                need.resize(fid + 1, false);
+            }
+            need[fid] = true;
+        }
+        let (names, name_at) = self.frame_names(&need)?;
+        // Frame id → the tree's name id (`NO_NAME`: not interned yet; `EMPTY`: an empty
+        // name, no frame, as in a folded text).
+        const NO_NAME: u32 = u32::MAX;
+        const EMPTY: u32 = u32::MAX - 1;
+        let mut tree = StackTree::new();
+        let mut tree_name = vec![NO_NAME; need.len()];
+        let mut path: Vec<NameId> = Vec::new();
+        let mut at = 0;
+        for &(id, a, len) in &frames.spans {
+            path.clear();
+            for &fid in &frames.frames[a as usize..a as usize + len as usize] {
+                let slot = &mut tree_name[fid as usize];
+                if *slot == NO_NAME {
+                    let (start, n) = name_at[fid as usize];
+                    if n == u32::MAX {
+                        return Err(self.corrupt(format!("stack {id}: frame {fid} is missing")));
+                    }
+                    let name = &names[start as usize..start as usize + n as usize];
+                    *slot = if name.is_empty() { EMPTY } else { tree.intern(name) };
+                }
+                if *slot != EMPTY {
+                    path.push(*slot);
+                }
+            }
+            let mut w = Weight::ZERO;
+            while at < stacks.len() && stacks[at].0 == id {
+                w += stacks[at].1;
+                at += 1;
+            }
+            tree.add_ids(&path, w, Weight::ZERO);
+        }
+        Ok(tree)
     }
 
     /// Whether stacks and frames are stored in chunks (schema 5) rather than a row each.
@@ -1878,65 +1990,38 @@ impl Query for Sqlite {
     fn profile(&self, q: &ProfileQuery<'_>) -> Result<Profile, StoreError> {
         let e = |err| map_err(&self.path, err);
         let tx = self.conn.unchecked_transaction().map_err(e)?;
-        let mut meta: Option<Meta> = None;
-        let (mut buckets, mut mixed) = (0u64, 0u64);
-        let mut rows: Vec<BucketRow> = Vec::new();
-        self.for_buckets(q, |row| {
-            let m = Meta { unit: Unit::from_name(&row.unit), event: row.event.clone() };
-            match &meta {
-                None => meta = Some(m),
-                Some(first) if first.unit != m.unit => {
-                    mixed += 1;
-                    return Ok(());
-                }
-                Some(_) => {}
-            }
-            buckets += 1;
-            rows.push(row);
-            Ok(())
-        })?;
-        // Decoding is the work: spread the buckets over the CPUs, each summing its own.
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(8)
-            .min(rows.len().div_ceil(64).max(rows.len().min(2)))
-            .max(1);
-        let chunk = rows.len().div_ceil(threads).max(1);
-        let path = self.path.as_path();
-        let parts: Vec<Result<Sums, StoreError>> = std::thread::scope(|sc| {
-            let handles: Vec<_> =
-                rows.chunks(chunk).map(|part| sc.spawn(move || sum_buckets(path, part, q))).collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(other(path, "a decoding thread failed"))))
-                .collect()
-        });
-        let mut sums: FxHashMap<i64, Weight> = FxHashMap::default();
-        let mut samples = 0u64;
-        for part in parts {
-            let (m, n) = part?;
-            samples += n;
-            if sums.is_empty() {
-                sums = m;
-            } else {
-                for (id, w) in m {
-                    *sums.entry(id).or_insert(Weight::ZERO) += w;
-                }
-            }
-        }
-        let mut ids: Vec<i64> = sums.keys().copied().collect();
+        let r = self.sum_range(q)?;
+        let mut ids: Vec<i64> = r.sums.keys().copied().collect();
         let mut counts = StackCounts::new();
-        counts.reserve(sums.len());
+        counts.reserve(r.sums.len());
         ids.sort_unstable();
-        self.each_stack_text(&ids, |id, text| counts.add(text, sums[&id]))?;
+        self.each_stack_text(&ids, |id, text| counts.add(text, r.sums[&id]))?;
         tx.commit().map_err(e)?;
         Ok(Profile {
             stacks: Stacks::Counts(counts),
-            meta: meta.unwrap_or_default(),
-            samples,
-            buckets,
-            mixed_units: mixed,
+            meta: r.meta,
+            samples: r.samples,
+            buckets: r.buckets,
+            mixed_units: r.mixed,
         })
+    }
+
+    fn profile_tree(&self, q: &ProfileQuery<'_>) -> Result<ProfileTree, StoreError> {
+        let e = |err| map_err(&self.path, err);
+        let tx = self.conn.unchecked_transaction().map_err(e)?;
+        let r = self.sum_range(q)?;
+        let sums: Vec<(i64, Weight)> = r.sums.into_iter().collect();
+        let tree = self.tree_of(sums)?;
+        tx.commit().map_err(e)?;
+        Ok(ProfileTree { tree, meta: r.meta, samples: r.samples, buckets: r.buckets, mixed_units: r.mixed })
+    }
+
+    fn stacks_tree(&self, stacks: &[(StackId, Weight)]) -> Result<StackTree, StoreError> {
+        let e = |err| map_err(&self.path, err);
+        let tx = self.conn.unchecked_transaction().map_err(e)?;
+        let tree = self.tree_of(stacks.iter().map(|&(id, w)| (id.0, w)).collect())?;
+        tx.commit().map_err(e)?;
+        Ok(tree)
     }
 
     fn samples(&self, q: &ProfileQuery<'_>) -> Result<Vec<SamplePoint>, StoreError> {

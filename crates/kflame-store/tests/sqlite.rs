@@ -204,6 +204,95 @@ fn ranges_are_exact_to_the_sample() {
     assert_eq!(db.time_bounds().unwrap(), Some((T0, T0 + 60 * SEC)));
 }
 
+/// The folded stacks of a tree, by their frames.
+fn tree_stacks(t: &kflame::fold::tree::StackTree) -> BTreeMap<Vec<u8>, Weight> {
+    t.to_counts().sorted().into_iter().map(|(s, w)| (s.to_vec(), w)).collect()
+}
+
+/// A reader that has only the trait's defaults for trees: they come from the texts.
+struct TextsOnly<'a>(&'a Sqlite);
+
+impl Query for TextsOnly<'_> {
+    fn profile(&self, q: &ProfileQuery<'_>) -> Result<kflame_store::Profile, StoreError> {
+        self.0.profile(q)
+    }
+    fn samples(&self, q: &ProfileQuery<'_>) -> Result<Vec<kflame_store::SamplePoint>, StoreError> {
+        self.0.samples(q)
+    }
+    fn stack_text(&self, id: kflame_store::StackId) -> Result<Vec<u8>, StoreError> {
+        self.0.stack_text(id)
+    }
+    fn series(&self, q: &kflame_store::SeriesQuery<'_>) -> Result<Vec<kflame_store::Series>, StoreError> {
+        self.0.series(q)
+    }
+    fn metric_names(&self, host: Option<&str>) -> Result<Vec<(String, String)>, StoreError> {
+        self.0.metric_names(host)
+    }
+    fn events(&self, from: i64, to: i64, host: Option<&str>) -> Result<Vec<kflame_store::Event>, StoreError> {
+        self.0.events(from, to, host)
+    }
+    fn capture_events(
+        &self,
+        c: kflame_store::CaptureId,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<kflame_store::StoredEvent>, StoreError> {
+        self.0.capture_events(c, from, to)
+    }
+    fn hosts(&self) -> Result<Vec<String>, StoreError> {
+        self.0.hosts()
+    }
+    fn time_bounds(&self) -> Result<Option<(i64, i64)>, StoreError> {
+        self.0.time_bounds()
+    }
+}
+
+#[test]
+fn a_range_as_a_tree_is_built_from_frame_ids_and_holds_every_sample() {
+    let d = dir("tree");
+    let path = d.join("h.db");
+    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    let samples = generate(60);
+    let meta = Meta { unit: Unit::Samples, event: Some("cpu-clock".into()) };
+    write_buckets(&mut db, &samples, 10 * SEC, "web1", &meta);
+    drop(db);
+    let db = Sqlite::open(&path, OpenMode::Read).unwrap();
+    for (from, to, cgroup) in [
+        (T0, T0 + 60 * SEC, None),
+        (T0 + 3_333_333_333, T0 + 27_777_777_777, None),
+        (T0, T0 + 60 * SEC, Some("/system.slice")),
+    ] {
+        let q = ProfileQuery { cgroup, ..ProfileQuery::new(Kind::Cpu, from, to) };
+        let t = db.profile_tree(&q).unwrap();
+        let want = expected(&samples, from, to, cgroup.map(|c| format!("{c}/")).as_deref());
+        assert!(!want.is_empty());
+        assert_eq!(tree_stacks(&t.tree), want, "[{from}, {to}) {cgroup:?}");
+        let p = db.profile(&q).unwrap();
+        assert_eq!(
+            (t.samples, t.buckets, t.mixed_units, &t.meta),
+            (p.samples, p.buckets, p.mixed_units, &p.meta)
+        );
+        assert_eq!(t.tree.total(), p.stacks.total());
+        // The trait's default (from the texts) gives the same tree.
+        let by_text = TextsOnly(&db).profile_tree(&q).unwrap();
+        assert_eq!(tree_stacks(&by_text.tree), want);
+        assert_eq!(by_text.tree.nodes().len(), t.tree.nodes().len());
+        assert_eq!(by_text.tree.names().len(), t.tree.names().len());
+    }
+    // Stacks by id (repeated ids add up), from the heat map's points.
+    let pts = db.samples(&ProfileQuery::new(Kind::Cpu, T0 + 5 * SEC, T0 + 25 * SEC)).unwrap();
+    let pairs: Vec<(kflame_store::StackId, Weight)> = pts.iter().map(|p| (p.stack, p.weight)).collect();
+    let t = db.stacks_tree(&pairs).unwrap();
+    let by_text = TextsOnly(&db).stacks_tree(&pairs).unwrap();
+    assert_eq!(t.total(), Weight::from_u64(pts.len() as u64));
+    assert_eq!(tree_stacks(&t), tree_stacks(&by_text));
+    assert_eq!(tree_stacks(&t), expected(&samples, T0 + 5 * SEC, T0 + 25 * SEC, None));
+    // An empty range is an empty tree.
+    let empty = db.profile_tree(&ProfileQuery::new(Kind::Mem, T0, T0 + 60 * SEC)).unwrap();
+    assert!(empty.tree.is_empty());
+    assert_eq!(empty.samples, 0);
+}
+
 #[test]
 fn metrics_events_and_reports_come_back() {
     let d = dir("metrics");

@@ -14,8 +14,8 @@
 mod counts;
 pub mod diff;
 mod meta;
-pub mod prune;
 pub mod read;
+pub mod tree;
 mod weight;
 pub mod write;
 

@@ -1,4 +1,4 @@
-//! The compact encoding of a [`Tree`] that the page decodes.
+//! The compact encoding of a [`StackTree`] that the page decodes.
 //!
 //! - `names`: the distinct frame names, most frequent first (so that common frames get
 //!   one-byte indices), ties broken by name bytes;
@@ -10,8 +10,8 @@
 //!
 //! Totals are not stored: the page sums self weights bottom-up.
 
-use super::tree::Tree;
 use crate::fold::Weight;
+use crate::fold::tree::StackTree;
 
 /// A tree ready to embed.
 #[derive(Debug)]
@@ -32,16 +32,16 @@ pub(crate) struct Encoded {
 
 /// Encodes `tree` in pre-order with children in drawing order; with `differential`, each
 /// node's BEFORE weight too.
-pub(crate) fn encode(tree: &Tree, differential: bool) -> Encoded {
+pub(crate) fn encode(tree: &StackTree, differential: bool) -> Encoded {
     let remap = name_order(tree);
     let scale = weight_scale(tree);
     let divisor = 10u128.pow(Weight::FRACTION_DIGITS - scale);
     let (offsets, list) = tree.children_lists();
-    let mut nodes = Vec::with_capacity(tree.nodes.len() * 4);
+    let mut nodes = Vec::with_capacity(tree.nodes().len() * 4);
     let mut stack: Vec<(u32, usize)> = children_rev(&offsets, &list, 0).map(|c| (c, 1)).collect();
     let (mut prev_depth, mut max_depth, mut count) = (0usize, 0usize, 0usize);
     while let Some((id, depth)) = stack.pop() {
-        let node = &tree.nodes[id as usize];
+        let node = &tree.nodes()[id as usize];
         push_varint(&mut nodes, (prev_depth + 1 - depth) as u64);
         push_varint(&mut nodes, remap[node.name as usize] as u64);
         let value = node.self_weight.raw() / divisor;
@@ -55,8 +55,8 @@ pub(crate) fn encode(tree: &Tree, differential: bool) -> Encoded {
         count += 1;
         stack.extend(children_rev(&offsets, &list, id).map(|c| (c, depth + 1)));
     }
-    let mut names = vec![String::new(); tree.names.len()];
-    for (old, name) in tree.names.iter().enumerate() {
+    let mut names = vec![String::new(); tree.names().len()];
+    for (old, name) in tree.names().iter().enumerate() {
         names[remap[old] as usize] = String::from_utf8_lossy(name).into_owned();
     }
     Encoded { names, nodes, count, scale, max_depth, differential }
@@ -68,16 +68,15 @@ fn children_rev<'a>(offsets: &[u32], list: &'a [u32], id: u32) -> impl Iterator<
 }
 
 /// New index of each name: most used first, then bytewise.
-fn name_order(tree: &Tree) -> Vec<u32> {
-    let mut uses = vec![0u32; tree.names.len()];
-    for node in &tree.nodes[1..] {
+fn name_order(tree: &StackTree) -> Vec<u32> {
+    let names = tree.names();
+    let mut uses = vec![0u32; names.len()];
+    for node in &tree.nodes()[1..] {
         uses[node.name as usize] += 1;
     }
-    let mut order: Vec<u32> = (0..tree.names.len() as u32).collect();
+    let mut order: Vec<u32> = (0..names.len() as u32).collect();
     order.sort_unstable_by(|&a, &b| {
-        uses[b as usize]
-            .cmp(&uses[a as usize])
-            .then_with(|| tree.names[a as usize].cmp(&tree.names[b as usize]))
+        uses[b as usize].cmp(&uses[a as usize]).then_with(|| names[a as usize].cmp(&names[b as usize]))
     });
     let mut remap = vec![0u32; order.len()];
     for (new, &old) in order.iter().enumerate() {
@@ -88,7 +87,7 @@ fn name_order(tree: &Tree) -> Vec<u32> {
 
 /// The fewest decimal digits that represent every self weight (and BEFORE weight)
 /// exactly.
-fn weight_scale(tree: &Tree) -> u32 {
+fn weight_scale(tree: &StackTree) -> u32 {
     let digits_of = |scale: u32, mut raw: u128| {
         let mut digits = Weight::FRACTION_DIGITS;
         while digits > scale && raw.is_multiple_of(10) {
@@ -97,7 +96,7 @@ fn weight_scale(tree: &Tree) -> u32 {
         }
         digits
     };
-    tree.nodes.iter().fold(0, |scale, node| {
+    tree.nodes().iter().fold(0, |scale, node| {
         let scale = digits_of(scale, node.self_weight.raw());
         digits_of(scale, node.self_before.raw())
     })

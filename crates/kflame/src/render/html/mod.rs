@@ -54,10 +54,10 @@ mod encode;
 mod page;
 mod palette;
 pub mod scatter;
-mod tree;
 
 use std::io::{self, Write};
 
+use crate::fold::tree::StackTree;
 use crate::fold::{Meta, Stacks, Unit};
 
 pub use page::{ASSETS, Asset};
@@ -140,33 +140,95 @@ pub fn write_html(out: &mut dyn Write, profile: &HtmlProfile<'_>, opts: &HtmlOpt
     page::write_page(out, &data, opts)
 }
 
-/// The data the viewer draws, encoded as the page embeds it: `profile`, the JSON `meta` object
-/// with the string table, and `nodes`, the base64 node stream (see `encode.rs`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The data the viewer draws: `profile`, the description and string table the viewer reads
+/// (`decodeTree(meta, nodes)`, `new FlameViewer(.., meta)`), and `nodes`, the base64 node
+/// stream (see `encode.rs`). A serde type: a server puts it in its own answer and encodes
+/// the whole once (with [`crate::render::json::to_script_safe_string`] where it is embedded
+/// in a page).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct ViewerData {
-    /// JSON object, safe inside `<script>` (`<`, `>`, `&` escaped).
-    pub profile: String,
+    /// The description and string table.
+    pub profile: ViewerMeta,
     /// Base64 of the node stream.
     pub nodes: String,
 }
 
+/// The `meta` object of [`ViewerData`]. Weights are decimal strings: exact, whatever their
+/// size.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ViewerMeta {
+    /// Format version (1).
+    pub version: u32,
+    /// Graph title.
+    pub title: String,
+    /// Second line.
+    pub subtitle: Option<String>,
+    /// Free text under the title.
+    pub notes: Option<String>,
+    /// The weights' unit.
+    pub unit: String,
+    /// What a unit of weight is called.
+    pub countname: String,
+    /// The event sampled.
+    pub event: Option<String>,
+    /// Color scheme name.
+    pub palette: String,
+    /// Icicle graph.
+    pub inverted: bool,
+    /// Flame chart.
+    pub flamechart: bool,
+    /// Sum of the weights.
+    pub total: String,
+    /// Only for a comparison, as the next two.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub differential: Option<bool>,
+    /// Sum of the BEFORE weights.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_before: Option<String>,
+    /// Colors swapped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub negate: Option<bool>,
+    /// Decimal digits of the encoded weights.
+    pub scale: u32,
+    /// Nodes in the stream.
+    pub count: usize,
+    /// Deepest depth.
+    pub max_depth: usize,
+    /// Frame names, by index.
+    pub names: Vec<String>,
+}
+
 impl ViewerData {
-    /// `{"profile": ..., "nodes": "..."}`: what a served page fetches (`served.js`).
+    /// `{"profile": ..., "nodes": "..."}` as JSON safe inside `<script>`: what a served page
+    /// fetches (`served.js`).
     pub fn to_json(&self) -> String {
-        format!("{{\"profile\":{},\"nodes\":\"{}\"}}", self.profile, self.nodes)
+        crate::render::json::to_script_safe_string(self)
     }
 }
 
 /// Encodes `profile` for the viewer as [`write_html`] embeds it, for a server to send to a
 /// [`served_page`] (or for any page that builds the viewer itself).
 pub fn encode(profile: &HtmlProfile<'_>, opts: &HtmlOptions) -> ViewerData {
-    let tree = tree::Tree::build(profile.stacks, profile.before, opts.reverse, !opts.flamechart);
-    let encoded = encode::encode(&tree, profile.before.is_some());
+    let tree = StackTree::from_stacks(profile.stacks, profile.before, opts.reverse, !opts.flamechart);
+    encode_tree_as(&tree, profile.meta, opts, profile.before.is_some())
+}
+
+/// Encodes a built tree (a comparison when it has BEFORE weights): what a server that reads
+/// a store's tree sends. `opts.reverse` and `opts.flamechart` were the tree's to apply when
+/// it was built; `opts.flamechart` is still what the viewer is told.
+pub fn encode_tree(tree: &StackTree, meta: &Meta, opts: &HtmlOptions) -> ViewerData {
+    let differential = tree.nodes().iter().any(|n| !n.self_before.is_zero());
+    encode_tree_as(tree, meta, opts, differential)
+}
+
+/// [`encode_tree`], a comparison or not as `differential` says (a comparison whose baseline
+/// is empty is still drawn as one).
+pub fn encode_tree_as(tree: &StackTree, meta: &Meta, opts: &HtmlOptions, differential: bool) -> ViewerData {
+    let encoded = encode::encode(tree, differential);
     let totals = page::Totals { after: tree.total(), before: tree.total_before() };
-    ViewerData {
-        profile: page::profile_json(&encoded, &totals, profile.meta, opts),
-        nodes: encode::base64(&encoded.nodes),
-    }
+    let nodes = encode::base64(&encoded.nodes);
+    ViewerData { profile: page::viewer_meta(encoded, &totals, meta, opts), nodes }
 }
 
 /// Writes the MCP Apps view (`kflame mcp`'s `ui://kflame/flamegraph`): the viewer's

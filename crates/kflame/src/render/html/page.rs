@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use super::encode::Encoded;
-use super::{HtmlOptions, ViewerData};
+use super::{HtmlOptions, ViewerData, ViewerMeta};
 use crate::fold::{Meta, Weight};
 
 /// One file of the viewer: an ES module (or the style sheet) a server serves as it is.
@@ -67,7 +67,7 @@ pub(crate) struct Totals {
 pub(crate) fn write_page(out: &mut dyn Write, data: &ViewerData, opts: &HtmlOptions) -> io::Result<()> {
     write_offline_head(out, opts.title_or_default())?;
     out.write_all(b"<script type=\"application/json\" id=\"kflame-profile\">")?;
-    out.write_all(data.profile.as_bytes())?;
+    out.write_all(crate::render::json::to_script_safe_string(&data.profile).as_bytes())?;
     out.write_all(b"</script>\n<script type=\"application/octet-stream\" id=\"kflame-nodes\">")?;
     out.write_all(data.nodes.as_bytes())?;
     out.write_all(b"</script>\n<script>\n")?;
@@ -203,60 +203,29 @@ fn inline_import(import: &str) -> Option<String> {
     Some(format!("const {{ {} }} = {var};", fields.join(", ")))
 }
 
-/// The profile description and string table, as JSON safe inside a `<script>` element.
-pub(crate) fn profile_json(enc: &Encoded, totals: &Totals, meta: &Meta, opts: &HtmlOptions) -> String {
+/// The profile description and string table.
+pub(crate) fn viewer_meta(enc: Encoded, totals: &Totals, meta: &Meta, opts: &HtmlOptions) -> ViewerMeta {
     let differential = enc.differential;
-    let total_before = totals.before.to_string();
-    let json = ProfileJson {
+    ViewerMeta {
         version: 1,
-        title: opts.title_or_default(),
-        subtitle: opts.subtitle.as_deref(),
-        notes: opts.notes.as_deref(),
-        unit: meta.unit.name(),
+        title: opts.title_or_default().to_string(),
+        subtitle: opts.subtitle.clone(),
+        notes: opts.notes.clone(),
+        unit: meta.unit.name().to_string(),
         countname: opts.countname_for(&meta.unit),
-        event: meta.event.as_deref(),
-        palette: opts.palette.name(),
+        event: meta.event.clone(),
+        palette: opts.palette.name().to_string(),
         inverted: opts.inverted,
         flamechart: opts.flamechart,
         total: totals.after.to_string(),
         differential: differential.then_some(true),
-        total_before: differential.then_some(total_before.as_str()),
+        total_before: differential.then(|| totals.before.to_string()),
         negate: differential.then_some(opts.negate),
         scale: enc.scale,
         count: enc.count,
         max_depth: enc.max_depth,
-        names: &enc.names,
-    };
-    crate::render::json::to_script_safe_string(&json)
-}
-
-/// The `meta` object the viewer reads (`decodeTree(meta, nodes)`, `new FlameViewer(.., meta)`).
-/// Weights are decimal strings: exact, whatever their size.
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ProfileJson<'a> {
-    version: u32,
-    title: &'a str,
-    subtitle: Option<&'a str>,
-    notes: Option<&'a str>,
-    unit: &'a str,
-    countname: String,
-    event: Option<&'a str>,
-    palette: &'a str,
-    inverted: bool,
-    flamechart: bool,
-    total: String,
-    /// Only for differential input, as the next two.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    differential: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    total_before: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    negate: Option<bool>,
-    scale: u32,
-    count: usize,
-    max_depth: usize,
-    names: &'a [String],
+        names: enc.names,
+    }
 }
 
 /// A JSON string literal that cannot close or open markup.

@@ -2,10 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use super::super::tree::Tree;
 use super::*;
 use crate::diag::Diagnostics;
 use crate::fold::read::read_folded;
+use crate::fold::tree::StackTree;
 use crate::fold::{Meta, OrderedStacks, StackCounts, Stacks};
 
 /// Decodes the varint stream back to `(stack, self weight in raw 1e-9 units)` in pre-order.
@@ -58,7 +58,7 @@ fn expected(counts: &StackCounts) -> BTreeMap<String, u128> {
 fn real_profile_round_trips_exactly() {
     let (counts, _) = fixture("perf-script-report-stackcollapse.folded");
     let stacks = Stacks::Counts(counts.clone());
-    let enc = encode(&Tree::build(&stacks, None, false, true), false);
+    let enc = encode(&StackTree::from_stacks(&stacks, None, false, true), false);
     let got: BTreeMap<_, _> = decode(&enc).into_iter().collect();
     assert_eq!(got, expected(&counts));
     assert_eq!(enc.scale, 0);
@@ -69,7 +69,7 @@ fn fractional_weights_keep_their_digits() {
     let mut counts = StackCounts::new();
     counts.add(b"a;b", Weight::parse(b"0.25").unwrap_or_default());
     counts.add(b"a", Weight::parse(b"3.5").unwrap_or_default());
-    let enc = encode(&Tree::build(&Stacks::Counts(counts.clone()), None, false, true), false);
+    let enc = encode(&StackTree::from_stacks(&Stacks::Counts(counts.clone()), None, false, true), false);
     assert_eq!(enc.scale, 2);
     let got: BTreeMap<_, _> = decode(&enc).into_iter().collect();
     assert_eq!(got, expected(&counts));
@@ -81,7 +81,7 @@ fn flame_chart_keeps_input_order() {
     for (s, w) in [("m;a", 1), ("m;b", 2), ("m;a", 3)] {
         o.push(s.as_bytes(), Weight::from_u64(w));
     }
-    let enc = encode(&Tree::build(&Stacks::Ordered(o), None, false, false), false);
+    let enc = encode(&StackTree::from_stacks(&Stacks::Ordered(o), None, false, false), false);
     let got = decode(&enc);
     let want: Vec<(String, u128)> = [("m;a", 1), ("m;b", 2), ("m;a", 3)]
         .iter()
@@ -93,7 +93,7 @@ fn flame_chart_keeps_input_order() {
 #[test]
 fn frequent_names_get_small_indices() {
     let (counts, _) = fixture("perf-script-report-stackcollapse.folded");
-    let enc = encode(&Tree::build(&Stacks::Counts(counts), None, false, true), false);
+    let enc = encode(&StackTree::from_stacks(&Stacks::Counts(counts), None, false, true), false);
     // The syscall entry frame occurs under many processes; it must be among the first names.
     let pos = enc.names.iter().position(|n| n == "entry_SYSCALL_64_after_hwframe");
     assert!(pos.is_some_and(|p| p < 8), "entry_SYSCALL_64_after_hwframe at {pos:?}");
@@ -159,7 +159,7 @@ fn differential_input_carries_both_columns() {
         b.add(&l.stack, l.before);
     }
     let (a, b) = (Stacks::Counts(a), Stacks::Counts(b));
-    let tree = Tree::build(&a, Some(&b), false, true);
+    let tree = StackTree::from_stacks(&a, Some(&b), false, true);
     let enc = encode(&tree, true);
     assert_eq!(enc.scale, 9, "normalized BEFORE weights have 9 decimals");
     let got = decode_differential(&enc);
@@ -179,8 +179,8 @@ fn differential_flame_chart_pairs_runs_in_order() {
         a.push(s.as_bytes(), Weight::from_u64(after));
         b.push(s.as_bytes(), Weight::from_u64(before));
     }
-    let tree = Tree::build(&Stacks::Ordered(a), Some(&Stacks::Ordered(b)), false, false);
+    let tree = StackTree::from_stacks(&Stacks::Ordered(a), Some(&Stacks::Ordered(b)), false, false);
     let selfs: Vec<_> =
-        tree.nodes[1..].iter().map(|n| (n.self_weight.whole(), n.self_before.whole())).collect();
+        tree.nodes()[1..].iter().map(|n| (n.self_weight.whole(), n.self_before.whole())).collect();
     assert_eq!(selfs, [(0, 0), (2, 1), (0, 3), (4, 5)]);
 }

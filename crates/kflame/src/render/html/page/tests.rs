@@ -119,7 +119,10 @@ fn encoded_data_is_what_the_page_embeds() {
     let mut out = Vec::new();
     write_html(&mut out, &profile, &opts).unwrap();
     let html = String::from_utf8(out).unwrap();
-    assert!(html.contains(&format!("id=\"kflame-profile\">{}</script>", data.profile)));
+    assert!(html.contains(&format!(
+        "id=\"kflame-profile\">{}</script>",
+        crate::render::json::to_script_safe_string(&data.profile)
+    )));
     assert!(html.contains(&format!("id=\"kflame-nodes\">{}</script>", data.nodes)));
     let json: serde_json::Value = serde_json::from_str(&data.to_json()).unwrap();
     assert_eq!(json["profile"]["total"], "4.5");
