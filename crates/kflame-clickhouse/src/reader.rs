@@ -547,11 +547,19 @@ impl Query for Reader {
             }
             _ => false,
         }));
+        out.extend(self.reports(from_ns, to_ns, host)?);
+        out.sort_by(|a, b| a.time_ns().cmp(&b.time_ns()).then_with(|| a.host().cmp(b.host())));
+        Ok(out)
+    }
+
+    fn reports(&self, from_ns: i64, to_ns: i64, host: Option<&str>) -> Result<Vec<Event>, StoreError> {
+        let hf = host_filter(host, None);
         let data = self.select(&format!(
             "SELECT host, time_ns, kind, title, stack, text FROM {} WHERE time_ns >= {from_ns} AND time_ns < {to_ns}{hf}",
             self.t("reports")
         ))?;
         let mut r = Rows::new(&data);
+        let mut out = Vec::new();
         while !r.done() {
             let m = |e| self.malformed(e);
             out.push(Event::Report {

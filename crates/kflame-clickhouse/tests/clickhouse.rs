@@ -140,6 +140,11 @@ fn compare(ch: &dyn Query, db: &dyn Query) {
     }
     let (a, b) = (ch.events(T0, T0 + 60 * SEC, None).unwrap(), db.events(T0, T0 + 60 * SEC, None).unwrap());
     assert_eq!(without_ids(a.clone()), without_ids(b.clone()));
+    // Reports alone: those of the events, on either store.
+    let reports_of =
+        |evs: &[Event]| evs.iter().filter(|e| matches!(e, Event::Report { .. })).cloned().collect::<Vec<_>>();
+    assert_eq!(ch.reports(T0, T0 + 60 * SEC, None).unwrap(), reports_of(&a));
+    assert_eq!(db.reports(T0, T0 + 60 * SEC, None).unwrap(), reports_of(&b));
     let cap = |evs: &[Event], host: &str| {
         evs.iter()
             .find_map(|e| match e {

@@ -910,7 +910,7 @@ async fn report(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
     app.db
         .with(move |db| {
             let host = host_param(&args);
-            let list = db.events(time, time.saturating_add(1), host.as_deref()).map_err(ApiError::store)?;
+            let list = db.reports(time, time.saturating_add(1), host.as_deref()).map_err(ApiError::store)?;
             let Some(Event::Report { host, time_ns, kind, title, stack, text }) =
                 list.into_iter().find(|e| matches!(e, Event::Report { .. }))
             else {

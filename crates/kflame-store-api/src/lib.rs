@@ -486,6 +486,14 @@ macro_rules! delegate_query {
             fn capture(&self, id: CaptureId) -> Result<Option<Event>, StoreError> {
                 (**self).capture(id)
             }
+            fn reports(
+                &self,
+                from_ns: i64,
+                to_ns: i64,
+                host: Option<&str>,
+            ) -> Result<Vec<Event>, StoreError> {
+                (**self).reports(from_ns, to_ns, host)
+            }
             fn hosts(&self) -> Result<Vec<String>, StoreError> {
                 (**self).hosts()
             }
@@ -831,6 +839,13 @@ pub trait Query {
     /// default reads them all; a backend counts them where they are.
     fn capture_event_count(&self, capture: CaptureId) -> Result<u64, StoreError> {
         Ok(self.capture_events(capture, i64::MIN, i64::MAX)?.len() as u64)
+    }
+    /// The kernel reports ([`Event::Report`]) of `[from, to)`, in time order: what a report's
+    /// page asks by its time. This default filters [`Query::events`]; a backend reads the
+    /// reports alone.
+    fn reports(&self, from_ns: i64, to_ns: i64, host: Option<&str>) -> Result<Vec<Event>, StoreError> {
+        let all = self.events(from_ns, to_ns, host)?;
+        Ok(all.into_iter().filter(|e| matches!(e, Event::Report { .. })).collect())
     }
     /// One capture ([`Event::Capture`]) by its id, `None` when no capture has it. This
     /// default reads every event of the store; a backend looks the id up.

@@ -1372,6 +1372,36 @@ impl Sqlite {
         Ok(out)
     }
 
+    /// The kernel reports of `[from, to)` (through the reports' time index).
+    fn reports_in(&self, from_ns: i64, to_ns: i64, host: Option<&str>) -> Result<Vec<Event>, StoreError> {
+        let e = |err| map_err(&self.path, err);
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT h.name, r.time_ns, r.kind, r.title, r.stack, r.text FROM reports r
+                 JOIN hosts h ON h.id = r.host
+                 WHERE r.time_ns >= ?1 AND r.time_ns < ?2 AND (?3 IS NULL OR h.name = ?3)",
+            )
+            .map_err(e)?;
+        let rows = st
+            .query_map(params![from_ns, to_ns, host], |r| {
+                Ok(Event::Report {
+                    host: r.get(0)?,
+                    time_ns: r.get(1)?,
+                    kind: r.get(2)?,
+                    title: r.get(3)?,
+                    stack: r.get(4)?,
+                    text: r.get(5)?,
+                })
+            })
+            .map_err(e)?;
+        let mut out = Vec::new();
+        for r in rows {
+            out.push(r.map_err(e)?);
+        }
+        Ok(out)
+    }
+
     fn host_lookup(&self, host: Option<&str>) -> Result<Option<Option<i64>>, StoreError> {
         let Some(h) = host else { return Ok(Some(None)) };
         let id: Option<i64> = self
@@ -2286,30 +2316,17 @@ impl Query for Sqlite {
                  AND (?3 IS NULL OR h.name = ?3)",
                 params![from_ns, to_ns, host],
             )?);
-            let mut st = self
-                .conn
-                .prepare_cached(
-                    "SELECT h.name, r.time_ns, r.kind, r.title, r.stack, r.text FROM reports r
-                     JOIN hosts h ON h.id = r.host
-                     WHERE r.time_ns >= ?1 AND r.time_ns < ?2 AND (?3 IS NULL OR h.name = ?3)",
-                )
-                .map_err(e)?;
-            let rows = st
-                .query_map(params![from_ns, to_ns, host], |r| {
-                    Ok(Event::Report {
-                        host: r.get(0)?,
-                        time_ns: r.get(1)?,
-                        kind: r.get(2)?,
-                        title: r.get(3)?,
-                        stack: r.get(4)?,
-                        text: r.get(5)?,
-                    })
-                })
-                .map_err(e)?;
-            for r in rows {
-                out.push(r.map_err(e)?);
-            }
+            out.extend(self.reports_in(from_ns, to_ns, host)?);
         }
+        tx.commit().map_err(e)?;
+        out.sort_by_key(|ev| ev.time_ns());
+        Ok(out)
+    }
+
+    fn reports(&self, from_ns: i64, to_ns: i64, host: Option<&str>) -> Result<Vec<Event>, StoreError> {
+        let e = |err| map_err(&self.path, err);
+        let tx = self.conn.unchecked_transaction().map_err(e)?;
+        let mut out = self.reports_in(from_ns, to_ns, host)?;
         tx.commit().map_err(e)?;
         out.sort_by_key(|ev| ev.time_ns());
         Ok(out)

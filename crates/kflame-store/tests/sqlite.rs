@@ -397,6 +397,12 @@ fn metrics_events_and_reports_come_back() {
         matches!(&evs[1], Event::Capture { kind: Kind::Syscalls, end_ns: Some(e), trigger: Some(t), note: Some(n), .. } if *e == T0 + 131 * SEC && *t == trig && n == "done")
     );
     assert!(matches!(&evs[2], Event::Report { kind, .. } if kind == "warning"));
+    // Reports alone, by time: the one the range gave, at its very nanosecond too.
+    assert_eq!(db.reports(T0, T0 + 300 * SEC, None).unwrap(), vec![evs[2].clone()]);
+    let at = evs[2].time_ns();
+    assert_eq!(db.reports(at, at + 1, Some("web1")).unwrap(), vec![evs[2].clone()]);
+    assert!(db.reports(at + 1, at + 2, None).unwrap().is_empty());
+    assert!(db.reports(at, at + 1, Some("nohost")).unwrap().is_empty());
     let recs = db.capture_events(cap, T0, T0 + 300 * SEC).unwrap();
     assert_eq!(recs.len(), 1);
     assert_eq!(db.capture_event_count(cap).unwrap(), 1);
