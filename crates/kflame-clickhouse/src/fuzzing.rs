@@ -1,7 +1,7 @@
 //! Entry points of the ClickHouse fuzz targets (`fuzz/fuzz_targets/<name>.rs` call them;
 //! `tests/fuzz_replay.rs` replays them over `fuzz/corpus/<name>/` and
 //! `fuzz/regressions/<name>/`): what a server (or anything listening where one was
-//! expected) answers.
+//! expected) answers, and what a spool file holds.
 
 use crate::rowbinary::Reader;
 
@@ -9,7 +9,8 @@ use crate::rowbinary::Reader;
 pub type Target = fn(&[u8]);
 
 /// Every target, by name.
-pub const TARGETS: &[(&str, Target)] = &[("clickhouse_answer", clickhouse_answer)];
+pub const TARGETS: &[(&str, Target)] =
+    &[("clickhouse_answer", clickhouse_answer), ("clickhouse_spool", clickhouse_spool)];
 
 /// An HTTP answer of the server, then its body (or, when it is no HTTP answer, the bytes
 /// themselves) read as `RowBinary` rows of the column types the reader's queries use:
@@ -58,4 +59,65 @@ fn rows(data: &[u8]) {
             last = r.offset();
         }
     }
+}
+
+/// A scratch folder, removed when dropped (a failed check included).
+struct Scratch(std::path::PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Bytes as a spool file (`crate::spool`): opening it gives an error naming the file, or a
+/// spool no bigger than the bytes whose batches read back in increasing order, as many and
+/// as big as it says; a batch pushed after reopening comes last; all sent, the file is its
+/// header alone.
+pub fn clickhouse_spool(data: &[u8]) {
+    use crate::spool::Spool;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static RUN: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "kflame-fuzz-spool-{}-{}",
+        std::process::id(),
+        RUN.fetch_add(1, Ordering::Relaxed)
+    ));
+    let scratch = Scratch(dir);
+    let path = scratch.0.join("spool");
+    if std::fs::create_dir_all(&scratch.0).and_then(|()| std::fs::write(&path, data)).is_err() {
+        return;
+    }
+    let mut s = match Spool::open(&path, u64::MAX) {
+        Ok(s) => s,
+        Err(e) => {
+            let text = e.to_string();
+            assert!(text.contains(&path.display().to_string()), "an error not naming the file: {text}");
+            return;
+        }
+    };
+    assert!(s.file_bytes() <= (data.len() as u64).max(16), "{} bytes from {}", s.file_bytes(), data.len());
+    let (len, bytes) = (s.len(), s.bytes());
+    assert!(bytes <= data.len() as u64, "{bytes} bytes of batches in a file of {}", data.len());
+    s.push(&[("samples", 7, b"fuzz")]).expect("a push after opening");
+    let _ = s.notes();
+    drop(s);
+    let mut s = Spool::open(&path, u64::MAX).expect("a spool reopens");
+    assert_eq!((s.len(), s.bytes()), (len + 1, bytes + 4));
+    let (mut n, mut total, mut last_seq, mut last) = (0, 0, i64::MIN, None);
+    while let Some(b) = s.front().expect("a batch reads") {
+        assert!(b.seq > last_seq, "batch {} after {last_seq}", b.seq);
+        last_seq = b.seq;
+        n += 1;
+        total += b.body.len() as u64;
+        s.remove(&b).expect("a sent batch leaves");
+        last = Some(b);
+    }
+    assert_eq!((n, total), (len + 1, bytes + 4));
+    let last = last.expect("the batch pushed");
+    assert_eq!(
+        (last.table.as_str(), last.rows, &last.body[..], last.format.as_str()),
+        ("samples", 7, &b"fuzz"[..], "Native")
+    );
+    assert_eq!(std::fs::metadata(&path).map(|m| m.len()).ok(), Some(16), "all sent: the header alone");
 }

@@ -122,13 +122,14 @@ fn t(name: &str) -> usize {
 }
 
 impl Writer {
-    /// A writer to `loc`, spooling in the SQLite file `spool`. The tables must exist
+    /// A writer to `loc`, spooling in the file `spool` (see [`crate::spool`]; a SQLite spool of
+    /// an earlier version found there is moved aside, said in a note). The tables must exist
     /// (`kflame store init`); when ClickHouse cannot be reached now, the writer starts all
     /// the same and spools.
     pub fn open(loc: &Location, spool: &Path, opts: WriterOptions) -> Result<Writer, StoreError> {
         let client = Client::new(loc);
-        let spool = Spool::open(spool, opts.spool_max_bytes)?;
-        let mut notes = Vec::new();
+        let mut spool = Spool::open(spool, opts.spool_max_bytes)?;
+        let mut notes = spool.notes();
         let mut down = None;
         match schema::check(&client, loc) {
             Ok(()) => {}
@@ -675,7 +676,9 @@ impl Store for Writer {
     }
 
     fn notes(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.notes)
+        let mut notes = std::mem::take(&mut self.notes);
+        notes.extend(self.spool.notes());
+        notes
     }
 }
 
