@@ -31,21 +31,17 @@ pub fn enabled() -> bool {
     log().is_some()
 }
 
-fn json(s: &str) -> String {
-    let mut o = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            '\r' => o.push_str("\\r"),
-            '\t' => o.push_str("\\t"),
-            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
+/// One line of `statements.jsonl`.
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    n: u64,
+    sql: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data_kind: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tsv: Option<String>,
 }
 
 /// Records a `SELECT` that was answered, with the data sent with it; when it asked for
@@ -65,19 +61,21 @@ pub fn record(sql: &str, data: Option<(&str, &[u8])>, tsv: Option<&[u8]>) {
     let Ok(mut l) = l.lock() else { return };
     l.n += 1;
     let n = l.n;
-    let mut line = format!("{{\"n\": {n}, \"sql\": {}", json(sql));
+    let mut line = Line { n, sql, data: None, data_kind: None, tsv: None };
     if let Some((kind, bytes)) = data {
         let name = format!("{n:05}.bin");
         if std::fs::write(l.dir.join(&name), bytes).is_ok() {
-            line.push_str(&format!(", \"data\": {}, \"data_kind\": {}", json(&name), json(kind)));
+            line.data = Some(name);
+            line.data_kind = Some(kind);
         }
     }
     if let Some(t) = tsv {
         let name = format!("{n:05}.tsv");
         if std::fs::write(l.dir.join(&name), t).is_ok() {
-            line.push_str(&format!(", \"tsv\": {}", json(&name)));
+            line.tsv = Some(name);
         }
     }
-    line.push_str("}\n");
+    let Ok(mut line) = serde_json::to_string(&line) else { return };
+    line.push('\n');
     let _ = l.file.write_all(line.as_bytes());
 }

@@ -291,8 +291,6 @@ async fn series(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
         .with(move |db| {
             let (from, to) = range(db, &args, "from", "to")?;
             let hosts = Hosts::of(&args);
-            let mut out = String::from("{\"series\":[");
-            let mut first = true;
             let q = SeriesQuery {
                 name: "",
                 label: args.get("label").map(String::as_str),
@@ -314,35 +312,19 @@ async fn series(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
                     found.len()
                 )));
             }
-            for s in found.into_iter().filter(|s| hosts.matches(&s.host)) {
-                if !first {
-                    out.push(',');
-                }
-                first = false;
-                let _ = write!(
-                    out,
-                    "{{\"host\":{},\"name\":{},\"label\":{},",
-                    Value::from(s.host),
-                    Value::from(s.name),
-                    Value::from(s.label)
-                );
-                if columns {
-                    write_columns(&mut out, &s.points);
-                } else {
-                    out.push_str("\"points\":[");
-                    for (i, p) in s.points.iter().enumerate() {
-                        let _ = write!(out, "{}[{},", if i > 0 { "," } else { "" }, p.time_ns);
-                        for v in [p.min, p.max, p.avg] {
-                            write_num(&mut out, v);
-                            out.push(',');
-                        }
-                        let _ = write!(out, "{}]", p.count);
-                    }
-                    out.push(']');
-                }
-                out.push('}');
-            }
-            let _ = write!(out, "],\"from\":{from},\"to\":{to}}}");
+            let series: Vec<SeriesJson> = found
+                .iter()
+                .filter(|s| hosts.matches(&s.host))
+                .map(|s| SeriesJson {
+                    host: &s.host,
+                    name: &s.name,
+                    label: &s.label,
+                    points: (!columns).then_some(PointRows(&s.points)),
+                    columns: columns.then(|| Columns::of(&s.points)),
+                })
+                .collect();
+            let out = serde_json::to_string(&SeriesAnswer { series, from, to })
+                .map_err(|e| ApiError::internal(e.to_string()))?;
             let timing = format!("store;dur={:.1}, encode;dur={:.1}", ms(store), ms(t0.elapsed() - store));
             let mut resp = json_response(out);
             if let Ok(v) = HeaderValue::from_str(&timing) {
@@ -406,40 +388,102 @@ pub fn heatmap_shape(from: i64, to: i64, row_ms: i64) -> Result<(i64, i64, i64)>
     Ok((start, columns as i64, rows as i64))
 }
 
+/// `/api/series`' answer.
+#[derive(serde::Serialize)]
+struct SeriesAnswer<'a> {
+    series: Vec<SeriesJson<'a>>,
+    from: i64,
+    to: i64,
+}
+
+/// One series: its points as an array each (`[time, min, max, avg, count]`), or as columns.
+#[derive(serde::Serialize)]
+struct SeriesJson<'a> {
+    host: &'a str,
+    name: &'a str,
+    label: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    points: Option<PointRows<'a>>,
+    #[serde(flatten)]
+    columns: Option<Columns<'a>>,
+}
+
+/// Points as `[time, min, max, avg, count]` arrays.
+struct PointRows<'a>(&'a [kflame_store::Point]);
+
+impl serde::Serialize for PointRows<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for p in self.0 {
+            seq.serialize_element(&(p.time_ns, Num(p.min), Num(p.max), Num(p.avg), p.count))?;
+        }
+        seq.end()
+    }
+}
+
 /// A series' points as columns (`layout=columns`: what the page asks for, some 45 % smaller
 /// and quicker to read than an array per point): `t0` the first point's time in ns, `t` every
 /// point's offset from it in ms, then `min`, `max`, `avg` and `count`.
-fn write_columns(out: &mut String, points: &[kflame_store::Point]) {
-    let t0 = points.first().map_or(0, |p| p.time_ns);
-    let _ = write!(out, "\"t0\":{t0},\"t\":[");
-    let column = |out: &mut String, f: &dyn Fn(&kflame_store::Point) -> f64| {
-        for (i, p) in points.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            write_num(out, f(p));
-        }
-    };
-    column(out, &|p| (p.time_ns - t0) as f64 / 1e6);
-    for (name, f) in [
-        ("min", &(|p: &kflame_store::Point| p.min) as &dyn Fn(&kflame_store::Point) -> f64),
-        ("max", &|p| p.max),
-        ("avg", &|p| p.avg),
-        ("count", &|p| f64::from(p.count)),
-    ] {
-        let _ = write!(out, "],\"{name}\":[");
-        column(out, f);
-    }
-    out.push(']');
+#[derive(serde::Serialize)]
+struct Columns<'a> {
+    t0: i64,
+    t: Column<'a>,
+    min: Column<'a>,
+    max: Column<'a>,
+    avg: Column<'a>,
+    count: Column<'a>,
 }
 
-/// A JSON number into `out` (NaN and infinities, which JSON lacks, as null).
-fn write_num(out: &mut String, v: f64) {
-    if v.is_finite() {
-        let _ = write!(out, "{v}");
-    } else {
-        out.push_str("null");
+impl<'a> Columns<'a> {
+    fn of(points: &'a [kflame_store::Point]) -> Columns<'a> {
+        let t0 = points.first().map_or(0, |p| p.time_ns);
+        Columns {
+            t0,
+            t: Column(points, t0, |p, t0| (p.time_ns - t0) as f64 / 1e6),
+            min: Column(points, t0, |p, _| p.min),
+            max: Column(points, t0, |p, _| p.max),
+            avg: Column(points, t0, |p, _| p.avg),
+            count: Column(points, t0, |p, _| f64::from(p.count)),
+        }
     }
+}
+
+/// One column of points: a value of each (given the first point's time).
+struct Column<'a>(&'a [kflame_store::Point], i64, fn(&kflame_store::Point, i64) -> f64);
+
+impl serde::Serialize for Column<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for p in self.0 {
+            seq.serialize_element(&Num((self.2)(p, self.1)))?;
+        }
+        seq.end()
+    }
+}
+
+/// A JSON number as short as its value allows: an integral value without a fraction; NaN
+/// and infinities, which JSON lacks, as null.
+#[derive(Clone, Copy)]
+struct Num(f64);
+
+impl serde::Serialize for Num {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let v = self.0;
+        if !v.is_finite() {
+            s.serialize_none()
+        } else if v.fract() == 0.0 && v.abs() < 9_007_199_254_740_992.0 {
+            s.serialize_i64(v as i64)
+        } else {
+            s.serialize_f64(v)
+        }
+    }
+}
+
+/// A weight as a JSON number, exact whatever its size.
+fn weight_num(w: Weight) -> Box<RawValue> {
+    RawValue::from_string(w.to_string()).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
 /// One profile of `/api/profile` and `/api/diff`, as the viewer draws it.
@@ -464,13 +508,7 @@ struct ViewerAnswer {
 }
 
 fn viewer_answer(data: ViewerData, samples: u64, total: Weight, info: Value) -> ViewerAnswer {
-    ViewerAnswer {
-        profile: data.profile,
-        nodes: data.nodes,
-        samples,
-        total: RawValue::from_string(total.to_string()).unwrap_or_else(|_| RawValue::NULL.to_owned()),
-        info,
-    }
+    ViewerAnswer { profile: data.profile, nodes: data.nodes, samples, total: weight_num(total), info }
 }
 
 pub(crate) fn cgroup_param(args: &HashMap<String, String>) -> Result<Option<String>> {
@@ -971,22 +1009,39 @@ async fn heatmap(State(app): State<Arc<App>>, Params(args): Args) -> Result<Resp
                 }
             }
             let max = counts.iter().copied().max().unwrap_or(0);
-            let mut out = String::with_capacity(counts.len() * 2 + 128);
-            let _ = write!(
-                out,
-                "{{\"kind\":\"{kind}\",\"start\":{start},\"from\":{from},\"to\":{to},\"columns\":{columns},\
-                 \"rows\":{rows},\"row_ms\":{row_ms},\"rate_hz\":{rate},\"max\":{max},\"total\":{total},\"counts\":["
-            );
-            for (i, c) in counts.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                let _ = write!(out, "{c}");
-            }
-            out.push_str("]}");
-            Ok(json_response(out))
+            let answer = HeatmapAnswer {
+                kind: kind.as_str(),
+                start,
+                from,
+                to,
+                columns,
+                rows,
+                row_ms,
+                rate_hz: rate,
+                max,
+                total,
+                counts,
+            };
+            Ok(json_response(serde_json::to_string(&answer).map_err(|e| ApiError::internal(e.to_string()))?))
         })
         .await
+}
+
+/// `/api/heatmap`'s answer: samples per cell, column by column (a column is a second, its
+/// `rows` cells of `row_ms` each).
+#[derive(serde::Serialize)]
+struct HeatmapAnswer {
+    kind: &'static str,
+    start: i64,
+    from: i64,
+    to: i64,
+    columns: i64,
+    rows: i64,
+    row_ms: i64,
+    rate_hz: u32,
+    max: u32,
+    total: u64,
+    counts: Vec<u32>,
 }
 
 /// The sampling rate the samples show, per CPU: the sampling instants (distinct
@@ -1037,6 +1092,28 @@ fn rows_for(rate_hz: u32) -> i64 {
     ROWS.into_iter().find(|&r| r as f64 >= want).unwrap_or(1000)
 }
 
+/// `/api/frame_hosts`' answer.
+#[derive(serde::Serialize)]
+struct FrameHostsAnswer<'a> {
+    hosts: Vec<HostShareJson<'a>>,
+    frame: &'a str,
+    kind: &'static str,
+    from: i64,
+    to: i64,
+    in_frame: Box<RawValue>,
+    total: Box<RawValue>,
+    percent: Num,
+}
+
+/// One host of [`FrameHostsAnswer`].
+#[derive(serde::Serialize)]
+struct HostShareJson<'a> {
+    host: &'a str,
+    in_frame: Box<RawValue>,
+    total: Box<RawValue>,
+    percent: Num,
+}
+
 /// Which hosts spend weight in stacks holding one frame (`Query::host_shares`): each host's
 /// weight in the frame, its total and the share, the most in the frame first.
 async fn frame_hosts(State(app): State<Arc<App>>, Params(args): Args) -> Result<Response> {
@@ -1066,29 +1143,30 @@ async fn frame_hosts(State(app): State<Arc<App>>, Params(args): Args) -> Result<
             let shares = db.host_shares(&q, &frame).map_err(ApiError::store)?;
             let store = t0.elapsed();
             let (mut in_frame, mut total) = (Weight::ZERO, Weight::ZERO);
-            let mut out = String::from("{\"hosts\":[");
-            for (i, s) in shares.iter().enumerate() {
-                in_frame += s.frame;
-                total += s.total;
-                let _ = write!(
-                    out,
-                    "{}{{\"host\":{},\"in_frame\":{},\"total\":{},\"percent\":",
-                    if i > 0 { "," } else { "" },
-                    Value::from(s.host.as_str()),
-                    s.frame,
-                    s.total
-                );
-                write_num(&mut out, percent(s.frame, s.total));
-                out.push('}');
-            }
-            let _ = write!(
-                out,
-                "],\"frame\":{},\"kind\":\"{kind}\",\"from\":{from},\"to\":{to},\"in_frame\":{in_frame},\
-                 \"total\":{total},\"percent\":",
-                Value::from(frame.as_str())
-            );
-            write_num(&mut out, percent(in_frame, total));
-            out.push('}');
+            let rows: Vec<HostShareJson> = shares
+                .iter()
+                .map(|s| {
+                    in_frame += s.frame;
+                    total += s.total;
+                    HostShareJson {
+                        host: &s.host,
+                        in_frame: weight_num(s.frame),
+                        total: weight_num(s.total),
+                        percent: Num(percent(s.frame, s.total)),
+                    }
+                })
+                .collect();
+            let answer = FrameHostsAnswer {
+                hosts: rows,
+                frame: &frame,
+                kind: kind.as_str(),
+                from,
+                to,
+                in_frame: weight_num(in_frame),
+                total: weight_num(total),
+                percent: Num(percent(in_frame, total)),
+            };
+            let out = serde_json::to_string(&answer).map_err(|e| ApiError::internal(e.to_string()))?;
             let mut resp = json_response(out);
             if let Ok(v) = HeaderValue::from_str(&format!("store;dur={:.1}", ms(store))) {
                 resp.headers_mut().insert("server-timing", v);
