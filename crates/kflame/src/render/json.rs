@@ -11,6 +11,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 use serde_json::ser::{CharEscape, Formatter, Serializer};
+use serde_json::value::RawValue;
 
 /// `value` as compact JSON safe inside a `<script>` element.
 pub fn to_script_safe_string<T: Serialize + ?Sized>(value: &T) -> String {
@@ -24,6 +25,13 @@ pub fn to_script_safe_string<T: Serialize + ?Sized>(value: &T) -> String {
     }
     // The serializer writes only UTF-8.
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// `value` as compact JSON safe inside a `<script>` element, kept as JSON text to be written
+/// verbatim inside another value (or a page).
+pub fn to_script_safe_raw<T: Serialize + ?Sized>(value: &T) -> Box<RawValue> {
+    // The text is JSON (`null` if serializing failed): it is always valid.
+    RawValue::from_string(to_script_safe_string(value)).unwrap_or_default()
 }
 
 /// A JSON string literal safe inside a `<script>` element.

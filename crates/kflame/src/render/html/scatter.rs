@@ -24,8 +24,12 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
 
+use serde::{Serialize, Serializer};
+use serde_json::value::RawValue;
+
 use super::page::{ASSETS, escape_html, inline_module};
 use crate::diag::Diagnostics;
+use crate::render::json::{to_script_safe_raw, to_script_safe_string};
 use crate::text::{LINE_TOO_LONG, Line, LineReader, line_too_long_message};
 
 /// The frame an event without a stack is kept under.
@@ -123,26 +127,43 @@ pub struct ScatterBuilder {
 }
 
 /// The encoded page data: see [`ScatterBuilder::encode`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct ScatterData {
     /// JSON object (script-safe): title, counts, string tables, column types.
-    pub meta: String,
+    pub meta: Box<RawValue>,
     /// Each column's name and its little-endian typed array in base64.
     pub columns: Vec<(&'static str, String)>,
 }
 
+impl PartialEq for ScatterData {
+    fn eq(&self, other: &Self) -> bool {
+        self.meta.get() == other.meta.get() && self.columns == other.columns
+    }
+}
+
+impl Eq for ScatterData {}
+
 impl ScatterData {
-    /// `{"meta": {...}, "columns": {"t": "base64", ...}}`: what a served page fetches.
+    /// `{"meta": {...}, "columns": {"t": "base64", ...}}`: what a served page fetches
+    /// (script-safe, as the page's own data).
     pub fn to_json(&self) -> String {
-        let mut s = format!("{{\"meta\":{},\"columns\":{{", self.meta);
-        for (i, (name, b64)) in self.columns.iter().enumerate() {
-            if i > 0 {
-                s.push(',');
-            }
-            s.push_str(&format!("\"{name}\":\"{b64}\""));
-        }
-        s.push_str("}}");
-        s
+        to_script_safe_string(&Served { meta: &self.meta, columns: Columns(&self.columns) })
+    }
+}
+
+/// [`ScatterData::to_json`].
+#[derive(Serialize)]
+struct Served<'a> {
+    meta: &'a RawValue,
+    columns: Columns<'a>,
+}
+
+/// The columns as one object, in their order.
+struct Columns<'a>(&'a [(&'static str, String)]);
+
+impl Serialize for Columns<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(name, b64)| (name, b64)))
     }
 }
 
@@ -376,7 +397,7 @@ impl ScatterBuilder {
             events: &self.events.list,
             types: types.iter().map(|&(n, t)| (n, t)).collect(),
         };
-        ScatterData { meta: crate::render::json::to_script_safe_string(&meta), columns }
+        ScatterData { meta: to_script_safe_raw(&meta), columns }
     }
 }
 
@@ -400,7 +421,7 @@ fn format_seconds(ns: i64) -> String {
     format!("{sign}{}.{:09}", a / 1_000_000_000, a % 1_000_000_000)
 }
 
-#[derive(serde::Serialize)]
+#[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct MetaJson<'a> {
     version: u32,
@@ -459,7 +480,7 @@ pub fn write_scatter_page(out: &mut dyn Write, data: &ScatterData, opts: &Scatte
         style()
     )?;
     out.write_all(b"<script type=\"application/json\" id=\"kflame-scatter-meta\">")?;
-    out.write_all(data.meta.as_bytes())?;
+    out.write_all(data.meta.get().as_bytes())?;
     out.write_all(b"</script>\n")?;
     for (name, b64) in &data.columns {
         write!(out, "<script type=\"application/octet-stream\" id=\"kflame-scatter-{name}\">")?;

@@ -55,7 +55,7 @@ fn fixture_columns_are_the_events() {
     let (b, diag) = build(&text);
     assert!(diag.is_empty(), "{}", diag.report("fixture"));
     let data = b.encode(&ScatterOptions::default());
-    let meta: serde_json::Value = serde_json::from_str(&data.meta).unwrap();
+    let meta: serde_json::Value = serde_json::from_str(data.meta.get()).unwrap();
     let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(meta["count"].as_u64().unwrap() as usize, lines.len());
     assert!(meta["types"].get("tid").is_none(), "record writes no tid");
@@ -120,7 +120,7 @@ fn bad_lines_are_counted_with_their_numbers_and_the_rest_kept() {
     let nod = diag.get(NO_DURATION).unwrap();
     assert_eq!((nod.count, nod.first_line), (1, 4));
     let data = b.encode(&ScatterOptions::default());
-    let meta: serde_json::Value = serde_json::from_str(&data.meta).unwrap();
+    let meta: serde_json::Value = serde_json::from_str(data.meta.get()).unwrap();
     assert_eq!(column(&data, &meta, "t"), [0, 1_500_000_000]);
     assert_eq!(column(&data, &meta, "d"), [10, 20]);
     // syscall:NAME names the function.
@@ -138,7 +138,7 @@ fn events_without_a_stack_are_kept_under_the_placeholder() {
     assert!(diag.is_empty());
     assert_eq!((b.len(), b.without_stack()), (3, 3));
     let data = b.encode(&ScatterOptions::default());
-    let meta: serde_json::Value = serde_json::from_str(&data.meta).unwrap();
+    let meta: serde_json::Value = serde_json::from_str(data.meta.get()).unwrap();
     assert_eq!(column(&data, &meta, "stack"), [0, 0, 0]);
     assert_eq!(column(&data, &meta, "stacks"), [1, 0]);
     assert_eq!(meta["names"][0], NO_STACK);
@@ -151,7 +151,7 @@ fn empty_input_gives_an_empty_page() {
     let (b, diag) = build("");
     assert!(b.is_empty() && diag.is_empty());
     let data = b.encode(&ScatterOptions::default());
-    let meta: serde_json::Value = serde_json::from_str(&data.meta).unwrap();
+    let meta: serde_json::Value = serde_json::from_str(data.meta.get()).unwrap();
     assert_eq!(meta["count"], 0);
     let mut page = Vec::new();
     write_scatter_page(&mut page, &data, &ScatterOptions::default()).unwrap();
@@ -171,7 +171,7 @@ fn untrusted_text_cannot_end_the_data_or_markup() {
     write_scatter_page(&mut page, &data, &opts).unwrap();
     let page = String::from_utf8(page).unwrap();
     assert!(!page.contains("</script><b>") && !page.contains("<img") && !page.contains("</title><script>"));
-    let meta: serde_json::Value = serde_json::from_str(&data.meta).unwrap();
+    let meta: serde_json::Value = serde_json::from_str(data.meta.get()).unwrap();
     assert_eq!(meta["comms"][0], "</script><b>x");
     assert_eq!(meta["names"][0], "<img src=x onerror=alert(1)>");
 }
@@ -180,12 +180,12 @@ fn untrusted_text_cannot_end_the_data_or_markup() {
 fn without_times_x_is_the_order_and_mixed_inputs_leave_untimed_events_out() {
     let (b, _) = build("{\"ts\":null,\"duration_ns\":5}\n{\"duration_ns\":6}\n");
     let data = b.encode(&ScatterOptions::default());
-    let meta: serde_json::Value = serde_json::from_str(&data.meta).unwrap();
+    let meta: serde_json::Value = serde_json::from_str(data.meta.get()).unwrap();
     assert_eq!((meta["timed"].as_bool(), column(&data, &meta, "t")), (Some(false), vec![0, 1]));
     let (b, _) = build("{\"ts\":null,\"duration_ns\":5}\n{\"ts\":4.25,\"duration_ns\":6}\n");
     assert_eq!(b.untimed_left_out(), 1);
     let data = b.encode(&ScatterOptions::default());
-    let meta: serde_json::Value = serde_json::from_str(&data.meta).unwrap();
+    let meta: serde_json::Value = serde_json::from_str(data.meta.get()).unwrap();
     assert_eq!((meta["count"].as_u64(), column(&data, &meta, "d")), (Some(1), vec![6]));
     assert_eq!(meta["t0"], "4.250000000");
 }
@@ -209,11 +209,48 @@ fn pushed_events_with_thread_ids_and_wide_ids() {
         });
     }
     let data = b.encode(&ScatterOptions::default());
-    let meta: serde_json::Value = serde_json::from_str(&data.meta).unwrap();
+    let meta: serde_json::Value = serde_json::from_str(data.meta.get()).unwrap();
     assert_eq!(meta["types"]["comm"], "u16");
     assert_eq!(column(&data, &meta, "comm")[299], 299);
     assert_eq!(column(&data, &meta, "tid")[0], 1);
     // An unknown CPU is the type's maximum.
     assert_eq!(meta["types"]["cpu"], "u8");
     assert_eq!(column(&data, &meta, "cpu")[0], 255);
+}
+
+/// What a server sends: the page's meta object unchanged and every column, script-safe, and
+/// a frame `</script>` or a line separator reads back as itself.
+#[test]
+fn served_json_is_the_page_data_and_script_safe() {
+    let mut b = ScatterBuilder::new();
+    let s = b.intern_stack(["main", "</script><script>alert(1)</script>"]);
+    b.push(&ScatterEvent {
+        ts_ns: Some(1_700_000_000_123_456_789),
+        duration_ns: 7,
+        cpu: Some(2),
+        pid: Some(9),
+        tid: None,
+        comm: Some("a\u{2028}b&c"),
+        event: "syscall:read",
+        stack: s,
+    });
+    let data = b.encode(&ScatterOptions::default());
+    let json = data.to_json();
+    assert!(!json.contains(['<', '>', '&', '\u{2028}']), "{json}");
+    let back: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let meta: serde_json::Value = serde_json::from_str(data.meta.get()).unwrap();
+    assert_eq!(back["meta"], meta);
+    assert_eq!(meta["names"][1], "</script><script>alert(1)</script>");
+    assert_eq!(meta["comms"][0], "a\u{2028}b&c");
+    assert_eq!(meta["t0"], "1700000000.123456789");
+    let columns = back["columns"].as_object().unwrap();
+    assert_eq!(columns.len(), data.columns.len());
+    for (name, b64) in &data.columns {
+        assert_eq!(columns[*name], b64.as_str(), "{name}");
+    }
+    // The meta text is embedded as it is, and the columns follow in their order.
+    let names: Vec<&str> = data.columns.iter().map(|(n, _)| *n).collect();
+    assert_eq!(names, ["t", "d", "pid", "cpu", "comm", "event", "stack", "func", "stacks"]);
+    assert!(json.starts_with(&format!("{{\"meta\":{},\"columns\":{{\"t\":\"", data.meta.get())), "{json}");
+    assert!(json.ends_with(&format!("\"stacks\":\"{}\"}}}}", data.columns[8].1)), "{json}");
 }
