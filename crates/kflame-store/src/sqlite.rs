@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use kflame::events::EventRecord;
-use kflame::fold::tree::{NameId, StackTree};
+use kflame::fold::tree::StackTree;
 use kflame::fold::{Meta, StackCounts, Stacks, Unit, Weight};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use rustc_hash::FxHashMap;
@@ -1544,31 +1544,47 @@ impl Sqlite {
         const EMPTY: u32 = u32::MAX - 1;
         let mut tree = StackTree::new();
         let mut tree_name = vec![NO_NAME; need.len()];
-        let mut path: Vec<NameId> = Vec::new();
-        let mut at = 0;
+        // The frame ids become the tree's name ids in place.
+        let mut path = frames.frames;
+        let mut empty = false;
         for &(id, a, len) in &frames.spans {
-            path.clear();
-            for &fid in &frames.frames[a as usize..a as usize + len as usize] {
-                let slot = &mut tree_name[fid as usize];
+            for f in &mut path[a as usize..a as usize + len as usize] {
+                let slot = &mut tree_name[*f as usize];
                 if *slot == NO_NAME {
-                    let (start, n) = name_at[fid as usize];
+                    let (start, n) = name_at[*f as usize];
                     if n == u32::MAX {
-                        return Err(self.corrupt(format!("stack {id}: frame {fid} is missing")));
+                        return Err(self.corrupt(format!("stack {id}: frame {f} is missing")));
                     }
                     let name = &names[start as usize..start as usize + n as usize];
                     *slot = if name.is_empty() { EMPTY } else { tree.intern(name) };
                 }
-                if *slot != EMPTY {
-                    path.push(*slot);
-                }
+                empty |= *slot == EMPTY;
+                *f = *slot;
             }
-            let mut w = Weight::ZERO;
+        }
+        let mut spans: Vec<(u32, u32)> = frames.spans.iter().map(|&(_, a, len)| (a, len)).collect();
+        if empty {
+            // Empty names are no frames (as in folded text): the stacks without them.
+            let mut kept = Vec::with_capacity(path.len());
+            for span in &mut spans {
+                let start = kept.len() as u32;
+                kept.extend(
+                    path[span.0 as usize..(span.0 + span.1) as usize].iter().filter(|&&n| n != EMPTY),
+                );
+                *span = (start, kept.len() as u32 - start);
+            }
+            path = kept;
+        }
+        // (start, length, weight) of each entry (an id may come more than once).
+        let mut entries: Vec<(u32, u32, Weight)> = Vec::with_capacity(stacks.len());
+        let mut at = 0;
+        for (&(id, _, _), &(start, len)) in frames.spans.iter().zip(&spans) {
             while at < stacks.len() && stacks[at].0 == id {
-                w += stacks[at].1;
+                entries.push((start, len, stacks[at].1));
                 at += 1;
             }
-            tree.add_ids(&path, w, Weight::ZERO);
         }
+        tree.add_all_ids(&path, &entries);
         Ok(tree)
     }
 

@@ -48,7 +48,9 @@ pub struct StackTree {
     names: Vec<Box<[u8]>>,
     name_ids: FxHashMap<Box<[u8]>, NameId>,
     nodes: Vec<TreeNode>,
+    /// (parent, name) → child, for flame graph trees; rebuilt from the nodes when stale.
     children: FxHashMap<(u32, NameId), u32>,
+    children_stale: bool,
     merge_all: bool,
 }
 
@@ -96,6 +98,7 @@ impl StackTree {
             name_ids: FxHashMap::default(),
             nodes: vec![root],
             children: FxHashMap::default(),
+            children_stale: false,
             merge_all,
         }
     }
@@ -199,10 +202,13 @@ impl StackTree {
         if last != NONE && self.nodes[last as usize].name == name {
             return last;
         }
-        if self.merge_all
-            && let Some(&c) = self.children.get(&(parent, name))
-        {
-            return c;
+        if self.merge_all {
+            if self.children_stale {
+                self.rebuild_children();
+            }
+            if let Some(&c) = self.children.get(&(parent, name)) {
+                return c;
+            }
         }
         let id = self.nodes.len() as u32;
         self.nodes.push(TreeNode {
@@ -218,6 +224,109 @@ impl StackTree {
             self.children.insert((parent, name), id);
         }
         id
+    }
+
+    /// A new child of `parent` that cannot exist yet (its (parent, name) map is left stale).
+    fn new_child(&mut self, parent: u32, name: NameId) -> u32 {
+        let id = self.nodes.len() as u32;
+        self.nodes.push(TreeNode {
+            name,
+            parent,
+            self_weight: Weight::ZERO,
+            self_before: Weight::ZERO,
+            ends: false,
+            last_child: NONE,
+        });
+        self.nodes[parent as usize].last_child = id;
+        self.children_stale = true;
+        id
+    }
+
+    fn rebuild_children(&mut self) {
+        self.children.clear();
+        self.children.reserve(self.nodes.len());
+        for id in 1..self.nodes.len() {
+            let (p, name) = (self.nodes[id].parent, self.nodes[id].name);
+            self.children.insert((p, name), id as u32);
+        }
+        self.children_stale = false;
+    }
+
+    /// Adds many stacks of interned names at once, as [`StackTree::add_ids`] would one by one:
+    /// `frames` holds their names end to end, each stack is (start, length, weight) in it
+    /// (a stack may come several times: its weights add up). Into an empty flame graph tree,
+    /// the stacks are partitioned frame by frame (sorted by the name at each depth, a run of
+    /// one name becoming one child), so that no frame is looked up: what a store building a
+    /// range's tree from frame ids uses.
+    pub fn add_all_ids(&mut self, frames: &[NameId], stacks: &[(u32, u32, Weight)]) {
+        let path_of = |s: &(u32, u32, Weight)| -> &[NameId] {
+            frames.get(s.0 as usize..(s.0 as usize).saturating_add(s.1 as usize)).unwrap_or(&[])
+        };
+        if !self.merge_all || self.nodes.len() > 1 {
+            for s in stacks {
+                self.add_ids(path_of(s), s.2, Weight::ZERO);
+            }
+            return;
+        }
+        let mut order: Vec<u32> = (0..stacks.len() as u32).collect();
+        let mut keyed: Vec<u64> = Vec::new();
+        self.nodes.reserve(stacks.len().saturating_mul(2));
+        // (node, depth, the stacks under it: order[lo..hi])
+        let mut work: Vec<(u32, usize, usize, usize)> = Vec::new();
+        if !order.is_empty() {
+            work.push((0, 0, 0, order.len()));
+        }
+        while let Some((node, depth, lo, hi)) = work.pop() {
+            let part = &mut order[lo..hi];
+            // The frames all of them share from here on are a chain (each stack's frames are
+            // contiguous: read in order, not a frame of every stack per depth).
+            let first = path_of(&stacks[part[0] as usize]).get(depth..).unwrap_or(&[]);
+            let mut shared = first.len();
+            for &i in &part[1..] {
+                let p = path_of(&stacks[i as usize]).get(depth..).unwrap_or(&[]);
+                shared = common_len(&first[..shared], p);
+                if shared == 0 {
+                    break;
+                }
+            }
+            let mut at = node;
+            for &name in &first[..shared] {
+                at = self.new_child(at, name);
+            }
+            let depth = depth + shared;
+            if let [one] = part {
+                self.end_at(at, stacks[*one as usize].2, Weight::ZERO);
+                continue;
+            }
+            // Where they part: the stacks ending here first, then by the name at this depth
+            // (each key read once, the pairs sorted in place of the stacks).
+            keyed.clear();
+            keyed.extend(part.iter().map(|&i| {
+                let k = path_of(&stacks[i as usize]).get(depth).map_or(0, |&n| u64::from(n) + 1);
+                k << 32 | u64::from(i)
+            }));
+            keyed.sort_unstable();
+            for (slot, &ki) in part.iter_mut().zip(&keyed) {
+                *slot = ki as u32;
+            }
+            let mut r = 0;
+            while r < keyed.len() {
+                let k = keyed[r] >> 32;
+                let mut e = r + 1;
+                while e < keyed.len() && keyed[e] >> 32 == k {
+                    e += 1;
+                }
+                if k == 0 {
+                    for &ki in &keyed[r..e] {
+                        self.end_at(at, stacks[ki as u32 as usize].2, Weight::ZERO);
+                    }
+                } else {
+                    let child = self.new_child(at, (k - 1) as NameId);
+                    work.push((child, depth + 1, lo + r, lo + e));
+                }
+                r = e;
+            }
+        }
     }
 
     /// Adds every stack of `baseline` (a tree of the same kind) as BEFORE weights: the tree
@@ -362,45 +471,56 @@ impl StackTree {
         let n = self.nodes.len();
         // Subtree totals (both sides) and stacks below each node (all, with AFTER weight,
         // with BEFORE weight).
+        // The baseline's side only for a comparison.
+        let compared = self.nodes.iter().any(|x| !x.self_before.is_zero());
         let mut after: Vec<Weight> = self.nodes.iter().map(|x| x.self_weight).collect();
-        let mut before: Vec<Weight> = self.nodes.iter().map(|x| x.self_before).collect();
-        let mut ends: Vec<[u64; 3]> = self
+        let mut before: Vec<Weight> =
+            if compared { self.nodes.iter().map(|x| x.self_before).collect() } else { vec![Weight::ZERO] };
+        let mut ends: Vec<[u32; 3]> = self
             .nodes
             .iter()
             .map(|x| {
                 [
-                    u64::from(x.ends),
-                    u64::from(x.ends && !x.self_weight.is_zero()),
-                    u64::from(x.ends && !x.self_before.is_zero()),
+                    u32::from(x.ends),
+                    u32::from(x.ends && !x.self_weight.is_zero()),
+                    u32::from(x.ends && !x.self_before.is_zero()),
                 ]
             })
             .collect();
         for i in (1..n).rev() {
             let p = self.nodes[i].parent as usize;
-            let (a, b, e) = (after[i], before[i], ends[i]);
+            let (a, e) = (after[i], ends[i]);
             after[p] += a;
-            before[p] += b;
+            if compared {
+                let b = before[i];
+                before[p] += b;
+            }
             for k in 0..3 {
                 ends[p][k] += e[k];
             }
         }
-        // A profile whose total is zero has no say (every frame of it would be "wide").
-        let cut_a = (after[0].as_f64() > 0.0).then(|| after[0].as_f64() * min_fraction);
-        let cut_b = (before[0].as_f64() > 0.0).then(|| before[0].as_f64() * min_fraction);
+        // A profile whose total is zero has no say (every frame of it would be "wide"). The
+        // cut-off as the least weight that is wide (`as_f64() >= total * min_fraction`), so
+        // that each node is one integer comparison.
+        let cut_a =
+            (after[0].as_f64() > 0.0).then(|| least_at_least(after[0], after[0].as_f64() * min_fraction));
+        let cut_b =
+            (before[0].as_f64() > 0.0).then(|| least_at_least(before[0], before[0].as_f64() * min_fraction));
         if cut_a.is_none() && cut_b.is_none() {
             return None;
         }
         let wide = |i: usize| {
             i == 0
-                || cut_a.is_some_and(|c| after[i].as_f64() >= c)
-                || cut_b.is_some_and(|c| before[i].as_f64() >= c)
+                || cut_a.is_some_and(|c| after[i] >= c)
+                || cut_b.is_some_and(|c| compared && before[i] >= c)
         };
         // Each node: kept, or the kept node whose placeholder takes it.
         let mut gone = vec![false; n];
         // Kept parent → (AFTER weight, BEFORE weight, stacks) of its placeholder.
         let mut cut: Vec<(u32, Weight, Weight, u64)> = Vec::new();
         let mut cut_at: FxHashMap<u32, usize> = FxHashMap::default();
-        let mut stats = PruneStats { merged: 0, before: ends[0][0], merged_after: 0, merged_before: 0 };
+        let mut stats =
+            PruneStats { merged: 0, before: u64::from(ends[0][0]), merged_after: 0, merged_before: 0 };
         for i in 1..n {
             let p = self.nodes[i].parent as usize;
             if gone[p] {
@@ -416,11 +536,13 @@ impl StackTree {
                 cut.len() - 1
             });
             cut[slot].1 += after[i];
-            cut[slot].2 += before[i];
-            cut[slot].3 += ends[i][0];
-            stats.merged += ends[i][0];
-            stats.merged_after += ends[i][1];
-            stats.merged_before += ends[i][2];
+            if compared {
+                cut[slot].2 += before[i];
+            }
+            cut[slot].3 += u64::from(ends[i][0]);
+            stats.merged += u64::from(ends[i][0]);
+            stats.merged_after += u64::from(ends[i][1]);
+            stats.merged_before += u64::from(ends[i][2]);
         }
         if cut.is_empty() {
             return None;
@@ -473,15 +595,40 @@ impl StackTree {
                 last_child: NONE,
             });
         }
-        // Last children and the (parent, name) map, for stacks added later.
-        self.children.clear();
+        // Last children; the (parent, name) map when a stack is added later.
         for id in 1..self.nodes.len() {
-            let (p, name) = (self.nodes[id].parent, self.nodes[id].name);
+            let p = self.nodes[id].parent;
             self.nodes[p as usize].last_child = id as u32;
-            self.children.insert((p, name), id as u32);
         }
+        self.children.clear();
+        self.children_stale = true;
         Some(stats)
     }
+}
+
+/// The least weight `w <= total` with `w.as_f64() >= c` (`as_f64` grows with the weight), or
+/// one more than `total` when there is none.
+fn least_at_least(total: Weight, c: f64) -> Weight {
+    let (mut lo, mut hi) = (0u128, total.raw().saturating_add(1));
+    if total.as_f64() < c {
+        return Weight::from_raw(hi);
+    }
+    // Invariant: the answer is in [lo, hi], and `hi` (or total) qualifies.
+    hi = total.raw();
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if Weight::from_raw(mid).as_f64() >= c {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    Weight::from_raw(lo)
+}
+
+/// How many names `a` and `b` share from their start.
+fn common_len(a: &[NameId], b: &[NameId]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 /// The percentage `fraction` as the placeholders write it (`0.005%`).

@@ -290,3 +290,53 @@ fn a_pruned_tree_takes_more_stacks() {
     );
     assert_eq!(t.nodes().len(), 1 + 4);
 }
+
+#[test]
+fn many_stacks_at_once_make_the_tree_they_make_one_by_one() {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    for round in 0..30 {
+        // Few names and short stacks: many shared prefixes, stacks that are prefixes of
+        // others, repeats and empty stacks.
+        let mut frames: Vec<NameId> = Vec::new();
+        let mut stacks: Vec<(u32, u32, Weight)> = Vec::new();
+        for _ in 0..(1 + next(400)) {
+            let start = frames.len() as u32;
+            let len = next(if round % 2 == 0 { 6 } else { 30 }) as u32;
+            frames.extend((0..len).map(|_| next(5) as NameId));
+            stacks.push((start, len, Weight::from_u64(1 + next(9))));
+            if next(5) == 0 {
+                let again = stacks[next(stacks.len() as u64) as usize];
+                stacks.push(again);
+            }
+        }
+        let mut bulk = StackTree::new();
+        let mut one = StackTree::new();
+        for name in 0..5u8 {
+            assert_eq!(bulk.intern(&[b'a' + name]), u32::from(name));
+            one.intern(&[b'a' + name]);
+        }
+        bulk.add_all_ids(&frames, &stacks);
+        for &(start, len, w) in &stacks {
+            one.add_ids(&frames[start as usize..(start + len) as usize], w, Weight::ZERO);
+        }
+        assert_eq!(sorted(&bulk.to_counts()), sorted(&one.to_counts()), "round {round}");
+        assert_eq!(bulk.nodes().len(), one.nodes().len(), "round {round}");
+        assert_eq!(bulk.stack_count(), one.stack_count());
+        assert_eq!(bulk.total(), one.total());
+        assert_eq!(bulk.nodes()[0].self_weight, one.nodes()[0].self_weight, "empty stacks at the root");
+        // Stacks added later find the nodes made in bulk.
+        bulk.add_ids(&[0, 1], Weight::ONE, Weight::ZERO);
+        one.add_ids(&[0, 1], Weight::ONE, Weight::ZERO);
+        assert_eq!(bulk.nodes().len(), one.nodes().len(), "round {round}");
+    }
+    // A stack out of the frames' bounds is an empty one, not a panic.
+    let mut t = StackTree::new();
+    t.add_all_ids(&[0, 1], &[(1, 5, Weight::ONE), (0, 2, Weight::ONE)]);
+    assert_eq!(t.total(), Weight::from_u64(2));
+}
