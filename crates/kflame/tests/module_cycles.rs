@@ -483,9 +483,10 @@ fn every_crate_is_checked() {
 }
 
 /// The crates of the workspace, sorted: each is checked by one of the tests above.
-const CRATES: [&str; 10] = [
+const CRATES: [&str; 11] = [
     "kflame",
     "kflame-analyze",
+    "kflame-bpf",
     "kflame-cli",
     "kflame-clickhouse",
     "kflame-fixes",

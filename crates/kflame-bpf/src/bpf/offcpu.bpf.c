@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: (MIT OR Apache-2.0)
+// Off-CPU time aggregated in the kernel: a task switched out leaves its time, state and
+// stacks in `start`; switched in again, the time it was away is added to `blocked` under
+// (task, its stacks, and with wakers on, the stacks of the task that woke it, kept by the
+// wakeup tracepoint in the waker's own context). Raw tracepoints only (attached by name:
+// no tracefs, no kprobe, fentry or trampoline). User space reads and clears `blocked` once
+// per interval.
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+#define TASK_COMM_LEN 16
+#define MAX_STACK_DEPTH 127
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+// What is read of a task, as the kernel's BTF names it (CO-RE: offsets are relocated to the
+// running kernel's). The state field was `state` before Linux 5.14 and `__state` since.
+struct task_struct {
+	int pid;
+	int tgid;
+	char comm[TASK_COMM_LEN];
+	unsigned int __state;
+} __attribute__((preserve_access_index));
+
+struct task_struct___old {
+	long state;
+} __attribute__((preserve_access_index));
+
+// Set by user space before loading.
+const volatile __u64 min_ns = 1;
+const volatile __u64 max_ns = ~0ULL;
+// Bit `s` set: count blocks that began in state `s` (bit 0: preempted while runnable).
+const volatile __u64 state_mask = ~1ULL;
+const volatile __u32 with_wakers = 0;
+// Only this process (0: every one).
+const volatile __u32 only_tgid = 0;
+
+struct start_t {
+	__u64 ts;
+	__u32 tgid;
+	__s32 kstack;
+	__s32 ustack;
+	__u32 state;
+	char comm[TASK_COMM_LEN];
+};
+
+struct waker_t {
+	__u32 tgid;
+	__u32 tid;
+	__s32 kstack;
+	__s32 ustack;
+	char comm[TASK_COMM_LEN];
+};
+
+struct key_t {
+	__u32 tgid;
+	__u32 tid;
+	__s32 kstack;
+	__s32 ustack;
+	__u32 state;
+	__u32 waker_tgid;
+	__u32 waker_tid;
+	__s32 waker_kstack;
+	__s32 waker_ustack;
+	// The generation user space is not reading: it flips it, then reads the other one.
+	__u32 gen;
+	char comm[TASK_COMM_LEN];
+	char waker_comm[TASK_COMM_LEN];
+};
+
+struct value_t {
+	__u64 ns;
+	__u64 count;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, MAX_STACK_DEPTH * sizeof(__u64));
+	__uint(max_entries, 16384);
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct start_t);
+	__uint(max_entries, 65536);
+} start SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct waker_t);
+	__uint(max_entries, 65536);
+} wakers SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct key_t);
+	__type(value, struct value_t);
+	__uint(max_entries, 32768);
+} blocked SEC(".maps");
+
+// [0]: the generation blocks are counted under now.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} control SEC(".maps");
+
+// Counters user space reports: [0] blocks not counted for a full `blocked` map, [1] stacks
+// not taken (stack map full or walk failed), [2] switch-outs not kept for a full `start`.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 4);
+} lost SEC(".maps");
+
+static __always_inline void count_lost(__u32 what)
+{
+	__u64 *v = bpf_map_lookup_elem(&lost, &what);
+	if (v)
+		*v += 1;
+}
+
+static __always_inline __s32 stack_of(void *ctx, __u64 flags)
+{
+	long id = bpf_get_stackid(ctx, &stacks, flags);
+	if (id < 0 && id != -14 /* EFAULT: no user stack (a kernel thread) */)
+		count_lost(1);
+	return (__s32)id;
+}
+
+static __always_inline long state_of(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ((struct task_struct___old *)t, state);
+}
+
+// sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next, ...)
+SEC("raw_tp/sched_switch")
+int on_switch(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	int preempt = (int)ctx->args[0];
+	struct task_struct *prev = (struct task_struct *)ctx->args[1];
+	struct task_struct *next = (struct task_struct *)ctx->args[2];
+	__u32 prev_tid = BPF_CORE_READ(prev, pid);
+	long state = preempt ? 0 : state_of(prev);
+	__u32 s = 0;
+	// The state's lowest set bit (TASK_INTERRUPTIBLE 1, TASK_UNINTERRUPTIBLE 2, ...), plus
+	// one; 0 when preempted while runnable.
+	if (state) {
+		s = 1;
+		for (int i = 0; i < 16 && !(state & (1 << (s - 1))); i++)
+			s++;
+	}
+	__u32 tgid = BPF_CORE_READ(prev, tgid);
+	if (prev_tid != 0 && s < 64 && (state_mask & (1ULL << s)) && (!only_tgid || tgid == only_tgid)) {
+		struct start_t st = {};
+		st.ts = now;
+		st.tgid = tgid;
+		st.state = s;
+		st.kstack = stack_of(ctx, 0);
+		st.ustack = stack_of(ctx, BPF_F_USER_STACK);
+		BPF_CORE_READ_STR_INTO(&st.comm, prev, comm);
+		if (bpf_map_update_elem(&start, &prev_tid, &st, BPF_ANY))
+			count_lost(2);
+	}
+	__u32 next_tid = BPF_CORE_READ(next, pid);
+	struct start_t *st = bpf_map_lookup_elem(&start, &next_tid);
+	if (!st)
+		return 0;
+	__u64 delta = now - st->ts;
+	struct key_t key = {};
+	key.tgid = st->tgid;
+	key.tid = next_tid;
+	key.kstack = st->kstack;
+	key.ustack = st->ustack;
+	key.state = st->state;
+	__builtin_memcpy(key.comm, st->comm, sizeof(key.comm));
+	bpf_map_delete_elem(&start, &next_tid);
+	struct waker_t *w = with_wakers ? bpf_map_lookup_elem(&wakers, &next_tid) : 0;
+	if (w) {
+		key.waker_tgid = w->tgid;
+		key.waker_tid = w->tid;
+		key.waker_kstack = w->kstack;
+		key.waker_ustack = w->ustack;
+		__builtin_memcpy(key.waker_comm, w->comm, sizeof(key.waker_comm));
+		bpf_map_delete_elem(&wakers, &next_tid);
+	} else {
+		key.waker_kstack = -1;
+		key.waker_ustack = -1;
+	}
+	if (delta < min_ns || delta > max_ns)
+		return 0;
+	__u32 zero_key = 0;
+	__u32 *gen = bpf_map_lookup_elem(&control, &zero_key);
+	key.gen = gen ? *gen : 0;
+	struct value_t *v = bpf_map_lookup_elem(&blocked, &key);
+	if (!v) {
+		struct value_t zero = {};
+		if (bpf_map_update_elem(&blocked, &key, &zero, BPF_NOEXIST) && bpf_map_lookup_elem(&blocked, &key) == 0) {
+			count_lost(0);
+			return 0;
+		}
+		v = bpf_map_lookup_elem(&blocked, &key);
+		if (!v) {
+			count_lost(0);
+			return 0;
+		}
+	}
+	__sync_fetch_and_add(&v->ns, delta);
+	__sync_fetch_and_add(&v->count, 1);
+	return 0;
+}
+
+// sched_wakeup(struct task_struct *p), in the waker's context.
+SEC("raw_tp/sched_wakeup")
+int on_wakeup(struct bpf_raw_tracepoint_args *ctx)
+{
+	if (!with_wakers)
+		return 0;
+	struct task_struct *p = (struct task_struct *)ctx->args[0];
+	__u32 wakee = BPF_CORE_READ(p, pid);
+	if (!bpf_map_lookup_elem(&start, &wakee))
+		return 0; // not a task whose block is being timed
+	__u64 id = bpf_get_current_pid_tgid();
+	struct waker_t w = {};
+	w.tgid = id >> 32;
+	w.tid = (__u32)id;
+	w.kstack = stack_of(ctx, 0);
+	w.ustack = stack_of(ctx, BPF_F_USER_STACK);
+	bpf_get_current_comm(&w.comm, sizeof(w.comm));
+	bpf_map_update_elem(&wakers, &wakee, &w, BPF_ANY);
+	return 0;
+}

@@ -1,0 +1,164 @@
+//! Live (root, a kernel that loads tracepoint BPF programs): a thread blocked in a known
+//! place shows up with its time, its stacks and, with wakers on, the thread that woke it; and
+//! nothing is left loaded after the loader is gone.
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use kflame_bpf::{Blocked, OffCpu, OffCpuOptions};
+
+/// Kernel symbol of `addr` from /proc/kallsyms (a live test may read the host).
+fn kernel_names(addrs: &[u64]) -> Vec<String> {
+    let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+    let mut syms: Vec<(u64, &str)> = text
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let a = u64::from_str_radix(it.next()?, 16).ok()?;
+            let _kind = it.next()?;
+            Some((a, it.next()?))
+        })
+        .filter(|(a, _)| *a != 0)
+        .collect();
+    syms.sort_unstable();
+    addrs
+        .iter()
+        .map(|&a| match syms.partition_point(|s| s.0 <= a) {
+            0 => format!("{a:#x}"),
+            i => syms[i - 1].1.to_string(),
+        })
+        .collect()
+}
+
+fn gettid() -> u32 {
+    std::fs::read_link("/proc/thread-self")
+        .ok()
+        .and_then(|p| p.file_name()?.to_str()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The tests of this file one at a time: each counts the programs it loaded.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Starts the program: this kind of machine (root, BTF, raw tracepoints) loads it.
+fn start(opts: &OffCpuOptions) -> Option<OffCpu> {
+    Some(OffCpu::start(opts).unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// Drains until `want` holds for what was gathered, at most `limit`.
+fn gather(p: &mut OffCpu, limit: Duration, want: impl Fn(&[Blocked]) -> bool) -> Vec<Blocked> {
+    let end = Instant::now() + limit;
+    let mut all = Vec::new();
+    while Instant::now() < end {
+        all.extend(p.drain().unwrap());
+        if want(&all) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    all
+}
+
+#[test]
+fn a_sleeping_thread_is_counted_with_its_kernel_stack() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let pid = std::process::id();
+    let Some(mut p) = start(&OffCpuOptions { pid: Some(pid), ..OffCpuOptions::default() }) else { return };
+    let (tx, rx) = mpsc::channel();
+    let sleeper = std::thread::spawn(move || {
+        tx.send(gettid()).unwrap();
+        for _ in 0..20 {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+    let tid = rx.recv().unwrap();
+    sleeper.join().unwrap();
+    let all = gather(&mut p, Duration::from_secs(10), |b| {
+        b.iter().filter(|x| x.tid == tid).map(|x| x.count).sum::<u64>() >= 20
+    });
+    let mine: Vec<&Blocked> = all.iter().filter(|b| b.tid == tid).collect();
+    let ns: u64 = mine.iter().map(|b| b.ns).sum();
+    let count: u64 = mine.iter().map(|b| b.count).sum();
+    assert!(count >= 20, "{count} blocks of the sleeper seen: {mine:?}");
+    // 20 sleeps of 10 ms: at least 200 ms blocked, and not much more than the run took.
+    assert!(ns >= 200_000_000, "{ns} ns");
+    let sleep = mine.iter().max_by_key(|b| b.ns).unwrap();
+    assert_eq!(sleep.tgid, pid);
+    assert_eq!(sleep.state, 1, "TASK_INTERRUPTIBLE");
+    let names = kernel_names(&sleep.kernel);
+    assert!(names.iter().any(|n| n.contains("nanosleep")), "{names:?}");
+    assert!(!sleep.user.is_empty(), "the user stack of a user thread");
+    assert!(mine.iter().all(|b| b.waker.is_none()), "no wakers asked");
+    assert_eq!(p.lost().unwrap().blocks, 0);
+}
+
+#[test]
+fn a_blocked_reader_names_the_writer_that_woke_it() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let pid = std::process::id();
+    let opts = OffCpuOptions { pid: Some(pid), wakers: true, ..OffCpuOptions::default() };
+    let Some(mut p) = start(&opts) else { return };
+    let (tx, rx) = mpsc::sync_channel::<u32>(0);
+    let (tid_tx, tid_rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        tid_tx.send(gettid()).unwrap();
+        while rx.recv().is_ok() {}
+    });
+    let reader_tid = tid_rx.recv().unwrap();
+    let writer_tid = gettid();
+    for i in 0..30 {
+        std::thread::sleep(Duration::from_millis(5));
+        tx.send(i).unwrap();
+    }
+    drop(tx);
+    reader.join().unwrap();
+    let all = gather(&mut p, Duration::from_secs(10), |b| {
+        b.iter().any(|x| x.tid == reader_tid && x.waker.as_ref().is_some_and(|w| w.tid == writer_tid))
+    });
+    let woken: u64 = all
+        .iter()
+        .filter(|b| b.tid == reader_tid && b.waker.as_ref().is_some_and(|w| w.tid == writer_tid))
+        .map(|b| b.ns)
+        .sum();
+    let total: u64 = all.iter().filter(|b| b.tid == reader_tid).map(|b| b.ns).sum();
+    assert!(total > 0, "the reader blocked");
+    assert!(woken * 10 >= total * 8, "{woken} of {total} ns under the writer");
+    let b = all.iter().find(|b| b.tid == reader_tid && b.waker.is_some()).unwrap();
+    let w = b.waker.as_ref().unwrap();
+    assert_eq!(w.tgid, pid);
+    assert!(!w.kernel.is_empty(), "the waker's kernel stack");
+    let names = kernel_names(&w.kernel);
+    assert!(names.iter().any(|n| n.contains("wake")), "{names:?}");
+}
+
+/// The ids of the loaded programs named as ours (`bpftool prog list`); `None` without bpftool.
+fn our_programs() -> Option<std::collections::BTreeSet<u32>> {
+    let out = std::process::Command::new("bpftool").args(["prog", "list"]).output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    Some(
+        text.lines()
+            .filter(|l| l.contains(" name on_switch ") || l.contains(" name on_wakeup "))
+            .filter_map(|l| l.split(':').next()?.trim().parse().ok())
+            .collect(),
+    )
+}
+
+#[test]
+fn nothing_stays_loaded_after_the_loader_is_dropped() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(before) = our_programs() else { return }; // no bpftool: nothing to look with
+    let Some(p) = start(&OffCpuOptions { wakers: true, ..OffCpuOptions::default() }) else { return };
+    let during = our_programs().unwrap_or_default();
+    let new: Vec<u32> = during.difference(&before).copied().collect();
+    assert!(new.len() >= 2, "both programs listed while loaded: {during:?} (before: {before:?})");
+    drop(p);
+    // The kernel frees a program when its last reference goes (bounded wait).
+    let end = Instant::now() + Duration::from_secs(10);
+    let mut left = new.clone();
+    while Instant::now() < end && !left.is_empty() {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = our_programs().unwrap_or_default();
+        left.retain(|id| now.contains(id));
+    }
+    assert!(left.is_empty(), "still loaded: {left:?} of {new:?}");
+}
