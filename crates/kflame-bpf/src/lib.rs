@@ -1,7 +1,7 @@
 //! kflame's BPF programs and their loader: blocked time aggregated in the kernel.
 //!
 //! [`OffCpu`] loads `src/bpf/offcpu.bpf.c` (built by `build.rs` with clang, CO-RE against the
-//! running kernel's BTF) and attaches it to the `sched_switch` and `sched_wakeup` raw
+//! running kernel's BTF) and attaches it to the `sched_switch` and `sched_waking` raw
 //! tracepoints, by name: no tracefs is needed, and no kprobe, fentry or trampoline is ever
 //! used. A task switched out leaves its time, state and stacks in a map; switched in again,
 //! the time it was away is added in the kernel under (task, state, its kernel and user stack

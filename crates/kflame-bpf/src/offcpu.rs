@@ -113,7 +113,7 @@ impl OffCpu {
             .map_err(|e| refused("load", e))?;
         let mut names = vec![("on_switch", "sched_switch")];
         if opts.wakers {
-            names.push(("on_wakeup", "sched_wakeup"));
+            names.push(("on_wakeup", "sched_waking"));
         }
         for (prog, tp) in names {
             let p: &mut RawTracePoint = ebpf
@@ -130,11 +130,10 @@ impl OffCpu {
     /// Reads and clears what was aggregated since the last call, and the stacks no block in
     /// progress still refers to. Takes a millisecond at least (see the generation below).
     pub fn drain(&mut self) -> Result<Vec<Blocked>, BpfError> {
-        // The kernel counts under a generation: flipped, the old one is no longer written
-        // once the programs running at the flip are done (microseconds; a millisecond is
-        // waited), and its keys are read and deleted without losing an increment.
-        let old = self.generation;
-        self.generation = old.wrapping_add(1);
+        // The kernel counts under a generation: flipped, the earlier ones are no longer
+        // written once the programs running at the flip are done (microseconds; a millisecond
+        // is waited), and their keys are read and deleted without losing an increment.
+        self.generation = self.generation.wrapping_add(1);
         {
             let map = self.ebpf.map_mut("control").ok_or_else(|| map_err("control", "missing"))?;
             let mut control: Array<&mut MapData, u32> =
@@ -143,13 +142,18 @@ impl OffCpu {
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
         let mut found: Vec<([u8; KEY_LEN], [u64; 2])> = Vec::new();
+        // Stack ids the map still refers to after this drain (keys of the new generation).
+        let mut held: std::collections::HashSet<i32> = std::collections::HashSet::new();
         {
             let map = self.ebpf.map_mut("blocked").ok_or_else(|| map_err("blocked", "missing"))?;
             let mut counts: BpfHashMap<&mut MapData, [u8; KEY_LEN], [u64; 2]> =
                 BpfHashMap::try_from(map).map_err(|e| map_err("blocked", e))?;
-            let keys: Vec<[u8; KEY_LEN]> =
-                counts.keys().filter_map(Result::ok).filter(|k| u32_at(k, 36) == old).collect();
+            let keys: Vec<[u8; KEY_LEN]> = counts.keys().filter_map(Result::ok).collect();
             for k in keys {
+                if u32_at(&k, 36) == self.generation {
+                    held.extend([i32_at(&k, 8), i32_at(&k, 12), i32_at(&k, 28), i32_at(&k, 32)]);
+                    continue;
+                }
                 if let Ok(v) = counts.get(&k, 0) {
                     found.push((k, v));
                 }
@@ -157,7 +161,6 @@ impl OffCpu {
             }
         }
         // Stack ids still held by tasks switched out (or their wakers) stay in the map.
-        let mut held: std::collections::HashSet<i32> = std::collections::HashSet::new();
         {
             let map = self.ebpf.map("start").ok_or_else(|| map_err("start", "missing"))?;
             let start: BpfHashMap<&MapData, u32, [u8; START_LEN]> =
@@ -177,15 +180,13 @@ impl OffCpu {
         let map = self.ebpf.map_mut("stacks").ok_or_else(|| map_err("stacks", "missing"))?;
         let mut stacks: StackTraceMap<&mut MapData> =
             StackTraceMap::try_from(map).map_err(|e| map_err("stacks", e))?;
-        let frames_of = |id: i32, used: &mut Vec<u32>| -> Vec<u64> {
+        let frames_of = |id: i32| -> Vec<u64> {
             let Ok(id) = u32::try_from(id) else { return Vec::new() };
-            used.push(id);
             match stacks.get(&id, 0) {
                 Ok(t) => t.frames().iter().map(|f| f.ip).collect(),
                 Err(_) => Vec::new(),
             }
         };
-        let mut used = Vec::new();
         let mut out = Vec::with_capacity(found.len());
         for (k, v) in &found {
             let waker_tid = u32_at(k, 24);
@@ -195,14 +196,14 @@ impl OffCpu {
                 tgid: u32_at(k, 20),
                 tid: waker_tid,
                 comm: comm(&k[56..72]),
-                kernel: frames_of(waker_kstack, &mut used),
-                user: frames_of(waker_ustack, &mut used),
+                kernel: frames_of(waker_kstack),
+                user: frames_of(waker_ustack),
             });
             out.push(Blocked {
                 tgid: u32_at(k, 0),
                 tid: u32_at(k, 4),
-                kernel: frames_of(i32_at(k, 8), &mut used),
-                user: frames_of(i32_at(k, 12), &mut used),
+                kernel: frames_of(i32_at(k, 8)),
+                user: frames_of(i32_at(k, 12)),
                 state: u32_at(k, 16),
                 comm: comm(&k[40..56]),
                 waker,
@@ -210,9 +211,10 @@ impl OffCpu {
                 count: v[1],
             });
         }
-        used.sort_unstable();
-        used.dedup();
-        for id in used {
+        // Every other stack goes: those just read, and any no block refers to any more (a
+        // waker's stack replaced by a later wakeup, a task that never ran again).
+        let ids: Vec<u32> = stacks.stack_ids().filter_map(Result::ok).collect();
+        for id in ids {
             if !held.contains(&(id as i32)) {
                 let _ = stacks.remove(&id);
             }

@@ -122,11 +122,17 @@ fn a_blocked_reader_names_the_writer_that_woke_it() {
         .sum();
     let total: u64 = all.iter().filter(|b| b.tid == reader_tid).map(|b| b.ns).sum();
     assert!(total > 0, "the reader blocked");
-    assert!(woken * 10 >= total * 8, "{woken} of {total} ns under the writer");
+    let by_waker: Vec<(Option<u32>, u64, u64)> = all
+        .iter()
+        .filter(|b| b.tid == reader_tid)
+        .map(|b| (b.waker.as_ref().map(|w| w.tid), b.ns, b.count))
+        .collect();
+    assert!(woken * 10 >= total * 8, "{woken} of {total} ns under the writer {writer_tid}: {by_waker:?}");
     let b = all.iter().find(|b| b.tid == reader_tid && b.waker.is_some()).unwrap();
     let w = b.waker.as_ref().unwrap();
     assert_eq!(w.tgid, pid);
     assert!(!w.kernel.is_empty(), "the waker's kernel stack");
+    assert!(!w.user.is_empty(), "the waker's user stack (sched_waking runs in its context)");
     let names = kernel_names(&w.kernel);
     assert!(names.iter().any(|n| n.contains("wake")), "{names:?}");
 }

@@ -2,7 +2,7 @@
 // Off-CPU time aggregated in the kernel: a task switched out leaves its time, state and
 // stacks in `start`; switched in again, the time it was away is added to `blocked` under
 // (task, its stacks, and with wakers on, the stacks of the task that woke it, kept by the
-// wakeup tracepoint in the waker's own context). Raw tracepoints only (attached by name:
+// sched_waking tracepoint in the waker's own context). Raw tracepoints only (attached by name:
 // no tracefs, no kprobe, fentry or trampoline). User space reads and clears `blocked` once
 // per interval.
 #include <linux/types.h>
@@ -220,8 +220,9 @@ int on_switch(struct bpf_raw_tracepoint_args *ctx)
 	return 0;
 }
 
-// sched_wakeup(struct task_struct *p), in the waker's context.
-SEC("raw_tp/sched_wakeup")
+// sched_waking(struct task_struct *p): in the waker's own context, always (sched_wakeup may
+// fire on the wakee's CPU, from its idle task, when the wakeup is queued there).
+SEC("raw_tp/sched_waking")
 int on_wakeup(struct bpf_raw_tracepoint_args *ctx)
 {
 	if (!with_wakers)

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Off-CPU recording under the worst case, a pipe ping-pong between two processes (every
+# round trip two blocks and two wakeups): the workload's round trips while
+#   - nothing records (idle),
+#   - kflame's BPF off-CPU program aggregates in the kernel, drained every second
+#     (crates/kflame-bpf/examples/offcpu_drain.rs; WAKERS=1 adds the wakers' stacks),
+#   - `perf record -e sched:sched_switch -a -g` records (its file into a temporary directory),
+#     and then `perf script` reads it (its CPU time added to perf's).
+# Rounds alternate the three; medians are printed as round trips relative to idle, with each
+# recorder's CPU time (user + sys).
+#
+#   DUR=5 ROUNDS=5 bash bench/offcpu-bpf.sh      (as root)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DUR=${DUR:-5}
+ROUNDS=${ROUNDS:-5}
+[ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 2; }
+command -v perf >/dev/null || { echo "perf is not installed" >&2; exit 2; }
+cargo build --release --locked -p kflame-bpf --example offcpu_drain >&2
+DRAIN=$PWD/target/release/examples/offcpu_drain
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cc -O2 -o "$tmp/pingpong" bench/pingpong.c
+wakers=()
+[ -n "${WAKERS:-}" ] && wakers=(--wakers)
+
+# Round trips while "$@" records (started a second before, ended after); "trips cpu_s".
+with() {
+  /usr/bin/time -f "%U %S" -o "$tmp/time" "$@" > "$tmp/rec.out" 2> "$tmp/rec.err" &
+  local pid=$!
+  sleep 1
+  local trips
+  trips=$("$tmp/pingpong" "$DUR")
+  wait "$pid" || true
+  echo "$trips $(awk '{ print $1 + $2 }' "$tmp/time")"
+}
+
+: > "$tmp/idle"; : > "$tmp/bpf"; : > "$tmp/perf"
+for r in $(seq "$ROUNDS"); do
+  echo "$("$tmp/pingpong" "$DUR") 0" >> "$tmp/idle"
+  with "$DRAIN" "$((DUR + 2))" "${wakers[@]}" >> "$tmp/bpf"
+  tail -1 "$tmp/rec.out" >> "$tmp/bpf.out"
+  rm -f "$tmp/perf.data"
+  line=$(with perf record -q -e sched:sched_switch -a -g -o "$tmp/perf.data" -- sleep "$((DUR + 2))")
+  /usr/bin/time -f "%U %S" -o "$tmp/stime" perf script -i "$tmp/perf.data" > /dev/null 2> /dev/null
+  script_cpu=$(awk '{ print $1 + $2 }' "$tmp/stime")
+  echo "$line $script_cpu" >> "$tmp/perf"
+  echo "round $r: idle $(tail -1 "$tmp/idle" | cut -d' ' -f1), bpf $(tail -1 "$tmp/bpf"), perf $(tail -1 "$tmp/perf")" >&2
+done
+med() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+idle=$(cut -d' ' -f1 "$tmp/idle" | med)
+bpf=$(cut -d' ' -f1 "$tmp/bpf" | med)
+perf=$(cut -d' ' -f1 "$tmp/perf" | med)
+bpf_cpu=$(cut -d' ' -f2 "$tmp/bpf" | med)
+perf_cpu=$(awk '{ print $2 + $3 }' "$tmp/perf" | med)
+echo "== ping-pong round trips in $DUR s (median of $ROUNDS; load before: $(cut -d' ' -f1-3 /proc/loadavg))"
+awk -v i="$idle" -v b="$bpf" -v p="$perf" -v bc="$bpf_cpu" -v pc="$perf_cpu" 'BEGIN {
+  printf "idle                         %9d\n", i
+  printf "kflame BPF off-CPU%-11s %9d  (loses %4.1f%%)  recorder CPU %.2f s\n", "", b, 100 * (1 - b / i), bc
+  printf "perf record -g sched_switch  %9d  (loses %4.1f%%)  perf record + script CPU %.2f s\n", p, 100 * (1 - p / i), pc
+  printf "kflame loses %.2f of what perf loses; its CPU is %.2f of perf'\''s\n", (1 - b / i) / (1 - p / i), bc / pc
+}'
+echo "== what the BPF recorder drained (last round): $(tail -1 "$tmp/bpf.out")"
