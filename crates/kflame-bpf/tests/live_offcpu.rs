@@ -1,4 +1,4 @@
-//! Live (root, a kernel that loads tracepoint BPF programs): a thread blocked in a known
+//! Live tests (root, a kernel that loads raw-tracepoint BPF programs): a thread blocked in a known
 //! place shows up with its time, its stacks and, with wakers on, the thread that woke it; and
 //! nothing is left loaded after the loader is gone.
 
