@@ -19,7 +19,16 @@ command -v perf >/dev/null || { echo "perf is not installed" >&2; exit 2; }
 cargo build --release --locked -p kflame-bpf --example offcpu_drain >&2
 DRAIN=$PWD/target/release/examples/offcpu_drain
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+# perf mounts tracefs when none is (to find sched:sched_switch) and leaves it: the machine's
+# tracing state is put back as it was.
+tracefs_before=$(grep -c ' tracefs ' /proc/mounts || true)
+restore() {
+  rm -rf "$tmp"
+  if [ "$tracefs_before" = 0 ]; then
+    grep ' tracefs ' /proc/mounts | awk '{ print $2 }' | while read -r m; do umount "$m" || true; done
+  fi
+}
+trap restore EXIT
 cc -O2 -o "$tmp/pingpong" bench/pingpong.c
 wakers=()
 [ -n "${WAKERS:-}" ] && wakers=(--wakers)
