@@ -160,23 +160,10 @@ impl OffCpu {
                 let _ = counts.remove(&k);
             }
         }
-        // Stack ids still held by tasks switched out (or their wakers) stay in the map.
-        {
-            let map = self.ebpf.map("start").ok_or_else(|| map_err("start", "missing"))?;
-            let start: BpfHashMap<&MapData, u32, [u8; START_LEN]> =
-                BpfHashMap::try_from(map).map_err(|e| map_err("start", e))?;
-            for (_, v) in start.iter().filter_map(Result::ok) {
-                held.insert(i32_at(&v, 12));
-                held.insert(i32_at(&v, 16));
-            }
-            let map = self.ebpf.map("wakers").ok_or_else(|| map_err("wakers", "missing"))?;
-            let wakers: BpfHashMap<&MapData, u32, [u8; WAKER_LEN]> =
-                BpfHashMap::try_from(map).map_err(|e| map_err("wakers", e))?;
-            for (_, v) in wakers.iter().filter_map(Result::ok) {
-                held.insert(i32_at(&v, 8));
-                held.insert(i32_at(&v, 12));
-            }
-        }
+        // Stack ids still held by tasks switched out (or their wakers) stay in the map: a
+        // `start_t` holds its stack ids at bytes 12 and 16, a `waker_t` at 8 and 12.
+        held_by::<START_LEN>(&self.ebpf, "start", 12, &mut held)?;
+        held_by::<WAKER_LEN>(&self.ebpf, "wakers", 8, &mut held)?;
         let map = self.ebpf.map_mut("stacks").ok_or_else(|| map_err("stacks", "missing"))?;
         let mut stacks: StackTraceMap<&mut MapData> =
             StackTraceMap::try_from(map).map_err(|e| map_err("stacks", e))?;
@@ -232,4 +219,21 @@ impl OffCpu {
         };
         Ok(Lost { blocks: sum(0)?, stacks: sum(1)?, starts: sum(2)? })
     }
+}
+
+/// Adds to `held` the kernel and user stack ids (at `at` and `at + 4` of each value) that the
+/// task map `name`, of values of `N` bytes, refers to.
+fn held_by<const N: usize>(
+    ebpf: &Ebpf,
+    name: &'static str,
+    at: usize,
+    held: &mut std::collections::HashSet<i32>,
+) -> Result<(), BpfError> {
+    let map = ebpf.map(name).ok_or_else(|| map_err(name, "missing"))?;
+    let tasks: BpfHashMap<&MapData, u32, [u8; N]> =
+        BpfHashMap::try_from(map).map_err(|e| map_err(name, e))?;
+    for (_, v) in tasks.iter().filter_map(Result::ok) {
+        held.extend([i32_at(&v, at), i32_at(&v, at + 4)]);
+    }
+    Ok(())
 }

@@ -957,12 +957,11 @@ async fn report(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
                     format_time(time)
                 )));
             };
-            let mut tree = StackTree::new();
-            let frames: Vec<&[u8]> =
-                stack.as_bytes().split(|&b| b == b';').filter(|f| !f.is_empty()).collect();
+            let mut counts = StackCounts::new();
             if !stack.is_empty() {
-                tree.add(&frames, Weight::from_u64(1), Weight::ZERO);
+                counts.add(stack.as_bytes(), Weight::from_u64(1));
             }
+            let tree = StackTree::from_stacks(&Stacks::Counts(counts), None, false, true);
             let opts = HtmlOptions { title: Some(title.clone()), ..HtmlOptions::default() };
             let data = encode_tree_as(&tree, &Meta::default(), &opts, false);
             let profile = viewer_answer(data, 1, tree.total(), json!({ "kind": "report" }));

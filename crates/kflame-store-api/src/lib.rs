@@ -794,14 +794,11 @@ pub trait Query {
     /// This default reads their texts ([`Query::stack_texts`]).
     fn stacks_tree(&self, stacks: &[(StackId, Weight)]) -> Result<StackTree, StoreError> {
         let ids: Vec<StackId> = stacks.iter().map(|s| s.0).collect();
-        let mut tree = StackTree::new();
-        let mut frames: Vec<&[u8]> = Vec::new();
+        let mut counts = kflame::fold::StackCounts::new();
         for (text, &(_, w)) in self.stack_texts(&ids)?.iter().zip(stacks) {
-            frames.clear();
-            frames.extend(text.split(|&b| b == b';').filter(|f| !f.is_empty()));
-            tree.add(&frames, w, Weight::ZERO);
+            counts.add(text, w);
         }
-        Ok(tree)
+        Ok(StackTree::from_stacks(&Stacks::Counts(counts), None, false, true))
     }
     /// Per-sample (time, CPU, stack, weight) of a range, in time order, for heat maps
     /// (downsampled buckets have none).

@@ -155,16 +155,21 @@ fn got(db: &Sqlite, q: &ProfileQuery<'_>) -> BTreeMap<Vec<u8>, Weight> {
     p.stacks.in_output_order().into_iter().map(|(s, w)| (s.to_vec(), w)).collect()
 }
 
-#[test]
-fn ranges_are_exact_to_the_sample() {
-    let d = dir("ranges");
-    let path = d.join("h.db");
+/// A new history of a minute of CPU samples of `web1` in 10 s buckets (in its own directory,
+/// `name`), opened for reading: the database, its samples and their unit.
+fn minute_of_web1(name: &str) -> (Sqlite, Vec<Owned>, Meta) {
+    let path = dir(name).join("h.db");
     let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
     let samples = generate(60);
     let meta = Meta { unit: Unit::Samples, event: Some("cpu-clock".into()) };
     write_buckets(&mut db, &samples, 10 * SEC, "web1", &meta);
     drop(db);
-    let db = Sqlite::open(&path, OpenMode::Read).unwrap();
+    (Sqlite::open(&path, OpenMode::Read).unwrap(), samples, meta)
+}
+
+#[test]
+fn ranges_are_exact_to_the_sample() {
+    let (db, samples, meta) = minute_of_web1("ranges");
     // Whole, and cut inside buckets at odd times.
     for (from, to) in
         [(T0, T0 + 60 * SEC), (T0 + 3_333_333_333, T0 + 27_777_777_777), (T0 + 15 * SEC, T0 + 15 * SEC + 1)]
@@ -249,14 +254,7 @@ impl Query for TextsOnly<'_> {
 
 #[test]
 fn a_range_as_a_tree_is_built_from_frame_ids_and_holds_every_sample() {
-    let d = dir("tree");
-    let path = d.join("h.db");
-    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
-    let samples = generate(60);
-    let meta = Meta { unit: Unit::Samples, event: Some("cpu-clock".into()) };
-    write_buckets(&mut db, &samples, 10 * SEC, "web1", &meta);
-    drop(db);
-    let db = Sqlite::open(&path, OpenMode::Read).unwrap();
+    let (db, samples, _) = minute_of_web1("tree");
     for (from, to, cgroup) in [
         (T0, T0 + 60 * SEC, None),
         (T0 + 3_333_333_333, T0 + 27_777_777_777, None),

@@ -42,6 +42,20 @@ pub struct TreeNode {
     last_child: u32,
 }
 
+impl TreeNode {
+    /// A frame under `parent`, with no weight and no child yet.
+    fn new(name: NameId, parent: u32) -> TreeNode {
+        TreeNode {
+            name,
+            parent,
+            self_weight: Weight::ZERO,
+            self_before: Weight::ZERO,
+            ends: false,
+            last_child: NONE,
+        }
+    }
+}
+
 /// Frames of many stacks merged by prefix (see the module).
 #[derive(Clone, Debug)]
 pub struct StackTree {
@@ -85,14 +99,7 @@ impl StackTree {
     }
 
     fn with_merge(merge_all: bool) -> StackTree {
-        let root = TreeNode {
-            name: NONE,
-            parent: NONE,
-            self_weight: Weight::ZERO,
-            self_before: Weight::ZERO,
-            ends: false,
-            last_child: NONE,
-        };
+        let root = TreeNode::new(NONE, NONE);
         StackTree {
             names: Vec::new(),
             name_ids: FxHashMap::default(),
@@ -210,16 +217,7 @@ impl StackTree {
                 return c;
             }
         }
-        let id = self.nodes.len() as u32;
-        self.nodes.push(TreeNode {
-            name,
-            parent,
-            self_weight: Weight::ZERO,
-            self_before: Weight::ZERO,
-            ends: false,
-            last_child: NONE,
-        });
-        self.nodes[parent as usize].last_child = id;
+        let id = self.push_node(TreeNode::new(name, parent));
         if self.merge_all {
             self.children.insert((parent, name), id);
         }
@@ -228,17 +226,16 @@ impl StackTree {
 
     /// A new child of `parent` that cannot exist yet (its (parent, name) map is left stale).
     fn new_child(&mut self, parent: u32, name: NameId) -> u32 {
-        let id = self.nodes.len() as u32;
-        self.nodes.push(TreeNode {
-            name,
-            parent,
-            self_weight: Weight::ZERO,
-            self_before: Weight::ZERO,
-            ends: false,
-            last_child: NONE,
-        });
-        self.nodes[parent as usize].last_child = id;
         self.children_stale = true;
+        self.push_node(TreeNode::new(name, parent))
+    }
+
+    /// Adds `node` as its parent's last child; its id.
+    fn push_node(&mut self, node: TreeNode) -> u32 {
+        let id = self.nodes.len() as u32;
+        let parent = node.parent;
+        self.nodes.push(node);
+        self.nodes[parent as usize].last_child = id;
         id
     }
 
@@ -587,12 +584,10 @@ impl StackTree {
             let label = format!("({count} stack{s} below {pct} merged)");
             let name = self.intern(label.as_bytes());
             self.nodes.push(TreeNode {
-                name,
-                parent: new_id[parent as usize],
                 self_weight: a,
                 self_before: b,
                 ends: true,
-                last_child: NONE,
+                ..TreeNode::new(name, new_id[parent as usize])
             });
         }
         // Last children; the (parent, name) map when a stack is added later.
