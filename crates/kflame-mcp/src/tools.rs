@@ -11,7 +11,7 @@ use kflame::collapse::Format;
 use kflame::fold::tree::{StackTree, percent};
 use kflame::fold::{Meta, Stacks};
 use kflame::open::Input;
-use kflame::render::html::{HtmlOptions, encode_tree_as};
+use kflame::render::html::{HtmlOptions, encode_tree};
 use kflame_analyze::run::Run;
 use kflame_analyze::source::SourceLookup;
 use kflame_analyze::{FixSearch, ReportAnalyzer, output, profile};
@@ -349,7 +349,7 @@ fn view(stacks: &Stacks, before: Option<&Stacks>, meta: &Meta, title: &str) -> V
     let tree = StackTree::from_stacks(&after, before.as_deref(), false, true);
     let (tree, notes) = for_view(tree, before.is_some());
     let opts = HtmlOptions { title: Some(title.to_string()), notes, ..HtmlOptions::default() };
-    let data = encode_tree_as(&tree, meta, &opts, before.is_some());
+    let data = encode_tree(&tree, meta, &opts, before.is_some());
     serde_json::to_value(&data).unwrap_or(Value::Null)
 }
 

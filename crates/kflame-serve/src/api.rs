@@ -35,7 +35,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use kflame::fold::tree::StackTree;
 use kflame::fold::{Meta, StackCounts, Stacks, Weight};
-use kflame::render::html::{HtmlOptions, HtmlProfile, ViewerData, ViewerMeta, encode_tree_as, write_html};
+use kflame::render::html::{HtmlOptions, HtmlProfile, ViewerData, ViewerMeta, encode_tree, write_html};
 use kflame::render::json::to_script_safe_string;
 use kflame_store::time::{format_time, now_ns, parse_time};
 use kflame_store::{CaptureId, Event, Kind, ProfileQuery, Query, SeriesQuery, StackId, StoreError};
@@ -731,7 +731,7 @@ async fn profile(State(app): State<Arc<App>>, headers: HeaderMap, Params(args): 
                     let info = json!({ "kind": kind.as_str(), "from": from, "to": to, "pruned": pruned,
                                        "cgroup": args.get("cgroup").filter(|c| !c.is_empty()),
                                        "hosts": r.hosts.json(), "captures_apart": apart });
-                    let data = encode_tree_as(&m.tree, &m.meta, &opts, false);
+                    let data = encode_tree(&m.tree, &m.meta, &opts, false);
                     let body = to_script_safe_string(&viewer_answer(data, m.samples, total, info));
                     let timing = format!(
                         "store;dur={:.1}, prune;dur={:.1}, encode;dur={:.1}",
@@ -886,7 +886,7 @@ async fn diff(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respons
             let info = json!({ "kind": kind.as_str(), "from": from, "to": to, "base_from": bfrom, "base_to": bto,
                                "base_samples": before.samples, "base_total": before.tree.total().to_string(),
                                "hosts": r.hosts.json() });
-            let data = encode_tree_as(&after.tree, &after.meta, &opts, true);
+            let data = encode_tree(&after.tree, &after.meta, &opts, true);
             Ok(json_response(to_script_safe_string(&viewer_answer(data, after.samples, total, info))))
         })
         .await
@@ -963,7 +963,7 @@ async fn report(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
             }
             let tree = StackTree::from_stacks(&Stacks::Counts(counts), None, false, true);
             let opts = HtmlOptions { title: Some(title.clone()), ..HtmlOptions::default() };
-            let data = encode_tree_as(&tree, &Meta::default(), &opts, false);
+            let data = encode_tree(&tree, &Meta::default(), &opts, false);
             let profile = viewer_answer(data, 1, tree.total(), json!({ "kind": "report" }));
             let answer = ReportAnswer { host, kind, stack, text, time: time_ns, title, profile };
             Ok(json_response(to_script_safe_string(&answer)))

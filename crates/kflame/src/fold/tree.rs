@@ -355,11 +355,6 @@ impl StackTree {
         &self.nodes
     }
 
-    /// True for a flame graph tree, false for a flame chart's.
-    pub fn merges_all(&self) -> bool {
-        self.merge_all
-    }
-
     /// True when no stack was added.
     pub fn is_empty(&self) -> bool {
         self.nodes.len() == 1 && !self.nodes[0].ends && self.nodes[0].self_weight.is_zero()

@@ -211,20 +211,14 @@ impl ViewerData {
 /// [`served_page`] (or for any page that builds the viewer itself).
 pub fn encode(profile: &HtmlProfile<'_>, opts: &HtmlOptions) -> ViewerData {
     let tree = StackTree::from_stacks(profile.stacks, profile.before, opts.reverse, !opts.flamechart);
-    encode_tree_as(&tree, profile.meta, opts, profile.before.is_some())
+    encode_tree(&tree, profile.meta, opts, profile.before.is_some())
 }
 
-/// Encodes a built tree (a comparison when it has BEFORE weights): what a server that reads
-/// a store's tree sends. `opts.reverse` and `opts.flamechart` were the tree's to apply when
-/// it was built; `opts.flamechart` is still what the viewer is told.
-pub fn encode_tree(tree: &StackTree, meta: &Meta, opts: &HtmlOptions) -> ViewerData {
-    let differential = tree.nodes().iter().any(|n| !n.self_before.is_zero());
-    encode_tree_as(tree, meta, opts, differential)
-}
-
-/// [`encode_tree`], a comparison or not as `differential` says (a comparison whose baseline
-/// is empty is still drawn as one).
-pub fn encode_tree_as(tree: &StackTree, meta: &Meta, opts: &HtmlOptions, differential: bool) -> ViewerData {
+/// Encodes a built tree, as a comparison (BEFORE weights sent too) or not as `differential`
+/// says (a comparison whose baseline is empty is still drawn as one): what a server that
+/// reads a store's tree sends. `opts.reverse` and `opts.flamechart` were the tree's to apply
+/// when it was built; `opts.flamechart` is still what the viewer is told.
+pub fn encode_tree(tree: &StackTree, meta: &Meta, opts: &HtmlOptions, differential: bool) -> ViewerData {
     let encoded = encode::encode(tree, differential);
     let totals = page::Totals { after: tree.total(), before: tree.total_before() };
     let nodes = encode::base64(&encoded.nodes);
