@@ -14,10 +14,13 @@
 //! and go when the [`OffCpu`] is dropped or the process ends, whatever ends it.
 //!
 //! Addresses are raw: naming them (kallsyms, ELF symbols of the task's mappings) is the
-//! caller's, as for every other recorder of kflame.
+//! caller's, as for every other recorder of kflame. [`record`] gives each loader to kflame's
+//! recorder as an [`Aggregator`](kflame::record::Aggregator), and says what this kernel
+//! allows for `kflame record --check`.
 
 mod bytes;
 mod offcpu;
+pub mod record;
 
 pub use offcpu::{Blocked, Lost, OffCpu, OffCpuOptions, Waker};
 

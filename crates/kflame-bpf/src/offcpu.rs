@@ -24,20 +24,36 @@ pub struct OffCpuOptions {
     pub min_block_ns: u64,
     /// Blocks longer than this are not counted (ns).
     pub max_block_ns: u64,
-    /// States whose blocks count: bit `s` for a task switched out in the state whose lowest
-    /// set bit is `s - 1` (`1 << 1`: `TASK_INTERRUPTIBLE`, `1 << 2`: `TASK_UNINTERRUPTIBLE`,
-    /// ...); bit 0: preempted while runnable (run-queue time, not a block).
+    /// States whose blocks count: bit `s` for the state the kernel reports as index `s`
+    /// (`__task_state_index`: 1 `S`, 2 `D`, 3 `T`, 4 `t`, 5 `X`, 6 `Z`, 7 `P`, 8 `I`, the
+    /// `prev_state` bit of `sched_switch` shifted by one); bit 0: preempted while runnable
+    /// (run-queue time, not a block).
     pub states: u64,
+    /// Also count kernel threads waiting for work (asleep in `S` or `I`).
+    pub idle_kthreads: bool,
     /// Keep the stacks of the task that woke each blocked one.
     pub wakers: bool,
     /// Only this process (`None`: every one).
     pub pid: Option<u32>,
 }
 
+impl OffCpuOptions {
+    /// `S`, `D` and `I` (states 1, 2 and 8).
+    pub const SLEEPING: u64 = (1 << 1) | (1 << 2) | (1 << 8);
+}
+
 impl Default for OffCpuOptions {
-    /// Every block of every task in any sleeping state, without wakers.
+    /// Every block in `S`, `D` or `I` of every task but kernel threads waiting for work,
+    /// without wakers.
     fn default() -> Self {
-        OffCpuOptions { min_block_ns: 1, max_block_ns: u64::MAX, states: !1, wakers: false, pid: None }
+        OffCpuOptions {
+            min_block_ns: 1,
+            max_block_ns: u64::MAX,
+            states: Self::SLEEPING,
+            idle_kthreads: false,
+            wakers: false,
+            pid: None,
+        }
     }
 }
 
@@ -102,12 +118,14 @@ impl OffCpu {
     /// Loads the program with `opts` and attaches it.
     pub fn start(opts: &OffCpuOptions) -> Result<OffCpu, BpfError> {
         let with_wakers = u32::from(opts.wakers);
+        let idle_kthreads = u32::from(opts.idle_kthreads);
         let only_tgid = opts.pid.unwrap_or(0);
         let mut ebpf = EbpfLoader::new()
             .override_global("min_ns", &opts.min_block_ns.max(1), true)
             .override_global("max_ns", &opts.max_block_ns, true)
             .override_global("state_mask", &opts.states, true)
             .override_global("with_wakers", &with_wakers, true)
+            .override_global("idle_kthreads", &idle_kthreads, true)
             .override_global("only_tgid", &only_tgid, true)
             .load(OFFCPU_OBJ)
             .map_err(|e| refused("load", e))?;

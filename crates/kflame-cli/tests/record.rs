@@ -168,6 +168,109 @@ fn off_cpu_blocked_time_is_the_time_each_nap_slept() {
     assert!(napped <= slept && napped * 100 >= slept * 98, "kf_nap_timed blocked {napped} ns of {slept} ns");
 }
 
+/// The two off-CPU paths, BPF (summed in the kernel) and perf events (paired here), give the
+/// same stacks and the same totals for the same naps: each within 2% of the time the naps
+/// took, so within a few percent of each other.
+#[test]
+fn off_cpu_paths_give_the_same_totals() {
+    let Some(env) = Env::get("--off-cpu --via") else { return };
+    let mut totals = Vec::new();
+    let mut stacks = Vec::new();
+    for via in ["bpf", "perf"] {
+        let args = ["--off-cpu", "--via", via, "--", env.workload_str(), "naptimed", "25", "20", "2"];
+        let (out, stdout) = env.record_with_stdout(&args, &format!("paths-{via}.folded"));
+        let naps = nap_brackets(&stdout);
+        assert_eq!(naps.len(), 25);
+        let slept: u64 = naps.iter().map(|(s, e)| e - s).sum();
+        let mine: Vec<(String, u64)> =
+            folded(&out).into_iter().filter(|s| s.0.contains(";kf_nap_timed;")).collect();
+        let napped: u64 = mine.iter().map(|s| s.1).sum();
+        assert!(
+            napped <= slept && napped * 100 >= slept * 98,
+            "{via}: kf_nap_timed blocked {napped} ns of {slept} ns"
+        );
+        totals.push(napped);
+        let mut lines: Vec<String> = mine.into_iter().map(|s| s.0).collect();
+        lines.sort();
+        stacks.push(lines);
+    }
+    assert_eq!(stacks[0], stacks[1], "the same stacks on both paths");
+    let (a, b) = (totals[0] as f64, totals[1] as f64);
+    assert!((a - b).abs() <= 0.03 * a.max(b), "totals {a} (bpf) and {b} (perf) differ by more than 3%");
+}
+
+/// `--wakers`: a thread blocked on a pipe that another writes every 10 ms has at least 80% of
+/// its blocked time under that writer's function, folded as bcc's offwaketime folds it (the
+/// reader's stack root first, `--`, the writer's stack leaf first, the writer's name).
+#[test]
+fn wakers_put_a_pipe_readers_wait_under_its_writer() {
+    let Some(env) = Env::get("--off-cpu --wakers") else { return };
+    let out = env
+        .record(&["--off-cpu", "--wakers", "--", env.workload_str(), "wakers", "100", "10"], "wakers.folded");
+    assert!(out.starts_with("# unit=ns\n# event=sched:sched_switch+sched:sched_waking\n"), "{out}");
+    let reader: Vec<(String, u64)> =
+        folded(&out).into_iter().filter(|s| s.0.contains(";kf_pipe_reader;")).collect();
+    let total: u64 = reader.iter().map(|s| s.1).sum();
+    let woken: u64 = reader
+        .iter()
+        .filter(|s| s.0.split_once(";--;").is_some_and(|(_, waker)| waker.contains(";kf_pipe_writer;")))
+        .map(|s| s.1)
+        .sum();
+    assert!(total >= 900_000_000, "100 waits of 10 ms: {total} ns\n{out}");
+    assert!(woken * 10 >= total * 8, "{woken} of {total} ns under the writer\n{out}");
+    let line = &reader.iter().max_by_key(|s| s.1).expect("the reader's waits").0;
+    let (blocked, waker) = line.split_once(";--;").expect("a separator");
+    assert!(
+        blocked.starts_with("kfwork;") && blocked.ends_with(";anon_pipe_read;schedule;__schedule"),
+        "{line}"
+    );
+    assert!(waker.starts_with("try_to_wake_up;") && waker.contains(";anon_pipe_write;"), "{line}");
+    assert!(waker.ends_with(";kf_pipe_writer;main;__libc_start_call_main;kfwork"), "{line}");
+}
+
+/// `--state D` keeps uninterruptible waits only: naps (S) are left out; `--min-block` leaves
+/// out blocks shorter than it.
+#[test]
+fn off_cpu_state_and_length_filters() {
+    let Some(env) = Env::get("--off-cpu --state") else { return };
+    for via in ["bpf", "perf"] {
+        let args =
+            ["--off-cpu", "--state", "D", "--via", via, "--", env.workload_str(), "naptimed", "5", "20", "1"];
+        let out = env.record(&args, &format!("state-d-{via}.folded"));
+        assert!(!out.contains("kf_nap_timed"), "{via}: a sleep (S) counted as D:\n{out}");
+        let args = [
+            "--off-cpu",
+            "--min-block",
+            "50ms",
+            "--via",
+            via,
+            "--",
+            env.workload_str(),
+            "naptimed",
+            "5",
+            "20",
+            "1",
+        ];
+        let out = env.record(&args, &format!("min-block-{via}.folded"));
+        assert!(!out.contains("kf_nap_timed"), "{via}: 20 ms naps kept with --min-block 50ms:\n{out}");
+        let args = [
+            "--off-cpu",
+            "--min-block",
+            "10ms",
+            "--via",
+            via,
+            "--",
+            env.workload_str(),
+            "naptimed",
+            "5",
+            "20",
+            "1",
+        ];
+        let out = env.record(&args, &format!("min-block-kept-{via}.folded"));
+        assert!(out.contains("kf_nap_timed"), "{via}: 20 ms naps left out with --min-block 10ms:\n{out}");
+    }
+}
+
 /// `kflame record --off-cpu` of `count` timed naps of 20 ms with 5 ms on the CPU after each:
 /// the output and each nap's (start, end) as the workload timed it.
 fn record_naps(env: &Env, count: u32, name: &str) -> (String, Vec<(u64, u64)>) {
@@ -479,6 +582,8 @@ fn check_reports_what_this_kernel_allows() {
     assert!(out.status.success());
     assert!(text.lines().any(|l| l.starts_with("yes") && l.contains("cpu-clock")), "{text}");
     assert!(text.lines().any(|l| l.contains("sched:sched_switch")), "{text}");
+    // This kind of machine loads the BPF programs (raw tracepoints, BTF).
+    assert!(text.lines().any(|l| l.starts_with("yes") && l.contains("BPF off-CPU")), "{text}");
     // Every unavailable line says what to do instead or why.
     assert!(text.lines().filter(|l| l.starts_with("no")).all(|l| l.split_whitespace().count() > 4), "{text}");
 }
@@ -583,7 +688,10 @@ fn a_recording_longer_than_a_window_joins_its_windows() {
 #[test]
 fn bad_requests_fail_early_with_a_clear_message() {
     let kflame = env!("CARGO_BIN_EXE_kflame");
-    let cases: [(&[&str], i32, &str); 17] = [
+    let cases: [(&[&str], i32, &str); 20] = [
+        (&["record", "--off-cpu", "--wakers", "--via", "perf"], 1, "--wakers needs BPF"),
+        (&["record", "--wakers"], 2, "--off-cpu"),
+        (&["record", "--off-cpu", "--state", "Q"], 2, "unknown task state `Q`"),
         (&["record", "-p", "4000000000"], 1, "no process with pid 4000000000"),
         (&["record", "-t", "4000000000"], 1, "no thread with tid 4000000000"),
         (

@@ -47,7 +47,7 @@ pub fn config(kind: CaptureKind, length: Duration) -> Config {
         CaptureKind::Mem => {
             (Mode::Mem { kmalloc: false }, Some(MEM_DUTY).filter(|_| length > MEM_DUTY.every))
         }
-        CaptureKind::OffCpu => (Mode::OffCpu, None),
+        CaptureKind::OffCpu => (Mode::OffCpu(Default::default()), None),
         CaptureKind::Syscalls => (Mode::Syscalls, None),
         CaptureKind::Blocked => (Mode::Blocked { every: None }, None),
     };

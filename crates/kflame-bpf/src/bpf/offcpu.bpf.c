@@ -20,9 +20,15 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 struct task_struct {
 	int pid;
 	int tgid;
+	unsigned int flags;
 	char comm[TASK_COMM_LEN];
 	unsigned int __state;
 } __attribute__((preserve_access_index));
+
+// include/linux/sched.h
+#define PF_KTHREAD 0x00200000
+#define TASK_REPORT 0x7f
+#define TASK_IDLE 0x402
 
 struct task_struct___old {
 	long state;
@@ -31,8 +37,11 @@ struct task_struct___old {
 // Set by user space before loading.
 const volatile __u64 min_ns = 1;
 const volatile __u64 max_ns = ~0ULL;
-// Bit `s` set: count blocks that began in state `s` (bit 0: preempted while runnable).
-const volatile __u64 state_mask = ~1ULL;
+// Bit `s` set: count blocks that began in state `s`, numbered as the kernel reports states
+// (__task_state_index): 1 S, 2 D, 3 T, 4 t, 5 X, 6 Z, 7 P, 8 I; 0: preempted while runnable.
+const volatile __u64 state_mask = (1 << 1) | (1 << 2) | (1 << 8);
+// Count kernel threads waiting for work (asleep in S or I) too.
+const volatile __u32 idle_kthreads = 0;
 const volatile __u32 with_wakers = 0;
 // Only this process (0: every one).
 const volatile __u32 only_tgid = 0;
@@ -130,7 +139,10 @@ static __always_inline void count_lost(__u32 what)
 static __always_inline __s32 stack_of(void *ctx, __u64 flags)
 {
 	long id = bpf_get_stackid(ctx, &stacks, flags);
-	if (id < 0 && id != -14 /* EFAULT: no user stack (a kernel thread) */)
+	// No user stack is no loss: EFAULT for a kernel thread, EPERM (recent kernels) when the
+	// current task is the idle one (a wakeup from an interrupt on an idle CPU).
+	int no_user_stack = (flags & BPF_F_USER_STACK) && (id == -14 || id == -1);
+	if (id < 0 && id != -14 && !no_user_stack)
 		count_lost(1);
 	return (__s32)id;
 }
@@ -152,16 +164,21 @@ int on_switch(struct bpf_raw_tracepoint_args *ctx)
 	struct task_struct *next = (struct task_struct *)ctx->args[2];
 	__u32 prev_tid = BPF_CORE_READ(prev, pid);
 	long state = preempt ? 0 : state_of(prev);
+	// The state as the kernel reports it (__task_state_index): TASK_IDLE is I (8), else the
+	// highest reported bit, plus one (S 1, D 2, ...); 0 when preempted while runnable.
 	__u32 s = 0;
-	// The state's lowest set bit (TASK_INTERRUPTIBLE 1, TASK_UNINTERRUPTIBLE 2, ...), plus
-	// one; 0 when preempted while runnable.
-	if (state) {
-		s = 1;
-		for (int i = 0; i < 16 && !(state & (1 << (s - 1))); i++)
-			s++;
+	if ((state & TASK_IDLE) == TASK_IDLE) {
+		s = 8;
+	} else {
+		long rep = state & TASK_REPORT;
+		for (int i = 0; i < 7; i++)
+			if (rep & (1 << i))
+				s = i + 1;
 	}
 	__u32 tgid = BPF_CORE_READ(prev, tgid);
-	if (prev_tid != 0 && s < 64 && (state_mask & (1ULL << s)) && (!only_tgid || tgid == only_tgid)) {
+	int waiting_for_work = (s == 1 || s == 8) && (BPF_CORE_READ(prev, flags) & PF_KTHREAD);
+	if (prev_tid != 0 && s < 64 && (state_mask & (1ULL << s)) && (!only_tgid || tgid == only_tgid) &&
+	    (idle_kthreads || !waiting_for_work)) {
 		struct start_t st = {};
 		st.ts = now;
 		st.tgid = tgid;

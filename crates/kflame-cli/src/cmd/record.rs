@@ -30,6 +30,10 @@ Examples (as root):
   kflame record -a -o all.folded -- sleep 10    # everything, while it runs
   kflame record --mem --every 60 --for 5 -o mem.folded
   kflame record --off-cpu -d 5 -o offcpu.folded
+  # Who woke each blocked task (bcc offwaketime's layout, stacks meeting at `--`):
+  kflame record --off-cpu --wakers -d 5 -o wakers.svg
+  # Uninterruptible waits of 1 ms or more only:
+  kflame record --off-cpu --state D --min-block 1ms -d 10 -o d.folded
   kflame record --syscalls -p 1234 -d 5 -o syscalls.folded
   # Every task's kernel stack, D state first; a snapshot every 0.5 s, summed:
   kflame record --blocked -o blocked.folded
@@ -101,9 +105,39 @@ pub(crate) struct Args {
     active: Option<Duration>,
 
     /// Record time blocked off-CPU per stack, in nanoseconds: from a task leaving the CPU
-    /// asleep (sched:sched_switch, states S, D, I) to its switch back in (context-switch records).
+    /// asleep (states S, D, I) to its switch back in. Summed in the kernel by BPF where this
+    /// kernel allows it (cheap), else from sched:sched_switch samples with callchains paired
+    /// with context-switch records (costly under many switches); the first line says which.
+    /// Kernel threads waiting for work are left out (see --idle-kthreads).
     #[arg(long, help_heading = "Modes")]
     off_cpu: bool,
+
+    /// With --off-cpu: fold each block with the stack of the task that woke it, after a `--`
+    /// frame (bcc offwaketime's layout: blocked task's name and stack root first, `--`, the
+    /// waker's stack leaf first, the waker's name). Needs BPF.
+    #[arg(long, requires = "off_cpu", help_heading = "Off-CPU")]
+    wakers: bool,
+
+    /// With --off-cpu: only blocks begun in these states (letters as ps prints them): D for
+    /// uninterruptible waits (disk, locks), S for sleeps, I for idle kernel threads, SD...
+    #[arg(long, value_name = "STATES", requires = "off_cpu", help_heading = "Off-CPU",
+          value_parser = record::TaskStates::parse)]
+    state: Option<record::TaskStates>,
+
+    /// With --off-cpu: leave out blocks shorter than this (e.g. 1ms, 250us, 0.5s).
+    #[arg(long, value_name = "DURATION", requires = "off_cpu", help_heading = "Off-CPU",
+          value_parser = parse_span)]
+    min_block: Option<Duration>,
+
+    /// With --off-cpu: also count kernel threads waiting for work (asleep in S or I: idle
+    /// kworkers, ksoftirqd, journal threads between commits), left out by default.
+    #[arg(long, requires = "off_cpu", help_heading = "Off-CPU")]
+    idle_kthreads: bool,
+
+    /// How --off-cpu records: `bpf` (summed in the kernel), `perf` (perf events, paired
+    /// here), `auto` (bpf, else perf, saying why).
+    #[arg(long, value_enum, value_name = "PATH", default_value = "auto", help_heading = "Off-CPU")]
+    via: Via,
 
     /// Record system call latency (raw_syscalls enter/exit) per call and stack, in ns.
     #[arg(long, help_heading = "Modes")]
@@ -161,6 +195,72 @@ pub(crate) struct Args {
     annotate_kernel: bool,
 }
 
+/// How the modes that BPF can serve are recorded.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Via {
+    /// BPF where the kernel allows it, else perf events (saying why).
+    Auto,
+    /// BPF only: refused where the kernel refuses it.
+    Bpf,
+    /// perf events only.
+    Perf,
+}
+
+/// A duration with a unit (`1ms`, `250us`, `0.5s`).
+fn parse_span(s: &str) -> Result<Duration, String> {
+    kflame_store::time::parse_span(s)
+        .map_err(|e| format!("`{s}`: {e} (a duration with its unit: 250us, 1ms, 0.5s)"))
+}
+
+/// Starts the aggregators (BPF) for the modes that can use one, and says on stderr which
+/// path each mode records through and why. A mode BPF alone serves, refused here, is an
+/// error; one with a perf path falls back to it (unless `--via bpf`).
+fn aggregators(config: &Config, via: Via) -> Result<Vec<(Mode, Box<dyn record::Aggregator>)>> {
+    let mut out = Vec::new();
+    if config.duty.is_some() {
+        return Ok(out); // summed in the kernel: no duty cycle (the recorder says why)
+    }
+    for mode in &config.modes {
+        let perf_path = match mode {
+            Mode::OffCpu(o) => (!o.wakers).then_some(
+                "through perf events (sched:sched_switch samples with callchains, paired here: costly under many switches)",
+            ),
+            _ => continue,
+        };
+        let name = mode.name();
+        if via == Via::Auto && config.keep_events && perf_path.is_some() {
+            // BPF sums the blocks in the kernel: an event per block needs the perf path.
+            output::message(format!(
+                "{name}: recording {}, for an event per block (JSON events, flame charts; BPF sums \
+                 them in the kernel: --via bpf gives one event per task and stack)",
+                perf_path.unwrap_or_default()
+            ));
+            continue;
+        }
+        if via == Via::Perf {
+            match perf_path {
+                Some(how) => output::message(format!("{name}: recording {how}, as --via perf asks")),
+                None => bail!("{name}: --wakers needs BPF: it cannot record with --via perf"),
+            }
+            continue;
+        }
+        match kflame_bpf::record::aggregator(mode, &config.target) {
+            None => {}
+            Some(Ok(a)) => {
+                output::message(format!("{name}: recording {}", a.describe()));
+                out.push((mode.clone(), a));
+            }
+            Some(Err(e)) => match (via, perf_path) {
+                (Via::Auto, Some(how)) => {
+                    output::message(format!("{name}: BPF is not available ({e}); recording {how}"))
+                }
+                _ => bail!("{name}: BPF is not available here ({e}), and this recording needs it"),
+            },
+        }
+    }
+    Ok(out)
+}
+
 impl Args {
     /// The modes asked for, in the order of their outputs: CPU when no other is given.
     fn modes(&self) -> Vec<Mode> {
@@ -173,7 +273,12 @@ impl Args {
             modes.push(Mode::Mem { kmalloc: self.kmalloc });
         }
         if self.off_cpu {
-            modes.push(Mode::OffCpu);
+            modes.push(Mode::OffCpu(record::OffCpuOptions {
+                wakers: self.wakers,
+                states: self.state.unwrap_or(record::TaskStates::SLEEPING),
+                min_block: self.min_block.unwrap_or_default(),
+                idle_kthreads: self.idle_kthreads,
+            }));
         }
         if self.syscalls {
             modes.push(Mode::Syscalls);
@@ -294,7 +399,8 @@ pub(crate) fn run(args: Args) -> Result<()> {
         };
         output::message(format!("{what} until Ctrl-C (use -d SECONDS to stop by itself)"));
     }
-    let recordings = record_until_end(&config, &mut progress).context("recording")?;
+    let aggregators = aggregators(&config, args.via)?;
+    let recordings = record_until_end(&config, aggregators, &mut progress).context("recording")?;
     progress.clear();
     report(&recordings, &paths);
     let opts =
@@ -315,7 +421,11 @@ const WINDOW: Duration = Duration::from_secs(10);
 /// names the stacks every [`WINDOW`], then closes the events and names the last window. Until
 /// the events are closed and the command reaped, SIGINT and SIGTERM only stop recording;
 /// after that (while naming stacks or writing) they terminate, as without a handler.
-fn record_until_end(config: &Config, progress: &mut ProgressLine) -> Result<Recordings> {
+fn record_until_end(
+    config: &Config,
+    aggregators: Vec<(Mode, Box<dyn record::Aggregator>)>,
+    progress: &mut ProgressLine,
+) -> Result<Recordings> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let stop = Arc::new(AtomicBool::new(false));
     let terminate = Arc::new(AtomicBool::new(false));
@@ -327,7 +437,7 @@ fn record_until_end(config: &Config, progress: &mut ProgressLine) -> Result<Reco
     }
     let mut earlier: Option<Vec<Recording>> = None;
     let stopped = (|| -> Result<Recorder> {
-        let mut recorder = Recorder::start(config, stop)?;
+        let mut recorder = Recorder::start_with(config, stop, aggregators)?;
         let mut window = Instant::now();
         while recorder.poll(Duration::from_millis(100))? == Status::Running {
             progress.update(&recorder.progress());
@@ -446,7 +556,8 @@ fn signal_name(sig: i32) -> String {
 
 #[allow(clippy::print_stdout)]
 fn print_check() -> Result<()> {
-    let caps = record::check();
+    let mut caps = record::check();
+    caps.extend(kflame_bpf::record::check());
     let width = caps.iter().map(|c| c.name.len()).max().unwrap_or(0);
     let mut out = output::stdout();
     for c in caps {

@@ -34,6 +34,7 @@
 //! id where the kernel records it (`PERF_SAMPLE_CGROUP`, Linux 5.7), named by its path in
 //! [`Recording::cgroups`].
 
+mod aggregate;
 mod blocked;
 mod cgroups;
 mod check;
@@ -59,6 +60,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use aggregate::{Aggregate, AggregateLoss, AggregateTask, Aggregator};
 pub use cgroups::cgroup2_mount;
 pub use check::{Capability, check};
 pub use clock::WallClock;
@@ -91,9 +93,11 @@ pub enum Mode {
         /// Also record `kmem:kmalloc`.
         kmalloc: bool,
     },
-    /// Time blocked off-CPU per stack: from a task's `sched:sched_switch` sample leaving the
-    /// CPU asleep (the stack) to its context-switch record switching it back in.
-    OffCpu,
+    /// Time blocked off-CPU per stack, from a task leaving the CPU asleep to its switch back
+    /// in: through perf events, from its `sched:sched_switch` sample (the stack) to its
+    /// context-switch record; or summed in the kernel by an [`Aggregator`] (BPF), which
+    /// alone can name the wakers.
+    OffCpu(OffCpuOptions),
     /// Latency of each system call, from `raw_syscalls:sys_enter`/`sys_exit` pairs.
     Syscalls,
     /// Snapshots of every task's kernel stack from `/proc`, grouped by state: one every
@@ -112,7 +116,7 @@ impl Mode {
         match self {
             Mode::Cpu { .. } => "cpu",
             Mode::Mem { .. } => "mem",
-            Mode::OffCpu => "offcpu",
+            Mode::OffCpu(_) => "offcpu",
             Mode::Syscalls => "syscalls",
             Mode::Blocked { .. } => "blocked",
         }
@@ -123,10 +127,86 @@ impl Mode {
         match self {
             Mode::Cpu { .. } => EventKind::Sample,
             Mode::Mem { .. } => EventKind::Event,
-            Mode::OffCpu => EventKind::OffCpu,
+            Mode::OffCpu(_) => EventKind::OffCpu,
             Mode::Syscalls => EventKind::Syscall,
             Mode::Blocked { .. } => EventKind::Snapshot,
         }
+    }
+}
+
+/// Which blocks an off-CPU recording counts, and whether with the task that woke each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OffCpuOptions {
+    /// Fold each block with the stack of the task that woke it, after a `--` frame (bcc
+    /// `offwaketime`'s layout): needs an [`Aggregator`].
+    pub wakers: bool,
+    /// The states whose blocks count (the state the task left the CPU in).
+    pub states: TaskStates,
+    /// Blocks shorter than this are not counted.
+    pub min_block: Duration,
+    /// Also count kernel threads waiting for work (asleep in state `S` or `I`: an idle
+    /// kworker, ksoftirqd, a journal thread between commits), left out by default: they
+    /// wait all the time and bury the waits of the tasks being looked at.
+    pub idle_kthreads: bool,
+}
+
+impl Default for OffCpuOptions {
+    /// Blocks in `S`, `D` or `I` of any length, without wakers, idle kernel threads left out.
+    fn default() -> OffCpuOptions {
+        OffCpuOptions {
+            wakers: false,
+            states: TaskStates::SLEEPING,
+            min_block: Duration::ZERO,
+            idle_kthreads: false,
+        }
+    }
+}
+
+/// A set of task states, with the bits `sched:sched_switch` reports them in (`prev_state`):
+/// `S` 0x01, `D` 0x02, `T` 0x04, `t` 0x08, `X` 0x10, `Z` 0x20, `P` 0x40, `I` 0x80.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskStates(pub u16);
+
+impl TaskStates {
+    /// The letters of the states, in bit order, as `ps` and the kernel print them.
+    const LETTERS: &'static [u8; 8] = b"SDTtXZPI";
+    /// `S`, `D` and `I`: a task asleep (perf's off-CPU profile counts the same).
+    pub const SLEEPING: TaskStates = TaskStates(0x01 | 0x02 | 0x80);
+    /// `S` alone: interruptible sleep.
+    pub const INTERRUPTIBLE: TaskStates = TaskStates(0x01);
+    /// `I` alone: an idle kernel thread (`TASK_IDLE`).
+    pub const IDLE: TaskStates = TaskStates(0x80);
+
+    /// Parses letters (`D`, `SD`, `S,D`; `R` is refused: a preempted task is runnable, not
+    /// blocked).
+    pub fn parse(text: &str) -> Result<TaskStates, String> {
+        let mut bits = 0u16;
+        for c in text.bytes().filter(|c| !matches!(c, b',' | b' ')) {
+            match Self::LETTERS.iter().position(|&l| l == c) {
+                Some(i) => bits |= 1 << i,
+                None => {
+                    return Err(format!(
+                        "unknown task state `{}` in `{text}`: expected letters of S (sleeping), D \
+                         (uninterruptible), I (idle kernel thread), T (stopped), t (traced), P (parked)",
+                        c as char
+                    ));
+                }
+            }
+        }
+        if bits == 0 {
+            return Err("no task state given: expected letters such as D or SD".into());
+        }
+        Ok(TaskStates(bits))
+    }
+
+    /// True when the state reported as `prev_state` is in the set.
+    pub fn contains(self, prev_state: u64) -> bool {
+        prev_state & u64::from(self.0) != 0
+    }
+
+    /// The letters of the set, in bit order.
+    pub fn letters(self) -> String {
+        (0..8).filter(|i| self.0 & (1 << i) != 0).map(|i| Self::LETTERS[i] as char).collect()
     }
 }
 
@@ -278,6 +358,8 @@ pub struct Stats {
     /// asleep, a thread inside a system call); each is added to the window where it ends. In
     /// [`Recordings`] always 0: those still open when recording stopped are `unpaired`.
     pub open: u64,
+    /// Waits an [`Aggregator`] could not count (its map in the kernel was full).
+    pub lost: u64,
 }
 
 impl Stats {
@@ -290,6 +372,7 @@ impl Stats {
             unreadable_tasks: self.unreadable_tasks.saturating_sub(then.unreadable_tasks),
             snapshots: self.snapshots.saturating_sub(then.snapshots),
             open: self.open,
+            lost: self.lost.saturating_sub(then.lost),
         }
     }
 }
@@ -602,16 +685,19 @@ mod tests {
     /// previous window; events still open are not failures until recording stops.
     #[test]
     fn window_counters_are_differences_of_totals() {
-        let then = Stats { samples: 10, unpaired: 7, open: 5, snapshots: 1, unreadable_tasks: 2 };
+        let then = Stats { samples: 10, unpaired: 7, open: 5, snapshots: 1, unreadable_tasks: 2, lost: 3 };
         // Three of the five open ones ended (added), one more failed, two new ones opened.
-        let now = Stats { samples: 13, unpaired: 7, open: 4, snapshots: 3, unreadable_tasks: 2 };
+        let now = Stats { samples: 13, unpaired: 7, open: 4, snapshots: 3, unreadable_tasks: 2, lost: 5 };
         let w = now.since(&then);
-        assert_eq!(w, Stats { samples: 3, unpaired: 1, open: 4, snapshots: 2, unreadable_tasks: 0 });
+        assert_eq!(w, Stats { samples: 3, unpaired: 1, open: 4, snapshots: 2, unreadable_tasks: 0, lost: 2 });
         assert_eq!(now.since(&now), Stats { open: 4, ..Stats::default() });
     }
 
     fn window(samples: &[(u64, &str)]) -> Recording {
-        let mut r = Recording::new(Mode::OffCpu, Meta::with_unit(crate::fold::Unit::Nanoseconds));
+        let mut r = Recording::new(
+            Mode::OffCpu(OffCpuOptions::default()),
+            Meta::with_unit(crate::fold::Unit::Nanoseconds),
+        );
         for &(ts, stack) in samples {
             let index = match r.sample_stacks.iter().position(|s| &**s == stack.as_bytes()) {
                 Some(i) => i,

@@ -13,13 +13,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::aggregate::{self, Aggregator};
 use super::blocked::Snapshots;
 use super::cgroups::CgroupNames;
 use super::duty::DutyThread;
 use super::handlers::{self, Dispatch};
 use super::parse::Record;
 use super::session::{Scope, Session, online_cpus};
-use super::stacks::NameCache;
+use super::stacks::{Collector, NameCache};
 use super::sym::Symbolizer;
 use super::sys;
 use super::tasks::Tasks;
@@ -27,6 +28,7 @@ use super::{
     Caches, CommandEnd, Config, Counters, End, Mode, Progress, RecordError, Recording, Recordings, Stats,
     Status, Target, Window,
 };
+use crate::fold::{Meta, Unit};
 
 /// Data pages per CPU: 512 KiB for CPU samples alone, 4 MiB with tracepoints (bursty, every
 /// event); 128 KiB for CPU samples at 100 Hz or less (an always-on profile at 19 Hz writes a
@@ -88,6 +90,27 @@ pub struct Recorder {
     stats_then: Vec<Stats>,
     sym: Option<Symbolizer>,
     names: NameCache,
+    /// The modes served by an aggregator, in the order of [`Config::modes`].
+    aggregated: Vec<AggregatedKind>,
+    /// When the aggregators were last drained, since recording started.
+    drained: Duration,
+}
+
+/// How often aggregators are drained into their collectors, whatever the window: the kernel
+/// keeps a stack in its map while a count refers to it, and a map holding the stacks of
+/// one second rather than of a whole window has fewer collisions (a stack that collides is
+/// not taken).
+const AGGREGATOR_DRAIN: Duration = Duration::from_secs(1);
+
+/// A mode served by an [`Aggregator`]: it, what was added of it, and its counters.
+struct AggregatedKind {
+    mode: Mode,
+    source: Box<dyn Aggregator>,
+    collector: Collector,
+    /// Waits added since recording started (an aggregate counts its waits).
+    waits: u64,
+    /// Drains that failed (each a note).
+    failed_drains: u64,
 }
 
 impl Recorder {
@@ -98,7 +121,24 @@ impl Recorder {
     /// stops early when `stop` becomes true (set it from a signal handler, another thread,
     /// or a watchdog).
     pub fn start(config: &Config, stop: Arc<AtomicBool>) -> Result<Recorder, RecordError> {
-        validate(config)?;
+        Recorder::start_with(config, stop, Vec::new())
+    }
+
+    /// [`start`](Recorder::start), with some modes served by aggregators instead of perf
+    /// events (the BPF programs of the `kflame-bpf` crate, already counting): each is drained
+    /// at every window and dropped, so detached, when the recorder is. The session then still
+    /// reads the task and mapping records their stacks are named with. A mode of
+    /// `aggregators` not in [`Config::modes`] is refused.
+    pub fn start_with(
+        config: &Config,
+        stop: Arc<AtomicBool>,
+        aggregators: Vec<(Mode, Box<dyn Aggregator>)>,
+    ) -> Result<Recorder, RecordError> {
+        let served: Vec<Mode> = aggregators.iter().map(|(m, _)| m.clone()).collect();
+        if let Some(m) = served.iter().find(|m| !config.modes.contains(m)) {
+            return Err(RecordError::Unsupported(format!("{} is served but not recorded", m.name())));
+        }
+        validate(config, &served)?;
         let (target, notes) = resolve(&config.target)?;
         let config = Config { target, ..config.clone() };
         let names_budget = config.caches.names;
@@ -110,8 +150,8 @@ impl Recorder {
         if snapshots.is_some() && !one_snapshot {
             Snapshots::probe()?;
         }
-        let (specs, dispatch) = handlers::build(&config)?;
-        let scope = scope(&config);
+        let (specs, dispatch) = handlers::build(&config, &served)?;
+        let scope = scope(&config, &served);
         let session = match specs.is_empty() {
             true => None,
             false => Some(Session::open(
@@ -161,7 +201,13 @@ impl Recorder {
             stats_then: vec![Stats::default(); kinds],
             sym: None,
             names: NameCache::with_budget(names_budget),
+            aggregated: Vec::new(),
+            drained: Duration::ZERO,
         };
+        for (mode, source) in aggregators {
+            let collector = Collector::new(r.config.naming, r.config.keep_events, r.config.keep_samples);
+            r.aggregated.push(AggregatedKind { mode, source, collector, waits: 0, failed_drains: 0 });
+        }
         if one_snapshot {
             // `--blocked` alone, one snapshot: taken at once.
             if let Some(s) = &mut r.state.snapshots {
@@ -202,6 +248,10 @@ impl Recorder {
         if let Some(s) = &mut self.state.snapshots {
             s.tick(elapsed)?;
         }
+        if !self.aggregated.is_empty() && elapsed >= self.drained + AGGREGATOR_DRAIN {
+            self.drained = elapsed;
+            self.drain_aggregators();
+        }
         if let Some(end) = self.state.should_stop(&self.config, elapsed) {
             self.ended = Some(end);
             return Ok(Status::Ended(end));
@@ -225,7 +275,9 @@ impl Recorder {
         let snapshots = self.state.snapshots.as_ref().map_or(0, Snapshots::tasks);
         Progress {
             elapsed: self.closed.unwrap_or_else(|| self.started.elapsed()),
-            samples: self.state.dispatch.added() + snapshots,
+            samples: self.state.dispatch.added()
+                + snapshots
+                + self.aggregated.iter().map(|a| a.waits).sum::<u64>(),
             lost: self.session.as_ref().map_or(0, |s| s.counters.lost),
             active: self.duty.as_ref().is_none_or(DutyThread::active),
         }
@@ -285,8 +337,9 @@ impl Recorder {
 
     /// Names what every mode collected since the last window, and counts the window.
     fn name_window(&mut self) -> Vec<Recording> {
+        self.drain_aggregators();
         let state = &mut self.state;
-        if !state.dispatch.kinds.is_empty() {
+        if !state.dispatch.kinds.is_empty() || !self.aggregated.is_empty() {
             match &mut self.sym {
                 Some(sym) => {
                     sym.next_window();
@@ -321,6 +374,16 @@ impl Recorder {
                     let mut r = Recording::new(mode.clone(), s.meta());
                     (r.stacks, r.events) = s.drain();
                     (r, s.stats())
+                }
+                _ if self.aggregated.iter().any(|a| a.mode == *mode) => {
+                    let Some(a) = self.aggregated.iter_mut().find(|a| a.mode == *mode) else { continue };
+                    let Some(sym) = &mut self.sym else { continue };
+                    let mut r = Recording::new(mode.clone(), aggregated_meta(mode));
+                    let d = a.collector.drain(mode.event_kind(), &state.tasks, sym, &mut self.names);
+                    (r.stacks, r.events, r.samples, r.sample_stacks) =
+                        (d.stacks, d.events, d.samples, d.sample_stacks);
+                    let lost = a.source.lost();
+                    (r, Stats { samples: a.waits, lost: lost.waits, ..Stats::default() })
                 }
                 _ => {
                     let Some(k) = state.dispatch.kinds.iter_mut().find(|k| k.mode == *mode) else { continue };
@@ -393,6 +456,10 @@ impl Recorder {
                 Mode::Blocked { .. } => {
                     r.notes = blocked.as_ref().map(|b| b.notes.clone()).unwrap_or_default()
                 }
+                mode if self.aggregated.iter().any(|a| a.mode == *mode) => {
+                    let Some(a) = self.aggregated.iter().find(|a| a.mode == *mode) else { continue };
+                    r.notes = aggregated_notes(a);
+                }
                 mode => {
                     let Some(k) = self.state.dispatch.kinds.iter().find(|k| k.mode == *mode) else {
                         continue;
@@ -415,6 +482,74 @@ impl Recorder {
     }
 }
 
+impl Recorder {
+    /// Reads what every aggregator summed since the last window into its collector, keeping
+    /// the waits of the tasks recorded.
+    fn drain_aggregators(&mut self) {
+        let now = sys::monotonic_ns();
+        let tid = self.config.naming.tid || self.config.keep_events || self.config.keep_samples;
+        for a in &mut self.aggregated {
+            let got = match a.source.drain() {
+                Ok(got) => got,
+                Err(e) => {
+                    a.failed_drains += 1;
+                    if a.failed_drains == 1 {
+                        self.notes
+                            .push(format!("{}: reading the aggregated waits failed: {e}", a.mode.name()));
+                    }
+                    continue;
+                }
+            };
+            for w in got {
+                if w.ns == 0 || !self.state.tasks.wanted(w.task.pid, w.task.tid) {
+                    continue;
+                }
+                let raw = aggregate::raw_stack(&w, &mut self.state.tasks, tid);
+                a.waits += w.count;
+                a.collector.add(now, raw, w.ns, None);
+            }
+        }
+    }
+}
+
+/// The unit and events of a mode served by an aggregator.
+fn aggregated_meta(mode: &Mode) -> Meta {
+    let event = match mode {
+        Mode::OffCpu(o) if o.wakers => "sched:sched_switch+sched:sched_waking",
+        _ => "sched:sched_switch",
+    };
+    Meta { unit: Unit::Nanoseconds, event: Some(event.into()) }
+}
+
+/// What the user is told about an aggregated mode at the end: what was lost, never silent.
+fn aggregated_notes(a: &AggregatedKind) -> Vec<String> {
+    let mut notes = Vec::new();
+    let lost = a.source.lost();
+    let name = a.mode.name();
+    if lost.waits > 0 {
+        notes.push(format!(
+            "{name}: {} waits were not counted: the kernel's aggregation map was full",
+            lost.waits
+        ));
+    }
+    if lost.stacks > 0 {
+        notes.push(format!(
+            "{name}: {} stacks could not be taken (stack map full or walk failed): their time counts with a shorter stack",
+            lost.stacks
+        ));
+    }
+    for (what, n) in lost.other.iter().filter(|(_, n)| *n > 0) {
+        notes.push(format!("{name}: {n} {what}"));
+    }
+    if a.failed_drains > 1 {
+        notes.push(format!("{name}: {} reads of the aggregated waits failed", a.failed_drains));
+    }
+    if a.collector.is_empty() {
+        notes.push("no samples were recorded for the selected tasks".to_string());
+    }
+    notes
+}
+
 impl Drop for Recorder {
     /// Every perf event is closed and a command still running stopped, whatever ended the
     /// recording (an error or a panic too).
@@ -426,9 +561,22 @@ impl Drop for Recorder {
         self.state.reap();
     }
 }
-/// Refuses what cannot be recorded, before anything is opened.
-fn validate(config: &Config) -> Result<(), RecordError> {
+/// Refuses what cannot be recorded, before anything is opened; `served`: the modes an
+/// aggregator serves.
+fn validate(config: &Config, served: &[Mode]) -> Result<(), RecordError> {
     let refuse = |why: String| Err(RecordError::Unsupported(why));
+    for m in &config.modes {
+        if let Mode::OffCpu(o) = m
+            && o.wakers
+            && !served.contains(m)
+        {
+            return refuse(
+                "--wakers needs the in-kernel (BPF) off-CPU path, which is not available here: \
+                 record --off-cpu without --wakers"
+                    .into(),
+            );
+        }
+    }
     let Some(first) = config.modes.first() else { return refuse("nothing to record: no mode given".into()) };
     for (i, m) in config.modes.iter().enumerate() {
         if config.modes[..i].iter().any(|o| o.name() == m.name()) {
@@ -439,6 +587,13 @@ fn validate(config: &Config) -> Result<(), RecordError> {
         for m in &config.modes {
             if let Some(why) = duty_refused(m) {
                 return refuse(why.into());
+            }
+            if served.contains(m) {
+                return refuse(format!(
+                    "{} is summed in the kernel and read once per window: a duty cycle has no \
+                     meaning there",
+                    m.name()
+                ));
             }
         }
     }
@@ -473,7 +628,7 @@ fn validate(config: &Config) -> Result<(), RecordError> {
 /// event before a pause with an unrelated one after it.
 fn duty_refused(mode: &Mode) -> Option<&'static str> {
     match mode {
-        Mode::OffCpu => Some(
+        Mode::OffCpu(_) => Some(
             "--off-cpu cannot record with a duty cycle: the switch-in of a task asleep when \
              recording pauses would be missed, and its blocked time would run on to a later one",
         ),
@@ -489,9 +644,9 @@ fn duty_refused(mode: &Mode) -> Option<&'static str> {
 /// command's from its `execve` on. Off-CPU recording is always system-wide: it reads the
 /// CPU-wide context-switch records, and its targets are chosen while pairing; the modes
 /// recorded with it share its system-wide events and filter by task the same way.
-fn scope(config: &Config) -> Scope {
-    if config.modes.contains(&Mode::OffCpu) {
-        return Scope::SystemWide;
+fn scope(config: &Config, served: &[Mode]) -> Scope {
+    if !served.is_empty() || config.modes.iter().any(|m| matches!(m, Mode::OffCpu(_))) {
+        return Scope::SystemWide; // aggregators see every task: theirs are chosen in user space
     }
     match &config.target {
         Target::All | Target::Command { system_wide: true, .. } => Scope::SystemWide,

@@ -48,6 +48,15 @@ pub(crate) struct RawStack {
     /// The cgroup id when samples are kept and the kernel wrote it, else 0 (no cgroup has
     /// id 0).
     pub(crate) cgroup: u64,
+    /// A frame after the leaf (a lock's kind).
+    pub(crate) leaf: Option<Box<[u8]>>,
+    /// The task that woke this one and its stack, folded after a `--` frame, leaf first.
+    pub(crate) waker: Option<Box<RawStack>>,
+    /// The kernel stack was taken at a tracepoint (by a BPF program on it, or by perf for an
+    /// off-CPU block): its leaf frames are the tracing machinery (`bpf_prog_*`,
+    /// `bpf_trace_run*`, `__bpf_trace_*`, `__traceiter_*`, as the kernel's version has
+    /// them), left out, so that both paths give the same stacks.
+    pub(crate) trim_tracing: bool,
 }
 
 /// One recorded event, symbolized and owned (kept across windows, for the `.json` output or
@@ -165,6 +174,9 @@ impl Collector {
             prefix: None,
             chain: s.chain.as_slice().into(),
             cgroup: if self.samples.is_some() { s.cgroup.unwrap_or(0) } else { 0 },
+            leaf: None,
+            waker: None,
+            trim_tracing: false,
         }
     }
 
@@ -264,7 +276,8 @@ fn symbolize_event(e: RawEvent, kind: EventKind, naming: Naming, namer: &mut Nam
     }
 }
 
-/// The frames of `raw`, root first.
+/// The frames of `raw`, root first; a waker's after a `--` frame, leaf first, ending with
+/// its name (bcc `offwaketime`'s layout: the two stacks meet at the separator).
 fn fold_frames(raw: &RawStack, naming: Naming, namer: &mut Namer<'_>) -> Vec<Vec<u8>> {
     let mut frames = Vec::with_capacity(raw.chain.len() + 3);
     if let Some(p) = &raw.prefix {
@@ -274,21 +287,53 @@ fn fold_frames(raw: &RawStack, naming: Naming, namer: &mut Namer<'_>) -> Vec<Vec
         frames.push(format!("cpu-{}", raw.cpu).into_bytes());
     }
     frames.push(task_frame(raw, naming));
+    let leaf_first = chain_frames(raw, namer);
+    frames.extend(leaf_first.into_iter().rev());
+    if let Some(l) = &raw.leaf {
+        frames.push(l.to_vec());
+    }
+    if let Some(w) = &raw.waker {
+        frames.push(WAKER_SEPARATOR.to_vec());
+        frames.extend(chain_frames(w, namer));
+        frames.push(task_frame(w, naming));
+    }
+    frames
+}
+
+/// The frame between a blocked stack and the stack of the task that woke it.
+pub(crate) const WAKER_SEPARATOR: &[u8] = b"--";
+
+/// The named frames of `raw`'s callchain, leaf first.
+fn chain_frames(raw: &RawStack, namer: &mut Namer<'_>) -> Vec<Vec<u8>> {
     let mut ctx = CONTEXT_USER;
-    let mut chain_frames = Vec::with_capacity(raw.chain.len());
+    let mut out = Vec::with_capacity(raw.chain.len());
+    let mut machinery = raw.trim_tracing;
     for &ip in raw.chain.iter() {
         if ip >= CONTEXT_MAX {
             ctx = ip;
             continue;
         }
         match ctx {
-            CONTEXT_KERNEL => chain_frames.push(namer.kernel(ip)),
-            CONTEXT_USER => chain_frames.push(namer.user(raw, ip)),
+            CONTEXT_KERNEL if machinery => {
+                let name = namer.kernel(ip);
+                machinery = is_tracing_machinery(&name);
+                if !machinery {
+                    out.push(name);
+                }
+            }
+            CONTEXT_KERNEL => out.push(namer.kernel(ip)),
+            CONTEXT_USER => out.push(namer.user(raw, ip)),
             _ => {} // hypervisor or guest context: not symbolizable here
         }
     }
-    frames.extend(chain_frames.into_iter().rev());
-    frames
+    out
+}
+
+/// A frame of the code that runs a BPF program on a tracepoint.
+fn is_tracing_machinery(name: &[u8]) -> bool {
+    [&b"bpf_prog_"[..], b"bpf_trace_run", b"__bpf_trace_", b"__traceiter_"]
+        .iter()
+        .any(|p| name.starts_with(p))
 }
 
 /// The root frame: the task name, with `-PID` or `-PID/TID`. Ids are signed, as perf prints
@@ -616,6 +661,9 @@ mod tests {
             prefix: None,
             chain: [].into(),
             cgroup: 0,
+            leaf: None,
+            waker: None,
+            trim_tracing: false,
         };
         for (pid, tid) in [(false, false), (true, false), (false, true)] {
             let opts = PerfOptions { include_pid: pid, include_tid: tid, ..PerfOptions::default() };

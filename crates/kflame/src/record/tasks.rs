@@ -206,6 +206,15 @@ impl Tasks {
         self.generations.get(&pid).copied().unwrap_or(0)
     }
 
+    /// The generation of `pid` whose mappings name the addresses of the window about to be
+    /// named (its waits summed elsewhere, without times): the current one, or the one before
+    /// the exit of a process that exited since.
+    pub(crate) fn generation_alive(&self, pid: u32) -> u32 {
+        let g = self.generation(pid);
+        let exited = self.ended.iter().chain(&self.ended_before).any(|&(p, e)| p == pid && e == g);
+        if exited { g.saturating_sub(1) } else { g }
+    }
+
     fn bump(&mut self, pid: u32) -> u32 {
         let g = self.generations.entry(pid).or_insert(0);
         *g += 1;

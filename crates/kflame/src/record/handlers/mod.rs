@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 use super::parse::{Record, Sample};
 use super::session::{EventSpec, base_attr};
 use super::stacks::Collector;
-use super::sys::attr::{TYPE_TRACEPOINT, flag, sample};
+use super::sys::attr::{SW_DUMMY, TYPE_SOFTWARE, TYPE_TRACEPOINT, flag, sample};
 use super::tasks::Tasks;
 use super::tracefs::Tracefs;
 use super::{Config, Mode, RecordError, StackParts};
@@ -51,7 +51,7 @@ fn build_one(
     tfs: &mut Option<Tracefs>,
 ) -> Result<(Vec<EventSpec>, Box<dyn Handler>), RecordError> {
     let tracefs = match mode {
-        Mode::Mem { .. } | Mode::OffCpu | Mode::Syscalls => match tfs {
+        Mode::Mem { .. } | Mode::OffCpu(_) | Mode::Syscalls => match tfs {
             Some(t) => Some(&*t),
             None => Some(&*tfs.insert(Tracefs::open()?)),
         },
@@ -60,7 +60,7 @@ fn build_one(
     Ok(match (mode, tracefs) {
         (Mode::Cpu { frequency }, _) => cpu::build(*frequency, config.parts)?,
         (Mode::Mem { kmalloc }, Some(t)) => mem::build(t, *kmalloc, config.parts)?,
-        (Mode::OffCpu, Some(t)) => offcpu::build(t, config.parts)?,
+        (Mode::OffCpu(opts), Some(t)) => offcpu::build(t, config.parts, *opts)?,
         (Mode::Syscalls, Some(t)) => syscalls::build(t, config.parts)?,
         _ => return Err(RecordError::Unsupported(format!("{} takes no perf events", mode.name()))),
     })
@@ -109,12 +109,15 @@ impl Dispatch {
     }
 }
 
-/// The events to open for every perf-based mode of `config`, and their dispatch.
-pub(crate) fn build(config: &Config) -> Result<(Vec<EventSpec>, Dispatch), RecordError> {
+/// The events to open for every perf-based mode of `config` but those `served` otherwise
+/// (by an aggregator), and their dispatch. When only served modes are left, one event that
+/// samples nothing carries the task and mapping records their stacks are named with.
+pub(crate) fn build(config: &Config, served: &[Mode]) -> Result<(Vec<EventSpec>, Dispatch), RecordError> {
     let mut tfs = None;
     let mut specs = Vec::new();
     let mut d = Dispatch { kinds: Vec::new(), by_tracepoint: FxHashMap::default(), untyped: None };
-    for mode in config.modes.iter().filter(|m| !matches!(m, Mode::Blocked { .. })) {
+    let perf = |m: &&Mode| !matches!(m, Mode::Blocked { .. }) && !served.contains(m);
+    for mode in config.modes.iter().filter(perf) {
         let (mine, handler) = build_one(mode, config, &mut tfs)?;
         let i = d.kinds.len();
         for spec in &mine {
@@ -128,7 +131,18 @@ pub(crate) fn build(config: &Config) -> Result<(Vec<EventSpec>, Dispatch), Recor
         let collector = Collector::new(config.naming, config.keep_events, config.keep_samples);
         d.kinds.push(PerfKind { mode: mode.clone(), handler, collector });
     }
+    if specs.is_empty() && !served.is_empty() {
+        specs.push(task_records_spec());
+    }
     Ok((specs, d))
+}
+
+/// A software dummy event: it samples nothing, but carries the task and mapping records.
+fn task_records_spec() -> EventSpec {
+    EventSpec {
+        name: "task records (software dummy event)".into(),
+        attr: base_attr(TYPE_SOFTWARE, SW_DUMMY, 1 << 20),
+    }
 }
 
 /// A tracepoint event sampled on every occurrence, with callchains and raw data.

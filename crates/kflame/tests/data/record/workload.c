@@ -14,11 +14,14 @@
  *   kfwork churn SECONDS   map, touch and unmap 64 pages over and over for SECONDS (kf_churn)
  *   kfwork threads SECONDS spin in kf_deep_6 (main thread) and in kf_thread_spin (a second
  *                          thread, whose tid is printed first) for SECONDS
+ *   kfwork wakers COUNT MS a thread blocked reading a pipe (kf_pipe_reader) that the main
+ *                          thread writes one byte to every MS ms, COUNT times (kf_pipe_writer)
  *
  * Every function is noinline and does work after its call, so no call becomes a jump and the
- * frame-pointer chain names each level. kf_nap, kf_nap_timed and kf_writer make their system
- * calls with an inlined `syscall` instruction: through libc's wrappers (built without frame
- * pointers) a frame-pointer unwind would skip the function that called the wrapper.
+ * frame-pointer chain names each level. kf_nap, kf_nap_timed, kf_writer and the pipe's reader
+ * and writer make their system calls with an inlined `syscall` instruction: through libc's
+ * wrappers (built without frame pointers) a frame-pointer unwind would skip the function that
+ * called the wrapper.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -177,6 +180,41 @@ NOINLINE void kf_two_threads(double seconds)
 	sink++;
 }
 
+static int kf_pipe_fds[2];
+
+NOINLINE void kf_pipe_reader(void)
+{
+	char c;
+	while (kf_syscall3(SYS_read, kf_pipe_fds[0], (long)&c, 1) > 0)
+		sink++;
+}
+
+static void *kf_reader_main(void *arg)
+{
+	(void)arg;
+	kf_pipe_reader();
+	return NULL;
+}
+
+/* A thread blocked on a pipe that this one writes every `ms` ms, `count` times. */
+NOINLINE void kf_pipe_writer(int count, int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	pthread_t t;
+	if (pipe(kf_pipe_fds) || pthread_create(&t, NULL, kf_reader_main, NULL)) {
+		perror("pipe reader");
+		exit(1);
+	}
+	for (int i = 0; i < count; i++) {
+		kf_syscall3(SYS_nanosleep, (long)&ts, 0, 0);
+		if (kf_syscall3(SYS_write, kf_pipe_fds[1], (long)"x", 1) != 1)
+			exit(1);
+	}
+	close(kf_pipe_fds[1]);
+	pthread_join(t, NULL);
+	sink++;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && !strcmp(argv[1], "cpu"))
@@ -197,9 +235,11 @@ int main(int argc, char **argv)
 		kf_two_threads(atof(argv[2]));
 	else if (argc >= 2 && !strcmp(argv[1], "pipe"))
 		kf_wait_input();
+	else if (argc >= 4 && !strcmp(argv[1], "wakers"))
+		kf_pipe_writer(atoi(argv[2]), atoi(argv[3]));
 	else {
 		fprintf(stderr, "usage: kfwork cpu S | mem PAGES | nap N MS | naptimed N MS SPIN_MS | write N | "
-				"pipe | spin S | churn S | threads S\n");
+				"pipe | spin S | churn S | threads S | wakers N MS\n");
 		return 2;
 	}
 	return 0;

@@ -17,6 +17,10 @@
 //! interval, and an interval open when records were lost ends at the next sign of its task,
 //! which may be a later switch-in than its own (both upper bounds: they include the time the
 //! task ran in between). The note at the end says how many intervals ended each way.
+//!
+//! The [`OffCpuOptions`] filters apply as the in-kernel path applies them: the state the
+//! task left in, the minimum length, and kernel threads asleep in `S` or `I` (waiting for
+//! work) left out unless asked for.
 
 mod intervals;
 #[cfg(test)]
@@ -30,21 +34,24 @@ use crate::record::stacks::{Collector, RawStack};
 use crate::record::sys::attr::{SW_DUMMY, TYPE_SOFTWARE, flag};
 use crate::record::tasks::Tasks;
 use crate::record::tracefs::{Field, Tracefs};
-use crate::record::{RecordError, StackParts};
+use crate::record::{OffCpuOptions, RecordError, StackParts};
+use rustc_hash::FxHashMap;
 
 const SCHED_SWITCH: &str = "sched:sched_switch";
 
-/// `prev_state` bits of a sleeping task: `S` (interruptible), `D` (uninterruptible), `I`
-/// (idle kernel thread, `TASK_IDLE`, itself uninterruptible). The same tasks as perf's
-/// off-CPU profile (`TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE`).
-const SLEEPING: i64 = 0x01 | 0x02 | 0x80;
+/// `prev_state` bits of a kernel thread waiting for work: `S` or `I`.
+const WAITING_FOR_WORK: u64 = 0x01 | 0x80;
+
+/// `PF_KTHREAD` in a task's flags (`/proc/PID/stat`'s ninth field).
+const PF_KTHREAD: u64 = 0x0020_0000;
 
 pub(super) fn build(
     tfs: &Tracefs,
     parts: StackParts,
+    opts: OffCpuOptions,
 ) -> Result<(Vec<EventSpec>, Box<dyn Handler>), RecordError> {
     let tp = tfs.tracepoint(SCHED_SWITCH)?;
-    let h = OffCpu::new(tp.field("prev_state")?);
+    let h = OffCpu::new(tp.field("prev_state")?, opts);
     Ok((vec![switch_records_spec(), tracepoint_spec(tp.id, SCHED_SWITCH, parts)], Box::new(h)))
 }
 
@@ -60,19 +67,54 @@ fn switch_records_spec() -> EventSpec {
 struct OffCpu {
     prev_state: Field,
     intervals: Intervals<RawStack>,
+    opts: OffCpuOptions,
+    /// Whether each process seen asleep is a kernel thread.
+    kthreads: FxHashMap<u32, bool>,
+    /// Blocks left out for being shorter than `--min-block`.
+    short: u64,
 }
 
 impl OffCpu {
-    fn new(prev_state: Field) -> OffCpu {
-        OffCpu { prev_state, intervals: Intervals::default() }
+    fn new(prev_state: Field, opts: OffCpuOptions) -> OffCpu {
+        OffCpu { prev_state, intervals: Intervals::default(), opts, kthreads: FxHashMap::default(), short: 0 }
     }
 
-    fn add(closed: Option<Blocked<RawStack>>, out: &mut Collector) {
+    fn add(&mut self, closed: Option<Blocked<RawStack>>, out: &mut Collector) {
         if let Some(b) = closed {
             let ns = b.ns();
+            if ns < self.opts.min_block.as_nanos() as u64 {
+                self.short += 1;
+                return;
+            }
             out.add(b.since, b.stack, ns, Some(ns));
         }
     }
+
+    /// True when a task leaving in `state` is counted.
+    fn counts(&mut self, pid: u32, state: u64) -> bool {
+        if !self.opts.states.contains(state) {
+            return false;
+        }
+        if self.opts.idle_kthreads || state & WAITING_FOR_WORK == 0 {
+            return true;
+        }
+        !*self.kthreads.entry(pid).or_insert_with(|| is_kernel_thread(pid))
+    }
+}
+
+/// True when process `pid` is a kernel thread (`PF_KTHREAD`), from `/proc/PID/stat`.
+fn is_kernel_thread(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| stat_flags(&s))
+        .is_some_and(|f| f & PF_KTHREAD != 0)
+}
+
+/// The flags of a `/proc/PID/stat` line (the ninth field; the name, second, may hold spaces
+/// and parentheses: the fields after it are counted from its last `)`).
+fn stat_flags(stat: &str) -> Option<u64> {
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(6)?.parse().ok()
 }
 
 impl Handler for OffCpu {
@@ -80,14 +122,15 @@ impl Handler for OffCpu {
         if s.tid == 0 {
             return; // the idle task
         }
-        let state = self.prev_state.read(&s.raw).unwrap_or(0);
-        let closed = if state & SLEEPING != 0 && tasks.wanted(s.pid, s.tid) {
-            let stack = out.raw(tasks, s);
+        let state = self.prev_state.read(&s.raw).unwrap_or(0) as u64;
+        let closed = if self.counts(s.pid, state) && tasks.wanted(s.pid, s.tid) {
+            let mut stack = out.raw(tasks, s);
+            stack.trim_tracing = true;
             self.intervals.blocked(s.tid, s.cpu, s.time, stack)
         } else {
             self.intervals.left_running(s.tid, s.time)
         };
-        Self::add(closed, out);
+        self.add(closed, out);
     }
 
     fn side_band(&mut self, r: &Record, out: &mut Collector) {
@@ -101,7 +144,7 @@ impl Handler for OffCpu {
             }
             _ => None,
         };
-        Self::add(closed, out);
+        self.add(closed, out);
     }
 
     fn meta(&self) -> Meta {
@@ -117,14 +160,21 @@ impl Handler for OffCpu {
     }
 
     fn added(&self) -> u64 {
-        self.intervals.exact + self.intervals.bounded
+        (self.intervals.exact + self.intervals.bounded).saturating_sub(self.short)
     }
 
     fn notes(&self) -> Vec<String> {
-        vec![format!(
+        let mut notes = vec![format!(
             "off-CPU: {} blocked intervals ended at the task's switch-in, {} only at a later sign \
              that it ran (switch-in lost to a full ring buffer: an upper bound)",
             self.intervals.exact, self.intervals.bounded
-        )]
+        )];
+        if self.short > 0 {
+            notes.push(format!(
+                "off-CPU: {} blocks shorter than --min-block {:?} left out",
+                self.short, self.opts.min_block
+            ));
+        }
+        notes
     }
 }

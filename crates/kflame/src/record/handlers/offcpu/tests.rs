@@ -2,6 +2,7 @@
 //! into per-CPU ring buffers and put in time order the way a session does.
 
 use super::*;
+use crate::record::TaskStates;
 use crate::record::order::Reorder;
 use crate::record::parse::tests::{sample_bytes, switch_bytes};
 use crate::record::parse::{self, Switch};
@@ -62,13 +63,19 @@ struct Run {
 }
 
 impl Run {
+    /// Every sleeping block counted (the kernel threads of the tests are none: nothing is
+    /// looked up in this machine's /proc).
     fn new() -> Run {
+        Run::with(OffCpuOptions { idle_kthreads: true, ..OffCpuOptions::default() })
+    }
+
+    fn with(opts: OffCpuOptions) -> Run {
         let tp = parse_format(SCHED_SWITCH, SCHED_SWITCH_FORMAT).expect("format");
         let mut tasks = Tasks::new(None);
         for tid in [100, 200, 300] {
             tasks.apply(&Record::Comm { time: 0, pid: 4000, tid, comm: b"kfwork".to_vec(), exec: false });
         }
-        let h = OffCpu::new(tp.field("prev_state").expect("prev_state"));
+        let h = OffCpu::new(tp.field("prev_state").expect("prev_state"), opts);
         Run { tasks, out: Collector::new(Naming::default(), true, true), h }
     }
 
@@ -273,4 +280,67 @@ fn only_sleeping_states_are_blocked_time() {
     assert_eq!(counted, want);
     assert!(intervals.iter().all(|iv| iv.2 == 3 * MS));
     assert_eq!(h.unpaired(), 1);
+}
+
+/// The filters a user of bcc's offcputime expects: `--state D` keeps uninterruptible waits
+/// only, `--min-block` drops short blocks (counted in a note), and kernel threads asleep in
+/// `S` or `I` (waiting for work) are left out unless asked for, while their `D` waits stay.
+#[test]
+fn state_length_and_idle_kernel_thread_filters() {
+    use std::time::Duration;
+    let blocks = |run: &mut Run| {
+        // tid 100 sleeps (S) 3 ms, tid 200 waits (D) 3 ms then (D) 0.5 ms, tid 300 idles (I) 3 ms.
+        for (tid, state, t, len) in [
+            (100, S, T0, 3 * MS),
+            (200, D, T0, 3 * MS),
+            (200, D, T0 + 10 * MS, MS / 2),
+            (300, 0x80, T0, 3 * MS),
+        ] {
+            run.feed(recs(
+                vec![switch_sample(t, 0, tid, state, NANOSLEEP)],
+                vec![switch(t + 1_000, 0, tid, true), switch(t + len, 1, tid, false)],
+            ));
+        }
+    };
+    let only_d = TaskStates::parse("D").expect("D");
+    let mut run =
+        Run::with(OffCpuOptions { states: only_d, idle_kthreads: true, ..OffCpuOptions::default() });
+    blocks(&mut run);
+    let tids: Vec<u32> = run.finish().0.iter().map(|iv| iv.0).collect();
+    assert_eq!(tids, [200, 200]);
+
+    let min = Duration::from_millis(1);
+    let mut run =
+        Run::with(OffCpuOptions { min_block: min, idle_kthreads: true, ..OffCpuOptions::default() });
+    blocks(&mut run);
+    let (intervals, h) = run.finish();
+    assert_eq!(
+        intervals.iter().map(|iv| (iv.0, iv.2)).collect::<Vec<_>>(),
+        [(100, 3 * MS), (200, 3 * MS), (300, 3 * MS)]
+    );
+    assert_eq!(h.added(), 3);
+    assert!(
+        h.notes().join("\n").contains("1 blocks shorter than --min-block 1ms left out"),
+        "{:?}",
+        h.notes()
+    );
+
+    // Process 4000 taken for a kernel thread (known, so /proc is not read).
+    let mut run = Run::with(OffCpuOptions::default());
+    run.h.kthreads.insert(4000, true);
+    blocks(&mut run);
+    let tids: Vec<u32> = run.finish().0.iter().map(|iv| iv.0).collect();
+    assert_eq!(tids, [200, 200], "its S and I waits left out, its D waits kept");
+}
+
+/// `/proc/PID/stat` of a kernel thread and of a user process (the name may hold `) `).
+#[test]
+fn kernel_threads_by_their_stat_flags() {
+    let kworker = "29 (kworker/0:1-events) I 2 0 0 0 -1 69238880 0 0 0 0 0 4 0 0 20 0 1 0 21 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0";
+    let user = "812 (a) b) S 1 812 812 0 -1 4194560 167 0 0 0 0 0 0 0 20 0 1 0 120 5468160 256 18446744073709551615 1 1 0 0 0 0 0 4096 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0";
+    assert_eq!(stat_flags(kworker), Some(69238880));
+    assert!(stat_flags(kworker).is_some_and(|f| f & PF_KTHREAD != 0));
+    assert_eq!(stat_flags(user), Some(4194560));
+    assert!(stat_flags(user).is_some_and(|f| f & PF_KTHREAD == 0));
+    assert_eq!(stat_flags("12 (x"), None);
 }
