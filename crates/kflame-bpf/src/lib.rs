@@ -16,10 +16,18 @@
 //! Addresses are raw: naming them (kallsyms, ELF symbols of the task's mappings) is the
 //! caller's, as for every other recorder of kflame.
 
+mod bio;
 mod bytes;
+mod drain;
+mod locks;
 mod offcpu;
+mod runq;
 
+pub use bio::{Bio, device_name, device_numbers};
+pub use drain::{WaitLost, WaitOptions, Waited};
+pub use locks::{Locks, lock_kind};
 pub use offcpu::{Blocked, Lost, OffCpu, OffCpuOptions, Waker};
+pub use runq::{RUNQ_SLOTS, Runq, RunqDrain};
 
 /// Why BPF cannot do it.
 #[derive(Debug, thiserror::Error)]
