@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use aya::maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray, StackTraceMap};
+use aya::maps::{Array, ArrayOfMaps, HashMap as BpfHashMap, MapData, PerCpuArray, StackTraceMap};
 use aya::programs::RawTracePoint;
 use aya::{Ebpf, EbpfLoader};
 
@@ -78,6 +78,9 @@ pub(crate) struct Loaded {
     pub(crate) ebpf: Ebpf,
     /// The generation the kernel counts under now.
     pub(crate) generation: u32,
+    /// `wait.h`'s `sync` and the map written into it after a flip (see [`Loaded::flip`]).
+    sync: ArrayOfMaps<MapData, MapData>,
+    sync_value: MapData,
 }
 
 impl Loaded {
@@ -99,19 +102,27 @@ impl Loaded {
             p.load().map_err(|e| refused(&format!("load of {prog}"), e))?;
             p.attach(tp).map_err(|e| refused(&format!("attach to the raw tracepoint {tp}"), e))?;
         }
-        Ok(Loaded { ebpf, generation: 0 })
+        let sync = ebpf.take_map("sync").ok_or_else(|| map_err("sync", "missing"))?;
+        let sync = ArrayOfMaps::try_from(sync).map_err(|e| map_err("sync", e))?;
+        let sync_value = match ebpf.take_map("sync_value") {
+            Some(aya::maps::Map::Array(m)) => m,
+            _ => return Err(map_err("sync_value", "missing")),
+        };
+        Ok(Loaded { ebpf, generation: 0, sync, sync_value })
     }
 
-    /// Flips the generation the kernel counts under, then waits a millisecond: the programs
-    /// running at the flip are done (microseconds), the earlier generations are no longer
-    /// written, and their keys can be read and deleted without losing an increment.
+    /// Flips the generation the kernel counts under, then waits until every program running
+    /// at the flip is done: the earlier generations are no longer written, and their keys can
+    /// be read and deleted without losing an increment. The wait is the kernel's: an update
+    /// of a map of maps returns once the programs running then are done (an RCU grace
+    /// period, milliseconds), even one whose CPU the hypervisor paused for longer.
     pub(crate) fn flip(&mut self) -> Result<(), BpfError> {
         self.generation = self.generation.wrapping_add(1);
         let map = self.ebpf.map_mut("control").ok_or_else(|| map_err("control", "missing"))?;
         let mut control: Array<&mut MapData, u32> =
             Array::try_from(map).map_err(|e| map_err("control", e))?;
         control.set(0, self.generation, 0).map_err(|e| map_err("control", e))?;
-        std::thread::sleep(std::time::Duration::from_millis(1));
+        self.sync.set(0, &self.sync_value, 0).map_err(|e| map_err("sync", e))?;
         Ok(())
     }
 

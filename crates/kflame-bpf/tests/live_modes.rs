@@ -168,6 +168,7 @@ fn threads_sharing_one_cpu_wait_on_its_run_queue() {
     const SPIN: Duration = Duration::from_millis(500);
     let (tx, rx) = mpsc::channel();
     let go = Arc::new(Barrier::new(3));
+    let started = Instant::now();
     let threads: Vec<_> = (0..3)
         .map(|_| {
             let tx = tx.clone();
@@ -188,6 +189,7 @@ fn threads_sharing_one_cpu_wait_on_its_run_queue() {
     for t in threads {
         t.join().unwrap();
     }
+    let wall = started.elapsed();
     let mut cpu0 = [0u64; RUNQ_SLOTS];
     let on_cpu0 = |all: &[Waited], tid: u32| -> u64 {
         all.iter().filter(|w| w.tid == tid && w.on == 0).map(|w| w.ns).sum()
@@ -211,11 +213,18 @@ fn threads_sharing_one_cpu_wait_on_its_run_queue() {
         "run-queue ns on CPU 0 of each thread, of {} ns spun: {per_thread:?}",
         SPIN.as_nanos()
     );
-    // Each thread ran SPIN at most: its waits cannot exceed the time the run took.
+    // A thread cannot have waited longer than it lived.
+    for &t in &tids {
+        let ns: u64 = all.iter().filter(|w| w.tid == t).map(|w| w.ns).sum();
+        assert!(ns <= wall.as_nanos() as u64, "thread {t} waited {ns} ns in {wall:?}");
+    }
     let w = all.iter().find(|w| w.tid == tids[0] && w.on == 0).unwrap();
     assert_eq!(w.tgid, pid);
     assert!(w.count > 0);
+    // The histogram counts the same waits as the records (this process's, on CPU 0).
+    let waits_on_cpu0: u64 = all.iter().filter(|w| w.on == 0).map(|w| w.count).sum();
     assert!(cpu0.iter().sum::<u64>() > 0, "the CPU 0 histogram: {cpu0:?}");
+    assert_eq!(cpu0.iter().sum::<u64>(), waits_on_cpu0, "the CPU 0 histogram: {cpu0:?}");
     let lost = p.lost().unwrap();
     assert_eq!((lost.waits, lost.starts), (0, 0), "{lost:?}");
 }
@@ -264,11 +273,14 @@ fn direct_writes_wait_on_the_disk_of_their_file() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(out.status.success(), "dd: {:?}", out.status);
     let of_dd = |w: &Waited| w.tgid == dd && w.comm == b"dd";
+    // dd waited for each write to complete, so its IOs are all summed by now: all of them but
+    // any that a request of another task merged (counted under that request's submitter).
+    let most = 2000 * 9 / 10;
     let all = gather(
         || p.drain().unwrap(),
         |all, d| all.extend(d),
         Duration::from_secs(10),
-        |w| w.iter().filter(|w| of_dd(w)).map(|w| w.count).sum::<u64>() >= 2000,
+        |w| w.iter().filter(|w| of_dd(w)).map(|w| w.count).sum::<u64>() >= most,
     );
     let mine: Vec<&Waited> = all.iter().filter(|w| of_dd(w)).collect();
     let count: u64 = mine.iter().map(|w| w.count).sum();
@@ -278,7 +290,7 @@ fn direct_writes_wait_on_the_disk_of_their_file() {
         .filter(|w| !of_dd(w))
         .map(|w| (w.tgid, w.tid, String::from_utf8_lossy(&w.comm).into_owned(), w.on, w.count))
         .collect();
-    assert!(count >= 2000, "{count} IOs of dd seen, on {devices:?}; other IOs: {others:?}");
+    assert!(count >= most, "{count} IOs of dd seen, on {devices:?}; other IOs: {others:?}");
     assert_eq!(devices, [disk].into(), "dd's IOs on the disk of {} ({major}:{minor})", dir.display());
     let w = mine.iter().max_by_key(|w| w.count).unwrap();
     assert!(w.ns > 0, "{w:?}");

@@ -3,8 +3,8 @@
 // `block_bio_queue` (in submit_bio, the submitter's context) keeps the submitter's task and
 // stacks under (disk, sector); `block_rq_issue` keeps the issue time under the request's
 // (disk, sector); `block_rq_complete` adds the time from issue to completion to `waited`
-// under (submitter, its stacks, the disk). Bios merged into a request keep the submitter of
-// the request's first bio (`block_bio_backmerge`/`block_bio_frontmerge` forget the others).
+// under (submitter, its stacks, the disk). A request of several bios counts under the
+// submitter of its first (`block_bio_backmerge`/`block_bio_frontmerge` forget the others).
 // IOs whose submitter was not seen count with tid 0 and no stacks. Raw tracepoints only,
 // attached by name (no tracefs, kprobe or fentry).
 #include "wait.h"
