@@ -6,7 +6,10 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// The programs of `src/bpf/`, each `NAME.bpf.c` built into `NAME.bpf.o`.
-const PROGRAMS: &[&str] = &["offcpu"];
+const PROGRAMS: &[&str] = &["offcpu", "locks", "runq", "bio"];
+
+/// Headers the programs include.
+const HEADERS: &[&str] = &["src/bpf/wait.h"];
 
 fn main() {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
@@ -14,6 +17,9 @@ fn main() {
     let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_else(|_| "x86_64".to_string());
     let multiarch = format!("/usr/include/{arch}-linux-gnu");
     println!("cargo:rerun-if-env-changed=KFLAME_CLANG");
+    for h in HEADERS {
+        println!("cargo:rerun-if-changed={h}");
+    }
     for name in PROGRAMS {
         let src = format!("src/bpf/{name}.bpf.c");
         println!("cargo:rerun-if-changed={src}");

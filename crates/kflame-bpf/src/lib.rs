@@ -1,4 +1,4 @@
-//! kflame's BPF programs and their loader: blocked time aggregated in the kernel.
+//! kflame's BPF programs and their loaders: blocked and waiting time aggregated in the kernel.
 //!
 //! [`OffCpu`] loads `src/bpf/offcpu.bpf.c` (built by `build.rs` with clang, CO-RE against the
 //! running kernel's BTF) and attaches it to the `sched_switch` and `sched_waking` raw
@@ -10,19 +10,54 @@
 //! ns and count, never one per switch. What the kernel could not keep (a full map, a stack not
 //! taken) is counted ([`Lost`]), never silent.
 //!
+//! Three more programs time waits the same way, each summing them in the kernel under (task,
+//! its kernel and user stack ids, what it waited on) and drained into the same record,
+//! [`Waited`], with the same [`WaitOptions`] (`pid`, `min_ns`) and [`WaitLost`] counters:
+//!
+//! - [`Locks`] (`src/bpf/locks.bpf.c`): kernel lock contention, from the `contention_begin`
+//!   and `contention_end` raw tracepoints, both in the waiter's context. The waiter's stacks and
+//!   time are taken at the first begin (a mutex begins twice, spinning then sleeping; the
+//!   flags kept are the latest); `on` is the lock's `LCB_F_*` flags, named by [`lock_kind`]
+//!   as `perf lock contention` does (`rwsem:W`, `mutex`, `spinlock`, ...).
+//! - [`Runq`] (`src/bpf/runq.bpf.c`): time runnable but not running, from `sched_wakeup`,
+//!   `sched_wakeup_new` and `sched_switch` (a task switched out preempted or still runnable
+//!   waits from then). Every switch keeps the stacks the task leaving the CPU had, the ones it
+//!   will run again with; `on` is the CPU whose run queue it waited on, and [`Runq::drain`]
+//!   also returns a log2 µs histogram of the waits of each CPU ([`RunqDrain`]).
+//! - [`Bio`] (`src/bpf/bio.bpf.c`): block IO latency from issue to completion, by disk and
+//!   by the task and stacks that submitted the IO (`block_bio_queue`, in submit_bio, the
+//!   submitter's context), keyed by (whole disk, sector) to `block_rq_issue` and
+//!   `block_rq_complete`; a request of several bios counts under the submitter of its first; IOs whose
+//!   submitter was not seen count with tid 0 and no stacks. `on` is the disk as
+//!   `major << 20 | minor`, named by [`device_name`].
+//!
+//! Each drain flips the generation the kernel counts under, waits for the programs running at
+//! the flip to be done (an update of a map of maps, which the kernel returns from after an RCU
+//! grace period: exact, where a fixed sleep is not on a host that pauses CPUs), reads and
+//! deletes the older generation's keys and frees the stacks nothing refers to any more.
+//!
 //! Nothing is pinned: the programs, links and maps live in this process's file descriptors
-//! and go when the [`OffCpu`] is dropped or the process ends, whatever ends it.
+//! and go when the loader ([`OffCpu`], [`Locks`], [`Runq`], [`Bio`]) is dropped or the process
+//! ends, whatever ends it.
 //!
 //! Addresses are raw: naming them (kallsyms, ELF symbols of the task's mappings) is the
 //! caller's, as for every other recorder of kflame. [`record`] gives each loader to kflame's
 //! recorder as an [`Aggregator`](kflame::record::Aggregator), and says what this kernel
 //! allows for `kflame record --check`.
 
+mod bio;
 mod bytes;
+mod drain;
+mod locks;
 mod offcpu;
 pub mod record;
+mod runq;
 
+pub use bio::{Bio, device_name, device_numbers};
+pub use drain::{WaitLost, WaitOptions, Waited};
+pub use locks::{Locks, lock_kind};
 pub use offcpu::{Blocked, Lost, OffCpu, OffCpuOptions, Waker};
+pub use runq::{RUNQ_SLOTS, Runq, RunqDrain};
 
 /// Why BPF cannot do it.
 #[derive(Debug, thiserror::Error)]

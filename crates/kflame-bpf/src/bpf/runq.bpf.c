@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: (MIT OR Apache-2.0)
+// Run-queue time aggregated in the kernel: how long a task waited runnable before it ran.
+// `sched_wakeup`/`sched_wakeup_new` (a task runnable from now) and `sched_switch` (a task
+// switched out still runnable is runnable from now; at every switch the task leaving keeps
+// its stacks, the ones it will run again with; the task coming in adds the time it waited)
+// fill `waited` under (task, its stacks, the CPU) and a log2 histogram per CPU. Raw
+// tracepoints only, attached by name (no tracefs, kprobe or fentry).
+#include "wait.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+// Slots of a histogram; two generations of them in `hist`.
+#define SLOTS 32
+
+struct task_struct {
+	int pid;
+	int tgid;
+	char comm[TASK_COMM_LEN];
+	unsigned int __state;
+} __attribute__((preserve_access_index));
+
+// The state field was `state` before Linux 5.14.
+struct task_struct___old {
+	long state;
+} __attribute__((preserve_access_index));
+
+struct left_t {
+	__s32 kstack; // 0
+	__s32 ustack; // 4
+};
+
+// When each runnable task became runnable.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 65536);
+} runnable SEC(".maps");
+
+// The stacks each task left the CPU with (least recently used evicted: tasks that exited).
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u32);
+	__type(value, struct left_t);
+	__uint(max_entries, 65536);
+} left SEC(".maps");
+
+// Slot `(gen & 1) * SLOTS + log2(us)`: waits per CPU of this CPU's run queue.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 2 * SLOTS);
+} hist SEC(".maps");
+
+static __always_inline long state_of(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ((struct task_struct___old *)t, state);
+}
+
+static __always_inline int wanted(struct task_struct *t, __u32 *tid)
+{
+	*tid = BPF_CORE_READ(t, pid);
+	if (*tid == 0)
+		return 0; // the idle task
+	return !only_tgid || (__u32)BPF_CORE_READ(t, tgid) == only_tgid;
+}
+
+static __always_inline void runnable_now(struct task_struct *p)
+{
+	__u32 tid;
+	if (!wanted(p, &tid))
+		return;
+	__u64 now = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&runnable, &tid, &now, BPF_ANY))
+		count_lost(LOST_STARTS);
+}
+
+// sched_wakeup(struct task_struct *p)
+SEC("raw_tp/sched_wakeup")
+int on_wakeup(struct bpf_raw_tracepoint_args *ctx)
+{
+	runnable_now((struct task_struct *)ctx->args[0]);
+	return 0;
+}
+
+// sched_wakeup_new(struct task_struct *p)
+SEC("raw_tp/sched_wakeup_new")
+int on_wakeup_new(struct bpf_raw_tracepoint_args *ctx)
+{
+	runnable_now((struct task_struct *)ctx->args[0]);
+	return 0;
+}
+
+static __always_inline __u32 log2_slot(__u64 us)
+{
+	__u32 slot = 0;
+	for (int i = 0; i < SLOTS - 1 && us > 1; i++) {
+		us >>= 1;
+		slot++;
+	}
+	return slot;
+}
+
+// sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next, ...)
+SEC("raw_tp/sched_switch")
+int on_switch(struct bpf_raw_tracepoint_args *ctx)
+{
+	int preempt = (int)ctx->args[0];
+	struct task_struct *prev = (struct task_struct *)ctx->args[1];
+	struct task_struct *next = (struct task_struct *)ctx->args[2];
+	__u64 now = bpf_ktime_get_ns();
+	__u32 tid;
+	if (wanted(prev, &tid)) {
+		// The current task is still prev: its stacks are the ones it will run again with.
+		struct left_t l = {};
+		l.kstack = stack_of(ctx, 0);
+		l.ustack = stack_of(ctx, BPF_F_USER_STACK);
+		bpf_map_update_elem(&left, &tid, &l, BPF_ANY);
+		if (preempt || state_of(prev) == 0) {
+			if (bpf_map_update_elem(&runnable, &tid, &now, BPF_ANY))
+				count_lost(LOST_STARTS);
+		} else {
+			// Asleep: a wakeup seen while it was still running is no longer the start.
+			bpf_map_delete_elem(&runnable, &tid);
+		}
+	}
+	if (!wanted(next, &tid))
+		return 0;
+	__u64 *since = bpf_map_lookup_elem(&runnable, &tid);
+	if (!since)
+		return 0;
+	__u64 ns = now - *since;
+	bpf_map_delete_elem(&runnable, &tid);
+	if (ns < min_ns)
+		return 0;
+	struct wait_key key = {};
+	key.tgid = BPF_CORE_READ(next, tgid);
+	key.tid = tid;
+	key.on = bpf_get_smp_processor_id();
+	BPF_CORE_READ_STR_INTO(&key.comm, next, comm);
+	struct left_t *l = bpf_map_lookup_elem(&left, &tid);
+	if (l) {
+		key.kstack = l->kstack;
+		key.ustack = l->ustack;
+	} else {
+		key.kstack = -1;
+		key.ustack = -1;
+	}
+	add_wait(&key, ns);
+	__u32 slot = (key.gen & 1) * SLOTS + log2_slot(ns / 1000);
+	__u64 *h = bpf_map_lookup_elem(&hist, &slot);
+	if (h)
+		*h += 1;
+	return 0;
+}

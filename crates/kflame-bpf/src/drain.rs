@@ -1,0 +1,241 @@
+//! What the waiting-time programs (locks, run queue, block IO) share: loading and attaching,
+//! the generation flip before a drain, reading and deleting the old generation's keys, the
+//! stacks of what was read, the sweep of stacks no one holds any more, and the `lost` counters.
+//! The C side is `src/bpf/wait.h`.
+
+use std::collections::HashSet;
+
+use aya::maps::{Array, ArrayOfMaps, HashMap as BpfHashMap, MapData, PerCpuArray, StackTraceMap};
+use aya::programs::RawTracePoint;
+use aya::{Ebpf, EbpfLoader};
+
+use crate::bytes::{comm, i32_at, u32_at};
+use crate::{BpfError, map_err, refused};
+
+/// Bytes of `wait.h`'s `struct wait_key`.
+pub(crate) const KEY_LEN: usize = 40;
+
+/// A key of `waited` and its value (ns, count), as read.
+pub(crate) type Found = ([u8; KEY_LEN], [u64; 2]);
+
+/// Which waits to count, for every waiting-time program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitOptions {
+    /// Only this process (`None`: every one).
+    pub pid: Option<u32>,
+    /// Waits shorter than this are not counted (ns).
+    pub min_ns: u64,
+}
+
+impl Default for WaitOptions {
+    /// Every wait of every process.
+    fn default() -> Self {
+        WaitOptions { pid: None, min_ns: 1 }
+    }
+}
+
+/// Time one task spent waiting on one thing with one stack, summed over an interval.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Waited {
+    /// Its process (0 for an IO whose submitter was not seen).
+    pub tgid: u32,
+    /// Its thread (0 for an IO whose submitter was not seen).
+    pub tid: u32,
+    /// Its name (empty for an IO whose submitter was not seen).
+    pub comm: Vec<u8>,
+    /// Its kernel stack, leaf first (empty when not taken).
+    pub kernel: Vec<u64>,
+    /// Its user stack, leaf first (empty for a kernel thread or when not taken).
+    pub user: Vec<u64>,
+    /// What it waited on: the lock's `LCB_F_*` flags ([`crate::Locks`], see
+    /// [`crate::lock_kind`]), the disk as `major << 20 | minor` ([`crate::Bio`], see
+    /// [`crate::device_name`]), the CPU whose run queue it waited on ([`crate::Runq`]).
+    pub on: u32,
+    /// Time waited, ns.
+    pub ns: u64,
+    /// Waits.
+    pub count: u64,
+}
+
+/// What the kernel side of a waiting-time program could not keep, since the start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WaitLost {
+    /// Waits not counted: the aggregation map was full.
+    pub waits: u64,
+    /// Stacks not taken (the stack map full, or a walk that failed).
+    pub stacks: u64,
+    /// Waits not timed: a map of waits in progress was full.
+    pub starts: u64,
+    /// Block IO only: IOs not attributed, either completed with a submitter not seen while a
+    /// pid filter was on (not counted), or submissions and issues never completed, forgotten
+    /// after a minute (a bio split or merged in a way not traced, a request never completed).
+    pub unmatched: u64,
+}
+
+/// A waiting-time program, loaded and attached.
+#[derive(Debug)]
+pub(crate) struct Loaded {
+    pub(crate) ebpf: Ebpf,
+    /// The generation the kernel counts under now.
+    pub(crate) generation: u32,
+    /// `wait.h`'s `sync` and the map written into it after a flip (see [`Loaded::flip`]).
+    sync: ArrayOfMaps<MapData, MapData>,
+    sync_value: MapData,
+}
+
+impl Loaded {
+    /// Loads `obj` with `opts` and attaches its programs to the raw tracepoints, in the order
+    /// given (`(program, tracepoint)`).
+    pub(crate) fn start(obj: &[u8], opts: &WaitOptions, attach: &[(&str, &str)]) -> Result<Loaded, BpfError> {
+        let only_tgid = opts.pid.unwrap_or(0);
+        let mut ebpf = EbpfLoader::new()
+            .override_global("min_ns", &opts.min_ns.max(1), true)
+            .override_global("only_tgid", &only_tgid, true)
+            .load(obj)
+            .map_err(|e| refused("load", e))?;
+        for &(prog, tp) in attach {
+            let p: &mut RawTracePoint = ebpf
+                .program_mut(prog)
+                .ok_or_else(|| refused("load", format!("no program {prog} in the object")))?
+                .try_into()
+                .map_err(|e| refused("load", e))?;
+            p.load().map_err(|e| refused(&format!("load of {prog}"), e))?;
+            p.attach(tp).map_err(|e| refused(&format!("attach to the raw tracepoint {tp}"), e))?;
+        }
+        let sync = ebpf.take_map("sync").ok_or_else(|| map_err("sync", "missing"))?;
+        let sync = ArrayOfMaps::try_from(sync).map_err(|e| map_err("sync", e))?;
+        let sync_value = match ebpf.take_map("sync_value") {
+            Some(aya::maps::Map::Array(m)) => m,
+            _ => return Err(map_err("sync_value", "missing")),
+        };
+        Ok(Loaded { ebpf, generation: 0, sync, sync_value })
+    }
+
+    /// Flips the generation the kernel counts under, then waits until every program running
+    /// at the flip is done: the earlier generations are no longer written, and their keys can
+    /// be read and deleted without losing an increment. The wait is the kernel's: an update
+    /// of a map of maps returns once the programs running then are done (an RCU grace
+    /// period, milliseconds), even one whose CPU the hypervisor paused for longer.
+    pub(crate) fn flip(&mut self) -> Result<(), BpfError> {
+        self.generation = self.generation.wrapping_add(1);
+        let map = self.ebpf.map_mut("control").ok_or_else(|| map_err("control", "missing"))?;
+        let mut control: Array<&mut MapData, u32> =
+            Array::try_from(map).map_err(|e| map_err("control", e))?;
+        control.set(0, self.generation, 0).map_err(|e| map_err("control", e))?;
+        self.sync.set(0, &self.sync_value, 0).map_err(|e| map_err("sync", e))?;
+        Ok(())
+    }
+
+    /// Reads and deletes the keys of `waited` of the generations before the current one
+    /// (call [`Loaded::flip`] first); the stack ids the current generation's keys hold go into
+    /// `held`.
+    pub(crate) fn take_waited(&mut self, held: &mut HashSet<i32>) -> Result<Vec<Found>, BpfError> {
+        let map = self.ebpf.map_mut("waited").ok_or_else(|| map_err("waited", "missing"))?;
+        let mut counts: BpfHashMap<&mut MapData, [u8; KEY_LEN], [u64; 2]> =
+            BpfHashMap::try_from(map).map_err(|e| map_err("waited", e))?;
+        let keys: Vec<[u8; KEY_LEN]> = counts.keys().filter_map(Result::ok).collect();
+        let mut found = Vec::with_capacity(keys.len());
+        for k in keys {
+            if u32_at(&k, 20) == self.generation {
+                held.extend([i32_at(&k, 8), i32_at(&k, 12)]);
+                continue;
+            }
+            if let Ok(v) = counts.get(&k, 0) {
+                found.push((k, v));
+            }
+            let _ = counts.remove(&k);
+        }
+        Ok(found)
+    }
+
+    /// Adds to `held` the kernel and user stack ids (at `at` and `at + 4` of each value) that
+    /// the map `name`, of keys of `K` bytes and values of `V` bytes, refers to.
+    pub(crate) fn held_by<const K: usize, const V: usize>(
+        &self,
+        name: &'static str,
+        at: usize,
+        held: &mut HashSet<i32>,
+    ) -> Result<(), BpfError> {
+        let map = self.ebpf.map(name).ok_or_else(|| map_err(name, "missing"))?;
+        let tasks: BpfHashMap<&MapData, [u8; K], [u8; V]> =
+            BpfHashMap::try_from(map).map_err(|e| map_err(name, e))?;
+        for (_, v) in tasks.iter().filter_map(Result::ok) {
+            held.extend([i32_at(&v, at), i32_at(&v, at + 4)]);
+        }
+        Ok(())
+    }
+
+    /// The records of `found` with their stacks; then every stack id not in `held` is freed
+    /// (those just read, and those nothing refers to any more).
+    pub(crate) fn finish(&mut self, found: &[Found], held: &HashSet<i32>) -> Result<Vec<Waited>, BpfError> {
+        let map = self.ebpf.map_mut("stacks").ok_or_else(|| map_err("stacks", "missing"))?;
+        let mut stacks: StackTraceMap<&mut MapData> =
+            StackTraceMap::try_from(map).map_err(|e| map_err("stacks", e))?;
+        let frames_of = |id: i32| -> Vec<u64> {
+            let Ok(id) = u32::try_from(id) else { return Vec::new() };
+            match stacks.get(&id, 0) {
+                Ok(t) => t.frames().iter().map(|f| f.ip).collect(),
+                Err(_) => Vec::new(),
+            }
+        };
+        let out = found
+            .iter()
+            .map(|(k, v)| Waited {
+                tgid: u32_at(k, 0),
+                tid: u32_at(k, 4),
+                kernel: frames_of(i32_at(k, 8)),
+                user: frames_of(i32_at(k, 12)),
+                on: u32_at(k, 16),
+                comm: comm(&k[24..40]),
+                ns: v[0],
+                count: v[1],
+            })
+            .collect();
+        let ids: Vec<u32> = stacks.stack_ids().filter_map(Result::ok).collect();
+        for id in ids {
+            if !held.contains(&(id as i32)) {
+                let _ = stacks.remove(&id);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The `lost` counters summed over the CPUs, plus `unmatched` counted in user space.
+    pub(crate) fn lost(&self, unmatched: u64) -> Result<WaitLost, BpfError> {
+        let map = self.ebpf.map("lost").ok_or_else(|| map_err("lost", "missing"))?;
+        let lost: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(map).map_err(|e| map_err("lost", e))?;
+        let sum = |i: u32| -> Result<u64, BpfError> {
+            let v = lost.get(&i, 0).map_err(|e| map_err("lost", e))?;
+            Ok(v.iter().sum())
+        };
+        Ok(WaitLost { waits: sum(0)?, stacks: sum(1)?, starts: sum(2)?, unmatched: sum(3)? + unmatched })
+    }
+}
+
+/// Deletes the entries of the map `name` (keys of `K` bytes, values of `V` bytes, the
+/// generation they were written in at `gen_at` of the value) that `stale` says are stale by
+/// their generation; returns how many went.
+pub(crate) fn forget_stale<const K: usize, const V: usize>(
+    ebpf: &mut Ebpf,
+    name: &'static str,
+    gen_at: usize,
+    stale: impl Fn(u32) -> bool,
+) -> Result<u64, BpfError> {
+    let map = ebpf.map_mut(name).ok_or_else(|| map_err(name, "missing"))?;
+    let mut entries: BpfHashMap<&mut MapData, [u8; K], [u8; V]> =
+        BpfHashMap::try_from(map).map_err(|e| map_err(name, e))?;
+    let old: Vec<[u8; K]> = entries
+        .iter()
+        .filter_map(Result::ok)
+        .filter(|(_, v)| stale(u32_at(v, gen_at)))
+        .map(|(k, _)| k)
+        .collect();
+    let mut gone = 0;
+    for k in old {
+        // Read again: the kernel may have written the key anew since.
+        if entries.get(&k, 0).is_ok_and(|v| stale(u32_at(&v, gen_at))) && entries.remove(&k).is_ok() {
+            gone += 1;
+        }
+    }
+    Ok(gone)
+}
