@@ -82,7 +82,7 @@ impl Bio {
 
     /// Reads and clears the IO times summed since the last call (`on`: the disk), forgets
     /// submissions and issues not completed for a minute, and frees the stacks no submission
-    /// in flight refers to. Takes a millisecond at least.
+    /// in flight refers to. Takes an RCU grace period at least (milliseconds).
     pub fn drain(&mut self) -> Result<Vec<Waited>, BpfError> {
         self.loaded.flip()?;
         let now = Instant::now();

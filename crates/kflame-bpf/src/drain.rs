@@ -78,9 +78,36 @@ pub(crate) struct Loaded {
     pub(crate) ebpf: Ebpf,
     /// The generation the kernel counts under now.
     pub(crate) generation: u32,
-    /// `wait.h`'s `sync` and the map written into it after a flip (see [`Loaded::flip`]).
+    /// Waits for the programs running at a flip (see [`Loaded::flip`]).
+    grace: GracePeriod,
+}
+
+/// `sync.h`'s `sync` and the map written into it after a flip of the generation: the update
+/// returns once every program running at the flip is done.
+#[derive(Debug)]
+pub(crate) struct GracePeriod {
     sync: ArrayOfMaps<MapData, MapData>,
     sync_value: MapData,
+}
+
+impl GracePeriod {
+    /// Takes the two maps out of a loaded object.
+    pub(crate) fn take(ebpf: &mut Ebpf) -> Result<GracePeriod, BpfError> {
+        let sync = ebpf.take_map("sync").ok_or_else(|| map_err("sync", "missing"))?;
+        let sync = ArrayOfMaps::try_from(sync).map_err(|e| map_err("sync", e))?;
+        let sync_value = match ebpf.take_map("sync_value") {
+            Some(aya::maps::Map::Array(m)) => m,
+            _ => return Err(map_err("sync_value", "missing")),
+        };
+        Ok(GracePeriod { sync, sync_value })
+    }
+
+    /// Returns once every BPF program running when it was called is done: an update of a
+    /// map of maps, which the kernel returns from after an RCU grace period (milliseconds),
+    /// exact where a fixed sleep is not (a host may pause a CPU for longer).
+    pub(crate) fn wait(&mut self) -> Result<(), BpfError> {
+        self.sync.set(0, &self.sync_value, 0).map_err(|e| map_err("sync", e))
+    }
 }
 
 impl Loaded {
@@ -102,13 +129,8 @@ impl Loaded {
             p.load().map_err(|e| refused(&format!("load of {prog}"), e))?;
             p.attach(tp).map_err(|e| refused(&format!("attach to the raw tracepoint {tp}"), e))?;
         }
-        let sync = ebpf.take_map("sync").ok_or_else(|| map_err("sync", "missing"))?;
-        let sync = ArrayOfMaps::try_from(sync).map_err(|e| map_err("sync", e))?;
-        let sync_value = match ebpf.take_map("sync_value") {
-            Some(aya::maps::Map::Array(m)) => m,
-            _ => return Err(map_err("sync_value", "missing")),
-        };
-        Ok(Loaded { ebpf, generation: 0, sync, sync_value })
+        let grace = GracePeriod::take(&mut ebpf)?;
+        Ok(Loaded { ebpf, generation: 0, grace })
     }
 
     /// Flips the generation the kernel counts under, then waits until every program running
@@ -122,8 +144,7 @@ impl Loaded {
         let mut control: Array<&mut MapData, u32> =
             Array::try_from(map).map_err(|e| map_err("control", e))?;
         control.set(0, self.generation, 0).map_err(|e| map_err("control", e))?;
-        self.sync.set(0, &self.sync_value, 0).map_err(|e| map_err("sync", e))?;
-        Ok(())
+        self.grace.wait()
     }
 
     /// Reads and deletes the keys of `waited` of the generations before the current one

@@ -62,7 +62,7 @@ impl Locks {
     }
 
     /// Reads and clears the waits summed since the last call (`on`: the lock's flags), and the
-    /// stacks no wait in progress still refers to. Takes a millisecond at least.
+    /// stacks no wait in progress still refers to. Takes an RCU grace period at least (milliseconds).
     pub fn drain(&mut self) -> Result<Vec<Waited>, BpfError> {
         self.loaded.flip()?;
         let mut held = HashSet::new();

@@ -5,6 +5,7 @@ use aya::programs::RawTracePoint;
 use aya::{Ebpf, EbpfLoader};
 
 use crate::bytes::{comm, i32_at, u32_at};
+use crate::drain::GracePeriod;
 use crate::{BpfError, map_err, refused};
 
 /// The compiled off-CPU program.
@@ -112,6 +113,7 @@ pub struct OffCpu {
     ebpf: Ebpf,
     /// The generation the kernel counts under now.
     generation: u32,
+    grace: GracePeriod,
 }
 
 impl OffCpu {
@@ -142,15 +144,17 @@ impl OffCpu {
             p.load().map_err(|e| refused(&format!("load of {prog}"), e))?;
             p.attach(tp).map_err(|e| refused(&format!("attach to the raw tracepoint {tp}"), e))?;
         }
-        Ok(OffCpu { ebpf, generation: 0 })
+        let grace = GracePeriod::take(&mut ebpf)?;
+        Ok(OffCpu { ebpf, generation: 0, grace })
     }
 
     /// Reads and clears what was aggregated since the last call, and the stacks no block in
-    /// progress still refers to. Takes a millisecond at least (see the generation below).
+    /// progress still refers to. Takes an RCU grace period at least (milliseconds: see the
+    /// generation below).
     pub fn drain(&mut self) -> Result<Vec<Blocked>, BpfError> {
         // The kernel counts under a generation: flipped, the earlier ones are no longer
-        // written once the programs running at the flip are done (microseconds; a millisecond
-        // is waited), and their keys are read and deleted without losing an increment.
+        // written once the programs running at the flip are done (waited for: an RCU grace
+        // period), and their keys are read and deleted without losing an increment.
         self.generation = self.generation.wrapping_add(1);
         {
             let map = self.ebpf.map_mut("control").ok_or_else(|| map_err("control", "missing"))?;
@@ -158,7 +162,7 @@ impl OffCpu {
                 Array::try_from(map).map_err(|e| map_err("control", e))?;
             control.set(0, self.generation, 0).map_err(|e| map_err("control", e))?;
         }
-        std::thread::sleep(std::time::Duration::from_millis(1));
+        self.grace.wait()?;
         let mut found: Vec<([u8; KEY_LEN], [u64; 2])> = Vec::new();
         // Stack ids the map still refers to after this drain (keys of the new generation).
         let mut held: std::collections::HashSet<i32> = std::collections::HashSet::new();

@@ -46,7 +46,7 @@ impl Runq {
     }
 
     /// Reads and clears the waits and histograms summed since the last call, and the stacks
-    /// no task refers to any more. Takes a millisecond at least.
+    /// no task refers to any more. Takes an RCU grace period at least (milliseconds).
     pub fn drain(&mut self) -> Result<RunqDrain, BpfError> {
         self.loaded.flip()?;
         let mut held = HashSet::new();

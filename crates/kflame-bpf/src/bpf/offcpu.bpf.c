@@ -120,6 +120,8 @@ struct {
 	__uint(max_entries, 1);
 } control SEC(".maps");
 
+#include "sync.h"
+
 // Counters user space reports: [0] blocks not counted for a full `blocked` map, [1] stacks
 // not taken (stack map full or walk failed), [2] switch-outs not kept for a full `start`.
 struct {

@@ -57,24 +57,7 @@ struct {
 	__uint(max_entries, 1);
 } control SEC(".maps");
 
-// Not used by the programs: user space writes `sync_value` into `sync` after each flip of
-// the generation, an update the kernel returns from only once every BPF program running
-// then is done (synchronize_rcu), so that the older generation is no longer written.
-struct sync_inner {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(max_entries, 1);
-};
-
-struct sync_inner sync_value SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__type(key, __u32);
-	__uint(max_entries, 1);
-	__array(values, struct sync_inner);
-} sync SEC(".maps");
+#include "sync.h"
 
 #define LOST_WAITS 0	 // a wait not counted: `waited` was full
 #define LOST_STACKS 1	 // a stack not taken: the stack map full, or a walk that failed
