@@ -3,9 +3,16 @@
 //! [`Recorder::start_with`](kflame::record::Recorder::start_with), and [`check`] says what
 //! this kernel allows, for `kflame record --check`.
 
-use kflame::record::{Aggregate, AggregateLoss, AggregateTask, Aggregator, Capability, Mode, Target};
+use std::collections::HashMap;
 
-use crate::{BpfError, OffCpu, OffCpuOptions};
+use kflame::record::{
+    Aggregate, AggregateLoss, AggregateTask, Aggregator, Capability, CpuHistogram, Mode, Target,
+};
+
+use crate::{
+    Bio, BpfError, Locks, OffCpu, OffCpuOptions, Runq, WaitLost, WaitOptions, Waited, device_name,
+    device_numbers, lock_kind,
+};
 
 /// Starts the program that serves `mode` for `target` (its options from the mode's), or
 /// `None` when no program serves that mode.
@@ -30,7 +37,124 @@ pub fn aggregator(mode: &Mode, target: &Target) -> Option<Result<Box<dyn Aggrega
                     .map(|p| Box::new(OffCpuSource { p, wakers: o.wakers }) as Box<dyn Aggregator>),
             )
         }
+        Mode::Locks | Mode::Runq | Mode::Bio => {
+            let opts = WaitOptions { pid, ..WaitOptions::default() };
+            let program = match mode {
+                Mode::Locks => Locks::start(&opts).map(Program::Locks),
+                Mode::Runq => Runq::start(&opts).map(Program::Runq),
+                _ => Bio::start(&opts).map(Program::Bio),
+            };
+            Some(program.map(|p| {
+                Box::new(WaitSource { p, histograms: Vec::new(), devices: HashMap::new() })
+                    as Box<dyn Aggregator>
+            }))
+        }
         _ => None,
+    }
+}
+
+/// One of the waiting-time programs.
+enum Program {
+    Locks(Locks),
+    Runq(Runq),
+    Bio(Bio),
+}
+
+struct WaitSource {
+    p: Program,
+    /// Run-queue histograms drained and not yet taken, per CPU.
+    histograms: Vec<CpuHistogram>,
+    /// Disk names by device number (`sda`, `vda`, `nvme0n1`; `MAJ:MIN` when unnamed).
+    devices: HashMap<u32, String>,
+}
+
+impl WaitSource {
+    fn aggregate(&mut self, w: Waited) -> Aggregate {
+        let (above, leaf) = match &self.p {
+            Program::Locks(_) => (None, Some(format!("[{}]", lock_kind(w.on)))),
+            Program::Runq(_) => (None, None),
+            Program::Bio(_) => {
+                let name = self.devices.entry(w.on).or_insert_with(|| {
+                    device_name(w.on).unwrap_or_else(|| {
+                        let (major, minor) = device_numbers(w.on);
+                        format!("{major}:{minor}")
+                    })
+                });
+                (Some(name.clone()), None)
+            }
+        };
+        // An IO whose submitter was not seen (queued before recording started).
+        let comm = match w.comm.is_empty() && w.tid == 0 {
+            true => b"[submitter not seen]".to_vec(),
+            false => w.comm,
+        };
+        Aggregate {
+            task: AggregateTask { pid: w.tgid, tid: w.tid, comm, kernel: w.kernel, user: w.user },
+            above,
+            leaf,
+            waker: None,
+            ns: w.ns,
+            count: w.count,
+        }
+    }
+}
+
+impl Aggregator for WaitSource {
+    fn drain(&mut self) -> Result<Vec<Aggregate>, String> {
+        let waited = match &mut self.p {
+            Program::Locks(p) => p.drain(),
+            Program::Bio(p) => p.drain(),
+            Program::Runq(p) => p.drain().map(|d| {
+                for (cpu, h) in d.histograms.iter().enumerate().filter(|(_, h)| h.iter().any(|&c| c > 0)) {
+                    let cpu = u32::try_from(cpu).unwrap_or(u32::MAX);
+                    match self.histograms.iter_mut().find(|x| x.cpu == cpu) {
+                        Some(x) => x.log2_us.iter_mut().zip(h).for_each(|(a, b)| *a += b),
+                        None => self.histograms.push(CpuHistogram { cpu, log2_us: h.to_vec() }),
+                    }
+                }
+                d.waited
+            }),
+        }
+        .map_err(|e| e.to_string())?;
+        Ok(waited.into_iter().map(|w| self.aggregate(w)).collect())
+    }
+
+    fn lost(&self) -> AggregateLoss {
+        let lost = match &self.p {
+            Program::Locks(p) => p.lost(),
+            Program::Runq(p) => p.lost(),
+            Program::Bio(p) => p.lost(),
+        };
+        match lost {
+            Ok(WaitLost { waits, stacks, starts, unmatched }) => AggregateLoss {
+                waits,
+                stacks,
+                other: vec![
+                    ("waits not timed: the kernel's map of waits in progress was full".into(), starts),
+                    (
+                        "IOs not attributed (a submitter not seen with -p, or never completed)".into(),
+                        unmatched,
+                    ),
+                ],
+            },
+            Err(e) => AggregateLoss {
+                other: vec![(format!("(the loss counters could not be read: {e})"), 1)],
+                ..AggregateLoss::default()
+            },
+        }
+    }
+
+    fn describe(&self) -> String {
+        let tps = match &self.p {
+            Program::Locks(_) => "contention_begin and contention_end",
+            Program::Runq(_) => "sched_wakeup, sched_wakeup_new and sched_switch",
+            Program::Bio(_) => "block_bio_queue, block_rq_issue and block_rq_complete",
+        };
+        format!("summed in the kernel by BPF (raw tracepoints {tps}), read every second")
+    }
+
+    fn histograms(&mut self) -> Vec<CpuHistogram> {
+        std::mem::take(&mut self.histograms)
     }
 }
 
@@ -79,7 +203,7 @@ impl Aggregator for OffCpuSource {
 
     fn describe(&self) -> String {
         let tps = if self.wakers { "sched_switch and sched_waking" } else { "sched_switch" };
-        format!("summed in the kernel by BPF (raw tracepoints {tps}), read once per window")
+        format!("summed in the kernel by BPF (raw tracepoints {tps}), read every second")
     }
 }
 
@@ -110,5 +234,25 @@ pub fn check() -> Vec<Capability> {
         available,
         detail,
     });
+    let opts = WaitOptions::default();
+    for (name, tps, started) in [
+        ("BPF lock contention (--locks)", "contention_begin, contention_end", Locks::start(&opts).map(drop)),
+        (
+            "BPF run-queue latency (--runq)",
+            "sched_wakeup, sched_wakeup_new, sched_switch",
+            Runq::start(&opts).map(drop),
+        ),
+        (
+            "BPF block IO latency (--bio)",
+            "block_bio_queue, block_rq_issue, block_rq_complete",
+            Bio::start(&opts).map(drop),
+        ),
+    ] {
+        let (available, detail) = match started {
+            Ok(()) => (true, format!("loads and attaches (raw tracepoints {tps})")),
+            Err(e) => (false, format!("{e}; this mode has no other path")),
+        };
+        out.push(Capability { name: name.into(), available, detail });
+    }
     out
 }

@@ -163,8 +163,7 @@ fn off_cpu_blocked_time_is_the_time_each_nap_slept() {
     let (folded_out, naps) = record_naps(&env, 10, "off.folded");
     assert!(folded_out.starts_with("# unit=ns\n# event=sched:sched_switch\n"), "{folded_out}");
     let slept: u64 = naps.iter().map(|(s, e)| e - s).sum();
-    let napped: u64 =
-        folded(&folded_out).iter().filter(|s| s.0.contains(";kf_nap_timed;")).map(|s| s.1).sum();
+    let napped: u64 = folded(&folded_out).iter().filter(|s| is_nap(&s.0)).map(|s| s.1).sum();
     assert!(napped <= slept && napped * 100 >= slept * 98, "kf_nap_timed blocked {napped} ns of {slept} ns");
 }
 
@@ -182,8 +181,7 @@ fn off_cpu_paths_give_the_same_totals() {
         let naps = nap_brackets(&stdout);
         assert_eq!(naps.len(), 25);
         let slept: u64 = naps.iter().map(|(s, e)| e - s).sum();
-        let mine: Vec<(String, u64)> =
-            folded(&out).into_iter().filter(|s| s.0.contains(";kf_nap_timed;")).collect();
+        let mine: Vec<(String, u64)> = folded(&out).into_iter().filter(|s| is_nap(&s.0)).collect();
         let napped: u64 = mine.iter().map(|s| s.1).sum();
         assert!(
             napped <= slept && napped * 100 >= slept * 98,
@@ -269,6 +267,84 @@ fn off_cpu_state_and_length_filters() {
         let out = env.record(&args, &format!("min-block-kept-{via}.folded"));
         assert!(out.contains("kf_nap_timed"), "{via}: 20 ms naps left out with --min-block 10ms:\n{out}");
     }
+}
+
+/// `--locks`: eight threads mapping and unmapping memory wait on their address space's lock
+/// (mmap_lock, an rwsem) under their own function, the lock's kind as the leaf frame.
+#[test]
+fn locks_show_mmap_lock_waits_under_the_mappers_function() {
+    let Some(env) = Env::get("--locks") else { return };
+    let out = env.record(&["--locks", "--", env.workload_str(), "mappers", "8", "1"], "locks.folded");
+    assert!(out.starts_with("# unit=ns\n# event=lock:contention_begin+lock:contention_end\n"), "{out}");
+    let stacks = folded(&out);
+    let total: u64 = stacks.iter().map(|s| s.1).sum();
+    let mine: u64 = stacks
+        .iter()
+        .filter(|s| {
+            s.0.contains(";kf_map_unmap;") && (s.0.ends_with(";[rwsem:W]") || s.0.ends_with(";[rwsem:R]"))
+        })
+        .map(|s| s.1)
+        .sum();
+    assert!(
+        total > 0 && mine * 10 >= total * 8,
+        "{mine} of {total} ns under kf_map_unmap with an rwsem frame\n{out}"
+    );
+    assert!(
+        stacks
+            .iter()
+            .any(|s| s.0.contains(";kf_map_unmap;") && s.0.contains("munmap") && s.0.ends_with(";[rwsem:W]")),
+        "munmap's write-lock waits\n{out}"
+    );
+}
+
+/// `--runq`: three threads spinning on CPU 0 wait on its run queue (each runs a third of
+/// the time at best), under the function they spin in; the JSON events end with CPU 0's
+/// histogram.
+#[test]
+fn runq_shows_a_crowded_cpu() {
+    let Some(env) = Env::get("--runq") else { return };
+    let json = env.record(&["--runq", "--", env.workload_str(), "crowd", "3", "0.6"], "runq.json");
+    let waited: u64 = json
+        .lines()
+        .filter(|l| l.contains("\"kf_crowd_spin\"") && l.contains("\"cpu\":0,"))
+        .filter_map(|l| json_u64(l, "weight"))
+        .sum();
+    // 3 threads for 0.6 s on one CPU: about 1.2 s runnable and not running between them.
+    assert!(waited >= 600_000_000, "{waited} ns waited on CPU 0's run queue\n{json}");
+    let hist = json
+        .lines()
+        .find(|l| l.starts_with("{\"histogram\":\"runq\",\"cpu\":0,"))
+        .expect("CPU 0's histogram");
+    assert!(hist.contains("\"count\":"), "{hist}");
+}
+
+/// `--bio`: direct writes of dd wait on the disk of their file, under dd's write path, the
+/// disk as the root frame.
+#[test]
+fn bio_shows_direct_writes_under_their_submitter() {
+    let Some(env) = Env::get("--bio") else { return };
+    // On a disk (the temporary directory may be a tmpfs elsewhere).
+    let file = std::path::PathBuf::from(format!("/var/tmp/kflame-bio-test-{}", std::process::id()));
+    let of = format!("of={}", file.display());
+    let args =
+        ["--bio", "--", "dd", "if=/dev/zero", &of, "bs=4k", "count=500", "oflag=direct", "status=none"];
+    let out = env.record(&args, "bio.folded");
+    let _ = std::fs::remove_file(&file);
+    let dd: Vec<(String, u64)> =
+        folded(&out).into_iter().filter(|s| s.0.contains(";dd;") && s.0.contains("write")).collect();
+    assert!(!dd.is_empty(), "{out}");
+    let disk = dd[0].0.split(';').next().unwrap_or_default().to_string();
+    assert!(
+        std::path::Path::new(&format!("/sys/block/{disk}")).exists(),
+        "root frame {disk} is a disk\n{out}"
+    );
+    assert!(dd.iter().any(|s| s.0.contains("submit_bio")), "{out}");
+}
+
+/// A nap's block: in nanosleep, called from kf_nap_timed (which also prints, and may block
+/// there on a loaded machine: a page fault, a full pipe).
+fn is_nap(stack: &str) -> bool {
+    stack.contains(";kf_nap_timed;") && stack.contains(";do_nanosleep;")
 }
 
 /// `kflame record --off-cpu` of `count` timed naps of 20 ms with 5 ms on the CPU after each:
@@ -688,7 +764,8 @@ fn a_recording_longer_than_a_window_joins_its_windows() {
 #[test]
 fn bad_requests_fail_early_with_a_clear_message() {
     let kflame = env!("CARGO_BIN_EXE_kflame");
-    let cases: [(&[&str], i32, &str); 20] = [
+    let cases: [(&[&str], i32, &str); 21] = [
+        (&["record", "--locks", "--via", "perf"], 1, "--locks is summed in the kernel by BPF"),
         (&["record", "--off-cpu", "--wakers", "--via", "perf"], 1, "--wakers needs BPF"),
         (&["record", "--wakers"], 2, "--off-cpu"),
         (&["record", "--off-cpu", "--state", "Q"], 2, "unknown task state `Q`"),

@@ -45,10 +45,14 @@ pub enum EventKind {
     Call,
     /// A task seen in a snapshot of every task's kernel stack.
     Snapshot,
+    /// Waits of one task with one stack summed in the kernel over a window (lock
+    /// contention, run queue, block IO): weight in ns, no duration of its own.
+    Wait,
 }
 
 impl EventKind {
-    /// A short name: `sample`, `event`, `syscall`, `offcpu`, `probe`, `call`, `snapshot`.
+    /// A short name: `sample`, `event`, `syscall`, `offcpu`, `probe`, `call`, `snapshot`,
+    /// `wait`.
     pub fn name(self) -> &'static str {
         match self {
             EventKind::Sample => "sample",
@@ -58,6 +62,7 @@ impl EventKind {
             EventKind::Probe => "probe",
             EventKind::Call => "call",
             EventKind::Snapshot => "snapshot",
+            EventKind::Wait => "wait",
         }
     }
 }

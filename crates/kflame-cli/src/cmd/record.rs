@@ -40,6 +40,8 @@ Examples (as root):
   kflame record --blocked --every 0.5 -d 30 -o b.svg
   # One session, a file per mode: stall.cpu.html, stall.mem.html, ...:
   kflame record --cpu --mem --off-cpu -d 10 -o stall.html
+  # Kernel lock contention, run-queue and block IO latency (BPF), one file each:
+  kflame record --locks --runq --bio -d 10 -o waits.svg
   kflame record --check                         # what this kernel allows")]
 pub(crate) struct Args {
     /// Command to start and record with its children until it exits (after `--`).
@@ -135,13 +137,32 @@ pub(crate) struct Args {
     idle_kthreads: bool,
 
     /// How --off-cpu records: `bpf` (summed in the kernel), `perf` (perf events, paired
-    /// here), `auto` (bpf, else perf, saying why).
+    /// here), `auto` (bpf, else perf, saying why; perf for JSON events and flame charts,
+    /// which want each block). --locks, --runq and --bio always record through BPF.
     #[arg(long, value_enum, value_name = "PATH", default_value = "auto", help_heading = "Off-CPU")]
     via: Via,
 
     /// Record system call latency (raw_syscalls enter/exit) per call and stack, in ns.
     #[arg(long, help_heading = "Modes")]
     syscalls: bool,
+
+    /// Record kernel lock contention (lock:contention_begin to _end) by the waiter's stack,
+    /// in ns waited, the lock's kind as the leaf frame ([mutex], [rwsem:W], [spinlock], ...),
+    /// as `perf lock contention` names them. Summed in the kernel by BPF (needs it).
+    #[arg(long, help_heading = "Modes")]
+    locks: bool,
+
+    /// Record run-queue latency: time runnable but not running (from a wakeup or a
+    /// preemption to the switch in), per task and the stack it ran again with, in ns; the
+    /// JSON output ends with a log2 µs histogram per CPU (as runqlat). Needs BPF.
+    #[arg(long, help_heading = "Modes")]
+    runq: bool,
+
+    /// Record block IO latency (issue to completion) by disk (the root frame) and by the
+    /// stack that submitted the IO, taken in the submitter's context (not the kworker's
+    /// that issues it), in ns. Needs BPF.
+    #[arg(long, help_heading = "Modes")]
+    bio: bool,
 
     /// Snapshot every task's kernel stack from /proc, grouped by state (D first). Alone: one
     /// snapshot at once, or one every --every seconds until -d, Ctrl-C or the command's end,
@@ -152,7 +173,7 @@ pub(crate) struct Args {
 
     /// Print what this kernel allows (events, tracepoints, /proc) and exit.
     #[arg(long, help_heading = "Modes",
-          conflicts_with_all = ["cpu", "mem", "off_cpu", "syscalls", "blocked"])]
+          conflicts_with_all = ["cpu", "mem", "off_cpu", "syscalls", "locks", "runq", "bio", "blocked"])]
     check: bool,
 
     /// Output file, created before recording starts; its extension says the format:
@@ -225,6 +246,7 @@ fn aggregators(config: &Config, via: Via) -> Result<Vec<(Mode, Box<dyn record::A
             Mode::OffCpu(o) => (!o.wakers).then_some(
                 "through perf events (sched:sched_switch samples with callchains, paired here: costly under many switches)",
             ),
+            Mode::Locks | Mode::Runq | Mode::Bio => None,
             _ => continue,
         };
         let name = mode.name();
@@ -240,7 +262,10 @@ fn aggregators(config: &Config, via: Via) -> Result<Vec<(Mode, Box<dyn record::A
         if via == Via::Perf {
             match perf_path {
                 Some(how) => output::message(format!("{name}: recording {how}, as --via perf asks")),
-                None => bail!("{name}: --wakers needs BPF: it cannot record with --via perf"),
+                None if matches!(mode, Mode::OffCpu(_)) => {
+                    bail!("{name}: --wakers needs BPF: it cannot record with --via perf")
+                }
+                None => bail!("--{name} is summed in the kernel by BPF: it cannot record with --via perf"),
             }
             continue;
         }
@@ -265,7 +290,8 @@ impl Args {
     /// The modes asked for, in the order of their outputs: CPU when no other is given.
     fn modes(&self) -> Vec<Mode> {
         let mut modes = Vec::new();
-        let others = self.mem || self.off_cpu || self.syscalls || self.blocked;
+        let others =
+            self.mem || self.off_cpu || self.syscalls || self.locks || self.runq || self.bio || self.blocked;
         if self.cpu || !others {
             modes.push(Mode::Cpu { frequency: self.frequency.unwrap_or(99) });
         }
@@ -282,6 +308,15 @@ impl Args {
         }
         if self.syscalls {
             modes.push(Mode::Syscalls);
+        }
+        if self.locks {
+            modes.push(Mode::Locks);
+        }
+        if self.runq {
+            modes.push(Mode::Runq);
+        }
+        if self.bio {
+            modes.push(Mode::Bio);
         }
         if self.blocked {
             modes.push(Mode::Blocked { every: self.every });
@@ -300,6 +335,9 @@ impl Args {
             (self.mem, "--mem"),
             (self.off_cpu, "--off-cpu"),
             (self.syscalls, "--syscalls"),
+            (self.locks, "--locks"),
+            (self.runq, "--runq"),
+            (self.bio, "--bio"),
             (self.blocked, "--blocked"),
         ]
         .into_iter()

@@ -60,7 +60,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use aggregate::{Aggregate, AggregateLoss, AggregateTask, Aggregator};
+pub use aggregate::{Aggregate, AggregateLoss, AggregateTask, Aggregator, CpuHistogram};
 pub use cgroups::cgroup2_mount;
 pub use check::{Capability, check};
 pub use clock::WallClock;
@@ -100,6 +100,18 @@ pub enum Mode {
     OffCpu(OffCpuOptions),
     /// Latency of each system call, from `raw_syscalls:sys_enter`/`sys_exit` pairs.
     Syscalls,
+    /// Kernel lock contention (`lock:contention_begin` to `_end`) by the waiter's stack, with
+    /// the lock's kind as the leaf frame, in ns waited: summed in the kernel by an
+    /// [`Aggregator`] (no perf path).
+    Locks,
+    /// Time runnable but not running (from a wakeup or a preemption to the switch in), by
+    /// task and the stack it ran again with, in ns, with a log2 histogram per CPU: summed in
+    /// the kernel by an [`Aggregator`] (no perf path).
+    Runq,
+    /// Block IO latency (issue to completion) by disk and by the stack that submitted the IO
+    /// (taken in the submitter's context), in ns: summed in the kernel by an [`Aggregator`]
+    /// (no perf path).
+    Bio,
     /// Snapshots of every task's kernel stack from `/proc`, grouped by state: one every
     /// `every`, from the start; without `every`, one snapshot: at once when it is the only
     /// mode, else when recording stops (so a Ctrl-C during a stall catches the stall).
@@ -110,7 +122,8 @@ pub enum Mode {
 }
 
 impl Mode {
-    /// A short name (`cpu`, `mem`, `offcpu`, `syscalls`, `blocked`): for messages and the
+    /// A short name (`cpu`, `mem`, `offcpu`, `syscalls`, `locks`, `runq`, `bio`, `blocked`):
+    /// for messages and the
     /// names of one output per mode.
     pub fn name(&self) -> &'static str {
         match self {
@@ -118,6 +131,9 @@ impl Mode {
             Mode::Mem { .. } => "mem",
             Mode::OffCpu(_) => "offcpu",
             Mode::Syscalls => "syscalls",
+            Mode::Locks => "locks",
+            Mode::Runq => "runq",
+            Mode::Bio => "bio",
             Mode::Blocked { .. } => "blocked",
         }
     }
@@ -129,6 +145,7 @@ impl Mode {
             Mode::Mem { .. } => EventKind::Event,
             Mode::OffCpu(_) => EventKind::OffCpu,
             Mode::Syscalls => EventKind::Syscall,
+            Mode::Locks | Mode::Runq | Mode::Bio => EventKind::Wait,
             Mode::Blocked { .. } => EventKind::Snapshot,
         }
     }
@@ -505,6 +522,8 @@ pub struct Recording {
     pub stats: Stats,
     /// Remarks for the user on this mode's events (how they were paired, ...).
     pub notes: Vec<String>,
+    /// Latency histograms per CPU (`Mode::Runq`), summed over the recording's windows.
+    pub histograms: Vec<CpuHistogram>,
 }
 
 impl Recording {
@@ -564,6 +583,7 @@ impl Recording {
             }));
         }
         self.cgroups.extend(later.cgroups);
+        aggregate::add_histograms(&mut self.histograms, later.histograms);
     }
 
     /// An empty recording of `mode`.
@@ -578,6 +598,7 @@ impl Recording {
             cgroups: BTreeMap::new(),
             stats: Stats::default(),
             notes: Vec::new(),
+            histograms: Vec::new(),
         }
     }
 }

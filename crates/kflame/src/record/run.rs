@@ -382,6 +382,7 @@ impl Recorder {
                     let d = a.collector.drain(mode.event_kind(), &state.tasks, sym, &mut self.names);
                     (r.stacks, r.events, r.samples, r.sample_stacks) =
                         (d.stacks, d.events, d.samples, d.sample_stacks);
+                    r.histograms = a.source.histograms();
                     let lost = a.source.lost();
                     (r, Stats { samples: a.waits, lost: lost.waits, ..Stats::default() })
                 }
@@ -516,6 +517,9 @@ impl Recorder {
 fn aggregated_meta(mode: &Mode) -> Meta {
     let event = match mode {
         Mode::OffCpu(o) if o.wakers => "sched:sched_switch+sched:sched_waking",
+        Mode::Locks => "lock:contention_begin+lock:contention_end",
+        Mode::Runq => "sched:sched_wakeup+sched:sched_switch",
+        Mode::Bio => "block:block_bio_queue+block:block_rq_complete",
         _ => "sched:sched_switch",
     };
     Meta { unit: Unit::Nanoseconds, event: Some(event.into()) }
@@ -525,24 +529,20 @@ fn aggregated_meta(mode: &Mode) -> Meta {
 fn aggregated_notes(a: &AggregatedKind) -> Vec<String> {
     let mut notes = Vec::new();
     let lost = a.source.lost();
-    let name = a.mode.name();
     if lost.waits > 0 {
-        notes.push(format!(
-            "{name}: {} waits were not counted: the kernel's aggregation map was full",
-            lost.waits
-        ));
+        notes.push(format!("{} waits were not counted: the kernel's aggregation map was full", lost.waits));
     }
     if lost.stacks > 0 {
         notes.push(format!(
-            "{name}: {} stacks could not be taken (stack map full or walk failed): their time counts with a shorter stack",
+            "{} stacks could not be taken (stack map full or walk failed): their time counts with a shorter stack",
             lost.stacks
         ));
     }
     for (what, n) in lost.other.iter().filter(|(_, n)| *n > 0) {
-        notes.push(format!("{name}: {n} {what}"));
+        notes.push(format!("{n} {what}"));
     }
     if a.failed_drains > 1 {
-        notes.push(format!("{name}: {} reads of the aggregated waits failed", a.failed_drains));
+        notes.push(format!("{} reads of the aggregated waits failed", a.failed_drains));
     }
     if a.collector.is_empty() {
         notes.push("no samples were recorded for the selected tasks".to_string());
@@ -566,6 +566,12 @@ impl Drop for Recorder {
 fn validate(config: &Config, served: &[Mode]) -> Result<(), RecordError> {
     let refuse = |why: String| Err(RecordError::Unsupported(why));
     for m in &config.modes {
+        if matches!(m, Mode::Locks | Mode::Runq | Mode::Bio) && !served.contains(m) {
+            return refuse(format!(
+                "--{} is summed in the kernel by BPF, which is not available here; it has no other path",
+                m.name()
+            ));
+        }
         if let Mode::OffCpu(o) = m
             && o.wakers
             && !served.contains(m)

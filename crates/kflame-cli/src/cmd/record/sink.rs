@@ -180,7 +180,10 @@ fn write<W: Write>(kind: Kind, r: &Recording, opts: &GraphOptions, out: &mut W) 
             out.write_all(r.meta.declared_header().as_bytes()).context("writing folded stacks")?;
             write_lines(out, r.stacks.sorted().into_iter()).context("writing folded stacks")
         }
-        Kind::Json => json::write_events(out, &r.events, &r.meta).context("writing JSON events"),
+        Kind::Json => {
+            json::write_events(out, &r.events, &r.meta).context("writing JSON events")?;
+            json::write_histograms(out, r.mode.name(), &r.histograms).context("writing JSON events")
+        }
         Kind::Svg | Kind::Html => render_graph(kind, r, opts, out),
     }
 }

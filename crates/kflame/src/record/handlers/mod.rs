@@ -55,7 +55,7 @@ fn build_one(
             Some(t) => Some(&*t),
             None => Some(&*tfs.insert(Tracefs::open()?)),
         },
-        Mode::Cpu { .. } | Mode::Blocked { .. } => None,
+        Mode::Cpu { .. } | Mode::Blocked { .. } | Mode::Locks | Mode::Runq | Mode::Bio => None,
     };
     Ok(match (mode, tracefs) {
         (Mode::Cpu { frequency }, _) => cpu::build(*frequency, config.parts)?,

@@ -16,6 +16,9 @@
  *                          thread, whose tid is printed first) for SECONDS
  *   kfwork wakers COUNT MS a thread blocked reading a pipe (kf_pipe_reader) that the main
  *                          thread writes one byte to every MS ms, COUNT times (kf_pipe_writer)
+ *   kfwork mappers N SECONDS
+ *                          N threads mapping, touching and unmapping 64 KiB (kf_map_unmap)
+ *   kfwork crowd N SECONDS N threads spinning on CPU 0 (kf_crowd_spin): run-queue waits
  *
  * Every function is noinline and does work after its call, so no call becomes a jump and the
  * frame-pointer chain names each level. kf_nap, kf_nap_timed, kf_writer and the pipe's reader
@@ -23,8 +26,10 @@
  * wrappers (built without frame pointers) a frame-pointer unwind would skip the function that
  * called the wrapper.
  */
+#define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +49,20 @@ static inline __attribute__((always_inline)) long kf_syscall3(long nr, long a, l
 	__asm__ volatile("syscall"
 			 : "=a"(ret)
 			 : "a"(nr), "D"(a), "S"(b), "d"(c)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+/* The same with six arguments (mmap). */
+static inline __attribute__((always_inline)) long kf_syscall6(long nr, long a, long b, long c, long d, long e, long f)
+{
+	long ret;
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
 			 : "rcx", "r11", "memory");
 	return ret;
 }
@@ -215,6 +234,77 @@ NOINLINE void kf_pipe_writer(int count, int ms)
 	sink++;
 }
 
+static double kf_until;
+
+/* Maps 64 KiB, touches a page, unmaps it, until kf_until: the address space's lock
+ * (mmap_lock, an rwsem) taken for writing by every call. */
+NOINLINE void kf_map_unmap(void)
+{
+	while (now() < kf_until) {
+		char *p = (char *)kf_syscall6(SYS_mmap, 0, 65536, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if ((long)p < 0 && (long)p > -4096)
+			exit(1);
+		p[0] = 1;
+		kf_syscall3(SYS_munmap, (long)p, 65536, 0);
+	}
+	sink++;
+}
+
+static void *kf_mapper_main(void *arg)
+{
+	(void)arg;
+	kf_map_unmap();
+	return NULL;
+}
+
+/* `n` threads mapping and unmapping memory for `seconds`. */
+NOINLINE void kf_mappers(int n, double seconds)
+{
+	pthread_t t[64];
+	kf_until = now() + seconds;
+	n = n > 64 ? 64 : n;
+	for (int i = 0; i < n; i++)
+		if (pthread_create(&t[i], NULL, kf_mapper_main, NULL))
+			exit(1);
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	sink++;
+}
+
+/* Spins until kf_until on CPU 0, with the other spinners of kf_crowd. */
+NOINLINE void kf_crowd_spin(void)
+{
+	while (now() < kf_until)
+		for (int i = 0; i < 10000; i++)
+			sink += i;
+}
+
+static void *kf_crowd_main(void *arg)
+{
+	(void)arg;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	if (sched_setaffinity(0, sizeof set, &set))
+		exit(1);
+	kf_crowd_spin();
+	return NULL;
+}
+
+/* `n` threads spinning on CPU 0 for `seconds`: each waits on its run queue. */
+NOINLINE void kf_crowd(int n, double seconds)
+{
+	pthread_t t[64];
+	kf_until = now() + seconds;
+	n = n > 64 ? 64 : n;
+	for (int i = 0; i < n; i++)
+		if (pthread_create(&t[i], NULL, kf_crowd_main, NULL))
+			exit(1);
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	sink++;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && !strcmp(argv[1], "cpu"))
@@ -237,9 +327,13 @@ int main(int argc, char **argv)
 		kf_wait_input();
 	else if (argc >= 4 && !strcmp(argv[1], "wakers"))
 		kf_pipe_writer(atoi(argv[2]), atoi(argv[3]));
+	else if (argc >= 4 && !strcmp(argv[1], "mappers"))
+		kf_mappers(atoi(argv[2]), atof(argv[3]));
+	else if (argc >= 4 && !strcmp(argv[1], "crowd"))
+		kf_crowd(atoi(argv[2]), atof(argv[3]));
 	else {
 		fprintf(stderr, "usage: kfwork cpu S | mem PAGES | nap N MS | naptimed N MS SPIN_MS | write N | "
-				"pipe | spin S | churn S | threads S | wakers N MS\n");
+				"pipe | spin S | churn S | threads S | wakers N MS | mappers N S | crowd N S\n");
 		return 2;
 	}
 	return 0;
