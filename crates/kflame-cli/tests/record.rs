@@ -433,7 +433,14 @@ fn sigint_mid_recording_leaves_tracing_state_untouched() {
     // System-wide tracepoint sessions, commands still running when the signal comes, and
     // every mode at once (one file each).
     let every_mode = ["cpu", "mem", "offcpu", "syscalls", "blocked"];
-    let runs: [(&[&str], &str, &[&str]); 5] = [
+    let bpf_modes = ["offcpu", "locks", "runq", "bio"];
+    let runs: [(&[&str], &str, &[&str]); 6] = [
+        // Every BPF program at once: none left loaded after the signal.
+        (
+            &["--off-cpu", "--wakers", "--locks", "--runq", "--bio", "-a", "--", w, "mappers", "4", "30"],
+            "INT",
+            &bpf_modes,
+        ),
         (&["--syscalls"], "INT", &[""]),
         (&["--off-cpu", "-a"], "TERM", &[""]),
         (&["--mem", "--", w, "churn", "30"], "INT", &[""]),
@@ -456,6 +463,7 @@ fn sigint_mid_recording_leaves_tracing_state_untouched() {
             .spawn()
             .expect("start kflame");
         std::thread::sleep(Duration::from_millis(1500));
+        let programs = bpf_programs_of(rec.id());
         let killed = Command::new("kill").args([&format!("-{signal}"), &rec.id().to_string()]).status();
         assert!(killed.is_ok_and(|s| s.success()));
         let status = wait_timeout(&mut rec, Duration::from_secs(60)).expect("kflame stops after a signal");
@@ -469,11 +477,17 @@ fn sigint_mid_recording_leaves_tracing_state_untouched() {
                 m => path.with_extension(format!("{m}.folded")),
             };
             let text = std::fs::read_to_string(&path).expect("output written after the signal");
+            // Block IO may be quiet for 1.5 s; every other mode has something.
             assert!(
-                text.lines().filter(|l| !l.starts_with('#')).count() > 0,
+                *mode == "bio" || text.lines().filter(|l| !l.starts_with('#')).count() > 0,
                 "{args:?} {mode}: empty output"
             );
         }
+        if args.contains(&"--bio") {
+            assert!(programs.len() >= 10, "{args:?}: the BPF programs it held: {programs:?}");
+        }
+        let gone = wait_until(Duration::from_secs(10), || programs.iter().all(|id| !bpf_program_exists(*id)));
+        assert!(gone, "{args:?}: BPF programs left loaded after the signal: {programs:?}");
         assert_eq!(TracingState::read(), before, "{args:?}: tracefs state changed");
         assert_eq!(tracefs_mounts(), mounts_before, "{args:?}: a tracefs mount was left behind");
         if let Some(at) = args.iter().position(|a| *a == "--") {
@@ -481,6 +495,43 @@ fn sigint_mid_recording_leaves_tracing_state_untouched() {
             let children = Command::new("pgrep").args(["-f", &command_line]).output().expect("pgrep");
             assert!(children.stdout.is_empty(), "{args:?}: the recorded command was left running");
         }
+    }
+}
+
+/// The ids of the BPF programs process `pid` holds (its descriptors' `prog_id`).
+fn bpf_programs_of(pid: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return Vec::new() };
+    let mut ids: Vec<u32> = dir
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .filter_map(|info| info.lines().find_map(|l| l.strip_prefix("prog_id:")?.trim().parse().ok()))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// True while the kernel has a BPF program of this id (`bpftool prog show id N`).
+fn bpf_program_exists(id: u32) -> bool {
+    Command::new("bpftool")
+        .args(["prog", "show", "id", &id.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Polls `done` every 50 ms until it holds or `limit` passed; whether it held.
+fn wait_until(limit: Duration, done: impl Fn() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() > end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
