@@ -76,7 +76,7 @@ impl Bio {
             ("on_bio_frontmerge", "block_bio_frontmerge"),
             ("on_bio_queue", "block_bio_queue"),
         ];
-        let loaded = Loaded::start(BIO_OBJ, opts, &attach)?;
+        let loaded = Loaded::start(BIO_OBJ, opts, Vec::new(), &attach)?;
         Ok(Bio { loaded, flips: VecDeque::from([(0, Instant::now())]), forgotten: 0 })
     }
 

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use aya::maps::{Array, ArrayOfMaps, HashMap as BpfHashMap, MapData, PerCpuArray, StackTraceMap};
 use aya::programs::RawTracePoint;
-use aya::{Ebpf, EbpfLoader};
+use aya::{Ebpf, EbpfLoader, GlobalData};
 
 use crate::bytes::{comm, i32_at, u32_at};
 use crate::{BpfError, map_err, refused};
@@ -15,8 +15,11 @@ use crate::{BpfError, map_err, refused};
 /// Bytes of `wait.h`'s `struct wait_key`.
 pub(crate) const KEY_LEN: usize = 40;
 
+/// A key of `K` bytes and its value (ns, count), as read.
+pub(crate) type Taken<const K: usize> = ([u8; K], [u64; 2]);
+
 /// A key of `waited` and its value (ns, count), as read.
-pub(crate) type Found = ([u8; KEY_LEN], [u64; 2]);
+pub(crate) type Found = Taken<KEY_LEN>;
 
 /// Which waits to count, for every waiting-time program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,15 +114,23 @@ impl GracePeriod {
 }
 
 impl Loaded {
-    /// Loads `obj` with `opts` and attaches its programs to the raw tracepoints, in the order
-    /// given (`(program, tracepoint)`).
-    pub(crate) fn start(obj: &[u8], opts: &WaitOptions, attach: &[(&str, &str)]) -> Result<Loaded, BpfError> {
+    /// Loads `obj` with `opts` and the program's own globals (`extra`: name and value) and
+    /// attaches its programs to the raw tracepoints, in the order given (`(program,
+    /// tracepoint)`).
+    pub(crate) fn start<'a>(
+        obj: &[u8],
+        opts: &WaitOptions,
+        extra: Vec<(&'a str, GlobalData<'a>)>,
+        attach: &[(&str, &str)],
+    ) -> Result<Loaded, BpfError> {
         let only_tgid = opts.pid.unwrap_or(0);
-        let mut ebpf = EbpfLoader::new()
-            .override_global("min_ns", &opts.min_ns.max(1), true)
-            .override_global("only_tgid", &only_tgid, true)
-            .load(obj)
-            .map_err(|e| refused("load", e))?;
+        let min_ns = opts.min_ns.max(1);
+        let mut loader = EbpfLoader::new();
+        loader.override_global("min_ns", &min_ns, true).override_global("only_tgid", &only_tgid, true);
+        for (name, value) in extra {
+            loader.override_global(name, value, true);
+        }
+        let mut ebpf = loader.load(obj).map_err(|e| refused("load", e))?;
         for &(prog, tp) in attach {
             let p: &mut RawTracePoint = ebpf
                 .program_mut(prog)
@@ -151,14 +162,28 @@ impl Loaded {
     /// (call [`Loaded::flip`] first); the stack ids the current generation's keys hold go into
     /// `held`.
     pub(crate) fn take_waited(&mut self, held: &mut HashSet<i32>) -> Result<Vec<Found>, BpfError> {
-        let map = self.ebpf.map_mut("waited").ok_or_else(|| map_err("waited", "missing"))?;
-        let mut counts: BpfHashMap<&mut MapData, [u8; KEY_LEN], [u64; 2]> =
-            BpfHashMap::try_from(map).map_err(|e| map_err("waited", e))?;
-        let keys: Vec<[u8; KEY_LEN]> = counts.keys().filter_map(Result::ok).collect();
+        self.take_keys::<KEY_LEN>("waited", 20, &[8, 12], held)
+    }
+
+    /// Reads and deletes the keys of the map `name` (keys of `K` bytes, their generation at
+    /// `gen_at`, values (ns, count)) of the generations before the current one (call
+    /// [`Loaded::flip`] first); the stack ids (at `stacks_at`) that the current generation's
+    /// keys hold go into `held`.
+    pub(crate) fn take_keys<const K: usize>(
+        &mut self,
+        name: &'static str,
+        gen_at: usize,
+        stacks_at: &[usize],
+        held: &mut HashSet<i32>,
+    ) -> Result<Vec<Taken<K>>, BpfError> {
+        let map = self.ebpf.map_mut(name).ok_or_else(|| map_err(name, "missing"))?;
+        let mut counts: BpfHashMap<&mut MapData, [u8; K], [u64; 2]> =
+            BpfHashMap::try_from(map).map_err(|e| map_err(name, e))?;
+        let keys: Vec<[u8; K]> = counts.keys().filter_map(Result::ok).collect();
         let mut found = Vec::with_capacity(keys.len());
         for k in keys {
-            if u32_at(&k, 20) == self.generation {
-                held.extend([i32_at(&k, 8), i32_at(&k, 12)]);
+            if u32_at(&k, gen_at) == self.generation {
+                held.extend(stacks_at.iter().map(|&at| i32_at(&k, at)));
                 continue;
             }
             if let Ok(v) = counts.get(&k, 0) {
@@ -189,6 +214,30 @@ impl Loaded {
     /// The records of `found` with their stacks; then every stack id not in `held` is freed
     /// (those just read, and those nothing refers to any more).
     pub(crate) fn finish(&mut self, found: &[Found], held: &HashSet<i32>) -> Result<Vec<Waited>, BpfError> {
+        self.with_stacks(held, |frames_of| {
+            found
+                .iter()
+                .map(|(k, v)| Waited {
+                    tgid: u32_at(k, 0),
+                    tid: u32_at(k, 4),
+                    kernel: frames_of(i32_at(k, 8)),
+                    user: frames_of(i32_at(k, 12)),
+                    on: u32_at(k, 16),
+                    comm: comm(&k[24..40]),
+                    ns: v[0],
+                    count: v[1],
+                })
+                .collect()
+        })
+    }
+
+    /// Calls `read` with the frames of a stack id (leaf first; empty for an id < 0 or not in
+    /// the map), then frees every stack id not in `held`.
+    pub(crate) fn with_stacks<R>(
+        &mut self,
+        held: &HashSet<i32>,
+        read: impl FnOnce(&dyn Fn(i32) -> Vec<u64>) -> R,
+    ) -> Result<R, BpfError> {
         let map = self.ebpf.map_mut("stacks").ok_or_else(|| map_err("stacks", "missing"))?;
         let mut stacks: StackTraceMap<&mut MapData> =
             StackTraceMap::try_from(map).map_err(|e| map_err("stacks", e))?;
@@ -199,19 +248,7 @@ impl Loaded {
                 Err(_) => Vec::new(),
             }
         };
-        let out = found
-            .iter()
-            .map(|(k, v)| Waited {
-                tgid: u32_at(k, 0),
-                tid: u32_at(k, 4),
-                kernel: frames_of(i32_at(k, 8)),
-                user: frames_of(i32_at(k, 12)),
-                on: u32_at(k, 16),
-                comm: comm(&k[24..40]),
-                ns: v[0],
-                count: v[1],
-            })
-            .collect();
+        let out = read(&frames_of);
         let ids: Vec<u32> = stacks.stack_ids().filter_map(Result::ok).collect();
         for id in ids {
             if !held.contains(&(id as i32)) {

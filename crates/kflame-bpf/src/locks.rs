@@ -58,7 +58,7 @@ impl Locks {
     pub fn start(opts: &WaitOptions) -> Result<Locks, BpfError> {
         // The end first: a wait whose begin is seen has its end seen.
         let attach = [("on_contention_end", "contention_end"), ("on_contention_begin", "contention_begin")];
-        Ok(Locks { loaded: Loaded::start(LOCKS_OBJ, opts, &attach)? })
+        Ok(Locks { loaded: Loaded::start(LOCKS_OBJ, opts, Vec::new(), &attach)? })
     }
 
     /// Reads and clears the waits summed since the last call (`on`: the lock's flags), and the

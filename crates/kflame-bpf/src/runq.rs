@@ -42,7 +42,7 @@ impl Runq {
             ("on_wakeup", "sched_wakeup"),
             ("on_wakeup_new", "sched_wakeup_new"),
         ];
-        Ok(Runq { loaded: Loaded::start(RUNQ_OBJ, opts, &attach)? })
+        Ok(Runq { loaded: Loaded::start(RUNQ_OBJ, opts, Vec::new(), &attach)? })
     }
 
     /// Reads and clears the waits and histograms summed since the last call, and the stacks

@@ -9,46 +9,10 @@ use std::os::unix::fs::MetadataExt;
 use std::sync::{Arc, Barrier, mpsc};
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::{Kallsyms, gettid};
 use kflame_bpf::{Bio, Locks, RUNQ_SLOTS, Runq, WaitOptions, Waited, device_name, device_numbers, lock_kind};
-
-/// The kernel's symbols from /proc/kallsyms (a live test may read the host), read once.
-struct Kallsyms(Vec<(u64, String)>);
-
-impl Kallsyms {
-    fn read() -> Kallsyms {
-        let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
-        let mut syms: Vec<(u64, String)> = text
-            .lines()
-            .filter_map(|l| {
-                let mut it = l.split_whitespace();
-                let a = u64::from_str_radix(it.next()?, 16).ok()?;
-                let _kind = it.next()?;
-                Some((a, it.next()?.to_string()))
-            })
-            .filter(|(a, _)| *a != 0)
-            .collect();
-        syms.sort_unstable();
-        Kallsyms(syms)
-    }
-
-    /// The symbol of each address.
-    fn names(&self, addrs: &[u64]) -> Vec<String> {
-        addrs
-            .iter()
-            .map(|&a| match self.0.partition_point(|s| s.0 <= a) {
-                0 => format!("{a:#x}"),
-                i => self.0[i - 1].1.clone(),
-            })
-            .collect()
-    }
-}
-
-fn gettid() -> u32 {
-    std::fs::read_link("/proc/thread-self")
-        .ok()
-        .and_then(|p| p.file_name()?.to_str()?.parse().ok())
-        .unwrap_or(0)
-}
 
 /// The tests of this file one at a time: each counts the programs it loaded, and the run-queue
 /// one needs the CPU to itself.

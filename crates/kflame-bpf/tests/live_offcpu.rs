@@ -5,36 +5,14 @@
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::{Kallsyms, gettid};
 use kflame_bpf::{Blocked, OffCpu, OffCpuOptions};
 
-/// Kernel symbol of `addr` from /proc/kallsyms (a live test may read the host).
+/// Kernel symbols of `addrs`.
 fn kernel_names(addrs: &[u64]) -> Vec<String> {
-    let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
-    let mut syms: Vec<(u64, &str)> = text
-        .lines()
-        .filter_map(|l| {
-            let mut it = l.split_whitespace();
-            let a = u64::from_str_radix(it.next()?, 16).ok()?;
-            let _kind = it.next()?;
-            Some((a, it.next()?))
-        })
-        .filter(|(a, _)| *a != 0)
-        .collect();
-    syms.sort_unstable();
-    addrs
-        .iter()
-        .map(|&a| match syms.partition_point(|s| s.0 <= a) {
-            0 => format!("{a:#x}"),
-            i => syms[i - 1].1.to_string(),
-        })
-        .collect()
-}
-
-fn gettid() -> u32 {
-    std::fs::read_link("/proc/thread-self")
-        .ok()
-        .and_then(|p| p.file_name()?.to_str()?.parse().ok())
-        .unwrap_or(0)
+    Kallsyms::read().names(addrs)
 }
 
 /// The tests of this file one at a time: each counts the programs it loaded.

@@ -5,13 +5,7 @@
 // sched_waking tracepoint in the waker's own context). Raw tracepoints only (attached by name:
 // no tracefs, no kprobe, fentry or trampoline). User space reads and clears `blocked` once
 // per interval.
-#include <linux/types.h>
-#include <linux/bpf.h>
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_core_read.h>
-
-#define TASK_COMM_LEN 16
-#define MAX_STACK_DEPTH 127
+#include "common.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -34,8 +28,7 @@ struct task_struct___old {
 	long state;
 } __attribute__((preserve_access_index));
 
-// Set by user space before loading.
-const volatile __u64 min_ns = 1;
+// Set by user space before loading (min_ns and only_tgid: common.h).
 const volatile __u64 max_ns = ~0ULL;
 // Bit `s` set: count blocks that began in state `s`, numbered as the kernel reports states
 // (__task_state_index): 1 S, 2 D, 3 T, 4 t, 5 X, 6 Z, 7 P, 8 I; 0: preempted while runnable.
@@ -43,8 +36,6 @@ const volatile __u64 state_mask = (1 << 1) | (1 << 2) | (1 << 8);
 // Count kernel threads waiting for work (asleep in S or I) too.
 const volatile __u32 idle_kthreads = 0;
 const volatile __u32 with_wakers = 0;
-// Only this process (0: every one).
-const volatile __u32 only_tgid = 0;
 
 struct start_t {
 	__u64 ts;
@@ -85,13 +76,6 @@ struct value_t {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, MAX_STACK_DEPTH * sizeof(__u64));
-	__uint(max_entries, 16384);
-} stacks SEC(".maps");
-
-struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, __u32);
 	__type(value, struct start_t);
@@ -111,43 +95,6 @@ struct {
 	__type(value, struct value_t);
 	__uint(max_entries, 32768);
 } blocked SEC(".maps");
-
-// [0]: the generation blocks are counted under now.
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(max_entries, 1);
-} control SEC(".maps");
-
-#include "sync.h"
-
-// Counters user space reports: [0] blocks not counted for a full `blocked` map, [1] stacks
-// not taken (stack map full or walk failed), [2] switch-outs not kept for a full `start`.
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, 4);
-} lost SEC(".maps");
-
-static __always_inline void count_lost(__u32 what)
-{
-	__u64 *v = bpf_map_lookup_elem(&lost, &what);
-	if (v)
-		*v += 1;
-}
-
-static __always_inline __s32 stack_of(void *ctx, __u64 flags)
-{
-	long id = bpf_get_stackid(ctx, &stacks, flags);
-	// No user stack is no loss: EFAULT for a kernel thread, EPERM (recent kernels) when the
-	// current task is the idle one (a wakeup from an interrupt on an idle CPU).
-	int no_user_stack = (flags & BPF_F_USER_STACK) && (id == -14 || id == -1);
-	if (id < 0 && id != -14 && !no_user_stack)
-		count_lost(1);
-	return (__s32)id;
-}
 
 static __always_inline long state_of(struct task_struct *t)
 {
@@ -189,7 +136,7 @@ int on_switch(struct bpf_raw_tracepoint_args *ctx)
 		st.ustack = stack_of(ctx, BPF_F_USER_STACK);
 		BPF_CORE_READ_STR_INTO(&st.comm, prev, comm);
 		if (bpf_map_update_elem(&start, &prev_tid, &st, BPF_ANY))
-			count_lost(2);
+			count_lost(LOST_STARTS);
 	}
 	__u32 next_tid = BPF_CORE_READ(next, pid);
 	struct start_t *st = bpf_map_lookup_elem(&start, &next_tid);
@@ -218,19 +165,17 @@ int on_switch(struct bpf_raw_tracepoint_args *ctx)
 	}
 	if (delta < min_ns || delta > max_ns)
 		return 0;
-	__u32 zero_key = 0;
-	__u32 *gen = bpf_map_lookup_elem(&control, &zero_key);
-	key.gen = gen ? *gen : 0;
+	key.gen = generation();
 	struct value_t *v = bpf_map_lookup_elem(&blocked, &key);
 	if (!v) {
 		struct value_t zero = {};
 		if (bpf_map_update_elem(&blocked, &key, &zero, BPF_NOEXIST) && bpf_map_lookup_elem(&blocked, &key) == 0) {
-			count_lost(0);
+			count_lost(LOST_WAITS);
 			return 0;
 		}
 		v = bpf_map_lookup_elem(&blocked, &key);
 		if (!v) {
-			count_lost(0);
+			count_lost(LOST_WAITS);
 			return 0;
 		}
 	}
