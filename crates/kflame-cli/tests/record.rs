@@ -325,6 +325,43 @@ fn bio_shows_direct_writes_under_their_submitter() {
     assert!(dd.iter().any(|s| s.0.contains("submit_bio")), "{out}");
 }
 
+/// Where BPF is refused (here: an unprivileged user), `--off-cpu` says so and why and falls
+/// back to perf events (refused too, for system-wide events: exit 1 with perf's reason);
+/// `--locks`, which has no other path, says so and exits 1; `--via bpf` does not fall back.
+#[test]
+fn without_bpf_each_mode_says_which_path_and_why() {
+    let Some(env) = Env::get("BPF refused") else { return };
+    // The binary where that user can reach it (the checkout may be in a private directory).
+    let dir = std::env::temp_dir().join(format!("kflame-nobody-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a directory for the binary");
+    let exe = dir.join("kflame");
+    if std::fs::hard_link(env.kflame, &exe).is_err() {
+        std::fs::copy(env.kflame, &exe).expect("a copy of the binary");
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let exe = exe.to_str().expect("utf-8 path");
+    let nobody = ["--reuid=65534", "--regid=65534", "--clear-groups", exe, "record", "-d", "1", "-o", "-"];
+    let run = |mode: &[&str]| {
+        let o = Command::new("setpriv").args(nobody).args(mode).output().expect("setpriv");
+        (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let (code, err) = run(&["--off-cpu"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("offcpu: BPF is not available (") && err.contains("CAP_BPF"), "{err}");
+    assert!(err.contains("recording through perf events"), "{err}");
+    let (code, err) = run(&["--locks"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("locks: BPF is not available here") && err.contains("this recording needs it"),
+        "{err}"
+    );
+    let (code, err) = run(&["--off-cpu", "--via", "bpf"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(!err.contains("recording through perf events"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A nap's block: in nanosleep, called from kf_nap_timed (which also prints, and may block
 /// there on a loaded machine: a page fault, a full pipe).
 fn is_nap(stack: &str) -> bool {

@@ -233,6 +233,9 @@ fn parse_span(s: &str) -> Result<Duration, String> {
         .map_err(|e| format!("`{s}`: {e} (a duration with its unit: 250us, 1ms, 0.5s)"))
 }
 
+/// What loading kflame's BPF programs takes.
+const BPF_NEEDS: &str = "; it takes root, or CAP_BPF with CAP_PERFMON, and a kernel with BTF";
+
 /// Starts the aggregators (BPF) for the modes that can use one, and says on stderr which
 /// path each mode records through and why. A mode BPF alone serves, refused here, is an
 /// error; one with a perf path falls back to it (unless `--via bpf`).
@@ -277,9 +280,9 @@ fn aggregators(config: &Config, via: Via) -> Result<Vec<(Mode, Box<dyn record::A
             }
             Some(Err(e)) => match (via, perf_path) {
                 (Via::Auto, Some(how)) => {
-                    output::message(format!("{name}: BPF is not available ({e}); recording {how}"))
+                    output::message(format!("{name}: BPF is not available ({e}{BPF_NEEDS}); recording {how}"))
                 }
-                _ => bail!("{name}: BPF is not available here ({e}), and this recording needs it"),
+                _ => bail!("{name}: BPF is not available here ({e}{BPF_NEEDS}), and this recording needs it"),
             },
         }
     }
