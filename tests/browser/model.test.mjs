@@ -2,6 +2,7 @@
 // recursion, sandwich and hide/focus semantics on small hand-made profiles.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ROOT } from './lib.mjs';
@@ -103,4 +104,69 @@ test('the kernel palette tells kernel, user, interrupt, unreliable and synthetic
   const color = K.makeColorer('kernel', t);
   assert.notEqual(color(t.find(['D', 'sh'])), color(t.find(['D'])));
   assert.equal(color(t.find(['D', 'sh'])), K.makeColorer('kernel', t)(t.find(['D', 'sh'])), 'colors are stable');
+});
+
+// Off-wake stacks (`kflame record --off-cpu --wakers`, bcc offwaketime's layout): the blocked
+// task's stack, `--`, then the waker's stack leaf first. A real capture of the workload.
+const WAKERS = readFileSync(join(ROOT, 'crates/kflame/tests/data/render/wakers-kfwork.folded'), 'utf8')
+  .split('\n').filter((l) => l && !l.startsWith('#'));
+
+/** Weight of the stacks of `lines` whose frames satisfy `pred`. */
+const weightOf = (lines, pred) => lines.reduce((a, l) => {
+  const at = l.lastIndexOf(' ');
+  return pred(l.slice(0, at).split(';')) ? a + Number(l.slice(at + 1)) : a;
+}, 0);
+
+test('frames above `--` are the waker\'s, in every tree derived from the profile', () => {
+  const t = treeOf(WAKERS), sep = nameIndex(t, '--'), writer = nameIndex(t, 'kf_pipe_writer');
+  for (let i = 1; i < t.n; i++) {
+    const below = t.pathTo(i).slice(1, -1).map((k) => t.name[k]);
+    assert.equal(t.waker[i], below.includes(sep) ? 1 : 0, t.pathTo(i).map((k) => t.label(k)).join(';'));
+  }
+  // kf_pipe_writer is both a blocked frame (the writer's own naps) and a waker's (the reader's).
+  const sides = new Set();
+  for (let i = 1; i < t.n; i++) if (t.name[i] === writer) sides.add(t.waker[i]);
+  assert.deepEqual([...sides].sort(), [0, 1]);
+  // `-` (bcc's user/kernel delimiter) is not a waker separator.
+  assert.equal(treeOf(['a;-;b 1']).waker.reduce((x, y) => x + y, 0), 0);
+
+  // Callers of the waker's wake-up call go down through `--` into the blocked stacks, whose
+  // frames stay blocked frames; its callees are the waker's, leaf first.
+  const ttwu = nameIndex(t, 'try_to_wake_up');
+  const callers = K.callers(t, ttwu);
+  assert.equal(callers.total[0], weightOf(WAKERS, (f) => f.includes('try_to_wake_up')));
+  for (let i = 1; i < callers.n; i++) assert.equal(callers.waker[i], 0, callers.label(i));
+  const firstCallers = [];
+  for (let k = callers.kidOff[0]; k < callers.kidOff[1]; k++) firstCallers.push(callers.label(callers.kids[k]));
+  assert.deepEqual(firstCallers, ['--']);
+  const callees = K.callees(t, ttwu);
+  for (let i = 1; i < callees.n; i++) assert.equal(callees.waker[i], 1, callees.label(i));
+  // Hiding the separator keeps the waker's frames marked as the waker's.
+  const m = new Uint8Array(t.names.length);
+  m[sep] = 1;
+  const hidden = K.hide(t, m);
+  const hw = hidden.name.findIndex((nm, i) => i > 0 && nm === ttwu);
+  assert.equal(hidden.waker[hw], 1);
+});
+
+test('the separator is grey and the waker\'s frames leave the blocked frames\' colours', () => {
+  const t = treeOf(WAKERS), rgbOf = (c) => c.match(/\d+/g).map(Number);
+  for (const palette of K.PALETTES) {
+    const color = K.makeColorer(palette, t, {});
+    const waker = new Set(), blocked = new Set();
+    for (let i = 1; i < t.n; i++) {
+      if (t.label(i) === '--') assert.equal(color(i), K.SEPARATOR_COLOR, palette);
+      else (t.waker[i] ? waker : blocked).add(color(i));
+    }
+    assert.ok(waker.size > 0, palette);
+    for (const c of waker) assert.ok(!blocked.has(c), palette + ': ' + c + ' is also a blocked frame\'s colour');
+  }
+  // The default palette: blocked frames red to yellow (blue channel under 60), the waker's
+  // aqua (blue channel of 165 and more).
+  const hot = K.makeColorer('hot', t, {});
+  for (let i = 1; i < t.n; i++) {
+    if (t.label(i) === '--') continue;
+    const [, , b] = rgbOf(hot(i));
+    assert.ok(t.waker[i] ? b >= 165 : b < 60, t.label(i) + ' ' + hot(i));
+  }
 });

@@ -25,7 +25,15 @@ pub struct Frame {
     pub delta: i128,
     /// Kind of code, for the kernel palette.
     pub category: Category,
+    /// Above a [`WAKER_SEPARATOR`] frame: part of the waker's stack (leaf first), not of
+    /// the blocked task's.
+    pub waker: bool,
 }
+
+/// The frame bcc's `offwaketime` (and `kflame record --off-cpu --wakers`) puts between the
+/// blocked task's stack (root first, below) and its waker's stack (leaf first, above).
+/// Only this name: a single `-` is bcc's delimiter of the user and kernel parts of one stack.
+pub const WAKER_SEPARATOR: &str = "--";
 
 /// Frames with their geometry, ready to draw.
 #[derive(Debug)]
@@ -48,6 +56,8 @@ struct Open {
     x: Weight,
     delta: i128,
     category: Category,
+    waker: bool,
+    separator: bool,
 }
 
 struct Flow<'a> {
@@ -81,7 +91,15 @@ pub fn layout(profile: &Profile, min_width: f64, classify: bool) -> Layout {
     }
     flow.close_to(0);
     let total = flow.x;
-    let root = Frame { name: ROOT, depth: 0, x: Weight::ZERO, w: total, delta: 0, category: Category::Root };
+    let root = Frame {
+        name: ROOT,
+        depth: 0,
+        x: Weight::ZERO,
+        w: total,
+        delta: 0,
+        category: Category::Root,
+        waker: false,
+    };
     flow.out.frames.push(root);
     flow.out.total = total;
     flow.out
@@ -90,13 +108,12 @@ pub fn layout(profile: &Profile, min_width: f64, classify: bool) -> Layout {
 impl Flow<'_> {
     fn open_frame(&mut self, id: u32) {
         let parent = self.open.last().map_or(Category::Root, |o| o.category);
+        let waker = self.open.last().is_some_and(|o| o.waker || o.separator);
         let depth = self.open.len() + 1;
-        let category = if self.classify {
-            Category::classify(self.profile.name(id), depth, parent)
-        } else {
-            Category::User
-        };
-        self.open.push(Open { id, x: self.x, delta: 0, category });
+        let name = self.profile.name(id);
+        let category = if self.classify { Category::classify(name, depth, parent) } else { Category::User };
+        let separator = name == WAKER_SEPARATOR;
+        self.open.push(Open { id, x: self.x, delta: 0, category, waker, separator });
     }
 
     fn close_to(&mut self, keep: usize) {
@@ -110,7 +127,8 @@ impl Flow<'_> {
             let delta = o.delta;
             self.out.max_depth = self.out.max_depth.max(depth);
             self.out.max_delta = self.out.max_delta.max(delta.abs());
-            self.out.frames.push(Frame { name: o.id, depth, x: o.x, w, delta, category: o.category });
+            let (category, waker) = (o.category, o.waker);
+            self.out.frames.push(Frame { name: o.id, depth, x: o.x, w, delta, category, waker });
         }
     }
 }
@@ -157,6 +175,15 @@ mod tests {
         let l = layout(&p, 0.0, true);
         let d = describe(&p, &l);
         assert!(d.contains(&("a".into(), 1, 0, 1)) && d.contains(&("a".into(), 1, 2, 2)), "{d:?}");
+    }
+
+    #[test]
+    fn frames_above_the_separator_are_the_wakers() {
+        let p = profile(&[("r;b;--;w1;w2", 2), ("r;b;-;k", 1), ("r;b", 1), ("r;--", 1)], false);
+        let l = layout(&p, 0.0, false);
+        let mut wakers: Vec<_> = l.frames.iter().filter(|f| f.waker).map(|f| p.name(f.name)).collect();
+        wakers.sort();
+        assert_eq!(wakers, ["w1", "w2"]);
     }
 
     #[test]

@@ -132,9 +132,15 @@ impl Palette {
     }
 
     /// The colour of frame `name` of `category`, given three variation values in [0, 1).
-    pub fn color(self, name: &str, category: Category, v: [f64; 3]) -> Rgb {
+    /// `waker`: the frame lies above a `--` separator (the waker's stack of an off-wake
+    /// graph), drawn in [`Palette::waker_hue`]'s family; the separators themselves
+    /// (`--`, and bcc's user/kernel delimiter `-`) are grey, as flamegraph.pl draws them.
+    pub fn color(self, name: &str, category: Category, waker: bool, v: [f64; 3]) -> Rgb {
         if name == "-" || name == "--" {
-            return Rgb(160, 160, 160);
+            return SEPARATOR;
+        }
+        if waker {
+            return self.waker_hue().rgb(v[0]);
         }
         match self {
             Palette::Hot => scale([(205, 50, 2), (0, 230, 0), (0, 55, 1)], v),
@@ -157,6 +163,22 @@ impl Palette {
             Palette::Yellow => Hue::Yellow.rgb(v[0]),
             Palette::Purple => Hue::Purple.rgb(v[0]),
             Palette::Orange => Hue::Orange.rgb(v[0]),
+        }
+    }
+}
+
+/// The colour of the `--` (and `-`) separator frames, flamegraph.pl's dark grey.
+pub const SEPARATOR: Rgb = Rgb(160, 160, 160);
+
+impl Palette {
+    /// The family the waker's frames (above `--`) are drawn in: aqua, as flamegraph.pl's
+    /// `chain` palette draws waker frames, unless the palette's own frames are aqua or
+    /// close to it.
+    fn waker_hue(self) -> Hue {
+        match self {
+            Palette::Aqua => Hue::Blue,
+            Palette::Mem => Hue::Orange,
+            _ => Hue::Aqua,
         }
     }
 }
@@ -398,6 +420,22 @@ mod tests {
         assert_eq!(differential(-10, 10, false), Rgb(0, 0, 255));
         assert_eq!(differential(-10, 10, true), Rgb(255, 0, 0));
         assert_eq!(differential(0, 10, false), Rgb(255, 255, 255));
+    }
+
+    #[test]
+    fn waker_frames_leave_the_blocked_family() {
+        let v = [0.5, 0.5, 0.5];
+        for p in Palette::ALL {
+            assert_eq!(p.color("--", Category::Kernel, false, v), SEPARATOR);
+            assert_eq!(p.color("--", Category::Kernel, true, v), SEPARATOR);
+            let waker = p.color("main", Category::User, true, v);
+            if p == Palette::Wakeup {
+                // flamegraph.pl's wakeup palette: every frame is a waker's, aqua.
+                continue;
+            }
+            assert_ne!(waker, p.color("main", Category::User, false, v), "{p}");
+        }
+        assert_eq!(Palette::Hot.color("kf_pipe_writer", Category::User, true, v), Hue::Aqua.rgb(0.5));
     }
 
     #[test]

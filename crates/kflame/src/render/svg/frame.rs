@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use super::Geometry;
 use super::escape::xml;
-use crate::render::layout::{Frame, Layout, ROOT};
+use crate::render::layout::{Frame, Layout, ROOT, WAKER_SEPARATOR};
 use crate::render::options::Options;
 use crate::render::palette::{self, Category, PaletteMap, Rgb, Variation};
 use crate::render::profile::Profile;
@@ -44,8 +44,11 @@ fn color(ctx: &Context<'_>, f: &Frame, name: &str, v: &mut Variation, map: Optio
         return palette::differential(f.delta, ctx.layout.max_delta, ctx.opts.negate);
     }
     let category = if f.name == ROOT { Category::Root } else { f.category };
-    let mut pick = || ctx.opts.palette.color(name, category, v.next(name));
+    let mut pick = || ctx.opts.palette.color(name, category, f.waker, v.next(name));
     match map {
+        // A waker's frame keeps a colour of its own family in the map, apart from the same
+        // function's in blocked stacks (flamegraph.pl's chain graphs name them `_[w]`).
+        Some(m) if f.waker => m.get_or_insert(&format!("{name}_[w]"), pick),
         Some(m) => m.get_or_insert(name, pick),
         None => pick(),
     }
@@ -126,10 +129,17 @@ fn fixed2(v: f64, s: &mut String) {
     write!(s, "{}.{:02}", units / 100, units % 100).ok();
 }
 
+/// What the title of a `--` frame adds to its name: which side is which.
+const SEPARATOR_NOTE: &str = " (waker's stack above, blocked stack below)";
+const SEPARATOR_NOTE_INVERTED: &str = " (waker's stack below, blocked stack above)";
+
 /// `name (1,234 samples, 5.67%)`, `name (…; +1.23%)` for differentials; annotations such as
 /// `_[k]` are shown by colour, not in the text.
 fn title(ctx: &Context<'_>, f: &Frame, name: &str, s: &mut String) {
     xml(strip_annotation(name), s);
+    if name == WAKER_SEPARATOR {
+        s.push_str(if ctx.geo.inverted { SEPARATOR_NOTE_INVERTED } else { SEPARATOR_NOTE });
+    }
     let weight = ctx.format.weight(f.w);
     let pct = if f.name == ROOT && (f.w.as_f64() - ctx.timemax).abs() < f64::EPSILON {
         "100".to_string()

@@ -3,14 +3,20 @@
  * A profile is a frame tree in pre-order held in typed arrays (node 0 is the root, "all").
  * Everything the viewer shows (zoom, search, hide/focus, sandwich, top functions) is
  * computed from these arrays; derived trees are built with a TreeBuilder.
- * Exports {Tree, TreeBuilder, decodeTree, hide, focus, callers, callees,
+ * Exports {WAKER_SEPARATOR, Tree, TreeBuilder, decodeTree, hide, focus, callers, callees,
  * topFunctions, matchNames, matchedWeight, formatWeight, formatChange, formatPercent}.
  */
+/** The frame bcc's offwaketime (and `kflame record --off-cpu --wakers`) puts between the
+ * blocked task's stack (root first) and its waker's stack (leaf first). Only this name: a
+ * single `-` is bcc's delimiter of the user and kernel parts of one stack. */
+const WAKER_SEPARATOR = '--';
+
 /** A frame tree in pre-order: names[name[i]] is node i's frame, depth[i] its depth,
  * self[i] the weight of stacks ending there; for differential input before[i] is their
- * BEFORE weight (null otherwise). */
+ * BEFORE weight (null otherwise). waker[i] is 1 for a frame of a waker's stack: above a
+ * `--` frame, or for a derived tree (hide, focus, sandwich), from such a frame. */
 class Tree {
-  constructor(names, name, depth, self, ordered, before) {
+  constructor(names, name, depth, self, ordered, before, waker) {
     this.names = names;
     this.name = name;
     this.depth = depth;
@@ -21,7 +27,19 @@ class Tree {
     this.link();
     this.sum();
     this.childLists();
+    this.waker = waker || this.wakerSide();
     this.heavy = null;
+  }
+
+  /** 1 for every node above a `--` frame. */
+  wakerSide() {
+    const sep = this.names.indexOf(WAKER_SEPARATOR), waker = new Uint8Array(this.n);
+    if (sep < 0) return waker;
+    for (let i = 1; i < this.n; i++) {
+      const p = this.parent[i];
+      waker[i] = waker[p] || (p > 0 && this.name[p] === sep) ? 1 : 0;
+    }
+    return waker;
   }
 
   /** parent[] and end[] (exclusive end of each subtree in pre-order). */
@@ -119,6 +137,8 @@ class TreeBuilder {
     this.parentOf = [-1];
     this.selfOf = [0];
     this.beforeOf = [0];
+    this.wakerOf = [0];
+    this.sided = false;
     this.last = [-1];
     this.index = new Map();
   }
@@ -137,6 +157,7 @@ class TreeBuilder {
     this.parentOf.push(p);
     this.selfOf.push(0);
     this.beforeOf.push(0);
+    this.wakerOf.push(0);
     this.last.push(-1);
     this.last[p] = id;
     if (!this.ordered) this.index.set(key, id);
@@ -149,6 +170,14 @@ class TreeBuilder {
     if (b) this.beforeOf[id] += b;
   }
 
+  /** Marks node id as (part of) a waker's stack when `waker` is set. A builder that marks
+   * any node gives its tree these marks; one that marks none (stacks built from names)
+   * leaves the tree to find its waker frames above `--` itself. */
+  markWaker(id, waker) {
+    this.sided = true;
+    if (waker) this.wakerOf[id] = 1;
+  }
+
   /** The finished tree; children ordered by name rank (or creation order for charts). */
   build(rank) {
     const n = this.nameOf.length, kids = Array.from({ length: n }, () => []);
@@ -156,6 +185,7 @@ class TreeBuilder {
     if (!this.ordered) for (const k of kids) if (k.length > 1) k.sort((a, b) => rank[this.nameOf[a]] - rank[this.nameOf[b]]);
     const name = new Int32Array(n), depth = new Int32Array(n), self = new Float64Array(n);
     const before = this.differential ? new Float64Array(n) : null;
+    const waker = new Uint8Array(n);
     const stack = [0], depthOf = new Int32Array(n);
     let at = 0;
     while (stack.length) {
@@ -164,6 +194,7 @@ class TreeBuilder {
       depth[at] = depthOf[id];
       self[at] = this.selfOf[id];
       if (before) before[at] = this.beforeOf[id];
+      waker[at] = this.wakerOf[id];
       at++;
       const k = kids[id];
       for (let j = k.length - 1; j >= 0; j--) {
@@ -171,7 +202,7 @@ class TreeBuilder {
         stack.push(k[j]);
       }
     }
-    return new Tree(this.names, name, depth, self, this.ordered, before);
+    return new Tree(this.names, name, depth, self, this.ordered, before, this.sided ? waker : null);
   }
 }
 
@@ -227,6 +258,7 @@ function hide(tree, mask) {
   for (let i = 1; i < tree.n; i++) {
     const up = map[tree.parent[i]];
     map[i] = mask[tree.name[i]] ? up : b.child(up, tree.name[i]);
+    if (map[i] > 0 && map[i] !== up) b.markWaker(map[i], tree.waker[i]);
     b.add(map[i], tree.self[i], selfBefore(tree, i));
   }
   return b.build(nameRank(tree.names));
@@ -241,7 +273,10 @@ function focus(tree, mask) {
     const up = map[tree.parent[i]];
     if (up >= 0) map[i] = b.child(up, tree.name[i]);
     else map[i] = mask[tree.name[i]] ? b.child(0, tree.name[i]) : -1;
-    if (map[i] >= 0) b.add(map[i], tree.self[i], selfBefore(tree, i));
+    if (map[i] >= 0) {
+      b.markWaker(map[i], tree.waker[i]);
+      b.add(map[i], tree.self[i], selfBefore(tree, i));
+    }
   }
   return b.build(nameRank(tree.names));
 }
@@ -254,6 +289,7 @@ function callees(tree, nm) {
     const up = map[tree.parent[i]];
     if (up >= 0) map[i] = b.child(up, tree.name[i]);
     else if (tree.name[i] === nm) map[i] = 0;
+    if (map[i] > 0) b.markWaker(map[i], tree.waker[i]);
     if (map[i] >= 0) b.add(map[i], tree.self[i], selfBefore(tree, i));
   }
   return b.build(nameRank(tree.names));
@@ -268,7 +304,10 @@ function callers(tree, nm) {
     inside[i] = inside[p] || (p > 0 && tree.name[p] === nm) ? 1 : 0;
     if (tree.name[i] !== nm || inside[i]) continue;
     let at = 0;
-    for (let a = p; a > 0; a = tree.parent[a]) at = b.child(at, tree.name[a]);
+    for (let a = p; a > 0; a = tree.parent[a]) {
+      at = b.child(at, tree.name[a]);
+      b.markWaker(at, tree.waker[a]);
+    }
     b.add(at, tree.total[i], tree.totalBefore ? tree.totalBefore[i] : 0);
   }
   return b.build(nameRank(tree.names));
@@ -353,6 +392,6 @@ function formatPercent(part, whole) {
 }
 
 export {
-  Tree, TreeBuilder, decodeTree, nameRank, hide, focus, callers, callees, topFunctions,
+  WAKER_SEPARATOR, Tree, TreeBuilder, decodeTree, nameRank, hide, focus, callers, callees, topFunctions,
   matchNames, matchedWeight, formatWeight, formatChange, formatPercent,
 };

@@ -3,8 +3,10 @@
  * Every color is derived from a hash of the frame name, so a frame keeps its color across
  * reloads, zooms and pages. The kernel-aware palette also looks at where a frame sits: what
  * a kernel entry point calls is kernel code, what an interrupt entry calls is interrupt work.
+ * Off-wake stacks: the `--` separator is grey and the waker's frames above it (tree.waker)
+ * are drawn in a hue of their own (wakerHue), apart from the blocked task's frames below.
  * Differential trees are colored red (grew) and blue (shrank) instead.
- * Exports {PALETTES, makeColorer, kernelCategories, KERNEL_LEGEND,
+ * Exports {PALETTES, SEPARATOR_COLOR, makeColorer, kernelCategories, KERNEL_LEGEND,
  * DIFF_LEGEND}.
  */
 /** Three independent values in [0, 1) from a name (FNV-1a with different seeds). */
@@ -117,14 +119,14 @@ function kernelCategories(tree) {
   return cat;
 }
 
-/** Frames after a `--` separator (wakeup stacks) are the waker's. */
-function wakeupCategories(tree) {
-  const cat = new Uint8Array(tree.n);
-  for (let i = 1; i < tree.n; i++) {
-    const s = tree.names[tree.name[i]];
-    cat[i] = cat[tree.parent[i]] || (s === '--' ? 1 : 0);
-  }
-  return cat;
+/** The color of the `--` separator of off-wake stacks (and of bcc's `-` user/kernel
+ * delimiter): flamegraph.pl's dark grey, as the SVG draws it. */
+const SEPARATOR_COLOR = 'rgb(160,160,160)';
+
+/** The hue of a waker's frames (above `--`) in each palette: aqua, as flamegraph.pl's chain
+ * palette draws waker frames, unless the palette's own frames are aqua or close to it. */
+function wakerHue(palette) {
+  return { aqua: 'blue', mem: 'orange', kernel: 'blue' }[palette] || 'aqua';
 }
 
 /** The red/blue scale of differential graphs, as the SVG and flamegraph.pl draw it: each
@@ -164,17 +166,20 @@ function makeColorer(palette, tree, meta) {
     const cat = kernelCategories(tree);
     hueOf = (i) => [CAT_HUE[cat[i]], cat[i]];
   } else if (palette === 'wakeup') {
-    const cat = wakeupCategories(tree);
-    hueOf = (i) => [cat[i] ? 'aqua' : 'blue', cat[i]];
+    hueOf = () => ['blue', 0];
   } else if (byName[palette]) {
     hueOf = (i) => [byName[palette](tree.names[tree.name[i]]), 0];
   } else {
     const hue = HUES[palette] ? palette : 'hot';
     hueOf = () => [hue, 0];
   }
+  const waker = tree.waker, wakerHueName = wakerHue(palette);
+  const separators = new Uint8Array(tree.names.length);
+  tree.names.forEach((s, nm) => { if (s === '--' || s === '-') separators[nm] = 1; });
   return (i) => {
     if (i === 0) return 'rgb(220,220,225)';
-    const [hue, c] = hueOf(i), key = tree.name[i] * 8 + c;
+    if (separators[tree.name[i]]) return SEPARATOR_COLOR;
+    const [hue, c] = waker[i] ? [wakerHueName, 7] : hueOf(i), key = tree.name[i] * 8 + c;
     let color = cache.get(key);
     if (color === undefined) {
       color = HUES[hue](hash3(tree.names[tree.name[i]]));
@@ -185,5 +190,5 @@ function makeColorer(palette, tree, meta) {
 }
 
 export {
-  PALETTES, makeColorer, kernelCategories, KERNEL_LEGEND, CAT as KERNEL_CATEGORY, DIFF_LEGEND,
+  PALETTES, SEPARATOR_COLOR, makeColorer, kernelCategories, KERNEL_LEGEND, CAT as KERNEL_CATEGORY, DIFF_LEGEND,
 };

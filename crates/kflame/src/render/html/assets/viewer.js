@@ -194,8 +194,13 @@ class FlameViewer {
     this.calleesView.setTree(this.calleesTree, K.makeColorer(this.meta.palette, this.calleesTree, this.meta));
     const name = tree.names[nm];
     this.callersView.rootLabel = this.calleesView.rootLabel = name;
-    this.dom.sandwichTitle[0].textContent = 'Callers of ' + name;
-    this.dom.sandwichTitle[1].textContent = 'Callees of ' + name;
+    // Above `--` a stack is the waker's, leaf first: a frame's "callers" there are the
+    // functions it called, down to the waker's wakeup call, then `--` and the blocked stack.
+    let waker = false;
+    for (let i = 1; i < tree.n && !waker; i++) waker = tree.name[i] === nm && tree.waker[i] === 1;
+    const note = waker ? " (in the waker's stack, read leaf first)" : '';
+    this.dom.sandwichTitle[0].textContent = 'Callers of ' + name + note;
+    this.dom.sandwichTitle[1].textContent = 'Callees of ' + name + note;
   }
 
   showView(v) {
@@ -345,10 +350,23 @@ class FlameViewer {
   /** The tooltip text lines for node i of a view zoomed at `zoom`. */
   describe(view, i, zoom) {
     const m = this.meta, tree = view.tree;
-    const lines = [view.labelOf(i), ...this.shares(view, tree.total[i], zoom)];
+    const lines = [view.labelOf(i) + this.separatorNote(view, i), ...this.shares(view, tree.total[i], zoom)];
+    if (i > 0 && tree.waker[i]) lines.push("in the waker's stack (leaf first from --)");
     if (tree.self[i] > 0) lines.push('self: ' + K.formatWeight(tree.self[i], m.unit, m.countname));
     if (tree.before && this.differential()) lines.push(...this.changes(tree, i));
     return lines;
+  }
+
+  /** What the name of a `--` frame is followed by: which side of it is the waker's stack
+   * and which the blocked task's, as drawn in this view (the children of `--` are the
+   * waker's frames in the flame graph and the callees, the blocked task's in the callers). */
+  separatorNote(view, i) {
+    const tree = view.tree;
+    if (i === 0 || tree.names[tree.name[i]] !== K.WAKER_SEPARATOR) return '';
+    let wakerKids = tree.kidOff[i] === tree.kidOff[i + 1];
+    for (let k = tree.kidOff[i]; k < tree.kidOff[i + 1]; k++) if (tree.waker[tree.kids[k]]) wakerKids = true;
+    const up = wakerKids !== !!view.state.inverted;
+    return up ? " (waker's stack above, blocked stack below)" : " (waker's stack below, blocked stack above)";
   }
 
   /** Tooltip lines of a differential frame: its weight before and after, the change, and
