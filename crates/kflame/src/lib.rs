@@ -37,6 +37,7 @@ pub mod fold;
 pub mod fuzzing;
 pub mod import;
 pub mod input;
+pub mod latency;
 pub mod open;
 mod par;
 pub mod perf_data;
