@@ -11,7 +11,8 @@ pub struct MetricInfo {
     pub name: &'static str,
     /// Unit of the value: `%`, `bytes`, `bytes/s`, `ms`, `/s`, `tasks`, `requests`.
     pub unit: &'static str,
-    /// Labels it carries: `total+cpu` (the machine and each CPU), `total`, `device`.
+    /// Labels it carries: `total+cpu` (the machine and each CPU), `total`, `device`,
+    /// `total+call` (all system calls and each busy one by name).
     pub labels: &'static str,
     /// The chart it is drawn in (a key of [`GROUPS`]): metrics of one group share a unit.
     pub group: &'static str,
@@ -68,6 +69,28 @@ pub const METRICS: &[MetricInfo] = &[
     m!("psi.mem.full", "%", "total", "psi", "all non-idle tasks stalled on memory, avg10"),
     m!("psi.io.some", "%", "total", "psi", "some task stalled on IO, avg10 (/proc/pressure/io)"),
     m!("psi.io.full", "%", "total", "psi", "all non-idle tasks stalled on IO, avg10"),
+    m!(
+        "syscall.lat.p50",
+        "ms",
+        "total+call",
+        "syscall-lat",
+        "median system call latency of the second, per call (the busiest; `other`: the rest), from histograms summed in the kernel (BPF)"
+    ),
+    m!(
+        "syscall.lat.p99",
+        "ms",
+        "total+call",
+        "syscall-lat",
+        "99th percentile of system call latency, per call"
+    ),
+    m!("syscall.lat.max", "ms", "total+call", "syscall-lat", "slowest system call of the second, per call"),
+    m!(
+        "syscall.slow",
+        "/s",
+        "total+call",
+        "syscall-slow",
+        "system calls slower than the outlier threshold (10 ms by default) per second, per call"
+    ),
 ];
 
 /// The chart groups, in the order a page shows them, with their titles. CPU shares are
@@ -87,6 +110,8 @@ pub const GROUPS: &[(&str, &str)] = &[
     ("procs", "procs"),
     ("swap", "Swap"),
     ("swap-util", "Swap used"),
+    ("syscall-lat", "System call latency"),
+    ("syscall-slow", "Slow system calls"),
 ];
 
 /// The catalog entry of `name`.

@@ -367,6 +367,15 @@ fn threshold(v: &str, info: &metrics::MetricInfo) -> Result<Threshold, String> {
     if v == "ncpu" {
         return Ok(Threshold::PerCpu(1.0));
     }
+    if info.unit == "ms" && v.ends_with(|c: char| c.is_ascii_alphabetic()) {
+        // A duration (`2ms`, `500us`, `1.5s`) for a metric in ms.
+        return match kflame_store::time::parse_span(v) {
+            Ok(d) => Ok(Threshold::Value(d.as_secs_f64() * 1e3)),
+            Err(e) => {
+                Err(format!("`{}` is in ms: expected a duration such as `2ms` or `500us` ({e})", info.name))
+            }
+        };
+    }
     let (num, mult) = match v.char_indices().last() {
         Some((i, '%')) => {
             if info.unit != "%" {
@@ -399,6 +408,8 @@ fn default_kind(metric: &str) -> CaptureKind {
         CaptureKind::Mem
     } else if metric.starts_with("io.") || metric == "cpu.iowait" || metric.starts_with("psi.io.") {
         CaptureKind::OffCpu
+    } else if metric.starts_with("syscall.") {
+        CaptureKind::Syscalls
     } else if metric == "procs.blocked" {
         CaptureKind::Blocked
     } else {
@@ -682,6 +693,16 @@ mod tests {
         );
         let r = Rule::parse("report.hung_task => offcpu 10s").unwrap();
         assert_eq!(r.condition, Condition::Report { kind: Some("hung_task".into()) });
+        // The latency issue's example: a duration for a metric in ms, a system call as label.
+        let r = Rule::parse("syscall.lat.p99[write] > 2ms for 2s => syscalls 8s").unwrap();
+        assert_eq!(r.metric(), "syscall.lat.p99[write]");
+        assert!(matches!(r.condition, Condition::Metric { threshold: Threshold::Value(v), .. } if v == 2.0));
+        assert_eq!((r.capture, r.length), (CaptureKind::Syscalls, Duration::from_secs(8)));
+        let r = Rule::parse("syscall.lat.max > 500us").unwrap();
+        assert!(matches!(r.condition, Condition::Metric { threshold: Threshold::Value(v), .. } if v == 0.5));
+        assert_eq!(r.capture, CaptureKind::Syscalls);
+        let e = Rule::parse("cpu > 2ms").unwrap_err().to_string();
+        assert!(e.contains("expected a number"), "{e}");
         assert_eq!(Rule::parse("report").unwrap().capture, CaptureKind::Blocked);
     }
 

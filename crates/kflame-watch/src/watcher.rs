@@ -297,6 +297,12 @@ impl<S: Store> Watcher<S> {
         }
     }
 
+    /// Reads latency metrics (`syscall.lat.p99[write]`, ...) from `source` with the other
+    /// metrics, once a second, from the next run on.
+    pub fn set_latency(&mut self, source: Box<dyn crate::metrics::LatencySource>) {
+        self.sampler.set_latency(source);
+    }
+
     /// The store (for tests and for the program's last words).
     pub fn store(&self) -> &S {
         &self.store
@@ -340,6 +346,9 @@ impl<S: Store> Watcher<S> {
         if !self.sampler.has_pressure() {
             control
                 .log(Level::Info, "this kernel has no /proc/pressure (PSI): psi.* metrics are not recorded");
+        }
+        if let Some(how) = self.sampler.latency_description() {
+            control.log(Level::Info, &format!("latency metrics: {how}"));
         }
         for r in self.evaluator.rules() {
             control.log(Level::Info, &format!("trigger: {} (read as: {r})", r.text));

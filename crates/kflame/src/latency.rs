@@ -123,6 +123,36 @@ impl Histogram {
     }
 }
 
+/// Histograms summed elsewhere (in the kernel, by the BPF programs of `kflame-bpf`) and read
+/// once a second: the source of the watcher's latency metrics, which calls it with every
+/// read and drops it (detaching what it attached) when it stops.
+pub trait LatencySource: Send {
+    /// The histograms per label counted since the last call.
+    fn read(&mut self) -> Result<Vec<LatencyReading>, String>;
+    /// How it measures, for the log when the watcher starts.
+    fn describe(&self) -> String;
+}
+
+/// What kind of latency a reading is: the family of its metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LatencyKind {
+    /// System calls, per call name: `syscall.lat.*`, `syscall.slow`.
+    Syscall,
+}
+
+/// One label's histogram of one second.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LatencyReading {
+    /// The family.
+    pub kind: LatencyKind,
+    /// The label (a system call's name).
+    pub label: String,
+    /// Latencies counted.
+    pub histogram: Histogram,
+    /// Events slower than the outlier threshold.
+    pub slow: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

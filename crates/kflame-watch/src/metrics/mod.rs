@@ -7,6 +7,7 @@
 //! their own interval.
 
 mod diskstats;
+mod latency;
 mod loadavg;
 mod meminfo;
 mod pressure;
@@ -15,6 +16,8 @@ mod stat;
 use std::path::{Path, PathBuf};
 
 pub use diskstats::DiskStats;
+pub use kflame::latency::{LatencyKind, LatencyReading, LatencySource};
+pub use latency::BUSIEST;
 pub use stat::CpuTimes;
 
 /// One metric value: a name from [`METRICS`] (the catalog of `kflame-store-api`), a label (`""` for the machine as a whole,
@@ -82,18 +85,44 @@ struct Counters {
     disks: Option<Vec<DiskStats>>,
 }
 
-/// Reads the metrics under a root directory, keeping the previous read for rates.
+/// Reads the metrics under a root directory, keeping the previous read for rates, and the
+/// latency metrics of a [`LatencySource`] when it has one.
 #[derive(Debug)]
 pub struct Sampler {
     root: PathBuf,
     options: Options,
     prev: Counters,
+    latency: Option<Latency>,
+}
+
+/// A [`LatencySource`] and what to call it in problems.
+struct Latency(Box<dyn LatencySource>);
+
+impl std::fmt::Debug for Latency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Latency({})", self.0.describe())
+    }
 }
 
 impl Sampler {
     /// A sampler reading `ROOT/proc/...`.
     pub fn new(root: impl Into<PathBuf>, options: Options) -> Sampler {
-        Sampler { root: root.into(), options, prev: Counters::default() }
+        Sampler { root: root.into(), options, prev: Counters::default(), latency: None }
+    }
+
+    /// Reads the latency metrics of `source` with every read from now on.
+    pub fn set_latency(&mut self, source: Box<dyn LatencySource>) {
+        self.latency = Some(Latency(source));
+    }
+
+    /// What the latency source measures with, if there is one.
+    pub fn latency_description(&self) -> Option<String> {
+        self.latency.as_ref().map(|l| l.0.describe())
+    }
+
+    /// Takes the latency source back (to move it to another sampler).
+    pub fn take_latency(&mut self) -> Option<Box<dyn LatencySource>> {
+        self.latency.take().map(|l| l.0)
     }
 
     /// Reads from another root from now on, keeping the previous read: for replaying saved
@@ -150,6 +179,16 @@ impl Sampler {
                 if let Some(p) = self.read_file(&path, &mut out, pressure::parse) {
                     p.values(name, &mut out.values);
                 }
+            }
+        }
+        if let Some(Latency(source)) = &mut self.latency {
+            match source.read() {
+                Ok(readings) => latency::values(readings, interval.unwrap_or(1.0), &mut out.values),
+                Err(e) => out.problems.push(Problem {
+                    file: PathBuf::from(format!("({})", source.describe())),
+                    line: 0,
+                    message: format!("cannot read the latency histograms: {e}"),
+                }),
             }
         }
         self.prev = now;
