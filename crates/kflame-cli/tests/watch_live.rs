@@ -453,3 +453,49 @@ fn live_kernel_report_is_stored_and_fires_its_rule() {
     );
     assert!(events.iter().any(|e| matches!(e, Event::Capture { kind: Kind::Blocked, .. })), "{events:?}");
 }
+
+/// The latency issue's case: a program writing 64 KiB with O_DSYNC in a known function
+/// (`kf_dsync_writer`). The write latency's p99, a metric summed in the kernel, crosses the
+/// rule's threshold and fires a system-call capture; the stored p99 of `write` shows the
+/// slow writes, and the capture holds them under that function. The threshold is this
+/// machine's: its disk takes about 0.2 ms a write where the took over 2 ms.
+#[test]
+fn live_write_latency_p99_fires_its_rule_and_the_capture_holds_the_writes() {
+    let _serial = serial();
+    let Some(env) = Env::get("live_write_latency_p99_fires_its_rule_and_the_capture_holds_the_writes") else {
+        return;
+    };
+    let db = db_path(&env, "latency");
+    // On the disk (a temporary directory may be a tmpfs elsewhere).
+    let file = format!("/var/tmp/kflame-watch-dsync-{}", std::process::id());
+    let mut writer = Command::new(&env.workload)
+        .args(["dsync", "120", &file])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("the dsync writer");
+    let started = now_ns();
+    let w = watch(&env, &db, &["--trigger", "syscall.lat.p99[write] > 50us for 2s => syscalls 4s"]);
+    wait_for("the system-call capture to end", &w, || ended_capture(&db, Kind::Syscalls));
+    let (status, _, err) = w.term();
+    let _ = writer.kill();
+    let _ = writer.wait();
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(err.contains("latency metrics: "), "the log says how latency is measured:\n{err}");
+    let r = Sqlite::open(&db, OpenMode::Read).unwrap();
+    let q = kflame_store::SeriesQuery {
+        name: "syscall.lat.p99",
+        label: Some("write"),
+        host: None,
+        from_ns: started,
+        to_ns: now_ns(),
+        points: None,
+    };
+    let p99: Vec<f64> = r.series(&q).unwrap().iter().flat_map(|s| s.points.iter().map(|p| p.max)).collect();
+    assert!(p99.iter().filter(|&&v| v > 0.05).count() >= 2, "p99 of write above 50 us for 2 s: {p99:?}\n{err}");
+    let (lines, unit, events) = capture_profile(&db, Kind::Syscalls);
+    assert_eq!(unit, kflame::fold::Unit::Nanoseconds, "{events:?}\n{err}");
+    let writes: u64 =
+        lines.iter().filter(|(s, _)| s.starts_with("write;") && s.contains(";kf_dsync_writer;")).map(|(_, w)| w).sum();
+    assert!(writes > 100_000_000, "the slow writes under kf_dsync_writer: {writes} ns\n{lines:#?}");
+}

@@ -89,6 +89,13 @@ pub(crate) struct Args {
     /// Say what this kernel and these privileges allow, and what will be missing; then exit.
     #[arg(long)]
     check: bool,
+    /// Do not record the latency metrics (syscall.lat.*: system call latency histograms
+    /// summed in the kernel by BPF, read every second).
+    #[arg(long)]
+    no_latency: bool,
+    /// System calls slower than this count as slow (`syscall.slow`) [default: 10ms].
+    #[arg(long, value_name = "DURATION", value_parser = kflame_store::time::parse_span)]
+    slow_syscall: Option<std::time::Duration>,
 }
 
 impl Args {
@@ -224,7 +231,14 @@ impl Control for Cli {
 
 #[allow(clippy::print_stdout)]
 fn print_check(args: &Args, settings: &Settings) -> Result<()> {
-    let items = kflame_watch::check::check(Path::new("/"), Path::new("/dev/kmsg"));
+    let mut items = kflame_watch::check::check(Path::new("/"), Path::new("/dev/kmsg"));
+    if !args.no_latency {
+        let (available, detail) = match kflame_bpf::record::syscall_latency(10_000_000) {
+            Ok(source) => (true, source.describe()),
+            Err(e) => (false, format!("{e}: the syscall.lat.* metrics are not recorded")),
+        };
+        items.push(kflame_watch::check::Item { name: "latency metrics (BPF)".into(), available, detail });
+    }
     let mut out = std::io::stdout().lock();
     match &args.config {
         Some(p) => writeln!(out, "configuration {}: valid", p.display())?,
@@ -331,6 +345,19 @@ pub(crate) fn run(args: Args) -> Result<()> {
         ),
     );
     let mut watcher = Watcher::new(settings, store, Environment::default());
+    if !args.no_latency {
+        let slow = args.slow_syscall.unwrap_or(std::time::Duration::from_millis(10));
+        match kflame_bpf::record::syscall_latency(u64::try_from(slow.as_nanos()).unwrap_or(u64::MAX)) {
+            Ok(source) => watcher.set_latency(source),
+            Err(e) => cli.log(
+                Level::Warn,
+                &format!(
+                    "latency metrics (syscall.lat.*) are not recorded: {e} (BPF takes root, or CAP_BPF \
+                     with CAP_PERFMON, and a kernel with BTF)"
+                ),
+            ),
+        }
+    }
     let status = watcher.run(stop, reload, &mut cli).with_context(|| format!("watching into {target}"))?;
     cli.log(
         Level::Info,

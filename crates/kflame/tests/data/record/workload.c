@@ -19,6 +19,8 @@
  *   kfwork mappers N SECONDS
  *                          N threads mapping, touching and unmapping 64 KiB (kf_map_unmap)
  *   kfwork crowd N SECONDS N threads spinning on CPU 0 (kf_crowd_spin): run-queue waits
+ *   kfwork dsync SECONDS FILE
+ *                          64 KiB writes with O_DSYNC to FILE, over and over (kf_dsync_writer)
  *
  * Every function is noinline and does work after its call, so no call becomes a jump and the
  * frame-pointer chain names each level. kf_nap, kf_nap_timed, kf_writer and the pipe's reader
@@ -305,6 +307,28 @@ NOINLINE void kf_crowd(int n, double seconds)
 	sink++;
 }
 
+/* Writes 64 KiB with O_DSYNC to `path` (created, truncated) for `seconds`: each write
+ * waits for the disk (and the journal). */
+NOINLINE void kf_dsync_writer(double seconds, const char *path)
+{
+	static char buf[65536];
+	double end = now() + seconds;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DSYNC, 0600);
+	if (fd < 0) {
+		perror(path);
+		exit(1);
+	}
+	memset(buf, 'k', sizeof buf);
+	while (now() < end) {
+		if (kf_syscall3(SYS_write, fd, (long)buf, sizeof buf) != sizeof buf)
+			exit(1);
+		if (kf_syscall3(SYS_lseek, fd, 0, SEEK_SET) != 0)
+			exit(1);
+	}
+	close(fd);
+	sink++;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && !strcmp(argv[1], "cpu"))
@@ -331,9 +355,11 @@ int main(int argc, char **argv)
 		kf_mappers(atoi(argv[2]), atof(argv[3]));
 	else if (argc >= 4 && !strcmp(argv[1], "crowd"))
 		kf_crowd(atoi(argv[2]), atof(argv[3]));
+	else if (argc >= 4 && !strcmp(argv[1], "dsync"))
+		kf_dsync_writer(atof(argv[2]), argv[3]);
 	else {
 		fprintf(stderr, "usage: kfwork cpu S | mem PAGES | nap N MS | naptimed N MS SPIN_MS | write N | "
-				"pipe | spin S | churn S | threads S | wakers N MS | mappers N S | crowd N S\n");
+				"pipe | spin S | churn S | threads S | wakers N MS | mappers N S | crowd N S | dsync S FILE\n");
 		return 2;
 	}
 	return 0;
