@@ -52,12 +52,14 @@ mod locks;
 mod offcpu;
 pub mod record;
 mod runq;
+mod syscalls;
 
 pub use bio::{Bio, device_name, device_numbers};
 pub use drain::{WaitLost, WaitOptions, Waited};
 pub use locks::{Locks, lock_kind};
 pub use offcpu::{Blocked, Lost, OffCpu, OffCpuOptions, Waker};
 pub use runq::{RUNQ_SLOTS, Runq, RunqDrain};
+pub use syscalls::{CallLatency, SyscallLatency, SyscallOptions, syscall_name};
 
 /// Why BPF cannot do it.
 #[derive(Debug, thiserror::Error)]
