@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// The programs of `src/bpf/`, each `NAME.bpf.c` built into `NAME.bpf.o`.
-const PROGRAMS: &[&str] = &["offcpu", "locks", "runq", "bio"];
+const PROGRAMS: &[&str] = &["offcpu", "locks", "runq", "bio", "syscalls"];
 
 /// Headers the programs include.
 const HEADERS: &[&str] = &["src/bpf/common.h", "src/bpf/wait.h", "src/bpf/sync.h"];

@@ -5,9 +5,11 @@
 
 use std::collections::HashSet;
 
-use aya::maps::{Array, ArrayOfMaps, HashMap as BpfHashMap, MapData, PerCpuArray, StackTraceMap};
+use aya::maps::{
+    Array, ArrayOfMaps, HashMap as BpfHashMap, MapData, PerCpuArray, PerCpuHashMap, StackTraceMap,
+};
 use aya::programs::RawTracePoint;
-use aya::{Ebpf, EbpfLoader, GlobalData};
+use aya::{Ebpf, EbpfLoader, GlobalData, Pod};
 
 use crate::bytes::{comm, i32_at, u32_at};
 use crate::{BpfError, map_err, refused};
@@ -17,6 +19,9 @@ pub(crate) const KEY_LEN: usize = 40;
 
 /// A key of `K` bytes and its value (ns, count), as read.
 pub(crate) type Taken<const K: usize> = ([u8; K], [u64; 2]);
+
+/// A key of `K` bytes of a per-CPU map and its values, one per possible CPU, as read.
+pub(crate) type PerCpuTaken<const K: usize, V> = ([u8; K], Vec<V>);
 
 /// A key of `waited` and its value (ns, count), as read.
 pub(crate) type Found = Taken<KEY_LEN>;
@@ -190,6 +195,31 @@ impl Loaded {
                 found.push((k, v));
             }
             let _ = counts.remove(&k);
+        }
+        Ok(found)
+    }
+
+    /// Reads and deletes the keys of the per-CPU hash map `name` (keys of `K` bytes, their
+    /// generation at `gen_at`) of the generations before the current one (call
+    /// [`Loaded::flip`] first), each with its values, one per possible CPU.
+    pub(crate) fn take_per_cpu<const K: usize, V: Pod>(
+        &mut self,
+        name: &'static str,
+        gen_at: usize,
+    ) -> Result<Vec<PerCpuTaken<K, V>>, BpfError> {
+        let map = self.ebpf.map_mut(name).ok_or_else(|| map_err(name, "missing"))?;
+        let mut values: PerCpuHashMap<&mut MapData, [u8; K], V> =
+            PerCpuHashMap::try_from(map).map_err(|e| map_err(name, e))?;
+        let keys: Vec<[u8; K]> = values.keys().filter_map(Result::ok).collect();
+        let mut found = Vec::with_capacity(keys.len());
+        for k in keys {
+            if u32_at(&k, gen_at) == self.generation {
+                continue;
+            }
+            if let Ok(v) = values.get(&k, 0) {
+                found.push((k, v.iter().copied().collect()));
+            }
+            let _ = values.remove(&k);
         }
         Ok(found)
     }

@@ -1,4 +1,5 @@
-//! kflame's BPF programs and their loaders: blocked and waiting time aggregated in the kernel.
+//! kflame's BPF programs and their loaders: blocked and waiting time, and system-call
+//! latency, aggregated in the kernel.
 //!
 //! [`OffCpu`] loads `src/bpf/offcpu.bpf.c` (built by `build.rs` with clang, CO-RE against the
 //! running kernel's BTF) and attaches it to the `sched_switch` and `sched_waking` raw
@@ -31,13 +32,21 @@
 //!   submitter was not seen count with tid 0 and no stacks. `on` is the disk as
 //!   `major << 20 | minor`, named by [`device_name`].
 //!
+//! [`SyscallLatency`] (`src/bpf/syscalls.bpf.c`) times system calls from the `sys_enter` to
+//! the `sys_exit` raw tracepoint of the calling thread and counts each in the kernel, in a
+//! per-CPU histogram per call number in the buckets of [`kflame::latency`] (no atomics on the
+//! hottest path), with the calls over [`SyscallOptions::slow_ns`] counted apart;
+//! [`SyscallLatency::drain`] returns one [`CallLatency`] per number, the CPUs summed, named by
+//! [`syscall_name`]. Threads' calls in progress are forgotten at `sched_process_exit` and
+//! follow an exec (`sched_process_exec`).
+//!
 //! Each drain flips the generation the kernel counts under, waits for the programs running at
 //! the flip to be done (an update of a map of maps, which the kernel returns from after an RCU
 //! grace period: exact, where a fixed sleep is not on a host that pauses CPUs), reads and
 //! deletes the older generation's keys and frees the stacks nothing refers to any more.
 //!
 //! Nothing is pinned: the programs, links and maps live in this process's file descriptors
-//! and go when the loader ([`OffCpu`], [`Locks`], [`Runq`], [`Bio`]) is dropped or the process
+//! and go when the loader ([`OffCpu`], [`Locks`], [`Runq`], [`Bio`], [`SyscallLatency`]) is dropped or the process
 //! ends, whatever ends it.
 //!
 //! Addresses are raw: naming them (kallsyms, ELF symbols of the task's mappings) is the
@@ -52,12 +61,14 @@ mod locks;
 mod offcpu;
 pub mod record;
 mod runq;
+mod syscalls;
 
 pub use bio::{Bio, device_name, device_numbers};
 pub use drain::{WaitLost, WaitOptions, Waited};
 pub use locks::{Locks, lock_kind};
 pub use offcpu::{Blocked, Lost, OffCpu, OffCpuOptions, Waker};
 pub use runq::{RUNQ_SLOTS, Runq, RunqDrain};
+pub use syscalls::{CallLatency, SyscallLatency, SyscallOptions, syscall_name};
 
 /// Why BPF cannot do it.
 #[derive(Debug, thiserror::Error)]

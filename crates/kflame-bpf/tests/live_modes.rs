@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{Kallsyms, gettid};
+use common::{Kallsyms, gettid, leaves_nothing};
 use kflame_bpf::{Bio, Locks, RUNQ_SLOTS, Runq, WaitOptions, Waited, device_name, device_numbers, lock_kind};
 
 /// The tests of this file one at a time: each counts the programs it loaded, and the run-queue
@@ -266,53 +266,6 @@ fn direct_writes_wait_on_the_disk_of_their_file() {
     assert!(!name.is_empty() && !name.contains('/'), "{name:?}");
     let lost = p.lost().unwrap();
     assert_eq!((lost.waits, lost.starts), (0, 0), "{lost:?}");
-}
-
-/// The ids of the programs this process holds (through their descriptors or their links'),
-/// from /proc/self/fdinfo.
-fn held_programs() -> std::collections::BTreeSet<u32> {
-    let mut ids = std::collections::BTreeSet::new();
-    for e in std::fs::read_dir("/proc/self/fdinfo").unwrap().filter_map(Result::ok) {
-        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
-        ids.extend(text.lines().filter_map(|l| l.strip_prefix("prog_id:")?.trim().parse::<u32>().ok()));
-    }
-    ids
-}
-
-/// The ids of the loaded programs (`bpftool prog list`); `None` without bpftool.
-fn listed_programs() -> Option<std::collections::BTreeSet<u32>> {
-    let out = std::process::Command::new("bpftool").args(["prog", "list"]).output().ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    Some(
-        text.lines()
-            .filter(|l| !l.starts_with(char::is_whitespace))
-            .filter_map(|l| l.split(':').next()?.trim().parse().ok())
-            .collect(),
-    )
-}
-
-/// Loads with `start`, checks its `programs` are loaded, drops it, and waits (bounded) until
-/// `bpftool` lists none of them.
-fn leaves_nothing<T>(start: impl FnOnce() -> T, programs: usize) {
-    let Some(_) = listed_programs() else { return }; // no bpftool: nothing to look with
-    let before = held_programs();
-    assert!(before.is_empty(), "programs held before the start: {before:?}");
-    let p = start();
-    let ours = held_programs();
-    assert_eq!(ours.len(), programs, "programs held while loaded: {ours:?}");
-    let listed = listed_programs().unwrap_or_default();
-    assert!(ours.is_subset(&listed), "{ours:?} not all listed: {listed:?}");
-    drop(p);
-    assert!(held_programs().is_empty(), "descriptors left after the drop");
-    // The kernel frees a program when its last reference goes.
-    let end = Instant::now() + Duration::from_secs(10);
-    let mut left = ours.clone();
-    while Instant::now() < end && !left.is_empty() {
-        std::thread::sleep(Duration::from_millis(50));
-        let now = listed_programs().unwrap_or_default();
-        left.retain(|id| now.contains(id));
-    }
-    assert!(left.is_empty(), "still loaded: {left:?} of {ours:?}");
 }
 
 #[test]

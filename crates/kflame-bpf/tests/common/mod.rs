@@ -1,6 +1,9 @@
-//! Live tests' helpers (they may read the host): kernel symbols, the calling thread's id.
+//! Live tests' helpers (they may read the host): kernel symbols, the calling thread's id, the
+//! check that a loader leaves nothing loaded.
 
 #![allow(dead_code)] // each test file uses some
+
+use std::time::{Duration, Instant};
 
 /// The kernel's symbols from /proc/kallsyms (a live test may read the host), read once.
 pub(crate) struct Kallsyms(Vec<(u64, String)>);
@@ -39,4 +42,51 @@ pub(crate) fn gettid() -> u32 {
         .ok()
         .and_then(|p| p.file_name()?.to_str()?.parse().ok())
         .unwrap_or(0)
+}
+
+/// The ids of the programs this process holds (through their descriptors or their links'),
+/// from /proc/self/fdinfo.
+pub(crate) fn held_programs() -> std::collections::BTreeSet<u32> {
+    let mut ids = std::collections::BTreeSet::new();
+    for e in std::fs::read_dir("/proc/self/fdinfo").unwrap().filter_map(Result::ok) {
+        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        ids.extend(text.lines().filter_map(|l| l.strip_prefix("prog_id:")?.trim().parse::<u32>().ok()));
+    }
+    ids
+}
+
+/// The ids of the loaded programs (`bpftool prog list`); `None` without bpftool.
+pub(crate) fn listed_programs() -> Option<std::collections::BTreeSet<u32>> {
+    let out = std::process::Command::new("bpftool").args(["prog", "list"]).output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    Some(
+        text.lines()
+            .filter(|l| !l.starts_with(char::is_whitespace))
+            .filter_map(|l| l.split(':').next()?.trim().parse().ok())
+            .collect(),
+    )
+}
+
+/// Loads with `start`, checks its `programs` are loaded, drops it, and waits (bounded) until
+/// `bpftool` lists none of them.
+pub(crate) fn leaves_nothing<T>(start: impl FnOnce() -> T, programs: usize) {
+    let Some(_) = listed_programs() else { return }; // no bpftool: nothing to look with
+    let before = held_programs();
+    assert!(before.is_empty(), "programs held before the start: {before:?}");
+    let p = start();
+    let ours = held_programs();
+    assert_eq!(ours.len(), programs, "programs held while loaded: {ours:?}");
+    let listed = listed_programs().unwrap_or_default();
+    assert!(ours.is_subset(&listed), "{ours:?} not all listed: {listed:?}");
+    drop(p);
+    assert!(held_programs().is_empty(), "descriptors left after the drop");
+    // The kernel frees a program when its last reference goes.
+    let end = Instant::now() + Duration::from_secs(10);
+    let mut left = ours.clone();
+    while Instant::now() < end && !left.is_empty() {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = listed_programs().unwrap_or_default();
+        left.retain(|id| now.contains(id));
+    }
+    assert!(left.is_empty(), "still loaded: {left:?} of {ours:?}");
 }

@@ -1,0 +1,157 @@
+//! Live tests (root, a kernel that loads raw-tracepoint BPF programs) of the system-call
+//! latency program: a thread sleeping 5 ms forty times shows forty calls of about 5 ms in its
+//! sleep call's histogram, counted as slow over a threshold of 2 ms and not over one of 50 ms;
+//! synchronous 64 KiB writes to a file on the disk show in `write`'s histogram; and nothing is
+//! left loaded after the loader is gone.
+//!
+//! The process is filtered on itself, so nothing else of it may sleep with nanosleep while a
+//! test counts: the tests run one at a time, and wait for the kernel with a channel's timeout
+//! (a futex), never with a sleep.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+mod common;
+
+use common::leaves_nothing;
+use kflame::latency::{Histogram, slot_lower, slot_of, slot_upper};
+use kflame_bpf::{CallLatency, SyscallLatency, SyscallOptions, syscall_name};
+
+/// The tests of this file one at a time: each counts the calls of the whole process.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Waits `d` on a futex (a channel's timeout), not in nanosleep.
+fn pause(d: Duration) {
+    let (_tx, rx) = mpsc::channel::<()>();
+    let _ = rx.recv_timeout(d);
+}
+
+/// Starts the program for this process: this kind of machine (root, BTF, raw tracepoints)
+/// loads it, so a refusal fails the test.
+fn start(slow_ns: u64) -> SyscallLatency {
+    let opts = SyscallOptions { pid: Some(std::process::id()), slow_ns };
+    SyscallLatency::start(&opts).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The histogram and slow count of the calls named one of `names`, gathered over drains until
+/// `want` holds, at most 10 s.
+fn gather(
+    p: &mut SyscallLatency,
+    names: &[&str],
+    want: impl Fn(&Histogram, u64) -> bool,
+) -> (Histogram, u64) {
+    let end = Instant::now() + Duration::from_secs(10);
+    let mut h = Histogram::default();
+    let mut slow = 0;
+    while Instant::now() < end {
+        let drained: Vec<CallLatency> = p.drain().unwrap();
+        for c in drained.iter().filter(|c| names.contains(&syscall_name(c.nr).as_str())) {
+            h.add(&c.histogram);
+            slow += c.slow;
+        }
+        if want(&h, slow) {
+            break;
+        }
+        pause(Duration::from_millis(50));
+    }
+    (h, slow)
+}
+
+const SLEEP: Duration = Duration::from_millis(5);
+const SLEEPS: u64 = 40;
+const SLEEP_CALLS: &[&str] = &["nanosleep", "clock_nanosleep"];
+
+/// A thread sleeping [`SLEEP`] [`SLEEPS`] times, joined.
+fn sleeper() {
+    std::thread::spawn(|| {
+        for _ in 0..SLEEPS {
+            std::thread::sleep(SLEEP);
+        }
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn sleeps_of_5_ms_in_their_calls_histogram() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut p = start(u64::MAX);
+    sleeper();
+    let (h, _) = gather(&mut p, SLEEP_CALLS, |h, _| h.total() >= SLEEPS);
+    let five = SLEEP.as_nanos() as u64;
+    assert!(h.total() >= SLEEPS, "{} sleeps counted: {h:?}", h.total());
+    // Each sleep lasted 5 ms at least: no count in a bucket that ends at 5 ms or below.
+    let short: u64 =
+        h.counts.iter().enumerate().filter(|(s, _)| slot_upper(*s) <= five).map(|(_, c)| c).sum();
+    assert_eq!(short, 0, "sleeps shorter than {five} ns: {h:?}");
+    assert!(h.max_ns >= five, "max {} ns", h.max_ns);
+    // The largest call is in the highest bucket counted: the kernel's buckets are these.
+    let top = h.counts.iter().rposition(|&c| c > 0).unwrap();
+    assert_eq!(slot_of(h.max_ns), top, "max {} ns in bucket {top}", h.max_ns);
+    // The median: within a bucket's 25% of 5 ms, 7 ms at most (the scheduler's delay), and
+    // its bucket holds latencies of 5 to 7 ms.
+    let p50 = h.quantile(0.5).unwrap();
+    assert!(p50 >= 0.75 * five as f64 && p50 <= 7e6, "p50 {p50} ns: {h:?}");
+    let s = slot_of(p50 as u64);
+    assert!(slot_upper(s) > five && slot_lower(s) <= 7_000_000, "p50 {p50} ns in bucket {s}");
+    let lost = p.lost().unwrap();
+    assert_eq!((lost.waits, lost.starts), (0, 0), "{lost:?}");
+}
+
+#[test]
+fn synchronous_writes_to_the_disk_in_writes_histogram() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::path::Path::new("/var/tmp").join(format!("kflame-syscalls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("written");
+    let mut p = start(u64::MAX);
+    const WRITES: u64 = 32;
+    let written = (|| -> std::io::Result<()> {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .custom_flags(libc::O_DSYNC)
+            .open(&path)?;
+        let block = vec![0x5au8; 64 << 10];
+        for _ in 0..WRITES {
+            f.write_all(&block)?;
+        }
+        Ok(())
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    written.unwrap();
+    let (h, _) = gather(&mut p, &["write"], |h, _| h.total() >= WRITES);
+    assert!(h.total() >= WRITES, "{} writes counted: {h:?}", h.total());
+    let p50 = h.quantile(0.5).unwrap();
+    let p99 = h.quantile(0.99).unwrap();
+    assert!(p50 > 0.0 && p99 >= p50, "p50 {p50} ns, p99 {p99} ns: {h:?}");
+    assert!(h.max_ns > 0 && h.max_ns as f64 >= p99, "max {} ns, p99 {p99} ns", h.max_ns);
+    let lost = p.lost().unwrap();
+    assert_eq!((lost.waits, lost.starts), (0, 0), "{lost:?}");
+}
+
+#[test]
+fn sleeps_over_the_threshold_are_slow() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut p = start(2_000_000);
+    sleeper();
+    let (h, slow) = gather(&mut p, SLEEP_CALLS, |h, slow| h.total() >= SLEEPS && slow >= SLEEPS);
+    assert!(slow >= SLEEPS && h.total() >= SLEEPS, "{slow} slow of {} sleeps", h.total());
+    // Every sleep of the process was over 2 ms.
+    assert_eq!(slow, h.total(), "{h:?}");
+    drop(p);
+    let mut p = start(50_000_000);
+    sleeper();
+    let (h, slow) = gather(&mut p, SLEEP_CALLS, |h, _| h.total() >= SLEEPS);
+    assert!(h.total() >= SLEEPS, "{} sleeps counted", h.total());
+    assert_eq!(slow, 0, "slow sleeps over 50 ms: {h:?}");
+}
+
+#[test]
+fn nothing_stays_loaded_after_the_loader_is_dropped() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    leaves_nothing(|| SyscallLatency::start(&SyscallOptions::default()).unwrap_or_else(|e| panic!("{e}")), 4);
+}
