@@ -5,13 +5,14 @@
 
 use std::collections::HashMap;
 
+use kflame::latency::{LatencyKind, LatencyReading, LatencySource};
 use kflame::record::{
     Aggregate, AggregateLoss, AggregateTask, Aggregator, Capability, CpuHistogram, Mode, Target,
 };
 
 use crate::{
-    Bio, BpfError, Locks, OffCpu, OffCpuOptions, Runq, WaitLost, WaitOptions, Waited, device_name,
-    device_numbers, lock_kind,
+    Bio, BpfError, Locks, OffCpu, OffCpuOptions, Runq, SyscallLatency, SyscallOptions, WaitLost, WaitOptions,
+    Waited, device_name, device_numbers, lock_kind, syscall_name,
 };
 
 /// Starts the program that serves `mode` for `target` (its options from the mode's), or
@@ -50,6 +51,42 @@ pub fn aggregator(mode: &Mode, target: &Target) -> Option<Result<Box<dyn Aggrega
             }))
         }
         _ => None,
+    }
+}
+
+/// Starts the system-call latency program over every process but this one: histograms per
+/// call, and the calls slower than `slow_ns` counted, for the watcher's `syscall.lat.*`
+/// metrics.
+pub fn syscall_latency(slow_ns: u64) -> Result<Box<dyn LatencySource>, BpfError> {
+    let opts = SyscallOptions { pid: None, slow_ns, skip_pid: Some(std::process::id()) };
+    let p = SyscallLatency::start(&opts)?;
+    Ok(Box::new(SyscallSource { p, names: HashMap::new() }))
+}
+
+struct SyscallSource {
+    p: SyscallLatency,
+    /// Names by call number.
+    names: HashMap<u32, String>,
+}
+
+impl LatencySource for SyscallSource {
+    fn read(&mut self) -> Result<Vec<LatencyReading>, String> {
+        let calls = self.p.drain().map_err(|e| e.to_string())?;
+        Ok(calls
+            .into_iter()
+            .map(|c| LatencyReading {
+                kind: LatencyKind::Syscall,
+                label: self.names.entry(c.nr).or_insert_with(|| syscall_name(c.nr)).clone(),
+                histogram: c.histogram,
+                slow: c.slow,
+            })
+            .collect())
+    }
+
+    fn describe(&self) -> String {
+        "system call latency histograms summed in the kernel by BPF (raw tracepoints sys_enter and \
+         sys_exit), read every second"
+            .into()
     }
 }
 

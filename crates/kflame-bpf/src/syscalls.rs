@@ -28,12 +28,15 @@ pub struct SyscallOptions {
     /// Calls at least this long (ns) are also counted in [`CallLatency::slow`] (`u64::MAX`:
     /// none).
     pub slow_ns: u64,
+    /// Leave out this process (the recorder itself: its drains wait for an RCU grace period
+    /// in `bpf()`, which would show as slow calls).
+    pub skip_pid: Option<u32>,
 }
 
 impl Default for SyscallOptions {
     /// Every call of every process; slow from 10 ms.
     fn default() -> Self {
-        SyscallOptions { pid: None, slow_ns: 10_000_000 }
+        SyscallOptions { pid: None, slow_ns: 10_000_000, skip_pid: None }
     }
 }
 
@@ -69,7 +72,9 @@ impl SyscallLatency {
     /// Loads the program with `opts` and attaches it.
     pub fn start(opts: &SyscallOptions) -> Result<SyscallLatency, BpfError> {
         let wait = WaitOptions { pid: opts.pid, min_ns: 1 };
-        let extra = vec![("slow_ns", GlobalData::from(&opts.slow_ns))];
+        let skip_tgid = opts.skip_pid.unwrap_or(0);
+        let extra =
+            vec![("slow_ns", GlobalData::from(&opts.slow_ns)), ("skip_tgid", GlobalData::from(&skip_tgid))];
         // What ends a call or a thread first, the start of a call last: a call whose entry
         // is seen has its end (or its thread's) seen.
         let attach = [

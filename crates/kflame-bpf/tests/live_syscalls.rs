@@ -31,7 +31,7 @@ fn pause(d: Duration) {
 /// Starts the program for this process: this kind of machine (root, BTF, raw tracepoints)
 /// loads it, so a refusal fails the test.
 fn start(slow_ns: u64) -> SyscallLatency {
-    let opts = SyscallOptions { pid: Some(std::process::id()), slow_ns };
+    let opts = SyscallOptions { pid: Some(std::process::id()), slow_ns, skip_pid: None };
     SyscallLatency::start(&opts).unwrap_or_else(|e| panic!("{e}"))
 }
 

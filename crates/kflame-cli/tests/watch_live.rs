@@ -492,10 +492,16 @@ fn live_write_latency_p99_fires_its_rule_and_the_capture_holds_the_writes() {
         points: None,
     };
     let p99: Vec<f64> = r.series(&q).unwrap().iter().flat_map(|s| s.points.iter().map(|p| p.max)).collect();
-    assert!(p99.iter().filter(|&&v| v > 0.05).count() >= 2, "p99 of write above 50 us for 2 s: {p99:?}\n{err}");
+    assert!(
+        p99.iter().filter(|&&v| v > 0.05).count() >= 2,
+        "p99 of write above 50 us for 2 s: {p99:?}\n{err}"
+    );
     let (lines, unit, events) = capture_profile(&db, Kind::Syscalls);
     assert_eq!(unit, kflame::fold::Unit::Nanoseconds, "{events:?}\n{err}");
-    let writes: u64 =
-        lines.iter().filter(|(s, _)| s.starts_with("write;") && s.contains(";kf_dsync_writer;")).map(|(_, w)| w).sum();
+    let writes: u64 = lines
+        .iter()
+        .filter(|(s, _)| s.starts_with("write;") && s.contains(";kf_dsync_writer;"))
+        .map(|(_, w)| w)
+        .sum();
     assert!(writes > 100_000_000, "the slow writes under kf_dsync_writer: {writes} ns\n{lines:#?}");
 }

@@ -20,6 +20,8 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 // Set by user space before loading (only_tgid: common.h; min_ns is not used here).
 // Calls at least this long are counted in `slow` too.
 const volatile __u64 slow_ns = 10000000;
+// Not this process (0: none left out): the recorder's own calls (its drains wait for RCU).
+const volatile __u32 skip_tgid = 0;
 
 // The call a thread is in; ts 0: none (returned, or entered before the program was attached).
 struct inflight_t {
@@ -113,7 +115,7 @@ int on_sys_enter(struct bpf_raw_tracepoint_args *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
-	if (only_tgid && (id >> 32) != only_tgid)
+	if ((only_tgid && (id >> 32) != only_tgid) || (skip_tgid && (id >> 32) == skip_tgid))
 		return 0;
 	long nr = (long)ctx->args[1];
 	if (nr < 0)
