@@ -23,8 +23,6 @@
 //! work) left out unless asked for.
 
 mod intervals;
-#[cfg(test)]
-mod tests;
 
 use intervals::{Blocked, Intervals};
 
@@ -178,3 +176,6 @@ impl Handler for OffCpu {
         notes
     }
 }
+
+#[cfg(test)]
+mod tests;
