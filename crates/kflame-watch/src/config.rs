@@ -12,6 +12,8 @@
 //! budget = 6                         # triggers per hour, all rules together
 //! cooldown = "5m"                    # a rule does not fire again sooner
 //! kmsg = true                        # follow /dev/kmsg for kernel reports
+//! latency = true                     # system-call latency metrics (BPF), syscall.lat.*
+//! slow_syscall = "10ms"              # calls slower than this count in syscall.slow
 //! all_devices = false                # also partitions, loop and ram devices
 //! log_level = "info"                 # error, warn, info, debug
 //! triggers = [
@@ -52,6 +54,10 @@ pub struct File {
     pub cooldown: Option<String>,
     /// Follow `/dev/kmsg`.
     pub kmsg: Option<bool>,
+    /// Record the latency metrics.
+    pub latency: Option<bool>,
+    /// The outlier threshold of system calls.
+    pub slow_syscall: Option<String>,
     /// Report every block device.
     pub all_devices: Option<bool>,
     /// Log level.
@@ -109,6 +115,10 @@ pub struct Settings {
     pub limits: Limits,
     /// Follow `/dev/kmsg`.
     pub kmsg: bool,
+    /// Record the latency metrics (`syscall.lat.*`, summed in the kernel by BPF).
+    pub latency: bool,
+    /// System calls at least this long count in `syscall.slow`.
+    pub slow_syscall: Duration,
     /// Report every block device.
     pub all_devices: bool,
     /// Log level.
@@ -200,6 +210,8 @@ impl File {
             budget: o.budget.or(self.budget),
             cooldown: o.cooldown.or(self.cooldown),
             kmsg: o.kmsg.or(self.kmsg),
+            latency: o.latency.or(self.latency),
+            slow_syscall: o.slow_syscall.or(self.slow_syscall),
             all_devices: o.all_devices.or(self.all_devices),
             log_level: o.log_level.or(self.log_level),
             triggers: o.triggers.or(self.triggers),
@@ -266,6 +278,12 @@ pub fn resolve(
     }
     let cooldown =
         duration("cooldown", flags.cooldown.is_some(), &merged.cooldown, Limits::default().cooldown)?;
+    let slow_syscall = duration(
+        "slow_syscall",
+        flags.slow_syscall.is_some(),
+        &merged.slow_syscall,
+        Duration::from_millis(10),
+    )?;
     let disk_budget = match &merged.disk_budget {
         None => 0,
         Some(s) => parse_size(s).ok_or_else(|| {
@@ -310,6 +328,8 @@ pub fn resolve(
         disk_budget,
         limits: Limits { cooldown, per_hour },
         kmsg: merged.kmsg.unwrap_or(true),
+        latency: merged.latency.unwrap_or(true),
+        slow_syscall,
         all_devices: merged.all_devices.unwrap_or(false),
         log_level,
         rules,
@@ -342,6 +362,17 @@ mod tests {
         assert_eq!(s.db, Path::new(DEFAULT_DB));
         let s = resolve(None, &File::default(), "box").unwrap();
         assert_eq!((s.host.as_str(), s.rate, s.bucket, s.kmsg), ("box", 19, Duration::from_secs(10), true));
+        assert_eq!((s.latency, s.slow_syscall), (true, Duration::from_millis(10)));
+        // The latency keys, and the flags over them.
+        let file = File::parse("latency = false\nslow_syscall = \"250us\"\n", p()).unwrap();
+        let s = resolve(Some((p(), file.clone())), &File::default(), "box").unwrap();
+        assert_eq!((s.latency, s.slow_syscall), (false, Duration::from_micros(250)));
+        let flags = File { latency: Some(true), slow_syscall: Some("2ms".into()), ..File::default() };
+        let s = resolve(Some((p(), file)), &flags, "box").unwrap();
+        assert_eq!((s.latency, s.slow_syscall), (true, Duration::from_millis(2)));
+        let file = File::parse("slow_syscall = \"soon\"\n", p()).unwrap();
+        let e = resolve(Some((p(), file)), &File::default(), "box").unwrap_err().to_string();
+        assert!(e.starts_with("configuration watch.toml: `slow_syscall`: expected a duration"), "{e}");
     }
 
     #[test]

@@ -30,7 +30,7 @@ Examples (as root):
   kflame record -a -o all.folded -- sleep 10    # everything, while it runs
   kflame record --mem --every 60 --for 5 -o mem.folded
   kflame record --off-cpu -d 5 -o offcpu.folded
-  # Who woke each blocked task (bcc offwaketime's layout, stacks meeting at `--`):
+  # Who woke each blocked task (bcc offwaketime's layout, `--` between):
   kflame record --off-cpu --wakers -d 5 -o wakers.svg
   # Uninterruptible waits of 1 ms or more only:
   kflame record --off-cpu --state D --min-block 1ms -d 10 -o d.folded
@@ -40,7 +40,7 @@ Examples (as root):
   kflame record --blocked --every 0.5 -d 30 -o b.svg
   # One session, a file per mode: stall.cpu.html, stall.mem.html, ...:
   kflame record --cpu --mem --off-cpu -d 10 -o stall.html
-  # Kernel lock contention, run-queue and block IO latency (BPF), one file each:
+  # Lock contention, run-queue and block IO latency (BPF), a file each:
   kflame record --locks --runq --bio -d 10 -o waits.svg
   kflame record --check                         # what this kernel allows")]
 pub(crate) struct Args {

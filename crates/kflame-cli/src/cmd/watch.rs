@@ -94,8 +94,8 @@ pub(crate) struct Args {
     #[arg(long)]
     no_latency: bool,
     /// System calls slower than this count as slow (`syscall.slow`) [default: 10ms].
-    #[arg(long, value_name = "DURATION", value_parser = kflame_store::time::parse_span)]
-    slow_syscall: Option<std::time::Duration>,
+    #[arg(long, value_name = "DURATION")]
+    slow_syscall: Option<String>,
 }
 
 impl Args {
@@ -115,6 +115,8 @@ impl Args {
             budget: self.budget,
             cooldown: self.cooldown.clone(),
             kmsg: self.no_kmsg.then_some(false),
+            latency: self.no_latency.then_some(false),
+            slow_syscall: self.slow_syscall.clone(),
             all_devices: self.all_devices.then_some(true),
             log_level: self.log_level.clone(),
             triggers: (!self.triggers.is_empty()).then(|| self.triggers.clone()),
@@ -232,8 +234,9 @@ impl Control for Cli {
 #[allow(clippy::print_stdout)]
 fn print_check(args: &Args, settings: &Settings) -> Result<()> {
     let mut items = kflame_watch::check::check(Path::new("/"), Path::new("/dev/kmsg"));
-    if !args.no_latency {
-        let (available, detail) = match kflame_bpf::record::syscall_latency(10_000_000) {
+    if settings.latency {
+        let slow = u64::try_from(settings.slow_syscall.as_nanos()).unwrap_or(u64::MAX);
+        let (available, detail) = match kflame_bpf::record::syscall_latency(slow) {
             Ok(source) => (true, source.describe()),
             Err(e) => (false, format!("{e}: the syscall.lat.* metrics are not recorded")),
         };
@@ -344,10 +347,11 @@ pub(crate) fn run(args: Args) -> Result<()> {
             settings.rules_summary()
         ),
     );
+    let latency = settings.latency.then_some(settings.slow_syscall);
     let mut watcher = Watcher::new(settings, store, Environment::default());
-    if !args.no_latency {
-        let slow = args.slow_syscall.unwrap_or(std::time::Duration::from_millis(10));
-        match kflame_bpf::record::syscall_latency(u64::try_from(slow.as_nanos()).unwrap_or(u64::MAX)) {
+    if let Some(slow) = latency {
+        let slow = u64::try_from(slow.as_nanos()).unwrap_or(u64::MAX);
+        match kflame_bpf::record::syscall_latency(slow) {
             Ok(source) => watcher.set_latency(source),
             Err(e) => cli.log(
                 Level::Warn,
