@@ -2,10 +2,9 @@
 // Expected figures are computed here from the folded fixtures, independently of the viewer.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ROOT, kflame, launchBrowser, scratch, screenshot, writeText } from './lib.mjs';
+import { ROOT, kflame, launchBrowser, scratch, screenshot, writeText, folded, pct, sum } from './lib.mjs';
 
 const FIXTURES = join(ROOT, 'crates/kflame/tests/data/html');
 const PERF = join(FIXTURES, 'perf-script-report-stackcollapse.folded');
@@ -26,16 +25,6 @@ after(async () => {
   if (browser) await browser.close();
 });
 
-/** The stacks of a folded file: [{frames, w}]. */
-function folded(path) {
-  return readFileSync(path, 'utf8').split('\n').filter((l) => l && !l.startsWith('#')).map((l) => {
-    const at = l.lastIndexOf(' ');
-    return { frames: l.slice(0, at).split(';'), w: Number(l.slice(at + 1)) };
-  });
-}
-
-const sum = (stacks) => stacks.reduce((a, s) => a + s.w, 0);
-const pct = (part, whole) => ((100 * part) / whole).toFixed(2) + '%';
 const group = (v) => v.toLocaleString('en-US');
 
 /** Weight of each distinct value of key(stack), heaviest first. */

@@ -1,6 +1,6 @@
 // Shared helpers of the browser tests: the kflame binary, headless Chromium, screenshots.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -86,3 +86,17 @@ export async function stopServe({ server, exited }, message) {
   const how = await Promise.race([exited, new Promise((ok) => setTimeout(() => ok('timeout'), 10000))]);
   assert.deepEqual(how, { code: 0, signal: null }, message);
 }
+
+/** The stacks of a folded file: [{frames, w}] (comment lines skipped). */
+export function folded(path) {
+  return readFileSync(path, 'utf8').split('\n').filter((l) => l && !l.startsWith('#')).map((l) => {
+    const at = l.lastIndexOf(' ');
+    return { frames: l.slice(0, at).split(';'), w: Number(l.slice(at + 1)) };
+  });
+}
+
+/** The total weight of stacks. */
+export const sum = (stacks) => stacks.reduce((a, s) => a + s.w, 0);
+
+/** `part` as a percentage of `whole`, as the viewer prints it (`12.34%`). */
+export const pct = (part, whole) => ((100 * part) / whole).toFixed(2) + '%';

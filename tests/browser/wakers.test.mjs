@@ -4,10 +4,9 @@
 // weights and shares are computed here from the folded files.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ROOT, kflame, launchBrowser, scratch, screenshot } from './lib.mjs';
+import { ROOT, kflame, launchBrowser, scratch, screenshot, folded, pct, sum } from './lib.mjs';
 
 const DATA = join(ROOT, 'crates/kflame/tests/data/render');
 const WORKLOAD = join(DATA, 'wakers-kfwork.folded');
@@ -26,15 +25,6 @@ after(async () => {
   if (browser) await browser.close();
 });
 
-function folded(path) {
-  return readFileSync(path, 'utf8').split('\n').filter((l) => l && !l.startsWith('#')).map((l) => {
-    const at = l.lastIndexOf(' ');
-    return { frames: l.slice(0, at).split(';'), w: Number(l.slice(at + 1)) };
-  });
-}
-
-const sum = (stacks) => stacks.reduce((a, s) => a + s.w, 0);
-const pct = (part, whole) => ((100 * part) / whole).toFixed(2) + '%';
 const sep = (s) => s.frames.indexOf('--');
 /** Whether `name` is in the waker's part (after `--`) or the blocked part of stack s. */
 const inWaker = (s, name) => sep(s) >= 0 && s.frames.indexOf(name, sep(s) + 1) > 0;
