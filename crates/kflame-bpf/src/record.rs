@@ -88,6 +88,12 @@ impl LatencySource for SyscallSource {
          sys_exit), read every second"
             .into()
     }
+
+    fn lost(&self) -> u64 {
+        // A full histogram map (waits) or in-flight map (starts); an unreadable counter
+        // counts as one loss, so that it is said.
+        self.p.lost().map_or(1, |l| l.waits + l.starts)
+    }
 }
 
 /// One of the waiting-time programs.

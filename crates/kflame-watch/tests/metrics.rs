@@ -143,3 +143,62 @@ fn a_missing_file_is_a_problem_naming_it_and_the_rest_is_read() {
     assert!(!msgs.iter().any(|m| m.contains("pressure")), "PSI absent is not a problem: {msgs:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A latency source with fixed histograms whose losses grow by `step` each read (the real
+/// one, the BPF program, is read in the live tests).
+struct Counted {
+    lost: u64,
+    step: u64,
+}
+
+impl kflame_watch::metrics::LatencySource for Counted {
+    fn read(&mut self) -> Result<Vec<kflame_watch::metrics::LatencyReading>, String> {
+        self.lost += self.step;
+        let mut histogram = kflame::latency::Histogram::default();
+        for ms in 1..=100u64 {
+            histogram.record(ms * 1_000_000);
+        }
+        Ok(vec![kflame_watch::metrics::LatencyReading {
+            kind: kflame_watch::metrics::LatencyKind::Syscall,
+            label: "write".into(),
+            histogram,
+            slow: 91,
+        }])
+    }
+
+    fn describe(&self) -> String {
+        "test histograms".into()
+    }
+
+    fn lost(&self) -> u64 {
+        self.lost
+    }
+}
+
+/// The sampler reads its latency source with every read: the percentiles per call join the
+/// `/proc` metrics, and events the source could not count are a problem of the read they
+/// grew in, with how many, never silent; no growth, no problem.
+#[test]
+fn latency_metrics_join_the_reading_and_losses_are_said() {
+    let dir = data("busy");
+    let mut s = Sampler::new(dir.join("a"), Options::default());
+    s.set_latency(Box::new(Counted { lost: 0, step: 3 }));
+    let first = s.read();
+    close(first.get("syscall.lat.max", "write"), 100.0, 0.0, "max[write]");
+    let p99 = first.get("syscall.lat.p99", "write").expect("p99[write]");
+    assert!((p99 - 99.0).abs() <= 0.125 * 99.0, "{p99}");
+    let said: Vec<String> = first.problems.iter().map(|p| p.to_string()).collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].contains("(test histograms)") && said[0].contains("3 events could not be counted"),
+        "{said:?}"
+    );
+    s.set_root(dir.join("b"));
+    let second = s.read();
+    // From the second read on, a rate: 91 slow calls over the fixture's interval.
+    assert!(second.get("syscall.slow", "write").is_some_and(|v| v > 0.0));
+    assert!(second.problems.iter().any(|p| p.to_string().contains("3 events could not be counted")));
+    let mut quiet = Sampler::new(dir.join("a"), Options::default());
+    quiet.set_latency(Box::new(Counted { lost: 0, step: 0 }));
+    assert!(quiet.read().problems.is_empty(), "no losses, nothing said");
+}

@@ -131,6 +131,11 @@ pub trait LatencySource: Send {
     fn read(&mut self) -> Result<Vec<LatencyReading>, String>;
     /// How it measures, for the log when the watcher starts.
     fn describe(&self) -> String;
+    /// Events it could not count since it started (a full map in the kernel): reported,
+    /// never silent.
+    fn lost(&self) -> u64 {
+        0
+    }
 }
 
 /// What kind of latency a reading is: the family of its metrics.

@@ -95,8 +95,8 @@ pub struct Sampler {
     latency: Option<Latency>,
 }
 
-/// A [`LatencySource`] and what to call it in problems.
-struct Latency(Box<dyn LatencySource>);
+/// A [`LatencySource`], and its losses when last read.
+struct Latency(Box<dyn LatencySource>, u64);
 
 impl std::fmt::Debug for Latency {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -112,7 +112,7 @@ impl Sampler {
 
     /// Reads the latency metrics of `source` with every read from now on.
     pub fn set_latency(&mut self, source: Box<dyn LatencySource>) {
-        self.latency = Some(Latency(source));
+        self.latency = Some(Latency(source, 0));
     }
 
     /// What the latency source measures with, if there is one.
@@ -122,7 +122,7 @@ impl Sampler {
 
     /// Takes the latency source back (to move it to another sampler).
     pub fn take_latency(&mut self) -> Option<Box<dyn LatencySource>> {
-        self.latency.take().map(|l| l.0)
+        self.latency.take().map(|Latency(source, _)| source)
     }
 
     /// Reads from another root from now on, keeping the previous read: for replaying saved
@@ -181,14 +181,28 @@ impl Sampler {
                 }
             }
         }
-        if let Some(Latency(source)) = &mut self.latency {
+        if let Some(Latency(source, lost_then)) = &mut self.latency {
+            let what = PathBuf::from(format!("({})", source.describe()));
             match source.read() {
                 Ok(readings) => latency::values(readings, interval.unwrap_or(1.0), &mut out.values),
                 Err(e) => out.problems.push(Problem {
-                    file: PathBuf::from(format!("({})", source.describe())),
+                    file: what.clone(),
                     line: 0,
                     message: format!("cannot read the latency histograms: {e}"),
                 }),
+            }
+            let lost = source.lost();
+            if lost > *lost_then {
+                out.problems.push(Problem {
+                    file: what,
+                    line: 0,
+                    message: format!(
+                        "{} events could not be counted since the last read (a full map in the kernel): \
+                         the latency metrics of this second miss them",
+                        lost - *lost_then
+                    ),
+                });
+                *lost_then = lost;
             }
         }
         self.prev = now;
