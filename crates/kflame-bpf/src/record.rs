@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use kflame::latency::{LatencyKind, LatencyReading, LatencySource};
 use kflame::record::{
     Aggregate, AggregateLoss, AggregateTask, Aggregator, Capability, CpuHistogram, Mode, Target,
+    add_histograms,
 };
 
 use crate::{
@@ -148,13 +149,12 @@ impl Aggregator for WaitSource {
             Program::Locks(p) => p.drain(),
             Program::Bio(p) => p.drain(),
             Program::Runq(p) => p.drain().map(|d| {
-                for (cpu, h) in d.histograms.iter().enumerate().filter(|(_, h)| h.iter().any(|&c| c > 0)) {
-                    let cpu = u32::try_from(cpu).unwrap_or(u32::MAX);
-                    match self.histograms.iter_mut().find(|x| x.cpu == cpu) {
-                        Some(x) => x.log2_us.iter_mut().zip(h).for_each(|(a, b)| *a += b),
-                        None => self.histograms.push(CpuHistogram { cpu, log2_us: h.to_vec() }),
-                    }
-                }
+                let more = (0u32..)
+                    .zip(&d.histograms)
+                    .filter(|(_, h)| h.iter().any(|&c| c > 0))
+                    .map(|(cpu, h)| CpuHistogram { cpu, log2_us: h.to_vec() })
+                    .collect();
+                add_histograms(&mut self.histograms, more);
                 d.waited
             }),
         }

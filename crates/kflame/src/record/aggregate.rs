@@ -77,8 +77,9 @@ pub struct CpuHistogram {
     pub log2_us: Vec<u64>,
 }
 
-/// Adds `more` to `into`, CPU by CPU and slot by slot.
-pub(crate) fn add_histograms(into: &mut Vec<CpuHistogram>, more: Vec<CpuHistogram>) {
+/// Adds `more` to `into`, CPU by CPU and slot by slot (for an [`Aggregator`] summing its
+/// drains until the window takes them, and for a recording joining its windows).
+pub fn add_histograms(into: &mut Vec<CpuHistogram>, more: Vec<CpuHistogram>) {
     for h in more {
         match into.iter_mut().find(|x| x.cpu == h.cpu) {
             Some(x) => {

@@ -20,7 +20,7 @@ use super::duty::DutyThread;
 use super::handlers::{self, Dispatch};
 use super::parse::Record;
 use super::session::{Scope, Session, online_cpus};
-use super::stacks::{Collector, NameCache};
+use super::stacks::{Collector, Drained, NameCache};
 use super::sym::Symbolizer;
 use super::sys;
 use super::tasks::Tasks;
@@ -368,31 +368,27 @@ impl Recorder {
         self.names.trim();
         let mut out = Vec::with_capacity(self.config.modes.len());
         for (i, mode) in self.config.modes.iter().enumerate() {
-            let (mut r, total) = match mode {
-                Mode::Blocked { .. } => {
+            let aggregated = self.aggregated.iter_mut().find(|a| a.mode == *mode);
+            let (mut r, total) = match (mode, aggregated) {
+                (Mode::Blocked { .. }, _) => {
                     let Some(s) = &mut state.snapshots else { continue };
                     let mut r = Recording::new(mode.clone(), s.meta());
                     (r.stacks, r.events) = s.drain();
                     (r, s.stats())
                 }
-                _ if self.aggregated.iter().any(|a| a.mode == *mode) => {
-                    let Some(a) = self.aggregated.iter_mut().find(|a| a.mode == *mode) else { continue };
+                (_, Some(a)) => {
                     let Some(sym) = &mut self.sym else { continue };
-                    let mut r = Recording::new(mode.clone(), aggregated_meta(mode));
                     let d = a.collector.drain(mode.event_kind(), &state.tasks, sym, &mut self.names);
-                    (r.stacks, r.events, r.samples, r.sample_stacks) =
-                        (d.stacks, d.events, d.samples, d.sample_stacks);
+                    let mut r = drained_recording(mode, aggregated_meta(mode), d);
                     r.histograms = a.source.histograms();
                     let lost = a.source.lost();
                     (r, Stats { samples: a.waits, lost: lost.waits, ..Stats::default() })
                 }
-                _ => {
+                (_, None) => {
                     let Some(k) = state.dispatch.kinds.iter_mut().find(|k| k.mode == *mode) else { continue };
                     let Some(sym) = &mut self.sym else { continue };
-                    let mut r = Recording::new(mode.clone(), k.handler.meta());
                     let d = k.collector.drain(mode.event_kind(), &state.tasks, sym, &mut self.names);
-                    (r.stacks, r.events, r.samples, r.sample_stacks) =
-                        (d.stacks, d.events, d.samples, d.sample_stacks);
+                    let mut r = drained_recording(mode, k.handler.meta(), d);
                     let ids: std::collections::BTreeSet<u64> =
                         r.samples.iter().filter_map(|s| s.cgroup).collect();
                     r.cgroups = state.cgroups.name(ids);
@@ -453,15 +449,12 @@ impl Recorder {
         let blocked = self.state.snapshots.take().map(Snapshots::finish);
         for (r, total) in kinds.iter_mut().zip(&self.stats_then) {
             r.stats = Stats { open: 0, ..*total };
-            match &r.mode {
-                Mode::Blocked { .. } => {
+            match (&r.mode, self.aggregated.iter().find(|a| a.mode == r.mode)) {
+                (Mode::Blocked { .. }, _) => {
                     r.notes = blocked.as_ref().map(|b| b.notes.clone()).unwrap_or_default()
                 }
-                mode if self.aggregated.iter().any(|a| a.mode == *mode) => {
-                    let Some(a) = self.aggregated.iter().find(|a| a.mode == *mode) else { continue };
-                    r.notes = aggregated_notes(a);
-                }
-                mode => {
+                (_, Some(a)) => r.notes = aggregated_notes(a),
+                (mode, None) => {
                     let Some(k) = self.state.dispatch.kinds.iter().find(|k| k.mode == *mode) else {
                         continue;
                     };
@@ -511,6 +504,13 @@ impl Recorder {
             }
         }
     }
+}
+
+/// A recording of `mode` holding what its collector drained.
+fn drained_recording(mode: &Mode, meta: Meta, d: Drained) -> Recording {
+    let mut r = Recording::new(mode.clone(), meta);
+    (r.stacks, r.events, r.samples, r.sample_stacks) = (d.stacks, d.events, d.samples, d.sample_stacks);
+    r
 }
 
 /// The unit and events of a mode served by an aggregator.
