@@ -5,7 +5,7 @@ use std::collections::{HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use crate::BpfError;
-use crate::drain::{Loaded, WaitLost, WaitOptions, Waited, forget_stale};
+use crate::drain::{LabelHistogram, Loaded, WaitLost, WaitOptions, Waited, forget_stale};
 
 /// The compiled block IO program.
 static BIO_OBJ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bio.bpf.o"));
@@ -105,6 +105,11 @@ impl Bio {
         // A `submitter_t` holds its stack ids at bytes 16 and 20.
         self.loaded.held_by::<IO_KEY_LEN, SUBMITTER_LEN>("submitters", 16, &mut held)?;
         self.loaded.finish(&found, &held)
+    }
+
+    /// The latency histograms (label: the disk, see [`device_name`]) taken at the drains since the last call.
+    pub fn histograms(&mut self) -> Vec<LabelHistogram> {
+        self.loaded.take_histograms()
     }
 
     /// What the kernel side could not keep since the start, summed over the CPUs, with the

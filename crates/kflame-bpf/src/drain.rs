@@ -11,6 +11,8 @@ use aya::maps::{
 use aya::programs::RawTracePoint;
 use aya::{Ebpf, EbpfLoader, GlobalData, Pod};
 
+use kflame::latency::{Histogram, SLOTS};
+
 use crate::bytes::{comm, i32_at, u32_at};
 use crate::{BpfError, map_err, refused};
 
@@ -26,21 +28,47 @@ pub(crate) type PerCpuTaken<const K: usize, V> = ([u8; K], Vec<V>);
 /// A key of `waited` and its value (ns, count), as read.
 pub(crate) type Found = Taken<KEY_LEN>;
 
-/// Which waits to count, for every waiting-time program.
+/// Which waits to count, for every program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WaitOptions {
     /// Only this process (`None`: every one).
     pub pid: Option<u32>,
     /// Waits shorter than this are not counted (ns).
     pub min_ns: u64,
+    /// Waits at least this long (ns) are counted as slow in their histogram
+    /// ([`LabelHistogram::slow`]; `u64::MAX`: none).
+    pub slow_ns: u64,
+    /// Count the latency histograms only: no stack is taken and no wait summed per task (what
+    /// the watcher's always-on run-queue and IO latency need; [`Runq::drain`](crate::Runq)
+    /// and the others then return no waits).
+    pub histograms_only: bool,
 }
 
 impl Default for WaitOptions {
-    /// Every wait of every process.
+    /// Every wait of every process, with stacks; none slow.
     fn default() -> Self {
-        WaitOptions { pid: None, min_ns: 1 }
+        WaitOptions { pid: None, min_ns: 1, slow_ns: u64::MAX, histograms_only: false }
     }
 }
+
+/// One label's latency histogram over an interval (the waits of one disk, one CPU's run
+/// queue, one lock kind, one task state, one system call), the CPUs summed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LabelHistogram {
+    /// The program's label: what [`Waited::on`] holds (the lock's flags, the disk, the CPU),
+    /// the task state ([`Blocked::state`](crate::Blocked)), the system call's number.
+    pub label: u32,
+    /// The waits, in the buckets of [`kflame::latency`].
+    pub histogram: Histogram,
+    /// Waits at least [`WaitOptions::slow_ns`] long.
+    pub slow: u64,
+}
+
+/// `hist.h`'s `hist_t`: [`SLOTS`] counts, the largest ns, the sum, the slow ones.
+type HistValue = [u64; SLOTS + 3];
+
+/// Bytes of `hist.h`'s `hist_key` (label, generation).
+const HIST_KEY_LEN: usize = 8;
 
 /// Time one task spent waiting on one thing with one stack, summed over an interval.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,6 +106,8 @@ pub struct WaitLost {
     /// pid filter was on (not counted), or submissions and issues never completed, forgotten
     /// after a minute (a bio split or merged in a way not traced, a request never completed).
     pub unmatched: u64,
+    /// Waits timed but not in a latency histogram: the histogram map was full.
+    pub histograms: u64,
 }
 
 /// A waiting-time program, loaded and attached.
@@ -88,6 +118,8 @@ pub(crate) struct Loaded {
     pub(crate) generation: u32,
     /// Waits for the programs running at a flip (see [`Loaded::flip`]).
     grace: GracePeriod,
+    /// The histograms taken at the flips since they were last asked for, by label.
+    histograms: Vec<LabelHistogram>,
 }
 
 /// `sync.h`'s `sync` and the map written into it after a flip of the generation: the update
@@ -130,8 +162,15 @@ impl Loaded {
     ) -> Result<Loaded, BpfError> {
         let only_tgid = opts.pid.unwrap_or(0);
         let min_ns = opts.min_ns.max(1);
+        let full = u32::from(!opts.histograms_only);
         let mut loader = EbpfLoader::new();
-        loader.override_global("min_ns", &min_ns, true).override_global("only_tgid", &only_tgid, true);
+        loader
+            .override_global("min_ns", &min_ns, true)
+            .override_global("only_tgid", &only_tgid, true)
+            .override_global("slow_ns", &opts.slow_ns, true)
+            .override_global("with_stacks", &full, true)
+            // The system-call program sums no waits.
+            .override_global("with_waits", &full, false);
         for (name, value) in extra {
             loader.override_global(name, value, true);
         }
@@ -146,7 +185,7 @@ impl Loaded {
             p.attach(tp).map_err(|e| refused(&format!("attach to the raw tracepoint {tp}"), e))?;
         }
         let grace = GracePeriod::take(&mut ebpf)?;
-        Ok(Loaded { ebpf, generation: 0, grace })
+        Ok(Loaded { ebpf, generation: 0, grace, histograms: Vec::new() })
     }
 
     /// Flips the generation the kernel counts under, then waits until every program running
@@ -160,7 +199,30 @@ impl Loaded {
         let mut control: Array<&mut MapData, u32> =
             Array::try_from(map).map_err(|e| map_err("control", e))?;
         control.set(0, self.generation, 0).map_err(|e| map_err("control", e))?;
-        self.grace.wait()
+        self.grace.wait()?;
+        let taken = self.take_per_cpu::<HIST_KEY_LEN, HistValue>("hists", 4)?;
+        for (k, per_cpu) in taken {
+            let label = u32_at(&k, 0);
+            let histogram =
+                Histogram::from_per_cpu(per_cpu.iter().map(|v| (&v[..SLOTS], v[SLOTS], v[SLOTS + 1])));
+            let slow = per_cpu.iter().map(|v| v[SLOTS + 2]).sum::<u64>();
+            // Keys of two old generations (a drain that failed half way) add up.
+            match self.histograms.iter_mut().find(|h| h.label == label) {
+                Some(h) => {
+                    h.histogram.add(&histogram);
+                    h.slow += slow;
+                }
+                None => self.histograms.push(LabelHistogram { label, histogram, slow }),
+            }
+        }
+        Ok(())
+    }
+
+    /// The latency histograms taken at the flips since the last call, by label.
+    pub(crate) fn take_histograms(&mut self) -> Vec<LabelHistogram> {
+        let mut h = std::mem::take(&mut self.histograms);
+        h.sort_by_key(|h| h.label);
+        h
     }
 
     /// Reads and deletes the keys of `waited` of the generations before the current one
@@ -296,7 +358,13 @@ impl Loaded {
             let v = lost.get(&i, 0).map_err(|e| map_err("lost", e))?;
             Ok(v.iter().sum())
         };
-        Ok(WaitLost { waits: sum(0)?, stacks: sum(1)?, starts: sum(2)?, unmatched: sum(3)? + unmatched })
+        Ok(WaitLost {
+            waits: sum(0)?,
+            stacks: sum(1)?,
+            starts: sum(2)?,
+            unmatched: sum(3)? + unmatched,
+            histograms: sum(4)?,
+        })
     }
 }
 

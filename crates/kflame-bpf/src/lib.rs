@@ -23,8 +23,7 @@
 //! - [`Runq`] (`src/bpf/runq.bpf.c`): time runnable but not running, from `sched_wakeup`,
 //!   `sched_wakeup_new` and `sched_switch` (a task switched out preempted or still runnable
 //!   waits from then). Every switch keeps the stacks the task leaving the CPU had, the ones it
-//!   will run again with; `on` is the CPU whose run queue it waited on, and [`Runq::drain`]
-//!   also returns a log2 µs histogram of the waits of each CPU ([`RunqDrain`]).
+//!   will run again with; `on` is the CPU whose run queue it waited on.
 //! - [`Bio`] (`src/bpf/bio.bpf.c`): block IO latency from issue to completion, by disk and
 //!   by the task and stacks that submitted the IO (`block_bio_queue`, in submit_bio, the
 //!   submitter's context), keyed by (whole disk, sector) to `block_rq_issue` and
@@ -39,6 +38,14 @@
 //! [`SyscallLatency::drain`] returns one [`CallLatency`] per number, the CPUs summed, named by
 //! [`syscall_name`]. Threads' calls in progress are forgotten at `sched_process_exit` and
 //! follow an exec (`sched_process_exec`).
+//!
+//! Every program also counts each wait in a latency histogram of its label (`src/bpf/hist.h`:
+//! a per-CPU histogram under (label, generation) in the buckets of [`kflame::latency`], with
+//! the largest wait, the sum and the waits over [`WaitOptions::slow_ns`]); each loader's
+//! `histograms()` returns those taken at its drains as [`LabelHistogram`]s (the label: the
+//! lock's flags, the disk, the CPU, the task state, the call's number). With
+//! [`WaitOptions::histograms_only`] a program takes no stack and sums no wait per task: the
+//! histograms are all it counts, what the watcher keeps always on.
 //!
 //! Each drain flips the generation the kernel counts under, waits for the programs running at
 //! the flip to be done (an update of a map of maps, which the kernel returns from after an RCU
@@ -64,10 +71,10 @@ mod runq;
 mod syscalls;
 
 pub use bio::{Bio, device_name, device_numbers};
-pub use drain::{WaitLost, WaitOptions, Waited};
+pub use drain::{LabelHistogram, WaitLost, WaitOptions, Waited};
 pub use locks::{Locks, lock_kind};
 pub use offcpu::{Blocked, Lost, OffCpu, OffCpuOptions, Waker};
-pub use runq::{RUNQ_SLOTS, Runq, RunqDrain};
+pub use runq::Runq;
 pub use syscalls::{CallLatency, SyscallLatency, SyscallOptions, syscall_name};
 
 /// Why BPF cannot do it.

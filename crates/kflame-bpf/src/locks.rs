@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 
 use crate::BpfError;
-use crate::drain::{Loaded, WaitLost, WaitOptions, Waited};
+use crate::drain::{LabelHistogram, Loaded, WaitLost, WaitOptions, Waited};
 
 /// The compiled lock contention program.
 static LOCKS_OBJ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/locks.bpf.o"));
@@ -70,6 +70,11 @@ impl Locks {
         // A `start_t` holds its stack ids at bytes 16 and 20.
         self.loaded.held_by::<4, START_LEN>("start", 16, &mut held)?;
         self.loaded.finish(&found, &held)
+    }
+
+    /// The latency histograms (label: the lock's flags, see [`lock_kind`]) taken at the drains since the last call.
+    pub fn histograms(&mut self) -> Vec<LabelHistogram> {
+        self.loaded.take_histograms()
     }
 
     /// What the kernel side could not keep since the start, summed over the CPUs.

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use aya::GlobalData;
 
 use crate::bytes::{comm, i32_at, u32_at};
-use crate::drain::Loaded;
+use crate::drain::{LabelHistogram, Loaded};
 use crate::{BpfError, WaitOptions};
 
 /// The compiled off-CPU program.
@@ -36,6 +36,12 @@ pub struct OffCpuOptions {
     pub wakers: bool,
     /// Only this process (`None`: every one).
     pub pid: Option<u32>,
+    /// Blocks at least this long (ns) are counted as slow in their histogram (`u64::MAX`:
+    /// none).
+    pub slow_ns: u64,
+    /// Count the latency histograms only: no stack taken, no block summed per task
+    /// ([`OffCpu::drain`] then returns nothing).
+    pub histograms_only: bool,
 }
 
 impl OffCpuOptions {
@@ -54,6 +60,8 @@ impl Default for OffCpuOptions {
             idle_kthreads: false,
             wakers: false,
             pid: None,
+            slow_ns: u64::MAX,
+            histograms_only: false,
         }
     }
 }
@@ -105,6 +113,8 @@ pub struct Lost {
     pub stacks: u64,
     /// Switch-outs not timed: the map of blocked tasks was full.
     pub starts: u64,
+    /// Blocks not in a latency histogram: the histogram map was full.
+    pub histograms: u64,
 }
 
 /// The off-CPU program, loaded and attached.
@@ -118,7 +128,12 @@ impl OffCpu {
     pub fn start(opts: &OffCpuOptions) -> Result<OffCpu, BpfError> {
         let with_wakers = u32::from(opts.wakers);
         let idle_kthreads = u32::from(opts.idle_kthreads);
-        let common = WaitOptions { pid: opts.pid, min_ns: opts.min_block_ns };
+        let common = WaitOptions {
+            pid: opts.pid,
+            min_ns: opts.min_block_ns,
+            slow_ns: opts.slow_ns,
+            histograms_only: opts.histograms_only,
+        };
         let extra = vec![
             ("max_ns", GlobalData::from(&opts.max_block_ns)),
             ("state_mask", GlobalData::from(&opts.states)),
@@ -177,9 +192,14 @@ impl OffCpu {
         })
     }
 
+    /// The latency histograms (label: the state a block began in, see [`Blocked::state`]) taken at the drains since the last call.
+    pub fn histograms(&mut self) -> Vec<LabelHistogram> {
+        self.loaded.take_histograms()
+    }
+
     /// What the kernel side could not keep since the start, summed over the CPUs.
     pub fn lost(&self) -> Result<Lost, BpfError> {
         let l = self.loaded.lost(0)?;
-        Ok(Lost { blocks: l.waits, stacks: l.stacks, starts: l.starts })
+        Ok(Lost { blocks: l.waits, stacks: l.stacks, starts: l.starts, histograms: l.histograms })
     }
 }

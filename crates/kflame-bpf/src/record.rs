@@ -5,15 +5,12 @@
 
 use std::collections::HashMap;
 
-use kflame::latency::{LatencyKind, LatencyReading, LatencySource};
-use kflame::record::{
-    Aggregate, AggregateLoss, AggregateTask, Aggregator, Capability, CpuHistogram, Mode, Target,
-    add_histograms,
-};
+use kflame::latency::{LatencyKind, LatencyReading, LatencySource, add_readings};
+use kflame::record::{Aggregate, AggregateLoss, AggregateTask, Aggregator, Capability, Mode, Target};
 
 use crate::{
-    Bio, BpfError, Locks, OffCpu, OffCpuOptions, Runq, SyscallLatency, SyscallOptions, WaitLost, WaitOptions,
-    Waited, device_name, device_numbers, lock_kind, syscall_name,
+    Bio, BpfError, LabelHistogram, Locks, OffCpu, OffCpuOptions, Runq, SyscallLatency, SyscallOptions,
+    WaitLost, WaitOptions, Waited, device_name, device_numbers, lock_kind, syscall_name,
 };
 
 /// Starts the program that serves `mode` for `target` (its options from the mode's), or
@@ -33,10 +30,12 @@ pub fn aggregator(mode: &Mode, target: &Target) -> Option<Result<Box<dyn Aggrega
                 idle_kthreads: o.idle_kthreads,
                 wakers: o.wakers,
                 pid,
+                ..OffCpuOptions::default()
             };
             Some(
-                OffCpu::start(&opts)
-                    .map(|p| Box::new(OffCpuSource { p, wakers: o.wakers }) as Box<dyn Aggregator>),
+                OffCpu::start(&opts).map(|p| {
+                    Box::new(OffCpuSource { p, wakers: o.wakers, histograms: Vec::new() }) as Box<dyn Aggregator>
+                }),
             )
         }
         Mode::Locks | Mode::Runq | Mode::Bio => {
@@ -91,9 +90,9 @@ impl LatencySource for SyscallSource {
     }
 
     fn lost(&self) -> u64 {
-        // A full histogram map (waits) or in-flight map (starts); an unreadable counter
+        // A full histogram map or in-flight map (starts); an unreadable counter
         // counts as one loss, so that it is said.
-        self.p.lost().map_or(1, |l| l.waits + l.starts)
+        self.p.lost().map_or(1, |l| l.histograms + l.starts)
     }
 }
 
@@ -106,26 +105,54 @@ enum Program {
 
 struct WaitSource {
     p: Program,
-    /// Run-queue histograms drained and not yet taken, per CPU.
-    histograms: Vec<CpuHistogram>,
+    /// Latency histograms drained and not yet taken, per label.
+    histograms: Vec<LatencyReading>,
     /// Disk names by device number (`sda`, `vda`, `nvme0n1`; `MAJ:MIN` when unnamed).
     devices: HashMap<u32, String>,
 }
 
 impl WaitSource {
+    /// The name of disk `dev` (`MAJ:MIN` when it has none).
+    fn device(&mut self, dev: u32) -> String {
+        self.devices
+            .entry(dev)
+            .or_insert_with(|| {
+                device_name(dev).unwrap_or_else(|| {
+                    let (major, minor) = device_numbers(dev);
+                    format!("{major}:{minor}")
+                })
+            })
+            .clone()
+    }
+
+    /// The histograms the program counted at its drains, labelled.
+    fn take_histograms(&mut self) {
+        let (kind, taken) = match &mut self.p {
+            Program::Locks(p) => (LatencyKind::Lock, p.histograms()),
+            Program::Runq(p) => (LatencyKind::Runq, p.histograms()),
+            Program::Bio(p) => (LatencyKind::Bio, p.histograms()),
+        };
+        let more = taken
+            .into_iter()
+            .map(|LabelHistogram { label, histogram, slow }| LatencyReading {
+                kind,
+                label: match kind {
+                    LatencyKind::Lock => lock_kind(label).to_string(),
+                    LatencyKind::Runq => format!("cpu{label}"),
+                    _ => self.device(label),
+                },
+                histogram,
+                slow,
+            })
+            .collect();
+        add_readings(&mut self.histograms, more);
+    }
+
     fn aggregate(&mut self, w: Waited) -> Aggregate {
         let (above, leaf) = match &self.p {
             Program::Locks(_) => (None, Some(format!("[{}]", lock_kind(w.on)))),
             Program::Runq(_) => (None, None),
-            Program::Bio(_) => {
-                let name = self.devices.entry(w.on).or_insert_with(|| {
-                    device_name(w.on).unwrap_or_else(|| {
-                        let (major, minor) = device_numbers(w.on);
-                        format!("{major}:{minor}")
-                    })
-                });
-                (Some(name.clone()), None)
-            }
+            Program::Bio(_) => (Some(self.device(w.on)), None),
         };
         // An IO whose submitter was not seen (queued before recording started).
         let comm = match w.comm.is_empty() && w.tid == 0 {
@@ -148,17 +175,10 @@ impl Aggregator for WaitSource {
         let waited = match &mut self.p {
             Program::Locks(p) => p.drain(),
             Program::Bio(p) => p.drain(),
-            Program::Runq(p) => p.drain().map(|d| {
-                let more = (0u32..)
-                    .zip(&d.histograms)
-                    .filter(|(_, h)| h.iter().any(|&c| c > 0))
-                    .map(|(cpu, h)| CpuHistogram { cpu, log2_us: h.to_vec() })
-                    .collect();
-                add_histograms(&mut self.histograms, more);
-                d.waited
-            }),
+            Program::Runq(p) => p.drain(),
         }
         .map_err(|e| e.to_string())?;
+        self.take_histograms();
         Ok(waited.into_iter().map(|w| self.aggregate(w)).collect())
     }
 
@@ -169,7 +189,7 @@ impl Aggregator for WaitSource {
             Program::Bio(p) => p.lost(),
         };
         match lost {
-            Ok(WaitLost { waits, stacks, starts, unmatched }) => AggregateLoss {
+            Ok(WaitLost { waits, stacks, starts, unmatched, histograms }) => AggregateLoss {
                 waits,
                 stacks,
                 other: vec![
@@ -178,6 +198,7 @@ impl Aggregator for WaitSource {
                         "IOs not attributed (a submitter not seen with -p, or never completed)".into(),
                         unmatched,
                     ),
+                    (HISTOGRAMS_FULL.into(), histograms),
                 ],
             },
             Err(e) => AggregateLoss {
@@ -196,19 +217,46 @@ impl Aggregator for WaitSource {
         format!("summed in the kernel by BPF (raw tracepoints {tps}), read every second")
     }
 
-    fn histograms(&mut self) -> Vec<CpuHistogram> {
+    fn histograms(&mut self) -> Vec<LatencyReading> {
         std::mem::take(&mut self.histograms)
+    }
+}
+
+/// What a full histogram map loses, as a loss line says it.
+const HISTOGRAMS_FULL: &str = "waits not in a latency histogram: the kernel's histogram map was full";
+
+/// The name of a task state as the kernel reports it (`__task_state_index`, as
+/// [`crate::Blocked::state`] holds it): `R` (preempted while runnable), `S`, `D`, `T`, `t`,
+/// `X`, `Z`, `P`, `I`.
+pub fn state_name(state: u32) -> String {
+    match "RSDTtXZPI".chars().nth(state as usize) {
+        Some(c) => c.to_string(),
+        None => format!("state{state}"),
     }
 }
 
 struct OffCpuSource {
     p: OffCpu,
     wakers: bool,
+    /// Latency histograms drained and not yet taken, per state.
+    histograms: Vec<LatencyReading>,
 }
 
 impl Aggregator for OffCpuSource {
     fn drain(&mut self) -> Result<Vec<Aggregate>, String> {
         let got = self.p.drain().map_err(|e| e.to_string())?;
+        let more = self
+            .p
+            .histograms()
+            .into_iter()
+            .map(|h| LatencyReading {
+                kind: LatencyKind::OffCpu,
+                label: state_name(h.label),
+                histogram: h.histogram,
+                slow: h.slow,
+            })
+            .collect();
+        add_readings(&mut self.histograms, more);
         Ok(got
             .into_iter()
             .map(|b| Aggregate {
@@ -232,10 +280,10 @@ impl Aggregator for OffCpuSource {
             Ok(l) => AggregateLoss {
                 waits: l.blocks,
                 stacks: l.stacks,
-                other: vec![(
-                    "blocks not timed: the kernel's map of blocked tasks was full".into(),
-                    l.starts,
-                )],
+                other: vec![
+                    ("blocks not timed: the kernel's map of blocked tasks was full".into(), l.starts),
+                    (HISTOGRAMS_FULL.into(), l.histograms),
+                ],
             },
             Err(e) => AggregateLoss {
                 other: vec![(format!("(the loss counters could not be read: {e})"), 1)],
@@ -247,6 +295,10 @@ impl Aggregator for OffCpuSource {
     fn describe(&self) -> String {
         let tps = if self.wakers { "sched_switch and sched_waking" } else { "sched_switch" };
         format!("summed in the kernel by BPF (raw tracepoints {tps}), read every second")
+    }
+
+    fn histograms(&mut self) -> Vec<LatencyReading> {
+        std::mem::take(&mut self.histograms)
     }
 }
 

@@ -2,23 +2,14 @@
 //! in the kernel into a per-CPU histogram per call number, in the buckets of
 //! [`kflame::latency`].
 
-use std::collections::BTreeMap;
-
 use aya::GlobalData;
-use kflame::latency::{Histogram, SLOTS};
+use kflame::latency::Histogram;
 
 use crate::BpfError;
-use crate::bytes::u32_at;
 use crate::drain::{Loaded, WaitLost, WaitOptions};
 
 /// The compiled system-call latency program.
 static SYSCALLS_OBJ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/syscalls.bpf.o"));
-
-/// Bytes of the program's `call_key` (nr, generation).
-const KEY_LEN: usize = 8;
-
-/// The program's `call_hist`: [`SLOTS`] counts, then the largest ns.
-type CallHist = [u64; SLOTS + 1];
 
 /// Which calls to count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,10 +62,9 @@ pub struct SyscallLatency {
 impl SyscallLatency {
     /// Loads the program with `opts` and attaches it.
     pub fn start(opts: &SyscallOptions) -> Result<SyscallLatency, BpfError> {
-        let wait = WaitOptions { pid: opts.pid, min_ns: 1 };
+        let wait = WaitOptions { pid: opts.pid, slow_ns: opts.slow_ns, ..WaitOptions::default() };
         let skip_tgid = opts.skip_pid.unwrap_or(0);
-        let extra =
-            vec![("slow_ns", GlobalData::from(&opts.slow_ns)), ("skip_tgid", GlobalData::from(&skip_tgid))];
+        let extra = vec![("skip_tgid", GlobalData::from(&skip_tgid))];
         // What ends a call or a thread first, the start of a call last: a call whose entry
         // is seen has its end (or its thread's) seen.
         let attach = [
@@ -90,22 +80,12 @@ impl SyscallLatency {
     /// number, by number. Takes an RCU grace period at least (milliseconds).
     pub fn drain(&mut self) -> Result<Vec<CallLatency>, BpfError> {
         self.loaded.flip()?;
-        let mut by_nr: BTreeMap<u32, CallLatency> = BTreeMap::new();
-        for (k, per_cpu) in self.loaded.take_per_cpu::<KEY_LEN, CallHist>("latency", 4)? {
-            let mut h = Histogram::default();
-            for v in &per_cpu {
-                for (a, b) in h.counts.iter_mut().zip(&v[..SLOTS]) {
-                    *a += b;
-                }
-                h.max_ns = h.max_ns.max(v[SLOTS]);
-            }
-            // Keys of two old generations (a drain that failed half way) add up.
-            call(&mut by_nr, u32_at(&k, 0)).histogram.add(&h);
-        }
-        for (k, per_cpu) in self.loaded.take_per_cpu::<KEY_LEN, u64>("slow", 4)? {
-            call(&mut by_nr, u32_at(&k, 0)).slow += per_cpu.iter().sum::<u64>();
-        }
-        Ok(by_nr.into_values().collect())
+        Ok(self
+            .loaded
+            .take_histograms()
+            .into_iter()
+            .map(|h| CallLatency { nr: h.label, histogram: h.histogram, slow: h.slow })
+            .collect())
     }
 
     /// What the kernel side could not keep since the start, summed over the CPUs: `starts`,
@@ -114,11 +94,6 @@ impl SyscallLatency {
     pub fn lost(&self) -> Result<WaitLost, BpfError> {
         self.loaded.lost(0)
     }
-}
-
-/// The record of `nr` in `by_nr`, added empty when missing.
-fn call(by_nr: &mut BTreeMap<u32, CallLatency>, nr: u32) -> &mut CallLatency {
-    by_nr.entry(nr).or_insert_with(|| CallLatency { nr, histogram: Histogram::default(), slow: 0 })
 }
 
 #[cfg(test)]

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 mod common;
 
 use common::{Kallsyms, gettid, leaves_nothing};
-use kflame_bpf::{Bio, Locks, RUNQ_SLOTS, Runq, WaitOptions, Waited, device_name, device_numbers, lock_kind};
+use kflame::latency::Histogram;
+use kflame_bpf::{Bio, Locks, Runq, WaitOptions, Waited, device_name, device_numbers, lock_kind};
 
 /// The tests of this file one at a time: each counts the programs it loaded, and the run-queue
 /// one needs the CPU to itself.
@@ -154,18 +155,18 @@ fn threads_sharing_one_cpu_wait_on_its_run_queue() {
         t.join().unwrap();
     }
     let wall = started.elapsed();
-    let mut cpu0 = [0u64; RUNQ_SLOTS];
+    let mut cpu0 = Histogram::default();
     let on_cpu0 = |all: &[Waited], tid: u32| -> u64 {
         all.iter().filter(|w| w.tid == tid && w.on == 0).map(|w| w.ns).sum()
     };
     // Three threads on one CPU for SPIN: each waits about two thirds of it; a quarter at least.
     let enough = |all: &[Waited]| tids.iter().all(|&t| on_cpu0(all, t) >= SPIN.as_nanos() as u64 / 4);
     let all = gather(
-        || p.drain().unwrap(),
-        |all, d| {
-            all.extend(d.waited);
-            for (slot, n) in d.histograms[0].iter().enumerate() {
-                cpu0[slot] += n;
+        || (p.drain().unwrap(), p.histograms()),
+        |all, (waited, histograms)| {
+            all.extend(waited);
+            for h in histograms.iter().filter(|h| h.label == 0) {
+                cpu0.add(&h.histogram);
             }
         },
         Duration::from_secs(10),
@@ -187,8 +188,10 @@ fn threads_sharing_one_cpu_wait_on_its_run_queue() {
     assert!(w.count > 0);
     // The histogram counts the same waits as the records (this process's, on CPU 0).
     let waits_on_cpu0: u64 = all.iter().filter(|w| w.on == 0).map(|w| w.count).sum();
-    assert!(cpu0.iter().sum::<u64>() > 0, "the CPU 0 histogram: {cpu0:?}");
-    assert_eq!(cpu0.iter().sum::<u64>(), waits_on_cpu0, "the CPU 0 histogram: {cpu0:?}");
+    assert!(cpu0.total() > 0, "the CPU 0 histogram: {cpu0:?}");
+    assert_eq!(cpu0.total(), waits_on_cpu0, "the CPU 0 histogram: {cpu0:?}");
+    let ns_on_cpu0: u64 = all.iter().filter(|w| w.on == 0).map(|w| w.ns).sum();
+    assert_eq!(cpu0.sum_ns, ns_on_cpu0, "the CPU 0 histogram's sum");
     let lost = p.lost().unwrap();
     assert_eq!((lost.waits, lost.starts), (0, 0), "{lost:?}");
 }

@@ -70,6 +70,47 @@ fn a_sleeping_thread_is_counted_with_its_kernel_stack() {
     assert_eq!(p.lost().unwrap().blocks, 0);
 }
 
+/// With histograms only (the watcher's always-on latency), no block is summed per task and no
+/// stack taken, and the blocks are in the histogram of their state: twenty sleeps of 10 ms of
+/// this process in `S`'s, each in a bucket from 10 ms, counted slow over 5 ms.
+#[test]
+fn histograms_only_counts_blocks_per_state_without_stacks() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let pid = std::process::id();
+    let opts = OffCpuOptions {
+        pid: Some(pid),
+        slow_ns: 5_000_000,
+        histograms_only: true,
+        ..OffCpuOptions::default()
+    };
+    let Some(mut p) = start(&opts) else { return };
+    let sleeper = std::thread::spawn(|| {
+        for _ in 0..20 {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+    sleeper.join().unwrap();
+    let end = Instant::now() + Duration::from_secs(10);
+    let mut s = kflame::latency::Histogram::default();
+    let mut slow = 0;
+    while Instant::now() < end {
+        assert!(p.drain().unwrap().is_empty(), "no block summed per task");
+        for h in p.histograms().into_iter().filter(|h| h.label == 1) {
+            s.add(&h.histogram);
+            slow += h.slow;
+        }
+        if slow >= 20 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(slow >= 20, "{slow} slow blocks in S: {s:?}");
+    assert!(s.at_least(kflame::latency::slot_lower(kflame::latency::slot_of(10_000_000))) >= 20, "{s:?}");
+    assert!(s.sum_ns >= 200_000_000 && s.max_ns >= 10_000_000, "{s:?}");
+    let lost = p.lost().unwrap();
+    assert_eq!((lost.stacks, lost.histograms), (0, 0), "{lost:?}");
+}
+
 #[test]
 fn a_blocked_reader_names_the_writer_that_woke_it() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

@@ -50,18 +50,21 @@ pub fn slot_upper(slot: usize) -> u64 {
     }
 }
 
-/// A latency histogram over [`SLOTS`] buckets, with its largest value.
+/// A latency histogram over [`SLOTS`] buckets, with its largest value and the sum of what
+/// it counted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Histogram {
     /// Events per bucket.
     pub counts: Vec<u64>,
     /// The largest latency seen (ns), 0 when unknown.
     pub max_ns: u64,
+    /// The latencies summed (ns): time waited, for rates such as `lock.wait`.
+    pub sum_ns: u64,
 }
 
 impl Default for Histogram {
     fn default() -> Histogram {
-        Histogram { counts: vec![0; SLOTS], max_ns: 0 }
+        Histogram { counts: vec![0; SLOTS], max_ns: 0, sum_ns: 0 }
     }
 }
 
@@ -70,6 +73,21 @@ impl Histogram {
     pub fn record(&mut self, ns: u64) {
         self.counts[slot_of(ns)] += 1;
         self.max_ns = self.max_ns.max(ns);
+        self.sum_ns = self.sum_ns.saturating_add(ns);
+    }
+
+    /// The histogram of the values of a kernel map: [`SLOTS`] counts, the largest value and
+    /// the sum, per CPU, added up (the largest of the largest).
+    pub fn from_per_cpu<'a>(values: impl IntoIterator<Item = (&'a [u64], u64, u64)>) -> Histogram {
+        let mut h = Histogram::default();
+        for (counts, max_ns, sum_ns) in values {
+            for (a, b) in h.counts.iter_mut().zip(counts) {
+                *a += b;
+            }
+            h.max_ns = h.max_ns.max(max_ns);
+            h.sum_ns = h.sum_ns.saturating_add(sum_ns);
+        }
+        h
     }
 
     /// Adds `other` to this one.
@@ -81,6 +99,7 @@ impl Histogram {
             *a += b;
         }
         self.max_ns = self.max_ns.max(other.max_ns);
+        self.sum_ns = self.sum_ns.saturating_add(other.sum_ns);
     }
 
     /// Events counted.
@@ -139,23 +158,111 @@ pub trait LatencySource: Send {
 }
 
 /// What kind of latency a reading is: the family of its metrics.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum LatencyKind {
-    /// System calls, per call name: `syscall.lat.*`, `syscall.slow`.
+    /// System calls from entry to exit, per call name: `syscall.*`.
     Syscall,
+    /// Block IO from issue to completion, per disk: `bio.*`.
+    Bio,
+    /// Time runnable before running, per CPU (`cpu0`): `runq.*`.
+    Runq,
+    /// Time blocked off-CPU, per task state (`S`, `D`, `I`): `offcpu.*`.
+    OffCpu,
+    /// Kernel lock waits, per lock kind (`mutex`, `rwsem:W`, `spinlock`): `lock.*`.
+    Lock,
 }
 
-/// One label's histogram of one second.
+impl LatencyKind {
+    /// Every kind, in their stored order.
+    pub const ALL: [LatencyKind; 5] =
+        [LatencyKind::Syscall, LatencyKind::Bio, LatencyKind::Runq, LatencyKind::OffCpu, LatencyKind::Lock];
+
+    /// The prefix of its metrics, and its name in queries and stores: `syscall`, `bio`,
+    /// `runq`, `offcpu`, `lock`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LatencyKind::Syscall => "syscall",
+            LatencyKind::Bio => "bio",
+            LatencyKind::Runq => "runq",
+            LatencyKind::OffCpu => "offcpu",
+            LatencyKind::Lock => "lock",
+        }
+    }
+
+    /// The number a store keeps (never renumbered).
+    pub fn code(self) -> u8 {
+        match self {
+            LatencyKind::Syscall => 0,
+            LatencyKind::Bio => 1,
+            LatencyKind::Runq => 2,
+            LatencyKind::OffCpu => 3,
+            LatencyKind::Lock => 4,
+        }
+    }
+
+    /// The kind of a stored number.
+    pub fn from_code(code: u8) -> Option<LatencyKind> {
+        LatencyKind::ALL.into_iter().find(|k| k.code() == code)
+    }
+
+    /// The kind named `name` (see [`LatencyKind::as_str`]).
+    pub fn from_name(name: &str) -> Option<LatencyKind> {
+        LatencyKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+
+    /// What one event of the kind is, for messages and pages.
+    pub fn event(self) -> &'static str {
+        match self {
+            LatencyKind::Syscall => "system call",
+            LatencyKind::Bio => "block IO",
+            LatencyKind::Runq => "run-queue wait",
+            LatencyKind::OffCpu => "off-CPU block",
+            LatencyKind::Lock => "lock wait",
+        }
+    }
+}
+
+impl std::fmt::Display for LatencyKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One label's histogram of one interval.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LatencyReading {
     /// The family.
     pub kind: LatencyKind,
-    /// The label (a system call's name).
+    /// The label: a system call's name, a disk, `cpu3`, a task state, a lock kind.
     pub label: String,
     /// Latencies counted.
     pub histogram: Histogram,
     /// Events slower than the outlier threshold.
     pub slow: u64,
+}
+
+/// Adds `more` to `into`, label by label of each kind (for a source summing its drains until
+/// they are taken, and a recording joining its windows); sorted by kind and label.
+pub fn add_readings(into: &mut Vec<LatencyReading>, more: Vec<LatencyReading>) {
+    for r in more {
+        match into.iter_mut().find(|x| x.kind == r.kind && x.label == r.label) {
+            Some(x) => {
+                x.histogram.add(&r.histogram);
+                x.slow += r.slow;
+            }
+            None => into.push(r),
+        }
+    }
+    into.sort_by(|a, b| a.kind.cmp(&b.kind).then_with(|| natural(&a.label, &b.label)));
+}
+
+/// `cpu2` before `cpu10`: labels compared with their digits as numbers.
+fn natural(a: &str, b: &str) -> std::cmp::Ordering {
+    let split = |s: &str| {
+        let cut = s.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        (s[..cut].to_string(), s[cut..].parse::<u64>().ok())
+    };
+    split(a).cmp(&split(b)).then_with(|| a.cmp(b))
 }
 
 #[cfg(test)]

@@ -19,6 +19,9 @@
 const volatile __u64 min_ns = 1;
 // Only this process (0: every one).
 const volatile __u32 only_tgid = 0;
+// Take stacks (0: histograms and times only, as the watcher's always-on run-queue and IO
+// latency need: no stack walk on the hot path).
+const volatile __u32 with_stacks = 1;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -41,12 +44,13 @@ struct {
 #define LOST_STACKS 1	 // a stack not taken: the stack map full, or a walk that failed
 #define LOST_STARTS 2	 // a wait not timed: the map of waits in progress was full
 #define LOST_UNMATCHED 3 // (bio) an IO of an unseen submitter, not counted under a pid filter
+#define LOST_HISTS 4	 // an event not in a latency histogram: `hists` was full
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
 	__type(value, __u64);
-	__uint(max_entries, 4);
+	__uint(max_entries, 5);
 } lost SEC(".maps");
 
 static __always_inline void count_lost(__u32 what)
@@ -61,6 +65,8 @@ static __always_inline void count_lost(__u32 what)
 // kernels) when the current task is the idle one (an interrupt on an idle CPU).
 static __always_inline __s32 stack_of(void *ctx, __u64 flags)
 {
+	if (!with_stacks)
+		return -1;
 	long id = bpf_get_stackid(ctx, &stacks, flags);
 	int no_user_stack = (flags & BPF_F_USER_STACK) && (id == -14 /* EFAULT */ || id == -1 /* EPERM */);
 	if (id < 0 && id != -14 && !no_user_stack)
@@ -74,5 +80,7 @@ static __always_inline __u32 generation(void)
 	__u32 *gen = bpf_map_lookup_elem(&control, &zero);
 	return gen ? *gen : 0;
 }
+
+#include "hist.h"
 
 #endif

@@ -36,6 +36,8 @@ const volatile __u64 state_mask = (1 << 1) | (1 << 2) | (1 << 8);
 // Count kernel threads waiting for work (asleep in S or I) too.
 const volatile __u32 idle_kthreads = 0;
 const volatile __u32 with_wakers = 0;
+// Sum blocks per task and stacks in `blocked` (0: the latency histograms only).
+const volatile __u32 with_waits = 1;
 
 struct start_t {
 	__u64 ts;
@@ -164,6 +166,9 @@ int on_switch(struct bpf_raw_tracepoint_args *ctx)
 		key.waker_ustack = -1;
 	}
 	if (delta < min_ns || delta > max_ns)
+		return 0;
+	count_latency(key.state, delta);
+	if (!with_waits)
 		return 0;
 	key.gen = generation();
 	struct value_t *v = bpf_map_lookup_elem(&blocked, &key);

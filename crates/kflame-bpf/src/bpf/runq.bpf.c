@@ -3,14 +3,11 @@
 // `sched_wakeup`/`sched_wakeup_new` (a task runnable from now) and `sched_switch` (a task
 // switched out still runnable is runnable from now; at every switch the task leaving keeps
 // its stacks, the ones it will run again with; the task coming in adds the time it waited)
-// fill `waited` under (task, its stacks, the CPU) and a log2 histogram per CPU. Raw
+// fill `waited` under (task, its stacks, the CPU) and the latency histogram of the CPU. Raw
 // tracepoints only, attached by name (no tracefs, kprobe or fentry).
 #include "wait.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
-
-// Slots of a histogram; two generations of them in `hist`.
-#define SLOTS 32
 
 struct task_struct {
 	int pid;
@@ -44,14 +41,6 @@ struct {
 	__type(value, struct left_t);
 	__uint(max_entries, 65536);
 } left SEC(".maps");
-
-// Slot `(gen & 1) * SLOTS + log2(us)`: waits per CPU of this CPU's run queue.
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, 2 * SLOTS);
-} hist SEC(".maps");
 
 static __always_inline long state_of(struct task_struct *t)
 {
@@ -94,16 +83,6 @@ int on_wakeup_new(struct bpf_raw_tracepoint_args *ctx)
 	return 0;
 }
 
-static __always_inline __u32 log2_slot(__u64 us)
-{
-	__u32 slot = 0;
-	for (int i = 0; i < SLOTS - 1 && us > 1; i++) {
-		us >>= 1;
-		slot++;
-	}
-	return slot;
-}
-
 // sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next, ...)
 SEC("raw_tp/sched_switch")
 int on_switch(struct bpf_raw_tracepoint_args *ctx)
@@ -115,10 +94,12 @@ int on_switch(struct bpf_raw_tracepoint_args *ctx)
 	__u32 tid;
 	if (wanted(prev, &tid)) {
 		// The current task is still prev: its stacks are the ones it will run again with.
-		struct left_t l = {};
-		l.kstack = stack_of(ctx, 0);
-		l.ustack = stack_of(ctx, BPF_F_USER_STACK);
-		bpf_map_update_elem(&left, &tid, &l, BPF_ANY);
+		if (with_stacks) {
+			struct left_t l = {};
+			l.kstack = stack_of(ctx, 0);
+			l.ustack = stack_of(ctx, BPF_F_USER_STACK);
+			bpf_map_update_elem(&left, &tid, &l, BPF_ANY);
+		}
 		if (preempt || state_of(prev) == 0) {
 			if (bpf_map_update_elem(&runnable, &tid, &now, BPF_ANY))
 				count_lost(LOST_STARTS);
@@ -141,7 +122,7 @@ int on_switch(struct bpf_raw_tracepoint_args *ctx)
 	key.tid = tid;
 	key.on = bpf_get_smp_processor_id();
 	BPF_CORE_READ_STR_INTO(&key.comm, next, comm);
-	struct left_t *l = bpf_map_lookup_elem(&left, &tid);
+	struct left_t *l = with_stacks ? bpf_map_lookup_elem(&left, &tid) : 0;
 	if (l) {
 		key.kstack = l->kstack;
 		key.ustack = l->ustack;
@@ -150,9 +131,5 @@ int on_switch(struct bpf_raw_tracepoint_args *ctx)
 		key.ustack = -1;
 	}
 	add_wait(&key, ns);
-	__u32 slot = (key.gen & 1) * SLOTS + log2_slot(ns / 1000);
-	__u64 *h = bpf_map_lookup_elem(&hist, &slot);
-	if (h)
-		*h += 1;
 	return 0;
 }

@@ -30,9 +30,16 @@ struct {
 	__uint(max_entries, 32768);
 } waited SEC(".maps");
 
-// Adds `ns` (one wait) under `key`, whose gen it sets; counts a full map.
+// Sum waits per task and stacks in `waited` (0: the latency histograms only).
+const volatile __u32 with_waits = 1;
+
+// Counts `ns` (one wait) in the histogram of `key->on` and, with waits summed, adds it under
+// `key`, whose gen it sets; counts a full map.
 static __always_inline void add_wait(struct wait_key *key, __u64 ns)
 {
+	count_latency(key->on, ns);
+	if (!with_waits)
+		return;
 	key->gen = generation();
 	struct wait_value *v = bpf_map_lookup_elem(&waited, key);
 	if (!v) {

@@ -154,7 +154,8 @@ pub(crate) struct Args {
 
     /// Record run-queue latency: time runnable but not running (from a wakeup or a
     /// preemption to the switch in), per task and the stack it ran again with, in ns; the
-    /// JSON output ends with a log2 µs histogram per CPU (as runqlat). Needs BPF.
+    /// JSON output ends with a latency histogram per CPU (as runqlat's, in finer buckets).
+    /// Needs BPF.
     #[arg(long, help_heading = "Modes")]
     runq: bool,
 

@@ -9,6 +9,7 @@
 
 use super::stacks::RawStack;
 use super::tasks::Tasks;
+use crate::latency::LatencyReading;
 
 /// `PERF_CONTEXT_KERNEL` and `PERF_CONTEXT_USER`, to build callchains as perf writes them.
 const CONTEXT_KERNEL: u64 = -128i64 as u64;
@@ -67,35 +68,6 @@ impl AggregateLoss {
     }
 }
 
-/// A histogram of waits on one CPU: `log2_us[i]` waits of `2^i` to `2^(i+1)` µs (slot 0
-/// from 0), as bcc's `runqlat` buckets them.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CpuHistogram {
-    /// The CPU.
-    pub cpu: u32,
-    /// Waits per log2 µs slot.
-    pub log2_us: Vec<u64>,
-}
-
-/// Adds `more` to `into`, CPU by CPU and slot by slot (for an [`Aggregator`] summing its
-/// drains until the window takes them, and for a recording joining its windows).
-pub fn add_histograms(into: &mut Vec<CpuHistogram>, more: Vec<CpuHistogram>) {
-    for h in more {
-        match into.iter_mut().find(|x| x.cpu == h.cpu) {
-            Some(x) => {
-                if x.log2_us.len() < h.log2_us.len() {
-                    x.log2_us.resize(h.log2_us.len(), 0);
-                }
-                for (a, b) in x.log2_us.iter_mut().zip(&h.log2_us) {
-                    *a += b;
-                }
-            }
-            None => into.push(h),
-        }
-    }
-    into.sort_by_key(|h| h.cpu);
-}
-
 /// A source of waits aggregated elsewhere, serving one mode of a [`Recorder`](super::Recorder)
 /// in place of perf events ([`Recorder::start_with`](super::Recorder::start_with)). It counts
 /// from its creation; the recorder drains it at every window and drops it when recording
@@ -108,8 +80,9 @@ pub trait Aggregator: Send {
     /// How it records, for the first line of a recording (e.g. `BPF, aggregated in the
     /// kernel (raw tracepoints sched_switch, sched_waking)`).
     fn describe(&self) -> String;
-    /// The histograms per CPU summed since the last call (for the modes that keep them).
-    fn histograms(&mut self) -> Vec<CpuHistogram> {
+    /// The latency histograms per label counted since the last call (every BPF program
+    /// keeps them: per disk, per CPU, per lock kind, per task state).
+    fn histograms(&mut self) -> Vec<LatencyReading> {
         Vec::new()
     }
 }

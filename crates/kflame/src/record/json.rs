@@ -6,18 +6,21 @@
 //! ```
 //! `ts` is CLOCK_MONOTONIC in seconds (9 fraction digits); `duration_ns` is `null` for
 //! events without one; the unit of `weight` is the recording's (`# unit=` of the folded
-//! output). A mode that keeps latency histograms (`--runq`) ends with one line per CPU,
-//! its non-empty log2 buckets in µs (`lo` included, `hi` excluded), as bcc's `runqlat`:
+//! output). A mode aggregated in the kernel (`--off-cpu`, `--locks`, `--runq`, `--bio` by
+//! BPF) ends with one line per latency histogram (per task state, lock kind, CPU, disk), its
+//! non-empty buckets of [`crate::latency`] in ns (`lo` included, `hi` excluded), the largest
+//! wait and the sum:
 //!
 //! ```text
-//! {"histogram":"runq","cpu":0,"unit":"us","buckets":[{"lo":0,"hi":2,"count":12},{"lo":4,"hi":8,"count":3}]}
+//! {"histogram":"runq","label":"cpu0","unit":"ns","buckets":[{"lo":1024,"hi":1280,"count":12}],"count":12,"max_ns":1210,"sum_ns":13400}
 //! ```
 
 use std::io::{self, Write};
 
-use super::{CpuHistogram, Event};
+use super::Event;
 use crate::events::{EventSink, JsonLines};
 use crate::fold::Meta;
+use crate::latency::{self, LatencyReading};
 
 /// Writes every event as one JSON line (through [`JsonLines`], the sink of every kflame event
 /// stream).
@@ -30,19 +33,20 @@ pub fn write_events<W: Write>(out: &mut W, events: &[Event], meta: &Meta) -> io:
     sink.finish().map(drop)
 }
 
-/// Writes one JSON line per CPU histogram of the mode `name`.
-pub fn write_histograms<W: Write>(out: &mut W, name: &str, histograms: &[CpuHistogram]) -> io::Result<()> {
+/// Writes one JSON line per latency histogram.
+pub fn write_histograms<W: Write>(out: &mut W, histograms: &[LatencyReading]) -> io::Result<()> {
     for h in histograms {
-        write!(out, "{{\"histogram\":\"{name}\",\"cpu\":{},\"unit\":\"us\",\"buckets\":[", h.cpu)?;
+        let label = serde_json::to_string(&h.label).map_err(io::Error::other)?;
+        write!(out, "{{\"histogram\":\"{}\",\"label\":{label},\"unit\":\"ns\",\"buckets\":[", h.kind)?;
         let mut first = true;
-        for (slot, &count) in h.log2_us.iter().enumerate().filter(|(_, c)| **c > 0) {
-            let lo = if slot == 0 { 0 } else { 1u64 << slot };
-            let hi = 1u64 << (slot + 1);
+        for (slot, &count) in h.histogram.counts.iter().enumerate().filter(|(_, c)| **c > 0) {
+            let (lo, hi) = (latency::slot_lower(slot), latency::slot_upper(slot));
             let sep = if first { "" } else { "," };
             write!(out, "{sep}{{\"lo\":{lo},\"hi\":{hi},\"count\":{count}}}")?;
             first = false;
         }
-        out.write_all(b"]}\n")?;
+        let (n, max, sum) = (h.histogram.total(), h.histogram.max_ns, h.histogram.sum_ns);
+        writeln!(out, "],\"count\":{n},\"max_ns\":{max},\"sum_ns\":{sum}}}")?;
     }
     Ok(())
 }
@@ -51,6 +55,7 @@ pub fn write_histograms<W: Write>(out: &mut W, name: &str, histograms: &[CpuHist
 mod tests {
     use super::*;
     use crate::fold::Unit;
+    use crate::latency::LatencyKind;
 
     /// pid -1 (a task the kernel could no longer name) is an unknown pid, as in every other
     /// event stream, not 4294967295.
@@ -99,15 +104,27 @@ mod tests {
     /// Slot i of a log2 µs histogram is [2^i, 2^(i+1)) µs, slot 0 from 0 (bcc's runqlat
     /// prints them `0 -> 1`, `2 -> 3`, `4 -> 7`); empty slots are left out.
     #[test]
-    fn histograms_are_one_line_per_cpu() {
-        let hs =
-            [CpuHistogram { cpu: 0, log2_us: vec![12, 0, 3] }, CpuHistogram { cpu: 1, log2_us: vec![0; 4] }];
+    fn histograms_are_one_line_per_label() {
+        let mut h = crate::latency::Histogram::default();
+        for ns in [1100, 1200, 5000] {
+            h.record(ns);
+        }
+        let hs = [
+            LatencyReading { kind: LatencyKind::Runq, label: "cpu0".into(), histogram: h, slow: 0 },
+            LatencyReading {
+                kind: LatencyKind::Lock,
+                label: "rwsem:W".into(),
+                histogram: crate::latency::Histogram::default(),
+                slow: 0,
+            },
+        ];
         let mut out = Vec::new();
-        write_histograms(&mut out, "runq", &hs).unwrap();
+        write_histograms(&mut out, &hs).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "{\"histogram\":\"runq\",\"cpu\":0,\"unit\":\"us\",\"buckets\":[{\"lo\":0,\"hi\":2,\"count\":12},{\"lo\":4,\"hi\":8,\"count\":3}]}\n\
-             {\"histogram\":\"runq\",\"cpu\":1,\"unit\":\"us\",\"buckets\":[]}\n"
+            "{\"histogram\":\"runq\",\"label\":\"cpu0\",\"unit\":\"ns\",\"buckets\":[{\"lo\":1024,\"hi\":1280,\"count\":2},\
+             {\"lo\":4096,\"hi\":5120,\"count\":1}],\"count\":3,\"max_ns\":5000,\"sum_ns\":7300}\n\
+             {\"histogram\":\"lock\",\"label\":\"rwsem:W\",\"unit\":\"ns\",\"buckets\":[],\"count\":0,\"max_ns\":0,\"sum_ns\":0}\n"
         );
     }
 }

@@ -60,7 +60,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use aggregate::{Aggregate, AggregateLoss, AggregateTask, Aggregator, CpuHistogram, add_histograms};
+pub use aggregate::{Aggregate, AggregateLoss, AggregateTask, Aggregator};
 pub use cgroups::cgroup2_mount;
 pub use check::{Capability, check};
 pub use clock::WallClock;
@@ -522,8 +522,9 @@ pub struct Recording {
     pub stats: Stats,
     /// Remarks for the user on this mode's events (how they were paired, ...).
     pub notes: Vec<String>,
-    /// Latency histograms per CPU (`Mode::Runq`), summed over the recording's windows.
-    pub histograms: Vec<CpuHistogram>,
+    /// Latency histograms per label of the aggregated modes (per disk, CPU, lock kind, task
+    /// state), summed over the recording's windows.
+    pub histograms: Vec<crate::latency::LatencyReading>,
 }
 
 impl Recording {
@@ -583,7 +584,7 @@ impl Recording {
             }));
         }
         self.cgroups.extend(later.cgroups);
-        aggregate::add_histograms(&mut self.histograms, later.histograms);
+        crate::latency::add_readings(&mut self.histograms, later.histograms);
     }
 
     /// An empty recording of `mode`.

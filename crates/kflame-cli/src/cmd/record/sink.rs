@@ -182,7 +182,7 @@ fn write<W: Write>(kind: Kind, r: &Recording, opts: &GraphOptions, out: &mut W) 
         }
         Kind::Json => {
             json::write_events(out, &r.events, &r.meta).context("writing JSON events")?;
-            json::write_histograms(out, r.mode.name(), &r.histograms).context("writing JSON events")
+            json::write_histograms(out, &r.histograms).context("writing JSON events")
         }
         Kind::Svg | Kind::Html => render_graph(kind, r, opts, out),
     }
