@@ -20,6 +20,11 @@ pub fn aggregator(mode: &Mode, target: &Target) -> Option<Result<Box<dyn Aggrega
         Target::Pids(p) if p.len() == 1 => Some(p[0]), // filtered in the kernel
         _ => None,                                     // filtered by the recorder
     };
+    start(mode, WaitOptions { pid, ..WaitOptions::default() })
+}
+
+/// The program serving `mode` with `opts` (for off-CPU, the mode's own options over them).
+fn start(mode: &Mode, opts: WaitOptions) -> Option<Result<Box<dyn Aggregator>, BpfError>> {
     match mode {
         Mode::OffCpu(o) => {
             let opts = OffCpuOptions {
@@ -29,17 +34,15 @@ pub fn aggregator(mode: &Mode, target: &Target) -> Option<Result<Box<dyn Aggrega
                 states: u64::from(o.states.0) << 1,
                 idle_kthreads: o.idle_kthreads,
                 wakers: o.wakers,
-                pid,
-                ..OffCpuOptions::default()
+                pid: opts.pid,
+                slow_ns: opts.slow_ns,
+                histograms_only: opts.histograms_only,
             };
-            Some(
-                OffCpu::start(&opts).map(|p| {
-                    Box::new(OffCpuSource { p, wakers: o.wakers, histograms: Vec::new() }) as Box<dyn Aggregator>
-                }),
-            )
+            Some(OffCpu::start(&opts).map(|p| {
+                Box::new(OffCpuSource { p, wakers: o.wakers, histograms: Vec::new() }) as Box<dyn Aggregator>
+            }))
         }
         Mode::Locks | Mode::Runq | Mode::Bio => {
-            let opts = WaitOptions { pid, ..WaitOptions::default() };
             let program = match mode {
                 Mode::Locks => Locks::start(&opts).map(Program::Locks),
                 Mode::Runq => Runq::start(&opts).map(Program::Runq),
@@ -52,6 +55,47 @@ pub fn aggregator(mode: &Mode, target: &Target) -> Option<Result<Box<dyn Aggrega
         }
         _ => None,
     }
+}
+
+/// The thresholds over which the watcher's always-on programs count a wait as slow (ns).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlowThresholds {
+    /// Block IOs.
+    pub bio: u64,
+    /// Run-queue waits.
+    pub runq: u64,
+    /// Off-CPU blocks.
+    pub offcpu: u64,
+    /// Kernel lock waits.
+    pub lock: u64,
+}
+
+/// Starts the programs of the watcher's always-on blocked time, for every task: off-CPU
+/// blocks (`S`, `D`, `I`, idle kernel threads left out) and kernel lock waits, with their
+/// stacks when `profiles` (the always-on off-CPU and lock profiles) or as histograms only;
+/// run-queue and block IO latency as histograms only (no stack walk at every switch or IO).
+/// Every program counts its latency histograms, waits over `slow` counted slow. A program
+/// that does not start is returned with its error; the others run.
+#[allow(clippy::type_complexity)]
+pub fn always_on(
+    profiles: bool,
+    slow: &SlowThresholds,
+) -> (Vec<(Mode, Box<dyn Aggregator>)>, Vec<(Mode, BpfError)>) {
+    let (mut started, mut failed) = (Vec::new(), Vec::new());
+    for (mode, slow_ns, histograms_only) in [
+        (Mode::OffCpu(kflame::record::OffCpuOptions::default()), slow.offcpu, !profiles),
+        (Mode::Locks, slow.lock, !profiles),
+        (Mode::Runq, slow.runq, true),
+        (Mode::Bio, slow.bio, true),
+    ] {
+        let opts = WaitOptions { slow_ns, histograms_only, ..WaitOptions::default() };
+        match start(&mode, opts) {
+            Some(Ok(a)) => started.push((mode, a)),
+            Some(Err(e)) => failed.push((mode, e)),
+            None => {}
+        }
+    }
+    (started, failed)
 }
 
 /// Starts the system-call latency program over every process but this one: histograms per

@@ -78,6 +78,16 @@ impl Watch {
     }
 }
 
+/// A test that fails does not leave its watcher running (nor holding its output open).
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 fn spawn_watch(cmd: &mut Command) -> Watch {
     let mut child = cmd.stderr(Stdio::piped()).spawn().expect("start kflame watch");
     let log = Arc::new(Mutex::new(String::new()));
@@ -504,4 +514,80 @@ fn live_write_latency_p99_fires_its_rule_and_the_capture_holds_the_writes() {
         .map(|(_, w)| w)
         .sum();
     assert!(writes > 100_000_000, "the slow writes under kf_dsync_writer: {writes} ns\n{lines:#?}");
+}
+
+/// The range's always-on profile of `kind` (no capture), as folded lines; empty when none.
+fn range_profile(db: &Path, kind: Kind, from_ns: i64) -> Vec<(String, u64)> {
+    let Some(db) = open_read(db) else { return Vec::new() };
+    let Ok(p) = db.profile(&ProfileQuery::new(kind, from_ns, i64::MAX)) else { return Vec::new() };
+    let kflame::fold::Stacks::Counts(stacks) = &p.stacks else { return Vec::new() };
+    stacks.iter().map(|(s, w)| (String::from_utf8_lossy(s).into_owned(), w.whole())).collect()
+}
+
+/// The largest stored value of `name[label]` since `from_ns`.
+fn largest(db: &Path, name: &str, label: &str, from_ns: i64) -> Option<f64> {
+    let q = kflame_store::SeriesQuery {
+        name,
+        label: Some(label),
+        host: None,
+        from_ns,
+        to_ns: i64::MAX,
+        points: None,
+    };
+    let series = open_read(db)?.series(&q).ok()?;
+    series.iter().flat_map(|s| s.points.iter().map(|p| p.max)).reduce(f64::max)
+}
+
+/// Blocked time always on, without a trigger: eight threads mapping memory wait on their
+/// mmap lock, O_DSYNC writes wait on the disk, three spinners share CPU 0. Each shows in its
+/// metrics (`lock.wait[rwsem:W]`, `bio.lat.p99`, `offcpu.wait[D]`, `runq.lat.max[cpu0]`) and
+/// the range's off-CPU and lock profiles hold the waits under the workload's functions.
+#[test]
+fn live_blocked_time_is_always_on_as_metrics_and_profiles() {
+    let _serial = serial();
+    let Some(env) = Env::get("live_blocked_time_is_always_on_as_metrics_and_profiles") else { return };
+    let db = db_path(&env, "blocked");
+    // Summed waits have no time of their own: their bucket (10 s) may start before the
+    // watcher did, and a range takes whole buckets.
+    let started = now_ns() - 60_000_000_000;
+    let w = watch(&env, &db, &[]);
+    w.wait_log("always-on blocked time (offcpu, locks, runq, bio)", 0);
+    let file = format!("/var/tmp/kflame-watch-blocked-{}", std::process::id());
+    for args in [&["mappers", "8", "2"][..], &["dsync", "2", &file], &["crowd", "3", "1"]] {
+        let status = Command::new(&env.workload).args(args).stdout(Stdio::null()).status().unwrap();
+        assert!(status.success(), "kfwork {args:?}");
+    }
+    let _ = std::fs::remove_file(&file);
+    let locks = wait_for("the lock profile of kf_map_unmap", &w, || {
+        let p = range_profile(&db, Kind::Locks, started);
+        let ns: u64 = p
+            .iter()
+            .filter(|(s, _)| s.contains(";kf_map_unmap;") && s.contains("[rwsem:W]"))
+            .map(|x| x.1)
+            .sum();
+        (ns > 0).then_some(ns)
+    });
+    let dsync = wait_for("the off-CPU profile of kf_dsync_writer", &w, || {
+        let p = range_profile(&db, Kind::OffCpu, started);
+        let ns: u64 = p.iter().filter(|(s, _)| s.contains(";kf_dsync_writer;")).map(|x| x.1).sum();
+        (ns > 0).then_some(ns)
+    });
+    let metric = |name: &str, label: &str| {
+        wait_for(&format!("{name}[{label}] > 0"), &w, || {
+            largest(&db, name, label, started).filter(|&v| v > 0.0)
+        })
+    };
+    let lock_wait = metric("lock.wait", "rwsem:W");
+    let d_wait = metric("offcpu.wait", "D");
+    let bio = metric("bio.lat.p99", "");
+    let runq = metric("runq.lat.max", "cpu0");
+    let (status, _, err) = w.term();
+    assert_eq!(status.code(), Some(0), "{err}");
+    // Two seconds of eight threads contending: well over 100 ms of waits.
+    assert!(locks > 100_000_000, "{locks} ns of rwsem:W waits under kf_map_unmap\n{err}");
+    assert!(dsync > 100_000_000, "{dsync} ns blocked under kf_dsync_writer\n{err}");
+    // Three spinners on one CPU: each waits a scheduler slice at least (ms).
+    assert!(runq >= 1.0, "runq.lat.max[cpu0] {runq} ms\n{err}");
+    assert!(lock_wait > 0.0 && d_wait > 0.0 && bio > 0.0, "{lock_wait} {d_wait} {bio}");
+    assert!(!err.contains("could not count"), "nothing lost on an idle machine:\n{err}");
 }

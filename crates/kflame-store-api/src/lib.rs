@@ -61,22 +61,26 @@ pub enum Kind {
     Syscalls,
     /// Snapshots of blocked (D-state) tasks' stacks.
     Blocked,
+    /// Kernel lock waits (ns waited).
+    Locks,
 }
 
 impl Kind {
     /// Every kind, in their stored order.
-    pub const ALL: [Kind; 5] = [Kind::Cpu, Kind::OffCpu, Kind::Mem, Kind::Syscalls, Kind::Blocked];
+    pub const ALL: [Kind; 6] =
+        [Kind::Cpu, Kind::OffCpu, Kind::Mem, Kind::Syscalls, Kind::Blocked, Kind::Locks];
 
     /// Whether the kind has an always-on profile beside its captures (CPU: the watcher's
     /// low-rate profile runs all the time, a capture samples the same CPUs at its own,
-    /// higher rate). A range's profile of such a kind is the always-on one; its captures
-    /// are kept apart (asked for by id), since adding both would count the capture's
-    /// seconds twice and at another rate. The other kinds exist only as captures.
+    /// higher rate; off-CPU and lock waits: summed in the kernel all the time). A range's
+    /// profile of such a kind is the always-on one; its captures are kept apart (asked for
+    /// by id), since adding both would count the capture's seconds twice. The other kinds
+    /// exist only as captures.
     pub fn has_always_on(self) -> bool {
-        self == Kind::Cpu
+        matches!(self, Kind::Cpu | Kind::OffCpu | Kind::Locks)
     }
 
-    /// `cpu`, `offcpu`, `mem`, `syscalls`, `blocked`.
+    /// `cpu`, `offcpu`, `mem`, `syscalls`, `blocked`, `locks`.
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Cpu => "cpu",
@@ -84,6 +88,7 @@ impl Kind {
             Kind::Mem => "mem",
             Kind::Syscalls => "syscalls",
             Kind::Blocked => "blocked",
+            Kind::Locks => "locks",
         }
     }
 
@@ -95,6 +100,7 @@ impl Kind {
             Kind::Mem => 2,
             Kind::Syscalls => 3,
             Kind::Blocked => 4,
+            Kind::Locks => 5,
         }
     }
 
@@ -110,9 +116,9 @@ impl fmt::Display for Kind {
     }
 }
 
-/// A kind name that is none of `cpu`, `offcpu`, `mem`, `syscalls`, `blocked`.
+/// A kind name that is none of `cpu`, `offcpu`, `mem`, `syscalls`, `blocked`, `locks`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown profile kind {0:?} (expected cpu, offcpu, mem, syscalls or blocked)")]
+#[error("unknown profile kind {0:?} (expected cpu, offcpu, mem, syscalls, blocked or locks)")]
 pub struct UnknownKind(pub String);
 
 impl FromStr for Kind {

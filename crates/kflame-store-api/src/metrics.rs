@@ -9,10 +9,12 @@
 pub struct MetricInfo {
     /// The name rules and queries use.
     pub name: &'static str,
-    /// Unit of the value: `%`, `bytes`, `bytes/s`, `ms`, `/s`, `tasks`, `requests`.
+    /// Unit of the value: `%`, `bytes`, `bytes/s`, `ms`, `ms/s`, `/s`, `tasks`, `requests`.
     pub unit: &'static str,
     /// Labels it carries: `total+cpu` (the machine and each CPU), `total`, `device`,
-    /// `total+call` (all system calls and each busy one by name).
+    /// `total+call` (all system calls and each busy one by name), `total+device` (all disks
+    /// and each), `total+state` (every task state and each), `total+lock` (every lock kind
+    /// and each).
     pub labels: &'static str,
     /// The chart it is drawn in (a key of [`GROUPS`]): metrics of one group share a unit.
     pub group: &'static str,
@@ -91,6 +93,103 @@ pub const METRICS: &[MetricInfo] = &[
         "syscall-slow",
         "system calls slower than the outlier threshold (10 ms by default) per second, per call"
     ),
+    m!(
+        "bio.lat.p50",
+        "ms",
+        "total+device",
+        "bio-lat",
+        "median block IO latency (issue to completion) of the second, per disk (BPF)"
+    ),
+    m!("bio.lat.p99", "ms", "total+device", "bio-lat", "99th percentile of block IO latency, per disk"),
+    m!("bio.lat.max", "ms", "total+device", "bio-lat", "slowest block IO of the second, per disk"),
+    m!(
+        "bio.slow",
+        "/s",
+        "total+device",
+        "slow",
+        "block IOs slower than the outlier threshold (50 ms by default) per second"
+    ),
+    m!(
+        "runq.lat.p50",
+        "ms",
+        "total+cpu",
+        "runq-lat",
+        "median run-queue latency (runnable to running) of the second, per CPU (BPF)"
+    ),
+    m!("runq.lat.p99", "ms", "total+cpu", "runq-lat", "99th percentile of run-queue latency, per CPU"),
+    m!("runq.lat.max", "ms", "total+cpu", "runq-lat", "longest run-queue wait of the second, per CPU"),
+    m!(
+        "runq.slow",
+        "/s",
+        "total+cpu",
+        "slow",
+        "run-queue waits longer than the outlier threshold (10 ms by default) per second"
+    ),
+    m!("runq.wait", "ms/s", "total+cpu", "wait", "time tasks waited runnable, ms per second, per CPU"),
+    m!(
+        "offcpu.lat.p50",
+        "ms",
+        "total+state",
+        "offcpu-lat",
+        "median off-CPU block of the second, per task state (S, D, I) (BPF)"
+    ),
+    m!(
+        "offcpu.lat.p99",
+        "ms",
+        "total+state",
+        "offcpu-lat",
+        "99th percentile of off-CPU blocks, per task state"
+    ),
+    m!(
+        "offcpu.lat.max",
+        "ms",
+        "total+state",
+        "offcpu-lat",
+        "longest off-CPU block ended in the second, per task state"
+    ),
+    m!(
+        "offcpu.slow",
+        "/s",
+        "total+state",
+        "slow",
+        "off-CPU blocks longer than the outlier threshold (1 s by default) per second"
+    ),
+    m!(
+        "offcpu.wait",
+        "ms/s",
+        "total+state",
+        "wait",
+        "time tasks spent blocked, ms per second, per task state"
+    ),
+    m!(
+        "lock.lat.p50",
+        "ms",
+        "total+lock",
+        "lock-lat",
+        "median kernel lock wait of the second, per lock kind (mutex, rwsem:W, ...) (BPF)"
+    ),
+    m!("lock.lat.p99", "ms", "total+lock", "lock-lat", "99th percentile of kernel lock waits, per lock kind"),
+    m!(
+        "lock.lat.max",
+        "ms",
+        "total+lock",
+        "lock-lat",
+        "longest kernel lock wait of the second, per lock kind"
+    ),
+    m!(
+        "lock.slow",
+        "/s",
+        "total+lock",
+        "slow",
+        "lock waits longer than the outlier threshold (10 ms by default) per second"
+    ),
+    m!(
+        "lock.wait",
+        "ms/s",
+        "total+lock",
+        "wait",
+        "time spent waiting for kernel locks, ms per second, per lock kind"
+    ),
 ];
 
 /// The chart groups, in the order a page shows them, with their titles. CPU shares are
@@ -112,6 +211,12 @@ pub const GROUPS: &[(&str, &str)] = &[
     ("swap-util", "Swap used"),
     ("syscall-lat", "System call latency"),
     ("syscall-slow", "Slow system calls"),
+    ("bio-lat", "Block IO latency"),
+    ("runq-lat", "Run-queue latency"),
+    ("offcpu-lat", "Off-CPU blocks"),
+    ("lock-lat", "Kernel lock waits"),
+    ("wait", "Time waiting"),
+    ("slow", "Slow waits"),
 ];
 
 /// The catalog entry of `name`.

@@ -12,8 +12,13 @@
 //! budget = 6                         # triggers per hour, all rules together
 //! cooldown = "5m"                    # a rule does not fire again sooner
 //! kmsg = true                        # follow /dev/kmsg for kernel reports
-//! latency = true                     # system-call latency metrics (BPF), syscall.lat.*
+//! latency = true                     # latency metrics (BPF): syscall.*, bio.*, runq.*, ...
+//! blocked_profiles = true            # always-on off-CPU and lock-wait profiles (BPF)
 //! slow_syscall = "10ms"              # calls slower than this count in syscall.slow
+//! slow_bio = "50ms"                  # block IOs: bio.slow
+//! slow_runq = "10ms"                 # run-queue waits: runq.slow
+//! slow_offcpu = "1s"                 # off-CPU blocks: offcpu.slow
+//! slow_lock = "10ms"                 # kernel lock waits: lock.slow
 //! all_devices = false                # also partitions, loop and ram devices
 //! log_level = "info"                 # error, warn, info, debug
 //! triggers = [
@@ -58,6 +63,16 @@ pub struct File {
     pub latency: Option<bool>,
     /// The outlier threshold of system calls.
     pub slow_syscall: Option<String>,
+    /// The always-on off-CPU and lock-wait profiles.
+    pub blocked_profiles: Option<bool>,
+    /// The outlier threshold of block IOs.
+    pub slow_bio: Option<String>,
+    /// The outlier threshold of run-queue waits.
+    pub slow_runq: Option<String>,
+    /// The outlier threshold of off-CPU blocks.
+    pub slow_offcpu: Option<String>,
+    /// The outlier threshold of kernel lock waits.
+    pub slow_lock: Option<String>,
     /// Report every block device.
     pub all_devices: Option<bool>,
     /// Log level.
@@ -115,10 +130,22 @@ pub struct Settings {
     pub limits: Limits,
     /// Follow `/dev/kmsg`.
     pub kmsg: bool,
-    /// Record the latency metrics (`syscall.lat.*`, summed in the kernel by BPF).
+    /// Record the latency metrics (`syscall.*`, `bio.*`, `runq.*`, `offcpu.*`, `lock.*`,
+    /// summed in the kernel by BPF).
     pub latency: bool,
+    /// Record the always-on off-CPU and lock-wait profiles (with `latency`: the same
+    /// programs, then with stacks).
+    pub blocked_profiles: bool,
     /// System calls at least this long count in `syscall.slow`.
     pub slow_syscall: Duration,
+    /// Block IOs at least this long count in `bio.slow`.
+    pub slow_bio: Duration,
+    /// Run-queue waits at least this long count in `runq.slow`.
+    pub slow_runq: Duration,
+    /// Off-CPU blocks at least this long count in `offcpu.slow`.
+    pub slow_offcpu: Duration,
+    /// Kernel lock waits at least this long count in `lock.slow`.
+    pub slow_lock: Duration,
     /// Report every block device.
     pub all_devices: bool,
     /// Log level.
@@ -212,6 +239,11 @@ impl File {
             kmsg: o.kmsg.or(self.kmsg),
             latency: o.latency.or(self.latency),
             slow_syscall: o.slow_syscall.or(self.slow_syscall),
+            blocked_profiles: o.blocked_profiles.or(self.blocked_profiles),
+            slow_bio: o.slow_bio.or(self.slow_bio),
+            slow_runq: o.slow_runq.or(self.slow_runq),
+            slow_offcpu: o.slow_offcpu.or(self.slow_offcpu),
+            slow_lock: o.slow_lock.or(self.slow_lock),
             all_devices: o.all_devices.or(self.all_devices),
             log_level: o.log_level.or(self.log_level),
             triggers: o.triggers.or(self.triggers),
@@ -278,12 +310,12 @@ pub fn resolve(
     }
     let cooldown =
         duration("cooldown", flags.cooldown.is_some(), &merged.cooldown, Limits::default().cooldown)?;
-    let slow_syscall = duration(
-        "slow_syscall",
-        flags.slow_syscall.is_some(),
-        &merged.slow_syscall,
-        Duration::from_millis(10),
-    )?;
+    let ms = Duration::from_millis;
+    let slow_syscall = duration("slow_syscall", flags.slow_syscall.is_some(), &merged.slow_syscall, ms(10))?;
+    let slow_bio = duration("slow_bio", flags.slow_bio.is_some(), &merged.slow_bio, ms(50))?;
+    let slow_runq = duration("slow_runq", flags.slow_runq.is_some(), &merged.slow_runq, ms(10))?;
+    let slow_offcpu = duration("slow_offcpu", flags.slow_offcpu.is_some(), &merged.slow_offcpu, ms(1000))?;
+    let slow_lock = duration("slow_lock", flags.slow_lock.is_some(), &merged.slow_lock, ms(10))?;
     let disk_budget = match &merged.disk_budget {
         None => 0,
         Some(s) => parse_size(s).ok_or_else(|| {
@@ -329,7 +361,12 @@ pub fn resolve(
         limits: Limits { cooldown, per_hour },
         kmsg: merged.kmsg.unwrap_or(true),
         latency: merged.latency.unwrap_or(true),
+        blocked_profiles: merged.blocked_profiles.unwrap_or(true),
         slow_syscall,
+        slow_bio,
+        slow_runq,
+        slow_offcpu,
+        slow_lock,
         all_devices: merged.all_devices.unwrap_or(false),
         log_level,
         rules,
@@ -363,6 +400,16 @@ mod tests {
         let s = resolve(None, &File::default(), "box").unwrap();
         assert_eq!((s.host.as_str(), s.rate, s.bucket, s.kmsg), ("box", 19, Duration::from_secs(10), true));
         assert_eq!((s.latency, s.slow_syscall), (true, Duration::from_millis(10)));
+        assert!(s.blocked_profiles);
+        let ms = Duration::from_millis;
+        assert_eq!((s.slow_bio, s.slow_runq, s.slow_offcpu, s.slow_lock), (ms(50), ms(10), ms(1000), ms(10)));
+        let file =
+            File::parse("blocked_profiles = false\nslow_bio = \"20ms\"\nslow_lock = \"1ms\"\n", p()).unwrap();
+        let s = resolve(Some((p(), file)), &File::default(), "box").unwrap();
+        assert_eq!((s.blocked_profiles, s.slow_bio, s.slow_lock), (false, ms(20), ms(1)));
+        let file = File::parse("slow_runq = \"now\"\n", p()).unwrap();
+        let e = resolve(Some((p(), file)), &File::default(), "box").unwrap_err().to_string();
+        assert!(e.contains("`slow_runq`: expected a duration"), "{e}");
         // The latency keys, and the flags over them.
         let file = File::parse("latency = false\nslow_syscall = \"250us\"\n", p()).unwrap();
         let s = resolve(Some((p(), file.clone())), &File::default(), "box").unwrap();

@@ -8,12 +8,12 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::{Duration, Instant};
 
 use kflame::fold::{Meta, Unit, Weight};
-use kflame::record::{self, Config, Mode, Recorder, Recording, Status as RecStatus};
+use kflame::record::{self, Aggregator, Config, Mode, Recorder, Recording, Status as RecStatus};
 
 use crate::capture::{self, Capture, Message};
 use crate::config::{ConfigError, Level, Settings};
 use crate::kmsg::{Follower, KernelReport};
-use crate::metrics::{Options, Reading, Sampler};
+use crate::metrics::{Options, Reading, Sampler, Tap};
 use crate::rules::{CaptureKind, Evaluator, Fired, Held};
 use crate::store::{
     Bucket, CaptureId, CaptureStart, Kind, Metric, Policy, Sample, Store, StoreError, StoredReport,
@@ -253,8 +253,8 @@ pub struct Watcher<S: Store> {
     sampler: Sampler,
     evaluator: Evaluator,
     status: Status,
-    /// Profile buckets being filled, by start.
-    buckets: BTreeMap<i64, Pending>,
+    /// Profile buckets being filled, by start and kind.
+    buckets: BTreeMap<(i64, Kind), Pending>,
     /// Buckets that could not be written (disk full), oldest first.
     waiting: VecDeque<Pending>,
     disk_full: bool,
@@ -269,6 +269,13 @@ pub struct Watcher<S: Store> {
     /// again only once the cooldown (or the hour of the budget) has passed, so that a
     /// condition that comes and goes during a cooldown is one line, not one per return.
     said_held: HashMap<(usize, &'static str), i64>,
+    /// The programs of the always-on blocked time (off-CPU and lock profiles, every latency
+    /// histogram but the system calls'), until the run starts them in a recorder.
+    blocked: Vec<(Mode, Box<dyn Aggregator>)>,
+    /// Where that recorder's histograms go for the metric reader; in the sampler once added.
+    tap: Option<Tap>,
+    /// Waits its programs could not count, as last said, per mode.
+    blocked_lost: HashMap<&'static str, u64>,
 }
 
 impl<S: Store> Watcher<S> {
@@ -294,13 +301,25 @@ impl<S: Store> Watcher<S> {
             profile_meta: meta_of(CaptureKind::Cpu),
             held: HashMap::new(),
             said_held: HashMap::new(),
+            blocked: Vec::new(),
+            tap: None,
+            blocked_lost: HashMap::new(),
         }
     }
 
     /// Reads latency metrics (`syscall.lat.p99[write]`, ...) from `source` with the other
     /// metrics, once a second, from the next run on.
-    pub fn set_latency(&mut self, source: Box<dyn crate::metrics::LatencySource>) {
-        self.sampler.set_latency(source);
+    pub fn add_latency(&mut self, source: Box<dyn crate::metrics::LatencySource>) {
+        self.sampler.add_latency(source);
+    }
+
+    /// Records the blocked time of `aggregators` all the time from the next run on (each
+    /// already counting: the BPF programs of the off-CPU, lock, run-queue and block IO modes):
+    /// their profiles (off-CPU and lock waits, when they take stacks) go into buckets of their
+    /// kind beside the CPU profile's, their latency histograms into the metrics
+    /// (`offcpu.*`, `lock.*`, `runq.*`, `bio.*`) and the store.
+    pub fn set_blocked(&mut self, aggregators: Vec<(Mode, Box<dyn Aggregator>)>) {
+        self.blocked = aggregators;
     }
 
     /// The store (for tests and for the program's last words).
@@ -347,7 +366,13 @@ impl<S: Store> Watcher<S> {
             control
                 .log(Level::Info, "this kernel has no /proc/pressure (PSI): psi.* metrics are not recorded");
         }
-        if let Some(how) = self.sampler.latency_description() {
+        let mut blocked = self.start_blocked(&stop, control);
+        if blocked.is_some() && self.tap.is_none() {
+            let tap = Tap::default();
+            self.sampler.add_latency(Box::new(tap.clone()));
+            self.tap = Some(tap);
+        }
+        for how in self.sampler.latency_descriptions() {
             control.log(Level::Info, &format!("latency metrics: {how}"));
         }
         for r in self.evaluator.rules() {
@@ -395,10 +420,20 @@ impl<S: Store> Watcher<S> {
             for (t, reading) in reader.readings() {
                 self.store_reading(t, reading, true, control);
             }
+            if let Some(b) = &mut blocked
+                && let Err(e) = b.poll(Duration::ZERO)
+            {
+                control.log(Level::Error, &format!("always-on blocked time: {e}; no longer recorded"));
+                blocked = None;
+            }
             if now >= next_tick {
                 let w = profile.take_window();
                 self.profile_window(&w);
                 self.status.lost += w.ring.lost;
+                if let Some(b) = &mut blocked {
+                    let w = b.take_window();
+                    self.blocked_window(&w, control);
+                }
                 self.flush_buckets(false, control);
                 while next_tick <= now {
                     next_tick += tick;
@@ -431,6 +466,11 @@ impl<S: Store> Watcher<S> {
         let w = profile.take_window();
         self.profile_window(&w);
         drop(profile);
+        if let Some(mut b) = blocked.take() {
+            let _ = b.stop();
+            let w = b.take_window();
+            self.blocked_window(&w, control);
+        }
         for r in self.running.values() {
             r.capture.stop();
         }
@@ -701,6 +741,75 @@ impl<S: Store> Watcher<S> {
         }
     }
 
+    /// Starts the recorder of the always-on blocked time, when there are programs for it.
+    fn start_blocked(&mut self, stop: &Arc<AtomicBool>, control: &mut dyn Control) -> Option<Recorder> {
+        let aggregators = std::mem::take(&mut self.blocked);
+        if aggregators.is_empty() {
+            return None;
+        }
+        let modes: Vec<Mode> = aggregators.iter().map(|(m, _)| m.clone()).collect();
+        let names: Vec<&str> = modes.iter().map(Mode::name).collect();
+        let config = Config { modes: modes.clone(), ..Config::default() };
+        match Recorder::start_with(&config, stop.clone(), aggregators) {
+            Ok(r) => {
+                control.log(
+                    Level::Info,
+                    &format!("always-on blocked time ({}), summed in the kernel by BPF", names.join(", ")),
+                );
+                Some(r)
+            }
+            Err(e) => {
+                control.log(Level::Warn, &format!("the always-on blocked time is not recorded: {e}"));
+                None
+            }
+        }
+    }
+
+    /// A window of the always-on blocked time: histograms to the metric reader, off-CPU and
+    /// lock stacks into buckets of their kind (stamped with the window's end: they are sums
+    /// over it, without a time of their own), what the kernel could not count to the log.
+    fn blocked_window(&mut self, w: &record::Window, control: &mut dyn Control) {
+        // Taken just now: the window ends now.
+        let end = now_ns();
+        let b = self.bucket_ns();
+        for r in &w.kinds {
+            if let Some(tap) = &self.tap {
+                tap.put(r.histograms.clone());
+            }
+            // Counted since the start: said when it grows.
+            let said = self.blocked_lost.entry(r.mode.name()).or_insert(0);
+            if r.stats.lost > *said {
+                control.log(
+                    Level::Warn,
+                    &format!(
+                        "always-on {}: {} waits the kernel could not count (a full map) since the last window",
+                        r.mode.name(),
+                        r.stats.lost - *said
+                    ),
+                );
+                *said = r.stats.lost;
+            }
+            let kind = match r.mode {
+                Mode::OffCpu(_) => Kind::OffCpu,
+                Mode::Locks => Kind::Locks,
+                _ => continue,
+            };
+            if r.stacks.is_empty() {
+                continue;
+            }
+            // The window ends inside the bucket that holds its last instant.
+            let t = end - 1;
+            let start = t - t.rem_euclid(b);
+            let p = self
+                .buckets
+                .entry((start, kind))
+                .or_insert_with(|| Pending::new(start, start + b, kind, None, r.meta.clone()));
+            for (stack, weight) in r.stacks.iter() {
+                p.aggregated.push((stack.into(), weight));
+            }
+        }
+    }
+
     fn bucket_ns(&self) -> i64 {
         i64::try_from(self.settings.bucket.as_nanos()).unwrap_or(10_000_000_000)
     }
@@ -715,7 +824,7 @@ impl<S: Store> Watcher<S> {
             let meta = self.profile_meta.clone();
             let p = self
                 .buckets
-                .entry(start)
+                .entry((start, Kind::Cpu))
                 .or_insert_with(|| Pending::new(start, start + b, Kind::Cpu, None, meta));
             p.push(r, s, t);
         }
@@ -728,7 +837,7 @@ impl<S: Store> Watcher<S> {
         // called right after taking one). A sample the recorder held back for time order
         // and hands over in a later window goes into a second bucket of the same range.
         let horizon = now_ns() - 100_000_000;
-        let done: Vec<i64> =
+        let done: Vec<(i64, Kind)> =
             self.buckets.iter().filter(|(_, p)| all || p.end_ns <= horizon).map(|(k, _)| *k).collect();
         for k in done {
             if let Some(p) = self.buckets.remove(&k) {

@@ -182,7 +182,7 @@ impl kflame_watch::metrics::LatencySource for Counted {
 fn latency_metrics_join_the_reading_and_losses_are_said() {
     let dir = data("busy");
     let mut s = Sampler::new(dir.join("a"), Options::default());
-    s.set_latency(Box::new(Counted { lost: 0, step: 3 }));
+    s.add_latency(Box::new(Counted { lost: 0, step: 3 }));
     let first = s.read();
     close(first.get("syscall.lat.max", "write"), 100.0, 0.0, "max[write]");
     let p99 = first.get("syscall.lat.p99", "write").expect("p99[write]");
@@ -199,6 +199,6 @@ fn latency_metrics_join_the_reading_and_losses_are_said() {
     assert!(second.get("syscall.slow", "write").is_some_and(|v| v > 0.0));
     assert!(second.problems.iter().any(|p| p.to_string().contains("3 events could not be counted")));
     let mut quiet = Sampler::new(dir.join("a"), Options::default());
-    quiet.set_latency(Box::new(Counted { lost: 0, step: 0 }));
+    quiet.add_latency(Box::new(Counted { lost: 0, step: 0 }));
     assert!(quiet.read().problems.is_empty(), "no losses, nothing said");
 }

@@ -89,13 +89,28 @@ pub(crate) struct Args {
     /// Say what this kernel and these privileges allow, and what will be missing; then exit.
     #[arg(long)]
     check: bool,
-    /// Do not record the latency metrics (syscall.lat.*: system call latency histograms
-    /// summed in the kernel by BPF, read every second).
+    /// Do not record the latency metrics (syscall.*, bio.*, runq.*, offcpu.*, lock.*:
+    /// latency histograms summed in the kernel by BPF, read every second).
     #[arg(long)]
     no_latency: bool,
+    /// Do not record the always-on off-CPU and lock-wait profiles (BPF).
+    #[arg(long)]
+    no_blocked_profiles: bool,
     /// System calls slower than this count as slow (`syscall.slow`) [default: 10ms].
     #[arg(long, value_name = "DURATION")]
     slow_syscall: Option<String>,
+    /// Block IOs slower than this count as slow (`bio.slow`) [default: 50ms].
+    #[arg(long, value_name = "DURATION")]
+    slow_bio: Option<String>,
+    /// Run-queue waits longer than this count as slow (`runq.slow`) [default: 10ms].
+    #[arg(long, value_name = "DURATION")]
+    slow_runq: Option<String>,
+    /// Off-CPU blocks longer than this count as slow (`offcpu.slow`) [default: 1s].
+    #[arg(long, value_name = "DURATION")]
+    slow_offcpu: Option<String>,
+    /// Kernel lock waits longer than this count as slow (`lock.slow`) [default: 10ms].
+    #[arg(long, value_name = "DURATION")]
+    slow_lock: Option<String>,
 }
 
 impl Args {
@@ -117,6 +132,11 @@ impl Args {
             kmsg: self.no_kmsg.then_some(false),
             latency: self.no_latency.then_some(false),
             slow_syscall: self.slow_syscall.clone(),
+            blocked_profiles: self.no_blocked_profiles.then_some(false),
+            slow_bio: self.slow_bio.clone(),
+            slow_runq: self.slow_runq.clone(),
+            slow_offcpu: self.slow_offcpu.clone(),
+            slow_lock: self.slow_lock.clone(),
             all_devices: self.all_devices.then_some(true),
             log_level: self.log_level.clone(),
             triggers: (!self.triggers.is_empty()).then(|| self.triggers.clone()),
@@ -231,6 +251,17 @@ impl Control for Cli {
     }
 }
 
+/// The thresholds of the always-on programs, in ns.
+fn slow_thresholds(settings: &Settings) -> kflame_bpf::record::SlowThresholds {
+    let ns = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    kflame_bpf::record::SlowThresholds {
+        bio: ns(settings.slow_bio),
+        runq: ns(settings.slow_runq),
+        offcpu: ns(settings.slow_offcpu),
+        lock: ns(settings.slow_lock),
+    }
+}
+
 #[allow(clippy::print_stdout)]
 fn print_check(args: &Args, settings: &Settings) -> Result<()> {
     let mut items = kflame_watch::check::check(Path::new("/"), Path::new("/dev/kmsg"));
@@ -241,6 +272,29 @@ fn print_check(args: &Args, settings: &Settings) -> Result<()> {
             Err(e) => (false, format!("{e}: the syscall.lat.* metrics are not recorded")),
         };
         items.push(kflame_watch::check::Item { name: "latency metrics (BPF)".into(), available, detail });
+        let (started, failed) =
+            kflame_bpf::record::always_on(settings.blocked_profiles, &slow_thresholds(settings));
+        let names: Vec<&str> = started.iter().map(|(m, _)| m.name()).collect();
+        drop(started);
+        let (available, detail) = match failed.is_empty() {
+            true => (
+                true,
+                format!(
+                    "{} load and attach{}",
+                    names.join(", "),
+                    if settings.blocked_profiles { " (off-CPU and lock waits with stacks)" } else { "" }
+                ),
+            ),
+            false => {
+                let why: Vec<String> = failed.iter().map(|(m, e)| format!("{}: {e}", m.name())).collect();
+                (false, format!("not recorded: {}", why.join("; ")))
+            }
+        };
+        items.push(kflame_watch::check::Item {
+            name: "blocked-time latency and profiles (BPF)".into(),
+            available,
+            detail,
+        });
     }
     let mut out = std::io::stdout().lock();
     match &args.config {
@@ -348,11 +402,12 @@ pub(crate) fn run(args: Args) -> Result<()> {
         ),
     );
     let latency = settings.latency.then_some(settings.slow_syscall);
+    let (blocked_profiles, thresholds) = (settings.blocked_profiles, slow_thresholds(&settings));
     let mut watcher = Watcher::new(settings, store, Environment::default());
     if let Some(slow) = latency {
         let slow = u64::try_from(slow.as_nanos()).unwrap_or(u64::MAX);
         match kflame_bpf::record::syscall_latency(slow) {
-            Ok(source) => watcher.set_latency(source),
+            Ok(source) => watcher.add_latency(source),
             Err(e) => cli.log(
                 Level::Warn,
                 &format!(
@@ -361,6 +416,11 @@ pub(crate) fn run(args: Args) -> Result<()> {
                 ),
             ),
         }
+        let (started, failed) = kflame_bpf::record::always_on(blocked_profiles, &thresholds);
+        for (mode, e) in failed {
+            cli.log(Level::Warn, &format!("{} latency is not recorded: {e}", mode.name()));
+        }
+        watcher.set_blocked(started);
     }
     let status = watcher.run(stop, reload, &mut cli).with_context(|| format!("watching into {target}"))?;
     cli.log(

@@ -10,53 +10,125 @@ use super::Value;
 /// Labels kept per family each second, the busiest; the others are summed under `other`.
 pub const BUSIEST: usize = 8;
 
+/// The metric names of one latency family.
+struct Family {
+    kind: LatencyKind,
+    p50: &'static str,
+    p99: &'static str,
+    max: &'static str,
+    slow: &'static str,
+    /// Time waited per second (ms/s), for the families whose waits add up to a cost.
+    wait: Option<&'static str>,
+}
+
+const FAMILIES: [Family; 5] = [
+    Family {
+        kind: LatencyKind::Syscall,
+        p50: "syscall.lat.p50",
+        p99: "syscall.lat.p99",
+        max: "syscall.lat.max",
+        slow: "syscall.slow",
+        wait: None,
+    },
+    Family {
+        kind: LatencyKind::Bio,
+        p50: "bio.lat.p50",
+        p99: "bio.lat.p99",
+        max: "bio.lat.max",
+        slow: "bio.slow",
+        wait: None,
+    },
+    Family {
+        kind: LatencyKind::Runq,
+        p50: "runq.lat.p50",
+        p99: "runq.lat.p99",
+        max: "runq.lat.max",
+        slow: "runq.slow",
+        wait: Some("runq.wait"),
+    },
+    Family {
+        kind: LatencyKind::OffCpu,
+        p50: "offcpu.lat.p50",
+        p99: "offcpu.lat.p99",
+        max: "offcpu.lat.max",
+        slow: "offcpu.slow",
+        wait: Some("offcpu.wait"),
+    },
+    Family {
+        kind: LatencyKind::Lock,
+        p50: "lock.lat.p50",
+        p99: "lock.lat.p99",
+        max: "lock.lat.max",
+        slow: "lock.slow",
+        wait: Some("lock.wait"),
+    },
+];
+
 /// The metric values of one second of readings (`secs`: the interval, for rates): per
 /// family, the total (label `""`), the [`BUSIEST`] labels by count and `other` for the rest;
-/// for each, p50, p99 and max in ms and the slow events per second.
-pub(super) fn values(readings: Vec<LatencyReading>, secs: f64, out: &mut Vec<Value>) {
-    let mut syscalls: Vec<LatencyReading> =
-        readings.into_iter().filter(|r| r.kind == LatencyKind::Syscall && r.histogram.total() > 0).collect();
-    if syscalls.is_empty() {
-        return;
-    }
-    syscalls
-        .sort_by(|a, b| b.histogram.total().cmp(&a.histogram.total()).then_with(|| a.label.cmp(&b.label)));
-    let mut total = Histogram::default();
-    let mut total_slow = 0;
-    let mut other: Option<(Histogram, u64)> = None;
-    let mut kept = Vec::new();
-    for (i, r) in syscalls.into_iter().enumerate() {
-        total.add(&r.histogram);
-        total_slow += r.slow;
-        if i < BUSIEST {
-            kept.push(r);
-        } else {
-            let o = other.get_or_insert_with(|| (Histogram::default(), 0));
-            o.0.add(&r.histogram);
-            o.1 += r.slow;
+/// for each, p50, p99 and max in ms, the slow events per second and, for waits that add up
+/// (run queue, off-CPU, locks), the ms waited per second. The histograms the values were read
+/// from, under the same labels, go into `kept` (what a store keeps for heat maps).
+pub(super) fn values(
+    readings: Vec<LatencyReading>,
+    secs: f64,
+    out: &mut Vec<Value>,
+    kept: &mut Vec<LatencyReading>,
+) {
+    for family in &FAMILIES {
+        let mut of: Vec<&LatencyReading> =
+            readings.iter().filter(|r| r.kind == family.kind && r.histogram.total() > 0).collect();
+        if of.is_empty() {
+            continue;
         }
-    }
-    let mut push = |label: &str, h: &Histogram, slow: u64| {
-        let ms = |q: f64| h.quantile(q).map(|ns| ns / 1e6);
-        for (name, v) in [
-            ("syscall.lat.p50", ms(0.5)),
-            ("syscall.lat.p99", ms(0.99)),
-            ("syscall.lat.max", Some(h.max_ns as f64 / 1e6)),
-        ] {
-            if let Some(value) = v {
-                out.push(Value { name, label: label.to_string(), value });
+        of.sort_by(|a, b| b.histogram.total().cmp(&a.histogram.total()).then_with(|| a.label.cmp(&b.label)));
+        let mut total = LatencyReading {
+            kind: family.kind,
+            label: String::new(),
+            histogram: Histogram::default(),
+            slow: 0,
+        };
+        let mut other: Option<LatencyReading> = None;
+        let mut busiest = Vec::new();
+        for (i, r) in of.into_iter().enumerate() {
+            total.histogram.add(&r.histogram);
+            total.slow += r.slow;
+            if i < BUSIEST {
+                busiest.push(r.clone());
+            } else {
+                let o = other.get_or_insert_with(|| LatencyReading {
+                    kind: family.kind,
+                    label: "other".into(),
+                    histogram: Histogram::default(),
+                    slow: 0,
+                });
+                o.histogram.add(&r.histogram);
+                o.slow += r.slow;
             }
         }
-        if secs > 0.0 {
-            out.push(Value { name: "syscall.slow", label: label.to_string(), value: slow as f64 / secs });
+        for r in std::iter::once(total).chain(busiest).chain(other) {
+            push(family, &r, secs, out);
+            kept.push(r);
         }
-    };
-    push("", &total, total_slow);
-    for r in &kept {
-        push(&r.label, &r.histogram, r.slow);
     }
-    if let Some((h, slow)) = other {
-        push("other", &h, slow);
+}
+
+/// The values of one label of a family.
+fn push(family: &Family, r: &LatencyReading, secs: f64, out: &mut Vec<Value>) {
+    let h = &r.histogram;
+    let ms = |q: f64| h.quantile(q).map(|ns| ns / 1e6);
+    for (name, v) in
+        [(family.p50, ms(0.5)), (family.p99, ms(0.99)), (family.max, Some(h.max_ns as f64 / 1e6))]
+    {
+        if let Some(value) = v {
+            out.push(Value { name, label: r.label.clone(), value });
+        }
+    }
+    if secs > 0.0 {
+        out.push(Value { name: family.slow, label: r.label.clone(), value: r.slow as f64 / secs });
+        if let Some(wait) = family.wait {
+            out.push(Value { name: wait, label: r.label.clone(), value: h.sum_ns as f64 / 1e6 / secs });
+        }
     }
 }
 
@@ -87,7 +159,8 @@ mod tests {
             readings.push(reading(&format!("call{i}"), &vec![1; 20 - i], 0));
         }
         let mut out = Vec::new();
-        values(readings, 2.0, &mut out);
+        let mut kept = Vec::new();
+        values(readings, 2.0, &mut out, &mut kept);
         let p99 = get(&out, "syscall.lat.p99", "write").expect("p99[write]");
         assert!((p99 - 99.0).abs() <= 0.125 * 99.0, "{p99}");
         assert_eq!(get(&out, "syscall.lat.max", "write"), Some(100.0));
@@ -100,8 +173,35 @@ mod tests {
         assert!(get(&out, "syscall.lat.p50", "other").is_some());
         let labels: std::collections::BTreeSet<&str> = out.iter().map(|v| v.label.as_str()).collect();
         assert_eq!(labels.len(), 1 + BUSIEST + 1);
+        // The histograms kept are those of the labels the values have.
+        let kept_labels: std::collections::BTreeSet<&str> = kept.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(kept_labels, labels);
+        assert_eq!(kept.iter().find(|r| r.label.is_empty()).map(|r| r.histogram.total()), Some(100 + 155));
         let mut none = Vec::new();
-        values(vec![reading("read", &[], 0)], 1.0, &mut none);
+        values(vec![reading("read", &[], 0)], 1.0, &mut none, &mut kept);
         assert!(none.is_empty(), "no calls, no values");
+    }
+
+    /// Every family has its metrics, each in the catalog; a family whose waits add up has
+    /// its wait rate: 3 waits of 100 ms on a run queue over 2 s are 150 ms/s.
+    #[test]
+    fn every_family_in_the_catalog_and_wait_rates() {
+        for f in &FAMILIES {
+            for name in [f.p50, f.p99, f.max, f.slow].into_iter().chain(f.wait) {
+                assert!(crate::metrics::info(name).is_some(), "{name} is not in the catalog");
+                assert!(name.starts_with(f.kind.as_str()), "{name}");
+            }
+        }
+        let mut histogram = Histogram::default();
+        for _ in 0..3 {
+            histogram.record(100_000_000);
+        }
+        let r = LatencyReading { kind: LatencyKind::Runq, label: "cpu1".into(), histogram, slow: 3 };
+        let (mut out, mut kept) = (Vec::new(), Vec::new());
+        values(vec![r], 2.0, &mut out, &mut kept);
+        assert_eq!(get(&out, "runq.wait", "cpu1"), Some(150.0));
+        assert_eq!(get(&out, "runq.wait", ""), Some(150.0));
+        assert_eq!(get(&out, "runq.slow", "cpu1"), Some(1.5));
+        assert_eq!(get(&out, "runq.lat.max", ""), Some(100.0));
     }
 }

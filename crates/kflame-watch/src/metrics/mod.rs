@@ -61,12 +61,41 @@ pub struct Reading {
     pub values: Vec<Value>,
     /// Files that could not be read or had malformed lines (skipped, the rest kept).
     pub problems: Vec<Problem>,
+    /// The latency histograms the latency values were read from, per family and label (the
+    /// total as label `""`, the busiest labels, `other`): what a store keeps for heat maps.
+    pub histograms: Vec<LatencyReading>,
 }
 
 impl Reading {
     /// The value of `name` with `label`.
     pub fn get(&self, name: &str, label: &str) -> Option<f64> {
         self.values.iter().find(|v| v.name == name && v.label == label).map(|v| v.value)
+    }
+}
+
+/// Latency histograms handed over by another thread (the watcher's always-on blocked-time
+/// recorder, whose BPF programs count them) and read with the metrics: a [`LatencySource`]
+/// over a shared list, emptied by each read.
+#[derive(Clone, Debug, Default)]
+pub struct Tap(pub std::sync::Arc<std::sync::Mutex<Vec<LatencyReading>>>);
+
+impl Tap {
+    /// Adds `more` to what the next read returns.
+    pub fn put(&self, more: Vec<LatencyReading>) {
+        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        kflame::latency::add_readings(&mut held, more);
+    }
+}
+
+impl LatencySource for Tap {
+    fn read(&mut self) -> Result<Vec<LatencyReading>, String> {
+        Ok(std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner())))
+    }
+
+    fn describe(&self) -> String {
+        "block IO, run-queue, off-CPU and lock-wait latency histograms summed in the kernel by BPF, \
+         read every second"
+            .into()
     }
 }
 
@@ -92,7 +121,7 @@ pub struct Sampler {
     root: PathBuf,
     options: Options,
     prev: Counters,
-    latency: Option<Latency>,
+    latency: Vec<Latency>,
 }
 
 /// A [`LatencySource`], and its losses when last read.
@@ -107,22 +136,22 @@ impl std::fmt::Debug for Latency {
 impl Sampler {
     /// A sampler reading `ROOT/proc/...`.
     pub fn new(root: impl Into<PathBuf>, options: Options) -> Sampler {
-        Sampler { root: root.into(), options, prev: Counters::default(), latency: None }
+        Sampler { root: root.into(), options, prev: Counters::default(), latency: Vec::new() }
     }
 
-    /// Reads the latency metrics of `source` with every read from now on.
-    pub fn set_latency(&mut self, source: Box<dyn LatencySource>) {
-        self.latency = Some(Latency(source, 0));
+    /// Reads the latency metrics of `source` too with every read from now on.
+    pub fn add_latency(&mut self, source: Box<dyn LatencySource>) {
+        self.latency.push(Latency(source, 0));
     }
 
-    /// What the latency source measures with, if there is one.
-    pub fn latency_description(&self) -> Option<String> {
-        self.latency.as_ref().map(|l| l.0.describe())
+    /// What each latency source measures with.
+    pub fn latency_descriptions(&self) -> Vec<String> {
+        self.latency.iter().map(|l| l.0.describe()).collect()
     }
 
-    /// Takes the latency source back (to move it to another sampler).
-    pub fn take_latency(&mut self) -> Option<Box<dyn LatencySource>> {
-        self.latency.take().map(|Latency(source, _)| source)
+    /// Takes the latency sources back (to move them to another sampler).
+    pub fn take_latency(&mut self) -> Vec<Box<dyn LatencySource>> {
+        std::mem::take(&mut self.latency).into_iter().map(|Latency(source, _)| source).collect()
     }
 
     /// Reads from another root from now on, keeping the previous read: for replaying saved
@@ -181,10 +210,11 @@ impl Sampler {
                 }
             }
         }
-        if let Some(Latency(source, lost_then)) = &mut self.latency {
+        let mut readings = Vec::new();
+        for Latency(source, lost_then) in &mut self.latency {
             let what = PathBuf::from(format!("({})", source.describe()));
             match source.read() {
-                Ok(readings) => latency::values(readings, interval.unwrap_or(1.0), &mut out.values),
+                Ok(r) => readings.extend(r),
                 Err(e) => out.problems.push(Problem {
                     file: what.clone(),
                     line: 0,
@@ -204,6 +234,9 @@ impl Sampler {
                 });
                 *lost_then = lost;
             }
+        }
+        if !readings.is_empty() {
+            latency::values(readings, interval.unwrap_or(1.0), &mut out.values, &mut out.histograms);
         }
         self.prev = now;
         out
