@@ -4,8 +4,9 @@
 
 use kflame::fold::{Meta, StackCounts, Stacks, Unit, Weight};
 use kflame_store_api::{
-    CaptureId, Event, HostShare, Kind, Point, Profile, ProfileQuery, Query, SamplePoint, Series, SeriesQuery,
-    StackId, StoreError, StoredEvent, TriggerId, stored_unit_name,
+    CaptureId, Event, HostShare, Kind, LatencyKind, LatencyPoint, LatencyQuery, LatencySeries, Point,
+    Profile, ProfileQuery, Query, SamplePoint, Series, SeriesQuery, StackId, StoreError, StoredEvent,
+    TriggerId, stored_unit_name,
 };
 use rustc_hash::FxHashMap;
 
@@ -415,6 +416,73 @@ impl Query for Reader {
 
     fn series(&self, q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError> {
         self.series_many(&[q.name], q)
+    }
+
+    fn latency(&self, q: &LatencyQuery<'_>) -> Result<Vec<LatencySeries>, StoreError> {
+        let mut w = format!(
+            "kind = {} AND time_ns >= {} AND time_ns < {} AND day >= toDate({}) AND day <= toDate({})",
+            q.kind.code(),
+            q.from_ns,
+            q.to_ns,
+            day_of(q.from_ns),
+            day_of(q.to_ns.saturating_sub(1))
+        );
+        if let Some(l) = q.label {
+            w.push_str(&format!(" AND label = {}", lit(l)));
+        }
+        w.push_str(&host_filter(q.host, None));
+        let data = self.select(&format!(
+            "SELECT host, label, time_ns, slow, max_ns, sum_ns, buckets FROM {} WHERE {w} \
+             ORDER BY host, label, time_ns",
+            self.t("latency")
+        ))?;
+        let mut r = Rows::new(&data);
+        let mut out: Vec<LatencySeries> = Vec::new();
+        while !r.done() {
+            let m = |e| self.malformed(e);
+            let (host, label) = (r.string().map_err(m)?, r.string().map_err(m)?);
+            let (time_ns, slow, max_ns, sum_ns) =
+                (r.i64().map_err(m)?, r.u64().map_err(m)?, r.u64().map_err(m)?, r.u64().map_err(m)?);
+            let mut histogram = kflame::latency::Histogram { max_ns, sum_ns, ..Default::default() };
+            let buckets = r.bytes().map_err(m)?;
+            if schema::decode_buckets(buckets, &mut histogram.counts).is_none() {
+                return Err(StoreError::Corrupt {
+                    store: self.loc.to_string(),
+                    detail: format!("latency buckets of {host} {label} at {time_ns} cannot be read"),
+                });
+            }
+            let point = LatencyPoint { time_ns, histogram, slow };
+            match out.last_mut() {
+                Some(s) if s.host == host && s.label == label => s.points.push(point),
+                _ => out.push(LatencySeries { host, kind: q.kind, label, points: vec![point] }),
+            }
+        }
+        Ok(out)
+    }
+
+    fn latency_labels(
+        &self,
+        host: Option<&str>,
+        from_ns: i64,
+        to_ns: i64,
+    ) -> Result<Vec<(LatencyKind, String)>, StoreError> {
+        let data = self.select(&format!(
+            "SELECT DISTINCT kind, label FROM {} WHERE time_ns >= {from_ns} AND time_ns < {to_ns}{} \
+             ORDER BY kind, label",
+            self.t("latency"),
+            host_filter(host, None)
+        ))?;
+        let mut r = Rows::new(&data);
+        let mut out = Vec::new();
+        while !r.done() {
+            let m = |e| self.malformed(e);
+            let code = r.u8().map_err(m)?;
+            let label = r.string().map_err(m)?;
+            if let Some(k) = LatencyKind::from_code(code) {
+                out.push((k, label));
+            }
+        }
+        Ok(out)
     }
 
     fn series_many(&self, names: &[&str], q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError> {

@@ -235,7 +235,8 @@ pub mod fleet {
     use kflame::events::{EventKind, EventRecord, Frames};
     use kflame::fold::{Meta, Unit, Weight};
     use kflame_store_api::{
-        Bucket, CaptureStart, Kind, Metric, Sample, Store, StoreError, StoredReport, TriggerFired,
+        Bucket, CaptureStart, Kind, LatencyKind, LatencyRow, Metric, Sample, Store, StoreError, StoredReport,
+        TriggerFired,
     };
 
     const SEC: i64 = 1_000_000_000;
@@ -376,6 +377,23 @@ pub mod fleet {
                 Metric { name: "psi.io.some", label: "", value: 0.25 * h as f64 },
             ];
             store.append_metrics(host, t0 + s * SEC, &m)?;
+            let mut write = kflame::latency::Histogram::default();
+            for i in 0..(s as u64 % 7 + 1) {
+                write.record(1_000 * (i + 1) * (h as u64 + 1) + s as u64 * 10_000);
+            }
+            let mut cpu0 = kflame::latency::Histogram::default();
+            cpu0.record(2_000_000 + s as u64);
+            let rows = [
+                LatencyRow { kind: LatencyKind::Syscall, label: "", histogram: &write, slow: s as u64 % 3 },
+                LatencyRow {
+                    kind: LatencyKind::Syscall,
+                    label: "write",
+                    histogram: &write,
+                    slow: s as u64 % 3,
+                },
+                LatencyRow { kind: LatencyKind::Runq, label: "cpu0", histogram: &cpu0, slow: 0 },
+            ];
+            store.append_latency(host, t0 + s * SEC + 999_000_000, &rows)?;
         }
         let meta = Meta { unit: Unit::Samples, event: Some("cpu-clock".into()) };
         let samples = host_samples(h, t0, seconds, 19, 2, stacks);

@@ -189,6 +189,63 @@ pub const REPORTS: Table = Table {
     shard_by: "cityHash64(host)",
 };
 
+/// Latency histograms, one row per second, family and label: `buckets` holds the non-empty
+/// buckets of `kflame::latency` as (u8 bucket, LEB128 count) pairs.
+pub const LATENCY: Table = Table {
+    name: "latency",
+    columns: &[
+        ("day", "Date"),
+        ("host", "String"),
+        ("time_ns", "Int64"),
+        ("kind", "UInt8"),
+        ("label", "String"),
+        ("slow", "UInt64"),
+        ("max_ns", "UInt64"),
+        ("sum_ns", "UInt64"),
+        ("buckets", "String"),
+    ],
+    order_by: "kind, label, host, time_ns",
+    engine: "MergeTree",
+    shard_by: "cityHash64(host)",
+};
+
+/// The non-empty buckets of a histogram as `LATENCY`'s `buckets` holds them.
+pub fn encode_buckets(counts: &[u64]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (slot, &c) in counts.iter().enumerate().filter(|(_, c)| **c > 0) {
+        out.push(slot as u8);
+        let mut v = c;
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+    out
+}
+
+/// [`encode_buckets`] read back into `counts`; `None` for bytes it did not write.
+pub fn decode_buckets(mut data: &[u8], counts: &mut [u64]) -> Option<()> {
+    while let Some((&slot, rest)) = data.split_first() {
+        let (mut v, mut shift, mut at) = (0u64, 0u32, 0usize);
+        loop {
+            let b = *rest.get(at)?;
+            at += 1;
+            v |= u64::from(b & 0x7f).checked_shl(shift)?;
+            if b < 0x80 {
+                break;
+            }
+            shift += 7;
+            if shift > 63 {
+                return None;
+            }
+        }
+        *counts.get_mut(slot as usize)? += v;
+        data = &rest[at..];
+    }
+    Some(())
+}
+
 /// Hosts as they start writing (and once a day): their labels (`key=value,...`).
 pub const HOSTS: Table = Table {
     name: "hosts",
@@ -255,7 +312,7 @@ pub const HOST_STACKS_1H: Table = Table {
 
 /// Every table, in the order a writer sends its batches: stacks before the samples that
 /// name them, samples before the bucket row that counts them.
-pub const TABLES: [&Table; 12] = [
+pub const TABLES: [&Table; 13] = [
     &STACKS,
     &HOSTS,
     &SAMPLES,
@@ -266,6 +323,7 @@ pub const TABLES: [&Table; 12] = [
     &CAPTURE_ENDS,
     &EVENTS,
     &REPORTS,
+    &LATENCY,
     &SAMPLES_10M,
     &HOST_STACKS_1H,
 ];

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use kflame::events::EventRecord;
 use kflame::fold::Weight;
 use kflame_store_api::{
-    Bucket, CaptureId, CaptureStart, Maintenance, Metric, Policy, Store, StoreError, StoredReport,
-    TriggerFired, TriggerId, stored_metric_value, stored_unit_name,
+    Bucket, CaptureId, CaptureStart, LatencyRow, Maintenance, Metric, Policy, Store, StoreError,
+    StoredReport, TriggerFired, TriggerId, stored_metric_value, stored_unit_name,
 };
 use rustc_hash::{FxHashMap, FxHashSet};
 use xxhash_rust::xxh3::xxh3_64;
@@ -654,6 +654,33 @@ impl Store for Writer {
         b.str(r.title);
         b.str(r.stack);
         b.str(r.text);
+        self.commit(mark, false)
+    }
+
+    fn append_latency(
+        &mut self,
+        host: &str,
+        time_ns: i64,
+        rows: &[LatencyRow<'_>],
+    ) -> Result<(), StoreError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let mark = self.mark();
+        let day = day_of(time_ns);
+        self.host_row(host, day, time_ns);
+        let b = self.buf(t("latency"));
+        for r in rows {
+            b.u16(day);
+            b.str(host);
+            b.i64(time_ns);
+            b.u8(r.kind.code());
+            b.str(r.label);
+            b.u64(r.slow);
+            b.u64(r.histogram.max_ns);
+            b.u64(r.histogram.sum_ns);
+            b.bytes(&schema::encode_buckets(&r.histogram.counts));
+        }
         self.commit(mark, false)
     }
 

@@ -12,8 +12,8 @@ use kflame_clickhouse::rig::Rig;
 use kflame_clickhouse::rig::fleet::{self, OwnedSample};
 use kflame_clickhouse::{InitOptions, Location, Reader, Writer, WriterOptions, schema};
 use kflame_store::{
-    Bucket, Event, Kind, Metric, OpenMode, ProfileQuery, Query, Sample, SeriesQuery, Sqlite, Store,
-    StoreError,
+    Bucket, Event, Kind, LatencyKind, LatencyQuery, Metric, OpenMode, ProfileQuery, Query, Sample,
+    SeriesQuery, Sqlite, Store, StoreError,
 };
 
 const T0: i64 = 1_764_000_000_000_000_000;
@@ -79,6 +79,20 @@ fn without_ids(mut evs: Vec<Event>) -> Vec<Event> {
 /// Every answer of the ClickHouse reader equals the SQLite store's on the same writes.
 fn compare(ch: &dyn Query, db: &dyn Query) {
     assert_eq!(ch.hosts().unwrap(), db.hosts().unwrap());
+    // Latency histograms: the same series, points and labels, over a range and within it.
+    for (from, to) in [(T0, T0 + 3600 * SEC), (T0 + 3 * SEC, T0 + 17 * SEC)] {
+        for (kind, label, host) in [
+            (LatencyKind::Syscall, Some("write"), None),
+            (LatencyKind::Syscall, None, Some("web1")),
+            (LatencyKind::Runq, None, None),
+        ] {
+            let q = LatencyQuery { kind, label, host, from_ns: from, to_ns: to };
+            let (a, b) = (ch.latency(&q).unwrap(), db.latency(&q).unwrap());
+            assert!(!b.is_empty() && b.iter().all(|s| !s.points.is_empty()), "{q:?}");
+            assert_eq!(a, b, "{q:?}");
+        }
+        assert_eq!(ch.latency_labels(None, from, to).unwrap(), db.latency_labels(None, from, to).unwrap());
+    }
     let (lo, hi) = db.time_bounds().unwrap().unwrap();
     let (clo, chi) = ch.time_bounds().unwrap().unwrap();
     assert_eq!(clo, lo);

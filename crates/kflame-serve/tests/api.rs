@@ -753,6 +753,20 @@ impl kflame_store::Query for Labelled {
     fn metric_names(&self, host: Option<&str>) -> Result<Vec<(String, String)>, kflame_store::StoreError> {
         self.db().metric_names(host)
     }
+    fn latency(
+        &self,
+        q: &kflame_store::LatencyQuery<'_>,
+    ) -> Result<Vec<kflame_store::LatencySeries>, kflame_store::StoreError> {
+        self.db().latency(q)
+    }
+    fn latency_labels(
+        &self,
+        host: Option<&str>,
+        from_ns: i64,
+        to_ns: i64,
+    ) -> Result<Vec<(kflame_store::LatencyKind, String)>, kflame_store::StoreError> {
+        self.db().latency_labels(host, from_ns, to_ns)
+    }
     fn events(
         &self,
         from_ns: i64,

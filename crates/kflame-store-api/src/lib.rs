@@ -22,7 +22,9 @@ use std::str::FromStr;
 use kflame::events::EventRecord;
 use kflame::fold::tree::StackTree;
 use kflame::fold::{Meta, Stacks, Unit, Weight};
+pub use kflame::latency::{Histogram, LatencyKind};
 
+pub mod heatmap;
 pub mod metrics;
 pub mod time;
 
@@ -393,6 +395,9 @@ pub trait Store: Send {
     fn append_events(&mut self, capture: CaptureId, events: &[EventRecord<'_>]) -> Result<(), StoreError>;
     /// A kernel report.
     fn append_report(&mut self, r: &StoredReport<'_>) -> Result<(), StoreError>;
+    /// Latency histograms of one host read at one time (the end of their second).
+    fn append_latency(&mut self, host: &str, time_ns: i64, rows: &[LatencyRow<'_>])
+    -> Result<(), StoreError>;
     /// Writes what is buffered (metric blocks in progress). Also done on drop.
     fn flush(&mut self) -> Result<(), StoreError>;
     /// Retention, downsampling, disk budget; cheap to call every minute; never blocks
@@ -426,6 +431,14 @@ impl<S: Store + ?Sized> Store for Box<S> {
     }
     fn append_report(&mut self, r: &StoredReport<'_>) -> Result<(), StoreError> {
         (**self).append_report(r)
+    }
+    fn append_latency(
+        &mut self,
+        host: &str,
+        time_ns: i64,
+        rows: &[LatencyRow<'_>],
+    ) -> Result<(), StoreError> {
+        (**self).append_latency(host, time_ns, rows)
     }
     fn flush(&mut self) -> Result<(), StoreError> {
         (**self).flush()
@@ -468,6 +481,17 @@ macro_rules! delegate_query {
             }
             fn series(&self, q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError> {
                 (**self).series(q)
+            }
+            fn latency(&self, q: &LatencyQuery<'_>) -> Result<Vec<LatencySeries>, StoreError> {
+                (**self).latency(q)
+            }
+            fn latency_labels(
+                &self,
+                host: Option<&str>,
+                from_ns: i64,
+                to_ns: i64,
+            ) -> Result<Vec<(LatencyKind, String)>, StoreError> {
+                (**self).latency_labels(host, from_ns, to_ns)
             }
             fn series_many(&self, names: &[&str], q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError> {
                 (**self).series_many(names, q)
@@ -685,6 +709,60 @@ pub struct Series {
     pub points: Vec<Point>,
 }
 
+/// One label's latency histogram of one second, as the watcher writes it
+/// ([`Store::append_latency`]).
+#[derive(Clone, Copy, Debug)]
+pub struct LatencyRow<'a> {
+    /// The family (`syscall`, `bio`, `runq`, `offcpu`, `lock`).
+    pub kind: LatencyKind,
+    /// `""` for the total of the family, else the call, disk, CPU, state or lock kind
+    /// (`other`: the labels past the busiest).
+    pub label: &'a str,
+    /// The latencies counted.
+    pub histogram: &'a Histogram,
+    /// Events over the family's outlier threshold.
+    pub slow: u64,
+}
+
+/// Which latency histograms to read.
+#[derive(Clone, Copy, Debug)]
+pub struct LatencyQuery<'a> {
+    /// The family.
+    pub kind: LatencyKind,
+    /// The label (`""`: the family's total); `None`: every label.
+    pub label: Option<&'a str>,
+    /// Only this host.
+    pub host: Option<&'a str>,
+    /// Start (inclusive), UTC ns.
+    pub from_ns: i64,
+    /// End (exclusive), UTC ns.
+    pub to_ns: i64,
+}
+
+/// One stored latency histogram.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LatencyPoint {
+    /// When it was read (the end of its second), UTC ns.
+    pub time_ns: i64,
+    /// The latencies of the second.
+    pub histogram: Histogram,
+    /// Events over the outlier threshold.
+    pub slow: u64,
+}
+
+/// The latency histograms of one host and label over a range.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LatencySeries {
+    /// Host name.
+    pub host: String,
+    /// The family.
+    pub kind: LatencyKind,
+    /// The label.
+    pub label: String,
+    /// Points in time order.
+    pub points: Vec<LatencyPoint>,
+}
+
 /// Something that happened: a trigger, a capture, a kernel report.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
@@ -818,6 +896,15 @@ pub trait Query {
     }
     /// Metric series of a range.
     fn series(&self, q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError>;
+    /// Latency histograms of a range, one series per host and label, points in time order.
+    fn latency(&self, q: &LatencyQuery<'_>) -> Result<Vec<LatencySeries>, StoreError>;
+    /// The families and labels that have latency histograms in a range, sorted.
+    fn latency_labels(
+        &self,
+        host: Option<&str>,
+        from_ns: i64,
+        to_ns: i64,
+    ) -> Result<Vec<(LatencyKind, String)>, StoreError>;
     /// The series of several names over one range (`q.name` ignored), in the order of
     /// `names`: what a chart of several metrics asks, read once where a backend can.
     fn series_many(&self, names: &[&str], q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError> {

@@ -20,6 +20,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("store_chunks", store_chunks),
     ("store_rans", store_rans),
     ("store_metrics", store_metrics),
+    ("store_latency", store_latency),
 ];
 
 /// When a bucket starts in the seeds (any time does: times are offsets from it).
@@ -145,4 +146,14 @@ pub fn store_metrics(data: &[u8]) {
             assert!(same, "series {id}: {} values whole, {} alone", whole.len(), part.len());
         }
     }
+}
+
+/// A latency row (`latency_spans.data`): decoded, written again and decoded again, it holds
+/// the same histograms (times kept to the millisecond, rows in time order).
+pub fn store_latency(data: &[u8]) {
+    let Ok(first) = crate::latency::Block::decode(data, START) else { return };
+    let second = crate::latency::Block::decode(&first.encode(START), START).expect("a written row decodes");
+    assert_eq!(second.len(), first.len(), "rows");
+    let third = crate::latency::Block::decode(&second.encode(START), START).expect("a written row decodes");
+    assert_eq!(second, third);
 }

@@ -17,6 +17,7 @@ mod codec;
 mod db;
 #[doc(hidden)]
 pub mod fuzzing;
+mod latency;
 mod maintain;
 mod rans;
 mod sqlite;

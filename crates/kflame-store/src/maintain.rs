@@ -69,6 +69,7 @@ fn delete_before(db: &mut Sqlite, cutoff: i64) -> Result<u64, StoreError> {
         "DELETE FROM buckets WHERE id IN (SELECT id FROM buckets WHERE end_ns <= ?1 LIMIT ?2)",
         "DELETE FROM metric_blocks WHERE rowid IN (SELECT rowid FROM metric_blocks WHERE end_ns <= ?1 LIMIT ?2)",
         "DELETE FROM metric_spans WHERE id IN (SELECT id FROM metric_spans WHERE end_ns <= ?1 LIMIT ?2)",
+        "DELETE FROM latency_spans WHERE id IN (SELECT id FROM latency_spans WHERE end_ns <= ?1 LIMIT ?2)",
         "DELETE FROM triggers WHERE id IN (SELECT id FROM triggers WHERE time_ns < ?1 LIMIT ?2)",
         "DELETE FROM reports WHERE id IN (SELECT id FROM reports WHERE time_ns < ?1 LIMIT ?2)",
         "DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE time_ns < ?1 LIMIT ?2)",
@@ -76,8 +77,9 @@ fn delete_before(db: &mut Sqlite, cutoff: i64) -> Result<u64, StoreError> {
     ];
     let mut total = 0u64;
     let spans = has_spans(db.conn()).map_err(|e| db.err(e))?;
+    let latency = crate::latency::has_latency(db.conn()).map_err(|e| db.err(e))?;
     for sql in statements {
-        if sql.contains("metric_spans") && !spans {
+        if (sql.contains("metric_spans") && !spans) || (sql.contains("latency_spans") && !latency) {
             continue;
         }
         // metric_blocks was WITHOUT ROWID before schema 3: delete by its key, either way.

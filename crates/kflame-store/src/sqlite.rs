@@ -18,9 +18,10 @@ use crate::codec;
 use crate::db::{self, MAX_BUCKET_NS, TIME_UNIT_NS, has_spans, map_err};
 use crate::summary::{self, Piece, SeriesCache};
 use crate::{
-    Bucket, CaptureId, CaptureStart, Event, Kind, Maintenance, Metric, Point, Policy, Profile, ProfileQuery,
-    ProfileTree, Query, SamplePoint, Series, SeriesQuery, StackId, Store, StoreError, StoredEvent,
-    StoredReport, TriggerFired, TriggerId, stored_metric_value,
+    Bucket, CaptureId, CaptureStart, Event, Kind, LatencyKind, LatencyQuery, LatencyRow, LatencySeries,
+    Maintenance, Metric, Point, Policy, Profile, ProfileQuery, ProfileTree, Query, SamplePoint, Series,
+    SeriesQuery, StackId, Store, StoreError, StoredEvent, StoredReport, TriggerFired, TriggerId,
+    stored_metric_value,
 };
 
 /// `PRAGMA application_id` of a kflame history database ("kflm").
@@ -98,6 +99,11 @@ const MIGRATIONS: &[&str] = &[
      DROP INDEX stacks_hash;
      CREATE TABLE stack_chunks(id INTEGER PRIMARY KEY, count INTEGER NOT NULL, data BLOB NOT NULL);
      CREATE TABLE frame_chunks(id INTEGER PRIMARY KEY, count INTEGER NOT NULL, data BLOB NOT NULL);",
+    // 6: latency histograms, one row per host and block of time, every family and label of
+    // the block in it (see `latency.rs`).
+    "CREATE TABLE latency_spans(id INTEGER PRIMARY KEY, host INTEGER NOT NULL,
+         start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, data BLOB NOT NULL);
+     CREATE UNIQUE INDEX latency_spans_host ON latency_spans(host, start_ns);",
 ];
 
 /// The newest schema version this build writes and reads.
@@ -354,6 +360,8 @@ pub struct Sqlite {
     held: Vec<HeldReading>,
     /// Metric values dropped unwritten (more than [`MAX_UNWRITTEN_VALUES`] waited).
     dropped_values: u64,
+    /// Latency histograms not yet written, by block (start, host id), oldest first.
+    latency: BTreeMap<BlockKey, crate::latency::Block>,
     metric_block_ns: i64,
     /// Hours whose buckets compaction found nothing to merge in (host, kind, capture, unit,
     /// event, hour): not tried again by this writer.
@@ -717,6 +725,7 @@ impl Sqlite {
             mode,
             caches: Caches::default(),
             pending: BTreeMap::new(),
+            latency: BTreeMap::new(),
             held: Vec::new(),
             dropped_values: 0,
             metric_block_ns: 60_000_000_000,
@@ -858,6 +867,24 @@ impl Sqlite {
                 Err(map_err(&self.path, err))
             }
         }
+    }
+
+    /// Writes the latency blocks of `keys`, one transaction each, oldest first; what is not
+    /// written (a full disk) stays.
+    fn write_latency(&mut self, mut keys: Vec<BlockKey>) -> Result<(), StoreError> {
+        keys.sort_unstable();
+        let block_ns = self.metric_block_ns;
+        for key in keys {
+            let Some(block) = self.latency.get(&key) else { continue };
+            let r = (|| {
+                let tx = self.conn.unchecked_transaction()?;
+                crate::latency::write(&tx, key.1, key.0, key.0 + block_ns, block)?;
+                tx.commit()
+            })();
+            r.map_err(|e| map_err(&self.path, e))?;
+            self.latency.remove(&key);
+        }
+        Ok(())
     }
 
     /// Writes the pending blocks of `keys`, one transaction each, oldest first: after a
@@ -1965,10 +1992,38 @@ impl Store for Sqlite {
         })
     }
 
+    fn append_latency(
+        &mut self,
+        host: &str,
+        time_ns: i64,
+        rows: &[LatencyRow<'_>],
+    ) -> Result<(), StoreError> {
+        self.writable()?;
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let host_id = self.write(|conn, c| host_id(conn, c, host))?;
+        let block = time_ns - time_ns.rem_euclid(self.metric_block_ns);
+        self.latency.entry((block, host_id)).or_default().push(time_ns, rows);
+        // Histograms waiting for room (a full disk) are bounded: the oldest blocks go first.
+        while self.latency.values().map(crate::latency::Block::len).sum::<usize>() > MAX_UNWRITTEN_VALUES {
+            self.latency.pop_first();
+        }
+        let done: Vec<BlockKey> = self
+            .latency
+            .keys()
+            .filter(|(start, _)| start + self.metric_block_ns <= time_ns)
+            .copied()
+            .collect();
+        self.write_latency(done)
+    }
+
     fn flush(&mut self) -> Result<(), StoreError> {
         self.buffer_held()?;
         let keys: Vec<BlockKey> = self.pending.keys().copied().collect();
-        self.write_blocks(keys)
+        self.write_blocks(keys)?;
+        let keys: Vec<BlockKey> = self.latency.keys().copied().collect();
+        self.write_latency(keys)
     }
 
     fn maintain(&mut self, policy: &Policy) -> Result<Maintenance, StoreError> {
@@ -1988,8 +2043,30 @@ impl Store for Sqlite {
 
 impl Drop for Sqlite {
     fn drop(&mut self) {
-        if self.mode == OpenMode::Write && !(self.pending.is_empty() && self.held.is_empty()) {
+        if self.mode == OpenMode::Write
+            && !(self.pending.is_empty() && self.held.is_empty() && self.latency.is_empty())
+        {
             let _ = self.flush();
+        }
+    }
+}
+
+impl Sqlite {
+    /// Every host's (id, name).
+    fn host_names(&self) -> Result<Vec<(i64, String)>, StoreError> {
+        let e = |err| map_err(&self.path, err);
+        let mut st = self.conn.prepare_cached("SELECT id, name FROM hosts").map_err(e)?;
+        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(e)?;
+        rows.collect::<Result<_, _>>().map_err(e)
+    }
+
+    fn latency_err(&self, e: crate::latency::ReadError) -> StoreError {
+        match e {
+            crate::latency::ReadError::Sql(e) => map_err(&self.path, e),
+            crate::latency::ReadError::Corrupt(detail) => StoreError::Corrupt {
+                store: self.path.display().to_string(),
+                detail: format!("a stored latency row cannot be read: {detail}"),
+            },
         }
     }
 }
@@ -2126,6 +2203,46 @@ impl Query for Sqlite {
 
     fn series(&self, q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError> {
         self.series_many(&[q.name], q)
+    }
+
+    fn latency(&self, q: &LatencyQuery<'_>) -> Result<Vec<LatencySeries>, StoreError> {
+        let tx = self.conn.unchecked_transaction().map_err(|e| map_err(&self.path, e))?;
+        let names = self.host_names()?;
+        let host = match q.host {
+            None => None,
+            Some(h) => match names.iter().find(|(_, n)| n == h) {
+                Some((id, _)) => Some(*id),
+                None => return Ok(Vec::new()),
+            },
+        };
+        let found = crate::latency::read(&tx, host, q.kind, q.label, q.from_ns, q.to_ns)
+            .map_err(|e| self.latency_err(e))?;
+        Ok(found
+            .into_iter()
+            .map(|((h, label), points)| LatencySeries {
+                host: names.iter().find(|(id, _)| *id == h).map(|(_, n)| n.clone()).unwrap_or_default(),
+                kind: q.kind,
+                label,
+                points,
+            })
+            .collect())
+    }
+
+    fn latency_labels(
+        &self,
+        host: Option<&str>,
+        from_ns: i64,
+        to_ns: i64,
+    ) -> Result<Vec<(LatencyKind, String)>, StoreError> {
+        let names = self.host_names()?;
+        let host = match host {
+            None => None,
+            Some(h) => match names.iter().find(|(_, n)| n == h) {
+                Some((id, _)) => Some(*id),
+                None => return Ok(Vec::new()),
+            },
+        };
+        crate::latency::labels(&self.conn, host, from_ns, to_ns).map_err(|e| self.latency_err(e))
     }
 
     fn series_many(&self, names: &[&str], q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError> {

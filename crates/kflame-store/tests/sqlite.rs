@@ -233,6 +233,20 @@ impl Query for TextsOnly<'_> {
     fn metric_names(&self, host: Option<&str>) -> Result<Vec<(String, String)>, StoreError> {
         self.0.metric_names(host)
     }
+    fn latency(
+        &self,
+        q: &kflame_store::LatencyQuery<'_>,
+    ) -> Result<Vec<kflame_store::LatencySeries>, StoreError> {
+        self.0.latency(q)
+    }
+    fn latency_labels(
+        &self,
+        host: Option<&str>,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<(kflame_store::LatencyKind, String)>, StoreError> {
+        self.0.latency_labels(host, from, to)
+    }
     fn events(&self, from: i64, to: i64, host: Option<&str>) -> Result<Vec<kflame_store::Event>, StoreError> {
         self.0.events(from, to, host)
     }
@@ -1094,4 +1108,153 @@ fn a_missing_table_or_a_bad_version_is_named_and_nothing_is_written() {
     // The undamaged copy still opens both ways.
     drop(Sqlite::open(&good, OpenMode::Write).unwrap());
     drop(Sqlite::open(&good, OpenMode::Read).unwrap());
+}
+
+/// Histograms of `ms` latencies each.
+fn hist(ms: &[u64]) -> kflame::latency::Histogram {
+    let mut h = kflame::latency::Histogram::default();
+    for &m in ms {
+        h.record(m * 1_000_000);
+    }
+    h
+}
+
+/// Latency histograms are stored per host and block, read back per label in time order
+/// (exact buckets, max, sum, slow), listed by label, kept apart by host; a block in progress
+/// is written by `flush` (and on drop); retention deletes them with the rest.
+#[test]
+fn latency_histograms_round_trip_and_expire() {
+    use kflame_store::{LatencyKind, LatencyQuery, LatencyRow};
+    let d = dir("latency");
+    let path = d.join("h.db");
+    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    db.set_metric_block(10 * SEC);
+    let (writes, reads, cpu0) = (hist(&[1, 2, 40]), hist(&[1]), hist(&[3]));
+    for i in 0..25 {
+        let rows = [
+            LatencyRow { kind: LatencyKind::Syscall, label: "", histogram: &writes, slow: 1 },
+            LatencyRow { kind: LatencyKind::Syscall, label: "write", histogram: &writes, slow: 1 },
+            LatencyRow { kind: LatencyKind::Syscall, label: "read", histogram: &reads, slow: 0 },
+            LatencyRow { kind: LatencyKind::Runq, label: "cpu0", histogram: &cpu0, slow: 0 },
+        ];
+        db.append_latency("web1", T0 + i * SEC + 999_000_000, &rows).unwrap();
+    }
+    db.append_latency(
+        "web2",
+        T0 + SEC,
+        &[LatencyRow { kind: LatencyKind::Syscall, label: "write", histogram: &reads, slow: 0 }],
+    )
+    .unwrap();
+    let q = LatencyQuery {
+        kind: LatencyKind::Syscall,
+        label: Some("write"),
+        host: Some("web1"),
+        from_ns: T0,
+        to_ns: T0 + 3600 * SEC,
+    };
+    // Two whole blocks written as the third began; the third waits for its end or a flush.
+    let before = db.latency(&q).unwrap();
+    assert_eq!(before.len(), 1);
+    assert_eq!(before[0].points.len(), 20);
+    db.flush().unwrap();
+    let all = db.latency(&q).unwrap();
+    assert_eq!(all[0].points.len(), 25);
+    assert_eq!(all[0].host, "web1");
+    assert!(all[0].points.windows(2).all(|w| w[0].time_ns < w[1].time_ns));
+    assert_eq!(all[0].points[3].time_ns, T0 + 3 * SEC + 999_000_000);
+    assert_eq!(all[0].points[3].histogram, writes);
+    assert_eq!(all[0].points[3].slow, 1);
+    let every_host = db.latency(&LatencyQuery { host: None, ..q }).unwrap();
+    assert_eq!(every_host.iter().map(|s| s.host.as_str()).collect::<Vec<_>>(), ["web1", "web2"]);
+    let every_label = db.latency(&LatencyQuery { label: None, ..q }).unwrap();
+    let labels: Vec<&str> = every_label.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(labels, ["", "read", "write"]);
+    let runq = db.latency(&LatencyQuery { kind: LatencyKind::Runq, label: None, ..q }).unwrap();
+    assert_eq!((runq.len(), runq[0].label.as_str(), runq[0].points.len()), (1, "cpu0", 25));
+    // A range inside a block: its seconds only.
+    let part = db.latency(&LatencyQuery { from_ns: T0 + 12 * SEC, to_ns: T0 + 15 * SEC, ..q }).unwrap();
+    assert_eq!(part[0].points.len(), 3);
+    let listed = db.latency_labels(Some("web1"), T0, T0 + 3600 * SEC).unwrap();
+    assert_eq!(
+        listed,
+        [
+            (LatencyKind::Syscall, String::new()),
+            (LatencyKind::Syscall, "read".into()),
+            (LatencyKind::Syscall, "write".into()),
+            (LatencyKind::Runq, "cpu0".into()),
+        ]
+    );
+    // A reader sees what was written.
+    let r = Sqlite::open(&path, OpenMode::Read).unwrap();
+    assert_eq!(r.latency(&q).unwrap(), all);
+    drop(r);
+    let m = db
+        .maintain(&kflame_store::Policy {
+            retain_ns: Some(10 * SEC),
+            ..kflame_store::Policy::new(T0 + 40 * SEC)
+        })
+        .unwrap();
+    assert!(m.expired_rows >= 2, "{m:?}");
+    assert!(db.latency(&q).unwrap().is_empty(), "every block ended more than 10 s before");
+}
+
+/// A file of the schema before latency histograms (5) is migrated in place: its metrics and
+/// buckets stay, and histograms are taken and read back.
+#[test]
+fn a_schema_5_file_takes_latency_histograms_after_migration() {
+    use kflame_store::{LatencyKind, LatencyQuery, LatencyRow};
+    let d = dir("migrate-latency");
+    let path = d.join("h.db");
+    let samples = generate(30);
+    {
+        let mut db = Sqlite::open_at_version(&path, 5).unwrap();
+        assert_eq!(db.schema_version().unwrap(), 5);
+        write_buckets(&mut db, &samples, 10 * SEC, "web1", &Meta::with_unit(Unit::Samples));
+        for i in 0..30i64 {
+            db.append_metrics("web1", T0 + i * SEC, &[Metric { name: "load1", label: "", value: 1.5 }])
+                .unwrap();
+        }
+        // A reader of this schema finds no histograms, and no error.
+        let q = LatencyQuery {
+            kind: LatencyKind::Syscall,
+            label: None,
+            host: None,
+            from_ns: T0,
+            to_ns: T0 + 60 * SEC,
+        };
+        assert!(db.latency(&q).unwrap().is_empty());
+    }
+    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    assert_eq!(db.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(SCHEMA_VERSION, 6);
+    assert_eq!(
+        got(&db, &ProfileQuery::new(Kind::Cpu, T0, T0 + 30 * SEC)),
+        expected(&samples, T0, T0 + 30 * SEC, None)
+    );
+    let h = hist(&[5, 7]);
+    db.append_latency(
+        "web1",
+        T0 + 31 * SEC,
+        &[LatencyRow { kind: LatencyKind::Bio, label: "vda", histogram: &h, slow: 0 }],
+    )
+    .unwrap();
+    db.flush().unwrap();
+    let q = LatencyQuery {
+        kind: LatencyKind::Bio,
+        label: Some("vda"),
+        host: None,
+        from_ns: T0,
+        to_ns: T0 + 60 * SEC,
+    };
+    let got_h = db.latency(&q).unwrap();
+    assert_eq!(got_h[0].points[0].histogram, h);
+    let load = kflame_store::SeriesQuery {
+        name: "load1",
+        label: Some(""),
+        host: None,
+        from_ns: T0,
+        to_ns: T0 + 60 * SEC,
+        points: None,
+    };
+    assert_eq!(db.series(&load).unwrap()[0].points.len(), 30);
 }

@@ -16,8 +16,8 @@ use crate::kmsg::{Follower, KernelReport};
 use crate::metrics::{Options, Reading, Sampler, Tap};
 use crate::rules::{CaptureKind, Evaluator, Fired, Held};
 use crate::store::{
-    Bucket, CaptureId, CaptureStart, Kind, Metric, Policy, Sample, Store, StoreError, StoredReport,
-    TriggerFired,
+    Bucket, CaptureId, CaptureStart, Kind, LatencyRow, Metric, Policy, Sample, Store, StoreError,
+    StoredReport, TriggerFired,
 };
 
 /// How the program running the watcher hears from it and steers it.
@@ -561,6 +561,16 @@ impl<S: Store> Watcher<S> {
             && let Err(e) = self.store.append_metrics(&self.settings.host, now, &metrics)
         {
             self.store_error("metrics", &e, control);
+        }
+        let histograms: Vec<LatencyRow<'_>> = reading
+            .histograms
+            .iter()
+            .map(|h| LatencyRow { kind: h.kind, label: &h.label, histogram: &h.histogram, slow: h.slow })
+            .collect();
+        if !histograms.is_empty()
+            && let Err(e) = self.store.append_latency(&self.settings.host, now, &histograms)
+        {
+            self.store_error("latency histograms", &e, control);
         }
         self.status.cpu = reading.get("cpu", "");
         self.status.mem_available = reading.get("mem.available", "");
