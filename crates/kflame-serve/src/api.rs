@@ -11,6 +11,8 @@
 //! | `/api/events?from&to[&host][&hosts]` | triggers, captures and kernel reports |
 //! | `/api/report?time=NS[&host]` | one kernel report: title, text and its stack as viewer data |
 //! | `/api/heatmap?kind&from&to[&row_ms=20\|auto][&hosts][&cgroup]` | samples per (second, offset in the second); `rate_hz`, the rate per CPU the samples show; `auto`: rows of at least two sampling periods |
+//! | `/api/latency?kind=syscall&label=write&from&to[&columns=300][&host][&hosts]` | a latency heat map: events per (column of time, bucket of latency) from the stored histograms of one family and label (`label=` empty: the family's total), the rows the buckets from the lowest to the highest used, with the range's count, slow count, largest latency, p50 and p99 |
+//! | `/api/latency/labels?from&to[&host]` | the families and labels with latency histograms in the range |
 //! | `/api/frame_hosts?frame=F&kind&from&to[&hosts][&cgroup]` | each host's weight in stacks holding frame `F`, its total and the share |
 //! | `/api/live` | server-sent events: the history's newest time and a version that changes with every write, every second (`--live`) |
 //!
@@ -118,6 +120,8 @@ pub(crate) fn routes() -> Router<Arc<App>> {
         .route("/events", get(events))
         .route("/report", get(report))
         .route("/heatmap", get(heatmap))
+        .route("/latency", get(latency))
+        .route("/latency/labels", get(latency_labels))
         .route("/frame_hosts", get(frame_hosts))
         .route("/live", get(live))
         .fallback(|| async { ApiError::not_found("no such API path; see /api/info and the README") })
@@ -967,6 +971,88 @@ async fn report(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
             let profile = viewer_answer(data, 1, tree.total(), json!({ "kind": "report" }));
             let answer = ReportAnswer { host, kind, stack, text, time: time_ns, title, profile };
             Ok(json_response(to_script_safe_string(&answer)))
+        })
+        .await
+}
+
+/// At most this many columns in a latency heat map.
+pub const LATENCY_MAX_COLUMNS: usize = 4000;
+
+/// The latency family of `kind=`.
+fn latency_kind(args: &HashMap<String, String>) -> Result<kflame_store::LatencyKind> {
+    let k = args.get("kind").map_or("syscall", String::as_str);
+    kflame_store::LatencyKind::from_name(k)
+        .ok_or_else(|| ApiError::bad(format!("kind={k:?}: expected syscall, bio, runq, offcpu or lock")))
+}
+
+async fn latency(State(app): State<Arc<App>>, Params(args): Args) -> Result<Response> {
+    let kind = latency_kind(&args)?;
+    let columns = num_param::<usize>(&args, "columns", "a number of columns")?.unwrap_or(300);
+    if columns == 0 || columns > LATENCY_MAX_COLUMNS {
+        return Err(ApiError::bad(format!("columns: expected 1 to {LATENCY_MAX_COLUMNS}")));
+    }
+    app.db
+        .with(move |db| {
+            let (from, to) = range(db, &args, "from", "to")?;
+            let hosts = Hosts::of(&args);
+            let label = args.get("label").map_or("", String::as_str);
+            let q = kflame_store::LatencyQuery {
+                kind,
+                label: Some(label),
+                host: hosts.single(),
+                from_ns: from,
+                to_ns: to,
+            };
+            let t0 = Instant::now();
+            let found: Vec<kflame_store::LatencySeries> = db
+                .latency(&q)
+                .map_err(ApiError::store)?
+                .into_iter()
+                .filter(|s| hosts.matches(&s.host))
+                .collect();
+            let store = t0.elapsed();
+            let m = kflame_store::heatmap::heatmap(&found, from, to, columns);
+            let ms = |q: f64| m.summed.quantile(q).map(|ns| ns / 1e6);
+            let out = json!({
+                "kind": kind.as_str(),
+                "event": kind.event(),
+                "label": label,
+                "from": m.from_ns,
+                "to": m.to_ns,
+                "step_ns": m.step_ns,
+                "lower_ns": m.lower_ns,
+                "upper_ns": m.upper_ns,
+                "counts": m.counts,
+                "total": m.total,
+                "slow": m.slow,
+                "max_ms": m.max_ns as f64 / 1e6,
+                "p50_ms": ms(0.5),
+                "p99_ms": ms(0.99),
+                "hosts": found.iter().map(|s| s.host.as_str()).collect::<std::collections::BTreeSet<_>>(),
+            })
+            .to_string();
+            let timing =
+                format!("store;dur={:.1}, encode;dur={:.1}", self::ms(store), self::ms(t0.elapsed() - store));
+            let mut resp = json_response(out);
+            if let Ok(v) = HeaderValue::from_str(&timing) {
+                resp.headers_mut().insert("server-timing", v);
+            }
+            Ok(resp)
+        })
+        .await
+}
+
+async fn latency_labels(State(app): State<Arc<App>>, Params(args): Args) -> Result<Response> {
+    app.db
+        .with(move |db| {
+            let (from, to) = range(db, &args, "from", "to")?;
+            let hosts = Hosts::of(&args);
+            let labels = db.latency_labels(hosts.single(), from, to).map_err(ApiError::store)?;
+            let out: Vec<Value> = labels
+                .iter()
+                .map(|(k, l)| json!({ "kind": k.as_str(), "event": k.event(), "label": l }))
+                .collect();
+            Ok(json_response(json!({ "labels": out, "from": from, "to": to }).to_string()))
         })
         .await
 }

@@ -256,6 +256,54 @@ async fn a_heat_map_counts_each_sample_in_its_cell() {
     assert_eq!(parse_folded(&body), rect);
 }
 
+/// A latency heat map holds every stored event of its range in its cells (rows from the
+/// lowest bucket used to the highest), with the range's slow count, largest latency and
+/// percentiles; the labels are listed; a bad family is a 400.
+#[tokio::test]
+async fn a_latency_heat_map_counts_the_stored_histograms() {
+    let (_, _, app) = setup("latency", 60);
+    let uri = format!("/api/latency?kind=syscall&label=write&from={T0}&to={}&columns=6", T0 + 60 * SEC);
+    let v = json(&app, &uri).await;
+    let counts: Vec<Vec<u64>> = serde_json::from_value(v["counts"].clone()).unwrap();
+    assert_eq!(counts.len(), 6);
+    // Ten calls a second, and one of 50 ms every tenth second: one per column of 10 s.
+    assert!(counts.iter().all(|c| c.iter().sum::<u64>() == 101), "{counts:?}");
+    assert_eq!(v["total"], 606);
+    assert_eq!(v["slow"], 6);
+    assert_eq!(v["max_ms"], 50.0);
+    let (first, _) = history::latency_of(9);
+    let lower: Vec<u64> = serde_json::from_value(v["lower_ns"].clone()).unwrap();
+    let lowest = first.counts.iter().position(|&c| c > 0).unwrap();
+    assert_eq!(lower[0], kflame::latency::slot_lower(lowest));
+    assert_eq!(counts[0].last(), Some(&1), "the 50 ms call in the top row");
+    let p50 = v["p50_ms"].as_f64().unwrap();
+    assert!((0.008..0.014).contains(&p50), "{p50}");
+    // The family's total and another family.
+    let total = json(&app, &format!("/api/latency?kind=syscall&from={T0}&to={}", T0 + 60 * SEC)).await;
+    assert_eq!(total["total"], 606);
+    let runq = json(&app, &format!("/api/latency?kind=runq&label=cpu0&from={T0}&to={}", T0 + 60 * SEC)).await;
+    assert_eq!((runq["total"].as_u64(), runq["max_ms"].as_f64()), (Some(60), Some(1.0)));
+    let labels = json(&app, &format!("/api/latency/labels?from={T0}&to={}", T0 + 60 * SEC)).await;
+    let got: Vec<(String, String)> = labels["labels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["kind"].as_str().unwrap().to_string(), l["label"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("syscall".into(), String::new()),
+            ("syscall".into(), "write".into()),
+            ("runq".into(), "cpu0".into())
+        ]
+    );
+    let e = error(&app, &format!("/api/latency?kind=gpu&from={T0}&to={}", T0 + SEC), StatusCode::BAD_REQUEST)
+        .await;
+    assert!(e.contains("expected syscall, bio, runq, offcpu or lock"), "{e}");
+    error(&app, &format!("/api/latency?columns=0&from={T0}&to={}", T0 + SEC), StatusCode::BAD_REQUEST).await;
+}
+
 #[tokio::test]
 async fn series_keep_their_extremes_when_resampled() {
     let (_, _, app) = setup("series", 900);

@@ -10,8 +10,8 @@ use std::path::Path;
 
 use kflame::fold::{Meta, Unit, Weight};
 use kflame_store::{
-    Bucket, CaptureStart, Kind, Metric, OpenMode, Sample, Sqlite, Store, StoreError, StoredReport,
-    TriggerFired,
+    Bucket, CaptureStart, Histogram, Kind, LatencyKind, LatencyRow, Metric, OpenMode, Sample, Sqlite, Store,
+    StoreError, StoredReport, TriggerFired,
 };
 
 /// The history starts here (UTC ns): 2025-11-24T16:00:00Z.
@@ -106,6 +106,21 @@ pub fn metrics_of(s: i64) -> Vec<(String, String, f64)> {
     m
 }
 
+/// The latency histograms of second `s` of [`write`]: `write` calls (ten of 2 µs to 20 µs,
+/// and in every tenth second one of 50 ms) and CPU 0's run queue (one wait of 1 ms).
+pub fn latency_of(s: i64) -> (Histogram, Histogram) {
+    let mut write = Histogram::default();
+    for i in 0..10u64 {
+        write.record(2_000 * (i + 1));
+    }
+    if s % 10 == 9 {
+        write.record(50_000_000);
+    }
+    let mut cpu0 = Histogram::default();
+    cpu0.record(1_000_000);
+    (write, cpu0)
+}
+
 /// What [`write`] wrote, for the tests to compute expectations from.
 #[derive(Debug, Default)]
 pub struct History {
@@ -135,6 +150,23 @@ pub fn write(path: &Path, seconds: i64, keep: bool) -> Result<History, StoreErro
         let metrics: Vec<Metric<'_>> =
             ms.iter().map(|(n, l, v)| Metric { name: n, label: l, value: *v }).collect();
         db.append_metrics(host, T0 + s * SEC, &metrics)?;
+        let (write, cpu0) = latency_of(s);
+        let rows = [
+            LatencyRow {
+                kind: LatencyKind::Syscall,
+                label: "",
+                histogram: &write,
+                slow: u64::from(s % 10 == 9),
+            },
+            LatencyRow {
+                kind: LatencyKind::Syscall,
+                label: "write",
+                histogram: &write,
+                slow: u64::from(s % 10 == 9),
+            },
+            LatencyRow { kind: LatencyKind::Runq, label: "cpu0", histogram: &cpu0, slow: 0 },
+        ];
+        db.append_latency(host, T0 + s * SEC + SEC - 1_000_000, &rows)?;
         second_samples(&stacks, s, &mut k, &mut bucket);
         if (s + 1) * SEC % BUCKET == 0 || s + 1 == seconds {
             let start = T0 + (s * SEC / BUCKET) * BUCKET;
