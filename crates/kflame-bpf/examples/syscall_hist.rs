@@ -29,6 +29,7 @@ fn main() {
                 pid: value("--pid").map(|p| p as u32),
                 slow_ns: value("--slow-ms").map_or(10_000_000, |ms| ms * 1_000_000),
                 skip_pid: Some(std::process::id()),
+                ..SyscallOptions::default()
             };
             watch(&opts, secs)
         }

@@ -108,6 +108,9 @@ pub struct WaitLost {
     pub unmatched: u64,
     /// Waits timed but not in a latency histogram: the histogram map was full.
     pub histograms: u64,
+    /// System calls only: slow calls not kept as outliers (over the bound per second, or
+    /// their ring buffer full).
+    pub outliers: u64,
 }
 
 /// A waiting-time program, loaded and attached.
@@ -364,6 +367,7 @@ impl Loaded {
             starts: sum(2)?,
             unmatched: sum(3)? + unmatched,
             histograms: sum(4)?,
+            outliers: sum(5)?,
         })
     }
 }

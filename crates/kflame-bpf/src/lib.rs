@@ -75,7 +75,10 @@ pub use drain::{LabelHistogram, WaitLost, WaitOptions, Waited};
 pub use locks::{Locks, lock_kind};
 pub use offcpu::{Blocked, Lost, OffCpu, OffCpuOptions, Waker};
 pub use runq::Runq;
-pub use syscalls::{CallLatency, SyscallLatency, SyscallOptions, syscall_name};
+pub use syscalls::{
+    CallLatency, Outlier, SyscallLatency, SyscallOptions, WAITING_CALLS, syscall_name, syscall_number,
+    waiting_calls,
+};
 
 /// Why BPF cannot do it.
 #[derive(Debug, thiserror::Error)]

@@ -102,7 +102,12 @@ pub fn always_on(
 /// call, and the calls slower than `slow_ns` counted, for the watcher's `syscall.lat.*`
 /// metrics.
 pub fn syscall_latency(slow_ns: u64) -> Result<Box<dyn LatencySource>, BpfError> {
-    let opts = SyscallOptions { pid: None, slow_ns, skip_pid: Some(std::process::id()) };
+    let opts = SyscallOptions {
+        pid: None,
+        slow_ns,
+        skip_pid: Some(std::process::id()),
+        ..SyscallOptions::default()
+    };
     let p = SyscallLatency::start(&opts)?;
     Ok(Box::new(SyscallSource { p, names: HashMap::new() }))
 }
@@ -233,7 +238,7 @@ impl Aggregator for WaitSource {
             Program::Bio(p) => p.lost(),
         };
         match lost {
-            Ok(WaitLost { waits, stacks, starts, unmatched, histograms }) => AggregateLoss {
+            Ok(WaitLost { waits, stacks, starts, unmatched, histograms, .. }) => AggregateLoss {
                 waits,
                 stacks,
                 other: vec![

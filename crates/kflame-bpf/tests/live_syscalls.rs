@@ -31,7 +31,7 @@ fn pause(d: Duration) {
 /// Starts the program for this process: this kind of machine (root, BTF, raw tracepoints)
 /// loads it, so a refusal fails the test.
 fn start(slow_ns: u64) -> SyscallLatency {
-    let opts = SyscallOptions { pid: Some(std::process::id()), slow_ns, skip_pid: None };
+    let opts = SyscallOptions { pid: Some(std::process::id()), slow_ns, ..SyscallOptions::default() };
     SyscallLatency::start(&opts).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -100,6 +100,71 @@ fn sleeps_of_5_ms_in_their_calls_histogram() {
     assert_eq!((lost.waits, lost.starts), (0, 0), "{lost:?}");
 }
 
+/// Writes `n` blocks of 64 KiB with O_DSYNC to a file of `/var/tmp` (on the disk).
+fn dsync_writes(n: u64) {
+    let dir = std::path::Path::new("/var/tmp").join(format!("kflame-syscalls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("written");
+    let written = (|| -> std::io::Result<()> {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .custom_flags(libc::O_DSYNC)
+            .open(&path)?;
+        let block = vec![0x5au8; 64 << 10];
+        for _ in 0..n {
+            f.write_all(&block)?;
+        }
+        Ok(())
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    written.unwrap();
+}
+
+/// Slow calls are kept as outliers with the caller's user stack and the kernel stack of
+/// their longest block (where a synchronous write waited for the disk), with a threshold of
+/// their own (`write` over 20 µs, nothing else slow), at most the bound per CPU and second
+/// (the rest counted).
+#[test]
+fn slow_writes_are_outliers_with_where_they_waited() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let write = kflame_bpf::syscall_number("write").expect("write has a number");
+    let opts = SyscallOptions {
+        pid: Some(std::process::id()),
+        slow_ns: u64::MAX,
+        thresholds: vec![(write, 20_000)],
+        max_outliers: 1000,
+        wait_min_ns: 10_000,
+        ..SyscallOptions::default()
+    };
+    let mut p = SyscallLatency::start(&opts).unwrap_or_else(|e| panic!("{e}"));
+    assert!(p.takes_waits(), "this kernel takes the stacks of tasks switched in (BTF tracepoints)");
+    const WRITES: u64 = 32;
+    dsync_writes(WRITES);
+    let mut all = Vec::new();
+    let (h, slow) = gather(&mut p, &["write"], |h, _| h.total() >= WRITES);
+    all.extend(p.outliers());
+    assert!(h.total() >= WRITES, "{h:?}");
+    // Every slow write is an outlier (none over the bound), and only writes are.
+    assert!(slow >= WRITES / 2, "{slow} of {} writes over 20 us: {h:?}", h.total());
+    assert_eq!(all.len() as u64, slow, "{all:#?}");
+    assert!(all.iter().all(|o| o.nr == write && o.tgid == std::process::id() && o.ns >= 20_000));
+    assert!(all.windows(2).all(|w| w[0].end_ns <= w[1].end_ns));
+    assert!(all.iter().all(|o| !o.user.is_empty()), "each with the caller's user stack");
+    // Where they waited: the write path of the kernel, below the block.
+    let k = common::Kallsyms::read();
+    let waited: Vec<&kflame_bpf::Outlier> = all.iter().filter(|o| o.wait_ns >= 10_000).collect();
+    assert!(waited.len() as u64 >= slow / 2, "{} of {slow} with a wait stack", waited.len());
+    for o in &waited {
+        assert!(o.wait_ns <= o.ns, "{o:?}");
+        let names = k.names(&o.wait);
+        assert!(names.iter().any(|n| n.contains("write")), "{names:?}");
+    }
+    let lost = p.lost().unwrap();
+    assert_eq!((lost.outliers, lost.starts), (0, 0), "{lost:?}");
+}
+
 #[test]
 fn synchronous_writes_to_the_disk_in_writes_histogram() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -154,4 +219,7 @@ fn sleeps_over_the_threshold_are_slow() {
 fn nothing_stays_loaded_after_the_loader_is_dropped() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     leaves_nothing(|| SyscallLatency::start(&SyscallOptions::default()).unwrap_or_else(|e| panic!("{e}")), 4);
+    // With outliers kept: the BTF sched_switch program too.
+    let opts = SyscallOptions { max_outliers: 8, ..SyscallOptions::default() };
+    leaves_nothing(|| SyscallLatency::start(&opts).unwrap_or_else(|e| panic!("{e}")), 5);
 }

@@ -45,12 +45,13 @@ struct {
 #define LOST_STARTS 2	 // a wait not timed: the map of waits in progress was full
 #define LOST_UNMATCHED 3 // (bio) an IO of an unseen submitter, not counted under a pid filter
 #define LOST_HISTS 4	 // an event not in a latency histogram: `hists` was full
+#define LOST_OUTLIERS 5	 // (syscalls) an outlier not kept: over the bound per second, or its buffer full
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
 	__type(value, __u64);
-	__uint(max_entries, 5);
+	__uint(max_entries, 6);
 } lost SEC(".maps");
 
 static __always_inline void count_lost(__u32 what)

@@ -66,10 +66,10 @@ static __always_inline __u32 slot_of(__u64 ns)
 	return slot < SLOTS - 1 ? slot : SLOTS - 1;
 }
 
-// Counts one event of `ns` under `label` in this CPU's histogram of the current generation;
-// a full map is counted (LOST_HISTS). Only this CPU writes its values, but another CPU may
-// create the key first (EEXIST): looked up again either way.
-static __always_inline void count_latency(__u32 label, __u64 ns)
+// Counts one event of `ns` under `label` in this CPU's histogram of the current generation,
+// as slow when at least `slow`; a full map is counted (LOST_HISTS). Only this CPU writes its
+// values, but another CPU may create the key first (EEXIST): looked up again either way.
+static __always_inline void count_latency_over(__u32 label, __u64 ns, __u64 slow)
 {
 	struct hist_key key = { .label = label, .gen = generation() };
 	struct hist_t *h = bpf_map_lookup_elem(&hists, &key);
@@ -89,8 +89,14 @@ static __always_inline void count_latency(__u32 label, __u64 ns)
 	if (ns > h->max_ns)
 		h->max_ns = ns;
 	h->sum_ns += ns;
-	if (ns >= slow_ns)
+	if (ns >= slow)
 		h->slow += 1;
+}
+
+// count_latency_over with the program's threshold, `slow_ns`.
+static __always_inline void count_latency(__u32 label, __u64 ns)
+{
+	count_latency_over(label, ns, slow_ns);
 }
 
 #endif

@@ -11,6 +11,12 @@
 // thread that is not the leader execs (it takes the leader's tid, its execve returns under
 // it). A full `inflight` is counted (LOST_STARTS), as a full `hists` (LOST_HISTS).
 #include "common.h"
+#include <bpf/bpf_tracing.h>
+
+// What is read of a task (CO-RE).
+struct task_struct {
+	int pid;
+} __attribute__((preserve_access_index));
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -19,12 +25,103 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 // Not this process (0: none left out): the recorder's own calls (its drains wait for RCU).
 const volatile __u32 skip_tgid = 0;
 
+// Outliers kept per CPU and generation (a second) at most; the rest counted (LOST_OUTLIERS).
+const volatile __u32 max_outliers = 32;
+// Blocks inside a call at least this long have their stack kept for its outlier record.
+const volatile __u64 wait_min_ns = 1000000;
+
+// Frames kept of an outlier's wait (kernel) and user stacks.
+#define WAIT_DEPTH 32
+#define USER_DEPTH 64
+// System call numbers with a threshold of their own in `slow_of`.
+#define NR_MAX 1024
+
 // The call a thread is in; ts 0: none (returned, or entered before the program was attached).
+// While it is switched out inside the call, off_ts is when it left the CPU; longest, the
+// longest block of the call so far whose stack is in `waits`.
 struct inflight_t {
 	__u64 ts;
 	__u32 nr;
 	__u32 pad;
+	__u64 off_ts;
+	__u64 longest;
 };
+
+// The outlier threshold of each call (set by user space after loading; 0: `slow_ns`;
+// ~0: none, for the calls whose purpose is to wait: poll, epoll_wait, futex, nanosleep...).
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, NR_MAX);
+} slow_of SEC(".maps");
+
+// The kernel stack of the longest block of each thread's call in progress, taken when the
+// thread came back (bpf_get_task_stack of the task switched in: where it waited).
+struct wait_t {
+	__u64 ns;
+	__s64 len; // bytes of ips, or < 0: the walk failed
+	__u64 ips[WAIT_DEPTH];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u32);
+	__type(value, struct wait_t);
+	__uint(max_entries, 8192);
+} waits SEC(".maps");
+
+// One slow call, as user space reads it from `outliers` (`src/syscalls.rs`, 880 bytes).
+struct outlier_t {
+	__u64 end;     // 0: CLOCK_MONOTONIC ns at its exit
+	__u64 ns;      // 8: its duration
+	__u32 tgid;    // 16
+	__u32 tid;     // 20
+	__u32 nr;      // 24
+	__u32 cpu;     // 28
+	__u64 wait_ns; // 32: its longest block with a stack kept (0: none)
+	__s64 wait_len; // 40: bytes of wait
+	__s64 user_len; // 48: bytes of user
+	char comm[TASK_COMM_LEN]; // 56
+	__u64 wait[WAIT_DEPTH]; // 72
+	__u64 user[USER_DEPTH]; // 328
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} outliers SEC(".maps");
+
+// Outliers kept on this CPU in the generation `gen`.
+struct budget_t {
+	__u32 gen;
+	__u32 kept;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct budget_t);
+	__uint(max_entries, 1);
+} budget SEC(".maps");
+
+// An outlier may be kept now on this CPU (the bound per generation not reached).
+static __always_inline int may_keep(void)
+{
+	__u32 zero = 0;
+	struct budget_t *b = bpf_map_lookup_elem(&budget, &zero);
+	if (!b)
+		return 0;
+	__u32 gen = generation();
+	if (b->gen != gen) {
+		b->gen = gen;
+		b->kept = 0;
+	}
+	if (b->kept >= max_outliers)
+		return 0;
+	b->kept += 1;
+	return 1;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -49,6 +146,8 @@ int on_sys_enter(struct bpf_raw_tracepoint_args *ctx)
 	if (f) {
 		f->ts = now;
 		f->nr = (__u32)nr;
+		f->off_ts = 0;
+		f->longest = 0;
 		return 0;
 	}
 	struct inflight_t n = { .ts = now, .nr = (__u32)nr };
@@ -69,12 +168,47 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	struct inflight_t *f = bpf_map_lookup_elem(&inflight, &tid);
 	if (!f || !f->ts)
 		return 0;
-	__u64 ns = bpf_ktime_get_ns() - f->ts;
+	__u64 end = bpf_ktime_get_ns();
+	__u64 ns = end - f->ts;
 	__u32 nr = f->nr;
 	f->ts = 0;
-	count_latency(nr, ns);
-	// Outliers: a record of each call at least slow_ns long (tid, nr, ns, its stacks, taken
-	// here, in the caller's context) goes here, into a ring buffer user space reads.
+	__u64 slow = slow_ns;
+	__u32 at = nr;
+	__u64 *own = bpf_map_lookup_elem(&slow_of, &at);
+	if (own && *own)
+		slow = *own;
+	count_latency_over(nr, ns, slow);
+	if (ns < slow)
+		return 0;
+	// An outlier: kept with the caller's user stack (where the call was made) and the
+	// kernel stack of its longest block (where it waited), bounded per CPU and second.
+	if (!may_keep()) {
+		count_lost(LOST_OUTLIERS);
+		return 0;
+	}
+	struct outlier_t *o = bpf_ringbuf_reserve(&outliers, sizeof(*o), 0);
+	if (!o) {
+		count_lost(LOST_OUTLIERS);
+		return 0;
+	}
+	o->end = end;
+	o->ns = ns;
+	o->tgid = id >> 32;
+	o->tid = tid;
+	o->nr = nr;
+	o->cpu = bpf_get_smp_processor_id();
+	bpf_get_current_comm(&o->comm, sizeof(o->comm));
+	o->wait_ns = 0;
+	o->wait_len = 0;
+	struct wait_t *w = f->longest ? bpf_map_lookup_elem(&waits, &tid) : 0;
+	if (w && w->len > 0) {
+		o->wait_ns = w->ns;
+		o->wait_len = w->len;
+		__builtin_memcpy(o->wait, w->ips, sizeof(o->wait));
+	}
+	f->longest = 0;
+	o->user_len = bpf_get_stack(ctx, o->user, sizeof(o->user), BPF_F_USER_STACK);
+	bpf_ringbuf_submit(o, 0);
 	return 0;
 }
 
@@ -104,5 +238,40 @@ int on_process_exec(struct bpf_raw_tracepoint_args *ctx)
 	bpf_map_delete_elem(&inflight, &old);
 	if (bpf_map_update_elem(&inflight, &tid, &moved, BPF_ANY))
 		count_lost(LOST_STARTS);
+	return 0;
+}
+
+// sched_switch as a BTF tracepoint (its arguments typed, so that the task switched in can be
+// handed to bpf_get_task_stack; still a tracepoint, no trampoline). A thread leaving the CPU
+// inside a call notes when; coming back, a block at least wait_min_ns long and the longest of
+// the call so far has its stack kept: where it waited. Optional: without it (a kernel without
+// BTF tracepoints or bpf_get_task_stack, before 5.9) outliers have no wait stack.
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 prev_tid = BPF_CORE_READ(prev, pid);
+	struct inflight_t *f = prev_tid ? bpf_map_lookup_elem(&inflight, &prev_tid) : 0;
+	if (f && f->ts)
+		f->off_ts = now;
+	__u32 next_tid = BPF_CORE_READ(next, pid);
+	f = next_tid ? bpf_map_lookup_elem(&inflight, &next_tid) : 0;
+	if (!f || !f->ts || !f->off_ts)
+		return 0;
+	__u64 block = now - f->off_ts;
+	f->off_ts = 0;
+	if (block < wait_min_ns || block <= f->longest)
+		return 0;
+	struct wait_t *w = bpf_map_lookup_elem(&waits, &next_tid);
+	if (!w) {
+		struct wait_t zero = {};
+		bpf_map_update_elem(&waits, &next_tid, &zero, BPF_ANY);
+		w = bpf_map_lookup_elem(&waits, &next_tid);
+		if (!w)
+			return 0;
+	}
+	w->ns = block;
+	w->len = bpf_get_task_stack(next, w->ips, sizeof(w->ips), 0);
+	f->longest = block;
 	return 0;
 }
