@@ -5,8 +5,10 @@
 
 use std::collections::HashMap;
 
-use kflame::latency::{LatencyKind, LatencyReading, LatencySource, add_readings};
-use kflame::record::{Aggregate, AggregateLoss, AggregateTask, Aggregator, Capability, Mode, Target};
+use kflame::latency::{LatencyKind, LatencyReading, add_readings};
+use kflame::record::{
+    Aggregate, AggregateEvent, AggregateLoss, AggregateTask, Aggregator, Capability, Mode, Target,
+};
 
 use crate::{
     Bio, BpfError, LabelHistogram, Locks, OffCpu, OffCpuOptions, Runq, SyscallLatency, SyscallOptions,
@@ -58,8 +60,15 @@ fn start(mode: &Mode, opts: WaitOptions) -> Option<Result<Box<dyn Aggregator>, B
 }
 
 /// The thresholds over which the watcher's always-on programs count a wait as slow (ns).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SlowThresholds {
+    /// System calls (the calls of [`crate::WAITING_CALLS`] never, the calls of
+    /// `syscall_labels` at their own).
+    pub syscall: u64,
+    /// System calls with thresholds of their own, by name.
+    pub syscall_labels: Vec<(String, u64)>,
+    /// Slow system calls kept as outliers with their stacks, per CPU and second at most.
+    pub max_outliers: u32,
     /// Block IOs.
     pub bio: u64,
     /// Run-queue waits.
@@ -70,18 +79,24 @@ pub struct SlowThresholds {
     pub lock: u64,
 }
 
-/// Starts the programs of the watcher's always-on blocked time, for every task: off-CPU
-/// blocks (`S`, `D`, `I`, idle kernel threads left out) and kernel lock waits, with their
-/// stacks when `profiles` (the always-on off-CPU and lock profiles) or as histograms only;
-/// run-queue and block IO latency as histograms only (no stack walk at every switch or IO).
-/// Every program counts its latency histograms, waits over `slow` counted slow. A program
-/// that does not start is returned with its error; the others run.
+/// Starts the programs of the watcher's always-on latency and blocked time, for every task
+/// but this process: system calls (histograms per call; each slow call an outlier with the
+/// caller's user stack and where it waited, at most `slow.max_outliers` per CPU and
+/// second), off-CPU blocks (`S`, `D`, `I`, idle kernel threads left out) and kernel lock
+/// waits, with their stacks when `profiles` (the always-on off-CPU and lock profiles) or as
+/// histograms only; run-queue and block IO latency as histograms only (no stack walk at every
+/// switch or IO). Every program counts its latency histograms, waits over `slow` counted slow.
+/// A program that does not start is returned with its error; the others run.
 #[allow(clippy::type_complexity)]
 pub fn always_on(
     profiles: bool,
     slow: &SlowThresholds,
 ) -> (Vec<(Mode, Box<dyn Aggregator>)>, Vec<(Mode, BpfError)>) {
     let (mut started, mut failed) = (Vec::new(), Vec::new());
+    match syscall_outliers(slow) {
+        Ok(a) => started.push((Mode::Syscalls, a)),
+        Err(e) => failed.push((Mode::Syscalls, e)),
+    }
     for (mode, slow_ns, histograms_only) in [
         (Mode::OffCpu(kflame::record::OffCpuOptions::default()), slow.offcpu, !profiles),
         (Mode::Locks, slow.lock, !profiles),
@@ -98,50 +113,106 @@ pub fn always_on(
     (started, failed)
 }
 
-/// Starts the system-call latency program over every process but this one: histograms per
-/// call, and the calls slower than `slow_ns` counted, for the watcher's `syscall.lat.*`
-/// metrics.
-pub fn syscall_latency(slow_ns: u64) -> Result<Box<dyn LatencySource>, BpfError> {
+/// The system-call program as the watcher runs it: histograms per call, outliers with their
+/// stacks as events.
+fn syscall_outliers(slow: &SlowThresholds) -> Result<Box<dyn Aggregator>, BpfError> {
+    let mut thresholds: Vec<(u32, u64)> =
+        crate::waiting_calls().into_iter().map(|nr| (nr, u64::MAX)).collect();
+    for (name, ns) in &slow.syscall_labels {
+        if let Some(nr) = crate::syscall_number(name) {
+            thresholds.retain(|(n, _)| *n != nr);
+            thresholds.push((nr, *ns));
+        }
+    }
     let opts = SyscallOptions {
         pid: None,
-        slow_ns,
+        slow_ns: slow.syscall,
         skip_pid: Some(std::process::id()),
-        ..SyscallOptions::default()
+        thresholds,
+        max_outliers: slow.max_outliers,
+        // A block of a tenth of the threshold is worth its stack.
+        wait_min_ns: (slow.syscall / 10).clamp(10_000, 1_000_000),
     };
     let p = SyscallLatency::start(&opts)?;
-    Ok(Box::new(SyscallSource { p, names: HashMap::new() }))
+    Ok(Box::new(SyscallAggregator { p, names: HashMap::new(), histograms: Vec::new() }))
 }
 
-struct SyscallSource {
+struct SyscallAggregator {
     p: SyscallLatency,
-    /// Names by call number.
     names: HashMap<u32, String>,
+    histograms: Vec<LatencyReading>,
 }
 
-impl LatencySource for SyscallSource {
-    fn read(&mut self) -> Result<Vec<LatencyReading>, String> {
+impl SyscallAggregator {
+    fn name(&mut self, nr: u32) -> String {
+        self.names.entry(nr).or_insert_with(|| syscall_name(nr)).clone()
+    }
+}
+
+impl Aggregator for SyscallAggregator {
+    fn drain(&mut self) -> Result<Vec<Aggregate>, String> {
         let calls = self.p.drain().map_err(|e| e.to_string())?;
-        Ok(calls
+        let more = calls
             .into_iter()
             .map(|c| LatencyReading {
                 kind: LatencyKind::Syscall,
-                label: self.names.entry(c.nr).or_insert_with(|| syscall_name(c.nr)).clone(),
+                label: self.name(c.nr),
                 histogram: c.histogram,
                 slow: c.slow,
+            })
+            .collect();
+        add_readings(&mut self.histograms, more);
+        let outliers = self.p.outliers();
+        Ok(outliers
+            .into_iter()
+            .map(|o| Aggregate {
+                above: Some(self.name(o.nr)),
+                task: AggregateTask { pid: o.tgid, tid: o.tid, comm: o.comm, kernel: o.wait, user: o.user },
+                ns: o.ns,
+                count: 1,
+                event: Some(AggregateEvent { end_ns: o.end_ns, cpu: o.cpu }),
+                ..Aggregate::default()
             })
             .collect())
     }
 
-    fn describe(&self) -> String {
-        "system call latency histograms summed in the kernel by BPF (raw tracepoints sys_enter and \
-         sys_exit), read every second"
-            .into()
+    fn lost(&self) -> AggregateLoss {
+        match self.p.lost() {
+            Ok(l) => AggregateLoss {
+                waits: l.histograms,
+                stacks: 0,
+                other: vec![
+                    ("calls not timed: the kernel's map of calls in progress was full".into(), l.starts),
+                    (
+                        "slow calls not kept as outliers: over the bound per second, or their buffer full"
+                            .into(),
+                        l.outliers,
+                    ),
+                ],
+            },
+            Err(e) => AggregateLoss {
+                other: vec![(format!("(the loss counters could not be read: {e})"), 1)],
+                ..AggregateLoss::default()
+            },
+        }
     }
 
-    fn lost(&self) -> u64 {
-        // A full histogram map or in-flight map (starts); an unreadable counter
-        // counts as one loss, so that it is said.
-        self.p.lost().map_or(1, |l| l.histograms + l.starts)
+    fn describe(&self) -> String {
+        let waits = match self.p.takes_waits() {
+            true => ", outliers with where they waited (BTF tracepoint sched_switch)",
+            false => ", outliers without where they waited (no BTF tracepoints here)",
+        };
+        format!(
+            "summed in the kernel by BPF (raw tracepoints sys_enter and sys_exit{waits}), read every second"
+        )
+    }
+
+    fn histograms(&mut self) -> Vec<LatencyReading> {
+        std::mem::take(&mut self.histograms)
+    }
+
+    fn keeps_events(&self) -> bool {
+        true
     }
 }
 
@@ -215,6 +286,7 @@ impl WaitSource {
             waker: None,
             ns: w.ns,
             count: w.count,
+            event: None,
         }
     }
 }

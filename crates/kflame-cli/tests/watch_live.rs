@@ -484,7 +484,11 @@ fn live_write_latency_p99_fires_its_rule_and_the_capture_holds_the_writes() {
         .spawn()
         .expect("the dsync writer");
     let started = now_ns();
-    let w = watch(&env, &db, &["--trigger", "syscall.lat.p99[write] > 50us for 2s => syscalls 4s"]);
+    let w = watch(
+        &env,
+        &db,
+        &["--trigger", "syscall.lat.p99[write] > 50us for 2s => syscalls 4s", "--slow-call", "write=50us"],
+    );
     wait_for("the system-call capture to end", &w, || ended_capture(&db, Kind::Syscalls));
     let (status, _, err) = w.term();
     let _ = writer.kill();
@@ -514,6 +518,37 @@ fn live_write_latency_p99_fires_its_rule_and_the_capture_holds_the_writes() {
         .map(|(_, w)| w)
         .sum();
     assert!(writes > 100_000_000, "the slow writes under kf_dsync_writer: {writes} ns\n{lines:#?}");
+    // Always on, without the trigger: the slow writes kept one by one with where they were
+    // made (under kf_dsync_writer) and where they waited (the kernel's write path).
+    let outliers = r.outliers(kflame_store::LatencyKind::Syscall, started, now_ns(), None).unwrap();
+    let ids: Vec<kflame_store::StackId> = outliers.iter().map(|o| o.stack).collect();
+    let texts = r.stack_texts(&ids).unwrap();
+    let mine: Vec<(&kflame_store::StoredEvent, String)> = outliers
+        .iter()
+        .zip(texts)
+        .map(|(o, t)| (o, String::from_utf8_lossy(&t).into_owned()))
+        .filter(|(o, t)| o.event == "syscall:write" && t.contains(";kf_dsync_writer;"))
+        .collect();
+    assert!(
+        mine.len() >= 10,
+        "{} slow writes kept under kf_dsync_writer of {}\n{err}",
+        mine.len(),
+        outliers.len()
+    );
+    for (o, t) in &mine {
+        assert!(o.duration_ns.is_some_and(|d| d >= 50_000), "{o:?}");
+        assert!(t.starts_with("write;"), "the call's name first: {t}");
+        assert!(o.time_ns >= started - 1_000_000_000 && o.time_ns <= now_ns(), "{o:?}");
+    }
+    let waited = mine
+        .iter()
+        .filter(|(_, t)| {
+            t.split(';')
+                .skip_while(|f| *f != "kf_dsync_writer")
+                .any(|f| f.contains("write") && f != "kf_dsync_writer")
+        })
+        .count();
+    assert!(waited * 2 >= mine.len(), "most with the kernel frames where they waited: {mine:#?}");
 }
 
 /// The range's always-on profile of `kind` (no capture), as folded lines; empty when none.

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use kflame::events::EventRecord;
 use kflame::fold::Weight;
 use kflame_store_api::{
-    Bucket, CaptureId, CaptureStart, LatencyRow, Maintenance, Metric, Policy, Store, StoreError,
+    Bucket, CaptureId, CaptureStart, LatencyKind, LatencyRow, Maintenance, Metric, Policy, Store, StoreError,
     StoredReport, TriggerFired, TriggerId, stored_metric_value, stored_unit_name,
 };
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -234,6 +234,49 @@ impl Writer {
             self.oldest = Some(Instant::now());
         }
         &mut self.bufs[table]
+    }
+
+    /// Buffers `events` of `host` under `capture` (their times checked) and commits.
+    fn write_events(
+        &mut self,
+        host: &str,
+        capture: CaptureId,
+        events: &[EventRecord<'_>],
+    ) -> Result<(), StoreError> {
+        let mark = self.mark();
+        if let Some(ev) = events.first() {
+            let t = ev.ts_ns.unwrap_or(0) as i64;
+            self.host_row(host, day_of(t), t);
+        }
+        let host_hash = xxh3_64(host.as_bytes());
+        let mut text = Vec::new();
+        for ev in events {
+            let time_ns = ev.ts_ns.unwrap_or(0) as i64;
+            let day = day_of(time_ns);
+            text.clear();
+            for (i, f) in ev.stack.iter().enumerate() {
+                if i > 0 {
+                    text.push(b';');
+                }
+                text.extend_from_slice(f);
+            }
+            let id = self.stack(host, host_hash, day, &text);
+            let b = self.buf(t("events"));
+            b.u16(day);
+            b.str(host);
+            b.i64(capture.0);
+            b.i64(time_ns);
+            b.i64(ev.duration_ns.map_or(-1, |d| d.min(i64::MAX as u64) as i64));
+            b.u32(ev.pid.unwrap_or(0));
+            b.u32(ev.tid.unwrap_or(0));
+            b.str(ev.comm.unwrap_or(""));
+            b.u32(ev.cpu);
+            b.str(ev.kind.name());
+            b.str(ev.event);
+            b.u64(id);
+            b.u64(ev.weight);
+        }
+        self.commit(mark, false)
     }
 
     fn host_row(&mut self, host: &str, day: u16, time_ns: i64) {
@@ -610,36 +653,29 @@ impl Store for Writer {
         let Some(host) = self.captures.get(&capture.0).cloned() else {
             return Err(self.invalid(format!("no capture {} was begun by this writer", capture.0)));
         };
-        let mark = self.mark();
-        let host_hash = xxh3_64(host.as_bytes());
-        let mut text = Vec::new();
-        for ev in events {
-            let time_ns = ev.ts_ns.unwrap_or(0) as i64;
-            let day = day_of(time_ns);
-            text.clear();
-            for (i, f) in ev.stack.iter().enumerate() {
-                if i > 0 {
-                    text.push(b';');
-                }
-                text.extend_from_slice(f);
-            }
-            let id = self.stack(&host, host_hash, day, &text);
-            let b = self.buf(t("events"));
-            b.u16(day);
-            b.str(&host);
-            b.i64(capture.0);
-            b.i64(time_ns);
-            b.i64(ev.duration_ns.map_or(-1, |d| d.min(i64::MAX as u64) as i64));
-            b.u32(ev.pid.unwrap_or(0));
-            b.u32(ev.tid.unwrap_or(0));
-            b.str(ev.comm.unwrap_or(""));
-            b.u32(ev.cpu);
-            b.str(ev.kind.name());
-            b.str(ev.event);
-            b.u64(id);
-            b.u64(ev.weight);
+        self.write_events(&host, capture, events)
+    }
+
+    fn append_outliers(
+        &mut self,
+        host: &str,
+        kind: LatencyKind,
+        events: &[EventRecord<'_>],
+    ) -> Result<(), StoreError> {
+        if let Some(i) = events
+            .iter()
+            .position(|ev| ev.ts_ns.is_none_or(|t| t > i64::MAX as u64) || ev.weight > i64::MAX as u64)
+        {
+            return Err(self.invalid(format!(
+                "outlier {} of {} has no time or a weight out of range: nothing of the batch stored",
+                i + 1,
+                events.len()
+            )));
         }
-        self.commit(mark, false)
+        if events.is_empty() {
+            return Ok(());
+        }
+        self.write_events(host, kflame_store_api::outlier_capture(kind), events)
     }
 
     fn append_report(&mut self, r: &StoredReport<'_>) -> Result<(), StoreError> {

@@ -93,6 +93,25 @@ fn compare(ch: &dyn Query, db: &dyn Query) {
         }
         assert_eq!(ch.latency_labels(None, from, to).unwrap(), db.latency_labels(None, from, to).unwrap());
     }
+    // Outliers: the same records (stacks compared by text), per host and over every host.
+    for host in [None, Some("web1")] {
+        let (a, b) = (
+            ch.outliers(LatencyKind::Syscall, T0, T0 + 3600 * SEC, host).unwrap(),
+            db.outliers(LatencyKind::Syscall, T0, T0 + 3600 * SEC, host).unwrap(),
+        );
+        assert_eq!(b.len(), if host.is_some() { 3 } else { 3 * HOSTS.len() });
+        let strip = |v: &[kflame_store::StoredEvent], q: &dyn Query| {
+            let mut v: Vec<_> = v
+                .iter()
+                .map(|e| {
+                    (e.time_ns, e.duration_ns, e.pid, e.cpu, e.event.clone(), q.stack_text(e.stack).unwrap())
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(strip(&a, ch), strip(&b, db), "{host:?}");
+    }
     let (lo, hi) = db.time_bounds().unwrap().unwrap();
     let (clo, chi) = ch.time_bounds().unwrap().unwrap();
     assert_eq!(clo, lo);

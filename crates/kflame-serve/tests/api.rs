@@ -801,6 +801,15 @@ impl kflame_store::Query for Labelled {
     fn metric_names(&self, host: Option<&str>) -> Result<Vec<(String, String)>, kflame_store::StoreError> {
         self.db().metric_names(host)
     }
+    fn outliers(
+        &self,
+        kind: kflame_store::LatencyKind,
+        from: i64,
+        to: i64,
+        host: Option<&str>,
+    ) -> Result<Vec<kflame_store::StoredEvent>, kflame_store::StoreError> {
+        self.db().outliers(kind, from, to, host)
+    }
     fn latency(
         &self,
         q: &kflame_store::LatencyQuery<'_>,

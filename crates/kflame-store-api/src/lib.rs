@@ -398,6 +398,15 @@ pub trait Store: Send {
     /// Latency histograms of one host read at one time (the end of their second).
     fn append_latency(&mut self, host: &str, time_ns: i64, rows: &[LatencyRow<'_>])
     -> Result<(), StoreError>;
+    /// Latency outliers of one host (slow events kept with their stacks, always on), of one
+    /// family; each record's `ts_ns` UTC ns since the epoch (records without a time are
+    /// refused). Stored as the events of a capture are, under [`outlier_capture`].
+    fn append_outliers(
+        &mut self,
+        host: &str,
+        kind: LatencyKind,
+        events: &[EventRecord<'_>],
+    ) -> Result<(), StoreError>;
     /// Writes what is buffered (metric blocks in progress). Also done on drop.
     fn flush(&mut self) -> Result<(), StoreError>;
     /// Retention, downsampling, disk budget; cheap to call every minute; never blocks
@@ -439,6 +448,14 @@ impl<S: Store + ?Sized> Store for Box<S> {
         rows: &[LatencyRow<'_>],
     ) -> Result<(), StoreError> {
         (**self).append_latency(host, time_ns, rows)
+    }
+    fn append_outliers(
+        &mut self,
+        host: &str,
+        kind: LatencyKind,
+        events: &[EventRecord<'_>],
+    ) -> Result<(), StoreError> {
+        (**self).append_outliers(host, kind, events)
     }
     fn flush(&mut self) -> Result<(), StoreError> {
         (**self).flush()
@@ -484,6 +501,15 @@ macro_rules! delegate_query {
             }
             fn latency(&self, q: &LatencyQuery<'_>) -> Result<Vec<LatencySeries>, StoreError> {
                 (**self).latency(q)
+            }
+            fn outliers(
+                &self,
+                kind: LatencyKind,
+                from_ns: i64,
+                to_ns: i64,
+                host: Option<&str>,
+            ) -> Result<Vec<StoredEvent>, StoreError> {
+                (**self).outliers(kind, from_ns, to_ns, host)
             }
             fn latency_labels(
                 &self,
@@ -724,6 +750,12 @@ pub struct LatencyRow<'a> {
     pub slow: u64,
 }
 
+/// The capture id the outliers of a family are stored under, beside the events of captures
+/// (negative: no capture has it): -1 for system calls, -2 block IO, ...
+pub fn outlier_capture(kind: LatencyKind) -> CaptureId {
+    CaptureId(-1 - i64::from(kind.code()))
+}
+
 /// Which latency histograms to read.
 #[derive(Clone, Copy, Debug)]
 pub struct LatencyQuery<'a> {
@@ -898,6 +930,15 @@ pub trait Query {
     fn series(&self, q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError>;
     /// Latency histograms of a range, one series per host and label, points in time order.
     fn latency(&self, q: &LatencyQuery<'_>) -> Result<Vec<LatencySeries>, StoreError>;
+    /// The latency outliers of a family in a range (of one host), in time order; their
+    /// `capture` is [`outlier_capture`].
+    fn outliers(
+        &self,
+        kind: LatencyKind,
+        from_ns: i64,
+        to_ns: i64,
+        host: Option<&str>,
+    ) -> Result<Vec<StoredEvent>, StoreError>;
     /// The families and labels that have latency histograms in a range, sorted.
     fn latency_labels(
         &self,

@@ -1784,6 +1784,46 @@ impl StackFrames {
     }
 }
 
+/// Inserts `events` (their times checked already) under `capture` of host id `host`.
+fn insert_events(
+    conn: &Connection,
+    c: &mut Caches,
+    capture: i64,
+    host: i64,
+    events: &[EventRecord<'_>],
+) -> rusqlite::Result<()> {
+    let mut text = Vec::new();
+    for ev in events {
+        text.clear();
+        for (i, f) in ev.stack.iter().enumerate() {
+            if i > 0 {
+                text.push(b';');
+            }
+            text.extend_from_slice(f);
+        }
+        let stack = stack_id(conn, c, &text)?;
+        conn.prepare_cached(
+            "INSERT INTO events(capture, host, time_ns, duration_ns, pid, tid, comm, cpu, kind, event, stack, weight)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        )?
+        .execute(params![
+            capture,
+            host,
+            ev.ts_ns.unwrap_or(0) as i64,
+            ev.duration_ns.map(|d| d.min(i64::MAX as u64) as i64),
+            ev.pid.unwrap_or(0),
+            ev.tid.unwrap_or(0),
+            ev.comm.unwrap_or(""),
+            ev.cpu,
+            ev.kind.name(),
+            ev.event,
+            stack,
+            ev.weight as i64
+        ])?;
+    }
+    Ok(())
+}
+
 impl Store for Sqlite {
     fn append_metrics(&mut self, host: &str, time_ns: i64, metrics: &[Metric<'_>]) -> Result<(), StoreError> {
         self.writable()?;
@@ -1947,37 +1987,35 @@ impl Store for Sqlite {
                 detail: format!("no capture {}", capture.0),
             });
         };
+        self.write(|conn, c| insert_events(conn, c, capture.0, host, events))
+    }
+
+    fn append_outliers(
+        &mut self,
+        host: &str,
+        kind: LatencyKind,
+        events: &[EventRecord<'_>],
+    ) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        if let Some(i) = events
+            .iter()
+            .position(|ev| ev.ts_ns.is_none_or(|t| t > i64::MAX as u64) || ev.weight > i64::MAX as u64)
+        {
+            return Err(StoreError::Invalid {
+                store: path.display().to_string(),
+                detail: format!(
+                    "outlier {} of {} has no time or a weight out of range: nothing of the batch stored",
+                    i + 1,
+                    events.len()
+                ),
+            });
+        }
+        if events.is_empty() {
+            return Ok(());
+        }
         self.write(|conn, c| {
-            let mut text = Vec::new();
-            for ev in events {
-                text.clear();
-                for (i, f) in ev.stack.iter().enumerate() {
-                    if i > 0 {
-                        text.push(b';');
-                    }
-                    text.extend_from_slice(f);
-                }
-                let stack = stack_id(conn, c, &text)?;
-                conn.prepare_cached(
-                    "INSERT INTO events(capture, host, time_ns, duration_ns, pid, tid, comm, cpu, kind, event, stack, weight)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-                )?
-                .execute(params![
-                    capture.0,
-                    host,
-                    ev.ts_ns.unwrap_or(0) as i64,
-                    ev.duration_ns.map(|d| d.min(i64::MAX as u64) as i64),
-                    ev.pid.unwrap_or(0),
-                    ev.tid.unwrap_or(0),
-                    ev.comm.unwrap_or(""),
-                    ev.cpu,
-                    ev.kind.name(),
-                    ev.event,
-                    stack,
-                    ev.weight as i64
-                ])?;
-            }
-            Ok(())
+            let host = host_id(conn, c, host)?;
+            insert_events(conn, c, crate::outlier_capture(kind).0, host, events)
         })
     }
 
@@ -2492,6 +2530,44 @@ impl Query for Sqlite {
             )
             .map_err(e)?;
         st.query_map(params![capture.0, from_ns, to_ns], |r| {
+            Ok(StoredEvent {
+                capture,
+                time_ns: r.get(0)?,
+                duration_ns: r.get::<_, Option<i64>>(1)?.map(|d| d as u64),
+                pid: r.get(2)?,
+                tid: r.get(3)?,
+                comm: r.get(4)?,
+                cpu: r.get(5)?,
+                kind: r.get(6)?,
+                event: r.get(7)?,
+                stack: StackId(r.get(8)?),
+                weight: r.get::<_, i64>(9)? as u64,
+            })
+        })
+        .map_err(e)?
+        .collect::<Result<_, _>>()
+        .map_err(e)
+    }
+
+    fn outliers(
+        &self,
+        kind: LatencyKind,
+        from_ns: i64,
+        to_ns: i64,
+        host: Option<&str>,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let e = |err| map_err(&self.path, err);
+        let capture = crate::outlier_capture(kind);
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT e.time_ns, e.duration_ns, e.pid, e.tid, e.comm, e.cpu, e.kind, e.event, e.stack, e.weight
+                 FROM events e JOIN hosts h ON h.id = e.host
+                 WHERE e.capture = ?1 AND e.time_ns >= ?2 AND e.time_ns < ?3 AND (?4 IS NULL OR h.name = ?4)
+                 ORDER BY e.time_ns",
+            )
+            .map_err(e)?;
+        st.query_map(params![capture.0, from_ns, to_ns, host], |r| {
             Ok(StoredEvent {
                 capture,
                 time_ns: r.get(0)?,

@@ -233,6 +233,15 @@ impl Query for TextsOnly<'_> {
     fn metric_names(&self, host: Option<&str>) -> Result<Vec<(String, String)>, StoreError> {
         self.0.metric_names(host)
     }
+    fn outliers(
+        &self,
+        kind: kflame_store::LatencyKind,
+        from: i64,
+        to: i64,
+        host: Option<&str>,
+    ) -> Result<Vec<kflame_store::StoredEvent>, StoreError> {
+        self.0.outliers(kind, from, to, host)
+    }
     fn latency(
         &self,
         q: &kflame_store::LatencyQuery<'_>,

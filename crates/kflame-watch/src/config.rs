@@ -19,6 +19,8 @@
 //! slow_runq = "10ms"                 # run-queue waits: runq.slow
 //! slow_offcpu = "1s"                 # off-CPU blocks: offcpu.slow
 //! slow_lock = "10ms"                 # kernel lock waits: lock.slow
+//! slow_calls = { write = "2ms" }     # system calls with thresholds of their own
+//! outliers = 32                      # slow calls kept with their stacks, per CPU and second
 //! all_devices = false                # also partitions, loop and ram devices
 //! log_level = "info"                 # error, warn, info, debug
 //! triggers = [
@@ -73,6 +75,10 @@ pub struct File {
     pub slow_offcpu: Option<String>,
     /// The outlier threshold of kernel lock waits.
     pub slow_lock: Option<String>,
+    /// System calls with outlier thresholds of their own, by name.
+    pub slow_calls: Option<std::collections::BTreeMap<String, String>>,
+    /// Slow system calls kept with their stacks, per CPU and second at most.
+    pub outliers: Option<u32>,
     /// Report every block device.
     pub all_devices: Option<bool>,
     /// Log level.
@@ -146,6 +152,10 @@ pub struct Settings {
     pub slow_offcpu: Duration,
     /// Kernel lock waits at least this long count in `lock.slow`.
     pub slow_lock: Duration,
+    /// System calls with thresholds of their own (name, threshold).
+    pub slow_calls: Vec<(String, Duration)>,
+    /// Slow system calls kept as outliers with their stacks, per CPU and second at most.
+    pub outliers: u32,
     /// Report every block device.
     pub all_devices: bool,
     /// Log level.
@@ -244,6 +254,8 @@ impl File {
             slow_runq: o.slow_runq.or(self.slow_runq),
             slow_offcpu: o.slow_offcpu.or(self.slow_offcpu),
             slow_lock: o.slow_lock.or(self.slow_lock),
+            slow_calls: o.slow_calls.or(self.slow_calls),
+            outliers: o.outliers.or(self.outliers),
             all_devices: o.all_devices.or(self.all_devices),
             log_level: o.log_level.or(self.log_level),
             triggers: o.triggers.or(self.triggers),
@@ -316,6 +328,17 @@ pub fn resolve(
     let slow_runq = duration("slow_runq", flags.slow_runq.is_some(), &merged.slow_runq, ms(10))?;
     let slow_offcpu = duration("slow_offcpu", flags.slow_offcpu.is_some(), &merged.slow_offcpu, ms(1000))?;
     let slow_lock = duration("slow_lock", flags.slow_lock.is_some(), &merged.slow_lock, ms(10))?;
+    let mut slow_calls = Vec::new();
+    for (name, v) in merged.slow_calls.iter().flatten() {
+        let set = flags.slow_calls.is_some();
+        let d = rules::parse_duration(v).ok_or_else(|| {
+            value("slow_calls", set, format!("{name}: expected a duration (`2ms`, `500us`), found `{v}`"))
+        })?;
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(value("slow_calls", set, format!("`{name}`: expected a system call's name")));
+        }
+        slow_calls.push((name.clone(), d));
+    }
     let disk_budget = match &merged.disk_budget {
         None => 0,
         Some(s) => parse_size(s).ok_or_else(|| {
@@ -367,6 +390,8 @@ pub fn resolve(
         slow_runq,
         slow_offcpu,
         slow_lock,
+        slow_calls,
+        outliers: merged.outliers.unwrap_or(32),
         all_devices: merged.all_devices.unwrap_or(false),
         log_level,
         rules,
@@ -407,6 +432,14 @@ mod tests {
             File::parse("blocked_profiles = false\nslow_bio = \"20ms\"\nslow_lock = \"1ms\"\n", p()).unwrap();
         let s = resolve(Some((p(), file)), &File::default(), "box").unwrap();
         assert_eq!((s.blocked_profiles, s.slow_bio, s.slow_lock), (false, ms(20), ms(1)));
+        let file =
+            File::parse("slow_calls = { write = \"2ms\", fsync = \"50ms\" }\noutliers = 4\n", p()).unwrap();
+        let s = resolve(Some((p(), file)), &File::default(), "box").unwrap();
+        assert_eq!(s.slow_calls, [("fsync".to_string(), ms(50)), ("write".to_string(), ms(2))]);
+        assert_eq!(s.outliers, 4);
+        let file = File::parse("slow_calls = { write = \"soon\" }\n", p()).unwrap();
+        let e = resolve(Some((p(), file)), &File::default(), "box").unwrap_err().to_string();
+        assert!(e.contains("`slow_calls`: write: expected a duration"), "{e}");
         let file = File::parse("slow_runq = \"now\"\n", p()).unwrap();
         let e = resolve(Some((p(), file)), &File::default(), "box").unwrap_err().to_string();
         assert!(e.contains("`slow_runq`: expected a duration"), "{e}");

@@ -2,6 +2,6 @@
 //! re-exported. The watcher's tests write a real SQLite database (`kflame_store::Sqlite`).
 
 pub use kflame_store::{
-    Bucket, CaptureId, CaptureStart, Kind, LatencyRow, Maintenance, Metric, Policy, Sample, Store,
-    StoreError, StoredReport, TriggerFired, TriggerId,
+    Bucket, CaptureId, CaptureStart, Kind, LatencyKind, LatencyRow, Maintenance, Metric, Policy, Sample,
+    Store, StoreError, StoredReport, TriggerFired, TriggerId,
 };

@@ -16,8 +16,8 @@ use crate::kmsg::{Follower, KernelReport};
 use crate::metrics::{Options, Reading, Sampler, Tap};
 use crate::rules::{CaptureKind, Evaluator, Fired, Held};
 use crate::store::{
-    Bucket, CaptureId, CaptureStart, Kind, LatencyRow, Metric, Policy, Sample, Store, StoreError,
-    StoredReport, TriggerFired,
+    Bucket, CaptureId, CaptureStart, Kind, LatencyKind, LatencyRow, Metric, Policy, Sample, Store,
+    StoreError, StoredReport, TriggerFired,
 };
 
 /// How the program running the watcher hears from it and steers it.
@@ -786,6 +786,9 @@ impl<S: Store> Watcher<S> {
             if let Some(tap) = &self.tap {
                 tap.put(r.histograms.clone());
             }
+            if r.mode == Mode::Syscalls && !r.events.is_empty() {
+                self.store_outliers(r, &w.clock, control);
+            }
             // Counted since the start: said when it grows.
             let said = self.blocked_lost.entry(r.mode.name()).or_insert(0);
             if r.stats.lost > *said {
@@ -817,6 +820,30 @@ impl<S: Store> Watcher<S> {
             for (stack, weight) in r.stacks.iter() {
                 p.aggregated.push((stack.into(), weight));
             }
+        }
+    }
+
+    /// Stores the system-call outliers of a window: each slow call with its time (UTC), its
+    /// duration, task, CPU and stack (the call's name, the task, its user frames, where it
+    /// waited), named `syscall:NAME`.
+    fn store_outliers(&mut self, r: &Recording, clock: &record::WallClock, control: &mut dyn Control) {
+        let names: Vec<String> = r
+            .events
+            .iter()
+            .map(|e| format!("syscall:{}", e.stack.first().map_or("", String::as_str)))
+            .collect();
+        let records: Vec<_> = r
+            .events
+            .iter()
+            .zip(&names)
+            .map(|(e, name)| {
+                let mut rec = e.record(name);
+                rec.ts_ns = rec.ts_ns.map(|t| u64::try_from(clock.to_realtime_ns(t)).unwrap_or(0));
+                rec
+            })
+            .collect();
+        if let Err(e) = self.store.append_outliers(&self.settings.host, LatencyKind::Syscall, &records) {
+            self.store_error("system-call outliers", &e, control);
         }
     }
 

@@ -31,6 +31,8 @@ Examples:
       --kind offcpu -o stall.html
   kflame query --metrics --name cpu.usr --name psi.io.some --from -10m
   kflame query --events --from -1d
+  kflame query --kind syscall-outliers --from -10m --list
+  kflame query --kind syscall-outliers --top 20 -o slowest.svg
   kflame query --from -1h --diff-from -2h --diff-to -1h |
       kflame flamegraph > diff.svg
 
@@ -51,6 +53,13 @@ pub(crate) struct Args {
     /// Which profile: cpu, offcpu, mem, syscalls, blocked.
     #[arg(long, value_name = "KIND", default_value = "cpu")]
     kind: String,
+    /// With `--kind syscall-outliers`: one line per outlier (time, host, call, duration,
+    /// task, CPU, stack) instead of their stacks folded.
+    #[arg(long)]
+    list: bool,
+    /// With `--kind syscall-outliers`: only the N longest.
+    #[arg(long, value_name = "N")]
+    top: Option<usize>,
     /// Only this host (a database may hold several).
     #[arg(long, value_name = "HOST")]
     host: Option<String>,
@@ -117,7 +126,17 @@ fn range(args_from: &str, args_to: &str, now: i64) -> Result<(i64, i64)> {
 pub(crate) fn run(args: Args) -> Result<()> {
     let now = now_ns();
     let (from, to) = range(&args.from, &args.to, now)?;
-    let kind: Kind = args.kind.parse().map_err(|e| anyhow::anyhow!("--kind: {e}"))?;
+    if let Some(family) = args.kind.strip_suffix("-outliers") {
+        let family = kflame_store::LatencyKind::from_name(family)
+            .with_context(|| format!("--kind {}: expected syscall-outliers", args.kind))?;
+        return outliers(&args, family, from, to);
+    }
+    if args.list || args.top.is_some() {
+        bail!("--list and --top go with --kind syscall-outliers");
+    }
+    let kind: Kind = args.kind.parse().map_err(|e| {
+        anyhow::anyhow!("--kind: {e}; or syscall-outliers (slow system calls with their stacks)")
+    })?;
     let out_kind = match args.output.as_deref().filter(|p| *p != Path::new("-") && p.extension().is_some()) {
         None => OutputKind::Folded,
         Some(p) => OutputKind::from_path(p).with_context(|| {
@@ -204,6 +223,84 @@ pub(crate) fn run(args: Args) -> Result<()> {
             write_html(&mut out, &HtmlProfile::new(&after.stacks, &after.meta), &page)
                 .context("writing the HTML page")?;
         }
+    }
+    out.finish()
+}
+
+/// `--kind FAMILY-outliers`: the slow events the watcher kept with their stacks over the
+/// range, the longest `--top` only, listed (`--list`) or folded weighted by their durations
+/// (ns), to any output a profile goes to.
+fn outliers(args: &Args, family: kflame_store::LatencyKind, from: i64, to: i64) -> Result<()> {
+    let history = args.history.open()?;
+    let db = history.query.as_ref();
+    let mut found = db.outliers(family, from, to, args.host.as_deref())?;
+    if found.is_empty() {
+        bail!(
+            "no {family} outliers from {} to {} in {} (kept by `kflame watch` for calls over their \
+             threshold: --slow-syscall, --slow-call)",
+            format_time(from),
+            format_time(to),
+            history.name
+        );
+    }
+    if let Some(n) = args.top {
+        found.sort_by(|a, b| b.duration_ns.cmp(&a.duration_ns).then(a.time_ns.cmp(&b.time_ns)));
+        found.truncate(n);
+        found.sort_by_key(|e| e.time_ns);
+    }
+    let ids: Vec<kflame_store::StackId> = found.iter().map(|e| e.stack).collect();
+    let texts = db.stack_texts(&ids)?;
+    let mut out = output::create(args.output.as_deref())?;
+    if args.list {
+        for (e, stack) in found.iter().zip(&texts) {
+            writeln!(
+                out,
+                "{}  {:>10.3} ms  {:<24} {}[{}/{}] cpu{}  {}",
+                format_time(e.time_ns),
+                e.duration_ns.unwrap_or(0) as f64 / 1e6,
+                e.event,
+                e.comm,
+                e.pid,
+                e.tid,
+                e.cpu,
+                String::from_utf8_lossy(stack)
+            )?;
+        }
+        return out.finish();
+    }
+    let mut counts = kflame::fold::StackCounts::default();
+    for (e, stack) in found.iter().zip(&texts) {
+        counts.add(stack, kflame::fold::Weight::from(e.duration_ns.unwrap_or(0)));
+    }
+    let stacks = kflame::fold::Stacks::Counts(counts);
+    let meta = kflame::fold::Meta {
+        unit: kflame::fold::Unit::Nanoseconds,
+        event: Some(format!("{family} outliers")),
+    };
+    let what = format!("{family} outliers");
+    let title =
+        args.title.clone().unwrap_or_else(|| format!("{what}, {} to {}", format_time(from), format_time(to)));
+    match args
+        .output
+        .as_deref()
+        .filter(|p| *p != Path::new("-") && p.extension().is_some())
+        .map(OutputKind::from_path)
+    {
+        None | Some(Some(OutputKind::Folded)) => {
+            out.write_all(meta.declared_header().as_bytes())?;
+            write_lines(&mut out, stacks.in_output_order().into_iter()).context("writing folded stacks")?;
+        }
+        Some(Some(OutputKind::Svg)) => {
+            let profile = render::Profile::from_stacks(&stacks, &meta, false);
+            let opts = Options { title: Some(title), ..Options::default() };
+            render::write_svg(&profile, &opts, None, &mut out).context("writing the SVG")?;
+        }
+        Some(Some(OutputKind::Html)) => {
+            let page = HtmlOptions { title: Some(title), ..HtmlOptions::default() };
+            write_html(&mut out, &HtmlProfile::new(&stacks, &meta), &page)
+                .context("writing the HTML page")?;
+        }
+        Some(_) => bail!("outliers are written as folded stacks, SVG or HTML (or listed with --list)"),
     }
     out.finish()
 }

@@ -111,6 +111,13 @@ pub(crate) struct Args {
     /// Kernel lock waits longer than this count as slow (`lock.slow`) [default: 10ms].
     #[arg(long, value_name = "DURATION")]
     slow_lock: Option<String>,
+    /// A system call with a threshold of its own (`write=2ms`); repeat for more.
+    #[arg(long, value_name = "CALL=DURATION")]
+    slow_call: Vec<String>,
+    /// Slow system calls kept with their stacks, per CPU and second at most (0: none)
+    /// [default: 32].
+    #[arg(long, value_name = "N")]
+    outliers: Option<u32>,
 }
 
 impl Args {
@@ -137,6 +144,16 @@ impl Args {
             slow_runq: self.slow_runq.clone(),
             slow_offcpu: self.slow_offcpu.clone(),
             slow_lock: self.slow_lock.clone(),
+            slow_calls: (!self.slow_call.is_empty()).then(|| {
+                self.slow_call
+                    .iter()
+                    .map(|c| match c.split_once('=') {
+                        Some((name, d)) => (name.trim().to_string(), d.trim().to_string()),
+                        None => (c.trim().to_string(), String::new()),
+                    })
+                    .collect()
+            }),
+            outliers: self.outliers,
             all_devices: self.all_devices.then_some(true),
             log_level: self.log_level.clone(),
             triggers: (!self.triggers.is_empty()).then(|| self.triggers.clone()),
@@ -255,6 +272,9 @@ impl Control for Cli {
 fn slow_thresholds(settings: &Settings) -> kflame_bpf::record::SlowThresholds {
     let ns = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
     kflame_bpf::record::SlowThresholds {
+        syscall: ns(settings.slow_syscall),
+        syscall_labels: settings.slow_calls.iter().map(|(n, d)| (n.clone(), ns(*d))).collect(),
+        max_outliers: settings.outliers,
         bio: ns(settings.slow_bio),
         runq: ns(settings.slow_runq),
         offcpu: ns(settings.slow_offcpu),
@@ -266,12 +286,6 @@ fn slow_thresholds(settings: &Settings) -> kflame_bpf::record::SlowThresholds {
 fn print_check(args: &Args, settings: &Settings) -> Result<()> {
     let mut items = kflame_watch::check::check(Path::new("/"), Path::new("/dev/kmsg"));
     if settings.latency {
-        let slow = u64::try_from(settings.slow_syscall.as_nanos()).unwrap_or(u64::MAX);
-        let (available, detail) = match kflame_bpf::record::syscall_latency(slow) {
-            Ok(source) => (true, source.describe()),
-            Err(e) => (false, format!("{e}: the syscall.lat.* metrics are not recorded")),
-        };
-        items.push(kflame_watch::check::Item { name: "latency metrics (BPF)".into(), available, detail });
         let (started, failed) =
             kflame_bpf::record::always_on(settings.blocked_profiles, &slow_thresholds(settings));
         let names: Vec<&str> = started.iter().map(|(m, _)| m.name()).collect();
@@ -291,7 +305,7 @@ fn print_check(args: &Args, settings: &Settings) -> Result<()> {
             }
         };
         items.push(kflame_watch::check::Item {
-            name: "blocked-time latency and profiles (BPF)".into(),
+            name: "latency metrics, outliers and blocked-time profiles (BPF)".into(),
             available,
             detail,
         });
@@ -401,24 +415,20 @@ pub(crate) fn run(args: Args) -> Result<()> {
             settings.rules_summary()
         ),
     );
-    let latency = settings.latency.then_some(settings.slow_syscall);
+    let latency = settings.latency;
     let (blocked_profiles, thresholds) = (settings.blocked_profiles, slow_thresholds(&settings));
     let mut watcher = Watcher::new(settings, store, Environment::default());
-    if let Some(slow) = latency {
-        let slow = u64::try_from(slow.as_nanos()).unwrap_or(u64::MAX);
-        match kflame_bpf::record::syscall_latency(slow) {
-            Ok(source) => watcher.add_latency(source),
-            Err(e) => cli.log(
-                Level::Warn,
-                &format!(
-                    "latency metrics (syscall.lat.*) are not recorded: {e} (BPF takes root, or CAP_BPF \
-                     with CAP_PERFMON, and a kernel with BTF)"
-                ),
-            ),
-        }
+    if latency {
         let (started, failed) = kflame_bpf::record::always_on(blocked_profiles, &thresholds);
         for (mode, e) in failed {
-            cli.log(Level::Warn, &format!("{} latency is not recorded: {e}", mode.name()));
+            cli.log(
+                Level::Warn,
+                &format!(
+                    "{} latency is not recorded: {e} (BPF takes root, or CAP_BPF with CAP_PERFMON, and a \
+                     kernel with BTF)",
+                    mode.name()
+                ),
+            );
         }
         watcher.set_blocked(started);
     }

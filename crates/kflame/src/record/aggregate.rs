@@ -46,6 +46,17 @@ pub struct Aggregate {
     pub ns: u64,
     /// Waits summed.
     pub count: u64,
+    /// One wait with its own time (an outlier): kept as an event of the recording.
+    pub event: Option<AggregateEvent>,
+}
+
+/// When and where one wait of an [`Aggregate`] happened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AggregateEvent {
+    /// When it ended, CLOCK_MONOTONIC ns.
+    pub end_ns: u64,
+    /// The CPU it ended on.
+    pub cpu: u32,
 }
 
 /// What an [`Aggregator`] could not keep, since it started: shown to the user, never
@@ -84,6 +95,12 @@ pub trait Aggregator: Send {
     /// keeps them: per disk, per CPU, per lock kind, per task state).
     fn histograms(&mut self) -> Vec<LatencyReading> {
         Vec::new()
+    }
+    /// Whether its aggregates are single waits with their own time ([`Aggregate::event`]),
+    /// each kept as an event of the recording whatever [`Config::keep_events`](super::Config)
+    /// says (the system-call outliers).
+    fn keeps_events(&self) -> bool {
+        false
     }
 }
 

@@ -60,7 +60,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use aggregate::{Aggregate, AggregateLoss, AggregateTask, Aggregator};
+pub use aggregate::{Aggregate, AggregateEvent, AggregateLoss, AggregateTask, Aggregator};
 pub use cgroups::cgroup2_mount;
 pub use check::{Capability, check};
 pub use clock::WallClock;

@@ -205,7 +205,8 @@ impl Recorder {
             drained: Duration::ZERO,
         };
         for (mode, source) in aggregators {
-            let collector = Collector::new(r.config.naming, r.config.keep_events, r.config.keep_samples);
+            let events = r.config.keep_events || source.keeps_events();
+            let collector = Collector::new(r.config.naming, events, r.config.keep_samples);
             r.aggregated.push(AggregatedKind { mode, source, collector, waits: 0, failed_drains: 0 });
         }
         if one_snapshot {
@@ -498,9 +499,16 @@ impl Recorder {
                 if w.ns == 0 || !self.state.tasks.wanted(w.task.pid, w.task.tid) {
                     continue;
                 }
-                let raw = aggregate::raw_stack(&w, &mut self.state.tasks, tid);
+                let tid = tid || w.event.is_some();
+                let mut raw = aggregate::raw_stack(&w, &mut self.state.tasks, tid);
                 a.waits += w.count;
-                a.collector.add(now, raw, w.ns, None);
+                match w.event {
+                    Some(e) => {
+                        raw.cpu = e.cpu;
+                        a.collector.add(e.end_ns.saturating_sub(w.ns), raw, w.ns, Some(w.ns));
+                    }
+                    None => a.collector.add(now, raw, w.ns, None),
+                }
             }
         }
     }
@@ -520,6 +528,7 @@ fn aggregated_meta(mode: &Mode) -> Meta {
         Mode::Locks => "lock:contention_begin+lock:contention_end",
         Mode::Runq => "sched:sched_wakeup+sched:sched_switch",
         Mode::Bio => "block:block_bio_queue+block:block_rq_complete",
+        Mode::Syscalls => "raw_syscalls:sys_enter+raw_syscalls:sys_exit",
         _ => "sched:sched_switch",
     };
     Meta { unit: Unit::Nanoseconds, event: Some(event.into()) }
