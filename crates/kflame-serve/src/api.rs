@@ -12,6 +12,7 @@
 //! | `/api/report?time=NS[&host]` | one kernel report: title, text and its stack as viewer data |
 //! | `/api/heatmap?kind&from&to[&row_ms=20\|auto][&hosts][&cgroup]` | samples per (second, offset in the second); `rate_hz`, the rate per CPU the samples show; `auto`: rows of at least two sampling periods |
 //! | `/api/latency?kind=syscall&label=write&from&to[&columns=300][&host][&hosts]` | a latency heat map: events per (column of time, bucket of latency) from the stored histograms of one family and label (`label=` empty: the family's total), the rows the buckets from the lowest to the highest used, with the range's count, slow count, largest latency, p50 and p99 |
+//! | `/api/outliers?kind=syscall&from&to[&label=write][&min_ns][&max_ns][&host][&hosts]` | the outliers the watcher kept (slow events with their stacks) of a range, those of one label (the call) and of a duration in `[min_ns, max_ns)` (a heat map selection): each with its time, duration, task, CPU and event (at most [`MAX_OUTLIERS`], the longest), and the viewer's data of their stacks weighted by duration |
 //! | `/api/latency/labels?from&to[&host]` | the families and labels with latency histograms in the range |
 //! | `/api/frame_hosts?frame=F&kind&from&to[&hosts][&cgroup]` | each host's weight in stacks holding frame `F`, its total and the share |
 //! | `/api/live` | server-sent events: the history's newest time and a version that changes with every write, every second (`--live`) |
@@ -122,6 +123,7 @@ pub(crate) fn routes() -> Router<Arc<App>> {
         .route("/heatmap", get(heatmap))
         .route("/latency", get(latency))
         .route("/latency/labels", get(latency_labels))
+        .route("/outliers", get(outliers))
         .route("/frame_hosts", get(frame_hosts))
         .route("/live", get(live))
         .fallback(|| async { ApiError::not_found("no such API path; see /api/info and the README") })
@@ -1038,6 +1040,57 @@ async fn latency(State(app): State<Arc<App>>, Params(args): Args) -> Result<Resp
                 resp.headers_mut().insert("server-timing", v);
             }
             Ok(resp)
+        })
+        .await
+}
+
+/// At most this many outliers listed in one answer (the longest; all of them are in its
+/// flame graph).
+pub const MAX_OUTLIERS: usize = 2000;
+
+async fn outliers(State(app): State<Arc<App>>, Params(args): Args) -> Result<Response> {
+    let kind = latency_kind(&args)?;
+    let min_ns = num_param::<u64>(&args, "min_ns", "a duration in ns")?.unwrap_or(0);
+    let max_ns = num_param::<u64>(&args, "max_ns", "a duration in ns")?.unwrap_or(u64::MAX);
+    app.db
+        .with(move |db| {
+            let (from, to) = range(db, &args, "from", "to")?;
+            let hosts = Hosts::of(&args);
+            let label = args.get("label").filter(|l| !l.is_empty()).map(|l| format!("{}:{l}", kind.as_str()));
+            let mut found: Vec<kflame_store::StoredEvent> = db
+                .outliers(kind, from, to, hosts.single())
+                .map_err(ApiError::store)?
+                .into_iter()
+                .filter(|e| {
+                    let d = e.duration_ns.unwrap_or(0);
+                    d >= min_ns && d < max_ns && label.as_ref().is_none_or(|l| *l == e.event)
+                })
+                .collect();
+            let ids: Vec<StackId> = found.iter().map(|e| e.stack).collect();
+            let texts = db.stack_texts(&ids).map_err(ApiError::store)?;
+            let mut counts = StackCounts::default();
+            for (e, t) in found.iter().zip(&texts) {
+                counts.add(t, Weight::from(e.duration_ns.unwrap_or(0)));
+            }
+            let meta = Meta { unit: kflame::fold::Unit::Nanoseconds, event: Some(format!("{kind} outliers")) };
+            let stacks = Stacks::Counts(counts);
+            let tree = StackTree::from_stacks(&stacks, None, false, true);
+            let total = tree.total();
+            let data = encode_tree(&tree, &meta, &HtmlOptions::default(), false);
+            let n = found.len();
+            found.sort_by(|a, b| b.duration_ns.cmp(&a.duration_ns).then(a.time_ns.cmp(&b.time_ns)));
+            found.truncate(MAX_OUTLIERS);
+            found.sort_by_key(|e| e.time_ns);
+            let listed: Vec<Value> = found
+                .iter()
+                .map(|e| {
+                    json!({ "time": e.time_ns, "duration_ns": e.duration_ns, "pid": e.pid, "tid": e.tid,
+                            "comm": e.comm, "cpu": e.cpu, "event": e.event, "stack": e.stack.0 })
+                })
+                .collect();
+            let info = json!({ "kind": kind.as_str(), "from": from, "to": to, "count": n,
+                               "listed": listed, "min_ns": min_ns, "max_ns": (max_ns != u64::MAX).then_some(max_ns) });
+            Ok(json_response(to_script_safe_string(&viewer_answer(data, n as u64, total, info))))
         })
         .await
 }

@@ -106,6 +106,10 @@ pub fn metrics_of(s: i64) -> Vec<(String, String, f64)> {
     m
 }
 
+/// The stack of the slow write [`write`] keeps every tenth second.
+pub const OUTLIER_STACK: &str =
+    "write;testapp;main;save_file;entry_SYSCALL_64;ksys_write;ext4_sync_file;submit_bio_wait";
+
 /// The latency histograms of second `s` of [`write`]: `write` calls (ten of 2 µs to 20 µs,
 /// and in every tenth second one of 50 ms) and CPU 0's run queue (one wait of 1 ms).
 pub fn latency_of(s: i64) -> (Histogram, Histogram) {
@@ -167,6 +171,23 @@ pub fn write(path: &Path, seconds: i64, keep: bool) -> Result<History, StoreErro
             LatencyRow { kind: LatencyKind::Runq, label: "cpu0", histogram: &cpu0, slow: 0 },
         ];
         db.append_latency(host, T0 + s * SEC + SEC - 1_000_000, &rows)?;
+        if s % 10 == 9 {
+            // The slow write of the second, kept with its stacks.
+            let frames: Vec<Vec<u8>> = OUTLIER_STACK.split(';').map(|f| f.as_bytes().to_vec()).collect();
+            let o = kflame::events::EventRecord {
+                kind: kflame::events::EventKind::Syscall,
+                ts_ns: Some((T0 + s * SEC + SEC / 2) as u64),
+                duration_ns: Some(50_000_000),
+                cpu: 1,
+                pid: Some(4242),
+                tid: Some(4243),
+                comm: Some("testapp"),
+                event: "syscall:write",
+                weight: 50_000_000,
+                stack: kflame::events::Frames::Owned(&frames),
+            };
+            db.append_outliers(host, LatencyKind::Syscall, &[o])?;
+        }
         second_samples(&stacks, s, &mut k, &mut bucket);
         if (s + 1) * SEC % BUCKET == 0 || s + 1 == seconds {
             let start = T0 + (s * SEC / BUCKET) * BUCKET;
