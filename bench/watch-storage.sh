@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Storage of the default `kflame watch` (everything on: CPU profile, metrics, latency
+# histograms of every family, outliers, the always-on off-CPU and lock profiles) on a busy
+# machine, per kind, as root: the watcher runs DUR seconds while a mix of workloads loops
+# (a CPU burner, O_DSYNC writes, threads contending for the mmap lock, spinners crowding a
+# run queue, a pipe ping-pong, page churn); then the database's bytes are read per table
+# (SQLite's dbstat: pages in use) and per profile kind (bucket payloads), and scaled to a day
+# and to one CPU. Target (issue: latency always on): all of it <= 10 MB per CPU per day.
+#
+# Usage: bench/watch-storage.sh          (DUR=900: a 10-minute span of histograms folded)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DUR=${DUR:-900}
+NCPU=$(nproc)
+[ "$(id -u)" = 0 ] || { echo "run as root (system-wide recording)" >&2; exit 2; }
+command -v sqlite3 >/dev/null || { echo "needs the sqlite3 shell (Debian: sqlite3)" >&2; exit 2; }
+
+cargo build --release --locked -p kflame-cli >&2
+tmp=$(mktemp -d /var/tmp/kflame-storage.XXXXXX) # on the disk: the O_DSYNC writes wait for it
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
+cp target/release/kflame "$tmp/kflame"
+cc -O1 -fno-omit-frame-pointer -pthread -o "$tmp/kfwork" crates/kflame/tests/data/record/workload.c
+cc -O2 -o "$tmp/pingpong" bench/pingpong.c
+
+"$tmp/kflame" watch --db "$tmp/h.db" --no-kmsg 2> "$tmp/watch.err" &
+watch=$!
+sleep 2
+end=$((SECONDS + DUR))
+"$tmp/kfwork" cpu "$DUR" > /dev/null &
+while [ $SECONDS -lt $end ]; do
+    "$tmp/kfwork" dsync 3 "$tmp/written" > /dev/null
+    "$tmp/kfwork" mappers 4 2 > /dev/null
+    "$tmp/kfwork" crowd 3 1 > /dev/null
+    "$tmp/pingpong" 3 > /dev/null
+    "$tmp/kfwork" churn 3 > /dev/null
+done
+wait_burner=$(jobs -p | grep -v "^$watch$" || true)
+kill -INT "$watch"
+wait "$watch" || { echo "kflame watch failed:" >&2; cat "$tmp/watch.err" >&2; exit 1; }
+[ -z "$wait_burner" ] || wait $wait_burner 2>/dev/null || true
+
+db=$tmp/h.db
+day() { awk -v b="$1" -v d="$DUR" -v n="$NCPU" 'BEGIN { printf "%8.2f MB per CPU per day", b * 86400 / d / n / 1e6 }'; }
+echo "== kflame watch (defaults) for $DUR s on $NCPU CPUs, a busy mix (load before the end: $(cut -d' ' -f1-3 /proc/loadavg))"
+total=$(stat -c %s "$db")
+echo "file: $total bytes ($(day "$total"))"
+echo "-- pages in use per table (with its indexes):"
+sqlite3 "$db" "SELECT CASE WHEN name LIKE 'sqlite_autoindex_%' THEN substr(name, 18, length(name) - 19) ELSE name END AS t,
+               sum(pgsize) FROM dbstat GROUP BY t ORDER BY 2 DESC" |
+    while IFS='|' read -r t b; do
+        case $t in buckets_*) t=buckets ;; metric_spans_*) t=metric_spans ;; latency_spans_*) t=latency_spans ;; events_*) t=events ;; esac
+        echo "$t $b"
+    done | awk '{ s[$1] += $2 } END { for (t in s) print s[t], t }' | sort -rn |
+    while read -r b t; do printf "  %-16s %10d bytes  %s\n" "$t" "$b" "$(day "$b")"; done
+echo "-- profile buckets per kind (payload):"
+sqlite3 "$db" "SELECT kind, count(*), sum(length(data)) FROM buckets GROUP BY kind" |
+    while IFS='|' read -r k n b; do
+        name=$(echo "cpu offcpu mem syscalls blocked locks" | cut -d' ' -f$((k + 1)))
+        printf "  %-16s %10d bytes in %d buckets  %s\n" "$name" "$b" "$n" "$(day "$b")"
+    done
+echo "-- latency histograms: $(sqlite3 "$db" "SELECT count(*) || ' rows, ' || sum(length(data)) || ' bytes' FROM latency_spans")"
+echo "-- outliers kept: $(sqlite3 "$db" "SELECT count(*) FROM events WHERE capture < 0")"
+echo "-- the watcher's log (warnings):"
+grep -v ": info:" "$tmp/watch.err" | sed 's/^/   /' | head -20 || true
