@@ -8,6 +8,7 @@
 //! ```sh
 //! cargo run --release -p kflame-store --example latency_bench -- FROM.db OUT.db [HOURS]
 //! ```
+#![allow(clippy::print_stdout)]
 
 use std::time::Instant;
 
