@@ -1,11 +1,12 @@
 /* kflame serve: the page. Metric charts on one time axis with a range brush, the flame graph
  * of the selected range below (the shared viewer modules, /viewer/*.js: the same files the
- * offline page inlines), event markers, comparison of two ranges, a sub-second heat map.
+ * offline page inlines), event markers, comparison of two ranges, a sub-second heat map, a
+ * latency heat map (latency.js).
  * Everything comes from the JSON API; every piece of data reaches the DOM as text.
  *
  * URL: ?from&to (the selection, ms since the epoch), vfrom&vto (the charts' span), kind,
  * cpu, cgroup (only that cgroup's samples), bfrom&bto (the comparison base), mode (flame |
- * diff | heat), charts (only these charts: cpu,mem,io,...), open (the charts drawn, the
+ * diff | heat | latency), lkind&llabel (the latency heat map's family and label), charts (only these charts: cpu,mem,io,...), open (the charts drawn, the
  * others being one click away under "More charts"; default: CPU, memory, IO and pressure),
  * capture (the capture shown, whose range is the selection), hosts (only these hosts, comma-
  * separated; none: every host merged, the fleet); the viewer keeps its own state (search,
@@ -23,10 +24,11 @@ import { decodeTree } from '/viewer/model.js';
 import { Brush, Chart, drawAxis, fmtSpan, fmtTime, groupMetrics, PAD_LEFT, PAD_RIGHT, useCatalog } from '/assets/charts.js';
 import { api, el } from '/assets/common.js';
 import { HeatMap } from '/assets/heatmap.js';
+import { LatencyPanel } from '/assets/latency.js';
 
 const root = document.getElementById('app');
 const MS = 1e6;
-const KIND_NAMES = { cpu: 'CPU', offcpu: 'Off-CPU', mem: 'Memory bytes', syscalls: 'Syscalls', blocked: 'Blocked tasks' };
+const KIND_NAMES = { cpu: 'CPU', offcpu: 'Off-CPU', mem: 'Memory bytes', syscalls: 'Syscalls', blocked: 'Blocked tasks', locks: 'Lock waits' };
 const PRESETS = [['15 min', 15 * 60e3], ['1 h', 3600e3], ['24 h', 86400e3]];
 const HEAT_MAX_MS = 6 * 3600e3;
 /** The charts drawn when the URL names none: the rest wait under "More charts", so that the
@@ -59,7 +61,8 @@ function readUrl() {
   S.kind = KIND_NAMES[p.get('kind')] ? p.get('kind') : 'cpu';
   S.cpu = p.get('cpu') || '';
   S.cgroup = (p.get('cgroup') || '').startsWith('/') ? p.get('cgroup') : '';
-  S.mode = ['flame', 'diff', 'heat'].includes(p.get('mode')) ? p.get('mode') : 'flame';
+  S.mode = ['flame', 'diff', 'heat', 'latency'].includes(p.get('mode')) ? p.get('mode') : 'flame';
+  S.latChoice = { kind: p.get('lkind') || '', label: p.get('llabel') || '' };
   S.capture = num('capture');
   const keys = S.groups.map((g) => g.key);
   const open = p.has('open') ? p.get('open').split(',') : DEFAULT_OPEN;
@@ -84,6 +87,8 @@ function writeUrl() {
   if (S.base) { p.set('bfrom', r(S.base.from)); p.set('bto', r(S.base.to)); }
   if (S.mode !== 'flame') p.set('mode', S.mode);
   if (S.capture !== null) p.set('capture', String(S.capture));
+  const lat = S.latency ? S.latency.choice : S.latChoice;
+  if (lat && lat.kind) { p.set('lkind', lat.kind); if (lat.label) p.set('llabel', lat.label); }
   const open = S.groups.map((g) => g.key).filter((k) => S.open.has(k));
   if (open.join(',') !== S.groups.map((g) => g.key).filter((k) => DEFAULT_OPEN.includes(k)).join(',')) p.set('open', open.join(','));
   const charts = new URLSearchParams(location.search).get('charts');
@@ -108,7 +113,7 @@ function buildDom() {
   D.cpu.value = S.cpu;
   D.cpu.addEventListener('change', () => { S.cpu = D.cpu.value; writeUrl(); loadCharts(); });
   D.cgroup = el('input', { class: 'ks-cgroup', type: 'text', spellcheck: 'false',
-    placeholder: 'cgroup (all)', size: '18', title: 'Only the samples of this cgroup and below it, e.g. /system.slice/foo.service; empty: all' });
+    placeholder: 'cgroup (all)', size: '14', title: 'Only the samples of this cgroup and below it, e.g. /system.slice/foo.service; empty: all' });
   D.cgroup.value = S.cgroup;
   D.cgroup.addEventListener('change', () => {
     const v = D.cgroup.value.trim();
@@ -130,6 +135,8 @@ function buildDom() {
     button('Set base', 'Remember the selection as the comparison base', setBase, { class: 'ks-set-base' }),
     D.compare,
     button('Heat map', 'Samples per second and offset within it (rows of at least two sampling periods)', () => { S.mode = S.mode === 'heat' ? 'flame' : 'heat'; changed(true); }, { class: 'ks-heat' }),
+    button('Latency', 'Latency heat map: system calls, IO, run queue, off-CPU and lock waits per second and latency, from the stored histograms',
+      () => { S.mode = S.mode === 'latency' ? 'flame' : 'latency'; changed(true); }, { class: 'ks-latency' }),
     button('Flame graph', 'The flame graph of the selection', () => { S.mode = 'flame'; S.event = null; changed(true); }, { class: 'ks-flame' }),
   );
   D.charts = el('div', { class: 'ks-charts' });
@@ -143,6 +150,7 @@ function buildDom() {
   D.panelNote = el('div', { class: 'ks-panel-note' });
   D.report = el('pre', { class: 'ks-report', hidden: '' });
   D.heat = el('div', { class: 'ks-heat-panel', hidden: '' });
+  D.lat = el('section', { class: 'ks-lat-panel', hidden: '' });
   D.viewer = el('div', { class: 'ks-viewer' });
   D.status = el('div', { class: 'ks-status', role: 'status' });
   D.frameHosts = button('Hosts with this frame', 'Click a frame in the flame graph first', frameHosts, { class: 'ks-frame-hosts' });
@@ -153,7 +161,7 @@ function buildDom() {
   const hostsEl = fleet ? buildHostPicker() : el('span', { class: 'ks-hosts', text: S.info.hosts.join(', ') });
   root.replaceChildren(
     el('header', { class: 'ks-header' }, el('h1', { text: 'kflame serve' }), hostsEl, D.rangeText, el('a', { href: '/scatter', class: 'ks-tab-scatter', text: 'Latency scatter' })),
-    toolbar, D.chartArea, D.axis, D.events, D.more, D.values,
+    toolbar, D.chartArea, D.axis, D.events, D.more, D.values, D.lat,
     el('div', { class: 'ks-panel-head' }, D.panelTitle, D.downloads, D.frameHosts), D.panelNote, D.status, D.fhPanel, D.report, D.heat, D.viewer);
   S.charts = S.groups.map((g) => new Chart(g));
   for (const c of S.charts) c.title.addEventListener('click', () => openChart(c.group.key, false));
@@ -161,6 +169,15 @@ function buildDom() {
   showOpen();
   D.brush = new Brush(D.overlay, (r, final) => { S.range = r; S.follow = false; changed(false, final); }, cursor);
   S.heatmap = new HeatMap(D.heat, heatSelect);
+  S.latency = new LatencyPanel(D.lat, {
+    hosts: hq,
+    kinds: S.info.kinds,
+    kind: () => S.kind,
+    kindName: (k) => KIND_NAMES[k || S.kind] || k,
+    setKind: (k) => { S.kind = k; changed(true); },
+    setRange: latencyRange,
+    changed: writeUrl,
+  }, S.latChoice);
   window.addEventListener('resize', () => { drawCharts(); });
   document.addEventListener('click', (e) => {
     if (D.hostMenu && !D.hostMenu.hidden && !D.hostPicker.contains(e.target)) D.hostMenu.hidden = true;
@@ -451,7 +468,7 @@ async function openEvent(e) {
   S.capture = null;
   writeUrl();
   const seq = ++S.seq;
-  D.heat.hidden = true;
+  D.heat.hidden = D.lat.hidden = true;
   try {
     if (e.type === 'report') {
       const r = await api(`/api/report?time=${e.ns}&host=${encodeURIComponent(e.host)}`);
@@ -472,7 +489,7 @@ async function openEvent(e) {
 async function openCapture(id, e) {
   S.mode = 'flame';
   const seq = ++S.seq;
-  D.heat.hidden = true;
+  D.heat.hidden = D.lat.hidden = true;
   try {
     const p = await api(`/api/profile?capture=${id}&prune=${prune()}`);
     if (seq !== S.seq) return;
@@ -599,6 +616,8 @@ async function loadPanel() {
   const what = `${KIND_NAMES[S.kind]}, ${fmtTime(r.from, true)} – ${fmtTime(r.to)} UTC (${fmtSpan(r.to - r.from)})` +
     (S.cgroup ? ', cgroup ' + S.cgroup : '') + hostsText();
   try {
+    D.lat.hidden = S.mode !== 'latency';
+    if (S.mode === 'latency') S.latency.load({ ...r });
     if (S.mode === 'diff' && S.base) {
       D.heat.hidden = true;
       const d = await api(`/api/diff?${rq}&base_from=${ns(S.base.from)}&base_to=${ns(S.base.to)}`);
@@ -643,6 +662,19 @@ function noteCapturesApart(list) {
       () => openCapture(c.id, (S.events || []).find((e) => e.type === 'capture' && e.id === c.id)),
       { class: 'ks-open-capture', 'data-capture': String(c.id) })),
     list.length > shown.length ? ` and ${list.length - shown.length} more (their markers under the charts)` : ''));
+}
+
+/** Cells of the latency heat map selected: their seconds become the selection, as if
+ * brushed (the view widened when they leave it). */
+function latencyRange(from, to) {
+  S.range = { from, to };
+  S.follow = false;
+  if (from < S.view.from || to > S.view.to) {
+    const pad = (to - from) * 0.1;
+    S.view = { from: Math.min(S.view.from, from - pad), to: Math.max(S.view.to, to + pad) };
+    loadCharts();
+  }
+  changed(true);
 }
 
 /** A heat map rectangle: the flame graph of exactly those samples. */

@@ -24,11 +24,19 @@ function fmtSpan(ms) {
   return +(s / 3600).toFixed(1) + ' h';
 }
 
-/** A value in a chart's unit. */
+/** A value in a chart's unit. Times (`ms`, and `ms/s`, time spent waiting per second) are
+ * written in µs below a millisecond and in s from a second up. */
 function fmtValue(v, unit) {
   if (v === null || v === undefined || Number.isNaN(v)) return '–';
   if (unit === '%') return v.toFixed(1) + ' %';
   const abs = Math.abs(v);
+  const digits = (x) => (x >= 100 ? x.toFixed(0) : x.toFixed(x >= 10 ? 1 : 2));
+  if (unit === 'ms' || unit === 'ms/s') {
+    const per = unit === 'ms/s' ? '/s' : '', sign = v < 0 ? '-' : '';
+    if (abs >= 1000) return sign + digits(abs / 1000) + ' s' + per;
+    if (abs > 0 && abs < 1) return sign + digits(abs * 1000) + ' µs' + per;
+    return sign + digits(abs) + ' ms' + per;
+  }
   const units = unit === 'B' || unit === 'B/s' ? ['', 'Ki', 'Mi', 'Gi', 'Ti'] : ['', 'k', 'M', 'G', 'T'];
   const base = unit === 'B' || unit === 'B/s' ? 1024 : 1000;
   let k = 0, x = abs;
@@ -53,9 +61,10 @@ function niceScale(max, unit, n = 3) {
     // The unit of the step: ticks 1, 2, 3 GiB, not 0.5, 1.0, 1.5 GiB.
     while (max / n / div >= base && k < names.length - 1) { div *= base; k++; }
     suffix = bytes ? ' ' + names[k] + unit : names[k];
-  } else if (unit === 'ms' && max / n >= 1000) {
-    div = 1000;
-    suffix = ' s';
+  } else if (unit === 'ms' || unit === 'ms/s') {
+    const per = unit === 'ms/s' ? '/s' : '';
+    if (max >= 1000) [div, suffix] = [1000, ' s' + per];
+    else if (max > 0 && max / n < 1) [div, suffix] = [0.001, ' µs' + per];
   }
   const m = max / div;
   let step = 1, top = 1;
@@ -90,9 +99,9 @@ function useCatalog(info) {
   GROUPS = info.groups || [];
 }
 
-/** How the page writes a catalog unit: bytes in binary multiples (`B`, `B/s`), shares and
- * times as they are; counts and rates (tasks, requests, /s) as plain numbers. */
-const PAGE_UNITS = { '%': '%', bytes: 'B', 'bytes/s': 'B/s', ms: 'ms' };
+/** How the page writes a catalog unit: bytes in binary multiples (`B`, `B/s`), shares as
+ * they are, times (`ms`, `ms/s`) in µs, ms or s as their size asks; counts and rates (tasks, requests, /s) as plain numbers. */
+const PAGE_UNITS = { '%': '%', bytes: 'B', 'bytes/s': 'B/s', ms: 'ms', 'ms/s': 'ms/s' };
 
 /** The unit of a series, from the catalog. */
 function unitOf(name) {

@@ -11,7 +11,7 @@
 //! | `/api/events?from&to[&host][&hosts]` | triggers, captures and kernel reports |
 //! | `/api/report?time=NS[&host]` | one kernel report: title, text and its stack as viewer data |
 //! | `/api/heatmap?kind&from&to[&row_ms=20\|auto][&hosts][&cgroup]` | samples per (second, offset in the second); `rate_hz`, the rate per CPU the samples show; `auto`: rows of at least two sampling periods |
-//! | `/api/latency?kind=syscall&label=write&from&to[&columns=300][&host][&hosts]` | a latency heat map: events per (column of time, bucket of latency) from the stored histograms of one family and label (`label=` empty: the family's total), the rows the buckets from the lowest to the highest used, with the range's count, slow count, largest latency, p50 and p99 |
+//! | `/api/latency?kind=syscall&label=write&from&to[&columns=300][&min_rows=N][&host][&hosts]` | a latency heat map: events per (column of time, bucket of latency) from the stored histograms of one family and label (`label=` empty: the family's total), the rows the buckets from the lowest to the highest used (with `min_rows`, empty buckets around them up to that many rows), with the range's count, slow count, largest latency, p50 and p99 |
 //! | `/api/outliers?kind=syscall&from&to[&label=write][&min_ns][&max_ns][&host][&hosts]` | the outliers the watcher kept (slow events with their stacks) of a range, those of one label (the call) and of a duration in `[min_ns, max_ns)` (a heat map selection): each with its time, duration, task, CPU and event (at most [`MAX_OUTLIERS`], the longest), and the viewer's data of their stacks weighted by duration |
 //! | `/api/latency/labels?from&to[&host]` | the families and labels with latency histograms in the range |
 //! | `/api/frame_hosts?frame=F&kind&from&to[&hosts][&cgroup]` | each host's weight in stacks holding frame `F`, its total and the share |
@@ -993,6 +993,10 @@ async fn latency(State(app): State<Arc<App>>, Params(args): Args) -> Result<Resp
     if columns == 0 || columns > LATENCY_MAX_COLUMNS {
         return Err(ApiError::bad(format!("columns: expected 1 to {LATENCY_MAX_COLUMNS}")));
     }
+    let min_rows = num_param::<usize>(&args, "min_rows", "a number of rows")?.unwrap_or(0);
+    if min_rows > kflame::latency::SLOTS {
+        return Err(ApiError::bad(format!("min_rows: expected 0 to {}", kflame::latency::SLOTS)));
+    }
     app.db
         .with(move |db| {
             let (from, to) = range(db, &args, "from", "to")?;
@@ -1013,7 +1017,8 @@ async fn latency(State(app): State<Arc<App>>, Params(args): Args) -> Result<Resp
                 .filter(|s| hosts.matches(&s.host))
                 .collect();
             let store = t0.elapsed();
-            let m = kflame_store::heatmap::heatmap(&found, from, to, columns);
+            let mut m = kflame_store::heatmap::heatmap(&found, from, to, columns);
+            pad_rows(&mut m, min_rows);
             let ms = |q: f64| m.summed.quantile(q).map(|ns| ns / 1e6);
             let out = json!({
                 "kind": kind.as_str(),
@@ -1093,6 +1098,32 @@ async fn outliers(State(app): State<Arc<App>>, Params(args): Args) -> Result<Res
             Ok(json_response(to_script_safe_string(&viewer_answer(data, n as u64, total, info))))
         })
         .await
+}
+
+/// Adds empty buckets around the rows of `m` until it has `min_rows` (below and above alike,
+/// within the buckets there are), so that a map whose events fall in one or two buckets is
+/// drawn with its neighbours, rows as tall as in any other map. A map of no event stays empty.
+fn pad_rows(m: &mut kflame_store::heatmap::HeatMap, min_rows: usize) {
+    use kflame::latency::{SLOTS, slot_lower, slot_of, slot_upper};
+    let Some(&first) = m.lower_ns.first() else { return };
+    let rows = m.lower_ns.len();
+    if rows >= min_rows {
+        return;
+    }
+    let lo = slot_of(first);
+    let hi = lo + rows;
+    let extra = min_rows.min(SLOTS) - rows;
+    let mut below = (extra / 2).min(lo);
+    let above = (extra - below).min(SLOTS - hi);
+    below = (extra - above).min(lo);
+    m.lower_ns = (lo - below..hi + above).map(slot_lower).collect();
+    m.upper_ns = slot_upper(hi + above - 1);
+    for c in &mut m.counts {
+        let mut padded = vec![0; below];
+        padded.extend_from_slice(c);
+        padded.resize(below + rows + above, 0);
+        *c = padded;
+    }
 }
 
 async fn latency_labels(State(app): State<Arc<App>>, Params(args): Args) -> Result<Response> {

@@ -283,6 +283,23 @@ async fn a_latency_heat_map_counts_the_stored_histograms() {
     assert_eq!(total["total"], 606);
     let runq = json(&app, &format!("/api/latency?kind=runq&label=cpu0&from={T0}&to={}", T0 + 60 * SEC)).await;
     assert_eq!((runq["total"].as_u64(), runq["max_ms"].as_f64()), (Some(60), Some(1.0)));
+    assert_eq!(runq["lower_ns"].as_array().map(Vec::len), Some(1), "one bucket used");
+    // At least 12 rows: the used bucket with empty ones around it, consecutive buckets.
+    let padded =
+        json(&app, &format!("/api/latency?kind=runq&label=cpu0&from={T0}&to={}&min_rows=12", T0 + 60 * SEC))
+            .await;
+    let lower: Vec<u64> = serde_json::from_value(padded["lower_ns"].clone()).unwrap();
+    assert_eq!(lower.len(), 12);
+    let slot = kflame::latency::slot_of(1_000_000);
+    let at = lower.iter().position(|&l| l == kflame::latency::slot_lower(slot)).unwrap();
+    assert_eq!(at, (12 - 1) / 2, "half the empty buckets below, the rest above: {lower:?}");
+    assert!(lower.windows(2).all(|w| kflame::latency::slot_of(w[1]) == kflame::latency::slot_of(w[0]) + 1));
+    assert_eq!(padded["upper_ns"].as_u64(), Some(kflame::latency::slot_upper(slot + 12 - 1 - at)));
+    let counts: Vec<Vec<u64>> = serde_json::from_value(padded["counts"].clone()).unwrap();
+    assert!(counts.iter().all(|c| c.len() == 12 && c.iter().sum::<u64>() == c[at]), "{counts:?}");
+    assert_eq!(counts.iter().map(|c| c[at]).sum::<u64>(), 60);
+    error(&app, &format!("/api/latency?min_rows=129&from={T0}&to={}", T0 + SEC), StatusCode::BAD_REQUEST)
+        .await;
     let labels = json(&app, &format!("/api/latency/labels?from={T0}&to={}", T0 + 60 * SEC)).await;
     let got: Vec<(String, String)> = labels["labels"]
         .as_array()
