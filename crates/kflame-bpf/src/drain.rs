@@ -9,7 +9,7 @@ use aya::maps::{
     Array, ArrayOfMaps, HashMap as BpfHashMap, MapData, PerCpuArray, PerCpuHashMap, StackTraceMap,
 };
 use aya::programs::RawTracePoint;
-use aya::{Ebpf, EbpfLoader, GlobalData, Pod};
+use aya::{Ebpf, EbpfLoader, GlobalData};
 
 use kflame::latency::{Histogram, SLOTS};
 
@@ -203,7 +203,7 @@ impl Loaded {
             Array::try_from(map).map_err(|e| map_err("control", e))?;
         control.set(0, self.generation, 0).map_err(|e| map_err("control", e))?;
         self.grace.wait()?;
-        let taken = self.take_per_cpu::<HIST_KEY_LEN, HistValue>("hists", 4)?;
+        let taken = self.take_histogram_values()?;
         for (k, per_cpu) in taken {
             let label = u32_at(&k, 0);
             let histogram =
@@ -219,6 +219,32 @@ impl Loaded {
             }
         }
         Ok(())
+    }
+
+    /// Reads the values of `hists`' keys of the parity not written now (call after the flip
+    /// and its grace period) and zeroes them in place: the keys stay for the kernel's next
+    /// use of that parity. Keys whose values are all zero are not returned.
+    fn take_histogram_values(&mut self) -> Result<Vec<PerCpuTaken<HIST_KEY_LEN, HistValue>>, BpfError> {
+        let old = self.generation.wrapping_sub(1) & 1;
+        let map = self.ebpf.map_mut("hists").ok_or_else(|| map_err("hists", "missing"))?;
+        let mut values: PerCpuHashMap<&mut MapData, [u8; HIST_KEY_LEN], HistValue> =
+            PerCpuHashMap::try_from(map).map_err(|e| map_err("hists", e))?;
+        let keys: Vec<[u8; HIST_KEY_LEN]> =
+            values.keys().filter_map(Result::ok).filter(|k| u32_at(k, 4) == old).collect();
+        let cpus = aya::util::nr_cpus().map_err(|(what, e)| map_err("hists", format!("{what}: {e}")))?;
+        let mut found = Vec::new();
+        for k in keys {
+            let Ok(v) = values.get(&k, 0) else { continue };
+            let per_cpu: Vec<HistValue> = v.iter().copied().collect();
+            if per_cpu.iter().all(|h| h.iter().all(|&n| n == 0)) {
+                continue;
+            }
+            let zeros = aya::maps::PerCpuValues::try_from(vec![[0u64; SLOTS + 3]; cpus])
+                .map_err(|e| map_err("hists", e))?;
+            values.insert(k, zeros, 0).map_err(|e| map_err("hists", e))?;
+            found.push((k, per_cpu));
+        }
+        Ok(found)
     }
 
     /// The latency histograms taken at the flips since the last call, by label.
@@ -260,31 +286,6 @@ impl Loaded {
                 found.push((k, v));
             }
             let _ = counts.remove(&k);
-        }
-        Ok(found)
-    }
-
-    /// Reads and deletes the keys of the per-CPU hash map `name` (keys of `K` bytes, their
-    /// generation at `gen_at`) of the generations before the current one (call
-    /// [`Loaded::flip`] first), each with its values, one per possible CPU.
-    pub(crate) fn take_per_cpu<const K: usize, V: Pod>(
-        &mut self,
-        name: &'static str,
-        gen_at: usize,
-    ) -> Result<Vec<PerCpuTaken<K, V>>, BpfError> {
-        let map = self.ebpf.map_mut(name).ok_or_else(|| map_err(name, "missing"))?;
-        let mut values: PerCpuHashMap<&mut MapData, [u8; K], V> =
-            PerCpuHashMap::try_from(map).map_err(|e| map_err(name, e))?;
-        let keys: Vec<[u8; K]> = values.keys().filter_map(Result::ok).collect();
-        let mut found = Vec::with_capacity(keys.len());
-        for k in keys {
-            if u32_at(&k, gen_at) == self.generation {
-                continue;
-            }
-            if let Ok(v) = values.get(&k, 0) {
-                found.push((k, v.iter().copied().collect()));
-            }
-            let _ = values.remove(&k);
         }
         Ok(found)
     }

@@ -224,6 +224,19 @@ fn live_kill_9_loses_at_most_the_bucket_in_progress_and_a_restart_continues() {
     // Killed right after a bucket is written: a first bucket, then the next one.
     let first = wait_for("a first bucket", &w, || last_sample(&open_read(&db)?));
     wait_for("a second bucket", &w, || last_sample(&open_read(&db)?).filter(|&t| t > first));
+    // And a block of metric values (the first value of the next block writes it): on a
+    // loaded machine the first values come seconds after the first samples.
+    wait_for("a block of metric values", &w, || {
+        let q = kflame_store::SeriesQuery {
+            name: "cpu",
+            label: Some(""),
+            host: None,
+            from_ns: 0,
+            to_ns: i64::MAX,
+            points: None,
+        };
+        open_read(&db)?.series(&q).ok()?.iter().any(|s| !s.points.is_empty()).then_some(())
+    });
     let killed = now_ns();
     signal(&w.child, 9);
     let _ = w.child.wait();
@@ -586,7 +599,7 @@ fn live_blocked_time_is_always_on_as_metrics_and_profiles() {
     // watcher did, and a range takes whole buckets.
     let started = now_ns() - 60_000_000_000;
     let w = watch(&env, &db, &[]);
-    w.wait_log("always-on blocked time (offcpu, locks, runq, bio)", 0);
+    w.wait_log("always-on blocked time (syscalls, offcpu, locks, runq, bio)", 0);
     let file = format!("/var/tmp/kflame-watch-blocked-{}", std::process::id());
     for args in [&["mappers", "8", "2"][..], &["dsync", "2", &file], &["crowd", "3", "1"]] {
         let status = Command::new(&env.workload).args(args).stdout(Stdio::null()).status().unwrap();

@@ -366,8 +366,10 @@ impl<S: Store> Watcher<S> {
             control
                 .log(Level::Info, "this kernel has no /proc/pressure (PSI): psi.* metrics are not recorded");
         }
-        let mut blocked = self.start_blocked(&stop, control);
-        if blocked.is_some() && self.tap.is_none() {
+        // The always-on programs' histograms reach the metric reader through a tap, in place
+        // before the reader starts; their recorder starts after it, so that its start-up
+        // (naming every process) does not hold the metrics back.
+        if !self.blocked.is_empty() && self.tap.is_none() {
             let tap = Tap::default();
             self.sampler.add_latency(Box::new(tap.clone()));
             self.tap = Some(tap);
@@ -390,6 +392,7 @@ impl<S: Store> Watcher<S> {
         let fresh = move || Sampler::new(&root, Options { all_devices: options.all_devices });
         let sampler = std::mem::replace(&mut self.sampler, Sampler::new(&self.env.proc_root, options));
         let mut reader = MetricReader::start(sampler, started + tick, tick, fresh);
+        let mut blocked = self.start_blocked(&stop, control);
         loop {
             let ended = match profile.poll(Duration::from_millis(100)) {
                 Ok(RecStatus::Running) => false,

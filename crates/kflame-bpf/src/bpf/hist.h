@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: (MIT OR Apache-2.0)
 // Latency histograms every program counts into: `hists`, a per-CPU hash under (label,
-// generation) of kflame::latency's buckets (no atomics, no cache line shared between CPUs),
-// with the largest value, the sum and the count of events at least `slow_ns` long. The label
-// is the program's: the system call's number, the disk, the CPU, the task state, the lock's
-// flags. Included by common.h, after `generation()`.
+// generation parity) of kflame::latency's buckets (no atomics, no cache line shared between
+// CPUs), with the largest value, the sum and the count of events at least `slow_ns` long. The
+// label is the program's: the system call's number, the disk, the CPU, the task state, the
+// lock's flags. A key is made once: user space reads and zeroes the other parity's values
+// after each flip, never deletes them, so that no allocation happens on the hot path after
+// the first event of a label (a burst of allocations at each flip would fail). Included by
+// common.h, after `generation()`.
 #ifndef KFLAME_HIST_H
 #define KFLAME_HIST_H
 
@@ -16,7 +19,7 @@ const volatile __u64 slow_ns = ~0ULL;
 // The key of `hists`; `src/drain.rs` reads it (8 bytes).
 struct hist_key {
 	__u32 label; // 0
-	__u32 gen;   // 4: the generation user space is not reading
+	__u32 gen;   // 4: the parity of the generation user space is not reading
 };
 
 // kflame::latency::Histogram as user space sums it over the CPUs, and the slow events.
@@ -71,7 +74,7 @@ static __always_inline __u32 slot_of(__u64 ns)
 // values, but another CPU may create the key first (EEXIST): looked up again either way.
 static __always_inline void count_latency_over(__u32 label, __u64 ns, __u64 slow)
 {
-	struct hist_key key = { .label = label, .gen = generation() };
+	struct hist_key key = { .label = label, .gen = generation() & 1 };
 	struct hist_t *h = bpf_map_lookup_elem(&hists, &key);
 	if (!h) {
 		__u32 zero = 0;

@@ -93,8 +93,8 @@ impl LatencySource for Tap {
     }
 
     fn describe(&self) -> String {
-        "block IO, run-queue, off-CPU and lock-wait latency histograms summed in the kernel by BPF, \
-         read every second"
+        "system call, block IO, run-queue, off-CPU and lock-wait latency histograms summed in the \
+         kernel by BPF, read every second"
             .into()
     }
 }
