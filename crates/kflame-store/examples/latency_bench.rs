@@ -1,8 +1,9 @@
 //! Latency histograms of a day, replayed from a real history: the histograms a `kflame watch`
 //! database holds (every family and label, one per second) are written again, second after
 //! second, until `HOURS` of history fill a new database (as the watcher writes them: 10-s
-//! blocks, folded per 10 minutes and hour). Then prints the bytes they take, and times what a
-//! page asks: the heat map of one hour (`Query::latency` and `heatmap`, 300 columns) of each
+//! blocks, folded per 10 minutes and hour). Then prints the bytes they take (a replay repeats
+//! a short recording, which the compressor finds again: these bytes are a floor, not what a
+//! day of watching takes; `bench/watch-storage.sh` measures that), and times what a page asks: the heat map of one hour (`Query::latency` and `heatmap`, 300 columns) of each
 //! family's total and of the busiest label, at the start, middle and end of the day.
 //!
 //! ```sh
