@@ -68,7 +68,7 @@ for work in busy pingpong; do
         for c in "${configs[@]}"; do
             case $c in
                 none) line=$(run "$work" none) ;;
-                default) line=$(run "$work") ;;
+                default) line=$(run "$work" --log-level info) ;;
                 *) line=$(run "$work" "$c") ;;
             esac
             echo "$line" >> "$tmp/$work.$c"
