@@ -2,7 +2,9 @@
 // example (tests/common/history.rs): every second, ten `write` calls of 2 to 20 µs (and one
 // of 50 ms in every tenth second) under `syscall`, counted in the family's total as well, and
 // one run-queue wait of 1 ms under `runq` `cpu0`; the histogram of second s is stored at
-// T0 + s + 999 ms. Every expected count is computed here from that description and the
+// T0 + s + 999 ms. The 50 ms call of second s (s % 10 == 9) is kept as an outlier at
+// T0 + s + 500 ms: `syscall:write` of `testapp` pid 4242 (tid 4243) on CPU 1, with the
+// stack `history::OUTLIER_STACK`. Every expected count is computed here from that description and the
 // range the page shows, or from the map's own answer; none is taken from the drawing.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,6 +14,8 @@ import { ROOT, launchBrowser, scratch, screenshot, startServe, stopServe, writeT
 
 const TOKEN = 'latency-test-token-7';
 const T0_MS = 1764000000000;
+/** The outlier's stack (tests/common/history.rs, OUTLIER_STACK). */
+const OUTLIER_STACK = 'write;testapp;main;save_file;entry_SYSCALL_64;ksys_write;ext4_sync_file;submit_bio_wait'.split(';');
 let browser, served;
 
 before(async () => {
@@ -223,6 +227,134 @@ test('times per second (ms/s) and latencies are written in µs, ms or s', async 
   assert.ok(got.big.slice(1).every((l) => / s\/s$/.test(l)), got.big.join());
   assert.ok(got.small.slice(1).every((l) => / µs$/.test(l)), got.small.join());
   assert.ok(got.mid.slice(1).every((l) => / ms\/s$/.test(l)), got.mid.join());
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+/** The times (ms) of the outliers the history keeps in [from, to) ms: one in every tenth
+ * second, half a second into it. */
+function outliersIn(from, to) {
+  const out = [];
+  for (let s = 9; s < 900; s += 10) {
+    const t = T0_MS + s * 1000 + 500;
+    if (t >= from && t < to) out.push(t);
+  }
+  return out;
+}
+
+/** Drags over the latency map from cell (c0, r0) to (c1, r1) and waits until the map of the
+ * new range is drawn and the selection's outliers were asked for. */
+async function dragCells(page, [c0, r0], [c1, r1]) {
+  const a = await page.evaluate(([c, r]) => kflameServe.S.latency.map.pointOf(c, r), [c0, r0]);
+  const b = await page.evaluate(([c, r]) => kflameServe.S.latency.map.pointOf(c, r), [c1, r1]);
+  const n = await latencyLoads(page), k = await page.evaluate(() => kflameServe.S.latency.outliersLoaded || 0);
+  await page.mouse.move(a.x, a.y);
+  await page.mouse.down();
+  await page.mouse.move(b.x, b.y, { steps: 6 });
+  await page.mouse.up();
+  await latencyLoaded(page, n);
+  await page.waitForFunction((k) => (kflameServe.S.latency.outliersLoaded || 0) > k, k, { timeout: 10000 });
+}
+
+test('a selection over the slow calls lists their outliers, with their flame graph weighted by duration', async () => {
+  const { page, problems } = await open('&mode=latency');
+  await page.waitForFunction(() => kflameServe.S.latency.loaded > 0 && kflameServe.S.latency.data, null, { timeout: 10000 });
+  // Nothing selected: no outliers section.
+  assert.equal(await page.locator('.ks-lat-outliers').isHidden(), true);
+  const d = await page.evaluate(() => kflameServe.S.latency.data);
+  const mapFrom = Math.round(d.from / 1e6), top = d.lower_ns.length - 1;
+  assert.ok(d.lower_ns[top] <= 50e6 && 50e6 < d.upper_ns, `top row ${d.lower_ns[top]}..${d.upper_ns}`);
+  // Columns c0..c1, from the row of 10 ms to the top: the 50 ms calls of those seconds.
+  const columns = d.counts.length, c0 = Math.floor(columns / 4), c1 = c0 + 69, r0 = d.lower_ns.findLastIndex((l) => l <= 1e7);
+  assert.ok(c1 < columns && r0 > 0 && r0 < top, `${columns} columns, row ${r0} of ${top}`);
+  const span = { from: edge(d, mapFrom, c0), to: edge(d, mapFrom, c1 + 1) };
+  const want = outliersIn(span.from, span.to);
+  assert.ok(want.length > 5, 'more outliers in the selection than the table lists: ' + want.length);
+  let cells = 0;
+  for (let c = c0; c <= c1; c++) for (let r = r0; r <= top; r++) cells += d.counts[c][r];
+  assert.equal(cells, want.length, 'the selected cells count the kept calls');
+  await dragCells(page, [c0, r0], [c1, top]);
+  const sel = await page.evaluate(() => {
+    const s = kflameServe.S.latency.selection;
+    return { from: s.from, to: s.to, minNs: s.minNs, maxNs: s.maxNs, outliers: s.outliers };
+  });
+  assert.deepEqual({ from: sel.from, to: sel.to }, span);
+  const info = sel.outliers.info;
+  // Exactly the history's outliers of the selected seconds, within the selected band.
+  assert.equal(info.count, want.length);
+  assert.equal(sel.outliers.total, want.length * 50e6);
+  assert.deepEqual(info.listed.map((o) => Math.round(o.time / 1e6)), want);
+  for (const o of info.listed) {
+    assert.deepEqual({ d: o.duration_ns, e: o.event, comm: o.comm, pid: o.pid, tid: o.tid, cpu: o.cpu },
+      { d: 50e6, e: 'syscall:write', comm: 'testapp', pid: 4242, tid: 4243, cpu: 1 });
+  }
+  assert.deepEqual([info.min_ns, info.max_ns], [sel.minNs, sel.maxNs]);
+  // Under the map: the count, the longest few (all 50 ms: the earliest first), the button.
+  const box = page.locator('.ks-lat-outliers');
+  assert.equal(await box.isVisible(), true);
+  const shown = Math.min(5, want.length);
+  const head = await box.locator('.ks-lat-outliers-count').textContent();
+  assert.equal(head, `${want.length} outliers in the selection (system calls kept with their stacks)` +
+    (want.length > shown ? `, the ${shown} longest:` : ':'));
+  const rows = await box.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+  assert.deepEqual(rows, want.slice(0, shown).map((t) => [new Date(t).toISOString().slice(11, 23), '50 ms', 'syscall:write', 'testapp[4242/4243]', '1']));
+  const button = box.locator('.ks-lat-outlier-flame');
+  assert.equal(await button.textContent(), `Flame graph of these ${want.length} outliers`);
+  await screenshot(page, 'serve-latency-outliers');
+  // Their flame graph in the page's viewer: the outliers' stack, weighted by duration.
+  let loaded = await page.evaluate(() => kflameServe.S.loaded);
+  await button.click();
+  await page.waitForFunction((k) => kflameServe.S.loaded > k, loaded, { timeout: 10000 });
+  const flame = await page.evaluate((stack) => {
+    const t = kflameViewer.tree, leaf = t.find(stack);
+    return { total: t.total[0], names: t.names.slice(), leaf: leaf < 0 ? null : t.total[leaf], save: t.names.includes('save_file'), title: kflameServe.D.panelTitle.textContent,
+      viewerTitle: document.querySelector('.ks-viewer .kf-title').textContent,
+      downloads: kflameServe.D.downloads.hidden, back: !!document.querySelector('.ks-outliers-back') };
+  }, OUTLIER_STACK);
+  assert.equal(flame.total, want.length * 50e6);
+  assert.ok(flame.save, 'save_file in ' + flame.names.join());
+  assert.equal(flame.leaf, want.length * 50e6, 'the whole stack, every outlier');
+  assert.ok(flame.title.startsWith(`Outliers of the selection, weighted by duration: ${want.length} system calls of `), flame.title);
+  assert.equal(flame.viewerTitle, 'Outliers of the selection, weighted by duration');
+  assert.equal(flame.downloads, true, 'the downloads are the range’s: hidden');
+  assert.equal(flame.back, true);
+  // The URL is the range's, as before: a reload shows its flame graph.
+  assert.deepEqual({ from: +new URL(page.url()).searchParams.get('from'), to: +new URL(page.url()).searchParams.get('to') }, span);
+  await screenshot(page, 'serve-latency-outliers-flame');
+  // Back to the range's flame graph: the CPU profile of the selected seconds.
+  loaded = await page.evaluate(() => kflameServe.S.loaded);
+  await page.click('.ks-outliers-back');
+  await page.waitForFunction((k) => kflameServe.S.loaded > k, loaded, { timeout: 10000 });
+  const back = await page.evaluate(async () => {
+    const { S, ns } = kflameServe;
+    return { title: kflameServe.D.panelTitle.textContent, viewer: kflameViewer.tree.total[0],
+      heat: (await (await fetch(`/api/heatmap?kind=cpu&from=${ns(S.range.from)}&to=${ns(S.range.to)}`)).json()).total };
+  });
+  assert.ok(back.title.startsWith('Flame graph: CPU'), back.title);
+  assert.equal(back.viewer, back.heat);
+  // The selection and its outliers are still shown under the map of its seconds.
+  assert.equal(await box.isVisible(), true);
+  // A band below 50 ms, over the map of the selected seconds: calls, but no outliers, and no
+  // outliers section.
+  const m = await page.evaluate(() => kflameServe.S.latency.data);
+  const top2 = m.lower_ns.length - 1, low = m.lower_ns.findLastIndex((l) => l <= 1e4);
+  assert.ok(m.lower_ns[top2] <= 50e6 && low >= 0 && low < top2 - 1);
+  const cols = m.counts.length;
+  let below = 0;
+  for (let c = 0; c < cols; c++) for (let r = low; r < top2; r++) below += m.counts[c][r];
+  assert.ok(below > 0, 'calls in the band below 50 ms');
+  await dragCells(page, [0, low], [cols - 1, top2 - 1]);
+  const none = await page.evaluate(() => {
+    const s = kflameServe.S.latency.selection;
+    return { outliers: s.outliers, max: s.maxNs, kids: document.querySelector('.ks-lat-outliers').childElementCount };
+  });
+  assert.ok(none.max <= 50e6, 'the band ends below the 50 ms calls: ' + none.max);
+  assert.equal(none.outliers, null);
+  assert.equal(await box.isHidden(), true);
+  assert.equal(none.kids, 0);
+  const text = await page.locator('.ks-lat-panel').textContent();
+  assert.ok(!/outlier/i.test(text), text);
+  await screenshot(page, 'serve-latency-no-outliers');
   assert.deepEqual(problems, []);
   await page.close();
 });

@@ -176,6 +176,7 @@ function buildDom() {
     kindName: (k) => KIND_NAMES[k || S.kind] || k,
     setKind: (k) => { S.kind = k; changed(true); },
     setRange: latencyRange,
+    showProfile: showOutliers,
     changed: writeUrl,
   }, S.latChoice);
   window.addEventListener('resize', () => { drawCharts(); });
@@ -285,8 +286,9 @@ function frameSelected(name) {
   // is in no stored stack: no host has it.
   const merged = !!name && /^\(\d+ stacks? below .* merged\)$/.test(name);
   S.frame = merged ? null : name;
-  D.frameHosts.disabled = !S.frame;
-  D.frameHosts.title = S.frame ? 'Which hosts spend time in ' + name
+  D.frameHosts.disabled = !S.frame || S.frameOff;
+  D.frameHosts.title = S.frameOff ? 'Outliers: the range’s flame graph breaks its frames down by host'
+    : S.frame ? 'Which hosts spend time in ' + name
     : merged ? 'Narrow stacks merged by the server: no stored stack has this frame' : 'Click a frame in the flame graph first';
 }
 
@@ -537,6 +539,7 @@ function show(data, title, note) {
   D.report.hidden = true;
   D.downloads.hidden = false;
   D.status.textContent = '';
+  S.frameOff = false;
   if (S.viewer) S.viewer.destroy();
   // The viewer's zoom is a node of the tree it drew; another profile's tree has other nodes.
   // Its search and hide/focus steps are names: they stay.
@@ -662,6 +665,22 @@ function noteCapturesApart(list) {
       () => openCapture(c.id, (S.events || []).find((e) => e.type === 'capture' && e.id === c.id)),
       { class: 'ks-open-capture', 'data-capture': String(c.id) })),
     list.length > shown.length ? ` and ${list.length - shown.length} more (their markers under the charts)` : ''));
+}
+
+/** The flame graph of a latency selection's outliers (viewer data of their stacks weighted by
+ * duration, `title` and `note` saying so) in the panel instead of the range's, with a way
+ * back. Not in the URL, as the selection is not: a reload shows the range's flame graph. */
+function showOutliers(data, title, note) {
+  ++S.seq; // a flame graph of the range still on its way is not drawn over it
+  S.event = null;
+  show({ ...data, profile: { ...data.profile, title: 'Outliers of the selection, weighted by duration', subtitle: '' } }, title, note);
+  D.downloads.hidden = true; // they are the range's profile
+  S.frameOff = true;
+  frameSelected(null);
+  D.panelNote.append(button('Back to the range’s flame graph', 'The flame graph of the selected range', () => loadPanel(),
+    { class: 'ks-outliers-back' }));
+  // The button was under the map: the flame graph it drew is below, maybe out of sight.
+  D.panelTitle.scrollIntoView({ block: 'start' });
 }
 
 /** Cells of the latency heat map selected: their seconds become the selection, as if

@@ -8,7 +8,10 @@
  *
  * Dragging over cells selects them: their time span, latency range and count are shown, and
  * the page's range becomes the selected columns' span (the flame graph below follows, and
- * so does this map, the selected latencies marked as a band). */
+ * so does this map, the selected latencies marked as a band). The outliers the watcher kept
+ * in the selection (slow events with their stacks, /api/outliers) are listed under it, the
+ * longest first, with a button drawing their flame graph, weighted by duration, in the
+ * page's viewer; a selection without any shows nothing of them. */
 import { api, el } from '/assets/common.js';
 import { fmtSpan, fmtTime } from '/assets/charts.js';
 import { CellGrid, ML, MT, clock, heatColor } from '/assets/heatmap.js';
@@ -34,16 +37,25 @@ function fmtLatency(ns) {
 /** `n` events of a family (`3 system calls`, `1 run-queue wait`). */
 const events = (n, event) => `${Number(n).toLocaleString('en-US')} ${event}${Number(n) === 1 ? '' : 's'}`;
 
+/** At most this many outliers in a selection's table (the longest); its flame graph holds
+ * them all. */
+const TABLE_ROWS = 5;
+
 /**
- * The events of family `kind`, label `label`, with a latency in [minNs, maxNs), between
- * `from` and `to` (ns), each with its stack: the outlier records. The store does not keep
- * them yet (the BPF programs mark where they will be taken); until it does this resolves
- * to null and the panel shows nothing of them. Once it does: fetch them here.
+ * The outliers the watcher kept (slow events with their stacks) of family `kind`, label
+ * `label` (empty: the family's total), with a latency in [minNs, maxNs), between `from` and
+ * `to` (ns, as text), of the hosts `hosts` (the page's host query parameters): the
+ * /api/outliers answer (viewer data of their stacks weighted by duration, and `info.listed`,
+ * the longest of them), or null when there are none (a family that keeps no outliers).
  */
-async function latencyEvents(kind, label, from, to, minNs, maxNs) {
-  void [kind, label, from, to, minNs, maxNs];
-  return null;
+async function latencyEvents(kind, label, from, to, minNs, maxNs, hosts = '') {
+  const a = await api(`/api/outliers?kind=${kind}&label=${encodeURIComponent(label)}&from=${from}&to=${to}` +
+    `&min_ns=${minNs}&max_ns=${maxNs}${hosts}`);
+  return a.info.count ? a : null;
 }
+
+/** An outlier's time (ns since the epoch) as `HH:MM:SS.mmm` (UTC). */
+const clockMs = (timeNs) => new Date(Math.floor(timeNs / MS)).toISOString().slice(11, 23);
 
 /** The map itself: cells bottom up, a tooltip, the selection handed to the panel. */
 class LatencyMap extends CellGrid {
@@ -196,8 +208,10 @@ class LatencyPanel {
     this.note = el('div', { class: 'ks-lat-note' });
     this.body = el('div', { class: 'ks-lat-body' });
     this.info = el('div', { class: 'ks-heat-info ks-lat-info' });
+    // The selection's outliers: none, nothing shown.
+    this.outliers = el('div', { class: 'ks-lat-outliers', hidden: '' });
     container.append(el('div', { class: 'ks-lat-head' }, el('b', { text: 'Latency heat map' }), this.family, this.label, this.stats),
-      this.note, this.body, this.info);
+      this.note, this.body, this.info, this.outliers);
     this.map = new LatencyMap(this.body, (sel) => this.selected(sel));
   }
 
@@ -251,6 +265,7 @@ class LatencyPanel {
         this.note.textContent = 'No latency histograms in this range.';
         this.body.hidden = true;
         this.info.textContent = '';
+        this.showOutliers(null);
         this.loaded++;
         return;
       }
@@ -272,6 +287,7 @@ class LatencyPanel {
         this.note.textContent = `No ${m.event}s of ${label || 'any label'} in this range.`;
         this.body.hidden = true;
         this.info.textContent = '';
+        this.showOutliers(null);
       } else {
         this.note.textContent = '';
         this.body.hidden = false;
@@ -289,11 +305,61 @@ class LatencyPanel {
   selected(sel) {
     const s = this.map.describe(sel), { kind, label } = this.choice;
     this.selection = { ...s, kind, label, event: this.event };
-    latencyEvents(kind, label, ns(s.from), ns(s.to), s.minNs, s.maxNs).then((found) => {
-      if (found && this.selection && this.selection.from === s.from) this.selection.events = found;
-    });
     this.showSelection(false);
     this.page.setRange(s.from, s.to);
+  }
+
+  /** Asks for the outliers of selection `s` (of the page's hosts now), unless they were
+   * asked for already; shows them when they come and `s` is still the selection. */
+  fetchOutliers(s) {
+    const hosts = this.page.hosts(), key = `${s.kind}|${s.label}|${s.from}|${s.to}|${s.minNs}|${s.maxNs}|${hosts}`;
+    if (s.outliersKey === key) return;
+    s.outliersKey = key;
+    s.outliers = null;
+    latencyEvents(s.kind, s.label, ns(s.from), ns(s.to), s.minNs, s.maxNs, hosts).then((found) => {
+      if (this.selection !== s || s.outliersKey !== key) return;
+      s.outliers = found;
+      this.showOutliers(s);
+      this.outliersLoaded = (this.outliersLoaded || 0) + 1;
+    }, (e) => {
+      if (this.selection !== s || s.outliersKey !== key) return;
+      this.outliers.hidden = false;
+      this.outliers.replaceChildren('Cannot load the outliers of the selection: ' + e.message);
+      this.outliersLoaded = (this.outliersLoaded || 0) + 1;
+    });
+  }
+
+  /** Under the selection's figures: how many outliers it holds, the longest few in a table,
+   * and a button drawing their flame graph in the page's viewer. Nothing without outliers. */
+  showOutliers(s) {
+    const a = s && s.outliers;
+    if (!a) {
+      this.outliers.hidden = true;
+      this.outliers.replaceChildren();
+      return;
+    }
+    const n = a.info.count, what = s.label ? ` (${s.label})` : '';
+    const longest = [...a.info.listed].sort((x, y) => y.duration_ns - x.duration_ns || x.time - y.time).slice(0, TABLE_ROWS);
+    const title = `Outliers of the selection, weighted by duration: ${events(n, s.event)}${what} of ` +
+      `${fmtLatency(s.minNs)} – ${fmtLatency(s.maxNs)}, ${fmtTime(s.from, true)} – ${fmtTime(s.to)} UTC`;
+    const note = `Each outlier’s stack weighted by its duration: ${fmtLatency(a.total)} in all. ` +
+      'The flame graph of the range is one click away: ';
+    const b = el('button', { type: 'button', class: 'ks-lat-outlier-flame', text: `Flame graph of these ${Number(n).toLocaleString('en-US')} outlier${n === 1 ? '' : 's'}`,
+      title: 'Their stacks, each weighted by its duration, in the flame graph below' });
+    b.addEventListener('click', () => this.page.showProfile(a, title, note));
+    const th = (t, cls) => el('th', { text: t, ...(cls ? { class: cls } : {}) });
+    const td = (t, cls) => el('td', { text: t, ...(cls ? { class: cls } : {}) });
+    const rows = longest.map((o) => el('tr', {},
+      td(clockMs(o.time)), td(fmtLatency(o.duration_ns), 'ks-num'), td(o.event),
+      td(`${o.comm ?? '?'}[${o.pid ?? '?'}/${o.tid ?? '?'}]`), td(String(o.cpu), 'ks-num')));
+    const kept = `${Number(n).toLocaleString('en-US')} outlier${n === 1 ? '' : 's'} in the selection (${s.event}s kept with their stacks)` +
+      (n > longest.length ? `, the ${longest.length} longest:` : ':');
+    this.outliers.replaceChildren(
+      el('div', { class: 'ks-lat-outliers-head' }, el('span', { class: 'ks-lat-outliers-count', text: kept }), b),
+      el('table', { class: 'ks-fh-table ks-lat-outliers-table' },
+        el('thead', {}, el('tr', {}, th('time (UTC)'), th('duration', 'ks-num'), th('event'), th('task [pid/tid]'), th('CPU', 'ks-num'))),
+        el('tbody', {}, ...rows)));
+    this.outliers.hidden = false;
   }
 
   /** The selection's figures under the map, and (with `band`, in the map of the selected
@@ -302,8 +368,11 @@ class LatencyPanel {
     const s = this.selection;
     if (!s) {
       this.info.textContent = 'Drag over cells to select seconds and latencies: the page’s range becomes those seconds.';
+      this.showOutliers(null);
       return;
     }
+    this.showOutliers(s);
+    this.fetchOutliers(s);
     const what = s.label ? ` (${s.label})` : '';
     this.info.replaceChildren(`Selected ${fmtTime(s.from, true)} – ${fmtTime(s.to)} UTC (${fmtSpan(s.to - s.from)}), ` +
       `${fmtLatency(s.minNs)} – ${fmtLatency(s.maxNs)}: ${events(s.count, s.event)}${what}. ` +
