@@ -168,26 +168,9 @@ fn slow_writes_are_outliers_with_where_they_waited() {
 #[test]
 fn synchronous_writes_to_the_disk_in_writes_histogram() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = std::path::Path::new("/var/tmp").join(format!("kflame-syscalls-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("written");
     let mut p = start(u64::MAX);
     const WRITES: u64 = 32;
-    let written = (|| -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .custom_flags(libc::O_DSYNC)
-            .open(&path)?;
-        let block = vec![0x5au8; 64 << 10];
-        for _ in 0..WRITES {
-            f.write_all(&block)?;
-        }
-        Ok(())
-    })();
-    let _ = std::fs::remove_dir_all(&dir);
-    written.unwrap();
+    dsync_writes(WRITES);
     let (h, _) = gather(&mut p, &["write"], |h, _| h.total() >= WRITES);
     assert!(h.total() >= WRITES, "{} writes counted: {h:?}", h.total());
     let p50 = h.quantile(0.5).unwrap();

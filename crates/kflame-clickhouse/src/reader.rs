@@ -144,6 +144,44 @@ impl Reader {
         StoreError::Other { store: self.loc.to_string(), detail: e.to_string() }
     }
 
+    /// The stored events of `capture` in `[from_ns, to_ns)` (and `cond`, SQL starting with
+    /// ` AND`), in time order: a capture's, or the outliers of a family.
+    fn events_where(
+        &self,
+        capture: CaptureId,
+        from_ns: i64,
+        to_ns: i64,
+        cond: &str,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let data = self.select(&format!(
+            "SELECT time_ns, duration_ns, pid, tid, comm, cpu, kind, event, stack_id, weight FROM {} \
+             WHERE capture = {} AND time_ns >= {from_ns} AND time_ns < {to_ns}{cond} ORDER BY time_ns",
+            self.t("events"),
+            capture.0
+        ))?;
+        let mut r = Rows::new(&data);
+        let mut out = Vec::new();
+        while !r.done() {
+            let m = |e| self.malformed(e);
+            let time_ns = r.i64().map_err(m)?;
+            let d = r.i64().map_err(m)?;
+            out.push(StoredEvent {
+                capture,
+                time_ns,
+                duration_ns: (d >= 0).then_some(d as u64),
+                pid: r.u32().map_err(m)?,
+                tid: r.u32().map_err(m)?,
+                comm: r.string().map_err(m)?,
+                cpu: r.u32().map_err(m)?,
+                kind: r.string().map_err(m)?,
+                event: r.string().map_err(m)?,
+                stack: StackId(r.u64().map_err(m)? as i64),
+                weight: r.u64().map_err(m)?,
+            });
+        }
+        Ok(out)
+    }
+
     fn malformed(&self, e: ReadError) -> StoreError {
         StoreError::Corrupt { store: self.loc.to_string(), detail: e.to_string() }
     }
@@ -660,33 +698,7 @@ impl Query for Reader {
         from_ns: i64,
         to_ns: i64,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        let data = self.select(&format!(
-            "SELECT time_ns, duration_ns, pid, tid, comm, cpu, kind, event, stack_id, weight FROM {} \
-             WHERE capture = {} AND time_ns >= {from_ns} AND time_ns < {to_ns} ORDER BY time_ns",
-            self.t("events"),
-            capture.0
-        ))?;
-        let mut r = Rows::new(&data);
-        let mut out = Vec::new();
-        while !r.done() {
-            let m = |e| self.malformed(e);
-            let time_ns = r.i64().map_err(m)?;
-            let d = r.i64().map_err(m)?;
-            out.push(StoredEvent {
-                capture,
-                time_ns,
-                duration_ns: (d >= 0).then_some(d as u64),
-                pid: r.u32().map_err(m)?,
-                tid: r.u32().map_err(m)?,
-                comm: r.string().map_err(m)?,
-                cpu: r.u32().map_err(m)?,
-                kind: r.string().map_err(m)?,
-                event: r.string().map_err(m)?,
-                stack: StackId(r.u64().map_err(m)? as i64),
-                weight: r.u64().map_err(m)?,
-            });
-        }
-        Ok(out)
+        self.events_where(capture, from_ns, to_ns, "")
     }
 
     fn outliers(
@@ -696,35 +708,7 @@ impl Query for Reader {
         to_ns: i64,
         host: Option<&str>,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        let capture = kflame_store_api::outlier_capture(kind);
-        let data = self.select(&format!(
-            "SELECT time_ns, duration_ns, pid, tid, comm, cpu, kind, event, stack_id, weight FROM {} \
-             WHERE capture = {} AND time_ns >= {from_ns} AND time_ns < {to_ns}{} ORDER BY time_ns",
-            self.t("events"),
-            capture.0,
-            host_filter(host, None)
-        ))?;
-        let mut r = Rows::new(&data);
-        let mut out = Vec::new();
-        while !r.done() {
-            let m = |e| self.malformed(e);
-            let time_ns = r.i64().map_err(m)?;
-            let d = r.i64().map_err(m)?;
-            out.push(StoredEvent {
-                capture,
-                time_ns,
-                duration_ns: (d >= 0).then_some(d as u64),
-                pid: r.u32().map_err(m)?,
-                tid: r.u32().map_err(m)?,
-                comm: r.string().map_err(m)?,
-                cpu: r.u32().map_err(m)?,
-                kind: r.string().map_err(m)?,
-                event: r.string().map_err(m)?,
-                stack: StackId(r.u64().map_err(m)? as i64),
-                weight: r.u64().map_err(m)?,
-            });
-        }
-        Ok(out)
+        self.events_where(kflame_store_api::outlier_capture(kind), from_ns, to_ns, &host_filter(host, None))
     }
 
     fn hosts(&self) -> Result<Vec<String>, StoreError> {

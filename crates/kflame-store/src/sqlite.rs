@@ -1784,6 +1784,23 @@ impl StackFrames {
     }
 }
 
+/// A row `time_ns, duration_ns, pid, tid, comm, cpu, kind, event, stack, weight` of `events`.
+fn stored_event(capture: CaptureId, r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredEvent> {
+    Ok(StoredEvent {
+        capture,
+        time_ns: r.get(0)?,
+        duration_ns: r.get::<_, Option<i64>>(1)?.map(|d| d as u64),
+        pid: r.get(2)?,
+        tid: r.get(3)?,
+        comm: r.get(4)?,
+        cpu: r.get(5)?,
+        kind: r.get(6)?,
+        event: r.get(7)?,
+        stack: StackId(r.get(8)?),
+        weight: r.get::<_, i64>(9)? as u64,
+    })
+}
+
 /// Inserts `events` (their times checked already) under `capture` of host id `host`.
 fn insert_events(
     conn: &Connection,
@@ -2529,24 +2546,10 @@ impl Query for Sqlite {
                  WHERE capture = ?1 AND time_ns >= ?2 AND time_ns < ?3 ORDER BY time_ns",
             )
             .map_err(e)?;
-        st.query_map(params![capture.0, from_ns, to_ns], |r| {
-            Ok(StoredEvent {
-                capture,
-                time_ns: r.get(0)?,
-                duration_ns: r.get::<_, Option<i64>>(1)?.map(|d| d as u64),
-                pid: r.get(2)?,
-                tid: r.get(3)?,
-                comm: r.get(4)?,
-                cpu: r.get(5)?,
-                kind: r.get(6)?,
-                event: r.get(7)?,
-                stack: StackId(r.get(8)?),
-                weight: r.get::<_, i64>(9)? as u64,
-            })
-        })
-        .map_err(e)?
-        .collect::<Result<_, _>>()
-        .map_err(e)
+        st.query_map(params![capture.0, from_ns, to_ns], |r| stored_event(capture, r))
+            .map_err(e)?
+            .collect::<Result<_, _>>()
+            .map_err(e)
     }
 
     fn outliers(
@@ -2567,24 +2570,10 @@ impl Query for Sqlite {
                  ORDER BY e.time_ns",
             )
             .map_err(e)?;
-        st.query_map(params![capture.0, from_ns, to_ns, host], |r| {
-            Ok(StoredEvent {
-                capture,
-                time_ns: r.get(0)?,
-                duration_ns: r.get::<_, Option<i64>>(1)?.map(|d| d as u64),
-                pid: r.get(2)?,
-                tid: r.get(3)?,
-                comm: r.get(4)?,
-                cpu: r.get(5)?,
-                kind: r.get(6)?,
-                event: r.get(7)?,
-                stack: StackId(r.get(8)?),
-                weight: r.get::<_, i64>(9)? as u64,
-            })
-        })
-        .map_err(e)?
-        .collect::<Result<_, _>>()
-        .map_err(e)
+        st.query_map(params![capture.0, from_ns, to_ns, host], |r| stored_event(capture, r))
+            .map_err(e)?
+            .collect::<Result<_, _>>()
+            .map_err(e)
     }
 
     fn hosts(&self) -> Result<Vec<String>, StoreError> {

@@ -40,7 +40,8 @@ pub struct Status {
     pub elapsed: Duration,
     /// Always-on profile samples stored.
     pub samples: u64,
-    /// Profile buckets stored.
+    /// Buckets of the always-on CPU profile stored (the off-CPU and lock buckets beside them
+    /// are not counted here).
     pub buckets: u64,
     /// Triggers fired.
     pub triggers: u64,
@@ -888,7 +889,7 @@ impl<S: Store> Watcher<S> {
             match p.write(&mut self.store, &self.settings.host) {
                 Ok(n) => {
                     self.status.samples += n;
-                    self.status.buckets += 1;
+                    self.status.buckets += u64::from(p.kind == Kind::Cpu);
                     self.waiting.pop_front();
                     if self.disk_full {
                         self.disk_full = false;
