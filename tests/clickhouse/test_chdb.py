@@ -101,8 +101,9 @@ class SameSqlOnCurrentClickHouse(unittest.TestCase):
                 s.query(stmt)
             ttl = str(s.query("SELECT count() FROM system.tables WHERE database = 'kflame_modern' "
                               "AND create_table_query LIKE '%TTL day + toIntervalDay(30)%'", "TSV")).strip()
-            self.assertEqual(ttl, "12", ddl)
-            self.assertEqual(len(inserted), 12, f"every table written to: {inserted}")
+            tables = [x for x in ddl if x.startswith("CREATE TABLE")]
+            self.assertEqual(ttl, str(len(tables)), ddl)
+            self.assertEqual(len(inserted), len(tables), f"every table written to: {inserted}")
             self.assertGreater(compared, 25)
             self.assertEqual(kinds, {"MergeTree", "ReplacingMergeTree", "SummingMergeTree"})
 
