@@ -50,7 +50,7 @@ pub(crate) struct Args {
     /// End of the range (exclusive).
     #[arg(long, value_name = "TIME", default_value = "now", allow_hyphen_values = true)]
     to: String,
-    /// Which profile: cpu, offcpu, mem, syscalls, blocked.
+    /// Which profile: cpu, offcpu, mem, syscalls, blocked, locks; or syscall-outliers.
     #[arg(long, value_name = "KIND", default_value = "cpu")]
     kind: String,
     /// With `--kind syscall-outliers`: one line per outlier (time, host, call, duration,
