@@ -52,16 +52,19 @@ pub fn lit_bytes(s: &[u8]) -> String {
     out
 }
 
+/// The `WHERE` terms of rows of `[from_ns, to_ns)`: their time, and their day (the partition
+/// key: the server reads only the days of the range).
+fn time_filter(from_ns: i64, to_ns: i64) -> String {
+    format!(
+        "time_ns >= {from_ns} AND time_ns < {to_ns} AND day >= toDate({}) AND day <= toDate({})",
+        day_of(from_ns),
+        day_of(to_ns.saturating_sub(1)),
+    )
+}
+
 /// The `WHERE` terms of a profile query, after `kind`.
 fn profile_filter(q: &ProfileQuery<'_>) -> String {
-    let mut w = format!(
-        "kind = {} AND time_ns >= {} AND time_ns < {} AND day >= toDate({}) AND day <= toDate({})",
-        q.kind.code(),
-        q.from_ns,
-        q.to_ns,
-        day_of(q.from_ns),
-        day_of(q.to_ns.saturating_sub(1)),
-    );
+    let mut w = format!("kind = {} AND {}", q.kind.code(), time_filter(q.from_ns, q.to_ns));
     w.push_str(&host_filter(q.host, q.hosts));
     match q.capture {
         Some(c) => w.push_str(&format!(" AND capture = {}", c.0)),
@@ -457,14 +460,7 @@ impl Query for Reader {
     }
 
     fn latency(&self, q: &LatencyQuery<'_>) -> Result<Vec<LatencySeries>, StoreError> {
-        let mut w = format!(
-            "kind = {} AND time_ns >= {} AND time_ns < {} AND day >= toDate({}) AND day <= toDate({})",
-            q.kind.code(),
-            q.from_ns,
-            q.to_ns,
-            day_of(q.from_ns),
-            day_of(q.to_ns.saturating_sub(1))
-        );
+        let mut w = format!("kind = {} AND {}", q.kind.code(), time_filter(q.from_ns, q.to_ns));
         if let Some(l) = q.label {
             w.push_str(&format!(" AND label = {}", lit(l)));
         }
@@ -505,9 +501,9 @@ impl Query for Reader {
         to_ns: i64,
     ) -> Result<Vec<(LatencyKind, String)>, StoreError> {
         let data = self.select(&format!(
-            "SELECT DISTINCT kind, label FROM {} WHERE time_ns >= {from_ns} AND time_ns < {to_ns}{} \
-             ORDER BY kind, label",
+            "SELECT DISTINCT kind, label FROM {} WHERE {}{} ORDER BY kind, label",
             self.t("latency"),
+            time_filter(from_ns, to_ns),
             host_filter(host, None)
         ))?;
         let mut r = Rows::new(&data);
@@ -528,14 +524,7 @@ impl Query for Reader {
             return Ok(Vec::new());
         }
         let list: Vec<String> = names.iter().map(|n| lit(n)).collect();
-        let mut w = format!(
-            "name IN ({}) AND time_ns >= {} AND time_ns < {} AND day >= toDate({}) AND day <= toDate({})",
-            list.join(", "),
-            q.from_ns,
-            q.to_ns,
-            day_of(q.from_ns),
-            day_of(q.to_ns.saturating_sub(1))
-        );
+        let mut w = format!("name IN ({}) AND {}", list.join(", "), time_filter(q.from_ns, q.to_ns));
         if let Some(l) = q.label {
             w.push_str(&format!(" AND label = {}", lit(l)));
         }

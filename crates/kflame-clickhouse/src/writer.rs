@@ -640,15 +640,8 @@ impl Store for Writer {
     }
 
     fn append_events(&mut self, capture: CaptureId, events: &[EventRecord<'_>]) -> Result<(), StoreError> {
-        if let Some(i) = events
-            .iter()
-            .position(|ev| ev.ts_ns.is_none_or(|t| t > i64::MAX as u64) || ev.weight > i64::MAX as u64)
-        {
-            return Err(self.invalid(format!(
-                "event {} of {} has no time or a weight out of range: nothing of the batch stored",
-                i + 1,
-                events.len()
-            )));
+        if let Some(detail) = kflame_store_api::unstorable_events(events, "event") {
+            return Err(self.invalid(detail));
         }
         let Some(host) = self.captures.get(&capture.0).cloned() else {
             return Err(self.invalid(format!("no capture {} was begun by this writer", capture.0)));
@@ -662,15 +655,8 @@ impl Store for Writer {
         kind: LatencyKind,
         events: &[EventRecord<'_>],
     ) -> Result<(), StoreError> {
-        if let Some(i) = events
-            .iter()
-            .position(|ev| ev.ts_ns.is_none_or(|t| t > i64::MAX as u64) || ev.weight > i64::MAX as u64)
-        {
-            return Err(self.invalid(format!(
-                "outlier {} of {} has no time or a weight out of range: nothing of the batch stored",
-                i + 1,
-                events.len()
-            )));
+        if let Some(detail) = kflame_store_api::unstorable_events(events, "outlier") {
+            return Err(self.invalid(detail));
         }
         if events.is_empty() {
             return Ok(());

@@ -750,6 +750,20 @@ pub struct LatencyRow<'a> {
     pub slow: u64,
 }
 
+/// Why a batch of per-event records cannot be stored, naming the first bad one (`what`: `event`,
+/// `outlier`): one without a time, or with a time or weight past `i64::MAX`. Every backend
+/// refuses such a batch whole.
+pub fn unstorable_events(events: &[EventRecord<'_>], what: &str) -> Option<String> {
+    let i = events
+        .iter()
+        .position(|ev| ev.ts_ns.is_none_or(|t| t > i64::MAX as u64) || ev.weight > i64::MAX as u64)?;
+    Some(format!(
+        "{what} {} of {} has no time or a weight out of range: nothing of the batch stored",
+        i + 1,
+        events.len()
+    ))
+}
+
 /// The capture id the outliers of a family are stored under, beside the events of captures
 /// (negative: no capture has it): -1 for system calls, -2 block IO, ...
 pub fn outlier_capture(kind: LatencyKind) -> CaptureId {

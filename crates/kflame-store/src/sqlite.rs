@@ -1980,18 +1980,8 @@ impl Store for Sqlite {
 
     fn append_events(&mut self, capture: CaptureId, events: &[EventRecord<'_>]) -> Result<(), StoreError> {
         let path = self.path.clone();
-        if let Some(i) = events
-            .iter()
-            .position(|ev| ev.ts_ns.is_none_or(|t| t > i64::MAX as u64) || ev.weight > i64::MAX as u64)
-        {
-            return Err(StoreError::Invalid {
-                store: path.display().to_string(),
-                detail: format!(
-                    "event {} of {} has no time or a weight out of range: nothing of the batch stored",
-                    i + 1,
-                    events.len()
-                ),
-            });
+        if let Some(detail) = crate::unstorable_events(events, "event") {
+            return Err(StoreError::Invalid { store: path.display().to_string(), detail });
         }
         let host: Option<i64> = self
             .conn
@@ -2014,18 +2004,8 @@ impl Store for Sqlite {
         events: &[EventRecord<'_>],
     ) -> Result<(), StoreError> {
         let path = self.path.clone();
-        if let Some(i) = events
-            .iter()
-            .position(|ev| ev.ts_ns.is_none_or(|t| t > i64::MAX as u64) || ev.weight > i64::MAX as u64)
-        {
-            return Err(StoreError::Invalid {
-                store: path.display().to_string(),
-                detail: format!(
-                    "outlier {} of {} has no time or a weight out of range: nothing of the batch stored",
-                    i + 1,
-                    events.len()
-                ),
-            });
+        if let Some(detail) = crate::unstorable_events(events, "outlier") {
+            return Err(StoreError::Invalid { store: path.display().to_string(), detail });
         }
         if events.is_empty() {
             return Ok(());

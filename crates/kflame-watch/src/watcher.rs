@@ -308,12 +308,6 @@ impl<S: Store> Watcher<S> {
         }
     }
 
-    /// Reads latency metrics (`syscall.lat.p99[write]`, ...) from `source` with the other
-    /// metrics, once a second, from the next run on.
-    pub fn add_latency(&mut self, source: Box<dyn crate::metrics::LatencySource>) {
-        self.sampler.add_latency(source);
-    }
-
     /// Records the blocked time of `aggregators` all the time from the next run on (each
     /// already counting: the BPF programs of the off-CPU, lock, run-queue and block IO modes):
     /// their profiles (off-CPU and lock waits, when they take stacks) go into buckets of their
