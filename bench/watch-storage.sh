@@ -7,7 +7,8 @@
 # (SQLite's dbstat: pages in use) and per profile kind (bucket payloads), and scaled to a day
 # and to one CPU. Target (issue: latency always on): all of it <= 10 MB per CPU per day.
 #
-# Usage: bench/watch-storage.sh          (DUR=900: a 10-minute span of histograms folded)
+# Usage: bench/watch-storage.sh          (DUR=900: a 10-minute span of histograms folded;
+#        WATCH_ARGS="--no-latency": flags added to the watcher's, to see what a part costs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DUR=${DUR:-900}
@@ -22,7 +23,7 @@ cp target/release/kflame "$tmp/kflame"
 cc -O1 -fno-omit-frame-pointer -pthread -o "$tmp/kfwork" crates/kflame/tests/data/record/workload.c
 cc -O2 -o "$tmp/pingpong" bench/pingpong.c
 
-"$tmp/kflame" watch --db "$tmp/h.db" --no-kmsg 2> "$tmp/watch.err" &
+"$tmp/kflame" watch --db "$tmp/h.db" --no-kmsg ${WATCH_ARGS:-} 2> "$tmp/watch.err" &
 watch=$!
 sleep 2
 end=$((SECONDS + DUR))
@@ -41,7 +42,7 @@ wait "$watch" || { echo "kflame watch failed:" >&2; cat "$tmp/watch.err" >&2; ex
 
 db=$tmp/h.db
 day() { awk -v b="$1" -v d="$DUR" -v n="$NCPU" 'BEGIN { printf "%8.2f MB per CPU per day", b * 86400 / d / n / 1e6 }'; }
-echo "== kflame watch (defaults) for $DUR s on $NCPU CPUs, a busy mix (load before the end: $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "== kflame watch (defaults${WATCH_ARGS:+ and $WATCH_ARGS}) for $DUR s on $NCPU CPUs, a busy mix (load before the end: $(cut -d' ' -f1-3 /proc/loadavg))"
 total=$(stat -c %s "$db")
 echo "file: $total bytes ($(day "$total"))"
 echo "-- pages in use per table (with its indexes):"

@@ -130,6 +130,85 @@ fn host_filter(host: Option<&str>, hosts: Option<&[String]>) -> String {
 }
 
 impl Reader {
+    /// The stored metrics' series of `names` (not the ones derived from histograms).
+    fn stored_series(&self, names: &[&str], q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError> {
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list: Vec<String> = names.iter().map(|n| lit(n)).collect();
+        let mut w = format!("name IN ({}) AND {}", list.join(", "), time_filter(q.from_ns, q.to_ns));
+        if let Some(l) = q.label {
+            w.push_str(&format!(" AND label = {}", lit(l)));
+        }
+        w.push_str(&host_filter(q.host, None));
+        // Resampled on the server when asked for: cells of equal width from the range's
+        // start (as the embedded store does), each with min, max, mean and count.
+        let width = q
+            .points
+            .filter(|&n| n > 0)
+            .map(|n| (((q.to_ns - q.from_ns) as i128 + n as i128 - 1) / n as i128).max(1) as i64);
+        let sql = match width {
+            Some(width) => format!(
+                "SELECT name, host, label, {from} + intDiv(time_ns - {from}, {width}) * {width} AS cell, \
+                 min(value), max(value), avg(value), count(), any(time_ns) FROM {} WHERE {w} \
+                 GROUP BY name, host, label, cell ORDER BY name, host, label, cell",
+                self.t("metrics"),
+                from = q.from_ns,
+            ),
+            None => format!(
+                "SELECT name, host, label, time_ns, value, value, value, toUInt64(1), time_ns FROM {} WHERE {w} \
+                 ORDER BY name, host, label, time_ns",
+                self.t("metrics")
+            ),
+        };
+        let data = self.select(&sql)?;
+        let mut r = Rows::new(&data);
+        let mut found: Vec<(String, Series)> = Vec::new();
+        while !r.done() {
+            let m = |e| self.malformed(e);
+            let name = r.string().map_err(m)?;
+            let host = r.string().map_err(m)?;
+            let label = r.string().map_err(m)?;
+            let cell = r.i64().map_err(m)?;
+            let (min, max, avg) = (r.f64().map_err(m)?, r.f64().map_err(m)?, r.f64().map_err(m)?);
+            let count = r.u64().map_err(m)?;
+            let one_time = r.i64().map_err(m)?;
+            let point = Point {
+                // A cell of one value is that value at its own time.
+                time_ns: if count == 1 { one_time } else { cell },
+                min,
+                max,
+                avg,
+                count: u32::try_from(count).unwrap_or(u32::MAX),
+            };
+            match found.last_mut() {
+                Some((n, s)) if *n == name && s.host == host && s.label == label => s.points.push(point),
+                _ => found.push((name.clone(), Series { host, name, label, points: vec![point] })),
+            }
+        }
+        // A series of at most `points` values keeps every value, as in the embedded store.
+        if let (Some(n), Some(_)) = (q.points, width) {
+            for (_, s) in &mut found {
+                let values: u64 = s.points.iter().map(|p| u64::from(p.count)).sum();
+                if values as usize <= n && s.points.iter().any(|p| p.count > 1) {
+                    let raw = self.stored_series(
+                        &[s.name.as_str()],
+                        &SeriesQuery { label: Some(&s.label), host: Some(&s.host), points: None, ..*q },
+                    )?;
+                    if let Some(one) = raw.into_iter().next() {
+                        s.points = one.points;
+                    }
+                }
+            }
+        }
+        // In the order of `names`, then host and label.
+        let mut out = Vec::with_capacity(found.len());
+        for name in names {
+            out.extend(found.iter().filter(|(n, _)| n == name).map(|(_, s)| s.clone()));
+        }
+        Ok(out)
+    }
+
     /// A reader of `loc`; fails when the server does not answer or lacks kflame's tables.
     pub fn open(loc: &Location) -> Result<Reader, StoreError> {
         let client = Client::new(loc);
@@ -520,81 +599,12 @@ impl Query for Reader {
     }
 
     fn series_many(&self, names: &[&str], q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError> {
-        if names.is_empty() {
-            return Ok(Vec::new());
-        }
-        let list: Vec<String> = names.iter().map(|n| lit(n)).collect();
-        let mut w = format!("name IN ({}) AND {}", list.join(", "), time_filter(q.from_ns, q.to_ns));
-        if let Some(l) = q.label {
-            w.push_str(&format!(" AND label = {}", lit(l)));
-        }
-        w.push_str(&host_filter(q.host, None));
-        // Resampled on the server when asked for: cells of equal width from the range's
-        // start (as the embedded store does), each with min, max, mean and count.
-        let width = q
-            .points
-            .filter(|&n| n > 0)
-            .map(|n| (((q.to_ns - q.from_ns) as i128 + n as i128 - 1) / n as i128).max(1) as i64);
-        let sql = match width {
-            Some(width) => format!(
-                "SELECT name, host, label, {from} + intDiv(time_ns - {from}, {width}) * {width} AS cell, \
-                 min(value), max(value), avg(value), count(), any(time_ns) FROM {} WHERE {w} \
-                 GROUP BY name, host, label, cell ORDER BY name, host, label, cell",
-                self.t("metrics"),
-                from = q.from_ns,
-            ),
-            None => format!(
-                "SELECT name, host, label, time_ns, value, value, value, toUInt64(1), time_ns FROM {} WHERE {w} \
-                 ORDER BY name, host, label, time_ns",
-                self.t("metrics")
-            ),
-        };
-        let data = self.select(&sql)?;
-        let mut r = Rows::new(&data);
-        let mut found: Vec<(String, Series)> = Vec::new();
-        while !r.done() {
-            let m = |e| self.malformed(e);
-            let name = r.string().map_err(m)?;
-            let host = r.string().map_err(m)?;
-            let label = r.string().map_err(m)?;
-            let cell = r.i64().map_err(m)?;
-            let (min, max, avg) = (r.f64().map_err(m)?, r.f64().map_err(m)?, r.f64().map_err(m)?);
-            let count = r.u64().map_err(m)?;
-            let one_time = r.i64().map_err(m)?;
-            let point = Point {
-                // A cell of one value is that value at its own time.
-                time_ns: if count == 1 { one_time } else { cell },
-                min,
-                max,
-                avg,
-                count: u32::try_from(count).unwrap_or(u32::MAX),
-            };
-            match found.last_mut() {
-                Some((n, s)) if *n == name && s.host == host && s.label == label => s.points.push(point),
-                _ => found.push((name.clone(), Series { host, name, label, points: vec![point] })),
-            }
-        }
-        // A series of at most `points` values keeps every value, as in the embedded store.
-        if let (Some(n), Some(_)) = (q.points, width) {
-            for (_, s) in &mut found {
-                let values: u64 = s.points.iter().map(|p| u64::from(p.count)).sum();
-                if values as usize <= n && s.points.iter().any(|p| p.count > 1) {
-                    let raw = self.series_many(
-                        &[s.name.as_str()],
-                        &SeriesQuery { label: Some(&s.label), host: Some(&s.host), points: None, ..*q },
-                    )?;
-                    if let Some(one) = raw.into_iter().next() {
-                        s.points = one.points;
-                    }
-                }
-            }
-        }
-        // In the order of `names`, then host and label.
-        let mut out = Vec::with_capacity(found.len());
-        for name in names {
-            out.extend(found.iter().filter(|(n, _)| n == name).map(|(_, s)| s.clone()));
-        }
-        Ok(out)
+        kflame_store_api::derived::series_many(
+            names,
+            q,
+            |names| self.stored_series(names, q),
+            |lq| self.latency(lq),
+        )
     }
 
     fn metric_names(&self, host: Option<&str>) -> Result<Vec<(String, String)>, StoreError> {
@@ -610,7 +620,8 @@ impl Query for Reader {
             let l = r.string().map_err(|e| self.malformed(e))?;
             out.push((n, l));
         }
-        Ok(out)
+        let labels = self.latency_labels(host, i64::MIN, i64::MAX)?;
+        Ok(kflame_store_api::derived::with_names(out, &labels))
     }
 
     fn events(&self, from_ns: i64, to_ns: i64, host: Option<&str>) -> Result<Vec<Event>, StoreError> {

@@ -490,7 +490,8 @@ impl Store for Writer {
         let mark = self.mark();
         let day = day_of(time_ns);
         self.host_row(host, day, time_ns);
-        for m in metrics {
+        // Latency percentiles are read from the histograms.
+        for m in metrics.iter().filter(|m| kflame_store_api::derived::derived(m.name).is_none()) {
             let b = self.buf(t("metrics"));
             b.u16(day);
             b.str(host);

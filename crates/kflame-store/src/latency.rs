@@ -3,18 +3,24 @@
 //! histogram with its non-empty buckets only:
 //!
 //! ```text
-//! u8 1 (version), then zstd of:
-//! varint labels, each: u8 kind (LatencyKind::code), varint length, the label's bytes
-//! varint rows, in label then time order, each: varint label index, zigzag varint ms since
-//!   the previous row of the label (its first: since the row's start), varint slow, varint
-//!   max_ns, varint sum_ns, varint buckets, each: varint bucket minus the previous one's,
-//!   varint count
+//! u8 2 (format), then zstd of:
+//! varint labels, each: u8 kind (LatencyKind::code), varint length, the label's bytes,
+//!   varint flags (1: derived, the family's total summed back by the reader), varint rows
+//! columns over the rows, in label then time order:
+//!   zigzag varint per row: its ms since the label's previous row (the first: since the
+//!     row's start) minus the previous row's step (0 for the first)
+//!   varint per row: slow; max_ns; sum_ns; buckets (each column whole before the next)
+//!   varint per bucket of every row: its slot minus the previous one's (the row's first: the
+//!     slot); then varint per bucket: its count
 //! ```
 //!
-//! A label's seconds follow each other, so that the compressor finds what repeats from one
-//! second to the next. A block's row is written when the block ends; the rows of a span of
-//! ten minutes are folded into one when it ends, those of an hour at its end (as metric rows
-//! are): a day is 24 rows, each compressed as a whole (see `bench/watch-storage.sh`).
+//! Columns of like values, a family's total left out when it is the sum of its labels (the
+//! watcher's always is): a third of format 1's bytes for the same rows. A block's row is
+//! written when the block ends; the rows of a span of ten minutes are folded into one when it
+//! ends, those of an hour at its end (as metric rows are), each label's seconds summed into
+//! 10-second histograms then ([`COARSE_NS`]): the last hour keeps its seconds, a day is 24
+//! rows of 360 histograms per label (see `bench/watch-storage.sh` for the bytes). Format 1
+//! (rows one after another) and 0 (format 1 uncompressed) are read.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -25,8 +31,10 @@ use crate::codec::{Reader, out_zig, put_varint};
 use crate::db::{MAX_BUCKET_NS, TIME_UNIT_NS, corrupt};
 use crate::{LatencyPoint, LatencyRow};
 
-/// The first byte of a row's data: version 1, zstd-compressed.
-const VERSION: u8 = 1;
+/// The first byte of a row's data: format 2 (columns), zstd-compressed.
+const VERSION: u8 = 2;
+/// Format 1 (a row after another), zstd-compressed: read, no longer written.
+const VERSION_1: u8 = 1;
 /// zstd level (rows are small: the highest levels cost little).
 const ZSTD_LEVEL: i32 = 19;
 /// Largest decompressed row accepted.
@@ -101,38 +109,50 @@ impl Block {
         self.rows.sort_by_key(|r| r.time_ns);
     }
 
-    /// The row's bytes (times kept to the millisecond from `start_ns`).
+    /// The row's bytes (times kept to the millisecond from `start_ns`): format 2, columns.
     pub(crate) fn encode(&self, start_ns: i64) -> Vec<u8> {
+        let derived = self.derived_labels();
+        let mut rows: Vec<&Row> = self.rows.iter().filter(|r| !derived[r.label as usize]).collect();
+        rows.sort_by_key(|r| (r.label, r.time_ns));
+        let mut per_label = vec![0u64; self.labels.len()];
+        for r in &rows {
+            per_label[r.label as usize] += 1;
+        }
         let mut plain = Vec::new();
         put_varint(&mut plain, self.labels.len() as u128);
-        for (kind, label) in &self.labels {
+        for (i, (kind, label)) in self.labels.iter().enumerate() {
             plain.push(kind.code());
             put_varint(&mut plain, label.len() as u128);
             plain.extend_from_slice(label.as_bytes());
+            put_varint(&mut plain, u128::from(derived[i]));
+            put_varint(&mut plain, u128::from(per_label[i]));
         }
-        let mut rows: Vec<&Row> = self.rows.iter().collect();
-        rows.sort_by_key(|r| (r.label, r.time_ns));
-        put_varint(&mut plain, rows.len() as u128);
+        // Columns: times (the change of the step from the label's previous row), slow counts,
+        // maxima, sums, buckets per row, then every row's buckets (slot steps, counts).
+        let mut cols: [Vec<u8>; 7] = Default::default();
         let start_ms = start_ns.div_euclid(TIME_UNIT_NS);
-        let mut prev: Option<(u32, i64)> = None;
-        for r in rows {
+        let mut prev: Option<(u32, i64, i64)> = None;
+        for r in &rows {
             let ms = r.time_ns.div_euclid(TIME_UNIT_NS);
-            let since = match prev {
-                Some((label, t)) if label == r.label => t,
-                _ => start_ms,
+            let (since, step) = match prev {
+                Some((label, t, step)) if label == r.label => (t, step),
+                _ => (start_ms, 0),
             };
-            prev = Some((r.label, ms));
-            put_varint(&mut plain, u128::from(r.label));
-            out_zig(&mut plain, i128::from(ms - since));
-            for v in [r.slow, r.max_ns, r.sum_ns, r.buckets.len() as u64] {
-                put_varint(&mut plain, u128::from(v));
-            }
+            prev = Some((r.label, ms, ms - since));
+            out_zig(&mut cols[0], i128::from(ms - since - step));
+            put_varint(&mut cols[1], u128::from(r.slow));
+            put_varint(&mut cols[2], u128::from(r.max_ns));
+            put_varint(&mut cols[3], u128::from(r.sum_ns));
+            put_varint(&mut cols[4], r.buckets.len() as u128);
             let mut last = 0;
             for &(slot, count) in &r.buckets {
-                put_varint(&mut plain, u128::from(slot - last));
-                put_varint(&mut plain, u128::from(count));
+                put_varint(&mut cols[5], u128::from(slot - last));
+                put_varint(&mut cols[6], u128::from(count));
                 last = slot;
             }
+        }
+        for c in &cols {
+            plain.extend_from_slice(c);
         }
         let mut out = vec![VERSION];
         match zstd::bulk::compress(&plain, ZSTD_LEVEL) {
@@ -143,22 +163,87 @@ impl Block {
         out
     }
 
+    /// Per label, whether its rows need not be stored: a family's total (label `""`) whose
+    /// every row is the sum of the family's other labels at the same time, and which has a
+    /// row wherever they do (the watcher's totals are). The reader sums them back.
+    fn derived_labels(&self) -> Vec<bool> {
+        let mut derived = vec![false; self.labels.len()];
+        for (i, (kind, label)) in self.labels.iter().enumerate() {
+            if !label.is_empty() {
+                continue;
+            }
+            let totals: BTreeMap<i64, &Row> =
+                self.rows.iter().filter(|r| r.label as usize == i).map(|r| (r.time_ns, r)).collect();
+            if totals.len() != self.rows.iter().filter(|r| r.label as usize == i).count() {
+                continue; // two totals at one time: kept as they are
+            }
+            let sums = self.sums_of(*kind, i as u32);
+            derived[i] = !totals.is_empty()
+                && sums.len() == totals.len()
+                && sums.iter().all(|(t, s)| totals.get(t).is_some_and(|r| same(r, s)));
+        }
+        derived
+    }
+
+    /// The sums of the rows of `kind`'s labels other than `total`, per time.
+    fn sums_of(&self, kind: LatencyKind, total: u32) -> BTreeMap<i64, Row> {
+        let mut sums: BTreeMap<i64, Row> = BTreeMap::new();
+        for r in &self.rows {
+            if r.label == total || self.labels[r.label as usize].0 != kind {
+                continue;
+            }
+            let s = sums.entry(r.time_ns).or_insert_with(|| Row {
+                time_ns: r.time_ns,
+                label: total,
+                slow: 0,
+                max_ns: 0,
+                sum_ns: 0,
+                buckets: Vec::new(),
+            });
+            add_row(s, r);
+        }
+        sums
+    }
+
+    /// Each label's rows summed over windows of `step_ns` (at most `MAX_BUCKET_NS`), each
+    /// sum at its window's last millisecond: what is kept of the seconds of an hour once the hour ends.
+    pub(crate) fn coarsen(&mut self, step_ns: i64) {
+        let step = step_ns.clamp(TIME_UNIT_NS, MAX_BUCKET_NS);
+        let mut windows: BTreeMap<(u32, i64), Row> = BTreeMap::new();
+        for r in self.rows.drain(..) {
+            // The last millisecond of the window (a time stored is a millisecond's): inside
+            // the window, so that a range of whole windows counts it once.
+            let end = r.time_ns.div_euclid(step).saturating_add(1).saturating_mul(step) - TIME_UNIT_NS;
+            let w = windows.entry((r.label, end)).or_insert_with(|| Row {
+                time_ns: end,
+                label: r.label,
+                slow: 0,
+                max_ns: 0,
+                sum_ns: 0,
+                buckets: Vec::new(),
+            });
+            add_row(w, &r);
+        }
+        self.rows = windows.into_values().collect();
+        self.rows.sort_by_key(|r| r.time_ns);
+    }
+
     /// Reads a row's bytes back (`start_ns`: the row's start).
     pub(crate) fn decode(data: &[u8], start_ns: i64) -> Result<Block, String> {
         let (&version, body) = data.split_first().ok_or("an empty latency row")?;
         let plain = match version {
-            VERSION => crate::codec::decompress_limited(body, MAX_PLAIN)?,
+            VERSION | VERSION_1 => crate::codec::decompress_limited(body, MAX_PLAIN)?,
             0 => body.to_vec(),
-            v => return Err(format!("latency row version {v} (this kflame reads 0 and 1)")),
+            v => return Err(format!("latency row version {v} (this kflame reads 0 to 2)")),
         };
+        if version == VERSION {
+            return Block::decode_columns(&plain, start_ns);
+        }
         let mut r = Reader::new(&plain);
         let mut block = Block::default();
         let n = r.count(2)?;
         for _ in 0..n {
-            let code = r.bytes(1)?[0];
-            let kind = LatencyKind::from_code(code).ok_or_else(|| format!("unknown latency kind {code}"))?;
-            let len = r.count(1)?;
-            let label = String::from_utf8_lossy(r.bytes(len)?).into_owned();
+            let (kind, label) = read_label(&mut r)?;
             let i = block.labels.len() as u32;
             block.index.insert((kind, label.clone()), i);
             block.labels.push((kind, label));
@@ -179,20 +264,122 @@ impl Block {
             prev = Some((label, ms));
             let (slow, max_ns, sum_ns) = (r.u64()?, r.u64()?, r.u64()?);
             let n = r.count(2)?;
-            let mut buckets = Vec::with_capacity(n);
-            let mut slot = 0u32;
-            for _ in 0..n {
-                slot = slot
-                    .checked_add(r.u32()?)
-                    .filter(|&s| (s as usize) < SLOTS)
-                    .ok_or("a bucket past the last")?;
-                buckets.push((slot, r.u64()?));
-            }
+            let buckets = read_buckets(&mut r, n)?;
             let time_ns = ms.checked_mul(TIME_UNIT_NS).ok_or("a latency row's time overflows")?;
             block.rows.push(Row { time_ns, label, slow, max_ns, sum_ns, buckets });
         }
         block.rows.sort_by_key(|r| r.time_ns);
         r.done()?;
+        Ok(block)
+    }
+
+    /// The labels of a row's bytes, its histograms left unread.
+    pub(crate) fn decode_labels(data: &[u8]) -> Result<Vec<(LatencyKind, String)>, String> {
+        let (&version, body) = data.split_first().ok_or("an empty latency row")?;
+        let plain = match version {
+            VERSION | VERSION_1 => crate::codec::decompress_limited(body, MAX_PLAIN)?,
+            0 => body.to_vec(),
+            v => return Err(format!("latency row version {v} (this kflame reads 0 to 2)")),
+        };
+        let mut r = Reader::new(&plain);
+        let n = r.count(if version == VERSION { 4 } else { 2 })?;
+        let mut labels = Vec::with_capacity(n);
+        for _ in 0..n {
+            labels.push(read_label(&mut r)?);
+            if version == VERSION {
+                let _flags_and_rows = (r.u64()?, r.u64()?);
+            }
+        }
+        Ok(labels)
+    }
+
+    /// Format 2: labels with their row counts, then the columns of [`Block::encode`].
+    fn decode_columns(plain: &[u8], start_ns: i64) -> Result<Block, String> {
+        let mut r = Reader::new(plain);
+        let mut block = Block::default();
+        let n = r.count(4)?;
+        let mut counts = Vec::with_capacity(n);
+        let mut derived = Vec::with_capacity(n);
+        for _ in 0..n {
+            let (kind, label) = read_label(&mut r)?;
+            let is_derived = match r.u64()? {
+                0 => false,
+                1 if label.is_empty() => true,
+                f => return Err(format!("latency label flags {f} for `{label}`")),
+            };
+            let rows = r.count(5)?;
+            if is_derived && rows > 0 {
+                return Err("a derived latency label with rows of its own".into());
+            }
+            let i = block.labels.len() as u32;
+            if block.index.insert((kind, label.clone()), i).is_some() {
+                return Err(format!("latency label `{label}` twice in a row"));
+            }
+            block.labels.push((kind, label));
+            counts.push(rows);
+            derived.push(is_derived);
+        }
+        let total: usize = counts.iter().try_fold(0usize, |a, &c| a.checked_add(c)).ok_or("too many rows")?;
+        let start_ms = start_ns.div_euclid(TIME_UNIT_NS);
+        let mut times = Vec::with_capacity(total);
+        for (label, &c) in counts.iter().enumerate() {
+            let (mut ms, mut step) = (start_ms, 0i64);
+            for _ in 0..c {
+                let change = r.i64z()?;
+                let next = ms
+                    .checked_add(step)
+                    .and_then(|t| t.checked_add(change))
+                    .ok_or("a latency row's time overflows")?;
+                step = next - ms;
+                ms = next;
+                let time_ns = ms.checked_mul(TIME_UNIT_NS).ok_or("a latency row's time overflows")?;
+                times.push((label as u32, time_ns));
+            }
+        }
+        let mut cols = [Vec::with_capacity(total), Vec::with_capacity(total), Vec::with_capacity(total)];
+        for col in &mut cols {
+            for _ in 0..total {
+                col.push(r.u64()?);
+            }
+        }
+        let mut sizes = Vec::with_capacity(total);
+        for _ in 0..total {
+            sizes.push(r.count(2)?);
+        }
+        let mut slots = Vec::with_capacity(total);
+        for &n in &sizes {
+            let mut slot = 0u32;
+            let mut row = Vec::with_capacity(n);
+            for _ in 0..n {
+                slot = slot
+                    .checked_add(r.u32()?)
+                    .filter(|&s| (s as usize) < SLOTS)
+                    .ok_or("a bucket past the last")?;
+                row.push(slot);
+            }
+            slots.push(row);
+        }
+        for (i, (label, time_ns)) in times.into_iter().enumerate() {
+            let mut buckets = Vec::with_capacity(slots[i].len());
+            for &slot in &slots[i] {
+                buckets.push((slot, r.u64()?));
+            }
+            block.rows.push(Row {
+                time_ns,
+                label,
+                slow: cols[0][i],
+                max_ns: cols[1][i],
+                sum_ns: cols[2][i],
+                buckets,
+            });
+        }
+        r.done()?;
+        for (i, _) in derived.iter().enumerate().filter(|(_, d)| **d) {
+            let kind = block.labels[i].0;
+            let sums = block.sums_of(kind, i as u32);
+            block.rows.extend(sums.into_values());
+        }
+        block.rows.sort_by_key(|r| r.time_ns);
         Ok(block)
     }
 
@@ -223,6 +410,63 @@ impl Block {
     }
 }
 
+/// A label: its kind's code, its length and bytes.
+fn read_label(r: &mut Reader<'_>) -> Result<(LatencyKind, String), String> {
+    let code = r.bytes(1)?[0];
+    let kind = LatencyKind::from_code(code).ok_or_else(|| format!("unknown latency kind {code}"))?;
+    let len = r.count(1)?;
+    Ok((kind, String::from_utf8_lossy(r.bytes(len)?).into_owned()))
+}
+
+/// `n` buckets of format 1: slot steps and counts interleaved.
+fn read_buckets(r: &mut Reader<'_>, n: usize) -> Result<Vec<(u32, u64)>, String> {
+    let mut buckets = Vec::with_capacity(n);
+    let mut slot = 0u32;
+    for _ in 0..n {
+        slot =
+            slot.checked_add(r.u32()?).filter(|&s| (s as usize) < SLOTS).ok_or("a bucket past the last")?;
+        buckets.push((slot, r.u64()?));
+    }
+    Ok(buckets)
+}
+
+/// Adds row `r` to the sum `s` (as `Histogram::add` adds).
+fn add_row(s: &mut Row, r: &Row) {
+    s.slow = s.slow.saturating_add(r.slow);
+    s.max_ns = s.max_ns.max(r.max_ns);
+    s.sum_ns = s.sum_ns.saturating_add(r.sum_ns);
+    let mut merged = Vec::with_capacity(s.buckets.len().max(r.buckets.len()));
+    let (mut a, mut b) = (s.buckets.iter().peekable(), r.buckets.iter().peekable());
+    loop {
+        match (a.peek(), b.peek()) {
+            (Some(&&(x, m)), Some(&&(y, n))) if x == y => {
+                merged.push((x, m.saturating_add(n)));
+                a.next();
+                b.next();
+            }
+            (Some(&&(x, m)), Some(&&(y, _))) if x < y => {
+                merged.push((x, m));
+                a.next();
+            }
+            (_, Some(&&(y, n))) => {
+                merged.push((y, n));
+                b.next();
+            }
+            (Some(&&(x, m)), None) => {
+                merged.push((x, m));
+                a.next();
+            }
+            (None, None) => break,
+        }
+    }
+    s.buckets = merged;
+}
+
+/// Whether two rows hold the same histogram.
+fn same(a: &Row, b: &Row) -> bool {
+    (a.slow, a.max_ns, a.sum_ns, &a.buckets) == (b.slow, b.max_ns, b.sum_ns, &b.buckets)
+}
+
 /// Stores `plain` uncompressed (version 0) after the version byte pushed already.
 fn unreachable_compress(out: &mut Vec<u8>, plain: &[u8]) {
     out[0] = 0;
@@ -240,6 +484,11 @@ pub(crate) fn has_latency(conn: &Connection) -> rusqlite::Result<bool> {
 /// [`HOUR_NS`] (at most [`MAX_BUCKET_NS`]: readers look back that far).
 const SPAN_NS: i64 = 600_000_000_000;
 const HOUR_NS: i64 = 3_600_000_000_000;
+/// The histograms of an hour's row, once the hour ends: one per label and 10 s. The heat map
+/// of a day is drawn in columns of a minute or more; the seconds of an hour no longer recent
+/// would cost ten times the bytes for a resolution no view of that range shows. Percentiles,
+/// maxima and slow counts per second stay in the metric rows; outliers keep their own times.
+pub(crate) const COARSE_NS: i64 = 10_000_000_000;
 
 /// Writes `block` of `host` (the block `[start_ns, end_ns)`), merged with what was written
 /// before at the same start (a writer restarted within the block). When the block ends a span
@@ -271,6 +520,9 @@ pub(crate) fn write(
         all.merge(old);
     }
     let (row_start, row_end) = closed.unwrap_or((start_ns, end_ns));
+    if row_end - row_start >= HOUR_NS {
+        all.coarsen(COARSE_NS);
+    }
     conn.prepare_cached("DELETE FROM latency_spans WHERE host = ?1 AND start_ns >= ?2 AND start_ns < ?3")?
         .execute(params![host, from, to])?;
     conn.prepare_cached("INSERT INTO latency_spans(host, start_ns, end_ns, data) VALUES (?1, ?2, ?3, ?4)")?
@@ -323,14 +575,19 @@ pub(crate) fn labels(
         return Ok(Vec::new());
     }
     let mut st = conn.prepare_cached(
-        "SELECT start_ns, data FROM latency_spans
+        "SELECT start_ns, end_ns, data FROM latency_spans
          WHERE start_ns >= ?1 AND start_ns < ?2 AND (?3 IS NULL OR host = ?3)",
     )?;
     let rows = st.query_map(params![from_ns.saturating_sub(MAX_BUCKET_NS), to_ns, host], |r| {
-        Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
+        Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, Vec<u8>>(2)?))
     })?;
     for row in rows {
-        let (start, data) = row?;
+        let (start, end, data) = row?;
+        if start >= from_ns && end <= to_ns {
+            // A row inside the range: every label it lists has histograms there.
+            out.extend(Block::decode_labels(&data).map_err(ReadError::Corrupt)?);
+            continue;
+        }
         let block = Block::decode(&data, start).map_err(ReadError::Corrupt)?;
         for r in block.rows.iter().filter(|r| r.time_ns >= from_ns && r.time_ns < to_ns) {
             out.insert(block.labels[r.label as usize].clone());
@@ -389,5 +646,80 @@ mod tests {
             let _ = Block::decode(&data[..cut], 10_000_000_000);
         }
         assert!(Block::decode(&[7, 1, 2], 0).is_err());
+    }
+
+    /// A row with its label's name.
+    type Named = (i64, (LatencyKind, String), u64, u64, u64, Vec<(u32, u64)>);
+
+    /// Sorted rows, to compare blocks whose rows came in another order.
+    fn sorted(b: &Block) -> Vec<Named> {
+        let mut v: Vec<_> = b
+            .rows
+            .iter()
+            .map(|r| {
+                (r.time_ns, b.labels[r.label as usize].clone(), r.slow, r.max_ns, r.sum_ns, r.buckets.clone())
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// A real block a watcher wrote in format 1 (10 s of a busy machine: every family, the
+    /// totals among the labels) reads back the same from format 2, its totals left out of the
+    /// bytes and summed back; format 2 is smaller.
+    #[test]
+    fn real_rows_in_columns_with_totals_summed_back() {
+        let start = 1_764_000_000_000_000_000;
+        let v1 = include_bytes!("../../../fuzz/corpus/store_latency/watch-10s-block.bin");
+        assert_eq!(v1[0], VERSION_1);
+        let block = Block::decode(v1, start).unwrap();
+        let totals = block.labels.iter().filter(|(_, l)| l.is_empty()).count();
+        assert!(totals >= 3, "{totals} family totals");
+        assert_eq!(block.derived_labels().iter().filter(|d| **d).count(), totals);
+        let v2 = block.encode(start);
+        assert_eq!(v2[0], VERSION);
+        assert!(v2.len() < v1.len(), "format 2: {} bytes, format 1: {}", v2.len(), v1.len());
+        let back = Block::decode(&v2, start).unwrap();
+        assert_eq!(sorted(&back), sorted(&block));
+        // A total that is not the sum of its labels is kept as it is.
+        let mut odd = block.clone();
+        let i = odd.labels.iter().position(|(_, l)| l.is_empty()).unwrap() as u32;
+        let r = odd.rows.iter_mut().find(|r| r.label == i).unwrap();
+        r.slow += 1;
+        assert_eq!(odd.derived_labels().iter().filter(|d| **d).count(), totals - 1);
+        assert_eq!(sorted(&Block::decode(&odd.encode(start), start).unwrap()), sorted(&odd));
+        for cut in (0..v2.len()).step_by(7) {
+            let _ = Block::decode(&v2[..cut], start);
+        }
+    }
+
+    /// Seconds summed into 10-s histograms at each window's end: counts, slow counts and sums
+    /// added, the largest maximum kept; a total stays the sum of its labels.
+    #[test]
+    fn coarsened_seconds_add_up() {
+        let start = 1_764_000_000_000_000_000;
+        let block =
+            Block::decode(include_bytes!("../../../fuzz/corpus/store_latency/watch-10s-block.bin"), start)
+                .unwrap();
+        let mut coarse = block.clone();
+        coarse.coarsen(COARSE_NS);
+        assert!(coarse.rows.len() < block.rows.len());
+        for r in &coarse.rows {
+            assert_eq!((r.time_ns + TIME_UNIT_NS) % COARSE_NS, 0);
+            let window = r.time_ns.div_euclid(COARSE_NS);
+            let of: Vec<&Row> = block
+                .rows
+                .iter()
+                .filter(|s| s.label == r.label && s.time_ns.div_euclid(COARSE_NS) == window)
+                .collect();
+            assert_eq!(r.slow, of.iter().map(|s| s.slow).sum::<u64>());
+            assert_eq!(r.sum_ns, of.iter().map(|s| s.sum_ns).sum::<u64>());
+            assert_eq!(r.max_ns, of.iter().map(|s| s.max_ns).max().unwrap());
+            let count = |rows: &[&Row]| rows.iter().flat_map(|s| &s.buckets).map(|b| b.1).sum::<u64>();
+            assert_eq!(count(&[r]), count(&of));
+        }
+        let derived = block.derived_labels().iter().filter(|d| **d).count();
+        assert_eq!(coarse.derived_labels().iter().filter(|d| **d).count(), derived);
+        assert_eq!(sorted(&Block::decode(&coarse.encode(start), start).unwrap()), sorted(&coarse));
     }
 }

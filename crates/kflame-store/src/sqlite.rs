@@ -1844,6 +1844,14 @@ fn insert_events(
 impl Store for Sqlite {
     fn append_metrics(&mut self, host: &str, time_ns: i64, metrics: &[Metric<'_>]) -> Result<(), StoreError> {
         self.writable()?;
+        // Latency percentiles are read from the histograms.
+        let kept: Vec<Metric<'_>>;
+        let metrics = if metrics.iter().any(|m| crate::derived::derived(m.name).is_some()) {
+            kept = metrics.iter().filter(|m| crate::derived::derived(m.name).is_none()).copied().collect();
+            &kept[..]
+        } else {
+            metrics
+        };
         // Values of series that could not be made while the disk was full come first.
         if let Err(e) = self.buffer_held() {
             if e.is_disk_full() {
@@ -2095,6 +2103,162 @@ impl Sqlite {
         rows.collect::<Result<_, _>>().map_err(e)
     }
 
+    /// The stored metrics' series of `names` (not the ones derived from histograms).
+    fn stored_series(&self, names: &[&str], q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError> {
+        let e = |err| map_err(&self.path, err);
+        let tx = self.conn.unchecked_transaction().map_err(e)?;
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT s.id, s.host, h.name, s.label FROM series s JOIN hosts h ON h.id = s.host
+                 WHERE s.name = ?1 AND (?2 IS NULL OR s.label = ?2) AND (?3 IS NULL OR h.name = ?3)
+                 ORDER BY h.name, s.label",
+            )
+            .map_err(e)?;
+        // (series id, host id, host, label, name), in the order of the answer.
+        let mut found: Vec<(i64, i64, String, String, &str)> = Vec::new();
+        for &name in names {
+            let rows = st
+                .query_map(params![name, q.label, q.host], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, name))
+                })
+                .map_err(e)?;
+            for r in rows {
+                found.push(r.map_err(e)?);
+            }
+        }
+        let mut blocks = self
+            .conn
+            .prepare_cached(
+                "SELECT start_ns, data FROM metric_blocks
+                 WHERE series = ?1 AND start_ns < ?3 AND start_ns > ?2 - ?4 AND end_ns > ?2 ORDER BY start_ns",
+            )
+            .map_err(e)?;
+        // Points this wide come from the summaries of the rows, on a grid of whole cells: the
+        // range grows to the cells its ends fall in, so that no slot is cut and no row is
+        // decoded for its ends.
+        let summarized = match (q.points, &self.series_cache) {
+            (Some(n), Some(cache))
+                if n > 0 && (q.to_ns - q.from_ns) / n as i64 >= summary::SUMMARY_MIN_WIDTH_NS =>
+            {
+                Some((cache, summary::slot_width(q.from_ns, q.to_ns, n)))
+            }
+            _ => None,
+        };
+        let (from_ns, to_ns) = match summarized {
+            Some((_, w)) => summary::whole_cells(q.from_ns, q.to_ns, w),
+            None => (q.from_ns, q.to_ns),
+        };
+        let in_range = |v: &&(i64, f64)| v.0 >= from_ns && v.0 < to_ns;
+        let mut pieces: Vec<Vec<Piece>> = vec![Vec::new(); found.len()];
+        // Rows of schema 3 and older, one series each.
+        for (k, &(id, ..)) in found.iter().enumerate() {
+            let mut rows = blocks.query(params![id, from_ns, to_ns, MAX_BUCKET_NS]).map_err(e)?;
+            while let Some(r) = rows.next().map_err(e)? {
+                let start: i64 = r.get(0).map_err(e)?;
+                let data = r.get_ref(1).map_err(e)?.as_blob().map_err(|err| e(err.into()))?;
+                let vals = codec::decode_metrics(data, start)
+                    .map_err(|d| self.corrupt(format!("metric block {id} at {start}: {d}")))?;
+                pieces[k].extend(vals.iter().filter(in_range).map(|&(t, v)| Piece::value(t, v)));
+            }
+        }
+        // Rows of every series of a host: each read and its times decoded once for all the
+        // series asked of that host.
+        if has_spans(&self.conn).map_err(e)? {
+            let mut span_rows = self
+                .conn
+                .prepare_cached(
+                    "SELECT start_ns, data, id, end_ns, length(data) FROM metric_spans
+                     WHERE host = ?1 AND start_ns < ?3 AND start_ns > ?2 - ?4 AND end_ns > ?2 ORDER BY start_ns",
+                )
+                .map_err(e)?;
+            let mut hosts: Vec<i64> = found.iter().map(|f| f.1).collect();
+            hosts.sort_unstable();
+            hosts.dedup();
+            for host_id in hosts {
+                let at: Vec<usize> = (0..found.len()).filter(|&k| found[k].1 == host_id).collect();
+                let ids: Vec<i64> = at.iter().map(|&k| found[k].0).collect();
+                let mut vals: Vec<Vec<(i64, f64)>> = vec![Vec::new(); ids.len()];
+                let mut rows = span_rows.query(params![host_id, from_ns, to_ns, MAX_BUCKET_NS]).map_err(e)?;
+                while let Some(r) = rows.next().map_err(e)? {
+                    let start: i64 = r.get(0).map_err(e)?;
+                    // The blob is read only when it is decoded (SQLite reads a column's
+                    // pages when it is asked for): a row summarized already is not read.
+                    let data = || r.get_ref(1).map_err(e)?.as_blob().map_err(|err| e(err.into()));
+                    let row = summary::Row {
+                        file: self.file_id,
+                        host: host_id,
+                        start,
+                        id: r.get(2).map_err(e)?,
+                        end: r.get(3).map_err(e)?,
+                        len: r.get(4).map_err(e)?,
+                    };
+                    let corrupt =
+                        |d: String| self.corrupt(format!("metric span of host {host_id} at {start}: {d}"));
+                    // The values of the series `js` (indexes into `ids`) into `vals`.
+                    let decode = |js: &[usize], vals: &mut [Vec<(i64, f64)>]| -> Result<(), StoreError> {
+                        let want: Vec<i64> = js.iter().map(|&j| ids[j]).collect();
+                        let mut got = vec![Vec::new(); want.len()];
+                        codec::decode_span_many(data()?, start, &want, &mut got).map_err(corrupt)?;
+                        for (&j, v) in js.iter().zip(got) {
+                            vals[j] = v;
+                        }
+                        Ok(())
+                    };
+                    vals.iter_mut().for_each(Vec::clear);
+                    if let Some((cache, _)) = summarized {
+                        // The row's series' summaries (made once). The range is whole cells
+                        // of whole slots: every slot, by its start, is inside it or outside.
+                        let mut have: Vec<Option<std::sync::Arc<[Piece]>>> =
+                            ids.iter().map(|&id| cache.get((row, id))).collect();
+                        let missing: Vec<usize> = (0..ids.len()).filter(|&j| have[j].is_none()).collect();
+                        if !missing.is_empty() {
+                            decode(&missing, &mut vals)?;
+                            for &j in &missing {
+                                let slots: std::sync::Arc<[Piece]> = summary::slots(&vals[j]).into();
+                                cache.put((row, ids[j]), slots.clone());
+                                have[j] = Some(slots);
+                            }
+                        }
+                        for (&k, slots) in at.iter().zip(&have) {
+                            let slots = slots.as_deref().unwrap_or_default();
+                            pieces[k]
+                                .extend(slots.iter().filter(|p| p.time_ns >= from_ns && p.time_ns < to_ns));
+                        }
+                        continue;
+                    }
+                    decode(&(0..ids.len()).collect::<Vec<_>>(), &mut vals)?;
+                    for (&k, v) in at.iter().zip(&vals) {
+                        pieces[k].extend(v.iter().filter(in_range).map(|&(t, v)| Piece::value(t, v)));
+                    }
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(found.len());
+        for ((_, _, host, label, name), mut pieces) in found.into_iter().zip(pieces) {
+            // Rows of an older writer may overlap the rows of a newer one.
+            if !pieces.is_sorted_by_key(|p| p.time_ns) {
+                pieces.sort_by_key(|p| p.time_ns);
+            }
+            let points = match (summarized, q.points) {
+                (Some((_, width)), _) => summary::aggregate(&pieces, 0, width),
+                (None, Some(n)) if n > 0 && pieces.len() > n => {
+                    let width = (((q.to_ns - q.from_ns) as i128 + n as i128 - 1) / n as i128).max(1) as i64;
+                    summary::aggregate(&pieces, q.from_ns, width)
+                }
+                _ => pieces
+                    .iter()
+                    .map(|p| Point { time_ns: p.time_ns, min: p.min, max: p.max, avg: p.sum, count: p.count })
+                    .collect(),
+            };
+            out.push(Series { host, name: name.to_string(), label, points });
+        }
+        drop(blocks);
+        drop(st);
+        tx.commit().map_err(e)?;
+        Ok(out)
+    }
+
     fn latency_err(&self, e: crate::latency::ReadError) -> StoreError {
         match e {
             crate::latency::ReadError::Sql(e) => map_err(&self.path, e),
@@ -2281,158 +2445,12 @@ impl Query for Sqlite {
     }
 
     fn series_many(&self, names: &[&str], q: &SeriesQuery<'_>) -> Result<Vec<Series>, StoreError> {
-        let e = |err| map_err(&self.path, err);
-        let tx = self.conn.unchecked_transaction().map_err(e)?;
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "SELECT s.id, s.host, h.name, s.label FROM series s JOIN hosts h ON h.id = s.host
-                 WHERE s.name = ?1 AND (?2 IS NULL OR s.label = ?2) AND (?3 IS NULL OR h.name = ?3)
-                 ORDER BY h.name, s.label",
-            )
-            .map_err(e)?;
-        // (series id, host id, host, label, name), in the order of the answer.
-        let mut found: Vec<(i64, i64, String, String, &str)> = Vec::new();
-        for &name in names {
-            let rows = st
-                .query_map(params![name, q.label, q.host], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, name))
-                })
-                .map_err(e)?;
-            for r in rows {
-                found.push(r.map_err(e)?);
-            }
-        }
-        let mut blocks = self
-            .conn
-            .prepare_cached(
-                "SELECT start_ns, data FROM metric_blocks
-                 WHERE series = ?1 AND start_ns < ?3 AND start_ns > ?2 - ?4 AND end_ns > ?2 ORDER BY start_ns",
-            )
-            .map_err(e)?;
-        // Points this wide come from the summaries of the rows, on a grid of whole cells: the
-        // range grows to the cells its ends fall in, so that no slot is cut and no row is
-        // decoded for its ends.
-        let summarized = match (q.points, &self.series_cache) {
-            (Some(n), Some(cache))
-                if n > 0 && (q.to_ns - q.from_ns) / n as i64 >= summary::SUMMARY_MIN_WIDTH_NS =>
-            {
-                Some((cache, summary::slot_width(q.from_ns, q.to_ns, n)))
-            }
-            _ => None,
-        };
-        let (from_ns, to_ns) = match summarized {
-            Some((_, w)) => summary::whole_cells(q.from_ns, q.to_ns, w),
-            None => (q.from_ns, q.to_ns),
-        };
-        let in_range = |v: &&(i64, f64)| v.0 >= from_ns && v.0 < to_ns;
-        let mut pieces: Vec<Vec<Piece>> = vec![Vec::new(); found.len()];
-        // Rows of schema 3 and older, one series each.
-        for (k, &(id, ..)) in found.iter().enumerate() {
-            let mut rows = blocks.query(params![id, from_ns, to_ns, MAX_BUCKET_NS]).map_err(e)?;
-            while let Some(r) = rows.next().map_err(e)? {
-                let start: i64 = r.get(0).map_err(e)?;
-                let data = r.get_ref(1).map_err(e)?.as_blob().map_err(|err| e(err.into()))?;
-                let vals = codec::decode_metrics(data, start)
-                    .map_err(|d| self.corrupt(format!("metric block {id} at {start}: {d}")))?;
-                pieces[k].extend(vals.iter().filter(in_range).map(|&(t, v)| Piece::value(t, v)));
-            }
-        }
-        // Rows of every series of a host: each read and its times decoded once for all the
-        // series asked of that host.
-        if has_spans(&self.conn).map_err(e)? {
-            let mut span_rows = self
-                .conn
-                .prepare_cached(
-                    "SELECT start_ns, data, id, end_ns, length(data) FROM metric_spans
-                     WHERE host = ?1 AND start_ns < ?3 AND start_ns > ?2 - ?4 AND end_ns > ?2 ORDER BY start_ns",
-                )
-                .map_err(e)?;
-            let mut hosts: Vec<i64> = found.iter().map(|f| f.1).collect();
-            hosts.sort_unstable();
-            hosts.dedup();
-            for host_id in hosts {
-                let at: Vec<usize> = (0..found.len()).filter(|&k| found[k].1 == host_id).collect();
-                let ids: Vec<i64> = at.iter().map(|&k| found[k].0).collect();
-                let mut vals: Vec<Vec<(i64, f64)>> = vec![Vec::new(); ids.len()];
-                let mut rows = span_rows.query(params![host_id, from_ns, to_ns, MAX_BUCKET_NS]).map_err(e)?;
-                while let Some(r) = rows.next().map_err(e)? {
-                    let start: i64 = r.get(0).map_err(e)?;
-                    // The blob is read only when it is decoded (SQLite reads a column's
-                    // pages when it is asked for): a row summarized already is not read.
-                    let data = || r.get_ref(1).map_err(e)?.as_blob().map_err(|err| e(err.into()));
-                    let row = summary::Row {
-                        file: self.file_id,
-                        host: host_id,
-                        start,
-                        id: r.get(2).map_err(e)?,
-                        end: r.get(3).map_err(e)?,
-                        len: r.get(4).map_err(e)?,
-                    };
-                    let corrupt =
-                        |d: String| self.corrupt(format!("metric span of host {host_id} at {start}: {d}"));
-                    // The values of the series `js` (indexes into `ids`) into `vals`.
-                    let decode = |js: &[usize], vals: &mut [Vec<(i64, f64)>]| -> Result<(), StoreError> {
-                        let want: Vec<i64> = js.iter().map(|&j| ids[j]).collect();
-                        let mut got = vec![Vec::new(); want.len()];
-                        codec::decode_span_many(data()?, start, &want, &mut got).map_err(corrupt)?;
-                        for (&j, v) in js.iter().zip(got) {
-                            vals[j] = v;
-                        }
-                        Ok(())
-                    };
-                    vals.iter_mut().for_each(Vec::clear);
-                    if let Some((cache, _)) = summarized {
-                        // The row's series' summaries (made once). The range is whole cells
-                        // of whole slots: every slot, by its start, is inside it or outside.
-                        let mut have: Vec<Option<std::sync::Arc<[Piece]>>> =
-                            ids.iter().map(|&id| cache.get((row, id))).collect();
-                        let missing: Vec<usize> = (0..ids.len()).filter(|&j| have[j].is_none()).collect();
-                        if !missing.is_empty() {
-                            decode(&missing, &mut vals)?;
-                            for &j in &missing {
-                                let slots: std::sync::Arc<[Piece]> = summary::slots(&vals[j]).into();
-                                cache.put((row, ids[j]), slots.clone());
-                                have[j] = Some(slots);
-                            }
-                        }
-                        for (&k, slots) in at.iter().zip(&have) {
-                            let slots = slots.as_deref().unwrap_or_default();
-                            pieces[k]
-                                .extend(slots.iter().filter(|p| p.time_ns >= from_ns && p.time_ns < to_ns));
-                        }
-                        continue;
-                    }
-                    decode(&(0..ids.len()).collect::<Vec<_>>(), &mut vals)?;
-                    for (&k, v) in at.iter().zip(&vals) {
-                        pieces[k].extend(v.iter().filter(in_range).map(|&(t, v)| Piece::value(t, v)));
-                    }
-                }
-            }
-        }
-        let mut out = Vec::with_capacity(found.len());
-        for ((_, _, host, label, name), mut pieces) in found.into_iter().zip(pieces) {
-            // Rows of an older writer may overlap the rows of a newer one.
-            if !pieces.is_sorted_by_key(|p| p.time_ns) {
-                pieces.sort_by_key(|p| p.time_ns);
-            }
-            let points = match (summarized, q.points) {
-                (Some((_, width)), _) => summary::aggregate(&pieces, 0, width),
-                (None, Some(n)) if n > 0 && pieces.len() > n => {
-                    let width = (((q.to_ns - q.from_ns) as i128 + n as i128 - 1) / n as i128).max(1) as i64;
-                    summary::aggregate(&pieces, q.from_ns, width)
-                }
-                _ => pieces
-                    .iter()
-                    .map(|p| Point { time_ns: p.time_ns, min: p.min, max: p.max, avg: p.sum, count: p.count })
-                    .collect(),
-            };
-            out.push(Series { host, name: name.to_string(), label, points });
-        }
-        drop(blocks);
-        drop(st);
-        tx.commit().map_err(e)?;
-        Ok(out)
+        kflame_store_api::derived::series_many(
+            names,
+            q,
+            |names| self.stored_series(names, q),
+            |lq| self.latency(lq),
+        )
     }
 
     fn metric_names(&self, host: Option<&str>) -> Result<Vec<(String, String)>, StoreError> {
@@ -2444,10 +2462,13 @@ impl Query for Sqlite {
                  WHERE (?1 IS NULL OR h.name = ?1) ORDER BY s.name, s.label",
             )
             .map_err(e)?;
-        st.query_map(params![host], |r| Ok((r.get(0)?, r.get(1)?)))
+        let stored: Vec<(String, String)> = st
+            .query_map(params![host], |r| Ok((r.get(0)?, r.get(1)?)))
             .map_err(e)?
             .collect::<Result<_, _>>()
-            .map_err(e)
+            .map_err(e)?;
+        let labels = self.latency_labels(host, i64::MIN, i64::MAX)?;
+        Ok(kflame_store_api::derived::with_names(stored, &labels))
     }
 
     fn events(&self, from_ns: i64, to_ns: i64, host: Option<&str>) -> Result<Vec<Event>, StoreError> {

@@ -1207,6 +1207,113 @@ fn latency_histograms_round_trip_and_expire() {
     assert!(db.latency(&q).unwrap().is_empty(), "every block ended more than 10 s before");
 }
 
+/// Latency percentiles and maxima are read from the histograms (not stored twice): per label,
+/// a point per second with a count, as the watcher computed them; listed among the names.
+#[test]
+fn latency_percentiles_are_read_from_the_histograms() {
+    use kflame_store::SeriesQuery;
+    use kflame_store::derived::{Stat, value};
+    use kflame_store::{LatencyKind, LatencyRow};
+    let d = dir("latency-derived");
+    let mut db = Sqlite::open(d.join("h.db"), OpenMode::Write).unwrap();
+    db.set_metric_block(10 * SEC);
+    let (writes, reads) = (hist(&[1, 2, 40]), hist(&[3]));
+    let empty = kflame::latency::Histogram::default();
+    for i in 0..20 {
+        let rows = [
+            LatencyRow { kind: LatencyKind::Syscall, label: "write", histogram: &writes, slow: 1 },
+            LatencyRow {
+                kind: LatencyKind::Syscall,
+                label: "read",
+                histogram: if i < 5 { &reads } else { &empty },
+                slow: 0,
+            },
+        ];
+        db.append_latency("web1", T0 + i * SEC + 999_000_000, &rows).unwrap();
+        db.append_metrics(
+            "web1",
+            T0 + i * SEC + 999_000_000,
+            &[Metric { name: "syscall.slow", label: "write", value: 1.0 }],
+        )
+        .unwrap();
+    }
+    db.flush().unwrap();
+    let q = SeriesQuery {
+        name: "syscall.lat.p99",
+        label: None,
+        host: None,
+        from_ns: T0,
+        to_ns: T0 + 60 * SEC,
+        points: None,
+    };
+    let p99 = db.series(&q).unwrap();
+    assert_eq!(
+        p99.iter().map(|s| (s.label.as_str(), s.points.len())).collect::<Vec<_>>(),
+        [("read", 5), ("write", 20)]
+    );
+    assert_eq!(p99[1].points[0].avg, value(Stat::P99, &writes).unwrap());
+    assert_eq!(p99[1].points[0].time_ns, T0 + 999_000_000);
+    let both = db
+        .series_many(&["syscall.slow", "syscall.lat.max"], &SeriesQuery { label: Some("write"), ..q })
+        .unwrap();
+    assert_eq!(both.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["syscall.slow", "syscall.lat.max"]);
+    assert_eq!(both[1].points[3].avg, 40.0);
+    let wide = db.series(&SeriesQuery { label: Some("write"), points: Some(4), ..q }).unwrap();
+    assert_eq!(wide[0].points.iter().map(|p| p.count).sum::<u32>(), 20);
+    let names = db.metric_names(None).unwrap();
+    for n in ["syscall.lat.p50", "syscall.lat.p99", "syscall.lat.max", "syscall.slow"] {
+        assert!(names.contains(&(n.to_string(), "write".to_string())), "{n}[write] in {names:?}");
+    }
+}
+
+/// Once an hour ends, its seconds are kept as 10-s histograms (counts, slow counts and sums
+/// added, at each window's last millisecond), the next hour's seconds as they came; a family's total
+/// reads back as written.
+#[test]
+fn an_hour_of_latency_seconds_is_kept_in_10_s_histograms() {
+    use kflame_store::{LatencyKind, LatencyQuery, LatencyRow};
+    let d = dir("latency-hour");
+    let mut db = Sqlite::open(d.join("h.db"), OpenMode::Write).unwrap();
+    db.set_metric_block(10 * SEC);
+    let hour = 3600 * SEC;
+    let h0 = (T0 / hour + 1) * hour;
+    let (writes, reads) = (hist(&[1, 2, 40]), hist(&[1]));
+    let mut total = writes.clone();
+    total.add(&reads);
+    for i in 0..3600 + 30 {
+        let rows = [
+            LatencyRow { kind: LatencyKind::Syscall, label: "", histogram: &total, slow: 1 },
+            LatencyRow { kind: LatencyKind::Syscall, label: "write", histogram: &writes, slow: 1 },
+            LatencyRow { kind: LatencyKind::Syscall, label: "read", histogram: &reads, slow: 0 },
+        ];
+        db.append_latency("web1", h0 + i * SEC + 999_000_000, &rows).unwrap();
+    }
+    db.flush().unwrap();
+    let q = |label: &'static str, from_ns, to_ns| LatencyQuery {
+        kind: LatencyKind::Syscall,
+        label: Some(label),
+        host: None,
+        from_ns,
+        to_ns,
+    };
+    let first = db.latency(&q("write", h0, h0 + hour)).unwrap();
+    assert_eq!(first[0].points.len(), 360, "the 10-s windows of the hour");
+    let p = &first[0].points[5];
+    assert_eq!(p.time_ns, h0 + 60 * SEC - 1_000_000, "at the last millisecond of its window");
+    assert_eq!(p.histogram.total(), 30);
+    assert_eq!(p.histogram.sum_ns, 10 * writes.sum_ns);
+    assert_eq!(p.histogram.max_ns, writes.max_ns);
+    assert_eq!(p.slow, 10);
+    let all = db.latency(&q("", h0, h0 + 2 * hour)).unwrap();
+    let counted: u64 = all[0].points.iter().map(|p| p.histogram.total()).sum();
+    assert_eq!(counted, 3630 * total.total(), "every second's total counted once");
+    let next = db.latency(&q("read", h0 + hour, h0 + 2 * hour)).unwrap();
+    assert_eq!(next[0].points.len(), 30, "the seconds of the hour in progress");
+    assert_eq!(next[0].points[0].histogram, reads);
+    let totals = db.latency(&q("", h0 + hour, h0 + 2 * hour)).unwrap();
+    assert!(totals[0].points.iter().all(|p| p.histogram == total && p.slow == 1));
+}
+
 /// A file of the schema before latency histograms (5) is migrated in place: its metrics and
 /// buckets stay, and histograms are taken and read back.
 #[test]

@@ -3,5 +3,5 @@
 
 pub use kflame_store::{
     Bucket, CaptureId, CaptureStart, Kind, LatencyKind, LatencyRow, Maintenance, Metric, Policy, Sample,
-    Store, StoreError, StoredReport, TriggerFired, TriggerId,
+    Store, StoreError, StoredReport, TriggerFired, TriggerId, derived,
 };

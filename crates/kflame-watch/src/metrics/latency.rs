@@ -3,6 +3,7 @@
 //! second, per label, as metrics of the catalog (`syscall.lat.p99[write]`), so that charts,
 //! queries and triggers take them like any other.
 
+use crate::store::derived::{self, Stat};
 use kflame::latency::{Histogram, LatencyKind, LatencyReading};
 
 use super::Value;
@@ -116,10 +117,10 @@ pub(super) fn values(
 /// The values of one label of a family.
 fn push(family: &Family, r: &LatencyReading, secs: f64, out: &mut Vec<Value>) {
     let h = &r.histogram;
-    let ms = |q: f64| h.quantile(q).map(|ns| ns / 1e6);
-    for (name, v) in
-        [(family.p50, ms(0.5)), (family.p99, ms(0.99)), (family.max, Some(h.max_ns as f64 / 1e6))]
-    {
+    // As a store computes them from the histogram it keeps (`derived`): a value read back is
+    // the value a rule saw.
+    let of = |stat| derived::value(stat, h);
+    for (name, v) in [(family.p50, of(Stat::P50)), (family.p99, of(Stat::P99)), (family.max, of(Stat::Max))] {
         if let Some(value) = v {
             out.push(Value { name, label: r.label.clone(), value });
         }
