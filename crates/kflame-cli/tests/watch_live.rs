@@ -534,6 +534,12 @@ fn live_write_latency_p99_fires_its_rule_and_the_capture_holds_the_writes() {
     // Always on, without the trigger: the slow writes kept one by one with where they were
     // made (under kf_dsync_writer) and where they waited (the kernel's write path).
     let outliers = r.outliers(kflame_store::LatencyKind::Syscall, started, now_ns(), None).unwrap();
+    // The slowest 10 (the default) of each 10-s bucket.
+    let mut per_bucket: std::collections::BTreeMap<i64, usize> = std::collections::BTreeMap::new();
+    for o in &outliers {
+        *per_bucket.entry(o.time_ns.div_euclid(10_000_000_000)).or_default() += 1;
+    }
+    assert!(per_bucket.values().all(|&n| n <= 10), "outliers per bucket: {per_bucket:?}");
     let ids: Vec<kflame_store::StackId> = outliers.iter().map(|o| o.stack).collect();
     let texts = r.stack_texts(&ids).unwrap();
     let mine: Vec<(&kflame_store::StoredEvent, String)> = outliers

@@ -20,7 +20,7 @@
 //! slow_offcpu = "1s"                 # off-CPU blocks: offcpu.slow
 //! slow_lock = "10ms"                 # kernel lock waits: lock.slow
 //! slow_calls = { write = "2ms" }     # system calls with thresholds of their own
-//! outliers = 32                      # slow calls kept with their stacks, per CPU and second
+//! outliers = 10                      # slowest calls kept with their stacks, per bucket
 //! all_devices = false                # also partitions, loop and ram devices
 //! log_level = "info"                 # error, warn, info, debug
 //! triggers = [
@@ -154,7 +154,8 @@ pub struct Settings {
     pub slow_lock: Duration,
     /// System calls with thresholds of their own (name, threshold).
     pub slow_calls: Vec<(String, Duration)>,
-    /// Slow system calls kept as outliers with their stacks, per CPU and second at most.
+    /// The slowest system calls kept as outliers with their stacks, per bucket (the others
+    /// count in `syscall.slow`).
     pub outliers: u32,
     /// Report every block device.
     pub all_devices: bool,
@@ -391,7 +392,7 @@ pub fn resolve(
         slow_offcpu,
         slow_lock,
         slow_calls,
-        outliers: merged.outliers.unwrap_or(32),
+        outliers: merged.outliers.unwrap_or(10),
         all_devices: merged.all_devices.unwrap_or(false),
         log_level,
         rules,

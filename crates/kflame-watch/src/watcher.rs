@@ -57,6 +57,11 @@ pub struct Status {
     pub waiting_buckets: usize,
     /// Samples the kernel lost (ring buffer full).
     pub lost: u64,
+    /// System-call outliers stored.
+    pub outliers: u64,
+    /// System-call outliers left out: past the slowest `outliers` of their bucket (every slow
+    /// call still counts in `syscall.slow`).
+    pub outliers_left: u64,
 }
 
 /// Why the watcher could not start or run.
@@ -332,6 +337,9 @@ pub struct Watcher<S: Store> {
     tap: Option<Tap>,
     /// Waits its programs could not count, as last said, per mode.
     blocked_lost: HashMap<&'static str, u64>,
+    /// System-call outliers by the start of the bucket they fall in (wall-clock times), each
+    /// with its event name: the slowest of a bucket are stored when it ends.
+    outliers: BTreeMap<i64, Vec<(record::Event, String)>>,
 }
 
 impl<S: Store> Watcher<S> {
@@ -360,6 +368,7 @@ impl<S: Store> Watcher<S> {
             blocked: Vec::new(),
             tap: None,
             blocked_lost: HashMap::new(),
+            outliers: BTreeMap::new(),
         }
     }
 
@@ -845,7 +854,7 @@ impl<S: Store> Watcher<S> {
                 tap.put(r.histograms.clone());
             }
             if r.mode == Mode::Syscalls && !r.events.is_empty() {
-                self.store_outliers(r, &w.clock, control);
+                self.hold_outliers(r, &w.clock);
             }
             // Counted since the start: said when it grows.
             let said = self.blocked_lost.entry(r.mode.name()).or_insert(0);
@@ -881,27 +890,38 @@ impl<S: Store> Watcher<S> {
         }
     }
 
-    /// Stores the system-call outliers of a window: each slow call with its time (UTC), its
-    /// duration, task, CPU and stack (the call's name, the task, its user frames, where it
-    /// waited), named `syscall:NAME`.
-    fn store_outliers(&mut self, r: &Recording, clock: &record::WallClock, control: &mut dyn Control) {
-        let names: Vec<String> = r
-            .events
-            .iter()
-            .map(|e| format!("syscall:{}", e.stack.first().map_or("", String::as_str)))
-            .collect();
-        let records: Vec<_> = r
-            .events
-            .iter()
-            .zip(&names)
-            .map(|(e, name)| {
-                let mut rec = e.record(name);
-                rec.ts_ns = rec.ts_ns.map(|t| u64::try_from(clock.to_realtime_ns(t)).unwrap_or(0));
-                rec
-            })
-            .collect();
-        if let Err(e) = self.store.append_outliers(&self.settings.host, LatencyKind::Syscall, &records) {
-            self.store_error("system-call outliers", &e, control);
+    /// Holds the system-call outliers of a window (each slow call with its time, its duration,
+    /// task, CPU and stack: the call's name, the task, its user frames, where it waited; named
+    /// `syscall:NAME`) until their bucket ends.
+    fn hold_outliers(&mut self, r: &Recording, clock: &record::WallClock) {
+        let b = self.bucket_ns();
+        for e in &r.events {
+            let mut e = e.clone();
+            let t = clock.to_realtime_ns(e.ts);
+            e.ts = u64::try_from(t).unwrap_or(0);
+            let name = format!("syscall:{}", e.stack.first().map_or("", String::as_str));
+            self.outliers.entry(t - t.rem_euclid(b)).or_default().push((e, name));
+        }
+    }
+
+    /// Stores the slowest `outliers` system calls of each bucket that is over (of every
+    /// bucket with `all`), in time order; the others are counted.
+    fn store_outliers(&mut self, all: bool, horizon: i64, control: &mut dyn Control) {
+        let b = self.bucket_ns();
+        let done: Vec<i64> =
+            self.outliers.keys().copied().filter(|&start| all || start + b <= horizon).collect();
+        for start in done {
+            let Some(mut held) = self.outliers.remove(&start) else { continue };
+            held.sort_by_key(|(e, _)| std::cmp::Reverse(e.duration_ns));
+            let keep = (self.settings.outliers as usize).min(held.len());
+            self.status.outliers_left += (held.len() - keep) as u64;
+            held.truncate(keep);
+            held.sort_by_key(|(e, _)| e.ts);
+            let records: Vec<_> = held.iter().map(|(e, name)| e.record(name)).collect();
+            match self.store.append_outliers(&self.settings.host, LatencyKind::Syscall, &records) {
+                Ok(()) => self.status.outliers += records.len() as u64,
+                Err(e) => self.store_error("system-call outliers", &e, control),
+            }
         }
     }
 
@@ -932,6 +952,7 @@ impl<S: Store> Watcher<S> {
         // called right after taking one). A sample the recorder held back for time order
         // and hands over in a later window goes into a second bucket of the same range.
         let horizon = now_ns() - 100_000_000;
+        self.store_outliers(all, horizon, control);
         let done: Vec<(i64, Kind)> =
             self.buckets.iter().filter(|(_, p)| all || p.end_ns <= horizon).map(|(k, _)| *k).collect();
         for k in done {

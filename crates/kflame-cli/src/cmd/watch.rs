@@ -114,8 +114,8 @@ pub(crate) struct Args {
     /// A system call with a threshold of its own (`write=2ms`); repeat for more.
     #[arg(long, value_name = "CALL=DURATION")]
     slow_call: Vec<String>,
-    /// Slow system calls kept with their stacks, per CPU and second at most (0: none)
-    /// [default: 32].
+    /// The slowest system calls of each bucket kept with their stacks (0: none; every slow
+    /// call counts in `syscall.slow`) [default: 10].
     #[arg(long, value_name = "N")]
     outliers: Option<u32>,
 }
@@ -274,7 +274,9 @@ fn slow_thresholds(settings: &Settings) -> kflame_bpf::record::SlowThresholds {
     kflame_bpf::record::SlowThresholds {
         syscall: ns(settings.slow_syscall),
         syscall_labels: settings.slow_calls.iter().map(|(n, d)| (n.clone(), ns(*d))).collect(),
-        max_outliers: settings.outliers,
+        // What the kernel hands over per CPU and second, of which the watcher keeps the
+        // slowest `outliers` per bucket.
+        max_outliers: if settings.outliers == 0 { 0 } else { 32 },
         bio: ns(settings.slow_bio),
         runq: ns(settings.slow_runq),
         offcpu: ns(settings.slow_offcpu),
