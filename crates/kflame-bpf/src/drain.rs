@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 
 use aya::maps::{
-    Array, ArrayOfMaps, HashMap as BpfHashMap, MapData, PerCpuArray, PerCpuHashMap, StackTraceMap,
+    Array, ArrayOfMaps, HashMap as BpfHashMap, MapData, PerCpuArray, PerCpuHashMap, RingBuf, StackTraceMap,
 };
 use aya::programs::RawTracePoint;
 use aya::{Ebpf, EbpfLoader, GlobalData};
@@ -42,12 +42,65 @@ pub struct WaitOptions {
     /// the watcher's always-on run-queue and IO latency need; [`Runq::drain`](crate::Runq)
     /// and the others then return no waits).
     pub histograms_only: bool,
+    /// Keep each slow wait (at least `slow_ns`) as a [`WaitOutlier`], at most this many per
+    /// CPU and second (the rest counted in [`WaitLost::outliers`]; 0: none).
+    pub max_outliers: u32,
 }
 
 impl Default for WaitOptions {
     /// Every wait of every process, with stacks; none slow.
     fn default() -> Self {
-        WaitOptions { pid: None, min_ns: 1, slow_ns: u64::MAX, histograms_only: false }
+        WaitOptions { pid: None, min_ns: 1, slow_ns: u64::MAX, histograms_only: false, max_outliers: 0 }
+    }
+}
+
+/// One slow wait of a waiting-time program, kept on its own (`outlier.h`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WaitOutlier {
+    /// When it ended, CLOCK_MONOTONIC ns.
+    pub end_ns: u64,
+    /// How long it was, ns.
+    pub ns: u64,
+    /// Its process (0 for an IO whose submitter was not seen).
+    pub tgid: u32,
+    /// Its thread.
+    pub tid: u32,
+    /// Its name.
+    pub comm: Vec<u8>,
+    /// What it waited on, as [`Waited::on`] (for off-CPU: the task state, as
+    /// [`Blocked::state`](crate::Blocked)).
+    pub on: u32,
+    /// The CPU it ended on.
+    pub cpu: u32,
+    /// The kernel stack its wait was counted under, leaf first (empty when none was taken:
+    /// the programs counting histograms only take none).
+    pub kernel: Vec<u64>,
+    /// Its user stack, leaf first.
+    pub user: Vec<u64>,
+}
+
+/// Bytes of `outlier.h`'s `struct wait_outlier_t`.
+const OUTLIER_LEN: usize = 56;
+
+impl WaitOutlier {
+    /// A record of the ring buffer, its stacks by id; `None` for one of another size.
+    fn read(b: &[u8]) -> Option<(WaitOutlier, i32, i32)> {
+        if b.len() != OUTLIER_LEN {
+            return None;
+        }
+        let u64_at = |at: usize| u64::from(u32_at(b, at)) | (u64::from(u32_at(b, at + 4)) << 32);
+        let o = WaitOutlier {
+            end_ns: u64_at(0),
+            ns: u64_at(8),
+            tgid: u32_at(b, 16),
+            tid: u32_at(b, 20),
+            on: u32_at(b, 24),
+            cpu: u32_at(b, 28),
+            comm: comm(&b[40..56]),
+            kernel: Vec::new(),
+            user: Vec::new(),
+        };
+        Some((o, i32_at(b, 32), i32_at(b, 36)))
     }
 }
 
@@ -108,13 +161,12 @@ pub struct WaitLost {
     pub unmatched: u64,
     /// Waits timed but not in a latency histogram: the histogram map was full.
     pub histograms: u64,
-    /// System calls only: slow calls not kept as outliers (over the bound per second, or
-    /// their ring buffer full).
+    /// Slow calls or waits not kept as outliers (over the bound per second, or their ring
+    /// buffer full).
     pub outliers: u64,
 }
 
 /// A waiting-time program, loaded and attached.
-#[derive(Debug)]
 pub(crate) struct Loaded {
     pub(crate) ebpf: Ebpf,
     /// The generation the kernel counts under now.
@@ -123,6 +175,19 @@ pub(crate) struct Loaded {
     grace: GracePeriod,
     /// The histograms taken at the flips since they were last asked for, by label.
     histograms: Vec<LabelHistogram>,
+    /// `outlier.h`'s ring buffer, when outliers are kept.
+    outlier_ring: Option<RingBuf<MapData>>,
+    /// The outliers read at the drains since they were last asked for, in the order read.
+    outliers: Vec<WaitOutlier>,
+}
+
+impl std::fmt::Debug for Loaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Loaded")
+            .field("generation", &self.generation)
+            .field("outliers", &self.outlier_ring.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// `sync.h`'s `sync` and the map written into it after a flip of the generation: the update
@@ -172,6 +237,9 @@ impl Loaded {
             .override_global("only_tgid", &only_tgid, true)
             .override_global("slow_ns", &opts.slow_ns, true)
             .override_global("with_stacks", &full, true)
+            // Only the programs of `outlier.h` have it (the system-call program's own is in
+            // `extra`).
+            .override_global("max_outliers", &opts.max_outliers, false)
             // The system-call program sums no waits.
             .override_global("with_waits", &full, false);
         for (name, value) in extra {
@@ -188,7 +256,11 @@ impl Loaded {
             p.attach(tp).map_err(|e| refused(&format!("attach to the raw tracepoint {tp}"), e))?;
         }
         let grace = GracePeriod::take(&mut ebpf)?;
-        Ok(Loaded { ebpf, generation: 0, grace, histograms: Vec::new() })
+        let outlier_ring = match (opts.max_outliers, ebpf.take_map("wait_outliers")) {
+            (1.., Some(map)) => Some(RingBuf::try_from(map).map_err(|e| map_err("wait_outliers", e))?),
+            _ => None,
+        };
+        Ok(Loaded { ebpf, generation: 0, grace, histograms: Vec::new(), outlier_ring, outliers: Vec::new() })
     }
 
     /// Flips the generation the kernel counts under, then waits until every program running
@@ -334,6 +406,14 @@ impl Loaded {
         held: &HashSet<i32>,
         read: impl FnOnce(&dyn Fn(i32) -> Vec<u64>) -> R,
     ) -> Result<R, BpfError> {
+        // The outliers written so far: their stack ids are held by the waits in progress
+        // they ended, or by keys of the generation just read, so nothing freed them yet.
+        let mut raw = Vec::new();
+        if let Some(ring) = &mut self.outlier_ring {
+            while let Some(item) = ring.next() {
+                raw.extend(WaitOutlier::read(&item));
+            }
+        }
         let map = self.ebpf.map_mut("stacks").ok_or_else(|| map_err("stacks", "missing"))?;
         let mut stacks: StackTraceMap<&mut MapData> =
             StackTraceMap::try_from(map).map_err(|e| map_err("stacks", e))?;
@@ -344,6 +424,11 @@ impl Loaded {
                 Err(_) => Vec::new(),
             }
         };
+        for (mut o, kstack, ustack) in raw {
+            o.kernel = frames_of(kstack);
+            o.user = frames_of(ustack);
+            self.outliers.push(o);
+        }
         let out = read(&frames_of);
         let ids: Vec<u32> = stacks.stack_ids().filter_map(Result::ok).collect();
         for id in ids {
@@ -352,6 +437,11 @@ impl Loaded {
             }
         }
         Ok(out)
+    }
+
+    /// The outliers read at the drains since the last call, in the order they were written.
+    pub(crate) fn take_outliers(&mut self) -> Vec<WaitOutlier> {
+        std::mem::take(&mut self.outliers)
     }
 
     /// The `lost` counters summed over the CPUs, plus `unmatched` counted in user space.

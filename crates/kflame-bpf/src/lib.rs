@@ -71,7 +71,7 @@ mod runq;
 mod syscalls;
 
 pub use bio::{Bio, device_name, device_numbers};
-pub use drain::{LabelHistogram, WaitLost, WaitOptions, Waited};
+pub use drain::{LabelHistogram, WaitLost, WaitOptions, WaitOutlier, Waited};
 pub use locks::{Locks, lock_kind};
 pub use offcpu::{Blocked, Lost, OffCpu, OffCpuOptions, Waker};
 pub use runq::Runq;

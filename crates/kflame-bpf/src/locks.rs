@@ -72,6 +72,12 @@ impl Locks {
         self.loaded.finish(&found, &held)
     }
 
+    /// The slow waits kept as outliers (with [`WaitOptions::max_outliers`]) read at the
+    /// drains since the last call, in the order they were written.
+    pub fn outliers(&mut self) -> Vec<crate::WaitOutlier> {
+        self.loaded.take_outliers()
+    }
+
     /// The latency histograms (label: the lock's flags, see [`lock_kind`]) taken at the drains since the last call.
     pub fn histograms(&mut self) -> Vec<LabelHistogram> {
         self.loaded.take_histograms()

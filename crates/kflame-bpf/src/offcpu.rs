@@ -42,6 +42,10 @@ pub struct OffCpuOptions {
     /// Count the latency histograms only: no stack taken, no block summed per task
     /// ([`OffCpu::drain`] then returns nothing).
     pub histograms_only: bool,
+    /// Keep each uninterruptible block (`D`) at least `slow_ns` long as an outlier
+    /// ([`OffCpu::outliers`]), at most this many per CPU and second (0: none). Sleeps in `S`
+    /// are left out: mostly tasks waiting for work (poll, futex, nanosleep).
+    pub max_outliers: u32,
 }
 
 impl OffCpuOptions {
@@ -62,6 +66,7 @@ impl Default for OffCpuOptions {
             pid: None,
             slow_ns: u64::MAX,
             histograms_only: false,
+            max_outliers: 0,
         }
     }
 }
@@ -115,6 +120,8 @@ pub struct Lost {
     pub starts: u64,
     /// Blocks not in a latency histogram: the histogram map was full.
     pub histograms: u64,
+    /// Slow blocks not kept as outliers: over the bound per second, or their ring buffer full.
+    pub outliers: u64,
 }
 
 /// The off-CPU program, loaded and attached.
@@ -133,6 +140,7 @@ impl OffCpu {
             min_ns: opts.min_block_ns,
             slow_ns: opts.slow_ns,
             histograms_only: opts.histograms_only,
+            max_outliers: opts.max_outliers,
         };
         let extra = vec![
             ("max_ns", GlobalData::from(&opts.max_block_ns)),
@@ -192,6 +200,12 @@ impl OffCpu {
         })
     }
 
+    /// The slow waits kept as outliers (with [`OffCpuOptions::max_outliers`]) read at the
+    /// drains since the last call, in the order they were written.
+    pub fn outliers(&mut self) -> Vec<crate::WaitOutlier> {
+        self.loaded.take_outliers()
+    }
+
     /// The latency histograms (label: the state a block began in, see [`Blocked::state`]) taken at the drains since the last call.
     pub fn histograms(&mut self) -> Vec<LabelHistogram> {
         self.loaded.take_histograms()
@@ -200,6 +214,12 @@ impl OffCpu {
     /// What the kernel side could not keep since the start, summed over the CPUs.
     pub fn lost(&self) -> Result<Lost, BpfError> {
         let l = self.loaded.lost(0)?;
-        Ok(Lost { blocks: l.waits, stacks: l.stacks, starts: l.starts, histograms: l.histograms })
+        Ok(Lost {
+            blocks: l.waits,
+            stacks: l.stacks,
+            starts: l.starts,
+            histograms: l.histograms,
+            outliers: l.outliers,
+        })
     }
 }

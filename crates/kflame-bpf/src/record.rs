@@ -39,9 +39,12 @@ fn start(mode: &Mode, opts: WaitOptions) -> Option<Result<Box<dyn Aggregator>, B
                 pid: opts.pid,
                 slow_ns: opts.slow_ns,
                 histograms_only: opts.histograms_only,
+                max_outliers: opts.max_outliers,
             };
+            let outliers = opts.max_outliers > 0;
             Some(OffCpu::start(&opts).map(|p| {
-                Box::new(OffCpuSource { p, wakers: o.wakers, histograms: Vec::new() }) as Box<dyn Aggregator>
+                Box::new(OffCpuSource { p, wakers: o.wakers, histograms: Vec::new(), outliers })
+                    as Box<dyn Aggregator>
             }))
         }
         Mode::Locks | Mode::Runq | Mode::Bio => {
@@ -50,8 +53,9 @@ fn start(mode: &Mode, opts: WaitOptions) -> Option<Result<Box<dyn Aggregator>, B
                 Mode::Runq => Runq::start(&opts).map(Program::Runq),
                 _ => Bio::start(&opts).map(Program::Bio),
             };
+            let outliers = opts.max_outliers > 0;
             Some(program.map(|p| {
-                Box::new(WaitSource { p, histograms: Vec::new(), devices: HashMap::new() })
+                Box::new(WaitSource { p, histograms: Vec::new(), devices: HashMap::new(), outliers })
                     as Box<dyn Aggregator>
             }))
         }
@@ -67,7 +71,8 @@ pub struct SlowThresholds {
     pub syscall: u64,
     /// System calls with thresholds of their own, by name.
     pub syscall_labels: Vec<(String, u64)>,
-    /// Slow system calls kept as outliers with their stacks, per CPU and second at most.
+    /// Slow system calls and waits kept as outliers with their stacks, per CPU and second
+    /// at most, for each program.
     pub max_outliers: u32,
     /// Block IOs.
     pub bio: u64,
@@ -103,7 +108,12 @@ pub fn always_on(
         (Mode::Runq, slow.runq, true),
         (Mode::Bio, slow.bio, true),
     ] {
-        let opts = WaitOptions { slow_ns, histograms_only, ..WaitOptions::default() };
+        let opts = WaitOptions {
+            slow_ns,
+            histograms_only,
+            max_outliers: slow.max_outliers,
+            ..WaitOptions::default()
+        };
         match start(&mode, opts) {
             Some(Ok(a)) => started.push((mode, a)),
             Some(Err(e)) => failed.push((mode, e)),
@@ -225,6 +235,8 @@ enum Program {
 
 struct WaitSource {
     p: Program,
+    /// Slow waits are kept as outliers (events of the recording).
+    outliers: bool,
     /// Latency histograms drained and not yet taken, per label.
     histograms: Vec<LatencyReading>,
     /// Disk names by device number (`sda`, `vda`, `nvme0n1`; `MAJ:MIN` when unnamed).
@@ -256,16 +268,37 @@ impl WaitSource {
             .into_iter()
             .map(|LabelHistogram { label, histogram, slow }| LatencyReading {
                 kind,
-                label: match kind {
-                    LatencyKind::Lock => lock_kind(label).to_string(),
-                    LatencyKind::Runq => format!("cpu{label}"),
-                    _ => self.device(label),
-                },
+                label: self.label(label),
                 histogram,
                 slow,
             })
             .collect();
         add_readings(&mut self.histograms, more);
+    }
+
+    /// The name of a label of the program (`rwsem:W`, `cpu0`, `vda`).
+    fn label(&mut self, on: u32) -> String {
+        match &self.p {
+            Program::Locks(_) => lock_kind(on).to_string(),
+            Program::Runq(_) => format!("cpu{on}"),
+            Program::Bio(_) => self.device(on),
+        }
+    }
+
+    /// The outliers the program read at its drains, each an event under its label.
+    fn take_outliers(&mut self) -> Vec<Aggregate> {
+        let taken = match &mut self.p {
+            Program::Locks(p) => p.outliers(),
+            Program::Runq(p) => p.outliers(),
+            Program::Bio(p) => p.outliers(),
+        };
+        taken
+            .into_iter()
+            .map(|o| {
+                let label = self.label(o.on);
+                outlier_aggregate(label, o)
+            })
+            .collect()
     }
 
     fn aggregate(&mut self, w: Waited) -> Aggregate {
@@ -300,7 +333,13 @@ impl Aggregator for WaitSource {
         }
         .map_err(|e| e.to_string())?;
         self.take_histograms();
-        Ok(waited.into_iter().map(|w| self.aggregate(w)).collect())
+        let mut out: Vec<Aggregate> = waited.into_iter().map(|w| self.aggregate(w)).collect();
+        out.extend(self.take_outliers());
+        Ok(out)
+    }
+
+    fn keeps_events(&self) -> bool {
+        self.outliers
     }
 
     fn lost(&self) -> AggregateLoss {
@@ -310,7 +349,7 @@ impl Aggregator for WaitSource {
             Program::Bio(p) => p.lost(),
         };
         match lost {
-            Ok(WaitLost { waits, stacks, starts, unmatched, histograms, .. }) => AggregateLoss {
+            Ok(WaitLost { waits, stacks, starts, unmatched, histograms, outliers }) => AggregateLoss {
                 waits,
                 stacks,
                 other: vec![
@@ -320,6 +359,7 @@ impl Aggregator for WaitSource {
                         unmatched,
                     ),
                     (HISTOGRAMS_FULL.into(), histograms),
+                    (OUTLIERS_LEFT.into(), outliers),
                 ],
             },
             Err(e) => AggregateLoss {
@@ -343,6 +383,10 @@ impl Aggregator for WaitSource {
     }
 }
 
+/// Slow waits over the bound of outliers, as a loss line says them.
+const OUTLIERS_LEFT: &str =
+    "slow waits not kept as outliers: over the bound per second, or their buffer full";
+
 /// What a full histogram map loses, as a loss line says it.
 const HISTOGRAMS_FULL: &str = "waits not in a latency histogram: the kernel's histogram map was full";
 
@@ -356,9 +400,28 @@ pub fn state_name(state: u32) -> String {
     }
 }
 
+/// A slow wait kept on its own, as an event of the recording: its label first (as a slow
+/// system call's name is), then the task and its stacks.
+fn outlier_aggregate(label: String, o: crate::WaitOutlier) -> Aggregate {
+    let comm = match o.comm.is_empty() && o.tid == 0 {
+        true => b"[submitter not seen]".to_vec(),
+        false => o.comm,
+    };
+    Aggregate {
+        above: Some(label),
+        task: AggregateTask { pid: o.tgid, tid: o.tid, comm, kernel: o.kernel, user: o.user },
+        ns: o.ns,
+        count: 1,
+        event: Some(AggregateEvent { end_ns: o.end_ns, cpu: o.cpu }),
+        ..Aggregate::default()
+    }
+}
+
 struct OffCpuSource {
     p: OffCpu,
     wakers: bool,
+    /// Slow blocks are kept as outliers (events of the recording).
+    outliers: bool,
     /// Latency histograms drained and not yet taken, per state.
     histograms: Vec<LatencyReading>,
 }
@@ -393,7 +456,12 @@ impl Aggregator for OffCpuSource {
                 count: b.count,
                 ..Aggregate::default()
             })
+            .chain(self.p.outliers().into_iter().map(|o| outlier_aggregate(state_name(o.on), o)))
             .collect())
+    }
+
+    fn keeps_events(&self) -> bool {
+        self.outliers
     }
 
     fn lost(&self) -> AggregateLoss {
@@ -404,6 +472,7 @@ impl Aggregator for OffCpuSource {
                 other: vec![
                     ("blocks not timed: the kernel's map of blocked tasks was full".into(), l.starts),
                     (HISTOGRAMS_FULL.into(), l.histograms),
+                    (OUTLIERS_LEFT.into(), l.outliers),
                 ],
             },
             Err(e) => AggregateLoss {

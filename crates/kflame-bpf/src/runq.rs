@@ -40,6 +40,12 @@ impl Runq {
         self.loaded.finish(&found, &held)
     }
 
+    /// The slow waits kept as outliers (with [`WaitOptions::max_outliers`]) read at the
+    /// drains since the last call, in the order they were written.
+    pub fn outliers(&mut self) -> Vec<crate::WaitOutlier> {
+        self.loaded.take_outliers()
+    }
+
     /// The latency histograms of each CPU's run queue (label: the CPU) taken at the drains
     /// since the last call.
     pub fn histograms(&mut self) -> Vec<LabelHistogram> {

@@ -604,7 +604,12 @@ fn live_blocked_time_is_always_on_as_metrics_and_profiles() {
     // Summed waits have no time of their own: their bucket (10 s) may start before the
     // watcher did, and a range takes whole buckets.
     let started = now_ns() - 60_000_000_000;
-    let w = watch(&env, &db, &[]);
+    // Thresholds low enough for this workload's waits to be outliers.
+    let w = watch(
+        &env,
+        &db,
+        &["--slow-lock", "1ms", "--slow-runq", "2ms", "--slow-offcpu", "2ms", "--slow-bio", "1ms"],
+    );
     w.wait_log("always-on blocked time (syscalls, offcpu, locks, runq, bio)", 0);
     let file = format!("/var/tmp/kflame-watch-blocked-{}", std::process::id());
     for args in [&["mappers", "8", "2"][..], &["dsync", "2", &file], &["crowd", "3", "1"]] {
@@ -644,4 +649,38 @@ fn live_blocked_time_is_always_on_as_metrics_and_profiles() {
     assert!(runq >= 1.0, "runq.lat.max[cpu0] {runq} ms\n{err}");
     assert!(lock_wait > 0.0 && d_wait > 0.0 && bio > 0.0, "{lock_wait} {d_wait} {bio}");
     assert!(!err.contains("could not count"), "nothing lost on an idle machine:\n{err}");
+    // The slow waits kept one by one, named by their label, with their task and, where the
+    // program takes stacks (locks, off-CPU), where they waited.
+    let r = Sqlite::open(&db, OpenMode::Read).unwrap();
+    let kept = |kind: kflame_store::LatencyKind| -> Vec<(kflame_store::StoredEvent, String)> {
+        let found = r.outliers(kind, started, now_ns(), None).unwrap();
+        let texts = r.stack_texts(&found.iter().map(|o| o.stack).collect::<Vec<_>>()).unwrap();
+        found.into_iter().zip(texts).map(|(o, t)| (o, String::from_utf8_lossy(&t).into_owned())).collect()
+    };
+    let lock = kept(kflame_store::LatencyKind::Lock);
+    assert!(
+        lock.iter().any(|(o, t)| o.event == "lock:rwsem:W"
+            && t.starts_with("rwsem:W;kfwork")
+            && t.contains(";kf_map_unmap;")
+            && o.duration_ns.is_some_and(|d| d >= 1_000_000)),
+        "a slow rwsem:W wait under kf_map_unmap: {lock:#?}\n{err}"
+    );
+    let off = kept(kflame_store::LatencyKind::OffCpu);
+    // The slowest blocks in D of their bucket: the mappers' (on the mmap lock) or the
+    // writer's (on the disk), whichever were longer.
+    assert!(
+        off.iter().any(|(o, t)| o.event == "offcpu:D"
+            && t.starts_with("D;kfwork;")
+            && (t.contains(";kf_dsync_writer;") || t.contains(";kf_map_unmap;"))
+            && o.duration_ns.is_some_and(|d| d >= 2_000_000)),
+        "a slow block in D under the workload: {off:#?}\n{err}"
+    );
+    assert!(off.iter().all(|(o, _)| o.event == "offcpu:D"), "only blocks in D: {off:#?}");
+    let runq = kept(kflame_store::LatencyKind::Runq);
+    assert!(
+        runq.iter().any(|(o, _)| o.event == "runq:cpu0" && o.comm == "kfwork"),
+        "a slow run-queue wait of a spinner on CPU 0: {runq:#?}\n{err}"
+    );
+    let bio = kept(kflame_store::LatencyKind::Bio);
+    assert!(bio.iter().all(|(o, _)| o.event.starts_with("bio:")), "{bio:#?}");
 }

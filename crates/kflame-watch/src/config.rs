@@ -20,7 +20,7 @@
 //! slow_offcpu = "1s"                 # off-CPU blocks: offcpu.slow
 //! slow_lock = "10ms"                 # kernel lock waits: lock.slow
 //! slow_calls = { write = "2ms" }     # system calls with thresholds of their own
-//! outliers = 10                      # slowest calls kept with their stacks, per bucket
+//! outliers = 10                      # slowest calls and waits kept, per family and bucket
 //! all_devices = false                # also partitions, loop and ram devices
 //! log_level = "info"                 # error, warn, info, debug
 //! triggers = [
@@ -154,8 +154,8 @@ pub struct Settings {
     pub slow_lock: Duration,
     /// System calls with thresholds of their own (name, threshold).
     pub slow_calls: Vec<(String, Duration)>,
-    /// The slowest system calls kept as outliers with their stacks, per bucket (the others
-    /// count in `syscall.slow`).
+    /// The slowest system calls and waits (locks, blocks in D, run queue, block IO) kept as
+    /// outliers with their stacks, per family and bucket (the others count in `FAMILY.slow`).
     pub outliers: u32,
     /// Report every block device.
     pub all_devices: bool,

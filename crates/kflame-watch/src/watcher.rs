@@ -57,10 +57,10 @@ pub struct Status {
     pub waiting_buckets: usize,
     /// Samples the kernel lost (ring buffer full).
     pub lost: u64,
-    /// System-call outliers stored.
+    /// Outliers stored (slow system calls and waits).
     pub outliers: u64,
-    /// System-call outliers left out: past the slowest `outliers` of their bucket (every slow
-    /// call still counts in `syscall.slow`).
+    /// Outliers left out: past the slowest `outliers` of their bucket and family (every slow
+    /// one still counts in its family's `.slow` metric).
     pub outliers_left: u64,
 }
 
@@ -188,13 +188,15 @@ impl Pending {
             })
             .collect();
         let summed;
-        let aggregated: Vec<(&[u8], Weight)> =
-            if self.capture.is_none() && matches!(self.kind, Kind::OffCpu | Kind::Locks) {
-                summed = rarer_stacks_folded(&self.aggregated);
-                summed.iter().map(|(s, w)| (&s[..], *w)).collect()
-            } else {
-                self.aggregated.iter().map(|(s, w)| (&**s, *w)).collect()
-            };
+        let aggregated: Vec<(&[u8], Weight)> = if self.capture.is_none()
+            && matches!(self.kind, Kind::OffCpu | Kind::Locks)
+        {
+            summed =
+                rarer_stacks_folded(&self.aggregated, ((self.end_ns - self.start_ns) / RARER_PART) as u128);
+            summed.iter().map(|(s, w)| (&s[..], *w)).collect()
+        } else {
+            self.aggregated.iter().map(|(s, w)| (&**s, *w)).collect()
+        };
         store.append_bucket(&Bucket {
             host,
             kind: self.kind,
@@ -212,26 +214,25 @@ impl Pending {
 /// The frame that stands for the stacks of a task too rare in a bucket to be kept apart.
 const RARER_STACKS: &str = "[rarer stacks]";
 
-/// The share of a bucket's weight below which an always-on blocked-time stack is not kept
-/// apart: one in a thousand.
-const RARER_SHARE: u128 = 1000;
+/// The part of a bucket's length below which the time an always-on blocked-time stack
+/// waited in it is not kept apart: a ten-thousandth (1 ms of a 10-s bucket). A share of the
+/// bucket's weight would not do: off-CPU time is mostly the sleep of idle threads, thousands
+/// of seconds per bucket, next to which a writer's seconds in D are a rounding error.
+const RARER_PART: i64 = 10_000;
 
 /// An always-on blocked-time bucket's stacks (off-CPU, locks), summed per stack, the
-/// stacks under a thousandth of the bucket's weight each folded into one per task name:
+/// stacks that waited less than `floor` ns in all are folded into one per task name:
 /// `COMM;[rarer stacks]`, and the stack's last frame when it names what was waited on
 /// (`[spinlock]`, `[rwsem:W]`). Every wait is counted, under its task. On a busy machine the
 /// short lock waits come from ever new stacks (1,913 in five minutes of
-/// `bench/watch-storage.sh`'s mix, 4 of them holding 99% of the time waited): kept apart, they
-/// were most of a day's bytes.
-fn rarer_stacks_folded(aggregated: &[(Box<[u8]>, Weight)]) -> Vec<(Vec<u8>, Weight)> {
+/// `bench/watch-storage.sh`'s mix, 4 of them holding 99% of the time waited, the median one
+/// 16 µs in all): kept apart, they were most of a day's bytes.
+fn rarer_stacks_folded(aggregated: &[(Box<[u8]>, Weight)], floor: u128) -> Vec<(Vec<u8>, Weight)> {
     let mut summed: HashMap<&[u8], Weight> = HashMap::new();
-    let mut total = 0u128;
     for (stack, w) in aggregated {
-        let e = summed.entry(&**stack).or_insert(Weight::ZERO);
-        *e += *w;
-        total = total.saturating_add(w.raw());
+        *summed.entry(&**stack).or_insert(Weight::ZERO) += *w;
     }
-    let floor = total / RARER_SHARE;
+    let floor = Weight::from(u64::try_from(floor).unwrap_or(u64::MAX)).raw();
     let mut kept: Vec<(Vec<u8>, Weight)> = Vec::new();
     let mut folded: HashMap<Vec<u8>, Weight> = HashMap::new();
     for (stack, w) in summed {
@@ -337,9 +338,9 @@ pub struct Watcher<S: Store> {
     tap: Option<Tap>,
     /// Waits its programs could not count, as last said, per mode.
     blocked_lost: HashMap<&'static str, u64>,
-    /// System-call outliers by the start of the bucket they fall in (wall-clock times), each
+    /// Outliers by the start of the bucket they fall in (wall-clock times) and family, each
     /// with its event name: the slowest of a bucket are stored when it ends.
-    outliers: BTreeMap<i64, Vec<(record::Event, String)>>,
+    outliers: BTreeMap<(i64, LatencyKind), Vec<(record::Event, String)>>,
 }
 
 impl<S: Store> Watcher<S> {
@@ -853,8 +854,18 @@ impl<S: Store> Watcher<S> {
             if let Some(tap) = &self.tap {
                 tap.put(r.histograms.clone());
             }
-            if r.mode == Mode::Syscalls && !r.events.is_empty() {
-                self.hold_outliers(r, &w.clock);
+            let family = match r.mode {
+                Mode::Syscalls => Some(LatencyKind::Syscall),
+                Mode::OffCpu(_) => Some(LatencyKind::OffCpu),
+                Mode::Locks => Some(LatencyKind::Lock),
+                Mode::Runq => Some(LatencyKind::Runq),
+                Mode::Bio => Some(LatencyKind::Bio),
+                _ => None,
+            };
+            if let Some(family) = family
+                && !r.events.is_empty()
+            {
+                self.hold_outliers(family, r, &w.clock);
             }
             // Counted since the start: said when it grows.
             let said = self.blocked_lost.entry(r.mode.name()).or_insert(0);
@@ -890,37 +901,38 @@ impl<S: Store> Watcher<S> {
         }
     }
 
-    /// Holds the system-call outliers of a window (each slow call with its time, its duration,
-    /// task, CPU and stack: the call's name, the task, its user frames, where it waited; named
-    /// `syscall:NAME`) until their bucket ends.
-    fn hold_outliers(&mut self, r: &Recording, clock: &record::WallClock) {
+    /// Holds the outliers of a window of `kind` (each slow call or wait with its time, its
+    /// duration, task, CPU and stack: its label (the call's name, the lock's kind, the disk,
+    /// the CPU, the task state), the task, its user frames, where it waited; named
+    /// `FAMILY:LABEL`, `syscall:write`) until their bucket ends.
+    fn hold_outliers(&mut self, kind: LatencyKind, r: &Recording, clock: &record::WallClock) {
         let b = self.bucket_ns();
         for e in &r.events {
             let mut e = e.clone();
             let t = clock.to_realtime_ns(e.ts);
             e.ts = u64::try_from(t).unwrap_or(0);
-            let name = format!("syscall:{}", e.stack.first().map_or("", String::as_str));
-            self.outliers.entry(t - t.rem_euclid(b)).or_default().push((e, name));
+            let name = format!("{}:{}", kind.as_str(), e.stack.first().map_or("", String::as_str));
+            self.outliers.entry((t - t.rem_euclid(b), kind)).or_default().push((e, name));
         }
     }
 
-    /// Stores the slowest `outliers` system calls of each bucket that is over (of every
+    /// Stores the slowest `outliers` of each family in each bucket that is over (in every
     /// bucket with `all`), in time order; the others are counted.
     fn store_outliers(&mut self, all: bool, horizon: i64, control: &mut dyn Control) {
         let b = self.bucket_ns();
-        let done: Vec<i64> =
-            self.outliers.keys().copied().filter(|&start| all || start + b <= horizon).collect();
-        for start in done {
-            let Some(mut held) = self.outliers.remove(&start) else { continue };
+        let done: Vec<(i64, LatencyKind)> =
+            self.outliers.keys().copied().filter(|&(start, _)| all || start + b <= horizon).collect();
+        for key in done {
+            let Some(mut held) = self.outliers.remove(&key) else { continue };
             held.sort_by_key(|(e, _)| std::cmp::Reverse(e.duration_ns));
             let keep = (self.settings.outliers as usize).min(held.len());
             self.status.outliers_left += (held.len() - keep) as u64;
             held.truncate(keep);
             held.sort_by_key(|(e, _)| e.ts);
             let records: Vec<_> = held.iter().map(|(e, name)| e.record(name)).collect();
-            match self.store.append_outliers(&self.settings.host, LatencyKind::Syscall, &records) {
+            match self.store.append_outliers(&self.settings.host, key.1, &records) {
                 Ok(()) => self.status.outliers += records.len() as u64,
-                Err(e) => self.store_error("system-call outliers", &e, control),
+                Err(e) => self.store_error(&format!("{} outliers", key.1.as_str()), &e, control),
             }
         }
     }
@@ -1134,8 +1146,8 @@ impl MetricReader {
 mod tests {
     use super::*;
 
-    /// Stacks summed; those under a thousandth of the bucket folded per task, with the lock's
-    /// kind when the stack ends with it; no weight lost.
+    /// Stacks summed; those under the floor folded per task, with the lock's kind when the
+    /// stack ends with it; no weight lost.
     #[test]
     fn rarer_blocked_stacks_fold_per_task() {
         let w = |n: u64| Weight::from(n);
@@ -1148,7 +1160,7 @@ mod tests {
             (s("db;d;schedule"), w(200)),
             (s("sh;e;[spinlock]"), w(100)),
         ];
-        let folded = rarer_stacks_folded(&aggregated);
+        let folded = rarer_stacks_folded(&aggregated, 1000);
         let got: Vec<(&str, u64)> =
             folded.iter().map(|(k, w)| (std::str::from_utf8(k).unwrap(), w.whole())).collect();
         assert_eq!(
@@ -1160,6 +1172,6 @@ mod tests {
                 ("sh;[rarer stacks];[spinlock]", 100),
             ]
         );
-        assert!(rarer_stacks_folded(&[]).is_empty());
+        assert!(rarer_stacks_folded(&[], 1000).is_empty());
     }
 }

@@ -6,6 +6,7 @@
 #define KFLAME_WAIT_H
 
 #include "common.h"
+#include "outlier.h"
 
 // The key time is summed under; `src/drain.rs` reads it at these offsets (40 bytes).
 struct wait_key {
@@ -33,11 +34,13 @@ struct {
 // Sum waits per task and stacks in `waited` (0: the latency histograms only).
 const volatile __u32 with_waits = 1;
 
-// Counts `ns` (one wait) in the histogram of `key->on` and, with waits summed, adds it under
+// Counts `ns` (one wait) in the histogram of `key->on`, keeps it as an outlier when slow
+// (outlier.h) and, with waits summed, adds it under
 // `key`, whose gen it sets; counts a full map.
 static __always_inline void add_wait(struct wait_key *key, __u64 ns)
 {
 	count_latency(key->on, ns);
+	keep_outlier(key->tgid, key->tid, key->on, key->kstack, key->ustack, key->comm, ns);
 	if (!with_waits)
 		return;
 	key->gen = generation();

@@ -114,8 +114,9 @@ pub(crate) struct Args {
     /// A system call with a threshold of its own (`write=2ms`); repeat for more.
     #[arg(long, value_name = "CALL=DURATION")]
     slow_call: Vec<String>,
-    /// The slowest system calls of each bucket kept with their stacks (0: none; every slow
-    /// call counts in `syscall.slow`) [default: 10].
+    /// The slowest system calls, lock waits, blocks in D, run-queue waits and block IOs of
+    /// each bucket kept with their stacks, per family (0: none; every slow one counts in its
+    /// family's `.slow`) [default: 10].
     #[arg(long, value_name = "N")]
     outliers: Option<u32>,
 }

@@ -46,7 +46,8 @@ pub struct Aggregate {
     pub ns: u64,
     /// Waits summed.
     pub count: u64,
-    /// One wait with its own time (an outlier): kept as an event of the recording.
+    /// One wait with its own time (an outlier): kept as an event of the recording, not
+    /// summed into its profile (the aggregator's waits already hold it).
     pub event: Option<AggregateEvent>,
 }
 

@@ -501,13 +501,19 @@ impl Recorder {
                 }
                 let tid = tid || w.event.is_some();
                 let mut raw = aggregate::raw_stack(&w, &mut self.state.tasks, tid);
-                a.waits += w.count;
                 match w.event {
                     Some(e) => {
                         raw.cpu = e.cpu;
-                        a.collector.add(e.end_ns.saturating_sub(w.ns), raw, w.ns, Some(w.ns));
+                        a.collector.add_event(e.end_ns.saturating_sub(w.ns), raw, w.ns, w.ns);
                     }
-                    None => a.collector.add(now, raw, w.ns, None),
+                    None => {
+                        a.waits += w.count;
+                        // Events of summed waits only when every event is asked for.
+                        match self.config.keep_events {
+                            true => a.collector.add(now, raw, w.ns, None),
+                            false => a.collector.add_summed(now, raw, w.ns),
+                        }
+                    }
                 }
             }
         }

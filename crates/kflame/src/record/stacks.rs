@@ -185,6 +185,12 @@ impl Collector {
         if let Some(ev) = &mut self.events {
             ev.push(RawEvent { ts, duration_ns, weight, stack: stack.clone() });
         }
+        self.add_summed(ts, stack, weight);
+    }
+
+    /// Adds one stack's weight to the stacks (and samples, when kept), never as an event: a
+    /// wait an aggregator summed, whose source keeps only its outliers as events.
+    pub(crate) fn add_summed(&mut self, ts: u64, stack: RawStack, weight: u64) {
         let next = u32::try_from(self.counts.len()).unwrap_or(u32::MAX);
         let slot = self.counts.entry(stack).or_insert(Slot { weight: 0, index: next });
         slot.weight += weight;
@@ -192,6 +198,15 @@ impl Collector {
             samples.push(RawSample { ts, weight, key: slot.index });
         }
         self.adds += 1;
+    }
+
+    /// Adds one event (kept only when events are) without summing it into the stacks: an
+    /// outlier whose wait an aggregator's sums already hold.
+    pub(crate) fn add_event(&mut self, ts: u64, stack: RawStack, weight: u64, duration_ns: u64) {
+        if let Some(ev) = &mut self.events {
+            ev.push(RawEvent { ts, duration_ns: Some(duration_ns), weight, stack });
+            self.adds += 1;
+        }
     }
 
     /// True when nothing was ever added (in any window).
