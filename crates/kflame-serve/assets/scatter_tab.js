@@ -1,6 +1,8 @@
-/* kflame serve, latency scatter tab: the captures that stored per-event records, and the
- * scatter view (the shared /viewer/scatter.js, which the offline `kflame scatter` page
- * inlines) of the one chosen (?capture=ID). Every piece of data reaches the DOM as text. */
+/* kflame serve, latency scatter tab: the system-call outliers the watcher keeps (always on)
+ * over a range of the history, the captures that stored per-event records, and the scatter
+ * view (the shared /viewer/scatter.js, which the offline `kflame scatter` page inlines) of
+ * the one chosen (?kind=syscall&from=T&to=T[&host=H], or ?capture=ID). Every piece of data
+ * reaches the DOM as text. */
 import { startScatter } from '/viewer/scatter.js';
 import { api, el } from '/assets/common.js';
 
@@ -38,15 +40,54 @@ function readableTimes(view, meta) {
   new MutationObserver(fix).observe(view, { childList: true, subtree: true });
 }
 
+/** The outliers' entry: a range (the URL's, else the last hour) and a button that opens
+ * their scatter; the range goes into the URL (`form-action 'none'`: no form is submitted). */
+function outliersEntry(params, chosen) {
+  const from = el('input', { name: 'from', class: 'sc-from', size: '26', value: params.get('from') || '-1h' });
+  const to = el('input', { name: 'to', class: 'sc-to', size: '26', value: params.get('to') || 'now' });
+  const host = params.get('host') || '';
+  const form = el('form', { class: 'sc-range', style: 'margin: 4px 0' },
+    el('label', { text: 'from ' }, from), ' ', el('label', { text: 'to ' }, to), ' ',
+    el('button', { type: 'submit', class: 'sc-open-outliers', text: 'open' }));
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const q = new URLSearchParams({ kind: 'syscall', from: from.value.trim(), to: to.value.trim() });
+    if (host) q.set('host', host);
+    location.assign('/scatter?' + q);
+  });
+  const section = el('section', { class: 'sc-history-outliers', style: 'margin: 6px 10px' },
+    el('h2', { style: 'font-size: 1.1em; margin: 6px 0', text: 'System-call outliers' + (host ? ' on ' + host : '') }),
+    el('p', { style: 'margin: 2px 0; color: #444', text: 'The system calls over their threshold that kflame watch keeps ' +
+      'with their stacks, always on, over any range (RFC 3339 times, now, or relative: -1h, -10m).' }),
+    form);
+  if (chosen) section.setAttribute('aria-current', 'true');
+  return section;
+}
+
 async function main() {
-  const chosen = new URLSearchParams(location.search).get('capture');
+  const params = new URLSearchParams(location.search);
+  const chosen = params.get('capture');
+  const outliers = chosen === null && params.get('kind') === 'syscall';
   const list = el('table', { class: 'sc-captures' }, el('thead', {}, el('tr', {},
     ...['capture', 'host', 'kind', 'start', 'events', ''].map((h) => el('th', { text: h })))));
   const body = el('tbody', {});
   list.append(body);
   const view = el('div', { class: 'sc-scatter-view' });
   root.replaceChildren(el('header', { class: 'sc-header' }, el('h1', { text: 'kflame serve: latency scatter' }), ' ',
-    el('a', { href: '/', text: '← metrics and flame graphs' })), list, view);
+    el('a', { href: '/', text: '← metrics and flame graphs' })), outliersEntry(params, outliers),
+    el('h2', { style: 'font-size: 1.1em; margin: 10px 10px 4px', text: 'Captures' }), list, view);
+  if (outliers) {
+    const q = new URLSearchParams({ kind: 'syscall', from: params.get('from') || '-1h', to: params.get('to') || 'now' });
+    if (params.get('host')) q.set('host', params.get('host'));
+    view.textContent = 'Loading the outliers…';
+    const data = await api('/api/scatter?' + q);
+    if (!data.meta.count) {
+      view.textContent = 'No system-call outliers in this range.';
+      return;
+    }
+    startScatter(view, data.meta, data.columns);
+    if (data.meta.timed) readableTimes(view, data.meta);
+  }
   const { captures } = await api('/api/scatter/captures');
   for (const c of captures) {
     const open = c.events > 0
@@ -57,7 +98,7 @@ async function main() {
     if (String(c.id) === chosen) row.setAttribute('aria-current', 'true');
     body.append(row);
   }
-  if (!captures.length) view.textContent = 'No captures in this history: kflame watch stores them when a trigger rule fires.';
+  if (!captures.length && !outliers) view.textContent = 'No captures in this history: kflame watch stores them when a trigger rule fires.';
   if (chosen === null) return;
   view.textContent = 'Loading capture ' + chosen + '…';
   const data = await api('/api/scatter?capture=' + encodeURIComponent(chosen));

@@ -166,7 +166,12 @@ pub(crate) fn kind_param(args: &HashMap<String, String>, name: &str) -> Result<K
 }
 
 /// `[from, to)` of the request, missing bounds from the history's own.
-fn range(db: &dyn Query, args: &HashMap<String, String>, from: &str, to: &str) -> Result<(i64, i64)> {
+pub(crate) fn range(
+    db: &dyn Query,
+    args: &HashMap<String, String>,
+    from: &str,
+    to: &str,
+) -> Result<(i64, i64)> {
     let (f, t) = (time_param(args, from)?, time_param(args, to)?);
     let (f, t) = match (f, t) {
         (Some(f), Some(t)) => (f, t),
@@ -981,7 +986,7 @@ async fn report(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
 pub const LATENCY_MAX_COLUMNS: usize = 4000;
 
 /// The latency family of `kind=`.
-fn latency_kind(args: &HashMap<String, String>) -> Result<kflame_store::LatencyKind> {
+pub(crate) fn latency_kind(args: &HashMap<String, String>) -> Result<kflame_store::LatencyKind> {
     let k = args.get("kind").map_or("syscall", String::as_str);
     kflame_store::LatencyKind::from_name(k)
         .ok_or_else(|| ApiError::bad(format!("kind={k:?}: expected syscall, bio, runq, offcpu or lock")))

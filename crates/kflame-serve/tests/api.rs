@@ -95,6 +95,7 @@ async fn every_path_needs_the_token() {
         "/",
         "/api/info",
         "/api/profile?kind=cpu",
+        "/api/scatter?kind=syscall&from=-1h&to=now",
         "/viewer/viewer.js",
         "/assets/app.js",
         "/nope",
@@ -319,6 +320,93 @@ async fn a_latency_heat_map_counts_the_stored_histograms() {
         .await;
     assert!(e.contains("expected syscall, bio, runq, offcpu or lock"), "{e}");
     error(&app, &format!("/api/latency?columns=0&from={T0}&to={}", T0 + SEC), StatusCode::BAD_REQUEST).await;
+}
+
+/// A column of a scatter answer, decoded from its base64 little-endian values.
+fn scatter_column(v: &Value, name: &str) -> Vec<f64> {
+    let text = v["columns"][name].as_str().unwrap_or_else(|| panic!("no column {name}"));
+    let ty = v["meta"]["types"][name].as_str().unwrap();
+    let digit = |c: u8| match c {
+        b'A'..=b'Z' => u32::from(c - b'A'),
+        b'a'..=b'z' => u32::from(c - b'a') + 26,
+        b'0'..=b'9' => u32::from(c - b'0') + 52,
+        b'+' => 62,
+        b'/' => 63,
+        _ => panic!("not base64: {c}"),
+    };
+    let mut bytes = Vec::new();
+    for chunk in text.trim_end_matches('=').as_bytes().chunks(4) {
+        let n = chunk.iter().fold(0u32, |a, &c| a << 6 | digit(c)) << (6 * (4 - chunk.len()));
+        bytes.extend_from_slice(&n.to_be_bytes()[1..chunk.len()]);
+    }
+    match ty {
+        "f64" => bytes.chunks(8).map(|b| f64::from_le_bytes(b.try_into().unwrap())).collect(),
+        "u8" => bytes.iter().map(|&b| f64::from(b)).collect(),
+        "u16" => bytes.chunks(2).map(|b| f64::from(u16::from_le_bytes(b.try_into().unwrap()))).collect(),
+        "u32" | "i32" => {
+            bytes.chunks(4).map(|b| f64::from(i32::from_le_bytes(b.try_into().unwrap()))).collect()
+        }
+        _ => panic!("type {ty}"),
+    }
+}
+
+/// The scatter of a range's outliers (kept by the watcher, one 50 ms `write` at s + 500 ms of
+/// every tenth second s = 9, 19, ...) holds exactly those of the range: their times, durations,
+/// task, CPU, call and stack; another host's range is empty; a bad family or range is a 400.
+#[tokio::test]
+async fn the_scatter_of_a_range_holds_its_outliers() {
+    let (_, _, app) = setup("scatter-outliers", 60);
+    let (from, to) = (T0 + 15 * SEC, T0 + 45 * SEC);
+    let kept: Vec<i64> = (0..60)
+        .filter(|s| s % 10 == 9)
+        .map(|s| T0 + s * SEC + SEC / 2)
+        .filter(|t| (from..to).contains(t))
+        .collect();
+    assert_eq!(kept.len(), 3);
+    let v = json(&app, &format!("/api/scatter?kind=syscall&from={from}&to={to}")).await;
+    assert_eq!(v["meta"]["count"].as_u64(), Some(kept.len() as u64), "{}", v["meta"]);
+    assert_eq!(v["meta"]["timed"], true);
+    // t0 is the first outlier's start (exact seconds), t each one's offset from it, ns.
+    let first = kept[0];
+    assert_eq!(v["meta"]["t0"].as_str(), Some(format!("{}.{:09}", first / SEC, first % SEC).as_str()));
+    let t = scatter_column(&v, "t");
+    assert_eq!(t, kept.iter().map(|k| (k - first) as f64).collect::<Vec<_>>());
+    assert_eq!(scatter_column(&v, "d"), vec![50e6; kept.len()]);
+    assert_eq!(scatter_column(&v, "pid"), vec![4242.0; kept.len()]);
+    assert_eq!(scatter_column(&v, "tid"), vec![4243.0; kept.len()]);
+    assert_eq!(scatter_column(&v, "cpu"), vec![1.0; kept.len()]);
+    assert_eq!(v["meta"]["comms"], serde_json::json!(["testapp"]));
+    assert_eq!(v["meta"]["events"], serde_json::json!(["syscall:write"]));
+    let names: Vec<&str> = v["meta"]["names"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    for frame in history::OUTLIER_STACK.split(';') {
+        assert!(names.contains(&frame), "{frame} not in {names:?}");
+    }
+    let title = v["meta"]["title"].as_str().unwrap();
+    assert!(
+        title.starts_with("System call outliers, 2025-11-24T16:00:15Z to 2025-11-24T16:00:45Z"),
+        "{title}"
+    );
+    // Times as the other routes take them (RFC 3339), and the one host of the history.
+    let rfc = json(
+        &app,
+        "/api/scatter?kind=syscall&from=2025-11-24T16:00:15Z&to=2025-11-24T16:00:45Z&host=testhost",
+    )
+    .await;
+    assert_eq!(rfc["columns"], v["columns"]);
+    let other = json(&app, &format!("/api/scatter?kind=syscall&from={from}&to={to}&host=db9")).await;
+    assert_eq!(other["meta"]["count"], 0);
+    // Without bounds: the history's own, every outlier.
+    let all = json(&app, "/api/scatter?kind=syscall").await;
+    assert_eq!(all["meta"]["count"], 6);
+    let e = error(&app, &format!("/api/scatter?kind=gpu&from={from}&to={to}"), StatusCode::BAD_REQUEST).await;
+    assert!(e.contains("expected syscall, bio, runq, offcpu or lock"), "{e}");
+    let e =
+        error(&app, &format!("/api/scatter?kind=syscall&from={to}&to={from}"), StatusCode::BAD_REQUEST).await;
+    assert!(e.contains("bad range"), "{e}");
+    let e = error(&app, "/api/scatter?kind=syscall&from=yesterday", StatusCode::BAD_REQUEST).await;
+    assert!(e.contains("from=\"yesterday\""), "{e}");
+    let e = error(&app, "/api/scatter", StatusCode::BAD_REQUEST).await;
+    assert!(e.contains("kind=syscall&from&to"), "{e}");
 }
 
 #[tokio::test]

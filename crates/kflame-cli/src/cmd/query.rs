@@ -15,6 +15,7 @@ use kflame_store::time::{format_time, now_ns, parse_time};
 use kflame_store::{CaptureId, Event, Kind, Profile, ProfileQuery, SeriesQuery};
 
 use crate::cmd::history::{History, HistoryArgs};
+use crate::cmd::outliers as outliers_split;
 
 use crate::output;
 
@@ -33,6 +34,7 @@ Examples:
   kflame query --events --from -1d
   kflame query --kind syscall-outliers --from -10m --list
   kflame query --kind syscall-outliers --top 20 -o slowest.svg
+  kflame query --kind syscall-outliers --top 10 --split-outliers slow/
   kflame query --from -1h --diff-from -2h --diff-to -1h |
       kflame flamegraph > diff.svg
 
@@ -53,13 +55,19 @@ pub(crate) struct Args {
     /// Which profile: cpu, offcpu, mem, syscalls, blocked, locks; or syscall-outliers.
     #[arg(long, value_name = "KIND", default_value = "cpu")]
     kind: String,
-    /// With `--kind syscall-outliers`: one line per outlier (time, host, call, duration,
+    /// With `--kind syscall-outliers`: one line per outlier (time, host, duration, call,
     /// task, CPU, stack) instead of their stacks folded.
     #[arg(long)]
     list: bool,
-    /// With `--kind syscall-outliers`: only the N longest.
+    /// With `--kind syscall-outliers`: only the N longest (the earliest first among equals).
     #[arg(long, value_name = "N")]
     top: Option<usize>,
+    /// With `--kind syscall-outliers --top N`: also write each of the N on its own into DIR
+    /// (new or empty), as `kflame collapse --split-outliers` does for a trace: its stack
+    /// folded and as an SVG, named RANK-DURATION-COMM-PID-CALL-START (START its wall-clock
+    /// time, 20261125T031400.250Z), all listed in DIR/index.tsv (start as RFC 3339, host).
+    #[arg(long, value_name = "DIR")]
+    split_outliers: Option<PathBuf>,
     /// Only this host (a database may hold several).
     #[arg(long, value_name = "HOST")]
     host: Option<String>,
@@ -131,8 +139,8 @@ pub(crate) fn run(args: Args) -> Result<()> {
             .with_context(|| format!("--kind {}: expected syscall-outliers", args.kind))?;
         return outliers(&args, family, from, to);
     }
-    if args.list || args.top.is_some() {
-        bail!("--list and --top go with --kind syscall-outliers");
+    if args.list || args.top.is_some() || args.split_outliers.is_some() {
+        bail!("--list, --top and --split-outliers go with --kind syscall-outliers");
     }
     let kind: Kind = args.kind.parse().map_err(|e| {
         anyhow::anyhow!("--kind: {e}; or syscall-outliers (slow system calls with their stacks)")
@@ -229,11 +237,27 @@ pub(crate) fn run(args: Args) -> Result<()> {
 
 /// `--kind FAMILY-outliers`: the slow events the watcher kept with their stacks over the
 /// range, the longest `--top` only, listed (`--list`) or folded weighted by their durations
-/// (ns), to any output a profile goes to.
+/// (ns), to any output a profile goes to; with `--split-outliers`, each one on its own too.
 fn outliers(args: &Args, family: kflame_store::LatencyKind, from: i64, to: i64) -> Result<()> {
+    if args.top == Some(0) {
+        bail!("--top 0: expected at least 1");
+    }
+    if let Some(dir) = &args.split_outliers {
+        outliers_split::check_dir(dir, args.top.is_some())?;
+    }
     let history = args.history.open()?;
     let db = history.query.as_ref();
-    let mut found = db.outliers(family, from, to, args.host.as_deref())?;
+    // Read host by host, so that each outlier is known by its host (the --hosts and --label
+    // selection applies as to profiles).
+    let hosts = match (&args.host, args.history.select(&history)?) {
+        (Some(h), sel) => sel.is_none_or(|s| s.contains(h)).then(|| h.clone()).into_iter().collect(),
+        (None, Some(sel)) => sel,
+        (None, None) => db.hosts()?,
+    };
+    let mut found: Vec<(String, kflame_store::StoredEvent)> = Vec::new();
+    for h in &hosts {
+        found.extend(db.outliers(family, from, to, Some(h))?.into_iter().map(|e| (h.clone(), e)));
+    }
     if found.is_empty() {
         bail!(
             "no {family} outliers from {} to {} in {} (kept by `kflame watch` for calls over their \
@@ -243,19 +267,49 @@ fn outliers(args: &Args, family: kflame_store::LatencyKind, from: i64, to: i64) 
             history.name
         );
     }
+    // Longest first, the earliest among equals: the ranks of --top and --split-outliers.
+    found.sort_by(|(_, a), (_, b)| b.duration_ns.cmp(&a.duration_ns).then(a.time_ns.cmp(&b.time_ns)));
     if let Some(n) = args.top {
-        found.sort_by(|a, b| b.duration_ns.cmp(&a.duration_ns).then(a.time_ns.cmp(&b.time_ns)));
         found.truncate(n);
-        found.sort_by_key(|e| e.time_ns);
     }
-    let ids: Vec<kflame_store::StackId> = found.iter().map(|e| e.stack).collect();
-    let texts = db.stack_texts(&ids)?;
+    let ids: Vec<kflame_store::StackId> = found.iter().map(|(_, e)| e.stack).collect();
+    let ranked_texts = db.stack_texts(&ids)?;
+    if let Some(dir) = &args.split_outliers {
+        outliers_split::prepare_dir(dir, true)?;
+        let split: Vec<(String, kflame::collapse::outliers::Outlier)> = found
+            .iter()
+            .zip(&ranked_texts)
+            .enumerate()
+            .map(|(i, ((host, e), stack))| {
+                let duration_ns = e.duration_ns.unwrap_or(0);
+                let o = kflame::collapse::outliers::Outlier {
+                    rank: i + 1,
+                    duration_ns,
+                    start_ns: u64::try_from(e.time_ns).ok(),
+                    line: 0,
+                    cpu: e.cpu,
+                    pid: (e.pid != 0).then_some(e.pid),
+                    comm: Some(e.comm.clone()).filter(|c| !c.is_empty()),
+                    what: e.event.clone(),
+                    stacks: vec![(stack.clone(), kflame::fold::Weight::from(duration_ns))],
+                };
+                (host.clone(), o)
+            })
+            .collect();
+        outliers_split::write(dir, &split, outliers_split::Clock::Wall)?;
+    }
+    // Listed and folded in time order.
+    let mut order: Vec<usize> = (0..found.len()).collect();
+    order.sort_by_key(|&i| (found[i].1.time_ns, i));
+    let texts: Vec<&Vec<u8>> = order.iter().map(|&i| &ranked_texts[i]).collect();
+    let (hosts_of, found): (Vec<&str>, Vec<&kflame_store::StoredEvent>) =
+        order.iter().map(|&i| (found[i].0.as_str(), &found[i].1)).unzip();
     let mut out = output::create(args.output.as_deref())?;
     if args.list {
-        for (e, stack) in found.iter().zip(&texts) {
+        for ((e, stack), host) in found.iter().zip(&texts).zip(&hosts_of) {
             writeln!(
                 out,
-                "{}  {:>10.3} ms  {:<24} {}[{}/{}] cpu{}  {}",
+                "{}  {host}  {:>10.3} ms  {:<24} {}[{}/{}] cpu{}  {}",
                 format_time(e.time_ns),
                 e.duration_ns.unwrap_or(0) as f64 / 1e6,
                 e.event,
