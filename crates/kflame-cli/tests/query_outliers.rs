@@ -281,7 +281,7 @@ fn split_outliers_checks_as_collapse_does() {
     assert!(err.contains("give --top N too"), "{err}");
     assert!(!dir.exists(), "nothing made on a refused run");
     let err = fails(&run(&["--kind", "cpu", "--top", "3", "--split-outliers", dir_s]));
-    assert!(err.contains("go with --kind syscall-outliers"), "{err}");
+    assert!(err.contains("go with --kind FAMILY-outliers"), "{err}");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("old.svg"), "x").unwrap();
     let err = fails(&run(&["--kind", "syscall-outliers", "--top", "3", "--split-outliers", dir_s]));

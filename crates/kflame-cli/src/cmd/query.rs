@@ -52,17 +52,19 @@ pub(crate) struct Args {
     /// End of the range (exclusive).
     #[arg(long, value_name = "TIME", default_value = "now", allow_hyphen_values = true)]
     to: String,
-    /// Which profile: cpu, offcpu, mem, syscalls, blocked, locks; or syscall-outliers.
+    /// Which profile: cpu, offcpu, mem, syscalls, blocked, locks; or the outliers the watcher
+    /// kept: syscall-outliers, lock-outliers, offcpu-outliers (blocks in D), runq-outliers,
+    /// bio-outliers.
     #[arg(long, value_name = "KIND", default_value = "cpu")]
     kind: String,
-    /// With `--kind syscall-outliers`: one line per outlier (time, host, duration, call,
+    /// With `--kind FAMILY-outliers`: one line per outlier (time, host, duration, call,
     /// task, CPU, stack) instead of their stacks folded.
     #[arg(long)]
     list: bool,
-    /// With `--kind syscall-outliers`: only the N longest (the earliest first among equals).
+    /// With `--kind FAMILY-outliers`: only the N longest (the earliest first among equals).
     #[arg(long, value_name = "N")]
     top: Option<usize>,
-    /// With `--kind syscall-outliers --top N`: also write each of the N on its own into DIR
+    /// With `--kind FAMILY-outliers --top N`: also write each of the N on its own into DIR
     /// (new or empty), as `kflame collapse --split-outliers` does for a trace: its stack
     /// folded and as an SVG, named RANK-DURATION-COMM-PID-CALL-START (START its wall-clock
     /// time, 20261125T031400.250Z), all listed in DIR/index.tsv (start as RFC 3339, host).
@@ -135,15 +137,19 @@ pub(crate) fn run(args: Args) -> Result<()> {
     let now = now_ns();
     let (from, to) = range(&args.from, &args.to, now)?;
     if let Some(family) = args.kind.strip_suffix("-outliers") {
-        let family = kflame_store::LatencyKind::from_name(family)
-            .with_context(|| format!("--kind {}: expected syscall-outliers", args.kind))?;
+        let family = kflame_store::LatencyKind::from_name(family).with_context(|| {
+            format!("--kind {}: expected syscall-, bio-, runq-, offcpu- or lock-outliers", args.kind)
+        })?;
         return outliers(&args, family, from, to);
     }
     if args.list || args.top.is_some() || args.split_outliers.is_some() {
-        bail!("--list, --top and --split-outliers go with --kind syscall-outliers");
+        bail!("--list, --top and --split-outliers go with --kind FAMILY-outliers (syscall-outliers, ...)");
     }
     let kind: Kind = args.kind.parse().map_err(|e| {
-        anyhow::anyhow!("--kind: {e}; or syscall-outliers (slow system calls with their stacks)")
+        anyhow::anyhow!(
+            "--kind: {e}; or syscall-outliers, lock-outliers, offcpu-outliers, runq-outliers, \
+             bio-outliers (the slow calls and waits the watcher kept, with their stacks)"
+        )
     })?;
     let out_kind = match args.output.as_deref().filter(|p| *p != Path::new("-") && p.extension().is_some()) {
         None => OutputKind::Folded,
