@@ -105,7 +105,7 @@ test('a range without outliers says so; the API needs the token', async () => {
   const fromMs = T0_MS + 100 * 1000, toMs = fromMs + 5000; // seconds 100 to 104: none kept
   assert.equal(keptIn(fromMs, toMs).length, 0);
   await page.goto(served.base + `scatter?kind=syscall&from=${iso(fromMs)}&to=${iso(toMs)}`);
-  await page.waitForFunction(() => /No system-call outliers/.test(document.querySelector('.sc-scatter-view')?.textContent || ''));
+  await page.waitForFunction(() => /No outliers of system calls/.test(document.querySelector('.sc-scatter-view')?.textContent || ''));
   await page.close();
   const r = await fetch(served.base + `api/scatter?kind=syscall&from=${iso(fromMs)}&to=${iso(toMs)}`);
   assert.equal(r.status, 401);

@@ -42,23 +42,30 @@ function readableTimes(view, meta) {
 
 /** The outliers' entry: a range (the URL's, else the last hour) and a button that opens
  * their scatter; the range goes into the URL (`form-action 'none'`: no form is submitted). */
+/** The families whose outliers the watcher keeps: `kind=` and what the page calls them. */
+const FAMILIES = [['syscall', 'system calls'], ['lock', 'kernel lock waits'], ['offcpu', 'blocks in D'],
+  ['runq', 'run-queue waits'], ['bio', 'block IOs']];
+
 function outliersEntry(params, chosen) {
+  const kind = el('select', { name: 'kind', class: 'sc-kind' },
+    ...FAMILIES.map(([k, name]) => el('option', { value: k, text: name })));
+  kind.value = FAMILIES.some(([k]) => k === params.get('kind')) ? params.get('kind') : 'syscall';
   const from = el('input', { name: 'from', class: 'sc-from', size: '26', value: params.get('from') || '-1h' });
   const to = el('input', { name: 'to', class: 'sc-to', size: '26', value: params.get('to') || 'now' });
   const host = params.get('host') || '';
   const form = el('form', { class: 'sc-range', style: 'margin: 4px 0' },
-    el('label', { text: 'from ' }, from), ' ', el('label', { text: 'to ' }, to), ' ',
+    el('label', { text: 'of ' }, kind), ' ', el('label', { text: 'from ' }, from), ' ', el('label', { text: 'to ' }, to), ' ',
     el('button', { type: 'submit', class: 'sc-open-outliers', text: 'open' }));
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
-    const q = new URLSearchParams({ kind: 'syscall', from: from.value.trim(), to: to.value.trim() });
+    const q = new URLSearchParams({ kind: kind.value, from: from.value.trim(), to: to.value.trim() });
     if (host) q.set('host', host);
     location.assign('/scatter?' + q);
   });
   const section = el('section', { class: 'sc-history-outliers', style: 'margin: 6px 10px' },
-    el('h2', { style: 'font-size: 1.1em; margin: 6px 0', text: 'System-call outliers' + (host ? ' on ' + host : '') }),
-    el('p', { style: 'margin: 2px 0; color: #444', text: 'The system calls over their threshold that kflame watch keeps ' +
-      'with their stacks, always on, over any range (RFC 3339 times, now, or relative: -1h, -10m).' }),
+    el('h2', { style: 'font-size: 1.1em; margin: 6px 0', text: 'Outliers' + (host ? ' on ' + host : '') }),
+    el('p', { style: 'margin: 2px 0; color: #444', text: 'The system calls and waits over their threshold that ' +
+      'kflame watch keeps with their stacks, always on, over any range (RFC 3339 times, now, or relative: -1h, -10m).' }),
     form);
   if (chosen) section.setAttribute('aria-current', 'true');
   return section;
@@ -67,7 +74,8 @@ function outliersEntry(params, chosen) {
 async function main() {
   const params = new URLSearchParams(location.search);
   const chosen = params.get('capture');
-  const outliers = chosen === null && params.get('kind') === 'syscall';
+  const family = FAMILIES.find(([k]) => k === params.get('kind'));
+  const outliers = chosen === null && family !== undefined;
   const list = el('table', { class: 'sc-captures' }, el('thead', {}, el('tr', {},
     ...['capture', 'host', 'kind', 'start', 'events', ''].map((h) => el('th', { text: h })))));
   const body = el('tbody', {});
@@ -77,12 +85,12 @@ async function main() {
     el('a', { href: '/', text: '← metrics and flame graphs' })), outliersEntry(params, outliers),
     el('h2', { style: 'font-size: 1.1em; margin: 10px 10px 4px', text: 'Captures' }), list, view);
   if (outliers) {
-    const q = new URLSearchParams({ kind: 'syscall', from: params.get('from') || '-1h', to: params.get('to') || 'now' });
+    const q = new URLSearchParams({ kind: family[0], from: params.get('from') || '-1h', to: params.get('to') || 'now' });
     if (params.get('host')) q.set('host', params.get('host'));
     view.textContent = 'Loading the outliers…';
     const data = await api('/api/scatter?' + q);
     if (!data.meta.count) {
-      view.textContent = 'No system-call outliers in this range.';
+      view.textContent = `No outliers of ${family[1]} in this range.`;
       return;
     }
     startScatter(view, data.meta, data.columns);

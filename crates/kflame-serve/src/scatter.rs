@@ -5,11 +5,11 @@
 //!
 //! | route | answer |
 //! |---|---|
-//! | `/scatter` | the page (its state, `?capture=ID` or `?kind=syscall&from=T&to=T[&host=H]`, in the URL; the view's in the hash) |
+//! | `/scatter` | the page (its state, `?capture=ID` or `?kind=FAMILY&from=T&to=T[&host=H]`, in the URL; the view's in the hash) |
 //! | `/scatter/tab.js` | its module: the outliers' range form and the capture list, then `startScatter` on the data |
 //! | `/api/scatter/captures` | `{"captures": [{id, host, kind, time, end, note, events}]}`: captures with events |
 //! | `/api/scatter?capture=ID` | the capture's events in the columnar form of `ScatterData::to_json` |
-//! | `/api/scatter?kind=syscall&from=T&to=T[&host=H]` | the outliers the watcher kept in `[from, to)` (`Query::outliers`; times as the other `/api/` routes take them), in the same form: at most [`MAX_SCATTER_OUTLIERS`], the longest, the rest counted in the notes |
+//! | `/api/scatter?kind=FAMILY&from=T&to=T[&host=H]` (FAMILY: syscall, lock, offcpu, runq, bio) | the outliers the watcher kept in `[from, to)` (`Query::outliers`; times as the other `/api/` routes take them), in the same form: at most [`MAX_SCATTER_OUTLIERS`], the longest, the rest counted in the notes |
 
 use std::collections::HashMap;
 use std::sync::Arc;
