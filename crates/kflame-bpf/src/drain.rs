@@ -29,7 +29,7 @@ pub(crate) type PerCpuTaken<const K: usize, V> = ([u8; K], Vec<V>);
 pub(crate) type Found = Taken<KEY_LEN>;
 
 /// Which waits to count, for every program.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WaitOptions {
     /// Only this process (`None`: every one).
     pub pid: Option<u32>,
@@ -45,12 +45,22 @@ pub struct WaitOptions {
     /// Keep each slow wait (at least `slow_ns`) as a [`WaitOutlier`], at most this many per
     /// CPU and second (the rest counted in [`WaitLost::outliers`]; 0: none).
     pub max_outliers: u32,
+    /// Labels (as [`Waited::on`] holds them) with a threshold of their own instead of
+    /// `slow_ns` (ns).
+    pub slow_labels: Vec<(u32, u64)>,
 }
 
 impl Default for WaitOptions {
     /// Every wait of every process, with stacks; none slow.
     fn default() -> Self {
-        WaitOptions { pid: None, min_ns: 1, slow_ns: u64::MAX, histograms_only: false, max_outliers: 0 }
+        WaitOptions {
+            pid: None,
+            min_ns: 1,
+            slow_ns: u64::MAX,
+            histograms_only: false,
+            max_outliers: 0,
+            slow_labels: Vec::new(),
+        }
     }
 }
 
@@ -231,6 +241,7 @@ impl Loaded {
         let only_tgid = opts.pid.unwrap_or(0);
         let min_ns = opts.min_ns.max(1);
         let full = u32::from(!opts.histograms_only);
+        let slow_min_ns = opts.slow_labels.iter().map(|l| l.1).fold(opts.slow_ns, u64::min);
         let mut loader = EbpfLoader::new();
         loader
             .override_global("min_ns", &min_ns, true)
@@ -240,6 +251,7 @@ impl Loaded {
             // Only the programs of `outlier.h` have it (the system-call program's own is in
             // `extra`).
             .override_global("max_outliers", &opts.max_outliers, false)
+            .override_global("slow_min_ns", &slow_min_ns, false)
             // The system-call program sums no waits.
             .override_global("with_waits", &full, false);
         for (name, value) in extra {
@@ -254,6 +266,14 @@ impl Loaded {
                 .map_err(|e| refused("load", e))?;
             p.load().map_err(|e| refused(&format!("load of {prog}"), e))?;
             p.attach(tp).map_err(|e| refused(&format!("attach to the raw tracepoint {tp}"), e))?;
+        }
+        if !opts.slow_labels.is_empty() {
+            let map = ebpf.map_mut("slow_of_label").ok_or_else(|| map_err("slow_of_label", "missing"))?;
+            let mut own: BpfHashMap<&mut MapData, u32, u64> =
+                BpfHashMap::try_from(map).map_err(|e| map_err("slow_of_label", e))?;
+            for &(label, ns) in &opts.slow_labels {
+                own.insert(label, ns, 0).map_err(|e| map_err("slow_of_label", e))?;
+            }
         }
         let grace = GracePeriod::take(&mut ebpf)?;
         let outlier_ring = match (opts.max_outliers, ebpf.take_map("wait_outliers")) {

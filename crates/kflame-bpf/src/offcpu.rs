@@ -19,7 +19,7 @@ const START_LEN: usize = 40;
 const WAKER_LEN: usize = 32;
 
 /// Which blocks to count.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OffCpuOptions {
     /// Blocks shorter than this are not counted (ns).
     pub min_block_ns: u64,
@@ -46,6 +46,8 @@ pub struct OffCpuOptions {
     /// ([`OffCpu::outliers`]), at most this many per CPU and second (0: none). Sleeps in `S`
     /// are left out: mostly tasks waiting for work (poll, futex, nanosleep).
     pub max_outliers: u32,
+    /// Task states (as [`Blocked::state`]) with a threshold of their own (ns).
+    pub slow_labels: Vec<(u32, u64)>,
 }
 
 impl OffCpuOptions {
@@ -67,6 +69,7 @@ impl Default for OffCpuOptions {
             slow_ns: u64::MAX,
             histograms_only: false,
             max_outliers: 0,
+            slow_labels: Vec::new(),
         }
     }
 }
@@ -141,6 +144,7 @@ impl OffCpu {
             slow_ns: opts.slow_ns,
             histograms_only: opts.histograms_only,
             max_outliers: opts.max_outliers,
+            slow_labels: opts.slow_labels.clone(),
         };
         let extra = vec![
             ("max_ns", GlobalData::from(&opts.max_block_ns)),

@@ -40,6 +40,7 @@ fn start(mode: &Mode, opts: WaitOptions) -> Option<Result<Box<dyn Aggregator>, B
                 slow_ns: opts.slow_ns,
                 histograms_only: opts.histograms_only,
                 max_outliers: opts.max_outliers,
+                slow_labels: opts.slow_labels.clone(),
             };
             let outliers = opts.max_outliers > 0;
             Some(OffCpu::start(&opts).map(|p| {
@@ -82,6 +83,51 @@ pub struct SlowThresholds {
     pub offcpu: u64,
     /// Kernel lock waits.
     pub lock: u64,
+    /// Labels of the waiting-time families with thresholds of their own: (family, label as
+    /// the program counts it ([`label_numbers`]), ns).
+    pub labels: Vec<(LatencyKind, u32, u64)>,
+}
+
+/// The numbers a program counts the label `name` of `kind` under: a lock kind's flags (all
+/// the combinations [`lock_kind`] names so), a disk's `major << 20 | minor` (by its name in
+/// `/sys/block`, or `MAJ:MIN`), a CPU's number (`cpu3`), a task state's index (`D`), a
+/// system call's number; an error saying what was expected.
+pub fn label_numbers(kind: LatencyKind, name: &str) -> Result<Vec<u32>, String> {
+    let found: Vec<u32> = match kind {
+        LatencyKind::Lock => (0..64).filter(|&f| lock_kind(f) == name).collect(),
+        LatencyKind::Runq => name.strip_prefix("cpu").and_then(|n| n.parse().ok()).into_iter().collect(),
+        LatencyKind::OffCpu => {
+            "RSDTtXZPI".find(name).filter(|_| name.len() == 1).map(|i| i as u32).into_iter().collect()
+        }
+        LatencyKind::Bio => {
+            let numbers = match name.split_once(':') {
+                Some(_) => Some(name.to_string()),
+                None if !name.is_empty() && !name.contains('/') && !name.contains('.') => {
+                    std::fs::read_to_string(format!("/sys/block/{name}/dev")).ok()
+                }
+                None => None,
+            };
+            numbers
+                .and_then(|t| {
+                    let (major, minor) = t.trim().split_once(':')?;
+                    Some((major.parse::<u32>().ok()? << 20) | minor.parse::<u32>().ok()?)
+                })
+                .into_iter()
+                .collect()
+        }
+        LatencyKind::Syscall => crate::syscall_number(name).into_iter().collect(),
+    };
+    if found.is_empty() {
+        let expected = match kind {
+            LatencyKind::Lock => "a lock kind (spinlock, rwsem:W, mutex, ...)",
+            LatencyKind::Runq => "a CPU (cpu0, cpu1, ...)",
+            LatencyKind::OffCpu => "a task state (D, S, ...)",
+            LatencyKind::Bio => "a disk in /sys/block (vda, nvme0n1), or MAJ:MIN",
+            LatencyKind::Syscall => "a system call's name",
+        };
+        return Err(format!("{}:{name}: expected {expected}", kind.as_str()));
+    }
+    Ok(found)
 }
 
 /// Starts the programs of the watcher's always-on latency and blocked time, for every task
@@ -108,10 +154,18 @@ pub fn always_on(
         (Mode::Runq, slow.runq, true),
         (Mode::Bio, slow.bio, true),
     ] {
+        let family = match mode {
+            Mode::OffCpu(_) => LatencyKind::OffCpu,
+            Mode::Locks => LatencyKind::Lock,
+            Mode::Runq => LatencyKind::Runq,
+            _ => LatencyKind::Bio,
+        };
+        let slow_labels = slow.labels.iter().filter(|l| l.0 == family).map(|l| (l.1, l.2)).collect();
         let opts = WaitOptions {
             slow_ns,
             histograms_only,
             max_outliers: slow.max_outliers,
+            slow_labels,
             ..WaitOptions::default()
         };
         match start(&mode, opts) {
@@ -540,4 +594,31 @@ pub fn check() -> Vec<Capability> {
         out.push(Capability { name: name.into(), available, detail });
     }
     out
+}
+
+#[cfg(test)]
+mod label_tests {
+    use super::*;
+
+    /// Each family's label names to the numbers its program counts; a wrong one says what was
+    /// expected.
+    #[test]
+    fn label_names_to_the_programs_numbers() {
+        assert_eq!(label_numbers(LatencyKind::Lock, "rwsem:W"), Ok(vec![0x04]));
+        let spin = label_numbers(LatencyKind::Lock, "spinlock").unwrap();
+        assert!(spin.contains(&0x01) && spin.iter().all(|&f| lock_kind(f) == "spinlock"));
+        assert_eq!(label_numbers(LatencyKind::Runq, "cpu3"), Ok(vec![3]));
+        assert_eq!(label_numbers(LatencyKind::OffCpu, "D"), Ok(vec![2]));
+        assert_eq!(label_numbers(LatencyKind::Bio, "254:16"), Ok(vec![(254 << 20) | 16]));
+        for (kind, name, expected) in [
+            (LatencyKind::Lock, "rwsem", "expected a lock kind"),
+            (LatencyKind::Runq, "3", "expected a CPU"),
+            (LatencyKind::OffCpu, "DS", "expected a task state"),
+            (LatencyKind::Bio, "../etc", "expected a disk"),
+            (LatencyKind::Bio, "8:x", "expected a disk"),
+        ] {
+            let e = label_numbers(kind, name).unwrap_err();
+            assert!(e.contains(expected) && e.contains(name), "{e}");
+        }
+    }
 }

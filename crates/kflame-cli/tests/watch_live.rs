@@ -604,11 +604,23 @@ fn live_blocked_time_is_always_on_as_metrics_and_profiles() {
     // Summed waits have no time of their own: their bucket (10 s) may start before the
     // watcher did, and a range takes whole buckets.
     let started = now_ns() - 60_000_000_000;
-    // Thresholds low enough for this workload's waits to be outliers.
+    // Thresholds low enough for this workload's waits to be outliers; for locks, only the
+    // label's own (the family's is an hour).
     let w = watch(
         &env,
         &db,
-        &["--slow-lock", "1ms", "--slow-runq", "2ms", "--slow-offcpu", "2ms", "--slow-bio", "1ms"],
+        &[
+            "--slow-lock",
+            "1h",
+            "--slow-label",
+            "lock:rwsem:W=1ms",
+            "--slow-runq",
+            "2ms",
+            "--slow-offcpu",
+            "2ms",
+            "--slow-bio",
+            "1ms",
+        ],
     );
     w.wait_log("always-on blocked time (syscalls, offcpu, locks, runq, bio)", 0);
     let file = format!("/var/tmp/kflame-watch-blocked-{}", std::process::id());
@@ -658,6 +670,10 @@ fn live_blocked_time_is_always_on_as_metrics_and_profiles() {
         found.into_iter().zip(texts).map(|(o, t)| (o, String::from_utf8_lossy(&t).into_owned())).collect()
     };
     let lock = kept(kflame_store::LatencyKind::Lock);
+    assert!(
+        lock.iter().all(|(o, _)| o.event == "lock:rwsem:W"),
+        "only the label with a threshold: {lock:#?}"
+    );
     assert!(
         lock.iter().any(|(o, t)| o.event == "lock:rwsem:W"
             && t.starts_with("rwsem:W;kfwork")

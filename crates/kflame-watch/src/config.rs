@@ -20,6 +20,7 @@
 //! slow_offcpu = "1s"                 # off-CPU blocks: offcpu.slow
 //! slow_lock = "10ms"                 # kernel lock waits: lock.slow
 //! slow_calls = { write = "2ms" }     # system calls with thresholds of their own
+//! slow_labels = { "bio:vda" = "5ms" } # labels of the other families with their own
 //! outliers = 10                      # slowest calls and waits kept, per family and bucket
 //! all_devices = false                # also partitions, loop and ram devices
 //! log_level = "info"                 # error, warn, info, debug
@@ -77,7 +78,10 @@ pub struct File {
     pub slow_lock: Option<String>,
     /// System calls with outlier thresholds of their own, by name.
     pub slow_calls: Option<std::collections::BTreeMap<String, String>>,
-    /// Slow system calls kept with their stacks, per CPU and second at most.
+    /// Labels of the other families with outlier thresholds of their own (`lock:rwsem:W`,
+    /// `bio:vda`, `runq:cpu0`, `offcpu:D`).
+    pub slow_labels: Option<std::collections::BTreeMap<String, String>>,
+    /// The slowest calls and waits kept with their stacks, per family and bucket.
     pub outliers: Option<u32>,
     /// Report every block device.
     pub all_devices: Option<bool>,
@@ -154,6 +158,9 @@ pub struct Settings {
     pub slow_lock: Duration,
     /// System calls with thresholds of their own (name, threshold).
     pub slow_calls: Vec<(String, Duration)>,
+    /// Labels of the waiting-time families with thresholds of their own (family, label,
+    /// threshold): `lock:rwsem:W`, `bio:vda`, `runq:cpu0`, `offcpu:D`.
+    pub slow_labels: Vec<(kflame::latency::LatencyKind, String, Duration)>,
     /// The slowest system calls and waits (locks, blocks in D, run queue, block IO) kept as
     /// outliers with their stacks, per family and bucket (the others count in `FAMILY.slow`).
     pub outliers: u32,
@@ -256,6 +263,7 @@ impl File {
             slow_offcpu: o.slow_offcpu.or(self.slow_offcpu),
             slow_lock: o.slow_lock.or(self.slow_lock),
             slow_calls: o.slow_calls.or(self.slow_calls),
+            slow_labels: o.slow_labels.or(self.slow_labels),
             outliers: o.outliers.or(self.outliers),
             all_devices: o.all_devices.or(self.all_devices),
             log_level: o.log_level.or(self.log_level),
@@ -340,6 +348,27 @@ pub fn resolve(
         }
         slow_calls.push((name.clone(), d));
     }
+    let mut slow_labels = Vec::new();
+    for (name, v) in merged.slow_labels.iter().flatten() {
+        let set = flags.slow_labels.is_some();
+        let d = rules::parse_duration(v).ok_or_else(|| {
+            value("slow_labels", set, format!("{name}: expected a duration (`2ms`, `500us`), found `{v}`"))
+        })?;
+        let family = name.split_once(':').and_then(|(f, l)| {
+            let kind = kflame::latency::LatencyKind::from_name(f)?;
+            (kind != kflame::latency::LatencyKind::Syscall && !l.is_empty()).then(|| (kind, l.to_string()))
+        });
+        let Some((kind, label)) = family else {
+            return Err(value(
+                "slow_labels",
+                set,
+                format!(
+                    "`{name}`: expected FAMILY:LABEL, FAMILY one of bio, runq, offcpu, lock (lock:rwsem:W, bio:vda)"
+                ),
+            ));
+        };
+        slow_labels.push((kind, label, d));
+    }
     let disk_budget = match &merged.disk_budget {
         None => 0,
         Some(s) => parse_size(s).ok_or_else(|| {
@@ -392,6 +421,7 @@ pub fn resolve(
         slow_offcpu,
         slow_lock,
         slow_calls,
+        slow_labels,
         outliers: merged.outliers.unwrap_or(10),
         all_devices: merged.all_devices.unwrap_or(false),
         log_level,
@@ -438,6 +468,21 @@ mod tests {
         let s = resolve(Some((p(), file)), &File::default(), "box").unwrap();
         assert_eq!(s.slow_calls, [("fsync".to_string(), ms(50)), ("write".to_string(), ms(2))]);
         assert_eq!(s.outliers, 4);
+        let file = File::parse("slow_labels = { \"lock:rwsem:W\" = \"1ms\", \"bio:vda\" = \"5ms\" }\n", p())
+            .unwrap();
+        let s = resolve(Some((p(), file)), &File::default(), "box").unwrap();
+        assert_eq!(
+            s.slow_labels,
+            [
+                (kflame::latency::LatencyKind::Bio, "vda".to_string(), ms(5)),
+                (kflame::latency::LatencyKind::Lock, "rwsem:W".to_string(), ms(1))
+            ]
+        );
+        for bad in ["\"syscall:write\"", "\"lock\"", "\"disk:vda\"", "\"lock:\""] {
+            let file = File::parse(&format!("slow_labels = {{ {bad} = \"1ms\" }}\n"), p()).unwrap();
+            let e = resolve(Some((p(), file)), &File::default(), "box").unwrap_err().to_string();
+            assert!(e.contains("`slow_labels`") && e.contains("expected FAMILY:LABEL"), "{e}");
+        }
         let file = File::parse("slow_calls = { write = \"soon\" }\n", p()).unwrap();
         let e = resolve(Some((p(), file)), &File::default(), "box").unwrap_err().to_string();
         assert!(e.contains("`slow_calls`: write: expected a duration"), "{e}");

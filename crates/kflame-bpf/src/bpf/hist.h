@@ -96,10 +96,34 @@ static __always_inline void count_latency_over(__u32 label, __u64 ns, __u64 slow
 		h->slow += 1;
 }
 
-// count_latency_over with the program's threshold, `slow_ns`.
-static __always_inline void count_latency(__u32 label, __u64 ns)
+// Labels with a threshold of their own (set by user space after loading), and the smallest
+// threshold of any label and of `slow_ns` (set before loading): events shorter than it need
+// no lookup, so the hot path of a short wait stays as it was.
+const volatile __u64 slow_min_ns = ~0ULL;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 256);
+} slow_of_label SEC(".maps");
+
+// The threshold of `label` for an event of `ns`: its own, else `slow_ns` (the own one looked
+// up only when the event is at least `slow_min_ns`; below it, no threshold is reached).
+static __always_inline __u64 slow_for(__u32 label, __u64 ns)
 {
-	count_latency_over(label, ns, slow_ns);
+	if (ns < slow_min_ns)
+		return slow_ns;
+	__u64 *own = bpf_map_lookup_elem(&slow_of_label, &label);
+	return own ? *own : slow_ns;
+}
+
+// count_latency_over with the label's threshold (`slow_for`); returns it.
+static __always_inline __u64 count_latency(__u32 label, __u64 ns)
+{
+	__u64 slow = slow_for(label, ns);
+	count_latency_over(label, ns, slow);
+	return slow;
 }
 
 #endif

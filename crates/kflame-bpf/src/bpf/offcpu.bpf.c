@@ -168,12 +168,12 @@ int on_switch(struct bpf_raw_tracepoint_args *ctx)
 	}
 	if (delta < min_ns || delta > max_ns)
 		return 0;
-	count_latency(key.state, delta);
+	__u64 slow = count_latency(key.state, delta);
 	// Outliers of uninterruptible blocks alone (D: IO, a page, a lock slept on): a long sleep
 	// in S is mostly a task waiting for work (poll, futex, nanosleep), as a system call's
 	// outliers leave out the calls whose purpose is to wait.
 	if (key.state == 2)
-		keep_outlier(key.tgid, key.tid, key.state, key.kstack, key.ustack, key.comm, delta);
+		keep_outlier(key.tgid, key.tid, key.state, key.kstack, key.ustack, key.comm, delta, slow);
 	if (!with_waits)
 		return 0;
 	key.gen = generation();

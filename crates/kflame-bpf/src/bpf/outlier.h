@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (MIT OR Apache-2.0)
 // Outliers of the waiting-time programs (locks, run queue, block IO, off-CPU): each wait at
-// least `slow_ns` long (hist.h) is a record in the ring buffer `wait_outliers`, with its task,
+// least its label's threshold long (hist.h's `slow_for`) is a record in the ring buffer `wait_outliers`, with its task,
 // label, CPU, end and the ids of the stacks its wait was counted under, at most
 // `max_outliers` per CPU and generation (a second); the rest are counted (LOST_OUTLIERS).
 // User space reads them at its drain before it frees stack ids (`src/drain.rs`), so their
@@ -62,11 +62,12 @@ static __always_inline int may_keep(void)
 	return 1;
 }
 
-// Keeps the wait of `ns` as an outlier when it is slow and the bound allows.
+// Keeps the wait of `ns` as an outlier when it is slow (at least `slow`, its label's
+// threshold) and the bound allows.
 static __always_inline void keep_outlier(__u32 tgid, __u32 tid, __u32 on, __s32 kstack, __s32 ustack,
-					 const char *comm, __u64 ns)
+					 const char *comm, __u64 ns, __u64 slow)
 {
-	if (!max_outliers || ns < slow_ns)
+	if (!max_outliers || ns < slow)
 		return;
 	if (!may_keep()) {
 		count_lost(LOST_OUTLIERS);

@@ -39,8 +39,8 @@ const volatile __u32 with_waits = 1;
 // `key`, whose gen it sets; counts a full map.
 static __always_inline void add_wait(struct wait_key *key, __u64 ns)
 {
-	count_latency(key->on, ns);
-	keep_outlier(key->tgid, key->tid, key->on, key->kstack, key->ustack, key->comm, ns);
+	__u64 slow = count_latency(key->on, ns);
+	keep_outlier(key->tgid, key->tid, key->on, key->kstack, key->ustack, key->comm, ns, slow);
 	if (!with_waits)
 		return;
 	key->gen = generation();

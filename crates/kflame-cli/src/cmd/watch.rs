@@ -114,6 +114,10 @@ pub(crate) struct Args {
     /// A system call with a threshold of its own (`write=2ms`); repeat for more.
     #[arg(long, value_name = "CALL=DURATION")]
     slow_call: Vec<String>,
+    /// A label of another family with a threshold of its own (`lock:rwsem:W=1ms`,
+    /// `bio:vda=5ms`, `runq:cpu0=2ms`, `offcpu:D=100ms`); repeat for more.
+    #[arg(long, value_name = "FAMILY:LABEL=DURATION")]
+    slow_label: Vec<String>,
     /// The slowest system calls, lock waits, blocks in D, run-queue waits and block IOs of
     /// each bucket kept with their stacks, per family (0: none; every slow one counts in its
     /// family's `.slow`) [default: 10].
@@ -149,6 +153,15 @@ impl Args {
                 self.slow_call
                     .iter()
                     .map(|c| match c.split_once('=') {
+                        Some((name, d)) => (name.trim().to_string(), d.trim().to_string()),
+                        None => (c.trim().to_string(), String::new()),
+                    })
+                    .collect()
+            }),
+            slow_labels: (!self.slow_label.is_empty()).then(|| {
+                self.slow_label
+                    .iter()
+                    .map(|c| match c.rsplit_once('=') {
                         Some((name, d)) => (name.trim().to_string(), d.trim().to_string()),
                         None => (c.trim().to_string(), String::new()),
                     })
@@ -269,10 +282,18 @@ impl Control for Cli {
     }
 }
 
-/// The thresholds of the always-on programs, in ns.
-fn slow_thresholds(settings: &Settings) -> kflame_bpf::record::SlowThresholds {
+/// The thresholds of the always-on programs, in ns; a label no program counts is an error
+/// (`--slow-label lock:rwsem=1ms`: expected a lock kind).
+fn slow_thresholds(settings: &Settings) -> Result<kflame_bpf::record::SlowThresholds> {
     let ns = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-    kflame_bpf::record::SlowThresholds {
+    let mut labels = Vec::new();
+    for (kind, label, d) in &settings.slow_labels {
+        let numbers = kflame_bpf::record::label_numbers(*kind, label)
+            .map_err(|e| anyhow::anyhow!("--slow-label or slow_labels: {e}"))?;
+        labels.extend(numbers.into_iter().map(|n| (*kind, n, ns(*d))));
+    }
+    Ok(kflame_bpf::record::SlowThresholds {
+        labels,
         syscall: ns(settings.slow_syscall),
         syscall_labels: settings.slow_calls.iter().map(|(n, d)| (n.clone(), ns(*d))).collect(),
         // What the kernel hands over per CPU and second, of which the watcher keeps the
@@ -282,7 +303,7 @@ fn slow_thresholds(settings: &Settings) -> kflame_bpf::record::SlowThresholds {
         runq: ns(settings.slow_runq),
         offcpu: ns(settings.slow_offcpu),
         lock: ns(settings.slow_lock),
-    }
+    })
 }
 
 #[allow(clippy::print_stdout)]
@@ -290,7 +311,7 @@ fn print_check(args: &Args, settings: &Settings) -> Result<()> {
     let mut items = kflame_watch::check::check(Path::new("/"), Path::new("/dev/kmsg"));
     if settings.latency {
         let (started, failed) =
-            kflame_bpf::record::always_on(settings.blocked_profiles, &slow_thresholds(settings));
+            kflame_bpf::record::always_on(settings.blocked_profiles, &slow_thresholds(settings)?);
         let names: Vec<&str> = started.iter().map(|(m, _)| m.name()).collect();
         drop(started);
         let (available, detail) = match failed.is_empty() {
@@ -419,7 +440,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
         ),
     );
     let latency = settings.latency;
-    let (blocked_profiles, thresholds) = (settings.blocked_profiles, slow_thresholds(&settings));
+    let (blocked_profiles, thresholds) = (settings.blocked_profiles, slow_thresholds(&settings)?);
     let mut watcher = Watcher::new(settings, store, Environment::default());
     if latency {
         let (started, failed) = kflame_bpf::record::always_on(blocked_profiles, &thresholds);
