@@ -49,7 +49,7 @@ echo "-- pages in use per table (with its indexes):"
 sqlite3 "$db" "SELECT CASE WHEN name LIKE 'sqlite_autoindex_%' THEN substr(name, 18, length(name) - 19) ELSE name END AS t,
                sum(pgsize) FROM dbstat GROUP BY t ORDER BY 2 DESC" |
     while IFS='|' read -r t b; do
-        case $t in buckets_*) t=buckets ;; metric_spans_*) t=metric_spans ;; latency_spans_*) t=latency_spans ;; events_*) t=events ;; esac
+        case $t in buckets_*) t=buckets ;; metric_spans_*) t=metric_spans ;; latency_spans_*) t=latency_spans ;; event_blocks_*) t=event_blocks ;; esac
         echo "$t $b"
     done | awk '{ s[$1] += $2 } END { for (t in s) print s[t], t }' | sort -rn |
     while read -r b t; do printf "  %-16s %10d bytes  %s\n" "$t" "$b" "$(day "$b")"; done
@@ -60,6 +60,6 @@ sqlite3 "$db" "SELECT kind, count(*), sum(length(data)) FROM buckets GROUP BY ki
         printf "  %-16s %10d bytes in %d buckets  %s\n" "$name" "$b" "$n" "$(day "$b")"
     done
 echo "-- latency histograms: $(sqlite3 "$db" "SELECT count(*) || ' rows, ' || sum(length(data)) || ' bytes' FROM latency_spans")"
-echo "-- outliers kept: $(sqlite3 "$db" "SELECT count(*) FROM events WHERE capture < 0")"
+echo "-- outliers kept: $(sqlite3 "$db" "SELECT coalesce(sum(count), 0) || ' in ' || count(*) || ' blocks, ' || coalesce(sum(length(data)), 0) || ' bytes' FROM event_blocks WHERE capture < 0")"
 echo "-- the watcher's log (warnings):"
 grep -v ": info:" "$tmp/watch.err" | sed 's/^/   /' | head -20 || true

@@ -21,6 +21,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("store_rans", store_rans),
     ("store_metrics", store_metrics),
     ("store_latency", store_latency),
+    ("store_events", store_events),
 ];
 
 /// When a bucket starts in the seeds (any time does: times are offsets from it).
@@ -156,4 +157,23 @@ pub fn store_latency(data: &[u8]) {
     assert_eq!(second.len(), first.len(), "rows");
     let third = crate::latency::Block::decode(&second.encode(START), START).expect("a written row decodes");
     assert_eq!(second, third);
+}
+
+/// An event block (`event_blocks.data`): decoded, written again and decoded again, it holds the
+/// same events, in time order; its stack list read alone is the one decoded; a range of it
+/// holds the events of that range.
+pub fn store_events(data: &[u8]) {
+    let stacks = crate::events::block_stacks(data);
+    let Ok(first) = crate::events::Block::decode(data) else { return };
+    assert_eq!(stacks.as_deref(), Ok(first.stacks()), "the stack list read alone");
+    let written = first.encode().expect("a block that decodes fits");
+    let second = crate::events::Block::decode(&written).expect("a written block decodes");
+    assert_eq!(first, second);
+    if let Some((lo, hi)) = first.span() {
+        assert!(lo <= hi);
+        let mid = ((i128::from(lo) + i128::from(hi)) / 2) as i64;
+        let cut = first.since(mid);
+        assert_eq!(cut.len() + first.in_range(lo, mid).len(), first.len(), "events cut at {mid}");
+        assert!(cut.span().is_none_or(|(a, _)| a >= mid));
+    }
 }

@@ -15,6 +15,7 @@ mod bucket;
 mod chunks;
 mod codec;
 mod db;
+mod events;
 #[doc(hidden)]
 pub mod fuzzing;
 mod latency;

@@ -72,7 +72,8 @@ fn delete_before(db: &mut Sqlite, cutoff: i64) -> Result<u64, StoreError> {
         "DELETE FROM latency_spans WHERE id IN (SELECT id FROM latency_spans WHERE end_ns <= ?1 LIMIT ?2)",
         "DELETE FROM triggers WHERE id IN (SELECT id FROM triggers WHERE time_ns < ?1 LIMIT ?2)",
         "DELETE FROM reports WHERE id IN (SELECT id FROM reports WHERE time_ns < ?1 LIMIT ?2)",
-        "DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE time_ns < ?1 LIMIT ?2)",
+        // Not SQL: the events, by `delete_events_before`.
+        "events",
         "DELETE FROM captures WHERE id IN (SELECT id FROM captures WHERE coalesce(end_ns, start_ns) < ?1 LIMIT ?2)",
     ];
     let mut total = 0u64;
@@ -80,6 +81,10 @@ fn delete_before(db: &mut Sqlite, cutoff: i64) -> Result<u64, StoreError> {
     let latency = crate::latency::has_latency(db.conn()).map_err(|e| db.err(e))?;
     for sql in statements {
         if (sql.contains("metric_spans") && !spans) || (sql.contains("latency_spans") && !latency) {
+            continue;
+        }
+        if sql == "events" {
+            total += delete_events_before(db, cutoff)?;
             continue;
         }
         // metric_blocks was WITHOUT ROWID before schema 3: delete by its key, either way.
@@ -95,6 +100,43 @@ fn delete_before(db: &mut Sqlite, cutoff: i64) -> Result<u64, StoreError> {
             if (n as i64) < BATCH {
                 break;
             }
+        }
+    }
+    Ok(total)
+}
+
+/// Deletes the events before `cutoff`, in batches; returns how many. Schema 7: rows of
+/// `event_blocks` whose events are all before it are deleted, those it cuts are rewritten
+/// with their events from `cutoff` on (so a reader never meets an expired event).
+fn delete_events_before(db: &mut Sqlite, cutoff: i64) -> Result<u64, StoreError> {
+    let mut total = 0u64;
+    if !crate::events::has_blocks(db.conn()).map_err(|e| db.err(e))? {
+        loop {
+            let n = batch(db, |c| {
+                c.prepare_cached(
+                    "DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE time_ns < ?1 LIMIT ?2)",
+                )?
+                .execute(params![cutoff, BATCH])
+            })?;
+            total += n as u64;
+            if (n as i64) < BATCH {
+                return Ok(total);
+            }
+        }
+    }
+    loop {
+        let (rows, events) = batch(db, |c| crate::events::delete_before(c, cutoff, BATCH))?;
+        total += events;
+        if (rows as i64) < BATCH {
+            break;
+        }
+    }
+    // A rewrite decodes and encodes a block: a few at a time.
+    loop {
+        let (rows, events) = batch(db, |c| crate::events::cut_before(c, cutoff, 8))?;
+        total += events;
+        if rows < 8 {
+            break;
         }
     }
     Ok(total)
@@ -490,10 +532,15 @@ fn delete_orphans(db: &mut Sqlite, frames: bool) -> Result<u64, StoreError> {
             })?;
             ids.into_iter().for_each(&mut mark);
         }
-        let mut st = conn.prepare_cached("SELECT DISTINCT stack FROM events").map_err(e)?;
-        let mut rows = st.query([]).map_err(e)?;
-        while let Some(r) = rows.next().map_err(e)? {
-            mark(r.get(0).map_err(e)?);
+        if crate::events::has_blocks(conn).map_err(e)? {
+            crate::events::each_stack_list(conn, |ids| ids.iter().for_each(|&id| mark(i64::from(id))))
+                .map_err(e)?;
+        } else {
+            let mut st = conn.prepare_cached("SELECT DISTINCT stack FROM events").map_err(e)?;
+            let mut rows = st.query([]).map_err(e)?;
+            while let Some(r) = rows.next().map_err(e)? {
+                mark(r.get(0).map_err(e)?);
+            }
         }
         let is_used = |id: i64| (0..end).contains(&id) && used[id as usize / 64] & (1 << (id % 64)) != 0;
         let any_used = |from: i64, count: i64| (from..from.saturating_add(count)).any(is_used);

@@ -104,6 +104,13 @@ const MIGRATIONS: &[&str] = &[
     "CREATE TABLE latency_spans(id INTEGER PRIMARY KEY, host INTEGER NOT NULL,
          start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, data BLOB NOT NULL);
      CREATE UNIQUE INDEX latency_spans_host ON latency_spans(host, start_ns);",
+    // 7: per-event records in blocks of columns, one zstd frame a row (see `events.rs`): a row
+    // per event took most of a file holding a few captures of system calls. The rows of the
+    // old table are moved into blocks by `events::convert_v6_events` in the same transaction.
+    "CREATE TABLE event_blocks(id INTEGER PRIMARY KEY, capture INTEGER NOT NULL, host INTEGER NOT NULL,
+         first_ns INTEGER NOT NULL, last_ns INTEGER NOT NULL, count INTEGER NOT NULL, data BLOB NOT NULL);
+     CREATE INDEX event_blocks_time ON event_blocks(capture, first_ns);
+     ALTER TABLE events RENAME TO events_v6;",
 ];
 
 /// The newest schema version this build writes and reads.
@@ -628,6 +635,10 @@ fn expected_schema(version: u32) -> rusqlite::Result<Vec<(String, String, Vec<St
     if version >= 5 {
         mem.execute_batch("DROP TABLE stacks_v3; DROP TABLE frames_v3;")?;
     }
+    // So is migration 7's.
+    if version >= 7 {
+        mem.execute_batch("DROP TABLE events_v6;")?;
+    }
     schema_of(&mem)
 }
 
@@ -776,6 +787,12 @@ impl Sqlite {
                     store,
                     detail: format!("migration of stacks and frames into chunks: {detail}"),
                 },
+                err => err,
+            })?;
+            crate::events::convert_v6_events(&tx).map_err(|err| match map_err(&path, err) {
+                StoreError::Other { store, detail } => {
+                    StoreError::Other { store, detail: format!("migration of events into blocks: {detail}") }
+                }
                 err => err,
             })?;
             tx.execute_batch(&format!("PRAGMA application_id = {APP_ID}; PRAGMA user_version = {target};"))
@@ -1801,7 +1818,8 @@ fn stored_event(capture: CaptureId, r: &rusqlite::Row<'_>) -> rusqlite::Result<S
     })
 }
 
-/// Inserts `events` (their times checked already) under `capture` of host id `host`.
+/// Inserts `events` (their times checked already) under `capture` of host id `host`: as
+/// blocks (schema 7), or a row each in a file of an older schema.
 fn insert_events(
     conn: &Connection,
     c: &mut Caches,
@@ -1810,6 +1828,32 @@ fn insert_events(
     events: &[EventRecord<'_>],
 ) -> rusqlite::Result<()> {
     let mut text = Vec::new();
+    if crate::events::has_blocks(conn)? {
+        let mut plain = Vec::with_capacity(events.len());
+        // The stack of the event before, and its id: events of one task in a row share it.
+        let mut prev: (Vec<u8>, Option<u32>) = (Vec::new(), None);
+        for ev in events {
+            text.clear();
+            for (i, f) in ev.stack.iter().enumerate() {
+                if i > 0 {
+                    text.push(b';');
+                }
+                text.extend_from_slice(f);
+            }
+            let stack = match prev.1 {
+                Some(id) if prev.0 == text => id,
+                _ => {
+                    // Stack ids are those of the chunks: below 2^32.
+                    let id = stack_id(conn, c, &text)? as u32;
+                    std::mem::swap(&mut prev.0, &mut text);
+                    prev.1 = Some(id);
+                    id
+                }
+            };
+            plain.push(crate::events::Plain::of(ev, stack));
+        }
+        return crate::events::write(conn, capture, host, &mut plain);
+    }
     for ev in events {
         text.clear();
         for (i, f) in ev.stack.iter().enumerate() {
@@ -2526,6 +2570,10 @@ impl Query for Sqlite {
     }
 
     fn capture_event_count(&self, capture: CaptureId) -> Result<u64, StoreError> {
+        let e = |err| map_err(&self.path, err);
+        if crate::events::has_blocks(&self.conn).map_err(e)? {
+            return crate::events::count(&self.conn, capture).map_err(e);
+        }
         self.conn
             .prepare_cached("SELECT count(*) FROM events WHERE capture = ?1")
             .and_then(|mut st| st.query_row([capture.0], |r| r.get::<_, i64>(0)))
@@ -2540,6 +2588,12 @@ impl Query for Sqlite {
         to_ns: i64,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let e = |err| map_err(&self.path, err);
+        if crate::events::has_blocks(&self.conn).map_err(e)? {
+            let tx = self.conn.unchecked_transaction().map_err(e)?;
+            let out = crate::events::read(&self.conn, capture, None, from_ns, to_ns).map_err(e)?;
+            tx.commit().map_err(e)?;
+            return Ok(out);
+        }
         let mut st = self
             .conn
             .prepare_cached(
@@ -2562,6 +2616,12 @@ impl Query for Sqlite {
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let e = |err| map_err(&self.path, err);
         let capture = crate::outlier_capture(kind);
+        if crate::events::has_blocks(&self.conn).map_err(e)? {
+            let tx = self.conn.unchecked_transaction().map_err(e)?;
+            let out = crate::events::read(&self.conn, capture, host, from_ns, to_ns).map_err(e)?;
+            tx.commit().map_err(e)?;
+            return Ok(out);
+        }
         let mut st = self
             .conn
             .prepare_cached(

@@ -1342,7 +1342,7 @@ fn a_schema_5_file_takes_latency_histograms_after_migration() {
     }
     let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
     assert_eq!(db.schema_version().unwrap(), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 6);
+    assert_eq!(SCHEMA_VERSION, 7);
     assert_eq!(
         got(&db, &ProfileQuery::new(Kind::Cpu, T0, T0 + 30 * SEC)),
         expected(&samples, T0, T0 + 30 * SEC, None)
