@@ -267,6 +267,23 @@ fn live_kill_9_loses_at_most_the_bucket_in_progress_and_a_restart_continues() {
             "last cpu value {} ms before the kill",
             (killed - last_value) / 1_000_000
         );
+        // Latency histograms are written every second, the block in progress too: the
+        // second being read is lost, and the one the kernel was still counting.
+        let q = kflame_store::LatencyQuery {
+            kind: kflame_store::LatencyKind::Syscall,
+            label: Some(""),
+            host: None,
+            from_ns: 0,
+            to_ns: i64::MAX,
+        };
+        let last_histogram =
+            r.latency(&q).unwrap().iter().flat_map(|s| s.points.iter().map(|p| p.time_ns)).max();
+        let last_histogram = last_histogram.expect("latency histograms written before the kill");
+        assert!(
+            killed - last_histogram < 2_500_000_000,
+            "last latency histogram {} ms before the kill",
+            (killed - last_histogram) / 1_000_000
+        );
     }
     let restarted = now_ns();
     let w = watch(&env, &db, &["--bucket", "2s"]);

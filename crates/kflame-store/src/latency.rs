@@ -25,7 +25,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use kflame::latency::{Histogram, LatencyKind, SLOTS};
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::codec::{Reader, out_zig, put_varint};
 use crate::db::{MAX_BUCKET_NS, TIME_UNIT_NS, corrupt};
@@ -111,6 +111,12 @@ impl Block {
 
     /// The row's bytes (times kept to the millisecond from `start_ns`): format 2, columns.
     pub(crate) fn encode(&self, start_ns: i64) -> Vec<u8> {
+        self.encode_at(start_ns, ZSTD_LEVEL)
+    }
+
+    /// [`Block::encode`] at zstd `level`: a block in progress, rewritten every second, at a
+    /// cheap level; its last write and the folds at [`ZSTD_LEVEL`].
+    pub(crate) fn encode_at(&self, start_ns: i64, level: i32) -> Vec<u8> {
         let derived = self.derived_labels();
         let mut rows: Vec<&Row> = self.rows.iter().filter(|r| !derived[r.label as usize]).collect();
         rows.sort_by_key(|r| (r.label, r.time_ns));
@@ -155,7 +161,7 @@ impl Block {
             plain.extend_from_slice(c);
         }
         let mut out = vec![VERSION];
-        match zstd::bulk::compress(&plain, ZSTD_LEVEL) {
+        match zstd::bulk::compress(&plain, level) {
             Ok(z) => out.extend_from_slice(&z),
             // zstd never fails on a buffer in memory; should it, the row is not lost.
             Err(_) => unreachable_compress(&mut out, &plain),
@@ -508,11 +514,15 @@ pub(crate) fn write(
         (end_ns >= from + span).then_some((from, from + span))
     });
     let (from, to) = closed.unwrap_or((start_ns, start_ns + 1));
+    // The block's own row (written while it was in progress, or by a writer killed within
+    // it: `stored_block` read that one into `block`) is replaced, the others of the span
+    // folded in.
     let old: Vec<(i64, Vec<u8>)> = conn
         .prepare_cached(
-            "SELECT start_ns, data FROM latency_spans WHERE host = ?1 AND start_ns >= ?2 AND start_ns < ?3",
+            "SELECT start_ns, data FROM latency_spans
+             WHERE host = ?1 AND start_ns >= ?2 AND start_ns < ?3 AND start_ns != ?4",
         )?
-        .query_map(params![host, from, to], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .query_map(params![host, from, to, start_ns], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<Result<_, _>>()?;
     let mut all = block.clone();
     for (at, data) in old {
@@ -529,6 +539,39 @@ pub(crate) fn write(
         .execute(params![host, row_start, row_end, all.encode(row_start)])?;
     Ok(())
 }
+
+/// The row stored for the block of `host` starting at `start_ns`, if any: what a writer
+/// killed within the block wrote of it, read once by the next writer of that block before it
+/// rewrites the row.
+pub(crate) fn stored_block(conn: &Connection, host: i64, start_ns: i64) -> rusqlite::Result<Option<Block>> {
+    let data: Option<Vec<u8>> = conn
+        .prepare_cached("SELECT data FROM latency_spans WHERE host = ?1 AND start_ns = ?2")?
+        .query_row(params![host, start_ns], |r| r.get(0))
+        .optional()?;
+    data.map(|d| Block::decode(&d, start_ns).map_err(|e| corrupt(format!("a stored latency row: {e}"))))
+        .transpose()
+}
+
+/// Writes the row of a block in progress (`[start_ns, end_ns)`), every second: a `kill -9`
+/// loses at most the second being read. Cheaply compressed; [`write`] at the block's end
+/// replaces it.
+pub(crate) fn write_partial(
+    conn: &Connection,
+    host: i64,
+    start_ns: i64,
+    end_ns: i64,
+    block: &Block,
+) -> rusqlite::Result<()> {
+    let tx = conn.unchecked_transaction()?;
+    tx.prepare_cached("DELETE FROM latency_spans WHERE host = ?1 AND start_ns = ?2")?
+        .execute(params![host, start_ns])?;
+    tx.prepare_cached("INSERT INTO latency_spans(host, start_ns, end_ns, data) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![host, start_ns, end_ns, block.encode_at(start_ns, PARTIAL_LEVEL)])?;
+    tx.commit()
+}
+
+/// zstd level of a block in progress: microseconds for a block's seconds.
+const PARTIAL_LEVEL: i32 = 3;
 
 /// The stored histograms of a query, per (host, label), in time order.
 pub(crate) fn read(

@@ -2091,7 +2091,14 @@ impl Store for Sqlite {
         }
         let host_id = self.write(|conn, c| host_id(conn, c, host))?;
         let block = time_ns - time_ns.rem_euclid(self.metric_block_ns);
-        self.latency.entry((block, host_id)).or_default().push(time_ns, rows);
+        let key = (block, host_id);
+        if !self.latency.contains_key(&key) {
+            // A writer killed within this block left its row: its seconds join this one's.
+            let stored = crate::latency::stored_block(&self.conn, host_id, block)
+                .map_err(|e| map_err(&self.path, e))?;
+            self.latency.insert(key, stored.unwrap_or_default());
+        }
+        self.latency.entry(key).or_default().push(time_ns, rows);
         // Histograms waiting for room (a full disk) are bounded: the oldest blocks go first.
         while self.latency.values().map(crate::latency::Block::len).sum::<usize>() > MAX_UNWRITTEN_VALUES {
             self.latency.pop_first();
@@ -2102,7 +2109,20 @@ impl Store for Sqlite {
             .filter(|(start, _)| start + self.metric_block_ns <= time_ns)
             .copied()
             .collect();
-        self.write_latency(done)
+        let open = !done.contains(&key);
+        self.write_latency(done)?;
+        // The block in progress, rewritten each second: a `kill -9` loses the second being
+        // read at most. Not for a full disk (the block stays in memory, written at its end).
+        if open && let Some(b) = self.latency.get(&key) {
+            let end = block + self.metric_block_ns;
+            let r = crate::latency::write_partial(&self.conn, host_id, block, end, b)
+                .map_err(|e| map_err(&self.path, e));
+            match r {
+                Err(e) if !e.is_disk_full() => return Err(e),
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     fn flush(&mut self) -> Result<(), StoreError> {

@@ -1161,10 +1161,14 @@ fn latency_histograms_round_trip_and_expire() {
         from_ns: T0,
         to_ns: T0 + 3600 * SEC,
     };
-    // Two whole blocks written as the third began; the third waits for its end or a flush.
+    // Two whole blocks written as the third began; the third, in progress, is written every
+    // second (a `kill -9` loses at most the second being read).
     let before = db.latency(&q).unwrap();
     assert_eq!(before.len(), 1);
-    assert_eq!(before[0].points.len(), 20);
+    assert_eq!(before[0].points.len(), 25);
+    let r = Sqlite::open(&path, OpenMode::Read).unwrap();
+    assert_eq!(r.latency(&q).unwrap(), before, "another process reads it too");
+    drop(r);
     db.flush().unwrap();
     let all = db.latency(&q).unwrap();
     assert_eq!(all[0].points.len(), 25);
@@ -1312,6 +1316,46 @@ fn an_hour_of_latency_seconds_is_kept_in_10_s_histograms() {
     assert_eq!(next[0].points[0].histogram, reads);
     let totals = db.latency(&q("", h0 + hour, h0 + 2 * hour)).unwrap();
     assert!(totals[0].points.iter().all(|p| p.histogram == total && p.slow == 1));
+}
+
+/// A writer that dies within a block (never flushed, never dropped: as `kill -9` leaves it)
+/// loses none of the seconds it was given; the next writer of the block adds its own.
+#[test]
+fn latency_seconds_survive_a_writer_killed_within_the_block() {
+    use kflame_store::{LatencyKind, LatencyQuery, LatencyRow};
+    let d = dir("latency-killed");
+    let path = d.join("h.db");
+    let writes = hist(&[1, 2, 40]);
+    let row = [LatencyRow { kind: LatencyKind::Syscall, label: "write", histogram: &writes, slow: 1 }];
+    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    db.set_metric_block(10 * SEC);
+    for i in 0..4 {
+        db.append_latency("web1", T0 + i * SEC + 999_000_000, &row).unwrap();
+    }
+    std::mem::forget(db);
+    let q = LatencyQuery {
+        kind: LatencyKind::Syscall,
+        label: Some("write"),
+        host: None,
+        from_ns: T0,
+        to_ns: T0 + 60 * SEC,
+    };
+    let r = Sqlite::open(&path, OpenMode::Read).unwrap();
+    assert_eq!(r.latency(&q).unwrap()[0].points.len(), 4, "every second given, the last too");
+    drop(r);
+    // The file as the dead process left it (its lock is this live process's: a copy).
+    let copy = d.join("after.db");
+    std::fs::copy(&path, &copy).unwrap();
+    std::fs::copy(d.join("h.db-wal"), d.join("after.db-wal")).unwrap();
+    let mut db = Sqlite::open(&copy, OpenMode::Write).unwrap();
+    db.set_metric_block(10 * SEC);
+    for i in 4..25 {
+        db.append_latency("web1", T0 + i * SEC + 999_000_000, &row).unwrap();
+    }
+    db.flush().unwrap();
+    let all = db.latency(&q).unwrap();
+    assert_eq!(all[0].points.len(), 25);
+    assert!(all[0].points.windows(2).all(|w| w[0].time_ns < w[1].time_ns), "each second once");
 }
 
 /// A file of the schema before latency histograms (5) is migrated in place: its metrics and
