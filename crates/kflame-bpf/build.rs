@@ -9,7 +9,14 @@ use std::process::Command;
 const PROGRAMS: &[&str] = &["offcpu", "locks", "runq", "bio", "syscalls"];
 
 /// Headers the programs include.
-const HEADERS: &[&str] = &["src/bpf/common.h", "src/bpf/wait.h", "src/bpf/sync.h", "src/bpf/hist.h"];
+const HEADERS: &[&str] = &[
+    "src/bpf/common.h",
+    "src/bpf/wait.h",
+    "src/bpf/sync.h",
+    "src/bpf/hist.h",
+    "src/bpf/outlier.h",
+    "src/bpf/budget.h",
+];
 
 fn main() {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));

@@ -1818,6 +1818,17 @@ fn stored_event(capture: CaptureId, r: &rusqlite::Row<'_>) -> rusqlite::Result<S
     })
 }
 
+/// `ev`'s frames joined by `;` into `text` (emptied first).
+fn join_frames(text: &mut Vec<u8>, ev: &EventRecord<'_>) {
+    text.clear();
+    for (i, f) in ev.stack.iter().enumerate() {
+        if i > 0 {
+            text.push(b';');
+        }
+        text.extend_from_slice(f);
+    }
+}
+
 /// Inserts `events` (their times checked already) under `capture` of host id `host`: as
 /// blocks (schema 7), or a row each in a file of an older schema.
 fn insert_events(
@@ -1833,13 +1844,7 @@ fn insert_events(
         // The stack of the event before, and its id: events of one task in a row share it.
         let mut prev: (Vec<u8>, Option<u32>) = (Vec::new(), None);
         for ev in events {
-            text.clear();
-            for (i, f) in ev.stack.iter().enumerate() {
-                if i > 0 {
-                    text.push(b';');
-                }
-                text.extend_from_slice(f);
-            }
+            join_frames(&mut text, ev);
             let stack = match prev.1 {
                 Some(id) if prev.0 == text => id,
                 _ => {
@@ -1855,13 +1860,7 @@ fn insert_events(
         return crate::events::write(conn, capture, host, &mut plain);
     }
     for ev in events {
-        text.clear();
-        for (i, f) in ev.stack.iter().enumerate() {
-            if i > 0 {
-                text.push(b';');
-            }
-            text.extend_from_slice(f);
-        }
+        join_frames(&mut text, ev);
         let stack = stack_id(conn, c, &text)?;
         conn.prepare_cached(
             "INSERT INTO events(capture, host, time_ns, duration_ns, pid, tid, comm, cpu, kind, event, stack, weight)

@@ -9,9 +9,7 @@
 #define KFLAME_OUTLIER_H
 
 #include "common.h"
-
-// Set by user space before loading (0: no outliers kept).
-const volatile __u32 max_outliers = 0;
+#include "budget.h"
 
 // One slow wait, as user space reads it (`src/drain.rs`, 56 bytes).
 struct wait_outlier_t {
@@ -30,37 +28,6 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 18);
 } wait_outliers SEC(".maps");
-
-// Outliers kept on this CPU in the generation `gen`.
-struct budget_t {
-	__u32 gen;
-	__u32 kept;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, struct budget_t);
-	__uint(max_entries, 1);
-} budget SEC(".maps");
-
-// An outlier may be kept now on this CPU (the bound per generation not reached).
-static __always_inline int may_keep(void)
-{
-	__u32 zero = 0;
-	struct budget_t *b = bpf_map_lookup_elem(&budget, &zero);
-	if (!b)
-		return 0;
-	__u32 gen = generation();
-	if (b->gen != gen) {
-		b->gen = gen;
-		b->kept = 0;
-	}
-	if (b->kept >= max_outliers)
-		return 0;
-	b->kept += 1;
-	return 1;
-}
 
 // Keeps the wait of `ns` as an outlier when it is slow (at least `slow`, its label's
 // threshold) and the bound allows.

@@ -11,6 +11,7 @@
 // thread that is not the leader execs (it takes the leader's tid, its execve returns under
 // it). A full `inflight` is counted (LOST_STARTS), as a full `hists` (LOST_HISTS).
 #include "common.h"
+#include "budget.h"
 #include <bpf/bpf_tracing.h>
 
 // What is read of a task (CO-RE).
@@ -25,8 +26,6 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 // Not this process (0: none left out): the recorder's own calls (its drains wait for RCU).
 const volatile __u32 skip_tgid = 0;
 
-// Outliers kept per CPU and generation (a second) at most; the rest counted (LOST_OUTLIERS).
-const volatile __u32 max_outliers = 32;
 // Blocks inside a call at least this long have their stack kept for its outlier record.
 const volatile __u64 wait_min_ns = 1000000;
 
@@ -91,37 +90,6 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 20);
 } outliers SEC(".maps");
-
-// Outliers kept on this CPU in the generation `gen`.
-struct budget_t {
-	__u32 gen;
-	__u32 kept;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, struct budget_t);
-	__uint(max_entries, 1);
-} budget SEC(".maps");
-
-// An outlier may be kept now on this CPU (the bound per generation not reached).
-static __always_inline int may_keep(void)
-{
-	__u32 zero = 0;
-	struct budget_t *b = bpf_map_lookup_elem(&budget, &zero);
-	if (!b)
-		return 0;
-	__u32 gen = generation();
-	if (b->gen != gen) {
-		b->gen = gen;
-		b->kept = 0;
-	}
-	if (b->kept >= max_outliers)
-		return 0;
-	b->kept += 1;
-	return 1;
-}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: (MIT OR Apache-2.0)
+// The bound on outliers every program that keeps them shares (syscalls.bpf.c, outlier.h):
+// at most `max_outliers` per CPU and generation (a second); the rest are counted by the
+// caller (LOST_OUTLIERS).
+#ifndef KFLAME_BUDGET_H
+#define KFLAME_BUDGET_H
+
+#include "common.h"
+
+// Set by user space before loading (0: no outliers kept).
+const volatile __u32 max_outliers = 0;
+
+// Outliers kept on this CPU in the generation `gen`.
+struct budget_t {
+	__u32 gen;
+	__u32 kept;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct budget_t);
+	__uint(max_entries, 1);
+} budget SEC(".maps");
+
+// An outlier may be kept now on this CPU (the bound per generation not reached).
+static __always_inline int may_keep(void)
+{
+	__u32 zero = 0;
+	struct budget_t *b = bpf_map_lookup_elem(&budget, &zero);
+	if (!b)
+		return 0;
+	__u32 gen = generation();
+	if (b->gen != gen) {
+		b->gen = gen;
+		b->kept = 0;
+	}
+	if (b->kept >= max_outliers)
+		return 0;
+	b->kept += 1;
+	return 1;
+}
+
+#endif
