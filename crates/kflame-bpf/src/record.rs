@@ -194,8 +194,10 @@ fn syscall_outliers(slow: &SlowThresholds) -> Result<Box<dyn Aggregator>, BpfErr
         skip_pid: Some(std::process::id()),
         thresholds,
         max_outliers: slow.max_outliers,
-        // A block of a tenth of the threshold is worth its stack.
-        wait_min_ns: (slow.syscall / 10).clamp(10_000, 1_000_000),
+        // A block of a tenth of the lowest threshold (a call's own may be lower than the
+        // family's) is worth its stack.
+        wait_min_ns: (slow.syscall_labels.iter().map(|l| l.1).fold(slow.syscall, u64::min) / 10)
+            .clamp(10_000, 1_000_000),
     };
     let p = SyscallLatency::start(&opts)?;
     Ok(Box::new(SyscallAggregator { p, names: HashMap::new(), histograms: Vec::new() }))

@@ -341,6 +341,9 @@ pub struct Watcher<S: Store> {
     /// Outliers by the start of the bucket they fall in (wall-clock times) and family, each
     /// with its event name: the slowest of a bucket are stored when it ends.
     outliers: BTreeMap<(i64, LatencyKind), Vec<(record::Event, String)>>,
+    /// Outliers stored per bucket and family, for the last few buckets: those that come after
+    /// their bucket was stored (a window read late) fill it up to the bound, no more.
+    outliers_stored: BTreeMap<(i64, LatencyKind), usize>,
 }
 
 impl<S: Store> Watcher<S> {
@@ -370,6 +373,7 @@ impl<S: Store> Watcher<S> {
             tap: None,
             blocked_lost: HashMap::new(),
             outliers: BTreeMap::new(),
+            outliers_stored: BTreeMap::new(),
         }
     }
 
@@ -922,10 +926,15 @@ impl<S: Store> Watcher<S> {
         let b = self.bucket_ns();
         let done: Vec<(i64, LatencyKind)> =
             self.outliers.keys().copied().filter(|&(start, _)| all || start + b <= horizon).collect();
+        // Counts of buckets long over are not needed any more.
+        let recent = horizon - 6 * b;
+        self.outliers_stored.retain(|&(start, _), _| start >= recent);
         for key in done {
             let Some(mut held) = self.outliers.remove(&key) else { continue };
             held.sort_by_key(|(e, _)| std::cmp::Reverse(e.duration_ns));
-            let keep = (self.settings.outliers as usize).min(held.len());
+            let stored = self.outliers_stored.entry(key).or_insert(0);
+            let keep = (self.settings.outliers as usize).saturating_sub(*stored).min(held.len());
+            *stored += keep;
             self.status.outliers_left += (held.len() - keep) as u64;
             held.truncate(keep);
             held.sort_by_key(|(e, _)| e.ts);
