@@ -236,12 +236,7 @@ impl Block {
 
     /// Reads a row's bytes back (`start_ns`: the row's start).
     pub(crate) fn decode(data: &[u8], start_ns: i64) -> Result<Block, String> {
-        let (&version, body) = data.split_first().ok_or("an empty latency row")?;
-        let plain = match version {
-            VERSION | VERSION_1 => crate::codec::decompress_limited(body, MAX_PLAIN)?,
-            0 => body.to_vec(),
-            v => return Err(format!("latency row version {v} (this kflame reads 0 to 2)")),
-        };
+        let (version, plain) = plain_of(data)?;
         if version == VERSION {
             return Block::decode_columns(&plain, start_ns);
         }
@@ -281,12 +276,7 @@ impl Block {
 
     /// The labels of a row's bytes, its histograms left unread.
     pub(crate) fn decode_labels(data: &[u8]) -> Result<Vec<(LatencyKind, String)>, String> {
-        let (&version, body) = data.split_first().ok_or("an empty latency row")?;
-        let plain = match version {
-            VERSION | VERSION_1 => crate::codec::decompress_limited(body, MAX_PLAIN)?,
-            0 => body.to_vec(),
-            v => return Err(format!("latency row version {v} (this kflame reads 0 to 2)")),
-        };
+        let (version, plain) = plain_of(data)?;
         let mut r = Reader::new(&plain);
         let n = r.count(if version == VERSION { 4 } else { 2 })?;
         let mut labels = Vec::with_capacity(n);
@@ -414,6 +404,17 @@ impl Block {
             })
             .collect()
     }
+}
+
+/// A row's format and its bytes decompressed.
+fn plain_of(data: &[u8]) -> Result<(u8, Vec<u8>), String> {
+    let (&version, body) = data.split_first().ok_or("an empty latency row")?;
+    let plain = match version {
+        VERSION | VERSION_1 => crate::codec::decompress_limited(body, MAX_PLAIN)?,
+        0 => body.to_vec(),
+        v => return Err(format!("latency row version {v} (this kflame reads 0 to 2)")),
+    };
+    Ok((version, plain))
 }
 
 /// A label: its kind's code, its length and bytes.
