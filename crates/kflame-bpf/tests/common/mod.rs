@@ -44,6 +44,42 @@ pub(crate) fn gettid() -> u32 {
         .unwrap_or(0)
 }
 
+/// The calling thread's accounting by the kernel: ns on the CPU (its CPU-time clock, which
+/// reads the running slice too), ns runnable on a run queue (schedstat's run_delay) and
+/// voluntary context switches (blocks) so far.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ThreadAcct {
+    pub(crate) on_cpu: u64,
+    pub(crate) runnable: u64,
+    pub(crate) blocks: u64,
+}
+
+impl ThreadAcct {
+    #[allow(unsafe_code)] // the thread's CPU-time clock, which std does not read
+    pub(crate) fn now() -> ThreadAcct {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: a valid timespec for the call to fill.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        let on_cpu = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+        let sched = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+        let runnable = sched.split_whitespace().nth(1).and_then(|x| x.parse().ok()).unwrap_or(0);
+        let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
+        let blocks = status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .and_then(|x| x.trim().parse().ok())
+            .unwrap_or(0);
+        ThreadAcct { on_cpu, runnable, blocks }
+    }
+
+    /// Blocks and ns blocked (neither on the CPU nor runnable) between `self` and `later`,
+    /// `wall` ns apart.
+    pub(crate) fn blocked_until(&self, later: &ThreadAcct, wall: u64) -> (u64, u64) {
+        let busy = (later.on_cpu - self.on_cpu) + (later.runnable - self.runnable);
+        (later.blocks - self.blocks, wall.saturating_sub(busy))
+    }
+}
+
 /// The ids of the programs this process holds (through their descriptors or their links'),
 /// from /proc/self/fdinfo.
 pub(crate) fn held_programs() -> std::collections::BTreeSet<u32> {

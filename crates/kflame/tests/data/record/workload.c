@@ -7,7 +7,9 @@
  *   kfwork nap COUNT MS    sleep COUNT times MS milliseconds (kf_nap)
  *   kfwork naptimed COUNT MS SPIN_MS
  *                          the same in kf_nap_timed, spinning SPIN_MS on the CPU after each
- *                          nap, and printing each nap's start and end (CLOCK_MONOTONIC ns)
+ *                          nap, and printing for each nap its start and end (CLOCK_MONOTONIC
+ *                          ns), the ns it was neither running nor runnable, and its
+ *                          voluntary context switches (the kernel's own accounting)
  *   kfwork write COUNT     COUNT write(2) calls of 64 bytes to /dev/null (kf_writer)
  *   kfwork pipe            block reading stdin until it closes (kf_wait_input)
  *   kfwork spin SECONDS    count loop iterations for SECONDS and print the count (benchmarks)
@@ -36,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -118,17 +121,52 @@ static long long now_ns(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* The calling thread's time on the CPU (its CPU-time clock, which reads the running slice
+ * too), its time waiting on a run queue (ns, /proc/thread-self/schedstat's run_delay) and its
+ * voluntary context switches so far. */
+struct sched_acct {
+	long long on_cpu, runnable, blocks;
+};
+
+static struct sched_acct sched_acct(int fd)
+{
+	struct sched_acct a = { 0, 0, 0 };
+	char buf[128];
+	ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+	long long exec;
+	if (n > 0) {
+		buf[n] = 0;
+		sscanf(buf, "%lld %lld", &exec, &a.runnable);
+	}
+	struct timespec ts;
+	if (!clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		a.on_cpu = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	struct rusage ru;
+	if (!getrusage(RUSAGE_THREAD, &ru))
+		a.blocks = ru.ru_nvcsw;
+	return a;
+}
+
 NOINLINE void kf_nap_timed(int count, int ms, int spin_ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	int fd = open("/proc/thread-self/schedstat", O_RDONLY);
 	for (int i = 0; i < count; i++) {
+		struct sched_acct before = sched_acct(fd);
 		long long start = now_ns();
 		kf_syscall3(SYS_nanosleep, (long)&ts, 0, 0);
 		long long end = now_ns();
-		printf("%lld %lld\n", start, end);
+		struct sched_acct after = sched_acct(fd);
+		/* What the kernel counts as neither running nor runnable: the nap's blocked time. A
+		 * nap preempted after it set its sleeping state and runnable until its timer fired
+		 * never blocks (no voluntary switch); a loaded machine does that now and then. */
+		long long waited = (end - start) - (after.on_cpu - before.on_cpu) - (after.runnable - before.runnable);
+		printf("%lld %lld %lld %lld\n", start, end, waited > 0 ? waited : 0, after.blocks - before.blocks);
 		while (now_ns() < end + spin_ms * 1000000LL)
 			sink++;
 	}
+	if (fd >= 0)
+		close(fd);
 	sink++;
 }
 
