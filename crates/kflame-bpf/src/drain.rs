@@ -48,6 +48,9 @@ pub struct WaitOptions {
     /// Labels (as [`Waited::on`] holds them) with a threshold of their own instead of
     /// `slow_ns` (ns).
     pub slow_labels: Vec<(u32, u64)>,
+    /// Off-CPU: a block of a task whose last one was shorter than this takes that block's
+    /// stacks ([`crate::OffCpuOptions::reuse_stacks_under_ns`]; 0: never).
+    pub reuse_stacks_under_ns: u64,
 }
 
 impl Default for WaitOptions {
@@ -60,6 +63,7 @@ impl Default for WaitOptions {
             histograms_only: false,
             max_outliers: 0,
             slow_labels: Vec::new(),
+            reuse_stacks_under_ns: 0,
         }
     }
 }

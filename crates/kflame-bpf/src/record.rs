@@ -41,6 +41,7 @@ fn start(mode: &Mode, opts: WaitOptions) -> Option<Result<Box<dyn Aggregator>, B
                 histograms_only: opts.histograms_only,
                 max_outliers: opts.max_outliers,
                 slow_labels: opts.slow_labels.clone(),
+                reuse_stacks_under_ns: opts.reuse_stacks_under_ns,
             };
             let outliers = opts.max_outliers > 0;
             Some(OffCpu::start(&opts).map(|p| {
@@ -130,6 +131,10 @@ pub fn label_numbers(kind: LatencyKind, name: &str) -> Result<Vec<u32>, String> 
     Ok(found)
 }
 
+/// Off-CPU blocks of the always-on profile following one of the same task shorter than this
+/// reuse its stacks.
+pub const REUSE_STACKS_UNDER_NS: u64 = 1_000_000;
+
 /// Starts the programs of the watcher's always-on latency and blocked time, for every task
 /// but this process: system calls (histograms per call; each slow call an outlier with the
 /// caller's user stack and where it waited, at most `slow.max_outliers` per CPU and
@@ -166,6 +171,9 @@ pub fn always_on(
             histograms_only,
             max_outliers: slow.max_outliers,
             slow_labels,
+            // The profile folds what waited under a millisecond a bucket into one frame: a
+            // task blocking shorter than that blocks where it did the last time, mostly.
+            reuse_stacks_under_ns: REUSE_STACKS_UNDER_NS,
             ..WaitOptions::default()
         };
         match start(&mode, opts) {

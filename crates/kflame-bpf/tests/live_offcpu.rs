@@ -167,13 +167,74 @@ fn a_blocked_reader_names_the_writer_that_woke_it() {
     assert!(names.iter().any(|n| n.contains("wake")), "{names:?}");
 }
 
+/// With stacks reused (the watcher's always-on profile), a thread blocking briefly in two
+/// places in turn, a 50 us sleep and a read of a pipe another thread writes, has each block
+/// under its own place's stack: no more blocks under the sleep than it slept, none under the
+/// read more than it read, and every block of the thread counted.
+#[test]
+fn reused_stacks_keep_each_place_its_blocks() {
+    use std::io::{Read, Write};
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let pid = std::process::id();
+    let opts = OffCpuOptions { pid: Some(pid), reuse_stacks_under_ns: 1_000_000, ..OffCpuOptions::default() };
+    let Some(mut p) = start(&opts) else { return };
+    let (mut r, mut w) = std::io::pipe().unwrap();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let writer = std::thread::spawn(move || {
+        for () in go_rx {
+            w.write_all(b"x").unwrap();
+        }
+    });
+    const ROUNDS: u64 = 300;
+    let subject = std::thread::spawn(move || {
+        let (before, start) = (ThreadAcct::now(), Instant::now());
+        let mut byte = [0u8; 1];
+        for _ in 0..ROUNDS {
+            std::thread::sleep(Duration::from_micros(50));
+            go_tx.send(()).unwrap();
+            r.read_exact(&mut byte).unwrap();
+        }
+        let acct = before.blocked_until(&ThreadAcct::now(), start.elapsed().as_nanos() as u64);
+        (gettid(), acct)
+    });
+    let (tid, (blocks, _)) = subject.join().unwrap();
+    writer.join().unwrap();
+    let all = gather(&mut p, Duration::from_secs(10), |b| {
+        b.iter().filter(|x| x.tid == tid).map(|x| x.count).sum::<u64>() >= blocks
+    });
+    let kallsyms = Kallsyms::read();
+    let (mut slept, mut read, mut other, mut count) = (0, 0, Vec::new(), 0);
+    for b in all.iter().filter(|b| b.tid == tid) {
+        count += b.count;
+        let names = kallsyms.names(&b.kernel);
+        if names.iter().any(|n| n.contains("nanosleep")) {
+            slept += b.count;
+        } else if names.iter().any(|n| n.contains("pipe_read")) {
+            read += b.count;
+        } else {
+            other.push((names, b.count));
+        }
+    }
+    assert!(count >= blocks, "{count} blocks of the thread seen of the kernel's {blocks}");
+    assert!(
+        slept <= ROUNDS && read <= ROUNDS,
+        "{slept} blocks under the sleep, {read} under the read of {ROUNDS} each"
+    );
+    assert!(slept >= ROUNDS / 2, "{slept} blocks under the sleep of {ROUNDS}: {other:?}");
+    assert_eq!(p.lost().unwrap().blocks, 0);
+}
+
 /// The ids of the loaded programs named as ours (`bpftool prog list`); `None` without bpftool.
 fn our_programs() -> Option<std::collections::BTreeSet<u32>> {
     let out = std::process::Command::new("bpftool").args(["prog", "list"]).output().ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
     Some(
         text.lines()
-            .filter(|l| l.contains(" name on_switch ") || l.contains(" name on_wakeup "))
+            .filter(|l| {
+                ["on_switch", "on_wakeup", "on_exit", "on_exec"]
+                    .iter()
+                    .any(|n| l.contains(&format!(" name {n} ")))
+            })
             .filter_map(|l| l.split(':').next()?.trim().parse().ok())
             .collect(),
     )
@@ -183,10 +244,11 @@ fn our_programs() -> Option<std::collections::BTreeSet<u32>> {
 fn nothing_stays_loaded_after_the_loader_is_dropped() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(before) = our_programs() else { return }; // no bpftool: nothing to look with
-    let Some(p) = start(&OffCpuOptions { wakers: true, ..OffCpuOptions::default() }) else { return };
+    let opts = OffCpuOptions { wakers: true, reuse_stacks_under_ns: 1_000_000, ..OffCpuOptions::default() };
+    let Some(p) = start(&opts) else { return };
     let during = our_programs().unwrap_or_default();
     let new: Vec<u32> = during.difference(&before).copied().collect();
-    assert!(new.len() >= 2, "both programs listed while loaded: {during:?} (before: {before:?})");
+    assert!(new.len() >= 4, "the four programs listed while loaded: {during:?} (before: {before:?})");
     drop(p);
     // The kernel frees a program when its last reference goes (bounded wait).
     let end = Instant::now() + Duration::from_secs(10);
