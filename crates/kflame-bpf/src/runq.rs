@@ -23,6 +23,8 @@ impl Runq {
             ("on_switch", "sched_switch"),
             ("on_wakeup", "sched_wakeup"),
             ("on_wakeup_new", "sched_wakeup_new"),
+            // Each task's entry is kept while it lives: its exit removes it.
+            ("on_exit", "sched_process_exit"),
         ];
         Ok(Runq { loaded: Loaded::start(RUNQ_OBJ, opts, Vec::new(), &attach)? })
     }

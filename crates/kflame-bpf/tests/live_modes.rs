@@ -276,6 +276,6 @@ fn nothing_stays_loaded_after_each_loader_is_dropped() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let opts = WaitOptions::default();
     leaves_nothing(|| Locks::start(&opts).unwrap_or_else(|e| panic!("{e}")), 2);
-    leaves_nothing(|| Runq::start(&opts).unwrap_or_else(|e| panic!("{e}")), 3);
+    leaves_nothing(|| Runq::start(&opts).unwrap_or_else(|e| panic!("{e}")), 4);
     leaves_nothing(|| Bio::start(&opts).unwrap_or_else(|e| panic!("{e}")), 5);
 }

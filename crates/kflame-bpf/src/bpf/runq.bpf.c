@@ -26,7 +26,9 @@ struct left_t {
 	__s32 ustack; // 4
 };
 
-// When each runnable task became runnable.
+// When each runnable task became runnable, 0 while it runs or sleeps: an entry per task is
+// kept and written in place (a lookup, no bucket lock or allocation on the hot path), and
+// removed when the task exits.
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, __u32);
@@ -57,14 +59,22 @@ static __always_inline int wanted(struct task_struct *t, __u32 *tid)
 	return !only_tgid || (__u32)BPF_CORE_READ(t, tgid) == only_tgid;
 }
 
+// The task `tid` is runnable from `since` (0: not runnable any more).
+static __always_inline void set_runnable(__u32 tid, __u64 since)
+{
+	__u64 *v = bpf_map_lookup_elem(&runnable, &tid);
+	if (v)
+		*v = since;
+	else if (since && bpf_map_update_elem(&runnable, &tid, &since, BPF_ANY))
+		count_lost(LOST_STARTS);
+}
+
 static __always_inline void runnable_now(struct task_struct *p)
 {
 	__u32 tid;
 	if (!wanted(p, &tid))
 		return;
-	__u64 now = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&runnable, &tid, &now, BPF_ANY))
-		count_lost(LOST_STARTS);
+	set_runnable(tid, bpf_ktime_get_ns());
 }
 
 // sched_wakeup(struct task_struct *p)
@@ -100,27 +110,29 @@ int on_switch(struct bpf_raw_tracepoint_args *ctx)
 			l.ustack = stack_of(ctx, BPF_F_USER_STACK);
 			bpf_map_update_elem(&left, &tid, &l, BPF_ANY);
 		}
-		if (preempt || state_of(prev) == 0) {
-			if (bpf_map_update_elem(&runnable, &tid, &now, BPF_ANY))
-				count_lost(LOST_STARTS);
-		} else {
-			// Asleep: a wakeup seen while it was still running is no longer the start.
-			bpf_map_delete_elem(&runnable, &tid);
-		}
+		// Runnable from now when preempted; asleep otherwise, so that a wakeup seen while it
+		// was still running is no longer the start.
+		set_runnable(tid, preempt || state_of(prev) == 0 ? now : 0);
 	}
 	if (!wanted(next, &tid))
 		return 0;
 	__u64 *since = bpf_map_lookup_elem(&runnable, &tid);
-	if (!since)
+	if (!since || *since == 0)
 		return 0;
 	__u64 ns = now - *since;
-	bpf_map_delete_elem(&runnable, &tid);
+	*since = 0;
 	if (ns < min_ns)
+		return 0;
+	__u32 cpu = bpf_get_smp_processor_id();
+	__u64 slow = count_latency(cpu, ns);
+	// The histograms alone (the watcher's always-on run queue): the task's name and stacks
+	// only for an outlier.
+	if (!wait_kept(ns, slow))
 		return 0;
 	struct wait_key key = {};
 	key.tgid = BPF_CORE_READ(next, tgid);
 	key.tid = tid;
-	key.on = bpf_get_smp_processor_id();
+	key.on = cpu;
 	BPF_CORE_READ_STR_INTO(&key.comm, next, comm);
 	struct left_t *l = with_stacks ? bpf_map_lookup_elem(&left, &tid) : 0;
 	if (l) {
@@ -130,6 +142,16 @@ int on_switch(struct bpf_raw_tracepoint_args *ctx)
 		key.kstack = -1;
 		key.ustack = -1;
 	}
-	add_wait(&key, ns);
+	keep_wait(&key, ns, slow);
+	return 0;
+}
+
+// sched_process_exit(struct task_struct *p, ...), in the exiting thread's context: its entry
+// goes.
+SEC("raw_tp/sched_process_exit")
+int on_exit(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	bpf_map_delete_elem(&runnable, &tid);
 	return 0;
 }

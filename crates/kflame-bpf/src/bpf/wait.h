@@ -34,12 +34,11 @@ struct {
 // Sum waits per task and stacks in `waited` (0: the latency histograms only).
 const volatile __u32 with_waits = 1;
 
-// Counts `ns` (one wait) in the histogram of `key->on`, keeps it as an outlier when slow
-// (outlier.h) and, with waits summed, adds it under
-// `key`, whose gen it sets; counts a full map.
-static __always_inline void add_wait(struct wait_key *key, __u64 ns)
+// Keeps the wait of `ns` under `key` as an outlier when at least `slow` (outlier.h) and,
+// with waits summed, adds it under `key`, whose gen it sets; counts a full map. The caller
+// has counted it in its histogram (count_latency gave `slow`).
+static __always_inline void keep_wait(struct wait_key *key, __u64 ns, __u64 slow)
 {
-	__u64 slow = count_latency(key->on, ns);
 	keep_outlier(key->tgid, key->tid, key->on, key->kstack, key->ustack, key->comm, ns, slow);
 	if (!with_waits)
 		return;
@@ -57,6 +56,19 @@ static __always_inline void add_wait(struct wait_key *key, __u64 ns)
 	}
 	__sync_fetch_and_add(&v->ns, ns);
 	__sync_fetch_and_add(&v->count, 1);
+}
+
+// Whether a wait of `ns` counted with threshold `slow` needs its key: summed per task, or
+// kept as an outlier.
+static __always_inline int wait_kept(__u64 ns, __u64 slow)
+{
+	return with_waits || (max_outliers && ns >= slow);
+}
+
+// Counts `ns` (one wait) in the histogram of `key->on`, then keep_wait.
+static __always_inline void add_wait(struct wait_key *key, __u64 ns)
+{
+	keep_wait(key, ns, count_latency(key->on, ns));
 }
 
 #endif
