@@ -51,6 +51,9 @@ pub struct WaitOptions {
     /// Off-CPU: a block of a task whose last one was shorter than this takes that block's
     /// stacks ([`crate::OffCpuOptions::reuse_stacks_under_ns`]; 0: never).
     pub reuse_stacks_under_ns: u64,
+    /// Block IO with `histograms_only`: the submitters' stacks are still taken, at most this
+    /// many per CPU and second, so that outliers have them at a bounded cost (0: none).
+    pub stack_walks_per_sec: u32,
 }
 
 impl Default for WaitOptions {
@@ -64,6 +67,7 @@ impl Default for WaitOptions {
             max_outliers: 0,
             slow_labels: Vec::new(),
             reuse_stacks_under_ns: 0,
+            stack_walks_per_sec: 0,
         }
     }
 }
@@ -256,6 +260,8 @@ impl Loaded {
             // `extra`).
             .override_global("max_outliers", &opts.max_outliers, false)
             .override_global("slow_min_ns", &slow_min_ns, false)
+            // Only the IO program walks stacks within a budget.
+            .override_global("walks_per_gen", &opts.stack_walks_per_sec, false)
             // The system-call program sums no waits.
             .override_global("with_waits", &full, false);
         for (name, value) in extra {

@@ -154,6 +154,7 @@ impl OffCpu {
             max_outliers: opts.max_outliers,
             slow_labels: opts.slow_labels.clone(),
             reuse_stacks_under_ns: opts.reuse_stacks_under_ns,
+            stack_walks_per_sec: 0,
         };
         let extra = vec![
             ("max_ns", GlobalData::from(&opts.max_block_ns)),

@@ -135,13 +135,18 @@ pub fn label_numbers(kind: LatencyKind, name: &str) -> Result<Vec<u32>, String> 
 /// reuse its stacks.
 pub const REUSE_STACKS_UNDER_NS: u64 = 1_000_000;
 
+/// Submitters' stacks the always-on IO program takes per CPU and second (its histograms need
+/// none; its outliers are the IOs that had one).
+pub const BIO_STACK_WALKS_PER_SEC: u32 = 64;
+
 /// Starts the programs of the watcher's always-on latency and blocked time, for every task
 /// but this process: system calls (histograms per call; each slow call an outlier with the
 /// caller's user stack and where it waited, at most `slow.max_outliers` per CPU and
 /// second), off-CPU blocks (`S`, `D`, `I`, idle kernel threads left out) and kernel lock
 /// waits, with their stacks when `profiles` (the always-on off-CPU and lock profiles) or as
 /// histograms only; run-queue and block IO latency as histograms only (no stack walk at every
-/// switch or IO). Every program counts its latency histograms, waits over `slow` counted slow.
+/// switch or IO; the IO program takes its submitters' stacks within a budget, for its
+/// outliers). Every program counts its latency histograms, waits over `slow` counted slow.
 /// A program that does not start is returned with its error; the others run.
 #[allow(clippy::type_complexity)]
 pub fn always_on(
@@ -174,6 +179,7 @@ pub fn always_on(
             // The profile folds what waited under a millisecond a bucket into one frame: a
             // task blocking shorter than that blocks where it did the last time, mostly.
             reuse_stacks_under_ns: REUSE_STACKS_UNDER_NS,
+            stack_walks_per_sec: if matches!(mode, Mode::Bio) { BIO_STACK_WALKS_PER_SEC } else { 0 },
             ..WaitOptions::default()
         };
         match start(&mode, opts) {

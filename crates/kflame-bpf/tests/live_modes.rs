@@ -271,6 +271,74 @@ fn direct_writes_wait_on_the_disk_of_their_file() {
     assert_eq!((lost.waits, lost.starts), (0, 0), "{lost:?}");
 }
 
+/// The watcher's always-on IO latency (histograms only) keeps each slow IO as an outlier with
+/// its submitter's stacks, taken within a budget of walks per CPU and generation (a drain, a
+/// second in the watcher): with every IO slow, dd's outliers have `submit_bio` stacks up to
+/// the budget, and none without one.
+#[test]
+fn histograms_only_io_outliers_have_stacks_within_the_budget() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let base = [std::env::temp_dir(), "/var/tmp".into(), "/".into()]
+        .into_iter()
+        .find(|d| d.metadata().is_ok_and(|m| major_minor(m.dev()).0 != 0))
+        .expect("a directory on a block device");
+    let dir = base.join(format!("kflame-bio-budget-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("written");
+    let mut with_stacks = 0;
+    for walks in [0u32, 16] {
+        let opts = WaitOptions {
+            histograms_only: true,
+            slow_ns: 1,
+            max_outliers: 10_000,
+            stack_walks_per_sec: walks,
+            ..WaitOptions::default()
+        };
+        let mut p = Bio::start(&opts).unwrap_or_else(|e| panic!("{e}"));
+        let child = std::process::Command::new("dd")
+            .arg("if=/dev/zero")
+            .arg(format!("of={}", file.display()))
+            .args(["bs=4k", "count=200", "oflag=direct", "status=none"])
+            .spawn()
+            .expect("dd");
+        let dd = child.id();
+        assert!(child.wait_with_output().unwrap().status.success());
+        let mut outliers = Vec::new();
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end
+            && outliers.iter().filter(|o: &&kflame_bpf::WaitOutlier| o.tgid == dd).count() < 180
+        {
+            assert!(p.drain().unwrap().is_empty(), "no wait summed per task");
+            outliers.extend(p.outliers());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let of_dd: Vec<&kflame_bpf::WaitOutlier> = outliers.iter().filter(|o| o.tgid == dd).collect();
+        assert!(of_dd.len() >= 180, "{} outliers of dd's 200 IOs", of_dd.len());
+        let stacked: Vec<&&kflame_bpf::WaitOutlier> = of_dd.iter().filter(|o| !o.kernel.is_empty()).collect();
+        if walks == 0 {
+            assert!(stacked.is_empty(), "{} outliers with stacks without walks", stacked.len());
+            continue;
+        }
+        // No drain ran while dd did (the loop starts after it): one generation, so at most 16
+        // walks on each CPU.
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert!(!stacked.is_empty(), "no outlier of dd with its stacks");
+        let kallsyms = Kallsyms::read();
+        for o in &stacked {
+            let names = kallsyms.names(&o.kernel);
+            assert!(names.iter().any(|n| n.contains("submit_bio")), "{names:?}");
+            assert!(!o.user.is_empty(), "dd's user stack");
+        }
+        with_stacks = stacked.len();
+        assert!(
+            with_stacks <= 16 * cpus,
+            "{with_stacks} outliers with stacks: over 16 walks on each of {cpus} CPUs"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(with_stacks > 0);
+}
+
 #[test]
 fn nothing_stays_loaded_after_each_loader_is_dropped() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

@@ -135,8 +135,15 @@ int on_bio_queue(struct bpf_raw_tracepoint_args *ctx)
 	// Other processes' IOs are kept without stacks under a pid filter: their completions
 	// are then known not to be counted.
 	if (!only_tgid || s.tgid == only_tgid) {
-		s.kstack = stack_of(ctx, 0);
-		s.ustack = stack_of(ctx, BPF_F_USER_STACK);
+		// Without stacks (the watcher's always-on latency), within a budget of walks: the
+		// stacks of the IOs that turn out slow, mostly.
+		if (with_stacks || may_walk()) {
+			s.kstack = walk_stack(ctx, 0);
+			s.ustack = walk_stack(ctx, BPF_F_USER_STACK);
+		} else {
+			s.kstack = -1;
+			s.ustack = -1;
+		}
 		bpf_get_current_comm(&s.comm, sizeof(s.comm));
 	} else {
 		s.kstack = -1;

@@ -41,4 +41,37 @@ static __always_inline int may_keep(void)
 	return 1;
 }
 
+// Stack walks a program taking no stacks otherwise (`with_stacks` 0) may make per CPU and
+// generation, set by user space before loading: the watcher's always-on IO program takes its
+// submitters' stacks within it, so that its outliers have them at a bounded cost (a walk of
+// both stacks costs one or two microseconds); 0: none.
+const volatile __u32 walks_per_gen = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct budget_t);
+	__uint(max_entries, 1);
+} walk_budget SEC(".maps");
+
+// A stack walk may be made now on this CPU (the bound per generation not reached).
+static __always_inline int may_walk(void)
+{
+	if (!walks_per_gen)
+		return 0;
+	__u32 zero = 0;
+	struct budget_t *b = bpf_map_lookup_elem(&walk_budget, &zero);
+	if (!b)
+		return 0;
+	__u32 gen = generation();
+	if (b->gen != gen) {
+		b->gen = gen;
+		b->kept = 0;
+	}
+	if (b->kept >= walks_per_gen)
+		return 0;
+	b->kept += 1;
+	return 1;
+}
+
 #endif

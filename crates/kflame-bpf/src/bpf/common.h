@@ -64,15 +64,20 @@ static __always_inline void count_lost(__u32 what)
 // The current task's kernel (flags 0) or user (BPF_F_USER_STACK) stack id; a failed walk is
 // counted, except a user stack that does not exist: EFAULT for a kernel thread, EPERM (recent
 // kernels) when the current task is the idle one (an interrupt on an idle CPU).
-static __always_inline __s32 stack_of(void *ctx, __u64 flags)
+static __always_inline __s32 walk_stack(void *ctx, __u64 flags)
 {
-	if (!with_stacks)
-		return -1;
 	long id = bpf_get_stackid(ctx, &stacks, flags);
 	int no_user_stack = (flags & BPF_F_USER_STACK) && (id == -14 /* EFAULT */ || id == -1 /* EPERM */);
 	if (id < 0 && id != -14 && !no_user_stack)
 		count_lost(LOST_STACKS);
 	return (__s32)id;
+}
+
+static __always_inline __s32 stack_of(void *ctx, __u64 flags)
+{
+	if (!with_stacks)
+		return -1;
+	return walk_stack(ctx, flags);
 }
 
 static __always_inline __u32 generation(void)
