@@ -66,6 +66,11 @@ pub struct Bio {
 }
 
 impl Bio {
+    /// Its programs, for a [`crate::budget::Governed`] to attach and detach.
+    pub(crate) fn loaded_mut(&mut self) -> &mut Loaded {
+        &mut self.loaded
+    }
+
     /// Loads the program with `opts` and attaches it.
     pub fn start(opts: &WaitOptions) -> Result<Bio, BpfError> {
         // Completions first, submissions last: an IO whose start is seen has its end seen.

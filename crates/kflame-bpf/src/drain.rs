@@ -8,7 +8,9 @@ use std::collections::HashSet;
 use aya::maps::{
     Array, ArrayOfMaps, HashMap as BpfHashMap, MapData, PerCpuArray, PerCpuHashMap, RingBuf, StackTraceMap,
 };
-use aya::programs::RawTracePoint;
+use aya::programs::raw_trace_point::RawTracePointLinkId;
+use aya::programs::tp_btf::BtfTracePointLinkId;
+use aya::programs::{BtfTracePoint, RawTracePoint};
 use aya::{Ebpf, EbpfLoader, GlobalData};
 
 use kflame::latency::{Histogram, SLOTS};
@@ -197,6 +199,16 @@ pub(crate) struct Loaded {
     outlier_ring: Option<RingBuf<MapData>>,
     /// The outliers read at the drains since they were last asked for, in the order read.
     outliers: Vec<WaitOutlier>,
+    /// Its programs' attachments, in the order made (detached in the reverse order).
+    attachments: Vec<Attachment>,
+    /// Whether they are attached now (see [`Loaded::set_attached`]).
+    attached: bool,
+}
+
+/// A program's attachment, kept so that it can be detached and made again.
+enum Attachment {
+    Raw { program: String, tracepoint: String, link: Option<RawTracePointLinkId> },
+    Btf { program: String, link: Option<BtfTracePointLinkId> },
 }
 
 impl std::fmt::Debug for Loaded {
@@ -268,6 +280,7 @@ impl Loaded {
             loader.override_global(name, value, true);
         }
         let mut ebpf = loader.load(obj).map_err(|e| refused("load", e))?;
+        let mut attachments = Vec::new();
         for &(prog, tp) in attach {
             let p: &mut RawTracePoint = ebpf
                 .program_mut(prog)
@@ -275,7 +288,12 @@ impl Loaded {
                 .try_into()
                 .map_err(|e| refused("load", e))?;
             p.load().map_err(|e| refused(&format!("load of {prog}"), e))?;
-            p.attach(tp).map_err(|e| refused(&format!("attach to the raw tracepoint {tp}"), e))?;
+            let link = p.attach(tp).map_err(|e| refused(&format!("attach to the raw tracepoint {tp}"), e))?;
+            attachments.push(Attachment::Raw {
+                program: prog.into(),
+                tracepoint: tp.into(),
+                link: Some(link),
+            });
         }
         if !opts.slow_labels.is_empty() {
             let map = ebpf.map_mut("slow_of_label").ok_or_else(|| map_err("slow_of_label", "missing"))?;
@@ -290,7 +308,92 @@ impl Loaded {
             (1.., Some(map)) => Some(RingBuf::try_from(map).map_err(|e| map_err("wait_outliers", e))?),
             _ => None,
         };
-        Ok(Loaded { ebpf, generation: 0, grace, histograms: Vec::new(), outlier_ring, outliers: Vec::new() })
+        Ok(Loaded {
+            ebpf,
+            generation: 0,
+            grace,
+            histograms: Vec::new(),
+            outlier_ring,
+            outliers: Vec::new(),
+            attachments,
+            attached: true,
+        })
+    }
+
+    /// Keeps the BTF tracepoint program `program`, loaded and attached apart (`link`), with
+    /// the others: detached and attached again with them.
+    pub(crate) fn attached_btf(&mut self, program: &str, link: BtfTracePointLinkId) {
+        self.attachments.push(Attachment::Btf { program: program.into(), link: Some(link) });
+    }
+
+    /// Detaches the programs (`on` false: they run no more, costing nothing; their maps stay
+    /// as they are) or attaches them again (the starts noted before now are then ignored:
+    /// their ends may have gone unseen, see `common.h`'s `resumed`).
+    pub(crate) fn set_attached(&mut self, on: bool) -> Result<(), BpfError> {
+        if on == self.attached {
+            return Ok(());
+        }
+        if on {
+            let now = kflame::record::monotonic_now_ns();
+            let map = self.ebpf.map_mut("resumed").ok_or_else(|| map_err("resumed", "missing"))?;
+            let mut resumed: Array<&mut MapData, u64> =
+                Array::try_from(map).map_err(|e| map_err("resumed", e))?;
+            resumed.set(0, now, 0).map_err(|e| map_err("resumed", e))?;
+        }
+        let ebpf = &mut self.ebpf;
+        let mut each = |a: &mut Attachment| -> Result<(), BpfError> {
+            match a {
+                Attachment::Raw { program, tracepoint, link } => {
+                    let p: &mut RawTracePoint = ebpf
+                        .program_mut(program)
+                        .ok_or_else(|| refused("attach", format!("no program {program}")))?
+                        .try_into()
+                        .map_err(|e| refused("attach", e))?;
+                    match (on, link.take()) {
+                        (true, None) => {
+                            let id = p.attach(tracepoint).map_err(|e| {
+                                refused(&format!("attach to the raw tracepoint {tracepoint}"), e)
+                            })?;
+                            *link = Some(id);
+                        }
+                        (false, Some(id)) => {
+                            p.detach(id).map_err(|e| refused(&format!("detach from {tracepoint}"), e))?
+                        }
+                        (_, kept) => *link = kept,
+                    }
+                }
+                Attachment::Btf { program, link } => {
+                    let p: &mut BtfTracePoint = ebpf
+                        .program_mut(program)
+                        .ok_or_else(|| refused("attach", format!("no program {program}")))?
+                        .try_into()
+                        .map_err(|e| refused("attach", e))?;
+                    match (on, link.take()) {
+                        (true, None) => {
+                            *link = Some(p.attach().map_err(|e| refused(&format!("attach of {program}"), e))?)
+                        }
+                        (false, Some(id)) => {
+                            p.detach(id).map_err(|e| refused(&format!("detach of {program}"), e))?
+                        }
+                        (_, kept) => *link = kept,
+                    }
+                }
+            }
+            Ok(())
+        };
+        if on {
+            self.attachments.iter_mut().try_for_each(&mut each)?;
+        } else {
+            self.attachments.iter_mut().rev().try_for_each(&mut each)?;
+        }
+        self.attached = on;
+        Ok(())
+    }
+
+    /// The time its programs ran since they were loaded, as the kernel counts it while its
+    /// run-time statistics are on (`BPF_ENABLE_STATS`; zero otherwise).
+    pub(crate) fn run_time(&self) -> std::time::Duration {
+        self.ebpf.programs().filter_map(|(_, p)| p.info().ok()).map(|i| i.run_time()).sum()
     }
 
     /// Flips the generation the kernel counts under, then waits until every program running

@@ -62,6 +62,7 @@
 //! allows for `kflame record --check`.
 
 mod bio;
+pub mod budget;
 mod bytes;
 mod drain;
 mod locks;

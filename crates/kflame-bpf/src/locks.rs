@@ -54,6 +54,11 @@ pub struct Locks {
 }
 
 impl Locks {
+    /// Its programs, for a [`crate::budget::Governed`] to attach and detach.
+    pub(crate) fn loaded_mut(&mut self) -> &mut Loaded {
+        &mut self.loaded
+    }
+
     /// Loads the program with `opts` and attaches it.
     pub fn start(opts: &WaitOptions) -> Result<Locks, BpfError> {
         // The end first: a wait whose begin is seen has its end seen.

@@ -142,6 +142,11 @@ pub struct OffCpu {
 }
 
 impl OffCpu {
+    /// Its programs, for a [`crate::budget::Governed`] to attach and detach.
+    pub(crate) fn loaded_mut(&mut self) -> &mut Loaded {
+        &mut self.loaded
+    }
+
     /// Loads the program with `opts` and attaches it.
     pub fn start(opts: &OffCpuOptions) -> Result<OffCpu, BpfError> {
         let with_wakers = u32::from(opts.wakers);

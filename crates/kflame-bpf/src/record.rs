@@ -10,6 +10,7 @@ use kflame::record::{
     Aggregate, AggregateEvent, AggregateLoss, AggregateTask, Aggregator, Capability, Mode, Target,
 };
 
+use crate::budget::{CpuBudget, Governed};
 use crate::{
     Bio, BpfError, LabelHistogram, Locks, OffCpu, OffCpuOptions, Runq, SyscallLatency, SyscallOptions,
     WaitLost, WaitOptions, Waited, device_name, device_numbers, lock_kind, syscall_name,
@@ -22,11 +23,16 @@ pub fn aggregator(mode: &Mode, target: &Target) -> Option<Result<Box<dyn Aggrega
         Target::Pids(p) if p.len() == 1 => Some(p[0]), // filtered in the kernel
         _ => None,                                     // filtered by the recorder
     };
-    start(mode, WaitOptions { pid, ..WaitOptions::default() })
+    start(mode, WaitOptions { pid, ..WaitOptions::default() }, None)
 }
 
-/// The program serving `mode` with `opts` (for off-CPU, the mode's own options over them).
-fn start(mode: &Mode, opts: WaitOptions) -> Option<Result<Box<dyn Aggregator>, BpfError>> {
+/// The program serving `mode` with `opts` (for off-CPU, the mode's own options over them),
+/// within a CPU budget when `governed`.
+fn start(
+    mode: &Mode,
+    opts: WaitOptions,
+    governed: Option<Governed>,
+) -> Option<Result<Box<dyn Aggregator>, BpfError>> {
     match mode {
         Mode::OffCpu(o) => {
             let opts = OffCpuOptions {
@@ -45,7 +51,7 @@ fn start(mode: &Mode, opts: WaitOptions) -> Option<Result<Box<dyn Aggregator>, B
             };
             let outliers = opts.max_outliers > 0;
             Some(OffCpu::start(&opts).map(|p| {
-                Box::new(OffCpuSource { p, wakers: o.wakers, histograms: Vec::new(), outliers })
+                Box::new(OffCpuSource { p, governed, wakers: o.wakers, histograms: Vec::new(), outliers })
                     as Box<dyn Aggregator>
             }))
         }
@@ -57,16 +63,42 @@ fn start(mode: &Mode, opts: WaitOptions) -> Option<Result<Box<dyn Aggregator>, B
             };
             let outliers = opts.max_outliers > 0;
             Some(program.map(|p| {
-                Box::new(WaitSource { p, histograms: Vec::new(), devices: HashMap::new(), outliers })
-                    as Box<dyn Aggregator>
+                Box::new(WaitSource {
+                    p,
+                    governed,
+                    histograms: Vec::new(),
+                    devices: HashMap::new(),
+                    outliers,
+                }) as Box<dyn Aggregator>
             }))
         }
         _ => None,
     }
 }
 
+/// What a loss line says of the seconds a program was detached to keep within its budget.
+const DETACHED: &str = "seconds the programs were detached to keep within their CPU budget (their histograms and outliers missing then)";
+
+/// Attaches or detaches the programs of `loaded` as the budget says (after a drain).
+fn govern(governed: &Option<Governed>, loaded: &mut crate::drain::Loaded) -> Result<(), String> {
+    match governed {
+        Some(g) => g.tick(loaded).map_err(|e| e.to_string()),
+        None => Ok(()),
+    }
+}
+
+/// The loss line of the seconds detached, and why nothing is measured if so.
+fn budget_lines(governed: &Option<Governed>) -> Vec<(String, u64)> {
+    let Some(g) = governed else { return Vec::new() };
+    let mut lines = vec![(DETACHED.to_string(), g.detached().as_secs())];
+    if let Some(why) = g.unmeasured() {
+        lines.push((format!("(no CPU budget kept: {why} could not be turned on)"), 1));
+    }
+    lines
+}
+
 /// The thresholds over which the watcher's always-on programs count a wait as slow (ns).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SlowThresholds {
     /// System calls (the calls of [`crate::WAITING_CALLS`] never, the calls of
     /// `syscall_labels` at their own).
@@ -87,6 +119,9 @@ pub struct SlowThresholds {
     /// Labels of the waiting-time families with thresholds of their own: (family, label as
     /// the program counts it ([`label_numbers`]), ns).
     pub labels: Vec<(LatencyKind, u32, u64)>,
+    /// The share of one CPU the programs may take together ([`crate::budget`]: detached for
+    /// part of each minute when they would take more); 0: no budget, always attached.
+    pub cpu_budget: f64,
 }
 
 /// The numbers a program counts the label `name` of `kind` under: a lock kind's flags (all
@@ -154,7 +189,9 @@ pub fn always_on(
     slow: &SlowThresholds,
 ) -> (Vec<(Mode, Box<dyn Aggregator>)>, Vec<(Mode, BpfError)>) {
     let (mut started, mut failed) = (Vec::new(), Vec::new());
-    match syscall_outliers(slow) {
+    let budget = (slow.cpu_budget > 0.0).then(|| CpuBudget::new(slow.cpu_budget));
+    let governed = || budget.as_ref().map(CpuBudget::governed);
+    match syscall_outliers(slow, governed()) {
         Ok(a) => started.push((Mode::Syscalls, a)),
         Err(e) => failed.push((Mode::Syscalls, e)),
     }
@@ -182,7 +219,7 @@ pub fn always_on(
             stack_walks_per_sec: if matches!(mode, Mode::Bio) { BIO_STACK_WALKS_PER_SEC } else { 0 },
             ..WaitOptions::default()
         };
-        match start(&mode, opts) {
+        match start(&mode, opts, governed()) {
             Some(Ok(a)) => started.push((mode, a)),
             Some(Err(e)) => failed.push((mode, e)),
             None => {}
@@ -193,7 +230,10 @@ pub fn always_on(
 
 /// The system-call program as the watcher runs it: histograms per call, outliers with their
 /// stacks as events.
-fn syscall_outliers(slow: &SlowThresholds) -> Result<Box<dyn Aggregator>, BpfError> {
+fn syscall_outliers(
+    slow: &SlowThresholds,
+    governed: Option<Governed>,
+) -> Result<Box<dyn Aggregator>, BpfError> {
     let mut thresholds: Vec<(u32, u64)> =
         crate::waiting_calls().into_iter().map(|nr| (nr, u64::MAX)).collect();
     for (name, ns) in &slow.syscall_labels {
@@ -214,11 +254,13 @@ fn syscall_outliers(slow: &SlowThresholds) -> Result<Box<dyn Aggregator>, BpfErr
             .clamp(10_000, 1_000_000),
     };
     let p = SyscallLatency::start(&opts)?;
-    Ok(Box::new(SyscallAggregator { p, names: HashMap::new(), histograms: Vec::new() }))
+    Ok(Box::new(SyscallAggregator { p, governed, names: HashMap::new(), histograms: Vec::new() }))
 }
 
 struct SyscallAggregator {
     p: SyscallLatency,
+    /// Its place in the always-on programs' CPU budget.
+    governed: Option<Governed>,
     names: HashMap<u32, String>,
     histograms: Vec<LatencyReading>,
 }
@@ -232,6 +274,7 @@ impl SyscallAggregator {
 impl Aggregator for SyscallAggregator {
     fn drain(&mut self) -> Result<Vec<Aggregate>, String> {
         let calls = self.p.drain().map_err(|e| e.to_string())?;
+        govern(&self.governed, self.p.loaded_mut())?;
         let more = calls
             .into_iter()
             .map(|c| LatencyReading {
@@ -261,14 +304,17 @@ impl Aggregator for SyscallAggregator {
             Ok(l) => AggregateLoss {
                 waits: l.histograms,
                 stacks: 0,
-                other: vec![
+                other: [
                     ("calls not timed: the kernel's map of calls in progress was full".into(), l.starts),
                     (
                         "slow calls not kept as outliers: over the bound per second, or their buffer full"
                             .into(),
                         l.outliers,
                     ),
-                ],
+                ]
+                .into_iter()
+                .chain(budget_lines(&self.governed))
+                .collect(),
             },
             Err(e) => AggregateLoss {
                 other: vec![(format!("(the loss counters could not be read: {e})"), 1)],
@@ -305,6 +351,8 @@ enum Program {
 
 struct WaitSource {
     p: Program,
+    /// Its place in the always-on programs' CPU budget.
+    governed: Option<Governed>,
     /// Slow waits are kept as outliers (events of the recording).
     outliers: bool,
     /// Latency histograms drained and not yet taken, per label.
@@ -402,6 +450,12 @@ impl Aggregator for WaitSource {
             Program::Runq(p) => p.drain(),
         }
         .map_err(|e| e.to_string())?;
+        let loaded = match &mut self.p {
+            Program::Locks(p) => p.loaded_mut(),
+            Program::Bio(p) => p.loaded_mut(),
+            Program::Runq(p) => p.loaded_mut(),
+        };
+        govern(&self.governed, loaded)?;
         self.take_histograms();
         let mut out: Vec<Aggregate> = waited.into_iter().map(|w| self.aggregate(w)).collect();
         out.extend(self.take_outliers());
@@ -422,7 +476,7 @@ impl Aggregator for WaitSource {
             Ok(WaitLost { waits, stacks, starts, unmatched, histograms, outliers }) => AggregateLoss {
                 waits,
                 stacks,
-                other: vec![
+                other: [
                     ("waits not timed: the kernel's map of waits in progress was full".into(), starts),
                     (
                         "IOs not attributed (a submitter not seen with -p, or never completed)".into(),
@@ -430,7 +484,10 @@ impl Aggregator for WaitSource {
                     ),
                     (HISTOGRAMS_FULL.into(), histograms),
                     (OUTLIERS_LEFT.into(), outliers),
-                ],
+                ]
+                .into_iter()
+                .chain(budget_lines(&self.governed))
+                .collect(),
             },
             Err(e) => AggregateLoss {
                 other: vec![(format!("(the loss counters could not be read: {e})"), 1)],
@@ -489,6 +546,8 @@ fn outlier_aggregate(label: String, o: crate::WaitOutlier) -> Aggregate {
 
 struct OffCpuSource {
     p: OffCpu,
+    /// Its place in the always-on programs' CPU budget.
+    governed: Option<Governed>,
     wakers: bool,
     /// Slow blocks are kept as outliers (events of the recording).
     outliers: bool,
@@ -499,6 +558,7 @@ struct OffCpuSource {
 impl Aggregator for OffCpuSource {
     fn drain(&mut self) -> Result<Vec<Aggregate>, String> {
         let got = self.p.drain().map_err(|e| e.to_string())?;
+        govern(&self.governed, self.p.loaded_mut())?;
         let more = self
             .p
             .histograms()
@@ -539,11 +599,14 @@ impl Aggregator for OffCpuSource {
             Ok(l) => AggregateLoss {
                 waits: l.blocks,
                 stacks: l.stacks,
-                other: vec![
+                other: [
                     ("blocks not timed: the kernel's map of blocked tasks was full".into(), l.starts),
                     (HISTOGRAMS_FULL.into(), l.histograms),
                     (OUTLIERS_LEFT.into(), l.outliers),
-                ],
+                ]
+                .into_iter()
+                .chain(budget_lines(&self.governed))
+                .collect(),
             },
             Err(e) => AggregateLoss {
                 other: vec![(format!("(the loss counters could not be read: {e})"), 1)],

@@ -17,6 +17,11 @@ pub struct Runq {
 }
 
 impl Runq {
+    /// Its programs, for a [`crate::budget::Governed`] to attach and detach.
+    pub(crate) fn loaded_mut(&mut self) -> &mut Loaded {
+        &mut self.loaded
+    }
+
     /// Loads the program with `opts` and attaches it.
     pub fn start(opts: &WaitOptions) -> Result<Runq, BpfError> {
         let attach = [

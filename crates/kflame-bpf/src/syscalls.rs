@@ -192,6 +192,11 @@ impl std::fmt::Debug for SyscallLatency {
 }
 
 impl SyscallLatency {
+    /// Its programs, for a [`crate::budget::Governed`] to attach and detach.
+    pub(crate) fn loaded_mut(&mut self) -> &mut Loaded {
+        &mut self.loaded
+    }
+
     /// Loads the program with `opts` and attaches it.
     pub fn start(opts: &SyscallOptions) -> Result<SyscallLatency, BpfError> {
         let wait = WaitOptions { pid: opts.pid, slow_ns: opts.slow_ns, ..WaitOptions::default() };
@@ -225,11 +230,15 @@ impl SyscallLatency {
                 let ring = RingBuf::try_from(map).map_err(|e| map_err("outliers", e))?;
                 // Where a block waited needs a BTF tracepoint and bpf_get_task_stack (Linux
                 // 5.9); without them the outliers come without it.
-                let waits = Btf::from_sys_fs().ok().is_some_and(|btf| {
-                    let p: Option<&mut BtfTracePoint> =
-                        loaded.ebpf.program_mut("on_switch").and_then(|p| p.try_into().ok());
-                    p.is_some_and(|p| p.load("sched_switch", &btf).is_ok() && p.attach().is_ok())
+                let link = Btf::from_sys_fs().ok().and_then(|btf| {
+                    let p: &mut BtfTracePoint = loaded.ebpf.program_mut("on_switch")?.try_into().ok()?;
+                    p.load("sched_switch", &btf).ok()?;
+                    p.attach().ok()
                 });
+                let waits = link.is_some();
+                if let Some(link) = link {
+                    loaded.attached_btf("on_switch", link);
+                }
                 (Some(ring), waits)
             }
         };

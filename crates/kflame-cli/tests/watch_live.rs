@@ -105,13 +105,16 @@ fn spawn_watch(cmd: &mut Command) -> Watch {
     Watch { child, log, reader: Some(reader) }
 }
 
+/// A watcher of `db` with `args`. Its BPF programs keep no CPU budget: on a machine as loaded
+/// as a test run they would be detached for most of each minute, and these tests check what
+/// they capture (the budget has its own test, `kflame-bpf`'s `live_budget`).
 fn watch(env: &Env, db: &Path, args: &[&str]) -> Watch {
     spawn_watch(
         Command::new(env.kflame)
             .arg("watch")
             .arg("--db")
             .arg(db)
-            .args(["--no-kmsg", "--log-level", "info"])
+            .args(["--no-kmsg", "--log-level", "info", "--program-budget", "0"])
             .args(args),
     )
 }

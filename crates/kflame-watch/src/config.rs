@@ -22,6 +22,7 @@
 //! slow_calls = { write = "2ms" }     # system calls with thresholds of their own
 //! slow_labels = { "bio:vda" = "5ms" } # labels of the other families with their own
 //! outliers = 10                      # slowest calls and waits kept, per family and bucket
+//! program_budget = 0.6               # % of one CPU the BPF programs may take (0: no bound)
 //! all_devices = false                # also partitions, loop and ram devices
 //! log_level = "info"                 # error, warn, info, debug
 //! triggers = [
@@ -83,6 +84,8 @@ pub struct File {
     pub slow_labels: Option<std::collections::BTreeMap<String, String>>,
     /// The slowest calls and waits kept with their stacks, per family and bucket.
     pub outliers: Option<u32>,
+    /// Percent of one CPU the always-on BPF programs may take together.
+    pub program_budget: Option<f64>,
     /// Report every block device.
     pub all_devices: Option<bool>,
     /// Log level.
@@ -164,6 +167,9 @@ pub struct Settings {
     /// The slowest system calls and waits (locks, blocks in D, run queue, block IO) kept as
     /// outliers with their stacks, per family and bucket (the others count in `FAMILY.slow`).
     pub outliers: u32,
+    /// Percent of one CPU the always-on BPF programs may take together: over it they are
+    /// detached for part of each minute (`kflame_bpf::budget`); 0: no bound.
+    pub program_budget: f64,
     /// Report every block device.
     pub all_devices: bool,
     /// Log level.
@@ -265,6 +271,7 @@ impl File {
             slow_calls: o.slow_calls.or(self.slow_calls),
             slow_labels: o.slow_labels.or(self.slow_labels),
             outliers: o.outliers.or(self.outliers),
+            program_budget: o.program_budget.or(self.program_budget),
             all_devices: o.all_devices.or(self.all_devices),
             log_level: o.log_level.or(self.log_level),
             triggers: o.triggers.or(self.triggers),
@@ -379,6 +386,14 @@ pub fn resolve(
             )
         })?,
     };
+    let program_budget = merged.program_budget.unwrap_or(0.6);
+    if !(0.0..=100.0).contains(&program_budget) {
+        return Err(value(
+            "program_budget",
+            flags.program_budget.is_some(),
+            format!("{program_budget}: expected a percent of one CPU from 0 (no bound) to 100"),
+        ));
+    }
     let per_hour = merged.budget.unwrap_or(Limits::default().per_hour);
     let log_level = match &merged.log_level {
         None => Level::Info,
@@ -423,6 +438,7 @@ pub fn resolve(
         slow_calls,
         slow_labels,
         outliers: merged.outliers.unwrap_or(10),
+        program_budget,
         all_devices: merged.all_devices.unwrap_or(false),
         log_level,
         rules,

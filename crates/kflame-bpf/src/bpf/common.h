@@ -87,6 +87,25 @@ static __always_inline __u32 generation(void)
 	return gen ? *gen : 0;
 }
 
+// [0]: when user space last attached the programs again after detaching them to keep within
+// a budget of CPU (bpf_ktime_get_ns's clock, CLOCK_MONOTONIC): a start noted before it may
+// have lost its end while they were detached (the task ran, blocked or called again
+// unseen), so it is not used.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 1);
+} resumed SEC(".maps");
+
+// A start noted at `ts` that is older than the last reattachment.
+static __always_inline int stale(__u64 ts)
+{
+	__u32 zero = 0;
+	__u64 *at = bpf_map_lookup_elem(&resumed, &zero);
+	return at && ts < *at;
+}
+
 #include "hist.h"
 
 #endif

@@ -62,6 +62,10 @@ int on_contention_end(struct bpf_raw_tracepoint_args *ctx)
 	struct start_t *st = bpf_map_lookup_elem(&start, &tid);
 	if (!st || st->lock != ctx->args[0])
 		return 0;
+	if (stale(st->ts)) {
+		bpf_map_delete_elem(&start, &tid);
+		return 0;
+	}
 	__u64 ns = bpf_ktime_get_ns() - st->ts;
 	struct wait_key key = {};
 	key.tgid = id >> 32;

@@ -193,6 +193,10 @@ int on_switch(struct bpf_raw_tracepoint_args *ctx)
 	struct start_t *st = bpf_map_lookup_elem(&start, &next_tid);
 	if (!st || st->ts == 0)
 		return 0;
+	if (stale(st->ts)) {
+		st->ts = 0;
+		return 0;
+	}
 	__u64 delta = now - st->ts;
 	st->ts = 0;
 	st->last_ns = delta;

@@ -120,7 +120,10 @@ int on_switch(struct bpf_raw_tracepoint_args *ctx)
 	if (!since || *since == 0)
 		return 0;
 	__u64 ns = now - *since;
+	int was_stale = stale(*since);
 	*since = 0;
+	if (was_stale)
+		return 0;
 	if (ns < min_ns)
 		return 0;
 	__u32 cpu = bpf_get_smp_processor_id();

@@ -136,6 +136,10 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	struct inflight_t *f = bpf_map_lookup_elem(&inflight, &tid);
 	if (!f || !f->ts)
 		return 0;
+	if (stale(f->ts)) {
+		f->ts = 0;
+		return 0;
+	}
 	__u64 end = bpf_ktime_get_ns();
 	__u64 ns = end - f->ts;
 	__u32 nr = f->nr;
@@ -224,7 +228,7 @@ int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_str
 		f->off_ts = now;
 	__u32 next_tid = BPF_CORE_READ(next, pid);
 	f = next_tid ? bpf_map_lookup_elem(&inflight, &next_tid) : 0;
-	if (!f || !f->ts || !f->off_ts)
+	if (!f || !f->ts || !f->off_ts || stale(f->off_ts))
 		return 0;
 	__u64 block = now - f->off_ts;
 	f->off_ts = 0;

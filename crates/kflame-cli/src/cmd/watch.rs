@@ -123,6 +123,11 @@ pub(crate) struct Args {
     /// family's `.slow`) [default: 10].
     #[arg(long, value_name = "N")]
     outliers: Option<u32>,
+    /// Percent of one CPU the always-on BPF programs may take together: measured a second a
+    /// minute, and over it each is detached for part of the minute, the costliest first
+    /// (their histograms missing then; said at the end); 0: no bound [default: 0.6].
+    #[arg(long, value_name = "PCT")]
+    program_budget: Option<f64>,
 }
 
 impl Args {
@@ -168,6 +173,7 @@ impl Args {
                     .collect()
             }),
             outliers: self.outliers,
+            program_budget: self.program_budget,
             all_devices: self.all_devices.then_some(true),
             log_level: self.log_level.clone(),
             triggers: (!self.triggers.is_empty()).then(|| self.triggers.clone()),
@@ -303,6 +309,7 @@ fn slow_thresholds(settings: &Settings) -> Result<kflame_bpf::record::SlowThresh
         runq: ns(settings.slow_runq),
         offcpu: ns(settings.slow_offcpu),
         lock: ns(settings.slow_lock),
+        cpu_budget: settings.program_budget / 100.0,
     })
 }
 

@@ -11,6 +11,12 @@
 
 use super::sys;
 
+/// `CLOCK_MONOTONIC` now, in nanoseconds: the clock events are stamped with, and the one BPF
+/// programs read (`bpf_ktime_get_ns`).
+pub fn monotonic_now_ns() -> u64 {
+    super::sys::monotonic_ns()
+}
+
 /// The offset between `CLOCK_REALTIME` and `CLOCK_MONOTONIC` at one moment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WallClock {
