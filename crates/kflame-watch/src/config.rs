@@ -484,6 +484,12 @@ mod tests {
         let s = resolve(Some((p(), file)), &File::default(), "box").unwrap();
         assert_eq!(s.slow_calls, [("fsync".to_string(), ms(50)), ("write".to_string(), ms(2))]);
         assert_eq!(s.outliers, 4);
+        assert_eq!(s.program_budget, 0.6, "the default budget");
+        let file = File::parse("program_budget = 0\n", p()).unwrap();
+        assert_eq!(resolve(Some((p(), file)), &File::default(), "box").unwrap().program_budget, 0.0);
+        let file = File::parse("program_budget = 150\n", p()).unwrap();
+        let e = resolve(Some((p(), file)), &File::default(), "box").unwrap_err().to_string();
+        assert!(e.contains("program_budget") && e.contains("expected a percent of one CPU"), "{e}");
         let file = File::parse("slow_labels = { \"lock:rwsem:W\" = \"1ms\", \"bio:vda\" = \"5ms\" }\n", p())
             .unwrap();
         let s = resolve(Some((p(), file)), &File::default(), "box").unwrap();
