@@ -227,7 +227,10 @@ mod tests {
         let costly = s.attached_secs(1);
         let spent = 1e6 * period + 100e6 * costly;
         assert!((spent - 6e6 * period).abs() < 1.0, "{spent} ns of {} a period", 6e6 * period);
-        assert!((costly - 3.0).abs() < 1e-9, "{costly} s: its second, then 200 ms of budget at 100 ms a second");
+        assert!(
+            (costly - 3.0).abs() < 1e-9,
+            "{costly} s: its second, then 200 ms of budget at 100 ms a second"
+        );
     }
 
     /// Over budget from the measurements alone: one second each, the least there is; a

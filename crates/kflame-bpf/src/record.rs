@@ -76,9 +76,6 @@ fn start(
     }
 }
 
-/// What a loss line says of the seconds a program was detached to keep within its budget.
-const DETACHED: &str = "seconds the programs were detached to keep within their CPU budget (their histograms and outliers missing then)";
-
 /// Attaches or detaches the programs of `loaded` as the budget says (after a drain).
 fn govern(governed: &Option<Governed>, loaded: &mut crate::drain::Loaded) -> Result<(), String> {
     match governed {
@@ -87,14 +84,15 @@ fn govern(governed: &Option<Governed>, loaded: &mut crate::drain::Loaded) -> Res
     }
 }
 
-/// The loss line of the seconds detached, and why nothing is measured if so.
+/// Why no budget is kept, if so, as a loss line.
 fn budget_lines(governed: &Option<Governed>) -> Vec<(String, u64)> {
-    let Some(g) = governed else { return Vec::new() };
-    let mut lines = vec![(DETACHED.to_string(), g.detached().as_secs())];
-    if let Some(why) = g.unmeasured() {
-        lines.push((format!("(no CPU budget kept: {why} could not be turned on)"), 1));
-    }
-    lines
+    let why = governed.as_ref().and_then(Governed::unmeasured);
+    why.map(|why| (format!("(no CPU budget kept: {why} could not be turned on)"), 1)).into_iter().collect()
+}
+
+/// Seconds detached to keep within the budget.
+fn detached_secs(governed: &Option<Governed>) -> u64 {
+    governed.as_ref().map_or(0, |g| g.detached().as_secs())
 }
 
 /// The thresholds over which the watcher's always-on programs count a wait as slow (ns).
@@ -315,6 +313,7 @@ impl Aggregator for SyscallAggregator {
                 .into_iter()
                 .chain(budget_lines(&self.governed))
                 .collect(),
+                detached_secs: detached_secs(&self.governed),
             },
             Err(e) => AggregateLoss {
                 other: vec![(format!("(the loss counters could not be read: {e})"), 1)],
@@ -488,6 +487,7 @@ impl Aggregator for WaitSource {
                 .into_iter()
                 .chain(budget_lines(&self.governed))
                 .collect(),
+                detached_secs: detached_secs(&self.governed),
             },
             Err(e) => AggregateLoss {
                 other: vec![(format!("(the loss counters could not be read: {e})"), 1)],
@@ -607,6 +607,7 @@ impl Aggregator for OffCpuSource {
                 .into_iter()
                 .chain(budget_lines(&self.governed))
                 .collect(),
+                detached_secs: detached_secs(&self.governed),
             },
             Err(e) => AggregateLoss {
                 other: vec![(format!("(the loss counters could not be read: {e})"), 1)],

@@ -62,6 +62,9 @@ pub struct Status {
     /// Outliers left out: past the slowest `outliers` of their bucket and family (every slow
     /// one still counts in its family's `.slow` metric).
     pub outliers_left: u64,
+    /// Seconds each always-on program was detached to keep within its CPU budget (by mode,
+    /// those detached at all).
+    pub detached: Vec<(&'static str, u64)>,
 }
 
 /// Why the watcher could not start or run.
@@ -870,6 +873,24 @@ impl<S: Store> Watcher<S> {
                 && !r.events.is_empty()
             {
                 self.hold_outliers(family, r, &w.clock);
+            }
+            // Since the last window: said when it begins, summed up at the end.
+            if r.stats.detached_secs > 0 {
+                let mode = r.mode.name();
+                match self.status.detached.iter_mut().find(|(m, _)| *m == mode) {
+                    Some(d) => d.1 += r.stats.detached_secs,
+                    None => {
+                        control.log(
+                            Level::Info,
+                            &format!(
+                                "always-on {mode}: its programs cost more than their share of the CPU budget \
+                                 (--program-budget): detached for part of each minute, their histograms and \
+                                 outliers missing then"
+                            ),
+                        );
+                        self.status.detached.push((mode, r.stats.detached_secs));
+                    }
+                }
             }
             // Counted since the start: said when it grows.
             let said = self.blocked_lost.entry(r.mode.name()).or_insert(0);

@@ -448,6 +448,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
     );
     let latency = settings.latency;
     let (blocked_profiles, thresholds) = (settings.blocked_profiles, slow_thresholds(&settings)?);
+    let program_budget = settings.program_budget;
     let mut watcher = Watcher::new(settings, store, Environment::default());
     if latency {
         let (started, failed) = kflame_bpf::record::always_on(blocked_profiles, &thresholds);
@@ -475,6 +476,17 @@ pub(crate) fn run(args: Args) -> Result<()> {
             output::count(status.reports, "kernel report"),
         ),
     );
+    if !status.detached.is_empty() {
+        let each: Vec<String> = status.detached.iter().map(|(m, s)| format!("{m} {s} s")).collect();
+        cli.log(
+            Level::Info,
+            &format!(
+                "always-on programs detached to keep within their CPU budget (--program-budget {}%): {}",
+                program_budget,
+                each.join(", ")
+            ),
+        );
+    }
     if status.waiting_buckets > 0 {
         bail!("{} profile buckets could not be stored (disk or spool full)", status.waiting_buckets);
     }

@@ -71,12 +71,18 @@ pub struct AggregateLoss {
     pub stacks: u64,
     /// Other losses, by what they are.
     pub other: Vec<(String, u64)>,
+    /// Seconds its programs were detached to keep within a budget of CPU (nothing counted
+    /// then).
+    pub detached_secs: u64,
 }
 
 impl AggregateLoss {
     /// True when nothing was lost.
     pub fn is_empty(&self) -> bool {
-        self.waits == 0 && self.stacks == 0 && self.other.iter().all(|(_, n)| *n == 0)
+        self.waits == 0
+            && self.stacks == 0
+            && self.detached_secs == 0
+            && self.other.iter().all(|(_, n)| *n == 0)
     }
 }
 

@@ -377,6 +377,8 @@ pub struct Stats {
     pub open: u64,
     /// Waits an [`Aggregator`] could not count (its map in the kernel was full).
     pub lost: u64,
+    /// Seconds an [`Aggregator`]'s programs were detached to keep within a budget of CPU.
+    pub detached_secs: u64,
 }
 
 impl Stats {
@@ -390,6 +392,7 @@ impl Stats {
             snapshots: self.snapshots.saturating_sub(then.snapshots),
             open: self.open,
             lost: self.lost.saturating_sub(then.lost),
+            detached_secs: self.detached_secs.saturating_sub(then.detached_secs),
         }
     }
 }
@@ -707,11 +710,38 @@ mod tests {
     /// previous window; events still open are not failures until recording stops.
     #[test]
     fn window_counters_are_differences_of_totals() {
-        let then = Stats { samples: 10, unpaired: 7, open: 5, snapshots: 1, unreadable_tasks: 2, lost: 3 };
+        let then = Stats {
+            samples: 10,
+            unpaired: 7,
+            open: 5,
+            snapshots: 1,
+            unreadable_tasks: 2,
+            lost: 3,
+            detached_secs: 0,
+        };
         // Three of the five open ones ended (added), one more failed, two new ones opened.
-        let now = Stats { samples: 13, unpaired: 7, open: 4, snapshots: 3, unreadable_tasks: 2, lost: 5 };
+        let now = Stats {
+            samples: 13,
+            unpaired: 7,
+            open: 4,
+            snapshots: 3,
+            unreadable_tasks: 2,
+            lost: 5,
+            detached_secs: 4,
+        };
         let w = now.since(&then);
-        assert_eq!(w, Stats { samples: 3, unpaired: 1, open: 4, snapshots: 2, unreadable_tasks: 0, lost: 2 });
+        assert_eq!(
+            w,
+            Stats {
+                samples: 3,
+                unpaired: 1,
+                open: 4,
+                snapshots: 2,
+                unreadable_tasks: 0,
+                lost: 2,
+                detached_secs: 4
+            }
+        );
         assert_eq!(now.since(&now), Stats { open: 4, ..Stats::default() });
     }
 

@@ -383,7 +383,15 @@ impl Recorder {
                     let mut r = drained_recording(mode, aggregated_meta(mode), d);
                     r.histograms = a.source.histograms();
                     let lost = a.source.lost();
-                    (r, Stats { samples: a.waits, lost: lost.waits, ..Stats::default() })
+                    (
+                        r,
+                        Stats {
+                            samples: a.waits,
+                            lost: lost.waits,
+                            detached_secs: lost.detached_secs,
+                            ..Stats::default()
+                        },
+                    )
                 }
                 (_, None) => {
                     let Some(k) = state.dispatch.kinds.iter_mut().find(|k| k.mode == *mode) else { continue };
@@ -551,6 +559,12 @@ fn aggregated_notes(a: &AggregatedKind) -> Vec<String> {
         notes.push(format!(
             "{} stacks could not be taken (stack map full or walk failed): their time counts with a shorter stack",
             lost.stacks
+        ));
+    }
+    if lost.detached_secs > 0 {
+        notes.push(format!(
+            "its programs were detached {} s in all to keep within their CPU budget: nothing was counted then",
+            lost.detached_secs
         ));
     }
     for (what, n) in lost.other.iter().filter(|(_, n)| *n > 0) {
