@@ -401,19 +401,38 @@ pub(crate) fn write(
     events: &mut [Plain<'_>],
 ) -> rusqlite::Result<()> {
     events.sort_by_key(|e| e.time_ns);
-    let mut rest = &*events;
+    write_sorted(conn, capture, host, events, None).map(|_| ())
+}
+
+/// Writes `events` (in time order) as [`write`] does, the first row under `id` when given;
+/// returns the rows written.
+fn write_sorted(
+    conn: &Connection,
+    capture: i64,
+    host: i64,
+    events: &[Plain<'_>],
+    mut id: Option<i64>,
+) -> rusqlite::Result<usize> {
+    let mut rows = 0;
+    let mut rest = events;
     while let Some(first) = rest.first() {
         let limit = first.time_ns.saturating_add(MAX_BLOCK_NS);
         let n = rest.partition_point(|e| e.time_ns < limit).clamp(1, MAX_BLOCK_EVENTS);
-        write_block(conn, capture, host, &rest[..n])?;
+        rows += write_block(conn, capture, host, &rest[..n], &mut id)?;
         rest = &rest[n..];
     }
-    Ok(())
+    Ok(rows)
 }
 
 /// Writes one row of `events` (in time order, at least one), split in two when its columns
-/// would be more than a reader takes.
-fn write_block(conn: &Connection, capture: i64, host: i64, events: &[Plain<'_>]) -> rusqlite::Result<()> {
+/// would be more than a reader takes; the first row under `id` when given. Returns the rows.
+fn write_block(
+    conn: &Connection,
+    capture: i64,
+    host: i64,
+    events: &[Plain<'_>],
+    id: &mut Option<i64>,
+) -> rusqlite::Result<usize> {
     let block = Block::new(events);
     let Some(data) = block.encode() else {
         if events.len() < 2 {
@@ -422,14 +441,15 @@ fn write_block(conn: &Connection, capture: i64, host: i64, events: &[Plain<'_>])
             ));
         }
         let (a, b) = events.split_at(events.len() / 2);
-        write_block(conn, capture, host, a)?;
-        return write_block(conn, capture, host, b);
+        return Ok(write_block(conn, capture, host, a, id)? + write_block(conn, capture, host, b, id)?);
     };
-    insert_row(conn, capture, host, &block, &data)
+    insert_row(conn, id.take(), capture, host, &block, &data)?;
+    Ok(1)
 }
 
 fn insert_row(
     conn: &Connection,
+    id: Option<i64>,
     capture: i64,
     host: i64,
     block: &Block,
@@ -437,10 +457,104 @@ fn insert_row(
 ) -> rusqlite::Result<()> {
     let (first, last) = block.span().unwrap_or((0, 0));
     conn.prepare_cached(
-        "INSERT INTO event_blocks(capture, host, first_ns, last_ns, count, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO event_blocks(id, capture, host, first_ns, last_ns, count, data)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?
-    .execute(params![capture, host, first, last, block.len() as i64, data])?;
+    .execute(params![id, capture, host, first, last, block.len() as i64, data])?;
     Ok(())
+}
+
+/// The always-on outliers (capture < 0) of a closed span are folded into one row per
+/// (capture, host) and span: the appends of ten minutes (a row per family and 10-s bucket)
+/// into one, and those of an hour into one once the hour is closed. One zstd frame and one
+/// set of tables for the span instead of one per append, and a row of kB rather than many of
+/// tens of bytes. An hour is the longest a row may last ([`MAX_BLOCK_NS`]).
+pub(crate) const FOLD_SPAN_NS: i64 = 600_000_000_000;
+/// See [`FOLD_SPAN_NS`].
+pub(crate) const FOLD_HOUR_NS: i64 = MAX_BLOCK_NS;
+
+/// Outlier rows to fold into one: capture, host, and the span `[from_ns, to_ns)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct FoldKey {
+    pub(crate) capture: i64,
+    pub(crate) host: i64,
+    pub(crate) from_ns: i64,
+    pub(crate) to_ns: i64,
+}
+
+/// The widest span of a row starting at `first_ns` that ended by `closed_ns`: its hour, else
+/// its ten minutes; none while both go on.
+fn closed_span(first_ns: i64, closed_ns: i64) -> Option<(i64, i64)> {
+    [FOLD_HOUR_NS, FOLD_SPAN_NS].into_iter().find_map(|span| {
+        let from = first_ns.div_euclid(span).checked_mul(span)?;
+        let to = from.checked_add(span)?;
+        (to <= closed_ns).then_some((from, to))
+    })
+}
+
+/// The outlier rows that can be fewer: per (capture, host) and closed span (ended by
+/// `closed_ns`), the rows lying in it, when they are more than its events need (a row holds
+/// [`MAX_BLOCK_EVENTS`]); the newest spans first. A row crossing its span's end (a row of
+/// another writer's) stays as it is. Rows written late into a span folded already make it
+/// foldable again.
+pub(crate) fn outlier_folds(conn: &Connection, closed_ns: i64) -> rusqlite::Result<Vec<FoldKey>> {
+    if !has_blocks(conn)? {
+        return Ok(Vec::new());
+    }
+    let mut groups: HashMap<FoldKey, (u64, u64)> = HashMap::new();
+    let mut st = conn.prepare_cached(
+        "SELECT capture, host, first_ns, last_ns, count FROM event_blocks WHERE capture < 0 AND first_ns < ?1",
+    )?;
+    let mut rows = st.query([closed_ns])?;
+    while let Some(r) = rows.next()? {
+        let (capture, host, first, last, count): (i64, i64, i64, i64, i64) =
+            (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?);
+        let Some((from_ns, to_ns)) = closed_span(first, closed_ns) else { continue };
+        if last >= to_ns {
+            continue;
+        }
+        let g = groups.entry(FoldKey { capture, host, from_ns, to_ns }).or_default();
+        g.0 += 1;
+        g.1 += count.max(0) as u64;
+    }
+    let mut out: Vec<FoldKey> = groups
+        .into_iter()
+        .filter(|(_, (rows, events))| *rows > events.div_ceil(MAX_BLOCK_EVENTS as u64).max(1))
+        .map(|(k, _)| k)
+        .collect();
+    out.sort_unstable_by_key(|k| (std::cmp::Reverse(k.from_ns), k.capture, k.host));
+    Ok(out)
+}
+
+/// Folds the rows of `key` (those lying in its span) into as few as hold their events (one,
+/// unless more than a row holds), in the caller's transaction: a writer killed meanwhile
+/// leaves the rows as they were. The events are merged in time order, those of the same time
+/// in the order of the rows, then of the row, as a reader sorted them; the first row keeps its
+/// id, so that a reader orders them among other rows as before. Returns the rows before and
+/// after.
+pub(crate) fn fold(conn: &Connection, key: FoldKey) -> rusqlite::Result<(usize, usize)> {
+    let rows: Vec<(i64, Vec<u8>)> = conn
+        .prepare_cached(
+            "SELECT id, data FROM event_blocks
+             WHERE capture = ?1 AND host = ?2 AND first_ns >= ?3 AND first_ns < ?4 AND last_ns < ?4
+             ORDER BY id",
+        )?
+        .query_map(params![key.capture, key.host, key.from_ns, key.to_ns], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    if rows.len() < 2 {
+        return Ok((rows.len(), rows.len()));
+    }
+    let blocks: Vec<Block> = rows.iter().map(|(id, data)| decode_row(*id, data)).collect::<Result<_, _>>()?;
+    let mut events: Vec<Plain<'_>> =
+        blocks.iter().flat_map(|b| b.events.iter().map(move |e| b.plain(e))).collect();
+    // Stable: ties stay in the order of the rows, then of each row.
+    events.sort_by_key(|e| e.time_ns);
+    let mut del = conn.prepare_cached("DELETE FROM event_blocks WHERE id = ?1")?;
+    for (id, _) in &rows {
+        del.execute([id])?;
+    }
+    let after = write_sorted(conn, key.capture, key.host, &events, Some(rows[0].0))?;
+    Ok((rows.len(), after))
 }
 
 /// A row's block, or the error naming it.
