@@ -284,6 +284,8 @@ pub struct Maintenance {
     pub compacted_buckets: u64,
     /// Rows deleted to keep to the disk budget.
     pub budget_rows: u64,
+    /// Rows of always-on outliers fewer, folded into the row of their closed span.
+    pub folded_event_rows: u64,
     /// Stacks no longer referred to, deleted.
     pub orphan_stacks: u64,
     /// File size before and after, bytes (main file plus WAL).

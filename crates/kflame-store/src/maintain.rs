@@ -37,6 +37,11 @@ pub(crate) fn run(db: &mut Sqlite, p: &Policy) -> Result<Maintenance, StoreError
         Err(e) if e.is_disk_full() => {}
         Err(e) => return Err(e),
     }
+    match fold_outliers(db, p.now_ns) {
+        Ok(n) => m.folded_event_rows += n,
+        Err(e) if e.is_disk_full() => {}
+        Err(e) => return Err(e),
+    }
     if m.expired_rows > 0 || m.budget_rows > 0 {
         m.orphan_stacks += delete_orphans(db, true)?;
     }
@@ -350,6 +355,29 @@ fn compact(db: &mut Sqlite, now_ns: i64) -> Result<u64, StoreError> {
         }
     }
     Ok(merged)
+}
+
+/// A span of outliers is folded once it ended this long ago: the watcher stores a bucket's
+/// outliers when the bucket ends, and late ones of it up to six buckets (a minute) after. One
+/// written later still is folded in at the next run.
+const FOLD_AFTER_NS: i64 = 60_000_000_000;
+
+/// Folds the rows of the always-on outliers of each closed span (ten minutes, then the hour)
+/// into one row per (capture, host) and span (`events::fold`), one transaction each, newest
+/// spans first, starting none after [`COMPACT_TIME`]. Returns the rows fewer.
+fn fold_outliers(db: &mut Sqlite, now_ns: i64) -> Result<u64, StoreError> {
+    let keys = crate::events::outlier_folds(db.conn(), now_ns.saturating_sub(FOLD_AFTER_NS))
+        .map_err(|e| db.err(e))?;
+    let began = std::time::Instant::now();
+    let mut fewer = 0u64;
+    for key in keys {
+        if began.elapsed() > COMPACT_TIME {
+            break;
+        }
+        let (before, after) = batch(db, |c| crate::events::fold(c, key))?;
+        fewer += before.saturating_sub(after) as u64;
+    }
+    Ok(fewer)
 }
 
 /// Buckets compacted into one at most hold this many samples (an hour at 19 Hz on 58

@@ -343,3 +343,213 @@ fn a_damaged_block_is_an_error_naming_its_row() {
         assert!(matches!(&e, StoreError::Corrupt { detail, .. } if detail.starts_with(&named)), "{e}");
     }
 }
+
+/// The rows of `capture` per host, with their first times, counts and bytes.
+fn rows_of(path: &Path, capture: CaptureId) -> Vec<(i64, i64, i64, i64, Vec<u8>)> {
+    let c = rusqlite::Connection::open(path).unwrap();
+    c.prepare("SELECT id, host, first_ns, count, data FROM event_blocks WHERE capture = ?1 ORDER BY id")
+        .unwrap()
+        .query_map([capture.0], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// Appends as the watcher does: the calls of the fixture spread over 71 minutes, the slowest ten of each 10-s bucket, a bucket at a time in time order, for two hosts (web2's 1 ns
+/// later); the calls of one bucket a minute are appended a bucket late; and a capture of
+/// every call of the first 200 ms, which folding leaves alone.
+fn append_outliers_as_the_watcher(db: &mut Sqlite, events: &[Owned]) -> CaptureId {
+    let mut spread = events.to_vec();
+    spread.sort_by_key(|e| e.ts_ns);
+    // The fixture comes in bursts: its calls in their order, 247 ms apart (plus their
+    // microseconds and nanoseconds).
+    for (i, e) in spread.iter_mut().enumerate() {
+        e.ts_ns = T0 as u64 + i as u64 * 247_000_000 + e.ts_ns % 1_000_000;
+    }
+    let bucket = |e: &Owned| (e.ts_ns - T0 as u64) / (10 * SEC as u64);
+    // The slowest ten of each bucket, in time order (ties of duration as they came).
+    let buckets: Vec<Vec<Owned>> = spread
+        .chunk_by(|a, b| bucket(a) == bucket(b))
+        .map(|b| {
+            let mut b = b.to_vec();
+            b.sort_by_key(|e| std::cmp::Reverse(e.duration_ns));
+            b.truncate(10);
+            b.sort_by_key(|e| e.ts_ns);
+            b
+        })
+        .collect();
+    assert!(buckets.len() > 400, "{}", buckets.len());
+    let append = |db: &mut Sqlite, window: &[Owned]| {
+        let recs: Vec<EventRecord<'_>> = window.iter().map(Owned::record).collect();
+        db.append_outliers("web1", LatencyKind::Syscall, &recs).unwrap();
+        let later: Vec<EventRecord<'_>> =
+            recs.iter().map(|r| EventRecord { ts_ns: r.ts_ns.map(|t| t + 1), ..*r }).collect();
+        db.append_outliers("web2", LatencyKind::Syscall, &later).unwrap();
+    };
+    let mut late: Option<&Vec<Owned>> = None;
+    for (k, window) in buckets.iter().enumerate() {
+        if k % 6 == 3 {
+            late = Some(window);
+            continue;
+        }
+        append(db, window);
+        if let Some(w) = late.take() {
+            append(db, w);
+        }
+    }
+    if let Some(w) = late {
+        append(db, w);
+    }
+    let meta = Meta::with_unit(Unit::Nanoseconds);
+    let c = db
+        .begin_capture(&CaptureStart {
+            host: "web1",
+            kind: Kind::Syscalls,
+            start_ns: T0,
+            trigger: None,
+            meta: &meta,
+        })
+        .unwrap();
+    for window in events.iter().filter(|e| e.ts_ns < T0 as u64 + 200_000_000).collect::<Vec<_>>().chunks(50) {
+        let recs: Vec<EventRecord<'_>> = window.iter().map(|e| e.record()).collect();
+        db.append_events(c, &recs).unwrap();
+    }
+    c
+}
+
+/// Everything a reader asks of outliers and of a capture, over ranges that cut the data anywhere.
+fn outlier_reads(db: &Sqlite, capture: CaptureId) -> Vec<(String, Vec<StoredEvent>)> {
+    let mut out = Vec::new();
+    let span = 75 * 60 * SEC;
+    let mut ranges = vec![(i64::MIN, i64::MAX), (T0, T0 + 1), (T0 + 3_600 * SEC, i64::MAX)];
+    for k in 0..17 {
+        let from = T0 + k * span / 17 + k * 7_777;
+        ranges.push((from, from + span / 11));
+    }
+    for &(from, to) in &ranges {
+        out.push((format!("capture [{from}, {to})"), db.capture_events(capture, from, to).unwrap()));
+        for host in [None, Some("web1"), Some("web2"), Some("nohost")] {
+            out.push((
+                format!("outliers of {host:?} [{from}, {to})"),
+                db.outliers(LatencyKind::Syscall, from, to, host).unwrap(),
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn outliers_of_closed_spans_fold_into_a_row_each_and_read_as_before() {
+    let d = dir("fold");
+    let (plain_path, path) = (d.join("plain.db"), d.join("folded.db"));
+    let events = real_events();
+    let mut plain = Sqlite::open(&plain_path, OpenMode::Write).unwrap();
+    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    let c = append_outliers_as_the_watcher(&mut plain, &events);
+    assert_eq!(append_outliers_as_the_watcher(&mut db, &events), c);
+    let want = outlier_reads(&plain, c);
+    let outliers = kflame_store::outlier_capture(LatencyKind::Syscall);
+    let appended = rows_of(&path, outliers);
+    let capture_rows = rows_of(&path, c);
+    let total = db.capture_event_count(outliers).unwrap();
+    assert!(total > 400, "{total}");
+    let min = 60 * SEC;
+    // Per host, the rows whose first event is in [from, to).
+    let rows_in = |from: i64, to: i64| -> Vec<usize> {
+        let rows = rows_of(&path, outliers);
+        [1, 2].iter().map(|h| rows.iter().filter(|r| r.1 == *h && r.2 >= from && r.2 < to).count()).collect()
+    };
+    assert!(rows_in(T0, T0 + 10 * min).iter().all(|&n| n > 1), "{:?}", rows_in(T0, T0 + 10 * min));
+
+    // Ten minutes closed, but not a minute ago yet: nothing folds.
+    let m = db.maintain(&Policy::new(T0 + 10 * min + 59 * SEC)).unwrap();
+    assert_eq!((m.folded_event_rows, rows_of(&path, outliers).len()), (0, appended.len()));
+    // A minute later the first span is a row per host, read as before.
+    let m = db.maintain(&Policy::new(T0 + 11 * min)).unwrap();
+    assert_eq!(rows_in(T0, T0 + 10 * min), [1, 1]);
+    assert_eq!(m.folded_event_rows as usize, appended.len() - rows_of(&path, outliers).len());
+    assert!(rows_in(T0 + 10 * min, T0 + 20 * min).iter().all(|&n| n > 1));
+    assert_same(&outlier_reads(&db, c), &want);
+    // The first row of the span kept its id.
+    assert_eq!(rows_of(&path, outliers)[0].0, appended[0].0);
+
+    // Two hours on: the first hour a row per host, and each ten minutes after it.
+    db.maintain(&Policy::new(T0 + 120 * min)).unwrap();
+    assert_eq!(rows_in(T0, T0 + 60 * min), [1, 1]);
+    assert_eq!(rows_in(T0 + 60 * min, T0 + 70 * min), [1, 1]);
+    assert_eq!(rows_in(T0 + 70 * min, T0 + 80 * min), [1, 1]);
+    assert_eq!(rows_of(&path, outliers).len(), 6);
+    assert_same(&outlier_reads(&db, c), &want);
+    assert_eq!(db.capture_event_count(outliers).unwrap(), total);
+    assert_eq!(db.capture_event_count(c).unwrap(), plain.capture_event_count(c).unwrap());
+    // A capture's own rows are left as they were.
+    assert_eq!(rows_of(&path, c), capture_rows);
+    // Nothing more to fold until the second hour closes: then it is a row per host.
+    assert_eq!(db.maintain(&Policy::new(T0 + 120 * min)).unwrap().folded_event_rows, 0);
+    assert_eq!(db.maintain(&Policy::new(T0 + 121 * min)).unwrap().folded_event_rows, 2);
+    assert_eq!(rows_in(T0 + 60 * min, T0 + 120 * min), [1, 1]);
+    assert_same(&outlier_reads(&db, c), &want);
+    assert!(table_bytes(&path, "event_blocks") < table_bytes(&plain_path, "event_blocks"));
+
+    // An outlier written late into the folded hour joins it at the next run.
+    let late = Owned { ts_ns: T0 as u64 + 5 * min as u64 + 17, ..events[0].clone() };
+    for db in [&mut plain, &mut db] {
+        db.append_outliers("web1", LatencyKind::Syscall, &[late.record()]).unwrap();
+    }
+    assert_eq!(rows_in(T0, T0 + 60 * min), [2, 1]);
+    assert_eq!(db.maintain(&Policy::new(T0 + 122 * min)).unwrap().folded_event_rows, 1);
+    assert_eq!(rows_in(T0, T0 + 60 * min), [1, 1]);
+    let want = outlier_reads(&plain, c);
+    assert_same(&outlier_reads(&db, c), &want);
+
+    // Retention cuts a folded row by event time and keeps every stack a kept event uses.
+    let cutoff = T0 + 37 * min + 123;
+    let policy = Policy { retain_ns: Some(60 * SEC), ..Policy::new(cutoff + 60 * SEC) };
+    let m = db.maintain(&policy).unwrap();
+    assert!(m.expired_rows > 0, "{m:?}");
+    let kept: Vec<StoredEvent> = want[1].1.iter().filter(|e| e.time_ns >= cutoff).cloned().collect();
+    let after = db.outliers(LatencyKind::Syscall, i64::MIN, i64::MAX, None).unwrap();
+    assert_same(&[("after retention".into(), after.clone())], &[(String::new(), kept.clone())]);
+    assert!(!kept.is_empty() && kept.len() < want[1].1.len());
+    let stacks: Vec<_> = after.iter().map(|e| e.stack).collect();
+    let texts = db.stack_texts(&stacks).unwrap();
+    assert!(texts.iter().all(|t| !t.is_empty()));
+    assert_eq!(db.capture_event_count(outliers).unwrap(), kept.len() as u64);
+}
+
+/// A fold is one transaction: one of its rows damaged, the fold fails naming the row, and
+/// every row of the span is still there, read as before where the damage does not reach.
+#[test]
+fn a_fold_that_fails_leaves_the_rows_as_they_were() {
+    let d = dir("fold-damaged");
+    let path = d.join("h.db");
+    let events = real_events();
+    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    let c = append_outliers_as_the_watcher(&mut db, &events);
+    let want = outlier_reads(&db, c);
+    drop(db);
+    let outliers = kflame_store::outlier_capture(LatencyKind::Syscall);
+    let rows = rows_of(&path, outliers);
+    // The last row of web1's first ten minutes: what precedes it still reads.
+    let id = rows.iter().rfind(|r| r.1 == 1 && r.2 < T0 + 600 * SEC).unwrap().0;
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute("UPDATE event_blocks SET data = x'01020304' WHERE id = ?1", [id]).unwrap();
+    drop(conn);
+    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    let e = db.maintain(&Policy::new(T0 + 120 * 60 * SEC)).unwrap_err();
+    assert!(
+        matches!(&e, StoreError::Corrupt { detail, .. } if detail.starts_with(&format!("event_blocks row {id}: "))),
+        "{e}"
+    );
+    let left = rows_of(&path, outliers);
+    let first = |rows: &[(i64, i64, i64, i64, Vec<u8>)]| {
+        rows.iter().filter(|r| r.1 == 1 && r.2 < T0 + 600 * SEC).map(|r| r.0).collect::<Vec<_>>()
+    };
+    assert!(first(&rows).len() > 1);
+    assert_eq!(first(&left), first(&rows));
+    assert!(left.iter().any(|r| r.0 == id));
+    let upto = rows.iter().find(|r| r.0 == id).unwrap().2 - 10 * SEC;
+    let before: Vec<StoredEvent> = want[2].1.iter().filter(|e| e.time_ns < upto).cloned().collect();
+    assert!(before.len() > 10, "{}", before.len());
+    assert_eq!(db.outliers(LatencyKind::Syscall, i64::MIN, upto, Some("web1")).unwrap(), before);
+}
