@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 cargo build --release --locked -p kflame-cli >&2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp" /var/tmp/kflame-bench-dd' EXIT
-cp target/release/kflame "$tmp/kflame"
+cp "${CARGO_TARGET_DIR:-target}/release/kflame" "$tmp/kflame"
 cc -O1 -fno-omit-frame-pointer -pthread -o "$tmp/kfwork" crates/kflame/tests/data/record/workload.c
 # rec SECONDS OUT MODE... -- WORKLOAD...: records every task for SECONDS while the workload,
 # started half a second in, runs; prints kflame's own CPU seconds (not the workload's).

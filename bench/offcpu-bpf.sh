@@ -20,7 +20,7 @@ ROUNDS=${ROUNDS:-5}
 command -v perf >/dev/null || { echo "perf is not installed" >&2; exit 2; }
 cargo build --release --locked -p kflame-cli >&2
 tmp=$(mktemp -d)
-cp target/release/kflame "$tmp/kflame" # a test build may replace target/release/kflame meanwhile
+cp "${CARGO_TARGET_DIR:-target}/release/kflame" "$tmp/kflame" # a test build may replace target/release/kflame meanwhile
 # perf mounts tracefs when none is (to find sched:sched_switch) and leaves it: the machine's
 # tracing state is put back as it was.
 tracefs_before=$(grep -c ' tracefs ' /proc/mounts || true)

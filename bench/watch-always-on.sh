@@ -29,7 +29,7 @@ NCPU=$(nproc)
 cargo build --release --locked -p kflame-cli >&2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cp target/release/kflame "$tmp/kflame" # a test build may replace target/release/kflame meanwhile
+cp "${CARGO_TARGET_DIR:-target}/release/kflame" "$tmp/kflame" # a test build may replace target/release/kflame meanwhile
 cc -O1 -fno-omit-frame-pointer -pthread -o "$tmp/kfwork" crates/kflame/tests/data/record/workload.c
 cc -O2 -o "$tmp/pingpong" bench/pingpong.c
 

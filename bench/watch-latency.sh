@@ -20,7 +20,7 @@ HZ=$(getconf CLK_TCK)
 cargo build --release --locked -p kflame-cli >&2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cp target/release/kflame "$tmp/kflame"
+cp "${CARGO_TARGET_DIR:-target}/release/kflame" "$tmp/kflame"
 cc -O1 -fno-omit-frame-pointer -pthread -o "$tmp/kfwork" crates/kflame/tests/data/record/workload.c
 # ns per call of N writes
 calls() {

@@ -19,7 +19,7 @@ command -v sqlite3 >/dev/null || { echo "needs the sqlite3 shell (Debian: sqlite
 cargo build --release --locked -p kflame-cli >&2
 tmp=$(mktemp -d /var/tmp/kflame-storage.XXXXXX) # on the disk: the O_DSYNC writes wait for it
 trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] && echo "kept: $tmp/h.db" >&2 || rm -rf "$tmp"' EXIT
-cp target/release/kflame "$tmp/kflame"
+cp "${CARGO_TARGET_DIR:-target}/release/kflame" "$tmp/kflame"
 cc -O1 -fno-omit-frame-pointer -pthread -o "$tmp/kfwork" crates/kflame/tests/data/record/workload.c
 cc -O2 -o "$tmp/pingpong" bench/pingpong.c
 

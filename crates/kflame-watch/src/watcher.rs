@@ -1064,8 +1064,13 @@ impl<S: Store> Watcher<S> {
                 },
                 &format!(
                     "database maintenance: {} rows expired, {} buckets downsampled, {} rows over the disk \
-                     budget, {} -> {} bytes",
-                    m.expired_rows, m.downsampled_buckets, m.budget_rows, m.bytes_before, m.bytes_after
+                     budget, {} outlier rows folded, {} -> {} bytes",
+                    m.expired_rows,
+                    m.downsampled_buckets,
+                    m.budget_rows,
+                    m.folded_event_rows,
+                    m.bytes_before,
+                    m.bytes_after
                 ),
             ),
             Err(e) => control.log(Level::Warn, &format!("database maintenance: {e}")),
