@@ -564,7 +564,8 @@ impl Query for Reader {
                     detail: format!("latency buckets of {host} {label} at {time_ns} cannot be read"),
                 });
             }
-            let point = LatencyPoint { time_ns, histogram, slow };
+            // One row per read of a second.
+            let point = LatencyPoint { time_ns, histogram, slow, span_ms: 1000 };
             match out.last_mut() {
                 Some(s) if s.host == host && s.label == label => s.points.push(point),
                 _ => out.push(LatencySeries { host, kind: q.kind, label, points: vec![point] }),
@@ -602,7 +603,7 @@ impl Query for Reader {
         kflame_store_api::derived::series_many(
             names,
             q,
-            |names| self.stored_series(names, q),
+            |names, q| self.stored_series(names, q),
             |lq| self.latency(lq),
         )
     }

@@ -751,6 +751,9 @@ pub struct LatencyRow<'a> {
     pub histogram: &'a Histogram,
     /// Events over the family's outlier threshold.
     pub slow: u64,
+    /// The milliseconds the histogram covers (the interval since the previous read), which
+    /// the rates `FAMILY.slow` and `FAMILY.wait` are read over ([`derived`]).
+    pub span_ms: u32,
 }
 
 /// Why a batch of per-event records cannot be stored, naming the first bad one (`what`: `event`,
@@ -797,6 +800,11 @@ pub struct LatencyPoint {
     pub histogram: Histogram,
     /// Events over the outlier threshold.
     pub slow: u64,
+    /// The milliseconds the histogram covers: the interval of its read, or the sum of those
+    /// of the reads summed into it (10 s in hours no longer recent); for histograms stored
+    /// before spans were (SQLite latency rows of format 2 and older), 1 s, or 10 s in rows
+    /// of a folded hour.
+    pub span_ms: u32,
 }
 
 /// The latency histograms of one host and label over a range.
