@@ -505,7 +505,7 @@ impl Store for Writer {
         let mark = self.mark();
         let day = day_of(time_ns);
         self.host_row(host, day, time_ns);
-        // Latency percentiles are read from the histograms.
+        // Latency percentiles, maxima and rates are read from the histograms.
         for m in metrics.iter().filter(|m| kflame_store_api::derived::derived(m.name).is_none()) {
             let b = self.buf(t("metrics"));
             b.u16(day);

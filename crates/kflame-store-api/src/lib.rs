@@ -380,9 +380,10 @@ impl StoreError {
 /// The writing side: what a collector appends. Every call is one transaction: it is stored
 /// whole or not at all.
 pub trait Store: Send {
-    /// Metric values of one host at one time. The percentiles and maxima of latency
-    /// ([`derived::derived`]: `syscall.lat.p99`, ...) are read from the latency histograms
-    /// ([`Store::append_latency`]): values appended under those names are not kept.
+    /// Metric values of one host at one time. The percentiles, maxima and rates of latency
+    /// ([`derived::derived`]: `syscall.lat.p99`, `syscall.slow`, `lock.wait`, ...) are read
+    /// from the latency histograms ([`Store::append_latency`]): values appended under those
+    /// names are not kept.
     fn append_metrics(&mut self, host: &str, time_ns: i64, metrics: &[Metric<'_>]) -> Result<(), StoreError>;
     /// One profile bucket.
     fn append_bucket(&mut self, bucket: &Bucket<'_>) -> Result<(), StoreError>;

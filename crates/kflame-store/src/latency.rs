@@ -555,8 +555,8 @@ const SPAN_NS: i64 = 600_000_000_000;
 const HOUR_NS: i64 = 3_600_000_000_000;
 /// The histograms of an hour's row, once the hour ends: one per label and 10 s. The heat map
 /// of a day is drawn in columns of a minute or more; the seconds of an hour no longer recent
-/// would cost ten times the bytes for a resolution no view of that range shows. Percentiles,
-/// maxima and slow counts per second stay in the metric rows; outliers keep their own times.
+/// would cost ten times the bytes for a resolution no view of that range shows. The metrics
+/// read from them (percentiles, maxima, rates) are then of 10 s; outliers keep their own times.
 pub(crate) const COARSE_NS: i64 = 10_000_000_000;
 
 /// Writes `block` of `host` (the block `[start_ns, end_ns)`), merged with what was written
