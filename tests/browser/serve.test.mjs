@@ -110,8 +110,9 @@ test('without the token every path is 401; with it the page drops the token from
   assert.ok(!page.url().includes('token'), page.url());
   assert.equal(await page.evaluate(() => document.cookie), '', 'the cookie is HttpOnly');
   const charts = await page.locator('.ks-chart').evaluateAll((cs) => cs.map((c) => c.dataset.chart));
-  // The latency charts read their percentiles from the history's histograms.
-  assert.deepEqual(charts, ['cpu', 'mem', 'io', 'io-util', 'psi', 'syscall-lat', 'runq-lat']);
+  // The latency charts read their percentiles and rates (slow calls and waits per second)
+  // from the history's histograms.
+  assert.deepEqual(charts, ['cpu', 'mem', 'io', 'io-util', 'psi', 'syscall-lat', 'syscall-slow', 'runq-lat', 'wait', 'slow']);
   const t = await totals(page);
   assert.ok(t.heat > 1000, 'samples in the default range: ' + t.heat);
   assert.equal(t.viewer, t.heat);
@@ -337,7 +338,7 @@ test('charts: the main ones open and short, the others one click away, round tic
   const shown = () => page.locator('.ks-chart').evaluateAll((cs) => cs.filter((c) => !c.hidden).map((c) => c.dataset.chart));
   assert.deepEqual(await shown(), ['cpu', 'mem', 'io', 'psi']);
   assert.deepEqual(await page.locator('.ks-more-chart').evaluateAll((bs) => bs.map((b) => b.dataset.chart)),
-    ['io-util', 'syscall-lat', 'runq-lat']);
+    ['io-util', 'syscall-lat', 'syscall-slow', 'runq-lat', 'wait', 'slow']);
   // The flame graph starts on the first screen of a 1280x900 window, with room to be seen.
   const graph = await page.locator('.ks-viewer .kf-canvas').first().boundingBox();
   assert.ok(graph.y < 900 - 250, 'the flame graph starts at ' + graph.y);

@@ -140,6 +140,43 @@ impl Columns {
     }
 }
 
+/// The column names of a `Native` body as [`Columns::encode`] writes it (its first block's),
+/// `None` for bytes it did not write: what a batch spooled by an earlier version holds, which
+/// may lack columns added since (the server gives them their defaults).
+pub fn column_names(body: &[u8]) -> Option<Vec<String>> {
+    let mut r = Reader::new(body);
+    let leb = |r: &mut Reader<'_>| -> Option<u64> {
+        let (mut v, mut shift) = (0u64, 0u32);
+        loop {
+            let b = r.u8().ok()?;
+            v |= u64::from(b & 0x7f).checked_shl(shift)?;
+            if b < 0x80 {
+                return Some(v);
+            }
+            shift += 7;
+            if shift > 63 {
+                return None;
+            }
+        }
+    };
+    let (columns, rows) = (leb(&mut r)?, leb(&mut r)?);
+    let mut names = Vec::new();
+    for _ in 0..columns {
+        let name = r.string().ok()?;
+        let ty = r.string().ok()?;
+        match fixed_width(&ty) {
+            Some(w) => r.skip(usize::try_from(rows).ok()?.checked_mul(w)?).ok()?,
+            None => {
+                for _ in 0..rows {
+                    r.bytes().ok()?;
+                }
+            }
+        }
+        names.push(name);
+    }
+    Some(names)
+}
+
 /// The bytes of one value of a fixed-width type (`None`: `String`).
 fn fixed_width(ty: &str) -> Option<usize> {
     match ty {
@@ -185,6 +222,26 @@ impl Put for Columns {
 mod tests {
     use super::*;
     use crate::schema::HOSTS;
+
+    /// The column names of a body, strings and fixed widths skipped over; bytes it did not
+    /// write give none.
+    #[test]
+    fn column_names_of_a_body() {
+        let mut c = Columns::new(HOSTS.columns.len());
+        for (day, host) in [(20_000u16, "a"), (20_001, "bb")] {
+            c.u16(day);
+            c.str(host);
+            c.i64(-1);
+            c.str("role=db");
+        }
+        let body = c.encode(&HOSTS);
+        let want: Vec<String> = HOSTS.columns.iter().map(|c| c.0.to_string()).collect();
+        assert_eq!(column_names(&body), Some(want));
+        for cut in 0..body.len() {
+            assert_eq!(column_names(&body[..cut]), None, "cut at {cut}");
+        }
+        assert_eq!(column_names(&[]), None);
+    }
 
     #[test]
     fn rows_become_one_block_of_columns() {

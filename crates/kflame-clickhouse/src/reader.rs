@@ -545,7 +545,7 @@ impl Query for Reader {
         }
         w.push_str(&host_filter(q.host, None));
         let data = self.select(&format!(
-            "SELECT host, label, time_ns, slow, max_ns, sum_ns, buckets FROM {} WHERE {w} \
+            "SELECT host, label, time_ns, slow, max_ns, sum_ns, buckets, span_ms FROM {} WHERE {w} \
              ORDER BY host, label, time_ns",
             self.t("latency")
         ))?;
@@ -564,7 +564,13 @@ impl Query for Reader {
                     detail: format!("latency buckets of {host} {label} at {time_ns} cannot be read"),
                 });
             }
-            let point = LatencyPoint { time_ns, histogram, slow };
+            // Rows of batches spooled before the column was added and sent after may hold 0 (the
+            // type's default rather than the column's): a read of a second, as all were then.
+            let span_ms = match r.u32().map_err(m)? {
+                0 => schema::SPAN_MS_BEFORE,
+                s => s,
+            };
+            let point = LatencyPoint { time_ns, histogram, slow, span_ms };
             match out.last_mut() {
                 Some(s) if s.host == host && s.label == label => s.points.push(point),
                 _ => out.push(LatencySeries { host, kind: q.kind, label, points: vec![point] }),
@@ -602,7 +608,7 @@ impl Query for Reader {
         kflame_store_api::derived::series_many(
             names,
             q,
-            |names| self.stored_series(names, q),
+            |names, q| self.stored_series(names, q),
             |lq| self.latency(lq),
         )
     }

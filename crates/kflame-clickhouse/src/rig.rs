@@ -383,15 +383,24 @@ pub mod fleet {
             }
             let mut cpu0 = kflame::latency::Histogram::default();
             cpu0.record(2_000_000 + s as u64);
+            // Reads a second apart, give or take the 10 ms of /proc/uptime.
+            let span_ms = [1000, 990, 1010, 1000][s as usize % 4];
             let rows = [
-                LatencyRow { kind: LatencyKind::Syscall, label: "", histogram: &write, slow: s as u64 % 3 },
+                LatencyRow {
+                    kind: LatencyKind::Syscall,
+                    label: "",
+                    histogram: &write,
+                    slow: s as u64 % 3,
+                    span_ms,
+                },
                 LatencyRow {
                     kind: LatencyKind::Syscall,
                     label: "write",
                     histogram: &write,
                     slow: s as u64 % 3,
+                    span_ms,
                 },
-                LatencyRow { kind: LatencyKind::Runq, label: "cpu0", histogram: &cpu0, slow: 0 },
+                LatencyRow { kind: LatencyKind::Runq, label: "cpu0", histogram: &cpu0, slow: 0, span_ms },
             ];
             store.append_latency(host, t0 + s * SEC + 999_000_000, &rows)?;
         }

@@ -123,6 +123,11 @@ impl<'a> Reader<'a> {
         Ok(a)
     }
 
+    /// Skips `n` bytes.
+    pub fn skip(&mut self, n: usize) -> Result<(), ReadError> {
+        self.take(n, "the bytes of a column").map(|_| ())
+    }
+
     /// `UInt8`.
     pub fn u8(&mut self) -> Result<u8, ReadError> {
         Ok(self.take(1, "a UInt8")?[0])

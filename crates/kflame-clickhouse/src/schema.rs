@@ -190,7 +190,10 @@ pub const REPORTS: Table = Table {
 };
 
 /// Latency histograms, one row per second, family and label: `buckets` holds the non-empty
-/// buckets of `kflame::latency` as (u8 bucket, LEB128 count) pairs.
+/// buckets of `kflame::latency` as (u8 bucket, LEB128 count) pairs; `span_ms` the
+/// milliseconds the histogram covers (the read's interval), which the rates `FAMILY.slow` and
+/// `FAMILY.wait` are read over (added by `kflame store init`, [`ADDED`]: rows from before it
+/// read as [`SPAN_MS_BEFORE`]).
 pub const LATENCY: Table = Table {
     name: "latency",
     columns: &[
@@ -203,11 +206,20 @@ pub const LATENCY: Table = Table {
         ("max_ns", "UInt64"),
         ("sum_ns", "UInt64"),
         ("buckets", "String"),
+        ("span_ms", "UInt32"),
     ],
     order_by: "kind, label, host, time_ns",
     engine: "MergeTree",
     shard_by: "cityHash64(host)",
 };
+
+/// The span of the latency rows written before `span_ms` was: a read of a second.
+pub const SPAN_MS_BEFORE: u32 = 1000;
+
+/// Columns added to tables after kflame first made them, each the last of its table when it
+/// was added (table, column, default of the rows already there): `init` adds those a database
+/// lacks; `check` asks for `init` when they are missing.
+pub const ADDED: &[(&str, &str, &str)] = &[("latency", "span_ms", "1000")];
 
 /// The non-empty buckets of a histogram as `LATENCY`'s `buckets` holds them.
 pub fn encode_buckets(counts: &[u64]) -> Vec<u8> {
@@ -352,7 +364,14 @@ pub fn has_ttl(version: (u32, u32)) -> bool {
 pub fn ddl(loc: &Location, opts: &InitOptions, version: (u32, u32)) -> Vec<String> {
     let mut out = vec![format!("CREATE DATABASE IF NOT EXISTS {}", loc.database)];
     for t in TABLES {
-        let cols: Vec<String> = t.columns.iter().map(|(n, ty)| format!("{n} {ty}")).collect();
+        let cols: Vec<String> = t
+            .columns
+            .iter()
+            .map(|(n, ty)| match ADDED.iter().find(|a| a.0 == t.name && a.1 == *n) {
+                Some((_, _, default)) => format!("{n} {ty} DEFAULT {default}"),
+                None => format!("{n} {ty}"),
+            })
+            .collect();
         let ttl = match opts.retain_days {
             Some(d) if has_ttl(version) => format!(" TTL day + toIntervalDay({d})"),
             _ => String::new(),
@@ -428,12 +447,33 @@ pub fn init(client: &Client, loc: &Location, opts: &InitOptions) -> Result<Vec<S
     for s in &stmts {
         client.query(s, &[])?;
     }
+    // Tables made by an earlier kflame lack the columns added since: added last, with the
+    // value of the rows already there as their default.
+    let have = columns(client, loc)?;
+    for (table, column, default) in ADDED {
+        let Some(t) = TABLES.iter().find(|t| t.name == *table) else { continue };
+        let Some((_, ty)) = t.columns.iter().find(|c| c.0 == *column) else { continue };
+        let mut names = vec![loc.local_table(table)];
+        if loc.cluster.is_some() {
+            names.push(loc.table(table));
+        }
+        for name in names {
+            let short = name.rsplit_once('.').map_or(name.as_str(), |(_, n)| n);
+            let found =
+                have.lines().filter_map(|l| l.split_once('\t')).any(|(tb, c)| tb == short && c == *column);
+            if !found {
+                let s = format!("ALTER TABLE {name} ADD COLUMN {column} {ty} DEFAULT {default}");
+                client.query(&s, &[])?;
+                stmts.push(s);
+            }
+        }
+    }
     check(client, loc)?;
     Ok(stmts)
 }
 
-/// Checks that every table exists with kflame's columns (names in order).
-pub fn check(client: &Client, loc: &Location) -> Result<(), SchemaError> {
+/// `table\tcolumn` lines of every column of the database, in each table's order.
+fn columns(client: &Client, loc: &Location) -> Result<String, HttpError> {
     let answer = client.query(
         &format!(
             "SELECT table, name FROM system.columns WHERE database = '{}' ORDER BY table, position FORMAT TSV",
@@ -449,7 +489,12 @@ pub fn check(client: &Client, loc: &Location) -> Result<(), SchemaError> {
         )?,
         other => other?,
     };
-    let text = String::from_utf8_lossy(&answer);
+    Ok(String::from_utf8_lossy(&answer).into_owned())
+}
+
+/// Checks that every table exists with kflame's columns (names in order).
+pub fn check(client: &Client, loc: &Location) -> Result<(), SchemaError> {
+    let text = columns(client, loc)?;
     let mut missing = Vec::new();
     for t in TABLES {
         let want: Vec<&str> = t.columns.iter().map(|(n, _)| *n).collect();
@@ -463,8 +508,17 @@ pub fn check(client: &Client, loc: &Location) -> Result<(), SchemaError> {
             have.extend(
                 text.lines().filter_map(|l| l.split_once('\t')).filter(|(tb, _)| *tb == name).map(|(_, c)| c),
             );
+            let added: Vec<&str> =
+                ADDED.iter().filter(|a| a.0 == t.name && !have.contains(&a.1)).map(|a| a.1).collect();
             if have.is_empty() {
                 missing.push(format!("{}.{name}", loc.database));
+            } else if !added.is_empty() && have.len() + added.len() == want.len() && want.starts_with(&have) {
+                return Err(SchemaError::Mismatch(format!(
+                    "{}.{name} has no column {}, which this kflame writes: run `kflame store init --store {loc}` \
+                     to add it",
+                    loc.database,
+                    added.join(", ")
+                )));
             } else if have != want {
                 return Err(SchemaError::Mismatch(format!(
                     "{}.{name} has columns ({}), kflame writes ({}): made by another kflame version",

@@ -342,8 +342,23 @@ impl Writer {
         self.backoff = (self.backoff * 2).min(Duration::from_secs(30));
     }
 
-    fn insert(&mut self, table: &str, rows: u64, format: &str, body: &[u8]) -> Result<(), HttpError> {
-        let tb = TABLES.iter().find(|t| t.name == table).map_or(String::new(), |t| t.column_list());
+    /// Inserts `body` into `table`; a `spooled` batch (perhaps by an earlier version, whose
+    /// tables lacked columns added since) names the columns its `Native` body has.
+    fn insert(
+        &mut self,
+        table: &str,
+        rows: u64,
+        format: &str,
+        body: &[u8],
+        spooled: bool,
+    ) -> Result<(), HttpError> {
+        let own = (spooled && format == "Native")
+            .then(|| crate::native::column_names(body))
+            .flatten()
+            .map(|names| names.join(", "));
+        let tb = own.unwrap_or_else(|| {
+            TABLES.iter().find(|t| t.name == table).map_or(String::new(), |t| t.column_list())
+        });
         let target = if self.loc.insert_local { self.loc.local_table(table) } else { self.loc.table(table) };
         self.client.insert(&target, &tb, format, body, &self.settings)?;
         self.stats.rows_sent += rows;
@@ -358,7 +373,7 @@ impl Writer {
         }
         let resent = self.spool.len();
         while let Some(b) = self.spool.front()? {
-            if let Err(e) = self.insert(&b.table, b.rows, &b.format, &b.body) {
+            if let Err(e) = self.insert(&b.table, b.rows, &b.format, &b.body, true) {
                 self.failed(e);
                 return Err(self.unsent());
             }
@@ -369,7 +384,7 @@ impl Writer {
         // sums.
         for (i, table) in TABLES.iter().enumerate() {
             let Some((rows, body)) = self.encode(i) else { continue };
-            if let Err(e) = self.insert(table.name, rows, "Native", &body) {
+            if let Err(e) = self.insert(table.name, rows, "Native", &body, false) {
                 self.failed(e);
                 return Err(self.unsent());
             }
@@ -490,7 +505,7 @@ impl Store for Writer {
         let mark = self.mark();
         let day = day_of(time_ns);
         self.host_row(host, day, time_ns);
-        // Latency percentiles are read from the histograms.
+        // Latency percentiles, maxima and rates are read from the histograms.
         for m in metrics.iter().filter(|m| kflame_store_api::derived::derived(m.name).is_none()) {
             let b = self.buf(t("metrics"));
             b.u16(day);
@@ -703,6 +718,7 @@ impl Store for Writer {
             b.u64(r.histogram.max_ns);
             b.u64(r.histogram.sum_ns);
             b.bytes(&schema::encode_buckets(&r.histogram.counts));
+            b.u32(r.span_ms);
         }
         self.commit(mark, false)
     }

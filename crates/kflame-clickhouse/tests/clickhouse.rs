@@ -171,6 +171,16 @@ fn compare(ch: &dyn Query, db: &dyn Query) {
             }
         }
     }
+    // Rates read from the histograms over their spans (reads 1 s apart, give or take 10 ms):
+    // the same values from both.
+    let q =
+        SeriesQuery { name: "", label: None, host: None, from_ns: T0, to_ns: T0 + 60 * SEC, points: None };
+    let names = ["syscall.slow", "runq.wait", "syscall.lat.p99"];
+    let (a, b) = (ch.series_many(&names, &q).unwrap(), db.series_many(&names, &q).unwrap());
+    for n in names {
+        assert!(b.iter().any(|s| s.name == n && !s.points.is_empty()), "{n}");
+    }
+    assert_eq!(a, b);
     let (a, b) = (ch.events(T0, T0 + 60 * SEC, None).unwrap(), db.events(T0, T0 + 60 * SEC, None).unwrap());
     assert_eq!(without_ids(a.clone()), without_ids(b.clone()));
     // Reports alone: those of the events, on either store.
@@ -518,6 +528,87 @@ fn bad_setups_are_refused_with_what_to_do() {
     let ran = schema::init(&c, &loc, &InitOptions::default()).unwrap();
     assert!(ran.iter().any(|s| s == "DROP TABLE older.samples_10m_mv"), "{ran:?}");
     Reader::open(&loc).unwrap();
+}
+
+/// A database of a kflame before latency rows had spans: refused until init adds the column;
+/// then its rows read as reads of a second, a batch spooled then (without the column) is taken,
+/// and new rows keep their spans.
+#[test]
+fn latency_rows_before_spans_read_as_seconds_once_init_adds_them() {
+    use kflame_store::LatencyRow;
+    let rig = Rig::start(1).unwrap();
+    let loc = rig.location(0, "nospan", false);
+    let c = kflame_clickhouse::http::Client::new(&loc);
+    schema::init(&c, &loc, &InitOptions::default()).unwrap();
+    c.query("ALTER TABLE nospan.latency DROP COLUMN span_ms", &[]).unwrap();
+    let day = schema::day_of(T0);
+    let mut h = kflame::latency::Histogram::default();
+    h.record(30_000_000);
+    h.record(30_000_000);
+    c.query(
+        &format!(
+            "INSERT INTO nospan.latency (day, host, time_ns, kind, label, slow, max_ns, sum_ns, buckets) VALUES \
+             ({day}, 'web1', {}, {}, 'mutex', 2, {}, {}, unhex('{}'))",
+            T0 + 999_000_000,
+            LatencyKind::Lock.code(),
+            h.max_ns,
+            h.sum_ns,
+            schema::encode_buckets(&h.counts).iter().map(|b| format!("{b:02x}")).collect::<String>()
+        ),
+        &[],
+    )
+    .unwrap();
+    let e = Reader::open(&loc).unwrap_err().to_string();
+    assert!(e.contains("nospan.latency has no column span_ms") && e.contains("kflame store init"), "{e}");
+    let ran = schema::init(&c, &loc, &InitOptions::default()).unwrap();
+    assert!(
+        ran.iter().any(|s| s == "ALTER TABLE nospan.latency ADD COLUMN span_ms UInt32 DEFAULT 1000"),
+        "{ran:?}"
+    );
+    assert!(schema::init(&c, &loc, &InitOptions::default()).unwrap().iter().all(|s| !s.contains("ALTER")));
+    // A batch an earlier writer spooled: the table's columns of then, in Native.
+    let old = schema::Table { columns: &schema::LATENCY.columns[..9], ..schema::LATENCY };
+    let mut cols = kflame_clickhouse::native::Columns::new(old.columns.len());
+    {
+        use kflame_clickhouse::rowbinary::Put;
+        cols.u16(day);
+        cols.str("web1");
+        cols.i64(T0 + 1_999_000_000);
+        cols.u8(LatencyKind::Lock.code());
+        cols.str("mutex");
+        cols.u64(2);
+        cols.u64(h.max_ns);
+        cols.u64(h.sum_ns);
+        Put::bytes(&mut cols, &schema::encode_buckets(&h.counts));
+    }
+    let body = cols.encode(&old);
+    let names = kflame_clickhouse::native::column_names(&body).unwrap();
+    c.insert("nospan.latency", &names.join(", "), "Native", &body, &[]).unwrap();
+    let mut w = Writer::open(&loc, &dir("nospan").join("spool.db"), WriterOptions::default()).unwrap();
+    let row = [LatencyRow { kind: LatencyKind::Lock, label: "mutex", histogram: &h, slow: 2, span_ms: 990 }];
+    w.append_latency("web1", T0 + 2_999_000_000, &row).unwrap();
+    w.flush().unwrap();
+    drop(w);
+    let ch = Reader::open(&loc).unwrap();
+    let q = LatencyQuery {
+        kind: LatencyKind::Lock,
+        label: Some("mutex"),
+        host: None,
+        from_ns: T0,
+        to_ns: T0 + 10 * SEC,
+    };
+    let spans: Vec<u32> = ch.latency(&q).unwrap()[0].points.iter().map(|p| p.span_ms).collect();
+    assert_eq!(spans, [1000, 1000, 990]);
+    let q = SeriesQuery {
+        name: "lock.wait",
+        label: Some("mutex"),
+        host: None,
+        from_ns: T0,
+        to_ns: T0 + 10 * SEC,
+        points: None,
+    };
+    let wait: Vec<f64> = ch.series(&q).unwrap()[0].points.iter().map(|p| p.avg).collect();
+    assert_eq!(wait, [60.0, 60.0, kflame_store::stored_metric_value(60.0 / 0.99)]);
 }
 
 #[test]

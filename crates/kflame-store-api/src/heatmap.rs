@@ -82,7 +82,7 @@ mod tests {
         for &n in ns {
             histogram.record(n);
         }
-        LatencyPoint { time_ns: t, histogram, slow: 0 }
+        LatencyPoint { time_ns: t, histogram, slow: 0, span_ms: 1000 }
     }
 
     /// Two columns of one second each; rows from the lowest bucket used to the highest;

@@ -382,9 +382,10 @@ impl StoreError {
 /// The writing side: what a collector appends. Every call is one transaction: it is stored
 /// whole or not at all.
 pub trait Store: Send {
-    /// Metric values of one host at one time. The percentiles and maxima of latency
-    /// ([`derived::derived`]: `syscall.lat.p99`, ...) are read from the latency histograms
-    /// ([`Store::append_latency`]): values appended under those names are not kept.
+    /// Metric values of one host at one time. The percentiles, maxima and rates of latency
+    /// ([`derived::derived`]: `syscall.lat.p99`, `syscall.slow`, `lock.wait`, ...) are read
+    /// from the latency histograms ([`Store::append_latency`]): values appended under those
+    /// names are not kept.
     fn append_metrics(&mut self, host: &str, time_ns: i64, metrics: &[Metric<'_>]) -> Result<(), StoreError>;
     /// One profile bucket.
     fn append_bucket(&mut self, bucket: &Bucket<'_>) -> Result<(), StoreError>;
@@ -753,6 +754,9 @@ pub struct LatencyRow<'a> {
     pub histogram: &'a Histogram,
     /// Events over the family's outlier threshold.
     pub slow: u64,
+    /// The milliseconds the histogram covers (the interval since the previous read), which
+    /// the rates `FAMILY.slow` and `FAMILY.wait` are read over ([`derived`]).
+    pub span_ms: u32,
 }
 
 /// Why a batch of per-event records cannot be stored, naming the first bad one (`what`: `event`,
@@ -799,6 +803,11 @@ pub struct LatencyPoint {
     pub histogram: Histogram,
     /// Events over the outlier threshold.
     pub slow: u64,
+    /// The milliseconds the histogram covers: the interval of its read, or the sum of those
+    /// of the reads summed into it (10 s in hours no longer recent); for histograms stored
+    /// before spans were (SQLite latency rows of format 2 and older), 1 s, or 10 s in rows
+    /// of a folded hour.
+    pub span_ms: u32,
 }
 
 /// The latency histograms of one host and label over a range.

@@ -50,7 +50,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for s in 0..hours * 3600 {
         let rows: Vec<LatencyRow<'_>> = replay[(s % n) as usize]
             .iter()
-            .map(|(kind, label, p)| LatencyRow { kind: *kind, label, histogram: &p.histogram, slow: p.slow })
+            .map(|(kind, label, p)| LatencyRow {
+                kind: *kind,
+                label,
+                histogram: &p.histogram,
+                slow: p.slow,
+                span_ms: p.span_ms,
+            })
             .collect();
         db.append_latency("host", t0 + s * SEC + 999_000_000, &rows)?;
     }

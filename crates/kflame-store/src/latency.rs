@@ -3,24 +3,31 @@
 //! histogram with its non-empty buckets only:
 //!
 //! ```text
-//! u8 2 (format), then zstd of:
+//! u8 3 (format), then zstd of:
 //! varint labels, each: u8 kind (LatencyKind::code), varint length, the label's bytes,
 //!   varint flags (1: derived, the family's total summed back by the reader), varint rows
 //! columns over the rows, in label then time order:
 //!   zigzag varint per row: its ms since the label's previous row (the first: since the
 //!     row's start) minus the previous row's step (0 for the first)
+//!   zigzag varint per row: its span (the ms its histogram covers) minus the label's previous
+//!     row's (the first: minus 1000)
 //!   varint per row: slow; max_ns; sum_ns; buckets (each column whole before the next)
 //!   varint per bucket of every row: its slot minus the previous one's (the row's first: the
 //!     slot); then varint per bucket: its count
 //! ```
 //!
 //! Columns of like values, a family's total left out when it is the sum of its labels (the
-//! watcher's always is): 62% of format 1's bytes for five minutes of a busy mix. A block's row is
+//! watcher's always is): 62% of format 1's bytes for five minutes of a busy mix. The spans
+//! (what the rates `FAMILY.slow` and `FAMILY.wait` are read over, `kflame_store_api::derived`)
+//! are the same for every label of a read and change rarely (the reads' intervals, 1 s give
+//! or take 10 ms): a column of zeros that compresses to almost nothing. A block's row is
 //! written when the block ends; the rows of a span of ten minutes are folded into one when it
 //! ends, those of an hour at its end (as metric rows are), each label's seconds summed into
 //! 10-second histograms then ([`COARSE_NS`]): the last hour keeps its seconds, a day is 24
-//! rows of 360 histograms per label (see `bench/watch-storage.sh` for the bytes). Format 1
-//! (rows one after another) and 0 (format 1 uncompressed) are read.
+//! rows of 360 histograms per label (see `bench/watch-storage.sh` for the bytes). Format 2
+//! (format 3 without spans), 1 (rows one after another) and 0 (format 1 uncompressed) are
+//! read, their spans inferred: 1 s, or [`COARSE_NS`] in the row of a folded hour (a row
+//! spanning an hour or more: the rows whose seconds [`write`] sums into 10-s histograms).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -31,8 +38,10 @@ use crate::codec::{Reader, out_zig, put_varint};
 use crate::db::{MAX_BUCKET_NS, TIME_UNIT_NS, corrupt};
 use crate::{LatencyPoint, LatencyRow};
 
-/// The first byte of a row's data: format 2 (columns), zstd-compressed.
-const VERSION: u8 = 2;
+/// The first byte of a row's data: format 3 (columns with spans), zstd-compressed.
+const VERSION: u8 = 3;
+/// Format 3 without spans: read, no longer written.
+const VERSION_2: u8 = 2;
 /// Format 1 (a row after another), zstd-compressed: read, no longer written.
 const VERSION_1: u8 = 1;
 /// zstd level (rows are small: the highest levels cost little).
@@ -49,7 +58,12 @@ struct Row {
     max_ns: u64,
     sum_ns: u64,
     buckets: Vec<(u32, u64)>,
+    /// The milliseconds the histogram covers.
+    span_ms: u32,
 }
+
+/// The span of the histograms of a read before spans were stored (formats 2 and older).
+const OLD_SPAN_MS: u32 = 1000;
 
 /// The histograms of one host and block, as they come.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -82,6 +96,7 @@ impl Block {
                 max_ns: r.histogram.max_ns,
                 sum_ns: r.histogram.sum_ns,
                 buckets,
+                span_ms: r.span_ms,
             });
         }
     }
@@ -109,7 +124,7 @@ impl Block {
         self.rows.sort_by_key(|r| r.time_ns);
     }
 
-    /// The row's bytes (times kept to the millisecond from `start_ns`): format 2, columns.
+    /// The row's bytes (times kept to the millisecond from `start_ns`): format 3, columns.
     pub(crate) fn encode(&self, start_ns: i64) -> Vec<u8> {
         self.encode_at(start_ns, ZSTD_LEVEL)
     }
@@ -133,27 +148,29 @@ impl Block {
             put_varint(&mut plain, u128::from(derived[i]));
             put_varint(&mut plain, u128::from(per_label[i]));
         }
-        // Columns: times (the change of the step from the label's previous row), slow counts,
-        // maxima, sums, buckets per row, then every row's buckets (slot steps, counts).
-        let mut cols: [Vec<u8>; 7] = Default::default();
+        // Columns: times (the change of the step from the label's previous row), spans (the
+        // change from the label's previous row), slow counts, maxima, sums, buckets per row,
+        // then every row's buckets (slot steps, counts).
+        let mut cols: [Vec<u8>; 8] = Default::default();
         let start_ms = start_ns.div_euclid(TIME_UNIT_NS);
-        let mut prev: Option<(u32, i64, i64)> = None;
+        let mut prev: Option<(u32, i64, i64, u32)> = None;
         for r in &rows {
             let ms = r.time_ns.div_euclid(TIME_UNIT_NS);
-            let (since, step) = match prev {
-                Some((label, t, step)) if label == r.label => (t, step),
-                _ => (start_ms, 0),
+            let (since, step, span) = match prev {
+                Some((label, t, step, span)) if label == r.label => (t, step, span),
+                _ => (start_ms, 0, OLD_SPAN_MS),
             };
-            prev = Some((r.label, ms, ms - since));
+            prev = Some((r.label, ms, ms - since, r.span_ms));
             out_zig(&mut cols[0], i128::from(ms - since - step));
-            put_varint(&mut cols[1], u128::from(r.slow));
-            put_varint(&mut cols[2], u128::from(r.max_ns));
-            put_varint(&mut cols[3], u128::from(r.sum_ns));
-            put_varint(&mut cols[4], r.buckets.len() as u128);
+            out_zig(&mut cols[1], i128::from(r.span_ms) - i128::from(span));
+            put_varint(&mut cols[2], u128::from(r.slow));
+            put_varint(&mut cols[3], u128::from(r.max_ns));
+            put_varint(&mut cols[4], u128::from(r.sum_ns));
+            put_varint(&mut cols[5], r.buckets.len() as u128);
             let mut last = 0;
             for &(slot, count) in &r.buckets {
-                put_varint(&mut cols[5], u128::from(slot - last));
-                put_varint(&mut cols[6], u128::from(count));
+                put_varint(&mut cols[6], u128::from(slot - last));
+                put_varint(&mut cols[7], u128::from(count));
                 last = slot;
             }
         }
@@ -170,8 +187,9 @@ impl Block {
     }
 
     /// Per label, whether its rows need not be stored: a family's total (label `""`) whose
-    /// every row is the sum of the family's other labels at the same time, and which has a
-    /// row wherever they do (the watcher's totals are). The reader sums them back.
+    /// every row is the sum of the family's other labels at the same time, its span theirs
+    /// (the longest of them: they are of one read), and which has a row wherever they do (the
+    /// watcher's totals are). The reader sums them back.
     fn derived_labels(&self) -> Vec<bool> {
         let mut derived = vec![false; self.labels.len()];
         for (i, (kind, label)) in self.labels.iter().enumerate() {
@@ -205,21 +223,38 @@ impl Block {
                 max_ns: 0,
                 sum_ns: 0,
                 buckets: Vec::new(),
+                span_ms: 0,
             });
             add_row(s, r);
+            s.span_ms = s.span_ms.max(r.span_ms);
         }
         sums
     }
 
     /// Each label's rows summed over windows of `step_ns` (at most `MAX_BUCKET_NS`), each
-    /// sum at its window's last millisecond: what is kept of the seconds of an hour once the hour ends.
+    /// sum at its window's last millisecond: what is kept of the seconds of an hour once the
+    /// hour ends. The span of every label's sum is the window's: the spans of the reads in it
+    /// added, each read (a time of the block, its span the longest of its rows) once, whether
+    /// or not the label counted something in it, so that a rate read from the sum is the
+    /// window's (a label busy in 3 of 10 s has a tenth of its slow events per second).
     pub(crate) fn coarsen(&mut self, step_ns: i64) {
         let step = step_ns.clamp(TIME_UNIT_NS, MAX_BUCKET_NS);
+        // The last millisecond of the window (a time stored is a millisecond's): inside the
+        // window, so that a range of whole windows counts it once.
+        let end_of = |t: i64| t.div_euclid(step).saturating_add(1).saturating_mul(step) - TIME_UNIT_NS;
+        let mut reads: BTreeMap<i64, u32> = BTreeMap::new();
+        for r in &self.rows {
+            let span = reads.entry(r.time_ns).or_default();
+            *span = (*span).max(r.span_ms);
+        }
+        let mut spans: BTreeMap<i64, u32> = BTreeMap::new();
+        for (t, span) in reads {
+            let s = spans.entry(end_of(t)).or_default();
+            *s = s.saturating_add(span);
+        }
         let mut windows: BTreeMap<(u32, i64), Row> = BTreeMap::new();
         for r in self.rows.drain(..) {
-            // The last millisecond of the window (a time stored is a millisecond's): inside
-            // the window, so that a range of whole windows counts it once.
-            let end = r.time_ns.div_euclid(step).saturating_add(1).saturating_mul(step) - TIME_UNIT_NS;
+            let end = end_of(r.time_ns);
             let w = windows.entry((r.label, end)).or_insert_with(|| Row {
                 time_ns: end,
                 label: r.label,
@@ -227,6 +262,7 @@ impl Block {
                 max_ns: 0,
                 sum_ns: 0,
                 buckets: Vec::new(),
+                span_ms: spans.get(&end).copied().unwrap_or(0),
             });
             add_row(w, &r);
         }
@@ -234,11 +270,18 @@ impl Block {
         self.rows.sort_by_key(|r| r.time_ns);
     }
 
-    /// Reads a row's bytes back (`start_ns`: the row's start).
-    pub(crate) fn decode(data: &[u8], start_ns: i64) -> Result<Block, String> {
+    /// Reads a row's bytes back (`[start_ns, end_ns)`: the row's span of time, which tells
+    /// the spans of rows written without them: [`COARSE_NS`] in a row of an hour or more,
+    /// whose seconds were summed, else 1 s).
+    pub(crate) fn decode(data: &[u8], start_ns: i64, end_ns: i64) -> Result<Block, String> {
         let (version, plain) = plain_of(data)?;
-        if version == VERSION {
-            return Block::decode_columns(&plain, start_ns);
+        let old_span = if end_ns.saturating_sub(start_ns) >= HOUR_NS {
+            (COARSE_NS / TIME_UNIT_NS) as u32
+        } else {
+            OLD_SPAN_MS
+        };
+        if version == VERSION || version == VERSION_2 {
+            return Block::decode_columns(&plain, start_ns, (version == VERSION_2).then_some(old_span));
         }
         let mut r = Reader::new(&plain);
         let mut block = Block::default();
@@ -267,7 +310,7 @@ impl Block {
             let n = r.count(2)?;
             let buckets = read_buckets(&mut r, n)?;
             let time_ns = ms.checked_mul(TIME_UNIT_NS).ok_or("a latency row's time overflows")?;
-            block.rows.push(Row { time_ns, label, slow, max_ns, sum_ns, buckets });
+            block.rows.push(Row { time_ns, label, slow, max_ns, sum_ns, buckets, span_ms: old_span });
         }
         block.rows.sort_by_key(|r| r.time_ns);
         r.done()?;
@@ -278,19 +321,21 @@ impl Block {
     pub(crate) fn decode_labels(data: &[u8]) -> Result<Vec<(LatencyKind, String)>, String> {
         let (version, plain) = plain_of(data)?;
         let mut r = Reader::new(&plain);
-        let n = r.count(if version == VERSION { 4 } else { 2 })?;
+        let columns = version == VERSION || version == VERSION_2;
+        let n = r.count(if columns { 4 } else { 2 })?;
         let mut labels = Vec::with_capacity(n);
         for _ in 0..n {
             labels.push(read_label(&mut r)?);
-            if version == VERSION {
+            if columns {
                 let _flags_and_rows = (r.u64()?, r.u64()?);
             }
         }
         Ok(labels)
     }
 
-    /// Format 2: labels with their row counts, then the columns of [`Block::encode`].
-    fn decode_columns(plain: &[u8], start_ns: i64) -> Result<Block, String> {
+    /// Format 3 (`old_span` `None`): labels with their row counts, then the columns of
+    /// [`Block::encode`]; format 2 (the same without the spans' column): every span `old_span`.
+    fn decode_columns(plain: &[u8], start_ns: i64, old_span: Option<u32>) -> Result<Block, String> {
         let mut r = Reader::new(plain);
         let mut block = Block::default();
         let n = r.count(4)?;
@@ -332,6 +377,20 @@ impl Block {
                 times.push((label as u32, time_ns));
             }
         }
+        let mut spans = Vec::with_capacity(total);
+        for &c in &counts {
+            let mut span = OLD_SPAN_MS;
+            for _ in 0..c {
+                span = match old_span {
+                    Some(s) => s,
+                    None => i64::from(span)
+                        .checked_add(r.i64z()?)
+                        .and_then(|s| u32::try_from(s).ok())
+                        .ok_or("a latency row's span out of range")?,
+                };
+                spans.push(span);
+            }
+        }
         let mut cols = [Vec::with_capacity(total), Vec::with_capacity(total), Vec::with_capacity(total)];
         for col in &mut cols {
             for _ in 0..total {
@@ -367,6 +426,7 @@ impl Block {
                 max_ns: cols[1][i],
                 sum_ns: cols[2][i],
                 buckets,
+                span_ms: spans[i],
             });
         }
         r.done()?;
@@ -399,7 +459,9 @@ impl Block {
                     for &(s, c) in &r.buckets {
                         histogram.counts[s as usize] += c;
                     }
-                    (l.clone(), LatencyPoint { time_ns: r.time_ns, histogram, slow: r.slow })
+                    let point =
+                        LatencyPoint { time_ns: r.time_ns, histogram, slow: r.slow, span_ms: r.span_ms };
+                    (l.clone(), point)
                 })
             })
             .collect()
@@ -410,9 +472,9 @@ impl Block {
 fn plain_of(data: &[u8]) -> Result<(u8, Vec<u8>), String> {
     let (&version, body) = data.split_first().ok_or("an empty latency row")?;
     let plain = match version {
-        VERSION | VERSION_1 => crate::codec::decompress_limited(body, MAX_PLAIN)?,
+        VERSION | VERSION_2 | VERSION_1 => crate::codec::decompress_limited(body, MAX_PLAIN)?,
         0 => body.to_vec(),
-        v => return Err(format!("latency row version {v} (this kflame reads 0 to 2)")),
+        v => return Err(format!("latency row version {v} (this kflame reads 0 to 3)")),
     };
     Ok((version, plain))
 }
@@ -469,9 +531,9 @@ fn add_row(s: &mut Row, r: &Row) {
     s.buckets = merged;
 }
 
-/// Whether two rows hold the same histogram.
+/// Whether two rows hold the same histogram over the same span.
 fn same(a: &Row, b: &Row) -> bool {
-    (a.slow, a.max_ns, a.sum_ns, &a.buckets) == (b.slow, b.max_ns, b.sum_ns, &b.buckets)
+    (a.slow, a.max_ns, a.sum_ns, &a.buckets, a.span_ms) == (b.slow, b.max_ns, b.sum_ns, &b.buckets, b.span_ms)
 }
 
 /// Stores `plain` uncompressed (version 0) after the version byte pushed already.
@@ -493,8 +555,8 @@ const SPAN_NS: i64 = 600_000_000_000;
 const HOUR_NS: i64 = 3_600_000_000_000;
 /// The histograms of an hour's row, once the hour ends: one per label and 10 s. The heat map
 /// of a day is drawn in columns of a minute or more; the seconds of an hour no longer recent
-/// would cost ten times the bytes for a resolution no view of that range shows. Percentiles,
-/// maxima and slow counts per second stay in the metric rows; outliers keep their own times.
+/// would cost ten times the bytes for a resolution no view of that range shows. The metrics
+/// read from them (percentiles, maxima, rates) are then of 10 s; outliers keep their own times.
 pub(crate) const COARSE_NS: i64 = 10_000_000_000;
 
 /// Writes `block` of `host` (the block `[start_ns, end_ns)`), merged with what was written
@@ -518,16 +580,16 @@ pub(crate) fn write(
     // The block's own row (written while it was in progress, or by a writer killed within
     // it: `stored_block` read that one into `block`) is replaced, the others of the span
     // folded in.
-    let old: Vec<(i64, Vec<u8>)> = conn
+    let old: Vec<(i64, i64, Vec<u8>)> = conn
         .prepare_cached(
-            "SELECT start_ns, data FROM latency_spans
+            "SELECT start_ns, end_ns, data FROM latency_spans
              WHERE host = ?1 AND start_ns >= ?2 AND start_ns < ?3 AND start_ns != ?4",
         )?
-        .query_map(params![host, from, to, start_ns], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .query_map(params![host, from, to, start_ns], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
         .collect::<Result<_, _>>()?;
     let mut all = block.clone();
-    for (at, data) in old {
-        let old = Block::decode(&data, at).map_err(|e| corrupt(format!("a stored latency row: {e}")))?;
+    for (at, end, data) in old {
+        let old = Block::decode(&data, at, end).map_err(|e| corrupt(format!("a stored latency row: {e}")))?;
         all.merge(old);
     }
     let (row_start, row_end) = closed.unwrap_or((start_ns, end_ns));
@@ -545,12 +607,14 @@ pub(crate) fn write(
 /// killed within the block wrote of it, read once by the next writer of that block before it
 /// rewrites the row.
 pub(crate) fn stored_block(conn: &Connection, host: i64, start_ns: i64) -> rusqlite::Result<Option<Block>> {
-    let data: Option<Vec<u8>> = conn
-        .prepare_cached("SELECT data FROM latency_spans WHERE host = ?1 AND start_ns = ?2")?
-        .query_row(params![host, start_ns], |r| r.get(0))
+    let data: Option<(i64, Vec<u8>)> = conn
+        .prepare_cached("SELECT end_ns, data FROM latency_spans WHERE host = ?1 AND start_ns = ?2")?
+        .query_row(params![host, start_ns], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
-    data.map(|d| Block::decode(&d, start_ns).map_err(|e| corrupt(format!("a stored latency row: {e}"))))
-        .transpose()
+    data.map(|(end, d)| {
+        Block::decode(&d, start_ns, end).map_err(|e| corrupt(format!("a stored latency row: {e}")))
+    })
+    .transpose()
 }
 
 /// Writes the row of a block in progress (`[start_ns, end_ns)`), every second: a `kill -9`
@@ -588,15 +652,15 @@ pub(crate) fn read(
         return Ok(out);
     }
     let mut st = conn.prepare_cached(
-        "SELECT host, start_ns, data FROM latency_spans
+        "SELECT host, start_ns, end_ns, data FROM latency_spans
          WHERE start_ns >= ?1 AND start_ns < ?2 AND (?3 IS NULL OR host = ?3) ORDER BY start_ns",
     )?;
     let rows = st.query_map(params![from_ns.saturating_sub(MAX_BUCKET_NS), to_ns, host], |r| {
-        Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, Vec<u8>>(2)?))
+        Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, Vec<u8>>(3)?))
     })?;
     for row in rows {
-        let (host, start, data) = row?;
-        let block = Block::decode(&data, start).map_err(ReadError::Corrupt)?;
+        let (host, start, end, data) = row?;
+        let block = Block::decode(&data, start, end).map_err(ReadError::Corrupt)?;
         for (l, p) in block.points(kind, label, from_ns, to_ns) {
             out.entry((host, l)).or_default().push(p);
         }
@@ -632,7 +696,7 @@ pub(crate) fn labels(
             out.extend(Block::decode_labels(&data).map_err(ReadError::Corrupt)?);
             continue;
         }
-        let block = Block::decode(&data, start).map_err(ReadError::Corrupt)?;
+        let block = Block::decode(&data, start, end).map_err(ReadError::Corrupt)?;
         for r in block.rows.iter().filter(|r| r.time_ns >= from_ns && r.time_ns < to_ns) {
             out.insert(block.labels[r.label as usize].clone());
         }
@@ -670,30 +734,34 @@ mod tests {
         let empty = Histogram::default();
         let mut b = Block::default();
         let rows = [
-            LatencyRow { kind: LatencyKind::Syscall, label: "write", histogram: &h, slow: 1 },
-            LatencyRow { kind: LatencyKind::Runq, label: "cpu0", histogram: &empty, slow: 0 },
+            LatencyRow { kind: LatencyKind::Syscall, label: "write", histogram: &h, slow: 1, span_ms: 1010 },
+            LatencyRow { kind: LatencyKind::Runq, label: "cpu0", histogram: &empty, slow: 0, span_ms: 1010 },
         ];
         b.push(10_001_000_000, &rows);
         b.push(10_002_000_000, &rows[..1]);
+        let end = 20_000_000_000;
         let data = b.encode(10_000_000_000);
-        let back = Block::decode(&data, 10_000_000_000).unwrap();
+        let back = Block::decode(&data, 10_000_000_000, end).unwrap();
         let writes = back.points(LatencyKind::Syscall, Some("write"), 0, i64::MAX);
         assert_eq!(writes.len(), 2);
-        assert_eq!(writes[0].1, LatencyPoint { time_ns: 10_001_000_000, histogram: h.clone(), slow: 1 });
+        assert_eq!(
+            writes[0].1,
+            LatencyPoint { time_ns: 10_001_000_000, histogram: h.clone(), slow: 1, span_ms: 1010 }
+        );
         assert_eq!(back.points(LatencyKind::Runq, None, 0, i64::MAX).len(), 1);
         assert!(back.points(LatencyKind::Lock, None, 0, i64::MAX).is_empty());
         assert!(back.points(LatencyKind::Syscall, None, 10_002_000_000, i64::MAX).len() == 1);
         let mut merged = back.clone();
-        merged.merge(Block::decode(&data, 10_000_000_000).unwrap());
+        merged.merge(Block::decode(&data, 10_000_000_000, end).unwrap());
         assert_eq!(merged.points(LatencyKind::Syscall, Some("write"), 0, i64::MAX).len(), 4);
         for cut in 0..data.len() {
-            let _ = Block::decode(&data[..cut], 10_000_000_000);
+            let _ = Block::decode(&data[..cut], 10_000_000_000, end);
         }
-        assert!(Block::decode(&[7, 1, 2], 0).is_err());
+        assert!(Block::decode(&[7, 1, 2], 0, end).is_err());
     }
 
     /// A row with its label's name.
-    type Named = (i64, (LatencyKind, String), u64, u64, u64, Vec<(u32, u64)>);
+    type Named = (i64, (LatencyKind, String), u64, u64, u64, Vec<(u32, u64)>, u32);
 
     /// Sorted rows, to compare blocks whose rows came in another order.
     fn sorted(b: &Block) -> Vec<Named> {
@@ -701,7 +769,8 @@ mod tests {
             .rows
             .iter()
             .map(|r| {
-                (r.time_ns, b.labels[r.label as usize].clone(), r.slow, r.max_ns, r.sum_ns, r.buckets.clone())
+                let label = b.labels[r.label as usize].clone();
+                (r.time_ns, label, r.slow, r.max_ns, r.sum_ns, r.buckets.clone(), r.span_ms)
             })
             .collect();
         v.sort();
@@ -709,21 +778,23 @@ mod tests {
     }
 
     /// A real block a watcher wrote in format 1 (10 s of a busy machine: every family, the
-    /// totals among the labels) reads back the same from format 2, its totals left out of the
-    /// bytes and summed back; format 2 is smaller.
+    /// totals among the labels) reads back the same from format 3, its totals left out of the
+    /// bytes and summed back; format 3 is smaller.
     #[test]
     fn real_rows_in_columns_with_totals_summed_back() {
         let start = 1_764_000_000_000_000_000;
         let v1 = include_bytes!("../../../fuzz/corpus/store_latency/watch-10s-block.bin");
         assert_eq!(v1[0], VERSION_1);
-        let block = Block::decode(v1, start).unwrap();
+        let end = start + 10_000_000_000;
+        let block = Block::decode(v1, start, end).unwrap();
+        assert!(block.rows.iter().all(|r| r.span_ms == OLD_SPAN_MS));
         let totals = block.labels.iter().filter(|(_, l)| l.is_empty()).count();
         assert!(totals >= 3, "{totals} family totals");
         assert_eq!(block.derived_labels().iter().filter(|d| **d).count(), totals);
         let v2 = block.encode(start);
         assert_eq!(v2[0], VERSION);
         assert!(v2.len() < v1.len(), "format 2: {} bytes, format 1: {}", v2.len(), v1.len());
-        let back = Block::decode(&v2, start).unwrap();
+        let back = Block::decode(&v2, start, end).unwrap();
         assert_eq!(sorted(&back), sorted(&block));
         // A total that is not the sum of its labels is kept as it is.
         let mut odd = block.clone();
@@ -731,9 +802,15 @@ mod tests {
         let r = odd.rows.iter_mut().find(|r| r.label == i).unwrap();
         r.slow += 1;
         assert_eq!(odd.derived_labels().iter().filter(|d| **d).count(), totals - 1);
-        assert_eq!(sorted(&Block::decode(&odd.encode(start), start).unwrap()), sorted(&odd));
+        assert_eq!(sorted(&Block::decode(&odd.encode(start), start, end).unwrap()), sorted(&odd));
+        // So is a total whose span is not its labels'.
+        let mut odd = block.clone();
+        let r = odd.rows.iter_mut().find(|r| r.label == i).unwrap();
+        r.span_ms += 10;
+        assert_eq!(odd.derived_labels().iter().filter(|d| **d).count(), totals - 1);
+        assert_eq!(sorted(&Block::decode(&odd.encode(start), start, end).unwrap()), sorted(&odd));
         for cut in (0..v2.len()).step_by(7) {
-            let _ = Block::decode(&v2[..cut], start);
+            let _ = Block::decode(&v2[..cut], start, end);
         }
     }
 
@@ -742,9 +819,13 @@ mod tests {
     #[test]
     fn coarsened_seconds_add_up() {
         let start = 1_764_000_000_000_000_000;
-        let block =
-            Block::decode(include_bytes!("../../../fuzz/corpus/store_latency/watch-10s-block.bin"), start)
-                .unwrap();
+        let end = start + 10_000_000_000;
+        let block = Block::decode(
+            include_bytes!("../../../fuzz/corpus/store_latency/watch-10s-block.bin"),
+            start,
+            end,
+        )
+        .unwrap();
         let mut coarse = block.clone();
         coarse.coarsen(COARSE_NS);
         assert!(coarse.rows.len() < block.rows.len());
@@ -764,6 +845,101 @@ mod tests {
         }
         let derived = block.derived_labels().iter().filter(|d| **d).count();
         assert_eq!(coarse.derived_labels().iter().filter(|d| **d).count(), derived);
-        assert_eq!(sorted(&Block::decode(&coarse.encode(start), start).unwrap()), sorted(&coarse));
+        assert_eq!(sorted(&Block::decode(&coarse.encode(start), start, end).unwrap()), sorted(&coarse));
+    }
+
+    /// Spans round-trip per row (reads of 1 s give or take 10 ms, a label absent from some),
+    /// the total still derived; they cost almost nothing: the rows without the spans' column
+    /// (format 2) are a few bytes smaller at most.
+    #[test]
+    fn spans_round_trip_and_cost_almost_nothing() {
+        let start = 1_764_000_000_000_000_000;
+        let end = start + 10_000_000_000;
+        let v1 = include_bytes!("../../../fuzz/corpus/store_latency/watch-10s-block.bin");
+        let mut block = Block::decode(v1, start, end).unwrap();
+        let jitter = [1000, 990, 1010, 1000, 1000, 1000, 1020, 980, 1000, 1000];
+        let times: Vec<i64> = block
+            .rows
+            .iter()
+            .map(|r| r.time_ns)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        for r in &mut block.rows {
+            r.span_ms = jitter[times.iter().position(|&t| t == r.time_ns).unwrap() % jitter.len()];
+        }
+        let totals = block.labels.iter().filter(|(_, l)| l.is_empty()).count();
+        assert_eq!(block.derived_labels().iter().filter(|d| **d).count(), totals);
+        let v3 = block.encode(start);
+        assert_eq!(v3[0], VERSION);
+        assert_eq!(sorted(&Block::decode(&v3, start, end).unwrap()), sorted(&block));
+        let v2 = include_bytes!("../../../fuzz/corpus/store_latency/watch-10s-block-format2.bin");
+        let plain_spans = Block::decode(v2, start, end).unwrap().encode(start);
+        assert!(
+            v3.len() <= plain_spans.len() + 24,
+            "jittered spans: {} bytes, 1 s: {}",
+            v3.len(),
+            plain_spans.len()
+        );
+        assert!(
+            plain_spans.len() <= v2.len() + 8,
+            "format 3: {} bytes, format 2: {}",
+            plain_spans.len(),
+            v2.len()
+        );
+    }
+
+    /// Rows written before spans were (format 2) read as seconds, or, in a row of an hour or
+    /// more (an hour's seconds summed), as 10 s; written again (format 3) they keep them.
+    #[test]
+    fn old_rows_spans_inferred() {
+        let start = 1_764_000_000_000_000_000;
+        let v2 = include_bytes!("../../../fuzz/corpus/store_latency/watch-10s-block-format2.bin");
+        assert_eq!(v2[0], VERSION_2);
+        let seconds = Block::decode(v2, start, start + 10_000_000_000).unwrap();
+        assert!(seconds.rows.iter().all(|r| r.span_ms == 1000));
+        let v1 = include_bytes!("../../../fuzz/corpus/store_latency/watch-10s-block.bin");
+        let from_v1 = Block::decode(v1, start, start + 10_000_000_000).unwrap();
+        assert_eq!(sorted(&seconds), sorted(&from_v1));
+        let coarse_v2 = include_bytes!("../../../fuzz/corpus/store_latency/watch-10s-block-coarse.bin");
+        assert_eq!(coarse_v2[0], VERSION_2);
+        let coarse = Block::decode(coarse_v2, start, start + HOUR_NS).unwrap();
+        assert!(!coarse.rows.is_empty());
+        assert!(coarse.rows.iter().all(|r| i64::from(r.span_ms) * TIME_UNIT_NS == COARSE_NS));
+        let again = Block::decode(&coarse.encode(start), start, start + 10_000_000_000).unwrap();
+        assert_eq!(sorted(&again), sorted(&coarse), "format 3 keeps the spans, whatever the row's length");
+    }
+
+    /// A window's span is the sum of its reads' spans, each read once, the same for every
+    /// label, busy in the window's every second or not.
+    #[test]
+    fn coarse_spans_are_the_windows_reads() {
+        let h = {
+            let mut h = Histogram::default();
+            h.record(5_000_000);
+            h
+        };
+        let mut b = Block::default();
+        let t0 = 1_764_000_000_000_000_000i64;
+        for i in 0..10i64 {
+            let span_ms = if i == 4 { 1010 } else { 1000 };
+            let mut rows =
+                vec![LatencyRow { kind: LatencyKind::Lock, label: "mutex", histogram: &h, slow: 1, span_ms }];
+            if i < 3 {
+                rows.push(LatencyRow {
+                    kind: LatencyKind::Lock,
+                    label: "rwsem:W",
+                    histogram: &h,
+                    slow: 2,
+                    span_ms,
+                });
+            }
+            b.push(t0 + i * 1_000_000_000 + 500_000_000, &rows);
+        }
+        b.coarsen(COARSE_NS);
+        assert_eq!(b.rows.len(), 2);
+        assert!(b.rows.iter().all(|r| r.span_ms == 10_010), "{:?}", b.rows);
+        let rwsem = b.rows.iter().find(|r| b.labels[r.label as usize].1 == "rwsem:W").unwrap();
+        assert_eq!(rwsem.slow, 6);
     }
 }

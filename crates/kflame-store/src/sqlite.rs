@@ -1887,7 +1887,7 @@ fn insert_events(
 impl Store for Sqlite {
     fn append_metrics(&mut self, host: &str, time_ns: i64, metrics: &[Metric<'_>]) -> Result<(), StoreError> {
         self.writable()?;
-        // Latency percentiles are read from the histograms.
+        // Latency percentiles, maxima and rates are read from the histograms.
         let kept: Vec<Metric<'_>>;
         let metrics = if metrics.iter().any(|m| crate::derived::derived(m.name).is_some()) {
             kept = metrics.iter().filter(|m| crate::derived::derived(m.name).is_none()).copied().collect();
@@ -2511,7 +2511,7 @@ impl Query for Sqlite {
         kflame_store_api::derived::series_many(
             names,
             q,
-            |names| self.stored_series(names, q),
+            |names, q| self.stored_series(names, q),
             |lq| self.latency(lq),
         )
     }

@@ -1141,17 +1141,35 @@ fn latency_histograms_round_trip_and_expire() {
     let (writes, reads, cpu0) = (hist(&[1, 2, 40]), hist(&[1]), hist(&[3]));
     for i in 0..25 {
         let rows = [
-            LatencyRow { kind: LatencyKind::Syscall, label: "", histogram: &writes, slow: 1 },
-            LatencyRow { kind: LatencyKind::Syscall, label: "write", histogram: &writes, slow: 1 },
-            LatencyRow { kind: LatencyKind::Syscall, label: "read", histogram: &reads, slow: 0 },
-            LatencyRow { kind: LatencyKind::Runq, label: "cpu0", histogram: &cpu0, slow: 0 },
+            LatencyRow { kind: LatencyKind::Syscall, label: "", histogram: &writes, slow: 1, span_ms: 1000 },
+            LatencyRow {
+                kind: LatencyKind::Syscall,
+                label: "write",
+                histogram: &writes,
+                slow: 1,
+                span_ms: 1000,
+            },
+            LatencyRow {
+                kind: LatencyKind::Syscall,
+                label: "read",
+                histogram: &reads,
+                slow: 0,
+                span_ms: 1000,
+            },
+            LatencyRow { kind: LatencyKind::Runq, label: "cpu0", histogram: &cpu0, slow: 0, span_ms: 1000 },
         ];
         db.append_latency("web1", T0 + i * SEC + 999_000_000, &rows).unwrap();
     }
     db.append_latency(
         "web2",
         T0 + SEC,
-        &[LatencyRow { kind: LatencyKind::Syscall, label: "write", histogram: &reads, slow: 0 }],
+        &[LatencyRow {
+            kind: LatencyKind::Syscall,
+            label: "write",
+            histogram: &reads,
+            slow: 0,
+            span_ms: 1000,
+        }],
     )
     .unwrap();
     let q = LatencyQuery {
@@ -1225,12 +1243,19 @@ fn latency_percentiles_are_read_from_the_histograms() {
     let empty = kflame::latency::Histogram::default();
     for i in 0..20 {
         let rows = [
-            LatencyRow { kind: LatencyKind::Syscall, label: "write", histogram: &writes, slow: 1 },
+            LatencyRow {
+                kind: LatencyKind::Syscall,
+                label: "write",
+                histogram: &writes,
+                slow: 1,
+                span_ms: 1000,
+            },
             LatencyRow {
                 kind: LatencyKind::Syscall,
                 label: "read",
                 histogram: if i < 5 { &reads } else { &empty },
                 slow: 0,
+                span_ms: 1000,
             },
         ];
         db.append_latency("web1", T0 + i * SEC + 999_000_000, &rows).unwrap();
@@ -1255,7 +1280,7 @@ fn latency_percentiles_are_read_from_the_histograms() {
         p99.iter().map(|s| (s.label.as_str(), s.points.len())).collect::<Vec<_>>(),
         [("read", 5), ("write", 20)]
     );
-    assert_eq!(p99[1].points[0].avg, value(Stat::P99, &writes).unwrap());
+    assert_eq!(p99[1].points[0].avg, value(Stat::P99, &writes, 1, 1000).unwrap());
     assert_eq!(p99[1].points[0].time_ns, T0 + 999_000_000);
     let both = db
         .series_many(&["syscall.slow", "syscall.lat.max"], &SeriesQuery { label: Some("write"), ..q })
@@ -1268,6 +1293,141 @@ fn latency_percentiles_are_read_from_the_histograms() {
     for n in ["syscall.lat.p50", "syscall.lat.p99", "syscall.lat.max", "syscall.slow"] {
         assert!(names.contains(&(n.to_string(), "write".to_string())), "{n}[write] in {names:?}");
     }
+}
+
+/// The rates `FAMILY.slow` and `FAMILY.wait` are read from the histograms over their spans,
+/// values appended under their names dropped; in a file whose older writer stored them, a
+/// range over its seconds and the newer writer's gives a point per second: the stored value,
+/// then the derived ones. The spans round-trip; a 10-s histogram of a folded hour is a rate
+/// over its 10 s.
+#[test]
+fn latency_rates_are_read_from_the_histograms_over_their_spans() {
+    use kflame_store::derived::{Stat, value};
+    use kflame_store::{LatencyKind, LatencyQuery, LatencyRow, SeriesQuery};
+    let d = dir("latency-rates");
+    let path = d.join("h.db");
+    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    db.set_metric_block(10 * SEC);
+    let waits = hist(&[3, 40]);
+    let span = |i: i64| if i % 4 == 1 { 990 } else { 1000 };
+    for i in 0..20 {
+        let at = T0 + i * SEC + 999_000_000;
+        let rows = [LatencyRow {
+            kind: LatencyKind::Lock,
+            label: "mutex",
+            histogram: &waits,
+            slow: 1,
+            span_ms: span(i),
+        }];
+        db.append_latency("web1", at, &rows).unwrap();
+        // Appended under the derived name: dropped.
+        db.append_metrics("web1", at, &[Metric { name: "lock.wait", label: "mutex", value: 1e6 }]).unwrap();
+        if i < 8 {
+            // What an older writer stored as the rate of these seconds (renamed below).
+            db.append_metrics("web1", at, &[Metric { name: "old.wait", label: "mutex", value: 7.0 }])
+                .unwrap();
+        }
+    }
+    db.flush().unwrap();
+    drop(db);
+    let n = rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute("UPDATE series SET name = 'lock.wait' WHERE name = 'old.wait'", [])
+        .unwrap();
+    assert_eq!(n, 1);
+    let db = Sqlite::open(&path, OpenMode::Read).unwrap();
+    let lq = LatencyQuery {
+        kind: LatencyKind::Lock,
+        label: Some("mutex"),
+        host: None,
+        from_ns: T0,
+        to_ns: T0 + 60 * SEC,
+    };
+    let points = &db.latency(&lq).unwrap()[0].points;
+    assert_eq!(points.iter().map(|p| p.span_ms).collect::<Vec<_>>(), (0..20).map(span).collect::<Vec<_>>());
+    let q = SeriesQuery {
+        name: "lock.wait",
+        label: Some("mutex"),
+        host: None,
+        from_ns: T0,
+        to_ns: T0 + 60 * SEC,
+        points: None,
+    };
+    let wait = db.series(&q).unwrap();
+    assert_eq!(wait.len(), 1);
+    let got: Vec<(i64, f64)> = wait[0].points.iter().map(|p| (p.time_ns, p.avg)).collect();
+    let want: Vec<(i64, f64)> = (0..20)
+        .map(|i| {
+            let v = if i < 8 { 7.0 } else { value(Stat::Wait, &waits, 1, span(i)).unwrap() };
+            (T0 + i * SEC + 999_000_000, v)
+        })
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(want[9].1, kflame_store::stored_metric_value(43.0 / 0.99));
+    let slow = db.series(&SeriesQuery { name: "lock.slow", ..q }).unwrap();
+    assert_eq!(slow[0].points.len(), 20);
+    assert_eq!(slow[0].points[0].avg, 1.0);
+    assert_eq!(slow[0].points[1].avg, kflame_store::stored_metric_value(1.0 / 0.99));
+    let cells = db.series(&SeriesQuery { points: Some(2), ..q }).unwrap();
+    assert_eq!(cells[0].points.iter().map(|p| p.count).sum::<u32>(), 20, "every second once");
+    let names = db.metric_names(None).unwrap();
+    for n in ["lock.slow", "lock.wait", "lock.lat.p99"] {
+        assert!(names.contains(&(n.to_string(), "mutex".to_string())), "{n}[mutex] in {names:?}");
+    }
+    assert!(!names.iter().any(|(n, _)| n == "syscall.wait"));
+}
+
+/// An hour's seconds summed into 10-s histograms read as rates over the 10 s.
+#[test]
+fn folded_hours_rates_are_over_their_10_s() {
+    use kflame_store::derived::{Stat, value};
+    use kflame_store::{LatencyKind, LatencyQuery, LatencyRow, SeriesQuery};
+    let d = dir("latency-rates-hour");
+    let mut db = Sqlite::open(d.join("h.db"), OpenMode::Write).unwrap();
+    db.set_metric_block(10 * SEC);
+    let hour = 3600 * SEC;
+    let h0 = (T0 / hour + 1) * hour;
+    let waits = hist(&[5]);
+    for i in 0..3600 + 10 {
+        // Busy in the first 3 s of every 10.
+        let busy = i % 10 < 3;
+        let empty = kflame::latency::Histogram::default();
+        let rows = [
+            LatencyRow { kind: LatencyKind::Runq, label: "cpu0", histogram: &waits, slow: 0, span_ms: 1000 },
+            LatencyRow {
+                kind: LatencyKind::Runq,
+                label: "cpu1",
+                histogram: if busy { &waits } else { &empty },
+                slow: u64::from(busy),
+                span_ms: 1000,
+            },
+        ];
+        db.append_latency("web1", h0 + i * SEC + 999_000_000, &rows).unwrap();
+    }
+    db.flush().unwrap();
+    let lq = LatencyQuery {
+        kind: LatencyKind::Runq,
+        label: Some("cpu1"),
+        host: None,
+        from_ns: h0,
+        to_ns: h0 + hour,
+    };
+    let coarse = &db.latency(&lq).unwrap()[0].points;
+    assert_eq!(coarse.len(), 360);
+    assert!(coarse.iter().all(|p| p.span_ms == 10_000 && p.slow == 3), "{:?}", &coarse[..2]);
+    let q = SeriesQuery {
+        name: "runq.slow",
+        label: Some("cpu1"),
+        host: None,
+        from_ns: h0,
+        to_ns: h0 + hour,
+        points: None,
+    };
+    let slow = db.series(&q).unwrap();
+    assert_eq!(slow[0].points.len(), 360);
+    assert!(slow[0].points.iter().all(|p| p.avg == 0.3));
+    let wait = db.series(&SeriesQuery { name: "runq.wait", label: Some("cpu0"), ..q }).unwrap();
+    assert!(wait[0].points.iter().all(|p| Some(p.avg) == value(Stat::Wait, &waits, 0, 1000)));
 }
 
 /// Once an hour ends, its seconds are kept as 10-s histograms (counts, slow counts and sums
@@ -1286,9 +1446,21 @@ fn an_hour_of_latency_seconds_is_kept_in_10_s_histograms() {
     total.add(&reads);
     for i in 0..3600 + 30 {
         let rows = [
-            LatencyRow { kind: LatencyKind::Syscall, label: "", histogram: &total, slow: 1 },
-            LatencyRow { kind: LatencyKind::Syscall, label: "write", histogram: &writes, slow: 1 },
-            LatencyRow { kind: LatencyKind::Syscall, label: "read", histogram: &reads, slow: 0 },
+            LatencyRow { kind: LatencyKind::Syscall, label: "", histogram: &total, slow: 1, span_ms: 1000 },
+            LatencyRow {
+                kind: LatencyKind::Syscall,
+                label: "write",
+                histogram: &writes,
+                slow: 1,
+                span_ms: 1000,
+            },
+            LatencyRow {
+                kind: LatencyKind::Syscall,
+                label: "read",
+                histogram: &reads,
+                slow: 0,
+                span_ms: 1000,
+            },
         ];
         db.append_latency("web1", h0 + i * SEC + 999_000_000, &rows).unwrap();
     }
@@ -1326,7 +1498,13 @@ fn latency_seconds_survive_a_writer_killed_within_the_block() {
     let d = dir("latency-killed");
     let path = d.join("h.db");
     let writes = hist(&[1, 2, 40]);
-    let row = [LatencyRow { kind: LatencyKind::Syscall, label: "write", histogram: &writes, slow: 1 }];
+    let row = [LatencyRow {
+        kind: LatencyKind::Syscall,
+        label: "write",
+        histogram: &writes,
+        slow: 1,
+        span_ms: 1000,
+    }];
     let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
     db.set_metric_block(10 * SEC);
     for i in 0..4 {
@@ -1395,7 +1573,7 @@ fn a_schema_5_file_takes_latency_histograms_after_migration() {
     db.append_latency(
         "web1",
         T0 + 31 * SEC,
-        &[LatencyRow { kind: LatencyKind::Bio, label: "vda", histogram: &h, slow: 0 }],
+        &[LatencyRow { kind: LatencyKind::Bio, label: "vda", histogram: &h, slow: 0, span_ms: 1000 }],
     )
     .unwrap();
     db.flush().unwrap();

@@ -625,7 +625,7 @@ impl<S: Store> Watcher<S> {
         for p in &reading.problems {
             control.log(Level::Warn, &p.to_string());
         }
-        // Percentiles and maxima of latency are read back from the histograms stored below.
+        // Latency percentiles, maxima and rates are read back from the histograms stored below.
         let metrics: Vec<Metric<'_>> = reading
             .values
             .iter()
@@ -640,7 +640,13 @@ impl<S: Store> Watcher<S> {
         let histograms: Vec<LatencyRow<'_>> = reading
             .histograms
             .iter()
-            .map(|h| LatencyRow { kind: h.kind, label: &h.label, histogram: &h.histogram, slow: h.slow })
+            .map(|h| LatencyRow {
+                kind: h.kind,
+                label: &h.label,
+                histogram: &h.histogram,
+                slow: h.slow,
+                span_ms: reading.latency_span_ms,
+            })
             .collect();
         if !histograms.is_empty()
             && let Err(e) = self.store.append_latency(&self.settings.host, now, &histograms)

@@ -202,3 +202,123 @@ fn latency_metrics_join_the_reading_and_losses_are_said() {
     quiet.add_latency(Box::new(Counted { lost: 0, step: 0 }));
     assert!(quiet.read().problems.is_empty(), "no losses, nothing said");
 }
+
+/// The latency metrics a rule sees are those a store answers from the histograms the reading
+/// hands it (with their span): percentiles, maxima and the rates `syscall.slow` (91 slow
+/// calls over the fixture's interval) alike, none of them stored as a metric.
+#[test]
+fn latency_values_are_what_the_store_reads_back() {
+    use kflame_store::{LatencyRow, OpenMode, Query, SeriesQuery, Sqlite, Store};
+    let dir = data("busy");
+    let mut s = Sampler::new(dir.join("a"), Options::default());
+    s.add_latency(Box::new(Counted { lost: 0, step: 0 }));
+    let _ = s.read();
+    s.set_root(dir.join("b"));
+    let second = s.read();
+    let uptime = |d: &str| -> f64 {
+        let t = std::fs::read_to_string(dir.join(d).join("proc/uptime")).unwrap();
+        t.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    let secs = uptime("b") - uptime("a");
+    assert_eq!(second.latency_span_ms, (secs * 1000.0).round() as u32);
+    close(second.get("syscall.slow", "write"), 91.0 / secs, 0.005, "slow[write]");
+    let out = std::env::temp_dir().join(format!("kflame-watch-{}-latency-derived", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).unwrap();
+    let t = 1_764_000_000_999_000_000;
+    {
+        let mut db = Sqlite::open(out.join("h.db"), OpenMode::Write).unwrap();
+        let rows: Vec<LatencyRow<'_>> = second
+            .histograms
+            .iter()
+            .map(|h| LatencyRow {
+                kind: h.kind,
+                label: &h.label,
+                histogram: &h.histogram,
+                slow: h.slow,
+                span_ms: second.latency_span_ms,
+            })
+            .collect();
+        db.append_latency("web1", t, &rows).unwrap();
+        db.flush().unwrap();
+    }
+    let db = Sqlite::open(out.join("h.db"), OpenMode::Read).unwrap();
+    let latency: Vec<&kflame_watch::metrics::Value> =
+        second.values.iter().filter(|v| v.name.starts_with("syscall.")).collect();
+    assert_eq!(latency.len(), 2 * 4, "p50, p99, max and slow of the total and of write");
+    for v in latency {
+        let q = SeriesQuery {
+            name: v.name,
+            label: Some(&v.label),
+            host: None,
+            from_ns: t - 1_000_000_000,
+            to_ns: t + 1_000_000_000,
+            points: None,
+        };
+        let back = db.series(&q).unwrap();
+        let got: Vec<f64> = back.iter().flat_map(|s| s.points.iter().map(|p| p.avg)).collect();
+        assert_eq!(got, [v.value], "{}[{}]", v.name, v.label);
+    }
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+/// System calls and lock waits of a second, as a latency source gives them.
+struct Busy;
+
+impl kflame_watch::metrics::LatencySource for Busy {
+    fn read(&mut self) -> Result<Vec<kflame_watch::metrics::LatencyReading>, String> {
+        use kflame_watch::metrics::{LatencyKind, LatencyReading};
+        let hist = |ms: u64, n: usize| {
+            let mut h = kflame::latency::Histogram::default();
+            (0..n).for_each(|_| h.record(ms * 1_000_000));
+            h
+        };
+        Ok(vec![
+            LatencyReading {
+                kind: LatencyKind::Syscall,
+                label: "write".into(),
+                histogram: hist(20, 12),
+                slow: 12,
+            },
+            LatencyReading {
+                kind: LatencyKind::Syscall,
+                label: "read".into(),
+                histogram: hist(1, 50),
+                slow: 0,
+            },
+            LatencyReading {
+                kind: LatencyKind::Lock,
+                label: "mutex".into(),
+                histogram: hist(30, 6),
+                slow: 6,
+            },
+        ])
+    }
+
+    fn describe(&self) -> String {
+        "busy histograms".into()
+    }
+
+    fn lost(&self) -> u64 {
+        0
+    }
+}
+
+/// Triggers on the rates read from the histograms (`syscall.slow[write] > 5`: 12 slow writes
+/// in a second; `lock.wait > 100`: 180 ms of mutex waits) fire on the reading's values, and
+/// those under their thresholds do not.
+#[test]
+fn triggers_on_latency_rates_fire() {
+    use kflame_watch::rules::{Evaluator, Limits, Rule};
+    let dir = data("busy");
+    let mut s = Sampler::new(dir.join("a"), Options::default());
+    s.add_latency(Box::new(Busy));
+    let first = s.read();
+    assert_eq!(first.latency_span_ms, 1000, "the first read counts as a second");
+    let rules = ["syscall.slow[write] > 5", "lock.wait > 100", "syscall.slow[read] > 0", "lock.wait > 200"];
+    let limits = Limits { cooldown: std::time::Duration::ZERO, per_hour: 100 };
+    let mut ev = Evaluator::new(rules.iter().map(|r| Rule::parse(r).unwrap()).collect(), limits, 2);
+    let (fired, _) = ev.push(0, &first.values);
+    let got: Vec<(usize, &str, f64)> = fired.iter().map(|f| (f.rule, f.metric.as_str(), f.value)).collect();
+    assert_eq!(got, [(0, "syscall.slow[write]", 12.0), (1, "lock.wait", 180.0)]);
+}

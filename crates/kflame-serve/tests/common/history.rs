@@ -161,14 +161,16 @@ pub fn write(path: &Path, seconds: i64, keep: bool) -> Result<History, StoreErro
                 label: "",
                 histogram: &write,
                 slow: u64::from(s % 10 == 9),
+                span_ms: 1000,
             },
             LatencyRow {
                 kind: LatencyKind::Syscall,
                 label: "write",
                 histogram: &write,
                 slow: u64::from(s % 10 == 9),
+                span_ms: 1000,
             },
-            LatencyRow { kind: LatencyKind::Runq, label: "cpu0", histogram: &cpu0, slow: 0 },
+            LatencyRow { kind: LatencyKind::Runq, label: "cpu0", histogram: &cpu0, slow: 0, span_ms: 1000 },
         ];
         db.append_latency(host, T0 + s * SEC + SEC - 1_000_000, &rows)?;
         if s % 10 == 9 {

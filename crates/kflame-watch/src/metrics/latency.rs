@@ -1,7 +1,10 @@
 //! Latency metrics from histograms summed elsewhere (in the kernel, by the BPF programs of
-//! `kflame-bpf`) and read once a second: percentiles, the largest value and the outliers per
-//! second, per label, as metrics of the catalog (`syscall.lat.p99[write]`), so that charts,
-//! queries and triggers take them like any other.
+//! `kflame-bpf`) and read once a second: percentiles, the largest value, the outliers and the
+//! time waited per second, per label, as metrics of the catalog (`syscall.lat.p99[write]`), so
+//! that charts, queries and triggers take them like any other. Every one is a function of the
+//! histogram, its slow count and its span (`kflame_store::derived`): the store keeps the
+//! histograms and answers the metrics from them, and the live values here are computed with the
+//! same function, from the span the store keeps (the interval to the millisecond).
 
 use crate::store::derived::{self, Stat};
 use kflame::latency::{Histogram, LatencyKind, LatencyReading};
@@ -65,14 +68,34 @@ const FAMILIES: [Family; 5] = [
     },
 ];
 
-/// The metric values of one second of readings (`secs`: the interval, for rates): per
+impl Family {
+    /// The metric name of `stat` in this family, if it has it.
+    fn name(&self, stat: Stat) -> Option<&'static str> {
+        match stat {
+            Stat::P50 => Some(self.p50),
+            Stat::P99 => Some(self.p99),
+            Stat::Max => Some(self.max),
+            Stat::Slow => Some(self.slow),
+            Stat::Wait => self.wait,
+        }
+    }
+}
+
+/// The span of a read `secs` long, as a store keeps it (whole milliseconds), which the rates
+/// are read over.
+pub(super) fn span_ms(secs: f64) -> u32 {
+    (secs * 1e3).round().clamp(0.0, f64::from(u32::MAX)) as u32
+}
+
+/// The metric values of one second of readings (`span_ms`: the interval, for rates): per
 /// family, the total (label `""`), the [`BUSIEST`] labels by count and `other` for the rest;
 /// for each, p50, p99 and max in ms, the slow events per second and, for waits that add up
 /// (run queue, off-CPU, locks), the ms waited per second. The histograms the values were read
-/// from, under the same labels, go into `kept` (what a store keeps for heat maps).
+/// from, under the same labels, go into `kept` (what a store keeps, with the span, and reads
+/// the values back from).
 pub(super) fn values(
     readings: Vec<LatencyReading>,
-    secs: f64,
+    span_ms: u32,
     out: &mut Vec<Value>,
     kept: &mut Vec<LatencyReading>,
 ) {
@@ -108,27 +131,21 @@ pub(super) fn values(
             }
         }
         for r in std::iter::once(total).chain(busiest).chain(other) {
-            push(family, &r, secs, out);
+            push(family, &r, span_ms, out);
             kept.push(r);
         }
     }
 }
 
 /// The values of one label of a family.
-fn push(family: &Family, r: &LatencyReading, secs: f64, out: &mut Vec<Value>) {
-    let h = &r.histogram;
+fn push(family: &Family, r: &LatencyReading, span_ms: u32, out: &mut Vec<Value>) {
     // As a store computes them from the histogram it keeps (`derived`): a value read back is
     // the value a rule saw.
-    let of = |stat| derived::value(stat, h);
-    for (name, v) in [(family.p50, of(Stat::P50)), (family.p99, of(Stat::P99)), (family.max, of(Stat::Max))] {
-        if let Some(value) = v {
+    for &stat in derived::stats(family.kind) {
+        if let (Some(name), Some(value)) =
+            (family.name(stat), derived::value(stat, &r.histogram, r.slow, span_ms))
+        {
             out.push(Value { name, label: r.label.clone(), value });
-        }
-    }
-    if secs > 0.0 {
-        out.push(Value { name: family.slow, label: r.label.clone(), value: r.slow as f64 / secs });
-        if let Some(wait) = family.wait {
-            out.push(Value { name: wait, label: r.label.clone(), value: h.sum_ns as f64 / 1e6 / secs });
         }
     }
 }
@@ -161,7 +178,7 @@ mod tests {
         }
         let mut out = Vec::new();
         let mut kept = Vec::new();
-        values(readings, 2.0, &mut out, &mut kept);
+        values(readings, 2000, &mut out, &mut kept);
         let p99 = get(&out, "syscall.lat.p99", "write").expect("p99[write]");
         assert!((p99 - 99.0).abs() <= 0.125 * 99.0, "{p99}");
         assert_eq!(get(&out, "syscall.lat.max", "write"), Some(100.0));
@@ -179,19 +196,26 @@ mod tests {
         assert_eq!(kept_labels, labels);
         assert_eq!(kept.iter().find(|r| r.label.is_empty()).map(|r| r.histogram.total()), Some(100 + 155));
         let mut none = Vec::new();
-        values(vec![reading("read", &[], 0)], 1.0, &mut none, &mut kept);
+        values(vec![reading("read", &[], 0)], 1000, &mut none, &mut kept);
         assert!(none.is_empty(), "no calls, no values");
     }
 
-    /// Every family has its metrics, each in the catalog; a family whose waits add up has
-    /// its wait rate: 3 waits of 100 ms on a run queue over 2 s are 150 ms/s.
+    /// Every family has its metrics, each in the catalog and derived from the histograms by
+    /// the store (the family's every derived metric, no other); a family whose waits add up
+    /// has its wait rate: 3 waits of 100 ms on a run queue over 2 s are 150 ms/s.
     #[test]
     fn every_family_in_the_catalog_and_wait_rates() {
         for f in &FAMILIES {
             for name in [f.p50, f.p99, f.max, f.slow].into_iter().chain(f.wait) {
                 assert!(crate::metrics::info(name).is_some(), "{name} is not in the catalog");
                 assert!(name.starts_with(f.kind.as_str()), "{name}");
+                let (kind, stat) = derived::derived(name).expect("derived");
+                assert_eq!((kind, f.name(stat)), (f.kind, Some(name)));
             }
+            for &stat in derived::stats(f.kind) {
+                assert!(f.name(stat).is_some(), "{:?} of {}", stat, f.kind.as_str());
+            }
+            assert_eq!(f.wait.is_some(), derived::stats(f.kind).contains(&Stat::Wait));
         }
         let mut histogram = Histogram::default();
         for _ in 0..3 {
@@ -199,10 +223,33 @@ mod tests {
         }
         let r = LatencyReading { kind: LatencyKind::Runq, label: "cpu1".into(), histogram, slow: 3 };
         let (mut out, mut kept) = (Vec::new(), Vec::new());
-        values(vec![r], 2.0, &mut out, &mut kept);
+        values(vec![r], 2000, &mut out, &mut kept);
         assert_eq!(get(&out, "runq.wait", "cpu1"), Some(150.0));
         assert_eq!(get(&out, "runq.wait", ""), Some(150.0));
         assert_eq!(get(&out, "runq.slow", "cpu1"), Some(1.5));
         assert_eq!(get(&out, "runq.lat.max", ""), Some(100.0));
+    }
+
+    /// A read's interval to the millisecond, as the store keeps it: the rates a rule sees are
+    /// those read back.
+    #[test]
+    fn spans_to_the_millisecond() {
+        assert_eq!(span_ms(1.0), 1000);
+        assert_eq!(span_ms(0.99), 990);
+        assert_eq!(span_ms(1.0004), 1000);
+        assert_eq!(span_ms(0.0), 0);
+        assert_eq!(span_ms(1e12), u32::MAX);
+        let r = reading("write", &[20, 20, 20], 3);
+        let (mut out, mut kept) = (Vec::new(), Vec::new());
+        values(vec![r], span_ms(0.99), &mut out, &mut kept);
+        assert_eq!(
+            get(&out, "syscall.slow", "write"),
+            derived::value(Stat::Slow, &kept[1].histogram, 3, 990)
+        );
+        assert_eq!(get(&out, "syscall.slow", "write"), Some(3.03));
+        let (mut none, mut kept) = (Vec::new(), Vec::new());
+        values(vec![reading("write", &[20], 1)], 0, &mut none, &mut kept);
+        assert!(get(&none, "syscall.slow", "write").is_none(), "no interval, no rate");
+        assert!(get(&none, "syscall.lat.max", "write").is_some());
     }
 }

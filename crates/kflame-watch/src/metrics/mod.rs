@@ -62,8 +62,12 @@ pub struct Reading {
     /// Files that could not be read or had malformed lines (skipped, the rest kept).
     pub problems: Vec<Problem>,
     /// The latency histograms the latency values were read from, per family and label (the
-    /// total as label `""`, the busiest labels, `other`): what a store keeps for heat maps.
+    /// total as label `""`, the busiest labels, `other`): what a store keeps, and reads the
+    /// latency values back from.
     pub histograms: Vec<LatencyReading>,
+    /// The milliseconds the histograms cover (the interval since the previous read, 1 s on the
+    /// first), which their rates are per second of.
+    pub latency_span_ms: u32,
 }
 
 impl Reading {
@@ -236,7 +240,8 @@ impl Sampler {
             }
         }
         if !readings.is_empty() {
-            latency::values(readings, interval.unwrap_or(1.0), &mut out.values, &mut out.histograms);
+            out.latency_span_ms = latency::span_ms(interval.unwrap_or(1.0));
+            latency::values(readings, out.latency_span_ms, &mut out.values, &mut out.histograms);
         }
         self.prev = now;
         out
