@@ -23,11 +23,12 @@ struct {
 	__uint(max_entries, 1);
 } budget SEC(".maps");
 
-// An outlier may be kept now on this CPU (the bound per generation not reached).
-static __always_inline int may_keep(void)
+// Takes one from the bound `limit` of this CPU's `kept` (a `budget_t` array of one) in the
+// current generation: false once it is reached.
+static __always_inline int take_one(void *kept, __u32 limit)
 {
 	__u32 zero = 0;
-	struct budget_t *b = bpf_map_lookup_elem(&budget, &zero);
+	struct budget_t *b = bpf_map_lookup_elem(kept, &zero);
 	if (!b)
 		return 0;
 	__u32 gen = generation();
@@ -35,10 +36,16 @@ static __always_inline int may_keep(void)
 		b->gen = gen;
 		b->kept = 0;
 	}
-	if (b->kept >= max_outliers)
+	if (b->kept >= limit)
 		return 0;
 	b->kept += 1;
 	return 1;
+}
+
+// An outlier may be kept now on this CPU (the bound per generation not reached).
+static __always_inline int may_keep(void)
+{
+	return take_one(&budget, max_outliers);
 }
 
 // Stack walks a program taking no stacks otherwise (`with_stacks` 0) may make per CPU and
@@ -57,21 +64,7 @@ struct {
 // A stack walk may be made now on this CPU (the bound per generation not reached).
 static __always_inline int may_walk(void)
 {
-	if (!walks_per_gen)
-		return 0;
-	__u32 zero = 0;
-	struct budget_t *b = bpf_map_lookup_elem(&walk_budget, &zero);
-	if (!b)
-		return 0;
-	__u32 gen = generation();
-	if (b->gen != gen) {
-		b->gen = gen;
-		b->kept = 0;
-	}
-	if (b->kept >= walks_per_gen)
-		return 0;
-	b->kept += 1;
-	return 1;
+	return walks_per_gen && take_one(&walk_budget, walks_per_gen);
 }
 
 #endif

@@ -161,12 +161,13 @@ int on_switch(struct bpf_raw_tracepoint_args *ctx)
 				s = i + 1;
 	}
 	__u32 tgid = BPF_CORE_READ(prev, tgid);
-	int waiting_for_work = (s == 1 || s == 8) && (BPF_CORE_READ(prev, flags) & PF_KTHREAD);
+	int kthread = BPF_CORE_READ(prev, flags) & PF_KTHREAD;
+	int waiting_for_work = (s == 1 || s == 8) && kthread;
 	if (prev_tid != 0 && s < 64 && (state_mask & (1ULL << s)) && (!only_tgid || tgid == only_tgid) &&
 	    (idle_kthreads || !waiting_for_work)) {
-		int user = !(BPF_CORE_READ(prev, flags) & PF_KTHREAD);
-		struct start_t *old = reuse_stacks_under_ns && user ? bpf_map_lookup_elem(&start, &prev_tid) : 0;
-		__u64 place = reuse_stacks_under_ns && user ? place_of() : 0;
+		int reuse = reuse_stacks_under_ns && !kthread;
+		struct start_t *old = reuse ? bpf_map_lookup_elem(&start, &prev_tid) : 0;
+		__u64 place = reuse ? place_of() : 0;
 		__u64 comm[TASK_COMM_LEN / 8] = {};
 		if (old)
 			BPF_CORE_READ_STR_INTO(&comm, prev, comm);
