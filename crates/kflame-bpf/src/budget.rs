@@ -179,8 +179,11 @@ impl State {
     fn attached_secs(&self, id: usize) -> f64 {
         let period = PERIOD.as_secs_f64();
         let Some(cost) = self.programs[id].cost_ns else { return period };
-        if cost <= 0.0 || self.budget_ns <= 0.0 {
-            return if self.budget_ns <= 0.0 { 1.0 } else { period };
+        if self.budget_ns <= 0.0 {
+            return 1.0; // a budget of nothing: the measurement second alone
+        }
+        if cost <= 0.0 {
+            return period;
         }
         let costs: Vec<f64> = self.programs.iter().map(|p| p.cost_ns.unwrap_or(0.0).max(0.0)).collect();
         // The measurement seconds are spent; the rest is shared, the cheapest first.

@@ -16,8 +16,8 @@ use crate::kmsg::{Follower, KernelReport};
 use crate::metrics::{Options, Reading, Sampler, Tap};
 use crate::rules::{CaptureKind, Evaluator, Fired, Held};
 use crate::store::{
-    Bucket, CaptureId, CaptureStart, Kind, LatencyKind, LatencyRow, Metric, Policy, Sample, Store,
-    StoreError, StoredReport, TriggerFired, derived,
+    Bucket, CaptureId, CaptureStart, Kind, LatencyKind, Metric, Policy, Sample, Store, StoreError,
+    StoredReport, TriggerFired, derived,
 };
 
 /// How the program running the watcher hears from it and steers it.
@@ -637,17 +637,7 @@ impl<S: Store> Watcher<S> {
         {
             self.store_error("metrics", &e, control);
         }
-        let histograms: Vec<LatencyRow<'_>> = reading
-            .histograms
-            .iter()
-            .map(|h| LatencyRow {
-                kind: h.kind,
-                label: &h.label,
-                histogram: &h.histogram,
-                slow: h.slow,
-                span_ms: reading.latency_span_ms,
-            })
-            .collect();
+        let histograms = reading.latency_rows();
         if !histograms.is_empty()
             && let Err(e) = self.store.append_latency(&self.settings.host, now, &histograms)
         {

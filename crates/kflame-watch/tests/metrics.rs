@@ -208,7 +208,7 @@ fn latency_metrics_join_the_reading_and_losses_are_said() {
 /// calls over the fixture's interval) alike, none of them stored as a metric.
 #[test]
 fn latency_values_are_what_the_store_reads_back() {
-    use kflame_store::{LatencyRow, OpenMode, Query, SeriesQuery, Sqlite, Store};
+    use kflame_store::{OpenMode, Query, SeriesQuery, Sqlite, Store};
     let dir = data("busy");
     let mut s = Sampler::new(dir.join("a"), Options::default());
     s.add_latency(Box::new(Counted { lost: 0, step: 0 }));
@@ -228,18 +228,7 @@ fn latency_values_are_what_the_store_reads_back() {
     let t = 1_764_000_000_999_000_000;
     {
         let mut db = Sqlite::open(out.join("h.db"), OpenMode::Write).unwrap();
-        let rows: Vec<LatencyRow<'_>> = second
-            .histograms
-            .iter()
-            .map(|h| LatencyRow {
-                kind: h.kind,
-                label: &h.label,
-                histogram: &h.histogram,
-                slow: h.slow,
-                span_ms: second.latency_span_ms,
-            })
-            .collect();
-        db.append_latency("web1", t, &rows).unwrap();
+        db.append_latency("web1", t, &second.latency_rows()).unwrap();
         db.flush().unwrap();
     }
     let db = Sqlite::open(out.join("h.db"), OpenMode::Read).unwrap();

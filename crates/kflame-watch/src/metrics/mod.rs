@@ -75,6 +75,20 @@ impl Reading {
     pub fn get(&self, name: &str, label: &str) -> Option<f64> {
         self.values.iter().find(|v| v.name == name && v.label == label).map(|v| v.value)
     }
+
+    /// The latency histograms as a store keeps them, each over the read's span.
+    pub fn latency_rows(&self) -> Vec<crate::store::LatencyRow<'_>> {
+        self.histograms
+            .iter()
+            .map(|h| crate::store::LatencyRow {
+                kind: h.kind,
+                label: &h.label,
+                histogram: &h.histogram,
+                slow: h.slow,
+                span_ms: self.latency_span_ms,
+            })
+            .collect()
+    }
 }
 
 /// Latency histograms handed over by another thread (the watcher's always-on blocked-time
