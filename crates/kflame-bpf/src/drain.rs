@@ -577,14 +577,17 @@ impl Loaded {
         std::mem::take(&mut self.outliers)
     }
 
-    /// The `lost` counters summed over the CPUs, plus `unmatched` counted in user space.
-    pub(crate) fn lost(&self, unmatched: u64) -> Result<WaitLost, BpfError> {
+    /// `common.h`'s `lost` counter `i` summed over the CPUs.
+    pub(crate) fn lost_count(&self, i: u32) -> Result<u64, BpfError> {
         let map = self.ebpf.map("lost").ok_or_else(|| map_err("lost", "missing"))?;
         let lost: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(map).map_err(|e| map_err("lost", e))?;
-        let sum = |i: u32| -> Result<u64, BpfError> {
-            let v = lost.get(&i, 0).map_err(|e| map_err("lost", e))?;
-            Ok(v.iter().sum())
-        };
+        let v = lost.get(&i, 0).map_err(|e| map_err("lost", e))?;
+        Ok(v.iter().sum())
+    }
+
+    /// The `lost` counters summed over the CPUs, plus `unmatched` counted in user space.
+    pub(crate) fn lost(&self, unmatched: u64) -> Result<WaitLost, BpfError> {
+        let sum = |i: u32| self.lost_count(i);
         Ok(WaitLost {
             waits: sum(0)?,
             stacks: sum(1)?,

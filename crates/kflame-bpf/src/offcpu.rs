@@ -133,6 +133,12 @@ pub struct Lost {
     pub histograms: u64,
     /// Slow blocks not kept as outliers: over the bound per second, or their ring buffer full.
     pub outliers: u64,
+    /// Blocks whose end the tracepoint did not deliver (a task leaving the CPU again without
+    /// a switch to it seen), timed from the task's run time since it came back: counted.
+    pub ends_timed: u64,
+    /// Blocks whose end was not delivered and could not be timed so (a task not of the fair
+    /// class): not counted.
+    pub ends_lost: u64,
 }
 
 /// The off-CPU program, loaded and attached.
@@ -161,23 +167,33 @@ impl OffCpu {
             reuse_stacks_under_ns: opts.reuse_stacks_under_ns,
             stack_walks_per_sec: 0,
         };
-        let extra = vec![
-            ("max_ns", GlobalData::from(&opts.max_block_ns)),
-            ("state_mask", GlobalData::from(&opts.states)),
-            ("with_wakers", GlobalData::from(&with_wakers)),
-            ("idle_kthreads", GlobalData::from(&idle_kthreads)),
-            ("reuse_stacks_under_ns", GlobalData::from(&opts.reuse_stacks_under_ns)),
-        ];
-        let mut attach = vec![("on_switch", "sched_switch")];
-        if opts.reuse_stacks_under_ns > 0 {
-            // Entries are kept while tasks run: a task leaving or changing program drops its.
-            attach.push(("on_exit", "sched_process_exit"));
-            attach.push(("on_exec", "sched_process_exec"));
-        }
-        if opts.wakers {
-            attach.push(("on_wakeup", "sched_waking"));
-        }
-        Ok(OffCpu { loaded: Loaded::start(OFFCPU_OBJ, &common, extra, &attach)? })
+        let extra = || {
+            vec![
+                ("max_ns", GlobalData::from(&opts.max_block_ns)),
+                ("state_mask", GlobalData::from(&opts.states)),
+                ("with_wakers", GlobalData::from(&with_wakers)),
+                ("idle_kthreads", GlobalData::from(&idle_kthreads)),
+                ("reuse_stacks_under_ns", GlobalData::from(&opts.reuse_stacks_under_ns)),
+            ]
+        };
+        let attach = |switch| {
+            let mut attach = vec![(switch, "sched_switch")];
+            if opts.reuse_stacks_under_ns > 0 {
+                // Entries are kept while tasks run: a task leaving or changing program drops its.
+                attach.push(("on_exit", "sched_process_exit"));
+                attach.push(("on_exec", "sched_process_exec"));
+            }
+            if opts.wakers {
+                attach.push(("on_wakeup", "sched_waking"));
+            }
+            attach
+        };
+        // The state a task blocked in, as the tracepoint passes it (Linux 5.18), or as read
+        // from the task at the switch on older kernels, which refuse the first program's
+        // attachment (see offcpu.bpf.c).
+        let loaded = Loaded::start(OFFCPU_OBJ, &common, extra(), &attach("on_switch_state"))
+            .or_else(|_| Loaded::start(OFFCPU_OBJ, &common, extra(), &attach("on_switch")))?;
+        Ok(OffCpu { loaded })
     }
 
     /// Reads and clears what was aggregated since the last call, and the stacks no block in
@@ -245,6 +261,8 @@ impl OffCpu {
             starts: l.starts,
             histograms: l.histograms,
             outliers: l.outliers,
+            ends_timed: self.loaded.lost_count(7)?,
+            ends_lost: self.loaded.lost_count(6)?,
         })
     }
 }

@@ -601,6 +601,7 @@ impl Aggregator for OffCpuSource {
                 stacks: l.stacks,
                 other: [
                     ("blocks not timed: the kernel's map of blocked tasks was full".into(), l.starts),
+                    ("blocks whose end the sched_switch tracepoint did not deliver (a task not of the fair class)".into(), l.ends_lost),
                     (HISTOGRAMS_FULL.into(), l.histograms),
                     (OUTLIERS_LEFT.into(), l.outliers),
                 ]

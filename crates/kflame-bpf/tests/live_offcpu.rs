@@ -62,7 +62,11 @@ fn a_sleeping_thread_is_counted_with_its_kernel_stack() {
     let mine: Vec<&Blocked> = all.iter().filter(|b| b.tid == tid).collect();
     let ns: u64 = mine.iter().map(|b| b.ns).sum();
     let count: u64 = mine.iter().map(|b| b.count).sum();
-    assert!(count >= blocks, "{count} blocks of the sleeper seen of {blocks}: {mine:?}");
+    let lost = p.lost().unwrap();
+    assert!(
+        count >= blocks,
+        "{count} blocks of the sleeper seen of {blocks} ({blocked} ns), lost {lost:?}: {mine:?}"
+    );
     assert!(ns * 100 >= blocked * 98, "{ns} ns of the {blocked} ns the kernel says the sleeps blocked");
     let sleep = mine.iter().max_by_key(|b| b.ns).unwrap();
     assert_eq!(sleep.tgid, pid);
@@ -72,6 +76,9 @@ fn a_sleeping_thread_is_counted_with_its_kernel_stack() {
     assert!(!sleep.user.is_empty(), "the user stack of a user thread");
     assert!(mine.iter().all(|b| b.waker.is_none()), "no wakers asked");
     assert_eq!(p.lost().unwrap().blocks, 0);
+    // A block whose end the tracepoint did not deliver (a few under load) is timed from the
+    // thread's run time: a thread of the fair class loses none.
+    assert_eq!(lost.ends_lost, 0);
 }
 
 /// With histograms only (the watcher's always-on latency), no block is summed per task and no
@@ -231,7 +238,7 @@ fn our_programs() -> Option<std::collections::BTreeSet<u32>> {
     Some(
         text.lines()
             .filter(|l| {
-                ["on_switch", "on_wakeup", "on_exit", "on_exec"]
+                ["on_switch", "on_switch_state", "on_wakeup", "on_exit", "on_exec"]
                     .iter()
                     .any(|n| l.contains(&format!(" name {n} ")))
             })

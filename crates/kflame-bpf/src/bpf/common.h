@@ -46,12 +46,14 @@ struct {
 #define LOST_UNMATCHED 3 // (bio) an IO of an unseen submitter, not counted under a pid filter
 #define LOST_HISTS 4	 // an event not in a latency histogram: `hists` was full
 #define LOST_OUTLIERS 5	 // (syscalls) an outlier not kept: over the bound per second, or its buffer full
+#define LOST_ENDS 6	 // (offcpu) a block whose end was not seen and could not be timed: not counted
+#define LOST_ENDS_TIMED 7 // (offcpu) a block whose end was not seen, timed from the task's run time since
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
 	__type(value, __u64);
-	__uint(max_entries, 6);
+	__uint(max_entries, 8);
 } lost SEC(".maps");
 
 static __always_inline void count_lost(__u32 what)

@@ -12,16 +12,25 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 // What is read of a task, as the kernel's BTF names it (CO-RE: offsets are relocated to the
 // running kernel's). The state field was `state` before Linux 5.14 and `__state` since.
+struct sched_entity {
+	__u64 sum_exec_runtime;
+	__u64 prev_sum_exec_runtime;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	int pid;
 	int tgid;
 	unsigned int flags;
+	unsigned int policy;
+	struct sched_entity se;
 	char comm[TASK_COMM_LEN];
 	unsigned int __state;
 } __attribute__((preserve_access_index));
 
-// include/linux/sched.h
+// include/linux/sched.h, include/uapi/linux/sched.h
 #define PF_KTHREAD 0x00200000
+#define SCHED_BATCH 3
+#define SCHED_IDLE 5
 #define TASK_REPORT 0x7f
 #define TASK_IDLE 0x402
 
@@ -139,16 +148,91 @@ static __always_inline long state_of(struct task_struct *t)
 	return BPF_CORE_READ((struct task_struct___old *)t, state);
 }
 
-// sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next, ...)
-SEC("raw_tp/sched_switch")
-int on_switch(struct bpf_raw_tracepoint_args *ctx)
+// A block of task `tid` that began at `st->ts` and lasted `delta` ns ended: counted (the entry
+// deleted, unless entries are kept or `keep`).
+static __always_inline void count_block(__u32 tid, struct start_t *st, __u64 delta, int keep)
+{
+	st->ts = 0;
+	st->last_ns = delta;
+	struct key_t key = {};
+	key.tgid = st->tgid;
+	key.tid = tid;
+	key.kstack = st->kstack;
+	key.ustack = st->ustack;
+	key.state = st->state;
+	__builtin_memcpy(key.comm, st->comm, sizeof(key.comm));
+	if (!reuse_stacks_under_ns && !keep)
+		bpf_map_delete_elem(&start, &tid);
+	struct waker_t *w = with_wakers ? bpf_map_lookup_elem(&wakers, &tid) : 0;
+	if (w) {
+		key.waker_tgid = w->tgid;
+		key.waker_tid = w->tid;
+		key.waker_kstack = w->kstack;
+		key.waker_ustack = w->ustack;
+		__builtin_memcpy(key.waker_comm, w->comm, sizeof(key.waker_comm));
+		bpf_map_delete_elem(&wakers, &tid);
+	} else {
+		key.waker_kstack = -1;
+		key.waker_ustack = -1;
+	}
+	if (delta < min_ns || delta > max_ns)
+		return;
+	__u64 slow = count_latency(key.state, delta);
+	// Outliers of uninterruptible blocks alone (D: IO, a page, a lock slept on): a long sleep
+	// in S is mostly a task waiting for work (poll, futex, nanosleep), as a system call's
+	// outliers leave out the calls whose purpose is to wait.
+	if (key.state == 2)
+		keep_outlier(key.tgid, key.tid, key.state, key.kstack, key.ustack, key.comm, delta, slow);
+	if (!with_waits)
+		return;
+	key.gen = generation();
+	struct value_t *v = bpf_map_lookup_elem(&blocked, &key);
+	if (!v) {
+		struct value_t zero = {};
+		if (bpf_map_update_elem(&blocked, &key, &zero, BPF_NOEXIST) && bpf_map_lookup_elem(&blocked, &key) == 0) {
+			count_lost(LOST_WAITS);
+			return;
+		}
+		v = bpf_map_lookup_elem(&blocked, &key);
+		if (!v) {
+			count_lost(LOST_WAITS);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&v->ns, delta);
+	__sync_fetch_and_add(&v->count, 1);
+}
+
+// prev leaves the CPU while its entry says it is still blocked: the tracepoint did not
+// deliver the switch that brought it back (seen here: a few in a thousand switches under
+// load, for perf's sched_switch events too). It has run since that switch without leaving
+// the CPU, so it came back its run time since then ago (the fair class's `sum_exec_runtime`
+// less its value when the task was picked), and the block is counted so; for other classes,
+// or a stale entry, it is counted in `lost`.
+static __always_inline void unseen_end(struct task_struct *prev, __u32 tid, struct start_t *old, __u64 now)
+{
+	unsigned int policy = BPF_CORE_READ(prev, policy);
+	__u64 ran = BPF_CORE_READ(prev, se.sum_exec_runtime) - BPF_CORE_READ(prev, se.prev_sum_exec_runtime);
+	int fair = policy == 0 || policy == SCHED_BATCH || policy == SCHED_IDLE;
+	if (stale(old->ts) || !fair || ran >= now - old->ts) {
+		old->ts = 0;
+		count_lost(LOST_ENDS);
+		return;
+	}
+	count_lost(LOST_ENDS_TIMED);
+	count_block(tid, old, now - ran - old->ts, 1);
+}
+
+// sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next, ...), with
+// the state prev had when it called schedule(), or -1 to read it from prev now.
+static __always_inline int switched(struct bpf_raw_tracepoint_args *ctx, long prev_state)
 {
 	__u64 now = bpf_ktime_get_ns();
 	int preempt = (int)ctx->args[0];
 	struct task_struct *prev = (struct task_struct *)ctx->args[1];
 	struct task_struct *next = (struct task_struct *)ctx->args[2];
 	__u32 prev_tid = BPF_CORE_READ(prev, pid);
-	long state = preempt ? 0 : state_of(prev);
+	long state = preempt ? 0 : prev_state >= 0 ? prev_state : state_of(prev);
 	// The state as the kernel reports it (__task_state_index): TASK_IDLE is I (8), else the
 	// highest reported bit, plus one (S 1, D 2, ...); 0 when preempted while runnable.
 	__u32 s = 0;
@@ -163,10 +247,14 @@ int on_switch(struct bpf_raw_tracepoint_args *ctx)
 	__u32 tgid = BPF_CORE_READ(prev, tgid);
 	int kthread = BPF_CORE_READ(prev, flags) & PF_KTHREAD;
 	int waiting_for_work = (s == 1 || s == 8) && kthread;
+	struct start_t *old = prev_tid != 0 && (!only_tgid || tgid == only_tgid) ? bpf_map_lookup_elem(&start, &prev_tid) : 0;
+	if (old && old->ts != 0)
+		unseen_end(prev, prev_tid, old, now);
 	if (prev_tid != 0 && s < 64 && (state_mask & (1ULL << s)) && (!only_tgid || tgid == only_tgid) &&
 	    (idle_kthreads || !waiting_for_work)) {
 		int reuse = reuse_stacks_under_ns && !kthread;
-		struct start_t *old = reuse ? bpf_map_lookup_elem(&start, &prev_tid) : 0;
+		if (!reuse)
+			old = 0;
 		__u64 place = reuse ? place_of() : 0;
 		__u64 comm[TASK_COMM_LEN / 8] = {};
 		if (old)
@@ -198,57 +286,26 @@ int on_switch(struct bpf_raw_tracepoint_args *ctx)
 		st->ts = 0;
 		return 0;
 	}
-	__u64 delta = now - st->ts;
-	st->ts = 0;
-	st->last_ns = delta;
-	struct key_t key = {};
-	key.tgid = st->tgid;
-	key.tid = next_tid;
-	key.kstack = st->kstack;
-	key.ustack = st->ustack;
-	key.state = st->state;
-	__builtin_memcpy(key.comm, st->comm, sizeof(key.comm));
-	if (!reuse_stacks_under_ns)
-		bpf_map_delete_elem(&start, &next_tid);
-	struct waker_t *w = with_wakers ? bpf_map_lookup_elem(&wakers, &next_tid) : 0;
-	if (w) {
-		key.waker_tgid = w->tgid;
-		key.waker_tid = w->tid;
-		key.waker_kstack = w->kstack;
-		key.waker_ustack = w->ustack;
-		__builtin_memcpy(key.waker_comm, w->comm, sizeof(key.waker_comm));
-		bpf_map_delete_elem(&wakers, &next_tid);
-	} else {
-		key.waker_kstack = -1;
-		key.waker_ustack = -1;
-	}
-	if (delta < min_ns || delta > max_ns)
-		return 0;
-	__u64 slow = count_latency(key.state, delta);
-	// Outliers of uninterruptible blocks alone (D: IO, a page, a lock slept on): a long sleep
-	// in S is mostly a task waiting for work (poll, futex, nanosleep), as a system call's
-	// outliers leave out the calls whose purpose is to wait.
-	if (key.state == 2)
-		keep_outlier(key.tgid, key.tid, key.state, key.kstack, key.ustack, key.comm, delta, slow);
-	if (!with_waits)
-		return 0;
-	key.gen = generation();
-	struct value_t *v = bpf_map_lookup_elem(&blocked, &key);
-	if (!v) {
-		struct value_t zero = {};
-		if (bpf_map_update_elem(&blocked, &key, &zero, BPF_NOEXIST) && bpf_map_lookup_elem(&blocked, &key) == 0) {
-			count_lost(LOST_WAITS);
-			return 0;
-		}
-		v = bpf_map_lookup_elem(&blocked, &key);
-		if (!v) {
-			count_lost(LOST_WAITS);
-			return 0;
-		}
-	}
-	__sync_fetch_and_add(&v->ns, delta);
-	__sync_fetch_and_add(&v->count, 1);
+	count_block(next_tid, st, now - st->ts, 0);
 	return 0;
+}
+
+// Since Linux 5.18 the tracepoint passes the state prev had when it called schedule()
+// (`unsigned int prev_state`, its fourth argument). Read from prev at the tracepoint instead,
+// it may already be TASK_WAKING: a wakeup on another CPU (the timer of a sleep preempted
+// before it called schedule() and moved meanwhile) sets it while the switch is under way,
+// and a block the kernel counts (as a voluntary switch) would be missed. Attaching fails on
+// older kernels (the program reads beyond the tracepoint's arguments): `on_switch` then.
+SEC("raw_tp/sched_switch")
+int on_switch_state(struct bpf_raw_tracepoint_args *ctx)
+{
+	return switched(ctx, (long)(unsigned int)ctx->args[3]);
+}
+
+SEC("raw_tp/sched_switch")
+int on_switch(struct bpf_raw_tracepoint_args *ctx)
+{
+	return switched(ctx, -1);
 }
 
 // sched_waking(struct task_struct *p): in the waker's own context, always (sched_wakeup may
