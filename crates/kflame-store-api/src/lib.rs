@@ -286,6 +286,9 @@ pub struct Maintenance {
     pub budget_rows: u64,
     /// Rows of always-on outliers fewer, folded into the row of their closed span.
     pub folded_event_rows: u64,
+    /// Latency and metric rows fewer, folded into one row of their closed hour (a writer
+    /// stopped within the hour leaves them as seconds or spans of 10 minutes).
+    pub folded_hour_rows: u64,
     /// Stacks no longer referred to, deleted.
     pub orphan_stacks: u64,
     /// File size before and after, bytes (main file plus WAL).

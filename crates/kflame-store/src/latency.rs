@@ -603,6 +603,43 @@ pub(crate) fn write(
     Ok(())
 }
 
+/// The closed hours, ending at most at `before_ns`, whose latency rows are not yet one row of
+/// the whole hour, as (host, the hour's start): a writer stopped within an hour leaves its
+/// rows as they were (seconds, spans of 10 minutes), since only the block that ends an hour
+/// folds it.
+pub(crate) fn unfolded_hours(conn: &Connection, before_ns: i64) -> rusqlite::Result<Vec<(i64, i64)>> {
+    conn.prepare_cached(
+        "SELECT host, start_ns - start_ns % ?1 AS h FROM latency_spans GROUP BY host, h
+         HAVING (count(*) > 1 OR min(end_ns - start_ns) < ?1) AND h + ?1 <= ?2 ORDER BY h, host",
+    )?
+    .query_map(params![HOUR_NS, before_ns], |r| Ok((r.get(0)?, r.get(1)?)))?
+    .collect()
+}
+
+/// Folds the latency rows of `host` in the hour starting at `from` into one row of the hour,
+/// its seconds summed into 10-s histograms, as [`write`] does when a block ends an hour.
+/// Returns how many rows fewer there are.
+pub(crate) fn fold_hour(conn: &Connection, host: i64, from: i64) -> rusqlite::Result<u64> {
+    let to = from + HOUR_NS;
+    let old: Vec<(i64, i64, Vec<u8>)> = conn
+        .prepare_cached(
+            "SELECT start_ns, end_ns, data FROM latency_spans WHERE host = ?1 AND start_ns >= ?2 AND start_ns < ?3",
+        )?
+        .query_map(params![host, from, to], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<Result<_, _>>()?;
+    let mut all = Block::default();
+    for (at, end, data) in &old {
+        let b = Block::decode(data, *at, *end).map_err(|e| corrupt(format!("a stored latency row: {e}")))?;
+        all.merge(b);
+    }
+    all.coarsen(COARSE_NS);
+    conn.prepare_cached("DELETE FROM latency_spans WHERE host = ?1 AND start_ns >= ?2 AND start_ns < ?3")?
+        .execute(params![host, from, to])?;
+    conn.prepare_cached("INSERT INTO latency_spans(host, start_ns, end_ns, data) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![host, from, to, all.encode(from)])?;
+    Ok(old.len().saturating_sub(1) as u64)
+}
+
 /// The row stored for the block of `host` starting at `start_ns`, if any: what a writer
 /// killed within the block wrote of it, read once by the next writer of that block before it
 /// rewrites the row.

@@ -42,6 +42,11 @@ pub(crate) fn run(db: &mut Sqlite, p: &Policy) -> Result<Maintenance, StoreError
         Err(e) if e.is_disk_full() => {}
         Err(e) => return Err(e),
     }
+    match fold_hours(db, p.now_ns) {
+        Ok(n) => m.folded_hour_rows += n,
+        Err(e) if e.is_disk_full() => {}
+        Err(e) => return Err(e),
+    }
     if m.expired_rows > 0 || m.budget_rows > 0 {
         m.orphan_stacks += delete_orphans(db, true)?;
     }
@@ -147,6 +152,94 @@ fn delete_events_before(db: &mut Sqlite, cutoff: i64) -> Result<u64, StoreError>
     Ok(total)
 }
 
+/// A decoded bucket row of the table.
+struct Decoded {
+    id: i64,
+    host: i64,
+    kind: i64,
+    start: i64,
+    capture: Option<i64>,
+    unit: String,
+    event: Option<String>,
+    end: i64,
+    d: bucket::DecodedBucket,
+}
+
+/// Merges `buckets` into untimed buckets of `width` ns (one per host, kind, capture, unit,
+/// event and window), keeping counts and weights per stack and cgroup, in one transaction.
+/// Returns the buckets merged.
+fn merge_windows(db: &mut Sqlite, buckets: Vec<Decoded>, width: i64) -> Result<u64, StoreError> {
+    type Key = (i64, i64, Option<i64>, String, Option<String>, i64);
+    struct Group {
+        ids: Vec<i64>,
+        start: i64,
+        end: i64,
+        cgroups: Vec<String>,
+        sums: FxHashMap<(i64, u32), (u64, Weight)>,
+    }
+    let mut groups: FxHashMap<Key, Group> = FxHashMap::default();
+    for Decoded { id, host, kind, start, capture, unit, event, end, d } in buckets {
+        let key = (host, kind, capture, unit, event, start.div_euclid(width));
+        let g = groups.entry(key).or_insert_with(|| Group {
+            ids: Vec::new(),
+            start,
+            end,
+            cgroups: Vec::new(),
+            sums: FxHashMap::default(),
+        });
+        g.ids.push(id);
+        g.start = g.start.min(start);
+        g.end = g.end.max(end);
+        // Cgroup indexes of this bucket → indexes in the group's list.
+        let mut map = vec![0u32];
+        for cg in &d.cgroups {
+            let i = match g.cgroups.iter().position(|c| c == cg) {
+                Some(i) => i,
+                None => {
+                    g.cgroups.push(cg.clone());
+                    g.cgroups.len() - 1
+                }
+            };
+            map.push(i as u32 + 1);
+        }
+        for s in &d.samples {
+            let e = g.sums.entry((s.stack, map[s.cgroup as usize])).or_insert((0, Weight::ZERO));
+            e.0 += 1;
+            e.1 += s.weight;
+        }
+        for u in &d.untimed {
+            let e = g.sums.entry((u.stack, map[u.cgroup as usize])).or_insert((0, Weight::ZERO));
+            e.0 += u.count;
+            e.1 += u.weight;
+        }
+    }
+    batch(db, |c| {
+        let mut n = 0u64;
+        for ((host, kind, capture, unit, event, _), g) in groups {
+            let mut untimed: Vec<Untimed> = g
+                .sums
+                .into_iter()
+                .map(|((stack, cgroup), (count, weight))| Untimed { stack, cgroup, count, weight })
+                .collect();
+            untimed.sort_by_key(|u| (u.stack, u.cgroup));
+            let samples: u64 = untimed.iter().map(|u| u.count).sum();
+            let cgs: Vec<&str> = g.cgroups.iter().map(String::as_str).collect();
+            let data = bucket::encode_bucket(g.start, 1000, 0, &cgs, &[], &untimed);
+            c.prepare_cached(
+                "INSERT INTO buckets(host, kind, start_ns, end_ns, capture, unit, event, samples, timed, data)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9)",
+            )?
+            .execute(params![host, kind, g.start, g.end, capture, unit, event, samples as i64, data])?;
+            let mut del = c.prepare_cached("DELETE FROM buckets WHERE id = ?1")?;
+            for id in &g.ids {
+                del.execute([id])?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    })
+}
+
 /// Merges timed buckets that ended by `cutoff` into untimed buckets of `width` ns (one per
 /// host, kind, capture, unit, event and window), keeping counts and weights per stack and
 /// cgroup.
@@ -185,79 +278,15 @@ fn downsample(db: &mut Sqlite, cutoff: i64, width: i64) -> Result<u64, StoreErro
         if rows.is_empty() {
             break;
         }
-        type Key = (i64, i64, Option<i64>, String, Option<String>, i64);
-        struct Group {
-            ids: Vec<i64>,
-            start: i64,
-            end: i64,
-            cgroups: Vec<String>,
-            sums: FxHashMap<(i64, u32), (u64, Weight)>,
-        }
-        let mut groups: FxHashMap<Key, Group> = FxHashMap::default();
+        let mut decoded = Vec::with_capacity(rows.len());
         for (id, host, kind, start, capture, unit, event, end, data) in rows {
             let d = bucket::decode_bucket(&data, start).map_err(|detail| StoreError::Corrupt {
                 store: path.display().to_string(),
                 detail: format!("bucket {id}: {detail}"),
             })?;
-            let key = (host, kind, capture, unit, event, start.div_euclid(width));
-            let g = groups.entry(key).or_insert_with(|| Group {
-                ids: Vec::new(),
-                start,
-                end,
-                cgroups: Vec::new(),
-                sums: FxHashMap::default(),
-            });
-            g.ids.push(id);
-            g.start = g.start.min(start);
-            g.end = g.end.max(end);
-            // Cgroup indexes of this bucket → indexes in the group's list.
-            let mut map = vec![0u32];
-            for cg in &d.cgroups {
-                let i = match g.cgroups.iter().position(|c| c == cg) {
-                    Some(i) => i,
-                    None => {
-                        g.cgroups.push(cg.clone());
-                        g.cgroups.len() - 1
-                    }
-                };
-                map.push(i as u32 + 1);
-            }
-            for s in &d.samples {
-                let e = g.sums.entry((s.stack, map[s.cgroup as usize])).or_insert((0, Weight::ZERO));
-                e.0 += 1;
-                e.1 += s.weight;
-            }
-            for u in &d.untimed {
-                let e = g.sums.entry((u.stack, map[u.cgroup as usize])).or_insert((0, Weight::ZERO));
-                e.0 += u.count;
-                e.1 += u.weight;
-            }
+            decoded.push(Decoded { id, host, kind, start, capture, unit, event, end, d });
         }
-        let n = batch(db, |c| {
-            let mut n = 0u64;
-            for ((host, kind, capture, unit, event, _), g) in groups {
-                let mut untimed: Vec<Untimed> = g
-                    .sums
-                    .into_iter()
-                    .map(|((stack, cgroup), (count, weight))| Untimed { stack, cgroup, count, weight })
-                    .collect();
-                untimed.sort_by_key(|u| (u.stack, u.cgroup));
-                let samples: u64 = untimed.iter().map(|u| u.count).sum();
-                let cgs: Vec<&str> = g.cgroups.iter().map(String::as_str).collect();
-                let data = bucket::encode_bucket(g.start, 1000, 0, &cgs, &[], &untimed);
-                c.prepare_cached(
-                    "INSERT INTO buckets(host, kind, start_ns, end_ns, capture, unit, event, samples, timed, data)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9)",
-                )?
-                .execute(params![host, kind, g.start, g.end, capture, unit, event, samples as i64, data])?;
-                let mut del = c.prepare_cached("DELETE FROM buckets WHERE id = ?1")?;
-                for id in &g.ids {
-                    del.execute([id])?;
-                    n += 1;
-                }
-            }
-            Ok(n)
-        })?;
+        let n = merge_windows(db, decoded, width)?;
         merged += n;
     }
     Ok(merged)
@@ -273,14 +302,22 @@ const COMPACT_AFTER_NS: i64 = 600_000_000_000;
 /// cutting the hour decodes only the windows on its side of the cut (or the hour's totals
 /// less the windows on the other side).
 const WINDOW_NS: i64 = 300_000_000_000;
+/// Buckets of untimed entries alone (the always-on off-CPU and lock profiles, summed in the
+/// kernel: a count and weight per stack, counted at the bucket's start) of a closed hour are
+/// merged into buckets of this long, their entries summed per stack: one dictionary a minute
+/// instead of one per 10 s, and a stack blocked in all through the minute stored once. A
+/// range of such a profile older than the hour in progress is then read to the minute, as
+/// profiles downsampled after a day are.
+const SUMMED_WINDOW_NS: i64 = 60_000_000_000;
 /// Compaction starts no new hour after this long in one maintenance run.
 const COMPACT_TIME: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Merges the timed buckets of each closed hour (one host, kind, capture, unit and event)
 /// into one bucket that keeps every sample: one dictionary and one set of column models
 /// for the hour instead of one per bucket, and rows of tens of kB instead of hundreds of
-/// bytes. Buckets with untimed entries (they count at their own start) and buckets that
-/// cross an hour's end stay as they are. Returns the buckets merged.
+/// bytes. Buckets of untimed entries alone are merged into buckets of [`SUMMED_WINDOW_NS`];
+/// buckets with both (they count at their own start) and buckets that cross an hour's end
+/// stay as they are. Returns the buckets merged.
 fn compact(db: &mut Sqlite, now_ns: i64) -> Result<u64, StoreError> {
     let limit = now_ns.saturating_sub(COMPACT_AFTER_NS).div_euclid(SEGMENT_NS).saturating_mul(SEGMENT_NS);
     type Group = (i64, i64, Option<i64>, String, Option<String>, i64);
@@ -334,12 +371,19 @@ fn compact(db: &mut Sqlite, now_ns: i64) -> Result<u64, StoreError> {
         let key = Segment { host, kind, capture, unit, event };
         let mut seg = Pending::default();
         let before = merged;
+        // Buckets of untimed entries alone (profiles summed elsewhere: the always-on off-CPU
+        // and lock profiles).
+        let mut summed = Vec::new();
         for (id, s, e, data) in rows {
             let d = bucket::decode_bucket(&data, s).map_err(|detail| StoreError::Corrupt {
                 store: path.display().to_string(),
                 detail: format!("bucket {id}: {detail}"),
             })?;
             if !d.untimed.is_empty() {
+                if d.samples.is_empty() {
+                    let (unit, event) = (key.unit.clone(), key.event.clone());
+                    summed.push(Decoded { id, host, kind, start: s, capture, unit, event, end: e, d });
+                }
                 continue;
             }
             if !seg.ids.is_empty() && seg.samples.len() + d.samples.len() > COMPACT_SAMPLES {
@@ -348,6 +392,9 @@ fn compact(db: &mut Sqlite, now_ns: i64) -> Result<u64, StoreError> {
             seg.add(id, s, e, d);
         }
         merged += write_segment(db, &key, &mut seg)?;
+        if summed.len() > 1 {
+            merged += merge_windows(db, summed, SUMMED_WINDOW_NS)?;
+        }
         if merged == before {
             // Nothing in it can merge (untimed entries, big rows): not tried again by
             // this writer.
@@ -376,6 +423,30 @@ fn fold_outliers(db: &mut Sqlite, now_ns: i64) -> Result<u64, StoreError> {
         }
         let (before, after) = batch(db, |c| crate::events::fold(c, key))?;
         fewer += before.saturating_sub(after) as u64;
+    }
+    Ok(fewer)
+}
+
+/// Folds the latency and metric rows of every closed hour (ended [`FOLD_AFTER_NS`] ago) that
+/// a writer left unfolded, having stopped within it, into one row of the hour each, the
+/// hours in time order, starting none after [`COMPACT_TIME`]. Returns the rows fewer.
+fn fold_hours(db: &mut Sqlite, now_ns: i64) -> Result<u64, StoreError> {
+    let before = now_ns.saturating_sub(FOLD_AFTER_NS);
+    let latency = crate::latency::unfolded_hours(db.conn(), before).map_err(|e| db.err(e))?;
+    let metrics = crate::sqlite::unfolded_metric_hours(db.conn(), before).map_err(|e| db.err(e))?;
+    let began = std::time::Instant::now();
+    let mut fewer = 0u64;
+    for (host, from) in latency {
+        if began.elapsed() > COMPACT_TIME {
+            return Ok(fewer);
+        }
+        fewer += batch(db, |c| crate::latency::fold_hour(c, host, from))?;
+    }
+    for (host, from) in metrics {
+        if began.elapsed() > COMPACT_TIME {
+            break;
+        }
+        fewer += db.fold_metric_hour(host, from)?;
     }
     Ok(fewer)
 }

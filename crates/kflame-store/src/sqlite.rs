@@ -1104,6 +1104,42 @@ fn name_of(conn: &Connection, c: &mut Caches, id: i64) -> rusqlite::Result<(Stri
 /// a span of [`METRIC_SPAN_NS`] folds the span's rows into one, and the block that ends one of
 /// [`METRIC_ROW_NS`] folds that span's (whole numbers of blocks): short blocks do not cost a
 /// row each for long, and a day is 24 rows whose columns each learn their model once an hour.
+/// The closed hours, ending at most at `before_ns`, whose metric rows are not one row yet, as
+/// (host, the hour's start): a writer stopped within an hour leaves its rows unfolded.
+pub(crate) fn unfolded_metric_hours(conn: &Connection, before_ns: i64) -> rusqlite::Result<Vec<(i64, i64)>> {
+    if !has_spans(conn)? {
+        return Ok(Vec::new());
+    }
+    conn.prepare_cached(
+        "SELECT host, start_ns - start_ns % ?1 AS h FROM metric_spans GROUP BY host, h
+         HAVING count(*) > 1 AND h + ?1 <= ?2 ORDER BY h, host",
+    )?
+    .query_map(params![METRIC_ROW_NS, before_ns], |r| Ok((r.get(0)?, r.get(1)?)))?
+    .collect()
+}
+
+/// Folds the metric rows of `host` in the hour starting at `from` into one, as the block that
+/// ends the hour would have (a block of `block_ns` ending there, with no values of its own).
+fn fold_metric_hour(
+    conn: &Connection,
+    c: &mut Caches,
+    host: i64,
+    from: i64,
+    block_ns: i64,
+) -> rusqlite::Result<u64> {
+    let to = from + METRIC_ROW_NS;
+    let rows: i64 = conn
+        .prepare_cached(
+            "SELECT count(*) FROM metric_spans WHERE host = ?1 AND start_ns >= ?2 AND start_ns < ?3",
+        )?
+        .query_row(params![host, from, to], |r| r.get(0))?;
+    // The block that ends the hour, whole blocks of an hour (a block size that does not
+    // divide it: the watcher's do).
+    let block_ns = if METRIC_ROW_NS % block_ns == 0 { block_ns } else { 1_000_000_000 };
+    write_block(conn, c, host, to - block_ns, block_ns, &BTreeMap::new())?;
+    Ok(rows.saturating_sub(1) as u64)
+}
+
 fn write_block(
     conn: &Connection,
     c: &mut Caches,
@@ -2341,6 +2377,21 @@ impl Sqlite {
 
     pub(crate) fn err(&self, e: rusqlite::Error) -> StoreError {
         map_err(&self.path, e)
+    }
+
+    /// Folds the metric rows of `host` in the hour starting at `from` into one (maintenance),
+    /// in a transaction. Returns how many rows fewer there are.
+    pub(crate) fn fold_metric_hour(&mut self, host: i64, from: i64) -> Result<u64, StoreError> {
+        let r = (|| {
+            let tx = self.conn.unchecked_transaction()?;
+            let n = fold_metric_hour(&tx, &mut self.caches, host, from, self.metric_block_ns)?;
+            tx.commit()?;
+            Ok(n)
+        })();
+        r.map_err(|e| {
+            self.caches = Caches::default();
+            map_err(&self.path, e)
+        })
     }
 
     pub(crate) fn clear_caches(&mut self) {

@@ -886,6 +886,75 @@ fn compacted_hours_answer_every_range_as_before() {
     }
 }
 
+/// Profiles summed elsewhere (the always-on off-CPU profile: a weight per stack for each
+/// 10-s bucket, no sample times) are merged per minute once their hour is closed: a minute's
+/// buckets become one, a stack's weights summed, and every range of whole minutes reads the
+/// same profile as before, the hour in progress left as written.
+#[test]
+fn summed_profiles_of_closed_hours_merge_per_minute() {
+    let d = dir("compact-summed");
+    let path = d.join("h.db");
+    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    let meta = Meta { unit: Unit::Nanoseconds, event: Some("sched:sched_switch".into()) };
+    let stacks: Vec<Vec<u8>> = (0..7).map(|i| format!("app;read;schedule;s{i}").into_bytes()).collect();
+    let hour = 3600 * SEC;
+    let h0 = (T0 / hour + 1) * hour;
+    // What each bucket holds: a few of the stacks, weights that vary with the bucket.
+    let entries = |b: i64| -> Vec<(usize, Weight)> {
+        (0..7)
+            .filter(|i| (b + i) % 3 != 0)
+            .map(|i| (i as usize, Weight::from_u64((1000 + b * 7 + i * 13) as u64)))
+            .collect()
+    };
+    let n = (2 * 3600 + 600) / 10;
+    for b in 0..n {
+        let e = entries(b);
+        let aggregated: Vec<(&[u8], Weight)> = e.iter().map(|&(i, w)| (&stacks[i][..], w)).collect();
+        db.append_bucket(&Bucket {
+            host: "h",
+            kind: Kind::OffCpu,
+            start_ns: h0 + b * 10 * SEC,
+            end_ns: h0 + (b + 1) * 10 * SEC,
+            capture: None,
+            meta: &meta,
+            samples: &[],
+            aggregated: &aggregated,
+        })
+        .unwrap();
+    }
+    let expect = |from: i64, to: i64| -> BTreeMap<Vec<u8>, Weight> {
+        let mut m = BTreeMap::new();
+        for b in (0..n).filter(|b| h0 + b * 10 * SEC >= from && h0 + b * 10 * SEC < to) {
+            for (i, w) in entries(b) {
+                *m.entry(stacks[i].clone()).or_insert(Weight::ZERO) += w;
+            }
+        }
+        m
+    };
+    let ranges = [
+        (h0, h0 + hour),
+        (h0 + 60 * SEC, h0 + 180 * SEC),
+        (h0 + 1800 * SEC, h0 + 2 * hour + 300 * SEC),
+        (h0 + 2 * hour, h0 + 2 * hour + 130 * SEC),
+        (h0 - SEC, h0 + 3 * hour),
+    ];
+    for &(a, b) in &ranges {
+        assert_eq!(got(&db, &ProfileQuery::new(Kind::OffCpu, a, b)), expect(a, b), "as written, {a}..{b}");
+    }
+    let count = |db: &Sqlite, from: i64, to: i64| {
+        db.profile(&ProfileQuery::new(Kind::OffCpu, from, to)).unwrap().buckets
+    };
+    assert_eq!(count(&db, h0, h0 + 2 * hour), 720);
+    compact_all(&mut db, h0 + 2 * hour + 600 * SEC);
+    assert_eq!(count(&db, h0, h0 + 2 * hour), 120, "a bucket a minute of the two closed hours");
+    assert_eq!(count(&db, h0 + 2 * hour, h0 + 3 * hour), 60, "the hour in progress as written");
+    for &(a, b) in &ranges {
+        assert_eq!(got(&db, &ProfileQuery::new(Kind::OffCpu, a, b)), expect(a, b), "merged, {a}..{b}");
+    }
+    // Merged once: nothing left to merge.
+    assert_eq!(db.maintain(&Policy::new(h0 + 2 * hour + 600 * SEC)).unwrap().compacted_buckets, 0);
+}
+
 /// Maintenance runs until compaction has nothing left; the buckets it merged.
 fn compact_all(db: &mut Sqlite, now: i64) -> u64 {
     let mut n = 0;
@@ -1488,6 +1557,93 @@ fn an_hour_of_latency_seconds_is_kept_in_10_s_histograms() {
     assert_eq!(next[0].points[0].histogram, reads);
     let totals = db.latency(&q("", h0 + hour, h0 + 2 * hour)).unwrap();
     assert!(totals[0].points.iter().all(|p| p.histogram == total && p.slow == 1));
+}
+
+/// A writer stopped 25 minutes into an hour leaves that hour's latency seconds and metric
+/// rows as they were written; maintenance once the hour is closed (a minute after its end)
+/// folds each into one row of the hour: latency in 10-s histograms with every count,
+/// sum and slow call kept, metrics with every value, and nothing of the hour still in
+/// progress touched.
+#[test]
+fn maintenance_folds_the_hours_a_stopped_writer_left() {
+    use kflame_store::{LatencyKind, LatencyQuery, LatencyRow, Policy, SeriesQuery};
+    let d = dir("latency-stopped");
+    let path = d.join("h.db");
+    let hour = 3600 * SEC;
+    let h0 = (T0 / hour + 1) * hour;
+    let writes = hist(&[1, 2, 40]);
+    let write_seconds = |db: &mut Sqlite, from: i64, n: i64| {
+        for i in from..from + n {
+            let rows = [LatencyRow {
+                kind: LatencyKind::Syscall,
+                label: "write",
+                histogram: &writes,
+                slow: 1,
+                span_ms: 1000,
+            }];
+            db.append_latency("web1", h0 + i * SEC + 999_000_000, &rows).unwrap();
+            let m = [Metric { name: "load1", label: "", value: (i % 7) as f64 }];
+            db.append_metrics("web1", h0 + i * SEC, &m).unwrap();
+        }
+        db.flush().unwrap();
+    };
+    {
+        let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
+        db.set_metric_block(10 * SEC);
+        write_seconds(&mut db, 0, 25 * 60);
+        // The next hour, still in progress at maintenance.
+        write_seconds(&mut db, 3600, 30);
+    }
+    let rows = |table: &str, from: i64, to: i64| -> i64 {
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .query_row(
+                &format!("SELECT count(*) FROM {table} WHERE start_ns >= ?1 AND start_ns < ?2"),
+                [from, to],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    assert!(rows("latency_spans", h0, h0 + hour) > 1, "the spans and blocks the writer left");
+    assert!(rows("metric_spans", h0, h0 + hour) > 1);
+    let q = LatencyQuery {
+        kind: LatencyKind::Syscall,
+        label: Some("write"),
+        host: None,
+        from_ns: h0,
+        to_ns: h0 + hour,
+    };
+    let mq = SeriesQuery {
+        name: "load1",
+        label: Some(""),
+        host: None,
+        from_ns: h0,
+        to_ns: h0 + 2 * hour,
+        points: None,
+    };
+    let values = |db: &Sqlite| {
+        db.series(&mq).unwrap().remove(0).points.iter().map(|p| (p.time_ns, p.avg)).collect::<Vec<_>>()
+    };
+    let before_values = values(&Sqlite::open(&path, OpenMode::Read).unwrap());
+    assert_eq!(before_values.len(), 25 * 60 + 30);
+    let mut db = Sqlite::open(&path, OpenMode::Write).unwrap();
+    // Not yet a minute after the hour's end: left.
+    let m = db.maintain(&Policy::new(h0 + hour + 30 * SEC)).unwrap();
+    assert_eq!(m.folded_hour_rows, 0);
+    let m = db.maintain(&Policy::new(h0 + hour + 20 * 60 * SEC)).unwrap();
+    assert!(m.folded_hour_rows > 0, "{m:?}");
+    assert_eq!(rows("latency_spans", h0, h0 + hour), 1);
+    assert_eq!(rows("metric_spans", h0, h0 + hour), 1);
+    assert!(rows("latency_spans", h0 + hour, h0 + 2 * hour) >= 1, "the hour in progress");
+    let folded = db.latency(&q).unwrap();
+    assert_eq!(folded[0].points.len(), 25 * 6, "10-s windows of the 25 minutes written");
+    let total: u64 = folded[0].points.iter().map(|p| p.histogram.total()).sum();
+    let slow: u64 = folded[0].points.iter().map(|p| p.slow).sum();
+    let sum: u64 = folded[0].points.iter().map(|p| p.histogram.sum_ns).sum();
+    assert_eq!((total, slow, sum), (25 * 60 * writes.total(), 25 * 60, 25 * 60 * writes.sum_ns));
+    assert_eq!(values(&db), before_values, "every metric value kept");
+    // Folded once: a second run finds nothing left to fold.
+    assert_eq!(db.maintain(&Policy::new(h0 + hour + 30 * 60 * SEC)).unwrap().folded_hour_rows, 0);
 }
 
 /// A writer that dies within a block (never flushed, never dropped: as `kill -9` leaves it)

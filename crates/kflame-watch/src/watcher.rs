@@ -1060,11 +1060,12 @@ impl<S: Store> Watcher<S> {
                 },
                 &format!(
                     "database maintenance: {} rows expired, {} buckets downsampled, {} rows over the disk \
-                     budget, {} outlier rows folded, {} -> {} bytes",
+                     budget, {} outlier rows and {} latency and metric rows folded, {} -> {} bytes",
                     m.expired_rows,
                     m.downsampled_buckets,
                     m.budget_rows,
                     m.folded_event_rows,
+                    m.folded_hour_rows,
                     m.bytes_before,
                     m.bytes_after
                 ),
