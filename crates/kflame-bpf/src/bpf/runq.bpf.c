@@ -9,12 +9,23 @@
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
+struct sched_entity {
+	__u64 sum_exec_runtime;
+	__u64 prev_sum_exec_runtime;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	int pid;
 	int tgid;
+	unsigned int policy;
+	struct sched_entity se;
 	char comm[TASK_COMM_LEN];
 	unsigned int __state;
 } __attribute__((preserve_access_index));
+
+// include/uapi/linux/sched.h
+#define SCHED_BATCH 3
+#define SCHED_IDLE 5
 
 // The state field was `state` before Linux 5.14.
 struct task_struct___old {
@@ -93,6 +104,52 @@ int on_wakeup_new(struct bpf_raw_tracepoint_args *ctx)
 	return 0;
 }
 
+// Task `t` (`tid`) waited `ns` runnable on this CPU before it ran.
+static __always_inline void wait_ended(struct task_struct *t, __u32 tid, __u64 ns)
+{
+	if (ns < min_ns)
+		return;
+	__u32 cpu = bpf_get_smp_processor_id();
+	__u64 slow = count_latency(cpu, ns);
+	// The histograms alone (the watcher's always-on run queue): the task's name and stacks
+	// only for an outlier.
+	if (!wait_kept(ns, slow))
+		return;
+	struct wait_key key = {};
+	key.tgid = BPF_CORE_READ(t, tgid);
+	key.tid = tid;
+	key.on = cpu;
+	BPF_CORE_READ_STR_INTO(&key.comm, t, comm);
+	struct left_t *l = with_stacks ? bpf_map_lookup_elem(&left, &tid) : 0;
+	if (l) {
+		key.kstack = l->kstack;
+		key.ustack = l->ustack;
+	} else {
+		key.kstack = -1;
+		key.ustack = -1;
+	}
+	keep_wait(&key, ns, slow);
+}
+
+// prev leaves the CPU with a start of a wait still noted. Either a wakeup came while it was
+// still running (the start is after it was picked), or the switch that brought it here
+// reached no program (seen: a few in a thousand switches under load; see offcpu.bpf.c): then
+// the wait ended when it was picked, its run time since ago (the fair class's
+// `sum_exec_runtime` less its value when picked), on this CPU, where it has run since.
+static __always_inline void unseen_end(struct task_struct *prev, __u32 tid, __u64 now, __u64 since)
+{
+	if (stale(since))
+		return;
+	unsigned int policy = BPF_CORE_READ(prev, policy);
+	if (policy != 0 && policy != SCHED_BATCH && policy != SCHED_IDLE)
+		return;
+	__u64 ran = BPF_CORE_READ(prev, se.sum_exec_runtime) - BPF_CORE_READ(prev, se.prev_sum_exec_runtime);
+	if (ran >= now || now - ran <= since)
+		return;
+	count_lost(LOST_ENDS_TIMED);
+	wait_ended(prev, tid, now - ran - since);
+}
+
 // sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next, ...)
 SEC("raw_tp/sched_switch")
 int on_switch(struct bpf_raw_tracepoint_args *ctx)
@@ -103,6 +160,9 @@ int on_switch(struct bpf_raw_tracepoint_args *ctx)
 	__u64 now = bpf_ktime_get_ns();
 	__u32 tid;
 	if (wanted(prev, &tid)) {
+		__u64 *v = bpf_map_lookup_elem(&runnable, &tid);
+		if (v && *v)
+			unseen_end(prev, tid, now, *v);
 		// The current task is still prev: its stacks are the ones it will run again with.
 		if (with_stacks) {
 			struct left_t l = {};
@@ -112,7 +172,11 @@ int on_switch(struct bpf_raw_tracepoint_args *ctx)
 		}
 		// Runnable from now when preempted; asleep otherwise, so that a wakeup seen while it
 		// was still running is no longer the start.
-		set_runnable(tid, preempt || state_of(prev) == 0 ? now : 0);
+		__u64 since = preempt || state_of(prev) == 0 ? now : 0;
+		if (v)
+			*v = since;
+		else if (since && bpf_map_update_elem(&runnable, &tid, &since, BPF_ANY))
+			count_lost(LOST_STARTS);
 	}
 	if (!wanted(next, &tid))
 		return 0;
@@ -122,30 +186,8 @@ int on_switch(struct bpf_raw_tracepoint_args *ctx)
 	__u64 ns = now - *since;
 	int was_stale = stale(*since);
 	*since = 0;
-	if (was_stale)
-		return 0;
-	if (ns < min_ns)
-		return 0;
-	__u32 cpu = bpf_get_smp_processor_id();
-	__u64 slow = count_latency(cpu, ns);
-	// The histograms alone (the watcher's always-on run queue): the task's name and stacks
-	// only for an outlier.
-	if (!wait_kept(ns, slow))
-		return 0;
-	struct wait_key key = {};
-	key.tgid = BPF_CORE_READ(next, tgid);
-	key.tid = tid;
-	key.on = cpu;
-	BPF_CORE_READ_STR_INTO(&key.comm, next, comm);
-	struct left_t *l = with_stacks ? bpf_map_lookup_elem(&left, &tid) : 0;
-	if (l) {
-		key.kstack = l->kstack;
-		key.ustack = l->ustack;
-	} else {
-		key.kstack = -1;
-		key.ustack = -1;
-	}
-	keep_wait(&key, ns, slow);
+	if (!was_stale)
+		wait_ended(next, tid, ns);
 	return 0;
 }
 
