@@ -98,6 +98,8 @@ impl Default for Environment {
 
 /// Profile buckets older than a day lose their per-sample times (merged into 1 min buckets).
 const DOWNSAMPLE_AFTER_NS: i64 = 24 * 3_600_000_000_000;
+/// The always-on programs' losses are said at most this often per mode (summed meanwhile).
+const LOSS_LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Most buckets kept in memory while the disk is full (10 min of the default 10 s buckets);
 /// older ones are dropped, and counted.
@@ -339,8 +341,9 @@ pub struct Watcher<S: Store> {
     blocked: Vec<(Mode, Box<dyn Aggregator>)>,
     /// Where that recorder's histograms go for the metric reader; in the sampler once added.
     tap: Option<Tap>,
-    /// Waits its programs could not count, as last said, per mode.
-    blocked_lost: HashMap<&'static str, u64>,
+    /// Waits its programs could not count since the start, and when that was last said, per
+    /// mode.
+    blocked_lost: HashMap<&'static str, (u64, Option<std::time::Instant>)>,
     /// Outliers by the start of the bucket they fall in (wall-clock times) and family, each
     /// with its event name: the slowest of a bucket are stored when it ends.
     outliers: BTreeMap<(i64, LatencyKind), Vec<(record::Event, String)>>,
@@ -888,18 +891,23 @@ impl<S: Store> Watcher<S> {
                     }
                 }
             }
-            // Counted since the start: said when it grows.
-            let said = self.blocked_lost.entry(r.mode.name()).or_insert(0);
-            if r.stats.lost > *said {
-                control.log(
-                    Level::Warn,
-                    &format!(
-                        "always-on {}: {} waits the kernel could not count (a full map) since the last window",
-                        r.mode.name(),
-                        r.stats.lost - *said
-                    ),
-                );
-                *said = r.stats.lost;
+            // Counted per window: summed, and said when it happens, at most once a minute.
+            if r.stats.lost > 0 {
+                let (total, said) = self.blocked_lost.entry(r.mode.name()).or_insert((0, None));
+                *total += r.stats.lost;
+                if said.is_none_or(|at: std::time::Instant| at.elapsed() >= LOSS_LOG_EVERY) {
+                    control.log(
+                        Level::Warn,
+                        &format!(
+                            "always-on {}: {} waits the kernel could not count (a full map) in the last \
+                             window, {} since the start",
+                            r.mode.name(),
+                            r.stats.lost,
+                            total
+                        ),
+                    );
+                    *said = Some(std::time::Instant::now());
+                }
             }
             let kind = match r.mode {
                 Mode::OffCpu(_) => Kind::OffCpu,
