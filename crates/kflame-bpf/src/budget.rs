@@ -11,6 +11,11 @@
 //!   cheapest first (water filling: a program needing less than its share leaves the rest to
 //!   the others); each is attached for as many seconds from the period's start as its share
 //!   pays for, at the cost measured, and detached for the rest;
+//! - between measurements, a program's rate of events (the counts of its histograms at each
+//!   drain) times its run time per event measured says what it costs now: a program that
+//!   costs half as much again as measured (a pipe ping-pong that began after the measurement)
+//!   has its cost raised to that at once, and its share shrinks, so that the budget holds
+//!   within seconds rather than at the next period;
 //! - a start noted before a program is attached again is not used (`common.h`'s `resumed`);
 //!   the seconds detached are counted, and their histograms are simply missing (a gap, not a
 //!   zero).
@@ -56,6 +61,12 @@ struct Program {
     period: Option<u64>,
     /// The measurement under way: when, and the run time then.
     measuring: Option<(Instant, Duration)>,
+    /// Events counted (histograms drained) since the measurement began.
+    measured_events: u64,
+    /// ns of run time per event counted, as last measured.
+    per_event_ns: Option<f64>,
+    /// The last tick.
+    last_tick: Option<Instant>,
     /// Seconds detached since the start.
     detached: Duration,
     /// When it was last seen detached, to add to `detached`.
@@ -96,31 +107,44 @@ impl Governed {
     /// period, then attaches or detaches it as its share of the budget says.
     pub(crate) fn tick(&self, loaded: &mut Loaded) -> Result<(), BpfError> {
         let now = Instant::now();
+        let events = loaded.take_events();
         let mut guard = self.budget.lock().unwrap_or_else(|e| e.into_inner());
         let s = &mut *guard;
         let since = now.duration_since(s.start);
         let period = since.as_secs() / PERIOD.as_secs();
         let phase = since - PERIOD * period as u32;
+        let last_tick = s.programs[self.id].last_tick.replace(now);
         if s.programs[self.id].period != Some(period) {
             s.programs[self.id].period = Some(period);
             if !s.measure(period) {
                 return loaded.set_attached(true);
             }
             self.attach(s, loaded, true, now)?;
-            s.programs[self.id].measuring = Some((now, loaded.run_time()));
+            let p = &mut s.programs[self.id];
+            p.measuring = Some((now, loaded.run_time()));
+            p.measured_events = 0;
             return Ok(());
         }
         if let Some((t0, r0)) = s.programs[self.id].measuring {
+            let p = &mut s.programs[self.id];
+            p.measured_events += events;
             let took = now.duration_since(t0);
             if took < Duration::from_millis(900) {
                 return Ok(());
             }
-            let ran = loaded.run_time().saturating_sub(r0);
-            let p = &mut s.programs[self.id];
-            p.cost_ns = Some(ran.as_nanos() as f64 / took.as_secs_f64());
+            let ran = loaded.run_time().saturating_sub(r0).as_nanos() as f64;
+            p.cost_ns = Some(ran / took.as_secs_f64());
+            p.per_event_ns = (p.measured_events > 0).then(|| ran / p.measured_events as f64);
             p.measuring = None;
             if s.programs.iter().all(|p| p.measuring.is_none()) {
                 s.stats = None; // the statistics off again
+            }
+        } else if let Some(last) = last_tick {
+            // Attached since the last tick: its rate of events says what it costs now.
+            let p = &mut s.programs[self.id];
+            let dt = now.duration_since(last).as_secs_f64();
+            if p.detached_since.is_none() && dt > 0.0 {
+                p.cost_ns = raised_cost(p.cost_ns, p.per_event_ns, events as f64 / dt);
             }
         }
         let on = phase.as_secs_f64() < s.attached_secs(self.id);
@@ -151,6 +175,16 @@ impl Governed {
         }
         loaded.set_attached(on)
     }
+}
+
+/// A program's cost per second attached, given its cost as measured, its run time per event
+/// and its rate of events now: raised to what the rate says when that is half as much again
+/// (never lowered: the next measurement does), so that a workload that began after the
+/// measurement is within the budget in seconds.
+fn raised_cost(measured: Option<f64>, per_event_ns: Option<f64>, events_per_sec: f64) -> Option<f64> {
+    let (Some(cost), Some(per_event)) = (measured, per_event_ns) else { return measured };
+    let now = per_event * events_per_sec;
+    Some(if now > cost * 1.5 { now } else { cost })
 }
 
 impl State {
@@ -244,6 +278,23 @@ mod tests {
         assert_eq!(s.attached_secs(0), 1.0);
         assert_eq!(s.attached_secs(1), 1.0);
         assert_eq!(s.attached_secs(2), PERIOD.as_secs_f64());
+    }
+
+    /// A program measured cheap (a quiet second) whose events then come a hundred times as
+    /// fast costs what its rate says, and is detached once past its share; small changes of
+    /// rate leave the measurement as it was.
+    #[test]
+    fn a_rate_that_grows_raises_the_cost_at_once() {
+        // 1 ms of run time a second at 1,000 events a second: 1 us an event.
+        let measured = Some(1e6);
+        let per_event = Some(1_000.0);
+        assert_eq!(raised_cost(measured, per_event, 1_200.0), measured, "within half as much again");
+        assert_eq!(raised_cost(measured, per_event, 100_000.0), Some(100e6));
+        assert_eq!(raised_cost(measured, None, 100_000.0), measured, "no events in its measurement");
+        let s = state(6e6, &[Some(1e6), raised_cost(measured, per_event, 100_000.0)]);
+        let period = PERIOD.as_secs_f64();
+        assert_eq!(s.attached_secs(0), period);
+        assert!((s.attached_secs(1) - 3.0).abs() < 1e-9, "{}", s.attached_secs(1));
     }
 
     /// Within the budget, everything stays attached.

@@ -195,6 +195,8 @@ pub(crate) struct Loaded {
     grace: GracePeriod,
     /// The histograms taken at the flips since they were last asked for, by label.
     histograms: Vec<LabelHistogram>,
+    /// Events counted in the histograms taken at the flips since [`Loaded::take_events`].
+    events: u64,
     /// `outlier.h`'s ring buffer, when outliers are kept.
     outlier_ring: Option<RingBuf<MapData>>,
     /// The outliers read at the drains since they were last asked for, in the order read.
@@ -313,6 +315,7 @@ impl Loaded {
             generation: 0,
             grace,
             histograms: Vec::new(),
+            events: 0,
             outlier_ring,
             outliers: Vec::new(),
             attachments,
@@ -414,6 +417,7 @@ impl Loaded {
             let histogram =
                 Histogram::from_per_cpu(per_cpu.iter().map(|v| (&v[..SLOTS], v[SLOTS], v[SLOTS + 1])));
             let slow = per_cpu.iter().map(|v| v[SLOTS + 2]).sum::<u64>();
+            self.events += histogram.total();
             // Keys of two old generations (a drain that failed half way) add up.
             match self.histograms.iter_mut().find(|h| h.label == label) {
                 Some(h) => {
@@ -453,6 +457,12 @@ impl Loaded {
     }
 
     /// The latency histograms taken at the flips since the last call, by label.
+    /// The events counted in the histograms taken since the last call (what the program ran
+    /// for, more or less: the CPU budget's measure of its rate).
+    pub(crate) fn take_events(&mut self) -> u64 {
+        std::mem::take(&mut self.events)
+    }
+
     pub(crate) fn take_histograms(&mut self) -> Vec<LabelHistogram> {
         let mut h = std::mem::take(&mut self.histograms);
         h.sort_by_key(|h| h.label);
