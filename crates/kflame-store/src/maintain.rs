@@ -433,7 +433,7 @@ fn fold_outliers(db: &mut Sqlite, now_ns: i64) -> Result<u64, StoreError> {
 fn fold_hours(db: &mut Sqlite, now_ns: i64) -> Result<u64, StoreError> {
     let before = now_ns.saturating_sub(FOLD_AFTER_NS);
     let latency = crate::latency::unfolded_hours(db.conn(), before).map_err(|e| db.err(e))?;
-    let metrics = crate::sqlite::unfolded_metric_hours(db.conn(), before).map_err(|e| db.err(e))?;
+    let metrics = db.unfolded_metric_hours(before)?;
     let began = std::time::Instant::now();
     let mut fewer = 0u64;
     for (host, from) in latency {

@@ -1106,7 +1106,7 @@ fn name_of(conn: &Connection, c: &mut Caches, id: i64) -> rusqlite::Result<(Stri
 /// row each for long, and a day is 24 rows whose columns each learn their model once an hour.
 /// The closed hours, ending at most at `before_ns`, whose metric rows are not one row yet, as
 /// (host, the hour's start): a writer stopped within an hour leaves its rows unfolded.
-pub(crate) fn unfolded_metric_hours(conn: &Connection, before_ns: i64) -> rusqlite::Result<Vec<(i64, i64)>> {
+fn unfolded_metric_hours(conn: &Connection, before_ns: i64) -> rusqlite::Result<Vec<(i64, i64)>> {
     if !has_spans(conn)? {
         return Ok(Vec::new());
     }
@@ -2377,6 +2377,12 @@ impl Sqlite {
 
     pub(crate) fn err(&self, e: rusqlite::Error) -> StoreError {
         map_err(&self.path, e)
+    }
+
+    /// The closed hours, ending at most at `before_ns`, whose metric rows are not one row
+    /// yet, as (host, the hour's start) (maintenance).
+    pub(crate) fn unfolded_metric_hours(&self, before_ns: i64) -> Result<Vec<(i64, i64)>, StoreError> {
+        unfolded_metric_hours(&self.conn, before_ns).map_err(|e| map_err(&self.path, e))
     }
 
     /// Folds the metric rows of `host` in the hour starting at `from` into one (maintenance),
