@@ -246,11 +246,12 @@ fn off_cpu_state_and_length_filters() {
             (folded(&out).iter().filter(|s| is_nap(&s.0)).map(|s| s.1).sum(), nap_brackets(&stdout))
         };
         assert_eq!(naps(&["--state", "D"], "state-d").0, 0, "{via}: a sleep (S) counted as D");
-        assert_eq!(
-            naps(&["--min-block", "50ms"], "min-block").0,
-            0,
-            "{via}: 20 ms naps kept with --min-block 50ms"
-        );
+        // A block runs from the switch out to the switch in, the wait for a CPU after the
+        // wakeup included: on a loaded machine a 20 ms nap now and then leaves the CPU for
+        // 50 ms or more. Only such naps (their brackets that long) may be kept.
+        let (kept, all) = naps(&["--min-block", "50ms"], "min-block");
+        let long: u64 = all.iter().map(|n| n.end - n.start).filter(|&d| d >= 50_000_000).sum();
+        assert!(kept <= long, "{via}: {kept} ns of 20 ms naps kept with --min-block 50ms: {all:?}");
         // Every nap the kernel saw blocked in one piece for 10 ms or more is kept.
         let (kept, all) = naps(&["--min-block", "10ms"], "min-block-kept");
         let long: u64 =
