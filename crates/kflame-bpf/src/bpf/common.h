@@ -47,7 +47,7 @@ struct {
 #define LOST_HISTS 4	 // an event not in a latency histogram: `hists` was full
 #define LOST_OUTLIERS 5	 // (syscalls) an outlier not kept: over the bound per second, or its buffer full
 #define LOST_ENDS 6	 // (offcpu) a block whose end was not seen and could not be timed: not counted
-#define LOST_ENDS_TIMED 7 // (offcpu) a block whose end was not seen, timed from the task's run time since
+#define LOST_ENDS_TIMED 7 // (offcpu, runq) a wait whose end was not seen, timed by ran_since_picked
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -106,6 +106,38 @@ static __always_inline int stale(__u64 ts)
 	__u32 zero = 0;
 	__u64 *at = bpf_map_lookup_elem(&resumed, &zero);
 	return at && ts < *at;
+}
+
+// What is read of a task to tell when it was last picked to run (CO-RE: a flavour of the
+// kernel's task_struct, beside each program's own).
+struct sched_entity___kf {
+	__u64 sum_exec_runtime;
+	__u64 prev_sum_exec_runtime;
+} __attribute__((preserve_access_index));
+
+struct task_struct___picked {
+	unsigned int policy;
+	struct sched_entity___kf se;
+} __attribute__((preserve_access_index));
+
+// include/uapi/linux/sched.h: the fair class's policies (SCHED_NORMAL 0, BATCH 3, IDLE 5).
+#define KF_SCHED_BATCH 3
+#define KF_SCHED_IDLE 5
+
+// The run time (ns) of `task`, the one on this CPU, since it was last picked to run: it has
+// not left the CPU since, so it was picked that long before `now`. Now and then the switch
+// that brings a task back reaches no program (a few in a thousand switches under load, for
+// perf's sched_switch events too): a program that finds its start still open when the task
+// leaves the CPU again closes it then. The fair class's `sum_exec_runtime` less its value when
+// the task was picked; false for other classes.
+static __always_inline int ran_since_picked(void *task, __u64 *ran)
+{
+	struct task_struct___picked *t = task;
+	unsigned int policy = BPF_CORE_READ(t, policy);
+	if (policy != 0 && policy != KF_SCHED_BATCH && policy != KF_SCHED_IDLE)
+		return 0;
+	*ran = BPF_CORE_READ(t, se.sum_exec_runtime) - BPF_CORE_READ(t, se.prev_sum_exec_runtime);
+	return 1;
 }
 
 #include "hist.h"

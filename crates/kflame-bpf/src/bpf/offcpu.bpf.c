@@ -12,25 +12,16 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 // What is read of a task, as the kernel's BTF names it (CO-RE: offsets are relocated to the
 // running kernel's). The state field was `state` before Linux 5.14 and `__state` since.
-struct sched_entity {
-	__u64 sum_exec_runtime;
-	__u64 prev_sum_exec_runtime;
-} __attribute__((preserve_access_index));
-
 struct task_struct {
 	int pid;
 	int tgid;
 	unsigned int flags;
-	unsigned int policy;
-	struct sched_entity se;
 	char comm[TASK_COMM_LEN];
 	unsigned int __state;
 } __attribute__((preserve_access_index));
 
-// include/linux/sched.h, include/uapi/linux/sched.h
+// include/linux/sched.h
 #define PF_KTHREAD 0x00200000
-#define SCHED_BATCH 3
-#define SCHED_IDLE 5
 #define TASK_REPORT 0x7f
 #define TASK_IDLE 0x402
 
@@ -203,18 +194,14 @@ static __always_inline void count_block(__u32 tid, struct start_t *st, __u64 del
 	__sync_fetch_and_add(&v->count, 1);
 }
 
-// prev leaves the CPU while its entry says it is still blocked: the tracepoint did not
-// deliver the switch that brought it back (seen here: a few in a thousand switches under
-// load, for perf's sched_switch events too). It has run since that switch without leaving
-// the CPU, so it came back its run time since then ago (the fair class's `sum_exec_runtime`
-// less its value when the task was picked), and the block is counted so; for other classes,
-// or a stale entry, it is counted in `lost`.
+// prev leaves the CPU while its entry says it is still blocked: the switch that brought it
+// back reached no program (common.h's `ran_since_picked`). The block is counted as ended
+// when the task was picked; for other classes than the fair one, or a stale entry, it is
+// counted in `lost`.
 static __always_inline void unseen_end(struct task_struct *prev, __u32 tid, struct start_t *old, __u64 now)
 {
-	unsigned int policy = BPF_CORE_READ(prev, policy);
-	__u64 ran = BPF_CORE_READ(prev, se.sum_exec_runtime) - BPF_CORE_READ(prev, se.prev_sum_exec_runtime);
-	int fair = policy == 0 || policy == SCHED_BATCH || policy == SCHED_IDLE;
-	if (stale(old->ts) || !fair || ran >= now - old->ts) {
+	__u64 ran;
+	if (stale(old->ts) || !ran_since_picked(prev, &ran) || ran >= now - old->ts) {
 		old->ts = 0;
 		count_lost(LOST_ENDS);
 		return;

@@ -9,23 +9,12 @@
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
-struct sched_entity {
-	__u64 sum_exec_runtime;
-	__u64 prev_sum_exec_runtime;
-} __attribute__((preserve_access_index));
-
 struct task_struct {
 	int pid;
 	int tgid;
-	unsigned int policy;
-	struct sched_entity se;
 	char comm[TASK_COMM_LEN];
 	unsigned int __state;
 } __attribute__((preserve_access_index));
-
-// include/uapi/linux/sched.h
-#define SCHED_BATCH 3
-#define SCHED_IDLE 5
 
 // The state field was `state` before Linux 5.14.
 struct task_struct___old {
@@ -70,14 +59,19 @@ static __always_inline int wanted(struct task_struct *t, __u32 *tid)
 	return !only_tgid || (__u32)BPF_CORE_READ(t, tgid) == only_tgid;
 }
 
-// The task `tid` is runnable from `since` (0: not runnable any more).
-static __always_inline void set_runnable(__u32 tid, __u64 since)
+// The task `tid` is runnable from `since` (0: not runnable any more); `v` its entry in
+// `runnable`, if it has one.
+static __always_inline void put_runnable(__u64 *v, __u32 tid, __u64 since)
 {
-	__u64 *v = bpf_map_lookup_elem(&runnable, &tid);
 	if (v)
 		*v = since;
 	else if (since && bpf_map_update_elem(&runnable, &tid, &since, BPF_ANY))
 		count_lost(LOST_STARTS);
+}
+
+static __always_inline void set_runnable(__u32 tid, __u64 since)
+{
+	put_runnable(bpf_map_lookup_elem(&runnable, &tid), tid, since);
 }
 
 static __always_inline void runnable_now(struct task_struct *p)
@@ -133,18 +127,12 @@ static __always_inline void wait_ended(struct task_struct *t, __u32 tid, __u64 n
 
 // prev leaves the CPU with a start of a wait still noted. Either a wakeup came while it was
 // still running (the start is after it was picked), or the switch that brought it here
-// reached no program (seen: a few in a thousand switches under load; see offcpu.bpf.c): then
-// the wait ended when it was picked, its run time since ago (the fair class's
-// `sum_exec_runtime` less its value when picked), on this CPU, where it has run since.
+// reached no program (common.h's `ran_since_picked`): then the wait ended when it was
+// picked, on this CPU, where it has run since.
 static __always_inline void unseen_end(struct task_struct *prev, __u32 tid, __u64 now, __u64 since)
 {
-	if (stale(since))
-		return;
-	unsigned int policy = BPF_CORE_READ(prev, policy);
-	if (policy != 0 && policy != SCHED_BATCH && policy != SCHED_IDLE)
-		return;
-	__u64 ran = BPF_CORE_READ(prev, se.sum_exec_runtime) - BPF_CORE_READ(prev, se.prev_sum_exec_runtime);
-	if (ran >= now || now - ran <= since)
+	__u64 ran;
+	if (stale(since) || !ran_since_picked(prev, &ran) || ran >= now || now - ran <= since)
 		return;
 	count_lost(LOST_ENDS_TIMED);
 	wait_ended(prev, tid, now - ran - since);
@@ -172,11 +160,7 @@ int on_switch(struct bpf_raw_tracepoint_args *ctx)
 		}
 		// Runnable from now when preempted; asleep otherwise, so that a wakeup seen while it
 		// was still running is no longer the start.
-		__u64 since = preempt || state_of(prev) == 0 ? now : 0;
-		if (v)
-			*v = since;
-		else if (since && bpf_map_update_elem(&runnable, &tid, &since, BPF_ANY))
-			count_lost(LOST_STARTS);
+		put_runnable(v, tid, preempt || state_of(prev) == 0 ? now : 0);
 	}
 	if (!wanted(next, &tid))
 		return 0;
