@@ -580,19 +580,34 @@ pub(crate) fn write(
     // The block's own row (written while it was in progress, or by a writer killed within
     // it: `stored_block` read that one into `block`) is replaced, the others of the span
     // folded in.
+    let row = closed.unwrap_or((start_ns, end_ns));
+    replace_rows(conn, host, (from, to), Some(start_ns), block.clone(), row)?;
+    Ok(())
+}
+
+/// Replaces the latency rows of `host` starting in `[span.0, span.1)` (but the one starting
+/// at `skip`, already in `all`) with one row `row`: `all` and those rows merged, summed into
+/// 10-s histograms when the row is an hour or more. Returns how many rows were read.
+fn replace_rows(
+    conn: &Connection,
+    host: i64,
+    (from, to): (i64, i64),
+    skip: Option<i64>,
+    mut all: Block,
+    (row_start, row_end): (i64, i64),
+) -> rusqlite::Result<usize> {
     let old: Vec<(i64, i64, Vec<u8>)> = conn
         .prepare_cached(
             "SELECT start_ns, end_ns, data FROM latency_spans
-             WHERE host = ?1 AND start_ns >= ?2 AND start_ns < ?3 AND start_ns != ?4",
+             WHERE host = ?1 AND start_ns >= ?2 AND start_ns < ?3 AND start_ns IS NOT ?4",
         )?
-        .query_map(params![host, from, to, start_ns], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .query_map(params![host, from, to, skip], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
         .collect::<Result<_, _>>()?;
-    let mut all = block.clone();
+    let read = old.len();
     for (at, end, data) in old {
         let old = Block::decode(&data, at, end).map_err(|e| corrupt(format!("a stored latency row: {e}")))?;
         all.merge(old);
     }
-    let (row_start, row_end) = closed.unwrap_or((start_ns, end_ns));
     if row_end - row_start >= HOUR_NS {
         all.coarsen(COARSE_NS);
     }
@@ -600,7 +615,7 @@ pub(crate) fn write(
         .execute(params![host, from, to])?;
     conn.prepare_cached("INSERT INTO latency_spans(host, start_ns, end_ns, data) VALUES (?1, ?2, ?3, ?4)")?
         .execute(params![host, row_start, row_end, all.encode(row_start)])?;
-    Ok(())
+    Ok(read)
 }
 
 /// The closed hours, ending at most at `before_ns`, whose latency rows are not yet one row of
@@ -620,24 +635,9 @@ pub(crate) fn unfolded_hours(conn: &Connection, before_ns: i64) -> rusqlite::Res
 /// its seconds summed into 10-s histograms, as [`write`] does when a block ends an hour.
 /// Returns how many rows fewer there are.
 pub(crate) fn fold_hour(conn: &Connection, host: i64, from: i64) -> rusqlite::Result<u64> {
-    let to = from + HOUR_NS;
-    let old: Vec<(i64, i64, Vec<u8>)> = conn
-        .prepare_cached(
-            "SELECT start_ns, end_ns, data FROM latency_spans WHERE host = ?1 AND start_ns >= ?2 AND start_ns < ?3",
-        )?
-        .query_map(params![host, from, to], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-        .collect::<Result<_, _>>()?;
-    let mut all = Block::default();
-    for (at, end, data) in &old {
-        let b = Block::decode(data, *at, *end).map_err(|e| corrupt(format!("a stored latency row: {e}")))?;
-        all.merge(b);
-    }
-    all.coarsen(COARSE_NS);
-    conn.prepare_cached("DELETE FROM latency_spans WHERE host = ?1 AND start_ns >= ?2 AND start_ns < ?3")?
-        .execute(params![host, from, to])?;
-    conn.prepare_cached("INSERT INTO latency_spans(host, start_ns, end_ns, data) VALUES (?1, ?2, ?3, ?4)")?
-        .execute(params![host, from, to, all.encode(from)])?;
-    Ok(old.len().saturating_sub(1) as u64)
+    let span = (from, from + HOUR_NS);
+    let read = replace_rows(conn, host, span, None, Block::default(), span)?;
+    Ok(read.saturating_sub(1) as u64)
 }
 
 /// The row stored for the block of `host` starting at `start_ns`, if any: what a writer
