@@ -92,6 +92,72 @@ fn kernel_only_and_user_only_keep_their_half() {
     assert!(u.iter().any(|s| s.0.ends_with("kf_deep_6")), "{user}");
 }
 
+/// A program built without frame pointers: its callers are found by DWARF unwinding (the
+/// default for CPU samples) through its own and the C library's tables, and lost by the
+/// frame-pointer walk; a copy too small for the stack ends it with a marker, said in a note.
+#[test]
+fn user_stacks_without_frame_pointers() {
+    let Some(env) = Env::get("user stacks without frame pointers") else { return };
+    let nofp = env.nofp();
+    let share = |text: &str| {
+        let stacks = folded(text);
+        let hot: Vec<&(String, u64)> = stacks.iter().filter(|s| s.0.ends_with(";kfbar_inner")).collect();
+        let total: u64 = hot.iter().map(|s| s.1).sum();
+        let full: u64 =
+            hot.iter().filter(|s| s.0.ends_with(";main;kfbar_outer;kfbar_inner")).map(|s| s.1).sum();
+        (full, total)
+    };
+    let (dwarf, stderr) = record_stderr(&env, &["-F", "499", "--", &nofp, "2"], "dwarf.folded");
+    let (full, total) = share(&dwarf);
+    assert!(total >= 100 && full * 10 >= total * 9, "{full} of {total} with the whole chain:\n{dwarf}");
+    // Through the C library's tables to the program's entry point.
+    assert!(
+        dwarf.contains("nofp;_start;") && dwarf.contains("__libc_start_call_main;main;kfbar_outer"),
+        "{dwarf}"
+    );
+    assert!(stderr.contains("unwound from 8192-byte stack copies"), "{stderr}");
+    let (fp, _) = record_stderr(&env, &["-F", "499", "--call-graph", "fp", "--", &nofp, "1"], "fp.folded");
+    let (full, total) = share(&fp);
+    assert!(total >= 50 && full * 10 < total, "frame pointers found {full} of {total} whole chains:\n{fp}");
+    let args = ["-F", "499", "--call-graph", "dwarf,16", "--", &nofp, "1"];
+    let (short, stderr) = record_stderr(&env, &args, "short.folded");
+    let ended: u64 =
+        folded(&short).iter().filter(|s| s.0.starts_with("nofp;[stack copy ended];")).map(|s| s.1).sum();
+    let total: u64 = folded(&short).iter().map(|s| s.1).sum();
+    assert!(ended * 10 >= total * 9, "{ended} of {total} end at the copy:\n{short}");
+    assert!(
+        stderr.contains("deeper than the stack copy") && stderr.contains("--call-graph dwarf,SIZE"),
+        "{stderr}"
+    );
+}
+
+/// `kflame record` with its stderr.
+fn record_stderr(env: &Env, args: &[&str], name: &str) -> (String, String) {
+    let path = env.dir.join(format!("{}-{name}", std::process::id()));
+    let out =
+        Command::new(env.kflame).arg("record").arg("-o").arg(&path).args(args).output().expect("kflame");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "kflame record {args:?}: {stderr}");
+    (std::fs::read_to_string(&path).expect("output"), stderr)
+}
+
+/// perf's `--call-graph` words; anything else is refused before recording.
+#[test]
+fn call_graph_values_are_checked() {
+    for (arg, says) in [
+        ("dwarf,abc", "not a number of bytes"),
+        ("dwarf,70000", "8 to 65528 bytes"),
+        ("lbr", "expected fp, dwarf or dwarf,SIZE"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_kflame"))
+            .args(["record", "--call-graph", arg, "-d", "1"])
+            .output()
+            .expect("kflame");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(says), "{arg}: {stderr}");
+    }
+}
+
 #[test]
 fn json_events_have_one_line_per_sample() {
     let Some(env) = Env::get("json events") else { return };

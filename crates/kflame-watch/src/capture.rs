@@ -64,6 +64,8 @@ pub fn config(kind: CaptureKind, length: Duration) -> Config {
         // tables of files both use, and the kernel's, are in memory once (shared by the
         // recorders of the process).
         caches: Default::default(),
+        // DWARF user stacks for CPU samples, frame pointers for tracepoint events.
+        call_graph: None,
     }
 }
 

@@ -6,6 +6,7 @@
 //! db = "/var/lib/kflame/kflame.db"   # not changed by a reload
 //! host = "web-3"                     # default: the host name
 //! rate = 19                          # always-on CPU profile, Hz per CPU
+//! call_graph = "dwarf"               # its user stacks: fp, dwarf or dwarf,SIZE
 //! bucket = "10s"                     # profile bucket length
 //! retain = "7d"                      # keep history this long
 //! disk_budget = "2G"                 # most the database may use (0: no limit)
@@ -37,6 +38,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use kflame::record::CallGraph;
 use serde::Deserialize;
 
 use crate::rules::{self, Limits, Rule, RuleError};
@@ -51,6 +53,8 @@ pub struct File {
     pub host: Option<String>,
     /// CPU profile rate (Hz).
     pub rate: Option<u32>,
+    /// How the CPU profile finds user stacks (`fp`, `dwarf`, `dwarf,SIZE`).
+    pub call_graph: Option<String>,
     /// Bucket length.
     pub bucket: Option<String>,
     /// Retention.
@@ -133,6 +137,8 @@ pub struct Settings {
     pub host: String,
     /// CPU profile rate (Hz per CPU).
     pub rate: u32,
+    /// How the CPU profile finds user stacks.
+    pub call_graph: CallGraph,
     /// Bucket length.
     pub bucket: Duration,
     /// Retention.
@@ -255,6 +261,7 @@ impl File {
             db: o.db.or(self.db),
             host: o.host.or(self.host),
             rate: o.rate.or(self.rate),
+            call_graph: o.call_graph.or(self.call_graph),
             bucket: o.bucket.or(self.bucket),
             retain: o.retain.or(self.retain),
             disk_budget: o.disk_budget.or(self.disk_budget),
@@ -324,6 +331,10 @@ pub fn resolve(
             format!("{rate} Hz: expected 1 to 1000 samples per second per CPU"),
         ));
     }
+    let call_graph = match &merged.call_graph {
+        None => CallGraph::DWARF,
+        Some(s) => CallGraph::parse(s).map_err(|e| value("call_graph", flags.call_graph.is_some(), e))?,
+    };
     let bucket = duration("bucket", flags.bucket.is_some(), &merged.bucket, Duration::from_secs(10))?;
     if bucket < Duration::from_secs(1) || bucket > Duration::from_secs(3600) || bucket.subsec_nanos() != 0 {
         return Err(value("bucket", flags.bucket.is_some(), "expected whole seconds from 1s to 1h".into()));
@@ -423,6 +434,7 @@ pub fn resolve(
         db: merged.db.unwrap_or_else(|| PathBuf::from(DEFAULT_DB)),
         host,
         rate,
+        call_graph,
         bucket,
         retain,
         disk_budget,

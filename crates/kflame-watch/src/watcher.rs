@@ -407,6 +407,7 @@ impl<S: Store> Watcher<S> {
         // Config::default() is every CPU, kernel and user stacks, no duty cycle.
         Config {
             modes: vec![Mode::Cpu { frequency: self.settings.rate }],
+            call_graph: Some(self.settings.call_graph),
             keep_samples: true,
             ..Config::default()
         }
@@ -599,18 +600,18 @@ impl<S: Store> Watcher<S> {
                         ),
                     );
                 }
-                if new.rate != self.settings.rate {
+                if new.rate != self.settings.rate || new.call_graph != self.settings.call_graph {
                     control.log(
                         Level::Warn,
-                        "reload: the profile rate takes a restart; keeping the running one",
+                        "reload: the profile rate and call graph take a restart; keeping the running ones",
                     );
                 }
                 self.evaluator.reload(new.rules.clone(), new.limits);
                 self.held.clear(); // rule indices change with the rules
                 self.said_held.clear();
                 let db = self.settings.db.clone();
-                let rate = self.settings.rate;
-                self.settings = Settings { db, rate, ..new };
+                let (rate, call_graph) = (self.settings.rate, self.settings.call_graph);
+                self.settings = Settings { db, rate, call_graph, ..new };
                 control
                     .log(Level::Info, &format!("configuration reloaded: {}", self.settings.rules_summary()));
             }

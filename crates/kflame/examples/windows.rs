@@ -32,6 +32,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         keep_events: false,
         keep_samples: false,
         caches: Default::default(),
+        call_graph: None,
     };
     let stop = Arc::new(AtomicBool::new(false));
     let mut recorder = Recorder::start(&config, stop)?;

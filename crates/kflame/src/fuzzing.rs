@@ -45,6 +45,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("symbols_dwarf", symbols_dwarf),
     ("kallsyms", kallsyms),
     ("perf_map", perf_map),
+    ("record_unwind", record_unwind),
 ];
 
 /// Stacks (in output order) and diagnostics of a run, for comparing runs.
@@ -479,6 +480,14 @@ pub fn kallsyms(data: &[u8]) {
         }
         let _ = k.lookup_module(a);
     }
+}
+
+/// Ring buffer records as `kflame record` reads them (a flags byte, an ELF image's length
+/// and bytes, then records): decoded, and the user stacks of samples with stack copies
+/// unwound with the image's tables; never a panic, and every frame after the first is a
+/// marker or inside the image's mapping.
+pub fn record_unwind(data: &[u8]) {
+    crate::record::fuzz_ring(data)
 }
 
 /// JIT perf maps (`/tmp/perf-PID.map`): parsed, looked up and turned into a symbol table,

@@ -48,3 +48,4 @@ pub mod report;
 pub mod symbols;
 pub mod text;
 mod tracefmt;
+mod unwind;

@@ -240,6 +240,7 @@ replay_tests!(
     symbols_dwarf,
     kallsyms,
     perf_map,
+    record_unwind,
 );
 
 /// The list above names every target of `kflame::fuzzing`.

@@ -30,6 +30,7 @@ fn cpu_config(naming: Naming) -> Config {
         keep_events: false,
         keep_samples: false,
         caches: Default::default(),
+        call_graph: None,
     }
 }
 

@@ -81,6 +81,17 @@ pub(crate) struct Args {
     #[arg(long)]
     user_only: bool,
 
+    /// How user stacks are found, as perf's --call-graph: `dwarf` copies 8 KiB of user stack
+    /// with each sample (`dwarf,SIZE`: SIZE bytes, up to 65528) and unwinds it with the
+    /// binaries' unwind tables (.eh_frame, .debug_frame, separate debug files), right for
+    /// binaries built without frame pointers (most distributions' packages); `fp` walks frame
+    /// pointers, cheaper, but loses the callers in such binaries. Default: dwarf for CPU
+    /// samples, fp for tracepoint modes (--mem, --off-cpu, --syscalls: events that can fire
+    /// a million times a second). Stacks taken by BPF (--off-cpu via bpf, --locks, --runq,
+    /// --bio) always walk frame pointers.
+    #[arg(long, value_name = "fp|dwarf[,SIZE]", value_parser = kflame::record::CallGraph::parse)]
+    call_graph: Option<kflame::record::CallGraph>,
+
     /// Record CPU samples (cpu-clock at -F Hz): the default when no other mode is given; name
     /// it to record it together with others. Several modes record in one session, each into
     /// its own output (-o NAME.EXT gives NAME.cpu.EXT, NAME.mem.EXT, NAME.offcpu.EXT, ...).
@@ -410,6 +421,7 @@ impl Args {
             keep_events,
             keep_samples: false,
             caches: Default::default(),
+            call_graph: self.call_graph,
         })
     }
 }

@@ -71,6 +71,13 @@ pub(crate) struct Args {
     /// Always-on CPU profile rate, samples per second per CPU [default: 19].
     #[arg(long, value_name = "HZ")]
     rate: Option<u32>,
+    /// How the always-on profile finds user stacks, as perf's --call-graph: `dwarf` copies
+    /// 8 KiB of user stack per sample (`dwarf,SIZE`: SIZE bytes) and unwinds it with the
+    /// binaries' unwind tables, right for binaries built without frame pointers; `fp` walks
+    /// frame pointers (cheaper; programs built without them lose their callers). The
+    /// always-on off-CPU and lock profiles (BPF) walk frame pointers [default: dwarf].
+    #[arg(long, value_name = "fp|dwarf[,SIZE]", value_parser = parse_call_graph)]
+    call_graph: Option<String>,
     /// Length of a profile bucket [default: 10s].
     #[arg(long, value_name = "DURATION")]
     bucket: Option<String>,
@@ -130,6 +137,11 @@ pub(crate) struct Args {
     program_budget: Option<f64>,
 }
 
+/// Checks a `--call-graph` value where clap can say so, keeping its text for the settings.
+fn parse_call_graph(s: &str) -> Result<String, String> {
+    kflame::record::CallGraph::parse(s).map(|_| s.to_string())
+}
+
 impl Args {
     /// `--spool`, or its default.
     fn spool_path(&self) -> PathBuf {
@@ -141,6 +153,7 @@ impl Args {
             db: self.db.clone(),
             host: self.host.clone(),
             rate: self.rate,
+            call_graph: self.call_graph.clone(),
             bucket: self.bucket.clone(),
             retain: self.retain.clone(),
             disk_budget: self.disk_budget.clone(),

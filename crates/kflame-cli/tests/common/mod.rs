@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 const WORKLOAD_C: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../kflame/tests/data/record/workload.c");
+const NOFP_C: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../kflame/tests/data/record/nofp.c");
 
 /// What a live test needs: the binary, the compiled workload, a scratch directory.
 pub(crate) struct Env {
@@ -36,6 +37,23 @@ impl Env {
 
     pub(crate) fn workload_str(&self) -> &str {
         self.workload.to_str().expect("utf-8 temp path")
+    }
+
+    /// `nofp.c` built without frame pointers (`main;kfbar_outer;kfbar_inner`).
+    pub(crate) fn nofp(&self) -> String {
+        let exe = self.dir.join("nofp");
+        if !exe.exists() {
+            let tmp = self.dir.join(format!("nofp.{}.tmp", std::process::id()));
+            let cc = Command::new("cc")
+                .args(["-O2", "-fomit-frame-pointer", "-fno-optimize-sibling-calls", "-o"])
+                .arg(&tmp)
+                .arg(NOFP_C)
+                .status()
+                .expect("cc");
+            assert!(cc.success(), "cc failed on {NOFP_C}");
+            std::fs::rename(&tmp, &exe).expect("rename");
+        }
+        exe.to_str().expect("utf-8 temp path").to_string()
     }
 
     /// Runs `kflame record -o DIR/NAME ARGS` and returns the output file's text.

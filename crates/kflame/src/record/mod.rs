@@ -53,6 +53,7 @@ mod sym;
 mod sys;
 mod tasks;
 mod tracefs;
+mod unwind;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -68,9 +69,15 @@ pub use run::Recorder;
 pub use session::Counters;
 pub use stacks::{Event, Naming};
 pub use sys::one_malloc_arena;
+pub use unwind::UnwindStats;
 
 use crate::events::{EventKind, EventSink};
 use crate::fold::{Meta, StackCounts};
+
+/// The fuzz target of ring buffer records and DWARF unwinding (see `unwind::fuzz_ring`).
+pub(crate) fn fuzz_ring(data: &[u8]) {
+    unwind::fuzz_ring(data)
+}
 
 /// Waits until `fd` is readable or `timeout` passed (a signal ends the wait early): for
 /// followers of other kernel interfaces (`/dev/kmsg`).
@@ -259,6 +266,63 @@ pub enum StackParts {
     UserOnly,
 }
 
+/// How the user part of each stack is found (`--call-graph`, perf's words and meaning).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallGraph {
+    /// The kernel walks the chain of saved frame pointers: cheap, and broken where the
+    /// binaries were built without them (`-fomit-frame-pointer`, the default of `-O2` on
+    /// x86-64 and of most distributions' packages), which lose the callers of the function
+    /// sampled.
+    FramePointers,
+    /// Each sample carries the user registers and a copy of the top `stack_bytes` of the
+    /// user stack, unwound here with the unwind tables of the binaries (`.eh_frame`,
+    /// `.debug_frame`): right for every binary, at the cost of the copy (the kernel writes it
+    /// into the ring buffer) and of the unwinding. Stacks deeper than the copy end with a
+    /// `[stack copy ended]` frame.
+    Dwarf {
+        /// Bytes copied per sample: a multiple of 8, at most [`CallGraph::MAX_STACK_BYTES`].
+        stack_bytes: u32,
+    },
+}
+
+impl CallGraph {
+    /// perf's default copy: 8 KiB.
+    pub const DEFAULT_STACK_BYTES: u32 = 8192;
+    /// The largest copy the kernel takes (a sample record is at most 64 KiB).
+    pub const MAX_STACK_BYTES: u32 = 65528;
+
+    /// DWARF unwinding of perf's default copy size.
+    pub const DWARF: CallGraph = CallGraph::Dwarf { stack_bytes: CallGraph::DEFAULT_STACK_BYTES };
+
+    /// Parses perf's `--call-graph` words: `fp`, `dwarf` or `dwarf,SIZE` (bytes, rounded
+    /// up to a multiple of 8).
+    pub fn parse(s: &str) -> Result<CallGraph, String> {
+        let (kind, size) = match s.split_once(',') {
+            Some((k, sz)) => (k, Some(sz)),
+            None => (s, None),
+        };
+        match (kind, size) {
+            ("fp", None) => Ok(CallGraph::FramePointers),
+            ("dwarf", None) => Ok(CallGraph::DWARF),
+            ("dwarf", Some(sz)) => {
+                let n: u64 = sz.trim().parse().map_err(|_| format!("`{sz}` is not a number of bytes"))?;
+                let n = n.div_ceil(8) * 8;
+                match u32::try_from(n) {
+                    Ok(n) if (8..=CallGraph::MAX_STACK_BYTES).contains(&n) => {
+                        Ok(CallGraph::Dwarf { stack_bytes: n })
+                    }
+                    _ => Err(format!(
+                        "the stack copy must be 8 to {} bytes, not {sz}",
+                        CallGraph::MAX_STACK_BYTES
+                    )),
+                }
+            }
+            ("fp", Some(_)) => Err("fp takes no size".into()),
+            _ => Err(format!("`{s}`: expected fp, dwarf or dwarf,SIZE")),
+        }
+    }
+}
+
 /// Record during `active` at the start of every `every` period (costly events on hot paths).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DutyCycle {
@@ -293,6 +357,11 @@ pub struct Config {
     pub keep_samples: bool,
     /// Bytes the caches kept from one window to the next may take.
     pub caches: CacheBudget,
+    /// How user stacks are found; `None`: DWARF for CPU samples (a copy of
+    /// [`CallGraph::DEFAULT_STACK_BYTES`]), frame pointers for tracepoint events (which can
+    /// fire a million times a second, each copy 8 KiB). Stacks taken by BPF programs (the
+    /// aggregated blocked-time modes) always walk frame pointers.
+    pub call_graph: Option<CallGraph>,
 }
 
 /// Bytes the caches of a recorder may take, whatever runs on the machine (a recorder that
@@ -305,12 +374,19 @@ pub struct CacheBudget {
     pub symbols: usize,
     /// Frame names by address: emptied when they grow past it.
     pub names: usize,
+    /// Unwind tables of the binaries sampled (`--call-graph dwarf`): past it, the least
+    /// recently used are dropped.
+    pub unwind: usize,
 }
 
 impl Default for CacheBudget {
-    /// 24 MiB of symbol tables, 8 MiB of frame names.
+    /// 24 MiB of symbol tables, 8 MiB of frame names, 16 MiB of unwind tables.
     fn default() -> CacheBudget {
-        CacheBudget { symbols: sym::Symbolizer::DEFAULT_BUDGET, names: stacks::NameCache::BUDGET }
+        CacheBudget {
+            symbols: sym::Symbolizer::DEFAULT_BUDGET,
+            names: stacks::NameCache::BUDGET,
+            unwind: unwind::UserUnwinder::BUDGET,
+        }
     }
 }
 
@@ -329,6 +405,7 @@ impl Default for Config {
             keep_events: false,
             keep_samples: false,
             caches: CacheBudget::default(),
+            call_graph: None,
         }
     }
 }
@@ -435,6 +512,8 @@ pub struct Caches {
     pub unreadable_names: u64,
     /// Times a cache was emptied for outgrowing its bound.
     pub resets: u64,
+    /// The user stacks unwound from stack copies (`--call-graph dwarf`) and their tables.
+    pub unwind: UnwindStats,
     /// Times `/proc/kallsyms` was read again: kernel addresses had gone unnamed (a module
     /// loaded, a BPF program attached); at most once every 60 windows.
     pub kallsyms_reloads: u64,

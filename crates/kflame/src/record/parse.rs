@@ -5,6 +5,7 @@
 //! `sample_id_all`, so every record carries pid/tid, time and CPU.
 
 use super::sys::attr::sample;
+use crate::unwind::{REG_BP, REG_IP, REG_SP, Regs};
 
 /// The sample fields every session asks for, in the kernel's record order.
 pub(crate) const SAMPLE_TYPE: u64 =
@@ -38,6 +39,21 @@ pub(crate) struct Sample {
     pub(crate) raw: Vec<u8>,
     /// The task's cgroup id (`PERF_SAMPLE_CGROUP`), when the session asked for it.
     pub(crate) cgroup: Option<u64>,
+    /// The user registers and a copy of the user stack (`PERF_SAMPLE_REGS_USER`,
+    /// `PERF_SAMPLE_STACK_USER`), when the session asked for them (`--call-graph dwarf`)
+    /// and the task was in user space or entered the kernel from it.
+    pub(crate) user: Option<Box<UserStack>>,
+}
+
+/// What a DWARF unwinder needs of a sample's user state.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct UserStack {
+    /// `PERF_SAMPLE_REGS_ABI_64` (2) or `_32` (1).
+    pub(crate) abi: u64,
+    pub(crate) regs: Regs,
+    /// The bytes copied from the stack pointer up, only as many as were valid
+    /// (`dyn_size`).
+    pub(crate) stack: Vec<u8>,
 }
 
 /// A context switch seen from one side (`PERF_RECORD_SWITCH_CPU_WIDE`): written in the
@@ -129,6 +145,10 @@ pub(crate) struct Layout {
     pub(crate) raw: bool,
     /// `PERF_SAMPLE_CGROUP`.
     pub(crate) cgroup: bool,
+    /// `PERF_SAMPLE_REGS_USER` with this `sample_regs_user` mask (0: not asked for).
+    pub(crate) user_regs: u64,
+    /// `PERF_SAMPLE_STACK_USER`.
+    pub(crate) user_stack: bool,
 }
 
 /// Splits `buf` into records and decodes them; `bad` counts records that could not be read
@@ -253,8 +273,47 @@ fn decode_sample(body: &[u8], layout: Layout) -> Option<Sample> {
         Vec::new()
     };
     // The raw field is padded so that what follows is 8-byte aligned.
+    let user = decode_user(&mut c, layout)?;
     let cgroup = if layout.cgroup { Some(c.u64()?) } else { None };
-    Some(Sample { time, pid, tid, cpu, period, chain, raw, cgroup })
+    Some(Sample { time, pid, tid, cpu, period, chain, raw, cgroup, user })
+}
+
+/// The user registers (`abi`, then one word per bit of the mask, in bit order) and the
+/// stack copy (`size`, the bytes, then `dyn_size` when `size` is not 0), as
+/// `perf_output_sample` writes them. `Some(None)` when there is nothing to unwind: a kernel
+/// thread (ABI 0), an event that copies no stack, a session that asked for neither; `None`
+/// when the record is malformed.
+fn decode_user(c: &mut Cursor<'_>, layout: Layout) -> Option<Option<Box<UserStack>>> {
+    let mut regs = None;
+    if layout.user_regs != 0 {
+        let abi = c.u64()?;
+        if abi != 0 {
+            let words = c.bytes((layout.user_regs.count_ones() as usize) * 8)?;
+            let reg = |r: u32| {
+                let bit = 1u64 << r;
+                if layout.user_regs & bit == 0 {
+                    return 0;
+                }
+                let i = (layout.user_regs & (bit - 1)).count_ones() as usize * 8;
+                u64::from_le_bytes(words[i..i + 8].try_into().unwrap_or([0; 8]))
+            };
+            regs = Some((abi, Regs { ip: reg(REG_IP), sp: reg(REG_SP), bp: reg(REG_BP) }));
+        }
+    }
+    // An event that copies no stack (size 0) has nothing to unwind, whatever its registers.
+    let mut stack = None;
+    if layout.user_stack {
+        let size = usize::try_from(c.u64()?).ok()?;
+        let bytes = c.bytes(size)?;
+        if size != 0 {
+            let dyn_size = usize::try_from(c.u64()?).unwrap_or(usize::MAX);
+            stack = Some(&bytes[..dyn_size.min(size)]);
+        }
+    }
+    Some(match (regs, stack) {
+        (Some((abi, regs)), Some(stack)) => Some(Box::new(UserStack { abi, regs, stack: stack.to_vec() })),
+        _ => None,
+    })
 }
 
 #[cfg(test)]
@@ -366,6 +425,7 @@ pub(crate) mod tests {
             chain: vec![1, 2],
             raw: vec![9, 0, 1],
             cgroup: Some(0x1234),
+            user: None,
         };
         let mut buf = sample_bytes(&s, true);
         let plain = Sample { raw: vec![], ..s.clone() };
@@ -377,12 +437,17 @@ pub(crate) mod tests {
         let (mut raw_out, mut bad) = (Vec::new(), 0);
         records(
             &buf[..buf.len() - sample_bytes(&plain, false).len()],
-            Layout { raw: true, cgroup: true },
+            Layout { raw: true, cgroup: true, ..Layout::default() },
             &mut raw_out,
             &mut bad,
         );
         let mut decoded = vec![];
-        records(&sample_bytes(&plain, false), Layout { raw: false, cgroup: true }, &mut decoded, &mut bad);
+        records(
+            &sample_bytes(&plain, false),
+            Layout { raw: false, cgroup: true, ..Layout::default() },
+            &mut decoded,
+            &mut bad,
+        );
         records(&cgroup, Layout::default(), &mut decoded, &mut bad);
         assert_eq!(bad, 0);
         let Record::Sample(got) = &raw_out[0] else { panic!("{raw_out:?}") };
@@ -398,8 +463,78 @@ pub(crate) mod tests {
         // A sample cut before its cgroup id is malformed, not a sample without one.
         let short = sample_bytes(&Sample { cgroup: None, ..s }, false);
         let (mut out, mut bad) = (Vec::new(), 0);
-        records(&short, Layout { raw: false, cgroup: true }, &mut out, &mut bad);
+        records(&short, Layout { raw: false, cgroup: true, ..Layout::default() }, &mut out, &mut bad);
         assert_eq!((out.len(), bad), (0, 1));
+    }
+
+    /// A sample with the user registers (ABI, then BP, SP, IP: the mask's bits in order)
+    /// and a stack copy (size, bytes, valid size), as `perf_output_sample` writes them.
+    fn user_sample(abi: u64, copy: &[u8], dyn_size: u64, cgroup: Option<u64>) -> Vec<u8> {
+        let s = Sample { time: 5, pid: 7, tid: 8, cpu: 1, period: 1, chain: vec![1, 2], ..Sample::default() };
+        let mut r = sample_bytes(&s, false);
+        r.truncate(8 + 48 + 8 * s.chain.len()); // header, fixed fields, chain
+        r.extend_from_slice(&abi.to_le_bytes());
+        if abi != 0 {
+            for reg in [0xb0u64, 0x7ffc_0000, 0x40_1000] {
+                r.extend_from_slice(&reg.to_le_bytes());
+            }
+        }
+        r.extend_from_slice(&(copy.len() as u64).to_le_bytes());
+        r.extend_from_slice(copy);
+        if !copy.is_empty() {
+            r.extend_from_slice(&dyn_size.to_le_bytes());
+        }
+        if let Some(id) = cgroup {
+            r.extend_from_slice(&id.to_le_bytes());
+        }
+        let size = r.len() as u16;
+        r[6..8].copy_from_slice(&size.to_le_bytes());
+        r
+    }
+
+    #[test]
+    fn decodes_user_registers_and_stack_copies() {
+        let layout = Layout {
+            cgroup: true,
+            user_regs: crate::unwind::USER_REGS_MASK,
+            user_stack: true,
+            ..Layout::default()
+        };
+        let copy: Vec<u8> = (0..24).collect();
+        let one = |bytes: &[u8]| {
+            let (mut out, mut bad) = (Vec::new(), 0);
+            records(bytes, layout, &mut out, &mut bad);
+            (out, bad)
+        };
+        let (out, bad) = one(&user_sample(2, &copy, 16, Some(9)));
+        let Record::Sample(s) = &out[0] else { panic!("{out:?}") };
+        assert_eq!((bad, s.chain.as_slice(), s.cgroup), (0, &[1, 2][..], Some(9)));
+        let want = UserStack {
+            abi: 2,
+            regs: Regs { ip: 0x40_1000, sp: 0x7ffc_0000, bp: 0xb0 },
+            stack: copy[..16].to_vec(),
+        };
+        assert_eq!(s.user.as_deref(), Some(&want));
+        // A kernel thread (ABI 0: no registers, no copy) and an event that copies nothing.
+        for bytes in [user_sample(0, &[], 0, Some(9)), user_sample(2, &[], 0, Some(9))] {
+            let (out, bad) = one(&bytes);
+            let Record::Sample(s) = &out[0] else { panic!("{out:?}") };
+            assert_eq!((bad, s.user.is_none(), s.cgroup), (0, true, Some(9)));
+        }
+        // A valid size past the copy keeps the copy; every cut is one bad record.
+        let (out, _) = one(&user_sample(2, &copy, 1 << 40, Some(9)));
+        let Record::Sample(s) = &out[0] else { panic!("{out:?}") };
+        assert_eq!(s.user.as_ref().unwrap().stack, copy);
+        let full = user_sample(2, &copy, 16, Some(9));
+        for cut in 1..full.len() {
+            let mut b = full[..cut].to_vec();
+            if b.len() >= 8 {
+                let size = b.len() as u16;
+                b[6..8].copy_from_slice(&size.to_le_bytes());
+            }
+            let (out, bad) = one(&b);
+            assert_eq!((out.len(), bad), (0, 1), "cut at {cut}");
+        }
     }
 
     #[test]
@@ -451,6 +586,7 @@ pub(crate) mod tests {
             chain: vec![5; 6],
             raw: vec![7; 20],
             cgroup: None,
+            user: None,
         };
         for round in 0..20_000 {
             let mut buf: Vec<u8> = if round % 2 == 0 {
@@ -463,7 +599,13 @@ pub(crate) mod tests {
                 buf[at] = next() as u8;
             }
             let (mut out, mut bad) = (Vec::new(), 0);
-            let layout = Layout { raw: round % 3 == 0, cgroup: round % 5 == 0 };
+            let user = round % 7 == 0;
+            let layout = Layout {
+                raw: round % 3 == 0,
+                cgroup: round % 5 == 0,
+                user_regs: if user { crate::unwind::USER_REGS_MASK } else { 0 },
+                user_stack: user,
+            };
             records(&buf, layout, &mut out, &mut bad);
         }
     }

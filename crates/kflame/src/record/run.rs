@@ -416,6 +416,9 @@ impl Recorder {
             }
             out.push(r);
         }
+        if let Some(u) = &mut state.dispatch.unwinder {
+            u.next_window();
+        }
         // Every sample of a task that exited a window ago is named: forget the task.
         let ended = state.tasks.prune();
         self.names.forget(&ended);
@@ -445,6 +448,7 @@ impl Recorder {
             unreadable_names: self.sym.as_ref().map_or(0, |s| s.unreadable_names),
             kallsyms_reloads: self.sym.as_ref().map_or(0, |s| s.kallsyms_reloads),
             resets: t.overflows + self.names.resets(),
+            unwind: self.state.dispatch.unwinder.as_ref().map(|u| u.stats()).unwrap_or_default(),
         }
     }
 
@@ -473,6 +477,9 @@ impl Recorder {
                     }
                 }
             }
+        }
+        if let Some(u) = &self.state.dispatch.unwinder {
+            self.notes.extend(u.notes());
         }
         Ok(Recordings {
             kinds,
@@ -801,8 +808,8 @@ impl Loop {
     }
 
     fn handle(&mut self, records: Vec<Record>) {
-        for r in records {
-            match &r {
+        for mut r in records {
+            match &mut r {
                 Record::Sample(s) => self.dispatch.sample(s, &mut self.tasks),
                 Record::Cgroup { id, path, .. } => self.cgroups.learn(*id, path),
                 other => {

@@ -75,17 +75,21 @@ impl Session {
         // Every record of a ring must have the same layout: with tracepoints (raw data), the
         // other events (cpu-clock) carry an empty raw field too (4 zero bytes).
         let raw = specs.iter().any(|s| s.attr.sample_type & sys::attr::sample::RAW != 0);
+        // With `--call-graph dwarf` every event asks for the user registers and stack (those
+        // whose stacks are not wanted for a copy of 0 bytes), so all records read alike.
+        let user_regs = specs.iter().map(|s| s.attr.sample_regs_user).max().unwrap_or(0);
+        let user_stack = specs.iter().any(|s| s.attr.sample_type & sys::attr::sample::STACK_USER != 0);
         sys::raise_fd_limit();
         let mut cgroup_refused = None;
         if cgroups {
-            let layout = Layout { raw, cgroup: true };
+            let layout = Layout { raw, cgroup: true, user_regs, user_stack };
             match open_all(specs, layout, cpus, pages, scope) {
                 Ok(per_cpu) => return Ok(Session::new(per_cpu, layout, None)),
                 Err(RecordError::Open { source, .. }) => cgroup_refused = Some(source),
                 Err(e) => return Err(e),
             }
         }
-        let layout = Layout { raw, cgroup: false };
+        let layout = Layout { raw, cgroup: false, user_regs, user_stack };
         let per_cpu = open_all(specs, layout, cpus, pages, scope)?;
         Ok(Session::new(per_cpu, layout, cgroup_refused))
     }
@@ -176,6 +180,14 @@ fn open_all(
     for (i, s) in specs.iter_mut().enumerate() {
         if layout.raw {
             s.attr.sample_type |= sys::attr::sample::RAW;
+        }
+        if layout.user_regs != 0 {
+            // The same registers for every event; a stack copy only for those that asked.
+            s.attr.sample_type |= sys::attr::sample::REGS_USER;
+            s.attr.sample_regs_user = layout.user_regs;
+        }
+        if layout.user_stack {
+            s.attr.sample_type |= sys::attr::sample::STACK_USER;
         }
         if layout.cgroup {
             s.attr.sample_type |= sys::attr::sample::CGROUP;

@@ -11,6 +11,7 @@ use super::SampleRecord;
 use super::parse::Sample;
 use super::sym::Symbolizer;
 use super::tasks::Tasks;
+use super::unwind;
 use crate::events::{EventKind, EventRecord, Frames};
 use crate::fold::StackCounts;
 use crate::symbols::mapped_file_name;
@@ -324,6 +325,11 @@ fn chain_frames(raw: &RawStack, namer: &mut Namer<'_>) -> Vec<Vec<u8>> {
     let mut out = Vec::with_capacity(raw.chain.len());
     let mut machinery = raw.trim_tracing;
     for &ip in raw.chain.iter() {
+        match ip {
+            unwind::COPY_ENDED => out.push(unwind::COPY_ENDED_FRAME.to_vec()),
+            unwind::CANNOT_UNWIND => out.push(unwind::CANNOT_UNWIND_FRAME.to_vec()),
+            _ => {}
+        }
         if ip >= CONTEXT_MAX {
             ctx = ip;
             continue;

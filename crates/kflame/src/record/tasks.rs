@@ -24,12 +24,36 @@ use crate::symbols::{AddressSpace, parse_proc_maps_line};
 pub(crate) struct ProcMaps {
     entries: AddressSpace<Vec<u8>>,
     loaded: bool,
+    /// Changes with every mapping added.
+    version: u32,
 }
 
 impl ProcMaps {
+    /// Mappings as given (for tests, fixtures and fuzzing).
+    pub(crate) fn of(maps: impl IntoIterator<Item = Mapping>) -> ProcMaps {
+        let mut p = ProcMaps { loaded: true, ..ProcMaps::default() };
+        maps.into_iter().for_each(|m| p.insert(m));
+        p
+    }
+
     /// The mapping containing `addr`.
     pub(crate) fn find(&self, addr: u64) -> Option<&Mapping> {
         self.entries.find(addr)
+    }
+
+    /// Every mapping, by address.
+    pub(crate) fn mappings(&self) -> &[Mapping] {
+        self.entries.mappings()
+    }
+
+    /// A number that changes whenever a mapping is added.
+    pub(crate) fn version(&self) -> u32 {
+        self.version
+    }
+
+    fn insert(&mut self, m: Mapping) {
+        self.entries.insert(m);
+        self.version = self.version.wrapping_add(1);
     }
 }
 
@@ -100,7 +124,10 @@ impl Tasks {
                 self.comms.insert(*tid, comm.clone().into());
                 if *exec {
                     let g = self.bump(*pid);
-                    self.maps.insert((*pid, g), ProcMaps { entries: AddressSpace::new(), loaded: true });
+                    self.maps.insert(
+                        (*pid, g),
+                        ProcMaps { entries: AddressSpace::new(), loaded: true, version: 0 },
+                    );
                 }
             }
             Record::Fork { pid, ppid, tid, ptid, .. } => self.fork(*pid, *ppid, *tid, *ptid),
@@ -119,7 +146,7 @@ impl Tasks {
                     pgoff: *pgoff,
                     object: path.clone(),
                 };
-                self.maps.entry((*pid, g)).or_default().entries.insert(m);
+                self.maps.entry((*pid, g)).or_default().insert(m);
             }
             _ => {}
         }
@@ -268,7 +295,7 @@ impl Tasks {
             if pid != 0 {
                 let text = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
                 for map in text.lines().filter_map(parse_proc_maps_line) {
-                    m.entries.insert(map);
+                    m.insert(map);
                 }
             }
         }
@@ -298,7 +325,7 @@ mod tests {
     fn children_of_targets_are_followed_and_exec_starts_new_maps() {
         let mut t = Tasks::new(Some(&[100]));
         t.comms.insert(100, (*b"sh").into());
-        t.maps.insert((100, 0), ProcMaps { entries: AddressSpace::new(), loaded: true });
+        t.maps.insert((100, 0), ProcMaps { entries: AddressSpace::new(), loaded: true, version: 0 });
         t.apply(&Record::Mmap {
             time: 1,
             pid: 100,
@@ -369,7 +396,7 @@ mod tests {
         let mut t = Tasks::new(Some(&[100]));
         t.only_threads(&[102]);
         t.comms.insert(102, (*b"worker").into());
-        t.maps.insert((100, 0), ProcMaps { entries: AddressSpace::new(), loaded: true });
+        t.maps.insert((100, 0), ProcMaps { entries: AddressSpace::new(), loaded: true, version: 0 });
         t.apply(&Record::Fork { time: 1, pid: 100, ppid: 100, tid: 103, ptid: 102 });
         t.apply(&Record::Fork { time: 2, pid: 104, ppid: 100, tid: 104, ptid: 102 });
         assert!(t.wanted(100, 102));

@@ -14,7 +14,8 @@ use super::stacks::Collector;
 use super::sys::attr::{SW_DUMMY, TYPE_SOFTWARE, TYPE_TRACEPOINT, flag, sample};
 use super::tasks::Tasks;
 use super::tracefs::Tracefs;
-use super::{Config, Mode, RecordError, StackParts};
+use super::unwind::{LiveImages, UserUnwinder};
+use super::{CallGraph, Config, Mode, RecordError, StackParts};
 use crate::fold::Meta;
 
 /// Interprets the samples of one mode.
@@ -80,18 +81,23 @@ pub(crate) struct Dispatch {
     pub(crate) kinds: Vec<PerfKind>,
     by_tracepoint: FxHashMap<u64, usize>,
     untyped: Option<usize>,
+    /// Unwinds the user stacks copied with the samples (`--call-graph dwarf`).
+    pub(crate) unwinder: Option<UserUnwinder>,
 }
 
 impl Dispatch {
     /// Hands one sample to the mode it belongs to. Samples without raw data, or with the
     /// empty raw field of a session that has tracepoints (type 0: no tracepoint has it), are
     /// `cpu-clock` samples.
-    pub(crate) fn sample(&mut self, s: &Sample, tasks: &mut Tasks) {
+    pub(crate) fn sample(&mut self, s: &mut Sample, tasks: &mut Tasks) {
         let to = match common_type(&s.raw) {
             None | Some(0) => self.untyped,
             Some(t) => self.by_tracepoint.get(&t).copied(),
         };
         let Some(i) = to else { return };
+        if let Some(u) = &mut self.unwinder {
+            u.complete(s, tasks);
+        }
         let k = &mut self.kinds[i];
         k.handler.sample(s, tasks, &mut k.collector);
     }
@@ -115,10 +121,17 @@ impl Dispatch {
 pub(crate) fn build(config: &Config, served: &[Mode]) -> Result<(Vec<EventSpec>, Dispatch), RecordError> {
     let mut tfs = None;
     let mut specs = Vec::new();
-    let mut d = Dispatch { kinds: Vec::new(), by_tracepoint: FxHashMap::default(), untyped: None };
+    let mut d =
+        Dispatch { kinds: Vec::new(), by_tracepoint: FxHashMap::default(), untyped: None, unwinder: None };
     let perf = |m: &&Mode| !matches!(m, Mode::Blocked { .. }) && !served.contains(m);
+    let mut copies = 0;
     for mode in config.modes.iter().filter(perf) {
-        let (mine, handler) = build_one(mode, config, &mut tfs)?;
+        let (mut mine, handler) = build_one(mode, config, &mut tfs)?;
+        if let Some(bytes) = stack_copy(mode, config) {
+            for spec in mine.iter_mut() {
+                copies = copies.max(ask_for_user_stack(&mut spec.attr, bytes));
+            }
+        }
         let i = d.kinds.len();
         for spec in &mine {
             if spec.attr.type_ == TYPE_TRACEPOINT {
@@ -134,7 +147,38 @@ pub(crate) fn build(config: &Config, served: &[Mode]) -> Result<(Vec<EventSpec>,
     if specs.is_empty() && !served.is_empty() {
         specs.push(task_records_spec());
     }
+    if copies > 0 {
+        d.unwinder = Some(UserUnwinder::new(Box::new(LiveImages), config.caches.unwind, copies));
+    }
     Ok((specs, d))
+}
+
+/// The bytes of user stack each sample of `mode` copies for DWARF unwinding, if any (see
+/// [`Config::call_graph`]).
+fn stack_copy(mode: &Mode, config: &Config) -> Option<u32> {
+    if config.parts == StackParts::KernelOnly {
+        return None;
+    }
+    match (config.call_graph, mode) {
+        (Some(CallGraph::Dwarf { stack_bytes }), _) => Some(stack_bytes),
+        (None, Mode::Cpu { .. }) => Some(CallGraph::DEFAULT_STACK_BYTES),
+        _ => None,
+    }
+}
+
+/// Makes a sampling event's samples carry the user registers and `bytes` of user stack
+/// instead of the kernel's frame-pointer walk of the user stack, as perf's `--call-graph
+/// dwarf` does; says how many bytes it asked for (0 for an event that samples nothing or
+/// takes no user stack).
+fn ask_for_user_stack(attr: &mut super::sys::PerfEventAttr, bytes: u32) -> u32 {
+    if attr.sample_period_or_freq == 0 || attr.flags & flag::EXCLUDE_CALLCHAIN_USER != 0 {
+        return 0;
+    }
+    attr.sample_type |= sample::REGS_USER | sample::STACK_USER;
+    attr.sample_regs_user = crate::unwind::USER_REGS_MASK;
+    attr.sample_stack_user = bytes;
+    attr.flags |= flag::EXCLUDE_CALLCHAIN_USER;
+    bytes
 }
 
 /// A software dummy event: it samples nothing, but carries the task and mapping records.
@@ -200,10 +244,11 @@ mod tests {
             ],
             by_tracepoint: [(21, 0), (22, 0), (40, 2)].into_iter().collect(),
             untyped: Some(1),
+            unwinder: None,
         };
         let mut tasks = Tasks::new(None);
         for raw in [&[21u8, 0, 1, 2][..], &[22, 0], &[0, 0, 0, 0], &[], &[40, 0, 9], &[41, 0]] {
-            d.sample(&Sample { raw: raw.to_vec(), ..Sample::default() }, &mut tasks);
+            d.sample(&mut Sample { raw: raw.to_vec(), ..Sample::default() }, &mut tasks);
         }
         let added: Vec<u64> = d.kinds.iter().map(|k| k.handler.added()).collect();
         assert_eq!(added, [2, 2, 1]);

@@ -18,6 +18,10 @@ pub(crate) mod sample {
     pub(crate) const CPU: u64 = 1 << 7;
     pub(crate) const PERIOD: u64 = 1 << 8;
     pub(crate) const RAW: u64 = 1 << 10;
+    /// `PERF_SAMPLE_REGS_USER`: the user registers of `sample_regs_user`.
+    pub(crate) const REGS_USER: u64 = 1 << 12;
+    /// `PERF_SAMPLE_STACK_USER`: `sample_stack_user` bytes of the user stack.
+    pub(crate) const STACK_USER: u64 = 1 << 13;
     /// `PERF_SAMPLE_CGROUP` (Linux 5.7): the cgroup id of the sampled task.
     pub(crate) const CGROUP: u64 = 1 << 21;
 }

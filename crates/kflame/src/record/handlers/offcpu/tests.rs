@@ -47,6 +47,7 @@ fn switch_sample(time: u64, cpu: u32, tid: u32, state: i64, caller: u64) -> Samp
         chain: vec![CONTEXT_KERNEL, 0xffff_0110, caller],
         raw,
         cgroup: None,
+        user: None,
     }
 }
 
@@ -144,7 +145,12 @@ fn records_of_two_cpus_are_merged_in_time_order_and_paired() {
     let mut read = Vec::new();
     for buf in [&cpu0, &cpu1] {
         let (mut recs, mut bad) = (Vec::new(), 0);
-        parse::records(buf, parse::Layout { raw: true, cgroup: false }, &mut recs, &mut bad);
+        parse::records(
+            buf,
+            parse::Layout { raw: true, cgroup: false, ..parse::Layout::default() },
+            &mut recs,
+            &mut bad,
+        );
         assert_eq!(bad, 0);
         read.extend(recs.iter().cloned());
         reorder.push(&mut recs);
