@@ -3,7 +3,9 @@
 # histograms of every family, the always-on off-CPU and lock profiles), beside the watcher
 # with the CPU profile only (--no-latency, what it was before), with the histograms but no
 # blocked-time stacks (--no-blocked-profiles) and with the programs' CPU budget off
-# (--program-budget=0: always attached), on two workloads, as root:
+# (--program-budget=0: always attached), and with the CPU profile's user stacks walked by
+# frame pointers (--call-graph=fp) instead of unwound from stack copies (the default), on
+# two workloads, as root:
 #   - busy: one spinner per CPU counting loop iterations (the CPU-bound machine);
 #   - ping-pong: two processes passing a byte through pipes (bench/pingpong.c: two blocks, two
 #     wakeups and four system calls a round trip), the worst case for anything hooked on
@@ -76,7 +78,7 @@ run() {
         'BEGIN { printf "%s %.3f %s %.3f\n", it, 100 * d / hz / dur, rss, 100 * pns / 1e9 / dur }'
 }
 
-configs=(none "--no-latency" "--no-blocked-profiles" "--program-budget=0" "default")
+configs=(none "--no-latency" "--no-blocked-profiles" "--program-budget=0" "--call-graph=fp" "default")
 for work in busy pingpong; do
     for c in "${configs[@]}"; do : > "$tmp/$work.$c"; done
     for r in $(seq "$ROUNDS"); do

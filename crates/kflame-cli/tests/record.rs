@@ -131,6 +131,34 @@ fn user_stacks_without_frame_pointers() {
     );
 }
 
+/// JIT code (V8's, in anonymous memory, named in `/tmp/perf-PID.map`) under DWARF unwinding:
+/// walked by its frame pointers, named from the perf map, with the interpreter's C++ frames
+/// (found through their unwind tables) below it. Skipped without node.
+#[test]
+fn jit_frames_are_named_from_the_perf_map() {
+    let Some(env) = Env::get("jit frames") else { return };
+    if Command::new("node").arg("--version").output().is_err() {
+        eprintln!("skipping jit frames: no node");
+        return;
+    }
+    let js = concat!(env!("CARGO_MANIFEST_DIR"), "/../kflame/tests/data/perf-data/jit.js");
+    let (out, _) =
+        record_stderr(&env, &["-F", "499", "--", "node", "--perf-basic-prof", js, "30000"], "jit.folded");
+    let stacks = folded(&out);
+    let total: u64 = stacks.iter().map(|s| s.1).sum();
+    let js: u64 = stacks
+        .iter()
+        .filter(|s| {
+            s.0.contains(";JS:") && s.0.contains(";Builtins_JSEntry;") && s.0.contains(";node::Start;")
+        })
+        .map(|s| s.1)
+        .sum();
+    assert!(
+        total >= 100 && js * 2 >= total,
+        "{js} of {total} samples in named JIT code under node::Start:\n{out}"
+    );
+}
+
 /// `kflame record` with its stderr.
 fn record_stderr(env: &Env, args: &[&str], name: &str) -> (String, String) {
     let path = env.dir.join(format!("{}-{name}", std::process::id()));

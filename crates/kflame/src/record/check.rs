@@ -29,6 +29,7 @@ pub fn check() -> Vec<Capability> {
             "CPU profiles use cpu-clock instead (the default)",
         ),
     ];
+    out.push(user_stack_copies());
     out.push(switch_records());
     match Tracefs::open() {
         Ok(tfs) => {
@@ -59,6 +60,24 @@ fn probe_perf(name: &str, type_: u32, config: u64, instead: &str) -> Capability 
             name: name.into(),
             available: false,
             detail: if instead.is_empty() { e.to_string() } else { format!("{e}; {instead}") },
+        },
+    }
+}
+
+/// CPU samples copy the user stack for DWARF unwinding by default.
+fn user_stack_copies() -> Capability {
+    let name = "user stack copies (--call-graph dwarf, the default for CPU samples)".to_string();
+    let mut a = base_attr(attr::TYPE_SOFTWARE, attr::SW_CPU_CLOCK, 1);
+    a.sample_period_or_freq = 1_000_000;
+    a.sample_type |= attr::sample::REGS_USER | attr::sample::STACK_USER;
+    a.sample_regs_user = crate::unwind::USER_REGS_MASK;
+    a.sample_stack_user = 8192;
+    match sys::perf_event_open(&a, -1, 0) {
+        Ok(_) => Capability { name, available: true, detail: "perf_event_open works".into() },
+        Err(e) => Capability {
+            name,
+            available: false,
+            detail: format!("{e}; user stacks walk frame pointers instead (--call-graph fp)"),
         },
     }
 }

@@ -19,7 +19,7 @@ use super::cgroups::CgroupNames;
 use super::duty::DutyThread;
 use super::handlers::{self, Dispatch};
 use super::parse::Record;
-use super::session::{Scope, Session, online_cpus};
+use super::session::{EventSpec, Scope, Session, online_cpus};
 use super::stacks::{Collector, Drained, NameCache};
 use super::sym::Symbolizer;
 use super::sys;
@@ -150,17 +150,28 @@ impl Recorder {
         if snapshots.is_some() && !one_snapshot {
             Snapshots::probe()?;
         }
-        let (specs, dispatch) = handlers::build(&config, &served)?;
+        let (mut specs, mut dispatch) = handlers::build(&config, &served)?;
         let scope = scope(&config, &served);
+        let mut notes = notes;
+        let open = |specs: &[EventSpec]| {
+            Session::open(specs, &online_cpus()?, ring_pages(&config.modes), &scope, config.keep_samples)
+        };
         let session = match specs.is_empty() {
             true => None,
-            false => Some(Session::open(
-                &specs,
-                &online_cpus()?,
-                ring_pages(&config.modes),
-                &scope,
-                config.keep_samples,
-            )?),
+            false => match open(&specs) {
+                // User stack copies by default, refused by this kernel: frame pointers.
+                Err(RecordError::Open { source, .. })
+                    if config.call_graph.is_none() && handlers::drop_user_stacks(&mut specs) =>
+                {
+                    dispatch.unwinder = None;
+                    notes.push(format!(
+                        "user stacks walk frame pointers: this kernel refused copies of the user stack \
+                         ({source}; --call-graph dwarf needs PERF_SAMPLE_STACK_USER, Linux 3.7)"
+                    ));
+                    Some(open(&specs)?)
+                }
+                r => Some(r?),
+            },
         };
         let thread_pids: Vec<u32>;
         let targets = match &config.target {
@@ -177,7 +188,6 @@ impl Recorder {
             tasks.only_threads(tids);
         }
         let kinds = config.modes.len();
-        let mut notes = notes;
         if let Some(why) = session.as_ref().and_then(|s| s.cgroup_refused.as_ref()) {
             notes.push(format!(
                 "samples carry no cgroup: this kernel refused PERF_SAMPLE_CGROUP ({why}; it needs \

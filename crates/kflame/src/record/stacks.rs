@@ -14,7 +14,7 @@ use super::tasks::Tasks;
 use super::unwind;
 use crate::events::{EventKind, EventRecord, Frames};
 use crate::fold::StackCounts;
-use crate::symbols::mapped_file_name;
+use crate::symbols::{is_anonymous, mapped_file_name};
 
 /// `PERF_CONTEXT_KERNEL`, `PERF_CONTEXT_USER`, and the first marker value (`PERF_CONTEXT_MAX`).
 const CONTEXT_KERNEL: u64 = -128i64 as u64;
@@ -511,27 +511,28 @@ fn kernel_frame(sym: &Symbolizer, ip: u64, annotate: bool) -> Vec<u8> {
     }
 }
 
-/// A user frame: the function in the mapped file, else `[file]`; outside any file (JIT code,
-/// anonymous memory), the name from the process's `/tmp/perf-PID.map`, else `[unknown]`;
+/// A user frame: the function in the mapped file, else `[file]`; outside any file (JIT code in
+/// anonymous memory, see [`is_anonymous`]), the name from the process's `/tmp/perf-PID.map`,
+/// else `[unknown]`;
 /// special mappings keep their own name (`[vdso]`). Also says whether the address lies in a
 /// mapping (named the same way for as long as the process lives).
 fn user_frame(sym: &mut Symbolizer, tasks: &Tasks, raw: &RawStack, ip: u64) -> (Vec<u8>, bool) {
     let map = tasks.maps_at(raw.pid, raw.generation).and_then(|m| m.find(ip));
-    let in_file = map.is_some_and(|m| !m.object.is_empty());
-    let name = match map {
-        Some(m) if !m.object.is_empty() => sym.user(raw.pid, m, ip),
-        _ => sym.jit(raw.pid, ip),
+    let file = map.filter(|m| !is_anonymous(&m.object));
+    let name = match file {
+        Some(m) => sym.user(raw.pid, m, ip),
+        None => sym.jit(raw.pid, ip),
     };
     if let Some(name) = name {
         let mut f = name.as_bytes().to_vec();
-        return (tidy(&mut f).clone(), in_file);
+        return (tidy(&mut f).clone(), file.is_some());
     }
-    let name = match map {
+    let name = match file {
         Some(m) if m.object.starts_with(b"[") => m.object.clone(),
-        Some(m) if !m.object.is_empty() => [b"[", mapped_file_name(&m.object), b"]"].concat(),
-        _ => b"[unknown]".to_vec(),
+        Some(m) => [b"[", mapped_file_name(&m.object), b"]"].concat(),
+        None => b"[unknown]".to_vec(),
     };
-    (name, in_file)
+    (name, file.is_some())
 }
 
 /// `stackcollapse-perf.pl`'s generic tidying: `;` would split the frame, so it becomes `:`;
@@ -638,6 +639,34 @@ mod tests {
         let frames = fold_frames(&raw, c.naming, &mut namer);
         let frames: Vec<_> = frames.iter().map(|f| String::from_utf8_lossy(f).into_owned()).collect();
         assert_eq!(frames, ["my_prog-7", "[unknown]", "[libfoo.so]", "[kernel.kallsyms]"]);
+    }
+
+    /// JIT code in anonymous memory (`//anon` in `MMAP2` records, no path in
+    /// `/proc/PID/maps`) is named from the process's perf map, and the unwinding markers
+    /// keep their names.
+    #[test]
+    fn anonymous_code_is_named_from_the_perf_map() {
+        let mut tasks = Tasks::new(None);
+        tasks.apply(&Record::Comm { time: 0, pid: 7, tid: 7, comm: b"node".to_vec(), exec: true });
+        for (start, path) in [(0x1000, &b"//anon"[..]), (0x3000, b"")] {
+            tasks.apply(&Record::Mmap { time: 0, pid: 7, start, len: 0x1000, pgoff: 0, path: path.to_vec() });
+        }
+        let c = Collector::new(Naming::default(), false, false);
+        let chain = vec![CONTEXT_USER, 0x1010, 0x3010, 0x1800, unwind::COPY_ENDED];
+        let raw = c.raw(&mut tasks, &sample(7, 7, 0, chain));
+        let mut sym = Symbolizer::default();
+        sym.set_jit_map(
+            7,
+            crate::symbols::PerfMap::parse("1000 100 LazyCompile:*leaf app.js:3\n3000 100 JS:~outer\n"),
+        );
+        let mut cache = NameCache::default();
+        let mut namer = Namer { sym: &mut sym, tasks: &tasks, annotate_kernel: false, cache: &mut cache };
+        let frames = fold_frames(&raw, c.naming, &mut namer);
+        let frames: Vec<_> = frames.iter().map(|f| String::from_utf8_lossy(f).into_owned()).collect();
+        assert_eq!(
+            frames,
+            ["node", "[stack copy ended]", "[unknown]", "JS:~outer", "LazyCompile:*leaf app.js:3"]
+        );
     }
 
     #[test]

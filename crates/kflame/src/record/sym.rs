@@ -306,6 +306,12 @@ impl Symbolizer {
         self.files.len()
     }
 
+    /// Uses `map` as the perf map of process `pid` (tests).
+    #[cfg(test)]
+    pub(crate) fn set_jit_map(&mut self, pid: u32, map: PerfMap) {
+        self.jit.insert(pid, map);
+    }
+
     /// The JIT-compiled function at `addr` of `pid`, from `/tmp/perf-PID.map`.
     pub(crate) fn jit(&mut self, pid: u32, addr: u64) -> Option<&str> {
         let map = self

@@ -291,7 +291,8 @@ impl UserUnwinder {
         let mut unwinder = Unwinder::new();
         let (mut keys, mut unsound) = (Vec::new(), Vec::new());
         for m in maps.mappings() {
-            if !(m.object.starts_with(b"/") || m.object == b"[vdso]") {
+            let file = m.object.starts_with(b"/") && !crate::symbols::is_anonymous(&m.object);
+            if !(file || m.object == b"[vdso]") {
                 continue; // anonymous memory (JIT code): frame pointers
             }
             let Some(image) = self.images.open(pid, m) else { continue };

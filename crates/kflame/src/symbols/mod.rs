@@ -33,7 +33,7 @@ pub use file::MappedFile;
 pub use kallsyms::Kallsyms;
 pub use maps::{AddressSpace, Mapping};
 pub use perf_map::PerfMap;
-pub use proc_maps::{mapped_file_name, parse_proc_maps_line};
+pub use proc_maps::{is_anonymous, mapped_file_name, parse_proc_maps_line};
 
 use std::path::PathBuf;
 

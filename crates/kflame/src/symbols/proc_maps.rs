@@ -22,6 +22,17 @@ pub fn parse_proc_maps_line(line: &str) -> Option<Mapping<Vec<u8>>> {
     })
 }
 
+/// True for a mapping of no file: anonymous memory as `/proc/PID/maps` shows it (no path, or
+/// `[anon:NAME]`) and as `MMAP2` records name it (`//anon`), and perf's other anonymous
+/// kinds (`/dev/zero`, `/anon_hugepage`, `memfd:` files). JIT compilers put their code
+/// there, and name it in `/tmp/perf-PID.map`.
+pub fn is_anonymous(path: &[u8]) -> bool {
+    path.is_empty()
+        || [&b"//anon"[..], b"/dev/zero", b"/anon_hugepage", b"[anon:", b"/memfd:", b"memfd:"]
+            .iter()
+            .any(|p| path.starts_with(p))
+}
+
 /// The file name of a mapped path without directories or a ` (deleted)` suffix (perf's
 /// `[libc.so.6]` frames use it).
 pub fn mapped_file_name(path: &[u8]) -> &[u8] {

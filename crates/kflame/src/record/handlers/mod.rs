@@ -202,6 +202,23 @@ fn tracepoint_spec(id: u64, name: &str, parts: StackParts) -> EventSpec {
     EventSpec { name: name.to_string(), attr }
 }
 
+/// Makes events that copy user stacks walk frame pointers instead (the kernel refused the
+/// copies); says whether any did.
+pub(crate) fn drop_user_stacks(specs: &mut [EventSpec]) -> bool {
+    let mut any = false;
+    for s in specs.iter_mut() {
+        let a = &mut s.attr;
+        if a.sample_type & sample::STACK_USER != 0 && a.sample_stack_user > 0 {
+            a.flags &= !flag::EXCLUDE_CALLCHAIN_USER;
+            any = true;
+        }
+        a.sample_type &= !(sample::REGS_USER | sample::STACK_USER);
+        a.sample_regs_user = 0;
+        a.sample_stack_user = 0;
+    }
+    any
+}
+
 /// The `common_type` of raw tracepoint data: which tracepoint fired.
 fn common_type(raw: &[u8]) -> Option<u64> {
     Some(u16::from_le_bytes([*raw.first()?, *raw.get(1)?]) as u64)
