@@ -483,6 +483,15 @@ mod tests {
         assert_eq!(s.db, Path::new(DEFAULT_DB));
         let s = resolve(None, &File::default(), "box").unwrap();
         assert_eq!((s.host.as_str(), s.rate, s.bucket, s.kmsg), ("box", 19, Duration::from_secs(10), true));
+        assert_eq!(s.call_graph, CallGraph::DWARF);
+        let file = File::parse("call_graph = \"dwarf,16000\"\n", p()).unwrap();
+        let s = resolve(Some((p(), file.clone())), &File::default(), "box").unwrap();
+        assert_eq!(s.call_graph, CallGraph::Dwarf { stack_bytes: 16000 });
+        let flags = File { call_graph: Some("fp".into()), ..File::default() };
+        assert_eq!(resolve(Some((p(), file)), &flags, "box").unwrap().call_graph, CallGraph::FramePointers);
+        let bad = File::parse("call_graph = \"lbr\"\n", p()).unwrap();
+        let e = resolve(Some((p(), bad)), &File::default(), "box").unwrap_err().to_string();
+        assert!(e.contains("call_graph") && e.contains("expected fp, dwarf or dwarf,SIZE"), "{e}");
         assert_eq!((s.latency, s.slow_syscall), (true, Duration::from_millis(10)));
         assert!(s.blocked_profiles);
         let ms = Duration::from_millis;

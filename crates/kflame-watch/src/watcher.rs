@@ -423,6 +423,9 @@ impl<S: Store> Watcher<S> {
     ) -> Result<Status, WatchError> {
         let started = Instant::now();
         let mut profile = Recorder::start(&self.profile_config(), stop.clone())?;
+        for note in profile.notes() {
+            control.log(Level::Info, &format!("CPU profile: {note}"));
+        }
         let kmsg = match self.settings.kmsg {
             false => None,
             true => match Follower::start(&self.env.kmsg) {
@@ -539,6 +542,17 @@ impl<S: Store> Watcher<S> {
         let _ = profile.stop();
         let w = profile.take_window();
         self.profile_window(&w);
+        let u = profile.caches().unwind;
+        if u.samples > 0 {
+            control.log(
+                Level::Info,
+                &format!(
+                    "CPU profile: {} user stacks unwound from stack copies, {} deeper than the copy, {} not \
+                     unwound to their outermost frame; {} unwind tables read, {} damaged",
+                    u.samples, u.copy_ended, u.cannot_unwind, u.tables_read, u.damaged_tables
+                ),
+            );
+        }
         drop(profile);
         if let Some(mut b) = blocked.take() {
             let _ = b.stop();

@@ -908,6 +908,44 @@ mod tests {
         assert_eq!(w.ring.malformed, 0, "the records were read with the layout they have");
     }
 
+    /// Live test: on a kernel that refuses user stack copies, the default CPU profile walks
+    /// frame pointers, says so, and reads its records with the layout they have.
+    #[test]
+    #[allow(clippy::print_stderr)]
+    fn live_a_kernel_refusing_user_stack_copies_walks_frame_pointers() {
+        super::super::session::REFUSE_USER_STACK.set(true);
+        let config = Config { modes: vec![Mode::Cpu { frequency: 997 }], ..Config::default() };
+        let started = Recorder::start(&config, Arc::new(AtomicBool::new(false)));
+        let asked = Config { call_graph: Some(super::super::CallGraph::DWARF), ..config.clone() };
+        let refused = Recorder::start(&asked, Arc::new(AtomicBool::new(false)));
+        super::super::session::REFUSE_USER_STACK.set(false);
+        let mut rec = match started {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("skipping: cannot record here ({e})");
+                return;
+            }
+        };
+        // Asked for by name, DWARF is not replaced silently.
+        assert!(refused.is_err());
+        let notes = rec.notes().join("\n");
+        assert!(notes.contains("user stacks walk frame pointers") && notes.contains("Linux 3.7"), "{notes}");
+        let mut spin = 0u64;
+        let give_up = Instant::now() + Duration::from_secs(3);
+        let mut samples = 0;
+        while samples == 0 && Instant::now() < give_up {
+            for i in 0..1_000_000u64 {
+                spin = spin.wrapping_add(i * i);
+            }
+            rec.poll(Duration::ZERO).expect("poll");
+            samples = rec.progress().samples;
+        }
+        assert!(spin > 0 && samples > 0, "no sample recorded");
+        let w = rec.take_window();
+        assert_eq!(w.ring.malformed, 0, "the records were read with the layout they have");
+        assert_eq!(rec.caches().unwind.samples, 0);
+    }
+
     #[test]
     fn how_a_command_ended() {
         let st = ExitStatus::from_raw;

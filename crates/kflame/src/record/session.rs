@@ -160,6 +160,8 @@ impl Session {
 thread_local! {
     /// Tests: act as a kernel before 5.7, which refuses `PERF_SAMPLE_CGROUP`.
     pub(crate) static REFUSE_CGROUP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Tests: act as a kernel that refuses `PERF_SAMPLE_STACK_USER`.
+    pub(crate) static REFUSE_USER_STACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Opens `specs` on every CPU with the sample fields of `layout`.
@@ -171,7 +173,7 @@ fn open_all(
     scope: &Scope,
 ) -> Result<Vec<PerCpu>, RecordError> {
     #[cfg(test)]
-    if layout.cgroup && REFUSE_CGROUP.get() {
+    if (layout.cgroup && REFUSE_CGROUP.get()) || (layout.user_stack && REFUSE_USER_STACK.get()) {
         let (event, cpu) = (specs.first().map_or(String::new(), |s| s.name.clone()), cpus.first().copied());
         let source = std::io::Error::from_raw_os_error(libc::EINVAL);
         return Err(RecordError::Open { event, cpu: cpu.unwrap_or(0), source });
