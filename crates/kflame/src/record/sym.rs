@@ -306,12 +306,6 @@ impl Symbolizer {
         self.files.len()
     }
 
-    /// Uses `map` as the perf map of process `pid` (tests).
-    #[cfg(test)]
-    pub(crate) fn set_jit_map(&mut self, pid: u32, map: PerfMap) {
-        self.jit.insert(pid, map);
-    }
-
     /// The JIT-compiled function at `addr` of `pid`, from `/tmp/perf-PID.map`.
     pub(crate) fn jit(&mut self, pid: u32, addr: u64) -> Option<&str> {
         let map = self
@@ -387,6 +381,14 @@ fn load(pid: u32, path: &Path, names_in_memory: u64) -> Option<Arc<FileSymbols>>
         return Some(table);
     }
     None
+}
+
+#[cfg(test)]
+impl Symbolizer {
+    /// Uses `map` as the perf map of process `pid`.
+    pub(crate) fn set_jit_map(&mut self, pid: u32, map: PerfMap) {
+        self.jit.insert(pid, map);
+    }
 }
 
 #[cfg(test)]
