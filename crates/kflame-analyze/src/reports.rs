@@ -110,6 +110,22 @@ pub fn signature(report: &Report) -> (String, Option<Culprit>) {
     (signature, c)
 }
 
+/// The signature (see [`signature`]) and kernel release of the first report `text` holds:
+/// a stored report's text, as the history keeps it.
+pub fn sign_text(text: &str) -> Option<(String, Option<String>)> {
+    let r = kflame::report::ReportExtractor::extract_all(text.as_bytes()).into_iter().next()?;
+    Some((signature(&r).0, r.kernel))
+}
+
+/// The group of the first report `text` holds, as `kflame analyze` gives it without a kernel
+/// tree or git history (error and culprit, resolution query, summary).
+pub fn explain_text(text: &str, input: &str) -> Option<Group> {
+    let r = kflame::report::ReportExtractor::extract_all(text.as_bytes()).into_iter().next()?;
+    let mut a = ReportAnalyzer::new();
+    a.add_report(input, &r);
+    a.finish(None, None, 0).into_iter().next()
+}
+
 impl ReportAnalyzer {
     /// An empty analyzer.
     pub fn new() -> ReportAnalyzer {

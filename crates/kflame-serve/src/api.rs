@@ -9,7 +9,7 @@
 //! | `/api/profile?kind=cpu&from&to[&host][&hosts=A,B][&cgroup=PATH][&capture=ID][&offset_from_ms&offset_to_ms][&prune=PCT][&format=json\|folded\|svg\|html]` | the merged profile; JSON is the viewer's data, stacks under `prune` % of the total merged (`prune.rs`; default [`PRUNE_PCT`]); its `info.captures_apart` lists the captures a CPU range's always-on profile leaves out |
 //! | `/api/diff?kind&from&to&base_from&base_to[&hosts][&cgroup]` or `&base_capture=ID` | differential profile (base → range) |
 //! | `/api/events?from&to[&host][&hosts]` | triggers, captures and kernel reports |
-//! | `/api/report?time=NS[&host]` | one kernel report: title, text and its stack as viewer data |
+//! | `/api/report?time=NS[&host][&before=S]` | one kernel report: title, text and its stack as viewer data; where the server explains reports (`Config::explain`), its `analysis` (`kflame analyze --json`'s group), `signature` and `similar` reports of the history (count, first and last seen, hosts, kernels, the latest 50); `before`: the CPU and off-CPU profiles of its host in the S seconds before it (60) |
 //! | `/api/heatmap?kind&from&to[&row_ms=20\|auto][&hosts][&cgroup]` | samples per (second, offset in the second); `rate_hz`, the rate per CPU the samples show; `auto`: rows of at least two sampling periods |
 //! | `/api/latency?kind=syscall&label=write&from&to[&columns=300][&min_rows=N][&host][&hosts]` | a latency heat map: events per (column of time, bucket of latency) from the stored histograms of one family and label (`label=` empty: the family's total), the rows the buckets from the lowest to the highest used (with `min_rows`, empty buckets around them up to that many rows), with the range's count, slow count, largest latency, p50 and p99 |
 //! | `/api/outliers?kind=syscall&from&to[&label=write][&min_ns][&max_ns][&host][&hosts]` | the outliers the watcher kept (slow events with their stacks) of a range, those of one label (the call) and of a duration in `[min_ns, max_ns)` (a heat map selection): each with its time, duration, task, CPU and event (at most [`MAX_OUTLIERS`], the longest), and the viewer's data of their stacks weighted by duration |
@@ -940,7 +940,10 @@ async fn events(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
         .await
 }
 
-/// `/api/report`: a stored kernel report, with its stack as the viewer draws it.
+/// `/api/report`: a stored kernel report, with its stack as the viewer draws it; where the
+/// server explains reports ([`crate::Explain`]), its analysis, signature and the reports of
+/// the same signature in the history; and the CPU profile (and off-CPU, where stored) of its
+/// host in the `before` seconds before it (60 by default).
 #[derive(serde::Serialize)]
 struct ReportAnswer {
     host: String,
@@ -950,12 +953,27 @@ struct ReportAnswer {
     time: i64,
     title: String,
     profile: ViewerAnswer,
+    signature: Option<String>,
+    analysis: Value,
+    similar: Value,
+    before: Value,
 }
+
+/// The default and largest `before=` of `/api/report`, seconds.
+const BEFORE_SECS: i64 = 60;
+const BEFORE_MAX_SECS: i64 = 3600;
+/// The reports of one signature listed in `similar` (all are counted).
+const SIMILAR_LISTED: usize = 50;
 
 async fn report(State(app): State<Arc<App>>, Params(args): Args) -> Result<Response> {
     let Some(time) = time_param(&args, "time")? else {
         return Err(ApiError::bad("time: missing (the report's time, UTC ns, from /api/events)"));
     };
+    let before = num_param::<i64>(&args, "before", "a number of seconds")?.unwrap_or(BEFORE_SECS);
+    if !(1..=BEFORE_MAX_SECS).contains(&before) {
+        return Err(ApiError::bad(format!("before={before}: expected 1 to {BEFORE_MAX_SECS} seconds")));
+    }
+    let explain = app.explain.clone();
     app.db
         .with(move |db| {
             let host = host_param(&args);
@@ -976,10 +994,81 @@ async fn report(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
             let opts = HtmlOptions { title: Some(title.clone()), ..HtmlOptions::default() };
             let data = encode_tree(&tree, &Meta::default(), &opts, false);
             let profile = viewer_answer(data, 1, tree.total(), json!({ "kind": "report" }));
-            let answer = ReportAnswer { host, kind, stack, text, time: time_ns, title, profile };
+            let signed = explain.as_ref().and_then(|x| x.sign(&text));
+            let analysis = explain.as_ref().and_then(|x| x.explain(&text)).unwrap_or(Value::Null);
+            let similar = match (&explain, &signed) {
+                (Some(x), Some(s)) => similar_reports(db, &**x, &s.signature)?,
+                _ => Value::Null,
+            };
+            let mut before_json = json!({ "seconds": before });
+            for kind in [Kind::Cpu, Kind::OffCpu] {
+                if let Some(p) = profile_before(db, kind, &host, time_ns, before)? {
+                    before_json[kind.as_str()] = p;
+                }
+            }
+            let signature = signed.map(|s| s.signature);
+            let answer = ReportAnswer {
+                host,
+                kind,
+                stack,
+                text,
+                time: time_ns,
+                title,
+                profile,
+                signature,
+                analysis,
+                similar,
+                before: before_json,
+            };
             Ok(json_response(to_script_safe_string(&answer)))
         })
         .await
+}
+
+/// The reports of the history with signature `signature`: how many, first and last seen,
+/// on which hosts and kernels, and the latest [`SIMILAR_LISTED`] of them.
+fn similar_reports(db: &dyn Query, explain: &dyn crate::Explain, signature: &str) -> Result<Value> {
+    let Some((lo, hi)) = db.time_bounds().map_err(ApiError::store)? else { return Ok(Value::Null) };
+    let all = db.reports(lo, hi.saturating_add(1), None).map_err(ApiError::store)?;
+    let (mut hosts, mut kernels) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
+    let mut same = Vec::new();
+    for e in &all {
+        let Event::Report { host, time_ns, title, text, .. } = e else { continue };
+        let Some(s) = explain.sign(text) else { continue };
+        if s.signature != signature {
+            continue;
+        }
+        hosts.insert(host.clone());
+        kernels.extend(s.kernel);
+        same.push(json!({ "time": time_ns, "host": host, "title": title }));
+    }
+    same.sort_by_key(|r| r["time"].as_i64());
+    let (first, last) = (same.first().map(|r| r["time"].clone()), same.last().map(|r| r["time"].clone()));
+    let count = same.len();
+    let listed: Vec<Value> = same.into_iter().rev().take(SIMILAR_LISTED).collect();
+    Ok(json!({ "signature": signature, "count": count, "first_seen": first, "last_seen": last,
+               "hosts": hosts, "kernels": kernels, "reports": listed }))
+}
+
+/// The profile of `kind` of `host` in the `secs` seconds before `time` (viewer data with its
+/// total), or `None` when nothing of that kind is stored then.
+fn profile_before(db: &dyn Query, kind: Kind, host: &str, time: i64, secs: i64) -> Result<Option<Value>> {
+    let mut args = HashMap::new();
+    args.insert("host".to_string(), host.to_string());
+    let from = time.saturating_sub(secs.saturating_mul(SEC));
+    let r =
+        Range { kind, from, to: time, capture: None, hosts: Hosts::of(&args), cgroup: None, offsets: None };
+    let m = r.tree(db)?;
+    if m.samples == 0 {
+        return Ok(None);
+    }
+    let total = m.tree.total();
+    let title = format!("{} of {host}, {secs} s before the report", kind.as_str());
+    let opts = HtmlOptions { title: Some(title), ..HtmlOptions::default() };
+    let data = encode_tree(&m.tree, &m.meta, &opts, false);
+    let info = json!({ "kind": kind.as_str(), "from": from, "to": time, "host": host });
+    let answer = viewer_answer(data, m.samples, total, info);
+    Ok(Some(serde_json::to_value(&answer).map_err(|e| ApiError::internal(e.to_string()))?))
 }
 
 /// At most this many columns in a latency heat map.

@@ -59,6 +59,29 @@ pub struct Config {
     pub token: Token,
     /// Push the newest time to the page every second (server-sent events).
     pub live: bool,
+    /// Explains the kernel reports served (`/api/report`'s analysis, signature and similar
+    /// reports); without one, reports are served with their text and stack only.
+    pub explain: Option<Arc<dyn Explain>>,
+}
+
+/// What the server asks of a report analyzer, given by the program (the server depends on
+/// none): the key a report groups under, and its analysis.
+pub trait Explain: Send + Sync + std::fmt::Debug {
+    /// The signature and kernel release of the report whose text is `text`, if the text
+    /// holds a report.
+    fn sign(&self, text: &str) -> Option<Signed>;
+    /// The analysis of that report (`kflame analyze --json`'s group: error with culprit,
+    /// resolution, summary, signature).
+    fn explain(&self, text: &str) -> Option<serde_json::Value>;
+}
+
+/// A report's grouping key, and the kernel it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Signed {
+    /// The analyzer's signature (`kind:function`).
+    pub signature: String,
+    /// The kernel release the report names, if any.
+    pub kernel: Option<String>,
 }
 
 /// Why the server cannot start.
@@ -91,6 +114,8 @@ pub struct App {
     /// The address the server listens on (the port actually bound).
     pub(crate) addr: SocketAddr,
     pub(crate) live: bool,
+    /// Explains kernel reports (see [`Config::explain`]).
+    pub(crate) explain: Option<Arc<dyn Explain>>,
     /// Becomes true at shutdown: open event streams end.
     pub(crate) shutdown: watch::Receiver<bool>,
     /// Answers of closed ranges (see `api::profile`).
@@ -263,6 +288,7 @@ pub async fn bind(config: Config) -> Result<Bound, ServeError> {
         token: config.token,
         addr,
         live: config.live,
+        explain: config.explain,
         shutdown,
         cache: Cache::default(),
         _keep: None,
@@ -272,9 +298,21 @@ pub async fn bind(config: Config) -> Result<Bound, ServeError> {
 
 /// The application for an address, without a socket (tests call it with `oneshot`).
 pub fn app(db: PathBuf, token: Token, addr: SocketAddr, live: bool) -> Result<Router, ServeError> {
+    app_explained(db, token, addr, live, None)
+}
+
+/// [`app`], with reports explained by `explain`.
+pub fn app_explained(
+    db: PathBuf,
+    token: Token,
+    addr: SocketAddr,
+    live: bool,
+    explain: Option<Arc<dyn Explain>>,
+) -> Result<Router, ServeError> {
     let db = Arc::new(db::Db::open(db)?);
     let (keep, shutdown) = watch::channel(false);
-    Ok(router(Arc::new(App { db, token, addr, live, shutdown, cache: Cache::default(), _keep: Some(keep) })))
+    let cache = Cache::default();
+    Ok(router(Arc::new(App { db, token, addr, live, explain, shutdown, cache, _keep: Some(keep) })))
 }
 
 /// The application over a store read through `kflame_store::Query` alone (as a ClickHouse
@@ -282,7 +320,8 @@ pub fn app(db: PathBuf, token: Token, addr: SocketAddr, live: bool) -> Result<Ro
 pub fn app_with_store(store: RemoteStore, token: Token, addr: SocketAddr, live: bool) -> Router {
     let db = Arc::new(db::Db::remote(store.store, store.name));
     let (keep, shutdown) = watch::channel(false);
-    router(Arc::new(App { db, token, addr, live, shutdown, cache: Cache::default(), _keep: Some(keep) }))
+    let cache = Cache::default();
+    router(Arc::new(App { db, token, addr, live, explain: None, shutdown, cache, _keep: Some(keep) }))
 }
 
 /// Every route, behind the security middleware.

@@ -494,6 +494,57 @@ async fn series_as_columns_hold_the_same_points() {
     }
 }
 
+/// The analyzer as `kflame serve` gives it to the server.
+#[derive(Debug)]
+struct Analyzer;
+
+impl kflame_serve::Explain for Analyzer {
+    fn sign(&self, text: &str) -> Option<kflame_serve::Signed> {
+        kflame_analyze::reports::sign_text(text)
+            .map(|(signature, kernel)| kflame_serve::Signed { signature, kernel })
+    }
+    fn explain(&self, text: &str) -> Option<serde_json::Value> {
+        serde_json::to_value(kflame_analyze::reports::explain_text(text, "history")?).ok()
+    }
+}
+
+/// A served report explained: the analyzer's culprit and signature for its text, the reports
+/// of the same signature in the history (two, on two hosts), and the CPU profile of the
+/// seconds before it.
+#[tokio::test]
+async fn reports_are_explained_with_similar_ones_and_the_minute_before() {
+    let path = dir("explained").join("history.db");
+    let hist = history::write(&path, 200, false).unwrap();
+    let texts = history::add_similar_reports(&path).unwrap();
+    let explain: std::sync::Arc<dyn kflame_serve::Explain> = std::sync::Arc::new(Analyzer);
+    let app = kflame_serve::app_explained(
+        path,
+        Token::new(TOKEN).unwrap(),
+        ADDR.parse().unwrap(),
+        false,
+        Some(explain),
+    )
+    .unwrap();
+    let r = json(&app, &format!("/api/report?time={}&before=30", texts.warning_ns)).await;
+    let want = kflame_analyze::reports::explain_text(&texts.warning, "history").unwrap();
+    assert_eq!(r["signature"].as_str(), Some(want.signature.as_str()));
+    assert_eq!(r["analysis"]["signature"].as_str(), Some(want.signature.as_str()));
+    let culprit = r["analysis"]["error"]["culprit"]["function"].as_str();
+    assert_eq!(culprit, want.error.culprit.as_ref().map(|c| c.function.as_str()));
+    assert!(culprit.is_some(), "{}", r["analysis"]);
+    let s = &r["similar"];
+    assert_eq!(s["count"], 2, "{s}");
+    assert_eq!(s["hosts"].as_array().unwrap().len(), 2, "{s}");
+    assert_eq!(s["kernels"], serde_json::json!([want.error.kernel.as_deref().unwrap()]), "{s}");
+    assert_eq!(s["first_seen"].as_i64(), Some(texts.earlier_ns));
+    assert_eq!(s["last_seen"].as_i64(), Some(texts.warning_ns));
+    assert_eq!(r["before"]["seconds"], 30);
+    assert!(r["before"]["cpu"]["total"].as_u64().unwrap() > 0);
+    // The report of another signature has its own group.
+    let other = json(&app, &format!("/api/report?time={}", hist.report_ns)).await;
+    assert_ne!(other["signature"], r["signature"]);
+}
+
 #[tokio::test]
 async fn events_reports_and_comparisons() {
     let (_, hist, app) = setup("events", 200);
@@ -508,6 +559,18 @@ async fn events_reports_and_comparisons() {
     assert_eq!(
         error(&app, &format!("/api/report?time={}", hist.report_ns + 1), StatusCode::NOT_FOUND).await,
         format!("no kernel report at {} (2025-11-24T16:02:00.000000001Z)", hist.report_ns + 1)
+    );
+    // Without an explainer: no analysis, no signature; the profile before the report is
+    // the CPU profile of its host in the 60 s before it.
+    assert!(r["analysis"].is_null() && r["signature"].is_null() && r["similar"].is_null());
+    let before = &r["before"]["cpu"];
+    assert_eq!(r["before"]["seconds"], 60);
+    assert!(before["total"].as_u64().unwrap() > 0, "{before}");
+    assert_eq!(before["info"]["to"].as_i64(), Some(hist.report_ns));
+    assert!(r["before"]["offcpu"].is_null());
+    assert_eq!(
+        error(&app, &format!("/api/report?time={}&before=0", hist.report_ns), StatusCode::BAD_REQUEST).await,
+        "before=0: expected 1 to 3600 seconds"
     );
     // Differential: 20..40 s against 0..20 s.
     let d = json(
@@ -589,6 +652,7 @@ fn a_foreign_file_or_a_remote_address_is_refused_at_start() {
         allow_remote,
         token: Token::new(TOKEN).unwrap(),
         live: false,
+        explain: None,
     };
     let e = rt.block_on(kflame_serve::bind(config(&foreign, "127.0.0.1:0", false))).unwrap_err();
     assert!(e.to_string().contains("foreign.db"), "{e}");
@@ -626,6 +690,7 @@ fn serve_on_loopback(
         allow_remote: false,
         token: Token::new(TOKEN).unwrap(),
         live,
+        explain: None,
     };
     let mut bound = rt.block_on(kflame_serve::bind(config)).unwrap();
     tune(&mut bound);

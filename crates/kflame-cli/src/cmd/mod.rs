@@ -6,6 +6,7 @@ pub(crate) mod collapse_args;
 pub(crate) mod collapse_options;
 pub(crate) mod completions;
 pub(crate) mod diff;
+pub(crate) mod explain;
 pub(crate) mod export;
 pub(crate) mod fixes;
 pub(crate) mod flamegraph;

@@ -53,8 +53,15 @@ pub(crate) fn run(args: Args) -> Result<()> {
         }
         _ => anyhow::bail!("give --db FILE or --store URL"),
     };
-    let config =
-        Config { db, remote, listen: args.listen, allow_remote: args.allow_remote, token, live: args.live };
+    let config = Config {
+        db,
+        remote,
+        listen: args.listen,
+        allow_remote: args.allow_remote,
+        token,
+        live: args.live,
+        explain: Some(std::sync::Arc::new(crate::cmd::explain::Analyzer)),
+    };
     let runtime = tokio_runtime()?;
     runtime.block_on(kflame_serve::run(config, |bound| {
         let mut out = std::io::stdout().lock();

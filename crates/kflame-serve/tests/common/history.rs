@@ -383,3 +383,39 @@ fn append(
         aggregated: &[],
     })
 }
+
+/// A real kernel WARNING (KernelCI's boot log, `crates/kflame/tests/data/kernel-log/kmsg/`:
+/// `apply_returns` on 5.10.219-rc1) stored twice beside [`write`]'s history, as reports of
+/// one bug on two hosts: its text and when each was stored.
+#[derive(Debug)]
+pub struct Similar {
+    pub warning: String,
+    pub earlier_ns: i64,
+    pub warning_ns: i64,
+}
+
+/// Adds the reports of [`Similar`] to the history at `path` (written by [`write`]).
+pub fn add_similar_reports(path: &Path) -> Result<Similar, StoreError> {
+    let kmsg = include_str!("../../../kflame/tests/data/kernel-log/kmsg/kernelci-boot-005.kmsg.txt");
+    let lines: Vec<&str> = kmsg.lines().collect();
+    // From `------------[ cut here ]` to `---[ end trace`, each record's message.
+    let start = lines.iter().position(|l| l.ends_with("[ cut here ]------------")).expect("cut here");
+    let end = lines.iter().position(|l| l.contains(";---[ end trace")).expect("end trace");
+    let warning: Vec<&str> =
+        lines[start..=end].iter().filter_map(|l| l.split_once(';').map(|(_, m)| m)).collect();
+    let warning = warning.join("\n");
+    let similar = Similar { warning, earlier_ns: T0 + 90 * SEC, warning_ns: T0 + 150 * SEC };
+    let mut db = Sqlite::open(path, OpenMode::Write)?;
+    for (host, time_ns) in [("otherhost", similar.earlier_ns), ("testhost", similar.warning_ns)] {
+        db.append_report(&StoredReport {
+            host,
+            time_ns,
+            kind: "warning",
+            title: "WARNING in apply_returns",
+            stack: "secondary_startup_64_no_verify;start_kernel;arch_cpu_finalize_init;alternative_instructions",
+            text: &similar.warning,
+        })?;
+    }
+    db.flush()?;
+    Ok(similar)
+}
