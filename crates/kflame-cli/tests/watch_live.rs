@@ -453,18 +453,19 @@ fn live_kernel_report_is_stored_and_fires_its_rule() {
     // /dev/kmsg is followed from its end from the moment the watcher runs, which it says
     // by listing its rules.
     w.wait_log("trigger: report.warning", 0);
+    let written = [
+        "------------[ cut here ]------------",
+        "WARNING: CPU: 0 PID: 1 at kflame-watch-test.c:1 kflame_watch_test_warning+0x0/0x10",
+        "Call Trace:",
+        " <TASK>",
+        " kflame_watch_test_warning+0x0/0x10",
+        " kflame_watch_test_caller+0x10/0x20",
+        " </TASK>",
+        "---[ end trace 0000000000000000 ]---",
+    ];
     {
         let mut kmsg = std::fs::OpenOptions::new().write(true).open("/dev/kmsg").unwrap(); // live: the kernel log
-        for line in [
-            "------------[ cut here ]------------",
-            "WARNING: CPU: 0 PID: 1 at kflame-watch-test.c:1 kflame_watch_test_warning+0x0/0x10",
-            "Call Trace:",
-            " <TASK>",
-            " kflame_watch_test_warning+0x0/0x10",
-            " kflame_watch_test_caller+0x10/0x20",
-            " </TASK>",
-            "---[ end trace 0000000000000000 ]---",
-        ] {
+        for line in written {
             kmsg.write_all(format!("<4>{line}").as_bytes()).unwrap();
         }
     }
@@ -481,12 +482,19 @@ fn live_kernel_report_is_stored_and_fires_its_rule() {
     let db = Sqlite::open(&db, OpenMode::Read).unwrap();
     let events = db.events(0, i64::MAX, None).unwrap();
     let report = events.iter().find_map(|e| match e {
-        Event::Report { kind, title, stack, .. } if stack.contains("kflame_watch_test_warning") => {
-            Some((kind.clone(), title.clone(), stack.clone()))
+        Event::Report { kind, title, stack, text, .. } if stack.contains("kflame_watch_test_warning") => {
+            Some((kind.clone(), title.clone(), stack.clone(), text.clone()))
         }
         _ => None,
     });
-    let (kind, title, stack) = report.unwrap_or_else(|| panic!("no report stored: {events:?}\n{err}"));
+    let (kind, title, stack, text) = report.unwrap_or_else(|| panic!("no report stored: {events:?}\n{err}"));
+    // The text as printed, from the WARNING line through the end of the trace (and its end
+    // marker when that line had come when the report ended), and the analyzer's reading of
+    // it is its reading of what was written.
+    assert!(text == written[1..7].join("\n") || text == written[1..].join("\n"), "{text}");
+    let explained =
+        |t: &str| kflame_analyze::reports::explain_text(t, "kmsg").map(|g| (g.signature, g.error.culprit));
+    assert_eq!(explained(&text), explained(&written.join("\n")));
     assert_eq!(kind, "warning");
     assert!(title.contains("kflame_watch_test_warning"), "{title}");
     assert_eq!(stack, "kflame_watch_test_caller;kflame_watch_test_warning");

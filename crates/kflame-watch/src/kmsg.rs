@@ -24,18 +24,26 @@ pub struct KernelReport {
     pub title: String,
     /// The main stack, folded (root first, `?` frames left out).
     pub stack: String,
-    /// The report's first line and its trace lines as printed.
+    /// The report's lines as printed (`text` given to [`KernelReport::from_report`]: the
+    /// task, kernel release, registers and every trace), else its first line and its trace
+    /// lines.
     pub text: String,
 }
 
 impl KernelReport {
-    /// From an extracted report.
-    pub fn from_report(r: &kflame::report::Report, time_ns: i64) -> KernelReport {
-        let mut text = r.header.clone();
-        for f in r.frames.iter() {
-            text.push('\n');
-            text.push_str(&f.raw);
-        }
+    /// From an extracted report and its lines as printed (empty when unknown).
+    pub fn from_report(r: &kflame::report::Report, text: &str, time_ns: i64) -> KernelReport {
+        let text = match text.is_empty() {
+            false => text.to_string(),
+            true => {
+                let mut t = r.header.clone();
+                for f in r.frames.iter() {
+                    t.push('\n');
+                    t.push_str(&f.raw);
+                }
+                t
+            }
+        };
         KernelReport {
             time_ns,
             kind: r.kind().name(),
@@ -81,7 +89,8 @@ impl Follower {
                     match f.poll(Duration::from_millis(200)) {
                         Ok(reports) => {
                             for r in &reports {
-                                if tx.send(Ok(KernelReport::from_report(r, now_ns()))).is_err() {
+                                let report = KernelReport::from_report(&r.report, &r.text, now_ns());
+                                if tx.send(Ok(report)).is_err() {
                                     return;
                                 }
                             }
@@ -136,14 +145,40 @@ mod tests {
                    4,107,5000007,-; ksys_write+0x60/0xe0\n\
                    4,108,5000008,-; </TASK>\n\
                    4,109,5000009,-;---[ end trace 0000000000000000 ]---\n";
-        let reports: Vec<KernelReport> = kflame::report::reports(log.as_bytes())
-            .map(|r| KernelReport::from_report(&r.unwrap(), 7))
+        use kflame::report::kmsg::{KmsgReports, parse_record, records};
+        let mut x = KmsgReports::new(std::time::Duration::from_secs(5));
+        let log = format!("6,99,4999999,-;eth0: link up\n{log}6,110,6000000,-;eth0: link down\n");
+        for rec in records(log.as_bytes()) {
+            x.push(&parse_record(rec).unwrap(), std::time::Instant::now());
+        }
+        x.finish();
+        let reports: Vec<KernelReport> = std::iter::from_fn(|| x.pop_with_text())
+            .map(|r| KernelReport::from_report(&r.report, &r.text, 7))
             .collect();
         assert_eq!(reports.len(), 1, "{reports:?}");
         let r = &reports[0];
         assert_eq!(r.kind, "warning");
         assert_eq!(r.stack, "ksys_write;vfs_write;foo_write");
         assert!(r.title.contains("foo_write"), "{}", r.title);
-        assert!(r.text.contains("vfs_write+0xb0/0x2a0"));
+        // The text as printed: the task and kernel line too, through the end of the trace,
+        // nothing of the messages around it.
+        assert!(
+            r.text.contains("vfs_write+0xb0/0x2a0") && r.text.contains("Not tainted 6.1.0"),
+            "{}",
+            r.text
+        );
+        assert!(r.text.ends_with("---[ end trace 0000000000000000 ]---"), "{}", r.text);
+        assert!(!r.text.contains("link up") && !r.text.contains("link down"), "{}", r.text);
+        // Without the text, the first line and the trace.
+        let bare = KernelReport::from_report(
+            &kflame::report::reports(log.as_bytes()).next().unwrap().unwrap(),
+            "",
+            7,
+        );
+        assert!(
+            bare.text.starts_with("WARNING: CPU: 1") && bare.text.contains("vfs_write+0xb0/0x2a0"),
+            "{}",
+            bare.text
+        );
     }
 }

@@ -163,7 +163,7 @@ fn live_a_line_written_to_dev_kmsg_is_read_back() {
     let reports = f.poll(Duration::from_secs(2)).expect("poll");
     assert!(started.elapsed() < Duration::from_secs(3));
     assert!(f.kmsg.counters.records >= 1);
-    assert!(reports.iter().all(|r| !r.header.contains("kflame test")), "{reports:?}");
+    assert!(reports.iter().all(|r| !r.report.header.contains("kflame test")), "{reports:?}");
     // From the beginning: the oldest record the kernel holds comes first, and nothing
     // waits when everything has been read.
     let mut k = Kmsg::open(Start::Beginning).expect("open");

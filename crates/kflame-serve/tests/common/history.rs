@@ -398,8 +398,9 @@ pub struct Similar {
 pub fn add_similar_reports(path: &Path) -> Result<Similar, StoreError> {
     let kmsg = include_str!("../../../kflame/tests/data/kernel-log/kmsg/kernelci-boot-005.kmsg.txt");
     let lines: Vec<&str> = kmsg.lines().collect();
-    // From `------------[ cut here ]` to `---[ end trace`, each record's message.
-    let start = lines.iter().position(|l| l.ends_with("[ cut here ]------------")).expect("cut here");
+    // From the `WARNING:` line to `---[ end trace`, each record's message, as the watcher
+    // stores a report's text.
+    let start = lines.iter().position(|l| l.contains(";WARNING: CPU:")).expect("WARNING");
     let end = lines.iter().position(|l| l.contains(";---[ end trace")).expect("end trace");
     let warning: Vec<&str> =
         lines[start..=end].iter().filter_map(|l| l.split_once(';').map(|(_, m)| m)).collect();

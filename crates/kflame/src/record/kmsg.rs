@@ -10,8 +10,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::report::Report;
-use crate::report::kmsg::{KmsgError, KmsgReports, Record, parse_record};
+use crate::report::kmsg::{KmsgError, KmsgReports, Record, ReportText, parse_record};
 
 /// The kernel device.
 pub const DEVICE: &str = "/dev/kmsg";
@@ -146,7 +145,7 @@ impl Follower {
 
     /// Reads the records that come within `timeout` (at least waits for one) and returns
     /// the reports that ended meanwhile.
-    pub fn poll(&mut self, timeout: Duration) -> Result<Vec<Report>, KmsgError> {
+    pub fn poll(&mut self, timeout: Duration) -> Result<Vec<ReportText>, KmsgError> {
         let deadline = Instant::now() + timeout;
         let mut wait = timeout;
         while let Some(r) = self.kmsg.read(wait)? {
@@ -157,6 +156,6 @@ impl Follower {
             }
         }
         self.reports.idle(Instant::now());
-        Ok(std::iter::from_fn(|| self.reports.pop()).collect())
+        Ok(std::iter::from_fn(|| self.reports.pop_with_text()).collect())
     }
 }

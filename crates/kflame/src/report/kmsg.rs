@@ -237,6 +237,20 @@ pub struct KmsgReports {
     quiet: Duration,
     last: Option<Instant>,
     lines: u64,
+    /// The last [`KmsgReports::TEXT_LINES`] message lines, by line number: the text of a
+    /// report ending now.
+    recent: std::collections::VecDeque<(u64, String)>,
+}
+
+/// A report and its lines as the kernel printed them (messages without the record
+/// headers), from its first line to its last frame, then the lines that close the trace
+/// (`</TASK>`, `</IRQ>`, ...) and an `---[ end trace` right after.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReportText {
+    /// The report.
+    pub report: Report,
+    /// Its lines, at most [`KmsgReports::TEXT_BYTES`].
+    pub text: String,
 }
 
 impl KmsgReports {
@@ -246,8 +260,14 @@ impl KmsgReports {
     /// Reports of records fed with [`push`](KmsgReports::push); a report still open when no
     /// record came for `quiet` is ended by [`idle`](KmsgReports::idle).
     pub fn new(quiet: Duration) -> KmsgReports {
-        KmsgReports { x: ReportExtractor::new(), quiet, last: None, lines: 0 }
+        KmsgReports { x: ReportExtractor::new(), quiet, last: None, lines: 0, recent: Default::default() }
     }
+
+    /// Message lines kept for the reports' texts (of a report longer than this, only the
+    /// lines still kept).
+    pub const TEXT_LINES: usize = 2048;
+    /// The most bytes of one report's text.
+    pub const TEXT_BYTES: usize = 64 << 10;
 
     /// Feeds a record that arrived at `now`. Reports take their line numbers from the
     /// lines fed so far (1-based) and their time from the records' timestamps.
@@ -255,6 +275,10 @@ impl KmsgReports {
         for line in r.lines() {
             self.lines += 1;
             self.x.push_line(self.lines, &r.extractor_line(line));
+            if self.recent.len() == Self::TEXT_LINES {
+                self.recent.pop_front();
+            }
+            self.recent.push_back((self.lines, String::from_utf8_lossy(line).into_owned()));
         }
         self.last = Some(now);
     }
@@ -276,11 +300,90 @@ impl KmsgReports {
     pub fn pop(&mut self) -> Option<Report> {
         self.x.pop()
     }
+
+    /// The next report that has ended, with its text (see [`ReportText`]).
+    pub fn pop_with_text(&mut self) -> Option<ReportText> {
+        let report = self.x.pop()?;
+        let text = self.text_of(&report);
+        Some(ReportText { report, text })
+    }
+
+    /// The lines of `r` still kept: from its first line through the last one holding one of
+    /// its frames (or its first line alone), then an `---[ end trace` line if one follows.
+    fn text_of(&self, r: &Report) -> String {
+        let frames: std::collections::HashSet<&str> = r
+            .frames
+            .iter()
+            .chain(r.extra_stacks.iter().flat_map(|e| &e.frames))
+            .map(|f| f.raw.as_str())
+            .collect();
+        let from = self.recent.partition_point(|(n, _)| *n < r.line);
+        let mut end = from;
+        for (i, (_, l)) in self.recent.iter().enumerate().skip(from) {
+            if frames.contains(l.trim()) {
+                end = i;
+            }
+        }
+        // The lines that close a trace after its last frame, through the end marker.
+        let closing = |l: &str| {
+            let t = l.trim();
+            ["</TASK>", "</IRQ>", "</NMI>", "<EOI>", "</SOFTIRQ>"].contains(&t)
+        };
+        while self.recent.get(end + 1).is_some_and(|(_, l)| closing(l)) {
+            end += 1;
+        }
+        if self.recent.get(end + 1).is_some_and(|(_, l)| l.contains("---[ end trace")) {
+            end += 1;
+        }
+        let mut text = String::new();
+        for (_, l) in self.recent.iter().skip(from).take((end + 1).saturating_sub(from)) {
+            if text.len() + l.len() + 1 > Self::TEXT_BYTES {
+                break;
+            }
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(l);
+        }
+        text
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A report's text is its lines as printed, the task and kernel line and the end marker
+    /// included, nothing of the boot messages around it (KernelCI's boot log).
+    #[test]
+    fn a_report_keeps_its_lines_as_printed() {
+        let log = include_bytes!("../../tests/data/kernel-log/kmsg/kernelci-boot-005.kmsg.txt");
+        let mut x = KmsgReports::new(Duration::from_secs(5));
+        for rec in records(log) {
+            if let Ok(r) = parse_record(rec) {
+                x.push(&r, Instant::now());
+            }
+        }
+        x.finish();
+        let first = x.pop_with_text().expect("a report");
+        let t = &first.text;
+        assert!(
+            t.starts_with("WARNING: CPU: 0 PID: 0 at arch/x86/kernel/alternative.c:730 apply_returns"),
+            "{t}"
+        );
+        assert!(t.contains("\nCPU: 0 PID: 0 Comm: swapper/0 Not tainted 5.10.219-rc1 #1\n"), "{t}");
+        assert!(
+            t.ends_with(" secondary_startup_64_no_verify+0xac/0xbb\n---[ end trace b82bbb4bc35dba80 ]---"),
+            "{t}"
+        );
+        assert_eq!(t.lines().count(), 28, "{t}");
+        // Read again, the text gives the same report.
+        let again = crate::report::ReportExtractor::extract_all(t.as_bytes());
+        assert_eq!(
+            (again[0].title.as_str(), again[0].kernel.as_deref()),
+            (first.report.title.as_str(), Some("5.10.219-rc1"))
+        );
+    }
 
     #[test]
     fn parses_header_message_escapes_and_dictionary() {
