@@ -9,6 +9,7 @@
 //! | `/api/profile?kind=cpu&from&to[&host][&hosts=A,B][&cgroup=PATH][&capture=ID][&offset_from_ms&offset_to_ms][&prune=PCT][&format=json\|folded\|svg\|html]` | the merged profile; JSON is the viewer's data, stacks under `prune` % of the total merged (`prune.rs`; default [`PRUNE_PCT`]); its `info.captures_apart` lists the captures a CPU range's always-on profile leaves out |
 //! | `/api/diff?kind&from&to&base_from&base_to[&hosts][&cgroup]` or `&base_capture=ID` | differential profile (base → range) |
 //! | `/api/events?from&to[&host][&hosts]` | triggers, captures and kernel reports |
+//! | `/api/reports?from&to[&host]` | the kernel reports of a range grouped by signature (the analyzer's where the server explains reports, else kind and title): count, first and last seen, hosts, kernels, titles, most frequent first |
 //! | `/api/report?time=NS[&host][&before=S]` | one kernel report: title, text and its stack as viewer data; where the server explains reports (`Config::explain`), its `analysis` (`kflame analyze --json`'s group), `signature` and `similar` reports of the history (count, first and last seen, hosts, kernels, the latest 50); `before`: the CPU and off-CPU profiles of its host in the S seconds before it (60) |
 //! | `/api/heatmap?kind&from&to[&row_ms=20\|auto][&hosts][&cgroup]` | samples per (second, offset in the second); `rate_hz`, the rate per CPU the samples show; `auto`: rows of at least two sampling periods |
 //! | `/api/latency?kind=syscall&label=write&from&to[&columns=300][&min_rows=N][&host][&hosts]` | a latency heat map: events per (column of time, bucket of latency) from the stored histograms of one family and label (`label=` empty: the family's total), the rows the buckets from the lowest to the highest used (with `min_rows`, empty buckets around them up to that many rows), with the range's count, slow count, largest latency, p50 and p99 |
@@ -120,6 +121,7 @@ pub(crate) fn routes() -> Router<Arc<App>> {
         .route("/diff", get(diff))
         .route("/events", get(events))
         .route("/report", get(report))
+        .route("/reports", get(reports))
         .route("/heatmap", get(heatmap))
         .route("/latency", get(latency))
         .route("/latency/labels", get(latency_labels))
@@ -1020,6 +1022,73 @@ async fn report(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
                 similar,
                 before: before_json,
             };
+            Ok(json_response(to_script_safe_string(&answer)))
+        })
+        .await
+}
+
+/// `/api/reports`: the kernel reports of a range, grouped by signature.
+async fn reports(State(app): State<Arc<App>>, Params(args): Args) -> Result<Response> {
+    let explain = app.explain.clone();
+    app.db
+        .with(move |db| {
+            let (from, to) = range(db, &args, "from", "to")?;
+            let hosts = Hosts::of(&args);
+            let list = db.reports(from, to, hosts.single()).map_err(ApiError::store)?;
+            struct Group {
+                count: usize,
+                first: i64,
+                last: i64,
+                hosts: std::collections::BTreeSet<String>,
+                kernels: std::collections::BTreeSet<String>,
+                titles: Vec<String>,
+            }
+            let mut groups: Vec<(String, Group)> = Vec::new();
+            let mut index: HashMap<String, usize> = HashMap::new();
+            for e in &list {
+                let Event::Report { host, time_ns, kind, title, text, .. } = e else { continue };
+                if !hosts.matches(host) {
+                    continue;
+                }
+                let signed = explain.as_ref().and_then(|x| x.sign(text));
+                let (signature, kernel) = match signed {
+                    Some(s) => (s.signature, s.kernel),
+                    None => (format!("{kind}:{title}"), None),
+                };
+                let i = *index.entry(signature.clone()).or_insert_with(|| {
+                    groups.push((
+                        signature,
+                        Group {
+                            count: 0,
+                            first: *time_ns,
+                            last: *time_ns,
+                            hosts: Default::default(),
+                            kernels: Default::default(),
+                            titles: Vec::new(),
+                        },
+                    ));
+                    groups.len() - 1
+                });
+                let g = &mut groups[i].1;
+                g.count += 1;
+                g.first = g.first.min(*time_ns);
+                g.last = g.last.max(*time_ns);
+                g.hosts.insert(host.clone());
+                g.kernels.extend(kernel);
+                if g.titles.len() < 8 && !g.titles.contains(title) {
+                    g.titles.push(title.clone());
+                }
+            }
+            // Most frequent first; ties by first appearance.
+            groups.sort_by_key(|(_, g)| (std::cmp::Reverse(g.count), g.first));
+            let out: Vec<Value> = groups
+                .into_iter()
+                .map(|(signature, g)| {
+                    json!({ "signature": signature, "count": g.count, "first_seen": g.first,
+                            "last_seen": g.last, "hosts": g.hosts, "kernels": g.kernels, "titles": g.titles })
+                })
+                .collect();
+            let answer = json!({ "from": from, "to": to, "explained": explain.is_some(), "groups": out });
             Ok(json_response(to_script_safe_string(&answer)))
         })
         .await

@@ -543,6 +543,22 @@ async fn reports_are_explained_with_similar_ones_and_the_minute_before() {
     // The report of another signature has its own group.
     let other = json(&app, &format!("/api/report?time={}", hist.report_ns)).await;
     assert_ne!(other["signature"], r["signature"]);
+    // The range's reports grouped by signature, most frequent first.
+    let g = json(&app, "/api/reports").await;
+    assert_eq!(g["explained"], true);
+    let groups = g["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 2, "{g}");
+    assert_eq!(groups[0]["signature"], r["signature"]);
+    assert_eq!((groups[0]["count"].as_u64(), groups[1]["count"].as_u64()), (Some(2), Some(1)));
+    assert_eq!(groups[0]["hosts"], serde_json::json!(["otherhost", "testhost"]));
+    assert_eq!(groups[0]["kernels"], s["kernels"]);
+    assert_eq!(groups[0]["first_seen"].as_i64(), Some(texts.earlier_ns));
+    assert_eq!(groups[1]["signature"], other["signature"]);
+    // Only the range asked for.
+    let late = json(&app, &format!("/api/reports?from={}", texts.earlier_ns + 1)).await;
+    let counts: Vec<u64> =
+        late["groups"].as_array().unwrap().iter().map(|g| g["count"].as_u64().unwrap()).collect();
+    assert_eq!(counts, [1, 1], "{late}");
 }
 
 #[tokio::test]
@@ -568,6 +584,11 @@ async fn events_reports_and_comparisons() {
     assert!(before["total"].as_u64().unwrap() > 0, "{before}");
     assert_eq!(before["info"]["to"].as_i64(), Some(hist.report_ns));
     assert!(r["before"]["offcpu"].is_null());
+    // Not explained: grouped by kind and stored title.
+    let g = json(&app, "/api/reports").await;
+    assert_eq!(g["explained"], false);
+    assert_eq!(g["groups"][0]["signature"].as_str(), Some(format!("warning:{HOSTILE_TITLE}").as_str()));
+    assert_eq!(g["groups"][0]["count"], 1);
     assert_eq!(
         error(&app, &format!("/api/report?time={}&before=0", hist.report_ns), StatusCode::BAD_REQUEST).await,
         "before=0: expected 1 to 3600 seconds"
