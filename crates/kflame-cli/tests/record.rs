@@ -107,7 +107,7 @@ fn user_stacks_without_frame_pointers() {
             hot.iter().filter(|s| s.0.ends_with(";main;kfbar_outer;kfbar_inner")).map(|s| s.1).sum();
         (full, total)
     };
-    let (dwarf, stderr) = record_stderr(&env, &["-F", "499", "--", &nofp, "2"], "dwarf.folded");
+    let (dwarf, stderr) = env.record_with_stderr(&["-F", "499", "--", &nofp, "2"], "dwarf.folded");
     let (full, total) = share(&dwarf);
     assert!(total >= 100 && full * 10 >= total * 9, "{full} of {total} with the whole chain:\n{dwarf}");
     // Through the C library's tables to the program's entry point.
@@ -116,11 +116,11 @@ fn user_stacks_without_frame_pointers() {
         "{dwarf}"
     );
     assert!(stderr.contains("unwound from 8192-byte stack copies"), "{stderr}");
-    let (fp, _) = record_stderr(&env, &["-F", "499", "--call-graph", "fp", "--", &nofp, "1"], "fp.folded");
+    let (fp, _) = env.record_with_stderr(&["-F", "499", "--call-graph", "fp", "--", &nofp, "1"], "fp.folded");
     let (full, total) = share(&fp);
     assert!(total >= 50 && full * 10 < total, "frame pointers found {full} of {total} whole chains:\n{fp}");
     let args = ["-F", "499", "--call-graph", "dwarf,16", "--", &nofp, "1"];
-    let (short, stderr) = record_stderr(&env, &args, "short.folded");
+    let (short, stderr) = env.record_with_stderr(&args, "short.folded");
     let ended: u64 =
         folded(&short).iter().filter(|s| s.0.starts_with("nofp;[stack copy ended];")).map(|s| s.1).sum();
     let total: u64 = folded(&short).iter().map(|s| s.1).sum();
@@ -143,7 +143,7 @@ fn jit_frames_are_named_from_the_perf_map() {
     }
     let js = concat!(env!("CARGO_MANIFEST_DIR"), "/../kflame/tests/data/perf-data/jit.js");
     let (out, _) =
-        record_stderr(&env, &["-F", "499", "--", "node", "--perf-basic-prof", js, "30000"], "jit.folded");
+        env.record_with_stderr(&["-F", "499", "--", "node", "--perf-basic-prof", js, "30000"], "jit.folded");
     let stacks = folded(&out);
     let total: u64 = stacks.iter().map(|s| s.1).sum();
     let js: u64 = stacks
@@ -157,16 +157,6 @@ fn jit_frames_are_named_from_the_perf_map() {
         total >= 100 && js * 2 >= total,
         "{js} of {total} samples in named JIT code under node::Start:\n{out}"
     );
-}
-
-/// `kflame record` with its stderr.
-fn record_stderr(env: &Env, args: &[&str], name: &str) -> (String, String) {
-    let path = env.dir.join(format!("{}-{name}", std::process::id()));
-    let out =
-        Command::new(env.kflame).arg("record").arg("-o").arg(&path).args(args).output().expect("kflame");
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "kflame record {args:?}: {stderr}");
-    (std::fs::read_to_string(&path).expect("output"), stderr)
 }
 
 /// perf's `--call-graph` words; anything else is refused before recording.

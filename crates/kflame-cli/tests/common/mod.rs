@@ -63,19 +63,34 @@ impl Env {
 
     /// Like [`Env::record`], also returning what the recorded command printed on stdout.
     pub(crate) fn record_with_stdout(&self, args: &[&str], name: &str) -> (String, String) {
+        let (text, stdout, _) = self.record_output(args, name);
+        (text, stdout)
+    }
+
+    /// Like [`Env::record`], also returning kflame's stderr (its notes).
+    pub(crate) fn record_with_stderr(&self, args: &[&str], name: &str) -> (String, String) {
+        let (text, _, stderr) = self.record_output(args, name);
+        (text, stderr)
+    }
+
+    /// The output file's text, the recorded command's stdout and kflame's stderr. It runs in
+    /// the scratch directory, so that what a recorded program writes beside itself (node's
+    /// logs) stays out of the source tree.
+    fn record_output(&self, args: &[&str], name: &str) -> (String, String, String) {
         let path = self.dir.join(format!("{}-{name}", std::process::id()));
         let out = Command::new(self.kflame)
+            .current_dir(&self.dir)
             .arg("record")
             .arg("-o")
             .arg(&path)
             .args(args)
             .output()
             .expect("run kflame");
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "kflame record {args:?} failed: {stderr}");
         eprintln!("kflame record {args:?}: {stderr}");
         let text = std::fs::read_to_string(&path).expect("output file");
-        (text, String::from_utf8_lossy(&out.stdout).into_owned())
+        (text, String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
     }
 }
 
