@@ -43,8 +43,6 @@ pub(crate) struct Tables {
     segments: Vec<(u64, u64, u64)>,
     /// Bytes of the sections kept.
     bytes: usize,
-    /// Every entry parsed and every rule evaluated without error.
-    sound: bool,
 }
 
 impl Tables {
@@ -73,17 +71,6 @@ impl Tables {
         }
         let bytes =
             [&eh_frame, &eh_frame_hdr, &debug_frame].iter().filter_map(|s| s.as_ref()).map(|s| s.len()).sum();
-        let addr = |r: &Option<std::ops::Range<u64>>| r.as_ref().map_or(0, |r| r.start);
-        let bases = gimli::BaseAddresses::default()
-            .set_eh_frame(addr(&eh_frame_svma))
-            .set_eh_frame_hdr(addr(&eh_frame_hdr_svma))
-            .set_text(addr(&svma(".text")))
-            .set_got(addr(&svma(".got")));
-        let sound = match (&eh_frame, &debug_frame) {
-            (Some(eh), _) => eh_frame_sound(eh, eh_frame_hdr.as_deref(), &bases),
-            (None, Some(debug)) => debug_frame_sound(debug, &bases),
-            (None, None) => false,
-        };
         let segments = obj.segments().map(|s| (s.address(), s.file_range().0, s.file_range().1)).collect();
         let info = ExplicitModuleSectionInfo {
             base_svma: 0,
@@ -101,14 +88,26 @@ impl Tables {
             text_segment_svma: None,
             text_segment: None,
         };
-        Some(Tables { info, segments, bytes, sound })
+        Some(Tables { info, segments, bytes })
     }
 
-    /// False when the tables did not parse whole (a damaged or hostile binary): the frames
-    /// of such a binary are not unwound through (their callers would come from a fallback
-    /// rule, not from the tables).
+    /// False when the tables do not parse whole (a damaged or hostile binary): every CIE and
+    /// FDE, every search-table entry and every rule row is read, so a caller that acts on it
+    /// (the live unwinder, which does not unwind through such a binary: its callers would
+    /// come from a fallback rule, not from the tables) asks once per binary.
     pub(crate) fn sound(&self) -> bool {
-        self.sound
+        let i = &self.info;
+        let start = |r: &Option<std::ops::Range<u64>>| r.as_ref().map_or(0, |r| r.start);
+        let bases = gimli::BaseAddresses::default()
+            .set_eh_frame(start(&i.eh_frame_svma))
+            .set_eh_frame_hdr(start(&i.eh_frame_hdr_svma))
+            .set_text(start(&i.text_svma))
+            .set_got(start(&i.got_svma));
+        match (&i.eh_frame, &i.debug_frame) {
+            (Some(eh), _) => eh_frame_sound(eh, i.eh_frame_hdr.as_deref(), &bases),
+            (None, Some(debug)) => debug_frame_sound(debug, &bases),
+            (None, None) => false,
+        }
     }
 
     /// The `.debug_frame` of a separate debug file's image.

@@ -170,7 +170,8 @@ pub struct UnwindStats {
 }
 
 struct Entry {
-    tables: Option<Arc<Tables>>,
+    /// The tables, and whether they parse whole ([`Tables::sound`], asked once).
+    tables: Option<(Arc<Tables>, bool)>,
     used: u64,
 }
 
@@ -297,9 +298,9 @@ impl UserUnwinder {
             }
             let Some(image) = self.images.open(pid, m) else { continue };
             let key = image.key;
-            let Some(tables) = self.tables_of(image) else { continue };
+            let Some((tables, sound)) = self.tables_of(image) else { continue };
             keys.push(key);
-            if !tables.sound() {
+            if !sound {
                 unsound.push(m.start..m.end);
                 continue;
             }
@@ -311,18 +312,21 @@ impl UserUnwinder {
         self.spaces.insert(pid, Space { generation, version, unwinder, keys, unsound, window: self.window });
     }
 
-    fn tables_of(&mut self, image: Image) -> Option<Arc<Tables>> {
+    fn tables_of(&mut self, image: Image) -> Option<(Arc<Tables>, bool)> {
         self.tick += 1;
         let key = image.key;
         if let Some(e) = self.tables.get_mut(&key) {
             e.used = self.tick;
             return e.tables.clone();
         }
-        let tables = image.tables(&*self.images).map(Arc::new);
+        let tables = image.tables(&*self.images).map(|t| {
+            let sound = t.sound();
+            (Arc::new(t), sound)
+        });
         match &tables {
-            Some(t) => {
+            Some((t, sound)) => {
                 self.stats.tables_read += 1;
-                self.stats.damaged_tables += u64::from(!t.sound());
+                self.stats.damaged_tables += u64::from(!sound);
                 self.bytes += t.bytes();
             }
             None => self.stats.without_tables += 1,
@@ -344,7 +348,7 @@ impl UserUnwinder {
                 .map(|(k, _)| *k);
             let Some(k) = oldest else { break };
             if let Some(e) = self.tables.remove(&k) {
-                self.bytes -= e.tables.map_or(0, |t| t.bytes());
+                self.bytes -= e.tables.map_or(0, |(t, _)| t.bytes());
                 self.stats.tables_dropped += 1;
             }
             self.spaces.retain(|_, s| !s.keys.contains(&k));
