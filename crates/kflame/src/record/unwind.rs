@@ -353,7 +353,6 @@ impl UserUnwinder {
             }
             self.spaces.retain(|_, s| !s.keys.contains(&k));
         }
-        self.stats.table_bytes = self.bytes as u64;
     }
 
     /// Ends a window: forgets the unwinders of processes not sampled in it.
@@ -365,7 +364,7 @@ impl UserUnwinder {
 
     /// What the user stacks came to so far.
     pub(crate) fn stats(&self) -> UnwindStats {
-        self.stats
+        UnwindStats { table_bytes: self.bytes as u64, ..self.stats }
     }
 
     /// Remarks on the user stacks, for the user.
