@@ -1,8 +1,10 @@
 //! `--check`: what this kernel lets `kflame record` use, probed for real (each event is
 //! opened and closed again), and what to use instead when something is refused.
 
+use super::CallGraph;
+use super::handlers;
 use super::session::base_attr;
-use super::sys::{self, attr};
+use super::sys::{self, PerfEventAttr, attr};
 use super::tracefs::Tracefs;
 
 /// One line of the capability table.
@@ -52,9 +54,20 @@ pub fn check() -> Vec<Capability> {
 }
 
 fn probe_perf(name: &str, type_: u32, config: u64, instead: &str) -> Capability {
+    probe(name, &sampling(type_, config), instead)
+}
+
+/// A sampling event of `type_`/`config`, as the probes open it.
+fn sampling(type_: u32, config: u64) -> PerfEventAttr {
     let mut a = base_attr(type_, config, 1);
     a.sample_period_or_freq = 1_000_000;
-    match sys::perf_event_open(&a, -1, 0) {
+    a
+}
+
+/// Opens `a` on CPU 0 for every task (closed again at once); refused, the kernel's answer
+/// and, unless empty, what works `instead`.
+fn probe(name: &str, a: &PerfEventAttr, instead: &str) -> Capability {
+    match sys::perf_event_open(a, -1, 0) {
         Ok(_) => Capability { name: name.into(), available: true, detail: "perf_event_open works".into() },
         Err(e) => Capability {
             name: name.into(),
@@ -64,37 +77,27 @@ fn probe_perf(name: &str, type_: u32, config: u64, instead: &str) -> Capability 
     }
 }
 
-/// CPU samples copy the user stack for DWARF unwinding by default.
+/// CPU samples copy the user stack for DWARF unwinding by default: the event a recording
+/// opens for it.
 fn user_stack_copies() -> Capability {
-    let name = "user stack copies (--call-graph dwarf, the default for CPU samples)".to_string();
-    let mut a = base_attr(attr::TYPE_SOFTWARE, attr::SW_CPU_CLOCK, 1);
-    a.sample_period_or_freq = 1_000_000;
-    a.sample_type |= attr::sample::REGS_USER | attr::sample::STACK_USER;
-    a.sample_regs_user = crate::unwind::USER_REGS_MASK;
-    a.sample_stack_user = 8192;
-    match sys::perf_event_open(&a, -1, 0) {
-        Ok(_) => Capability { name, available: true, detail: "perf_event_open works".into() },
-        Err(e) => Capability {
-            name,
-            available: false,
-            detail: format!("{e}; user stacks walk frame pointers instead (--call-graph fp)"),
-        },
-    }
+    let mut a = sampling(attr::TYPE_SOFTWARE, attr::SW_CPU_CLOCK);
+    handlers::ask_for_user_stack(&mut a, CallGraph::DEFAULT_STACK_BYTES);
+    probe(
+        "user stack copies (--call-graph dwarf, the default for CPU samples)",
+        &a,
+        "user stacks walk frame pointers instead (--call-graph fp)",
+    )
 }
 
 /// `--off-cpu` ends each blocked interval at the task's switch-in record.
 fn switch_records() -> Capability {
-    let name = "context-switch records (--off-cpu switch-in times)".to_string();
     let mut a = base_attr(attr::TYPE_SOFTWARE, attr::SW_DUMMY, 1);
     a.flags |= attr::flag::CONTEXT_SWITCH;
-    match sys::perf_event_open(&a, -1, 0) {
-        Ok(_) => Capability { name, available: true, detail: "perf_event_open works".into() },
-        Err(e) => Capability {
-            name,
-            available: false,
-            detail: format!("{e}; they need Linux 4.3 or later, and --off-cpu needs them"),
-        },
-    }
+    probe(
+        "context-switch records (--off-cpu switch-in times)",
+        &a,
+        "they need Linux 4.3 or later, and --off-cpu needs them",
+    )
 }
 
 fn probe_tracepoint(tfs: &Tracefs, tp: &str, used_by: &str) -> Capability {

@@ -170,7 +170,7 @@ fn stack_copy(mode: &Mode, config: &Config) -> Option<u32> {
 /// instead of the kernel's frame-pointer walk of the user stack, as perf's `--call-graph
 /// dwarf` does; says how many bytes it asked for (0 for an event that samples nothing or
 /// takes no user stack).
-fn ask_for_user_stack(attr: &mut super::sys::PerfEventAttr, bytes: u32) -> u32 {
+pub(crate) fn ask_for_user_stack(attr: &mut super::sys::PerfEventAttr, bytes: u32) -> u32 {
     if attr.sample_period_or_freq == 0 || attr.flags & flag::EXCLUDE_CALLCHAIN_USER != 0 {
         return 0;
     }
