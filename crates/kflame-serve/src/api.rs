@@ -9,7 +9,7 @@
 //! | `/api/profile?kind=cpu&from&to[&host][&hosts=A,B][&cgroup=PATH][&capture=ID][&offset_from_ms&offset_to_ms][&prune=PCT][&format=json\|folded\|svg\|html]` | the merged profile; JSON is the viewer's data, stacks under `prune` % of the total merged (`prune.rs`; default [`PRUNE_PCT`]); its `info.captures_apart` lists the captures a CPU range's always-on profile leaves out |
 //! | `/api/diff?kind&from&to&base_from&base_to[&hosts][&cgroup]` or `&base_capture=ID` | differential profile (base → range) |
 //! | `/api/events?from&to[&host][&hosts]` | triggers, captures and kernel reports |
-//! | `/api/reports?from&to[&host]` | the kernel reports of a range grouped by signature (the analyzer's where the server explains reports, else kind and title): count, first and last seen, hosts, kernels, titles, most frequent first |
+//! | `/api/reports?from&to[&host]` | the kernel reports of a range grouped by signature (the analyzer's where the server explains reports, else kind and title): count, first and last seen, hosts, kernels, titles and the latest 50 reports, most frequent first |
 //! | `/api/report?time=NS[&host][&before=S]` | one kernel report: title, text and its stack as viewer data; where the server explains reports (`Config::explain`), its `analysis` (`kflame analyze --json`'s group), `signature` and `similar` reports of the history (count, first and last seen, hosts, kernels, the latest 50); `before`: the CPU and off-CPU profiles of its host in the S seconds before it (60) |
 //! | `/api/heatmap?kind&from&to[&row_ms=20\|auto][&hosts][&cgroup]` | samples per (second, offset in the second); `rate_hz`, the rate per CPU the samples show; `auto`: rows of at least two sampling periods |
 //! | `/api/latency?kind=syscall&label=write&from&to[&columns=300][&min_rows=N][&host][&hosts]` | a latency heat map: events per (column of time, bucket of latency) from the stored histograms of one family and label (`label=` empty: the family's total), the rows the buckets from the lowest to the highest used (with `min_rows`, empty buckets around them up to that many rows), with the range's count, slow count, largest latency, p50 and p99 |
@@ -964,7 +964,7 @@ struct ReportAnswer {
 /// The default and largest `before=` of `/api/report`, seconds.
 const BEFORE_SECS: i64 = 60;
 const BEFORE_MAX_SECS: i64 = 3600;
-/// The reports of one signature listed in `similar` (all are counted).
+/// The reports of one signature listed in a group (all are counted).
 const SIMILAR_LISTED: usize = 50;
 
 async fn report(State(app): State<Arc<App>>, Params(args): Args) -> Result<Response> {
@@ -1035,88 +1035,82 @@ async fn reports(State(app): State<Arc<App>>, Params(args): Args) -> Result<Resp
             let (from, to) = range(db, &args, "from", "to")?;
             let hosts = Hosts::of(&args);
             let list = db.reports(from, to, hosts.single()).map_err(ApiError::store)?;
-            struct Group {
-                count: usize,
-                first: i64,
-                last: i64,
-                hosts: std::collections::BTreeSet<String>,
-                kernels: std::collections::BTreeSet<String>,
-                titles: Vec<String>,
-            }
-            let mut groups: Vec<(String, Group)> = Vec::new();
-            let mut index: HashMap<String, usize> = HashMap::new();
-            for e in &list {
-                let Event::Report { host, time_ns, kind, title, text, .. } = e else { continue };
-                if !hosts.matches(host) {
-                    continue;
-                }
-                let signed = explain.as_ref().and_then(|x| x.sign(text));
-                let (signature, kernel) = match signed {
-                    Some(s) => (s.signature, s.kernel),
-                    None => (format!("{kind}:{title}"), None),
-                };
-                let i = *index.entry(signature.clone()).or_insert_with(|| {
-                    groups.push((
-                        signature,
-                        Group {
-                            count: 0,
-                            first: *time_ns,
-                            last: *time_ns,
-                            hosts: Default::default(),
-                            kernels: Default::default(),
-                            titles: Vec::new(),
-                        },
-                    ));
-                    groups.len() - 1
-                });
-                let g = &mut groups[i].1;
-                g.count += 1;
-                g.first = g.first.min(*time_ns);
-                g.last = g.last.max(*time_ns);
-                g.hosts.insert(host.clone());
-                g.kernels.extend(kernel);
-                if g.titles.len() < 8 && !g.titles.contains(title) {
-                    g.titles.push(title.clone());
-                }
-            }
-            // Most frequent first; ties by first appearance.
-            groups.sort_by_key(|(_, g)| (std::cmp::Reverse(g.count), g.first));
-            let out: Vec<Value> = groups
-                .into_iter()
-                .map(|(signature, g)| {
-                    json!({ "signature": signature, "count": g.count, "first_seen": g.first,
-                            "last_seen": g.last, "hosts": g.hosts, "kernels": g.kernels, "titles": g.titles })
-                })
-                .collect();
-            let answer = json!({ "from": from, "to": to, "explained": explain.is_some(), "groups": out });
+            let groups = report_groups(&list, &hosts, explain.as_deref());
+            let answer = json!({ "from": from, "to": to, "explained": explain.is_some(), "groups": groups });
             Ok(json_response(to_script_safe_string(&answer)))
         })
         .await
 }
 
-/// The reports of the history with signature `signature`: how many, first and last seen,
-/// on which hosts and kernels, and the latest [`SIMILAR_LISTED`] of them.
+/// The reports of one signature.
+#[derive(serde::Serialize)]
+struct ReportGroup {
+    signature: String,
+    count: usize,
+    first_seen: i64,
+    last_seen: i64,
+    hosts: std::collections::BTreeSet<String>,
+    kernels: std::collections::BTreeSet<String>,
+    /// Its distinct titles, in order of first appearance (at most 8).
+    titles: Vec<String>,
+    /// The latest [`SIMILAR_LISTED`], newest first.
+    reports: Vec<Value>,
+}
+
+/// The reports of `events` on the hosts `hosts` names, grouped by signature (the
+/// explainer's, else kind and stored title), most frequent first, ties by first seen.
+fn report_groups(events: &[Event], hosts: &Hosts, explain: Option<&dyn crate::Explain>) -> Vec<ReportGroup> {
+    let mut groups: Vec<ReportGroup> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for e in events {
+        let Event::Report { host, time_ns, kind, title, text, .. } = e else { continue };
+        if !hosts.matches(host) {
+            continue;
+        }
+        let (signature, kernel) = match explain.and_then(|x| x.sign(text)) {
+            Some(s) => (s.signature, s.kernel),
+            None => (format!("{kind}:{title}"), None),
+        };
+        let i = *index.entry(signature.clone()).or_insert_with(|| {
+            groups.push(ReportGroup {
+                signature,
+                count: 0,
+                first_seen: *time_ns,
+                last_seen: *time_ns,
+                hosts: Default::default(),
+                kernels: Default::default(),
+                titles: Vec::new(),
+                reports: Vec::new(),
+            });
+            groups.len() - 1
+        });
+        let g = &mut groups[i];
+        g.count += 1;
+        g.first_seen = g.first_seen.min(*time_ns);
+        g.last_seen = g.last_seen.max(*time_ns);
+        g.hosts.insert(host.clone());
+        g.kernels.extend(kernel);
+        if g.titles.len() < 8 && !g.titles.contains(title) {
+            g.titles.push(title.clone());
+        }
+        g.reports.push(json!({ "time": time_ns, "host": host, "title": title }));
+    }
+    for g in &mut groups {
+        g.reports.sort_by_key(|r| std::cmp::Reverse(r["time"].as_i64()));
+        g.reports.truncate(SIMILAR_LISTED);
+    }
+    groups.sort_by_key(|g| (std::cmp::Reverse(g.count), g.first_seen));
+    groups
+}
+
+/// The reports of the whole history with signature `signature` (its [`ReportGroup`]).
 fn similar_reports(db: &dyn Query, explain: &dyn crate::Explain, signature: &str) -> Result<Value> {
     let Some((lo, hi)) = db.time_bounds().map_err(ApiError::store)? else { return Ok(Value::Null) };
     let all = db.reports(lo, hi.saturating_add(1), None).map_err(ApiError::store)?;
-    let (mut hosts, mut kernels) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
-    let mut same = Vec::new();
-    for e in &all {
-        let Event::Report { host, time_ns, title, text, .. } = e else { continue };
-        let Some(s) = explain.sign(text) else { continue };
-        if s.signature != signature {
-            continue;
-        }
-        hosts.insert(host.clone());
-        kernels.extend(s.kernel);
-        same.push(json!({ "time": time_ns, "host": host, "title": title }));
-    }
-    same.sort_by_key(|r| r["time"].as_i64());
-    let (first, last) = (same.first().map(|r| r["time"].clone()), same.last().map(|r| r["time"].clone()));
-    let count = same.len();
-    let listed: Vec<Value> = same.into_iter().rev().take(SIMILAR_LISTED).collect();
-    Ok(json!({ "signature": signature, "count": count, "first_seen": first, "last_seen": last,
-               "hosts": hosts, "kernels": kernels, "reports": listed }))
+    let every_host = Hosts::of(&HashMap::new());
+    let group =
+        report_groups(&all, &every_host, Some(explain)).into_iter().find(|g| g.signature == signature);
+    serde_json::to_value(group).map_err(|e| ApiError::internal(e.to_string()))
 }
 
 /// The profile of `kind` of `host` in the `secs` seconds before `time` (viewer data with its
