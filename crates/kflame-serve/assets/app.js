@@ -6,11 +6,16 @@
  *
  * URL: ?from&to (the selection, ms since the epoch), vfrom&vto (the charts' span), kind,
  * cpu, cgroup (only that cgroup's samples), bfrom&bto (the comparison base), mode (flame |
- * diff | heat | latency), lkind&llabel (the latency heat map's family and label), charts (only these charts: cpu,mem,io,...), open (the charts drawn, the
+ * diff | heat | latency | reports), report&rhost (the kernel report open: its time in ns and
+ * host), lkind&llabel (the latency heat map's family and label), charts (only these charts: cpu,mem,io,...), open (the charts drawn, the
  * others being one click away under "More charts"; default: CPU, memory, IO and pressure),
  * capture (the capture shown, whose range is the selection), hosts (only these hosts, comma-
  * separated; none: every host merged, the fleet); the viewer keeps its own state (search,
  * zoom, hide/focus) in the hash.
+ *
+ * Kernel reports (reports.js): a report's marker opens its panel (the analyzer's answer,
+ * the same bug seen before, the flame graphs of the minute before it); the Reports view lists
+ * the range's reports grouped by signature.
  *
  * Hosts: with more than one host in the history, the header offers all of them (merged) or
  * a subset, chosen by name or by label (`role=db`); the choice narrows charts, events, flame
@@ -25,6 +30,7 @@ import { Brush, Chart, drawAxis, fmtSpan, fmtTime, groupMetrics, PAD_LEFT, PAD_R
 import { api, el } from '/assets/common.js';
 import { HeatMap } from '/assets/heatmap.js';
 import { LatencyPanel } from '/assets/latency.js';
+import { ReportPanel, ReportsView } from '/assets/reports.js';
 
 const root = document.getElementById('app');
 const MS = 1e6;
@@ -61,7 +67,8 @@ function readUrl() {
   S.kind = KIND_NAMES[p.get('kind')] ? p.get('kind') : 'cpu';
   S.cpu = p.get('cpu') || '';
   S.cgroup = (p.get('cgroup') || '').startsWith('/') ? p.get('cgroup') : '';
-  S.mode = ['flame', 'diff', 'heat', 'latency'].includes(p.get('mode')) ? p.get('mode') : 'flame';
+  S.mode = ['flame', 'diff', 'heat', 'latency', 'reports'].includes(p.get('mode')) ? p.get('mode') : 'flame';
+  S.report = /^\d+$/.test(p.get('report') || '') && p.get('rhost') ? { ns: p.get('report'), host: p.get('rhost') } : null;
   S.latChoice = { kind: p.get('lkind') || '', label: p.get('llabel') || '' };
   S.capture = num('capture');
   const keys = S.groups.map((g) => g.key);
@@ -87,6 +94,7 @@ function writeUrl() {
   if (S.base) { p.set('bfrom', r(S.base.from)); p.set('bto', r(S.base.to)); }
   if (S.mode !== 'flame') p.set('mode', S.mode);
   if (S.capture !== null) p.set('capture', String(S.capture));
+  if (S.report) { p.set('report', S.report.ns); p.set('rhost', S.report.host); }
   const lat = S.latency ? S.latency.choice : S.latChoice;
   if (lat && lat.kind) { p.set('lkind', lat.kind); if (lat.label) p.set('llabel', lat.label); }
   const open = S.groups.map((g) => g.key).filter((k) => S.open.has(k));
@@ -137,6 +145,8 @@ function buildDom() {
     button('Heat map', 'Samples per second and offset within it (rows of at least two sampling periods)', () => { S.mode = S.mode === 'heat' ? 'flame' : 'heat'; changed(true); }, { class: 'ks-heat' }),
     button('Latency', 'Latency heat map: system calls, IO, run queue, off-CPU and lock waits per second and latency, from the stored histograms',
       () => { S.mode = S.mode === 'latency' ? 'flame' : 'latency'; changed(true); }, { class: 'ks-latency' }),
+    button('Reports', 'The kernel reports of the selection, grouped by bug (the analyzer\'s signature)',
+      () => { S.mode = S.mode === 'reports' ? 'flame' : 'reports'; changed(true); }, { class: 'ks-reports' }),
     button('Flame graph', 'The flame graph of the selection', () => { S.mode = 'flame'; S.event = null; changed(true); }, { class: 'ks-flame' }),
   );
   D.charts = el('div', { class: 'ks-charts' });
@@ -148,7 +158,8 @@ function buildDom() {
   D.chartArea = el('div', { class: 'ks-chart-area' }, D.charts, D.overlay);
   D.panelTitle = el('h2', { class: 'ks-panel-title' });
   D.panelNote = el('div', { class: 'ks-panel-note' });
-  D.report = el('pre', { class: 'ks-report', hidden: '' });
+  D.report = el('section', { class: 'ks-rp-panel', hidden: '' });
+  D.reports = el('section', { class: 'ks-rv-panel', hidden: '' });
   D.heat = el('div', { class: 'ks-heat-panel', hidden: '' });
   D.lat = el('section', { class: 'ks-lat-panel', hidden: '' });
   D.viewer = el('div', { class: 'ks-viewer' });
@@ -161,7 +172,7 @@ function buildDom() {
   const hostsEl = fleet ? buildHostPicker() : el('span', { class: 'ks-hosts', text: S.info.hosts.join(', ') });
   root.replaceChildren(
     el('header', { class: 'ks-header' }, el('h1', { text: 'kflame serve' }), hostsEl, D.rangeText, el('a', { href: '/scatter', class: 'ks-tab-scatter', text: 'Latency scatter' })),
-    toolbar, D.chartArea, D.axis, D.events, D.more, D.values, D.lat,
+    toolbar, D.chartArea, D.axis, D.events, D.more, D.values, D.lat, D.reports,
     el('div', { class: 'ks-panel-head' }, D.panelTitle, D.downloads, D.frameHosts), D.panelNote, D.status, D.fhPanel, D.report, D.heat, D.viewer);
   S.charts = S.groups.map((g) => new Chart(g));
   for (const c of S.charts) c.title.addEventListener('click', () => openChart(c.group.key, false));
@@ -169,6 +180,12 @@ function buildDom() {
   showOpen();
   D.brush = new Brush(D.overlay, (r, final) => { S.range = r; S.follow = false; changed(false, final); }, cursor);
   S.heatmap = new HeatMap(D.heat, heatSelect);
+  S.reportPanel = new ReportPanel(D.report, {
+    show: (data, title, note) => { show(data, title, note, true); D.downloads.hidden = true; },
+    open: (ns, host) => openReport(ns, host),
+    status: (text) => { D.status.textContent = text; },
+  });
+  S.reportsView = new ReportsView(D.reports, { open: (ns, host) => openReport(ns, host) });
   S.latency = new LatencyPanel(D.lat, {
     hosts: hq,
     kinds: S.info.kinds,
@@ -466,23 +483,25 @@ async function openEvent(e) {
     if (id === undefined) { D.status.textContent = 'Cannot open the event: this trigger started no capture'; return; }
     return openCapture(id, e);
   }
-  S.event = e;
+  return openReport(e.ns, e.host);
+}
+
+/** Opens the panel of the report of `host` at `ns` (ns since the epoch, as text): its
+ * analysis, the same bug seen before, the flame graph of the seconds before it. */
+async function openReport(ns, host) {
+  S.mode = 'flame';
   S.capture = null;
+  S.report = { ns, host };
+  S.event = (S.events || []).find((x) => x.type === 'report' && x.ns === ns && x.host === host) || { type: 'report', ns, host };
   writeUrl();
   const seq = ++S.seq;
   D.heat.hidden = D.lat.hidden = true;
+  S.reportsView.hide();
   try {
-    if (e.type === 'report') {
-      const r = await api(`/api/report?time=${e.ns}&host=${encodeURIComponent(e.host)}`);
-      if (seq !== S.seq) return;
-      show(r.profile, `${r.kind}: ${r.title}`, `${fmtTime(r.time / MS, true)} UTC on ${r.host}: the report's stack`);
-      D.report.textContent = r.text;
-      D.report.hidden = false;
-      D.downloads.hidden = true;
-      return;
-    }
+    await S.reportPanel.load(ns, host);
+    if (seq === S.seq) D.report.scrollIntoView({ block: 'nearest' });
   } catch (err) {
-    D.status.textContent = 'Cannot open the event: ' + err.message;
+    if (seq === S.seq) D.status.textContent = 'Cannot open the report: ' + err.message;
   }
 }
 
@@ -490,6 +509,9 @@ async function openEvent(e) {
  * flame graph, and its range as the selection, as if brushed: header, brush and URL. */
 async function openCapture(id, e) {
   S.mode = 'flame';
+  S.report = null;
+  S.reportPanel.hide();
+  S.reportsView.hide();
   const seq = ++S.seq;
   D.heat.hidden = D.lat.hidden = true;
   try {
@@ -532,11 +554,12 @@ async function compareCapture(id) {
   }
 }
 
-/** Draws viewer data in the panel, replacing the viewer shown before. */
-function show(data, title, note) {
+/** Draws viewer data in the panel, replacing the viewer shown before; the report panel stays
+ * when `report` (the flame graph is one of the report's). */
+function show(data, title, note, report = false) {
   D.panelTitle.textContent = title;
   D.panelNote.textContent = note || '';
-  D.report.hidden = true;
+  if (!report) { S.reportPanel.hide(); S.report = null; }
   D.downloads.hidden = false;
   D.status.textContent = '';
   S.frameOff = false;
@@ -584,6 +607,7 @@ function setDownloads(query) {
  * `panel` is false (the caller fills it). */
 function changed(now, final, panel = true) {
   S.capture = null;
+  if (S.report && S.reportPanel) { S.report = null; S.reportPanel.hide(); }
   writeUrl();
   D.kind.value = S.kind;
   D.brush.set(S.view, S.range, S.base);
@@ -621,6 +645,8 @@ async function loadPanel() {
   try {
     D.lat.hidden = S.mode !== 'latency';
     if (S.mode === 'latency') S.latency.load({ ...r });
+    if (S.mode === 'reports') S.reportsView.load({ ...r }, hq());
+    else S.reportsView.hide();
     if (S.mode === 'diff' && S.base) {
       D.heat.hidden = true;
       const d = await api(`/api/diff?${rq}&base_from=${ns(S.base.from)}&base_to=${ns(S.base.to)}`);
@@ -756,12 +782,13 @@ async function main() {
   // fresh browser): as wide as the window less the page's padding, which is what they get.
   const first = askCharts(window.innerWidth - 24 - PAD_LEFT - PAD_RIGHT);
   first.catch(() => {}); // reported by loadCharts
-  const capture = S.capture;
+  const capture = S.capture, report = S.report;
   buildDom();
   changed(true);
   await loadCharts(first);
   S.ready = true;
   if (capture !== null) openCapture(capture, (S.events || []).find((e) => e.type === 'capture' && e.id === capture));
+  else if (report) openReport(report.ns, report.host);
   else loadPanel();
   if (S.info.live) live();
 }

@@ -5,12 +5,14 @@
 //! cargo run -p kflame-serve --example history -- OUT.db SECONDS
 //! cargo run -p kflame-serve --example history -- --follow OUT.db FROM TO PACE_MS
 //! cargo run -p kflame-serve --example history -- --fleet OUT.db SECONDS
+//! cargo run -p kflame-serve --example history -- --reports OUT.db SECONDS
 //! ```
 //!
 //! `--follow` goes on writing a history written by the first form, from second FROM to TO,
 //! one second every PACE_MS milliseconds, as a running watcher does (the `--live` test).
 //! `--fleet` writes three hosts (`db-1`, `db-2`, `web-1`), each its own mix and amount of
-//! the stacks (the host selection test).
+//! the stacks (the host selection test). `--reports` adds a real kernel WARNING stored on two
+//! hosts to the first form's history (the report panel test).
 
 // A program, not the library: it tells its user what went wrong.
 #![allow(clippy::print_stderr)]
@@ -39,12 +41,14 @@ fn main() -> ExitCode {
             }
         };
     }
-    let (fleet, args) = match args.split_first() {
-        Some((flag, rest)) if flag == "--fleet" => (true, rest),
-        _ => (false, &args[..]),
+    let (mode, args) = match args.split_first() {
+        Some((flag, rest)) if flag == "--fleet" || flag == "--reports" => (flag.as_str(), rest),
+        _ => ("", &args[..]),
     };
     let [out, seconds] = args else {
-        eprintln!("usage: history [--fleet] OUT.db SECONDS | history --follow OUT.db FROM TO PACE_MS");
+        eprintln!(
+            "usage: history [--fleet|--reports] OUT.db SECONDS | history --follow OUT.db FROM TO PACE_MS"
+        );
         return ExitCode::from(2);
     };
     let Ok(seconds) = seconds.parse::<i64>() else {
@@ -55,10 +59,13 @@ fn main() -> ExitCode {
         eprintln!("history: {out} exists; give a new file");
         return ExitCode::FAILURE;
     }
-    let written = if fleet {
-        history::write_fleet(std::path::Path::new(out), seconds).map(drop)
-    } else {
-        history::write(std::path::Path::new(out), seconds, false).map(drop)
+    let path = std::path::Path::new(out);
+    let written = match mode {
+        "--fleet" => history::write_fleet(path, seconds).map(drop),
+        "--reports" => {
+            history::write(path, seconds, false).and_then(|_| history::add_similar_reports(path)).map(drop)
+        }
+        _ => history::write(path, seconds, false).map(drop),
     };
     match written {
         Ok(()) => ExitCode::SUCCESS,

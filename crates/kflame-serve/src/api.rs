@@ -953,6 +953,8 @@ struct ReportAnswer {
     stack: String,
     text: String,
     time: i64,
+    /// `time` as text, exact in JavaScript.
+    ns: String,
     title: String,
     profile: ViewerAnswer,
     signature: Option<String>,
@@ -1015,6 +1017,7 @@ async fn report(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
                 stack,
                 text,
                 time: time_ns,
+                ns: time_ns.to_string(),
                 title,
                 profile,
                 signature,
@@ -1093,7 +1096,8 @@ fn report_groups(events: &[Event], hosts: &Hosts, explain: Option<&dyn crate::Ex
         if g.titles.len() < 8 && !g.titles.contains(title) {
             g.titles.push(title.clone());
         }
-        g.reports.push(json!({ "time": time_ns, "host": host, "title": title }));
+        // `ns`: the time as text, exact in JavaScript (see `event_json`).
+        g.reports.push(json!({ "time": time_ns, "ns": time_ns.to_string(), "host": host, "title": title }));
     }
     for g in &mut groups {
         g.reports.sort_by_key(|r| std::cmp::Reverse(r["time"].as_i64()));
@@ -1126,7 +1130,12 @@ fn profile_before(db: &dyn Query, kind: Kind, host: &str, time: i64, secs: i64) 
         return Ok(None);
     }
     let total = m.tree.total();
-    let title = format!("{} of {host}, {secs} s before the report", kind.as_str());
+    let name = match kind {
+        Kind::Cpu => "CPU",
+        Kind::OffCpu => "Off-CPU",
+        _ => kind.as_str(),
+    };
+    let title = format!("{name} of {host} in the {secs} s before the report");
     let opts = HtmlOptions { title: Some(title), ..HtmlOptions::default() };
     let data = encode_tree(&m.tree, &m.meta, &opts, false);
     let info = json!({ "kind": kind.as_str(), "from": from, "to": time, "host": host });

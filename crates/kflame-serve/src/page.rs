@@ -7,12 +7,13 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 /// The page's own files: (name, content type, text).
-pub(crate) const PAGE_ASSETS: [(&str, &str, &str); 6] = [
+pub(crate) const PAGE_ASSETS: [(&str, &str, &str); 7] = [
     ("app.js", JS, include_str!("../assets/app.js")),
     ("common.js", JS, include_str!("../assets/common.js")),
     ("charts.js", JS, include_str!("../assets/charts.js")),
     ("heatmap.js", JS, include_str!("../assets/heatmap.js")),
     ("latency.js", JS, include_str!("../assets/latency.js")),
+    ("reports.js", JS, include_str!("../assets/reports.js")),
     ("app.css", "text/css; charset=utf-8", include_str!("../assets/app.css")),
 ];
 
@@ -33,6 +34,7 @@ const INDEX: &str = "<!DOCTYPE html>
 <link rel=\"modulepreload\" href=\"/assets/common.js\">
 <link rel=\"modulepreload\" href=\"/assets/heatmap.js\">
 <link rel=\"modulepreload\" href=\"/assets/latency.js\">
+<link rel=\"modulepreload\" href=\"/assets/reports.js\">
 <link rel=\"modulepreload\" href=\"/viewer/viewer.js\">
 <link rel=\"modulepreload\" href=\"/viewer/model.js\">
 <link rel=\"modulepreload\" href=\"/viewer/palette.js\">
