@@ -120,10 +120,23 @@ pub fn sign_text(text: &str) -> Option<(String, Option<String>)> {
 /// The group of the first report `text` holds, as `kflame analyze` gives it without a kernel
 /// tree or git history (error and culprit, resolution query, summary).
 pub fn explain_text(text: &str, input: &str) -> Option<Group> {
+    explain_text_with(text, input, None, None, 0)
+}
+
+/// The group of the first report `text` holds, as `kflame analyze --kernel-src --kernel-git`
+/// gives it: the culprit's source looked up in `source`, at most `fix_limit` fixes searched
+/// with `fixes`, when given.
+pub fn explain_text_with(
+    text: &str,
+    input: &str,
+    source: Option<&dyn SourceLookup>,
+    fixes: Option<&dyn FixSearch>,
+    fix_limit: usize,
+) -> Option<Group> {
     let r = kflame::report::ReportExtractor::extract_all(text.as_bytes()).into_iter().next()?;
     let mut a = ReportAnalyzer::new();
     a.add_report(input, &r);
-    a.finish(None, None, 0).into_iter().next()
+    a.finish(source, fixes, fix_limit).into_iter().next()
 }
 
 impl ReportAnalyzer {

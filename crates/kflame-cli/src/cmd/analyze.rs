@@ -113,7 +113,7 @@ fn default_index(tree: &Path) -> Result<PathBuf> {
     Ok(kflame_analyze::source::index_file(&cache, tree))
 }
 
-fn open_tree(tree: &Path, index: Option<&Path>) -> Result<SourceIndex> {
+pub(crate) fn open_tree(tree: &Path, index: Option<&Path>) -> Result<SourceIndex> {
     let index = match index {
         Some(i) => i.to_path_buf(),
         None => default_index(tree)?,

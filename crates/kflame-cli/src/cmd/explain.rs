@@ -1,13 +1,38 @@
 //! The report analyzer (`kflame_analyze`) as `kflame serve` asks for it: a report's
-//! signature, and its analysis as `kflame analyze --json` gives it. The server depends on no
-//! analyzer; this is where the two meet.
+//! signature, and its analysis as `kflame analyze --json` gives it (with the culprit's source
+//! and fix candidates when the server was given a kernel tree and git history). The server
+//! depends on no analyzer; this is where the two meet.
 
-use kflame_analyze::reports::{explain_text, sign_text};
+use kflame_analyze::FixSearch;
+use kflame_analyze::fixes::GitFixes;
+use kflame_analyze::reports::{explain_text_with, sign_text};
+use kflame_analyze::source::{KernelSource, SourceLookup};
 use kflame_serve::{Explain, Signed};
 
-/// Explains stored reports with the analyzer, without a kernel tree or git history.
-#[derive(Debug, Default)]
-pub(crate) struct Analyzer;
+/// Fix candidates listed for a report (as many as `kflame analyze` lists by default).
+const FIX_LIMIT: usize = 10;
+
+/// Explains stored reports with the analyzer, with a kernel tree and git history if given.
+#[derive(Default)]
+pub(crate) struct Analyzer {
+    source: Option<KernelSource>,
+    fixes: Option<GitFixes>,
+}
+
+impl Analyzer {
+    pub(crate) fn new(source: Option<KernelSource>, fixes: Option<GitFixes>) -> Analyzer {
+        Analyzer { source, fixes }
+    }
+}
+
+impl std::fmt::Debug for Analyzer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Analyzer")
+            .field("kernel_src", &self.source.is_some())
+            .field("kernel_git", &self.fixes.is_some())
+            .finish()
+    }
+}
 
 impl Explain for Analyzer {
     fn sign(&self, text: &str) -> Option<Signed> {
@@ -15,6 +40,8 @@ impl Explain for Analyzer {
     }
 
     fn explain(&self, text: &str) -> Option<serde_json::Value> {
-        serde_json::to_value(explain_text(text, "history")?).ok()
+        let source = self.source.as_ref().map(|s| s as &dyn SourceLookup);
+        let fixes = self.fixes.as_ref().map(|f| f as &dyn FixSearch);
+        serde_json::to_value(explain_text_with(text, "history", source, fixes, FIX_LIMIT)?).ok()
     }
 }
