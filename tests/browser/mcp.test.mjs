@@ -62,7 +62,7 @@ async function inspect(args) {
 
 test('inspector: tools/list is portable (--strict) and every profile tool has the view', async () => {
   const [list, stderr] = await inspect(['--method', 'tools/list', '--strict']);
-  assert.equal(list.tools.length, 9);
+  assert.equal(list.tools.length, 10);
   assert.doesNotMatch(stderr, /Warning|Error/, stderr);
   for (const t of list.tools) {
     assert.equal(t.inputSchema.type, 'object', t.name);

@@ -126,12 +126,12 @@ async def exercise(test, c):
     names = sorted(t.name for t in tools)
     test.assertEqual(names, sorted(["analyze_kernel_log", "analyze_crash", "summarize_profile", "diff_profiles",
                                     "kernel_source", "find_callers", "search_fixes", "list_reports",
-                                    "query_history"]))
+                                    "get_report", "query_history"]))
     for t in tools:
         test.assertEqual(t.input_schema["type"], "object", t.name)
         test.assertGreater(len(t.description), 60, t.name)
         meta = (t.meta or {})
-        has_view = t.name in ("summarize_profile", "diff_profiles")
+        has_view = t.name in ("summarize_profile", "diff_profiles", "get_report")
         test.assertEqual(meta.get("ui", {}).get("resourceUri") == "ui://kflame/flamegraph", has_view, t.name)
 
     # Reports: the culprit objects of `kflame analyze --json`.
@@ -188,6 +188,13 @@ async def exercise(test, c):
     test.assertFalse(err, text)
     test.assertGreaterEqual(got["reports"], 1)
     test.assertIn("<b>bad_work_fn</b>", json.dumps(got["groups"]), "stored text comes back as it was")
+    # One of them, by the time list_reports gives: its text as stored, and the minute before.
+    latest = got["groups"][0]["latest"][0]
+    err, rep, text, _ = await call(c, "get_report", {"time": latest["time"], "host": latest["host"]})
+    test.assertFalse(err, text)
+    test.assertEqual((rep["time"], rep["host"]), (latest["time"], latest["host"]))
+    test.assertEqual(rep["before"]["seconds"], 60)
+    test.assertIn("similar", rep)
     err, got, text, _ = await call(c, "summarize_profile", {"range": {"from": span["from"], "to": span["to"]}})
     test.assertFalse(err, text)
     test.assertGreater(int(got["total"]["weight"]), 0)
@@ -219,6 +226,8 @@ BAD = [
     ("find_callers", {"function": 1}, "invalid arguments"),
     ("search_fixes", {}, "at least one of"),
     ("list_reports", {"from": "yesterday-ish"}, "from"),
+    ("get_report", {"time": "yesterday-ish"}, "time"),
+    ("get_report", {}, "invalid arguments"),
     ("query_history", {"what": "everything"}, "invalid arguments"),
     ("query_history", {"what": "metrics", "from": "now", "to": "-1h"}, "range is empty"),
 ]

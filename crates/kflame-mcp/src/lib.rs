@@ -4,7 +4,7 @@
 //!
 //! - **Tools** ([`tools`]): `analyze_kernel_log`, `analyze_crash`, `summarize_profile`,
 //!   `diff_profiles`, `kernel_source`, `find_callers`, `search_fixes`, `list_reports`,
-//!   `query_history`. Each answers with structured JSON (`structuredContent`; the report
+//!   `get_report`, `query_history`. Each answers with structured JSON (`structuredContent`; the report
 //!   tools give the objects of `kflame analyze --json`, culprit included) and a short text,
 //!   cut to a model's context (`limit`s, frame and source lines capped).
 //! - **Flame graphs in the assistant**: the profile tools name the `ui://kflame/flamegraph`

@@ -108,7 +108,7 @@ macro_rules! tool {
 }
 
 /// Every tool of the server.
-pub const TOOLS: [ToolDef; 9] = [
+pub const TOOLS: [ToolDef; 10] = [
     tool!(
         "analyze_kernel_log",
         "Analyze a kernel log",
@@ -189,6 +189,19 @@ pub const TOOLS: [ToolDef; 9] = [
         false,
         "The kernel reports that kflame watch stored in the server's history database over a time range, \
          grouped by signature as analyze_kernel_log groups them, with counts, first and last time and hosts."
+    ),
+    tool!(
+        "get_report",
+        "One stored kernel report, explained",
+        ReportArgs,
+        tools::get_report,
+        true,
+        "One kernel report of the server's history (its time from list_reports' `latest`): its text and \
+         stack; its analysis as analyze_kernel_log gives it (culprit, resolution with the culprit's source \
+         and fix candidates when the server has --kernel-src and --kernel-git, summary); its signature; \
+         `similar`, the reports with that signature in the whole history (count, first and last seen, \
+         hosts, kernels, latest); and `before`, what its host spent CPU and off-CPU time on in the \
+         seconds before it (top functions and paths), drawn as a flame graph."
     ),
     tool!(
         "query_history",

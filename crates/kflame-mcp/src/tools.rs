@@ -15,6 +15,7 @@ use kflame::render::html::{HtmlOptions, encode_tree};
 use kflame_analyze::run::Run;
 use kflame_analyze::source::SourceLookup;
 use kflame_analyze::{FixSearch, ReportAnalyzer, output, profile};
+use kflame_store::reports::{ReportGroup, group_reports};
 use kflame_store::time::{format_time, now_ns, parse_time};
 use kflame_store::{Event, Kind, OpenMode, ProfileQuery, Query, SeriesQuery, Sqlite};
 use schemars::JsonSchema;
@@ -155,6 +156,22 @@ pub struct ReportsArgs {
     /// Only this host.
     pub host: Option<String>,
     /// At most this many groups (default 10, at most 50).
+    pub limit: Option<usize>,
+}
+
+/// Arguments of `get_report`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReportArgs {
+    /// The report's time as `list_reports` gives it (a group's `latest[].time`): RFC 3339
+    /// (exact to the ns) or UTC ns since the epoch.
+    pub time: String,
+    /// Its host (needed only when two hosts logged a report at the same ns).
+    pub host: Option<String>,
+    /// Seconds before the report whose CPU and off-CPU profiles of its host are summarized
+    /// (default 60, 1 to 3600).
+    pub before: Option<u32>,
+    /// Functions and paths listed per profile (default 10, at most 50).
     pub limit: Option<usize>,
 }
 
@@ -550,8 +567,6 @@ pub fn list_reports(ctx: &Context, a: ReportsArgs) -> Result<Answer, ToolError> 
     let (from, to) = times(a.from.as_deref(), a.to.as_deref(), "-7d", "")?;
     let events = db.events(from, to, a.host.as_deref()).map_err(|e| ToolError::input(e.to_string()))?;
     let mut analyzer = ReportAnalyzer::new();
-    let mut seen: std::collections::BTreeMap<String, (i64, i64, std::collections::BTreeSet<String>)> =
-        std::collections::BTreeMap::new();
     let (mut stored, mut unread) = (0, Vec::new());
     for ev in &events {
         let Event::Report { host, time_ns, text, title, .. } = ev else { continue };
@@ -564,11 +579,6 @@ pub fn list_reports(ctx: &Context, a: ReportsArgs) -> Result<Answer, ToolError> 
         for r in found {
             let input = format!("{host} {}", format_time(*time_ns));
             analyzer.add_report(&input, &r);
-            let key = r.title.clone();
-            let e = seen.entry(key).or_insert((*time_ns, *time_ns, Default::default()));
-            e.0 = e.0.min(*time_ns);
-            e.1 = e.1.max(*time_ns);
-            e.2.insert(host.clone());
         }
         if analyzer.reports() == before {
             // Stored, but its text gives no report now (an older extractor stored it, or it
@@ -578,6 +588,9 @@ pub fn list_reports(ctx: &Context, a: ReportsArgs) -> Result<Answer, ToolError> 
             unread.push(json!({"host": host, "time": format_time(*time_ns), "title": title, "why": why}));
         }
     }
+    // When and where each signature was stored, and its latest reports (for `get_report`):
+    // the grouping `kflame serve` shows.
+    let stored_groups = group_by_signature(&events, a.host.as_deref(), LATEST_LISTED);
     let n = limit(a.limit, 10);
     let mut groups = analyzer.finish(None, None, n);
     let total = groups.len();
@@ -590,19 +603,14 @@ pub fn list_reports(ctx: &Context, a: ReportsArgs) -> Result<Answer, ToolError> 
     let mut out = Vec::new();
     for g in &groups {
         let mut v = serde_json::to_value(g).map_err(ToolError::internal)?;
-        let (mut first, mut last, mut hosts) = (i64::MAX, i64::MIN, std::collections::BTreeSet::new());
-        for title in &g.titles {
-            if let Some((f, l, h)) = seen.get(title) {
-                first = first.min(*f);
-                last = last.max(*l);
-                hosts.extend(h.iter().cloned());
-            }
+        if let Some(s) = stored_groups.iter().find(|s| s.signature == g.signature) {
+            v["stored_first"] = json!(format_time(s.first_seen));
+            v["stored_last"] = json!(format_time(s.last_seen));
+            v["hosts"] = json!(s.hosts);
+            v["latest"] = latest_json(s);
+        } else {
+            v["hosts"] = json!([]);
         }
-        if first != i64::MAX {
-            v["stored_first"] = json!(format_time(first));
-            v["stored_last"] = json!(format_time(last));
-        }
-        v["hosts"] = json!(hosts);
         text.push_str(&format!(
             "{} x{}: {}\n",
             g.signature,
@@ -617,6 +625,149 @@ pub fn list_reports(ctx: &Context, a: ReportsArgs) -> Result<Answer, ToolError> 
     let mut v = json!({"reports": stored, "groups_total": total, "groups": out, "unread": unread});
     trim_analysis(&mut v);
     Ok(Answer::new(v, text))
+}
+
+/// Reports listed per group by `list_reports` and `get_report`.
+const LATEST_LISTED: usize = 10;
+
+/// The stored reports of `events` (of `host` when given) grouped by the analyzer's
+/// signature, as `kflame serve` groups them.
+fn group_by_signature(events: &[Event], host: Option<&str>, listed: usize) -> Vec<ReportGroup> {
+    let mut sign = |_: &str, _: &str, text: &str| kflame_analyze::reports::sign_text(text);
+    group_reports(events, |h| host.is_none_or(|x| x == h), &mut sign, listed)
+}
+
+/// A group's latest reports: time (RFC 3339, what `get_report` takes), host, title.
+fn latest_json(g: &ReportGroup) -> Value {
+    g.latest
+        .iter()
+        .map(|r| json!({"time": format_time(r.time_ns), "host": r.host, "title": r.title}))
+        .collect()
+}
+
+/// The default and largest `before` of `get_report`, seconds.
+const BEFORE_SECS: u32 = 60;
+const BEFORE_MAX_SECS: u32 = 3600;
+/// Fix candidates in a report's analysis.
+const REPORT_FIXES: usize = 5;
+/// Lines of a report's text in `get_report`'s answer.
+const MAX_REPORT_LINES: usize = 200;
+
+/// `get_report`: one stored report with its analysis (source and fixes where the server has a
+/// kernel tree and git history), the reports of the same signature in the history, and what
+/// its host was doing in the seconds before it.
+pub fn get_report(ctx: &Context, a: ReportArgs) -> Result<Answer, ToolError> {
+    let db = ctx.db()?;
+    let t = a.time.trim();
+    let time = match t.parse::<i64>() {
+        Ok(ns) => ns,
+        Err(_) => parse_time(t, now_ns()).map_err(|e| ToolError::input(format!("time: {e}")))?,
+    };
+    let before = a.before.unwrap_or(BEFORE_SECS);
+    if !(1..=BEFORE_MAX_SECS).contains(&before) {
+        return Err(ToolError::input(format!("before: {before}: expected 1 to {BEFORE_MAX_SECS} seconds")));
+    }
+    let err = |e: kflame_store::StoreError| ToolError::input(e.to_string());
+    let found = db.reports(time, time.saturating_add(1), a.host.as_deref()).map_err(err)?;
+    let Some(Event::Report { host, time_ns, kind, title, stack, text }) =
+        found.into_iter().find(|e| matches!(e, Event::Report { .. }))
+    else {
+        return Err(ToolError::input(format!(
+            "no kernel report at {}{}: list_reports gives each group's latest reports with their times",
+            format_time(time),
+            a.host.as_deref().map_or(String::new(), |h| format!(" on {h}"))
+        )));
+    };
+    let (source, fixes) = (ctx.source()?, ctx.fixes()?);
+    let input = format!("{host} {}", format_time(time_ns));
+    let group = kflame_analyze::reports::explain_text_with(
+        &text,
+        &input,
+        source.as_deref().map(|s| s as &dyn SourceLookup),
+        fixes.as_deref().map(|f| f as &dyn FixSearch),
+        REPORT_FIXES,
+    );
+    let signature = kflame_analyze::reports::sign_text(&text).map(|(s, _)| s);
+    let mut analysis = json!({ "groups": [serde_json::to_value(&group).map_err(ToolError::internal)?] });
+    trim_analysis(&mut analysis);
+    let analysis = analysis["groups"][0].take();
+
+    // The same signature over the whole history.
+    let similar = match &signature {
+        Some(sig) => match db.time_bounds().map_err(err)? {
+            Some((lo, hi)) => {
+                let all = db.reports(lo, hi.saturating_add(1), None).map_err(err)?;
+                group_by_signature(&all, None, LATEST_LISTED).into_iter().find(|g| &g.signature == sig).map(
+                    |g| {
+                        json!({
+                            "count": g.count, "first_seen": format_time(g.first_seen),
+                            "last_seen": format_time(g.last_seen), "hosts": g.hosts, "kernels": g.kernels,
+                            "titles": g.titles, "latest": latest_json(&g),
+                        })
+                    },
+                )
+            }
+            None => None,
+        },
+        None => None,
+    };
+
+    // Its host in the seconds before it.
+    let from = time_ns.saturating_sub(i64::from(before) * 1_000_000_000);
+    let n = limit(a.limit, 10);
+    let mut before_json = json!({ "seconds": before, "from": format_time(from), "to": format_time(time_ns) });
+    let mut view_of = None;
+    for kind in [Kind::Cpu, Kind::OffCpu] {
+        let q = ProfileQuery { host: Some(&host), ..ProfileQuery::new(kind, from, time_ns) };
+        let p = db.profile(&q).map_err(err)?;
+        if p.stacks.is_empty() {
+            before_json[kind.as_str()] = Value::Null;
+            continue;
+        }
+        let name = format!("{kind} of {host}, {before} s before the report");
+        let summary = profile::analyze(&name, p.stacks.in_output_order(), &p.meta.unit, n);
+        before_json[kind.as_str()] = serde_json::to_value(&summary).map_err(ToolError::internal)?;
+        if view_of.is_none() {
+            view_of = Some(view(&p.stacks, None, &p.meta, &name));
+        }
+    }
+
+    let mut out = format!("{kind}: {title}\n{} on {host}\n", format_time(time_ns));
+    if let Some(sig) = &signature {
+        out.push_str(&format!("signature {sig}\n"));
+    }
+    if let Some(g) = &group {
+        for line in &g.summary {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    match &similar {
+        Some(s) if s["count"].as_u64() > Some(1) => out.push_str(&format!(
+            "{} reports with this signature on {} hosts, first {}, last {}\n",
+            s["count"],
+            s["hosts"].as_array().map_or(0, Vec::len),
+            s["first_seen"].as_str().unwrap_or(""),
+            s["last_seen"].as_str().unwrap_or("")
+        )),
+        Some(_) => out.push_str("the only report with this signature in the history\n"),
+        None => {}
+    }
+    for kind in [Kind::Cpu, Kind::OffCpu] {
+        if let Some(first) = before_json[kind.as_str()]["summary"].get(0).and_then(Value::as_str) {
+            out.push_str(&format!("{kind} before: {first}\n"));
+        }
+    }
+    let v = json!({
+        "host": host, "time": format_time(time_ns), "time_ns": time_ns, "kind": kind, "title": title,
+        "stack": stack, "text": cut_lines(&text, MAX_REPORT_LINES), "signature": signature,
+        "analysis": analysis, "similar": similar, "before": before_json,
+    });
+    let answer = Answer::new(v, out);
+    Ok(match view_of {
+        Some(view) => answer.with_view(view),
+        None => answer,
+    })
 }
 
 /// `query_history`.

@@ -406,3 +406,113 @@ fn history_tools_read_a_watched_database() {
     assert_eq!(got["groups"][0]["signature"], "hung_task:mnt_want_write");
     assert_eq!(got["groups"][0]["hosts"], json!(["othervm", "testvm"]));
 }
+
+/// `list_reports` lists each group's latest reports; `get_report` explains one of them: the
+/// analysis `kflame analyze` gives for its text (with the culprit's source from a tree), the
+/// same signature over the whole history, and its host's CPU profile before it, whose total is
+/// the store's for that window.
+#[test]
+fn get_report_explains_a_stored_report_with_what_came_before_it() {
+    use kflame_store::{OpenMode, Query, Sqlite, Store, StoredReport};
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("history.db");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../kflame-serve/tests/data/watched-cgroups.db"),
+        &db,
+    )
+    .unwrap();
+    let report = data().join("kernel-log/captures/dmesg-hung-task-calltrace.txt");
+    let text = std::fs::read_to_string(&report).unwrap();
+    // The same real hung-task report on two hosts: on `testvm`, the watched host, at the end of
+    // its history (so that its CPU profile covers the minute before), and a day earlier on
+    // `othervm`.
+    let (_, end) = Sqlite::open(&db, OpenMode::Read).unwrap().time_bounds().unwrap().unwrap();
+    let at = end - 1_000_000_000;
+    {
+        let mut st = Sqlite::open(&db, OpenMode::Write).unwrap();
+        for (host, t) in [("othervm", at - 86_400_000_000_000), ("testvm", at)] {
+            st.append_report(&StoredReport {
+                host,
+                time_ns: t,
+                kind: "hung_task",
+                title: "INFO: task hung",
+                stack: "",
+                text: &text,
+            })
+            .unwrap();
+        }
+        st.flush().unwrap();
+    }
+    let tree = tmp.path().join("linux");
+    write(&tree, "Makefile", "VERSION = 6\nPATCHLEVEL = 1\n");
+    write(&tree, "include/linux/fs.h", "struct vfsmount;\nint mnt_want_write(struct vfsmount *m);\n");
+    write(
+        &tree,
+        "fs/namespace.c",
+        "#include <linux/fs.h>\n\nint mnt_want_write(struct vfsmount *m)\n{\n\treturn __mnt_want_write(m);\n}\n",
+    );
+    let mut c = config(vec![], &tmp.path().join("cache"));
+    c.db = Some(db.clone());
+    c.kernel_src = Some(tree);
+    let s = server(c);
+
+    let (err, got, text) =
+        call(&s, "list_reports", json!({"from": "2020-01-01T00:00:00Z", "to": "2100-01-01T00:00:00Z"}));
+    assert!(!err, "{text}");
+    let g = &got["groups"][0];
+    assert_eq!(g["signature"], "hung_task:mnt_want_write");
+    let latest = g["latest"].as_array().unwrap();
+    assert_eq!(latest.len(), 2);
+    assert_eq!(latest[0]["host"], "testvm");
+    let time = latest[0]["time"].as_str().unwrap().to_string();
+
+    let (err, got, out) = call(&s, "get_report", json!({"time": time}));
+    assert!(!err, "{out}");
+    assert_eq!(got["host"], "testvm");
+    assert_eq!(got["time_ns"], json!(at));
+    assert_eq!(got["signature"], "hung_task:mnt_want_write");
+    // The analysis is analyze's for the same text (its trace cut to what fits a model's
+    // context, as analyze_kernel_log cuts it), with the culprit's source.
+    let want = cli_json(&report, Format::KernelLog);
+    let (e, w) = (&got["analysis"]["error"], &want["groups"][0]["error"]);
+    for k in ["kind", "title", "header", "kernel", "comm", "pid", "culprit", "callers", "blame"] {
+        assert_eq!(e[k], w[k], "{k}");
+    }
+    let (t, wt) = (e["trace"].as_array().unwrap(), w["trace"].as_array().unwrap());
+    assert_eq!(t[..], wt[..t.len()]);
+    assert_eq!(e["trace_more"], json!(wt.len() - t.len()));
+    assert_eq!(got["analysis"]["resolution"]["source"]["file"], "fs/namespace.c");
+    assert_eq!(got["analysis"]["resolution"]["source"]["start"], 3);
+    // Seen on both hosts.
+    assert_eq!(got["similar"]["count"], 2);
+    assert_eq!(got["similar"]["hosts"], json!(["othervm", "testvm"]));
+    // The minute before: the store's CPU profile of testvm over it.
+    let q = kflame_store::ProfileQuery {
+        host: Some("testvm"),
+        ..kflame_store::ProfileQuery::new(kflame_store::Kind::Cpu, at - 60_000_000_000, at)
+    };
+    let p = Sqlite::open(&db, OpenMode::Read).unwrap().profile(&q).unwrap();
+    assert!(!p.stacks.total().is_zero());
+    assert_eq!(got["before"]["seconds"], 60);
+    assert_eq!(got["before"]["cpu"]["total"]["weight"], json!(p.stacks.total().to_string()));
+    assert!(
+        out.contains("hung_task: INFO: task hung")
+            && out.contains("2 reports with this signature on 2 hosts"),
+        "{out}"
+    );
+    // The other host's report a day earlier: nothing stored before it.
+    let (err, got, out) = call(&s, "get_report", json!({"time": latest[1]["time"], "host": "othervm"}));
+    assert!(!err, "{out}");
+    assert_eq!(got["before"]["cpu"], Value::Null);
+
+    // Bad arguments are tool errors that say what to do.
+    let (err, _, out) = call(&s, "get_report", json!({"time": "2020-01-01T00:00:00Z"}));
+    assert!(
+        err && out.contains("no kernel report at 2020-01-01T00:00:00Z") && out.contains("list_reports"),
+        "{out}"
+    );
+    let (err, _, out) = call(&s, "get_report", json!({"time": time, "before": 0}));
+    assert!(err && out.contains("expected 1 to 3600"), "{out}");
+    let (err, _, out) = call(&s, "get_report", json!({"time": "yesterday-ish"}));
+    assert!(err && out.contains("time"), "{out}");
+}

@@ -1045,66 +1045,28 @@ async fn reports(State(app): State<Arc<App>>, Params(args): Args) -> Result<Resp
         .await
 }
 
-/// The reports of one signature.
-#[derive(serde::Serialize)]
-struct ReportGroup {
-    signature: String,
-    count: usize,
-    first_seen: i64,
-    last_seen: i64,
-    hosts: std::collections::BTreeSet<String>,
-    kernels: std::collections::BTreeSet<String>,
-    /// Its distinct titles, in order of first appearance (at most 8).
-    titles: Vec<String>,
-    /// The latest [`SIMILAR_LISTED`], newest first.
-    reports: Vec<Value>,
-}
-
 /// The reports of `events` on the hosts `hosts` names, grouped by signature (the
-/// explainer's, else kind and stored title), most frequent first, ties by first seen.
-fn report_groups(events: &[Event], hosts: &Hosts, explain: Option<&dyn crate::Explain>) -> Vec<ReportGroup> {
-    let mut groups: Vec<ReportGroup> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    for e in events {
-        let Event::Report { host, time_ns, kind, title, text, .. } = e else { continue };
-        if !hosts.matches(host) {
-            continue;
-        }
-        let (signature, kernel) = match explain.and_then(|x| x.sign(text)) {
-            Some(s) => (s.signature, s.kernel),
-            None => (format!("{kind}:{title}"), None),
-        };
-        let i = *index.entry(signature.clone()).or_insert_with(|| {
-            groups.push(ReportGroup {
-                signature,
-                count: 0,
-                first_seen: *time_ns,
-                last_seen: *time_ns,
-                hosts: Default::default(),
-                kernels: Default::default(),
-                titles: Vec::new(),
-                reports: Vec::new(),
-            });
-            groups.len() - 1
-        });
-        let g = &mut groups[i];
-        g.count += 1;
-        g.first_seen = g.first_seen.min(*time_ns);
-        g.last_seen = g.last_seen.max(*time_ns);
-        g.hosts.insert(host.clone());
-        g.kernels.extend(kernel);
-        if g.titles.len() < 8 && !g.titles.contains(title) {
-            g.titles.push(title.clone());
-        }
-        // `ns`: the time as text, exact in JavaScript (see `event_json`).
-        g.reports.push(json!({ "time": time_ns, "ns": time_ns.to_string(), "host": host, "title": title }));
-    }
-    for g in &mut groups {
-        g.reports.sort_by_key(|r| std::cmp::Reverse(r["time"].as_i64()));
-        g.reports.truncate(SIMILAR_LISTED);
-    }
-    groups.sort_by_key(|g| (std::cmp::Reverse(g.count), g.first_seen));
-    groups
+/// explainer's, else kind and stored title), most frequent first, ties by first seen: each
+/// group's count, first and last seen, hosts, kernels, titles and latest
+/// [`SIMILAR_LISTED`] reports (`time`, and `ns`, the time as text, exact in JavaScript).
+fn report_groups(events: &[Event], hosts: &Hosts, explain: Option<&dyn crate::Explain>) -> Vec<Value> {
+    let mut sign =
+        |_: &str, _: &str, text: &str| explain.and_then(|x| x.sign(text)).map(|s| (s.signature, s.kernel));
+    kflame_store::reports::group_reports(events, |h| hosts.matches(h), &mut sign, SIMILAR_LISTED)
+        .into_iter()
+        .map(|g| {
+            let reports: Vec<Value> = g
+                .latest
+                .iter()
+                .map(|r| json!({ "time": r.time_ns, "ns": r.time_ns.to_string(), "host": r.host, "title": r.title }))
+                .collect();
+            json!({
+                "signature": g.signature, "count": g.count, "first_seen": g.first_seen,
+                "last_seen": g.last_seen, "hosts": g.hosts, "kernels": g.kernels, "titles": g.titles,
+                "reports": reports,
+            })
+        })
+        .collect()
 }
 
 /// The reports of the whole history with signature `signature` (its [`ReportGroup`]).
@@ -1113,8 +1075,8 @@ fn similar_reports(db: &dyn Query, explain: &dyn crate::Explain, signature: &str
     let all = db.reports(lo, hi.saturating_add(1), None).map_err(ApiError::store)?;
     let every_host = Hosts::of(&HashMap::new());
     let group =
-        report_groups(&all, &every_host, Some(explain)).into_iter().find(|g| g.signature == signature);
-    serde_json::to_value(group).map_err(|e| ApiError::internal(e.to_string()))
+        report_groups(&all, &every_host, Some(explain)).into_iter().find(|g| g["signature"] == signature);
+    Ok(group.unwrap_or(Value::Null))
 }
 
 /// The profile of `kind` of `host` in the `secs` seconds before `time` (viewer data with its

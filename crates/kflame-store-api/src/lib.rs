@@ -27,6 +27,7 @@ pub use kflame::latency::{Histogram, LatencyKind};
 pub mod derived;
 pub mod heatmap;
 pub mod metrics;
+pub mod reports;
 pub mod time;
 
 /// Decimals a metric value keeps in a store (see [`stored_metric_value`]).
