@@ -7,10 +7,11 @@
 //! by the test: the culprit's file with the function and its caller, a `MAINTAINERS` section,
 //! and three commits made with git, one of which names the function.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use std::ffi::OsStr;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
 use kflame_store::{Metric, OpenMode, Sqlite, Store, StoredReport};
 use serde_json::Value;
@@ -90,21 +91,6 @@ fn kernel_tree(root: &Path) {
     );
 }
 
-/// `GET path` with the token; the status line and the body.
-fn get(addr: &str, token: &str, path: &str) -> (String, String) {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut r = String::new();
-    s.read_to_string(&mut r).unwrap();
-    let (head, body) = r.split_once("\r\n\r\n").unwrap();
-    (head.lines().next().unwrap().to_string(), body.to_string())
-}
-
 #[test]
 fn serve_explains_reports_with_the_kernel_tree_and_history_as_analyze_does() {
     let dir = tempfile::tempdir().unwrap();
@@ -131,8 +117,6 @@ fn serve_explains_reports_with_the_kernel_tree_and_history_as_analyze_does() {
         .unwrap();
         s.flush().unwrap();
     }
-    let token = dir.path().join("token");
-    std::fs::write(&token, "reports-token-3\n").unwrap();
     let (t, i, g, f) = (
         tree.to_str().unwrap(),
         index.to_str().unwrap(),
@@ -152,24 +136,15 @@ fn serve_explains_reports_with_the_kernel_tree_and_history_as_analyze_does() {
     let cli: Value = serde_json::from_slice(&out.stdout).unwrap();
     let want = &cli["groups"][0];
 
-    let mut serve = Command::new(KFLAME)
-        .args(["serve", "--db"])
-        .arg(&db)
-        .args(["--kernel-src", t, "--index", i, "--kernel-git", g, "--fix-index", f])
-        .args(["--listen", "127.0.0.1:0", "--token-file"])
-        .arg(&token)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(serve.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let addr = line.split("http://").nth(1).and_then(|r| r.split('/').next()).map(str::to_string);
-    let answer =
-        addr.as_deref().map(|a| get(a, "reports-token-3", &format!("/api/report?time={}", T0 + SEC)));
-    let _ = serve.kill();
-    let _ = serve.wait();
-    let (status, body) = answer.unwrap_or_else(|| panic!("no address in {line:?}"));
+    let served = common::Served::start(
+        dir.path(),
+        &[OsStr::new("--db"), db.as_os_str()]
+            .into_iter()
+            .chain(["--kernel-src", t, "--index", i, "--kernel-git", g, "--fix-index", f].map(OsStr::new))
+            .collect::<Vec<_>>(),
+        "reports-token-3",
+    );
+    let (status, body) = served.get(&format!("/api/report?time={}", T0 + SEC));
     assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
     let r: Value = serde_json::from_str(&body).unwrap();
     let a = &r["analysis"];

@@ -505,6 +505,79 @@ fn live_kernel_report_is_stored_and_fires_its_rule() {
     assert!(events.iter().any(|e| matches!(e, Event::Capture { kind: Kind::Blocked, .. })), "{events:?}");
 }
 
+/// A WARNING written to the kernel log while `kflame watch` runs is served by `kflame serve`
+/// (started beside the running watcher, reading its database) explained: the culprit and
+/// signature `kflame analyze --json` gives for the same text, the same bug's count, and the
+/// host's CPU profile of the minute before it, which the watcher had stored.
+#[test]
+fn live_a_kernel_report_is_served_explained_with_the_minute_before() {
+    let _serial = serial();
+    use std::io::Write;
+    let Some(env) = Env::get("live_a_kernel_report_is_served_explained_with_the_minute_before") else {
+        return;
+    };
+    let db = db_path(&env, "served-report");
+    let w = spawn_watch(Command::new(env.kflame).arg("watch").arg("--db").arg(&db).args([
+        "--log-level",
+        "info",
+        "--bucket",
+        "2s",
+        "--program-budget",
+        "0",
+    ]));
+    // Some CPU profile stored before the report, and /dev/kmsg followed (from its end).
+    wait_for("the first CPU samples stored", &w, || last_sample(&open_read(&db)?));
+    let written = [
+        "------------[ cut here ]------------",
+        "WARNING: CPU: 1 PID: 1 at kflame-serve-test.c:7 kflame_serve_test_warning+0x4/0x10",
+        "Call Trace:",
+        " <TASK>",
+        " kflame_serve_test_warning+0x4/0x10",
+        " kflame_serve_test_caller+0x10/0x20",
+        " </TASK>",
+        "---[ end trace 0000000000000000 ]---",
+    ];
+    {
+        let mut kmsg = std::fs::OpenOptions::new().write(true).open("/dev/kmsg").unwrap(); // live: the kernel log
+        for line in written {
+            kmsg.write_all(format!("<4>{line}").as_bytes()).unwrap();
+        }
+    }
+    let (host, time) = wait_for("the report stored", &w, || {
+        open_read(&db)?.events(0, i64::MAX, None).ok()?.into_iter().find_map(|e| match e {
+            Event::Report { host, time_ns, stack, .. } if stack.contains("kflame_serve_test_warning") => {
+                Some((host, time_ns))
+            }
+            _ => None,
+        })
+    });
+    let served =
+        common::Served::start(&env.dir, &[std::ffi::OsStr::new("--db"), db.as_os_str()], "live-serve-7");
+    let (status, body) = served.get(&format!("/api/report?time={time}&host={host}"));
+    drop(served);
+    let (code, _, err) = w.term();
+    assert_eq!(code.code(), Some(0), "{err}");
+    assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
+    let r: serde_json::Value = serde_json::from_str(&body).unwrap();
+
+    // What `kflame analyze --json` says of the text written.
+    let file = env.dir.join(format!("{}-served-report.txt", std::process::id()));
+    std::fs::write(&file, written.join("\n") + "\n").unwrap();
+    let out = Command::new(env.kflame).args(["analyze", "--json"]).arg(&file).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let cli: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let want = &cli["groups"][0];
+    assert_eq!(want["error"]["culprit"]["function"], "kflame_serve_test_warning");
+    assert_eq!(r["analysis"]["error"]["culprit"], want["error"]["culprit"]);
+    assert_eq!(r["signature"], want["signature"]);
+    assert_eq!(r["similar"]["count"], 1);
+    assert_eq!(r["similar"]["hosts"], serde_json::json!([host]));
+    // The minute before: the CPU profile the watcher stored, with its samples.
+    let cpu = &r["before"]["cpu"];
+    assert!(cpu["samples"].as_u64().is_some_and(|n| n > 0), "{}", r["before"]);
+    assert_eq!(cpu["info"]["host"], host.as_str());
+}
+
 /// The latency issue's case: a program writing 64 KiB with O_DSYNC in a known function
 /// (`kf_dsync_writer`). The write latency's p99, a metric summed in the kernel, crosses the
 /// rule's threshold and fires a system-call capture; the stored p99 of `write` shows the

@@ -269,3 +269,65 @@ impl Drop for FrozenFs {
         let _ = std::fs::remove_dir(&self.mnt);
     }
 }
+
+/// A `kflame serve` started by a test (on a free loopback port), killed when dropped.
+pub(crate) struct Served {
+    child: Child,
+    /// `127.0.0.1:PORT`.
+    pub(crate) addr: String,
+    token: String,
+}
+
+impl Served {
+    /// Starts `kflame serve ARGS --listen 127.0.0.1:0` with `token` (written to
+    /// `dir/serve-token`) and reads the address it prints.
+    pub(crate) fn start(dir: &Path, args: &[&std::ffi::OsStr], token: &str) -> Served {
+        use std::io::BufRead;
+        let file = dir.join(format!("serve-token-{}", std::process::id()));
+        std::fs::write(&file, format!("{token}\n")).expect("write the token");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kflame"))
+            .arg("serve")
+            .args(args)
+            .args(["--listen", "127.0.0.1:0", "--token-file"])
+            .arg(&file)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start kflame serve");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut line)
+            .expect("read");
+        let addr = line.split("http://").nth(1).and_then(|r| r.split('/').next()).map(str::to_string);
+        let Some(addr) = addr else {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("wait");
+            panic!("kflame serve printed no address: {line:?} {}", String::from_utf8_lossy(&out.stderr));
+        };
+        Served { child, addr, token: token.to_string() }
+    }
+
+    /// `GET path` with the token: the status line and the body.
+    pub(crate) fn get(&self, path: &str) -> (String, String) {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(&self.addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n",
+            self.addr, self.token
+        )
+        .expect("send");
+        let mut r = String::new();
+        s.read_to_string(&mut r).expect("read");
+        let (head, body) = r.split_once("\r\n\r\n").unwrap_or((&r, ""));
+        (head.lines().next().unwrap_or("").to_string(), body.to_string())
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
