@@ -70,8 +70,21 @@ pub fn server_binary() -> Option<PathBuf> {
 }
 
 impl Rig {
-    /// Starts `n` servers and waits until each answers (at most 60 s each).
+    /// Starts `n` servers and waits until each answers (at most 60 s each). A port chosen
+    /// free can be taken by another program before the server binds it: the rig is then
+    /// started again on other ports (three times at most).
     pub fn start(n: usize) -> Result<Rig, String> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match Rig::start_once(n) {
+                Err(e) if tries < 3 && e.contains("Address already in use") => continue,
+                r => return r,
+            }
+        }
+    }
+
+    fn start_once(n: usize) -> Result<Rig, String> {
         let bin = server_binary().ok_or(
             "clickhouse-server is not installed (Debian: apt-get install clickhouse-server; scripts/test does it)",
         )?;

@@ -102,6 +102,8 @@ fn syzkaller_corpus() {
     // Titles on uncorrupted reports: held out (the figure), and the others' misses (listed
     // with KFLAME_TITLE_MISSES=1, for work on the rules).
     let (mut held_titles, mut held_title_n) = (0, 0);
+    // And on corrupted held-out reports (syzkaller's `in corrupted` form; informative).
+    let (mut held_cut_titles, mut held_cut_n) = (0, 0);
     let show_misses = std::env::var_os("KFLAME_TITLE_MISSES").is_some();
     for name in &names {
         let name = name.to_string_lossy().into_owned();
@@ -124,6 +126,10 @@ fn syzkaller_corpus() {
             if held_out && !exp.corrupted {
                 held_title_n += 1;
                 held_titles += o.title_same as u32;
+            }
+            if held_out && exp.corrupted {
+                held_cut_n += 1;
+                held_cut_titles += o.title_same as u32;
             }
             if show_misses && !held_out && !exp.corrupted && !o.title_same {
                 println!("TITLE MISS {name}: {}", o.detail);
@@ -156,6 +162,10 @@ fn syzkaller_corpus() {
     println!(
         "same title as syzkaller, uncorrupted held-out reports: {held_titles}/{held_title_n} = {:.1}%",
         pct(held_titles, held_title_n)
+    );
+    println!(
+        "same title as syzkaller, corrupted held-out reports (informative): {held_cut_titles}/{held_cut_n} = {:.1}%",
+        pct(held_cut_titles, held_cut_n)
     );
     // syzkaller's own title (TITLE or ALT) for at least 90% of the uncorrupted reports no
     // rule was written from: a title pasted into syzbot's or lore's search finds the bug.

@@ -16,7 +16,7 @@ cookie and drops it from the address), or send `Authorization: Bearer TOKEN`.
 Examples:
   kflame serve             # /var/lib/kflame/kflame.db, what `watch` writes
   kflame serve --db other.db
-  kflame serve --kernel-src ~/linux --kernel-git ~/linux   # reports with source and fixes
+  kflame serve --kernel-src ~/linux --kernel-git ~/linux  # with source, fixes
   KFLAME_CLICKHOUSE_PASSWORD_FILE=/etc/kflame/ch.pw \\
       kflame serve --store clickhouse+http://ch1:8123/kflame
   curl -H \"Authorization: Bearer $(cat tok)\" 'http://127.0.0.1:7420/api/info'")]

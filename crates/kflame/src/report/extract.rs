@@ -6,7 +6,9 @@ use super::fields::{self, Fields};
 use super::frame::{arm32_caller, parse_frame};
 use super::prefix::strip;
 use super::start::{ALLOC_FAILURE_TITLE, RUST_PANIC, Role, Start, classify, embedded, is_checker_warning};
-use super::title::{is_address, is_machinery, title_function, title_name, volatile_parts_replaced};
+use super::title::{
+    is_address, is_machinery, names_a_function, title_function, title_name, volatile_parts_replaced,
+};
 use super::{
     ExtraStack, Frame, Kind, MAX_EXTRA_FRAMES, MAX_EXTRA_STACKS, MAX_FRAMES, MAX_OPEN, Report, Section,
 };
@@ -90,6 +92,10 @@ struct Open {
     /// timestamped one is the kernel's and a report, trace or not, as syzkaller takes every
     /// `WARNING:` line but its list of notices; drivers' pr_warn() notices among them.)
     tentative: bool,
+    /// The title is a generic message's own words (`BUG: something odd`, a `WARNING:` notice):
+    /// no title format of syzkaller's names a function for it, so a report of it without one
+    /// is not "in corrupted".
+    generic: bool,
     gap: u32,
     idle: u32,
     touched: u64,
@@ -340,6 +346,10 @@ impl ReportExtractor {
         };
         r.title = volatile_parts_replaced(&match function {
             Some(f) => format!("{} in {f}", o.prefix),
+            // No frame could be named where the title names one: syzkaller's form.
+            None if !o.generic && names_a_function(r.kind(), &o.prefix) => {
+                format!("{} in corrupted", o.prefix)
+            }
             None => o.prefix,
         });
         self.done.push_back(r);
@@ -382,6 +392,7 @@ impl Open {
             arm_caller: None,
             site: None,
             tentative: start.needs_stamp && !stamped,
+            generic: start.generic,
             bare_start: false,
             dump_after_bare: false,
             gap: 0,
@@ -458,11 +469,13 @@ impl Open {
         {
             self.r.kind = Some(Kind::Warning);
             self.prefix = "WARNING".to_string();
+            self.generic = false;
             self.function = self.function.take().or(s.function);
             return;
         }
         if (s.role == Role::Leads || s.kind != Kind::Panic) && self.refinable(&s) && !self.main_started {
             self.prefix = s.prefix.clone();
+            self.generic = s.generic;
             if matches!(s.kind, Kind::HardLockup | Kind::SoftLockup) {
                 self.r.kind = Some(s.kind);
             }
@@ -475,6 +488,7 @@ impl Open {
         if self.r.kind == Some(Kind::Panic) && s.kind != Kind::Panic && !s.generic && !self.main_started {
             self.r.kind = Some(s.kind);
             self.prefix = s.prefix;
+            self.generic = false;
         }
         self.r.cpu = self.r.cpu.or(s.cpu);
         self.r.pid = self.r.pid.or(s.pid);

@@ -319,6 +319,43 @@ pub(crate) fn title_function(r: &Report, named: &[String]) -> Option<String> {
     Some(rename.map_or_else(|| name(&frame.function), str::to_string))
 }
 
+/// Titles that name no function, as syzkaller's title formats (`pkg/report/linux.go`) give
+/// them: those formats extract no frame, so a report of theirs that is cut is not "in
+/// corrupted". Every other report whose kind names a function is titled `PREFIX in FUNC`,
+/// and `PREFIX in corrupted` when no frame can be named (syzkaller: a format with a stack
+/// whose frame extraction fails names the frame `corrupted`).
+const NO_FUNCTION_TITLES: &[&str] = &[
+    // kernel/workqueue.c wq_watchdog_timer_fn()
+    "BUG: workqueue lockup",
+    // kernel/fork.c check_mm()
+    "BUG: Bad rss-counter state",
+    "BUG: non-zero nr_ptes on freeing mm",
+    "BUG: non-zero nr_pmds on freeing mm",
+    "BUG: non-zero pgtables_bytes on freeing mm",
+    // mm/memory.c print_bad_pte()
+    "BUG: Bad page map",
+    // mm/slub.c slab_bug()
+    "BUG: Object already free",
+    // arch/x86/kernel/unwind_frame.c
+    "WARNING: kernel stack regs has bad value",
+    "WARNING: kernel stack frame pointer has bad value",
+    // A report of which only the first words came (syzkaller's own corrupted titles).
+    "BUG: corrupted",
+    "WARNING: corrupted",
+    "INFO: corrupted",
+    // A page fault header whose kind of fault was cut.
+    "BUG: unable to handle kernel",
+];
+
+/// Whether a report of `kind` titled `prefix` names a function in its title (see
+/// [`NO_FUNCTION_TITLES`]): panics name one only when their message does, OOM kills and
+/// one-line reports never, KCSAN races by their own line.
+pub(crate) fn names_a_function(kind: Kind, prefix: &str) -> bool {
+    !matches!(kind, Kind::Panic | Kind::Oom | Kind::Other | Kind::Kcsan)
+        && !NO_FUNCTION_TITLES.contains(&prefix)
+        && !prefix.starts_with("KCSAN: ")
+}
+
 /// The first function the report's lines name that is not an address, for a report whose
 /// trace holds no frame: none for stalls, whose lines name no culprit.
 fn named_fallback(r: &Report, kind: Kind, named: &[String]) -> Option<String> {
