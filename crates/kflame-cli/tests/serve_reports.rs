@@ -169,3 +169,110 @@ fn serve_explains_reports_with_the_kernel_tree_and_history_as_analyze_does() {
     assert_eq!(a["signature"], want["signature"]);
     assert_eq!(r["signature"], want["signature"]);
 }
+
+/// The log of a syzkaller corpus file: after its `KEY: value` header lines, before its
+/// `REPORT:` section.
+fn corpus_log(data: &str) -> &str {
+    let mut rest = data;
+    while let Some((line, after)) = rest.split_once('\n') {
+        let key = line.split(':').next().unwrap_or("");
+        let header = line.starts_with('#')
+            || (!key.is_empty()
+                && line.contains(':')
+                && key.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'));
+        if line.is_empty() {
+            rest = after;
+            break;
+        }
+        if !header {
+            break;
+        }
+        rest = after;
+    }
+    rest.find("\n\nREPORT:\n").map_or(rest, |i| &rest[..=i])
+}
+
+/// Every report of syzkaller's corpus in the project (`crates/kflame/tests/data/kernel-log/
+/// syzkaller/report/`, real reports of many bugs), replayed into a history on three hosts,
+/// is grouped by `kflame serve`'s Reports view into the bugs the analyzer's signatures make
+/// of the same reports: the same groups, counts and hosts; and a report's "seen before" is
+/// its group.
+#[test]
+fn the_syzkaller_corpus_replayed_into_a_history_groups_as_the_analyzer_groups_it() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let dir = tempfile::tempdir().unwrap();
+    let corpus =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../kflame/tests/data/kernel-log/syzkaller/report");
+    let mut names: Vec<_> = std::fs::read_dir(&corpus).unwrap().map(|e| e.unwrap().path()).collect();
+    names.sort();
+    let db = dir.path().join("history.db");
+    let mut analyzer = kflame_analyze::ReportAnalyzer::new();
+    let mut want_hosts: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut stored = Vec::new();
+    {
+        let mut s = Sqlite::open(&db, OpenMode::Write).unwrap();
+        s.append_metrics("syz-0", T0, &[Metric { name: "cpu.usr", label: "", value: 1.0 }]).unwrap();
+        for (i, path) in names.iter().enumerate() {
+            let data = String::from_utf8_lossy(&std::fs::read(path).unwrap()).into_owned();
+            let log = corpus_log(&data);
+            let Some(r) = kflame::report::ReportExtractor::extract_all(log.as_bytes()).into_iter().next()
+            else {
+                continue;
+            };
+            let host = format!("syz-{}", i % 3);
+            let time = T0 + (i as i64 + 1) * SEC;
+            analyzer.add_report("corpus", &r);
+            let (signature, _) = kflame_analyze::reports::signature(&r);
+            want_hosts.entry(signature.clone()).or_default().insert(host.clone());
+            let stack: Vec<&str> = r.frames.iter().rev().map(|f| f.function.as_str()).collect();
+            s.append_report(&StoredReport {
+                host: &host,
+                time_ns: time,
+                kind: r.kind().name(),
+                title: &r.title,
+                stack: &stack.join(";"),
+                text: log,
+            })
+            .unwrap();
+            stored.push((host, time, signature));
+        }
+        s.append_metrics(
+            "syz-0",
+            T0 + (names.len() as i64 + 2) * SEC,
+            &[Metric { name: "cpu.usr", label: "", value: 1.0 }],
+        )
+        .unwrap();
+        s.flush().unwrap();
+    }
+    assert!(stored.len() > 400, "{} reports replayed", stored.len());
+    let want: BTreeMap<String, usize> =
+        analyzer.finish(None, None, 0).into_iter().map(|g| (g.signature, g.count)).collect();
+    assert!(want.len() > 100, "{} bugs", want.len());
+
+    let served = common::Served::start(dir.path(), &[OsStr::new("--db"), db.as_os_str()], "corpus-token-5");
+    let (status, body) = served.get("/api/reports?from=0&to=4000000000000000000");
+    assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
+    let a: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(a["explained"], true);
+    let mut got: BTreeMap<String, usize> = BTreeMap::new();
+    for g in a["groups"].as_array().unwrap() {
+        let sig = g["signature"].as_str().unwrap().to_string();
+        let hosts: BTreeSet<String> =
+            g["hosts"].as_array().unwrap().iter().map(|h| h.as_str().unwrap().to_string()).collect();
+        assert_eq!(Some(&hosts), want_hosts.get(&sig), "{sig}");
+        got.insert(sig, g["count"].as_u64().unwrap() as usize);
+    }
+    assert_eq!(got, want);
+    // A report's "seen before" is its group, over the whole history.
+    for (host, time, signature) in stored.iter().step_by(50) {
+        let (status, body) = served.get(&format!("/api/report?time={time}&host={host}"));
+        assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
+        let r: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(r["signature"], signature.as_str());
+        assert_eq!(
+            r["similar"]["count"].as_u64().map(|n| n as usize),
+            want.get(signature).copied(),
+            "{signature}"
+        );
+    }
+}
