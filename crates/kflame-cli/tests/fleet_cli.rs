@@ -271,8 +271,172 @@ fn live_three_watchers_write_through_an_outage_and_lose_nothing() {
         let spool = kflame_clickhouse::spool::Spool::open(&d.join(format!("spool-{i}.db")), 1 << 30).unwrap();
         assert!(spool.is_empty(), "{host}: spool left with {spool:?}");
     }
+    // Each host's own label, and its kernel release, which the watcher adds.
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap(); // live: the kernel's release
     assert_eq!(
         r.host_labels().unwrap(),
-        (0..3).map(|i| (format!("fleet-h{i}"), format!("n={i}"))).collect::<Vec<_>>()
+        (0..3)
+            .map(|i| (format!("fleet-h{i}"), format!("n={i},kernel={}", release.trim())))
+            .collect::<Vec<_>>()
+    );
+}
+
+/// `query --base-label`: two hosts labelled with their kernels (as `watch --store` labels
+/// them), one running the same real stacks as the other but for those through one frame;
+/// the comparison's BEFORE and AFTER columns are each host's samples, stack by stack; the
+/// frame is among the functions that grew; and, with a kernel git history made here (tags
+/// v6.1 and v6.8, a commit between them changing the function), that commit is listed.
+#[test]
+fn kernels_compared_across_the_fleet_name_the_commits_between_them() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let rig = Rig::start(1).unwrap();
+    let url = rig.url(0, "kernels", false);
+    ok(&rig, &["store", "init", "--store", &url]);
+    let stacks = fleet::expand(
+        &std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../kflame/tests/data/render/perf-sys-cpuclock.folded"
+        ))
+        .unwrap(),
+    );
+    // A frame of 10 to 40% of the samples, not in every stack: the new kernel's regression.
+    let mut count: BTreeMap<&[u8], usize> = BTreeMap::new();
+    for s in &stacks {
+        let frames: BTreeSet<&[u8]> = s.split(|&b| b == b';').collect();
+        for f in frames {
+            *count.entry(f).or_default() += 1;
+        }
+    }
+    let n = stacks.len();
+    let (frame, _) = count
+        .iter()
+        .find(|(f, c)| {
+            **c * 10 >= n && **c * 10 <= n * 4 && f.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        })
+        .expect("a frame of 10 to 40% of the samples");
+    let frame = String::from_utf8(frame.to_vec()).unwrap();
+    let has = |s: &[u8]| s.split(|&b| b == b';').any(|f| f == frame.as_bytes());
+    let without: Vec<Vec<u8>> = stacks.iter().filter(|s| !has(s)).cloned().collect();
+    let meta = Meta { unit: Unit::Samples, event: Some("cpu-clock".into()) };
+    let mut written: BTreeMap<&str, BTreeMap<Vec<u8>, u64>> = BTreeMap::new();
+    for (h, (host, label, set)) in
+        [("old-1", "kernel=6.1.0-13-amd64", &without), ("new-1", "kernel=6.8.0-1-amd64", &stacks)]
+            .into_iter()
+            .enumerate()
+    {
+        let opts = WriterOptions { labels: label.to_string(), ..WriterOptions::default() };
+        let mut w =
+            Writer::open(&rig.location(0, "kernels", false), &dir(&format!("kspool-{h}")).join("s.db"), opts)
+                .unwrap();
+        let samples = fleet::host_samples(h, T0, 60, 19, 2, set);
+        fleet::write_buckets(&mut w, host, Kind::Cpu, &meta, &samples, T0, 10 * SEC).unwrap();
+        w.flush().unwrap();
+        let m = written.entry(host).or_default();
+        for s in &samples {
+            *m.entry(s.stack.clone()).or_default() += 1;
+        }
+    }
+    // A kernel history: the function defined at v6.1, changed before v6.8.
+    let git_dir = dir("kernel-git");
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&git_dir)
+            .args(["-c", "user.name=T", "-c", "user.email=t@example.org", "-c", "commit.gpgsign=false"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    let file = git_dir.join("kernel/x.c");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    git(&["init", "-q", "-b", "master"]);
+    std::fs::write(&file, format!("int {frame}(int a)\n{{\n\treturn a;\n}}\n")).unwrap();
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "Linux 6.1"]);
+    git(&["tag", "v6.1"]);
+    std::fs::write(&file, format!("int {frame}(int a)\n{{\n\treturn a + 1;\n}}\n")).unwrap();
+    git(&["commit", "-q", "-am", &format!("x: make {frame} slower")]);
+    git(&["tag", "v6.8"]);
+
+    let range = ["--from", "2025-11-24T16:00:00Z", "--to", "2025-11-24T16:01:00Z"];
+    let out = kflame(
+        &rig,
+        &[
+            &["query", "--store", &url][..],
+            &range[..],
+            &["--label", "kernel=6.8.0-1-amd64", "--base-label", "kernel=6.1.0-13-amd64"],
+            &["--kernel-git", git_dir.to_str().unwrap()],
+        ]
+        .concat(),
+    );
+    let err: String = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .map(|l| l.strip_prefix("kflame: ").unwrap_or(l).to_string() + "\n")
+        .collect();
+    assert!(out.status.success(), "{err}");
+    // Stack by stack, BEFORE is old-1's samples and AFTER new-1's.
+    let mut got: BTreeMap<Vec<u8>, (u64, u64)> = BTreeMap::new();
+    for l in String::from_utf8(out.stdout).unwrap().lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+        let mut p = l.rsplitn(3, ' ');
+        let (a, b, s) = (p.next().unwrap(), p.next().unwrap(), p.next().unwrap());
+        got.insert(s.as_bytes().to_vec(), (b.parse().unwrap(), a.parse().unwrap()));
+    }
+    let mut want: BTreeMap<Vec<u8>, (u64, u64)> = BTreeMap::new();
+    for (s, c) in &written["old-1"] {
+        want.entry(s.clone()).or_default().0 += c;
+    }
+    for (s, c) in &written["new-1"] {
+        want.entry(s.clone()).or_default().1 += c;
+    }
+    assert_eq!(got, want);
+    assert!(
+        err.contains("BEFORE: old-1 (kernel 6.1.0-13-amd64)")
+            && err.contains("AFTER: new-1 (kernel 6.8.0-1-amd64)"),
+        "{err}"
+    );
+    let grew = err
+        .lines()
+        .find(|l| l.starts_with(&format!("grew: {frame} +")))
+        .unwrap_or_else(|| panic!("{frame} grew: {err}"));
+    assert!(grew.contains("(0.00% ->"), "{grew}");
+    let after_grew = err.split(grew).nth(1).unwrap();
+    assert!(after_grew.starts_with("\n  1 commit of v6.1..v6.8 changed it:"), "{err}");
+    assert!(after_grew.contains(&format!("x: make {frame} slower")), "{err}");
+
+    // Errors say what to do.
+    let e = kflame(
+        &rig,
+        &[&["query", "--store", &url][..], &range[..], &["--base-label", "kernel=6.1.0-13-amd64"]].concat(),
+    );
+    assert!(String::from_utf8_lossy(&e.stderr).contains("choose the AFTER hosts with --label or --hosts"));
+    let e = kflame(
+        &rig,
+        &[
+            &["query", "--store", &url][..],
+            &range[..],
+            &["--label", "kernel=6.8.0-1-amd64", "--base-label", "kernel=5.4"],
+        ]
+        .concat(),
+    );
+    assert!(
+        String::from_utf8_lossy(&e.stderr).contains("no host matches"),
+        "{}",
+        String::from_utf8_lossy(&e.stderr)
+    );
+    let e = kflame(
+        &rig,
+        &[
+            &["query", "--store", &url][..],
+            &range[..],
+            &["--label", "kernel=6.8.0-1-amd64", "--base-label", "kernel=6.1.0-13-amd64"],
+            &["--kernel-git", git_dir.to_str().unwrap(), "--kernel-range", "v6.1..v9.9"],
+        ]
+        .concat(),
+    );
+    assert!(
+        String::from_utf8_lossy(&e.stderr).contains("v9.9 names no commit"),
+        "{}",
+        String::from_utf8_lossy(&e.stderr)
     );
 }

@@ -459,6 +459,68 @@ impl Index {
         Ok(hits.into_iter().map(|h| h.1).collect())
     }
 
+    /// The full hash of revision `rev` (a tag, branch or hash) in the indexed repository,
+    /// `None` when it names no commit.
+    pub fn resolve(&self, rev: &str) -> Result<Option<String>, Error> {
+        self.repo.resolve(rev)
+    }
+
+    /// The commits of `from..to` (reachable from `to`, not from `from`, as `git log
+    /// from..to`) whose diffs touch `function` (a hunk of theirs is in it, or defines it),
+    /// newest first, at most `limit`; and how many there are in all. Only indexed commits
+    /// are found: `to` must be an ancestor of the indexed `HEAD`.
+    pub fn touching(
+        &self,
+        function: &str,
+        from: &str,
+        to: &str,
+        limit: usize,
+    ) -> Result<(Vec<Hit>, usize), Error> {
+        let mut ids = Vec::with_capacity(2);
+        for rev in [from, to] {
+            let id = self.repo.resolve(rev)?.ok_or_else(|| Error::UnknownRevision {
+                rev: rev.to_string(),
+                repo: self.repo.shown.clone(),
+            })?;
+            ids.push(id);
+        }
+        let range: FxHashSet<String> =
+            self.repo.rev_list(&[&format!("{}..{}", ids[0], ids[1])])?.into_iter().collect();
+        let searcher = self.reader.searcher();
+        let q = TermQuery::new(Term::from_field_text(self.f.hunk_fn, function), IndexRecordOption::Basic);
+        // Every commit of the history that touches it (a function's history is short next to
+        // the kernel's), kept when it lies in the range.
+        let all = searcher
+            .search(&q, &TopDocs::with_limit(self.stats.total.max(1)).order_by_score())
+            .map_err(|source| Error::Index { dir: self.dir.clone(), source })?;
+        let mut hits = Vec::new();
+        for (_, addr) in all {
+            let doc: TantivyDocument =
+                searcher.doc(addr).map_err(|source| Error::Index { dir: self.dir.clone(), source })?;
+            let text = |field: Field| doc.get_first(field).and_then(|v| v.as_str()).unwrap_or("").to_string();
+            let id = text(self.f.id);
+            if !range.contains(&id) {
+                continue;
+            }
+            let fixes: Vec<String> =
+                doc.get_all(self.f.fixes).filter_map(|v| v.as_str()).map(str::to_string).collect();
+            hits.push(Hit {
+                id,
+                date: text(self.f.date),
+                subject: text(self.f.subject),
+                score: 0.0,
+                matched: vec![format!("function:{function}")],
+                fixes_trailer: !fixes.is_empty(),
+                fixes,
+                after: true,
+            });
+        }
+        hits.sort_by(|a, b| b.date.cmp(&a.date).then_with(|| a.id.cmp(&b.id)));
+        let total = hits.len();
+        hits.truncate(limit);
+        Ok((hits, total))
+    }
+
     /// The subject of an indexed commit, from the index (no git call).
     fn stored_subject(&self, id: &str) -> Result<Option<String>, Error> {
         let searcher = self.reader.searcher();

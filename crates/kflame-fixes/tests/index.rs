@@ -186,3 +186,46 @@ fn after_from_the_graph_is_what_git_says() {
         assert_eq!(g, r, "after {rev} for {f}: graph only {:?}, git only {:?}", only(g, r), only(r, g));
     }
 }
+
+/// `touching`: the commits between two revisions whose diffs touch a function are those git
+/// gives for the range with a hunk in the function, newest first.
+#[test]
+fn touching_gives_the_commits_of_a_range_that_change_a_function() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (repo, order) = clone_at(tmp.path(), 600);
+    let idx = Index::open_or_build(&repo, None).unwrap();
+    let (from, to) = (&order[100], &order[500]);
+    let in_range: std::collections::HashSet<String> =
+        git(&repo, &["rev-list", &format!("{from}..{to}")]).lines().map(str::to_string).collect();
+    let f = "bpf_object__load";
+    // What git says: the commits of the range with a hunk header in the function.
+    let log = git(&repo, &["log", "-p", "--format=COMMIT %H", &format!("{from}..{to}")]);
+    let mut want = std::collections::HashSet::new();
+    let mut current = String::new();
+    for line in log.lines() {
+        if let Some(id) = line.strip_prefix("COMMIT ") {
+            current = id.to_string();
+        } else if line.starts_with("@@") && line.matches("@@").count() >= 2 {
+            let header = &line[line[2..].find("@@").unwrap() + 4..];
+            if kflame_fixes::defined_function(header) == Some(f) {
+                want.insert(current.clone());
+            }
+        }
+    }
+    assert!(!want.is_empty(), "the range changes {f}");
+    let (hits, total) = idx.touching(f, from, to, 1000).unwrap();
+    assert_eq!(hits.len(), total);
+    let got: std::collections::HashSet<String> = hits.iter().map(|h| h.id.clone()).collect();
+    assert!(want.is_subset(&got), "missing: {:?}", want.difference(&got).collect::<Vec<_>>());
+    for h in &hits {
+        assert!(in_range.contains(&h.id), "{} is outside the range", h.id);
+        assert!(git(&repo, &["show", "--format=", &h.id]).contains(f), "{} does not touch {f}", h.id);
+    }
+    assert!(hits.windows(2).all(|w| w[0].date >= w[1].date), "newest first");
+    // A limit keeps the newest, the count stays.
+    let (two, all) = idx.touching(f, from, to, 2).unwrap();
+    assert_eq!((two.len(), all), (2.min(total), total));
+    assert_eq!(two[..], hits[..two.len()]);
+    // Unknown revisions are named.
+    assert!(matches!(idx.touching(f, "no-such-tag", to, 5), Err(Error::UnknownRevision { .. })));
+}

@@ -42,7 +42,9 @@ A fleet in ClickHouse (`kflame watch --store`):
   kflame query --store clickhouse+http://ch1:8123/kflame --list-hosts
   kflame query --store URL --from -1h --hosts 'web*' -o web-fleet.svg
   kflame query --store URL --from -1h --by-host shrink_slab
-  kflame query --store URL --from -7d --reports --label role=db")]
+  kflame query --store URL --from -7d --reports --label role=db
+  kflame query --store URL --from -1d --label kernel=6.8.0 \
+      --base-label kernel=6.1.0 --kernel-git ~/linux -o kernels.folded")]
 pub(crate) struct Args {
     #[command(flatten)]
     history: HistoryArgs,
@@ -114,6 +116,25 @@ pub(crate) struct Args {
     /// End of the BEFORE range.
     #[arg(long, value_name = "TIME", requires = "diff_from", allow_hyphen_values = true)]
     diff_to: Option<String>,
+    /// Compare hosts over the range: those with this label (`kernel=6.1.0-13-amd64`;
+    /// repeatable: all must hold) are BEFORE, those --label or --hosts choose AFTER; writes
+    /// `stack BEFORE AFTER` lines for `kflame flamegraph`, and on stderr the functions whose
+    /// share changed most. `kflame watch --store` labels every host with its kernel.
+    #[arg(
+        long = "base-label",
+        value_name = "KEY=VALUE",
+        conflicts_with_all = ["metrics", "events", "diff_from", "by_host", "reports", "list_hosts", "capture"]
+    )]
+    base_labels: Vec<String>,
+    /// With --base-label: a kernel git history (indexed on first use, as `kflame fixes`
+    /// does): the commits between the two sides' kernels that changed the functions whose
+    /// share changed most.
+    #[arg(long, value_name = "DIR", requires = "base_labels")]
+    kernel_git: Option<PathBuf>,
+    /// With --kernel-git: the revisions of the two sides (`v6.1..v6.8`), instead of the
+    /// tags of their hosts' `kernel=` labels.
+    #[arg(long, value_name = "A..B", requires = "kernel_git")]
+    kernel_range: Option<String>,
     /// Write here instead of stdout; the extension says the kind: .folded, .svg, .html,
     /// .json.
     #[arg(short, long, value_name = "FILE")]
@@ -185,6 +206,9 @@ pub(crate) fn run(args: Args) -> Result<()> {
     if let Some(frame) = &args.by_host {
         return by_host(&history, &args, &q, frame);
     }
+    if !args.base_labels.is_empty() {
+        return compare_hosts(&history, &args, &q, out_kind);
+    }
     let after = db.profile(&q)?;
     note_mixed(&after);
     note_captures_apart(db, &q)?;
@@ -239,6 +263,202 @@ pub(crate) fn run(args: Args) -> Result<()> {
         }
     }
     out.finish()
+}
+
+/// Functions of `--base-label`'s report, and commits listed for each.
+const COMPARE_FUNCTIONS: usize = 5;
+const COMPARE_COMMITS: usize = 3;
+
+/// `--base-label`: the profile of the hosts the base labels choose (BEFORE) against the
+/// hosts `--label`/`--hosts` choose (AFTER) over one range, as differential folded lines; on
+/// stderr the functions whose share changed most and, with `--kernel-git`, the commits
+/// between the two kernels that changed them.
+fn compare_hosts(history: &History, args: &Args, q: &ProfileQuery<'_>, out_kind: OutputKind) -> Result<()> {
+    let db = history.query.as_ref();
+    let Some(after_hosts) = q.hosts.map(<[String]>::to_vec) else {
+        bail!("--base-label chooses the BEFORE hosts: choose the AFTER hosts with --label or --hosts");
+    };
+    let before_hosts = crate::cmd::history::select(db, &[], &args.base_labels)?.unwrap_or_default();
+    let both: Vec<&String> = before_hosts.iter().filter(|h| after_hosts.contains(h)).collect();
+    if !both.is_empty() {
+        bail!(
+            "{} {} on both sides: the two label sets must choose different hosts",
+            both.iter().map(|h| h.as_str()).collect::<Vec<_>>().join(", "),
+            if both.len() == 1 { "is" } else { "are" }
+        );
+    }
+    if out_kind != OutputKind::Folded {
+        bail!(
+            "a comparison is written as folded text (`stack BEFORE AFTER`); draw it with `kflame flamegraph`"
+        );
+    }
+    let before = db.profile(&ProfileQuery { hosts: Some(&before_hosts), ..*q })?;
+    let after = db.profile(q)?;
+    note_mixed(&before);
+    note_mixed(&after);
+    if before.samples == 0 || after.samples == 0 {
+        let empty = if before.samples == 0 { &before_hosts } else { &after_hosts };
+        bail!(
+            "no {} samples of {} from {} to {} in {}",
+            q.kind,
+            empty.join(", "),
+            format_time(q.from_ns),
+            format_time(q.to_ns),
+            history.name
+        );
+    }
+    let labels = db.host_labels()?;
+    let kernels = |hosts: &[String]| -> Vec<String> {
+        let mut k: Vec<String> = labels
+            .iter()
+            .filter(|(h, _)| hosts.contains(h))
+            .flat_map(|(_, l)| {
+                l.split(',').filter_map(|x| x.trim().strip_prefix("kernel=")).map(str::to_string)
+            })
+            .collect();
+        k.sort();
+        k.dedup();
+        k
+    };
+    let side = |name: &str, hosts: &[String], k: &[String]| {
+        format!(
+            "{name}: {} ({})",
+            hosts.join(", "),
+            if k.is_empty() { "no kernel label".to_string() } else { format!("kernel {}", k.join(", ")) }
+        )
+    };
+    let (kb, ka) = (kernels(&before_hosts), kernels(&after_hosts));
+    output::message(side("BEFORE", &before_hosts, &kb));
+    output::message(side("AFTER", &after_hosts, &ka));
+    let d = kflame_analyze::profile::diff(
+        before.stacks.in_output_order(),
+        after.stacks.in_output_order(),
+        &after.meta.unit,
+        COMPARE_FUNCTIONS,
+    );
+    for line in &d.summary {
+        output::message(line.clone());
+    }
+    let commits = match &args.kernel_git {
+        Some(git) => Some(kernel_commits(git, args, &kb, &ka)?),
+        None => None,
+    };
+    for (what, list) in [("grew", &d.grew), ("shrank", &d.shrank)] {
+        for c in list {
+            output::message(format!(
+                "{what}: {} {:+.2} points ({:.2}% -> {:.2}% of the total)",
+                c.function, c.delta, c.total_before, c.total_after
+            ));
+            if let Some((index, from, to)) = &commits {
+                let name = c.function.split('+').next().unwrap_or(&c.function);
+                let (hits, total) = index.touching(name, from, to, COMPARE_COMMITS)?;
+                if total > 0 {
+                    output::message(format!(
+                        "  {total} commit{} of {from}..{to} changed it{}",
+                        if total == 1 { "" } else { "s" },
+                        if total > hits.len() {
+                            format!(", the newest {}:", hits.len())
+                        } else {
+                            ":".to_string()
+                        }
+                    ));
+                }
+                for h in hits {
+                    output::message(format!(
+                        "    {} {} {}",
+                        &h.id[..12],
+                        &h.date[..h.date.len().min(10)],
+                        h.subject
+                    ));
+                }
+            }
+        }
+    }
+    let lines = diff::diff(&before.stacks.into_counts(), &after.stacks.into_counts(), DiffOptions::default());
+    let mut out = output::create(args.output.as_deref())?;
+    out.write_all(after.meta.header().as_bytes())?;
+    diff::write_diff(&mut out, &lines).context("writing the differential stacks")?;
+    out.finish()
+}
+
+/// The fix index of `git` and the revisions of the two sides: `--kernel-range A..B`, or the
+/// tags of the kernel releases the sides' hosts are labelled with (one each).
+fn kernel_commits(
+    git: &Path,
+    args: &Args,
+    before: &[String],
+    after: &[String],
+) -> Result<(kflame_fixes::Index, String, String)> {
+    let index = crate::cmd::fixes::open_index(git, None)?;
+    let (from, to) = match &args.kernel_range {
+        Some(r) => {
+            let Some((a, b)) = r.split_once("..").filter(|(a, b)| !a.is_empty() && !b.is_empty()) else {
+                bail!("--kernel-range {r:?}: expected A..B (two revisions, `v6.1..v6.8`)");
+            };
+            for rev in [a, b] {
+                if index.resolve(rev)?.is_none() {
+                    bail!("--kernel-range: {rev} names no commit of {}", git.display());
+                }
+            }
+            (a.to_string(), b.to_string())
+        }
+        None => {
+            let tag = |side: &str, k: &[String]| -> Result<String> {
+                let [release] = k else {
+                    bail!(
+                        "the {side} hosts run {}: give the revisions with --kernel-range A..B",
+                        if k.is_empty() {
+                            "no labelled kernel".to_string()
+                        } else {
+                            format!("kernels {}", k.join(", "))
+                        }
+                    );
+                };
+                for t in release_tags(release) {
+                    if index.resolve(&t)?.is_some() {
+                        return Ok(t);
+                    }
+                }
+                bail!(
+                    "no tag of {} for kernel {release} (tried {}): give the revisions with --kernel-range A..B",
+                    git.display(),
+                    release_tags(release).join(", ")
+                )
+            };
+            (tag("BEFORE", before)?, tag("AFTER", after)?)
+        }
+    };
+    Ok((index, from, to))
+}
+
+/// The tags a kernel release may come from, most precise first: `6.1.0-13-amd64` → v6.1
+/// (a `.0` is the release itself), `6.8.12-arch1` → v6.8.12, v6.8; `5.10.219-rc1` →
+/// v5.10.219-rc1, v5.10.219, v5.10.
+fn release_tags(release: &str) -> Vec<String> {
+    let numbers: Vec<&str> = release
+        .split(|c: char| !c.is_ascii_digit() && c != '.')
+        .next()
+        .unwrap_or("")
+        .split('.')
+        .filter(|n| !n.is_empty())
+        .collect();
+    let mut tags = Vec::new();
+    if numbers.len() < 2 {
+        return tags;
+    }
+    let (major, minor) = (numbers[0], numbers[1]);
+    let patch = numbers.get(2).filter(|p| **p != "0");
+    if let Some(p) = patch {
+        let base = format!("v{major}.{minor}.{p}");
+        if let Some(rc) = release.split('-').nth(1).filter(|s| s.starts_with("rc")) {
+            tags.push(format!("{base}-{rc}"));
+        }
+        tags.push(base);
+    } else if let Some(rc) = release.split('-').nth(1).filter(|s| s.starts_with("rc")) {
+        tags.push(format!("v{major}.{minor}-{rc}"));
+    }
+    tags.push(format!("v{major}.{minor}"));
+    tags
 }
 
 /// `--kind FAMILY-outliers`: the slow events the watcher kept with their stacks over the
@@ -654,5 +874,18 @@ mod tests {
         assert_eq!(short_number(0.00123456), "0.001235");
         assert_eq!(short_number(-2.5), "-2.5");
         assert_eq!(short_number(0.0), "0");
+    }
+
+    /// Distribution releases map to the upstream tags they come from, most precise first
+    /// (Debian's `6.1.0-13-amd64` is 6.1; a stable `6.8.12` is v6.8.12 else v6.8).
+    #[test]
+    fn kernel_releases_name_their_tags() {
+        use super::release_tags;
+        assert_eq!(release_tags("6.1.0-13-amd64"), ["v6.1"]);
+        assert_eq!(release_tags("6.8.12-arch1-1"), ["v6.8.12", "v6.8"]);
+        assert_eq!(release_tags("5.10.219-rc1"), ["v5.10.219-rc1", "v5.10.219", "v5.10"]);
+        assert_eq!(release_tags("6.13-rc3"), ["v6.13-rc3", "v6.13"]);
+        assert_eq!(release_tags("4.19"), ["v4.19"]);
+        assert!(release_tags("unknown").is_empty());
     }
 }

@@ -47,7 +47,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE", requires = "store")]
     spool: Option<PathBuf>,
     /// With --store: a label of this host (`role=db`; repeatable), for `--label` in query,
-    /// serve and mcp.
+    /// serve and mcp. `kernel=RELEASE` (`uname -r`) is added unless a `kernel=` is given.
     #[arg(long = "label", value_name = "KEY=VALUE", requires = "store")]
     labels: Vec<String>,
     /// TOML configuration; flags given here override it. SIGHUP reads it again.

@@ -43,6 +43,16 @@ pub(crate) fn open_clickhouse(url: &str, spool: &Path, budget: u64, labels: &[St
         }
     }
     let name = format!("{loc} (spool {})", spool.display());
+    // Every host is labelled with its kernel release (`kernel=6.1.0-13-amd64`), unless the
+    // user named one: a fleet's profiles compare by kernel (`query --label kernel=...
+    // --base-label kernel=...`).
+    let mut labels = labels.to_vec();
+    if !labels.iter().any(|l| l.starts_with("kernel=")) {
+        match std::fs::read_to_string("/proc/sys/kernel/osrelease") {
+            Ok(r) if !r.trim().is_empty() && !r.contains(',') => labels.push(format!("kernel={}", r.trim())),
+            _ => crate::output::message("kflame watch: the kernel release is unknown: no kernel= label"),
+        }
+    }
     let opts =
         WriterOptions { spool_max_bytes: budget, labels: labels.join(","), ..WriterOptions::default() };
     let w = Writer::open(&loc, spool, opts).with_context(|| format!("opening {loc}"))?;
