@@ -171,3 +171,54 @@ test('hosts chosen by label, and back to all hosts', async () => {
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test('two host sets compared: the base remembers its hosts (another kernel\'s), the selection is the other set', async () => {
+  const { page, problems } = await open('', true);
+  const choose = async (label) => {
+    const n = await loads(page);
+    if (await page.locator('.ks-host-menu').isHidden()) await page.click('.ks-host-button');
+    await page.fill('.ks-host-label', label);
+    await page.press('.ks-host-label', 'Enter');
+    await loadedAfter(page, n);
+  };
+  await choose('role=db');
+  await page.click('.ks-set-base');
+  assert.equal(new URL(page.url()).searchParams.get('bhosts'), 'db-1,db-2');
+  await choose('role=web');
+  let n = await loads(page);
+  await page.click('.ks-compare');
+  await loadedAfter(page, n);
+  await page.waitForFunction(() => kflameViewer.meta.differential === true, null, { timeout: 10000 });
+  // BEFORE is the db hosts over the same range, AFTER web-1 alone; two host sets of other
+  // sizes compare by share: the base scaled to the selection's total, by default.
+  const [dbTotal, webTotal] = [await apiTotal(page, ['db-1', 'db-2']), await apiTotal(page, ['web-1'])];
+  assert.equal(await viewerTotal(page), webTotal);
+  assert.equal(await page.locator('.ks-norm').isChecked(), true);
+  const scaled = await page.evaluate(() => kflameViewer.tree.totalBefore[0]);
+  assert.ok(Math.abs(scaled - webTotal) < 1e-6, `the scaled base sums to ${scaled}, not ${webTotal}`);
+  assert.match(await page.locator('.ks-panel-note').innerText(),
+    new RegExp(`on hosts db-1, db-2 \\(role=db\\): ${dbTotal} before, ${webTotal} after, the base scaled to the selection’s total|on hosts db-1, db-2 \\(role=db\\): ${dbTotal} before, ${webTotal} after, the base scaled`));
+  // Unscaled: the db hosts' own samples.
+  n = await loads(page);
+  await page.click('.ks-norm');
+  await loadedAfter(page, n);
+  assert.equal(await page.evaluate(() => kflameViewer.tree.totalBefore[0]), dbTotal);
+  assert.equal(new URL(page.url()).searchParams.get('norm'), '0');
+  // The frame only web-1 runs is in the comparison (from nothing before).
+  assert.ok(await page.evaluate((f) => kflameViewer.tree.names.includes(f), WEB_FRAME));
+  const info = await page.evaluate(async () => {
+    const { S, ns } = kflameServe;
+    return (await (await fetch(`/api/diff?kind=cpu&from=${ns(S.range.from)}&to=${ns(S.range.to)}&hosts=web-1` +
+      `&base_from=${ns(S.base.from)}&base_to=${ns(S.base.to)}&base_hosts=db-1,db-2`)).json()).info;
+  });
+  assert.deepEqual([info.hosts, info.base_hosts], [['web-1'], ['db-1', 'db-2']]);
+  await screenshot(page, 'serve-fleet-hosts-compared');
+  // The address keeps both sets: a reload compares the same.
+  const total = await viewerTotal(page);
+  await page.reload();
+  await loadedAfter(page, 0);
+  await page.waitForFunction(() => kflameViewer.meta.differential === true, null, { timeout: 10000 });
+  assert.equal(await viewerTotal(page), total);
+  assert.deepEqual(problems, []);
+  await page.close();
+});

@@ -404,6 +404,25 @@ fn kernels_compared_across_the_fleet_name_the_commits_between_them() {
     assert!(after_grew.starts_with("\n  1 commit of v6.1..v6.8 changed it:"), "{err}");
     assert!(after_grew.contains(&format!("x: make {frame} slower")), "{err}");
 
+    // By share: BEFORE scaled to AFTER's total.
+    let scaled = ok(
+        &rig,
+        &[
+            &["query", "--store", &url][..],
+            &range[..],
+            &["--label", "kernel=6.8.0-1-amd64", "--base-label", "kernel=6.1.0-13-amd64", "--normalize"],
+        ]
+        .concat(),
+    );
+    let (mut b, mut a) = (0f64, 0f64);
+    for l in scaled.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+        let mut p = l.rsplitn(3, ' ');
+        a += p.next().unwrap().parse::<f64>().unwrap();
+        b += p.next().unwrap().parse::<f64>().unwrap();
+    }
+    let after_total: u64 = written["new-1"].values().sum();
+    assert!((a - after_total as f64).abs() < 1e-6 && (b - a).abs() < 1e-6, "{b} and {a}, not {after_total}");
+
     // Errors say what to do.
     let e = kflame(
         &rig,

@@ -5,7 +5,9 @@
  * Everything comes from the JSON API; every piece of data reaches the DOM as text.
  *
  * URL: ?from&to (the selection, ms since the epoch), vfrom&vto (the charts' span), kind,
- * cpu, cgroup (only that cgroup's samples), bfrom&bto (the comparison base), mode (flame |
+ * cpu, cgroup (only that cgroup's samples), bfrom&bto (the comparison base) and bhosts (its
+ * hosts, when they differ from the selection's: `*` every host), norm (1: the base scaled to the
+ * selection's total, 0: not; by default when the base has hosts of its own), mode (flame |
  * diff | heat | latency | reports), report&rhost (the kernel report open: its time in ns and
  * host), lkind&llabel (the latency heat map's family and label), charts (only these charts: cpu,mem,io,...), open (the charts drawn, the
  * others being one click away under "More charts"; default: CPU, memory, IO and pressure),
@@ -64,6 +66,11 @@ function readUrl() {
   S.range = from !== null && to !== null && from < to ? { from, to } : { from: S.view.to - Math.max(1000, Math.min(vspan / 4, 15 * 60e3)), to: S.view.to };
   const bfrom = num('bfrom'), bto = num('bto');
   S.base = bfrom !== null && bto !== null && bfrom < bto ? { from: bfrom, to: bto } : null;
+  S.norm = p.has('norm') ? p.get('norm') === '1' : null;
+  if (S.base && p.has('bhosts')) {
+    const known = S.info.hosts, b = p.get('bhosts');
+    S.base.hosts = b === '*' ? [] : [...new Set(b.split(',').filter((h) => known.includes(h)))].sort();
+  }
   S.kind = KIND_NAMES[p.get('kind')] ? p.get('kind') : 'cpu';
   S.cpu = p.get('cpu') || '';
   S.cgroup = (p.get('cgroup') || '').startsWith('/') ? p.get('cgroup') : '';
@@ -92,6 +99,8 @@ function writeUrl() {
   if (S.cgroup) p.set('cgroup', S.cgroup);
   if (S.hosts.length) p.set('hosts', S.hosts.join(','));
   if (S.base) { p.set('bfrom', r(S.base.from)); p.set('bto', r(S.base.to)); }
+  if (S.base && S.base.hosts) p.set('bhosts', S.base.hosts.length ? S.base.hosts.join(',') : '*');
+  if (S.norm !== null) p.set('norm', S.norm ? '1' : '0');
   if (S.mode !== 'flame') p.set('mode', S.mode);
   if (S.capture !== null) p.set('capture', String(S.capture));
   if (S.report) { p.set('report', S.report.ns); p.set('rhost', S.report.host); }
@@ -133,6 +142,10 @@ function buildDom() {
   D.downloads = el('span', { class: 'ks-downloads' }, 'Download: ',
     ...['folded', 'svg', 'html'].map((f) => el('a', { 'data-format': f, text: f === 'html' ? 'HTML' : f === 'svg' ? 'SVG' : 'folded', download: '' })));
   D.compare = button('Compare with base', 'Differential flame graph: the selection against the base range', () => { S.mode = 'diff'; changed(true); }, { class: 'ks-compare' });
+  D.norm = el('input', { type: 'checkbox', class: 'ks-norm' });
+  D.norm.addEventListener('change', () => { S.norm = D.norm.checked; if (S.mode === 'diff') changed(true); else writeUrl(); });
+  D.normLabel = el('label', { class: 'ks-norm-label', title: 'Scale the base to the selection\'s total, so that two host sets or ranges of different sizes compare by share' },
+    D.norm, ' by share');
   const toolbar = el('div', { class: 'ks-toolbar' },
     ...PRESETS.map(([name, span]) => button('Last ' + name, 'Show and select the last ' + name, () => preset(span), { class: 'ks-preset' })),
     button('All', 'The whole history', () => preset(S.bounds.to - S.bounds.from), { class: 'ks-preset' }),
@@ -141,7 +154,7 @@ function buildDom() {
     button('Zoom out', 'Show three times as much time', zoomOut, { class: 'ks-zoom-out' }),
     el('span', { class: 'ks-sep' }), D.kind, D.cpu, D.cgroup, el('span', { class: 'ks-sep' }),
     button('Set base', 'Remember the selection as the comparison base', setBase, { class: 'ks-set-base' }),
-    D.compare,
+    D.compare, D.normLabel,
     button('Heat map', 'Samples per second and offset within it (rows of at least two sampling periods)', () => { S.mode = S.mode === 'heat' ? 'flame' : 'heat'; changed(true); }, { class: 'ks-heat' }),
     button('Latency', 'Latency heat map: system calls, IO, run queue, off-CPU and lock waits per second and latency, from the stored histograms',
       () => { S.mode = S.mode === 'latency' ? 'flame' : 'latency'; changed(true); }, { class: 'ks-latency' }),
@@ -362,9 +375,12 @@ function cursor(ms) {
   D.values.replaceChildren(...rows);
 }
 
-/** The selection becomes the comparison base (the panel stays as it is). */
+/** The selection becomes the comparison base (the panel stays as it is): its range and, in a
+ * fleet, its hosts, so that choosing other hosts (another kernel's: `kernel=6.8...`) and
+ * comparing sets one host set against the other. */
 function setBase() {
   S.base = { ...S.range };
+  if (S.info.hosts.length > 1) S.base.hosts = S.hosts.slice();
   D.brush.set(S.view, S.range, S.base);
   D.compare.disabled = false;
   writeUrl();
@@ -612,6 +628,7 @@ function changed(now, final, panel = true) {
   D.kind.value = S.kind;
   D.brush.set(S.view, S.range, S.base);
   D.compare.disabled = !S.base;
+  D.norm.checked = normalized();
   D.rangeText.textContent = `${fmtTime(S.range.from, true)} – ${fmtTime(S.range.to)} UTC (${fmtSpan(S.range.to - S.range.from)})`;
   const rq = `kind=${S.kind}&from=${ns(S.range.from)}&to=${ns(S.range.to)}${cgq()}${hq()}`;
   setDownloads(rq);
@@ -626,6 +643,25 @@ function changed(now, final, panel = true) {
 function hostsText() {
   if (S.hosts.length) return (S.hosts.length === 1 ? ', host ' : ', hosts ') + S.hosts.join(', ');
   return S.info.hosts.length > 1 ? `, all ${S.info.hosts.length} hosts` : '';
+}
+
+/** Whether the base is scaled to the selection's total: as the box says, by default when the
+ * base has hosts of its own. */
+function normalized() {
+  return S.norm !== null ? S.norm : baseHosts() !== null;
+}
+
+/** The base's hosts when they differ from the selection's (`[]`: every host), else null. */
+function baseHosts() {
+  const b = S.base && S.base.hosts;
+  if (!b || b.join(',') === S.hosts.join(',')) return null;
+  return b;
+}
+
+/** `host a` or `hosts a, b`, with the labels they share (`kernel=6.1.0-13-amd64`). */
+function hostSetText(hosts) {
+  const shared = labelsOf(hosts[0]).filter((l) => hosts.every((h) => labelsOf(h).includes(l)));
+  return (hosts.length === 1 ? 'host ' : 'hosts ') + hosts.join(', ') + (shared.length ? ` (${shared.join(', ')})` : '');
 }
 
 /** The cgroup filter as a query parameter. */
@@ -649,10 +685,14 @@ async function loadPanel() {
     else S.reportsView.hide();
     if (S.mode === 'diff' && S.base) {
       D.heat.hidden = true;
-      const d = await api(`/api/diff?${rq}&base_from=${ns(S.base.from)}&base_to=${ns(S.base.to)}`);
+      const bh = baseHosts(), norm = normalized();
+      const d = await api(`/api/diff?${rq}&base_from=${ns(S.base.from)}&base_to=${ns(S.base.to)}` +
+        (bh === null ? '' : '&base_hosts=' + encodeURIComponent(bh.join(','))) + (norm ? '&normalize=1' : ''));
       if (seq !== S.seq) return;
-      show(d, 'Compared: ' + what, `against ${fmtTime(S.base.from, true)} – ${fmtTime(S.base.to)} UTC: ` +
-        `${d.info.base_total} before, ${d.total} after; red grew, blue shrank`);
+      const hostsNote = bh === null ? '' : ' on ' + (bh.length ? hostSetText(bh) : `all ${S.info.hosts.length} hosts`);
+      show(d, 'Compared: ' + what, `against ${fmtTime(S.base.from, true)} – ${fmtTime(S.base.to)} UTC${hostsNote}: ` +
+        `${d.info.base_total} before, ${d.total} after` + (norm ? ', the base scaled to the selection\'s total (by share)' : '') +
+        '; red grew, blue shrank');
       return;
     }
     if (S.mode === 'heat') {

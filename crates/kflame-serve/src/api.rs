@@ -7,7 +7,7 @@
 //! | `/api/info` | hosts and their labels, time bounds, metric names, profile kinds, live or not, the metric catalog (name, unit, labels, group, meaning) and its chart groups in order |
 //! | `/api/series?names=cpu.usr,cpu.sys&from&to&points=600[&label=][&host=][&hosts=]` | metric series, resampled to `points` spans (min, max, average of each) |
 //! | `/api/profile?kind=cpu&from&to[&host][&hosts=A,B][&cgroup=PATH][&capture=ID][&offset_from_ms&offset_to_ms][&prune=PCT][&format=json\|folded\|svg\|html]` | the merged profile; JSON is the viewer's data, stacks under `prune` % of the total merged (`prune.rs`; default [`PRUNE_PCT`]); its `info.captures_apart` lists the captures a CPU range's always-on profile leaves out |
-//! | `/api/diff?kind&from&to&base_from&base_to[&hosts][&cgroup]` or `&base_capture=ID` | differential profile (base → range) |
+//! | `/api/diff?kind&from&to&base_from&base_to[&hosts][&base_hosts][&cgroup]` or `&base_capture=ID` | differential profile (base → range); `base_hosts`: the base's own hosts (another kernel's; empty: every host), else the range's; `normalize=1`: the base scaled to the range's total (`info.base_total` stays the base's own) |
 //! | `/api/events?from&to[&host][&hosts]` | triggers, captures and kernel reports |
 //! | `/api/reports?from&to[&host]` | the kernel reports of a range grouped by signature (the analyzer's where the server explains reports, else kind and title): count, first and last seen, hosts, kernels, titles and the latest 50 reports, most frequent first |
 //! | `/api/report?time=NS[&host][&before=S]` | one kernel report: title, text and its stack as viewer data; where the server explains reports (`Config::explain`), its `analysis` (`kflame analyze --json`'s group), `signature` and `similar` reports of the history (count, first and last seen, hosts, kernels, the latest 50); `before`: the CPU and off-CPU profiles of its host in the S seconds before it (60) |
@@ -868,13 +868,13 @@ async fn diff(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respons
             let r = profile_range(db, &args, "")?;
             let (kind, from, to) = (r.kind, r.from, r.to);
             let mut after = r.tree(db)?;
-            let base_args: HashMap<String, String> = args
-                .iter()
-                .filter_map(|(k, v)| k.strip_prefix("base_").map(|k| (k.to_string(), v.clone())))
-                .chain(args.get("kind").map(|k| ("kind".to_string(), k.clone())))
-                .chain(args.get("host").map(|h| ("host".to_string(), h.clone())))
-                .chain(args.get("hosts").map(|h| ("hosts".to_string(), h.clone())))
-                .chain(args.get("cgroup").map(|c| ("cgroup".to_string(), c.clone())))
+            // The base takes the selection's kind, hosts and cgroup, but for what it names
+            // itself (`base_hosts=`: other hosts, e.g. those of another kernel; empty: every
+            // host).
+            let base_args: HashMap<String, String> = ["kind", "host", "hosts", "cgroup"]
+                .into_iter()
+                .filter_map(|k| args.get(k).map(|v| (k.to_string(), v.clone())))
+                .chain(args.iter().filter_map(|(k, v)| k.strip_prefix("base_").map(|k| (k.to_string(), v.clone()))))
                 .collect();
             let has_range = base_args.contains_key("from") && base_args.contains_key("to");
             if !(base_args.contains_key("capture") || has_range) {
@@ -895,10 +895,19 @@ async fn diff(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respons
             let before = base.tree(db)?;
             let opts = HtmlOptions { title: Some(title), ..HtmlOptions::default() };
             let total = after.tree.total();
-            after.tree.add_baseline(&before.tree);
+            let normalize = match args.get("normalize").map(String::as_str) {
+                None | Some("0") => false,
+                Some("1") => true,
+                Some(v) => return Err(ApiError::bad(format!("normalize={v}: expected 0 or 1"))),
+            };
+            if normalize && !before.tree.total().is_zero() {
+                after.tree.add_baseline_normalized(&before.tree);
+            } else {
+                after.tree.add_baseline(&before.tree);
+            }
             let info = json!({ "kind": kind.as_str(), "from": from, "to": to, "base_from": bfrom, "base_to": bto,
                                "base_samples": before.samples, "base_total": before.tree.total().to_string(),
-                               "hosts": r.hosts.json() });
+                               "hosts": r.hosts.json(), "base_hosts": base.hosts.json(), "normalized": normalize });
             let data = encode_tree(&after.tree, &after.meta, &opts, true);
             Ok(json_response(to_script_safe_string(&viewer_answer(data, after.samples, total, info))))
         })

@@ -126,6 +126,11 @@ pub(crate) struct Args {
         conflicts_with_all = ["metrics", "events", "diff_from", "by_host", "reports", "list_hosts", "capture"]
     )]
     base_labels: Vec<String>,
+    /// With --diff-from or --base-label: scale BEFORE to AFTER's total (as `kflame diff -n`),
+    /// so that sides of different sizes (a range of other length, more hosts) compare by
+    /// share.
+    #[arg(short = 'n', long)]
+    normalize: bool,
     /// With --base-label: a kernel git history (indexed on first use, as `kflame fixes`
     /// does): the commits between the two sides' kernels that changed the functions whose
     /// share changed most.
@@ -162,6 +167,9 @@ pub(crate) fn run(args: Args) -> Result<()> {
             format!("--kind {}: expected syscall-, bio-, runq-, offcpu- or lock-outliers", args.kind)
         })?;
         return outliers(&args, family, from, to);
+    }
+    if args.normalize && args.diff_from.is_none() && args.base_labels.is_empty() {
+        bail!("--normalize goes with --diff-from or --base-label (a comparison)");
     }
     if args.list || args.top.is_some() || args.split_outliers.is_some() {
         bail!("--list, --top and --split-outliers go with --kind FAMILY-outliers (syscall-outliers, ...)");
@@ -224,8 +232,8 @@ pub(crate) fn run(args: Args) -> Result<()> {
         if before.samples == 0 && after.samples == 0 {
             bail!("no {kind} samples in either range in {}", history.name);
         }
-        let lines =
-            diff::diff(&before.stacks.into_counts(), &after.stacks.into_counts(), DiffOptions::default());
+        let opts = DiffOptions { normalize: args.normalize, ..DiffOptions::default() };
+        let lines = diff::diff(&before.stacks.into_counts(), &after.stacks.into_counts(), opts);
         let mut out = output::create(args.output.as_deref())?;
         out.write_all(after.meta.header().as_bytes())?;
         diff::write_diff(&mut out, &lines).context("writing the differential stacks")?;
@@ -374,7 +382,15 @@ fn compare_hosts(history: &History, args: &Args, q: &ProfileQuery<'_>, out_kind:
             }
         }
     }
-    let lines = diff::diff(&before.stacks.into_counts(), &after.stacks.into_counts(), DiffOptions::default());
+    if !args.normalize && before_hosts.len() != after_hosts.len() {
+        output::message(format!(
+            "{} hosts BEFORE, {} AFTER: add --normalize to compare the flame graph by share",
+            before_hosts.len(),
+            after_hosts.len()
+        ));
+    }
+    let opts = DiffOptions { normalize: args.normalize, ..DiffOptions::default() };
+    let lines = diff::diff(&before.stacks.into_counts(), &after.stacks.into_counts(), opts);
     let mut out = output::create(args.output.as_deref())?;
     out.write_all(after.meta.header().as_bytes())?;
     diff::write_diff(&mut out, &lines).context("writing the differential stacks")?;

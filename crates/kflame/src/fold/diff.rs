@@ -76,12 +76,23 @@ pub fn diff(before: &StackCounts, after: &StackCounts, opts: DiffOptions) -> Vec
 /// the nearest representable weight so that the sum is exactly `to` (largest remainders
 /// first, ties in stack order).
 fn normalize(lines: &mut [DiffLine], from: Weight, to: Weight) {
-    let mut remainders = Vec::with_capacity(lines.len());
+    let mut w: Vec<Weight> = lines.iter().map(|l| l.before).collect();
+    scale(&mut w, from, to);
+    for (l, w) in lines.iter_mut().zip(w) {
+        l.before = w;
+    }
+}
+
+/// Scales `weights` (summing to `from`, not zero) by `to / from`: each rounded to the nearest
+/// representable weight so that the sum is exactly `to` (largest remainders first, ties in
+/// order).
+pub(crate) fn scale(weights: &mut [Weight], from: Weight, to: Weight) {
+    let mut remainders = Vec::with_capacity(weights.len());
     let mut sum: u128 = 0;
-    for (i, l) in lines.iter_mut().enumerate() {
-        // before <= from, so the quotient is at most `to` and fits.
-        let (q, r) = mul_div(l.before.raw(), to.raw(), from.raw());
-        l.before = Weight::from_raw(q);
+    for (i, w) in weights.iter_mut().enumerate() {
+        // w <= from, so the quotient is at most `to` and fits.
+        let (q, r) = mul_div(w.raw(), to.raw(), from.raw());
+        *w = Weight::from_raw(q);
         sum = sum.saturating_add(q);
         if r != 0 {
             remainders.push((r, i));
@@ -92,7 +103,7 @@ fn normalize(lines: &mut [DiffLine], from: Weight, to: Weight) {
     if deficit > 0 {
         remainders.select_nth_unstable_by(deficit - 1, |a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         for &(_, i) in &remainders[..deficit] {
-            lines[i].before = Weight::from_raw(lines[i].before.raw() + 1);
+            weights[i] = Weight::from_raw(weights[i].raw() + 1);
         }
     }
 }

@@ -345,6 +345,24 @@ impl StackTree {
         }
     }
 
+    /// [`StackTree::add_baseline`] with the baseline's weights scaled to this tree's total
+    /// (exactly, as `kflame diff --normalize` scales BEFORE), so that profiles of different
+    /// sizes (more hosts, a longer range) compare by share.
+    pub fn add_baseline_normalized(&mut self, baseline: &StackTree) {
+        let (from, to) = (baseline.total(), self.total());
+        if from.is_zero() || from == to {
+            return self.add_baseline(baseline);
+        }
+        let ends: Vec<usize> = (1..baseline.nodes.len()).filter(|&i| baseline.nodes[i].ends).collect();
+        let mut w: Vec<Weight> = ends.iter().map(|&i| baseline.nodes[i].self_weight).collect();
+        crate::fold::diff::scale(&mut w, from, to);
+        let mut scaled = baseline.clone();
+        for (&i, w) in ends.iter().zip(w) {
+            scaled.nodes[i].self_weight = w;
+        }
+        self.add_baseline(&scaled);
+    }
+
     /// Frame names, by [`NameId`].
     pub fn names(&self) -> &[Box<[u8]>] {
         &self.names

@@ -340,3 +340,28 @@ fn many_stacks_at_once_make_the_tree_they_make_one_by_one() {
     t.add_all_ids(&[0, 1], &[(1, 5, Weight::ONE), (0, 2, Weight::ONE)]);
     assert_eq!(t.total(), Weight::from_u64(2));
 }
+
+/// A normalized baseline is the baseline scaled to the tree's total, stack by stack as
+/// `kflame diff --normalize` scales BEFORE: exactly, the sum equal to the total.
+#[test]
+fn a_normalized_baseline_sums_to_the_total_as_diff_normalize_scales_it() {
+    let before = counts(&[("main;a", 3), ("main;b", 1), ("main;gone", 2)]);
+    let after = counts(&[("main;a", 5), ("main;new", 4)]);
+    let mut got = tree(&after);
+    got.add_baseline_normalized(&tree(&before));
+    assert_eq!(got.total(), after.total());
+    assert_eq!(got.total_before(), after.total());
+    let lines = crate::fold::diff::diff(
+        &before.clone().into_counts(),
+        &after.clone().into_counts(),
+        crate::fold::diff::DiffOptions { normalize: true, ..Default::default() },
+    );
+    let mut want = StackCounts::new();
+    for l in lines.iter().filter(|l| !l.before.is_zero()) {
+        want.add(&l.stack, l.before);
+    }
+    let exact = |c: &StackCounts| -> Vec<(Vec<u8>, u128)> {
+        c.sorted().into_iter().map(|(k, w)| (k.to_vec(), w.raw())).collect()
+    };
+    assert_eq!(exact(&baseline(&got)), exact(&want));
+}
