@@ -633,7 +633,10 @@ const LATEST_LISTED: usize = 10;
 /// The stored reports of `events` (of `host` when given) grouped by the analyzer's
 /// signature, as `kflame serve` groups them.
 fn group_by_signature(events: &[Event], host: Option<&str>, listed: usize) -> Vec<ReportGroup> {
-    let mut sign = |_: &str, _: &str, text: &str| kflame_analyze::reports::sign_text(text);
+    let mut sign = |e: &Event| match e {
+        Event::Report { text, .. } => kflame_analyze::reports::sign_text(text),
+        _ => None,
+    };
     group_reports(events, |h| host.is_none_or(|x| x == h), &mut sign, listed)
 }
 

@@ -6,13 +6,16 @@
 //! cargo run -p kflame-serve --example history -- --follow OUT.db FROM TO PACE_MS
 //! cargo run -p kflame-serve --example history -- --fleet OUT.db SECONDS
 //! cargo run -p kflame-serve --example history -- --reports OUT.db SECONDS
+//! cargo run -p kflame-serve --example history -- --add-corpus DB CORPUS_DIR ROUNDS
 //! ```
 //!
 //! `--follow` goes on writing a history written by the first form, from second FROM to TO,
 //! one second every PACE_MS milliseconds, as a running watcher does (the `--live` test).
 //! `--fleet` writes three hosts (`db-1`, `db-2`, `web-1`), each its own mix and amount of
 //! the stacks (the host selection test). `--reports` adds a real kernel WARNING stored on two
-//! hosts to the first form's history (the report panel test).
+//! hosts to the first form's history (the report panel test). `--add-corpus` stores the reports
+//! of syzkaller's corpus (`crates/kflame/tests/data/kernel-log/syzkaller/report`) ROUNDS times
+//! over, spread over an existing history's span and hosts (the report benchmark).
 
 // A program, not the library: it tells its user what went wrong.
 #![allow(clippy::print_stderr)]
@@ -35,6 +38,25 @@ fn main() -> ExitCode {
         let pace = std::time::Duration::from_millis(pace.max(0) as u64);
         return match history::follow(std::path::Path::new(db), from, to, pace) {
             Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("history: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if let [flag, db, dir, rounds] = &args[..]
+        && flag == "--add-corpus"
+    {
+        let Ok(rounds) = rounds.parse::<usize>() else {
+            eprintln!("usage: history --add-corpus DB CORPUS_DIR ROUNDS (a number)");
+            return ExitCode::from(2);
+        };
+        return match history::add_corpus_reports(std::path::Path::new(db), std::path::Path::new(dir), rounds)
+        {
+            Ok(n) => {
+                eprintln!("history: {n} reports stored");
+                ExitCode::SUCCESS
+            }
             Err(e) => {
                 eprintln!("history: {e}");
                 ExitCode::FAILURE

@@ -1007,10 +1007,10 @@ async fn report(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respo
             let opts = HtmlOptions { title: Some(title.clone()), ..HtmlOptions::default() };
             let data = encode_tree(&tree, &Meta::default(), &opts, false);
             let profile = viewer_answer(data, 1, tree.total(), json!({ "kind": "report" }));
-            let signed = explain.as_ref().and_then(|x| x.sign(&text));
-            let analysis = explain.as_ref().and_then(|x| x.explain(&text)).unwrap_or(Value::Null);
+            let signed = explain.as_ref().and_then(|x| x.sign_text(&host, time_ns, &text));
+            let analysis = explain.as_ref().and_then(|x| x.explain.explain(&text)).unwrap_or(Value::Null);
             let similar = match (&explain, &signed) {
-                (Some(x), Some(s)) => similar_reports(db, &**x, &s.signature)?,
+                (Some(x), Some(s)) => similar_reports(db, x, &s.signature)?,
                 _ => Value::Null,
             };
             let mut before_json = json!({ "seconds": before });
@@ -1058,9 +1058,8 @@ async fn reports(State(app): State<Arc<App>>, Params(args): Args) -> Result<Resp
 /// explainer's, else kind and stored title), most frequent first, ties by first seen: each
 /// group's count, first and last seen, hosts, kernels, titles and latest
 /// [`SIMILAR_LISTED`] reports (`time`, and `ns`, the time as text, exact in JavaScript).
-fn report_groups(events: &[Event], hosts: &Hosts, explain: Option<&dyn crate::Explain>) -> Vec<Value> {
-    let mut sign =
-        |_: &str, _: &str, text: &str| explain.and_then(|x| x.sign(text)).map(|s| (s.signature, s.kernel));
+fn report_groups(events: &[Event], hosts: &Hosts, signer: Option<&crate::Signer>) -> Vec<Value> {
+    let mut sign = |e: &Event| signer.and_then(|x| x.sign(e)).map(|s| (s.signature, s.kernel));
     kflame_store::reports::group_reports(events, |h| hosts.matches(h), &mut sign, SIMILAR_LISTED)
         .into_iter()
         .map(|g| {
@@ -1079,7 +1078,7 @@ fn report_groups(events: &[Event], hosts: &Hosts, explain: Option<&dyn crate::Ex
 }
 
 /// The reports of the whole history with signature `signature` (its [`ReportGroup`]).
-fn similar_reports(db: &dyn Query, explain: &dyn crate::Explain, signature: &str) -> Result<Value> {
+fn similar_reports(db: &dyn Query, explain: &crate::Signer, signature: &str) -> Result<Value> {
     let Some((lo, hi)) = db.time_bounds().map_err(ApiError::store)? else { return Ok(Value::Null) };
     let all = db.reports(lo, hi.saturating_add(1), None).map_err(ApiError::store)?;
     let every_host = Hosts::of(&HashMap::new());

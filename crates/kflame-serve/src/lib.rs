@@ -75,6 +75,48 @@ pub trait Explain: Send + Sync + std::fmt::Debug {
     fn explain(&self, text: &str) -> Option<serde_json::Value>;
 }
 
+/// The server's explainer and the signatures it gave, by stored report (host, time and the
+/// text's length): the reports of a history are signed once, not on every request that
+/// groups them (`/api/reports`, a report's similar ones), as a stored report never changes.
+#[derive(Debug)]
+pub(crate) struct Signer {
+    pub(crate) explain: Arc<dyn Explain>,
+    signs: std::sync::Mutex<std::collections::HashMap<(String, i64, usize), Option<Signed>>>,
+}
+
+impl Signer {
+    /// Signatures kept at most (the map is emptied when full: a history's reports are few).
+    const KEPT: usize = 1 << 18;
+
+    pub(crate) fn new(explain: Arc<dyn Explain>) -> Arc<Signer> {
+        Arc::new(Signer { explain, signs: Default::default() })
+    }
+
+    /// The signature of a stored report (`None` for other events, or a text without one).
+    pub(crate) fn sign(&self, e: &kflame_store::Event) -> Option<Signed> {
+        match e {
+            kflame_store::Event::Report { host, time_ns, text, .. } => self.sign_text(host, *time_ns, text),
+            _ => None,
+        }
+    }
+
+    /// The signature of the report `host` logged at `time` with `text`.
+    pub(crate) fn sign_text(&self, host: &str, time: i64, text: &str) -> Option<Signed> {
+        let key = (host.to_string(), time, text.len());
+        if let Some(v) = self.signs.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return v;
+        }
+        let v = self.explain.sign(text);
+        if let Ok(mut m) = self.signs.lock() {
+            if m.len() >= Self::KEPT {
+                m.clear();
+            }
+            m.insert(key, v.clone());
+        }
+        v
+    }
+}
+
 /// A report's grouping key, and the kernel it came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Signed {
@@ -114,8 +156,8 @@ pub struct App {
     /// The address the server listens on (the port actually bound).
     pub(crate) addr: SocketAddr,
     pub(crate) live: bool,
-    /// Explains kernel reports (see [`Config::explain`]).
-    pub(crate) explain: Option<Arc<dyn Explain>>,
+    /// Explains kernel reports (see [`Config::explain`]), keeping the signatures it gave.
+    pub(crate) explain: Option<Arc<Signer>>,
     /// Becomes true at shutdown: open event streams end.
     pub(crate) shutdown: watch::Receiver<bool>,
     /// Answers of closed ranges (see `api::profile`).
@@ -288,7 +330,7 @@ pub async fn bind(config: Config) -> Result<Bound, ServeError> {
         token: config.token,
         addr,
         live: config.live,
-        explain: config.explain,
+        explain: config.explain.map(Signer::new),
         shutdown,
         cache: Cache::default(),
         _keep: None,
@@ -312,6 +354,7 @@ pub fn app_explained(
     let db = Arc::new(db::Db::open(db)?);
     let (keep, shutdown) = watch::channel(false);
     let cache = Cache::default();
+    let explain = explain.map(Signer::new);
     Ok(router(Arc::new(App { db, token, addr, live, explain, shutdown, cache, _keep: Some(keep) })))
 }
 

@@ -44,9 +44,10 @@ pub struct ReportGroup {
 /// Titles kept per group.
 pub const TITLES: usize = 8;
 
-/// A report's key, from its kind, stored title and text: the signature and the kernel release
-/// it names, or `None` to group it by kind and title (`kind:title`).
-pub type Sign<'a> = dyn FnMut(&str, &str, &str) -> Option<(String, Option<String>)> + 'a;
+/// A report's key, from the stored report (an [`Event::Report`]: its host and time name it,
+/// so that a caller can keep keys; its kind, title and text make it): the signature and the
+/// kernel release it names, or `None` to group it by kind and title (`kind:title`).
+pub type Sign<'a> = dyn FnMut(&Event) -> Option<(String, Option<String>)> + 'a;
 
 /// The reports among `events` whose host `host_ok` accepts, grouped by `sign`'s key, most
 /// frequent first (ties: first seen first), each listing its latest `listed`.
@@ -59,12 +60,11 @@ pub fn group_reports<'e>(
     let mut groups: Vec<ReportGroup> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     for e in events {
-        let Event::Report { host, time_ns, kind, title, text, .. } = e else { continue };
+        let Event::Report { host, time_ns, kind, title, .. } = e else { continue };
         if !host_ok(host) {
             continue;
         }
-        let (signature, kernel) =
-            sign(kind, title, text).unwrap_or_else(|| (format!("{kind}:{title}"), None));
+        let (signature, kernel) = sign(e).unwrap_or_else(|| (format!("{kind}:{title}"), None));
         let i = *index.entry(signature.clone()).or_insert_with(|| {
             groups.push(ReportGroup {
                 signature,
@@ -131,8 +131,11 @@ mod tests {
                 threshold: 0.5,
             },
         ];
-        let mut sign = |_: &str, _: &str, text: &str| {
-            text.strip_prefix("f on ").map(|k| ("warning:f".to_string(), Some(k.to_string())))
+        let mut sign = |e: &Event| match e {
+            Event::Report { text, .. } => {
+                text.strip_prefix("f on ").map(|k| ("warning:f".to_string(), Some(k.to_string())))
+            }
+            _ => None,
         };
         let g = group_reports(&events, |_| true, &mut sign, 2);
         assert_eq!(g.len(), 2);

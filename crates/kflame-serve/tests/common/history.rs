@@ -420,3 +420,70 @@ pub fn add_similar_reports(path: &Path) -> Result<Similar, StoreError> {
     db.flush()?;
     Ok(similar)
 }
+
+/// The log of a syzkaller corpus file: after its `KEY: value` header lines, before its
+/// `REPORT:` section.
+fn corpus_log(data: &str) -> &str {
+    let mut rest = data;
+    while let Some((line, after)) = rest.split_once('\n') {
+        let key = line.split(':').next().unwrap_or("");
+        let header = line.starts_with('#')
+            || (!key.is_empty()
+                && line.contains(':')
+                && key.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'));
+        if line.is_empty() {
+            rest = after;
+            break;
+        }
+        if !header {
+            break;
+        }
+        rest = after;
+    }
+    rest.find("\n\nREPORT:\n").map_or(rest, |i| &rest[..=i])
+}
+
+/// Adds every report of syzkaller's corpus in `dir` (real reports of many bugs), `rounds`
+/// times over, to the history at `path`, spread evenly over its time span and its hosts, as
+/// the watcher stores reports (kind, title and stack from the extractor, the log as text).
+/// Returns how many were stored.
+pub fn add_corpus_reports(path: &Path, dir: &Path, rounds: usize) -> Result<usize, String> {
+    use kflame_store::Query;
+    let mut logs = Vec::new();
+    let mut names: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    names.sort();
+    for p in names {
+        let data = String::from_utf8_lossy(&std::fs::read(&p).map_err(|e| e.to_string())?).into_owned();
+        let log = corpus_log(&data).to_string();
+        if let Some(r) = kflame::report::ReportExtractor::extract_all(log.as_bytes()).into_iter().next() {
+            let stack: Vec<&str> = r.frames.iter().rev().map(|f| f.function.as_str()).collect();
+            logs.push((r.kind().name().to_string(), r.title.clone(), stack.join(";"), log));
+        }
+    }
+    let (hosts, (lo, hi)) = {
+        let q = Sqlite::open(path, OpenMode::Read).map_err(|e| e.to_string())?;
+        let bounds = q.time_bounds().map_err(|e| e.to_string())?.ok_or("the history is empty")?;
+        (q.hosts().map_err(|e| e.to_string())?, bounds)
+    };
+    let n = logs.len() * rounds;
+    let step = ((hi - lo) / (n as i64 + 1)).max(1);
+    let mut db = Sqlite::open(path, OpenMode::Write).map_err(|e| e.to_string())?;
+    for k in 0..n {
+        let (kind, title, stack, text) = &logs[k % logs.len()];
+        let host = &hosts[k % hosts.len().max(1)];
+        db.append_report(&StoredReport {
+            host,
+            time_ns: lo + step * (k as i64 + 1),
+            kind,
+            title,
+            stack,
+            text,
+        })
+        .map_err(|e| e.to_string())?;
+    }
+    db.flush().map_err(|e| e.to_string())?;
+    Ok(n)
+}
