@@ -1,4 +1,4 @@
-//! Kernel reports of many hosts grouped by signature (kind and culprit, as `kflame analyze`
+//! Kernel reports of many hosts grouped by signature (the title in syzkaller's form, as `kflame analyze`
 //! groups them): is this oops on one box or on four hundred, since when, on which kernels.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -121,7 +121,7 @@ Call Trace:
         ];
         let g = fleet_groups(all);
         assert_eq!(g.len(), 2);
-        assert_eq!(g[0].signature, "warning:shrink_slab");
+        assert_eq!(g[0].signature, "WARNING in shrink_slab");
         assert_eq!(g[0].culprit.as_deref(), Some("shrink_slab"));
         assert_eq!((g[0].count, g[0].hosts.len(), g[0].first_ns, g[0].last_ns), (3, 2, 10, 50));
         assert_eq!(g[0].hosts["web1"], 2);

@@ -3,7 +3,7 @@
 //!
 //! - Reports (kernel logs through [`kflame::report::reports`], crash `bt` output through
 //!   [`kflame::collapse::crash::tasks`]) go into a [`ReportAnalyzer`], which groups them by
-//!   signature (kind + culprit function) and gives each group an **Error** (kind, title,
+//!   signature (the title in syzkaller's form, `KIND in FUNCTION`) and gives each group an **Error** (kind, title,
 //!   kernel, taint, task, the culprit frame with a confidence: [`culprit`]), a
 //!   **Resolution** (the culprit's source from a kernel tree, [`source`], and candidate
 //!   fixes through a [`FixSearch`] implementation, [`fixes`]) and a **Summary**.
@@ -19,7 +19,7 @@
 //!   "reports": N,                      // reports read
 //!   "groups_total": N,                 // groups before --limit
 //!   "groups": [ {                      // one object per report group, most frequent first
-//!     "signature": "kasan:foo_read", "count": 3,
+//!     "signature": "KASAN: use-after-free Read in foo_read", "count": 3,
 //!     "first_seen": {"input", "line", "time"}, "last_seen": {...},
 //!     "kernels": ["6.1.0"], "titles": ["KASAN: use-after-free Read in foo_read"],
 //!     "error": {

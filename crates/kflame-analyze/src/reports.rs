@@ -1,4 +1,4 @@
-//! Kernel reports grouped by signature (kind + culprit function), most frequent first, each
+//! Kernel reports grouped by signature (their syzkaller-form title), most frequent first, each
 //! with its Error, Resolution and Summary.
 
 use std::collections::{BTreeSet, HashMap};
@@ -61,8 +61,8 @@ pub struct ErrorInfo {
 /// One group of reports that share a signature.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Group {
-    /// `kind:function` (the culprit's name without compiler suffixes), or `kind:title`
-    /// when no culprit could be named.
+    /// The reports' title as syzkaller writes it (`WARNING in shrink_slab`): see
+    /// [`signature`].
     pub signature: String,
     /// How many reports have this signature.
     pub count: usize,
@@ -98,16 +98,12 @@ struct Building {
     culprit_file: Option<String>,
 }
 
-/// The group a report belongs to, `kind:culprit` (`warning:shrink_slab`), or `kind:title`
-/// when no frame is the culprit; and the culprit.
+/// The group a report belongs to, its title as syzkaller writes titles (`WARNING in
+/// shrink_slab`, `KASAN: use-after-free Read in consume_skb`, `INFO: task hung in corrupted`:
+/// what syzbot, lore and the mailing lists name a bug by, so that the key pasted into their
+/// search finds it; what changes between occurrences already replaced); and the culprit.
 pub fn signature(report: &Report) -> (String, Option<Culprit>) {
-    let c = culprit(report);
-    let kind = report.kind().name();
-    let signature = match &c {
-        Some(c) => format!("{kind}:{}", base_name(&c.function)),
-        None => format!("{kind}:{}", report.title),
-    };
-    (signature, c)
+    (report.title.clone(), culprit(report))
 }
 
 /// The signature (see [`signature`]) and kernel release of the first report `text` holds:

@@ -159,7 +159,7 @@ fn a_replayed_fleet_reads_back_through_query_store_and_serve() {
         ],
     );
     let first = rep.lines().next().unwrap();
-    assert!(first.starts_with("2 reports on 2 hosts  hung_task:"), "{rep}");
+    assert!(first.starts_with("2 reports on 2 hosts  INFO: task hung in "), "{rep}");
     assert!(rep.contains("hosts db1×1 web1×1"), "{rep}");
     assert!(rep.contains("kernels 6.18.44-fc-v669"), "{rep}");
     assert!(rep.contains("1 reports on 1 hosts  oom:Out of memory: Killed process 4242 (java)"), "{rep}");

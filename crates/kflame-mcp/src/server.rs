@@ -116,7 +116,7 @@ pub const TOOLS: [ToolDef; 10] = [
         tools::analyze_kernel_log,
         false,
         "Finds the kernel reports (oops, BUG, WARNING, KASAN/KMSAN/UBSAN, lockdep, RCU stalls, hung tasks, \
-         soft/hard lockups, panics) in a kernel log and groups them by signature (kind + culprit function), \
+         soft/hard lockups, panics) in a kernel log and groups them by signature (the title in syzkaller's form, KIND in FUNCTION), \
          most frequent first. Each group has Error (kind, title, kernel version, taint, CPU/pid/comm, \
          `culprit` {function, offset, module, confidence} = the first frame that is not reporting, locking, \
          allocation, sanitizer or printing machinery), Resolution (the culprit's kernel source and candidate \

@@ -403,7 +403,7 @@ fn history_tools_read_a_watched_database() {
     assert_eq!(got["unread"].as_array().unwrap().len(), 1, "{got}");
     assert_eq!(got["unread"][0]["title"], "Oops: cut");
     assert_eq!(got["groups"][0]["count"], 2);
-    assert_eq!(got["groups"][0]["signature"], "hung_task:mnt_want_write");
+    assert_eq!(got["groups"][0]["signature"], "INFO: task hung in mnt_want_write");
     assert_eq!(got["groups"][0]["hosts"], json!(["othervm", "testvm"]));
 }
 
@@ -460,7 +460,7 @@ fn get_report_explains_a_stored_report_with_what_came_before_it() {
         call(&s, "list_reports", json!({"from": "2020-01-01T00:00:00Z", "to": "2100-01-01T00:00:00Z"}));
     assert!(!err, "{text}");
     let g = &got["groups"][0];
-    assert_eq!(g["signature"], "hung_task:mnt_want_write");
+    assert_eq!(g["signature"], "INFO: task hung in mnt_want_write");
     let latest = g["latest"].as_array().unwrap();
     assert_eq!(latest.len(), 2);
     assert_eq!(latest[0]["host"], "testvm");
@@ -470,7 +470,7 @@ fn get_report_explains_a_stored_report_with_what_came_before_it() {
     assert!(!err, "{out}");
     assert_eq!(got["host"], "testvm");
     assert_eq!(got["time_ns"], json!(at));
-    assert_eq!(got["signature"], "hung_task:mnt_want_write");
+    assert_eq!(got["signature"], "INFO: task hung in mnt_want_write");
     // The analysis is analyze's for the same text (its trace cut to what fits a model's
     // context, as analyze_kernel_log cuts it), with the culprit's source.
     let want = cli_json(&report, Format::KernelLog);

@@ -104,7 +104,8 @@ class ReportPanel {
     const head = el('div', { class: 'ks-rp-head' },
       el('span', { class: 'ks-rp-kind', text: r.kind }),
       el('span', { class: 'ks-rp-when', text: `${utc(r.ns)} UTC on ${r.host}` + (a && a.error.kernel ? `, kernel ${a.error.kernel}` : '') }),
-      ...some(r.signature && el('code', { class: 'ks-rp-signature', title: 'The analyzer\'s signature: reports with the same one are the same bug', text: r.signature })));
+      ...some(r.signature && el('code', { class: 'ks-rp-signature',
+        title: 'The bug, as syzkaller titles it (search syzbot or lore for it): reports with the same one are the same bug', text: r.signature })));
     const graphs = this.graphButtons(r);
     const text = el('details', { class: 'ks-rp-text' },
       el('summary', { text: `The report as printed (${count(r.text.split('\n').length, 'line')})` }),
@@ -275,8 +276,9 @@ class ReportsView {
         this.draw(a, range);
       }, { class: 'ks-rv-toggle', 'aria-expanded': String(opened) });
       const row = el('tr', { class: 'ks-rv-group', 'data-signature': g.signature },
-        el('td', {}, toggle, el('div', { class: 'ks-rv-sig' }, el('code', { text: g.signature }),
-          ...some(g.titles.length > 1 && el('span', { class: 'ks-rp-muted', text: ` also titled ${list(g.titles.slice(1))}` })))),
+        el('td', {}, toggle, el('div', { class: 'ks-rv-sig' },
+          ...some(g.signature !== g.titles[0] && el('code', { text: g.signature }),
+            g.titles.length > 1 && el('span', { class: 'ks-rp-muted', text: ` also titled ${list(g.titles.slice(1))}` })))),
         el('td', { class: 'ks-num', text: String(g.count) }),
         el('td', { text: g.hosts.join(', ') }),
         el('td', { text: g.kernels.join(', ') || '—' }),

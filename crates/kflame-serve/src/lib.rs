@@ -120,7 +120,7 @@ impl Signer {
 /// A report's grouping key, and the kernel it came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Signed {
-    /// The analyzer's signature (`kind:function`).
+    /// The analyzer's signature (the title in syzkaller's form: `WARNING in f`).
     pub signature: String,
     /// The kernel release the report names, if any.
     pub kernel: Option<String>,

@@ -2,7 +2,7 @@
 //! server's Reports view and a report's "seen before", the MCP tools) groups them here, so
 //! that a bug counts the same everywhere.
 //!
-//! The key a report groups under is the caller's (the analyzer's signature, `kind:function`;
+//! The key a report groups under is the caller's (the analyzer's signature, the title in syzkaller's form;
 //! this crate knows no analyzer), given with the kernel release the report names.
 
 use std::collections::{BTreeSet, HashMap};

@@ -27,7 +27,7 @@ pub(crate) enum OutFormat {
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
 Kernel logs (dmesg, journal, console, syslog) and crash `bt` output give one section per
-group of reports with the same kind and culprit function, most frequent first: Error (kind,
+group of reports with the same title (syzkaller's form), most frequent first: Error (kind,
 title, kernel, taint, task, culprit frame with a confidence, file to blame), Resolution
 (the culprit's source and the file's MAINTAINERS sections with --kernel-src, its exact
 line with --vmlinux) and Summary. Any other input

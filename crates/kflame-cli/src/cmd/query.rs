@@ -43,8 +43,9 @@ A fleet in ClickHouse (`kflame watch --store`):
   kflame query --store URL --from -1h --hosts 'web*' -o web-fleet.svg
   kflame query --store URL --from -1h --by-host shrink_slab
   kflame query --store URL --from -7d --reports --label role=db
-  kflame query --store URL --from -1d --label kernel=6.8.0 \
-      --base-label kernel=6.1.0 --kernel-git ~/linux -o kernels.folded")]
+  kflame query --store URL --label kernel=6.8.0 --base-label kernel=6.1.0 -n
+  kflame query --store URL --label kernel=6.8.0 --base-label kernel=6.1.0 \\
+      --kernel-git ~/linux -n -o kernels.folded")]
 pub(crate) struct Args {
     #[command(flatten)]
     history: HistoryArgs,
@@ -105,7 +106,7 @@ pub(crate) struct Args {
     /// weight of its samples whose stack holds it, its total, and the share.
     #[arg(long, value_name = "FRAME", conflicts_with_all = ["metrics", "events", "diff_from", "reports"])]
     by_host: Option<String>,
-    /// Kernel reports of the range grouped by signature (kind and culprit) across hosts:
+    /// Kernel reports of the range grouped by signature (the title in syzkaller's form) across hosts:
     /// reports, hosts, first and last seen, kernel versions; the widest spread first.
     #[arg(long, conflicts_with_all = ["metrics", "events", "diff_from"])]
     reports: bool,
