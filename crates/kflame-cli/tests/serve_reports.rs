@@ -8,12 +8,15 @@
 //! and three commits made with git, one of which names the function.
 
 mod common;
+/// The history writer of the serve crate's tests (its corpus replay).
+#[path = "../../kflame-serve/tests/common/history.rs"]
+mod history;
 
 use std::ffi::OsStr;
 use std::path::Path;
 use std::process::Command;
 
-use kflame_store::{Metric, OpenMode, Sqlite, Store, StoredReport};
+use kflame_store::{Metric, OpenMode, Query, Sqlite, Store, StoredReport};
 use serde_json::Value;
 
 const KFLAME: &str = env!("CARGO_BIN_EXE_kflame");
@@ -170,33 +173,6 @@ fn serve_explains_reports_with_the_kernel_tree_and_history_as_analyze_does() {
     assert_eq!(r["signature"], want["signature"]);
 }
 
-/// The log of a syzkaller corpus file: after its `KEY: value` header lines, before its
-/// `REPORT:` section.
-fn corpus_log(data: &str) -> &str {
-    let mut rest = data;
-    while let Some((line, after)) = rest.split_once('\n') {
-        let key = line.split(':').next().unwrap_or("");
-        let header = line.starts_with('#')
-            || (!key.is_empty()
-                && line.contains(':')
-                && key.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'));
-        if line.is_empty() {
-            rest = after;
-            break;
-        }
-        if !header {
-            break;
-        }
-        rest = after;
-    }
-    rest.find("\n\nREPORT:\n").map_or(rest, |i| &rest[..=i])
-}
-
-/// Every report of syzkaller's corpus in the project (`crates/kflame/tests/data/kernel-log/
-/// syzkaller/report/`, real reports of many bugs), replayed into a history on three hosts,
-/// is grouped by `kflame serve`'s Reports view into the bugs the analyzer's signatures make
-/// of the same reports: the same groups, counts and hosts; and a report's "seen before" is
-/// its group.
 #[test]
 fn the_syzkaller_corpus_replayed_into_a_history_groups_as_the_analyzer_groups_it() {
     use std::collections::{BTreeMap, BTreeSet};
@@ -206,43 +182,30 @@ fn the_syzkaller_corpus_replayed_into_a_history_groups_as_the_analyzer_groups_it
     let mut names: Vec<_> = std::fs::read_dir(&corpus).unwrap().map(|e| e.unwrap().path()).collect();
     names.sort();
     let db = dir.path().join("history.db");
+    {
+        // Three hosts over the span the reports are spread on.
+        let mut s = Sqlite::open(&db, OpenMode::Write).unwrap();
+        for (k, host) in ["syz-0", "syz-1", "syz-2"].iter().enumerate() {
+            s.append_metrics(host, T0 + k as i64, &[Metric { name: "cpu.usr", label: "", value: 1.0 }])
+                .unwrap();
+        }
+        s.append_metrics("syz-0", T0 + 3600 * SEC, &[Metric { name: "cpu.usr", label: "", value: 1.0 }])
+            .unwrap();
+        s.flush().unwrap();
+    }
+    history::add_corpus_reports(&db, &corpus, 1).unwrap();
+    // What the analyzer makes of the stored reports: its groups, and each group's hosts.
     let mut analyzer = kflame_analyze::ReportAnalyzer::new();
     let mut want_hosts: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut stored = Vec::new();
-    {
-        let mut s = Sqlite::open(&db, OpenMode::Write).unwrap();
-        s.append_metrics("syz-0", T0, &[Metric { name: "cpu.usr", label: "", value: 1.0 }]).unwrap();
-        for (i, path) in names.iter().enumerate() {
-            let data = String::from_utf8_lossy(&std::fs::read(path).unwrap()).into_owned();
-            let log = corpus_log(&data);
-            let Some(r) = kflame::report::ReportExtractor::extract_all(log.as_bytes()).into_iter().next()
-            else {
-                continue;
-            };
-            let host = format!("syz-{}", i % 3);
-            let time = T0 + (i as i64 + 1) * SEC;
-            analyzer.add_report("corpus", &r);
-            let (signature, _) = kflame_analyze::reports::signature(&r);
-            want_hosts.entry(signature.clone()).or_default().insert(host.clone());
-            let stack: Vec<&str> = r.frames.iter().rev().map(|f| f.function.as_str()).collect();
-            s.append_report(&StoredReport {
-                host: &host,
-                time_ns: time,
-                kind: r.kind().name(),
-                title: &r.title,
-                stack: &stack.join(";"),
-                text: log,
-            })
-            .unwrap();
-            stored.push((host, time, signature));
-        }
-        s.append_metrics(
-            "syz-0",
-            T0 + (names.len() as i64 + 2) * SEC,
-            &[Metric { name: "cpu.usr", label: "", value: 1.0 }],
-        )
-        .unwrap();
-        s.flush().unwrap();
+    let events = Sqlite::open(&db, OpenMode::Read).unwrap().events(0, i64::MAX, None).unwrap();
+    for e in &events {
+        let kflame_store::Event::Report { host, time_ns, text, .. } = e else { continue };
+        let r = kflame::report::ReportExtractor::extract_all(text.as_bytes()).into_iter().next().unwrap();
+        analyzer.add_report("corpus", &r);
+        let (signature, _) = kflame_analyze::reports::signature(&r);
+        want_hosts.entry(signature.clone()).or_default().insert(host.clone());
+        stored.push((host.clone(), *time_ns, signature));
     }
     assert!(stored.len() > 400, "{} reports replayed", stored.len());
     let want: BTreeMap<String, usize> =

@@ -329,15 +329,21 @@ fn fixes_are_real_commits_that_touch_the_function() {
     }
 }
 
-#[test]
-fn history_tools_read_a_watched_database() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = tmp.path().join("history.db");
+/// A copy in `dir` of a history `kflame watch` wrote (`kflame-serve`'s test data).
+fn watched_db(dir: &Path) -> PathBuf {
+    let db = dir.join("history.db");
     std::fs::copy(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../kflame-serve/tests/data/watched-cgroups.db"),
         &db,
     )
     .unwrap();
+    db
+}
+
+#[test]
+fn history_tools_read_a_watched_database() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = watched_db(tmp.path());
     // Two real kernel reports stored as kflame watch stores them.
     {
         use kflame_store::{OpenMode, Sqlite, Store, StoredReport};
@@ -415,12 +421,7 @@ fn history_tools_read_a_watched_database() {
 fn get_report_explains_a_stored_report_with_what_came_before_it() {
     use kflame_store::{OpenMode, Query, Sqlite, Store, StoredReport};
     let tmp = tempfile::tempdir().unwrap();
-    let db = tmp.path().join("history.db");
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../kflame-serve/tests/data/watched-cgroups.db"),
-        &db,
-    )
-    .unwrap();
+    let db = watched_db(tmp.path());
     let report = data().join("kernel-log/captures/dmesg-hung-task-calltrace.txt");
     let text = std::fs::read_to_string(&report).unwrap();
     // The same real hung-task report on two hosts: on `testvm`, the watched host, at the end of

@@ -52,6 +52,17 @@ pub(crate) struct Args {
     /// At most this many report groups, and functions and paths per profile.
     #[arg(long, value_name = "N", default_value_t = 10)]
     limit: usize,
+    #[command(flatten)]
+    kernel: KernelArgs,
+    /// Write here instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+/// A kernel tree and git history that explain reports: `kflame analyze`'s and `kflame
+/// serve`'s flags.
+#[derive(clap::Args, Debug)]
+pub(crate) struct KernelArgs {
     /// A kernel source tree: the culprit's definition, its callers, and the MAINTAINERS
     /// sections of the file to blame.
     #[arg(long, value_name = "DIR")]
@@ -73,9 +84,28 @@ pub(crate) struct Args {
     /// With --kernel-git: where its fix index lives (default: inside the repository's git dir).
     #[arg(long, value_name = "DIR", requires = "kernel_git")]
     fix_index: Option<PathBuf>,
-    /// Write here instead of stdout.
-    #[arg(short, long, value_name = "FILE")]
-    output: Option<PathBuf>,
+}
+
+impl KernelArgs {
+    /// The tree's index and the history's fix index, opened (built or updated the first time).
+    pub(crate) fn open(&self) -> Result<(Option<KernelSource>, Option<GitFixes>)> {
+        let fixes = match &self.kernel_git {
+            Some(git) => Some(GitFixes {
+                index: super::fixes::open_index(git, self.fix_index.as_deref())?,
+                after: self.after.clone(),
+            }),
+            None => None,
+        };
+        let source = match &self.kernel_src {
+            Some(tree) => {
+                let index = open_tree(tree, self.index.as_deref())?;
+                let vmlinux = self.vmlinux.as_deref().map(Vmlinux::open).transpose()?;
+                Some(KernelSource { index, vmlinux })
+            }
+            None => None,
+        };
+        Ok((source, fixes))
+    }
 }
 
 /// Arguments of `kflame source`.
@@ -113,7 +143,7 @@ fn default_index(tree: &Path) -> Result<PathBuf> {
     Ok(kflame_analyze::source::index_file(&cache, tree))
 }
 
-pub(crate) fn open_tree(tree: &Path, index: Option<&Path>) -> Result<SourceIndex> {
+fn open_tree(tree: &Path, index: Option<&Path>) -> Result<SourceIndex> {
     let index = match index {
         Some(i) => i.to_path_buf(),
         None => default_index(tree)?,
@@ -139,21 +169,7 @@ pub(crate) fn open_tree(tree: &Path, index: Option<&Path>) -> Result<SourceIndex
 }
 
 pub(crate) fn run(args: Args) -> Result<()> {
-    let fixes = match &args.kernel_git {
-        Some(git) => Some(GitFixes {
-            index: super::fixes::open_index(git, args.fix_index.as_deref())?,
-            after: args.after.clone(),
-        }),
-        None => None,
-    };
-    let source = match &args.kernel_src {
-        Some(tree) => {
-            let index = open_tree(tree, args.index.as_deref())?;
-            let vmlinux = args.vmlinux.as_deref().map(Vmlinux::open).transpose()?;
-            Some(KernelSource { index, vmlinux })
-        }
-        None => None,
-    };
+    let (source, fixes) = args.kernel.open()?;
     let mut run = Run::new(args.limit);
     for path in input::paths_or_stdin(&args.files)? {
         let input = Input::open(&path)?;

@@ -41,27 +41,11 @@ pub(crate) struct Args {
     /// Make the page follow the present: the newest time is pushed every second.
     #[arg(long)]
     live: bool,
-    /// A kernel source tree: a report's panel shows the culprit's definition, its callers
-    /// and the MAINTAINERS sections of the file to blame (as `kflame analyze --kernel-src`).
-    #[arg(long, value_name = "DIR")]
-    kernel_src: Option<PathBuf>,
-    /// The index of --kernel-src (default: in the user's cache directory).
-    #[arg(long, value_name = "FILE", requires = "kernel_src")]
-    index: Option<PathBuf>,
-    /// The kernel image with DWARF matching the reports: `func+0x1a/0x80` → source line.
-    #[arg(long, value_name = "FILE", requires = "kernel_src")]
-    vmlinux: Option<PathBuf>,
-    /// A kernel git history: a report's panel lists fix candidates for its culprit (as
-    /// `kflame analyze --kernel-git`; indexed before the server starts).
-    #[arg(long, value_name = "DIR")]
-    kernel_git: Option<PathBuf>,
-    /// With --kernel-git: the revision the reports' kernel was built from; commits after it
-    /// rank first.
-    #[arg(long, value_name = "REV", requires = "kernel_git")]
-    after: Option<String>,
-    /// With --kernel-git: where its fix index lives (default: inside the repository's git dir).
-    #[arg(long, value_name = "DIR", requires = "kernel_git")]
-    fix_index: Option<PathBuf>,
+    // A kernel tree and git history: a report's panel shows the culprit's source, callers
+    // and maintainers, and fix candidates, as `kflame analyze` gives them (the indexes are
+    // opened before the server listens).
+    #[command(flatten)]
+    kernel: crate::cmd::analyze::KernelArgs,
 }
 
 pub(crate) fn run(args: Args) -> Result<()> {
@@ -77,20 +61,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
     };
     // The indexes are opened (built the first time) before the server listens, so that the
     // first report opened does not wait for them.
-    let source = match &args.kernel_src {
-        Some(tree) => Some(kflame_analyze::source::KernelSource {
-            index: crate::cmd::analyze::open_tree(tree, args.index.as_deref())?,
-            vmlinux: args.vmlinux.as_deref().map(kflame_analyze::source::Vmlinux::open).transpose()?,
-        }),
-        None => None,
-    };
-    let fixes = match &args.kernel_git {
-        Some(git) => Some(kflame_analyze::fixes::GitFixes {
-            index: crate::cmd::fixes::open_index(git, args.fix_index.as_deref())?,
-            after: args.after.clone(),
-        }),
-        None => None,
-    };
+    let (source, fixes) = args.kernel.open()?;
     let analyzer = crate::cmd::explain::Analyzer::new(source, fixes);
     let config = Config {
         db,
