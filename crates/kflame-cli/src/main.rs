@@ -29,10 +29,20 @@ Examples:
   # Shell completions:
   kflame completions bash > /etc/bash_completion.d/kflame";
 
+/// `kflame --version`: the version, the commit built from and the build date (build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("KFLAME_COMMIT"),
+    ", built ",
+    env!("KFLAME_BUILD_DATE"),
+    ")"
+);
+
 /// Flame graphs from what the Linux kernel tells you: perf samples, trace events, oopses,
 /// crash dumps.
 #[derive(Parser, Debug)]
-#[command(name = "kflame", version, about, long_about = None, after_help = EXAMPLES)]
+#[command(name = "kflame", version = VERSION, about, long_about = None, after_help = EXAMPLES)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -48,6 +58,8 @@ enum Command {
     Collapse(cmd::collapse::Args),
     /// Print shell completions.
     Completions(cmd::completions::Args),
+    /// Write the man pages of kflame and of each command into a directory.
+    Manpages(cmd::manpages::Args),
     /// Draw folded stacks as an interactive SVG flame graph (flamegraph.pl options).
     Flamegraph(cmd::flamegraph::Args),
     /// Compare two folded profiles: `stack BEFORE AFTER` lines for a differential graph.
@@ -88,6 +100,7 @@ fn main() -> ExitCode {
         Command::Source(args) => cmd::analyze::run_source(args),
         Command::Collapse(args) => cmd::collapse::run(args),
         Command::Completions(args) => cmd::completions::run(args),
+        Command::Manpages(args) => cmd::manpages::run(args),
         Command::Flamegraph(args) => cmd::flamegraph::run(args),
         Command::Diff(args) => cmd::diff::run(args),
         Command::Record(args) => cmd::record::run(args),

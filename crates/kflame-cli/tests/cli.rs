@@ -185,3 +185,38 @@ fn perf_data_refuses_options_it_would_ignore() {
     assert!(!stderr.contains("perf script"), "the perf script route does not apply them either: {stderr}");
     assert!(out.stdout.is_empty());
 }
+
+/// `kflame --version` names the version, the commit the binary was built from (git's `HEAD`
+/// of this checkout, unless the build was given `KFLAME_COMMIT`) and the build date.
+#[test]
+fn version_names_the_commit_and_the_build_date() {
+    let out = run(&["--version"]);
+    assert!(out.status.success());
+    let v = text(&out.stdout);
+    let v = v.trim();
+    let rest = v
+        .strip_prefix(&format!("kflame {} (commit ", env!("CARGO_PKG_VERSION")))
+        .unwrap_or_else(|| panic!("{v}"));
+    let (commit, rest) = rest.split_once(", built ").unwrap_or_else(|| panic!("{v}"));
+    let date = rest.strip_suffix(')').unwrap_or_else(|| panic!("{v}"));
+    assert!(
+        date.len() == 10
+            && date.bytes().enumerate().all(|(i, b)| if i == 4 || i == 7 {
+                b == b'-'
+            } else {
+                b.is_ascii_digit()
+            }),
+        "{v}"
+    );
+    let head = Command::new("git")
+        .args(["-C", env!("CARGO_MANIFEST_DIR"), "rev-parse", "--short=12", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| text(&o.stdout).trim().to_string());
+    // The build script's answer, and git's now when it came from git.
+    assert_eq!(commit, env!("KFLAME_COMMIT"), "{v}");
+    if env!("KFLAME_COMMIT_SOURCE") == "git" {
+        assert_eq!(Some(commit.to_string()), head, "{v}");
+    }
+}

@@ -12,6 +12,7 @@ pub(crate) mod fixes;
 pub(crate) mod flamegraph;
 pub(crate) mod history;
 pub(crate) mod html;
+pub(crate) mod manpages;
 pub(crate) mod mcp;
 pub(crate) mod outliers;
 pub(crate) mod query;
