@@ -15,6 +15,7 @@ fi
 deb=$(bash scripts/package | tail -1)
 [ -f "$deb" ] || fail "scripts/package printed no package path: $deb"
 size=$(dpkg-deb -f "$deb" Installed-Size)
+[ "$(dpkg-deb -f "$deb" Depends)" = "libc6 (>= 2.17)" ] || fail "the package depends on $(dpkg-deb -f "$deb" Depends)"
 echo "package: $deb ($(du -h "$deb" | cut -f1), installed size ${size} KiB)"
 cleanup() { dpkg -P kflame >/dev/null 2>&1 || true; }
 trap cleanup EXIT
@@ -22,7 +23,16 @@ dpkg -i "$deb" >/dev/null
 # The binary: stripped, the commit of this checkout.
 [ -x /usr/bin/kflame ] || fail "/usr/bin/kflame is missing"
 ! readelf -S /usr/bin/kflame | grep -q '\.symtab' || fail "/usr/bin/kflame is not stripped (it has a .symtab)"
-echo "binary: $(du -h /usr/bin/kflame | cut -f1) stripped"
+bytes=$(stat -c %s /usr/bin/kflame)
+[ "$bytes" -le $((40 * 1024 * 1024)) ] || fail "/usr/bin/kflame is $bytes bytes, over 40 MB"
+# For old distributions: no glibc symbol newer than 2.17, no library beyond glibc's.
+newest=$(objdump -T /usr/bin/kflame | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -t. -k1,1n -k2,2n -k3,3n -u | tail -1)
+case "$newest" in 2.1[0-7]|2.1[0-7].*|2.[0-9]|2.[0-9].*) ;; *) fail "/usr/bin/kflame needs GLIBC_$newest (over 2.17)" ;; esac
+libs=$(objdump -p /usr/bin/kflame | awk '$1 == "NEEDED" {print $2}' | sort | tr '\n' ' ')
+for l in $libs; do
+  case "$l" in libc.so.6|libm.so.6|libpthread.so.0|libdl.so.2|librt.so.1|ld-linux-x86-64.so.2) ;; *) fail "/usr/bin/kflame needs $l, not part of glibc" ;; esac
+done
+echo "binary: $bytes bytes stripped, newest glibc symbol $newest, needs $libs"
 v=$(/usr/bin/kflame --version)
 head=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 case "$v" in *"commit $head,"*) ;; *) fail "--version does not name $head: $v" ;; esac
