@@ -567,6 +567,8 @@ pub fn list_reports(ctx: &Context, a: ReportsArgs) -> Result<Answer, ToolError> 
     let (from, to) = times(a.from.as_deref(), a.to.as_deref(), "-7d", "")?;
     let events = db.events(from, to, a.host.as_deref()).map_err(|e| ToolError::input(e.to_string()))?;
     let mut analyzer = ReportAnalyzer::new();
+    // Each stored report's signature, from the report read here (its text is read once).
+    let mut signs: std::collections::HashMap<(&str, i64), (String, Option<String>)> = Default::default();
     let (mut stored, mut unread) = (0, Vec::new());
     for ev in &events {
         let Event::Report { host, time_ns, text, title, .. } = ev else { continue };
@@ -576,6 +578,10 @@ pub fn list_reports(ctx: &Context, a: ReportsArgs) -> Result<Answer, ToolError> 
         let mut failed = None;
         let found: Vec<_> =
             reports.by_ref().filter_map(|r| r.map_err(|e| failed = Some(e.to_string())).ok()).collect();
+        if let Some(r) = found.first() {
+            let signature = kflame_analyze::reports::signature(r).0;
+            signs.insert((host.as_str(), *time_ns), (signature, r.kernel.clone()));
+        }
         for r in found {
             let input = format!("{host} {}", format_time(*time_ns));
             analyzer.add_report(&input, &r);
@@ -589,8 +595,12 @@ pub fn list_reports(ctx: &Context, a: ReportsArgs) -> Result<Answer, ToolError> 
         }
     }
     // When and where each signature was stored, and its latest reports (for `get_report`):
-    // the grouping `kflame serve` shows.
-    let stored_groups = group_by_signature(&events, a.host.as_deref(), LATEST_LISTED);
+    // the grouping `kflame serve` shows (the events are of `host` already).
+    let mut sign = |e: &Event| match e {
+        Event::Report { host, time_ns, .. } => signs.get(&(host.as_str(), *time_ns)).cloned(),
+        _ => None,
+    };
+    let stored_groups = group_reports(&events, |_| true, &mut sign, LATEST_LISTED);
     let n = limit(a.limit, 10);
     let mut groups = analyzer.finish(None, None, n);
     let total = groups.len();
@@ -630,14 +640,14 @@ pub fn list_reports(ctx: &Context, a: ReportsArgs) -> Result<Answer, ToolError> 
 /// Reports listed per group by `list_reports` and `get_report`.
 const LATEST_LISTED: usize = 10;
 
-/// The stored reports of `events` (of `host` when given) grouped by the analyzer's
-/// signature, as `kflame serve` groups them.
-fn group_by_signature(events: &[Event], host: Option<&str>, listed: usize) -> Vec<ReportGroup> {
+/// The stored reports of `events` with signature `signature`, as one group of the grouping
+/// `kflame serve` shows.
+fn group_of(events: &[Event], signature: &str, listed: usize) -> Option<ReportGroup> {
     let mut sign = |e: &Event| match e {
         Event::Report { text, .. } => kflame_analyze::reports::sign_text(text),
         _ => None,
     };
-    group_reports(events, |h| host.is_none_or(|x| x == h), &mut sign, listed)
+    group_reports(events, |_| true, &mut sign, listed).into_iter().find(|g| g.signature == signature)
 }
 
 /// A group's latest reports: time (RFC 3339, what `get_report` takes), host, title.
@@ -690,7 +700,7 @@ pub fn get_report(ctx: &Context, a: ReportArgs) -> Result<Answer, ToolError> {
         fixes.as_deref().map(|f| f as &dyn FixSearch),
         REPORT_FIXES,
     );
-    let signature = kflame_analyze::reports::sign_text(&text).map(|(s, _)| s);
+    let signature = group.as_ref().map(|g| g.signature.clone());
     let mut analysis = json!({ "groups": [serde_json::to_value(&group).map_err(ToolError::internal)?] });
     trim_analysis(&mut analysis);
     let analysis = analysis["groups"][0].take();
@@ -700,15 +710,13 @@ pub fn get_report(ctx: &Context, a: ReportArgs) -> Result<Answer, ToolError> {
         Some(sig) => match db.time_bounds().map_err(err)? {
             Some((lo, hi)) => {
                 let all = db.reports(lo, hi.saturating_add(1), None).map_err(err)?;
-                group_by_signature(&all, None, LATEST_LISTED).into_iter().find(|g| &g.signature == sig).map(
-                    |g| {
-                        json!({
-                            "count": g.count, "first_seen": format_time(g.first_seen),
-                            "last_seen": format_time(g.last_seen), "hosts": g.hosts, "kernels": g.kernels,
-                            "titles": g.titles, "latest": latest_json(&g),
-                        })
-                    },
-                )
+                group_of(&all, sig, LATEST_LISTED).map(|g| {
+                    json!({
+                        "count": g.count, "first_seen": format_time(g.first_seen),
+                        "last_seen": format_time(g.last_seen), "hosts": g.hosts, "kernels": g.kernels,
+                        "titles": g.titles, "latest": latest_json(&g),
+                    })
+                })
             }
             None => None,
         },

@@ -29,7 +29,7 @@
 import { FlameViewer } from '/viewer/viewer.js';
 import { decodeTree } from '/viewer/model.js';
 import { Brush, Chart, drawAxis, fmtSpan, fmtTime, groupMetrics, PAD_LEFT, PAD_RIGHT, useCatalog } from '/assets/charts.js';
-import { api, el } from '/assets/common.js';
+import { api, button, el } from '/assets/common.js';
 import { HeatMap } from '/assets/heatmap.js';
 import { LatencyPanel } from '/assets/latency.js';
 import { ReportPanel, ReportsView } from '/assets/reports.js';
@@ -111,12 +111,6 @@ function writeUrl() {
   const charts = new URLSearchParams(location.search).get('charts');
   if (charts) p.set('charts', charts);
   history.replaceState(null, '', location.pathname + '?' + p.toString() + location.hash);
-}
-
-function button(text, title, onClick, attrs = {}) {
-  const b = el('button', { type: 'button', title: title || text, text, ...attrs });
-  b.addEventListener('click', onClick);
-  return b;
 }
 
 function buildDom() {

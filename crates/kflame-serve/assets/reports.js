@@ -13,7 +13,7 @@
  * to its reports, and a report to its panel.
  *
  * Every piece of data reaches the DOM as text. */
-import { api, el } from '/assets/common.js';
+import { api, button, el } from '/assets/common.js';
 import { fmtTime } from '/assets/charts.js';
 
 const MS = 1e6;
@@ -21,12 +21,6 @@ const MS = 1e6;
  * is 60, its largest 3600). */
 const WINDOWS = [10, 30, 60, 300, 900, 3600];
 const PROFILE_NAMES = { cpu: 'CPU', offcpu: 'Off-CPU' };
-
-function button(text, title, onClick, attrs = {}) {
-  const b = el('button', { type: 'button', title: title || text, text, ...attrs });
-  b.addEventListener('click', onClick);
-  return b;
-}
 
 /** `n thing(s)`. */
 const count = (n, thing) => `${Number(n).toLocaleString('en-US')} ${thing}${Number(n) === 1 ? '' : 's'}`;

@@ -1077,24 +1077,22 @@ fn report_groups(events: &[Event], hosts: &Hosts, signer: Option<&crate::Signer>
         .collect()
 }
 
-/// The reports of the whole history with signature `signature` (its [`ReportGroup`]).
-fn similar_reports(db: &dyn Query, explain: &crate::Signer, signature: &str) -> Result<Value> {
+/// The reports of the whole history with signature `signature`, as one group of
+/// [`report_groups`] (the others are not made: their signatures are kept, not their JSON).
+fn similar_reports(db: &dyn Query, signer: &crate::Signer, signature: &str) -> Result<Value> {
     let Some((lo, hi)) = db.time_bounds().map_err(ApiError::store)? else { return Ok(Value::Null) };
-    let all = db.reports(lo, hi.saturating_add(1), None).map_err(ApiError::store)?;
-    let every_host = Hosts::of(&HashMap::new());
-    let group =
-        report_groups(&all, &every_host, Some(explain)).into_iter().find(|g| g["signature"] == signature);
-    Ok(group.unwrap_or(Value::Null))
+    let mut same = db.reports(lo, hi.saturating_add(1), None).map_err(ApiError::store)?;
+    same.retain(|e| signer.sign(e).is_some_and(|s| s.signature == signature));
+    let every_host = Hosts { host: None, hosts: None };
+    Ok(report_groups(&same, &every_host, Some(signer)).into_iter().next().unwrap_or(Value::Null))
 }
 
 /// The profile of `kind` of `host` in the `secs` seconds before `time` (viewer data with its
 /// total), or `None` when nothing of that kind is stored then.
 fn profile_before(db: &dyn Query, kind: Kind, host: &str, time: i64, secs: i64) -> Result<Option<Value>> {
-    let mut args = HashMap::new();
-    args.insert("host".to_string(), host.to_string());
     let from = time.saturating_sub(secs.saturating_mul(SEC));
-    let r =
-        Range { kind, from, to: time, capture: None, hosts: Hosts::of(&args), cgroup: None, offsets: None };
+    let hosts = Hosts { host: Some(host.to_string()), hosts: None };
+    let r = Range { kind, from, to: time, capture: None, hosts, cgroup: None, offsets: None };
     let m = r.tree(db)?;
     if m.samples == 0 {
         return Ok(None);

@@ -233,12 +233,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
         if before.samples == 0 && after.samples == 0 {
             bail!("no {kind} samples in either range in {}", history.name);
         }
-        let opts = DiffOptions { normalize: args.normalize, ..DiffOptions::default() };
-        let lines = diff::diff(&before.stacks.into_counts(), &after.stacks.into_counts(), opts);
-        let mut out = output::create(args.output.as_deref())?;
-        out.write_all(after.meta.header().as_bytes())?;
-        diff::write_diff(&mut out, &lines).context("writing the differential stacks")?;
-        return out.finish();
+        return write_difference(args.output.as_deref(), args.normalize, before, after);
     }
     if after.samples == 0 {
         let hint = match db.time_bounds()? {
@@ -390,9 +385,15 @@ fn compare_hosts(history: &History, args: &Args, q: &ProfileQuery<'_>, out_kind:
             after_hosts.len()
         ));
     }
-    let opts = DiffOptions { normalize: args.normalize, ..DiffOptions::default() };
+    write_difference(args.output.as_deref(), args.normalize, before, after)
+}
+
+/// Writes BEFORE against AFTER as `stack BEFORE AFTER` lines (BEFORE scaled to AFTER's total
+/// when `normalize`) to `output` or stdout: `--diff-from`'s and `--base-label`'s answer.
+fn write_difference(output: Option<&Path>, normalize: bool, before: Profile, after: Profile) -> Result<()> {
+    let opts = DiffOptions { normalize, ..DiffOptions::default() };
     let lines = diff::diff(&before.stacks.into_counts(), &after.stacks.into_counts(), opts);
-    let mut out = output::create(args.output.as_deref())?;
+    let mut out = output::create(output)?;
     out.write_all(after.meta.header().as_bytes())?;
     diff::write_diff(&mut out, &lines).context("writing the differential stacks")?;
     out.finish()
