@@ -486,3 +486,133 @@ fn kernels_compared_across_the_fleet_name_the_commits_between_them() {
         String::from_utf8_lossy(&e.stderr)
     );
 }
+
+/// `kflame` with the rig's password and, when given, its CA in `KFLAME_CLICKHOUSE_CA_FILE`.
+fn kflame_tls(rig: &Rig, ca: Option<&Path>, args: &[&str]) -> Output {
+    let mut c = Command::new(KFLAME);
+    c.args(args).env("KFLAME_CLICKHOUSE_PASSWORD", &rig.password).env_remove("KFLAME_CLICKHOUSE_CA_FILE");
+    if let Some(ca) = ca {
+        c.env("KFLAME_CLICKHOUSE_CA_FILE", ca);
+    }
+    c.output().unwrap()
+}
+
+/// The fleet store over HTTPS: `store init`, a history written through TLS, then `query` and
+/// `store stats`, all given the server's CA; refused without it, with another CA, and a
+/// password never sent over plain HTTP to an address off loopback.
+#[test]
+fn the_fleet_store_over_https_with_its_ca_and_refused_without() {
+    let rig = Rig::start_tls(1).unwrap();
+    let ca = rig.tls.as_ref().unwrap().ca.clone();
+    let url = rig.https_url(0, "fleet");
+    // Without the CA (the system's roots) and with another one: refused, saying which.
+    let out = kflame_tls(&rig, None, &["store", "init", "--store", &url]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("not signed by a CA in the system's CA certificates"), "{err}");
+    assert!(err.contains("KFLAME_CLICKHOUSE_CA_FILE"), "{err}");
+    let d = dir("tls");
+    let other = kflame_clickhouse::rig::make_certificates(&d.join("other"), "another").unwrap();
+    let out = kflame_tls(&rig, Some(&other.ca), &["query", "--store", &url, "--list-hosts"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("not signed by a CA in the CA file"), "{err}");
+    // With it.
+    let ok_tls = |args: &[&str]| {
+        let out = kflame_tls(&rig, Some(&ca), args);
+        assert!(out.status.success(), "kflame {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = ok_tls(&["store", "init", "--store", &url, "--retain", "30d"]);
+    assert!(text.contains("tables ready on ClickHouse"), "{text}");
+    let stacks = fleet::expand(
+        &std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../kflame/tests/data/render/perf-sys-cpuclock.folded"
+        ))
+        .unwrap(),
+    );
+    let loc = kflame_clickhouse::Location::parse_with(&url, &|k| match k {
+        "KFLAME_CLICKHOUSE_PASSWORD" => Some(rig.password.clone()),
+        "KFLAME_CLICKHOUSE_CA_FILE" => Some(ca.display().to_string()),
+        _ => None,
+    })
+    .unwrap();
+    let mut w = Writer::open(&loc, &d.join("spool.db"), WriterOptions::default()).unwrap();
+    let meta = Meta { unit: Unit::Samples, event: Some("cpu-clock".into()) };
+    let samples: Vec<OwnedSample> = fleet::host_samples(0, T0, 60, 19, 2, &stacks);
+    let n = fleet::write_buckets(&mut w, "tls1", Kind::Cpu, &meta, &samples, T0, 10 * SEC).unwrap();
+    w.flush().unwrap();
+    drop(w);
+    assert_eq!(ok_tls(&["query", "--store", &url, "--list-hosts"]), "tls1\n");
+    let range = ["--from", "2025-11-24T16:00:00Z", "--to", "2025-11-24T16:01:00Z"];
+    let all = ok_tls(&[&["query", "--store", &url], &range[..]].concat());
+    assert_eq!(totals(&all, "do_syscall_64").0, n);
+    assert_eq!(n, samples.len() as u64);
+    let stats = ok_tls(&["store", "stats", "--store", &url]);
+    assert!(stats.contains("1 hosts") && stats.starts_with("clickhouse+https://"), "{stats}");
+    // A password over plain HTTP to a documentation address (RFC 5737): refused before any
+    // connection is tried, with the way out.
+    let out = kflame_tls(&rig, None, &["store", "init", "--store", "clickhouse+http://192.0.2.7:8123/fleet"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("in clear text") && err.contains("clickhouse+https://192.0.2.7:8443/fleet"),
+        "{err}"
+    );
+    assert!(!err.contains(&rig.password), "{err}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// `watch --store clickhouse+https://` with the CA: the samples the watcher says it stored
+/// are read back over TLS by `query`.
+#[test]
+fn live_watch_writes_to_the_fleet_store_over_https() {
+    let Some(_env) = common::Env::get("live_watch_writes_to_the_fleet_store_over_https") else { return };
+    let rig = Rig::start_tls(1).unwrap();
+    let ca = rig.tls.as_ref().unwrap().ca.clone();
+    let url = rig.https_url(0, "fleet");
+    let out = kflame_tls(&rig, Some(&ca), &["store", "init", "--store", &url]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let d = dir("tls-live");
+    let mut w = Command::new(KFLAME)
+        .args(["watch", "--store", &url, "--host", "tls-live", "--spool"])
+        .arg(d.join("spool.db"))
+        .args(["--no-kmsg", "--bucket", "1s", "--log-level", "info"])
+        .env("KFLAME_CLICKHOUSE_PASSWORD", &rig.password)
+        .env("KFLAME_CLICKHOUSE_CA_FILE", &ca)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Until the host's samples are readable over TLS (30 s at most).
+    let started = Instant::now();
+    loop {
+        let out = kflame_tls(&rig, Some(&ca), &["query", "--store", &url, "--list-hosts"]);
+        if String::from_utf8_lossy(&out.stdout).contains("tls-live") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{}", String::from_utf8_lossy(&out.stderr));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(Command::new("kill").arg("-INT").arg(w.id().to_string()).status().unwrap().success());
+    let mut err = String::new();
+    w.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!(w.wait().unwrap().code(), Some(0), "{err}");
+    let stop = err.lines().find(|l| l.contains("stopped after")).unwrap_or_else(|| panic!("{err}"));
+    let at = stop.find(" samples").unwrap();
+    let samples: u64 = stop[..at].trim_end().rsplit(' ').next().unwrap().parse().unwrap();
+    let r = Reader::open(
+        &kflame_clickhouse::Location::parse_with(&url, &|k| match k {
+            "KFLAME_CLICKHOUSE_PASSWORD" => Some(rig.password.clone()),
+            "KFLAME_CLICKHOUSE_CA_FILE" => Some(ca.display().to_string()),
+            _ => None,
+        })
+        .unwrap(),
+    )
+    .unwrap();
+    let p = r
+        .profile(&ProfileQuery { host: Some("tls-live"), ..ProfileQuery::new(Kind::Cpu, 0, i64::MAX) })
+        .unwrap();
+    assert!(samples > 0);
+    assert_eq!(p.samples, samples, "{err}");
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -1,7 +1,12 @@
 //! The HTTP interface of ClickHouse, spoken directly: one POST per statement on its own
 //! connection (`Connection: close`), the statement in the `query` parameter or the body,
 //! settings as URL parameters, HTTP basic authentication. Every ClickHouse since 2016 speaks
-//! it the same way; nothing else is needed from an HTTP library.
+//! it the same way; nothing else is needed from an HTTP library. `clickhouse+https://` puts
+//! the same exchange inside TLS (rustls, `tls.rs`), the server's certificate verified.
+//!
+//! A password never goes in clear text off the machine: over plain HTTP, a request that
+//! carries one is sent only to loopback addresses (checked on the resolved addresses, before
+//! connecting); anything else is refused with the way out.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -26,6 +31,13 @@ pub enum HttpError {
         /// ClickHouse's exception code (`Code: 60`), 0 when the text has none.
         code: u32,
     },
+    /// TLS refused the server (its certificate, its name, or no TLS at all), or the CA
+    /// given cannot be used. Not retried: it needs someone to change something.
+    #[error("{0}")]
+    Tls(String),
+    /// Not sent: a password over plain HTTP to an address that is not loopback.
+    #[error("{0}")]
+    Insecure(String),
 }
 
 impl HttpError {
@@ -76,8 +88,16 @@ fn base64(input: &[u8]) -> String {
 }
 
 fn unreachable(what: &str, e: io::Error) -> HttpError {
-    HttpError::Unreachable(format!("{what}: {e}"))
+    match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+        // TLS refused something after the handshake (an alert from the server).
+        Some(t) => HttpError::Tls(format!("TLS, {what}: {t}")),
+        None => HttpError::Unreachable(format!("{what}: {e}")),
+    }
 }
+
+/// A connection: a TCP stream, or TLS over one.
+trait Transport: Read + Write {}
+impl<T: Read + Write> Transport for T {}
 
 impl Client {
     /// A client of the server of `loc`.
@@ -193,6 +213,16 @@ impl Client {
             .to_socket_addrs()
             .map_err(|e| unreachable(&format!("cannot resolve {}", self.loc.host), e))?
             .collect();
+        if !self.loc.tls && !self.loc.password.is_empty() && !addrs.iter().all(|a| a.ip().is_loopback()) {
+            return Err(HttpError::Insecure(format!(
+                "refusing to send the password in clear text to {} (not loopback): use \
+                 clickhouse+https://{}:8443/{} (ClickHouse's https_port), or reach the server \
+                 through a tunnel on loopback (ssh -L 8123:localhost:8123 HOST)",
+                addrs.first().map_or(self.loc.host.clone(), |a| a.ip().to_string()),
+                self.loc.host,
+                self.loc.database
+            )));
+        }
         let mut last = None;
         let mut stream = None;
         for a in &addrs {
@@ -204,7 +234,7 @@ impl Client {
                 Err(e) => last = Some(e),
             }
         }
-        let mut stream = stream.ok_or_else(|| {
+        let stream = stream.ok_or_else(|| {
             unreachable(
                 &format!("cannot connect to {}:{}", self.loc.host, self.loc.port),
                 last.unwrap_or_else(|| io::Error::other("no address")),
@@ -213,10 +243,33 @@ impl Client {
         let _ = stream.set_nodelay(true);
         stream.set_read_timeout(Some(self.io_timeout)).map_err(|e| unreachable("socket", e))?;
         stream.set_write_timeout(Some(self.io_timeout)).map_err(|e| unreachable("socket", e))?;
-        stream.write_all(head.as_bytes()).map_err(|e| unreachable("sending", e))?;
-        stream.write_all(body).map_err(|e| unreachable("sending", e))?;
-        stream.flush().map_err(|e| unreachable("sending", e))?;
+        if self.loc.tls {
+            let config = crate::tls::config(self.loc.ca_file.as_deref()).map_err(HttpError::Tls)?;
+            let name = crate::tls::server_name(&self.loc.host).map_err(HttpError::Tls)?;
+            let conn = rustls::ClientConnection::new(config, name)
+                .map_err(|e| HttpError::Tls(format!("TLS: {e}")))?;
+            self.exchange(rustls::StreamOwned::new(conn, stream), &head, body)
+        } else {
+            self.exchange(stream, &head, body)
+        }
+    }
+
+    /// Sends a request on a connection and reads its answer.
+    fn exchange(&self, mut stream: impl Transport, head: &str, body: &[u8]) -> Result<Vec<u8>, HttpError> {
+        let sending = |e: io::Error| self.io_error("sending", e);
+        stream.write_all(head.as_bytes()).map_err(sending)?;
+        stream.write_all(body).map_err(sending)?;
+        stream.flush().map_err(sending)?;
+        // The handshake is made by the first write: its refusals are explained above.
         read_response(BufReader::with_capacity(1 << 16, stream))
+    }
+
+    /// An I/O error, or TLS's refusal explained.
+    fn io_error(&self, what: &str, e: io::Error) -> HttpError {
+        match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+            Some(t) => HttpError::Tls(crate::tls::explain(t, &self.loc.host, self.loc.ca_file.as_deref())),
+            None => unreachable(what, e),
+        }
     }
 }
 
@@ -314,6 +367,22 @@ pub(crate) fn read_response(mut r: impl BufRead) -> Result<Vec<u8>, HttpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_password_is_never_sent_in_clear_text_off_loopback() {
+        // Documentation addresses (RFC 5737, RFC 3849): refused before any connection.
+        for host in ["192.0.2.7", "[2001:db8::7]"] {
+            let loc = Location::parse_with(&format!("clickhouse+http://{host}:8123/fleet"), &|k| {
+                (k == "KFLAME_CLICKHOUSE_PASSWORD").then(|| "s3cret".to_string())
+            })
+            .unwrap();
+            let e = Client::new(&loc).query("SELECT 1", &[]).unwrap_err();
+            assert!(matches!(e, HttpError::Insecure(_)), "{e:?}");
+            let e = e.to_string();
+            assert!(e.contains("in clear text") && e.contains("clickhouse+https://"), "{e}");
+            assert!(!e.contains("s3cret"), "{e}");
+        }
+    }
 
     #[test]
     fn base64_matches_the_rfc_examples() {

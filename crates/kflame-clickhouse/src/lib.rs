@@ -22,6 +22,7 @@ pub mod rowbinary;
 pub mod schema;
 pub mod spool;
 pub mod sqllog;
+mod tls;
 pub mod writer;
 
 pub use location::{Location, LocationError, is_clickhouse};

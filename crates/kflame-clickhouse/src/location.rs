@@ -1,4 +1,7 @@
-//! Where the store is: `clickhouse+http://[USER@]HOST:PORT/DATABASE[?cluster=NAME]`.
+//! Where the store is: `clickhouse+http://[USER@]HOST:PORT/DATABASE[?cluster=NAME]`, or
+//! `clickhouse+https://` for ClickHouse's `https_port` (8443 by default), the server's
+//! certificate checked against the system's roots, or against the CA certificates (PEM) of
+//! the file named by `KFLAME_CLICKHOUSE_CA_FILE` (or `ca_file=` in the URL's query).
 //!
 //! The password never goes in the URL (it would show in `ps` and in shell history): it is
 //! read from the file named by `KFLAME_CLICKHOUSE_PASSWORD_FILE` (or `password_file=` in the
@@ -29,6 +32,11 @@ pub struct Location {
     /// row. Each host must then write to one server only (its rows stay on one shard, as
     /// readers expect); reads still go over the whole cluster.
     pub insert_local: bool,
+    /// `clickhouse+https://`: TLS, the server's certificate verified.
+    pub tls: bool,
+    /// The CA certificates (PEM) a TLS server's certificate must chain to, instead of the
+    /// system's roots.
+    pub ca_file: Option<PathBuf>,
 }
 
 impl fmt::Debug for Location {
@@ -42,7 +50,8 @@ impl fmt::Display for Location {
     /// The URL without password: what messages name.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
-        write!(f, "clickhouse+http://{}@{host}:{}/{}", self.user, self.port, self.database)?;
+        let scheme = if self.tls { "https" } else { "http" };
+        write!(f, "clickhouse+{scheme}://{}@{host}:{}/{}", self.user, self.port, self.database)?;
         if let Some(c) = &self.cluster {
             write!(f, "?cluster={c}")?;
             if self.insert_local {
@@ -63,9 +72,12 @@ pub struct LocationError {
     pub detail: String,
 }
 
-/// True for what names a ClickHouse store (`clickhouse+http://`, `clickhouse://`).
+/// True for what names a ClickHouse store (`clickhouse+http://`, `clickhouse+https://`,
+/// `clickhouse://`).
 pub fn is_clickhouse(s: &str) -> bool {
-    s.starts_with("clickhouse+http://") || s.starts_with("clickhouse://")
+    s.starts_with("clickhouse+http://")
+        || s.starts_with("clickhouse+https://")
+        || s.starts_with("clickhouse://")
 }
 
 /// Names allowed for databases and clusters: they go into SQL unquoted.
@@ -80,10 +92,17 @@ impl Location {
     /// Parses a URL, reading the password as the module says (`env` looks up a variable).
     pub fn parse_with(url: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Location, LocationError> {
         let err = |detail: String| LocationError { url: strip_password(url), detail };
-        let rest = url
-            .strip_prefix("clickhouse+http://")
-            .or_else(|| url.strip_prefix("clickhouse://"))
-            .ok_or_else(|| err("expected clickhouse+http://HOST:PORT/DATABASE".into()))?;
+        let (tls, rest) = if let Some(r) = url.strip_prefix("clickhouse+https://") {
+            (true, r)
+        } else {
+            let r = url.strip_prefix("clickhouse+http://").or_else(|| url.strip_prefix("clickhouse://"));
+            (
+                false,
+                r.ok_or_else(|| {
+                    err("expected clickhouse+http://HOST:PORT/DATABASE or clickhouse+https://".into())
+                })?,
+            )
+        };
         let (rest, query) = match rest.split_once('?') {
             Some((r, q)) => (r, q),
             None => (rest, ""),
@@ -112,6 +131,7 @@ impl Location {
             return Err(err("no host".into()));
         }
         let port = match port {
+            None if tls => 8443,
             None => 8123,
             Some(p) => {
                 p.parse::<u16>().ok().filter(|&p| p > 0).ok_or_else(|| err(format!("bad port {p:?}")))?
@@ -127,6 +147,9 @@ impl Location {
         let mut cluster = None;
         let mut insert_local = false;
         let mut password_file = env("KFLAME_CLICKHOUSE_PASSWORD_FILE").map(PathBuf::from);
+        // The variable applies to https URLs only; `ca_file=` in a plain one is a mistake.
+        let mut ca_file =
+            env("KFLAME_CLICKHOUSE_CA_FILE").filter(|p| tls && !p.is_empty()).map(PathBuf::from);
         for kv in query.split('&').filter(|s| !s.is_empty()) {
             match kv.split_once('=') {
                 Some(("cluster", c)) if is_identifier(c) => cluster = Some(c.to_string()),
@@ -134,11 +157,12 @@ impl Location {
                     return Err(err(format!("cluster name {c:?}: letters, digits and _ only")));
                 }
                 Some(("password_file", p)) if !p.is_empty() => password_file = Some(PathBuf::from(p)),
+                Some(("ca_file", p)) if !p.is_empty() => ca_file = Some(PathBuf::from(p)),
                 Some(("insert", "local")) => insert_local = true,
                 Some(("insert", "distributed")) => insert_local = false,
                 _ => {
                     return Err(err(format!(
-                        "unknown parameter {kv:?} (known: cluster=, insert=local|distributed, password_file=)"
+                        "unknown parameter {kv:?} (known: cluster=, insert=local|distributed, password_file=, ca_file=)"
                     )));
                 }
             }
@@ -157,7 +181,26 @@ impl Location {
         if insert_local && cluster.is_none() {
             return Err(err("insert=local needs cluster=NAME (one server has only local tables)".into()));
         }
-        Ok(Location { host, port, database: database.to_string(), user, password, cluster, insert_local })
+        if let Some(ca) = &ca_file {
+            if !tls {
+                return Err(err(format!(
+                    "a CA file ({}) is for clickhouse+https://: this URL is plain HTTP",
+                    ca.display()
+                )));
+            }
+            crate::tls::read_ca_file(ca).map_err(err)?;
+        }
+        Ok(Location {
+            host,
+            port,
+            database: database.to_string(),
+            user,
+            password,
+            cluster,
+            insert_local,
+            tls,
+            ca_file,
+        })
     }
 
     /// Parses a URL, with the password from the process environment.
@@ -233,6 +276,20 @@ mod tests {
     }
 
     #[test]
+    fn https_urls_default_to_8443_and_take_the_ca_of_the_variable() {
+        let l = Location::parse_with("clickhouse+https://ch1.example.com/fleet", &env(&[])).unwrap();
+        assert_eq!((l.tls, l.port, l.ca_file.as_deref()), (true, 8443, None));
+        assert_eq!(l.to_string(), "clickhouse+https://default@ch1.example.com:8443/fleet");
+        assert!(is_clickhouse("clickhouse+https://ch1/fleet"));
+        // The variable applies to https only: a plain loopback URL is not refused for it.
+        let vars = env(&[("KFLAME_CLICKHOUSE_CA_FILE", "/nonexistent/ca.pem")]);
+        let l = Location::parse_with("clickhouse+http://127.0.0.1:8123/fleet", &vars).unwrap();
+        assert_eq!((l.tls, l.ca_file.as_deref()), (false, None));
+        let e = Location::parse_with("clickhouse+https://127.0.0.1/fleet", &vars).unwrap_err();
+        assert!(e.to_string().contains("cannot read the CA file /nonexistent/ca.pem"), "{e}");
+    }
+
+    #[test]
     fn bad_urls_say_why_and_hide_passwords() {
         for (url, want) in [
             ("http://h:8123/db", "expected clickhouse+http://"),
@@ -244,6 +301,9 @@ mod tests {
             ("clickhouse+http://h/db?insert=local", "insert=local needs cluster"),
             ("clickhouse+http://:8123/db", "no host"),
             ("clickhouse+http://h/db?password_file=/nonexistent/pw", "cannot read the password file"),
+            ("clickhouse+http://h/db?ca_file=/etc/hostname", "is for clickhouse+https://"),
+            ("clickhouse+https://h/db?ca_file=/nonexistent/ca.pem", "cannot read the CA file"),
+            ("https://h/db", "or clickhouse+https://"),
         ] {
             let e = Location::parse_with(url, &env(&[])).unwrap_err();
             assert!(e.to_string().contains(want), "{url}: {e}");

@@ -2,6 +2,8 @@
 //! on loopback, on free ports, with their data in a temporary directory, a password, and a
 //! `remote_servers` cluster (`kflame_rig`) with one shard per server. Servers can be stopped
 //! and started again (an outage). Everything is removed when the rig is dropped.
+//! [`Rig::start_tls`] serves HTTPS as well, with a certificate made for the rig by a CA of
+//! its own (`openssl`, [`make_certificates`]).
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -28,6 +30,72 @@ pub struct Server {
     pub http_port: u16,
     /// Its native protocol port (what shards talk to each other on).
     pub tcp_port: u16,
+    /// Its HTTPS port, when the rig serves TLS.
+    pub https_port: Option<u16>,
+}
+
+/// A CA and a certificate it signed for `localhost`, `127.0.0.1` and `::1`.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    /// The CA's certificate (PEM): what clients are given.
+    pub ca: PathBuf,
+    /// The server's certificate (PEM).
+    pub cert: PathBuf,
+    /// The server's key (PEM).
+    pub key: PathBuf,
+}
+
+/// Makes a CA (`CN=<name> CA`) and a server certificate it signs, in `dir`, with the
+/// `openssl` command. Each call makes a new CA: one call's CA does not verify another's.
+pub fn make_certificates(dir: &Path, name: &str) -> Result<TlsFiles, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let run = |args: &[&str]| -> Result<(), String> {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("openssl (Debian: apt-get install openssl): {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!("openssl {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
+        }
+    };
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+    let ca_subject = format!("/CN={name} CA");
+    run(&[
+        &["req", "-x509"][..],
+        &ec,
+        &["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", &ca_subject],
+    ]
+    .concat())?;
+    run(&[&["req"][..], &ec, &["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"]]
+        .concat())?;
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\nbasicConstraints=CA:FALSE\n\
+         keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n",
+    )
+    .map_err(|e| e.to_string())?;
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+    ])?;
+    Ok(TlsFiles { ca: dir.join("ca.pem"), cert: dir.join("server.pem"), key: dir.join("server.key") })
 }
 
 /// Servers on loopback. Each server is killed when the thread that started it ends (and when
@@ -38,6 +106,8 @@ pub struct Rig {
     pub servers: Vec<Server>,
     /// The password of user `default`.
     pub password: String,
+    /// The CA and certificate of a rig that serves HTTPS.
+    pub tls: Option<TlsFiles>,
     root: PathBuf,
 }
 
@@ -74,17 +144,27 @@ impl Rig {
     /// free can be taken by another program before the server binds it: the rig is then
     /// started again on other ports (three times at most).
     pub fn start(n: usize) -> Result<Rig, String> {
+        Rig::start_with(n, false)
+    }
+
+    /// [`Rig::start`], each server serving HTTPS too (`https_port`), with a certificate of
+    /// [`make_certificates`] (the CA in `tls.ca`).
+    pub fn start_tls(n: usize) -> Result<Rig, String> {
+        Rig::start_with(n, true)
+    }
+
+    fn start_with(n: usize, tls: bool) -> Result<Rig, String> {
         let mut tries = 0;
         loop {
             tries += 1;
-            match Rig::start_once(n) {
+            match Rig::start_once(n, tls) {
                 Err(e) if tries < 3 && e.contains("Address already in use") => continue,
                 r => return r,
             }
         }
     }
 
-    fn start_once(n: usize) -> Result<Rig, String> {
+    fn start_once(n: usize, tls: bool) -> Result<Rig, String> {
         let bin = server_binary().ok_or(
             "clickhouse-server is not installed (Debian: apt-get install clickhouse-server; scripts/test does it)",
         )?;
@@ -97,9 +177,17 @@ impl Rig {
         for i in 0..n {
             let dir = root.join(format!("s{i}"));
             std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            servers.push(Server { child: None, dir, http_port: free_port()?, tcp_port: free_port()? });
+            let https_port = if tls { Some(free_port()?) } else { None };
+            servers.push(Server {
+                child: None,
+                dir,
+                http_port: free_port()?,
+                tcp_port: free_port()?,
+                https_port,
+            });
         }
-        let mut rig = Rig { servers, password: format!("rig-{}", std::process::id()), root };
+        let tls = if tls { Some(make_certificates(&root.join("tls"), "kflame rig")?) } else { None };
+        let mut rig = Rig { servers, password: format!("rig-{}", std::process::id()), tls, root };
         let shards: String = rig
             .servers
             .iter()
@@ -107,6 +195,18 @@ impl Rig {
             .collect();
         for s in &rig.servers {
             let d = s.dir.display();
+            let https = match (&rig.tls, s.https_port) {
+                (Some(t), Some(port)) => format!(
+                    "<https_port>{port}</https_port>\n  <openSSL><server><certificateFile>{}</certificateFile>\
+                     <privateKeyFile>{}</privateKeyFile><verificationMode>none</verificationMode>\
+                     <loadDefaultCAFile>false</loadDefaultCAFile><cacheSessions>true</cacheSessions>\
+                     <disableProtocols>sslv2,sslv3,tlsv1,tlsv1_1</disableProtocols>\
+                     <preferServerCiphers>true</preferServerCiphers></server></openSSL>",
+                    t.cert.display(),
+                    t.key.display()
+                ),
+                _ => String::new(),
+            };
             std::fs::write(
                 s.dir.join("config.xml"),
                 format!(
@@ -115,6 +215,7 @@ impl Rig {
   <logger><level>warning</level><log>{d}/log/server.log</log><errorlog>{d}/log/error.log</errorlog><size>50M</size><count>1</count></logger>
   <http_port>{}</http_port>
   <tcp_port>{}</tcp_port>
+  {https}
   <listen_host>127.0.0.1</listen_host>
   <path>{d}/data/</path>
   <tmp_path>{d}/tmp/</tmp_path>
@@ -206,6 +307,8 @@ impl Rig {
             password: self.password.clone(),
             cluster: cluster.then(|| CLUSTER.to_string()),
             insert_local: false,
+            tls: false,
+            ca_file: None,
         }
     }
 
@@ -216,6 +319,12 @@ impl Rig {
             u.push_str(&format!("?cluster={CLUSTER}"));
         }
         u
+    }
+
+    /// The `clickhouse+https://` URL of server `i` (a rig started by [`Rig::start_tls`]),
+    /// by address; the CA goes in `KFLAME_CLICKHOUSE_CA_FILE` or `ca_file=`.
+    pub fn https_url(&self, i: usize, db: &str) -> String {
+        format!("clickhouse+https://127.0.0.1:{}/{db}", self.servers[i].https_port.unwrap_or(0))
     }
 
     /// Stops server `i` (SIGKILL: an outage, not a shutdown) and waits for it.

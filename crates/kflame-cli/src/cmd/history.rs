@@ -1,10 +1,10 @@
 //! Where history is kept: an embedded SQLite file (`--db FILE`) or a ClickHouse store
-//! (`--store clickhouse+http://HOST:8123/DB`), and which of its hosts a question is about
+//! (`--store clickhouse+http[s]://HOST:PORT/DB`), and which of its hosts a question is about
 //! (`--hosts`, `--label`). Shared by `query`, `serve` and `mcp`.
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use kflame_clickhouse::{Location, Reader, is_clickhouse};
 use kflame_store::{OpenMode, Query, Sqlite};
 
@@ -18,6 +18,8 @@ pub(crate) struct HistoryArgs {
     /// A ClickHouse store instead (`clickhouse+http://HOST:8123/DB[?cluster=NAME]`; user
     /// from the URL or KFLAME_CLICKHOUSE_USER, password from the file named by
     /// KFLAME_CLICKHOUSE_PASSWORD_FILE or from KFLAME_CLICKHOUSE_PASSWORD).
+    /// `clickhouse+https://HOST:8443/DB` verifies the server against the system's CAs or
+    /// those of KFLAME_CLICKHOUSE_CA_FILE; a password goes over plain HTTP to loopback only.
     #[arg(long, value_name = "URL")]
     pub(crate) store: Option<String>,
     /// Only these hosts (comma-separated, repeatable; `*` matches any characters: `web*`).
@@ -61,7 +63,7 @@ pub(crate) fn open_file(path: &Path) -> Result<History> {
 /// The ClickHouse store a `--store URL` names (a file goes in `--db`).
 pub(crate) fn location(url: &str) -> Result<Location> {
     if !is_clickhouse(url) {
-        bail!("--store {url:?}: expected clickhouse+http://HOST:PORT/DATABASE (a file goes in --db)");
+        bail!("--store {url:?}: expected clickhouse+http[s]://HOST:PORT/DATABASE (a file goes in --db)");
     }
     Ok(Location::parse(url)?)
 }
@@ -76,7 +78,8 @@ pub(crate) fn open_url(url: &str) -> Result<History> {
 pub(crate) fn open_remote(url: &str) -> Result<kflame_store::RemoteStore> {
     let loc = location(url)?;
     let name = loc.to_string();
-    let reader = Reader::open(&loc).with_context(|| format!("opening {name}"))?;
+    // Its errors name the store already.
+    let reader = Reader::open(&loc)?;
     Ok(kflame_store::RemoteStore { store: std::sync::Arc::new(reader), name })
 }
 

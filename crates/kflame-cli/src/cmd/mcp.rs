@@ -37,7 +37,8 @@ pub(crate) struct Args {
     /// The history database of `kflame watch` (list_reports, query_history, ranges).
     #[arg(long, value_name = "FILE", conflicts_with = "store")]
     db: Option<PathBuf>,
-    /// A fleet's ClickHouse store instead (`clickhouse+http://HOST:8123/DB[?cluster=NAME]`).
+    /// A fleet's ClickHouse store instead (`clickhouse+http://HOST:8123/DB[?cluster=NAME]`,
+    /// or `clickhouse+https://HOST:8443/DB`, its CA in KFLAME_CLICKHOUSE_CA_FILE).
     #[arg(long, value_name = "URL")]
     store: Option<String>,
     /// A kernel source tree (kernel_source, find_callers, the culprit's source).

@@ -39,7 +39,7 @@ Examples:
       kflame flamegraph > diff.svg
 
 A fleet in ClickHouse (`kflame watch --store`):
-  kflame query --store clickhouse+http://ch1:8123/kflame --list-hosts
+  kflame query --store clickhouse+https://ch1:8443/kflame --list-hosts
   kflame query --store URL --from -1h --hosts 'web*' -o web-fleet.svg
   kflame query --store URL --from -1h --by-host shrink_slab
   kflame query --store URL --from -7d --reports --label role=db

@@ -18,7 +18,7 @@ Examples:
   kflame serve --db other.db
   kflame serve --kernel-src ~/linux --kernel-git ~/linux  # with source, fixes
   KFLAME_CLICKHOUSE_PASSWORD_FILE=/etc/kflame/ch.pw \\
-      kflame serve --store clickhouse+http://ch1:8123/kflame
+      kflame serve --store clickhouse+https://ch1:8443/kflame
   curl -H \"Authorization: Bearer $(cat tok)\" 'http://127.0.0.1:7420/api/info'")]
 pub(crate) struct Args {
     /// The history database (`kflame watch --db`), opened read-only [default:
@@ -27,6 +27,7 @@ pub(crate) struct Args {
     db: Option<PathBuf>,
     /// A ClickHouse store instead (`clickhouse+http://HOST:8123/DB[?cluster=NAME]`, what
     /// `kflame watch --store` writes): the page shows every host, one at a time or merged.
+    /// `clickhouse+https://HOST:8443/DB` for TLS (its CA in KFLAME_CLICKHOUSE_CA_FILE).
     #[arg(long, value_name = "URL")]
     store: Option<String>,
     /// Address and port to listen on.

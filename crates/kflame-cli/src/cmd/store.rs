@@ -14,15 +14,15 @@ use crate::output;
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
 Examples:
-  kflame store init --store clickhouse+http://ch1:8123/kflame --retain 30d
+  kflame store init --store clickhouse+https://ch1:8443/kflame --retain 30d
   # A cluster: run init on every server of it (each gets its local tables
   # and the Distributed ones over the cluster's shards):
   for h in ch1 ch2; do
-    kflame store init --store \"clickhouse+http://$h:8123/kflame?cluster=fleet\"
+    kflame store init --store \"clickhouse+https://$h:8443/kflame?cluster=fleet\"
   done
   # Servers without TTL:
-  kflame store prune --store clickhouse+http://ch1:8123/kflame --retain 30d
-  kflame store stats --store clickhouse+http://ch1:8123/kflame
+  kflame store prune --store clickhouse+https://ch1:8443/kflame --retain 30d
+  kflame store stats --store clickhouse+https://ch1:8443/kflame
 
 The password comes from the file named by KFLAME_CLICKHOUSE_PASSWORD_FILE, or from
 KFLAME_CLICKHOUSE_PASSWORD; the user from the URL (user@host) or KFLAME_CLICKHOUSE_USER.")]
@@ -36,7 +36,8 @@ enum Action {
     /// Create the database and tables (MergeTree partitioned by day; with `?cluster=NAME`
     /// also the Distributed tables); safe to run again.
     Init {
-        /// The store (`clickhouse+http://HOST:8123/DB[?cluster=NAME]`).
+        /// The store (`clickhouse+http://HOST:8123/DB[?cluster=NAME]`, or
+        /// `clickhouse+https://HOST:8443/DB`, its CA in KFLAME_CLICKHOUSE_CA_FILE).
         #[arg(long, value_name = "URL")]
         store: String,
         /// Keep this many days of history: a TTL on servers that have it (19.6 and later);

@@ -40,6 +40,8 @@ pub(crate) struct Args {
     /// made by `kflame store init`); user from the URL or KFLAME_CLICKHOUSE_USER, password
     /// from the file named by KFLAME_CLICKHOUSE_PASSWORD_FILE or from
     /// KFLAME_CLICKHOUSE_PASSWORD. What it cannot take waits in --spool.
+    /// `clickhouse+https://HOST:8443/DB` verifies the server against the system's CAs or
+    /// those of KFLAME_CLICKHOUSE_CA_FILE; a password goes over plain HTTP to loopback only.
     #[arg(long, value_name = "URL")]
     store: Option<String>,
     /// With --store: the local file where batches wait while ClickHouse is unreachable,
