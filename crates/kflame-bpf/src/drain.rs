@@ -281,6 +281,14 @@ impl Loaded {
         for (name, value) in extra {
             loader.override_global(name, value, true);
         }
+        use kflame::record::features::{Feature, masked, masked_error, raw_tracepoint_feature};
+        if masked(Feature::Bpf) {
+            return Err(refused("load", masked_error(Feature::Bpf)));
+        }
+        if let Some(f) = attach.iter().filter_map(|(_, tp)| raw_tracepoint_feature(tp)).find(|&f| masked(f)) {
+            let tp = attach.iter().find(|(_, tp)| raw_tracepoint_feature(tp) == Some(f)).map_or("", |a| a.1);
+            return Err(refused(&format!("attach to the raw tracepoint {tp}"), masked_error(f)));
+        }
         let mut ebpf = loader.load(obj).map_err(|e| refused("load", e))?;
         let mut attachments = Vec::new();
         for &(prog, tp) in attach {

@@ -327,6 +327,16 @@ impl Aggregator for SyscallAggregator {
             true => ", outliers with where they waited (BTF tracepoint sched_switch)",
             false => ", outliers without where they waited (no BTF tracepoints here)",
         };
+        use kflame::record::features::{Feature, masked, masked_why};
+        let masked_waits;
+        let waits = match masked(Feature::BtfTracepoints) {
+            true => {
+                masked_waits =
+                    format!(", outliers without where they waited ({})", masked_why(Feature::BtfTracepoints));
+                masked_waits.as_str()
+            }
+            false => waits,
+        };
         format!(
             "summed in the kernel by BPF (raw tracepoints sys_enter and sys_exit{waits}), read every second"
         )
@@ -629,16 +639,31 @@ impl Aggregator for OffCpuSource {
 
 /// What this kernel allows of the programs: each is loaded, attached and dropped again.
 pub fn check() -> Vec<Capability> {
+    use kflame::record::features::{Feature, masked, masked_why};
     let btf = std::path::Path::new("/sys/kernel/btf/vmlinux").exists();
     let mut out = vec![Capability {
         name: "kernel BTF (/sys/kernel/btf/vmlinux, BPF CO-RE)".into(),
-        available: btf,
-        detail: if btf {
-            "present".into()
-        } else {
-            "missing (CONFIG_DEBUG_INFO_BTF, Linux 5.4 or later): the BPF modes are refused".into()
+        available: btf && !masked(Feature::Bpf),
+        detail: match (btf, masked(Feature::Bpf)) {
+            (_, true) => format!("{}: the BPF modes are refused", masked_why(Feature::Bpf)),
+            (true, false) => "present".into(),
+            (false, false) => {
+                "missing (CONFIG_DEBUG_INFO_BTF, Linux 5.4 or later): the BPF modes are refused".into()
+            }
         },
     }];
+    let tp_btf = btf && !masked(Feature::Bpf) && !masked(Feature::BtfTracepoints);
+    out.push(Capability {
+        name: "BPF on BTF tracepoints (tp_btf, bpf_get_task_stack)".into(),
+        available: tp_btf,
+        detail: match (tp_btf, masked(Feature::BtfTracepoints)) {
+            (true, _) => "used for the stack of a slow system call's longest wait (Linux 5.9)".into(),
+            (false, true) => {
+                format!("{}: slow calls are kept without it", masked_why(Feature::BtfTracepoints))
+            }
+            (false, false) => "needs BTF and Linux 5.9: slow calls are kept without it".into(),
+        },
+    });
     let wakers = OffCpuOptions { wakers: true, ..OffCpuOptions::default() };
     let (available, detail) = match OffCpu::start(&wakers) {
         Ok(p) => {

@@ -230,7 +230,9 @@ impl SyscallLatency {
                 let ring = RingBuf::try_from(map).map_err(|e| map_err("outliers", e))?;
                 // Where a block waited needs a BTF tracepoint and bpf_get_task_stack (Linux
                 // 5.9); without them the outliers come without it.
-                let link = Btf::from_sys_fs().ok().and_then(|btf| {
+                let btf_tps =
+                    !kflame::record::features::masked(kflame::record::features::Feature::BtfTracepoints);
+                let link = Btf::from_sys_fs().ok().filter(|_| btf_tps).and_then(|btf| {
                     let p: &mut BtfTracePoint = loaded.ebpf.program_mut("on_switch")?.try_into().ok()?;
                     p.load("sched_switch", &btf).ok()?;
                     p.attach().ok()

@@ -87,6 +87,26 @@ enum Command {
     Mcp(cmd::mcp::Args),
 }
 
+/// `KFLAME_MASK_FEATURES` in force: which kernel features kflame acts without, and the
+/// names it gave that are none (a typo would otherwise mask nothing, silently).
+#[allow(clippy::print_stderr)]
+fn say_masked_features() {
+    use kflame::record::features::{FEATURES, info, mask_in_force};
+    let (masked, unknown) = mask_in_force();
+    if !masked.is_empty() {
+        let keys: Vec<&str> = masked.iter().map(|&f| info(f).key).collect();
+        eprintln!("kflame: acting as a kernel without {} (KFLAME_MASK_FEATURES)", keys.join(", "));
+    }
+    if !unknown.is_empty() {
+        let known: Vec<&str> = FEATURES.iter().map(|i| i.key).collect();
+        eprintln!(
+            "kflame: warning: KFLAME_MASK_FEATURES names no feature {} (known: {})",
+            unknown.join(", "),
+            known.join(", ")
+        );
+    }
+}
+
 fn main() -> ExitCode {
     let parsed = cmd::watch::help_with_metrics(Cli::command())
         .try_get_matches()
@@ -95,6 +115,9 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return clap_exit(&e),
     };
+    if matches!(cli.command, Command::Record(_) | Command::Watch(_)) {
+        say_masked_features();
+    }
     let result = match cli.command {
         Command::Analyze(args) => cmd::analyze::run(args),
         Command::Source(args) => cmd::analyze::run_source(args),

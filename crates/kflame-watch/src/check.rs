@@ -83,19 +83,25 @@ pub fn check(root: &Path, kmsg: &Path) -> Vec<Item> {
             .replace("--syscalls", "syscalls captures");
         out.push(item(&what, c.available, c.detail));
     }
-    let psi = root.join("proc/pressure/cpu").exists();
+    use kflame::record::features::{Feature, masked, masked_error, masked_why};
+    let psi = root.join("proc/pressure/cpu").exists() && !masked(Feature::Psi);
     out.push(item(
         "PSI (/proc/pressure)",
         psi,
-        match psi {
-            true => "psi.* metrics recorded",
-            false => "absent (kernel without CONFIG_PSI or booted with psi=0): psi.* metrics and rules on them missing",
+        match (psi, masked(Feature::Psi)) {
+            (true, _) => "psi.* metrics recorded".to_string(),
+            (false, true) => format!("{}: psi.* metrics and rules on them missing", masked_why(Feature::Psi)),
+            (false, false) => {
+                "absent (kernel without CONFIG_PSI or booted with psi=0): psi.* metrics and rules on \
+                               them missing"
+                    .to_string()
+            }
         },
     ));
     // The cgroup2 hierarchy, unified at /sys/fs/cgroup or beside v1 controllers (hybrid,
     // at /sys/fs/cgroup/unified): the ids of PERF_SAMPLE_CGROUP are of it either way.
     let mountinfo = std::fs::read_to_string(root.join("proc/self/mountinfo")).unwrap_or_default();
-    let v2 = kflame::record::cgroup2_mount(&mountinfo);
+    let v2 = kflame::record::cgroup2_mount(&mountinfo).filter(|_| !masked(Feature::CgroupV2));
     out.push(item(
         "cgroup v2",
         v2.is_some(),
@@ -109,13 +115,20 @@ pub fn check(root: &Path, kmsg: &Path) -> Vec<Item> {
                  (PERF_SAMPLE_CGROUP, Linux 5.7+)",
                 point.display()
             ),
+            None if masked(Feature::CgroupV2) => {
+                format!("{}: samples carry no cgroup", masked_why(Feature::CgroupV2))
+            }
             None => "no cgroup2 mount in /proc/self/mountinfo: samples carry no cgroup".to_string(),
         },
     ));
     let restrict = std::fs::read_to_string(root.join("proc/sys/kernel/dmesg_restrict"))
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "?".into());
-    match std::fs::File::open(kmsg) {
+    let opened = match masked(Feature::Kmsg) {
+        true => Err(masked_error(Feature::Kmsg)),
+        false => std::fs::File::open(kmsg),
+    };
+    match opened {
         Ok(_) => out.push(item(
             &kmsg.display().to_string(),
             true,

@@ -67,6 +67,26 @@ pub struct Status {
     pub detached: Vec<(&'static str, u64)>,
 }
 
+/// An error with its sources: `cannot open perf event cpu-clock on CPU 0: Function not
+/// implemented`.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    text
+}
+
+/// True when recording was refused for want of privileges (not for want of a feature).
+fn is_permission(e: &record::RecordError) -> bool {
+    match e {
+        record::RecordError::Open { source, .. } => source.kind() == std::io::ErrorKind::PermissionDenied,
+        _ => false,
+    }
+}
+
 /// Why the watcher could not start or run.
 #[derive(Debug, thiserror::Error)]
 pub enum WatchError {
@@ -422,8 +442,24 @@ impl<S: Store> Watcher<S> {
         control: &mut dyn Control,
     ) -> Result<Status, WatchError> {
         let started = Instant::now();
-        let mut profile = Recorder::start(&self.profile_config(), stop.clone())?;
-        for note in profile.notes() {
+        // A kernel without perf events (or a profile it refuses) leaves the rest to record:
+        // metrics, PSI, blocked time and kernel reports. Permissions are the user's to fix.
+        let mut profile = match Recorder::start(&self.profile_config(), stop.clone()) {
+            Ok(p) => Some(p),
+            Err(e) if !is_permission(&e) => {
+                control.log(
+                    Level::Error,
+                    &format!(
+                        "cannot start the always-on CPU profile: {}; recording metrics, blocked time \
+                         and kernel reports without it",
+                        chain(&e)
+                    ),
+                );
+                None
+            }
+            Err(e) => return Err(e.into()),
+        };
+        for note in profile.iter().flat_map(|p| p.notes()) {
             control.log(Level::Info, &format!("CPU profile: {note}"));
         }
         let kmsg = match self.settings.kmsg {
@@ -468,7 +504,15 @@ impl<S: Store> Watcher<S> {
         let mut reader = MetricReader::start(sampler, started + tick, tick, fresh);
         let mut blocked = self.start_blocked(&stop, control);
         loop {
-            let ended = match profile.poll(Duration::from_millis(100)) {
+            let polled = match &mut profile {
+                Some(p) => p.poll(Duration::from_millis(100)),
+                None => {
+                    // Nothing to wait on but the clock: the loop's own pace.
+                    std::thread::sleep(Duration::from_millis(100));
+                    Ok(RecStatus::Running)
+                }
+            };
+            let ended = match polled {
                 Ok(RecStatus::Running) => false,
                 Ok(RecStatus::Ended(_)) => true,
                 Err(e) => {
@@ -504,9 +548,11 @@ impl<S: Store> Watcher<S> {
                 blocked = None;
             }
             if now >= next_tick {
-                let w = profile.take_window();
-                self.profile_window(&w);
-                self.status.lost += w.ring.lost;
+                if let Some(p) = &mut profile {
+                    let w = p.take_window();
+                    self.profile_window(&w);
+                    self.status.lost += w.ring.lost;
+                }
                 if let Some(b) = &mut blocked {
                     let w = b.take_window();
                     self.blocked_window(&w, control);
@@ -539,10 +585,15 @@ impl<S: Store> Watcher<S> {
             // Stored, but no capture starts now.
             self.store_reading(t, reading, false, control);
         }
-        let _ = profile.stop();
-        let w = profile.take_window();
-        self.profile_window(&w);
-        let u = profile.caches().unwind;
+        let u = match &mut profile {
+            Some(p) => {
+                let _ = p.stop();
+                let w = p.take_window();
+                self.profile_window(&w);
+                p.caches().unwind
+            }
+            None => Default::default(),
+        };
         if u.samples > 0 {
             control.log(
                 Level::Info,
@@ -847,18 +898,20 @@ impl<S: Store> Watcher<S> {
             return None;
         }
         let modes: Vec<Mode> = aggregators.iter().map(|(m, _)| m.clone()).collect();
-        let names: Vec<&str> = modes.iter().map(Mode::name).collect();
+        // What each program takes, and what it goes without on this kernel.
+        let described: Vec<String> =
+            aggregators.iter().map(|(m, a)| format!("always-on {}: {}", m.name(), a.describe())).collect();
         let config = Config { modes: modes.clone(), ..Config::default() };
         match Recorder::start_with(&config, stop.clone(), aggregators) {
             Ok(r) => {
-                control.log(
-                    Level::Info,
-                    &format!("always-on blocked time ({}), summed in the kernel by BPF", names.join(", ")),
-                );
+                for line in &described {
+                    control.log(Level::Info, line);
+                }
                 Some(r)
             }
             Err(e) => {
-                control.log(Level::Warn, &format!("the always-on blocked time is not recorded: {e}"));
+                control
+                    .log(Level::Warn, &format!("the always-on blocked time is not recorded: {}", chain(&e)));
                 None
             }
         }

@@ -186,7 +186,8 @@ impl Sampler {
     /// Whether PSI files exist (`/proc/pressure`): kernels without `CONFIG_PSI` (or booted
     /// with `psi=0`) have none, and the `psi.*` metrics are not reported.
     pub fn has_pressure(&self) -> bool {
-        self.root.join("proc/pressure/cpu").exists()
+        use kflame::record::features::{Feature, masked};
+        !masked(Feature::Psi) && self.root.join("proc/pressure/cpu").exists()
     }
 
     /// Reads every file once. Values needing a difference (CPU shares, rates) come from the

@@ -46,7 +46,12 @@ impl Snapshots {
 
     /// Fails unless kernel stacks can be read (root), before anything is recorded.
     pub(super) fn probe() -> Result<(), RecordError> {
-        match std::fs::read("/proc/self/stack") {
+        use super::features::{Feature, masked, masked_error};
+        let read = match masked(Feature::ProcStack) {
+            true => Err(masked_error(Feature::ProcStack)),
+            false => std::fs::read("/proc/self/stack"),
+        };
+        match read {
             Ok(_) => Ok(()),
             Err(e) => Err(unreadable(&e.to_string())),
         }

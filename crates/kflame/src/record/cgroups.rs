@@ -79,7 +79,7 @@ impl CgroupNames {
     fn walk(&mut self) {
         let mount = self.mount.get_or_insert_with(|| {
             let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-            cgroup2_mount(&text)
+            cgroup2_mount(&text).filter(|_| !super::features::masked(super::features::Feature::CgroupV2))
         });
         let Some((dir, root)) = mount.clone() else { return };
         self.walks += 1;

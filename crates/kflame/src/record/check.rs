@@ -33,6 +33,7 @@ pub fn check() -> Vec<Capability> {
     ];
     out.push(user_stack_copies());
     out.push(switch_records());
+    out.push(cgroup_ids());
     match Tracefs::open() {
         Ok(tfs) => {
             for (tp, used_by) in [
@@ -41,11 +42,20 @@ pub fn check() -> Vec<Capability> {
                 ("sched:sched_switch", "--off-cpu"),
                 ("raw_syscalls:sys_enter", "--syscalls"),
                 ("raw_syscalls:sys_exit", "--syscalls"),
+                ("sched:sched_waking", "--wakers"),
+                ("lock:contention_begin", "--locks"),
+                ("lock:contention_end", "--locks"),
             ] {
                 out.push(probe_tracepoint(&tfs, tp, used_by));
             }
         }
-        Err(e) => out.push(Capability { name: "tracefs".into(), available: false, detail: e.to_string() }),
+        Err(e) => {
+            let detail = match std::error::Error::source(&e) {
+                Some(s) => format!("{e}: {s}"),
+                None => e.to_string(),
+            };
+            out.push(Capability { name: "tracefs".into(), available: false, detail })
+        }
     }
     out.push(kprobes());
     out.push(proc_stacks());
@@ -89,6 +99,17 @@ fn user_stack_copies() -> Capability {
     )
 }
 
+/// Samples carry their cgroup's id where the kernel gives it.
+fn cgroup_ids() -> Capability {
+    let mut a = sampling(attr::TYPE_SOFTWARE, attr::SW_CPU_CLOCK);
+    a.sample_type |= super::sys::attr::sample::CGROUP;
+    probe(
+        "cgroup ids of samples (PERF_SAMPLE_CGROUP)",
+        &a,
+        "samples carry no cgroup (it needs Linux 5.7 or later)",
+    )
+}
+
 /// `--off-cpu` ends each blocked interval at the task's switch-in record.
 fn switch_records() -> Capability {
     let mut a = base_attr(attr::TYPE_SOFTWARE, attr::SW_DUMMY, 1);
@@ -128,19 +149,29 @@ fn kprobes() -> Capability {
 }
 
 fn proc_stacks() -> Capability {
-    let ok = std::fs::read_to_string("/proc/self/stack").is_ok();
+    let probed = super::blocked::Snapshots::probe();
     Capability {
         name: "/proc/PID/task/TID/stack (--blocked)".into(),
-        available: ok,
-        detail: if ok { "readable".into() } else { "not readable: run as root".into() },
+        available: probed.is_ok(),
+        detail: match probed {
+            Ok(()) => "readable".into(),
+            Err(e) => format!("{e}; --blocked is refused"),
+        },
     }
 }
 
 fn kallsyms() -> Capability {
-    let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+    let name = "/proc/kallsyms addresses (kernel frame names)".to_string();
+    let text = match super::sym::read_kallsyms() {
+        Ok(t) => t,
+        Err(e) => {
+            let detail = format!("{e}; kernel frames are shown as [kernel.kallsyms]");
+            return Capability { name, available: false, detail };
+        }
+    };
     let visible = text.lines().take(100).any(|l| !l.starts_with("0000000000000000"));
     Capability {
-        name: "/proc/kallsyms addresses (kernel frame names)".into(),
+        name,
         available: visible,
         detail: if visible {
             "visible".into()

@@ -62,6 +62,10 @@ impl Kmsg {
     /// Opens a device that speaks the `/dev/kmsg` protocol.
     pub fn open_path(path: &Path, start: Start) -> Result<Kmsg, KmsgError> {
         let io = |what, source| KmsgError::Io { path: path.to_path_buf(), what, source };
+        use super::features::{Feature, masked, masked_error};
+        if masked(Feature::Kmsg) {
+            return Err(io("cannot open", masked_error(Feature::Kmsg)));
+        }
         let mut file = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK)

@@ -40,6 +40,7 @@ mod cgroups;
 mod check;
 mod clock;
 mod duty;
+pub mod features;
 mod handlers;
 pub mod json;
 pub mod kmsg;
@@ -726,7 +727,11 @@ pub enum RecordError {
         source: std::io::Error,
     },
     /// tracefs could not be found or mounted.
-    #[error("cannot use tracefs at {} (reading tracepoint formats needs root)", path.display())]
+    #[error(
+        "cannot use tracefs at {} (reading tracepoint formats needs root, and a kernel with tracefs, 4.1, \
+         or debugfs's tracing directory)",
+        path.display()
+    )]
     Tracefs {
         /// Where it was looked for or mounted.
         path: PathBuf,

@@ -57,7 +57,11 @@ fn read_thread(dir: &Path, pid: u32, tid: u32, snap: &mut Snapshot) {
         snap.vanished += 1;
         return;
     };
-    let stack = match fs::read(dir.join("stack")) {
+    let read = match super::features::masked(super::features::Feature::ProcStack) {
+        true => Err(io::Error::from(io::ErrorKind::PermissionDenied)),
+        false => fs::read(dir.join("stack")),
+    };
+    let stack = match read {
         Ok(s) => s,
         Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
             snap.denied += 1;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::aggregate::{self, Aggregator};
 use super::blocked::Snapshots;
-use super::cgroups::CgroupNames;
+use super::cgroups::{CgroupNames, cgroup2_mount};
 use super::duty::DutyThread;
 use super::handlers::{self, Dispatch};
 use super::parse::Record;
@@ -147,7 +147,10 @@ impl Recorder {
             _ => None,
         });
         let one_snapshot = matches!(config.modes.as_slice(), [Mode::Blocked { every: None }]);
-        if snapshots.is_some() && !one_snapshot {
+        // One snapshot counts the stacks it could not read; a kernel without them (as the
+        // mask says) is refused at once, as a series of snapshots is.
+        let no_stacks = super::features::masked(super::features::Feature::ProcStack);
+        if snapshots.is_some() && (!one_snapshot || no_stacks) {
             Snapshots::probe()?;
         }
         let (mut specs, mut dispatch) = handlers::build(&config, &served)?;
@@ -193,6 +196,21 @@ impl Recorder {
                 "samples carry no cgroup: this kernel refused PERF_SAMPLE_CGROUP ({why}; it needs \
                  Linux 5.7 or later)"
             ));
+        }
+        let named_cgroups = session.as_ref().is_some_and(|s| s.layout.cgroup);
+        if named_cgroups && super::features::masked(super::features::Feature::CgroupV2) {
+            notes.push(format!(
+                "samples carry cgroup ids without names: no cgroup v2 hierarchy ({}; it needs Linux 4.5)",
+                super::features::masked_why(super::features::Feature::CgroupV2)
+            ));
+        } else if named_cgroups
+            && cgroup2_mount(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default()).is_none()
+        {
+            notes.push(
+                "samples carry cgroup ids without names: no cgroup v2 hierarchy is mounted (cgroup2 in \
+                 /proc/self/mountinfo)"
+                    .to_string(),
+            );
         }
         let cgroups = CgroupNames::default();
         let state = Loop { tasks, dispatch, snapshots, child: None, command: None, stop, cgroups };
@@ -356,7 +374,7 @@ impl Recorder {
                     sym.next_window();
                     if sym.kernel_stale() {
                         // Modules loaded or BPF programs attached since kallsyms was read.
-                        if let Ok(text) = std::fs::read_to_string("/proc/kallsyms") {
+                        if let Ok(text) = super::sym::read_kallsyms() {
                             sym.reload_kernel(&text);
                             self.names.forget_kernel();
                         }
@@ -365,7 +383,12 @@ impl Recorder {
                 None => {
                     let mut sym = Symbolizer::new(); // read now: modules loaded meanwhile are named
                     sym.set_budget(self.config.caches.symbols);
-                    if !sym.has_kernel_symbols() {
+                    if let Err(e) = super::sym::read_kallsyms() {
+                        self.notes.push(format!(
+                            "kernel symbols are missing (/proc/kallsyms: {e}); kernel frames are shown \
+                             as [kernel.kallsyms]"
+                        ));
+                    } else if !sym.has_kernel_symbols() {
                         self.notes.push(
                             "kernel symbols are hidden (/proc/kallsyms shows zero addresses: run as root \
                              or set kernel.kptr_restrict=0); kernel frames are shown as [kernel.kallsyms]"

@@ -77,6 +77,15 @@ impl File {
     const OVERHEAD: usize = 128;
 }
 
+/// `/proc/kallsyms` (an error when `KFLAME_MASK_FEATURES` masks it).
+pub(crate) fn read_kallsyms() -> std::io::Result<String> {
+    use super::features::{Feature, masked, masked_error};
+    if masked(Feature::Kallsyms) {
+        return Err(masked_error(Feature::Kallsyms));
+    }
+    std::fs::read_to_string("/proc/kallsyms")
+}
+
 impl Default for Symbolizer {
     fn default() -> Symbolizer {
         Symbolizer::with_budget(Symbolizer::DEFAULT_BUDGET)
@@ -86,8 +95,7 @@ impl Default for Symbolizer {
 impl Symbolizer {
     /// Loads `/proc/kallsyms` (an unreadable file leaves kernel frames `[unknown]`).
     pub(crate) fn new() -> Symbolizer {
-        let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
-        Symbolizer::with_kallsyms(text)
+        Symbolizer::with_kallsyms(read_kallsyms().unwrap_or_default())
     }
 
     /// A symbolizer for the given kallsyms text.

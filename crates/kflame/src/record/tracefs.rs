@@ -54,6 +54,11 @@ pub(crate) struct Tracefs {
 impl Tracefs {
     /// Finds a mounted tracefs, or mounts a private one.
     pub(crate) fn open() -> Result<Tracefs, RecordError> {
+        use super::features::{Feature, masked, masked_error};
+        if masked(Feature::Tracefs) {
+            let path = PathBuf::from(KNOWN_MOUNTS[0]);
+            return Err(RecordError::Tracefs { path, source: masked_error(Feature::Tracefs) });
+        }
         for m in KNOWN_MOUNTS {
             if Path::new(m).join("events").is_dir() {
                 return Ok(Tracefs { root: m.into(), private: None });
@@ -73,7 +78,12 @@ impl Tracefs {
     pub(crate) fn tracepoint(&self, full: &str) -> Result<Tracepoint, RecordError> {
         let (group, name) = full.split_once(':').unwrap_or(("", full));
         let path = self.root.join("events").join(group).join(name).join("format");
-        let text = std::fs::read_to_string(&path).map_err(|source| RecordError::Tracepoint {
+        let masked = super::features::tracepoint_feature(full).filter(|&f| super::features::masked(f));
+        let read = match masked {
+            Some(f) => Err(super::features::masked_error(f)),
+            None => std::fs::read_to_string(&path),
+        };
+        let text = read.map_err(|source| RecordError::Tracepoint {
             name: full.to_string(),
             message: format!("cannot read its format in tracefs ({source}); this kernel may not have it"),
         })?;

@@ -25,6 +25,7 @@ const IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
 
 /// Opens one perf event; `pid` -1 with a `cpu` means every task on that CPU.
 pub(crate) fn perf_event_open(attr: &PerfEventAttr, pid: i32, cpu: i32) -> io::Result<OwnedFd> {
+    masked_refusal(attr)?;
     // SAFETY: `attr` points to a fully initialised 112-byte struct whose `size` field says so;
     // the kernel only reads it. The group fd is -1 and the flags are a valid constant.
     let fd = unsafe {
@@ -42,6 +43,27 @@ pub(crate) fn perf_event_open(attr: &PerfEventAttr, pid: i32, cpu: i32) -> io::R
     }
     // SAFETY: the syscall returned a new file descriptor that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// What a kernel without a masked feature (`KFLAME_MASK_FEATURES`) answers to `attr`.
+fn masked_refusal(attr: &PerfEventAttr) -> io::Result<()> {
+    use super::features::{Feature, masked, masked_error};
+    let asks = [
+        (Feature::PerfEvents, true),
+        (
+            Feature::UserStackCopy,
+            attr.sample_type & (attr::sample::REGS_USER | attr::sample::STACK_USER) != 0,
+        ),
+        (Feature::ContextSwitch, attr.flags & attr::flag::CONTEXT_SWITCH != 0),
+        (
+            Feature::SampleCgroup,
+            attr.sample_type & attr::sample::CGROUP != 0 || attr.flags & attr::flag::CGROUP != 0,
+        ),
+    ];
+    match asks.into_iter().find(|&(f, asked)| asked && masked(f)) {
+        Some((f, _)) => Err(masked_error(f)),
+        None => Ok(()),
+    }
 }
 
 fn ioctl(fd: &OwnedFd, request: libc::c_ulong, arg: libc::c_ulong) -> io::Result<()> {
