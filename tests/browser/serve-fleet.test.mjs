@@ -212,6 +212,46 @@ test('two host sets compared: the base remembers its hosts (another kernel\'s), 
       `&base_from=${ns(S.base.from)}&base_to=${ns(S.base.to)}&base_hosts=db-1,db-2`)).json()).info;
   });
   assert.deepEqual([info.hosts, info.base_hosts], [['web-1'], ['db-1', 'db-2']]);
+  // The functions whose share changed most, listed under the comparison: each one's share
+  // of each side equals what the sides' folded stacks give (a function counted once per
+  // stack, perf's _[k] marks left out), and none grew more than the first, nor shrank more
+  // than the first shrunk.
+  const shares = await page.evaluate(async () => {
+    const { S, ns } = kflameServe;
+    const q = `kind=cpu&from=${ns(S.range.from)}&to=${ns(S.range.to)}&format=folded`;
+    const side = async (hosts) => {
+      const text = await (await fetch(`/api/profile?${q}&hosts=${hosts}`)).text();
+      const per = new Map();
+      let total = 0;
+      for (const line of text.split('\n')) {
+        if (!line || line.startsWith('#')) continue;
+        const at = line.lastIndexOf(' '), w = Number(line.slice(at + 1));
+        total += w;
+        const names = new Set(line.slice(0, at).split(';').map((f) => f.replace(/_\[[kjiuw]\]$/, '')));
+        for (const n of names) per.set(n, (per.get(n) || 0) + w);
+      }
+      return Object.fromEntries([...per].map(([n, w]) => [n, Math.round(w / total * 10000) / 100]));
+    };
+    return { before: await side('db-1,db-2'), after: await side('web-1') };
+  });
+  const changed = info.changed;
+  assert.ok(changed.grew.length > 0 && changed.shrank.length > 0, JSON.stringify(changed));
+  const deltas = [...new Set([...Object.keys(shares.before), ...Object.keys(shares.after)])]
+    .map((n) => Math.round(((shares.after[n] || 0) - (shares.before[n] || 0)) * 100) / 100);
+  for (const f of [...changed.grew, ...changed.shrank]) {
+    assert.equal(f.total_before, shares.before[f.function] || 0, f.function);
+    assert.equal(f.total_after, shares.after[f.function] || 0, f.function);
+  }
+  assert.equal(changed.grew[0].delta, Math.max(...deltas));
+  assert.equal(changed.shrank[0].delta, Math.min(...deltas));
+  assert.ok(changed.grew.some((f) => f.function === WEB_FRAME), 'the frame only web-1 runs grew');
+  const rows = await page.locator('.ks-changed-fn').allInnerTexts();
+  assert.equal(rows.length, changed.grew.length + changed.shrank.length);
+  assert.match(rows[0], new RegExp(`^${changed.grew[0].function} grew \\+${changed.grew[0].delta.toFixed(2)} points`));
+  // A click finds the function in the flame graph.
+  await page.click(`.ks-changed-fn[data-function="${WEB_FRAME}"] .ks-changed-name`);
+  assert.ok(await page.evaluate(() => kflameViewer.state.search.length > 0 && kflameViewer.mask !== null));
+  assert.ok(await page.evaluate((f) => new RegExp(kflameViewer.state.search).test(f), WEB_FRAME));
   await screenshot(page, 'serve-fleet-hosts-compared');
   // The address keeps both sets: a reload compares the same.
   const total = await viewerTotal(page);

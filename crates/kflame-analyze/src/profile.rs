@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use kflame::fold::tree::StackTree;
 use kflame::fold::{Unit, Weight};
 use serde::Serialize;
 
@@ -329,11 +330,37 @@ impl Weights {
     fn of<'a>(stacks: impl IntoIterator<Item = (&'a [u8], Weight)>, keep_paths: bool) -> Weights {
         let mut w = Weights::default();
         for (stack, weight) in stacks {
-            w.count += 1;
-            w.total += weight;
             let text = String::from_utf8_lossy(stack);
             let frames: Vec<&str> = text.split(';').filter(|f| !f.is_empty()).collect();
-            let kern = kernel_frames(&frames);
+            w.add(&frames, weight, keep_paths);
+        }
+        w
+    }
+
+    /// The stacks of a tree: its own weights, or with `baseline` those of the comparison's
+    /// BEFORE (stacks of zero weight on that side are not counted).
+    fn of_tree(tree: &StackTree, baseline: bool) -> Weights {
+        let mut w = Weights::default();
+        for (id, node) in tree.nodes().iter().enumerate() {
+            let weight = if baseline { node.self_before } else { node.self_weight };
+            if !node.ends || weight.is_zero() {
+                continue;
+            }
+            let path: Vec<std::borrow::Cow<'_, str>> =
+                tree.path(id as u32).into_iter().map(String::from_utf8_lossy).collect();
+            let frames: Vec<&str> = path.iter().map(|f| f.as_ref()).filter(|f| !f.is_empty()).collect();
+            w.add(&frames, weight, false);
+        }
+        w
+    }
+
+    /// Counts one stack.
+    fn add(&mut self, frames: &[&str], weight: Weight, keep_paths: bool) {
+        let w = self;
+        {
+            w.count += 1;
+            w.total += weight;
+            let kern = kernel_frames(frames);
             if kern.last() == Some(&true) {
                 w.kernel += weight;
             }
@@ -360,7 +387,6 @@ impl Weights {
                 w.paths.push((names, weight));
             }
         }
-        w
     }
 
     fn percent(&self, w: Weight) -> f64 {
@@ -381,7 +407,16 @@ pub fn diff<'a, 'b>(
     unit: &Unit,
     limit: usize,
 ) -> ProfileDiff {
-    let (b, a) = (Weights::of(before, false), Weights::of(after, false));
+    diff_weights(Weights::of(before, false), Weights::of(after, false), unit, limit)
+}
+
+/// [`diff`] of a comparison tree (`StackTree::add_baseline`): its baseline is BEFORE, its
+/// own weights AFTER. What a server that keeps stacks as trees answers with.
+pub fn diff_tree(tree: &StackTree, unit: &Unit, limit: usize) -> ProfileDiff {
+    diff_weights(Weights::of_tree(tree, true), Weights::of_tree(tree, false), unit, limit)
+}
+
+fn diff_weights(b: Weights, a: Weights, unit: &Unit, limit: usize) -> ProfileDiff {
     let mut names: Vec<&String> = b.totalw.keys().chain(a.totalw.keys()).collect();
     names.sort();
     names.dedup();
@@ -459,5 +494,52 @@ mod diff_tests {
         assert_eq!(d.shrank[0].delta, -25.0);
         assert!(d.grew.iter().all(|c| c.function != "main"), "main is 100% in both");
         assert_eq!((d.kernel_before, d.kernel_after), (50.0, 75.0));
+    }
+
+    /// A comparison tree gives the answer of its two stack lists: FlameGraph's own pair of
+    /// differential inputs, and a real capture against its half.
+    #[test]
+    fn a_comparison_tree_compares_as_its_stacks_do() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../kflame/tests/data/render/");
+        let read = |f: &str| std::fs::read(format!("{dir}{f}")).unwrap();
+        let parse = |b: &[u8]| -> Vec<(Vec<u8>, Weight)> {
+            String::from_utf8_lossy(b)
+                .lines()
+                .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+                .filter_map(|l| {
+                    let (s, n) = l.rsplit_once(' ')?;
+                    Some((s.as_bytes().to_vec(), Weight::parse(n.as_bytes()).ok()?))
+                })
+                .collect()
+        };
+        let capture = parse(&read("perf-sys-cpuclock.folded"));
+        let half: Vec<(Vec<u8>, Weight)> = capture.iter().step_by(2).cloned().collect();
+        let pairs = [
+            (parse(&read("diff/before.txt")), parse(&read("diff/after.txt"))),
+            (half.clone(), capture.clone()),
+            (capture.clone(), half),
+        ];
+        for (before, after) in pairs {
+            let mut tree = StackTree::new();
+            for (s, w) in &after {
+                let frames: Vec<&[u8]> = s.split(|&b| b == b';').collect();
+                tree.add(&frames, *w, Weight::ZERO);
+            }
+            let mut base = StackTree::new();
+            for (s, w) in &before {
+                let frames: Vec<&[u8]> = s.split(|&b| b == b';').collect();
+                base.add(&frames, *w, Weight::ZERO);
+            }
+            tree.add_baseline(&base);
+            let from_tree = diff_tree(&tree, &Unit::Samples, 5);
+            let from_stacks = diff(
+                before.iter().map(|(s, w)| (s.as_slice(), *w)),
+                after.iter().map(|(s, w)| (s.as_slice(), *w)),
+                &Unit::Samples,
+                5,
+            );
+            assert!(!from_stacks.grew.is_empty() && !from_stacks.shrank.is_empty());
+            assert_eq!(from_tree, from_stacks);
+        }
     }
 }

@@ -175,33 +175,8 @@ fn a_replayed_fleet_reads_back_through_query_store_and_serve() {
     assert_eq!(rows, written, "every shard's samples: {stats}");
     assert!(stats.contains("every shard's parts") && stats.contains("bytes per host-day"), "{stats}");
     // The same answers through the web server's API.
-    let d = dir("serve");
-    let token = d.join("token");
-    std::fs::write(&token, "fleet-token-1\n").unwrap();
-    let mut serve = Command::new(KFLAME)
-        .args(["serve", "--store", &url, "--listen", "127.0.0.1:0", "--token-file"])
-        .arg(&token)
-        .env("KFLAME_CLICKHOUSE_PASSWORD", &rig.password)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(serve.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_string();
-    let get = |path: &str| -> String {
-        let mut s = std::net::TcpStream::connect(&addr).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer fleet-token-1\r\nConnection: close\r\n\r\n").unwrap();
-        let mut r = String::new();
-        s.read_to_string(&mut r).unwrap();
-        r
-    };
+    let (mut serve, addr) = start_serve(&rig, &url, "serve", &[]);
+    let get = |path: &str| api_get(&addr, path);
     let info = get("/api/info");
     // The Reports view and a report's panel from the fleet's store: the hung task on two
     // hosts is one bug, the report whose text gives nothing stays apart.
@@ -234,6 +209,41 @@ fn a_replayed_fleet_reads_back_through_query_store_and_serve() {
     assert_eq!(r["signature"], "INFO: task hung in mnt_want_write");
     assert_eq!(r["similar"]["hosts"], serde_json::json!(["db1", "web1"]));
     assert!(r["before"]["cpu"]["total"].as_f64().is_some_and(|t| t > 0.0), "{}", r["before"]);
+}
+
+/// `kflame serve --store URL EXTRA` on a free loopback port: the process and its address.
+fn start_serve(rig: &Rig, url: &str, name: &str, extra: &[&str]) -> (Child, String) {
+    let d = dir(name);
+    let token = d.join("token");
+    std::fs::write(&token, "fleet-token-1\n").unwrap();
+    let mut serve = Command::new(KFLAME)
+        .args(["serve", "--store", url, "--listen", "127.0.0.1:0", "--token-file"])
+        .arg(&token)
+        .args(extra)
+        .env("KFLAME_CLICKHOUSE_PASSWORD", &rig.password)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(serve.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+    (serve, addr)
+}
+
+/// A GET of the server's API with its token: the whole answer, head and body.
+fn api_get(addr: &str, path: &str) -> String {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer fleet-token-1\r\nConnection: close\r\n\r\n").unwrap();
+    let mut r = String::new();
+    s.read_to_string(&mut r).unwrap();
+    r
 }
 
 fn watcher(rig: &Rig, i: usize, d: &Path) -> Child {
@@ -430,6 +440,55 @@ fn kernels_compared_across_the_fleet_name_the_commits_between_them() {
     let after_grew = err.split(grew).nth(1).unwrap();
     assert!(after_grew.starts_with("\n  1 commit of v6.1..v6.8 changed it:"), "{err}");
     assert!(after_grew.contains(&format!("x: make {frame} slower")), "{err}");
+
+    // The page's comparison of the two kernels' hosts (`serve --kernel-git`): the functions
+    // the command listed, with the same shares, and the same commit.
+    let (mut serve, addr) =
+        start_serve(&rig, &url, "kernels-serve", &["--kernel-git", git_dir.to_str().unwrap()]);
+    let answer = api_get(
+        &addr,
+        &format!(
+            "/api/diff?kind=cpu&from={T0}&to={}&hosts=new-1&base_from={T0}&base_to={}&base_hosts=old-1",
+            T0 + 60 * SEC,
+            T0 + 60 * SEC
+        ),
+    );
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let body: serde_json::Value = serde_json::from_str(answer.split_once("\r\n\r\n").map_or("", |x| x.1))
+        .unwrap_or_else(|e| panic!("{e}: {answer}"));
+    let changed = &body["info"]["changed"];
+    assert_eq!(
+        changed["kernels"],
+        serde_json::json!({ "before": ["6.1.0-13-amd64"], "after": ["6.8.0-1-amd64"] }),
+        "{changed}"
+    );
+    for what in ["grew", "shrank"] {
+        let from_cli: Vec<String> =
+            err.lines().filter(|l| l.starts_with(&format!("{what}: "))).map(str::to_string).collect();
+        let from_page: Vec<String> = changed[what]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                format!(
+                    "{what}: {} {:+.2} points ({:.2}% -> {:.2}% of the total)",
+                    c["function"].as_str().unwrap(),
+                    c["delta"].as_f64().unwrap(),
+                    c["total_before"].as_f64().unwrap(),
+                    c["total_after"].as_f64().unwrap()
+                )
+            })
+            .collect();
+        assert_eq!(from_page, from_cli, "{changed}");
+    }
+    let own = changed["grew"].as_array().unwrap().iter().find(|c| c["function"] == frame.as_str()).unwrap();
+    assert_eq!(
+        (own["commits"]["from"].as_str(), own["commits"]["to"].as_str()),
+        (Some("v6.1"), Some("v6.8"))
+    );
+    assert_eq!(own["commits"]["total"], 1);
+    assert_eq!(own["commits"]["commits"][0]["subject"], format!("x: make {frame} slower"));
 
     // By share: BEFORE scaled to AFTER's total.
     let scaled = ok(

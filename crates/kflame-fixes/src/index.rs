@@ -465,6 +465,17 @@ impl Index {
         self.repo.resolve(rev)
     }
 
+    /// The tag of this history a kernel release comes from ([`crate::release_tags`], the
+    /// first that names a commit here), if any.
+    pub fn release_tag(&self, release: &str) -> Result<Option<String>, Error> {
+        for t in crate::release_tags(release) {
+            if self.resolve(&t)?.is_some() {
+                return Ok(Some(t));
+            }
+        }
+        Ok(None)
+    }
+
     /// The commits of `from..to` (reachable from `to`, not from `from`, as `git log
     /// from..to`) whose diffs touch `function` (a hunk of theirs is in it, or defines it),
     /// newest first, at most `limit`; and how many there are in all. Only indexed commits

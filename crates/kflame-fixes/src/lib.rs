@@ -105,3 +105,50 @@ pub enum Error {
         source: tantivy::TantivyError,
     },
 }
+
+/// The tags a kernel release may come from, most precise first: `6.1.0-13-amd64` → v6.1
+/// (a `.0` is the release itself), `6.8.12-arch1` → v6.8.12, v6.8; `5.10.219-rc1` →
+/// v5.10.219-rc1, v5.10.219, v5.10.
+pub fn release_tags(release: &str) -> Vec<String> {
+    let numbers: Vec<&str> = release
+        .split(|c: char| !c.is_ascii_digit() && c != '.')
+        .next()
+        .unwrap_or("")
+        .split('.')
+        .filter(|n| !n.is_empty())
+        .collect();
+    let mut tags = Vec::new();
+    if numbers.len() < 2 {
+        return tags;
+    }
+    let (major, minor) = (numbers[0], numbers[1]);
+    let patch = numbers.get(2).filter(|p| **p != "0");
+    if let Some(p) = patch {
+        let base = format!("v{major}.{minor}.{p}");
+        if let Some(rc) = release.split('-').nth(1).filter(|s| s.starts_with("rc")) {
+            tags.push(format!("{base}-{rc}"));
+        }
+        tags.push(base);
+    } else if let Some(rc) = release.split('-').nth(1).filter(|s| s.starts_with("rc")) {
+        tags.push(format!("v{major}.{minor}-{rc}"));
+    }
+    tags.push(format!("v{major}.{minor}"));
+    tags
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Distribution releases map to the upstream tags they come from, most precise first
+    /// (Debian's `6.1.0-13-amd64` is 6.1; a stable `6.8.12` is v6.8.12 else v6.8).
+    #[test]
+    fn kernel_releases_name_their_tags() {
+        assert_eq!(release_tags("6.1.0-13-amd64"), ["v6.1"]);
+        assert_eq!(release_tags("6.8.12-arch1-1"), ["v6.8.12", "v6.8"]);
+        assert_eq!(release_tags("5.10.219-rc1"), ["v5.10.219-rc1", "v5.10.219", "v5.10"]);
+        assert_eq!(release_tags("6.13-rc3"), ["v6.13-rc3", "v6.13"]);
+        assert_eq!(release_tags("4.19"), ["v4.19"]);
+        assert!(release_tags("unknown").is_empty());
+    }
+}

@@ -687,6 +687,7 @@ async function loadPanel() {
       show(d, 'Compared: ' + what, `against ${fmtTime(S.base.from, true)} – ${fmtTime(S.base.to)} UTC${hostsNote}: ` +
         `${d.info.base_total} before, ${d.total} after` + (norm ? ', the base scaled to the selection\'s total (by share)' : '') +
         '; red grew, blue shrank');
+      noteChanged(d.info.changed);
       return;
     }
     if (S.mode === 'heat') {
@@ -709,6 +710,42 @@ async function loadPanel() {
   } catch (e) {
     if (seq === S.seq) D.status.textContent = 'Cannot load the flame graph: ' + e.message;
   }
+}
+
+/** Under a comparison: the functions whose share changed most (as `kflame query
+ * --base-label` prints them), with both sides' kernels; where each side runs one kernel and
+ * the server has their git history, the commits between the two releases that changed each.
+ * A click on a function finds it in the flame graph. */
+/** A search for one function's frames, with or without perf's `_[k]` annotations. */
+const nameRegex = (name) => '^' + name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '(_\\[[kjiuw]\\])?$';
+
+function noteChanged(c) {
+  if (!c || !(c.grew.length || c.shrank.length)) return;
+  const k = c.kernels || { before: [], after: [] };
+  const kernels = (l) => (l.length ? l.join(', ') : 'no kernel label');
+  const box = el('div', { class: 'ks-changed' },
+    el('div', { class: 'ks-changed-head' },
+      `Changed most (share of each side): before ${kernels(k.before)}, after ${kernels(k.after)}; ` +
+      `the kernel's share ${c.kernel_before.toFixed(1)}% → ${c.kernel_after.toFixed(1)}%`));
+  for (const [what, list] of [['grew', c.grew], ['shrank', c.shrank]]) {
+    for (const f of list) {
+      const row = el('div', { class: 'ks-changed-fn', 'data-kind': what, 'data-function': f.function },
+        button(f.function, 'Find it in the flame graph', () => S.viewer && S.viewer.search(nameRegex(f.function)), { class: 'ks-changed-name' }),
+        ` ${what} ${f.delta > 0 ? '+' : ''}${f.delta.toFixed(2)} points (${f.total_before.toFixed(2)}% → ${f.total_after.toFixed(2)}%)`);
+      const cm = f.commits;
+      if (cm && cm.error) row.append(el('div', { class: 'ks-changed-commits' }, 'Commits: ' + cm.error));
+      else if (cm) {
+        row.append(el('div', { class: 'ks-changed-commits' },
+          `${cm.total} commit${cm.total === 1 ? '' : 's'} of ${cm.from}..${cm.to} changed it` +
+          (cm.total > cm.commits.length ? `, the newest ${cm.commits.length}` : '') + (cm.total ? ':' : '')));
+        for (const h of cm.commits) {
+          row.append(el('div', { class: 'ks-changed-commit' }, `${h.id.slice(0, 12)} ${h.date.slice(0, 10)} ${h.subject}`));
+        }
+      }
+      box.append(row);
+    }
+  }
+  D.panelNote.append(box);
 }
 
 /** A range's CPU profile is the always-on one: the captures of the range (their own,

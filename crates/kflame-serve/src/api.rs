@@ -7,7 +7,7 @@
 //! | `/api/info` | hosts and their labels, time bounds, metric names, profile kinds, live or not, the metric catalog (name, unit, labels, group, meaning) and its chart groups in order |
 //! | `/api/series?names=cpu.usr,cpu.sys&from&to&points=600[&label=][&host=][&hosts=]` | metric series, resampled to `points` spans (min, max, average of each) |
 //! | `/api/profile?kind=cpu&from&to[&host][&hosts=A,B][&cgroup=PATH][&capture=ID][&offset_from_ms&offset_to_ms][&prune=PCT][&format=json\|folded\|svg\|html]` | the merged profile; JSON is the viewer's data, stacks under `prune` % of the total merged (`prune.rs`; default [`PRUNE_PCT`]); its `info.captures_apart` lists the captures a CPU range's always-on profile leaves out |
-//! | `/api/diff?kind&from&to&base_from&base_to[&hosts][&base_hosts][&cgroup]` or `&base_capture=ID` | differential profile (base → range); `base_hosts`: the base's own hosts (another kernel's; empty: every host), else the range's; `normalize=1`: the base scaled to the range's total (`info.base_total` stays the base's own) |
+//! | `/api/diff?kind&from&to&base_from&base_to[&hosts][&base_hosts][&cgroup]` or `&base_capture=ID` | differential profile (base → range); `base_hosts`: the base's own hosts (another kernel's; empty: every host), else the range's; `normalize=1`: the base scaled to the range's total (`info.base_total` stays the base's own); `info.changed`: the functions whose share changed most (the explainer's `compare`), both sides' kernels, and with `serve --kernel-git` where each side runs one kernel, the commits between them that changed each function |
 //! | `/api/events?from&to[&host][&hosts]` | triggers, captures and kernel reports |
 //! | `/api/reports?from&to[&host]` | the kernel reports of a range grouped by signature (the analyzer's where the server explains reports, else kind and title): count, first and last seen, hosts, kernels, titles and the latest 50 reports, most frequent first |
 //! | `/api/report?time=NS[&host][&before=S]` | one kernel report: title, text and its stack as viewer data; where the server explains reports (`Config::explain`), its `analysis` (`kflame analyze --json`'s group), `signature` and `similar` reports of the history (count, first and last seen, hosts, kernels, the latest 50); `before`: the CPU and off-CPU profiles of its host in the S seconds before it (60) |
@@ -862,7 +862,61 @@ fn download(body: Vec<u8>, content_type: &'static str, name: &str) -> Response {
         .into_response()
 }
 
+/// Functions listed as grown and as shrunk in a comparison (as `kflame query --base-label`).
+const CHANGED_FUNCTIONS: usize = 5;
+/// Commits listed for each of them between the two sides' kernels.
+const CHANGED_COMMITS: usize = 5;
+
+/// The kernel releases (`kernel=` labels) of the hosts a side chooses, sorted.
+fn side_kernels(labels: &[(String, String)], hosts: &Hosts) -> Vec<String> {
+    let mut k: Vec<String> = labels
+        .iter()
+        .filter(|(h, _)| hosts.matches(h))
+        .flat_map(|(_, l)| l.split(',').filter_map(|x| x.trim().strip_prefix("kernel=")).map(str::to_string))
+        .collect();
+    k.sort();
+    k.dedup();
+    k
+}
+
+/// What changed most between a comparison's two sides (the explainer's
+/// [`crate::Explain::compare`]: each function's share of each side, the most grown and shrunk
+/// first; `null` without one), with both sides' kernels; when each side runs one kernel, they differ and the server has a git history,
+/// each function carries the commits between the two releases that changed it.
+fn changed_functions(
+    db: &dyn Query,
+    tree: &StackTree,
+    meta: &Meta,
+    (before, after): (&Hosts, &Hosts),
+    explain: Option<&crate::Signer>,
+) -> Result<Value> {
+    let Some(explain) = explain else { return Ok(Value::Null) };
+    let Some(mut v) = explain.explain.compare(tree, &meta.unit, CHANGED_FUNCTIONS) else {
+        return Ok(Value::Null);
+    };
+    let labels = db.host_labels().map_err(ApiError::store)?;
+    let (kb, ka) = (side_kernels(&labels, before), side_kernels(&labels, after));
+    v["kernels"] = json!({ "before": kb, "after": ka });
+    if let (x, [b], [a]) = (explain, kb.as_slice(), ka.as_slice())
+        && b != a
+    {
+        for list in ["grew", "shrank"] {
+            if let Some(items) = v[list].as_array_mut() {
+                for item in items {
+                    let name =
+                        item["function"].as_str().unwrap_or("").split('+').next().unwrap_or("").to_string();
+                    if let Some(c) = x.explain.commits(&name, b, a, CHANGED_COMMITS) {
+                        item["commits"] = c;
+                    }
+                }
+            }
+        }
+    }
+    Ok(v)
+}
+
 async fn diff(State(app): State<Arc<App>>, Params(args): Args) -> Result<Response> {
+    let explain = app.explain.clone();
     app.db
         .with(move |db| {
             let r = profile_range(db, &args, "")?;
@@ -905,9 +959,11 @@ async fn diff(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respons
             } else {
                 after.tree.add_baseline(&before.tree);
             }
+            let changed = changed_functions(db, &after.tree, &after.meta, (&base.hosts, &r.hosts), explain.as_deref())?;
             let info = json!({ "kind": kind.as_str(), "from": from, "to": to, "base_from": bfrom, "base_to": bto,
                                "base_samples": before.samples, "base_total": before.tree.total().to_string(),
-                               "hosts": r.hosts.json(), "base_hosts": base.hosts.json(), "normalized": normalize });
+                               "hosts": r.hosts.json(), "base_hosts": base.hosts.json(), "normalized": normalize,
+                               "changed": changed });
             let data = encode_tree(&after.tree, &after.meta, &opts, true);
             Ok(json_response(to_script_safe_string(&viewer_answer(data, after.samples, total, info))))
         })

@@ -73,6 +73,27 @@ pub trait Explain: Send + Sync + std::fmt::Debug {
     /// The analysis of that report (`kflame analyze --json`'s group: error with culprit,
     /// resolution, summary, signature).
     fn explain(&self, text: &str) -> Option<serde_json::Value>;
+    /// What changed most in a comparison tree (`StackTree::add_baseline`: BEFORE the
+    /// baseline, AFTER its own weights): `kflame_analyze::profile::diff`'s answer (each
+    /// function's share of each side, the `limit` most grown and most shrunk). `None` where
+    /// the program gives no such analysis.
+    fn compare(
+        &self,
+        tree: &kflame::fold::tree::StackTree,
+        unit: &kflame::fold::Unit,
+        limit: usize,
+    ) -> Option<serde_json::Value> {
+        let _ = (tree, unit, limit);
+        None
+    }
+    /// The commits between two kernel releases (`6.1.0-13-amd64` to `6.8.12-1-amd64`) that
+    /// changed `function`, as `kflame query --base-label --kernel-git` lists them: `{from, to,
+    /// total, commits: [{id, date, subject}]}` (at most `limit`), or `{error}`. `None` where
+    /// the server has no git history.
+    fn commits(&self, function: &str, before: &str, after: &str, limit: usize) -> Option<serde_json::Value> {
+        let _ = (function, before, after, limit);
+        None
+    }
 }
 
 /// The server's explainer and the signatures it gave, by stored report (host, time and the

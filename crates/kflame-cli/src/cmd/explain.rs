@@ -3,11 +3,14 @@
 //! and fix candidates when the server was given a kernel tree and git history). The server
 //! depends on no analyzer; this is where the two meet.
 
+use kflame::fold::Unit;
+use kflame::fold::tree::StackTree;
 use kflame_analyze::FixSearch;
 use kflame_analyze::fixes::GitFixes;
 use kflame_analyze::reports::{explain_text_with, sign_text};
 use kflame_analyze::source::{KernelSource, SourceLookup};
 use kflame_serve::{Explain, Signed};
+use serde_json::json;
 
 /// Fix candidates listed for a report (as many as `kflame analyze` lists by default).
 const FIX_LIMIT: usize = 10;
@@ -43,5 +46,29 @@ impl Explain for Analyzer {
         let source = self.source.as_ref().map(|s| s as &dyn SourceLookup);
         let fixes = self.fixes.as_ref().map(|f| f as &dyn FixSearch);
         serde_json::to_value(explain_text_with(text, "history", source, fixes, FIX_LIMIT)?).ok()
+    }
+
+    fn compare(&self, tree: &StackTree, unit: &Unit, limit: usize) -> Option<serde_json::Value> {
+        serde_json::to_value(kflame_analyze::profile::diff_tree(tree, unit, limit)).ok()
+    }
+
+    fn commits(&self, function: &str, before: &str, after: &str, limit: usize) -> Option<serde_json::Value> {
+        let index = &self.fixes.as_ref()?.index;
+        let answer = (|| -> Result<serde_json::Value, String> {
+            let tag = |release: &str| -> Result<String, String> {
+                index.release_tag(release).map_err(|e| e.to_string())?.ok_or_else(|| {
+                    format!(
+                        "no tag of the git history for kernel {release} (tried {})",
+                        kflame_fixes::release_tags(release).join(", ")
+                    )
+                })
+            };
+            let (from, to) = (tag(before)?, tag(after)?);
+            let (hits, total) = index.touching(function, &from, &to, limit).map_err(|e| e.to_string())?;
+            let commits: Vec<serde_json::Value> =
+                hits.iter().map(|h| json!({ "id": h.id, "date": h.date, "subject": h.subject })).collect();
+            Ok(json!({ "from": from, "to": to, "total": total, "commits": commits }))
+        })();
+        Some(answer.unwrap_or_else(|e| json!({ "error": e })))
     }
 }
