@@ -898,12 +898,17 @@ impl<S: Store> Watcher<S> {
             return None;
         }
         let modes: Vec<Mode> = aggregators.iter().map(|(m, _)| m.clone()).collect();
+        let names: Vec<&str> = modes.iter().map(Mode::name).collect();
         // What each program takes, and what it goes without on this kernel.
         let described: Vec<String> =
             aggregators.iter().map(|(m, a)| format!("always-on {}: {}", m.name(), a.describe())).collect();
         let config = Config { modes: modes.clone(), ..Config::default() };
         match Recorder::start_with(&config, stop.clone(), aggregators) {
             Ok(r) => {
+                control.log(
+                    Level::Info,
+                    &format!("always-on blocked time ({}), summed in the kernel by BPF", names.join(", ")),
+                );
                 for line in &described {
                     control.log(Level::Info, line);
                 }
