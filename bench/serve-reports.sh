@@ -29,17 +29,8 @@ trap 'kill "$pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 cp "$db" "$tmp/reports.db"
 for s in -wal -shm; do [ -f "$db$s" ] && cp "$db$s" "$tmp/reports.db$s"; done
 target/release/examples/history --add-corpus "$tmp/reports.db" crates/kflame/tests/data/kernel-log/syzkaller/report "${ROUNDS:-2}"
-head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$tmp/token"
-token=$(cat "$tmp/token")
-target/release/kflame serve --db "$tmp/reports.db" --listen 127.0.0.1:0 --token-file "$tmp/token" > "$tmp/out" &
-pid=$!
-for _ in $(seq 100); do grep -q 'open http' "$tmp/out" && break; sleep 0.1; done
-base=$(sed -n 's|.*open \(http://[^/]*\)/.*|\1|p' "$tmp/out")
-[ -n "$base" ] || { echo "bench: kflame serve did not start" >&2; exit 1; }
-auth="Authorization: Bearer $token"
-info=$(curl -sf -H "$auth" "$base/api/info")
-from=$(echo "$info" | sed -n 's/.*"from":\([0-9]*\).*/\1/p')
-to=$(echo "$info" | sed -n 's/.*"to":\([0-9]*\).*/\1/p')
+. bench/lib/serve.sh
+serve_start "$tmp/reports.db" "$tmp"
 echo "== history: $(( (to - from) / 1000000000 / 3600 )) h; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # /api/reports of the whole history, 5 times: the first signs every report, the others find

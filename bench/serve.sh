@@ -37,17 +37,8 @@ echo "== building kflame (release)"
 cargo build --release --locked -p kflame-cli
 tmp=$(mktemp -d)
 trap 'kill "$pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
-head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$tmp/token"
-token=$(cat "$tmp/token")
-target/release/kflame serve --db "$db" --listen 127.0.0.1:0 --token-file "$tmp/token" > "$tmp/out" &
-pid=$!
-for _ in $(seq 100); do grep -q 'open http' "$tmp/out" && break; sleep 0.1; done
-base=$(sed -n 's|.*open \(http://[^/]*\)/.*|\1|p' "$tmp/out")
-[ -n "$base" ] || { echo "bench: kflame serve did not start" >&2; exit 1; }
-auth="Authorization: Bearer $token"
-info=$(curl -sf -H "$auth" "$base/api/info")
-from=$(echo "$info" | sed -n 's/.*"from":\([0-9]*\).*/\1/p')
-to=$(echo "$info" | sed -n 's/.*"to":\([0-9]*\).*/\1/p')
+. bench/lib/serve.sh
+serve_start "$db" "$tmp"
 echo "== history: $(( (to - from) / 1000000000 / 3600 )) h in $db ($(du -h "$db" | cut -f1))"
 
 # Five requests of /api/profile?QUERY as the page makes them (Accept-Encoding: gzip, br, the
