@@ -143,7 +143,7 @@ fn live_each_missing_kernel_feature_degrades_or_is_refused_with_a_clear_line() {
     refused(&env, m, &[], "cannot open perf event cpu-clock");
     checks_show(&env, m, "record", "cpu-clock sampling");
     let log = watch(&env, m, &["--no-kmsg"], &["cannot start the always-on CPU profile"]);
-    assert!(log.contains("recording metrics, blocked time and kernel reports without it"), "{log}");
+    assert!(log.contains("recording metrics, PSI and kernel reports without it"), "{log}");
 
     let m = case("user-stack-copy");
     degrades(&env, m, &[], "user stacks walk frame pointers");
@@ -175,6 +175,10 @@ fn live_each_missing_kernel_feature_degrades_or_is_refused_with_a_clear_line() {
     // Neither path: BPF's raw tracepoint and perf's tracepoint are both missing.
     refused(&env, m, &["--off-cpu"], "tracepoint sched:sched_switch");
     checks_show(&env, m, "record", "sched:sched_switch");
+    let log = watch(&env, m, &["--no-kmsg"], &["runq latency is not recorded"]);
+    for mode in ["syscalls", "offcpu"] {
+        assert!(log.contains(&format!("{mode} latency is not recorded")), "{log}");
+    }
 
     let m = case("syscall-tracepoints");
     refused(&env, m, &["--syscalls"], "tracepoint raw_syscalls:sys_enter");

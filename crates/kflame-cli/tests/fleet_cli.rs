@@ -564,14 +564,24 @@ fn the_fleet_store_over_https_with_its_ca_and_refused_without() {
     let rig = Rig::start_tls(1).unwrap();
     let ca = rig.tls.as_ref().unwrap().ca.clone();
     let url = rig.https_url(0, "fleet");
-    // Without the CA (the system's roots) and with another one: refused, saying which.
-    let out = kflame_tls(&rig, None, &["store", "init", "--store", &url]);
+    // Without the CA (the system's roots) and with another one: refused, saying which. The
+    // system's roots are made this machine's or any other's alike: OpenSSL's variables name
+    // another CA's certificate and an empty directory.
+    let d = dir("tls");
+    let other = kflame_clickhouse::rig::make_certificates(&d.join("other"), "another").unwrap();
+    std::fs::create_dir_all(d.join("no-certs")).unwrap();
+    let out = Command::new(KFLAME)
+        .args(["store", "init", "--store", &url])
+        .env("KFLAME_CLICKHOUSE_PASSWORD", &rig.password)
+        .env_remove("KFLAME_CLICKHOUSE_CA_FILE")
+        .env("SSL_CERT_FILE", &other.ca)
+        .env("SSL_CERT_DIR", d.join("no-certs"))
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("not signed by a CA in the system's CA certificates"), "{err}");
     assert!(err.contains("KFLAME_CLICKHOUSE_CA_FILE"), "{err}");
-    let d = dir("tls");
-    let other = kflame_clickhouse::rig::make_certificates(&d.join("other"), "another").unwrap();
     let out = kflame_tls(&rig, Some(&other.ca), &["query", "--store", &url, "--list-hosts"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("not signed by a CA in the CA file"), "{err}");
@@ -615,7 +625,7 @@ fn the_fleet_store_over_https_with_its_ca_and_refused_without() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(
-        err.contains("in clear text") && err.contains("clickhouse+https://192.0.2.7:8443/fleet"),
+        err.contains("in clear text") && err.contains("clickhouse+https://default@192.0.2.7:8443/fleet"),
         "{err}"
     );
     assert!(!err.contains(&rig.password), "{err}");

@@ -32,7 +32,9 @@ pub enum HttpError {
         code: u32,
     },
     /// TLS refused the server (its certificate, its name, or no TLS at all), or the CA
-    /// given cannot be used. Not retried: it needs someone to change something.
+    /// given cannot be used. A writer refuses to open on it (it needs someone to change
+    /// something); one already running spools and retries, as on any failure (a certificate
+    /// being rotated).
     #[error("{0}")]
     Tls(String),
     /// Not sent: a password over plain HTTP to an address that is not loopback.
@@ -214,13 +216,14 @@ impl Client {
             .map_err(|e| unreachable(&format!("cannot resolve {}", self.loc.host), e))?
             .collect();
         if !self.loc.tls && !self.loc.password.is_empty() && !addrs.iter().all(|a| a.ip().is_loopback()) {
+            let https = Location { tls: true, port: 8443, ..self.loc.clone() };
             return Err(HttpError::Insecure(format!(
-                "refusing to send the password in clear text to {} (not loopback): use \
-                 clickhouse+https://{}:8443/{} (ClickHouse's https_port), or reach the server \
-                 through a tunnel on loopback (ssh -L 8123:localhost:8123 HOST)",
+                "refusing to send the password in clear text to {} (not loopback): use {https} \
+                 (ClickHouse's https_port), or reach the server through a tunnel on loopback \
+                 (ssh -L {port}:localhost:{port} {host}, then clickhouse+http://localhost:{port}/...)",
                 addrs.first().map_or(self.loc.host.clone(), |a| a.ip().to_string()),
-                self.loc.host,
-                self.loc.database
+                port = self.loc.port,
+                host = self.loc.host,
             )));
         }
         let mut last = None;
@@ -379,7 +382,12 @@ mod tests {
             let e = Client::new(&loc).query("SELECT 1", &[]).unwrap_err();
             assert!(matches!(e, HttpError::Insecure(_)), "{e:?}");
             let e = e.to_string();
-            assert!(e.contains("in clear text") && e.contains("clickhouse+https://"), "{e}");
+            assert!(
+                e.contains("in clear text")
+                    && e.contains(&format!("clickhouse+https://default@{host}:8443/fleet")),
+                "{e}"
+            );
+            assert!(e.contains("ssh -L 8123:localhost:8123"), "{e}");
             assert!(!e.contains("s3cret"), "{e}");
         }
     }

@@ -487,6 +487,19 @@ impl Index {
         to: &str,
         limit: usize,
     ) -> Result<(Vec<Hit>, usize), Error> {
+        let mut all = self.touching_each(&[function], from, to, limit)?;
+        Ok(all.pop().unwrap_or_default())
+    }
+
+    /// [`Index::touching`] of several functions over one range: the revisions resolved and
+    /// the range listed once.
+    pub fn touching_each(
+        &self,
+        functions: &[&str],
+        from: &str,
+        to: &str,
+        limit: usize,
+    ) -> Result<Vec<(Vec<Hit>, usize)>, Error> {
         let mut ids = Vec::with_capacity(2);
         for rev in [from, to] {
             let id = self.repo.resolve(rev)?.ok_or_else(|| Error::UnknownRevision {
@@ -497,6 +510,17 @@ impl Index {
         }
         let range: FxHashSet<String> =
             self.repo.rev_list(&[&format!("{}..{}", ids[0], ids[1])])?.into_iter().collect();
+        functions.iter().map(|f| self.touching_in(f, &range, limit)).collect()
+    }
+
+    /// The indexed commits of `range` that touch `function`, newest first (`limit`), and
+    /// their number.
+    fn touching_in(
+        &self,
+        function: &str,
+        range: &FxHashSet<String>,
+        limit: usize,
+    ) -> Result<(Vec<Hit>, usize), Error> {
         let searcher = self.reader.searcher();
         let q = TermQuery::new(Term::from_field_text(self.f.hunk_fn, function), IndexRecordOption::Basic);
         // Every commit of the history that touches it (a function's history is short next to

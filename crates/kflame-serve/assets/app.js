@@ -559,6 +559,7 @@ async function compareCapture(id) {
     if (seq !== S.seq) return;
     show(d, `Compared: ${fmtTime(r.from, true)} – ${fmtTime(r.to)} UTC against capture #${id}`,
       `${d.info.base_total} in the capture, ${d.total} in the selection; red grew, blue shrank`);
+    noteChanged(d.info.changed);
   } catch (e) {
     D.status.textContent = 'Cannot compare: ' + e.message;
   }
@@ -712,13 +713,13 @@ async function loadPanel() {
   }
 }
 
+/** A search for one function's frames, with or without perf's `_[k]` annotations. */
+const nameRegex = (name) => '^' + name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '(_\\[[kjiuw]\\])?$';
+
 /** Under a comparison: the functions whose share changed most (as `kflame query
  * --base-label` prints them), with both sides' kernels; where each side runs one kernel and
  * the server has their git history, the commits between the two releases that changed each.
  * A click on a function finds it in the flame graph. */
-/** A search for one function's frames, with or without perf's `_[k]` annotations. */
-const nameRegex = (name) => '^' + name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '(_\\[[kjiuw]\\])?$';
-
 function noteChanged(c) {
   if (!c || !(c.grew.length || c.shrank.length)) return;
   const k = c.kernels || { before: [], after: [] };
@@ -733,8 +734,7 @@ function noteChanged(c) {
         button(f.function, 'Find it in the flame graph', () => S.viewer && S.viewer.search(nameRegex(f.function)), { class: 'ks-changed-name' }),
         ` ${what} ${f.delta > 0 ? '+' : ''}${f.delta.toFixed(2)} points (${f.total_before.toFixed(2)}% → ${f.total_after.toFixed(2)}%)`);
       const cm = f.commits;
-      if (cm && cm.error) row.append(el('div', { class: 'ks-changed-commits' }, 'Commits: ' + cm.error));
-      else if (cm) {
+      if (cm) {
         row.append(el('div', { class: 'ks-changed-commits' },
           `${cm.total} commit${cm.total === 1 ? '' : 's'} of ${cm.from}..${cm.to} changed it` +
           (cm.total > cm.commits.length ? `, the newest ${cm.commits.length}` : '') + (cm.total ? ':' : '')));
@@ -745,6 +745,7 @@ function noteChanged(c) {
       box.append(row);
     }
   }
+  if (c.commits_error) box.append(el('div', { class: 'ks-changed-commits' }, 'Commits: ' + c.commits_error));
   D.panelNote.append(box);
 }
 

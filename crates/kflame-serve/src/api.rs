@@ -894,23 +894,32 @@ fn changed_functions(
     let Some(mut v) = explain.explain.compare(tree, &meta.unit, CHANGED_FUNCTIONS) else {
         return Ok(Value::Null);
     };
-    let labels = db.host_labels().map_err(ApiError::store)?;
+    // Labels are a help here, not the answer: a store that cannot give them gives none.
+    let labels = db.host_labels().unwrap_or_default();
     let (kb, ka) = (side_kernels(&labels, before), side_kernels(&labels, after));
     v["kernels"] = json!({ "before": kb, "after": ka });
-    if let (x, [b], [a]) = (explain, kb.as_slice(), ka.as_slice())
-        && b != a
-    {
-        for list in ["grew", "shrank"] {
-            if let Some(items) = v[list].as_array_mut() {
-                for item in items {
-                    let name =
-                        item["function"].as_str().unwrap_or("").split('+').next().unwrap_or("").to_string();
-                    if let Some(c) = x.explain.commits(&name, b, a, CHANGED_COMMITS) {
-                        item["commits"] = c;
-                    }
-                }
+    let ([b], [a]) = (kb.as_slice(), ka.as_slice()) else { return Ok(v) };
+    if b == a {
+        return Ok(v);
+    }
+    // Every listed function, as `query --base-label` searches them (the range is listed once
+    // for all of them).
+    let mut names = Vec::new();
+    for list in ["grew", "shrank"] {
+        for (i, item) in v[list].as_array().into_iter().flatten().enumerate() {
+            let name = item["function"].as_str().unwrap_or("").split('+').next().unwrap_or("");
+            names.push((list, i, name.to_string()));
+        }
+    }
+    let functions: Vec<&str> = names.iter().map(|n| n.2.as_str()).collect();
+    match explain.explain.commits(&functions, b, a, CHANGED_COMMITS) {
+        None => {}
+        Some(Ok(found)) => {
+            for ((list, i, _), c) in names.iter().zip(found) {
+                v[*list][*i]["commits"] = c;
             }
         }
+        Some(Err(e)) => v["commits_error"] = Value::from(e),
     }
     Ok(v)
 }

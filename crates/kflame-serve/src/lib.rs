@@ -87,11 +87,18 @@ pub trait Explain: Send + Sync + std::fmt::Debug {
         None
     }
     /// The commits between two kernel releases (`6.1.0-13-amd64` to `6.8.12-1-amd64`) that
-    /// changed `function`, as `kflame query --base-label --kernel-git` lists them: `{from, to,
-    /// total, commits: [{id, date, subject}]}` (at most `limit`), or `{error}`. `None` where
-    /// the server has no git history.
-    fn commits(&self, function: &str, before: &str, after: &str, limit: usize) -> Option<serde_json::Value> {
-        let _ = (function, before, after, limit);
+    /// changed each of `functions`, as `kflame query --base-label --kernel-git` lists them:
+    /// one `{from, to, total, commits: [{id, date, subject}]}` (at most `limit`) per function,
+    /// in their order, or the error that stopped the search. `None` where the server has no
+    /// git history.
+    fn commits(
+        &self,
+        functions: &[&str],
+        before: &str,
+        after: &str,
+        limit: usize,
+    ) -> Option<Result<Vec<serde_json::Value>, String>> {
+        let _ = (functions, before, after, limit);
         None
     }
 }

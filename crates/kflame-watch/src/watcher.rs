@@ -79,10 +79,15 @@ fn chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-/// True when recording was refused for want of privileges (not for want of a feature).
-fn is_permission(e: &record::RecordError) -> bool {
+/// True when the kernel lacks what the profile asks for (perf events, the event, its
+/// sample type): what an old or stripped-down kernel answers. Privileges, limits and
+/// configuration are not that: they are the user's to fix, and stop the watcher.
+fn kernel_lacks_it(e: &record::RecordError) -> bool {
     match e {
-        record::RecordError::Open { source, .. } => source.kind() == std::io::ErrorKind::PermissionDenied,
+        record::RecordError::Open { source, .. } => matches!(
+            kflame::record::features::errno_of(source),
+            Some(libc::ENOSYS | libc::ENOENT | libc::ENODEV | libc::EOPNOTSUPP)
+        ),
         _ => false,
     }
 }
@@ -442,16 +447,16 @@ impl<S: Store> Watcher<S> {
         control: &mut dyn Control,
     ) -> Result<Status, WatchError> {
         let started = Instant::now();
-        // A kernel without perf events (or a profile it refuses) leaves the rest to record:
-        // metrics, PSI, blocked time and kernel reports. Permissions are the user's to fix.
+        // A kernel without perf events (or without the profile's event) leaves the rest to
+        // record: metrics, PSI and kernel reports. Permissions are the user's to fix.
         let mut profile = match Recorder::start(&self.profile_config(), stop.clone()) {
             Ok(p) => Some(p),
-            Err(e) if !is_permission(&e) => {
+            Err(e) if kernel_lacks_it(&e) => {
                 control.log(
                     Level::Error,
                     &format!(
-                        "cannot start the always-on CPU profile: {}; recording metrics, blocked time \
-                         and kernel reports without it",
+                        "cannot start the always-on CPU profile: {}; recording metrics, PSI and kernel \
+                         reports without it",
                         chain(&e)
                     ),
                 );
@@ -473,8 +478,20 @@ impl<S: Store> Watcher<S> {
             },
         };
         if !self.sampler.has_pressure() {
-            control
-                .log(Level::Info, "this kernel has no /proc/pressure (PSI): psi.* metrics are not recorded");
+            control.log(
+                Level::Info,
+                &format!(
+                    "this kernel has no /proc/pressure (PSI): psi.* metrics are not recorded{}",
+                    if kflame::record::features::masked(kflame::record::features::Feature::Psi) {
+                        format!(
+                            " ({})",
+                            kflame::record::features::masked_why(kflame::record::features::Feature::Psi)
+                        )
+                    } else {
+                        String::new()
+                    }
+                ),
+            );
         }
         // The always-on programs' histograms reach the metric reader through a tap, in place
         // before the reader starts; their recorder starts after it, so that its start-up

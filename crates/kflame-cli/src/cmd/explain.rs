@@ -52,23 +52,35 @@ impl Explain for Analyzer {
         serde_json::to_value(kflame_analyze::profile::diff_tree(tree, unit, limit)).ok()
     }
 
-    fn commits(&self, function: &str, before: &str, after: &str, limit: usize) -> Option<serde_json::Value> {
+    fn commits(
+        &self,
+        functions: &[&str],
+        before: &str,
+        after: &str,
+        limit: usize,
+    ) -> Option<Result<Vec<serde_json::Value>, String>> {
         let index = &self.fixes.as_ref()?.index;
-        let answer = (|| -> Result<serde_json::Value, String> {
-            let tag = |release: &str| -> Result<String, String> {
-                index.release_tag(release).map_err(|e| e.to_string())?.ok_or_else(|| {
-                    format!(
-                        "no tag of the git history for kernel {release} (tried {})",
-                        kflame_fixes::release_tags(release).join(", ")
-                    )
-                })
-            };
+        let tag = |release: &str| -> Result<String, String> {
+            index.release_tag(release).map_err(|e| e.to_string())?.ok_or_else(|| {
+                format!(
+                    "no tag of the git history for kernel {release} (tried {})",
+                    kflame_fixes::release_tags(release).join(", ")
+                )
+            })
+        };
+        Some((|| {
             let (from, to) = (tag(before)?, tag(after)?);
-            let (hits, total) = index.touching(function, &from, &to, limit).map_err(|e| e.to_string())?;
-            let commits: Vec<serde_json::Value> =
-                hits.iter().map(|h| json!({ "id": h.id, "date": h.date, "subject": h.subject })).collect();
-            Ok(json!({ "from": from, "to": to, "total": total, "commits": commits }))
-        })();
-        Some(answer.unwrap_or_else(|e| json!({ "error": e })))
+            let each = index.touching_each(functions, &from, &to, limit).map_err(|e| e.to_string())?;
+            Ok(each
+                .into_iter()
+                .map(|(hits, total)| {
+                    let commits: Vec<serde_json::Value> = hits
+                        .iter()
+                        .map(|h| json!({ "id": h.id, "date": h.date, "subject": h.subject }))
+                        .collect();
+                    json!({ "from": from, "to": to, "total": total, "commits": commits })
+                })
+                .collect())
+        })())
     }
 }

@@ -91,21 +91,21 @@ pub const FEATURES: &[Info] = &[
         what: "PERF_RECORD_SWITCH (attr.context_switch)",
         since: "4.3",
         used_by: "--off-cpu by perf events (switch-in times)",
-        without: "--off-cpu takes the BPF path, or is refused naming the record when BPF is missing too",
+        without: "--off-cpu takes the BPF path where it loads (not for an event per block: JSON events, flame charts); else it is refused naming the record",
     },
     Info {
         feature: Feature::SampleCgroup,
         key: "sample-cgroup",
         what: "PERF_SAMPLE_CGROUP",
         since: "5.7",
-        used_by: "cgroup of each sample (record --cgroup-names, watch's cgroup= queries)",
+        used_by: "the cgroup of each sample watch stores (query --cgroup, the page's cgroup filter)",
         without: "samples carry no cgroup, with a note",
     },
     Info {
         feature: Feature::Tracefs,
         key: "tracefs",
         what: "tracefs (or debugfs's tracing directory)",
-        since: "2.6.27 (tracefs itself 4.1)",
+        since: "2.6.31 (tracefs itself 4.1)",
         used_by: "tracepoint ids and formats of --mem, --off-cpu, --syscalls",
         without: "the tracepoint modes are refused naming tracefs; CPU profiles, --blocked and BPF modes work",
     },
@@ -122,8 +122,8 @@ pub const FEATURES: &[Info] = &[
         key: "sched-tracepoints",
         what: "sched:sched_switch, sched_waking (4.3), sched_wakeup",
         since: "2.6.32",
-        used_by: "--off-cpu, --wakers, --runq",
-        without: "--off-cpu is refused naming the tracepoint",
+        used_by: "--off-cpu, --wakers, --runq; watch's syscall, run-queue and off-CPU latency",
+        without: "--off-cpu is refused naming the tracepoint; watch records none of those latencies, a line for each",
     },
     Info {
         feature: Feature::SyscallTracepoints,
@@ -195,7 +195,7 @@ pub const FEATURES: &[Info] = &[
         what: "/proc/kallsyms with addresses",
         since: "2.6",
         used_by: "kernel frame names",
-        without: "kernel frames are named by address ([unknown] in folded output), with a note",
+        without: "kernel frames are shown as [kernel.kallsyms], with a note",
     },
 ];
 
@@ -247,8 +247,31 @@ pub fn masked_error(f: Feature) -> std::io::Error {
         Feature::UserStackCopy | Feature::ContextSwitch | Feature::SampleCgroup => libc::EINVAL,
         _ => libc::ENOENT,
     };
-    let os = std::io::Error::from_raw_os_error(errno);
-    std::io::Error::new(os.kind(), format!("{os}, {}", masked_why(f)))
+    let kind = std::io::Error::from_raw_os_error(errno).kind();
+    std::io::Error::new(kind, Masked { errno, feature: f })
+}
+
+/// The error of a masked feature: the errno the kernel would give, and why.
+#[derive(Debug)]
+pub struct Masked {
+    /// What a kernel without the feature answers.
+    pub errno: i32,
+    /// The feature masked.
+    pub feature: Feature,
+}
+
+impl std::fmt::Display for Masked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}, {}", std::io::Error::from_raw_os_error(self.errno), masked_why(self.feature))
+    }
+}
+
+impl std::error::Error for Masked {}
+
+/// The errno of an error: the system's, or the one a masked feature stands for (so that code
+/// deciding on errnos runs on a mask as on a real old kernel).
+pub fn errno_of(e: &std::io::Error) -> Option<i32> {
+    e.raw_os_error().or_else(|| e.get_ref().and_then(|i| i.downcast_ref::<Masked>()).map(|m| m.errno))
 }
 
 /// The feature whose tracepoints hold `group:name`, if it is one of the table's.
@@ -309,7 +332,9 @@ mod tests {
         assert_eq!(unknown, ["nope"]);
         assert_eq!(tracepoint_feature("lock:contention_begin"), Some(Feature::LockTracepoints));
         assert_eq!(tracepoint_feature("block:block_rq_issue"), None);
-        let e = masked_error(Feature::SampleCgroup).to_string();
+        let e = masked_error(Feature::SampleCgroup);
+        assert_eq!(errno_of(&e), Some(libc::EINVAL));
+        let e = e.to_string();
         assert!(e.contains("Invalid argument") && e.contains("KFLAME_MASK_FEATURES=sample-cgroup"), "{e}");
     }
 }

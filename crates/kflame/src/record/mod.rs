@@ -774,7 +774,7 @@ pub enum RecordError {
 }
 
 fn open_hint(e: &std::io::Error) -> &'static str {
-    match e.raw_os_error() {
+    match features::errno_of(e) {
         Some(libc::EACCES) | Some(libc::EPERM) => {
             " (needs root, CAP_PERFMON, or kernel.perf_event_paranoid <= 1 for system-wide events)"
         }

@@ -383,7 +383,7 @@ impl Recorder {
                 None => {
                     let mut sym = Symbolizer::new(); // read now: modules loaded meanwhile are named
                     sym.set_budget(self.config.caches.symbols);
-                    if let Err(e) = super::sym::read_kallsyms() {
+                    if let Some(e) = sym.kallsyms_error() {
                         self.notes.push(format!(
                             "kernel symbols are missing (/proc/kallsyms: {e}); kernel frames are shown \
                              as [kernel.kallsyms]"

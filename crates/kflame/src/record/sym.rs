@@ -21,6 +21,8 @@ pub(crate) struct Symbolizer {
     kernel: Arc<Kallsyms>,
     /// False when kallsyms shows no address (`kptr_restrict`, or unreadable).
     kernel_visible: bool,
+    /// Why kallsyms could not be read (then kernel frames go unnamed).
+    kallsyms_error: Option<String>,
     /// Symbols of each file (by path), with the names asked for so far.
     files: FxHashMap<Vec<u8>, File>,
     /// Bytes held by `files` (tables, names, keys).
@@ -95,7 +97,17 @@ impl Default for Symbolizer {
 impl Symbolizer {
     /// Loads `/proc/kallsyms` (an unreadable file leaves kernel frames `[unknown]`).
     pub(crate) fn new() -> Symbolizer {
-        Symbolizer::with_kallsyms(read_kallsyms().unwrap_or_default())
+        match read_kallsyms() {
+            Ok(text) => Symbolizer::with_kallsyms(text),
+            Err(e) => {
+                Symbolizer { kallsyms_error: Some(e.to_string()), ..Symbolizer::with_kallsyms(String::new()) }
+            }
+        }
+    }
+
+    /// Why `/proc/kallsyms` could not be read when the symbolizer was made, if it could not.
+    pub(crate) fn kallsyms_error(&self) -> Option<&str> {
+        self.kallsyms_error.as_deref()
     }
 
     /// A symbolizer for the given kallsyms text.
@@ -119,6 +131,7 @@ impl Symbolizer {
         Symbolizer {
             kernel: Arc::default(),
             kernel_visible: false,
+            kallsyms_error: None,
             files: FxHashMap::default(),
             bytes: 0,
             budget,
