@@ -466,14 +466,15 @@ impl Index {
     }
 
     /// The tag of this history a kernel release comes from ([`crate::release_tags`], the
-    /// first that names a commit here), if any.
-    pub fn release_tag(&self, release: &str) -> Result<Option<String>, Error> {
-        for t in crate::release_tags(release) {
-            if self.resolve(&t)?.is_some() {
-                return Ok(Some(t));
+    /// first that names a commit here); [`Error::NoReleaseTag`] when none does.
+    pub fn release_tag(&self, release: &str) -> Result<String, Error> {
+        let tried = crate::release_tags(release);
+        for t in &tried {
+            if self.resolve(t)?.is_some() {
+                return Ok(t.clone());
             }
         }
-        Ok(None)
+        Err(Error::NoReleaseTag { release: release.to_string(), tried, repo: self.repo.shown.clone() })
     }
 
     /// The commits of `from..to` (reachable from `to`, not from `from`, as `git log

@@ -62,6 +62,16 @@ pub enum Error {
         /// The repository, as given.
         repo: PathBuf,
     },
+    /// A kernel release none of whose tags ([`release_tags`]) names a commit here.
+    #[error("no tag of {} for kernel {release} (tried {})", repo.display(), tried.join(", "))]
+    NoReleaseTag {
+        /// The release, as labelled (`6.1.0-13-amd64`).
+        release: String,
+        /// The tags tried, most precise first.
+        tried: Vec<String>,
+        /// The repository, as given.
+        repo: PathBuf,
+    },
     /// A query with nothing to search for.
     #[error("empty query: give at least one function, file or word")]
     EmptyQuery,

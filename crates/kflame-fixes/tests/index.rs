@@ -228,4 +228,12 @@ fn touching_gives_the_commits_of_a_range_that_change_a_function() {
     assert_eq!(two[..], hits[..two.len()]);
     // Unknown revisions are named.
     assert!(matches!(idx.touching(f, "no-such-tag", to, 5), Err(Error::UnknownRevision { .. })));
+    // Several functions over one range: each as alone.
+    let g = "bpf_object__open";
+    let each = idx.touching_each(&[f, g], from, to, 1000).unwrap();
+    assert_eq!(each, [idx.touching(f, from, to, 1000).unwrap(), idx.touching(g, from, to, 1000).unwrap()]);
+    // A kernel release none of whose tags is in the history (this one has no v tags).
+    let e = idx.release_tag("6.1.0-13-amd64").unwrap_err();
+    assert!(matches!(&e, Error::NoReleaseTag { tried, .. } if tried == &["v6.1"]), "{e}");
+    assert!(e.to_string().contains("for kernel 6.1.0-13-amd64 (tried v6.1)"), "{e}");
 }

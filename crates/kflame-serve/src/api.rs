@@ -867,18 +867,6 @@ const CHANGED_FUNCTIONS: usize = 5;
 /// Commits listed for each of them between the two sides' kernels.
 const CHANGED_COMMITS: usize = 5;
 
-/// The kernel releases (`kernel=` labels) of the hosts a side chooses, sorted.
-fn side_kernels(labels: &[(String, String)], hosts: &Hosts) -> Vec<String> {
-    let mut k: Vec<String> = labels
-        .iter()
-        .filter(|(h, _)| hosts.matches(h))
-        .flat_map(|(_, l)| l.split(',').filter_map(|x| x.trim().strip_prefix("kernel=")).map(str::to_string))
-        .collect();
-    k.sort();
-    k.dedup();
-    k
-}
-
 /// What changed most between a comparison's two sides (the explainer's
 /// [`crate::Explain::compare`]: each function's share of each side, the most grown and shrunk
 /// first; `null` without one), with both sides' kernels; when each side runs one kernel, they differ and the server has a git history,
@@ -896,7 +884,8 @@ fn changed_functions(
     };
     // Labels are a help here, not the answer: a store that cannot give them gives none.
     let labels = db.host_labels().unwrap_or_default();
-    let (kb, ka) = (side_kernels(&labels, before), side_kernels(&labels, after));
+    let kernels = |side: &Hosts| kflame_store::label_values(&labels, "kernel", |h| side.matches(h));
+    let (kb, ka) = (kernels(before), kernels(after));
     v["kernels"] = json!({ "before": kb, "after": ka });
     let ([b], [a]) = (kb.as_slice(), ka.as_slice()) else { return Ok(v) };
     if b == a {

@@ -606,6 +606,22 @@ pub struct HostShare {
     pub total: Weight,
 }
 
+/// The values of label `key` (`kernel` for `kernel=6.1.0-13-amd64`) of the hosts `keep`
+/// chooses, from [`Query::host_labels`]' `key=value,...` texts: sorted, each once. What a
+/// comparison of two host sets names as each side's kernels.
+pub fn label_values(labels: &[(String, String)], key: &str, keep: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut v: Vec<String> = labels
+        .iter()
+        .filter(|(h, _)| keep(h))
+        .flat_map(|(_, l)| {
+            l.split(',').filter_map(|x| x.trim().strip_prefix(key)?.strip_prefix('=')).map(str::to_string)
+        })
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
 /// True when the folded stack `stack` (`a;b;c`) has the frame `frame`.
 pub fn stack_has_frame(stack: &[u8], frame: &[u8]) -> bool {
     !frame.is_empty() && stack.split(|&b| b == b';').any(|f| f == frame)
@@ -1049,5 +1065,26 @@ pub trait Query {
         }
         out.sort_by(|a, b| b.frame.cmp(&a.frame).then_with(|| a.host.cmp(&b.host)));
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod label_tests {
+    use super::label_values;
+
+    #[test]
+    fn a_labels_values_of_the_hosts_chosen_sorted_once() {
+        let labels = vec![
+            ("db1".to_string(), "role=db,kernel=6.8.0-1-amd64".to_string()),
+            ("db2".to_string(), "kernel=6.1.0-13-amd64, role=db".to_string()),
+            ("db3".to_string(), "kernel=6.8.0-1-amd64,kernelx=1".to_string()),
+            ("web1".to_string(), String::new()),
+        ];
+        assert_eq!(
+            label_values(&labels, "kernel", |h| h.starts_with("db")),
+            ["6.1.0-13-amd64", "6.8.0-1-amd64"]
+        );
+        assert!(label_values(&labels, "kernel", |h| h == "web1").is_empty());
+        assert_eq!(label_values(&labels, "role", |_| true), ["db"]);
     }
 }

@@ -84,7 +84,7 @@ pub fn check(root: &Path, kmsg: &Path) -> Vec<Item> {
         out.push(item(&what, c.available, c.detail));
     }
     use kflame::record::features::{Feature, masked, masked_error, masked_why};
-    let psi = root.join("proc/pressure/cpu").exists() && !masked(Feature::Psi);
+    let psi = crate::metrics::has_pressure(root);
     out.push(item(
         "PSI (/proc/pressure)",
         psi,
@@ -101,7 +101,7 @@ pub fn check(root: &Path, kmsg: &Path) -> Vec<Item> {
     // The cgroup2 hierarchy, unified at /sys/fs/cgroup or beside v1 controllers (hybrid,
     // at /sys/fs/cgroup/unified): the ids of PERF_SAMPLE_CGROUP are of it either way.
     let mountinfo = std::fs::read_to_string(root.join("proc/self/mountinfo")).unwrap_or_default();
-    let v2 = kflame::record::cgroup2_mount(&mountinfo).filter(|_| !masked(Feature::CgroupV2));
+    let v2 = kflame::record::usable_cgroup2(&mountinfo);
     out.push(item(
         "cgroup v2",
         v2.is_some(),

@@ -67,18 +67,6 @@ pub struct Status {
     pub detached: Vec<(&'static str, u64)>,
 }
 
-/// An error with its sources: `cannot open perf event cpu-clock on CPU 0: Function not
-/// implemented`.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(&format!(": {s}"));
-        source = s.source();
-    }
-    text
-}
-
 /// True when the kernel lacks what the profile asks for (perf events, the event, its
 /// sample type): what an old or stripped-down kernel answers. Privileges, limits and
 /// configuration are not that: they are the user's to fix, and stop the watcher.
@@ -457,7 +445,7 @@ impl<S: Store> Watcher<S> {
                     &format!(
                         "cannot start the always-on CPU profile: {}; recording metrics, PSI and kernel \
                          reports without it",
-                        chain(&e)
+                        kflame::diag::error_chain(&e)
                     ),
                 );
                 None
@@ -932,8 +920,10 @@ impl<S: Store> Watcher<S> {
                 Some(r)
             }
             Err(e) => {
-                control
-                    .log(Level::Warn, &format!("the always-on blocked time is not recorded: {}", chain(&e)));
+                control.log(
+                    Level::Warn,
+                    &format!("the always-on blocked time is not recorded: {}", kflame::diag::error_chain(&e)),
+                );
                 None
             }
         }

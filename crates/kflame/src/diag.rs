@@ -9,6 +9,22 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+/// `e` and its causes, `: `-separated (as `anyhow` prints them with `{:#}`), a cause that
+/// its error already prints left out: what a message of a library error shows.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !s.contains(&text) {
+            s.push_str(": ");
+            s.push_str(&text);
+        }
+        cause = c.source();
+    }
+    s
+}
+
 /// How serious a diagnostic is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Severity {

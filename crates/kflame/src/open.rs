@@ -143,8 +143,9 @@ impl Input {
     pub fn collapse(self, engine: &Engine, collapser: Collapser) -> Result<Output, OpenError> {
         let name = self.name.clone();
         let order = engine.order;
-        let err =
-            |what: &str, e: &dyn std::error::Error| OpenError(format!("reading {what}{name}: {}", chain(e)));
+        let err = |what: &str, e: &dyn std::error::Error| {
+            OpenError(format!("reading {what}{name}: {}", crate::diag::error_chain(e)))
+        };
         match collapser {
             Collapser::Lines(c) => engine.run(c, self.reader()).map_err(|e| err("", &e)),
             Collapser::PerfData(opts) => match self.path.clone() {
@@ -217,22 +218,6 @@ fn read_capped(r: impl Read, cap: usize) -> io::Result<Option<Vec<u8>>> {
         }
     }
     Ok(if data.len() > cap { None } else { Some(data) })
-}
-
-/// `e` and its causes, `: `-separated (as `anyhow` prints them with `{:#}`), a cause that
-/// its error already prints left out.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        let text = c.to_string();
-        if !s.contains(&text) {
-            s.push_str(": ");
-            s.push_str(&text);
-        }
-        cause = c.source();
-    }
-    s
 }
 
 /// A collapse that failed: the message names the input and what went wrong.

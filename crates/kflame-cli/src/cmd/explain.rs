@@ -60,14 +60,7 @@ impl Explain for Analyzer {
         limit: usize,
     ) -> Option<Result<Vec<serde_json::Value>, String>> {
         let index = &self.fixes.as_ref()?.index;
-        let tag = |release: &str| -> Result<String, String> {
-            index.release_tag(release).map_err(|e| e.to_string())?.ok_or_else(|| {
-                format!(
-                    "no tag of the git history for kernel {release} (tried {})",
-                    kflame_fixes::release_tags(release).join(", ")
-                )
-            })
-        };
+        let tag = |release: &str| index.release_tag(release).map_err(|e| e.to_string());
         Some((|| {
             let (from, to) = (tag(before)?, tag(after)?);
             let each = index.touching_each(functions, &from, &to, limit).map_err(|e| e.to_string())?;

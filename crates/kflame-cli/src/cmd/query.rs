@@ -312,18 +312,8 @@ fn compare_hosts(history: &History, args: &Args, q: &ProfileQuery<'_>, out_kind:
         );
     }
     let labels = db.host_labels()?;
-    let kernels = |hosts: &[String]| -> Vec<String> {
-        let mut k: Vec<String> = labels
-            .iter()
-            .filter(|(h, _)| hosts.contains(h))
-            .flat_map(|(_, l)| {
-                l.split(',').filter_map(|x| x.trim().strip_prefix("kernel=")).map(str::to_string)
-            })
-            .collect();
-        k.sort();
-        k.dedup();
-        k
-    };
+    let kernels =
+        |hosts: &[String]| kflame_store::label_values(&labels, "kernel", |h| hosts.iter().any(|x| x == h));
     let side = |name: &str, hosts: &[String], k: &[String]| {
         format!(
             "{name}: {} ({})",
@@ -347,35 +337,32 @@ fn compare_hosts(history: &History, args: &Args, q: &ProfileQuery<'_>, out_kind:
         Some(git) => Some(kernel_commits(git, args, &kb, &ka)?),
         None => None,
     };
-    for (what, list) in [("grew", &d.grew), ("shrank", &d.shrank)] {
-        for c in list {
+    let listed: Vec<(&str, &kflame_analyze::profile::FunctionChange)> =
+        d.grew.iter().map(|c| ("grew", c)).chain(d.shrank.iter().map(|c| ("shrank", c))).collect();
+    // The commits of every listed function, the range listed once for all of them.
+    let found = match &commits {
+        Some((index, from, to)) => {
+            let names: Vec<&str> =
+                listed.iter().map(|(_, c)| c.function.split('+').next().unwrap_or(&c.function)).collect();
+            index.touching_each(&names, from, to, COMPARE_COMMITS)?
+        }
+        None => Vec::new(),
+    };
+    for (k, (what, c)) in listed.iter().enumerate() {
+        output::message(format!(
+            "{what}: {} {:+.2} points ({:.2}% -> {:.2}% of the total)",
+            c.function, c.delta, c.total_before, c.total_after
+        ));
+        let (Some((_, from, to)), Some((hits, total))) = (&commits, found.get(k)) else { continue };
+        if *total > 0 {
             output::message(format!(
-                "{what}: {} {:+.2} points ({:.2}% -> {:.2}% of the total)",
-                c.function, c.delta, c.total_before, c.total_after
+                "  {total} commit{} of {from}..{to} changed it{}",
+                if *total == 1 { "" } else { "s" },
+                if *total > hits.len() { format!(", the newest {}:", hits.len()) } else { ":".to_string() }
             ));
-            if let Some((index, from, to)) = &commits {
-                let name = c.function.split('+').next().unwrap_or(&c.function);
-                let (hits, total) = index.touching(name, from, to, COMPARE_COMMITS)?;
-                if total > 0 {
-                    output::message(format!(
-                        "  {total} commit{} of {from}..{to} changed it{}",
-                        if total == 1 { "" } else { "s" },
-                        if total > hits.len() {
-                            format!(", the newest {}:", hits.len())
-                        } else {
-                            ":".to_string()
-                        }
-                    ));
-                }
-                for h in hits {
-                    output::message(format!(
-                        "    {} {} {}",
-                        &h.id[..12],
-                        &h.date[..h.date.len().min(10)],
-                        h.subject
-                    ));
-                }
-            }
+        }
+        for h in hits {
+            output::message(format!("    {} {} {}", &h.id[..12], &h.date[..h.date.len().min(10)], h.subject));
         }
     }
     if !args.normalize && before_hosts.len() != after_hosts.len() {
@@ -432,14 +419,12 @@ fn kernel_commits(
                         }
                     );
                 };
-                if let Some(t) = index.release_tag(release)? {
-                    return Ok(t);
+                match index.release_tag(release) {
+                    Err(e @ kflame_fixes::Error::NoReleaseTag { .. }) => {
+                        bail!("{e}: give the revisions with --kernel-range A..B")
+                    }
+                    r => Ok(r?),
                 }
-                bail!(
-                    "no tag of {} for kernel {release} (tried {}): give the revisions with --kernel-range A..B",
-                    git.display(),
-                    kflame_fixes::release_tags(release).join(", ")
-                )
             };
             (tag("BEFORE", before)?, tag("AFTER", after)?)
         }

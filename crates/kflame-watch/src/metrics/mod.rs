@@ -186,8 +186,7 @@ impl Sampler {
     /// Whether PSI files exist (`/proc/pressure`): kernels without `CONFIG_PSI` (or booted
     /// with `psi=0`) have none, and the `psi.*` metrics are not reported.
     pub fn has_pressure(&self) -> bool {
-        use kflame::record::features::{Feature, masked};
-        !masked(Feature::Psi) && self.root.join("proc/pressure/cpu").exists()
+        has_pressure(&self.root)
     }
 
     /// Reads every file once. Values needing a difference (CPU shares, rates) come from the
@@ -300,4 +299,11 @@ fn uptime(text: &str, file: &Path, problems: &mut Vec<Problem>) -> Option<f64> {
 /// A malformed-line problem.
 fn bad(file: &Path, line: usize, message: impl Into<String>) -> Problem {
     Problem { file: file.to_path_buf(), line, message: message.into() }
+}
+
+/// Whether the system under `root` has PSI files (`proc/pressure`), unless
+/// `KFLAME_MASK_FEATURES` masks them: what [`Sampler::has_pressure`] and `watch --check` say.
+pub fn has_pressure(root: &Path) -> bool {
+    use kflame::record::features::{Feature, masked};
+    !masked(Feature::Psi) && root.join("proc/pressure/cpu").exists()
 }

@@ -75,13 +75,31 @@ impl CgroupNames {
         out
     }
 
+    /// The cgroup2 mount and the root of the hierarchy in it, looked up once.
+    fn mount(&mut self) -> Option<(PathBuf, String)> {
+        self.mount
+            .get_or_insert_with(|| {
+                usable_cgroup2(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())
+            })
+            .clone()
+    }
+
+    /// Why cgroups cannot be named here, if they cannot: no cgroup2 hierarchy.
+    pub(crate) fn unnamed_why(&mut self) -> Option<String> {
+        use super::features::{Feature, masked, masked_why};
+        match self.mount() {
+            Some(_) => None,
+            None if masked(Feature::CgroupV2) => Some(format!(
+                "no cgroup v2 hierarchy ({}; it needs Linux 4.5)",
+                masked_why(Feature::CgroupV2)
+            )),
+            None => Some("no cgroup v2 hierarchy is mounted (cgroup2 in /proc/self/mountinfo)".to_string()),
+        }
+    }
+
     /// Reads the names of every cgroup under the cgroup2 mount.
     fn walk(&mut self) {
-        let mount = self.mount.get_or_insert_with(|| {
-            let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-            cgroup2_mount(&text).filter(|_| !super::features::masked(super::features::Feature::CgroupV2))
-        });
-        let Some((dir, root)) = mount.clone() else { return };
+        let Some((dir, root)) = self.mount() else { return };
         self.walks += 1;
         let found = walk(&dir, &root);
         if self.names.len() + found.len() > Self::LIMIT {
@@ -116,6 +134,12 @@ pub(crate) fn walk(dir: &Path, root: &str) -> Vec<(u64, Arc<str>)> {
         }
     }
     out
+}
+
+/// [`cgroup2_mount`] of a mountinfo text, unless `KFLAME_MASK_FEATURES` masks cgroup v2: the
+/// hierarchy kflame can name cgroups in.
+pub fn usable_cgroup2(mountinfo: &str) -> Option<(PathBuf, String)> {
+    cgroup2_mount(mountinfo).filter(|_| !super::features::masked(super::features::Feature::CgroupV2))
 }
 
 /// The cgroup2 mount of a `/proc/PID/mountinfo` text: its mount point and the path of its

@@ -49,13 +49,11 @@ pub fn check() -> Vec<Capability> {
                 out.push(probe_tracepoint(&tfs, tp, used_by));
             }
         }
-        Err(e) => {
-            let detail = match std::error::Error::source(&e) {
-                Some(s) => format!("{e}: {s}"),
-                None => e.to_string(),
-            };
-            out.push(Capability { name: "tracefs".into(), available: false, detail })
-        }
+        Err(e) => out.push(Capability {
+            name: "tracefs".into(),
+            available: false,
+            detail: crate::diag::error_chain(&e),
+        }),
     }
     out.push(kprobes());
     out.push(proc_stacks());

@@ -63,7 +63,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use aggregate::{Aggregate, AggregateEvent, AggregateLoss, AggregateTask, Aggregator};
-pub use cgroups::cgroup2_mount;
+pub use cgroups::{cgroup2_mount, usable_cgroup2};
 pub use check::{Capability, check};
 pub use clock::{WallClock, monotonic_now_ns};
 pub use run::Recorder;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::aggregate::{self, Aggregator};
 use super::blocked::Snapshots;
-use super::cgroups::{CgroupNames, cgroup2_mount};
+use super::cgroups::CgroupNames;
 use super::duty::DutyThread;
 use super::handlers::{self, Dispatch};
 use super::parse::Record;
@@ -197,22 +197,12 @@ impl Recorder {
                  Linux 5.7 or later)"
             ));
         }
-        let named_cgroups = session.as_ref().is_some_and(|s| s.layout.cgroup);
-        if named_cgroups && super::features::masked(super::features::Feature::CgroupV2) {
-            notes.push(format!(
-                "samples carry cgroup ids without names: no cgroup v2 hierarchy ({}; it needs Linux 4.5)",
-                super::features::masked_why(super::features::Feature::CgroupV2)
-            ));
-        } else if named_cgroups
-            && cgroup2_mount(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default()).is_none()
+        let mut cgroups = CgroupNames::default();
+        if session.as_ref().is_some_and(|s| s.layout.cgroup)
+            && let Some(why) = cgroups.unnamed_why()
         {
-            notes.push(
-                "samples carry cgroup ids without names: no cgroup v2 hierarchy is mounted (cgroup2 in \
-                 /proc/self/mountinfo)"
-                    .to_string(),
-            );
+            notes.push(format!("samples carry cgroup ids without names: {why}"));
         }
-        let cgroups = CgroupNames::default();
         let state = Loop { tasks, dispatch, snapshots, child: None, command: None, stop, cgroups };
         let mut r = Recorder {
             config,
