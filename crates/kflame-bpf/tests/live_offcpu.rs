@@ -165,9 +165,19 @@ fn a_blocked_reader_names_the_writer_that_woke_it() {
         .map(|b| (b.waker.as_ref().map(|w| w.tid), b.ns, b.count))
         .collect();
     assert!(woken * 10 >= total * 8, "{woken} of {total} ns under the writer {writer_tid}: {by_waker:?}");
-    let b = all.iter().find(|b| b.tid == reader_tid && b.waker.is_some()).unwrap();
+    // The writer's wakeups carry its whole context. (Some other block of the reader may have
+    // been ended from an interrupt on an idle CPU: its waker is then the idle task, tid 0.)
+    let b = all
+        .iter()
+        .find(|b| b.tid == reader_tid && b.waker.as_ref().is_some_and(|w| w.tid == writer_tid))
+        .unwrap();
     let w = b.waker.as_ref().unwrap();
     assert_eq!(w.tgid, pid);
+    for b in all.iter().filter(|b| b.tid == reader_tid) {
+        if let Some(w) = b.waker.as_ref().filter(|w| w.tid != writer_tid) {
+            assert!(w.tid == 0 || w.tgid != 0, "a waker thread has its process: {w:?}");
+        }
+    }
     assert!(!w.kernel.is_empty(), "the waker's kernel stack");
     assert!(!w.user.is_empty(), "the waker's user stack (sched_waking runs in its context)");
     let names = kernel_names(&w.kernel);
