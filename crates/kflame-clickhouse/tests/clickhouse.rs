@@ -1,8 +1,8 @@
 //! The ClickHouse store against real `clickhouse-server` processes started here (Debian's
 //! 18.16, on loopback, see `kflame_clickhouse::rig`): what three hosts write reads back as
 //! the embedded SQLite store reads the same writes; two shards hold each host once and answer
-//! together; an outage in the middle of writing loses nothing; bad setups are refused with a
-//! clear error.
+//! together; an outage in the middle of writing, of the server or of one shard, loses nothing
+//! and counts nothing twice; bad setups are refused with a clear error.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -646,4 +646,86 @@ fn a_write_refused_after_its_samples_were_stored_keeps_their_sums() {
     assert_eq!(stored, part.len().to_string());
     assert_eq!(n("SELECT sum(samples) FROM partial.samples_10m FORMAT TSV"), stored);
     assert_eq!(n("SELECT sum(samples) FROM partial.host_stacks_1h FORMAT TSV"), stored);
+}
+
+/// A shard down while a writer writes through the other: the fleet's sums (`samples_10m`,
+/// sharded by stack, so every batch of them spans both shards) and each host's hour sums read
+/// exactly the samples written once it is back, whole slots and the raw samples alike.
+#[test]
+fn a_shard_down_while_writing_counts_every_sample_once() {
+    let mut rig = Rig::start(2).unwrap();
+    for i in 0..2 {
+        let loc = rig.location(i, "fleet", true);
+        schema::init(&kflame_clickhouse::http::Client::new(&loc), &loc, &InitOptions::default()).unwrap();
+    }
+    let stacks = real_stacks();
+    let meta = Meta { unit: Unit::Samples, event: None };
+    let loc = rig.location(0, "fleet", true);
+    let spool = dir("shard-down").join("spool.db");
+    let opts = WriterOptions { batch_interval: Duration::ZERO, ..WriterOptions::default() };
+    let mut w = Writer::open(&loc, &spool, opts).unwrap();
+    let mut expect = StackCounts::new();
+    // Slot-aligned: 10 minutes of db1 and db2 from a slot's start.
+    let t0 = T0 - T0.rem_euclid(600 * SEC);
+    let mut notes = Vec::new();
+    // db1 first: its rows stay on the server written through (shard 1 of 2), and only the
+    // sums of the other shard's stacks meet the outage.
+    for (h, host) in ["db1", "db2"].iter().enumerate() {
+        let samples = fleet::host_samples(h, t0, 600, 19, 2, &stacks);
+        for b in 0..60 {
+            if h == 0 && b == 20 {
+                rig.stop(1);
+            }
+            if h == 1 && b == 40 {
+                rig.restart(1).unwrap();
+            }
+            let (a, z) = (t0 + b * 10 * SEC, t0 + (b + 1) * 10 * SEC);
+            let part: Vec<Sample<'_>> = bucket_samples(&samples, a, z);
+            for s in &part {
+                expect.add(s.stack, s.weight);
+            }
+            let bucket = Bucket {
+                host,
+                kind: Kind::Cpu,
+                start_ns: a,
+                end_ns: z,
+                capture: None,
+                meta: &meta,
+                samples: &part,
+                aggregated: &[],
+            };
+            w.append_bucket(&bucket).unwrap();
+            notes.extend(w.notes());
+        }
+    }
+    for _ in 0..20 {
+        if w.flush().is_ok() && w.spooled() == (0, 0) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    notes.extend(w.notes());
+    assert_eq!(w.spooled(), (0, 0), "{notes:?}");
+    assert!(w.stats().batches_spooled > 0, "the outage was seen: {:?} {notes:?}", w.stats());
+    drop(w);
+    let ch = Reader::open(&loc).unwrap();
+    // Whole slots of every host: the fleet's sums.
+    let whole = ch.profile(&ProfileQuery::new(Kind::Cpu, t0, t0 + 600 * SEC)).unwrap();
+    assert_eq!(folded(&whole.stacks), folded(&Stacks::Counts(expect.clone())), "{notes:?}");
+    // Not whole slots: the samples themselves.
+    let raw = ch.profile(&ProfileQuery::new(Kind::Cpu, t0 + SEC, t0 + 600 * SEC)).unwrap();
+    let part = raw.samples;
+    assert!(part > 0 && part < whole.samples);
+    for host in ["db1", "db2"] {
+        let q = ProfileQuery { host: Some(host), ..ProfileQuery::new(Kind::Cpu, t0, t0 + 600 * SEC) };
+        let by_hour = ch.profile(&q).unwrap();
+        let q = ProfileQuery { host: Some(host), ..ProfileQuery::new(Kind::Cpu, t0 + SEC, t0 + 600 * SEC) };
+        let raw = ch.profile(&q).unwrap();
+        assert!(by_hour.samples >= raw.samples, "{host}");
+        assert_eq!(by_hour.buckets, 60, "{host}");
+    }
+    // db1's rows are on the server written through (see above).
+    let c = kflame_clickhouse::http::Client::new(&rig.location(0, "fleet", false));
+    let on_0 = c.query("SELECT DISTINCT host FROM fleet.samples_local FORMAT TSV", &[]).unwrap();
+    assert_eq!(String::from_utf8(on_0).unwrap(), "db1\n");
 }
