@@ -253,18 +253,51 @@ impl Client {
                 .map_err(|e| HttpError::Tls(format!("TLS: {e}")))?;
             self.exchange(rustls::StreamOwned::new(conn, stream), &head, body)
         } else {
-            self.exchange(stream, &head, body)
+            let peer = stream.peer_addr().ok();
+            match self.exchange(stream, &head, body) {
+                Err(HttpError::Unreachable(why)) if why.starts_with(NO_ANSWER) => {
+                    // ClickHouse's https_port drops a plain request so: say what to use.
+                    let timeout = self.connect_timeout.min(Duration::from_secs(3));
+                    if peer.is_some_and(|a| crate::tls::speaks_tls(&a, &self.loc.host, timeout)) {
+                        let https = Location { tls: true, ..self.loc.clone() };
+                        return Err(HttpError::Tls(format!(
+                            "{}:{} speaks TLS (it dropped a plain HTTP request unanswered, and \
+                             answers a TLS handshake): use {https}",
+                            self.loc.host, self.loc.port
+                        )));
+                    }
+                    Err(HttpError::Unreachable(why))
+                }
+                out => out,
+            }
         }
     }
 
     /// Sends a request on a connection and reads its answer.
     fn exchange(&self, mut stream: impl Transport, head: &str, body: &[u8]) -> Result<Vec<u8>, HttpError> {
-        let sending = |e: io::Error| self.io_error("sending", e);
+        let sending = |e: io::Error| match e.kind() {
+            io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe if e.get_ref().is_none() => {
+                HttpError::Unreachable(format!("{NO_ANSWER}: dropped while sending it: {e}"))
+            }
+            _ => self.io_error("sending", e),
+        };
         stream.write_all(head.as_bytes()).map_err(sending)?;
         stream.write_all(body).map_err(sending)?;
         stream.flush().map_err(sending)?;
         // The handshake is made by the first write: its refusals are explained above.
-        read_response(BufReader::with_capacity(1 << 16, stream))
+        let mut r = BufReader::with_capacity(1 << 16, stream);
+        match r.fill_buf() {
+            Ok([]) => return Err(HttpError::Unreachable(format!("{NO_ANSWER}: the connection closed"))),
+            Err(e)
+                if matches!(e.kind(), io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted)
+                    && e.get_ref().is_none() =>
+            {
+                return Err(HttpError::Unreachable(format!("{NO_ANSWER}: {e}")));
+            }
+            Err(e) => return Err(self.io_error("reading the answer", e)),
+            Ok(_) => {}
+        }
+        read_response(r)
     }
 
     /// An I/O error, or TLS's refusal explained.
@@ -275,6 +308,10 @@ impl Client {
         }
     }
 }
+
+/// How an error starts when not a byte came back: the connection closed or was reset, while
+/// or after the request was sent.
+const NO_ANSWER: &str = "no answer to the request";
 
 /// Longest status or header line of an answer, and of a chunk's size line.
 const MAX_HEAD_LINE: u64 = 64 << 10;

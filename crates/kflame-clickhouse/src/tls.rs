@@ -72,6 +72,36 @@ pub(crate) fn config(ca_file: Option<&Path>) -> Result<Arc<ClientConfig>, String
     Ok(config)
 }
 
+/// Whether the server at `addr` speaks TLS: a handshake, trusting no CA, gets as far as the
+/// server's certificate (or an alert of TLS). Nothing but the client's hello is sent, and
+/// the answer is waited for `timeout` at most. Asked when a plain HTTP request got no answer
+/// at all, which is how ClickHouse's https_port drops one.
+pub(crate) fn speaks_tls(addr: &std::net::SocketAddr, host: &str, timeout: std::time::Duration) -> bool {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let Ok(builder) = ClientConfig::builder_with_provider(provider).with_safe_default_protocol_versions()
+    else {
+        return false;
+    };
+    let config = Arc::new(builder.with_root_certificates(RootCertStore::empty()).with_no_client_auth());
+    let name = server_name(host)
+        .unwrap_or_else(|_| ServerName::IpAddress(rustls::pki_types::IpAddr::from(addr.ip())));
+    let Ok(mut conn) = rustls::ClientConnection::new(config, name) else { return false };
+    let Ok(mut sock) = std::net::TcpStream::connect_timeout(addr, timeout) else { return false };
+    if sock.set_read_timeout(Some(timeout)).is_err() || sock.set_write_timeout(Some(timeout)).is_err() {
+        return false;
+    }
+    while conn.is_handshaking() {
+        if let Err(e) = conn.complete_io(&mut sock) {
+            return match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+                Some(rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. }) => false,
+                Some(_) => true,
+                None => false,
+            };
+        }
+    }
+    true
+}
+
 /// The name a server's certificate must carry: its DNS name or its IP address.
 pub(crate) fn server_name(host: &str) -> Result<ServerName<'static>, String> {
     ServerName::try_from(host.to_string())

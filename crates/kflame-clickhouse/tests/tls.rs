@@ -110,10 +110,50 @@ fn https_without_the_servers_ca_or_on_the_wrong_port_is_refused_and_says_why() {
     let plain_port = format!("clickhouse+https://127.0.0.1:{}/fleet", rig.servers[0].http_port);
     let e = Reader::open(&Location::parse_with(&plain_port, &env(&ca)).unwrap()).unwrap_err().to_string();
     assert!(e.contains("did not answer in TLS") && e.contains("https_port"), "{e}");
-    // Plain HTTP to the TLS port: the server drops the connection. That reads as a server
-    // that cannot be reached (a writer would spool, and say so), as a wrong port would.
-    let tls_port = format!("clickhouse+http://127.0.0.1:{}/fleet", rig.servers[0].https_port.unwrap());
+    // Plain HTTP to the TLS port: the server drops the request unanswered, and answers a TLS
+    // handshake. Said so, with the URL to use; a writer refuses to open on it rather than
+    // spool what would never get through.
+    let https_port = rig.servers[0].https_port.unwrap();
+    let tls_port = format!("clickhouse+http://127.0.0.1:{https_port}/fleet");
     let e = Reader::open(&Location::parse_with(&tls_port, &env(&pw)).unwrap()).unwrap_err().to_string();
-    assert!(e.contains("unreachable"), "{e}");
+    let want = format!("127.0.0.1:{https_port} speaks TLS");
+    assert!(
+        e.contains(&want)
+            && e.contains(&format!("use clickhouse+https://default@127.0.0.1:{https_port}/fleet")),
+        "{e}"
+    );
+    let e = Writer::open(
+        &Location::parse_with(&tls_port, &env(&pw)).unwrap(),
+        &d.join("plain.db"),
+        WriterOptions::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains(&want), "{e}");
+    // A port that drops requests and speaks no TLS either is still a server not reached.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    silent.set_nonblocking(true).unwrap();
+    let dropper = std::thread::spawn(move || {
+        // The request, then the handshake asked after it: each read a little of and dropped.
+        let (end, mut taken) = (std::time::Instant::now() + std::time::Duration::from_secs(20), 0);
+        while taken < 2 && std::time::Instant::now() < end {
+            match silent.accept() {
+                Ok((mut s, _)) => {
+                    s.set_nonblocking(false).unwrap();
+                    let mut buf = [0u8; 512];
+                    let _ = std::io::Read::read(&mut s, &mut buf);
+                    taken += 1;
+                }
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+            }
+        }
+        taken
+    });
+    let e = Reader::open(&Location::parse(&format!("clickhouse+http://127.0.0.1:{port}/fleet")).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("unreachable") && e.contains("no answer to the request"), "{e}");
+    assert_eq!(dropper.join().unwrap(), 2, "the request, and the handshake that asked whether it speaks TLS");
     std::fs::remove_dir_all(&d).unwrap();
 }
