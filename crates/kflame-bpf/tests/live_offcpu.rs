@@ -152,17 +152,23 @@ fn a_blocked_reader_names_the_writer_that_woke_it() {
     let all = gather(&mut p, Duration::from_secs(10), |b| {
         b.iter().any(|x| x.tid == reader_tid && x.waker.as_ref().is_some_and(|w| w.tid == writer_tid))
     });
+    // The reader's waits on the channel (asleep in S, in a futex): the writer wakes those.
+    // (It may also block elsewhere, e.g. in D on a page fault, ended by an interrupt.)
+    let syms = Kallsyms::read();
+    let on_channel = |b: &Blocked| {
+        b.tid == reader_tid && b.state == 1 && syms.names(&b.kernel).iter().any(|n| n.contains("futex"))
+    };
     let woken: u64 = all
         .iter()
-        .filter(|b| b.tid == reader_tid && b.waker.as_ref().is_some_and(|w| w.tid == writer_tid))
+        .filter(|b| on_channel(b) && b.waker.as_ref().is_some_and(|w| w.tid == writer_tid))
         .map(|b| b.ns)
         .sum();
-    let total: u64 = all.iter().filter(|b| b.tid == reader_tid).map(|b| b.ns).sum();
-    assert!(total > 0, "the reader blocked");
-    let by_waker: Vec<(Option<u32>, u64, u64)> = all
+    let total: u64 = all.iter().filter(|b| on_channel(b)).map(|b| b.ns).sum();
+    assert!(total > 0, "the reader blocked on the channel");
+    let by_waker: Vec<(Option<u32>, u32, u64, u64)> = all
         .iter()
         .filter(|b| b.tid == reader_tid)
-        .map(|b| (b.waker.as_ref().map(|w| w.tid), b.ns, b.count))
+        .map(|b| (b.waker.as_ref().map(|w| w.tid), b.state, b.ns, b.count))
         .collect();
     assert!(woken * 10 >= total * 8, "{woken} of {total} ns under the writer {writer_tid}: {by_waker:?}");
     // The writer's wakeups carry its whole context. (Some other block of the reader may have
