@@ -8,8 +8,9 @@
  *   kfwork naptimed COUNT MS SPIN_MS
  *                          the same in kf_nap_timed, spinning SPIN_MS on the CPU after each
  *                          nap, and printing for each nap its start and end (CLOCK_MONOTONIC
- *                          ns), the ns it was neither running nor runnable, and its
- *                          voluntary context switches (the kernel's own accounting)
+ *                          ns), the ns it was neither running nor runnable, its voluntary
+ *                          context switches, and the ns it was not running (the kernel's
+ *                          own accounting)
  *   kfwork write COUNT     COUNT write(2) calls of 64 bytes to /dev/null (kf_writer)
  *   kfwork pipe            block reading stdin until it closes (kf_wait_input)
  *   kfwork spin SECONDS    count loop iterations for SECONDS and print the count (benchmarks)
@@ -160,8 +161,10 @@ NOINLINE void kf_nap_timed(int count, int ms, int spin_ms)
 		/* What the kernel counts as neither running nor runnable: the nap's blocked time. A
 		 * nap preempted after it set its sleeping state and runnable until its timer fired
 		 * never blocks (no voluntary switch); a loaded machine does that now and then. */
-		long long waited = (end - start) - (after.on_cpu - before.on_cpu) - (after.runnable - before.runnable);
-		printf("%lld %lld %lld %lld\n", start, end, waited > 0 ? waited : 0, after.blocks - before.blocks);
+		long long off = (end - start) - (after.on_cpu - before.on_cpu);
+		long long waited = off - (after.runnable - before.runnable);
+		printf("%lld %lld %lld %lld %lld\n", start, end, waited > 0 ? waited : 0, after.blocks - before.blocks,
+		       off > 0 ? off : 0);
 		while (now_ns() < end + spin_ms * 1000000LL)
 			sink++;
 	}
