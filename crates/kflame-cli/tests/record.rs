@@ -629,6 +629,10 @@ fn sigint_mid_recording_leaves_tracing_state_untouched() {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start kflame");
+        // Its handlers are installed once its BPF programs are loaded (a signal before that
+        // ends it as without a handler, with nothing set up yet); then it records a while.
+        let ready = wait_until(Duration::from_secs(60), || handles_int_and_term(rec.id()));
+        assert!(ready, "{args:?}: no SIGINT and SIGTERM handlers within 60 s");
         std::thread::sleep(Duration::from_millis(1500));
         let programs = bpf_programs_of(rec.id());
         let killed = Command::new("kill").args([&format!("-{signal}"), &rec.id().to_string()]).status();
@@ -657,6 +661,9 @@ fn sigint_mid_recording_leaves_tracing_state_untouched() {
         assert!(gone, "{args:?}: BPF programs left loaded after the signal: {programs:?}");
         assert_eq!(TracingState::read(), before, "{args:?}: tracefs state changed");
         assert_eq!(tracefs_mounts(), mounts_before, "{args:?}: a tracefs mount was left behind");
+        let own = format!("kflame-tracefs-{} ", rec.id());
+        let left: Vec<String> = private_tracefs_mounts().into_iter().filter(|m| m.contains(&own)).collect();
+        assert!(left.is_empty(), "{args:?}: its private tracefs mount was left behind: {left:?}");
         if let Some(at) = args.iter().position(|a| *a == "--") {
             let command_line = args[at + 1..].join(" ");
             let children = Command::new("pgrep").args(["-f", &command_line]).output().expect("pgrep");
@@ -702,13 +709,35 @@ fn wait_until(limit: Duration, done: impl Fn() -> bool) -> bool {
     }
 }
 
+/// True when process `pid` catches SIGINT and SIGTERM (`SigCgt` of its status).
+fn handles_int_and_term(pid: u32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let caught = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    let bit = |sig: i32| 1u64 << (sig - 1);
+    caught & bit(2) != 0 && caught & bit(15) != 0 // SIGINT, SIGTERM
+}
+
+/// The tracefs mounts, but for the private ones of other tests' recorders running meanwhile
+/// (`kflame-tracefs-PID`, mounted when the system's is not).
 fn tracefs_mounts() -> Vec<String> {
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
     mounts
         .lines()
-        .filter(|l| l.contains("tracefs") && !l.contains("kflame-test-tracefs"))
+        .filter(|l| {
+            l.contains("tracefs") && !l.contains("kflame-test-tracefs") && !l.contains("kflame-tracefs-")
+        })
         .map(str::to_string)
         .collect()
+}
+
+/// The private tracefs mounts of recorders (`kflame-tracefs-PID`).
+fn private_tracefs_mounts() -> Vec<String> {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    mounts.lines().filter(|l| l.contains("kflame-tracefs-")).map(str::to_string).collect()
 }
 
 #[test]
