@@ -29,7 +29,7 @@ fn cpu_profile_of_a_command_is_dominated_by_its_deep_call_chain() {
 #[test]
 fn cpu_profile_by_pid_with_pid_in_root_frame() {
     let Some(env) = Env::get("cpu profile by pid") else { return };
-    let mut child = Command::new(&env.workload).args(["cpu", "3"]).spawn().expect("start workload");
+    let mut child = Command::new(&env.workload).args(["cpu", "60"]).spawn().expect("start workload");
     let pid = child.id().to_string();
     let out = env.record(&["-F", "199", "-d", "1", "-p", &pid, "--include-pid"], "pid.folded");
     let _ = child.kill();
@@ -48,7 +48,7 @@ fn cpu_profile_by_pid_with_pid_in_root_frame() {
 fn pid_of_a_thread_records_its_process_and_tid_records_the_thread_alone() {
     let Some(env) = Env::get("-p TID / -t TID") else { return };
     let mut child =
-        Command::new(&env.workload).args(["threads", "6"]).stdout(Stdio::piped()).spawn().expect("workload");
+        Command::new(&env.workload).args(["threads", "120"]).stdout(Stdio::piped()).spawn().expect("workload");
     let mut line = String::new();
     let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
     std::io::BufRead::read_line(&mut stdout, &mut line).expect("the second thread's tid");
