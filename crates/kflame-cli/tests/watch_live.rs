@@ -240,6 +240,11 @@ fn live_kill_9_loses_at_most_the_bucket_in_progress_and_a_restart_continues() {
         };
         open_read(&db)?.series(&q).ok()?.iter().any(|s| !s.points.is_empty()).then_some(())
     });
+    // Then killed as the next bucket is written: what is lost is then what the watcher held
+    // (the bucket in progress, the window not yet taken), not how long the waits above took
+    // on a loaded machine.
+    let seen = last_sample(&open_read(&db).unwrap()).expect("buckets written");
+    wait_for("the next bucket", &w, || last_sample(&open_read(&db)?).filter(|&t| t > seen));
     let killed = now_ns();
     signal(&w.child, 9);
     let _ = w.child.wait();
