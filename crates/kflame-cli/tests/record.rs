@@ -47,8 +47,11 @@ fn cpu_profile_by_pid_with_pid_in_root_frame() {
 #[test]
 fn pid_of_a_thread_records_its_process_and_tid_records_the_thread_alone() {
     let Some(env) = Env::get("-p TID / -t TID") else { return };
-    let mut child =
-        Command::new(&env.workload).args(["threads", "120"]).stdout(Stdio::piped()).spawn().expect("workload");
+    let mut child = Command::new(&env.workload)
+        .args(["threads", "120"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("workload");
     let mut line = String::new();
     let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
     std::io::BufRead::read_line(&mut stdout, &mut line).expect("the second thread's tid");
