@@ -564,7 +564,7 @@ fn syscalls_pairs_every_write_of_the_workload() {
 fn blocked_shows_a_task_sleeping_on_a_pipe() {
     let Some(env) = Env::get("--blocked") else { return };
     let mut child = Command::new(&env.workload).arg("pipe").stdin(Stdio::piped()).spawn().expect("workload");
-    std::thread::sleep(Duration::from_millis(300));
+    assert!(wait_reading(child.id()), "the workload blocks reading its input");
     let out = env.record(&["--blocked", "--include-pid"], "blocked.folded");
     drop(child.stdin.take());
     let _ = child.wait();
@@ -840,7 +840,7 @@ fn cpu_mem_off_cpu_and_syscalls_in_one_run_one_file_each() {
 fn blocked_every_aggregates_repeated_snapshots() {
     let Some(env) = Env::get("--blocked --every") else { return };
     let mut child = Command::new(&env.workload).arg("pipe").stdin(Stdio::piped()).spawn().expect("workload");
-    std::thread::sleep(Duration::from_millis(300));
+    assert!(wait_reading(child.id()), "the workload blocks reading its input");
     let out =
         env.record(&["--blocked", "--every", "0.2", "-d", "1", "--include-pid"], "blocked-every.folded");
     let json =
@@ -874,7 +874,7 @@ fn blocked_every_aggregates_repeated_snapshots() {
 fn blocked_with_another_mode_takes_its_snapshot_at_the_end() {
     let Some(env) = Env::get("--blocked with --off-cpu") else { return };
     let mut child = Command::new(&env.workload).arg("pipe").stdin(Stdio::piped()).spawn().expect("workload");
-    std::thread::sleep(Duration::from_millis(300));
+    assert!(wait_reading(child.id()), "the workload blocks reading its input");
     let base = env.dir.join("combined.folded");
     let started = Instant::now();
     let out = Command::new(env.kflame)

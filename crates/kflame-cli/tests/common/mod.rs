@@ -136,6 +136,22 @@ pub(crate) fn task_state(pid: u32) -> Option<char> {
     stat[stat.rfind(')')? + 1..].trim_start().chars().next()
 }
 
+/// Waits (at most 10 s) until the task `pid` sleeps in `read(2)` (`/proc/PID/syscall`
+/// starting with x86-64's number for it, 0); true when it does.
+pub(crate) fn wait_reading(pid: u32) -> bool {
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let call = std::fs::read_to_string(format!("/proc/{pid}/syscall")).unwrap_or_default(); // live: its call
+        if task_state(pid) == Some('S') && call.split(' ').next() == Some("0") {
+            return true;
+        }
+        if Instant::now() > end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 pub(crate) fn wait_timeout(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
     let end = Instant::now() + limit;
     while Instant::now() < end {
