@@ -275,6 +275,12 @@ fn direct_writes_wait_on_the_disk_of_their_file() {
 /// its submitter's stacks, taken within a budget of walks per CPU and generation (a drain, a
 /// second in the watcher): with every IO slow, dd's outliers have `submit_bio` stacks up to
 /// the budget, and none without one.
+/// Whether process `pid` is stopped (state `T` in its stat), `None` when it is gone.
+fn stopped(pid: u32) -> Option<bool> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(stat[stat.rfind(')')? + 1..].trim_start().starts_with('T'))
+}
+
 #[test]
 fn histograms_only_io_outliers_have_stacks_within_the_budget() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -294,14 +300,23 @@ fn histograms_only_io_outliers_have_stacks_within_the_budget() {
             stack_walks_per_sec: walks,
             ..WaitOptions::default()
         };
-        let mut p = Bio::start(&opts).unwrap_or_else(|e| panic!("{e}"));
-        let child = std::process::Command::new("dd")
-            .arg("if=/dev/zero")
-            .arg(format!("of={}", file.display()))
-            .args(["bs=4k", "count=200", "oflag=direct", "status=none"])
-            .spawn()
-            .expect("dd");
+        // dd, stopped before it starts: the program follows it alone, so that no other IO of
+        // the machine (writeback of a build, the journal) takes its walks or its ring.
+        let dd_cmd = format!(
+            "kill -STOP $$; exec dd if=/dev/zero of={} bs=4k count=200 oflag=direct status=none",
+            file.display()
+        );
+        let child = std::process::Command::new("sh").args(["-c", &dd_cmd]).spawn().expect("dd");
         let dd = child.id();
+        let end = Instant::now() + Duration::from_secs(10);
+        while stopped(dd) != Some(true) && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(stopped(dd), Some(true), "dd's shell stops itself");
+        let mut p = Bio::start(&WaitOptions { pid: Some(dd), ..opts }).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            std::process::Command::new("kill").args(["-CONT", &dd.to_string()]).status().unwrap().success()
+        );
         assert!(child.wait_with_output().unwrap().status.success());
         let mut outliers = Vec::new();
         let end = Instant::now() + Duration::from_secs(10);
