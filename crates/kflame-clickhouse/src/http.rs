@@ -251,7 +251,11 @@ impl Client {
             let name = crate::tls::server_name(&self.loc.host).map_err(HttpError::Tls)?;
             let conn = rustls::ClientConnection::new(config, name)
                 .map_err(|e| HttpError::Tls(format!("TLS: {e}")))?;
-            self.exchange(rustls::StreamOwned::new(conn, stream), &head, body)
+            let mut tls = rustls::StreamOwned::new(conn, stream);
+            self.handshake(&mut tls)?;
+            tls.sock.set_read_timeout(Some(self.io_timeout)).map_err(|e| unreachable("socket", e))?;
+            tls.sock.set_write_timeout(Some(self.io_timeout)).map_err(|e| unreachable("socket", e))?;
+            self.exchange(tls, &head, body)
         } else {
             let peer = stream.peer_addr().ok();
             match self.exchange(stream, &head, body) {
@@ -273,6 +277,45 @@ impl Client {
         }
     }
 
+    /// Makes the TLS handshake, waiting [`HANDSHAKE_TIMEOUT`] at most for each answer. A
+    /// plain HTTP server may answer a client's hello with an HTTP error, or wait for the rest
+    /// of what it reads as a request: when the port then answers plain HTTP, that is said,
+    /// with the port to use.
+    fn handshake(
+        &self,
+        tls: &mut rustls::StreamOwned<rustls::ClientConnection, TcpStream>,
+    ) -> Result<(), HttpError> {
+        let sock = &tls.sock;
+        sock.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).map_err(|e| unreachable("socket", e))?;
+        sock.set_write_timeout(Some(HANDSHAKE_TIMEOUT)).map_err(|e| unreachable("socket", e))?;
+        let peer = sock.peer_addr().ok();
+        let mut done = Ok(());
+        while tls.conn.is_handshaking() {
+            if let Err(e) = tls.conn.complete_io(&mut tls.sock) {
+                done = Err(e);
+                break;
+            }
+        }
+        let Err(e) = done else { return Ok(()) };
+        let not_tls = match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+            Some(rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. }) => true,
+            Some(_) => false,
+            None => true,
+        };
+        if not_tls && peer.is_some_and(|a| speaks_plain_http(&a, self.connect_timeout)) {
+            return Err(HttpError::Tls(format!(
+                "{}:{} speaks plain HTTP, not TLS (it answers an HTTP request, and not a TLS \
+                 handshake): give the server's https_port (8443 by default), or use \
+                 clickhouse+http:// for this port",
+                self.loc.host, self.loc.port
+            )));
+        }
+        Err(match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+            Some(_) => self.io_error("the TLS handshake", e),
+            None => unreachable("no answer to the TLS handshake", e),
+        })
+    }
+
     /// Sends a request on a connection and reads its answer.
     fn exchange(&self, mut stream: impl Transport, head: &str, body: &[u8]) -> Result<Vec<u8>, HttpError> {
         let sending = |e: io::Error| match e.kind() {
@@ -284,7 +327,6 @@ impl Client {
         stream.write_all(head.as_bytes()).map_err(sending)?;
         stream.write_all(body).map_err(sending)?;
         stream.flush().map_err(sending)?;
-        // The handshake is made by the first write: its refusals are explained above.
         let mut r = BufReader::with_capacity(1 << 16, stream);
         match r.fill_buf() {
             Ok([]) => return Err(HttpError::Unreachable(format!("{NO_ANSWER}: the connection closed"))),
@@ -307,6 +349,23 @@ impl Client {
             None => unreachable(what, e),
         }
     }
+}
+
+/// The longest wait for each answer of a TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Whether the server at `addr` answers a plain HTTP request (`GET /ping`, ClickHouse's
+/// health check) with an HTTP status line, within `timeout` for each step.
+fn speaks_plain_http(addr: &std::net::SocketAddr, timeout: Duration) -> bool {
+    let Ok(mut s) = TcpStream::connect_timeout(addr, timeout) else { return false };
+    if s.set_read_timeout(Some(timeout)).is_err() || s.set_write_timeout(Some(timeout)).is_err() {
+        return false;
+    }
+    if s.write_all(b"GET /ping HTTP/1.0\r\n\r\n").is_err() {
+        return false;
+    }
+    let mut head = [0u8; 7];
+    s.read_exact(&mut head).is_ok() && &head == b"HTTP/1."
 }
 
 /// How an error starts when not a byte came back: the connection closed or was reset, while

@@ -341,6 +341,33 @@ fn two_shards_hold_each_host_once_and_answer_together() {
     }
 }
 
+/// Appends host's always-on CPU bucket `[a, z)` of `samples` to `w`, and its samples to
+/// `expect`.
+fn append_counted(
+    w: &mut Writer,
+    host: &str,
+    meta: &Meta,
+    samples: &[OwnedSample],
+    (a, z): (i64, i64),
+    expect: &mut StackCounts,
+) {
+    let part: Vec<Sample<'_>> = bucket_samples(samples, a, z);
+    for s in &part {
+        expect.add(s.stack, s.weight);
+    }
+    let bucket = Bucket {
+        host,
+        kind: Kind::Cpu,
+        start_ns: a,
+        end_ns: z,
+        capture: None,
+        meta,
+        samples: &part,
+        aggregated: &[],
+    };
+    w.append_bucket(&bucket).unwrap();
+}
+
 #[test]
 fn an_outage_while_writing_loses_nothing() {
     let mut rig = Rig::start(1).unwrap();
@@ -362,21 +389,7 @@ fn an_outage_while_writing_loses_nothing() {
             rig.restart(0).unwrap();
         }
         let (a, z) = (T0 + b * 10 * SEC, T0 + (b + 1) * 10 * SEC);
-        let part: Vec<Sample<'_>> = bucket_samples(&samples, a, z);
-        for s in &part {
-            expect.add(s.stack, s.weight);
-        }
-        let bucket = Bucket {
-            host: "db1",
-            kind: Kind::Cpu,
-            start_ns: a,
-            end_ns: z,
-            capture: None,
-            meta: &meta,
-            samples: &part,
-            aggregated: &[],
-        };
-        w.append_bucket(&bucket).unwrap();
+        append_counted(&mut w, "db1", &meta, &samples, (a, z), &mut expect);
         w.append_metrics("db1", a, &[Metric { name: "load1", label: "", value: b as f64 }]).unwrap();
         if (4..9).contains(&b) {
             assert!(w.spooled().0 > 0, "bucket {b} waits in the spool");
@@ -680,21 +693,7 @@ fn a_shard_down_while_writing_counts_every_sample_once() {
                 rig.restart(1).unwrap();
             }
             let (a, z) = (t0 + b * 10 * SEC, t0 + (b + 1) * 10 * SEC);
-            let part: Vec<Sample<'_>> = bucket_samples(&samples, a, z);
-            for s in &part {
-                expect.add(s.stack, s.weight);
-            }
-            let bucket = Bucket {
-                host,
-                kind: Kind::Cpu,
-                start_ns: a,
-                end_ns: z,
-                capture: None,
-                meta: &meta,
-                samples: &part,
-                aggregated: &[],
-            };
-            w.append_bucket(&bucket).unwrap();
+            append_counted(&mut w, host, &meta, &samples, (a, z), &mut expect);
             notes.extend(w.notes());
         }
     }
