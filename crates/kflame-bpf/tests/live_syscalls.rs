@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 mod common;
 
 use common::leaves_nothing;
-use kflame::latency::{Histogram, slot_lower, slot_of, slot_upper};
+use kflame::latency::{Histogram, slot_of, slot_upper};
 use kflame_bpf::{CallLatency, SyscallLatency, SyscallOptions, syscall_name};
 
 /// The tests of this file one at a time: each counts the calls of the whole process.
