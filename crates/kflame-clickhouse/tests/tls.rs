@@ -65,6 +65,13 @@ fn a_history_written_and_read_over_https_with_the_servers_ca() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// Why a writer refuses to open on `url` (with `vars` for its environment, spooling in
+/// `spool`).
+fn open_refused(url: &str, vars: &[(&str, String)], spool: &std::path::Path) -> String {
+    let loc = Location::parse_with(url, &env(vars)).unwrap();
+    Writer::open(&loc, spool, WriterOptions::default()).unwrap_err().to_string()
+}
+
 #[test]
 fn https_without_the_servers_ca_or_on_the_wrong_port_is_refused_and_says_why() {
     let rig = Rig::start_tls(1).unwrap();
@@ -117,13 +124,7 @@ fn https_without_the_servers_ca_or_on_the_wrong_port_is_refused_and_says_why() {
         e.contains(&format!("127.0.0.1:{http_port} speaks plain HTTP, not TLS")) && e.contains("https_port"),
         "{e}"
     );
-    let e = Writer::open(
-        &Location::parse_with(&plain_port, &env(&ca)).unwrap(),
-        &d.join("tls.db"),
-        WriterOptions::default(),
-    )
-    .unwrap_err()
-    .to_string();
+    let e = open_refused(&plain_port, &ca, &d.join("tls.db"));
     assert!(e.contains("speaks plain HTTP, not TLS"), "{e}");
     // Plain HTTP to the TLS port: the server drops the request unanswered, and answers a TLS
     // handshake. Said so, with the URL to use; a writer refuses to open on it rather than
@@ -137,13 +138,7 @@ fn https_without_the_servers_ca_or_on_the_wrong_port_is_refused_and_says_why() {
             && e.contains(&format!("use clickhouse+https://default@127.0.0.1:{https_port}/fleet")),
         "{e}"
     );
-    let e = Writer::open(
-        &Location::parse_with(&tls_port, &env(&pw)).unwrap(),
-        &d.join("plain.db"),
-        WriterOptions::default(),
-    )
-    .unwrap_err()
-    .to_string();
+    let e = open_refused(&tls_port, &pw, &d.join("plain.db"));
     assert!(e.contains(&want), "{e}");
     // A port that drops requests and speaks no TLS either is still a server not reached.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
