@@ -21,6 +21,11 @@ pub enum HttpError {
     /// again later.
     #[error("unreachable: {0}")]
     Unreachable(String),
+    /// The request was sent whole, and its answer never came whole (the connection closed,
+    /// was reset or timed out): the server may have carried it out. Sent again later, as
+    /// [`HttpError::Unreachable`]; an insert may then be stored twice.
+    #[error("unreachable: {0} (the request was sent whole: it may have been carried out)")]
+    Unanswered(String),
     /// The server answered with an error (ClickHouse's exception text).
     #[error("the server refused it (HTTP {status}): {message}")]
     Server {
@@ -45,7 +50,12 @@ pub enum HttpError {
 impl HttpError {
     /// True when the server never answered.
     pub fn is_unreachable(&self) -> bool {
-        matches!(self, HttpError::Unreachable(_))
+        matches!(self, HttpError::Unreachable(_) | HttpError::Unanswered(_))
+    }
+
+    /// True when the request was sent whole and may have been carried out unanswered.
+    pub fn is_unanswered(&self) -> bool {
+        matches!(self, HttpError::Unanswered(_))
     }
 }
 
@@ -259,7 +269,9 @@ impl Client {
         } else {
             let peer = stream.peer_addr().ok();
             match self.exchange(stream, &head, body) {
-                Err(HttpError::Unreachable(why)) if why.starts_with(NO_ANSWER) => {
+                Err(e @ (HttpError::Unreachable(_) | HttpError::Unanswered(_)))
+                    if e.to_string().contains(NO_ANSWER) =>
+                {
                     // ClickHouse's https_port drops a plain request so: say what to use.
                     let timeout = self.connect_timeout.min(Duration::from_secs(3));
                     if peer.is_some_and(|a| crate::tls::speaks_tls(&a, &self.loc.host, timeout)) {
@@ -270,7 +282,7 @@ impl Client {
                             self.loc.host, self.loc.port
                         )));
                     }
-                    Err(HttpError::Unreachable(why))
+                    Err(e)
                 }
                 out => out,
             }
@@ -327,19 +339,24 @@ impl Client {
         stream.write_all(head.as_bytes()).map_err(sending)?;
         stream.write_all(body).map_err(sending)?;
         stream.flush().map_err(sending)?;
+        // Sent whole: from here on, a failure leaves it unknown whether it was carried out.
+        let unanswered = |e: HttpError| match e {
+            HttpError::Unreachable(why) => HttpError::Unanswered(why),
+            e => e,
+        };
         let mut r = BufReader::with_capacity(1 << 16, stream);
         match r.fill_buf() {
-            Ok([]) => return Err(HttpError::Unreachable(format!("{NO_ANSWER}: the connection closed"))),
+            Ok([]) => return Err(HttpError::Unanswered(format!("{NO_ANSWER}: the connection closed"))),
             Err(e)
                 if matches!(e.kind(), io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted)
                     && e.get_ref().is_none() =>
             {
-                return Err(HttpError::Unreachable(format!("{NO_ANSWER}: {e}")));
+                return Err(HttpError::Unanswered(format!("{NO_ANSWER}: {e}")));
             }
-            Err(e) => return Err(self.io_error("reading the answer", e)),
+            Err(e) => return Err(unanswered(self.io_error("reading the answer", e))),
             Ok(_) => {}
         }
-        read_response(r)
+        read_response(r).map_err(unanswered)
     }
 
     /// An I/O error, or TLS's refusal explained.

@@ -75,6 +75,9 @@ pub struct WriterStats {
     pub batches_spooled: u64,
     /// Spooled batches sent later.
     pub batches_resent: u64,
+    /// Inserts sent whole that got no answer, spooled and sent again: each may be stored
+    /// twice (said in a note).
+    pub batches_unanswered: u64,
 }
 
 /// Where the buffers were before a call: what undoing it truncates to.
@@ -327,6 +330,18 @@ impl Writer {
         retry_due && (self.batch_full() || (!self.spool.is_empty() && self.down.is_some()))
     }
 
+    /// Counts and says an insert that may have been stored unanswered: it is sent again.
+    fn unanswered(&mut self, e: &HttpError, table: &str, rows: u64) {
+        if e.is_unanswered() {
+            self.stats.batches_unanswered += 1;
+            self.notes.push(format!(
+                "ClickHouse at {} gave no answer to an insert of {rows} rows into {table} sent whole: it \
+                 is sent again, and if the server had stored it, it is stored twice",
+                self.loc
+            ));
+        }
+    }
+
     fn failed(&mut self, e: HttpError) {
         let first = self.down.is_none();
         let text = e.to_string();
@@ -374,6 +389,7 @@ impl Writer {
         let resent = self.spool.len();
         while let Some(b) = self.spool.front()? {
             if let Err(e) = self.insert(&b.table, b.rows, &b.format, &b.body, true) {
+                self.unanswered(&e, &b.table, b.rows);
                 self.failed(e);
                 return Err(self.unsent());
             }
@@ -385,6 +401,7 @@ impl Writer {
         for (i, table) in TABLES.iter().enumerate() {
             let Some((rows, body)) = self.encode(i) else { continue };
             if let Err(e) = self.insert(table.name, rows, "Native", &body, false) {
+                self.unanswered(&e, table.name, rows);
                 self.failed(e);
                 return Err(self.unsent());
             }

@@ -728,3 +728,132 @@ fn a_shard_down_while_writing_counts_every_sample_once() {
     let on_0 = c.query("SELECT DISTINCT host FROM fleet.samples_local FORMAT TSV", &[]).unwrap();
     assert_eq!(String::from_utf8(on_0).unwrap(), "db1\n");
 }
+
+/// A loopback proxy in front of a server: it passes each request (one per connection, as the
+/// client sends them) and its answer, but for the first request whose head holds `lose`: that
+/// one reaches the server whole, and the connection is closed as its answer comes, without it.
+struct LossyProxy {
+    port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<u32>>,
+}
+
+impl LossyProxy {
+    fn start(server: u16, lose: &'static str) -> LossyProxy {
+        use std::io::{BufRead, BufReader, Read, Write};
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut lost = 0;
+            while !stopped.load(Ordering::Relaxed) {
+                let Ok((client, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                };
+                client.set_nonblocking(false).unwrap();
+                client.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+                let mut r = BufReader::new(client);
+                let mut head = String::new();
+                while !head.ends_with("\r\n\r\n") {
+                    if r.read_line(&mut head).unwrap_or(0) == 0
+                        || !"POST ".starts_with(&head[..head.len().min(5)])
+                    {
+                        break;
+                    }
+                }
+                // Not HTTP (the writer asking whether the port speaks TLS): dropped.
+                if !head.starts_with("POST ") || !head.ends_with("\r\n\r\n") {
+                    continue;
+                }
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Content-Length: "))
+                    .map_or(0, |n| n.trim().parse().unwrap());
+                let mut body = vec![0; length];
+                if r.read_exact(&mut body).is_err() {
+                    continue;
+                }
+                let mut up = std::net::TcpStream::connect(("127.0.0.1", server)).unwrap();
+                up.write_all(head.as_bytes()).unwrap();
+                up.write_all(&body).unwrap();
+                let mut answer = Vec::new();
+                let _ = up.read_to_end(&mut answer);
+                let mut client = r.into_inner();
+                if lost == 0 && head.contains(lose) {
+                    lost += 1;
+                    let _ = client.shutdown(std::net::Shutdown::Both);
+                    continue;
+                }
+                let _ = client.write_all(&answer);
+            }
+            lost
+        });
+        LossyProxy { port, stop, thread: Some(thread) }
+    }
+
+    /// Stops it; how many answers it lost.
+    fn lost(mut self) -> u32 {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.take().unwrap().join().unwrap()
+    }
+}
+
+/// An insert the server stored whose answer never came: the writer cannot know it was stored,
+/// sends it again, and says so in a note, with the rows it may have stored twice, and counts
+/// it; and what is read then is exactly what it said: the samples written, that batch's twice.
+#[test]
+fn an_insert_stored_but_unanswered_is_sent_again_and_said() {
+    let rig = Rig::start(1).unwrap();
+    let loc = rig.location(0, "fleet", false);
+    schema::init(&kflame_clickhouse::http::Client::new(&loc), &loc, &InitOptions::default()).unwrap();
+    let proxy = LossyProxy::start(loc.port, "INSERT%20INTO%20fleet.samples%20%28");
+    let via = Location { port: proxy.port, ..loc.clone() };
+    let stacks = real_stacks();
+    let samples = generate(0, 30, &stacks);
+    let meta = Meta { unit: Unit::Samples, event: None };
+    let opts = WriterOptions { batch_interval: Duration::ZERO, ..WriterOptions::default() };
+    let mut w = Writer::open(&via, &dir("unanswered").join("spool.db"), opts).unwrap();
+    let mut expect = StackCounts::new();
+    let mut notes = Vec::new();
+    let mut first = StackCounts::new();
+    append_counted(&mut w, "db1", &meta, &samples, (T0, T0 + 10 * SEC), &mut first);
+    for (stack, weight) in first.iter() {
+        expect.add(stack, weight);
+    }
+    notes.extend(w.notes());
+    for b in 1..3 {
+        let (a, z) = (T0 + b * 10 * SEC, T0 + (b + 1) * 10 * SEC);
+        append_counted(&mut w, "db1", &meta, &samples, (a, z), &mut expect);
+        notes.extend(w.notes());
+    }
+    for _ in 0..40 {
+        if w.flush().is_ok() && w.spooled() == (0, 0) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    notes.extend(w.notes());
+    assert_eq!(w.spooled(), (0, 0), "{notes:?}");
+    let stats = w.stats();
+    drop(w);
+    assert_eq!(proxy.lost(), 1);
+    assert_eq!(stats.batches_unanswered, 1, "{stats:?} {notes:?}");
+    let said =
+        "rows into samples sent whole: it is sent again, and if the server had stored it, it is stored twice";
+    assert!(
+        notes.iter().any(|n| n.contains("gave no answer to an insert of") && n.contains(said)),
+        "{notes:?}"
+    );
+    // As said: the samples of the batch whose answer was lost are stored twice, the others
+    // once. (The sums sent after them in that batch were spooled unsent, and are stored once.)
+    for (stack, weight) in first.iter() {
+        expect.add(stack, weight);
+    }
+    let ch = Reader::open(&loc).unwrap();
+    let q = ProfileQuery { host: Some("db1"), ..ProfileQuery::new(Kind::Cpu, T0, T0 + 30 * SEC) };
+    assert_eq!(folded(&ch.profile(&q).unwrap().stacks), folded(&Stacks::Counts(expect)));
+}
