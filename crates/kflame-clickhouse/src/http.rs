@@ -303,9 +303,13 @@ impl Client {
         let peer = sock.peer_addr().ok();
         let mut done = Ok(());
         while tls.conn.is_handshaking() {
-            if let Err(e) = tls.conn.complete_io(&mut tls.sock) {
-                done = Err(e);
-                break;
+            match tls.conn.complete_io(&mut tls.sock) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    done = Err(e);
+                    break;
+                }
+                Ok(_) => {}
             }
         }
         let Err(e) = done else { return Ok(()) };
@@ -345,8 +349,15 @@ impl Client {
             e => e,
         };
         let mut r = BufReader::with_capacity(1 << 16, stream);
-        match r.fill_buf() {
-            Ok([]) => return Err(HttpError::Unanswered(format!("{NO_ANSWER}: the connection closed"))),
+        // A signal (the watcher's SIGINT) interrupts the wait: it goes on, as `read_line` does.
+        let first = loop {
+            match r.fill_buf() {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other.map(|b| b.is_empty()),
+            }
+        };
+        match first {
+            Ok(true) => return Err(HttpError::Unanswered(format!("{NO_ANSWER}: the connection closed"))),
             Err(e)
                 if matches!(e.kind(), io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted)
                     && e.get_ref().is_none() =>
@@ -354,7 +365,7 @@ impl Client {
                 return Err(HttpError::Unanswered(format!("{NO_ANSWER}: {e}")));
             }
             Err(e) => return Err(unanswered(self.io_error("reading the answer", e))),
-            Ok(_) => {}
+            Ok(false) => {}
         }
         read_response(r).map_err(unanswered)
     }

@@ -158,7 +158,14 @@ impl Rig {
         loop {
             tries += 1;
             match Rig::start_once(n, tls) {
-                Err(e) if tries < 3 && e.contains("Address already in use") => continue,
+                // Ports chosen free and taken meanwhile: by a server that could not bind
+                // them, or by one that did not answer on them.
+                Err(e)
+                    if tries < 3
+                        && (e.contains("Address already in use") || e.contains("did not answer")) =>
+                {
+                    continue;
+                }
                 r => return r,
             }
         }
@@ -274,7 +281,10 @@ impl Rig {
             .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
         s.child = Some(child);
         let loc = self.location(i, "default", false);
-        let client = Client::new(&loc);
+        // Short waits: a port that accepts and never answers (another server's native port,
+        // taken in a race for free ports) must not use up the whole minute in one try.
+        let mut client = Client::new(&loc);
+        client.io_timeout = Duration::from_secs(2);
         let start = Instant::now();
         loop {
             if client.query("SELECT 1", &[]).is_ok() {

@@ -92,6 +92,9 @@ pub(crate) fn speaks_tls(addr: &std::net::SocketAddr, host: &str, timeout: std::
     }
     while conn.is_handshaking() {
         if let Err(e) = conn.complete_io(&mut sock) {
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
             return match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
                 Some(rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. }) => false,
                 Some(_) => true,
