@@ -313,12 +313,7 @@ impl Client {
             }
         }
         let Err(e) = done else { return Ok(()) };
-        let not_tls = match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
-            Some(rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. }) => true,
-            Some(_) => false,
-            None => true,
-        };
-        if not_tls && peer.is_some_and(|a| speaks_plain_http(&a, self.connect_timeout)) {
+        if !crate::tls::heard_tls(&e) && peer.is_some_and(|a| speaks_plain_http(&a, self.connect_timeout)) {
             return Err(HttpError::Tls(format!(
                 "{}:{} speaks plain HTTP, not TLS (it answers an HTTP request, and not a TLS \
                  handshake): give the server's https_port (8443 by default), or use \
@@ -326,10 +321,7 @@ impl Client {
                 self.loc.host, self.loc.port
             )));
         }
-        Err(match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
-            Some(_) => self.io_error("the TLS handshake", e),
-            None => unreachable("no answer to the TLS handshake", e),
-        })
+        Err(self.io_error("no answer to the TLS handshake", e))
     }
 
     /// Sends a request on a connection and reads its answer.

@@ -72,6 +72,15 @@ pub(crate) fn config(ca_file: Option<&Path>) -> Result<Arc<ClientConfig>, String
     Ok(config)
 }
 
+/// Whether a failed handshake step heard TLS from the server (a certificate, an alert):
+/// false when what came back was no TLS at all, or nothing (closed, reset, timed out).
+pub(crate) fn heard_tls(e: &std::io::Error) -> bool {
+    match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+        Some(rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. }) | None => false,
+        Some(_) => true,
+    }
+}
+
 /// Whether the server at `addr` speaks TLS: a handshake, trusting no CA, gets as far as the
 /// server's certificate (or an alert of TLS). Nothing but the client's hello is sent, and
 /// the answer is waited for `timeout` at most. Asked when a plain HTTP request got no answer
@@ -95,11 +104,7 @@ pub(crate) fn speaks_tls(addr: &std::net::SocketAddr, host: &str, timeout: std::
             if e.kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
-            return match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
-                Some(rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. }) => false,
-                Some(_) => true,
-                None => false,
-            };
+            return heard_tls(&e);
         }
     }
     true

@@ -330,8 +330,9 @@ impl Writer {
         retry_due && (self.batch_full() || (!self.spool.is_empty() && self.down.is_some()))
     }
 
-    /// Counts and says an insert that may have been stored unanswered: it is sent again.
-    fn unanswered(&mut self, e: &HttpError, table: &str, rows: u64) {
+    /// An insert of `rows` into `table` failed: it is sent again after a back-off. One sent
+    /// whole that got no answer may have been stored: that is counted and said.
+    fn failed(&mut self, e: HttpError, table: &str, rows: u64) {
         if e.is_unanswered() {
             self.stats.batches_unanswered += 1;
             self.notes.push(format!(
@@ -340,9 +341,6 @@ impl Writer {
                 self.loc
             ));
         }
-    }
-
-    fn failed(&mut self, e: HttpError) {
         let first = self.down.is_none();
         let text = e.to_string();
         if first || self.down.as_deref() != Some(text.as_str()) {
@@ -389,8 +387,7 @@ impl Writer {
         let resent = self.spool.len();
         while let Some(b) = self.spool.front()? {
             if let Err(e) = self.insert(&b.table, b.rows, &b.format, &b.body, true) {
-                self.unanswered(&e, &b.table, b.rows);
-                self.failed(e);
+                self.failed(e, &b.table, b.rows);
                 return Err(self.unsent());
             }
             self.spool.remove(&b)?;
@@ -401,8 +398,7 @@ impl Writer {
         for (i, table) in TABLES.iter().enumerate() {
             let Some((rows, body)) = self.encode(i) else { continue };
             if let Err(e) = self.insert(table.name, rows, "Native", &body, false) {
-                self.unanswered(&e, table.name, rows);
-                self.failed(e);
+                self.failed(e, table.name, rows);
                 return Err(self.unsent());
             }
             if self.bufs[i].rows() > 0 && table.name == schema::SAMPLES.name {

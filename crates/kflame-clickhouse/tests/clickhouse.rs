@@ -341,6 +341,17 @@ fn two_shards_hold_each_host_once_and_answer_together() {
     }
 }
 
+/// Flushes `w` until its spool is empty, at most 10 s: a writer retries after a back-off.
+fn flush_until_sent(w: &mut Writer) {
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::Instant::now() < end {
+        if w.flush().is_ok() && w.spooled() == (0, 0) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
 /// Appends host's always-on CPU bucket `[a, z)` of `samples` to `w`, and its samples to
 /// `expect`.
 fn append_counted(
@@ -697,12 +708,7 @@ fn a_shard_down_while_writing_counts_every_sample_once() {
             notes.extend(w.notes());
         }
     }
-    for _ in 0..20 {
-        if w.flush().is_ok() && w.spooled() == (0, 0) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    flush_until_sent(&mut w);
     notes.extend(w.notes());
     assert_eq!(w.spooled(), (0, 0), "{notes:?}");
     assert!(w.stats().batches_spooled > 0, "the outage was seen: {:?} {notes:?}", w.stats());
@@ -830,12 +836,7 @@ fn an_insert_stored_but_unanswered_is_sent_again_and_said() {
         append_counted(&mut w, "db1", &meta, &samples, (a, z), &mut expect);
         notes.extend(w.notes());
     }
-    for _ in 0..40 {
-        if w.flush().is_ok() && w.spooled() == (0, 0) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
+    flush_until_sent(&mut w);
     notes.extend(w.notes());
     assert_eq!(w.spooled(), (0, 0), "{notes:?}");
     let stats = w.stats();
