@@ -26,11 +26,11 @@ fn kflame(env: &Env, mask: &str, args: &[&str]) -> Output {
     Command::new(env.kflame).args(args).env("KFLAME_MASK_FEATURES", mask).output().unwrap()
 }
 
-/// `kflame record -d 1 ARGS -o FILE` with `mask`: its status, stderr and output file.
+/// `kflame record -d 1 -o FILE ARGS` with `mask`: its status, stderr and output file.
 fn record(env: &Env, mask: &str, args: &[&str]) -> (bool, String, String) {
     let out = env.dir.join(format!("features-{mask}.folded"));
     let _ = std::fs::remove_file(&out);
-    let o = kflame(env, mask, &[&["record", "-d", "1"][..], args, &["-o", out.to_str().unwrap()]].concat());
+    let o = kflame(env, mask, &[&["record", "-d", "1", "-o", out.to_str().unwrap()][..], args].concat());
     let err = text(&o.stderr);
     assert!(!err.contains("panicked"), "{mask} {args:?}: {err}");
     assert!(err.contains(&format!("acting as a kernel without {mask}")), "{err}");
@@ -189,8 +189,10 @@ fn live_each_missing_kernel_feature_degrades_or_is_refused_with_a_clear_line() {
     checks_show(&env, m, "record", "lock:contention_begin");
 
     let m = case("bpf");
-    let folded = degrades(&env, m, &["--off-cpu"], "BPF is not available");
-    assert!(folded.lines().count() > 0);
+    // Naps of its own to record: a quiet machine may block no task in a second.
+    let naps = ["--off-cpu", "--", env.workload_str(), "naptimed", "25", "20", "2"];
+    let folded = degrades(&env, m, &naps, "BPF is not available");
+    assert!(folded.lines().any(|l| l.contains("nanosleep")), "{folded}");
     refused(&env, m, &["--locks"], "BPF load refused");
     checks_show(&env, m, "record", "kernel BTF");
     let log = watch(&env, m, &["--no-kmsg"], &["bio latency is not recorded"]);
