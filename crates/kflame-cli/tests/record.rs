@@ -621,6 +621,9 @@ fn sigint_mid_recording_leaves_tracing_state_untouched() {
             &every_mode,
         ),
     ];
+    // Naps and their system calls all along: the system-wide runs have these to record on a
+    // machine that is otherwise quiet (churn, the every-mode run's command, never blocks).
+    let _napper = Reaped(Command::new(&env.workload).args(["nap", "1000000", "10"]).spawn().expect("napper"));
     for (args, signal, outputs) in runs {
         let before = TracingState::read();
         let mounts_before = tracefs_mounts();

@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::{Env, TracingState, wait_timeout};
+use common::{Env, Reaped, TracingState, wait_timeout};
 use kflame_store::{Event, Kind, OpenMode, ProfileQuery, Query, Sqlite};
 
 /// One watcher at a time: each records every CPU and names every process's stacks, and
@@ -223,6 +223,9 @@ fn live_kill_9_loses_at_most_the_bucket_in_progress_and_a_restart_continues() {
     let Some(env) = Env::get("live_kill_9_loses_at_most_the_bucket_in_progress") else { return };
     let db = db_path(&env, "kill9");
     let mut burner = Command::new(&env.workload).args(["cpu", "300"]).stdout(Stdio::null()).spawn().unwrap();
+    // System calls every 10 ms, for a latency histogram in every second (a second without a
+    // call stores none, and the burner makes none).
+    let _napper = Reaped(Command::new(&env.workload).args(["nap", "1000000", "10"]).spawn().unwrap());
     let mut w = watch(&env, &db, &["--bucket", "2s"]);
     // Killed right after a bucket is written: a first bucket, then the next one.
     let first = wait_for("a first bucket", &w, || last_sample(&open_read(&db)?));
@@ -413,7 +416,9 @@ fn live_io_trigger_offcpu_capture_shows_the_block_io_wait() {
     let _serial = serial();
     let Some(env) = Env::get("live_io_trigger_offcpu_capture_shows_the_block_io_wait") else { return };
     let db = db_path(&env, "io");
-    let file = env.dir.join(format!("{}-dd.bin", std::process::id()));
+    // On the disk (a temporary directory may be a tmpfs elsewhere, where dsync writes do no
+    // block IO).
+    let file = std::path::PathBuf::from(format!("/var/tmp/kflame-watch-dd-{}.bin", std::process::id()));
     let mut dd = Command::new("dd")
         .arg("if=/dev/zero")
         .arg(format!("of={}", file.display()))
@@ -607,10 +612,14 @@ fn live_write_latency_p99_fires_its_rule_and_the_capture_holds_the_writes() {
         &env,
         &db,
         // Outliers: the slowest 40 calls of a bucket, so that the writer's are among them
-        // beside whatever else the machine writes slowly.
+        // beside whatever else the machine writes slowly; only `write` has a threshold, so
+        // that other calls' waits (a busy machine's reads of pipes and sockets) take none
+        // of the 40.
         &[
             "--trigger",
             "syscall.lat.p99[write] > 50us for 2s => syscalls 4s",
+            "--slow-syscall",
+            "1h",
             "--slow-call",
             "write=50us",
             "--outliers",
@@ -721,11 +730,14 @@ fn live_blocked_time_is_always_on_as_metrics_and_profiles() {
     // watcher did, and a range takes whole buckets.
     let started = now_ns() - 60_000_000_000;
     // Thresholds low enough for this workload's waits to be outliers; for locks, only the
-    // label's own (the family's is an hour).
+    // label's own (the family's is an hour). Outliers kept by the thousand, so that a busy
+    // machine's own slow waits leave room for the workload's.
     let w = watch(
         &env,
         &db,
         &[
+            "--outliers",
+            "1000",
             "--slow-lock",
             "1h",
             "--slow-label",

@@ -164,6 +164,16 @@ pub(crate) fn wait_timeout(child: &mut Child, limit: Duration) -> Option<ExitSta
     None
 }
 
+/// A child process killed (and reaped) when this goes out of scope, a failed assertion too.
+pub(crate) struct Reaped(pub(crate) Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn run(cmd: &str, args: &[&str]) -> bool {
     Command::new(cmd).args(args).status().is_ok_and(|s| s.success())
 }
