@@ -546,6 +546,145 @@ fn kernels_compared_across_the_fleet_name_the_commits_between_them() {
     );
 }
 
+/// A host upgraded in place (its watcher started again on a new kernel, labelled with it):
+/// `query --base-label kernel=OLD --label kernel=NEW` over a range holding the upgrade
+/// compares the host's samples before it with its samples after it, and says so; `--label`
+/// alone takes the stretch that carried the label; the page's comparison of the host's two
+/// ranges names the kernel each ran.
+#[test]
+fn a_host_upgraded_in_place_is_compared_with_itself_across_the_upgrade() {
+    use std::collections::BTreeMap;
+    let rig = Rig::start(1).unwrap();
+    let url = rig.url(0, "upgraded", false);
+    ok(&rig, &["store", "init", "--store", &url]);
+    let stacks = fleet::expand(
+        &std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../kflame/tests/data/render/perf-sys-cpuclock.folded"
+        ))
+        .unwrap(),
+    );
+    let (old_set, new_set) = (&stacks[..stacks.len() / 2], &stacks[stacks.len() / 4..]);
+    let meta = Meta { unit: Unit::Samples, event: Some("cpu-clock".into()) };
+    // Thirty seconds on the old kernel, then thirty on the new one, each by its own writer
+    // (the watcher before the reboot, and after it).
+    let mut written: Vec<BTreeMap<Vec<u8>, u64>> = Vec::new();
+    for (k, (label, set)) in
+        [("kernel=6.1.0-13-amd64", old_set), ("kernel=6.8.0-1-amd64", new_set)].into_iter().enumerate()
+    {
+        let opts = WriterOptions { labels: format!("role=web,{label}"), ..WriterOptions::default() };
+        let spool = dir(&format!("upgraded-spool-{k}")).join("s.db");
+        let mut w = Writer::open(&rig.location(0, "upgraded", false), &spool, opts).unwrap();
+        let start = T0 + k as i64 * 30 * SEC;
+        let samples = fleet::host_samples(k, start, 30, 19, 2, set);
+        fleet::write_buckets(&mut w, "web-1", Kind::Cpu, &meta, &samples, start, 10 * SEC).unwrap();
+        w.flush().unwrap();
+        let mut m = BTreeMap::new();
+        for s in &samples {
+            *m.entry(s.stack.clone()).or_insert(0u64) += 1;
+        }
+        written.push(m);
+    }
+    let range = ["--from", "2025-11-24T16:00:00Z", "--to", "2025-11-24T16:01:00Z"];
+    let out = kflame(
+        &rig,
+        &[
+            &["query", "--store", &url][..],
+            &range[..],
+            &["--label", "kernel=6.8.0-1-amd64", "--base-label", "kernel=6.1.0-13-amd64"],
+        ]
+        .concat(),
+    );
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    let mut got: BTreeMap<Vec<u8>, (u64, u64)> = BTreeMap::new();
+    for l in String::from_utf8(out.stdout).unwrap().lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+        let mut p = l.rsplitn(3, ' ');
+        let (a, b, s) = (p.next().unwrap(), p.next().unwrap(), p.next().unwrap());
+        got.insert(s.as_bytes().to_vec(), (b.parse().unwrap(), a.parse().unwrap()));
+    }
+    let mut want: BTreeMap<Vec<u8>, (u64, u64)> = BTreeMap::new();
+    for (s, c) in &written[0] {
+        want.entry(s.clone()).or_default().0 += c;
+    }
+    for (s, c) in &written[1] {
+        want.entry(s.clone()).or_default().1 += c;
+    }
+    assert_eq!(got, want, "BEFORE is the host's first half, AFTER its second\n{err}");
+    assert!(
+        err.contains("BEFORE: web-1 2025-11-24T16:00:00Z to 2025-11-24T16:00:30Z (kernel 6.1.0-13-amd64)")
+            && err
+                .contains("AFTER: web-1 2025-11-24T16:00:30Z to 2025-11-24T16:01:00Z (kernel 6.8.0-1-amd64)"),
+        "{err}"
+    );
+    // Half a host on each side: the same, no hint to normalize.
+    assert!(!err.contains("add --normalize"), "{err}");
+
+    // `--label` alone: the stretch that carried it, of a host that carries another today.
+    let old = ok(
+        &rig,
+        &[&["query", "--store", &url][..], &range[..], &["--label", "kernel=6.1.0-13-amd64"]].concat(),
+    );
+    let old: BTreeMap<Vec<u8>, u64> = old
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let (s, c) = l.rsplit_once(' ').unwrap();
+            (s.as_bytes().to_vec(), c.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(old, written[0]);
+
+    // The host on both sides at once: refused, naming it and when.
+    let e = kflame(
+        &rig,
+        &[
+            &["query", "--store", &url][..],
+            &range[..],
+            &["--hosts", "web-1", "--base-label", "kernel=6.1.0-13-amd64"],
+        ]
+        .concat(),
+    );
+    let e = String::from_utf8_lossy(&e.stderr);
+    assert!(
+        e.contains("web-1 is on both sides from 2025-11-24T16:00:00Z to 2025-11-24T16:00:30Z")
+            && e.contains("must choose different hosts or times"),
+        "{e}"
+    );
+    // A label no stretch of the range carried: what the history has, stretch by stretch.
+    let e = kflame(&rig, &[&["query", "--store", &url][..], &range[..], &["--label", "kernel=5.4"]].concat());
+    let e = String::from_utf8_lossy(&e.stderr);
+    assert!(
+        e.contains("no host matches --label kernel=5.4")
+            && e.contains(
+                "web-1 (role=web,kernel=6.1.0-13-amd64 2025-11-24T16:00:00Z to 2025-11-24T16:00:30Z)"
+            ),
+        "{e}"
+    );
+
+    // The page: the host's second half against its first names each half's kernel.
+    let (mut serve, addr) = start_serve(&rig, &url, "upgraded-serve", &[]);
+    let answer = api_get(
+        &addr,
+        &format!(
+            "/api/diff?kind=cpu&from={}&to={}&hosts=web-1&base_from={T0}&base_to={}&base_hosts=web-1",
+            T0 + 30 * SEC,
+            T0 + 60 * SEC,
+            T0 + 30 * SEC
+        ),
+    );
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let body: serde_json::Value = serde_json::from_str(answer.split_once("\r\n\r\n").map_or("", |x| x.1))
+        .unwrap_or_else(|e| panic!("{e}: {answer}"));
+    assert_eq!(
+        body["info"]["changed"]["kernels"],
+        serde_json::json!({ "before": ["6.1.0-13-amd64"], "after": ["6.8.0-1-amd64"] }),
+        "{}",
+        body["info"]
+    );
+}
+
 /// `kflame` with the rig's password and, when given, its CA in `KFLAME_CLICKHOUSE_CA_FILE`.
 fn kflame_tls(rig: &Rig, ca: Option<&Path>, args: &[&str]) -> Output {
     let mut c = Command::new(KFLAME);

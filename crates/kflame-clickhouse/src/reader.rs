@@ -6,7 +6,7 @@ use kflame::fold::{Meta, StackCounts, Stacks, Unit, Weight};
 use kflame_store_api::{
     CaptureId, Event, HostShare, Kind, LatencyKind, LatencyPoint, LatencyQuery, LatencySeries, Point,
     Profile, ProfileQuery, Query, SamplePoint, Series, SeriesQuery, StackId, StoreError, StoredEvent,
-    TriggerId, stored_unit_name,
+    TriggerId, labels::LabelSpan, stored_unit_name,
 };
 use rustc_hash::FxHashMap;
 
@@ -734,6 +734,25 @@ impl Query for Reader {
             out.push((h, l));
         }
         Ok(out)
+    }
+
+    /// From the `hosts` rows (each writer's labels from the first time it wrote on each
+    /// day): the last one of each host at or before the range, and those inside it.
+    fn host_label_spans(&self, from_ns: i64, to_ns: i64) -> Result<Vec<LabelSpan>, StoreError> {
+        let data = self.select(&format!(
+            "SELECT host, max(time_ns), argMax(labels, time_ns) FROM {t} WHERE time_ns <= {from_ns} GROUP BY host \
+             UNION ALL SELECT host, time_ns, labels FROM {t} WHERE time_ns > {from_ns} AND time_ns < {to_ns}",
+            t = self.t("hosts")
+        ))?;
+        let mut r = Rows::new(&data);
+        let mut rows = Vec::new();
+        while !r.done() {
+            let m = |e| self.malformed(e);
+            let h = r.string().map_err(m)?;
+            let t = r.i64().map_err(m)?;
+            rows.push((h, t, r.string().map_err(m)?));
+        }
+        Ok(kflame_store_api::labels::spans(rows, from_ns, to_ns))
     }
 
     fn time_bounds(&self) -> Result<Option<(i64, i64)>, StoreError> {

@@ -867,6 +867,9 @@ const CHANGED_FUNCTIONS: usize = 5;
 /// Commits listed for each of them between the two sides' kernels.
 const CHANGED_COMMITS: usize = 5;
 
+/// A side of a comparison: its hosts and range.
+type Side<'a> = (&'a Hosts, i64, i64);
+
 /// What changed most between a comparison's two sides (the explainer's
 /// [`crate::Explain::compare`]: each function's share of each side, the most grown and shrunk
 /// first; `null` without one), with both sides' kernels; when each side runs one kernel, they differ and the server has a git history,
@@ -875,16 +878,20 @@ fn changed_functions(
     db: &dyn Query,
     tree: &StackTree,
     meta: &Meta,
-    (before, after): (&Hosts, &Hosts),
+    (before, after): (Side<'_>, Side<'_>),
     explain: Option<&crate::Signer>,
 ) -> Result<Value> {
     let Some(explain) = explain else { return Ok(Value::Null) };
     let Some(mut v) = explain.explain.compare(tree, &meta.unit, CHANGED_FUNCTIONS) else {
         return Ok(Value::Null);
     };
-    // Labels are a help here, not the answer: a store that cannot give them gives none.
-    let labels = db.host_labels().unwrap_or_default();
-    let kernels = |side: &Hosts| kflame_store::label_values(&labels, "kernel", |h| side.matches(h));
+    // What each side's hosts ran over its own range (a host upgraded in place between the
+    // two ran another kernel in each). Labels are a help here, not the answer: a store that
+    // cannot give them gives none.
+    let kernels = |(hosts, from, to): Side<'_>| {
+        let spans = db.host_label_spans(from, to).unwrap_or_default();
+        kflame_store::labels::values(spans.iter().filter(|s| hosts.matches(&s.host)), "kernel")
+    };
     let (kb, ka) = (kernels(before), kernels(after));
     v["kernels"] = json!({ "before": kb, "after": ka });
     let ([b], [a]) = (kb.as_slice(), ka.as_slice()) else { return Ok(v) };
@@ -957,7 +964,13 @@ async fn diff(State(app): State<Arc<App>>, Params(args): Args) -> Result<Respons
             } else {
                 after.tree.add_baseline(&before.tree);
             }
-            let changed = changed_functions(db, &after.tree, &after.meta, (&base.hosts, &r.hosts), explain.as_deref())?;
+            let changed = changed_functions(
+                db,
+                &after.tree,
+                &after.meta,
+                ((&base.hosts, bfrom, bto), (&r.hosts, from, to)),
+                explain.as_deref(),
+            )?;
             let info = json!({ "kind": kind.as_str(), "from": from, "to": to, "base_from": bfrom, "base_to": bto,
                                "base_samples": before.samples, "base_total": before.tree.total().to_string(),
                                "hosts": r.hosts.json(), "base_hosts": base.hosts.json(), "normalized": normalize,

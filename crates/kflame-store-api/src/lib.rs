@@ -26,6 +26,7 @@ pub use kflame::latency::{Histogram, LatencyKind};
 
 pub mod derived;
 pub mod heatmap;
+pub mod labels;
 pub mod metrics;
 pub mod reports;
 pub mod time;
@@ -566,6 +567,13 @@ macro_rules! delegate_query {
             fn host_labels(&self) -> Result<Vec<(String, String)>, StoreError> {
                 (**self).host_labels()
             }
+            fn host_label_spans(
+                &self,
+                from_ns: i64,
+                to_ns: i64,
+            ) -> Result<Vec<labels::LabelSpan>, StoreError> {
+                (**self).host_label_spans(from_ns, to_ns)
+            }
             fn time_bounds(&self) -> Result<Option<(i64, i64)>, StoreError> {
                 (**self).time_bounds()
             }
@@ -604,22 +612,6 @@ pub struct HostShare {
     pub frame: Weight,
     /// Weight of all its samples of the query.
     pub total: Weight,
-}
-
-/// The values of label `key` (`kernel` for `kernel=6.1.0-13-amd64`) of the hosts `keep`
-/// chooses, from [`Query::host_labels`]' `key=value,...` texts: sorted, each once. What a
-/// comparison of two host sets names as each side's kernels.
-pub fn label_values(labels: &[(String, String)], key: &str, keep: impl Fn(&str) -> bool) -> Vec<String> {
-    let mut v: Vec<String> = labels
-        .iter()
-        .filter(|(h, _)| keep(h))
-        .flat_map(|(_, l)| {
-            l.split(',').filter_map(|x| x.trim().strip_prefix(key)?.strip_prefix('=')).map(str::to_string)
-        })
-        .collect();
-    v.sort();
-    v.dedup();
-    v
 }
 
 /// True when the folded stack `stack` (`a;b;c`) has the frame `frame`.
@@ -1039,6 +1031,14 @@ pub trait Query {
     fn host_labels(&self) -> Result<Vec<(String, String)>, StoreError> {
         Ok(self.hosts()?.into_iter().map(|h| (h, String::new())).collect())
     }
+    /// Every host's labels over `[from_ns, to_ns)`, stretch by stretch
+    /// ([`labels::spans`]): what a question about the hosts of a label at a time reads. This
+    /// default gives each host its labels of today over the whole range; a backend that
+    /// keeps the labels' history gives it.
+    fn host_label_spans(&self, from_ns: i64, to_ns: i64) -> Result<Vec<labels::LabelSpan>, StoreError> {
+        let rows = self.host_labels()?.into_iter().map(|(h, l)| (h, i64::MIN, l)).collect();
+        Ok(labels::spans(rows, from_ns, to_ns))
+    }
     /// The first and last time of anything stored (`None` when empty).
     fn time_bounds(&self) -> Result<Option<(i64, i64)>, StoreError>;
     /// Each host's weight in stacks that hold `frame`, and its total, over the query's range
@@ -1065,26 +1065,5 @@ pub trait Query {
         }
         out.sort_by(|a, b| b.frame.cmp(&a.frame).then_with(|| a.host.cmp(&b.host)));
         Ok(out)
-    }
-}
-
-#[cfg(test)]
-mod label_tests {
-    use super::label_values;
-
-    #[test]
-    fn a_labels_values_of_the_hosts_chosen_sorted_once() {
-        let labels = vec![
-            ("db1".to_string(), "role=db,kernel=6.8.0-1-amd64".to_string()),
-            ("db2".to_string(), "kernel=6.1.0-13-amd64, role=db".to_string()),
-            ("db3".to_string(), "kernel=6.8.0-1-amd64,kernelx=1".to_string()),
-            ("web1".to_string(), String::new()),
-        ];
-        assert_eq!(
-            label_values(&labels, "kernel", |h| h.starts_with("db")),
-            ["6.1.0-13-amd64", "6.8.0-1-amd64"]
-        );
-        assert!(label_values(&labels, "kernel", |h| h == "web1").is_empty());
-        assert_eq!(label_values(&labels, "role", |_| true), ["db"]);
     }
 }

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 use kflame_clickhouse::{Location, Reader, is_clickhouse};
+use kflame_store::labels::{LabelSpan, matching};
+use kflame_store::time::format_time;
 use kflame_store::{OpenMode, Query, Sqlite};
 
 /// The options that name a history and select its hosts.
@@ -26,7 +28,8 @@ pub(crate) struct HistoryArgs {
     #[arg(long, value_name = "HOSTS", value_delimiter = ',')]
     pub(crate) hosts: Vec<String>,
     /// Only hosts with this label (`role=db`; repeatable: all must hold), as `kflame watch
-    /// --label` wrote it.
+    /// --label` wrote it, at the time asked: a host relabelled on the way (a kernel upgraded
+    /// in place: `kernel=`) is chosen for its stretch that carried it.
     #[arg(long = "label", value_name = "KEY=VALUE")]
     pub(crate) labels: Vec<String>,
 }
@@ -48,9 +51,14 @@ impl HistoryArgs {
         }
     }
 
-    /// The hosts the selection allows, `None` when it allows every host.
-    pub(crate) fn select(&self, h: &History) -> Result<Option<Vec<String>>> {
-        select(h.query.as_ref(), &self.hosts, &self.labels)
+    /// The hosts the selection allows over `range`, `None` when it allows every host.
+    pub(crate) fn select(&self, h: &History, range: (i64, i64)) -> Result<Option<Vec<String>>> {
+        select(h.query.as_ref(), &self.hosts, &self.labels, range)
+    }
+
+    /// The stretches of `range` the selection allows ([`stretches`]).
+    pub(crate) fn stretches(&self, h: &History, range: (i64, i64)) -> Result<Vec<LabelSpan>> {
+        stretches(h.query.as_ref(), &self.hosts, &self.labels, "--label", range)
     }
 }
 
@@ -103,34 +111,75 @@ fn glob(pattern: &str, name: &str) -> bool {
     true
 }
 
-/// The hosts of `q` that match one of `patterns` (all when none) and have every label.
-pub(crate) fn select(q: &dyn Query, patterns: &[String], labels: &[String]) -> Result<Option<Vec<String>>> {
+/// The hosts of `q` that match one of `patterns` (all when none) and carried every label
+/// at some time of `[from_ns, to_ns)` (`None` when nothing narrows the choice).
+pub(crate) fn select(
+    q: &dyn Query,
+    patterns: &[String],
+    labels: &[String],
+    (from_ns, to_ns): (i64, i64),
+) -> Result<Option<Vec<String>>> {
     if patterns.is_empty() && labels.is_empty() {
         return Ok(None);
     }
+    let mut hosts: Vec<String> =
+        stretches(q, patterns, labels, "--label", (from_ns, to_ns))?.into_iter().map(|s| s.host).collect();
+    hosts.dedup();
+    Ok(Some(hosts))
+}
+
+/// The stretches of `[from_ns, to_ns)` over which the hosts `patterns` match (all when none)
+/// carried every label of `labels` (given as `flag`): a host upgraded in place carries
+/// `kernel=` of each release over its own stretch. Sorted by host. An error that names
+/// what the history has when none does.
+pub(crate) fn stretches(
+    q: &dyn Query,
+    patterns: &[String],
+    labels: &[String],
+    flag: &str,
+    (from_ns, to_ns): (i64, i64),
+) -> Result<Vec<LabelSpan>> {
     for l in labels {
         if !l.contains('=') {
-            bail!("--label {l:?}: expected KEY=VALUE");
+            bail!("{flag} {l:?}: expected KEY=VALUE");
         }
     }
-    let all = q.host_labels()?;
-    let chosen: Vec<String> = all
-        .iter()
-        .filter(|(h, _)| patterns.is_empty() || patterns.iter().any(|p| glob(p, h)))
-        .filter(|(_, l)| labels.iter().all(|want| l.split(',').any(|have| have.trim() == want)))
-        .map(|(h, _)| h.clone())
-        .collect();
+    let all = q.host_label_spans(from_ns, to_ns)?;
+    let chosen: Vec<LabelSpan> =
+        matching(&all, labels, |h| patterns.is_empty() || patterns.iter().any(|p| glob(p, h)))
+            .into_iter()
+            .cloned()
+            .collect();
     if chosen.is_empty() {
-        let known: Vec<String> =
-            all.iter().map(|(h, l)| if l.is_empty() { h.clone() } else { format!("{h} ({l})") }).collect();
+        let span = |s: &LabelSpan| {
+            let part = if s.covers(from_ns, to_ns) {
+                String::new()
+            } else {
+                format!(" {} to {}", format_time(s.from_ns), format_time(s.to_ns))
+            };
+            match (s.labels.is_empty(), part.is_empty()) {
+                (true, true) => s.host.clone(),
+                (true, false) => format!("{}{part}", s.host),
+                (false, _) => format!("{} ({}{part})", s.host, s.labels),
+            }
+        };
+        let known: Vec<String> = all.iter().map(span).collect();
+        let mut asked = Vec::new();
+        if !patterns.is_empty() {
+            asked.push(format!("--hosts {}", patterns.join(",")));
+        }
+        for l in labels {
+            asked.push(format!("{flag} {l}"));
+        }
         bail!(
-            "no host matches --hosts {} --label {} (the history has: {})",
-            patterns.join(","),
-            labels.join(" --label "),
-            if known.is_empty() { "no host".to_string() } else { known.join(", ") }
+            "no host matches {} from {} to {} (the history has: {})",
+            asked.join(" "),
+            format_time(from_ns),
+            format_time(to_ns),
+            if known.is_empty() { "no host then".to_string() } else { known.join(", ") }
         );
     }
-    Ok(Some(chosen))
+    Ok(chosen)
 }
 
 #[cfg(test)]

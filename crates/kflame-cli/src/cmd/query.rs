@@ -11,8 +11,9 @@ use kflame::fold::diff::{self, DiffOptions};
 use kflame::fold::write::write_lines;
 use kflame::render::html::{HtmlOptions, HtmlProfile, write_html};
 use kflame::render::{self, Options, OutputKind};
+use kflame_store::labels::{self, LabelSpan};
 use kflame_store::time::{format_time, now_ns, parse_time};
-use kflame_store::{CaptureId, Event, Kind, Profile, ProfileQuery, SeriesQuery};
+use kflame_store::{CaptureId, Event, Kind, Profile, ProfileQuery, Query, SeriesQuery};
 
 use crate::cmd::history::{History, HistoryArgs};
 use crate::cmd::outliers as outliers_split;
@@ -196,7 +197,16 @@ pub(crate) fn run(args: Args) -> Result<()> {
     if args.list_hosts {
         return list_hosts(&history, &args);
     }
-    let hosts = args.history.select(&history)?;
+    // Labels choose hosts at the time asked: a profile takes each host's samples of the
+    // stretches that carried them, metrics and events all of a chosen host's.
+    let stretches = match args.history.labels.is_empty() {
+        true => None,
+        false => Some(args.history.stretches(&history, (from, to))?),
+    };
+    let hosts = match &stretches {
+        Some(s) => Some(hosts_of(s)),
+        None => args.history.select(&history, (from, to))?,
+    };
     if args.metrics {
         return metrics(&history, &args, hosts.as_deref(), from, to);
     }
@@ -218,12 +228,17 @@ pub(crate) fn run(args: Args) -> Result<()> {
     if !args.base_labels.is_empty() {
         return compare_hosts(&history, &args, &q, out_kind);
     }
-    let after = db.profile(&q)?;
+    let after = profile(db, &q, stretches.as_deref())?;
     note_mixed(&after);
     note_captures_apart(db, &q)?;
     if let (Some(df), Some(dt)) = (&args.diff_from, &args.diff_to) {
         let (bf, bt) = range(df, dt, now).context("the BEFORE range")?;
-        let before = db.profile(&ProfileQuery { from_ns: bf, to_ns: bt, ..q })?;
+        let before_stretches = match stretches {
+            Some(_) => Some(args.history.stretches(&history, (bf, bt)).context("the BEFORE range")?),
+            None => None,
+        };
+        let bq = ProfileQuery { from_ns: bf, to_ns: bt, ..q };
+        let before = profile(db, &bq, before_stretches.as_deref())?;
         note_mixed(&before);
         if out_kind != OutputKind::Folded {
             bail!(
@@ -269,6 +284,52 @@ pub(crate) fn run(args: Args) -> Result<()> {
     out.finish()
 }
 
+/// Each host once, of stretches sorted by host.
+fn hosts_of(stretches: &[LabelSpan]) -> Vec<String> {
+    let mut hosts: Vec<String> = stretches.iter().map(|s| s.host.clone()).collect();
+    hosts.dedup();
+    hosts
+}
+
+/// The profile of `q`; with `stretches`, of each host's samples over its stretches (and of
+/// `q.host` alone, when it names one).
+fn profile(db: &dyn Query, q: &ProfileQuery<'_>, stretches: Option<&[LabelSpan]>) -> Result<Profile> {
+    let Some(stretches) = stretches else { return Ok(db.profile(q)?) };
+    let mine: Vec<&LabelSpan> = stretches.iter().filter(|s| q.host.is_none_or(|h| h == s.host)).collect();
+    Ok(labels::profile_of(db, q, &mine)?)
+}
+
+/// How a side of a comparison is said: each host, with the part of the range its stretches
+/// cover when not all of it.
+fn side_hosts(stretches: &[&LabelSpan], (from_ns, to_ns): (i64, i64)) -> String {
+    stretches
+        .iter()
+        .map(|s| match s.covers(from_ns, to_ns) {
+            true => s.host.clone(),
+            false => format!(
+                "{} {} to {}",
+                s.host,
+                format_time(s.from_ns.max(from_ns)),
+                format_time(s.to_ns.min(to_ns))
+            ),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// How many hosts `stretches` make over `range`: each host weighs the part of the range its
+/// stretches cover.
+fn host_time(stretches: &[&LabelSpan], (from_ns, to_ns): (i64, i64)) -> f64 {
+    let covered: i128 =
+        stretches.iter().map(|s| (s.to_ns.min(to_ns) as i128 - s.from_ns.max(from_ns) as i128).max(0)).sum();
+    covered as f64 / (to_ns as i128 - from_ns as i128).max(1) as f64
+}
+
+/// A count of hosts over time as said: whole when it is, else to one decimal.
+fn round_hosts(n: f64) -> String {
+    if (n - n.round()).abs() < 0.05 { format!("{}", n.round()) } else { format!("{n:.1}") }
+}
+
 /// Functions of `--base-label`'s report, and commits listed for each.
 const COMPARE_FUNCTIONS: usize = 5;
 const COMPARE_COMMITS: usize = 3;
@@ -276,19 +337,27 @@ const COMPARE_COMMITS: usize = 3;
 /// `--base-label`: the profile of the hosts the base labels choose (BEFORE) against the
 /// hosts `--label`/`--hosts` choose (AFTER) over one range, as differential folded lines; on
 /// stderr the functions whose share changed most and, with `--kernel-git`, the commits
-/// between the two kernels that changed them.
+/// between the two kernels that changed them. Labels choose stretches of hosts: a host
+/// upgraded in place within the range is BEFORE until its upgrade and AFTER from it.
 fn compare_hosts(history: &History, args: &Args, q: &ProfileQuery<'_>, out_kind: OutputKind) -> Result<()> {
     let db = history.query.as_ref();
-    let Some(after_hosts) = q.hosts.map(<[String]>::to_vec) else {
+    let chosen = &args.history;
+    if chosen.labels.is_empty() && chosen.hosts.is_empty() {
         bail!("--base-label chooses the BEFORE hosts: choose the AFTER hosts with --label or --hosts");
-    };
-    let before_hosts = crate::cmd::history::select(db, &[], &args.base_labels)?.unwrap_or_default();
-    let both: Vec<&String> = before_hosts.iter().filter(|h| after_hosts.contains(h)).collect();
-    if !both.is_empty() {
+    }
+    let range = (q.from_ns, q.to_ns);
+    let keep = |s: &LabelSpan| args.host.as_ref().is_none_or(|h| *h == s.host);
+    let before_all = crate::cmd::history::stretches(db, &[], &args.base_labels, "--base-label", range)?;
+    let after_all = crate::cmd::history::stretches(db, &chosen.hosts, &chosen.labels, "--label", range)?;
+    let before: Vec<&LabelSpan> = before_all.iter().filter(|s| keep(s)).collect();
+    let after: Vec<&LabelSpan> = after_all.iter().filter(|s| keep(s)).collect();
+    if let Some((b, a)) = labels::overlap(&before, &after) {
         bail!(
-            "{} {} on both sides: the two label sets must choose different hosts",
-            both.iter().map(|h| h.as_str()).collect::<Vec<_>>().join(", "),
-            if both.len() == 1 { "is" } else { "are" }
+            "{} is on both sides from {} to {} ({}): the two label sets must choose different hosts or times",
+            b.host,
+            format_time(b.from_ns.max(a.from_ns).max(q.from_ns)),
+            format_time(b.to_ns.min(a.to_ns).min(q.to_ns)),
+            b.labels
         );
     }
     if out_kind != OutputKind::Folded {
@@ -296,34 +365,34 @@ fn compare_hosts(history: &History, args: &Args, q: &ProfileQuery<'_>, out_kind:
             "a comparison is written as folded text (`stack BEFORE AFTER`); draw it with `kflame flamegraph`"
         );
     }
-    let before = db.profile(&ProfileQuery { hosts: Some(&before_hosts), ..*q })?;
-    let after = db.profile(q)?;
-    note_mixed(&before);
-    note_mixed(&after);
-    if before.samples == 0 || after.samples == 0 {
-        let empty = if before.samples == 0 { &before_hosts } else { &after_hosts };
+    let before_p = labels::profile_of(db, q, &before)?;
+    let after_p = labels::profile_of(db, q, &after)?;
+    note_mixed(&before_p);
+    note_mixed(&after_p);
+    if before_p.samples == 0 || after_p.samples == 0 {
+        let empty = if before_p.samples == 0 { &before } else { &after };
         bail!(
             "no {} samples of {} from {} to {} in {}",
             q.kind,
-            empty.join(", "),
+            side_hosts(empty, range),
             format_time(q.from_ns),
             format_time(q.to_ns),
             history.name
         );
     }
-    let labels = db.host_labels()?;
-    let kernels =
-        |hosts: &[String]| kflame_store::label_values(&labels, "kernel", |h| hosts.iter().any(|x| x == h));
-    let side = |name: &str, hosts: &[String], k: &[String]| {
+    let side = |name: &str, s: &[&LabelSpan], k: &[String]| {
         format!(
             "{name}: {} ({})",
-            hosts.join(", "),
+            side_hosts(s, range),
             if k.is_empty() { "no kernel label".to_string() } else { format!("kernel {}", k.join(", ")) }
         )
     };
-    let (kb, ka) = (kernels(&before_hosts), kernels(&after_hosts));
-    output::message(side("BEFORE", &before_hosts, &kb));
-    output::message(side("AFTER", &after_hosts, &ka));
+    let (kb, ka) =
+        (labels::values(before.iter().copied(), "kernel"), labels::values(after.iter().copied(), "kernel"));
+    output::message(side("BEFORE", &before, &kb));
+    output::message(side("AFTER", &after, &ka));
+    let (before_spans, after_spans) = (before, after);
+    let (before, after) = (before_p, after_p);
     let d = kflame_analyze::profile::diff(
         before.stacks.in_output_order(),
         after.stacks.in_output_order(),
@@ -365,11 +434,13 @@ fn compare_hosts(history: &History, args: &Args, q: &ProfileQuery<'_>, out_kind:
             output::message(format!("    {} {} {}", &h.id[..12], &h.date[..h.date.len().min(10)], h.subject));
         }
     }
-    if !args.normalize && before_hosts.len() != after_hosts.len() {
+    // Each side's hosts over time (a host over half the range counts half).
+    let (hb, ha) = (host_time(&before_spans, range), host_time(&after_spans, range));
+    if !args.normalize && (hb - ha).abs() > 0.05 * hb.max(ha) {
         output::message(format!(
-            "{} hosts BEFORE, {} AFTER: add --normalize to compare the flame graph by share",
-            before_hosts.len(),
-            after_hosts.len()
+            "{} hosts BEFORE, {} AFTER over the range: add --normalize to compare the flame graph by share",
+            round_hosts(hb),
+            round_hosts(ha)
         ));
     }
     write_difference(args.output.as_deref(), args.normalize, before, after)
@@ -446,7 +517,7 @@ fn outliers(args: &Args, family: kflame_store::LatencyKind, from: i64, to: i64) 
     let db = history.query.as_ref();
     // Read host by host, so that each outlier is known by its host (the --hosts and --label
     // selection applies as to profiles).
-    let hosts = match (&args.host, args.history.select(&history)?) {
+    let hosts = match (&args.host, args.history.select(&history, (from, to))?) {
         (Some(h), sel) => sel.is_none_or(|s| s.contains(h)).then(|| h.clone()).into_iter().collect(),
         (None, Some(sel)) => sel,
         (None, None) => db.hosts()?,
