@@ -381,7 +381,7 @@ pub struct CacheBudget {
 }
 
 impl Default for CacheBudget {
-    /// 24 MiB of symbol tables, 8 MiB of frame names, 16 MiB of unwind tables.
+    /// 24 MiB of symbol tables, 8 MiB of frame names, 64 MiB of unwind tables.
     fn default() -> CacheBudget {
         CacheBudget {
             symbols: sym::Symbolizer::DEFAULT_BUDGET,

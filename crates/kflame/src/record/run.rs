@@ -31,23 +31,55 @@ use super::{
 use crate::fold::{Meta, Unit};
 
 /// Data pages per CPU: 512 KiB for CPU samples alone, 4 MiB with tracepoints (bursty, every
-/// event); 128 KiB for CPU samples at 100 Hz or less (an always-on profile at 19 Hz writes a
-/// few KiB a second per CPU, stacks and task records included: 128 KiB still holds seconds
-/// of it while the caller names a window, and a larger buffer only makes the process
-/// larger by its pages once the kernel has written through them, on every CPU).
-fn ring_pages(modes: &[Mode]) -> usize {
+/// event); 128 KiB for CPU samples at 100 Hz or less without user stack copies (an always-on
+/// profile at 19 Hz writes a few KiB a second per CPU, stacks and task records included:
+/// 128 KiB still holds seconds of it while the caller names a window, and a larger buffer
+/// only makes the process larger by its pages once the kernel has written through them, on
+/// every CPU). With user stacks copied (`copy_bytes` each: `--call-graph dwarf`, the default
+/// for CPU samples) a sample weighs its copy: then enough for two seconds of CPU samples,
+/// up to 8 MiB, since the reading thread stops reading while it reads the unwind tables of a
+/// large binary it meets (a toolchain's: 7 MiB of them) or names a window.
+fn ring_pages(modes: &[Mode], copy_bytes: u32) -> usize {
     /// Sampling frequency up to which CPU samples get the small buffer.
     const LOW_RATE: u32 = 100;
+    /// A sample's bytes beside its stack copy: header, registers, callchain (a bound).
+    const SAMPLE_BYTES: u64 = 1024;
+    /// Seconds of samples the buffer holds with stack copies, and its largest size.
+    const HOLD_SECS: u64 = 2;
+    const MAX_PAGES: usize = 2048;
     let sampling = |m: &Mode| matches!(m, Mode::Cpu { .. } | Mode::Blocked { .. });
     let low = |m: &Mode| match m {
         Mode::Cpu { frequency } => *frequency <= LOW_RATE,
         _ => true,
     };
-    match (modes.iter().all(sampling), modes.iter().all(low)) {
+    let base = match (modes.iter().all(sampling), modes.iter().all(low)) {
         (true, true) => 32,
         (true, false) => 128,
         _ => 1024,
+    };
+    if copy_bytes == 0 {
+        return base;
     }
+    let hz: u64 = modes
+        .iter()
+        .map(|m| match m {
+            Mode::Cpu { frequency } => u64::from(*frequency),
+            _ => 0,
+        })
+        .sum();
+    let bytes = hz * (u64::from(copy_bytes) + SAMPLE_BYTES) * HOLD_SECS;
+    let pages = usize::try_from(bytes.div_ceil(4096)).unwrap_or(MAX_PAGES).next_power_of_two();
+    pages.clamp(base, MAX_PAGES.max(base))
+}
+
+/// The largest user stack copy `specs` ask for (0: none).
+fn copy_bytes(specs: &[EventSpec]) -> u32 {
+    specs
+        .iter()
+        .filter(|s| s.attr.sample_type & super::sys::attr::sample::STACK_USER != 0)
+        .map(|s| s.attr.sample_stack_user)
+        .max()
+        .unwrap_or(0)
 }
 
 /// A recording in progress, driven by its caller.
@@ -157,7 +189,8 @@ impl Recorder {
         let scope = scope(&config, &served);
         let mut notes = notes;
         let open = |specs: &[EventSpec]| {
-            Session::open(specs, &online_cpus()?, ring_pages(&config.modes), &scope, config.keep_samples)
+            let pages = ring_pages(&config.modes, copy_bytes(specs));
+            Session::open(specs, &online_cpus()?, pages, &scope, config.keep_samples)
         };
         let session = match specs.is_empty() {
             true => None,
@@ -972,6 +1005,22 @@ mod tests {
             let _ = self.0.kill();
             let _ = self.0.wait();
         }
+    }
+
+    #[test]
+    fn buffers_hold_two_seconds_of_stack_copies() {
+        let cpu = |frequency| vec![Mode::Cpu { frequency }];
+        // Without copies, as before.
+        assert_eq!(ring_pages(&cpu(99), 0), 32);
+        assert_eq!(ring_pages(&cpu(997), 0), 128);
+        // 8 KiB copies: 99 Hz for 2 s is 1.8 MB, 512 pages; the watcher's 19 Hz 128.
+        assert_eq!(ring_pages(&cpu(99), 8192), 512);
+        assert_eq!(ring_pages(&cpu(19), 8192), 128);
+        // Capped at 8 MiB, never below what the modes had.
+        assert_eq!(ring_pages(&cpu(4999), 65528), 2048);
+        let mut with_tracepoints = cpu(99);
+        with_tracepoints.push(Mode::Mem { kmalloc: false });
+        assert_eq!(ring_pages(&with_tracepoints, 8192), 1024);
     }
 
     #[test]

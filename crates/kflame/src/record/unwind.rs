@@ -203,11 +203,14 @@ pub(crate) struct UserUnwinder {
 
 impl UserUnwinder {
     /// Bytes of unwind tables kept by default: a C library's take 100-200 KiB, the largest
-    /// libraries (a toolchain's) a few MiB.
-    pub(crate) const BUDGET: usize = 16 << 20;
+    /// libraries (a toolchain's) several MiB: `librustc_driver` maps 7 MiB of `.eh_frame`
+    /// and its index, and a machine building software runs a few such processes at once,
+    /// whose tables would be read again and again in a smaller budget.
+    pub(crate) const BUDGET: usize = 64 << 20;
 
     /// An unwinder reading binaries from `images`, keeping at most `budget` bytes of tables
-    /// (a single larger table is kept alone while used), for copies of `copy_bytes`.
+    /// (the tables of the process being unwound are kept while used, even past it), for
+    /// copies of `copy_bytes`.
     pub(crate) fn new(images: Box<dyn Images>, budget: usize, copy_bytes: u32) -> UserUnwinder {
         UserUnwinder {
             images,
@@ -309,6 +312,10 @@ impl UserUnwinder {
                 framehop::Unwinder::add_module(&mut unwinder, module);
             }
         }
+        // Past the budget, what other processes use goes first: the tables of this one are
+        // all needed for its next sample, and dropping one of them to read the next would
+        // read them all again at every sample of a process whose tables exceed the budget.
+        self.shrink(&keys);
         self.spaces.insert(pid, Space { generation, version, unwinder, keys, unsound, window: self.window });
     }
 
@@ -332,18 +339,17 @@ impl UserUnwinder {
             None => self.stats.without_tables += 1,
         }
         self.tables.insert(key, Entry { tables: tables.clone(), used: self.tick });
-        self.shrink(key);
         tables
     }
 
     /// Drops the least recently used tables (all but `keep`) while over the budget, and the
     /// unwinders that use them.
-    fn shrink(&mut self, keep: ImageKey) {
+    fn shrink(&mut self, keep: &[ImageKey]) {
         while self.bytes > self.budget {
             let oldest = self
                 .tables
                 .iter()
-                .filter(|(k, e)| **k != keep && e.tables.is_some())
+                .filter(|(k, e)| !keep.contains(k) && e.tables.is_some())
                 .min_by_key(|(_, e)| e.used)
                 .map(|(k, _)| *k);
             let Some(k) = oldest else { break };
