@@ -163,13 +163,15 @@ fn live_cpu_trigger_capture_shows_the_burner_and_sigterm_writes_the_last_bucket(
     let db = db_path(&env, "trigger");
     let before = TracingState::read();
     // The burner outlasts any wait; it is killed once the watcher stopped.
-    let mut burner = Command::new(&env.workload).args(["cpu", "300"]).stdout(Stdio::null()).spawn().unwrap();
+    // Killed when dropped, a failed assertion too: a burner left running would load the
+    // tests after it.
+    let burner =
+        Reaped(Command::new(&env.workload).args(["cpu", "300"]).stdout(Stdio::null()).spawn().unwrap());
     let w = watch(&env, &db, &["--bucket", "2s", "--trigger", "cpu > 40% for 2s => cpu 5s"]);
     wait_for("the trigger's capture to end", &w, || ended_capture(&db, Kind::Cpu));
     let term = now_ns();
     let (status, took, err) = w.term();
-    let _ = burner.kill();
-    let _ = burner.wait();
+    drop(burner);
     assert_eq!(status.code(), Some(0), "{err}");
     assert!(took < Duration::from_secs(5), "stopping took {took:?}");
     assert_eq!(TracingState::read(), before, "tracefs state changed");
@@ -222,7 +224,10 @@ fn live_kill_9_loses_at_most_the_bucket_in_progress_and_a_restart_continues() {
     let _serial = serial();
     let Some(env) = Env::get("live_kill_9_loses_at_most_the_bucket_in_progress") else { return };
     let db = db_path(&env, "kill9");
-    let mut burner = Command::new(&env.workload).args(["cpu", "300"]).stdout(Stdio::null()).spawn().unwrap();
+    // Killed when dropped, a failed assertion too: a burner left running would load the
+    // tests after it.
+    let burner =
+        Reaped(Command::new(&env.workload).args(["cpu", "300"]).stdout(Stdio::null()).spawn().unwrap());
     // System calls every 10 ms, for a latency histogram in every second (a second without a
     // call stores none, and the burner makes none).
     let _napper = Reaped(Command::new(&env.workload).args(["nap", "1000000", "10"]).spawn().unwrap());
@@ -302,8 +307,7 @@ fn live_kill_9_loses_at_most_the_bucket_in_progress_and_a_restart_continues() {
         last_sample(&open_read(&db)?).filter(|&t| t > restarted + 2_000_000_000)
     });
     let (status, _, err) = w.term();
-    let _ = burner.kill();
-    let _ = burner.wait();
+    drop(burner);
     assert_eq!(status.code(), Some(0), "{err}");
     let r = Sqlite::open(&db, OpenMode::Read).unwrap();
     let times: Vec<i64> =
@@ -394,13 +398,13 @@ fn live_memory_trigger_capture_is_weighted_in_bytes() {
     let _serial = serial();
     let Some(env) = Env::get("live_memory_trigger_capture_is_weighted_in_bytes") else { return };
     let db = db_path(&env, "mem");
-    let mut churn = Command::new(&env.workload).args(["churn", "300"]).stdout(Stdio::null()).spawn().unwrap();
+    let churner =
+        Reaped(Command::new(&env.workload).args(["churn", "300"]).stdout(Stdio::null()).spawn().unwrap());
     // Always true, so that it fires at the first reading: what is tested is the capture.
     let w = watch(&env, &db, &["--trigger", "mem.available < 100% => mem 4s"]);
     wait_for("the memory capture to end", &w, || ended_capture(&db, Kind::Mem));
     let (status, _, err) = w.term();
-    let _ = churn.kill();
-    let _ = churn.wait();
+    drop(churner);
     assert_eq!(status.code(), Some(0), "{err}");
     let (lines, unit, events) = capture_profile(&db, Kind::Mem);
     assert_eq!(unit, kflame::fold::Unit::Bytes, "{events:?}\n{err}");
@@ -419,19 +423,20 @@ fn live_io_trigger_offcpu_capture_shows_the_block_io_wait() {
     // On the disk (a temporary directory may be a tmpfs elsewhere, where dsync writes do no
     // block IO).
     let file = std::path::PathBuf::from(format!("/var/tmp/kflame-watch-dd-{}.bin", std::process::id()));
-    let mut dd = Command::new("dd")
-        .arg("if=/dev/zero")
-        .arg(format!("of={}", file.display()))
-        .args(["bs=4k", "count=100000", "oflag=dsync"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let writer = Reaped(
+        Command::new("dd")
+            .arg("if=/dev/zero")
+            .arg(format!("of={}", file.display()))
+            .args(["bs=4k", "count=100000", "oflag=dsync"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let w = watch(&env, &db, &["--trigger", "io.util > 2% => offcpu 4s"]);
     wait_for("the off-CPU capture to end", &w, || ended_capture(&db, Kind::OffCpu));
     let (status, _, err) = w.term();
-    let _ = dd.kill();
-    let _ = dd.wait();
+    drop(writer);
     let _ = std::fs::remove_file(&file);
     assert_eq!(status.code(), Some(0), "{err}");
     let (lines, unit, events) = capture_profile(&db, Kind::OffCpu);
@@ -602,11 +607,13 @@ fn live_write_latency_p99_fires_its_rule_and_the_capture_holds_the_writes() {
     let db = db_path(&env, "latency");
     // On the disk (a temporary directory may be a tmpfs elsewhere).
     let file = format!("/var/tmp/kflame-watch-dsync-{}", std::process::id());
-    let mut writer = Command::new(&env.workload)
-        .args(["dsync", "120", &file])
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("the dsync writer");
+    let writer = Reaped(
+        Command::new(&env.workload)
+            .args(["dsync", "120", &file])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("the dsync writer"),
+    );
     let started = now_ns();
     let w = watch(
         &env,
@@ -628,8 +635,7 @@ fn live_write_latency_p99_fires_its_rule_and_the_capture_holds_the_writes() {
     );
     wait_for("the system-call capture to end", &w, || ended_capture(&db, Kind::Syscalls));
     let (status, _, err) = w.term();
-    let _ = writer.kill();
-    let _ = writer.wait();
+    drop(writer);
     let _ = std::fs::remove_file(&file);
     assert_eq!(status.code(), Some(0), "{err}");
     assert!(err.contains("latency metrics: "), "the log says how latency is measured:\n{err}");
@@ -752,9 +758,14 @@ fn live_blocked_time_is_always_on_as_metrics_and_profiles() {
     );
     w.wait_log("always-on blocked time (syscalls, offcpu, locks, runq, bio)", 0);
     let file = format!("/var/tmp/kflame-watch-blocked-{}", std::process::id());
+    let mut dsync_blocked = 0u64;
     for args in [&["mappers", "8", "2"][..], &["dsync", "2", &file], &["crowd", "3", "1"]] {
-        let status = Command::new(&env.workload).args(args).stdout(Stdio::null()).status().unwrap();
-        assert!(status.success(), "kfwork {args:?}");
+        let out = Command::new(&env.workload).args(args).stderr(Stdio::inherit()).output().unwrap();
+        assert!(out.status.success(), "kfwork {args:?}");
+        if args[0] == "dsync" {
+            let text = String::from_utf8_lossy(&out.stdout);
+            dsync_blocked = text.split_whitespace().next().and_then(|n| n.parse().ok()).expect("blocked ns");
+        }
     }
     let _ = std::fs::remove_file(&file);
     let locks = wait_for("the lock profile of kf_map_unmap", &w, || {
@@ -784,7 +795,13 @@ fn live_blocked_time_is_always_on_as_metrics_and_profiles() {
     assert_eq!(status.code(), Some(0), "{err}");
     // Two seconds of eight threads contending: well over 100 ms of waits.
     assert!(locks > 100_000_000, "{locks} ns of rwsem:W waits under kf_map_unmap\n{err}");
-    assert!(dsync > 100_000_000, "{dsync} ns blocked under kf_dsync_writer\n{err}");
+    // Most of what the writer blocked, as the kernel accounted it (its waits for a CPU on
+    // a loaded machine are not off-CPU time; a stack under 1 ms in a bucket is folded into
+    // the task's `[rarer stacks]`).
+    assert!(
+        dsync * 2 >= dsync_blocked && dsync_blocked > 0,
+        "{dsync} ns blocked under kf_dsync_writer of the {dsync_blocked} ns it blocked\n{err}"
+    );
     // Three spinners on one CPU: each waits a scheduler slice at least (ms).
     assert!(runq >= 1.0, "runq.lat.max[cpu0] {runq} ms\n{err}");
     assert!(lock_wait > 0.0 && d_wait > 0.0 && bio > 0.0, "{lock_wait} {d_wait} {bio}");

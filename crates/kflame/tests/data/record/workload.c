@@ -23,7 +23,8 @@
  *                          N threads mapping, touching and unmapping 64 KiB (kf_map_unmap)
  *   kfwork crowd N SECONDS N threads spinning on CPU 0 (kf_crowd_spin): run-queue waits
  *   kfwork dsync SECONDS FILE
- *                          64 KiB writes with O_DSYNC to FILE, over and over (kf_dsync_writer)
+ *                          64 KiB writes with O_DSYNC to FILE, over and over (kf_dsync_writer);
+ *                          then prints its time blocked (ns) and the writes made
  *
  * Every function is noinline and does work after its call, so no call becomes a jump and the
  * frame-pointer chain names each level. kf_nap, kf_nap_timed, kf_writer and the pipe's reader
@@ -360,12 +361,23 @@ NOINLINE void kf_dsync_writer(double seconds, const char *path)
 		exit(1);
 	}
 	memset(buf, 'k', sizeof buf);
+	int acct = open("/proc/thread-self/schedstat", O_RDONLY);
+	struct sched_acct before = sched_acct(acct);
+	long long start = now_ns(), writes = 0;
 	while (now() < end) {
 		if (kf_syscall3(SYS_write, fd, (long)buf, sizeof buf) != sizeof buf)
 			exit(1);
 		if (kf_syscall3(SYS_lseek, fd, 0, SEEK_SET) != 0)
 			exit(1);
+		writes++;
 	}
+	/* The time blocked, as the kernel accounted it (neither running nor runnable), and the
+	 * writes made: on a loaded machine the writer waits for a CPU more than for the disk. */
+	struct sched_acct after = sched_acct(acct);
+	long long blocked = (now_ns() - start) - (after.on_cpu - before.on_cpu) - (after.runnable - before.runnable);
+	printf("%lld %lld\n", blocked > 0 ? blocked : 0, writes);
+	if (acct >= 0)
+		close(acct);
 	close(fd);
 	sink++;
 }
