@@ -66,7 +66,7 @@ fn totals(folded: &str, frame: &str) -> (u64, u64) {
 fn a_replayed_fleet_reads_back_through_query_store_and_serve() {
     let rig = Rig::start(2).unwrap();
     init_both(&rig);
-    let stacks = real_stacks();
+    let stacks = fleet::real_stacks();
     let hung = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../kflame/tests/data/kernel-log/captures/dmesg-hung-task-calltrace.txt"
@@ -312,17 +312,6 @@ fn live_three_watchers_write_through_an_outage_and_lose_nothing() {
     );
 }
 
-/// The stacks of a real `perf record -a` on this kind of machine, one per sample.
-fn real_stacks() -> Vec<Vec<u8>> {
-    fleet::expand(
-        &std::fs::read(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../kflame/tests/data/render/perf-sys-cpuclock.folded"
-        ))
-        .unwrap(),
-    )
-}
-
 /// A comparison's `stack BEFORE AFTER` lines, by stack.
 fn diff_columns(folded: &str) -> std::collections::BTreeMap<Vec<u8>, (u64, u64)> {
     let mut got = std::collections::BTreeMap::new();
@@ -345,7 +334,7 @@ fn kernels_compared_across_the_fleet_name_the_commits_between_them() {
     let rig = Rig::start(1).unwrap();
     let url = rig.url(0, "kernels", false);
     ok(&rig, &["store", "init", "--store", &url]);
-    let stacks = real_stacks();
+    let stacks = fleet::real_stacks();
     // A frame of 10 to 40% of the samples, not in every stack: the new kernel's regression.
     let mut count: BTreeMap<&[u8], usize> = BTreeMap::new();
     for s in &stacks {
@@ -562,7 +551,7 @@ fn a_host_upgraded_in_place_is_compared_with_itself_across_the_upgrade() {
     let rig = Rig::start(1).unwrap();
     let url = rig.url(0, "upgraded", false);
     ok(&rig, &["store", "init", "--store", &url]);
-    let stacks = real_stacks();
+    let stacks = fleet::real_stacks();
     let (old_set, new_set) = (&stacks[..stacks.len() / 2], &stacks[stacks.len() / 4..]);
     let meta = Meta { unit: Unit::Samples, event: Some("cpu-clock".into()) };
     // Thirty seconds on the old kernel, then thirty on the new one, each by its own writer
@@ -726,7 +715,7 @@ fn the_fleet_store_over_https_with_its_ca_and_refused_without() {
     };
     let text = ok_tls(&["store", "init", "--store", &url, "--retain", "30d"]);
     assert!(text.contains("tables ready on ClickHouse"), "{text}");
-    let stacks = real_stacks();
+    let stacks = fleet::real_stacks();
     let loc = kflame_clickhouse::Location::parse_with(&url, &|k| match k {
         "KFLAME_CLICKHOUSE_PASSWORD" => Some(rig.password.clone()),
         "KFLAME_CLICKHOUSE_CA_FILE" => Some(ca.display().to_string()),

@@ -14,13 +14,7 @@ const T0: i64 = 1_764_000_000_000_000_000;
 const SEC: i64 = 1_000_000_000;
 
 fn main() {
-    let stacks = fleet::expand(
-        &std::fs::read(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../kflame/tests/data/render/perf-sys-cpuclock.folded"
-        ))
-        .expect("the render fixture"),
-    );
+    let stacks = fleet::real_stacks();
     let rig = Rig::start(1).expect("a ClickHouse server");
     let loc = rig.location(0, "kflame", false);
     // What `kflame store init --retain 30d` sends to a current server (TTL and all), for the

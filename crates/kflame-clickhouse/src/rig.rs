@@ -401,6 +401,14 @@ pub mod fleet {
         }
     }
 
+    /// Stacks of a real system-wide capture (the render fixtures' `perf record -a` of this
+    /// kind of machine), one per sample: what the fleet tests and benchmarks write.
+    pub fn real_stacks() -> Vec<Vec<u8>> {
+        const FIXTURE: &str =
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../kflame/tests/data/render/perf-sys-cpuclock.folded");
+        expand(&std::fs::read(FIXTURE).unwrap_or_else(|e| panic!("{FIXTURE}: {e}")))
+    }
+
     /// The stacks of folded text (`stack count` lines; `#` headers skipped), one entry per
     /// sample counted.
     pub fn expand(folded: &[u8]) -> Vec<Vec<u8>> {

@@ -28,17 +28,6 @@ fn dir(name: &str) -> PathBuf {
     d
 }
 
-/// Stacks of a real system-wide capture (the render fixtures' perf capture), one per sample.
-fn real_stacks() -> Vec<Vec<u8>> {
-    fleet::expand(
-        &std::fs::read(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../kflame/tests/data/render/perf-sys-cpuclock.folded"
-        ))
-        .unwrap(),
-    )
-}
-
 /// The samples of `[a, z)`, as a bucket takes them.
 fn bucket_samples(samples: &[OwnedSample], a: i64, z: i64) -> Vec<Sample<'_>> {
     samples.iter().filter(|s| s.time_ns >= a && s.time_ns < z).map(OwnedSample::sample).collect()
@@ -267,7 +256,7 @@ fn three_hosts_on_one_server_read_back_as_the_embedded_store_reads_them() {
     assert!(stmts.iter().all(|s| !s.contains("TTL")), "18.16 has no TTL: {stmts:?}");
     // Twice is harmless.
     schema::init(&client, &loc, &InitOptions::default()).unwrap();
-    let stacks = real_stacks();
+    let stacks = fleet::real_stacks();
     let spool = dir("one-server").join("spool.db");
     let mut w = Writer::open(&loc, &spool, WriterOptions::default()).unwrap();
     let mut written = 0;
@@ -288,7 +277,7 @@ fn three_hosts_on_one_server_read_back_as_the_embedded_store_reads_them() {
 #[test]
 fn two_shards_hold_each_host_once_and_answer_together() {
     let rig = Rig::start(2).unwrap();
-    let stacks = real_stacks();
+    let stacks = fleet::real_stacks();
     for i in 0..2 {
         let loc = rig.location(i, "fleet", true);
         schema::init(&kflame_clickhouse::http::Client::new(&loc), &loc, &InitOptions::default()).unwrap();
@@ -384,7 +373,7 @@ fn an_outage_while_writing_loses_nothing() {
     let mut rig = Rig::start(1).unwrap();
     let loc = rig.location(0, "fleet", false);
     schema::init(&kflame_clickhouse::http::Client::new(&loc), &loc, &InitOptions::default()).unwrap();
-    let stacks = real_stacks();
+    let stacks = fleet::real_stacks();
     let samples = generate(0, 120, &stacks);
     let meta = Meta { unit: Unit::Samples, event: None };
     let spool = dir("outage").join("spool.db");
@@ -446,7 +435,7 @@ fn a_full_spool_refuses_the_write_whole_and_takes_it_later() {
     let loc = rig.location(0, "fleet", false);
     schema::init(&kflame_clickhouse::http::Client::new(&loc), &loc, &InitOptions::default()).unwrap();
     rig.stop(0);
-    let stacks = real_stacks();
+    let stacks = fleet::real_stacks();
     let samples = generate(1, 30, &stacks);
     let meta = Meta { unit: Unit::Samples, event: None };
     let spool = dir("full").join("spool.db");
@@ -641,7 +630,7 @@ fn a_write_refused_after_its_samples_were_stored_keeps_their_sums() {
     let loc = rig.location(0, "partial", false);
     let c = kflame_clickhouse::http::Client::new(&loc);
     schema::init(&c, &loc, &InitOptions::default()).unwrap();
-    let stacks = real_stacks();
+    let stacks = fleet::real_stacks();
     let samples = generate(1, 10, &stacks);
     let opts =
         WriterOptions { batch_interval: Duration::ZERO, spool_max_bytes: 10, ..WriterOptions::default() };
@@ -682,7 +671,7 @@ fn a_shard_down_while_writing_counts_every_sample_once() {
         let loc = rig.location(i, "fleet", true);
         schema::init(&kflame_clickhouse::http::Client::new(&loc), &loc, &InitOptions::default()).unwrap();
     }
-    let stacks = real_stacks();
+    let stacks = fleet::real_stacks();
     let meta = Meta { unit: Unit::Samples, event: None };
     let loc = rig.location(0, "fleet", true);
     let spool = dir("shard-down").join("spool.db");
@@ -818,7 +807,7 @@ fn an_insert_stored_but_unanswered_is_sent_again_and_said() {
     schema::init(&kflame_clickhouse::http::Client::new(&loc), &loc, &InitOptions::default()).unwrap();
     let proxy = LossyProxy::start(loc.port, "INSERT%20INTO%20fleet.samples%20%28");
     let via = Location { port: proxy.port, ..loc.clone() };
-    let stacks = real_stacks();
+    let stacks = fleet::real_stacks();
     let samples = generate(0, 30, &stacks);
     let meta = Meta { unit: Unit::Samples, event: None };
     let opts = WriterOptions { batch_interval: Duration::ZERO, ..WriterOptions::default() };

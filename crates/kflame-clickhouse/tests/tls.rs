@@ -37,13 +37,7 @@ fn a_history_written_and_read_over_https_with_the_servers_ca() {
     schema::init(&kflame_clickhouse::http::Client::new(&loc), &loc, &InitOptions::default()).unwrap();
 
     // One host's real stacks over 40 s, written through TLS and into SQLite alike.
-    let stacks = rig::fleet::expand(
-        &std::fs::read(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../kflame/tests/data/render/perf-sys-cpuclock.folded"
-        ))
-        .unwrap(),
-    );
+    let stacks = rig::fleet::real_stacks();
     let d = dir("history");
     let mut w = Writer::open(&loc, &d.join("spool.db"), WriterOptions::default()).unwrap();
     let written = rig::fleet::write_history(&mut w, "tls-host", 0, T0, 40, &stacks).unwrap();
