@@ -56,9 +56,9 @@ impl HistoryArgs {
         select(h.query.as_ref(), &self.hosts, &self.labels, range)
     }
 
-    /// The stretches of `range` the selection allows ([`stretches`]).
-    pub(crate) fn stretches(&self, h: &History, range: (i64, i64)) -> Result<Vec<LabelSpan>> {
-        stretches(h.query.as_ref(), &self.hosts, &self.labels, "--label", range)
+    /// True when `--hosts` or `--label` narrows the choice of hosts.
+    pub(crate) fn narrows(&self) -> bool {
+        !(self.hosts.is_empty() && self.labels.is_empty())
     }
 }
 
@@ -112,28 +112,33 @@ fn glob(pattern: &str, name: &str) -> bool {
 }
 
 /// The hosts of `q` that match one of `patterns` (all when none) and carried every label
-/// at some time of `[from_ns, to_ns)` (`None` when nothing narrows the choice).
+/// at some time of `range` (`None` when nothing narrows the choice).
 pub(crate) fn select(
     q: &dyn Query,
     patterns: &[String],
     labels: &[String],
-    (from_ns, to_ns): (i64, i64),
+    range: (i64, i64),
 ) -> Result<Option<Vec<String>>> {
     if patterns.is_empty() && labels.is_empty() {
         return Ok(None);
     }
-    let mut hosts: Vec<String> =
-        stretches(q, patterns, labels, "--label", (from_ns, to_ns))?.into_iter().map(|s| s.host).collect();
-    hosts.dedup();
-    Ok(Some(hosts))
+    let all = q.host_label_spans(range.0, range.1)?;
+    Ok(Some(hosts_of(&stretches(&all, patterns, labels, "--label", range)?)))
 }
 
-/// The stretches of `[from_ns, to_ns)` over which the hosts `patterns` match (all when none)
-/// carried every label of `labels` (given as `flag`): a host upgraded in place carries
-/// `kernel=` of each release over its own stretch. Sorted by host. An error that names
-/// what the history has when none does.
+/// Each host once, of stretches sorted by host.
+pub(crate) fn hosts_of(stretches: &[LabelSpan]) -> Vec<String> {
+    let mut hosts: Vec<String> = stretches.iter().map(|s| s.host.clone()).collect();
+    hosts.dedup();
+    hosts
+}
+
+/// The stretches of `all` (a store's [`Query::host_label_spans`] over `[from_ns, to_ns)`)
+/// over which the hosts `patterns` match (all when none) carried every label of `labels`
+/// (given as `flag`): a host upgraded in place carries `kernel=` of each release over its
+/// own stretch. Sorted by host. An error that names what the history has when none does.
 pub(crate) fn stretches(
-    q: &dyn Query,
+    all: &[LabelSpan],
     patterns: &[String],
     labels: &[String],
     flag: &str,
@@ -144,9 +149,8 @@ pub(crate) fn stretches(
             bail!("{flag} {l:?}: expected KEY=VALUE");
         }
     }
-    let all = q.host_label_spans(from_ns, to_ns)?;
     let chosen: Vec<LabelSpan> =
-        matching(&all, labels, |h| patterns.is_empty() || patterns.iter().any(|p| glob(p, h)))
+        matching(all, labels, |h| patterns.is_empty() || patterns.iter().any(|p| glob(p, h)))
             .into_iter()
             .cloned()
             .collect();

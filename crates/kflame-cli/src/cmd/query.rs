@@ -15,7 +15,7 @@ use kflame_store::labels::{self, LabelSpan};
 use kflame_store::time::{format_time, now_ns, parse_time};
 use kflame_store::{CaptureId, Event, Kind, Profile, ProfileQuery, Query, SeriesQuery};
 
-use crate::cmd::history::{History, HistoryArgs};
+use crate::cmd::history::{History, HistoryArgs, hosts_of, stretches};
 use crate::cmd::outliers as outliers_split;
 
 use crate::output;
@@ -198,15 +198,18 @@ pub(crate) fn run(args: Args) -> Result<()> {
         return list_hosts(&history, &args);
     }
     // Labels choose hosts at the time asked: a profile takes each host's samples of the
-    // stretches that carried them, metrics and events all of a chosen host's.
-    let stretches = match args.history.labels.is_empty() {
-        true => None,
-        false => Some(args.history.stretches(&history, (from, to))?),
+    // stretches that carried them, metrics and events all of a chosen host's. The hosts'
+    // labels over the range are read once, for the comparison's base too.
+    let spans = match args.history.narrows() || !args.base_labels.is_empty() {
+        true => db.host_label_spans(from, to)?,
+        false => Vec::new(),
     };
-    let hosts = match &stretches {
-        Some(s) => Some(hosts_of(s)),
-        None => args.history.select(&history, (from, to))?,
+    let chosen = match args.history.narrows() {
+        true => Some(stretches(&spans, &args.history.hosts, &args.history.labels, "--label", (from, to))?),
+        false => None,
     };
+    let hosts = chosen.as_deref().map(hosts_of);
+    let by_label = chosen.as_deref().filter(|_| !args.history.labels.is_empty());
     if args.metrics {
         return metrics(&history, &args, hosts.as_deref(), from, to);
     }
@@ -226,15 +229,22 @@ pub(crate) fn run(args: Args) -> Result<()> {
         return by_host(&history, &args, &q, frame);
     }
     if !args.base_labels.is_empty() {
-        return compare_hosts(&history, &args, &q, out_kind);
+        return compare_hosts(&history, &args, &q, out_kind, &spans, chosen.as_deref().unwrap_or_default());
     }
-    let after = profile(db, &q, stretches.as_deref())?;
+    let after = profile(db, &q, by_label)?;
     note_mixed(&after);
     note_captures_apart(db, &q)?;
     if let (Some(df), Some(dt)) = (&args.diff_from, &args.diff_to) {
         let (bf, bt) = range(df, dt, now).context("the BEFORE range")?;
-        let before_stretches = match stretches {
-            Some(_) => Some(args.history.stretches(&history, (bf, bt)).context("the BEFORE range")?),
+        let before_stretches = match by_label {
+            Some(_) => {
+                let all = db.host_label_spans(bf, bt)?;
+                let labels = &args.history.labels;
+                Some(
+                    stretches(&all, &args.history.hosts, labels, "--label", (bf, bt))
+                        .context("the BEFORE range")?,
+                )
+            }
             None => None,
         };
         let bq = ProfileQuery { from_ns: bf, to_ns: bt, ..q };
@@ -284,19 +294,16 @@ pub(crate) fn run(args: Args) -> Result<()> {
     out.finish()
 }
 
-/// Each host once, of stretches sorted by host.
-fn hosts_of(stretches: &[LabelSpan]) -> Vec<String> {
-    let mut hosts: Vec<String> = stretches.iter().map(|s| s.host.clone()).collect();
-    hosts.dedup();
-    hosts
+/// The stretches of `host` alone, when it names one.
+fn of_host<'a>(stretches: &'a [LabelSpan], host: Option<&str>) -> Vec<&'a LabelSpan> {
+    stretches.iter().filter(|s| host.is_none_or(|h| h == s.host)).collect()
 }
 
 /// The profile of `q`; with `stretches`, of each host's samples over its stretches (and of
 /// `q.host` alone, when it names one).
 fn profile(db: &dyn Query, q: &ProfileQuery<'_>, stretches: Option<&[LabelSpan]>) -> Result<Profile> {
     let Some(stretches) = stretches else { return Ok(db.profile(q)?) };
-    let mine: Vec<&LabelSpan> = stretches.iter().filter(|s| q.host.is_none_or(|h| h == s.host)).collect();
-    Ok(labels::profile_of(db, q, &mine)?)
+    Ok(labels::profile_of(db, q, &of_host(stretches, q.host))?)
 }
 
 /// How a side of a comparison is said: each host, with the part of the range its stretches
@@ -338,19 +345,24 @@ const COMPARE_COMMITS: usize = 3;
 /// hosts `--label`/`--hosts` choose (AFTER) over one range, as differential folded lines; on
 /// stderr the functions whose share changed most and, with `--kernel-git`, the commits
 /// between the two kernels that changed them. Labels choose stretches of hosts: a host
-/// upgraded in place within the range is BEFORE until its upgrade and AFTER from it.
-fn compare_hosts(history: &History, args: &Args, q: &ProfileQuery<'_>, out_kind: OutputKind) -> Result<()> {
+/// upgraded in place within the range is BEFORE until its upgrade and AFTER from it. `spans`
+/// are the hosts' labels over the range, `chosen` the AFTER stretches of them.
+fn compare_hosts(
+    history: &History,
+    args: &Args,
+    q: &ProfileQuery<'_>,
+    out_kind: OutputKind,
+    spans: &[LabelSpan],
+    chosen: &[LabelSpan],
+) -> Result<()> {
     let db = history.query.as_ref();
-    let chosen = &args.history;
-    if chosen.labels.is_empty() && chosen.hosts.is_empty() {
+    if !args.history.narrows() {
         bail!("--base-label chooses the BEFORE hosts: choose the AFTER hosts with --label or --hosts");
     }
     let range = (q.from_ns, q.to_ns);
-    let keep = |s: &LabelSpan| args.host.as_ref().is_none_or(|h| *h == s.host);
-    let before_all = crate::cmd::history::stretches(db, &[], &args.base_labels, "--base-label", range)?;
-    let after_all = crate::cmd::history::stretches(db, &chosen.hosts, &chosen.labels, "--label", range)?;
-    let before: Vec<&LabelSpan> = before_all.iter().filter(|s| keep(s)).collect();
-    let after: Vec<&LabelSpan> = after_all.iter().filter(|s| keep(s)).collect();
+    let base = stretches(spans, &[], &args.base_labels, "--base-label", range)?;
+    let before = of_host(&base, q.host);
+    let after = of_host(chosen, q.host);
     if let Some((b, a)) = labels::overlap(&before, &after) {
         bail!(
             "{} is on both sides from {} to {} ({}): the two label sets must choose different hosts or times",
@@ -365,12 +377,12 @@ fn compare_hosts(history: &History, args: &Args, q: &ProfileQuery<'_>, out_kind:
             "a comparison is written as folded text (`stack BEFORE AFTER`); draw it with `kflame flamegraph`"
         );
     }
-    let before_p = labels::profile_of(db, q, &before)?;
-    let after_p = labels::profile_of(db, q, &after)?;
-    note_mixed(&before_p);
-    note_mixed(&after_p);
-    if before_p.samples == 0 || after_p.samples == 0 {
-        let empty = if before_p.samples == 0 { &before } else { &after };
+    let before_profile = labels::profile_of(db, q, &before)?;
+    let after_profile = labels::profile_of(db, q, &after)?;
+    note_mixed(&before_profile);
+    note_mixed(&after_profile);
+    if before_profile.samples == 0 || after_profile.samples == 0 {
+        let empty = if before_profile.samples == 0 { &before } else { &after };
         bail!(
             "no {} samples of {} from {} to {} in {}",
             q.kind,
@@ -391,12 +403,10 @@ fn compare_hosts(history: &History, args: &Args, q: &ProfileQuery<'_>, out_kind:
         (labels::values(before.iter().copied(), "kernel"), labels::values(after.iter().copied(), "kernel"));
     output::message(side("BEFORE", &before, &kb));
     output::message(side("AFTER", &after, &ka));
-    let (before_spans, after_spans) = (before, after);
-    let (before, after) = (before_p, after_p);
     let d = kflame_analyze::profile::diff(
-        before.stacks.in_output_order(),
-        after.stacks.in_output_order(),
-        &after.meta.unit,
+        before_profile.stacks.in_output_order(),
+        after_profile.stacks.in_output_order(),
+        &after_profile.meta.unit,
         COMPARE_FUNCTIONS,
     );
     for line in &d.summary {
@@ -435,7 +445,7 @@ fn compare_hosts(history: &History, args: &Args, q: &ProfileQuery<'_>, out_kind:
         }
     }
     // Each side's hosts over time (a host over half the range counts half).
-    let (hb, ha) = (host_time(&before_spans, range), host_time(&after_spans, range));
+    let (hb, ha) = (host_time(&before, range), host_time(&after, range));
     if !args.normalize && (hb - ha).abs() > 0.05 * hb.max(ha) {
         output::message(format!(
             "{} hosts BEFORE, {} AFTER over the range: add --normalize to compare the flame graph by share",
@@ -443,7 +453,7 @@ fn compare_hosts(history: &History, args: &Args, q: &ProfileQuery<'_>, out_kind:
             round_hosts(ha)
         ));
     }
-    write_difference(args.output.as_deref(), args.normalize, before, after)
+    write_difference(args.output.as_deref(), args.normalize, before_profile, after_profile)
 }
 
 /// Writes BEFORE against AFTER as `stack BEFORE AFTER` lines (BEFORE scaled to AFTER's total
